@@ -1,0 +1,130 @@
+// Package compute is the arithmetic behind symddp's models: an Engine runs
+// the handful of operations that layers, losses and optimizers are made of, on
+// tensors that are views over flat arenas.
+//
+// Model code is written once against Engine. The CPU engine (compute/cpu)
+// keeps tensors as gorgonia.org/tensor Dense views over host memory and runs
+// GEMM through OpenBLAS when it is installed, gonum's pure-Go BLAS otherwise.
+// The CUDA engine (compute/cuda) keeps them in device memory and runs the
+// project's kernels and cuBLAS through the C-ABI library.
+//
+// Tensors are row-major float32. Every operation writes into memory the
+// caller allocated at build time: nothing allocates on the hot path.
+package compute
+
+import "gorgonia.org/tensor"
+
+// Tensor is a float32 tensor that an Engine made (Alloc or View). On the CPU
+// engine it is a *tensor.Dense whose backing slice is the arena's memory.
+type Tensor interface {
+	// Shape is the tensor's shape, row-major.
+	Shape() tensor.Shape
+	// Size is the number of elements.
+	Size() int
+}
+
+// Arena is flat float32 memory that tensors can view: parameters, gradients
+// or optimizer state. Exactly one of Host and Dev is set.
+type Arena struct {
+	// Host is the arena in host memory (CPU engine).
+	Host []float32
+	// Dev is the device address of the arena (CUDA engine), N elements long.
+	Dev uintptr
+	// N is the arena's length in elements (len(Host) for host arenas).
+	N int
+}
+
+// HostArena wraps a host slice as an Arena.
+func HostArena(s []float32) Arena { return Arena{Host: s, N: len(s)} }
+
+// Len is the arena's length in elements.
+func (a Arena) Len() int {
+	if a.Host != nil {
+		return len(a.Host)
+	}
+	return a.N
+}
+
+// Activation is the elementwise function fused after a bias add.
+type Activation uint8
+
+// Activations.
+const (
+	Identity Activation = iota
+	ReLU
+)
+
+// Labels holds a batch's class labels on the engine; -1 marks a padding row
+// that contributes nothing to the loss, its gradient or the metrics.
+type Labels interface {
+	Len() int
+}
+
+// Engine runs the operations. Methods panic on programmer error (mismatched
+// shapes, a tensor from another engine) and never allocate after build time.
+type Engine interface {
+	// Name says which engine and which BLAS, for the log ("cpu/openblas").
+	Name() string
+
+	// Alloc returns a zeroed tensor owned by the engine (activations,
+	// workspaces). Call it at build time only.
+	Alloc(shape ...int) Tensor
+	// View returns a tensor over elements [off, off+prod(shape)) of a.
+	View(a Arena, off int, shape ...int) Tensor
+	// AllocLabels returns room for n labels.
+	AllocLabels(n int) Labels
+
+	// SetTensor copies host data into t (len(src) == t.Size()).
+	SetTensor(t Tensor, src []float32)
+	// ReadTensor copies t into host memory (len(dst) == t.Size()).
+	ReadTensor(dst []float32, t Tensor)
+	// SetLabels copies host labels into l.
+	SetLabels(l Labels, src []int32)
+	// Zero sets every element of t to 0.
+	Zero(t Tensor)
+	// Copy copies src into dst (same size).
+	Copy(dst, src Tensor)
+
+	// Gemm computes c = alpha*op(a)*op(b) + beta*c, where op(x) is x or its
+	// transpose. a, b, c are 2-D: op(a) is (M,K), op(b) is (K,N), c is (M,N).
+	Gemm(transA, transB bool, alpha float32, a, b Tensor, beta float32, c Tensor)
+	// BiasAct computes y = act(y + bias) in place; y is (B,N), bias is (N)
+	// or nil.
+	BiasAct(y, bias Tensor, act Activation)
+	// BiasActBackward turns dy, the gradient at the activation's output,
+	// into the gradient at its input in place (dy *= act'(y), where y is the
+	// activation's output), then sets dbias = column sums of dy, or adds
+	// them when accumulate is true. dbias may be nil. dy, y are (B,N).
+	BiasActBackward(dy, y, dbias Tensor, act Activation, accumulate bool)
+	// SoftmaxCrossEntropy reads logits (B,C) and labels (B), writes
+	// dlogits = (softmax(logits) - onehot(label)) * scale for every row whose
+	// label is not -1 (zero rows otherwise), and adds to stats (3): the sum
+	// of the rows' cross-entropy losses, the number of rows whose arg-max is
+	// the label, and the number of labelled rows.
+	SoftmaxCrossEntropy(logits Tensor, labels Labels, dlogits Tensor, scale float32, stats Tensor)
+	// Accumulate computes dst += src (gradient accumulation).
+	Accumulate(dst, src Tensor)
+	// Scale computes t *= s.
+	Scale(t Tensor, s float32)
+	// SumSquares returns the sum of squares of t (for gradient clipping);
+	// on device engines this synchronises.
+	SumSquares(t Tensor) float64
+
+	// Sync waits until every operation issued so far is complete.
+	Sync() error
+}
+
+// HostData returns the float32 slice behind a tensor of a host engine, or
+// nil when t lives on a device. Custom layers that only run on the CPU use it
+// to write their own loops.
+func HostData(t Tensor) []float32 {
+	if d, ok := t.(*tensor.Dense); ok {
+		if s, ok := d.Data().([]float32); ok {
+			return s
+		}
+	}
+	if h, ok := t.(interface{ Float32s() []float32 }); ok {
+		return h.Float32s()
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+// Package models holds symddp's layers, ready models and the registry that
+// lets `train --model NAME` find built-in and user models.
+//
+// A model declares its parameters up front (ParamSpecs: names and shapes).
+// The caller lays them out back to back in two flat arenas, one for weights
+// and one for gradients, and hands the model tensor views into them; the model
+// never allocates parameter memory of its own. Forward and backward run on a
+// compute.Engine, so the same model code trains on the CPU and on the GPU.
+package models
+
+import "github.com/symddp/symddp/compute"
+
+// Init is how a parameter is initialised.
+type Init uint8
+
+// Initialisations. He suits weights followed by ReLU, Xavier (Glorot) the
+// others; FanIn and FanOut come from the ParamSpec.
+const (
+	Zeros Init = iota
+	HeNormal
+	HeUniform
+	XavierUniform
+	XavierNormal
+)
+
+// ParamSpec declares one parameter tensor.
+type ParamSpec struct {
+	// Name is unique within the model ("fc1.weight"); checkpoints use it.
+	Name string
+	// Shape is the tensor's shape, row-major.
+	Shape []int
+	// Init and the fans that scale it.
+	Init          Init
+	FanIn, FanOut int
+}
+
+// Size is the number of elements of the parameter.
+func (p ParamSpec) Size() int {
+	n := 1
+	for _, d := range p.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Build is what a model or layer gets when it is built for a batch size.
+type Build struct {
+	Engine compute.Engine
+	// Batch is the number of rows of every forward (this PE's micro-batch).
+	Batch int
+	// Params and Grads are views of this layer's (or model's) parameters and
+	// their gradients, in the order of Params().
+	Params, Grads []compute.Tensor
+	// In is the shape of one input sample (without the batch dimension).
+	In []int
+	// NeedInputGrad is false for the first layer: its Backward may then
+	// skip computing the gradient with respect to its input and return nil.
+	NeedInputGrad bool
+}
+
+// Layer is one forward/backward pair. Layers keep their activations in
+// tensors allocated by Build and must not allocate in Forward or Backward.
+type Layer interface {
+	// Params declares the layer's parameters (none for ReLU).
+	Params() []ParamSpec
+	// Build binds parameter views, allocates activations, and returns the
+	// shape of one output sample.
+	Build(b Build) (out []int, err error)
+	// Forward computes the layer's output for x (Batch, In...).
+	Forward(x compute.Tensor) compute.Tensor
+	// Backward takes the gradient at the output, writes the gradients of the
+	// layer's parameters into the Grads views (overwriting them), and returns
+	// the gradient at the input (nil when NeedInputGrad was false).
+	Backward(dy compute.Tensor) compute.Tensor
+}
+
+// Model is what the trainer trains: a classifier from (Batch, In...) inputs
+// to (Batch, Classes) logits.
+type Model interface {
+	// Name is the registry name or a user's label.
+	Name() string
+	// Params declares every parameter in arena order.
+	Params() []ParamSpec
+	// InputShape is the shape of one sample; Classes the number of logits.
+	InputShape() []int
+	Classes() int
+	// Build binds the parameter and gradient views (in Params order) and
+	// allocates activations for batch rows.
+	Build(e compute.Engine, params, grads []compute.Tensor, batch int) error
+	// Forward returns the logits (Batch, Classes).
+	Forward(x compute.Tensor) compute.Tensor
+	// Backward propagates the gradient of the loss with respect to the
+	// logits. Parameters finish in reverse arena order; after parameter i and
+	// all later ones have their final gradients it calls ready(i), so that
+	// the trainer can start reducing that part of the gradient arena while
+	// backward goes on. ready may be nil.
+	Backward(dlogits compute.Tensor, ready func(firstParam int))
+}
