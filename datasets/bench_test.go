@@ -1,0 +1,47 @@
+package datasets
+
+import (
+	"bytes"
+	"testing"
+)
+
+// Speed targets on one core of the development machine: ReadIDX of the raw
+// 60000x28x28 training images above 1 GB/s, so that loading is bound by
+// gzip; Gather of a 256-row batch of 784 values under 100 µs; a new epoch
+// order of 60000 samples under 2 ms.
+
+func BenchmarkReadIDX_60000x28x28(b *testing.B) {
+	raw := encodeIDX([]int{60000, 28, 28}, ramp(60000*28*28))
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := ReadIDX(bytes.NewReader(raw)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGather_256x784(b *testing.B) {
+	d, err := Synthetic(1024, 784, 10, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, _ := NewShardSampler(d.Len(), 256, 1, 0, 1)
+	idx := make([]int, 256)
+	s.Batch(0, 0, idx)
+	x := make([]float32, 256*784)
+	y := make([]int32, 256)
+	b.SetBytes(int64(len(x) * 4))
+	for b.Loop() {
+		d.Gather(idx, x, y)
+	}
+}
+
+func BenchmarkEpochOrder_60000(b *testing.B) {
+	s, _ := NewShardSampler(60000, 256, 1, 0, 1)
+	dst := make([]int, 256)
+	epoch := 0
+	for b.Loop() {
+		s.Batch(epoch, 0, dst)
+		epoch++
+	}
+}

@@ -1,0 +1,126 @@
+package datasets
+
+import "fmt"
+
+// ShardSampler says which samples one PE takes at each step, following
+// docs/DESIGN.md, "Global batches and shards":
+//
+//   - the order of an epoch is a permutation of [0, N) drawn from
+//     (seed, epoch) alone, whatever the PE count (evaluation samplers use
+//     the identity order);
+//   - global step s covers positions [s·B, (s+1)·B) of that order, and PE p
+//     takes positions s·B + p·B/P + j for j in [0, B/P);
+//   - positions past N are padding, index -1.
+//
+// So every sample is seen exactly once per epoch, the shards of a step are
+// disjoint, and the global batches do not depend on P.
+//
+// A ShardSampler caches the order of the last epoch it was asked for; it is
+// not safe for concurrent use.
+type ShardSampler struct {
+	n, batch, pes, pe int
+	seed              uint64
+	order             []int // the order of epoch cachedEpoch; nil: identity
+	cachedEpoch       int   // -1 before the first Batch
+}
+
+// NewShardSampler returns the sampler of PE pe of pes for a dataset of n
+// samples, global batch globalBatch and shuffling seed seed. globalBatch must
+// be a multiple of pes.
+func NewShardSampler(n, globalBatch, pes, pe int, seed uint64) (*ShardSampler, error) {
+	if err := checkSampler(n, globalBatch, pes, pe); err != nil {
+		return nil, err
+	}
+	return &ShardSampler{n: n, batch: globalBatch, pes: pes, pe: pe, seed: seed,
+		order: make([]int, n), cachedEpoch: -1}, nil
+}
+
+// NewEvalSampler returns a sampler like NewShardSampler's whose order is the
+// identity in every epoch, for evaluating on a test set sharded across PEs.
+func NewEvalSampler(n, globalBatch, pes, pe int) (*ShardSampler, error) {
+	if err := checkSampler(n, globalBatch, pes, pe); err != nil {
+		return nil, err
+	}
+	return &ShardSampler{n: n, batch: globalBatch, pes: pes, pe: pe, cachedEpoch: -1}, nil
+}
+
+func checkSampler(n, globalBatch, pes, pe int) error {
+	switch {
+	case n <= 0:
+		return fmt.Errorf("sampler over %d samples: the dataset is empty", n)
+	case pes <= 0:
+		return fmt.Errorf("sampler for %d PEs: need at least one", pes)
+	case pe < 0 || pe >= pes:
+		return fmt.Errorf("sampler for PE %d of %d: PE outside [0, %d)", pe, pes, pes)
+	case globalBatch <= 0:
+		return fmt.Errorf("global batch %d: must be positive", globalBatch)
+	case globalBatch%pes != 0:
+		below := globalBatch - globalBatch%pes
+		if below == 0 {
+			return fmt.Errorf("global batch %d is not a multiple of the %d PEs: use %d or a multiple of it",
+				globalBatch, pes, pes)
+		}
+		return fmt.Errorf("global batch %d is not a multiple of the %d PEs: use %d or %d",
+			globalBatch, pes, below, below+pes)
+	}
+	return nil
+}
+
+// Len is the number of samples N of the dataset.
+func (s *ShardSampler) Len() int { return s.n }
+
+// GlobalBatch is B, the rows of one step summed over all PEs.
+func (s *ShardSampler) GlobalBatch() int { return s.batch }
+
+// LocalBatch is B/P, the rows of one step on this PE, padding included.
+func (s *ShardSampler) LocalBatch() int { return s.batch / s.pes }
+
+// StepsPerEpoch is ceil(N/B).
+func (s *ShardSampler) StepsPerEpoch() int { return (s.n + s.batch - 1) / s.batch }
+
+// Batch writes into dst, of length LocalBatch(), the dataset indices of this
+// PE's rows at step step of epoch epoch, -1 for padding. It allocates
+// nothing; the first call for an epoch computes that epoch's order (O(N)).
+// It panics when epoch < 0, step is outside [0, StepsPerEpoch()) or dst has
+// the wrong length: those are programming errors.
+func (s *ShardSampler) Batch(epoch, step int, dst []int) {
+	if epoch < 0 || step < 0 || step >= s.StepsPerEpoch() || len(dst) != s.LocalBatch() {
+		panic(fmt.Sprintf("datasets: Batch(epoch %d, step %d, dst of %d) of a sampler with %d steps of %d local rows",
+			epoch, step, len(dst), s.StepsPerEpoch(), s.LocalBatch()))
+	}
+	s.prepare(epoch)
+	first := step*s.batch + s.pe*s.LocalBatch()
+	for j := range dst {
+		switch pos := first + j; {
+		case pos >= s.n:
+			dst[j] = -1
+		case s.order == nil:
+			dst[j] = pos
+		default:
+			dst[j] = s.order[pos]
+		}
+	}
+}
+
+// prepare makes s.order the order of epoch.
+func (s *ShardSampler) prepare(epoch int) {
+	if s.order == nil || s.cachedEpoch == epoch {
+		return
+	}
+	for i := range s.order {
+		s.order[i] = i
+	}
+	r := newRNG(s.seed, domainEpochOrder, uint64(epoch))
+	shuffle(&r, s.order)
+	s.cachedEpoch = epoch
+}
+
+// Labelled is the number of rows of global step step that are not padding,
+// summed over all PEs: B for every step but possibly the last. The trainer
+// scales the loss gradient by 1/Labelled(step).
+func (s *ShardSampler) Labelled(step int) int {
+	if step < 0 || step >= s.StepsPerEpoch() {
+		panic(fmt.Sprintf("datasets: Labelled(step %d) of a sampler with %d steps", step, s.StepsPerEpoch()))
+	}
+	return min(s.batch, s.n-step*s.batch)
+}
