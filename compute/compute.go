@@ -10,6 +10,11 @@
 //
 // Tensors are row-major float32. Every operation writes into memory the
 // caller allocated at build time: nothing allocates on the hot path.
+//
+// Operations on matrices (Gemm, BiasAct, BiasActBackward,
+// SoftmaxCrossEntropy) read a tensor of rank above 2 as the matrix
+// (Shape[0], product of the other dimensions), so that a batch of images
+// (B,28,28) feeds a Linear layer without a reshape.
 package compute
 
 import "gorgonia.org/tensor"
@@ -86,7 +91,8 @@ type Engine interface {
 	Copy(dst, src Tensor)
 
 	// Gemm computes c = alpha*op(a)*op(b) + beta*c, where op(x) is x or its
-	// transpose. a, b, c are 2-D: op(a) is (M,K), op(b) is (K,N), c is (M,N).
+	// transpose. a, b, c are matrices: op(a) is (M,K), op(b) is (K,N), c is
+	// (M,N); c must not overlap a or b.
 	Gemm(transA, transB bool, alpha float32, a, b Tensor, beta float32, c Tensor)
 	// BiasAct computes y = act(y + bias) in place; y is (B,N), bias is (N)
 	// or nil.
@@ -116,12 +122,14 @@ type Engine interface {
 
 // HostData returns the float32 slice behind a tensor of a host engine, or
 // nil when t lives on a device. Custom layers that only run on the CPU use it
-// to write their own loops.
+// to write their own loops. It does not allocate.
 func HostData(t Tensor) []float32 {
 	if d, ok := t.(*tensor.Dense); ok {
-		if s, ok := d.Data().([]float32); ok {
-			return s
+		// Float32s, unlike Data, returns the backing slice without boxing it.
+		if d.Dtype() == tensor.Float32 {
+			return d.Float32s()
 		}
+		return nil
 	}
 	if h, ok := t.(interface{ Float32s() []float32 }); ok {
 		return h.Float32s()

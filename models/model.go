@@ -70,7 +70,8 @@ type Layer interface {
 	Forward(x compute.Tensor) compute.Tensor
 	// Backward takes the gradient at the output, writes the gradients of the
 	// layer's parameters into the Grads views (overwriting them), and returns
-	// the gradient at the input (nil when NeedInputGrad was false).
+	// the gradient at the input (nil when NeedInputGrad was false). It may
+	// overwrite dy, and may return dy itself as the input gradient.
 	Backward(dy compute.Tensor) compute.Tensor
 }
 
@@ -93,6 +94,6 @@ type Model interface {
 	// logits. Parameters finish in reverse arena order; after parameter i and
 	// all later ones have their final gradients it calls ready(i), so that
 	// the trainer can start reducing that part of the gradient arena while
-	// backward goes on. ready may be nil.
+	// backward goes on. ready may be nil. Backward may overwrite dlogits.
 	Backward(dlogits compute.Tensor, ready func(firstParam int))
 }

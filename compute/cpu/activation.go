@@ -1,0 +1,81 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/compute"
+)
+
+// BiasAct computes y = act(y + bias) in place. y is (B,N), bias is (N) or nil.
+func (e *Engine) BiasAct(y, bias compute.Tensor, act compute.Activation) {
+	yd, rows, n := matrix("BiasAct", y)
+	bd := optData("BiasAct", bias)
+	if bd != nil && len(bd) != n {
+		panicShapes("BiasAct", "bias must have one element per column of y", y.Shape(), bias.Shape())
+	}
+	checkAct("BiasAct", act)
+	for i := 0; i < rows; i++ {
+		row := yd[i*n : i*n+n]
+		switch {
+		case bd != nil && act == compute.ReLU:
+			bd := bd[:len(row)]
+			for j, v := range row {
+				row[j] = max(v+bd[j], 0)
+			}
+		case bd != nil:
+			bd := bd[:len(row)]
+			for j := range row {
+				row[j] += bd[j]
+			}
+		case act == compute.ReLU:
+			for j, v := range row {
+				row[j] = max(v, 0)
+			}
+		}
+	}
+}
+
+// BiasActBackward computes dy *= act'(y) in place, where y (B,N) is the
+// activation's output, and dbias (N) = column sums of dy (added to dbias
+// when accumulate is true). dbias may be nil.
+func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activation, accumulate bool) {
+	dd, rows, n := matrix("BiasActBackward", dy)
+	yd := data("BiasActBackward", y)
+	if len(yd) != len(dd) || y.Shape()[0] != rows {
+		panicShapes("BiasActBackward", "dy and y must have the same shape", dy.Shape(), y.Shape())
+	}
+	db := optData("BiasActBackward", dbias)
+	if db != nil && len(db) != n {
+		panicShapes("BiasActBackward", "dbias must have one element per column of dy", dy.Shape(), dbias.Shape())
+	}
+	checkAct("BiasActBackward", act)
+	if act == compute.ReLU {
+		// ReLU's output is 0 exactly where its input was <= 0: there the
+		// gradient is 0 (the subgradient at 0 is taken as 0).
+		dd := dd[:len(yd)]
+		for i, v := range yd {
+			if v <= 0 {
+				dd[i] = 0
+			}
+		}
+	}
+	if db == nil {
+		return
+	}
+	if !accumulate {
+		clear(db)
+	}
+	for i := 0; i < rows; i++ {
+		row := dd[i*n : i*n+n]
+		db := db[:len(row)]
+		for j, v := range row {
+			db[j] += v
+		}
+	}
+}
+
+func checkAct(op string, act compute.Activation) {
+	if act != compute.Identity && act != compute.ReLU {
+		panic(fmt.Sprintf("cpu: %s: unknown activation %d", op, act))
+	}
+}

@@ -1,0 +1,58 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/symddp/symddp/compute"
+	gblas "gonum.org/v1/gonum/blas"
+)
+
+// Gemm computes c = alpha*op(a)*op(b) + beta*c on the BLAS, in place over
+// the tensors' memory. op(a) is (M,K), op(b) is (K,N), c is (M,N).
+func (e *Engine) Gemm(transA, transB bool, alpha float32, a, b compute.Tensor, beta float32, c compute.Tensor) {
+	ad, ar, ac := matrix("Gemm", a)
+	bd, br, bc := matrix("Gemm", b)
+	cd, cr, cc := matrix("Gemm", c)
+	m, k := ar, ac
+	tA := gblas.NoTrans
+	if transA {
+		m, k = ac, ar
+		tA = gblas.Trans
+	}
+	kb, n := br, bc
+	tB := gblas.NoTrans
+	if transB {
+		kb, n = bc, br
+		tB = gblas.Trans
+	}
+	if k != kb || cr != m || cc != n {
+		panicGemm(transA, transB, a, b, c)
+	}
+	if overlap(cd, ad) || overlap(cd, bd) {
+		panicShapes("Gemm", "c overlaps a or b", a.Shape(), b.Shape(), c.Shape())
+	}
+	e.blas.Sgemm(tA, tB, m, n, k, alpha, ad, ac, bd, bc, beta, cd, cc)
+}
+
+//go:noinline
+func panicGemm(transA, transB bool, a, b, c compute.Tensor) {
+	what := "op(a) (M,K) times op(b) (K,N) into c (M,N) does not fit"
+	if transA || transB {
+		what += " with"
+		if transA {
+			what += " a transposed"
+		}
+		if transB {
+			what += " b transposed"
+		}
+	}
+	panicShapes("Gemm", what, a.Shape(), b.Shape(), c.Shape())
+}
+
+// overlap reports whether two non-empty slices share memory.
+func overlap(x, y []float32) bool {
+	x0 := uintptr(unsafe.Pointer(unsafe.SliceData(x)))
+	y0 := uintptr(unsafe.Pointer(unsafe.SliceData(y)))
+	const w = unsafe.Sizeof(float32(0))
+	return x0 < y0+uintptr(len(y))*w && y0 < x0+uintptr(len(x))*w
+}

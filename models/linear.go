@@ -1,0 +1,126 @@
+package models
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/symddp/symddp/compute"
+)
+
+// Linear is a fully connected layer with bias and an optional fused
+// activation: y = act(x·Wᵀ + b), where W is (Out,In) as in PyTorch and b is
+// (Out). With act = compute.ReLU the engine runs bias and ReLU as one pass
+// (one kernel on the GPU), and Backward applies the ReLU mask itself.
+type Linear struct {
+	// WeightInit initialises W. NewLinear picks HeNormal when the layer ends
+	// in ReLU and XavierUniform otherwise; set it before the model's
+	// parameters are laid out (for instance HeNormal for a Linear that a
+	// separate ReLU layer follows).
+	WeightInit Init
+
+	name    string
+	in, out int
+	act     compute.Activation
+
+	e          compute.Engine
+	w, b       compute.Tensor // parameters
+	dw, db     compute.Tensor // their gradients
+	x, y, dx   compute.Tensor // last input, output, input gradient
+	needInGrad bool
+}
+
+// NewLinear returns a Linear layer from in to out features whose parameters
+// are named name+".weight" and name+".bias".
+func NewLinear(name string, in, out int, act compute.Activation) *Linear {
+	if in <= 0 || out <= 0 {
+		panic(fmt.Sprintf("models: NewLinear(%q, %d, %d): sizes must be positive", name, in, out))
+	}
+	wInit := XavierUniform
+	if act == compute.ReLU {
+		wInit = HeNormal
+	}
+	return &Linear{WeightInit: wInit, name: name, in: in, out: out, act: act}
+}
+
+// Params declares W (Out,In) and b (Out).
+func (l *Linear) Params() []ParamSpec {
+	return []ParamSpec{
+		{Name: l.name + ".weight", Shape: []int{l.out, l.in}, Init: l.WeightInit, FanIn: l.in, FanOut: l.out},
+		{Name: l.name + ".bias", Shape: []int{l.out}, Init: Zeros, FanIn: l.in, FanOut: l.out},
+	}
+}
+
+// Build binds W, b and their gradients and allocates y (Batch,Out) and,
+// when the input gradient is needed, dx (Batch, In...).
+func (l *Linear) Build(b Build) ([]int, error) {
+	if n := size(b.In); n != l.in {
+		return nil, fmt.Errorf("%s: input of shape %v has %d features, want %d", l.name, b.In, n, l.in)
+	}
+	if err := checkViews(l.name, l.Params(), b.Params, b.Grads); err != nil {
+		return nil, err
+	}
+	if b.Batch <= 0 {
+		return nil, fmt.Errorf("%s: batch %d", l.name, b.Batch)
+	}
+	l.e = b.Engine
+	l.w, l.b, l.dw, l.db = b.Params[0], b.Params[1], b.Grads[0], b.Grads[1]
+	l.y = l.e.Alloc(b.Batch, l.out)
+	l.needInGrad = b.NeedInputGrad
+	l.dx = nil
+	if l.needInGrad {
+		l.dx = l.e.Alloc(append([]int{b.Batch}, b.In...)...)
+	}
+	return []int{l.out}, nil
+}
+
+// Forward computes y = act(x·Wᵀ + b); x is (B,In...) read as (B,In), W is
+// (Out,In), y is (B,Out). It keeps x for Backward.
+func (l *Linear) Forward(x compute.Tensor) compute.Tensor {
+	l.x = x
+	l.e.Gemm(false, true, 1, x, l.w, 0, l.y) // y (B,Out) = x (B,In) · Wᵀ (In,Out)
+	l.e.BiasAct(l.y, l.b, l.act)
+	return l.y
+}
+
+// Backward takes dy (B,Out), overwrites it with the gradient before the
+// activation, and computes dW = dyᵀ·x (Out,In), db = column sums of dy (Out)
+// and, unless this is the first layer, dx = dy·W (B,In...).
+func (l *Linear) Backward(dy compute.Tensor) compute.Tensor {
+	l.e.BiasActBackward(dy, l.y, l.db, l.act, false)
+	l.e.Gemm(true, false, 1, dy, l.x, 0, l.dw) // dW (Out,In) = dyᵀ (Out,B) · x (B,In)
+	if !l.needInGrad {
+		return nil
+	}
+	l.e.Gemm(false, false, 1, dy, l.w, 0, l.dx) // dx (B,In) = dy (B,Out) · W (Out,In)
+	return l.dx
+}
+
+// size is the number of elements of a shape.
+func size(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// checkViews verifies that a layer got one parameter and one gradient view
+// of the declared shape per ParamSpec.
+func checkViews(layer string, specs []ParamSpec, params, grads []compute.Tensor) error {
+	if len(params) != len(specs) || len(grads) != len(specs) {
+		return fmt.Errorf("%s: got %d parameter and %d gradient views, want %d of each",
+			layer, len(params), len(grads), len(specs))
+	}
+	for i, s := range specs {
+		for _, v := range []compute.Tensor{params[i], grads[i]} {
+			if v == nil || !slices.Equal([]int(v.Shape()), s.Shape) {
+				var got any
+				if v != nil {
+					got = []int(v.Shape())
+				}
+				return fmt.Errorf("%s: view of %s has shape %v, want %v", layer, s.Name, got, s.Shape)
+			}
+		}
+	}
+	return nil
+}

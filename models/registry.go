@@ -1,0 +1,101 @@
+package models
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Config is what a model is built from: the data's shapes and the
+// command line's model settings.
+type Config struct {
+	// Input is the shape of one sample; New defaults it to [784].
+	Input []int
+	// Classes is the number of classes; New defaults it to 10.
+	Classes int
+	// Hidden are the widths of the hidden layers; empty means the model's
+	// default (256, 256 for mlp).
+	Hidden []int
+	// Options are free-form settings for user models (key=value flags).
+	Options map[string]string
+}
+
+// Factory builds a model from a Config.
+type Factory func(cfg Config) (Model, error)
+
+var registry = struct {
+	sync.Mutex
+	m map[string]Factory
+}{m: map[string]Factory{}}
+
+// Register makes a model available to New under name. It panics when name is
+// empty or already registered, or f is nil; call it from an init function.
+func Register(name string, f Factory) {
+	if name == "" || f == nil {
+		panic("models: Register with an empty name or a nil factory")
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.m[name]; dup {
+		panic(fmt.Sprintf("models: model %q registered twice", name))
+	}
+	registry.m[name] = f
+}
+
+// Names lists the registered models, sorted.
+func Names() []string {
+	registry.Lock()
+	defer registry.Unlock()
+	return slices.Sorted(maps.Keys(registry.m))
+}
+
+// New builds the model registered under name from cfg, after filling in
+// cfg's defaults and checking its sizes.
+func New(name string, cfg Config) (Model, error) {
+	registry.Lock()
+	f, ok := registry.m[name]
+	registry.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown model %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	m, err := f(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("model %s: factory returned no model", name)
+	}
+	return m, nil
+}
+
+// withDefaults returns a copy of c with defaults filled in, or an error for
+// sizes that are not positive.
+func (c Config) withDefaults() (Config, error) {
+	out := Config{Classes: c.Classes, Input: slices.Clone(c.Input), Hidden: slices.Clone(c.Hidden), Options: maps.Clone(c.Options)}
+	if len(out.Input) == 0 {
+		out.Input = []int{784}
+	}
+	if out.Classes == 0 {
+		out.Classes = 10
+	}
+	if out.Classes < 0 {
+		return Config{}, fmt.Errorf("%d classes", out.Classes)
+	}
+	for _, d := range out.Input {
+		if d <= 0 {
+			return Config{}, fmt.Errorf("input shape %v", out.Input)
+		}
+	}
+	for _, h := range out.Hidden {
+		if h <= 0 {
+			return Config{}, fmt.Errorf("hidden sizes %v", out.Hidden)
+		}
+	}
+	return out, nil
+}

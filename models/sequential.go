@@ -1,0 +1,120 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/symddp/symddp/compute"
+)
+
+// Sequential is a Model made of layers applied one after another. Its
+// parameters are its layers' parameters, in layer order.
+type Sequential struct {
+	name    string
+	in      []int
+	classes int
+	layers  []Layer
+
+	first, count []int // each layer's first parameter index and parameter count
+}
+
+var _ Model = (*Sequential)(nil)
+
+// NewSequential returns a model that maps samples of shape in through the
+// layers to classes logits. Build checks that the shapes chain.
+func NewSequential(name string, in []int, classes int, layers ...Layer) *Sequential {
+	return &Sequential{name: name, in: append([]int(nil), in...), classes: classes, layers: layers}
+}
+
+// Name is the model's name.
+func (s *Sequential) Name() string { return s.name }
+
+// InputShape is the shape of one sample.
+func (s *Sequential) InputShape() []int { return append([]int(nil), s.in...) }
+
+// Classes is the number of logits.
+func (s *Sequential) Classes() int { return s.classes }
+
+// Layers are the model's layers, first to last.
+func (s *Sequential) Layers() []Layer { return s.layers }
+
+// Params declares every layer's parameters, layer by layer.
+func (s *Sequential) Params() []ParamSpec {
+	var specs []ParamSpec
+	for _, l := range s.layers {
+		specs = append(specs, l.Params()...)
+	}
+	return specs
+}
+
+// Build binds each layer to its slice of the parameter and gradient views
+// and allocates the layers' activations for batch rows.
+func (s *Sequential) Build(e compute.Engine, params, grads []compute.Tensor, batch int) error {
+	if err := s.build(e, params, grads, batch); err != nil {
+		return fmt.Errorf("build model %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func (s *Sequential) build(e compute.Engine, params, grads []compute.Tensor, batch int) error {
+	if len(s.layers) == 0 {
+		return errors.New("no layers")
+	}
+	if batch <= 0 {
+		return fmt.Errorf("batch %d", batch)
+	}
+	specs := s.Params()
+	seen := map[string]bool{}
+	for _, p := range specs {
+		if seen[p.Name] {
+			return fmt.Errorf("two parameters are named %q", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	if len(params) != len(specs) || len(grads) != len(specs) {
+		return fmt.Errorf("got %d parameter and %d gradient views, want %d of each", len(params), len(grads), len(specs))
+	}
+	s.first, s.count = make([]int, len(s.layers)), make([]int, len(s.layers))
+	shape, next := s.in, 0
+	for i, l := range s.layers {
+		n := len(l.Params())
+		s.first[i], s.count[i] = next, n
+		out, err := l.Build(Build{
+			Engine:        e,
+			Batch:         batch,
+			Params:        params[next : next+n],
+			Grads:         grads[next : next+n],
+			In:            shape,
+			NeedInputGrad: i > 0,
+		})
+		if err != nil {
+			return fmt.Errorf("layer %d: %w", i, err)
+		}
+		shape, next = out, next+n
+	}
+	if size(shape) != s.classes {
+		return fmt.Errorf("last layer gives outputs of shape %v, want %d classes", shape, s.classes)
+	}
+	return nil
+}
+
+// Forward runs the layers on x (B, In...) and returns the logits (B,Classes).
+func (s *Sequential) Forward(x compute.Tensor) compute.Tensor {
+	for _, l := range s.layers {
+		x = l.Forward(x)
+	}
+	return x
+}
+
+// Backward runs the layers' Backward from the last to the first, starting
+// from dlogits (B,Classes), and calls ready with a layer's first parameter
+// index as soon as that layer is done.
+func (s *Sequential) Backward(dlogits compute.Tensor, ready func(firstParam int)) {
+	dy := dlogits
+	for i := len(s.layers) - 1; i >= 0; i-- {
+		dy = s.layers[i].Backward(dy)
+		if ready != nil && s.count[i] > 0 {
+			ready(s.first[i])
+		}
+	}
+}
