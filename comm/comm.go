@@ -75,7 +75,10 @@ func (k Kind) String() string {
 // Op is a reduction operator.
 type Op uint8
 
-// Reduction operators. Mean is Sum divided by NPEs().
+// Reduction operators. Mean is Sum divided by NPEs(), in float32: each element
+// is the backend's float32 Sum of that element divided by float32(NPEs()), one
+// correctly rounded division (not a multiplication by 1/NPEs()). Max and Min
+// follow Go's built-in max and min: a NaN anywhere gives NaN, and -0 < +0.
 const (
 	Sum Op = iota + 1
 	Mean
@@ -148,6 +151,8 @@ type Buffer interface {
 
 // HostBuffer is implemented by buffers whose local copy lives in host memory
 // (shm, mpi). The slices alias the symmetric heap: writes are seen by peers.
+// They are nil once the buffer is freed or its Comm closed, and must not be
+// kept past Free or Close.
 type HostBuffer interface {
 	Buffer
 	// Float32s is the local copy as float32; nil unless Kind() is Float32.
@@ -169,6 +174,15 @@ type DeviceBuffer interface {
 type Request interface {
 	// Wait blocks until the operation is complete on this PE and returns its error.
 	Wait() error
+}
+
+// FixedOrderer is implemented by backends that declare their Sum's order of
+// addition: when FixedOrder() is true, element i of a Sum is exactly the
+// float32 left fold ((x0[i] + x1[i]) + x2[i]) + ... over PEs 0, 1, ..., NPEs()-1,
+// so results are reproducible bit for bit across backends that declare it.
+// The conformance suite (comm/commtest) then checks Sum and Mean exactly.
+type FixedOrderer interface {
+	FixedOrder() bool
 }
 
 // Comm is one PE's handle on the runtime. Offsets and lengths are in elements
@@ -297,7 +311,8 @@ type Config struct {
 	PE, NPEs int
 	// HeapName names the job's symmetric heap (shm: the file under /dev/shm).
 	HeapName string
-	// HeapSize is the symmetric heap's size in bytes (default 1 GiB for shm).
+	// HeapSize is the size in bytes of each PE's symmetric heap (default
+	// 1 GiB for shm).
 	HeapSize int64
 	// Timeout is the deadline of every wait (default DefaultTimeout).
 	Timeout time.Duration

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/launch"
+	_ "github.com/symddp/symddp/comm/shm"
+)
+
+// allReduceOpts are the flags of `symbench allreduce`.
+type allReduceOpts struct {
+	pes        []int
+	minBytes   int64
+	maxBytes   int64
+	step       int64
+	reps       int
+	target     time.Duration
+	mpi        string
+	mpirunArgs string
+	format     string
+	timeout    time.Duration
+}
+
+// result is the timing of one size: the median time per call over the
+// repetitions, each the maximum over the PEs.
+type result struct {
+	bytes   int64
+	iters   int
+	seconds float64
+}
+
+func parseAllReduceFlags(args []string) (allReduceOpts, error) {
+	var o allReduceOpts
+	fs := pflag.NewFlagSet("symbench allreduce", pflag.ContinueOnError)
+	fs.IntSliceVar(&o.pes, "pes", []int{2, 4, 8}, "job sizes (numbers of PEs) to measure")
+	minSize := fs.String("min", "4KiB", "smallest buffer (B, KiB, MiB, GiB)")
+	maxSize := fs.String("max", "64MiB", "largest buffer")
+	fs.Int64Var(&o.step, "step", 4, "factor between successive buffer sizes")
+	fs.IntVar(&o.reps, "reps", 5, "timed repetitions per size (the median is reported)")
+	fs.DurationVar(&o.target, "target", 50*time.Millisecond, "duration of one repetition")
+	fs.StringVar(&o.mpi, "mpi", "auto", "measure Open MPI too: auto (if mpicc and mpirun are found), on, off")
+	fs.StringVar(&o.mpirunArgs, "mpirun-args", "", "extra arguments for mpirun, such as \"--mca btl self,vader\"")
+	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of every wait in the shm PEs")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.minBytes, err = parseSize(*minSize); err != nil {
+		return o, fmt.Errorf("--min: %w", err)
+	}
+	if o.maxBytes, err = parseSize(*maxSize); err != nil {
+		return o, fmt.Errorf("--max: %w", err)
+	}
+	switch {
+	case o.minBytes < 4 || o.minBytes%4 != 0 || o.maxBytes < o.minBytes:
+		return o, fmt.Errorf("--min %s --max %s: want multiples of 4 bytes, min <= max", *minSize, *maxSize)
+	case o.step < 2:
+		return o, fmt.Errorf("--step %d: want at least 2", o.step)
+	case o.reps < 1 || o.target <= 0:
+		return o, fmt.Errorf("--reps %d --target %v: want positive values", o.reps, o.target)
+	case o.mpi != "auto" && o.mpi != "on" && o.mpi != "off":
+		return o, fmt.Errorf("--mpi %q: want auto, on or off", o.mpi)
+	case o.format != "text" && o.format != "markdown":
+		return o, fmt.Errorf("--format %q: want text or markdown", o.format)
+	}
+	for _, n := range o.pes {
+		if n < 1 {
+			return o, fmt.Errorf("--pes: %d PEs", n)
+		}
+	}
+	return o, nil
+}
+
+// sizes are the buffer sizes to measure, in bytes.
+func (o allReduceOpts) sizes() []int64 {
+	var out []int64
+	for s := o.minBytes; s <= o.maxBytes; s *= o.step {
+		out = append(out, s)
+	}
+	return out
+}
+
+// parseSize reads "4KiB", "64MiB", "1GiB" or a number of bytes.
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}, {"", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("size %q: want a number with an optional B, KiB, MiB or GiB", s)
+			}
+			return n * u.mult, nil
+		}
+	}
+	return 0, fmt.Errorf("size %q", s)
+}
+
+func runAllReduce(args []string) error {
+	opts, err := parseAllReduceFlags(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg, backend, isPE, err := comm.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	if isPE {
+		return allReducePE(cfg, backend, opts)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var mpi *mpiRunner
+	note := ""
+	if opts.mpi != "off" {
+		mpi, err = newMPIRunner(opts.mpirunArgs)
+		if err != nil && opts.mpi == "on" {
+			return err
+		}
+		if err != nil {
+			note = fmt.Sprintf("Open MPI not measured: %v", err)
+		}
+		defer mpi.close()
+	} else {
+		note = "Open MPI not measured (--mpi=off)"
+	}
+	var rows []row
+	for _, n := range opts.pes {
+		fmt.Fprintf(os.Stderr, "symbench: shm, %d PEs\n", n)
+		shm, err := shmAllReduce(ctx, n, opts)
+		if err != nil {
+			return fmt.Errorf("shm with %d PEs: %w", n, err)
+		}
+		var ref map[int64]result
+		if mpi != nil {
+			fmt.Fprintf(os.Stderr, "symbench: Open MPI, %d ranks\n", n)
+			if ref, err = mpi.allReduce(ctx, n, opts); err != nil {
+				return fmt.Errorf("Open MPI with %d ranks: %w", n, err)
+			}
+		}
+		for _, size := range opts.sizes() {
+			r := row{npes: n, bytes: size, shm: shm[size]}
+			if m, ok := ref[size]; ok {
+				r.mpi = &m
+			}
+			rows = append(rows, r)
+		}
+	}
+	return printTable(os.Stdout, opts, describeHost(mpi), rows, note)
+}
+
+// shmAllReduce runs the shm measurement in a job of n PEs of this binary and
+// returns PE 0's results by size.
+func shmAllReduce(ctx context.Context, n int, opts allReduceOpts) (map[int64]result, error) {
+	var out bytes.Buffer
+	err := launch.Run(ctx, launch.Spec{
+		NPEs:     n,
+		Backend:  "shm",
+		HeapSize: opts.maxBytes + 1<<20,
+		Timeout:  opts.timeout,
+		Stdout:   &out,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res, err := parseResults(out.String(), "[pe 0] ")
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(opts.sizes()) {
+		return nil, fmt.Errorf("%d results for %d sizes in the PEs' output:\n%s", len(res), len(opts.sizes()), out.String())
+	}
+	return res, nil
+}
+
+// parseResults reads the lines "result <bytes> <iters> <seconds>" (after an
+// optional prefix) of out.
+func parseResults(out, prefix string) (map[int64]result, error) {
+	res := map[int64]result{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimPrefix(sc.Text(), prefix)
+		if !strings.HasPrefix(line, "result ") {
+			continue
+		}
+		var r result
+		if _, err := fmt.Sscanf(line, "result %d %d %g", &r.bytes, &r.iters, &r.seconds); err != nil {
+			return nil, fmt.Errorf("bad result line %q: %w", line, err)
+		}
+		res[r.bytes] = r
+	}
+	return res, nil
+}

@@ -1,0 +1,59 @@
+// Command symbench measures symddp's runtime. It has one subcommand per
+// benchmark:
+//
+//	symbench allreduce [flags]   allreduce bus bandwidth of the shm backend,
+//	                             beside Open MPI's MPI_Allreduce on the same host
+//
+// Run `symbench <subcommand> -h` for a subcommand's flags. A subcommand that
+// needs several PEs starts them itself (comm/launch): the PEs are this binary
+// again, run with the same arguments and the PE environment.
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+)
+
+// subcommand is one benchmark.
+type subcommand struct {
+	summary string
+	run     func(args []string) error
+}
+
+// subcommands maps names to benchmarks; add new ones here.
+var subcommands = map[string]subcommand{
+	"allreduce": {"allreduce bus bandwidth of shm, beside Open MPI's MPI_Allreduce", runAllReduce},
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	sub, ok := subcommands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "symbench: unknown subcommand %q\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err := sub.run(os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "symbench %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: symbench <subcommand> [flags]\n\nsubcommands:\n")
+	names := make([]string, 0, len(subcommands))
+	for n := range subcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, subcommands[n].summary)
+	}
+}

@@ -1,0 +1,194 @@
+package commtest
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/symddp/symddp/comm"
+)
+
+var ops = []comm.Op{comm.Sum, comm.Mean, comm.Max, comm.Min}
+
+// AllReduce checks every operator on buffers of every length: the results
+// against the float64 reference (exactly against the PE-order float32 sum
+// for a fixed-order backend), and that every PE holds the same bits. For
+// lengths above 8 it also reduces an inner range and checks that the
+// elements outside it are untouched.
+func AllReduce(t *testing.T, c comm.Comm, lengths []int) {
+	npes, me := c.NPEs(), c.MyPE()
+	for _, n := range lengths {
+		seed := uint64(0xa11 + n)
+		e := expect(seed, npes, 0, n)
+		mine := values(seed, me, 0, n)
+		b := alloc(t, c, comm.Float32, n)
+		for _, op := range ops {
+			what := fmt.Sprintf("allreduce n=%d", n)
+			fill(t, c, b, 0, mine)
+			must(t, c, what, c.AllReduce(b, 0, n, op))
+			got := read(t, c, b, 0, n)
+			checkReduced(t, c, what, op, got, e)
+			sameOnAllPEs(t, c, fmt.Sprintf("%s %s", what, op), got)
+		}
+		if n > 8 {
+			lo, hi := 3, n-5
+			fill(t, c, b, 0, mine)
+			must(t, c, "allreduce of an inner range", c.AllReduce(b, lo, hi-lo, comm.Sum))
+			got := read(t, c, b, 0, n)
+			checkEqual(t, c, "below an allreduced range", got[:lo], mine[:lo])
+			checkEqual(t, c, "above an allreduced range", got[hi:], mine[hi:])
+			checkReduced(t, c, "allreduce of an inner range", comm.Sum, got[lo:hi], expect(seed, npes, lo, hi-lo))
+		}
+		must(t, c, "barrier", c.Barrier())
+		free(t, c, b)
+	}
+	// The data must be able to tell summation orders apart, or the exact
+	// check above proves little.
+	if npes >= 3 {
+		e := expect(0xa11, npes, 0, 4096)
+		differ := false
+		for i := range e.fold {
+			rev := Value(0xa11, npes-1, i)
+			for pe := npes - 2; pe >= 0; pe-- {
+				rev += Value(0xa11, pe, i)
+			}
+			differ = differ || rev != e.fold[i]
+		}
+		if !differ {
+			t.Fatalf("test data: summing in reverse PE order never changes the rounding")
+		}
+	}
+}
+
+// IAllReduce checks several outstanding requests on disjoint ranges of one
+// buffer, waited for out of order, and that a synchronous AllReduce issued
+// while a request is in flight runs after it.
+func IAllReduce(t *testing.T, c comm.Comm) {
+	npes, me := c.NPEs(), c.MyPE()
+	const n = 5000
+	seed := uint64(0x1a11)
+	e := expect(seed, npes, 0, n)
+	mine := values(seed, me, 0, n)
+	b := alloc(t, c, comm.Float32, n)
+	defer free(t, c, b)
+	ranges := []struct {
+		lo, hi int
+		op     comm.Op
+	}{{0, 1000, comm.Sum}, {1000, 1001, comm.Max}, {1001, 3333, comm.Mean}, {3333, 4000, comm.Min}}
+	fill(t, c, b, 0, mine)
+	reqs := make([]comm.Request, len(ranges))
+	for i, r := range ranges {
+		var err error
+		reqs[i], err = c.IAllReduce(b, r.lo, r.hi-r.lo, r.op)
+		must(t, c, "iallreduce", err)
+	}
+	// A synchronous collective issued now must run after the requests.
+	must(t, c, "allreduce after iallreduce", c.AllReduce(b, 4000, n-4000, comm.Sum))
+	for i := len(reqs) - 1; i >= 0; i-- {
+		must(t, c, "wait", reqs[i].Wait())
+	}
+	got := read(t, c, b, 0, n)
+	for _, r := range ranges {
+		sub := expected{fold: e.fold[r.lo:r.hi], ref: e.ref[r.lo:r.hi], abs: e.abs[r.lo:r.hi], max: e.max[r.lo:r.hi], min: e.min[r.lo:r.hi]}
+		checkReduced(t, c, fmt.Sprintf("iallreduce [%d, %d)", r.lo, r.hi), r.op, got[r.lo:r.hi], sub)
+	}
+	checkReduced(t, c, "allreduce after iallreduce", comm.Sum, got[4000:], expect(seed, npes, 4000, n-4000))
+	sameOnAllPEs(t, c, "iallreduce", got)
+	// Many rounds through the queue keep the order.
+	fill(t, c, b, 0, mine)
+	for round := 0; round < 10; round++ {
+		r, err := c.IAllReduce(b, 0, 16, comm.Max)
+		must(t, c, "iallreduce", err)
+		must(t, c, "wait", r.Wait())
+	}
+	got = read(t, c, b, 0, 16)
+	checkReduced(t, c, "repeated iallreduce", comm.Max, got, expected{max: e.max[:16]})
+	must(t, c, "barrier", c.Barrier())
+}
+
+// Reduce checks Sum and Mean to every root (to the first and last root only
+// for lengths above 7): the root holds the reduction, the other PEs' copies
+// are unchanged.
+func Reduce(t *testing.T, c comm.Comm, lengths []int) {
+	npes, me := c.NPEs(), c.MyPE()
+	for _, n := range lengths {
+		seed := uint64(0x3ed + n)
+		e := expect(seed, npes, 0, n)
+		mine := values(seed, me, 0, n)
+		b := alloc(t, c, comm.Float32, n)
+		for _, root := range roots(npes, n) {
+			for _, op := range []comm.Op{comm.Sum, comm.Mean} {
+				what := fmt.Sprintf("reduce n=%d to PE %d", n, root)
+				fill(t, c, b, 0, mine)
+				must(t, c, "barrier", c.Barrier())
+				must(t, c, what, c.Reduce(b, 0, n, op, root))
+				got := read(t, c, b, 0, n)
+				if me == root {
+					checkReduced(t, c, what, op, got, e)
+				} else {
+					checkEqual(t, c, what+": a non-root's copy", got, mine)
+				}
+			}
+		}
+		must(t, c, "barrier", c.Barrier())
+		free(t, c, b)
+	}
+}
+
+// Broadcast checks a float32 broadcast from every root (the first and last
+// root only for lengths above 7), over the whole buffer and over an inner
+// range, and a byte broadcast from every root.
+func Broadcast(t *testing.T, c comm.Comm, lengths []int) {
+	npes, me := c.NPEs(), c.MyPE()
+	for _, n := range lengths {
+		seed := uint64(0xb0 + n)
+		mine := values(seed, me, 0, n)
+		b := alloc(t, c, comm.Float32, n)
+		for _, root := range roots(npes, n) {
+			what := fmt.Sprintf("broadcast n=%d from PE %d", n, root)
+			fill(t, c, b, 0, mine)
+			must(t, c, "barrier", c.Barrier())
+			must(t, c, what, c.Broadcast(b, 0, n, root))
+			checkEqual(t, c, what, read(t, c, b, 0, n), values(seed, root, 0, n))
+			if n > 2 {
+				fill(t, c, b, 0, mine)
+				must(t, c, "barrier", c.Barrier())
+				must(t, c, what, c.Broadcast(b, 1, n-2, root))
+				want := values(seed, root, 0, n)
+				want[0], want[n-1] = mine[0], mine[n-1]
+				checkEqual(t, c, what+" of [1, n-1)", read(t, c, b, 0, n), want)
+			}
+		}
+		must(t, c, "barrier", c.Barrier())
+		free(t, c, b)
+	}
+	bb := alloc(t, c, comm.Byte, 11)
+	defer free(t, c, bb)
+	pattern := func(pe int) []byte { return bytes.Repeat([]byte{byte(0x40 + pe)}, 11) }
+	for root := 0; root < npes; root++ {
+		must(t, c, "put bytes", c.PutBytes(bb, 0, pattern(me), me))
+		must(t, c, "barrier", c.Barrier())
+		must(t, c, "broadcast bytes", c.Broadcast(bb, 0, 11, root))
+		got := make([]byte, 11)
+		must(t, c, "get bytes", c.GetBytes(got, bb, 0, me))
+		if !bytes.Equal(got, pattern(root)) {
+			t.Fatalf("PE %d: byte broadcast from PE %d gave %v, want %v", me, root, got, pattern(root))
+		}
+	}
+	must(t, c, "barrier", c.Barrier())
+}
+
+// roots are the roots to try for a buffer of n elements.
+func roots(npes, n int) []int {
+	if n <= 7 {
+		all := make([]int, npes)
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	if npes == 1 {
+		return []int{0}
+	}
+	return []int{0, npes - 1}
+}

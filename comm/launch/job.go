@@ -1,0 +1,176 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/symddp/symddp/comm"
+)
+
+// job is a running set of PE processes.
+type job struct {
+	spec  Spec
+	cfg   comm.Config
+	procs []*exec.Cmd
+	out   outputs
+	exits chan exit
+}
+
+// exit is a PE process's end.
+type exit struct {
+	pe    int
+	state *os.ProcessState
+	err   error
+}
+
+func newJob(spec Spec, cfg comm.Config) *job {
+	return &job{spec: spec, cfg: cfg, exits: make(chan exit, spec.NPEs)}
+}
+
+// start starts every PE. If one cannot start, the ones already started are
+// killed and reaped.
+func (j *job) start() error {
+	n := j.spec.NPEs
+	j.out.stderr = make([]*lineWriter, n)
+	j.out.stdout = make([]*lineWriter, n)
+	for pe := 0; pe < n; pe++ {
+		cfg := j.cfg
+		cfg.PE = pe
+		cmd := exec.Command(j.spec.Path, j.spec.Args...)
+		cmd.Args[0] = os.Args[0]
+		cmd.Env = environ(j.spec.Env, cfg, j.spec.Backend)
+		// Each PE leads its own process group, so a terminal's Ctrl-C reaches
+		// the launcher only (which forwards it), and stopping a PE also stops
+		// what it started. Pdeathsig kills the PE if the launcher dies.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.WaitDelay = time.Second
+		prefix := ""
+		if n > 1 {
+			prefix = fmt.Sprintf("[pe %d] ", pe)
+		}
+		j.out.stderr[pe] = newLineWriter(&j.out.mu, j.spec.Stderr, prefix, j.spec.TailLines)
+		cmd.Stderr = j.out.stderr[pe]
+		if f, ok := j.spec.Stdout.(*os.File); ok && pe == 0 {
+			cmd.Stdout = f
+		} else {
+			j.out.stdout[pe] = newLineWriter(&j.out.mu, j.spec.Stdout, prefix, 0)
+			cmd.Stdout = j.out.stdout[pe]
+		}
+		if err := cmd.Start(); err != nil {
+			j.killAll(syscall.SIGKILL)
+			for range j.procs {
+				<-j.exits
+			}
+			return fmt.Errorf("launch: start PE %d (%s): %w", pe, j.spec.Path, err)
+		}
+		j.procs = append(j.procs, cmd)
+		go func() {
+			err := cmd.Wait()
+			j.exits <- exit{pe: pe, state: cmd.ProcessState, err: err}
+		}()
+	}
+	return nil
+}
+
+// watch waits for every PE to end, stopping the job on the first failure,
+// on ctx's end and on signals.
+func (j *job) watch(ctx context.Context) error {
+	var sigs chan os.Signal
+	if j.spec.ForwardSignals {
+		sigs = make(chan os.Signal, 2)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+	}
+	var (
+		first       *PEError
+		ctxErr      error
+		interrupted os.Signal
+		stopping    bool
+		kill        <-chan time.Time
+		done        = ctx.Done()
+		running     = len(j.procs)
+		ended       = make([]bool, len(j.procs))
+	)
+	stop := func() {
+		if !stopping {
+			stopping = true
+			j.signalRunning(ended, syscall.SIGTERM)
+			kill = time.After(j.spec.Grace)
+		}
+	}
+	for running > 0 {
+		select {
+		case ex := <-j.exits:
+			running--
+			ended[ex.pe] = true
+			j.out.stderr[ex.pe].Flush()
+			failed := ex.state == nil || !ex.state.Success()
+			// Once the job is being stopped, PEs dying of it are not news.
+			if failed && first == nil && !stopping {
+				first = newPEError(ex.pe, ex.state, j.out.stderr[ex.pe].Tail())
+				if interrupted == nil {
+					stop()
+				}
+			}
+		case <-done:
+			done = nil
+			ctxErr = ctx.Err()
+			stop()
+		case s := <-sigs:
+			if interrupted == nil {
+				interrupted = s
+				j.signalRunning(ended, s.(syscall.Signal))
+			} else {
+				j.signalRunning(ended, syscall.SIGKILL)
+			}
+		case <-kill:
+			kill = nil
+			j.signalRunning(ended, syscall.SIGKILL)
+		}
+	}
+	j.out.flush()
+	switch {
+	case interrupted != nil && first != nil:
+		return fmt.Errorf("%w by %v: %w", ErrInterrupted, interrupted, first)
+	case interrupted != nil:
+		return fmt.Errorf("%w by %v", ErrInterrupted, interrupted)
+	case first != nil:
+		return first
+	case ctxErr != nil:
+		return fmt.Errorf("launch: job stopped: %w", ctxErr)
+	}
+	return nil
+}
+
+// signalRunning sends sig to the process group of every PE that has not
+// ended.
+func (j *job) signalRunning(ended []bool, sig syscall.Signal) {
+	for pe, cmd := range j.procs {
+		if !ended[pe] {
+			signalGroup(cmd, sig)
+		}
+	}
+}
+
+// killAll sends sig to every started PE's process group.
+func (j *job) killAll(sig syscall.Signal) {
+	for _, cmd := range j.procs {
+		signalGroup(cmd, sig)
+	}
+}
+
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.Process == nil {
+		return
+	}
+	// The PE leads its group; fall back to the PE alone if the group is gone.
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		cmd.Process.Signal(sig)
+	}
+}

@@ -1,0 +1,62 @@
+package shm_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/launch/launchtest"
+)
+
+// BenchmarkAllReduce measures an in-place float32 Sum AllReduce in jobs of
+// 2, 4 and 8 PE processes, for 4 KiB to 64 MiB buffers, and reports the bus
+// bandwidth: bytes·2(N−1)/N per second. Each PE process runs the loop; PE 0's
+// timing is reported. For a table beside Open MPI, run
+// `go run ./cmd/symbench allreduce`.
+func BenchmarkAllReduce(b *testing.B) {
+	for _, npes := range []int{2, 4, 8} {
+		b.Run(fmt.Sprintf("N=%d", npes), func(b *testing.B) {
+			for size := 4 << 10; size <= 64<<20; size *= 4 {
+				b.Run(sizeName(size), func(b *testing.B) {
+					launchtest.Bench(b, launchtest.Job{NPEs: npes}, func(b *testing.B, c comm.Comm) {
+						benchAllReduce(b, c, size/4)
+					})
+				})
+			}
+		})
+	}
+}
+
+func benchAllReduce(b *testing.B, c comm.Comm, n int) {
+	buf, err := c.Alloc(comm.Float32, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range buf.(comm.HostBuffer).Float32s() {
+		buf.(comm.HostBuffer).Float32s()[i] = 1
+	}
+	if err := c.Barrier(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := c.AllReduce(buf, 0, n, comm.Sum); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	npes := float64(c.NPEs())
+	perOp := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(4*n)*2*(npes-1)/npes/perOp/1e9, "busbw-GB/s")
+}
+
+// sizeName writes a byte count the way the tables do: 4KiB, 1MiB.
+func sizeName(bytes int) string {
+	switch {
+	case bytes >= 1<<20 && bytes%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", bytes>>20)
+	case bytes >= 1<<10 && bytes%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", bytes>>10)
+	}
+	return fmt.Sprintf("%dB", bytes)
+}

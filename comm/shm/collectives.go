@@ -1,0 +1,169 @@
+package shm
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/comm"
+)
+
+// chunkLen is how many float32 a PE reduces at a time (16 KiB): the chunk of
+// results stays in L1 while every peer's copy streams through.
+const chunkLen = 4096
+
+// lineFloats is the number of float32 in a cache line; slice boundaries of
+// the reduce-scatter fall on them, so no two PEs write the same line.
+const lineFloats = bufAlign / 4
+
+// Barrier waits until every PE has called Barrier. Puts are synchronous on
+// shm, so they are complete and visible when it returns.
+func (c *Comm) Barrier() error {
+	if err := c.collective("barrier"); err != nil {
+		return err
+	}
+	return c.barrier("barrier")
+}
+
+// AllReduce reduces elements [off, off+n) of the Float32 buffer b across PEs
+// in place; every PE ends with identical bits. Sum is the float32 left fold
+// over PEs 0..NPEs-1 and Mean is that sum divided by float32(NPEs()).
+func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
+	sb, err := c.reduceArgs("allreduce", b, off, n, op, c.me)
+	if err != nil {
+		return err
+	}
+	if err := c.collective("allreduce"); err != nil {
+		return err
+	}
+	return c.reduce("allreduce", sb, off, n, op, -1)
+}
+
+// Reduce reduces [off, off+n) of the Float32 buffer b across PEs into root's
+// copy, with the same arithmetic as AllReduce; other copies are unchanged.
+func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
+	sb, err := c.reduceArgs("reduce", b, off, n, op, root)
+	if err != nil {
+		return err
+	}
+	if err := c.collective("reduce"); err != nil {
+		return err
+	}
+	return c.reduce("reduce", sb, off, n, op, root)
+}
+
+// Broadcast copies root's elements [off, off+n) of b (any kind) into every
+// PE's copy.
+func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
+	const op = "broadcast"
+	sb, err := c.access(op, b, 0, off, n, root)
+	if err != nil {
+		return err
+	}
+	if err := c.collective(op); err != nil {
+		return err
+	}
+	if err := c.barrier(op); err != nil {
+		return err
+	}
+	if c.me != root {
+		es := sb.kind.Size()
+		copy(c.bytes(sb, c.me)[off*es:(off+n)*es], c.bytes(sb, root)[off*es:(off+n)*es])
+	}
+	return c.barrier(op)
+}
+
+// reduceArgs checks the arguments of a reduction (root is any valid PE for
+// AllReduce).
+func (c *Comm) reduceArgs(name string, b comm.Buffer, off, n int, op comm.Op, root int) (*buffer, error) {
+	sb, err := c.access(name, b, comm.Float32, off, n, root)
+	if err != nil {
+		return nil, err
+	}
+	if op < comm.Sum || op > comm.Min {
+		return nil, fmt.Errorf("shm: PE %d: %s: unknown operator %s: %w", c.me, name, op, comm.ErrKind)
+	}
+	return sb, nil
+}
+
+// reduce runs the reduce-scatter and all-gather of [off, off+n): after an
+// entry barrier, PE p alone reads and writes its slice of every PE's copy,
+// one chunk at a time, writing the result into every copy (root < 0) or
+// into root's only; an exit barrier ends it. It does not allocate.
+func (c *Comm) reduce(name string, b *buffer, off, n int, op comm.Op, root int) error {
+	if err := c.barrier(name); err != nil {
+		return err
+	}
+	for q := range c.views {
+		c.views[q] = c.f32(b, q)
+	}
+	lo, hi := ownSlice(off, n, c.npes, c.me)
+	for start := lo; start < hi; start += chunkLen {
+		end := min(start+chunkLen, hi)
+		acc := c.scratch[:end-start]
+		for q, v := range c.views {
+			c.ins[q] = v[start:end]
+		}
+		combine(acc, c.ins, op)
+		if root >= 0 {
+			copy(c.views[root][start:end], acc)
+			continue
+		}
+		// Start with a different destination on every PE, to spread the writes.
+		for k := range c.views {
+			copy(c.views[(c.me+k)%c.npes][start:end], acc)
+		}
+	}
+	for q := range c.views {
+		c.views[q], c.ins[q] = nil, nil
+	}
+	return c.barrier(name)
+}
+
+// combine reduces the PEs' copies of one chunk into acc, in PE order.
+func combine(acc []float32, ins [][]float32, op comm.Op) {
+	switch op {
+	case comm.Sum, comm.Mean:
+		q := 1
+		if len(ins) == 1 {
+			copy(acc, ins[0])
+		} else {
+			sum2(acc, ins[0], ins[1])
+			q = 2
+		}
+		for ; q+2 <= len(ins); q += 2 {
+			acc2(acc, ins[q], ins[q+1])
+		}
+		if q < len(ins) {
+			acc1(acc, ins[q])
+		}
+		if op == comm.Mean {
+			divide(acc, float32(len(ins)))
+		}
+	case comm.Max:
+		copy(acc, ins[0])
+		for _, in := range ins[1:] {
+			maxTo(acc, in)
+		}
+	case comm.Min:
+		copy(acc, ins[0])
+		for _, in := range ins[1:] {
+			minTo(acc, in)
+		}
+	}
+}
+
+// ownSlice is PE p's part [lo, hi) of elements [off, off+n) among npes PEs:
+// nearly equal parts whose inner boundaries are rounded up to a cache line
+// of the buffer (buffers start on one).
+func ownSlice(off, n, npes, p int) (lo, hi int) {
+	bound := func(k int) int {
+		if k == npes {
+			return off + n
+		}
+		x := off + int(int64(n)*int64(k)/int64(npes))
+		if k > 0 {
+			x = (x + lineFloats - 1) / lineFloats * lineFloats
+		}
+		return min(x, off+n)
+	}
+	return bound(p), bound(p + 1)
+}
