@@ -107,18 +107,9 @@ func PixelStats(name string) (mean, std float32, err error) {
 // When a file is missing, the error is a *NotInstalledError wrapping
 // ErrNotInstalled; every other error names the file and what is wrong with it.
 func Load(name, dir string) (train, test *InMemory, err error) {
-	spec, err := lookupIDXDataset(name)
+	spec, paths, err := findIDXFiles(name, dir)
 	if err != nil {
 		return nil, nil, err
-	}
-	if dir == "" {
-		dir = spec.dir
-	}
-	var paths [4]string
-	for i, file := range []string{trainImagesFile, trainLabelsFile, testImagesFile, testLabelsFile} {
-		if paths[i], err = findIDXFile(spec, dir, file); err != nil {
-			return nil, nil, err
-		}
 	}
 	if train, err = loadSplit(spec, paths[0], paths[1]); err != nil {
 		return nil, nil, fmt.Errorf("load %s: %w", name, err)
@@ -127,6 +118,31 @@ func Load(name, dir string) (train, test *InMemory, err error) {
 		return nil, nil, fmt.Errorf("load %s: %w", name, err)
 	}
 	return train, test, nil
+}
+
+// CheckInstalled reports whether the four IDX files of name are in dir (""
+// means DefaultDir(name)) without reading them: nil, a *NotInstalledError, or
+// another error naming the path. Launchers use it to decide before starting
+// PEs.
+func CheckInstalled(name, dir string) error {
+	_, _, err := findIDXFiles(name, dir)
+	return err
+}
+
+// findIDXFiles locates the training and test files of name in dir.
+func findIDXFiles(name, dir string) (spec idxDataset, paths [4]string, err error) {
+	if spec, err = lookupIDXDataset(name); err != nil {
+		return spec, paths, err
+	}
+	if dir == "" {
+		dir = spec.dir
+	}
+	for i, file := range []string{trainImagesFile, trainLabelsFile, testImagesFile, testLabelsFile} {
+		if paths[i], err = findIDXFile(spec, dir, file); err != nil {
+			return spec, paths, err
+		}
+	}
+	return spec, paths, nil
 }
 
 // findIDXFile returns dir/file, or dir/file.gz when only that exists.

@@ -221,3 +221,14 @@ func TestLoadFashionMNIST(t *testing.T) {
 		t.Errorf("training pixels have mean %v and std %v; PixelStats says %v and %v", mean, std, fixedMean, fixedStd)
 	}
 }
+
+func TestCheckInstalledMissing(t *testing.T) {
+	err := CheckInstalled("fashion-mnist", t.TempDir())
+	var ni *NotInstalledError
+	if !errors.As(err, &ni) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("CheckInstalled on an empty dir = %v, want a *NotInstalledError wrapping os.ErrNotExist", err)
+	}
+	if err := CheckInstalled("cifar", t.TempDir()); err == nil {
+		t.Fatal("CheckInstalled of an unknown dataset returned nil")
+	}
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/symddp/symddp/optim"
+)
+
+// options is everything the command line sets.
+type options struct {
+	pes        int
+	backend    string
+	model      string
+	hidden     string
+	dataset    string
+	dataDir    string
+	trainLimit int
+
+	epochs      int
+	maxSteps    int
+	batch       int
+	accumulate  int
+	lr          float32
+	optimizer   string
+	momentum    float32
+	nesterov    bool
+	weightDecay float32
+	beta1       float32
+	beta2       float32
+	eps         float32
+	schedule    string
+	warmup      int
+	stepSize    int
+	gamma       float32
+	minLR       float32
+	clipNorm    float32
+	seed        uint64
+
+	bucketSize  string
+	threads     int
+	heapSize    string
+	timeout     time.Duration
+	gpuLib      string
+	mps         string
+	cudaGraph   bool
+	logEvery    int
+	metrics     string
+	checkEvery  int
+	skipNaN     bool
+	evalEvery   int
+	noProgress  bool
+	ckptDir     string
+	ckptEvery   int
+	resume      string
+	keepCkpt    int
+	faultInject string
+
+	set func(name string) bool // whether a flag was given
+}
+
+// usageError is a bad command line: exit code 2.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+const usageHead = `train: data-parallel training on a symmetric heap.
+
+Usage:
+  train [flags]                      start --pes PE processes on this host
+  mpirun -np N train [flags]         every MPI process is one PE (--backend mpi or nvshmem)
+
+Examples:
+  train --pes 8 --model mlp                          8 PEs, Fashion-MNIST, 5 epochs
+  train --pes 4 --optimizer adam --lr 1e-3 --epochs 10
+  train --pes 2 --dataset synthetic --max-steps 200
+  train --pes 8 --checkpoint-dir ckpt --checkpoint-every 500
+  train --pes 8 --checkpoint-dir ckpt --resume latest
+
+Flags:
+`
+
+// parseFlags parses args (without the program name).
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+
+	fs.IntVar(&o.pes, "pes", 1, "number of PEs (processes) to start on this host; under mpirun, the job size (must match)")
+	fs.StringVar(&o.backend, "backend", "auto", "comm backend: auto|shm|nvshmem|mpi (auto: mpi under mpirun, shm otherwise)")
+	fs.StringVar(&o.model, "model", "mlp", "model name (see --list-models)")
+	fs.StringVar(&o.hidden, "hidden", "", "hidden layer widths of the mlp, comma-separated (default 256,256)")
+	fs.StringVar(&o.dataset, "dataset", "fashion-mnist", "dataset: fashion-mnist|mnist|synthetic")
+	fs.StringVar(&o.dataDir, "data-dir", "", "directory with the IDX files (default /usr/share/datasets/<dataset>)")
+	fs.IntVar(&o.trainLimit, "train-limit", 0, "use only the first N training samples (0: all)")
+
+	fs.IntVar(&o.epochs, "epochs", 5, "passes over the training set")
+	fs.IntVar(&o.maxSteps, "max-steps", 0, "stop after this many optimizer steps (0: no limit)")
+	fs.IntVar(&o.batch, "batch-size", 256, "global batch size (all PEs together); a multiple of --pes x --accumulate")
+	fs.IntVar(&o.accumulate, "accumulate", 1, "micro-batches per optimizer step (gradient accumulation)")
+	fs.Float32Var(&o.lr, "lr", 0, "learning rate (default 0.05 for sgd, 0.001 for adam and adamw)")
+	fs.StringVar(&o.optimizer, "optimizer", "sgd", "optimizer: "+strings.Join(optim.Names(), "|"))
+	fs.Float32Var(&o.momentum, "momentum", 0.9, "SGD momentum (0: none)")
+	fs.BoolVar(&o.nesterov, "nesterov", false, "SGD with Nesterov momentum")
+	fs.Float32Var(&o.weightDecay, "weight-decay", 0, "weight decay (L2 for sgd and adam, decoupled for adamw; adamw default 0.01)")
+	fs.Float32Var(&o.beta1, "beta1", 0.9, "Adam beta1")
+	fs.Float32Var(&o.beta2, "beta2", 0.999, "Adam beta2")
+	fs.Float32Var(&o.eps, "eps", 1e-8, "Adam epsilon")
+	fs.StringVar(&o.schedule, "schedule", "cosine", "learning-rate schedule: "+strings.Join(optim.ScheduleNames(), "|"))
+	fs.IntVar(&o.warmup, "warmup-steps", 0, "linear warm-up steps before the schedule")
+	fs.IntVar(&o.stepSize, "step-size", 1000, "steps between decays of the step schedule")
+	fs.Float32Var(&o.gamma, "gamma", 0.1, "decay factor of the step schedule")
+	fs.Float32Var(&o.minLR, "min-lr", 0, "final learning rate of the cosine schedule")
+	fs.Float32Var(&o.clipNorm, "clip-norm", 0, "clip the global gradient norm to this value (0: off)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of initialisation and data order")
+
+	fs.StringVar(&o.bucketSize, "bucket-size", "1MiB", "gradient bucket size for allreduce overlapped with backward (0: one allreduce after backward)")
+	fs.IntVar(&o.threads, "threads", 0, "BLAS threads per PE (0: cores / PEs)")
+	fs.StringVar(&o.heapSize, "heap-size", "", "symmetric heap size per PE, e.g. 512MiB (default: what the model needs)")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "deadline of every barrier and allreduce; a PE that misses it is reported")
+	fs.StringVar(&o.gpuLib, "gpu-lib", "", "path of libsymddp_cuda.so (nvshmem backend; default $SYMDDP_CUDA_LIB, next to the binary, ./build)")
+	fs.StringVar(&o.mps, "mps", "auto", "CUDA MPS for PEs sharing a GPU: auto|on|off")
+	fs.BoolVar(&o.cudaGraph, "cuda-graph", true, "capture the training step in a CUDA graph (nvshmem backend)")
+
+	fs.IntVar(&o.logEvery, "log-every", 50, "steps between metric reports")
+	fs.StringVar(&o.metrics, "metrics", "", "write metrics as JSON lines to this file (PE 0)")
+	fs.IntVar(&o.checkEvery, "check-replicas-every", 0, "compare parameter hashes across PEs every N steps (0: at the end only)")
+	fs.BoolVar(&o.skipNaN, "skip-nonfinite", false, "skip steps with NaN/Inf loss or gradients instead of stopping")
+	fs.IntVar(&o.evalEvery, "eval-every", 1, "evaluate on the test set every N epochs (0: at the end only)")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar even on a terminal")
+
+	fs.StringVar(&o.ckptDir, "checkpoint-dir", "", "directory for checkpoints (off when empty)")
+	fs.IntVar(&o.ckptEvery, "checkpoint-every", 0, "write a checkpoint every N steps (and always at the end)")
+	fs.StringVar(&o.resume, "resume", "", "resume from 'latest' in --checkpoint-dir or from a checkpoint file")
+	fs.IntVar(&o.keepCkpt, "keep-checkpoints", 3, "checkpoints kept in --checkpoint-dir")
+	fs.StringVar(&o.faultInject, "fault-inject", "", "testing only: make a PE fail, e.g. pe=2,step=5,mode=exit|panic|kill|hang|nan")
+	_ = fs.MarkHidden("fault-inject")
+
+	help := fs.BoolP("help", "h", false, "show this help")
+	listModels := fs.Bool("list-models", false, "list the registered models and exit")
+
+	if err := fs.Parse(args); err != nil {
+		return nil, usageError{err}
+	}
+	if *help {
+		fmt.Fprint(stderr, usageHead)
+		fmt.Fprint(stderr, fs.FlagUsages())
+		return nil, errHelp
+	}
+	if *listModels {
+		return nil, errListModels
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	o.set = func(name string) bool { return fs.Changed(name) }
+	return o, o.validate()
+}
+
+var (
+	errHelp       = errors.New("help")
+	errListModels = errors.New("list models")
+)
+
+// validate checks ranges and combinations; every failure is a usage error.
+func (o *options) validate() error {
+	switch {
+	case o.pes < 1:
+		return usagef("--pes %d: need at least 1 PE", o.pes)
+	case o.pes > 1024:
+		return usagef("--pes %d: at most 1024 PEs on one host", o.pes)
+	case o.batch < 1:
+		return usagef("--batch-size %d: must be positive", o.batch)
+	case o.accumulate < 1:
+		return usagef("--accumulate %d: must be at least 1", o.accumulate)
+	case o.epochs < 1 && o.maxSteps == 0:
+		return usagef("--epochs %d: must be at least 1", o.epochs)
+	case o.maxSteps < 0:
+		return usagef("--max-steps %d: must not be negative", o.maxSteps)
+	case o.lr < 0 || o.lr != o.lr:
+		return usagef("--lr %g: must be positive", o.lr)
+	case o.momentum < 0 || o.momentum >= 1:
+		return usagef("--momentum %g: must be in [0, 1)", o.momentum)
+	case o.weightDecay < 0:
+		return usagef("--weight-decay %g: must not be negative", o.weightDecay)
+	case o.clipNorm < 0:
+		return usagef("--clip-norm %g: must not be negative", o.clipNorm)
+	case o.logEvery < 1:
+		return usagef("--log-every %d: must be at least 1", o.logEvery)
+	case o.checkEvery < 0 || o.evalEvery < 0 || o.ckptEvery < 0:
+		return usagef("--check-replicas-every, --eval-every and --checkpoint-every must not be negative")
+	case o.keepCkpt < 1:
+		return usagef("--keep-checkpoints %d: must be at least 1", o.keepCkpt)
+	case o.threads < 0:
+		return usagef("--threads %d: must not be negative", o.threads)
+	case o.timeout <= 0:
+		return usagef("--timeout %v: must be positive", o.timeout)
+	case o.trainLimit < 0:
+		return usagef("--train-limit %d: must not be negative", o.trainLimit)
+	}
+	if q := o.pes * o.accumulate; o.batch%q != 0 {
+		lo := o.batch / q * q
+		if lo == 0 {
+			return usagef("--batch-size %d is smaller than --pes %d x --accumulate %d: use %d or a multiple of it", o.batch, o.pes, o.accumulate, q)
+		}
+		return usagef("--batch-size %d is not a multiple of --pes %d x --accumulate %d: use %d or %d", o.batch, o.pes, o.accumulate, lo, lo+q)
+	}
+	switch o.backend {
+	case "auto", "shm", "nvshmem", "mpi":
+	default:
+		return usagef("--backend %q: want auto, shm, nvshmem or mpi", o.backend)
+	}
+	switch o.dataset {
+	case "fashion-mnist", "mnist", "synthetic":
+	default:
+		return usagef("--dataset %q: want fashion-mnist, mnist or synthetic", o.dataset)
+	}
+	switch o.mps {
+	case "auto", "on", "off":
+	default:
+		return usagef("--mps %q: want auto, on or off", o.mps)
+	}
+	if !contains(optim.Names(), o.optimizer) {
+		return usagef("--optimizer %q: want one of %s", o.optimizer, strings.Join(optim.Names(), ", "))
+	}
+	if !contains(optim.ScheduleNames(), o.schedule) {
+		return usagef("--schedule %q: want one of %s", o.schedule, strings.Join(optim.ScheduleNames(), ", "))
+	}
+	if o.nesterov && o.momentum == 0 {
+		return usagef("--nesterov needs --momentum > 0")
+	}
+	if o.resume != "" && o.ckptDir == "" && o.resume == "latest" {
+		return usagef("--resume latest needs --checkpoint-dir")
+	}
+	if o.ckptEvery > 0 && o.ckptDir == "" {
+		return usagef("--checkpoint-every needs --checkpoint-dir")
+	}
+	if _, err := o.hiddenSizes(); err != nil {
+		return err
+	}
+	if _, err := parseBytes("--bucket-size", o.bucketSize, true); err != nil {
+		return err
+	}
+	if o.heapSize != "" {
+		if _, err := parseBytes("--heap-size", o.heapSize, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hiddenSizes parses --hidden.
+func (o *options) hiddenSizes() ([]int, error) {
+	if strings.TrimSpace(o.hidden) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(o.hidden, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, usagef("--hidden %q: want positive widths separated by commas, e.g. 256,256", o.hidden)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseBytes reads sizes like 4096, 64KiB, 1MiB, 2G.
+func parseBytes(flag, s string, zeroOK bool) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || n < 0 || (n == 0 && !zeroOK) {
+		return 0, usagef("%s %q: want a size such as 4096, 64KiB or 1MiB", flag, s)
+	}
+	return n * mult, nil
+}

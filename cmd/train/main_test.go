@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestUsageErrors: every bad command line is one line on stderr (plus the
+// pointer to --help) and exit status 2, before any PE starts.
+func TestUsageErrors(t *testing.T) {
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pes", "0"}, "--pes 0: need at least 1 PE"},
+		{[]string{"--pes", "-1"}, "--pes -1: need at least 1 PE"},
+		{[]string{"--pes", "3", "--batch-size", "256"}, "--batch-size 256 is not a multiple of --pes 3 x --accumulate 1: use 255 or 258"},
+		{[]string{"--model", "resnet9000"}, `--model "resnet9000": unknown model`},
+		{[]string{"--data-dir", empty}, "train-images-idx3-ubyte"},
+		{[]string{"--dataset", "cifar"}, `--dataset "cifar"`},
+		{[]string{"--optimizer", "lbfgs"}, `--optimizer "lbfgs"`},
+		{[]string{"--lr", "-1"}, "--lr -1"},
+		{[]string{"--epochs", "0"}, "--epochs 0"},
+		{[]string{"--bucket-size", "lots"}, "--bucket-size"},
+		{[]string{"--backend", "tcp"}, `--backend "tcp"`},
+		{[]string{"--nesterov", "--momentum", "0"}, "--nesterov needs --momentum > 0"},
+		{[]string{"--resume", "latest"}, "--resume latest needs --checkpoint-dir"},
+		{[]string{"--hidden", "256,x"}, "--hidden"},
+		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != 2 || !strings.Contains(lines[0], tc.want) || len(lines) != 2 {
+			t.Errorf("train %s: exit %d, stderr %q; want exit 2 and one line containing %q (and the --help pointer)",
+				strings.Join(tc.args, " "), code, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestHelpAndListModels(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "--pes") {
+		t.Fatalf("--help: exit %d, output %q", code, stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"--list-models"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "mlp") {
+		t.Fatalf("--list-models: exit %d, output %q", code, stdout.String())
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// trainBinary builds this command once per test run.
+func trainBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "symddp-train-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "train")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build train: %v", buildErr)
+	}
+	return binPath
+}
+
+// TestTrainEndToEnd runs the binary with 2 PEs on synthetic data and checks
+// the summary and the metrics file.
+func TestTrainEndToEnd(t *testing.T) {
+	bin := trainBinary(t)
+	metrics := filepath.Join(t.TempDir(), "m.jsonl")
+	cmd := exec.Command(bin, "--pes", "2", "--dataset", "synthetic", "--max-steps", "40", "--log-every", "10",
+		"--batch-size", "64", "--hidden", "64", "--schedule", "constant", "--metrics", metrics)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("train: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"done: 40 steps", "test accuracy", "replicas identical on all 2 PEs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs, finals int
+	var last map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		if _, ok := m["loss"]; ok {
+			logs++
+			for _, k := range []string{"step", "epoch", "accuracy", "samples_per_sec", "elapsed"} {
+				if _, ok := m[k]; !ok {
+					t.Errorf("metrics line %q lacks %q", line, k)
+				}
+			}
+		}
+		if m["final"] == true {
+			finals++
+			last = m
+		}
+	}
+	if logs != 4 || finals != 1 {
+		t.Fatalf("metrics: %d log lines and %d final lines, want 4 and 1:\n%s", logs, finals, b)
+	}
+	if acc := last["test_accuracy"].(float64); acc < 0.9 {
+		t.Errorf("synthetic test accuracy %.3f after 40 steps, want >= 0.9", acc)
+	}
+}
+
+// TestMissingData: an explicit dataset without its files is a usage error
+// that says where to put them; the default dataset missing falls back to
+// synthetic data with a notice that says how to install it.
+func TestMissingData(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--dataset", "mnist", "--data-dir", t.TempDir()}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "data directory") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+
+	empty := t.TempDir()
+	old := defaultDataDir
+	defer func() { defaultDataDir = old }()
+	defaultDataDir = func(string) (string, error) { return empty, nil }
+	o, err := parseFlags(nil, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := chooseData(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dc.name != "synthetic" || !strings.Contains(dc.notice, "apt-get install dataset-fashion-mnist") ||
+		!strings.Contains(dc.notice, "synthetic data instead") {
+		t.Fatalf("fallback: %+v", dc)
+	}
+}

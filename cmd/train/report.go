@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/ddp"
+)
+
+// reporter turns the trainer's hooks into what PE 0 shows: a progress bar
+// on a terminal, log lines otherwise, JSON-lines metrics, a summary.
+type reporter struct {
+	o       *options
+	pe      int
+	out     io.Writer
+	errw    io.Writer
+	bar     *progressbar.ProgressBar
+	metrics *os.File
+	enc     *json.Encoder
+	start   ddp.StartInfo
+	t0      time.Time
+	last    ddp.LogInfo
+	failed  error
+}
+
+func newReporter(o *options, pe int, stdout, stderr io.Writer) *reporter {
+	r := &reporter{o: o, pe: pe, out: stdout, errw: stderr, t0: time.Now()}
+	if pe == 0 && o.metrics != "" {
+		f, err := os.Create(o.metrics)
+		if err != nil {
+			r.failed = fmt.Errorf("metrics file: %w", err)
+		} else {
+			r.metrics, r.enc = f, json.NewEncoder(f)
+		}
+	}
+	return r
+}
+
+// isTerminal reports whether w is a terminal (progress bars only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (r *reporter) hooks() ddp.Hooks {
+	if r.pe != 0 {
+		return ddp.Hooks{}
+	}
+	return ddp.Hooks{
+		OnStart: func(s ddp.StartInfo) {
+			r.start = s
+			fmt.Fprintf(r.errw, "training %s: %d parameters, %d PEs (%s, %s), global batch %d (%d per PE per micro-batch), %d steps\n",
+				r.o.model, s.Params, s.NPEs, s.Backend, s.Engine, r.o.batch, s.MicroBatch, s.TotalSteps)
+			if s.Resumed != "" {
+				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
+			}
+			if !r.o.noProgress && isTerminal(r.out) {
+				r.bar = progressbar.NewOptions(s.TotalSteps,
+					progressbar.OptionSetWriter(r.out),
+					progressbar.OptionSetDescription("train"),
+					progressbar.OptionShowCount(),
+					progressbar.OptionSetWidth(30),
+					progressbar.OptionThrottle(100*time.Millisecond),
+					progressbar.OptionClearOnFinish())
+				_ = r.bar.Set(s.StartStep)
+			}
+		},
+		OnStep: func(s ddp.StepInfo) {
+			if r.bar != nil {
+				_ = r.bar.Set(s.Step)
+			}
+		},
+		OnLog: func(l ddp.LogInfo) {
+			r.last = l
+			line := fmt.Sprintf("epoch %d step %d/%d loss %.4f acc %.2f%% lr %.4g %.0f samples/s",
+				l.Epoch+1, l.Step, r.start.TotalSteps, l.Loss, 100*l.Accuracy, l.LR, l.SamplesPerSec)
+			if r.bar != nil {
+				r.bar.Describe(fmt.Sprintf("loss %.4f acc %.1f%%", l.Loss, 100*l.Accuracy))
+			} else {
+				fmt.Fprintln(r.out, line)
+			}
+			r.write(map[string]any{"step": l.Step, "epoch": l.Epoch, "loss": l.Loss, "accuracy": l.Accuracy,
+				"samples_per_sec": l.SamplesPerSec, "elapsed": l.Elapsed.Seconds(), "lr": l.LR})
+		},
+		OnEpochEnd: func(e ddp.EpochInfo) {
+			if !e.Evaluated {
+				return
+			}
+			r.clearBar()
+			fmt.Fprintf(r.out, "epoch %d done in %.1fs: test loss %.4f, test accuracy %.2f%%\n",
+				e.Epoch+1, e.Elapsed.Seconds(), e.Test.Loss, 100*e.Test.Accuracy)
+			r.write(map[string]any{"step": e.Step, "epoch": e.Epoch, "test_loss": e.Test.Loss,
+				"test_accuracy": e.Test.Accuracy, "elapsed": e.Elapsed.Seconds()})
+		},
+		OnWarning: func(msg string) {
+			r.clearBar()
+			fmt.Fprintln(r.errw, "warning:", msg)
+		},
+		OnCheckpoint: func(path string, step int) {
+			if r.bar == nil {
+				fmt.Fprintf(r.out, "checkpoint %s (step %d)\n", path, step)
+			}
+		},
+	}
+}
+
+func (r *reporter) clearBar() {
+	if r.bar != nil {
+		_ = r.bar.Clear()
+	}
+}
+
+func (r *reporter) write(v map[string]any) {
+	if r.enc != nil {
+		if err := r.enc.Encode(v); err != nil && r.failed == nil {
+			r.failed = fmt.Errorf("metrics file: %w", err)
+		}
+	}
+}
+
+// summary prints the final lines of a run.
+func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
+	if r.bar != nil {
+		_ = r.bar.Finish()
+	}
+	how := "done"
+	if res.Stopped {
+		how = "stopped by signal"
+	}
+	fmt.Fprintf(r.out, "%s: %d steps (%d epochs) in %.1fs, %.0f samples/s on %d PEs (%s, %s)\n",
+		how, res.Steps, res.Epochs, res.Elapsed.Seconds(), res.SamplesPerSec, c.NPEs(), c.Backend(), e.Name())
+	if res.Test.Samples > 0 {
+		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples)\n", 100*res.Test.Accuracy, res.Test.Loss, res.Test.Samples)
+	}
+	fmt.Fprintln(r.out, res.Replicas)
+	r.write(map[string]any{"final": true, "step": res.Steps, "test_loss": res.Test.Loss, "test_accuracy": res.Test.Accuracy,
+		"samples_per_sec": res.SamplesPerSec, "elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical})
+}
+
+func (r *reporter) close() {
+	if r.metrics != nil {
+		_ = r.metrics.Close()
+	}
+}
+
+// newLineHandler logs "msg key=value ..." lines without time or level.
+func newLineHandler(w io.Writer) slog.Handler {
+	return slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+			return slog.Attr{}
+		}
+		return a
+	}})
+}

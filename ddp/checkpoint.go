@@ -1,0 +1,383 @@
+package ddp
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/optim"
+)
+
+// A checkpoint is one safetensors file, ckpt-<step>.safetensors: the
+// model's parameters under their own names, the optimizer state under
+// "optimizer.<state>.<parameter>", and the training state as JSON metadata
+// (key "symddp") with a SHA-256 of the data section (key "sha256").
+// PE 0 writes it to a temporary file, fsyncs it, renames it into place and
+// fsyncs the directory, between two barriers; a job killed during a save
+// leaves the previous checkpoint as it was.
+
+const (
+	ckptFormat = "symddp-checkpoint/1"
+	ckptPrefix = "ckpt-"
+	ckptSuffix = ".safetensors"
+	tmpPrefix  = ".ckpt-"
+)
+
+// ckptMeta is the training state of a checkpoint.
+type ckptMeta struct {
+	Format      string      `json:"format"`
+	Model       string      `json:"model"`
+	Params      int         `json:"params"`
+	Step        int         `json:"step"`
+	Epoch       int         `json:"epoch"`
+	StepInEpoch int         `json:"step_in_epoch"`
+	GlobalBatch int         `json:"global_batch"`
+	Accumulate  int         `json:"accumulate"`
+	NPEs        int         `json:"npes"`
+	Seed        uint64      `json:"seed"`
+	Optimizer   optim.Hyper `json:"optimizer"`
+}
+
+// DeviceOptimizerState is implemented by device engines (see
+// DeviceUpdater) to expose the optimizer state they keep, one tensor per
+// state slot over the whole arena, in Optimizer.StateNames() order.
+type DeviceOptimizerState interface {
+	OptimizerState() []compute.Tensor
+}
+
+// checkpointBytesHook, when set (by tests), is called as the data section
+// is written with the number of data bytes written so far.
+var checkpointBytesHook func(written int64)
+
+// checkpoint saves the training state after t.step steps (collective).
+func (t *Trainer) checkpoint(epoch, stepInEpoch int) error {
+	dir := t.opts.Checkpoint.Dir
+	if dir == "" {
+		return nil
+	}
+	if err := t.c.Barrier(); err != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", t.step, err)
+	}
+	var path string
+	var werr error
+	if t.c.MyPE() == 0 {
+		path, werr = t.writeCheckpoint(epoch, stepInEpoch)
+	}
+	// PE 0 tells everyone how it went; the broadcast is the closing barrier.
+	msg := ctlMsg{OK: werr == nil, Path: path}
+	if werr != nil {
+		msg.Err = werr.Error()
+	}
+	got, err := t.shareFromRoot(msg)
+	if err != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", t.step, err)
+	}
+	if werr != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", t.step, werr)
+	}
+	if !got.OK {
+		return fmt.Errorf("checkpoint at step %d failed on PE 0: %s", t.step, got.Err)
+	}
+	if h := t.opts.Hooks.OnCheckpoint; h != nil {
+		h(got.Path, t.step)
+	}
+	return nil
+}
+
+// writeCheckpoint writes the checkpoint file on PE 0 and returns its path.
+func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
+	dir := t.opts.Checkpoint.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("checkpoint directory: %w", err)
+	}
+	removeTemps(dir)
+	params := t.Params()
+	if !allFinite(params) {
+		return "", fmt.Errorf("refusing to write a checkpoint: the parameters hold NaN or Inf")
+	}
+	state, err := t.stateHost()
+	if err != nil {
+		return "", err
+	}
+	tensors := t.ckptTensors(params, state)
+	meta := ckptMeta{Format: ckptFormat, Model: t.m.Name(), Params: t.n, Step: t.step, Epoch: epoch,
+		StepInEpoch: stepInEpoch, GlobalBatch: t.opts.GlobalBatch, Accumulate: t.opts.Accumulate,
+		NPEs: t.c.NPEs(), Seed: t.opts.Seed, Optimizer: t.o.Hyper()}
+	js, err := json.Marshal(meta)
+	if err != nil {
+		return "", err
+	}
+	sum := dataSHA256(tensors)
+	md := map[string]string{"symddp": string(js), "sha256": hex.EncodeToString(sum[:]), "format": "pt"}
+
+	f, err := os.CreateTemp(dir, tmpPrefix+"*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op once renamed
+	bw := bufio.NewWriterSize(&countingWriter{w: f}, 1<<20)
+	if err := writeSafetensors(bw, md, tensors); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write checkpoint %s: %w", tmp, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write checkpoint %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", fmt.Errorf("sync checkpoint %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("close checkpoint %s: %w", tmp, err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s%09d%s", ckptPrefix, t.step, ckptSuffix))
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	t.prune(dir)
+	return path, nil
+}
+
+// ckptTensors names the parameters and the optimizer state per parameter.
+func (t *Trainer) ckptTensors(params []float32, state [][]float32) []stTensor {
+	var out []stTensor
+	for i, s := range t.specs {
+		out = append(out, stTensor{Name: s.Name, Shape: s.Shape, Data: params[t.offsets[i] : t.offsets[i]+s.Size()]})
+	}
+	for k, name := range t.o.StateNames() {
+		for i, s := range t.specs {
+			out = append(out, stTensor{Name: "optimizer." + name + "." + s.Name, Shape: s.Shape,
+				Data: state[k][t.offsets[i] : t.offsets[i]+s.Size()]})
+		}
+	}
+	return out
+}
+
+// stateHost returns the optimizer state as host slices (copies for device
+// engines).
+func (t *Trainer) stateHost() ([][]float32, error) {
+	if t.o.Slots() == 0 {
+		return nil, nil
+	}
+	if t.pArena.Host != nil {
+		return t.stateSlots, nil
+	}
+	ds, ok := t.e.(DeviceOptimizerState)
+	if !ok {
+		return nil, fmt.Errorf("engine %s does not expose its optimizer state for checkpoints", t.e.Name())
+	}
+	ts := ds.OptimizerState()
+	if len(ts) != t.o.Slots() {
+		return nil, fmt.Errorf("engine %s holds %d optimizer state tensors, optimizer %s has %d", t.e.Name(), len(ts), t.o.Name(), t.o.Slots())
+	}
+	out := make([][]float32, len(ts))
+	for i, ten := range ts {
+		out[i] = make([]float32, t.n)
+		t.e.ReadTensor(out[i], ten)
+	}
+	return out, nil
+}
+
+// dataSHA256 hashes the data section writeSafetensors will write.
+func dataSHA256(tensors []stTensor) [32]byte {
+	h := sha256.New()
+	buf := make([]byte, 0, 1<<16)
+	for _, t := range tensors {
+		for _, v := range t.Data {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			if len(buf) == cap(buf) {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+		}
+	}
+	h.Write(buf)
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// countingWriter reports progress to checkpointBytesHook.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if checkpointBytesHook != nil {
+		checkpointBytesHook(c.n)
+	}
+	return n, err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// removeTemps deletes temporary files of interrupted saves.
+func removeTemps(dir string) {
+	tmps, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+"*.tmp"))
+	for _, p := range tmps {
+		os.Remove(p)
+	}
+}
+
+// listCheckpoints returns the checkpoint files of dir, newest step first.
+func listCheckpoints(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	type ck struct {
+		path string
+		step int
+	}
+	var cks []ck
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, ckptPrefix) || !strings.HasSuffix(name, ckptSuffix) {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, ckptPrefix), ckptSuffix))
+		if err != nil {
+			continue
+		}
+		cks = append(cks, ck{filepath.Join(dir, name), n})
+	}
+	sort.Slice(cks, func(i, j int) bool { return cks[i].step > cks[j].step })
+	out := make([]string, len(cks))
+	for i, c := range cks {
+		out[i] = c.path
+	}
+	return out, nil
+}
+
+// prune keeps the newest Keep checkpoints.
+func (t *Trainer) prune(dir string) {
+	paths, err := listCheckpoints(dir)
+	if err != nil {
+		return
+	}
+	for _, p := range paths[min(len(paths), t.opts.Checkpoint.Keep):] {
+		os.Remove(p)
+	}
+}
+
+// loadedCheckpoint is a verified checkpoint, ready to install.
+type loadedCheckpoint struct {
+	path   string
+	meta   ckptMeta
+	params []float32
+	state  [][]float32
+}
+
+// loadCheckpoint reads and verifies path against this trainer's model,
+// optimizer and options.
+func (t *Trainer) loadCheckpoint(path string) (*loadedCheckpoint, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+	}
+	f, err := parseSafetensors(b)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+	}
+	var meta ckptMeta
+	if err := json.Unmarshal([]byte(f.Meta["symddp"]), &meta); err != nil || meta.Format != ckptFormat {
+		return nil, fmt.Errorf("load checkpoint %s: %w: no %s metadata", path, ErrCorrupt, ckptFormat)
+	}
+	h := sha256.Sum256(f.Data)
+	if hex.EncodeToString(h[:]) != f.Meta["sha256"] {
+		return nil, fmt.Errorf("load checkpoint %s: %w: SHA-256 of the data does not match the header (damaged on disk?)", path, ErrCorrupt)
+	}
+	if err := t.compatible(meta, f); err != nil {
+		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+	}
+	lc := &loadedCheckpoint{path: path, meta: meta, params: make([]float32, t.n)}
+	for i, s := range t.specs {
+		if err := f.float32s(s.Name, lc.params[t.offsets[i]:t.offsets[i]+s.Size()]); err != nil {
+			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+		}
+	}
+	for _, name := range t.o.StateNames() {
+		st := make([]float32, t.n)
+		for i, s := range t.specs {
+			if err := f.float32s("optimizer."+name+"."+s.Name, st[t.offsets[i]:t.offsets[i]+s.Size()]); err != nil {
+				return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+			}
+		}
+		lc.state = append(lc.state, st)
+	}
+	return lc, nil
+}
+
+// ErrMismatch is wrapped by the errors of a checkpoint that belongs to
+// another model, optimizer or run configuration.
+var ErrMismatch = errors.New("checkpoint does not match this run")
+
+// compatible checks a checkpoint's model, tensors and run settings.
+func (t *Trainer) compatible(meta ckptMeta, f *stFile) error {
+	if meta.Model != t.m.Name() {
+		return fmt.Errorf("%w: it holds model %q, this run builds %q", ErrMismatch, meta.Model, t.m.Name())
+	}
+	for _, s := range t.specs {
+		e, ok := f.Entries[s.Name]
+		if !ok {
+			return fmt.Errorf("%w: tensor %s (shape %v) is not in the checkpoint", ErrMismatch, s.Name, s.Shape)
+		}
+		if !slices.Equal(e.Shape, s.Shape) {
+			return fmt.Errorf("%w: tensor %s has shape %v in the checkpoint and %v in the model", ErrMismatch, s.Name, e.Shape, s.Shape)
+		}
+	}
+	if meta.Params != t.n {
+		return fmt.Errorf("%w: %d parameters in the checkpoint, %d in the model", ErrMismatch, meta.Params, t.n)
+	}
+	if meta.Optimizer.Kind != t.o.Hyper().Kind || len(t.o.StateNames()) != countState(f) {
+		return fmt.Errorf("%w: it was written by optimizer %s, this run uses %s", ErrMismatch, meta.Optimizer.Kind, t.o.Hyper().Kind)
+	}
+	if meta.GlobalBatch != t.opts.GlobalBatch {
+		return fmt.Errorf("%w: it was written with global batch %d, this run uses %d (pass the same batch size to resume)",
+			ErrMismatch, meta.GlobalBatch, t.opts.GlobalBatch)
+	}
+	if meta.Seed != t.opts.Seed {
+		return fmt.Errorf("%w: it was written with seed %d, this run uses %d (pass the same seed to resume)", ErrMismatch, meta.Seed, t.opts.Seed)
+	}
+	return nil
+}
+
+func countState(f *stFile) int {
+	names := map[string]bool{}
+	for n := range f.Entries {
+		if rest, ok := strings.CutPrefix(n, "optimizer."); ok {
+			if k, _, ok := strings.Cut(rest, "."); ok {
+				names[k] = true
+			}
+		}
+	}
+	return len(names)
+}

@@ -1,0 +1,12 @@
+package ddp
+
+// Test hooks into the package's internals.
+
+// SetCheckpointBytesHook makes the checkpoint writer call f as it writes.
+func SetCheckpointBytesHook(f func(written int64)) { checkpointBytesHook = f }
+
+// ParseSafetensors exposes the checkpoint parser to fuzz tests.
+func ParseSafetensors(b []byte) error {
+	_, err := parseSafetensors(b)
+	return err
+}

@@ -1,0 +1,159 @@
+package ddp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/symddp/symddp/datasets"
+)
+
+// Fit trains for Options.Epochs over train (or Options.MaxSteps steps),
+// evaluates on test (may be nil), checks the replicas and returns the
+// result. It is collective. Cancelling ctx on any PE stops every PE after
+// the same step (the stop request rides along with the gradient
+// allreduce); a final checkpoint is written when checkpoints are on.
+func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result, error) {
+	if err := t.checkDataset("training", train); err != nil {
+		return Result{}, err
+	}
+	if test != nil {
+		if err := t.checkDataset("test", test); err != nil {
+			return Result{}, err
+		}
+	}
+	P := t.c.NPEs()
+	sm, err := datasets.NewShardSampler(train.Len(), t.opts.GlobalBatch, P, t.c.MyPE(), t.opts.Seed)
+	if err != nil {
+		return Result{}, err
+	}
+	spe := sm.StepsPerEpoch()
+	total := t.opts.Epochs * spe
+	if t.opts.MaxSteps > 0 && t.opts.MaxSteps < total {
+		total = t.opts.MaxSteps
+	}
+	resumed, err := t.resume(spe)
+	if err != nil {
+		return Result{}, err
+	}
+	start := t.step
+	if h := t.opts.Hooks.OnStart; h != nil {
+		h(StartInfo{PE: t.c.MyPE(), NPEs: P, Params: t.n, StepsPerEpoch: spe, TotalSteps: total,
+			MicroBatch: t.micro, StartStep: start, Resumed: resumed, Engine: t.e.Name(), Backend: t.c.Backend()})
+	}
+
+	var res Result
+	t0 := time.Now()
+	win := window{t0: t0}
+	t.e.Zero(t.stats)
+	stopped := false
+	epoch := start / spe
+	for ; epoch < t.opts.Epochs && t.step < total && !stopped; epoch++ {
+		for s := t.step - epoch*spe; s < spe && t.step < total; s++ {
+			r, err := t.trainStep(sm, train, epoch, s, ctx.Err() != nil)
+			if err != nil {
+				return res, err
+			}
+			res.Samples += int64(sm.Labelled(s))
+			win.samples += int64(sm.Labelled(s))
+			if h := t.opts.Hooks.OnStep; h != nil {
+				h(StepInfo{Step: t.step, Epoch: epoch, StepInEpoch: s, LR: t.opts.lr(t.step), Skipped: r.skipped})
+			}
+			if t.step%t.opts.LogEvery == 0 || t.step == total || r.stop {
+				if res.Train, err = t.logWindow(&win, epoch); err != nil {
+					return res, err
+				}
+			}
+			if n := t.opts.CheckReplicasEvery; n > 0 && t.step%n == 0 {
+				rep, err := t.CheckReplicas()
+				if err != nil {
+					return res, err
+				}
+				if !rep.Identical {
+					return res, fmt.Errorf("step %d: %s", t.step, rep)
+				}
+			}
+			if n := t.opts.Checkpoint.Every; n > 0 && t.step%n == 0 && t.step < total && !r.stop {
+				if err := t.checkpoint(epoch, s+1); err != nil {
+					return res, err
+				}
+			}
+			if r.stop {
+				stopped = true
+				break
+			}
+		}
+		if stopped || t.step-epoch*spe < spe {
+			break // stopped, or MaxSteps ended the run inside the epoch
+		}
+		ei := EpochInfo{Epoch: epoch, Step: t.step, Elapsed: time.Since(t0)}
+		if n := t.opts.EvalEvery; test != nil && n > 0 && (epoch+1)%n == 0 && t.step < total {
+			if ei.Test, err = t.Evaluate(test); err != nil {
+				return res, err
+			}
+			ei.Evaluated = true
+		}
+		if h := t.opts.Hooks.OnEpochEnd; h != nil {
+			h(ei)
+		}
+	}
+	res.Elapsed = time.Since(t0)
+	res.Steps = t.step
+	res.Epochs = t.step / spe
+	res.Stopped = stopped
+	if sec := res.Elapsed.Seconds(); sec > 0 {
+		res.SamplesPerSec = float64(res.Samples) / sec
+	}
+	if t.opts.Checkpoint.Dir != "" && t.step > start {
+		s := t.step - (t.step/spe)*spe
+		if err := t.checkpoint(t.step/spe, s); err != nil {
+			return res, err
+		}
+	}
+	if test != nil && !stopped {
+		if res.Test, err = t.Evaluate(test); err != nil {
+			return res, err
+		}
+	}
+	if res.Replicas, err = t.CheckReplicas(); err != nil {
+		return res, err
+	}
+	if !res.Replicas.Identical {
+		return res, fmt.Errorf("after training: %s", res.Replicas)
+	}
+	return res, nil
+}
+
+// window accumulates throughput between two logs.
+type window struct {
+	t0      time.Time
+	last    time.Time
+	samples int64
+}
+
+// logWindow reduces the window's training metrics over PEs, calls OnLog
+// and starts a new window. It is collective.
+func (t *Trainer) logWindow(w *window, epoch int) (LogInfo, error) {
+	t.e.ReadTensor(t.stats3[:], t.stats)
+	sum, err := t.reduceMetrics(t.stats3)
+	if err != nil {
+		return LogInfo{}, fmt.Errorf("step %d: reduce metrics: %w", t.step, err)
+	}
+	t.e.Zero(t.stats)
+	now := time.Now()
+	since := w.last
+	if since.IsZero() {
+		since = w.t0
+	}
+	m := metricsOf(sum)
+	li := LogInfo{Step: t.step, Epoch: epoch, Loss: m.Loss, Accuracy: m.Accuracy,
+		Elapsed: now.Sub(w.t0), LR: t.opts.lr(t.step)}
+	if d := now.Sub(since).Seconds(); d > 0 {
+		li.SamplesPerSec = float64(w.samples) / d
+	}
+	w.last, w.samples = now, 0
+	if h := t.opts.Hooks.OnLog; h != nil {
+		h(li)
+	}
+	return li, nil
+}

@@ -1,0 +1,126 @@
+package ddp
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/optim"
+)
+
+// Options configures a Trainer. The zero value of a field means its
+// documented default.
+type Options struct {
+	// GlobalBatch is the number of samples of one optimizer step summed
+	// over all PEs and micro-batches. It must be a multiple of
+	// NPEs·Accumulate.
+	GlobalBatch int
+	// Accumulate is the number of micro-batches per optimizer step
+	// (gradient accumulation; no communication until the last). Default 1.
+	Accumulate int
+	// Epochs is the number of passes over the training set. Default 1.
+	Epochs int
+	// MaxSteps stops training after this many optimizer steps (0: no limit).
+	MaxSteps int
+	// Seed drives parameter initialisation and the data order.
+	Seed uint64
+
+	// LR is the learning rate when Schedule is nil.
+	LR float32
+	// Schedule gives the learning rate of each step; nil means constant LR.
+	Schedule optim.Schedule
+	// ClipNorm clips the global gradient norm to this value (0: off).
+	ClipNorm float32
+
+	// BucketBytes is the size of a gradient bucket: backward starts a
+	// bucket's allreduce as soon as it has finished that many bytes of
+	// gradients. Default 1 MiB; negative means one allreduce over the whole
+	// arena after backward (no overlap).
+	BucketBytes int
+
+	// LogEvery is the number of steps between metric reports (loss and
+	// accuracy reduced across PEs, OnLog hooks). Default 50.
+	LogEvery int
+	// CheckReplicasEvery hashes the parameter arena on every PE and compares
+	// the hashes every so many steps (0: only at the end of Fit, which
+	// always checks).
+	CheckReplicasEvery int
+	// SkipNonFinite skips a step whose loss or gradients are NaN or Inf
+	// instead of stopping with an error.
+	SkipNonFinite bool
+	// EvalEvery evaluates on the test set at the end of every EvalEvery
+	// epochs (0: only at the end of Fit).
+	EvalEvery int
+
+	// Checkpoint configures saving and resuming; zero means no checkpoints.
+	Checkpoint CheckpointOptions
+
+	// Hooks are called on every PE; see Hooks.
+	Hooks Hooks
+}
+
+// CheckpointOptions configures checkpoints.
+type CheckpointOptions struct {
+	// Dir is where checkpoints are written ("" disables them).
+	Dir string
+	// Every writes a checkpoint every so many steps (0: only at the end).
+	Every int
+	// Keep is the number of checkpoints kept in Dir (default 3).
+	Keep int
+	// Resume is "" (start fresh), "latest" (the newest valid checkpoint in
+	// Dir; fresh when there is none) or a checkpoint file's path.
+	Resume string
+}
+
+func (o *Options) setDefaults() {
+	if o.Accumulate == 0 {
+		o.Accumulate = 1
+	}
+	if o.Epochs == 0 {
+		o.Epochs = 1
+	}
+	if o.BucketBytes == 0 {
+		o.BucketBytes = 1 << 20
+	}
+	if o.LogEvery == 0 {
+		o.LogEvery = 50
+	}
+	if o.Checkpoint.Keep == 0 {
+		o.Checkpoint.Keep = 3
+	}
+}
+
+func (o *Options) validate(npes int) error {
+	switch {
+	case o.GlobalBatch <= 0:
+		return fmt.Errorf("global batch size %d: must be positive", o.GlobalBatch)
+	case o.Accumulate < 1:
+		return fmt.Errorf("gradient accumulation %d: must be at least 1", o.Accumulate)
+	case o.GlobalBatch%(npes*o.Accumulate) != 0:
+		q := npes * o.Accumulate
+		lo := o.GlobalBatch / q * q
+		if lo == 0 {
+			lo = q
+		}
+		return fmt.Errorf("global batch size %d is not a multiple of %d PEs x %d micro-batches: use %d or %d",
+			o.GlobalBatch, npes, o.Accumulate, lo, lo+q)
+	case o.Epochs < 0:
+		return fmt.Errorf("epochs %d: must not be negative", o.Epochs)
+	case o.MaxSteps < 0:
+		return fmt.Errorf("max steps %d: must not be negative", o.MaxSteps)
+	case o.Schedule == nil && !(o.LR > 0):
+		return fmt.Errorf("learning rate %g: must be positive", o.LR)
+	case o.ClipNorm < 0:
+		return fmt.Errorf("clip norm %g: must not be negative", o.ClipNorm)
+	case o.LogEvery < 0 || o.CheckReplicasEvery < 0 || o.EvalEvery < 0 || o.Checkpoint.Every < 0:
+		return fmt.Errorf("log, replica-check, eval and checkpoint intervals must not be negative")
+	case o.Checkpoint.Keep < 1:
+		return fmt.Errorf("keep-checkpoints %d: must be at least 1", o.Checkpoint.Keep)
+	}
+	return nil
+}
+
+func (o *Options) lr(step int) float32 {
+	if o.Schedule != nil {
+		return o.Schedule.LR(step)
+	}
+	return o.LR
+}

@@ -1,0 +1,81 @@
+package ddp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// ReplicaReport is the outcome of a replica check: the hash of the
+// parameter arena on every PE.
+type ReplicaReport struct {
+	Step      int
+	Hashes    []uint64 // by PE
+	Identical bool
+}
+
+// String summarises the report in one line.
+func (r ReplicaReport) String() string {
+	if len(r.Hashes) == 0 {
+		return "replica check: not run"
+	}
+	if r.Identical {
+		return fmt.Sprintf("replicas identical on all %d PEs (step %d, parameter hash %016x)", len(r.Hashes), r.Step, r.Hashes[0])
+	}
+	var bad []int
+	for pe, h := range r.Hashes {
+		if h != r.Hashes[0] {
+			bad = append(bad, pe)
+		}
+	}
+	return fmt.Sprintf("REPLICAS DIFFER at step %d: PEs %v do not match PE 0 (hashes %016x)", r.Step, bad, r.Hashes)
+}
+
+// CheckReplicas hashes this PE's parameter arena and compares the hashes of
+// all PEs. It is collective. The error is for communication failures; a
+// mismatch is reported in the result.
+func (t *Trainer) CheckReplicas() (ReplicaReport, error) {
+	h := hashFloat32s(t.Params())
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], h)
+	me := t.c.MyPE()
+	for pe := 0; pe < t.c.NPEs(); pe++ {
+		if err := t.c.PutBytes(t.hashes, 8*me, b[:], pe); err != nil {
+			return ReplicaReport{}, fmt.Errorf("replica check: %w", err)
+		}
+	}
+	if err := t.c.Barrier(); err != nil {
+		return ReplicaReport{}, fmt.Errorf("replica check: %w", err)
+	}
+	all := make([]byte, 8*t.c.NPEs())
+	if err := t.c.GetBytes(all, t.hashes, 0, me); err != nil {
+		return ReplicaReport{}, fmt.Errorf("replica check: %w", err)
+	}
+	// Nobody may overwrite the hashes until everyone has read them.
+	if err := t.c.Barrier(); err != nil {
+		return ReplicaReport{}, fmt.Errorf("replica check: %w", err)
+	}
+	r := ReplicaReport{Step: t.step, Hashes: make([]uint64, t.c.NPEs()), Identical: true}
+	for pe := range r.Hashes {
+		r.Hashes[pe] = binary.LittleEndian.Uint64(all[8*pe:])
+		if r.Hashes[pe] != r.Hashes[0] {
+			r.Identical = false
+		}
+	}
+	return r, nil
+}
+
+// hashFloat32s is FNV-1a over the bit patterns of s, one 32-bit word at a
+// time: equal arenas hash equal, and any flipped bit changes the hash.
+func hashFloat32s(s []float32) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for _, v := range s {
+		h ^= uint64(math.Float32bits(v))
+		h *= prime
+	}
+	return h
+}

@@ -1,0 +1,188 @@
+package ddp
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// ctlBytes is the size of the symmetric buffer through which PE 0 tells the
+// others the outcome of a checkpoint save or load.
+const ctlBytes = 4096
+
+// ctlMsg is PE 0's word to the other PEs about a checkpoint.
+type ctlMsg struct {
+	OK       bool     `json:"ok"`
+	Err      string   `json:"err,omitempty"`
+	Path     string   `json:"path,omitempty"`
+	Step     int      `json:"step,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// shareFromRoot broadcasts PE 0's msg to every PE (collective).
+func (t *Trainer) shareFromRoot(msg ctlMsg) (ctlMsg, error) {
+	buf := make([]byte, ctlBytes)
+	if t.c.MyPE() == 0 {
+		js, _ := json.Marshal(msg)
+		for len(js) > ctlBytes-4 && len(msg.Warnings) > 0 {
+			msg.Warnings = msg.Warnings[1:]
+			js, _ = json.Marshal(msg)
+		}
+		if len(js) > ctlBytes-4 {
+			msg = ctlMsg{OK: msg.OK, Path: msg.Path, Step: msg.Step, Err: "(message too long)"}
+			js, _ = json.Marshal(msg)
+		}
+		binary.LittleEndian.PutUint32(buf, uint32(len(js)))
+		copy(buf[4:], js)
+		if err := t.c.PutBytes(t.ctl, 0, buf, 0); err != nil {
+			return ctlMsg{}, err
+		}
+	}
+	if err := t.c.Broadcast(t.ctl, 0, ctlBytes, 0); err != nil {
+		return ctlMsg{}, err
+	}
+	if err := t.c.GetBytes(buf, t.ctl, 0, t.c.MyPE()); err != nil {
+		return ctlMsg{}, err
+	}
+	n := binary.LittleEndian.Uint32(buf)
+	var out ctlMsg
+	if n > ctlBytes-4 || json.Unmarshal(buf[4:4+n], &out) != nil {
+		return ctlMsg{}, fmt.Errorf("garbled message from PE 0")
+	}
+	return out, nil
+}
+
+// resume restores the checkpoint that Options.Checkpoint.Resume names
+// (collective): PE 0 reads and verifies it, then broadcasts the parameters
+// and the optimizer state. It returns the path resumed from, or "" for a
+// fresh start.
+func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
+	if t.opts.Checkpoint.Resume == "" {
+		return "", nil
+	}
+	var lc *loadedCheckpoint
+	msg := ctlMsg{OK: true}
+	if t.c.MyPE() == 0 {
+		lc, msg = t.findCheckpoint(stepsPerEpoch)
+	}
+	got, err := t.shareFromRoot(msg)
+	if err != nil {
+		return "", fmt.Errorf("resume: %w", err)
+	}
+	if h := t.opts.Hooks.OnWarning; h != nil {
+		for _, w := range got.Warnings {
+			h(w)
+		}
+	}
+	if !got.OK {
+		return "", errors.New(got.Err)
+	}
+	if got.Path == "" {
+		return "", nil
+	}
+	if lc != nil {
+		t.e.SetTensor(t.pView, lc.params)
+		if err := t.e.Sync(); err != nil {
+			return "", fmt.Errorf("resume: %w", err)
+		}
+	}
+	if err := t.c.Broadcast(t.params, 0, t.n, 0); err != nil {
+		return "", fmt.Errorf("resume: broadcast parameters: %w", err)
+	}
+	if err := t.installState(lc); err != nil {
+		return "", err
+	}
+	t.step = got.Step
+	return got.Path, nil
+}
+
+// installState broadcasts PE 0's optimizer state slot by slot, staged in
+// the gradient arena (which holds nothing between steps).
+func (t *Trainer) installState(lc *loadedCheckpoint) error {
+	slots := t.o.Slots()
+	if slots == 0 {
+		return nil
+	}
+	var dev DeviceOptimizerState
+	if t.pArena.Host == nil {
+		var ok bool
+		if dev, ok = t.e.(DeviceOptimizerState); !ok {
+			return fmt.Errorf("resume: engine %s cannot take optimizer state", t.e.Name())
+		}
+	}
+	for k := 0; k < slots; k++ {
+		if lc != nil {
+			t.e.SetTensor(t.gView, lc.state[k])
+			if err := t.e.Sync(); err != nil {
+				return fmt.Errorf("resume: %w", err)
+			}
+		}
+		if err := t.c.Broadcast(t.grads, 0, t.n, 0); err != nil {
+			return fmt.Errorf("resume: broadcast optimizer state: %w", err)
+		}
+		if dev != nil {
+			t.e.Copy(dev.OptimizerState()[k], t.gView)
+		} else {
+			t.e.ReadTensor(t.stateSlots[k], t.gView)
+		}
+	}
+	t.e.Zero(t.gView)
+	return t.e.Sync()
+}
+
+// findCheckpoint picks and loads the checkpoint to resume from, on PE 0.
+// With "latest", an unusable newest checkpoint gives a warning and the one
+// before it is tried; a checkpoint of another model or configuration is an
+// error, never skipped.
+func (t *Trainer) findCheckpoint(stepsPerEpoch int) (*loadedCheckpoint, ctlMsg) {
+	fail := func(err error) (*loadedCheckpoint, ctlMsg) { return nil, ctlMsg{Err: err.Error()} }
+	want := t.opts.Checkpoint.Resume
+	var paths []string
+	var warns []string
+	if want == "latest" {
+		dir := t.opts.Checkpoint.Dir
+		ps, err := listCheckpoints(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail(fmt.Errorf("resume: %w", err))
+		}
+		if len(ps) == 0 {
+			return nil, ctlMsg{OK: true, Warnings: []string{fmt.Sprintf("no checkpoint in %s: starting from scratch", dir)}}
+		}
+		paths = ps
+	} else {
+		paths = []string{want}
+	}
+	for i, p := range paths {
+		lc, err := t.loadCheckpoint(p)
+		if err == nil {
+			err = t.checkPosition(lc.meta, stepsPerEpoch)
+		}
+		if err == nil {
+			if lc.meta.NPEs != t.c.NPEs() {
+				warns = append(warns, fmt.Sprintf("%s was written by %d PEs and resumes on %d: the global batches continue unchanged (docs/DESIGN.md), sums may round differently",
+					p, lc.meta.NPEs, t.c.NPEs()))
+			}
+			return lc, ctlMsg{OK: true, Path: p, Step: lc.meta.Step, Warnings: warns}
+		}
+		if errors.Is(err, ErrMismatch) || want != "latest" || i == len(paths)-1 {
+			if i > 0 {
+				err = fmt.Errorf("%w (and no newer checkpoint was usable)", err)
+			}
+			return nil, ctlMsg{Err: err.Error(), Warnings: warns}
+		}
+		warns = append(warns, fmt.Sprintf("%v; falling back to the previous checkpoint %s", err, paths[i+1]))
+	}
+	return fail(errors.New("resume: no checkpoint"))
+}
+
+// checkPosition checks that the checkpoint's step falls where this run's
+// epochs put it (the dataset size or batch must not have changed).
+func (t *Trainer) checkPosition(m ckptMeta, stepsPerEpoch int) error {
+	if m.Step/stepsPerEpoch != m.Epoch || m.Step%stepsPerEpoch != m.StepInEpoch {
+		return fmt.Errorf("%w: step %d was epoch %d batch %d when written, but this run has %d steps per epoch (did the dataset change?)",
+			ErrMismatch, m.Step, m.Epoch, m.StepInEpoch, stepsPerEpoch)
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package ddp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+)
+
+// The safetensors layout: an 8-byte little-endian header length N, N bytes
+// of JSON (padded with spaces to a multiple of 8), then the raw tensor data.
+// The JSON maps each tensor name to {"dtype", "shape", "data_offsets":
+// [begin, end]} (offsets relative to the start of the data) and holds
+// string metadata under "__metadata__". Other tools (the safetensors
+// library, PyTorch, JAX) read the weights directly.
+
+// ErrCorrupt is wrapped by every error about a malformed, truncated or
+// tampered checkpoint file.
+var ErrCorrupt = errors.New("checkpoint file is corrupt")
+
+// maxHeader bounds the JSON header so that a corrupt length cannot make the
+// reader allocate gigabytes.
+const maxHeader = 64 << 20
+
+// stTensor is one float32 tensor to write.
+type stTensor struct {
+	Name  string
+	Shape []int
+	Data  []float32
+}
+
+// stEntry is one tensor of a parsed file.
+type stEntry struct {
+	DType       string  `json:"dtype"`
+	Shape       []int   `json:"shape"`
+	DataOffsets []int64 `json:"data_offsets"`
+}
+
+// stFile is a parsed safetensors file.
+type stFile struct {
+	Meta    map[string]string
+	Entries map[string]stEntry
+	Data    []byte // the data section
+}
+
+// writeSafetensors writes tensors (F32, in the given order) and meta to w.
+func writeSafetensors(w io.Writer, meta map[string]string, tensors []stTensor) error {
+	header := map[string]any{}
+	if len(meta) > 0 {
+		header["__metadata__"] = meta
+	}
+	var off int64
+	for _, t := range tensors {
+		if t.Name == "__metadata__" || t.Name == "" {
+			return fmt.Errorf("safetensors: bad tensor name %q", t.Name)
+		}
+		if _, dup := header[t.Name]; dup {
+			return fmt.Errorf("safetensors: tensor %q twice", t.Name)
+		}
+		if n := shapeSize(t.Shape); n != len(t.Data) {
+			return fmt.Errorf("safetensors: tensor %q: shape %v holds %d values, data has %d", t.Name, t.Shape, n, len(t.Data))
+		}
+		end := off + 4*int64(len(t.Data))
+		header[t.Name] = stEntry{DType: "F32", Shape: t.Shape, DataOffsets: []int64{off, end}}
+		off = end
+	}
+	js, err := json.Marshal(header)
+	if err != nil {
+		return fmt.Errorf("safetensors: header: %w", err)
+	}
+	if pad := (8 - len(js)%8) % 8; pad > 0 {
+		js = append(js, bytes.Repeat([]byte(" "), pad)...)
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(js)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(js); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 1<<16)
+	for _, t := range tensors {
+		for _, v := range t.Data {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			if len(buf) == cap(buf) {
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
+			}
+		}
+	}
+	_, err = w.Write(buf)
+	return err
+}
+
+// parseSafetensors parses and validates a whole file: header length within
+// the file, JSON well formed, every tensor's dtype known, its shape
+// matching its byte range, ranges inside the data, not overlapping, and
+// covering the data section exactly.
+func parseSafetensors(b []byte) (*stFile, error) {
+	if len(b) < 8 {
+		return nil, fmt.Errorf("%w: %d bytes, shorter than the 8-byte header length", ErrCorrupt, len(b))
+	}
+	hl := binary.LittleEndian.Uint64(b[:8])
+	if hl > maxHeader || hl > uint64(len(b)-8) {
+		return nil, fmt.Errorf("%w: header length %d does not fit a %d-byte file (truncated?)", ErrCorrupt, hl, len(b))
+	}
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b[8 : 8+hl]))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%w: header is not JSON: %v", ErrCorrupt, err)
+	}
+	f := &stFile{Entries: map[string]stEntry{}, Data: b[8+hl:]}
+	type span struct {
+		name       string
+		begin, end int64
+	}
+	var spans []span
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(msg, &f.Meta); err != nil {
+				return nil, fmt.Errorf("%w: __metadata__ is not a map of strings: %v", ErrCorrupt, err)
+			}
+			continue
+		}
+		var e stEntry
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return nil, fmt.Errorf("%w: tensor %q: %v", ErrCorrupt, name, err)
+		}
+		size := dtypeSize(e.DType)
+		if size == 0 {
+			return nil, fmt.Errorf("%w: tensor %q: unknown dtype %q", ErrCorrupt, name, e.DType)
+		}
+		if len(e.DataOffsets) != 2 || e.DataOffsets[0] < 0 || e.DataOffsets[1] < e.DataOffsets[0] ||
+			e.DataOffsets[1] > int64(len(f.Data)) {
+			return nil, fmt.Errorf("%w: tensor %q: data offsets %v outside the %d-byte data section (truncated?)",
+				ErrCorrupt, name, e.DataOffsets, len(f.Data))
+		}
+		for _, d := range e.Shape {
+			if d < 0 {
+				return nil, fmt.Errorf("%w: tensor %q: shape %v", ErrCorrupt, name, e.Shape)
+			}
+		}
+		n := shapeSize(e.Shape)
+		if n < 0 || int64(n)*int64(size) != e.DataOffsets[1]-e.DataOffsets[0] {
+			return nil, fmt.Errorf("%w: tensor %q: shape %v of %s does not fill bytes %v", ErrCorrupt, name, e.Shape, e.DType, e.DataOffsets)
+		}
+		f.Entries[name] = e
+		spans = append(spans, span{name, e.DataOffsets[0], e.DataOffsets[1]})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].begin < spans[j].begin })
+	var at int64
+	for _, s := range spans {
+		if s.begin != at {
+			return nil, fmt.Errorf("%w: tensor %q starts at byte %d of the data, want %d (gap or overlap)", ErrCorrupt, s.name, s.begin, at)
+		}
+		at = s.end
+	}
+	if at != int64(len(f.Data)) {
+		return nil, fmt.Errorf("%w: tensors cover %d of the %d data bytes", ErrCorrupt, at, len(f.Data))
+	}
+	return f, nil
+}
+
+// float32s decodes tensor name (F32) into dst, which must have its size.
+func (f *stFile) float32s(name string, dst []float32) error {
+	e, ok := f.Entries[name]
+	if !ok {
+		return fmt.Errorf("tensor %q is missing", name)
+	}
+	if e.DType != "F32" {
+		return fmt.Errorf("tensor %q is %s, want F32", name, e.DType)
+	}
+	src := f.Data[e.DataOffsets[0]:e.DataOffsets[1]]
+	if len(src) != 4*len(dst) {
+		return fmt.Errorf("tensor %q has %d values, want %d", name, len(src)/4, len(dst))
+	}
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+	}
+	return nil
+}
+
+func dtypeSize(dt string) int {
+	switch dt {
+	case "F64", "I64", "U64":
+		return 8
+	case "F32", "I32", "U32":
+		return 4
+	case "F16", "BF16", "I16", "U16":
+		return 2
+	case "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2":
+		return 1
+	}
+	return 0
+}
+
+// shapeSize is the product of shape, or -1 on overflow.
+func shapeSize(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		if d != 0 && n > math.MaxInt32/d {
+			return -1
+		}
+		n *= d
+	}
+	return n
+}

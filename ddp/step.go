@@ -1,0 +1,208 @@
+package ddp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/optim"
+)
+
+// stepResult is what one optimizer step decided, identically on every PE.
+type stepResult struct {
+	stop    bool // some PE asked to stop: this was the last step
+	skipped bool // non-finite loss or gradients, update skipped
+}
+
+// ErrNonFinite is returned (wrapped with the step number) when a loss or a
+// gradient is NaN or Inf and Options.SkipNonFinite is false.
+var ErrNonFinite = errors.New("loss or gradients are not finite")
+
+// trainStep runs optimizer step number t.step+1 on global batch (epoch, s).
+// wantStop is this PE's wish to stop (a signal); the decision is shared.
+func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
+	e := t.e
+	sm.Batch(epoch, s, t.idx)
+	scale := 1 / float32(sm.Labelled(s))
+	host := t.pArena.Host != nil
+	k := t.opts.Accumulate
+	var before [3]float32
+	if host {
+		e.ReadTensor(before[:], t.stats)
+	}
+	for j := 0; j < k; j++ {
+		rows := t.idx[j*t.micro : (j+1)*t.micro]
+		ds.Gather(rows, t.xHost, t.yHost)
+		if !host {
+			e.SetTensor(t.x, t.xHost)
+		}
+		e.SetLabels(t.y, t.yHost)
+		logits := t.m.Forward(t.x)
+		e.SoftmaxCrossEntropy(logits, t.y, t.dlogits, scale, t.stats)
+		t.lastMicro = j == k-1
+		if t.lastMicro {
+			t.ctrl = [ctrlWords]float32{}
+			if wantStop {
+				t.ctrl[ctrlStop] = 1
+			}
+			if host {
+				e.ReadTensor(t.stats3[:], t.stats)
+				if !finite32(t.stats3[0]) {
+					t.ctrl[ctrlNonFinite] = 1
+				}
+			}
+			e.SetTensor(t.ctrlView, t.ctrl[:])
+			t.pendingEnd = t.n + ctrlWords
+			t.reqs = t.reqs[:0]
+			t.bucketErr = nil
+		}
+		t.m.Backward(t.dlogits, t.ready)
+		if !t.lastMicro {
+			if j == 0 {
+				e.Copy(t.acc, t.gView)
+			} else {
+				e.Accumulate(t.acc, t.gView)
+			}
+		}
+	}
+	if t.pendingEnd > 0 {
+		t.issue(0)
+	}
+	var errs []error
+	if t.bucketErr != nil {
+		errs = append(errs, t.bucketErr)
+	}
+	for _, r := range t.reqs {
+		if err := r.Wait(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return stepResult{}, fmt.Errorf("step %d: gradient allreduce: %w", t.step+1, errors.Join(errs...))
+	}
+	e.ReadTensor(t.ctrl[:], t.ctrlView)
+	res := stepResult{stop: t.ctrl[ctrlStop] > 0}
+	nonFinite := t.ctrl[ctrlNonFinite] > 0
+	if host && !nonFinite && !allFinite(t.gArena.Host[:t.n]) {
+		// The reduced gradients are identical on every PE, so every PE
+		// reaches the same verdict without communicating.
+		nonFinite = true
+	}
+	if nonFinite {
+		if !t.opts.SkipNonFinite {
+			return res, fmt.Errorf("step %d (epoch %d, batch %d): %w; lower the learning rate, clip gradients (--clip-norm) or pass --skip-nonfinite",
+				t.step+1, epoch, s, ErrNonFinite)
+		}
+		if host {
+			e.SetTensor(t.stats, before[:]) // keep the window's metrics finite
+		}
+		res.skipped = true
+		t.step++
+		return res, nil
+	}
+	if err := t.update(); err != nil {
+		return res, fmt.Errorf("step %d: optimizer: %w", t.step+1, err)
+	}
+	return res, nil
+}
+
+// ready is the model's signal that the gradients of parameters first.. are
+// final: once a bucket's worth is pending, its allreduce starts.
+func (t *Trainer) ready(first int) {
+	if !t.lastMicro || first < 0 || first >= len(t.offsets) {
+		return
+	}
+	if t.acc != nil && t.accArena.Host == nil {
+		return // device accumulator: folded in whole after backward
+	}
+	lo := t.offsets[first]
+	if t.pendingEnd-lo >= t.bucketElems {
+		t.issue(lo)
+	}
+}
+
+// issue starts the allreduce of gradient elements [lo, pendingEnd), first
+// folding in the accumulated micro-batches.
+func (t *Trainer) issue(lo int) {
+	hi := t.pendingEnd
+	if hi <= lo {
+		return
+	}
+	if t.acc != nil {
+		if t.accArena.Host == nil {
+			t.e.Accumulate(t.gView, t.acc) // lo is 0 here: see ready
+		} else if top := min(hi, t.n); top > lo {
+			g, a := t.rangeViews(lo, top)
+			t.e.Accumulate(g, a)
+		}
+	}
+	r, err := t.c.IAllReduce(t.grads, lo, hi-lo, comm.Sum)
+	if err != nil {
+		if t.bucketErr == nil {
+			t.bucketErr = err
+		}
+	} else {
+		t.reqs = append(t.reqs, r)
+	}
+	t.pendingEnd = lo
+}
+
+// rangeViews returns cached views of gradient and accumulator elements
+// [lo, hi): bucket boundaries repeat every step, so views are made once.
+func (t *Trainer) rangeViews(lo, hi int) (g, a compute.Tensor) {
+	key := [2]int{lo, hi}
+	if v, ok := t.views[key]; ok {
+		return v[0], v[1]
+	}
+	if t.views == nil {
+		t.views = map[[2]int][2]compute.Tensor{}
+	}
+	g = t.e.View(t.gArena, lo, hi-lo)
+	a = t.e.View(t.accArena, lo, hi-lo)
+	t.views[key] = [2]compute.Tensor{g, a}
+	return g, a
+}
+
+// update applies the optimizer to the parameter arena.
+func (t *Trainer) update() error {
+	t.step++
+	lr := t.opts.lr(t.step)
+	if t.pArena.Host != nil {
+		g := t.gArena.Host[:t.n]
+		if t.opts.ClipNorm > 0 {
+			optim.ClipGlobalNorm(g, t.opts.ClipNorm)
+		}
+		t.o.Update(t.pArena.Host, g, t.stateSlots, t.step, lr)
+		return nil
+	}
+	du, ok := t.e.(DeviceUpdater)
+	if !ok {
+		return fmt.Errorf("engine %s keeps parameters on a device but cannot run optimizer %s there", t.e.Name(), t.o.Name())
+	}
+	return du.Update(t.o, t.pView, t.gView, t.step, lr, t.opts.ClipNorm)
+}
+
+// DeviceUpdater is implemented by engines that keep the arenas in device
+// memory: they run the optimizer (and gradient clipping) there, keeping
+// its state in device memory too.
+type DeviceUpdater interface {
+	Update(o optim.Optimizer, params, grads compute.Tensor, step int, lr float32, clipNorm float32) error
+}
+
+func finite32(v float32) bool {
+	f := float64(v)
+	return !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+// allFinite reports whether no element is NaN or Inf. x-x is 0 for finite
+// x and NaN otherwise, so one sum tells.
+func allFinite(s []float32) bool {
+	var acc float32
+	for _, v := range s {
+		acc += v - v
+	}
+	return acc == 0
+}

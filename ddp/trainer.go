@@ -1,0 +1,245 @@
+package ddp
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
+)
+
+// ctrlWords is the number of control words after the gradients in the
+// gradient arena. They ride along with the last bucket's allreduce, so that
+// every PE learns at no extra cost whether any PE asked to stop or saw a
+// non-finite loss.
+const ctrlWords = 2
+
+const (
+	ctrlStop      = 0 // a PE wants to stop after this step (signal)
+	ctrlNonFinite = 1 // a PE's loss was NaN or Inf
+)
+
+// Trainer trains one model replica per PE. Build it with New; it is used by
+// one goroutine.
+type Trainer struct {
+	c    comm.Comm
+	e    compute.Engine
+	m    models.Model
+	o    optim.Optimizer
+	opts Options
+
+	specs   []models.ParamSpec
+	offsets []int // element offset of each parameter in the arenas
+	n       int   // parameter elements
+
+	params, grads  comm.Buffer // symmetric: n and n+ctrlWords float32
+	pArena, gArena compute.Arena
+	pView, gView   compute.Tensor // whole-arena views (n elements)
+	ctrlView       compute.Tensor // the control words of the gradient arena
+	state          []float32      // optimizer state, Slots()·n, host engines
+	stateSlots     [][]float32
+	acc            compute.Tensor // gradient accumulation (Accumulate > 1)
+	accArena       compute.Arena
+
+	micro   int // rows of one forward on this PE
+	x       compute.Tensor
+	y       compute.Labels
+	xHost   []float32 // batch staging (aliases x on host engines)
+	yHost   []int32
+	idx     []int // this PE's rows of the current global batch
+	dlogits compute.Tensor
+	stats   compute.Tensor // train window: loss sum, correct, labelled
+	estats  compute.Tensor // evaluation
+	ctrl    [ctrlWords]float32
+	stats3  [3]float32
+
+	metrics comm.Buffer // symmetric float32 scratch for reducing metrics
+	hashes  comm.Buffer // symmetric bytes, 8 per PE, for the replica check
+	ctl     comm.Buffer // symmetric bytes: PE 0's word on checkpoints
+
+	// buckets in flight during backward
+	bucketElems int
+	pendingEnd  int
+	reqs        []comm.Request
+	bucketErr   error
+	lastMicro   bool
+	views       map[[2]int][2]compute.Tensor // cached bucket views
+
+	step int // optimizer steps done
+}
+
+// New builds a Trainer: it lays the model's parameters out in two
+// symmetric arenas, builds the model on the engine for this PE's
+// micro-batch, initialises the parameters on PE 0 and broadcasts them.
+// It is collective: every PE calls it with the same model and options.
+func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts Options) (*Trainer, error) {
+	opts.setDefaults()
+	if err := opts.validate(c.NPEs()); err != nil {
+		return nil, err
+	}
+	t := &Trainer{c: c, e: e, m: m, o: o, opts: opts}
+	t.specs = m.Params()
+	t.offsets = make([]int, len(t.specs))
+	for i, s := range t.specs {
+		t.offsets[i] = t.n
+		t.n += s.Size()
+	}
+	if t.n == 0 {
+		return nil, fmt.Errorf("model %s declares no parameters", m.Name())
+	}
+	t.micro = opts.GlobalBatch / (c.NPEs() * opts.Accumulate)
+	if err := t.allocArenas(); err != nil {
+		return nil, err
+	}
+	if err := t.build(); err != nil {
+		return nil, err
+	}
+	if err := t.initParams(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Trainer) allocArenas() error {
+	var err error
+	if t.params, err = t.c.Alloc(comm.Float32, t.n); err != nil {
+		return fmt.Errorf("allocate parameter arena (%d floats): %w", t.n, err)
+	}
+	if t.grads, err = t.c.Alloc(comm.Float32, t.n+ctrlWords); err != nil {
+		return fmt.Errorf("allocate gradient arena (%d floats): %w", t.n, err)
+	}
+	if t.metrics, err = t.c.Alloc(comm.Float32, 8); err != nil {
+		return fmt.Errorf("allocate metrics buffer: %w", err)
+	}
+	if t.hashes, err = t.c.Alloc(comm.Byte, 8*t.c.NPEs()); err != nil {
+		return fmt.Errorf("allocate replica-check buffer: %w", err)
+	}
+	if t.ctl, err = t.c.Alloc(comm.Byte, ctlBytes); err != nil {
+		return fmt.Errorf("allocate control buffer: %w", err)
+	}
+	if t.pArena, err = arenaOf(t.params); err != nil {
+		return err
+	}
+	if t.gArena, err = arenaOf(t.grads); err != nil {
+		return err
+	}
+	if slots := t.o.Slots(); slots > 0 && t.pArena.Host != nil {
+		t.state = make([]float32, slots*t.n)
+		t.stateSlots = make([][]float32, slots)
+		for i := range t.stateSlots {
+			t.stateSlots[i] = t.state[i*t.n : (i+1)*t.n : (i+1)*t.n]
+		}
+	}
+	return nil
+}
+
+// arenaOf turns a symmetric buffer into an Arena the engine can view.
+func arenaOf(b comm.Buffer) (compute.Arena, error) {
+	switch v := b.(type) {
+	case comm.HostBuffer:
+		return compute.HostArena(v.Float32s()), nil
+	case comm.DeviceBuffer:
+		return compute.Arena{Dev: v.DevicePtr(), N: v.Len()}, nil
+	}
+	return compute.Arena{}, fmt.Errorf("symmetric buffer %T is neither in host nor in device memory", b)
+}
+
+func (t *Trainer) build() error {
+	e := t.e
+	pv := make([]compute.Tensor, len(t.specs))
+	gv := make([]compute.Tensor, len(t.specs))
+	for i, s := range t.specs {
+		pv[i] = e.View(t.pArena, t.offsets[i], s.Shape...)
+		gv[i] = e.View(t.gArena, t.offsets[i], s.Shape...)
+	}
+	if err := t.m.Build(e, pv, gv, t.micro); err != nil {
+		return fmt.Errorf("build model %s for %d rows: %w", t.m.Name(), t.micro, err)
+	}
+	t.pView = e.View(t.pArena, 0, t.n)
+	t.gView = e.View(t.gArena, 0, t.n)
+	t.ctrlView = e.View(t.gArena, t.n, ctrlWords)
+	if t.opts.Accumulate > 1 {
+		t.acc = e.Alloc(t.n)
+		if h := compute.HostData(t.acc); h != nil {
+			t.accArena = compute.HostArena(h)
+			t.acc = e.View(t.accArena, 0, t.n)
+		}
+	}
+	in := 1
+	for _, d := range t.m.InputShape() {
+		in *= d
+	}
+	xs := append([]int{t.micro}, t.m.InputShape()...)
+	t.x = e.Alloc(xs...)
+	if h := compute.HostData(t.x); h != nil && len(h) == t.micro*in {
+		t.xHost = h
+	} else {
+		t.xHost = make([]float32, t.micro*in)
+	}
+	t.y = e.AllocLabels(t.micro)
+	t.yHost = make([]int32, t.micro)
+	t.idx = make([]int, t.micro*t.opts.Accumulate)
+	t.dlogits = e.Alloc(t.micro, t.m.Classes())
+	t.stats = e.Alloc(3)
+	t.estats = e.Alloc(3)
+	t.bucketElems = t.n
+	if t.opts.BucketBytes > 0 {
+		t.bucketElems = max(1, t.opts.BucketBytes/4)
+	}
+	t.reqs = make([]comm.Request, 0, len(t.specs)+1)
+	return nil
+}
+
+// initParams initialises the parameters on PE 0 from the seed and
+// broadcasts them, so that every replica starts from PE 0's bits.
+func (t *Trainer) initParams() error {
+	if t.c.MyPE() == 0 {
+		host := make([]float32, t.n)
+		dst := make([][]float32, len(t.specs))
+		for i, s := range t.specs {
+			dst[i] = host[t.offsets[i] : t.offsets[i]+s.Size()]
+		}
+		models.InitParams(t.specs, t.opts.Seed, dst)
+		t.e.SetTensor(t.pView, host)
+		if err := t.e.Sync(); err != nil {
+			return fmt.Errorf("initialise parameters: %w", err)
+		}
+	}
+	if err := t.c.Broadcast(t.params, 0, t.n, 0); err != nil {
+		return fmt.Errorf("broadcast initial parameters: %w", err)
+	}
+	return nil
+}
+
+// NumParams is the number of parameters in the arena.
+func (t *Trainer) NumParams() int { return t.n }
+
+// Step is the number of optimizer steps done so far.
+func (t *Trainer) Step() int { return t.step }
+
+// MicroBatch is the number of rows of one forward on this PE.
+func (t *Trainer) MicroBatch() int { return t.micro }
+
+// Params copies the parameter arena into a new host slice.
+func (t *Trainer) Params() []float32 {
+	out := make([]float32, t.n)
+	t.e.ReadTensor(out, t.pView)
+	return out
+}
+
+// ParamSpecs returns the model's parameters and their offsets in the arena.
+func (t *Trainer) ParamSpecs() ([]models.ParamSpec, []int) { return t.specs, t.offsets }
+
+// Close frees the trainer's symmetric buffers (collective). The Comm stays
+// open.
+func (t *Trainer) Close() error {
+	var errs []error
+	for _, b := range []comm.Buffer{t.ctl, t.hashes, t.metrics, t.grads, t.params} {
+		if b != nil {
+			errs = append(errs, t.c.Free(b))
+		}
+	}
+	return errors.Join(errs...)
+}
