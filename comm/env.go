@@ -111,9 +111,15 @@ func (cfg Config) Environ(backend string) []string {
 	return env
 }
 
-// HeapDir is the directory that holds shared-memory heap files: /dev/shm
-// when it exists, os.TempDir() otherwise.
+// EnvHeapDir overrides the directory of shared-memory heap files.
+const EnvHeapDir = "SYMDDP_HEAP_DIR"
+
+// HeapDir is the directory that holds shared-memory heap files: $SYMDDP_HEAP_DIR
+// when set, else /dev/shm when it exists, else os.TempDir().
 func HeapDir() string {
+	if d := os.Getenv(EnvHeapDir); d != "" {
+		return d
+	}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		return "/dev/shm"
 	}

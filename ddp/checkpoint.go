@@ -324,6 +324,9 @@ func (t *Trainer) loadCheckpoint(path string) (*loadedCheckpoint, error) {
 			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
 		}
 	}
+	if !allFinite(lc.params) {
+		return nil, fmt.Errorf("load checkpoint %s: %w: the parameters hold NaN or Inf", path, ErrCorrupt)
+	}
 	for _, name := range t.o.StateNames() {
 		st := make([]float32, t.n)
 		for i, s := range t.specs {

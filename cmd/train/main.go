@@ -50,6 +50,7 @@ func dispatch(o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	if isPE {
+		inPE = true
 		dc, err := chooseData(o)
 		if err != nil {
 			return err
@@ -61,6 +62,7 @@ func dispatch(o *options, stdout, stderr io.Writer) error {
 	if mpi, ok, err := launch.DetectMPI(); err != nil {
 		return err
 	} else if ok {
+		inPE = true
 		return runUnderMPI(o, mpi, stdout, stderr)
 	}
 	return launchLocal(o, stdout, stderr)
@@ -159,6 +161,13 @@ func heapSize(o *options) (int64, error) {
 	return (need + (1<<20 - 1)) &^ (1<<20 - 1), nil
 }
 
+// inPE is true in a PE process (started by the launcher or by mpirun).
+var inPE bool
+
+// exitPEUsage is a PE's exit status for a bad command line; the launcher
+// turns it into 2. (A PE cannot use 2 itself: that is a Go panic's status.)
+const exitPEUsage = 64
+
 // fail prints err in one line (plus a failed PE's stderr tail) and returns
 // the exit status.
 func fail(stderr io.Writer, err error) int {
@@ -170,6 +179,9 @@ func fail(stderr io.Writer, err error) int {
 	switch {
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "train: %v\nRun 'train --help' for the flags.\n", err)
+		if inPE {
+			return exitPEUsage
+		}
 		return 2
 	case errors.Is(err, errStopped):
 		return 130
@@ -177,11 +189,13 @@ func fail(stderr io.Writer, err error) int {
 		fmt.Fprintln(stderr, "train: interrupted")
 		return 130
 	case errors.As(err, &pe):
-		if pe.ExitCode == 2 {
-			fmt.Fprintf(stderr, "train: %v\n", err)
-			return 2
-		}
 		fmt.Fprintf(stderr, "train: %v\n", err)
+		switch {
+		case pe.ExitCode == exitPEUsage:
+			return 2
+		case pe.ExitCode == 2 && pe.Signal == 0: // a Go panic in the PE
+			return 1
+		}
 		return pe.ExitStatus()
 	}
 	fmt.Fprintf(stderr, "train: %v\n", err)

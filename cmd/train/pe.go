@@ -101,6 +101,9 @@ func (r *peRun) run() (err error) {
 		Checkpoint: ddp.CheckpointOptions{Dir: r.o.ckptDir, Every: r.o.ckptEvery, Keep: r.o.keepCkpt, Resume: r.o.resume},
 		Hooks:      hooks,
 	})
+	if errors.Is(err, comm.ErrHeapExhausted) {
+		return usagef("%v; the symmetric heap is too small for this model: raise --heap-size (or leave it unset to size it from the model)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"github.com/symddp/symddp/comm"
+
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -31,7 +33,7 @@ func createHeap(dir string) (string, error) {
 	path := filepath.Join(dir, fmt.Sprintf("%s%d-%s", heapPrefix, os.Getpid(), hex.EncodeToString(r[:])))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("launch: create heap: %w", err)
+		return "", fmt.Errorf("launch: create the symmetric heap in %s (set %s to another tmpfs directory): %w", dir, comm.EnvHeapDir, err)
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(path)

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// job is one run of the train binary in a private heap directory.
+type job struct {
+	cmd     *exec.Cmd
+	heapDir string
+	stdout  bytes.Buffer
+	stderr  bytes.Buffer
+	took    time.Duration
+	code    int
+}
+
+// base is a small, long run: faults must end it, not its length.
+var base = []string{"--dataset", "synthetic", "--hidden", "32", "--batch-size", "64",
+	"--max-steps", "100000", "--epochs", "1000", "--log-every", "1000000", "--eval-every", "0", "--no-progress"}
+
+func newJob(t *testing.T, args ...string) *job {
+	t.Helper()
+	j := &job{heapDir: t.TempDir()}
+	j.cmd = exec.Command(trainBinary(t), append(append([]string{}, base...), args...)...)
+	j.cmd.Env = append(os.Environ(), "SYMDDP_HEAP_DIR="+j.heapDir)
+	j.cmd.Stdout, j.cmd.Stderr = &j.stdout, &j.stderr
+	return j
+}
+
+// run runs the job to its end.
+func (j *job) run(t *testing.T) *job {
+	t.Helper()
+	start := time.Now()
+	err := j.cmd.Run()
+	j.took = time.Since(start)
+	j.code = exitCode(t, err)
+	return j
+}
+
+func exitCode(t *testing.T, err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	t.Fatalf("train did not run: %v", err)
+	return -1
+}
+
+// clean asserts that the job left no heap file and no run directory.
+func (j *job) clean(t *testing.T) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(j.heapDir, "*")); len(left) > 0 {
+		t.Errorf("heap files left behind: %v", left)
+	}
+	runDirs, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("symddp-run-%d-*", j.cmd.Process.Pid)))
+	if len(runDirs) > 0 {
+		t.Errorf("run directories left behind: %v", runDirs)
+	}
+}
+
+// TestPECrash: a PE that exits, panics or is killed in the middle of the
+// run stops the whole job within 10 s, with a non-zero status and a message
+// naming the PE and the cause, and nothing left in the heap directory.
+func TestPECrash(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		code int
+		want string
+	}{
+		{"exit", 1, "PE 2 failed: exit status 1"},
+		{"panic", 1, "panic: fault injected: PE 2 panics before step 5"},
+		{"kill", 137, "PE 2 failed: killed by signal 9"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			j := newJob(t, "--pes", "4", "--fault-inject", "pe=2,step=5,mode="+tc.mode).run(t)
+			if j.code != tc.code || !strings.Contains(j.stderr.String(), tc.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", j.code, j.stderr.String(), tc.code, tc.want)
+			}
+			if j.took > 10*time.Second {
+				t.Errorf("the job took %v to stop, want under 10 s", j.took)
+			}
+			j.clean(t)
+		})
+	}
+}
+
+// TestStalledPE: a PE that stops responding makes the others fail at the
+// deadline with a message that names it.
+func TestStalledPE(t *testing.T) {
+	j := newJob(t, "--pes", "3", "--batch-size", "63", "--timeout", "2s", "--fault-inject", "pe=1,step=3,mode=hang").run(t)
+	if j.code == 0 || !strings.Contains(j.stderr.String(), "PEs not arrived: [1]") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant a deadline error naming PE 1", j.code, j.stderr.String())
+	}
+	j.clean(t)
+}
+
+// startAndWait starts j and waits until its stdout shows a log line.
+func (j *job) startAndWait(t *testing.T, marker string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	j.cmd.Stdout = io.MultiWriter(&j.stdout, pw)
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), marker) {
+				seen <- true
+				break
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case <-seen:
+	case <-time.After(60 * time.Second):
+		j.cmd.Process.Kill()
+		t.Fatalf("no %q within 60 s; stderr:\n%s", marker, j.stderr.String())
+	}
+}
+
+// TestInterruptWritesCheckpoint: SIGINT on the launcher stops every PE after
+// the same step, a final checkpoint is written, and the run can resume.
+func TestInterruptWritesCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	j := newJob(t, "--pes", "2", "--checkpoint-dir", dir, "--log-every", "20")
+	j.startAndWait(t, "step 20/")
+	start := time.Now()
+	j.cmd.Process.Signal(syscall.SIGINT)
+	j.code = exitCode(t, j.cmd.Wait())
+	if j.code != 130 || !strings.Contains(j.stdout.String(), "stopped by signal") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", j.code, j.stdout.String(), j.stderr.String())
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v to stop after SIGINT", d)
+	}
+	ckpts, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.safetensors"))
+	if len(ckpts) != 1 {
+		t.Fatalf("checkpoints after SIGINT: %v", ckpts)
+	}
+	j.clean(t)
+
+	r := newJob(t, "--pes", "2", "--checkpoint-dir", dir, "--resume", "latest", "--max-steps", "60")
+	r.run(t)
+	if r.code != 0 || !strings.Contains(r.stderr.String(), "resumed from "+ckpts[0]) {
+		t.Fatalf("resume: exit %d, stderr:\n%s", r.code, r.stderr.String())
+	}
+}
+
+// TestSecondInterruptStopsAtOnce: when the PEs cannot stop by themselves (one
+// is stuck), a second SIGINT kills them all at once.
+func TestSecondInterruptStopsAtOnce(t *testing.T) {
+	j := newJob(t, "--pes", "2", "--log-every", "5", "--fault-inject", "pe=1,step=8,mode=hang")
+	j.startAndWait(t, "step 5/")
+	time.Sleep(300 * time.Millisecond) // PE 1 is stuck at step 8 by now
+	j.cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	j.cmd.Process.Signal(syscall.SIGINT)
+	j.code = exitCode(t, j.cmd.Wait())
+	if j.code != 130 {
+		t.Fatalf("exit %d after two SIGINTs, stderr:\n%s", j.code, j.stderr.String())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v to stop after the second SIGINT", d)
+	}
+	j.clean(t)
+}
+
+// TestNonFiniteLoss: a NaN in one PE's data stops the job naming the step;
+// with --skip-nonfinite the run goes on and its checkpoint holds no NaN
+// (loading it verifies that).
+func TestNonFiniteLoss(t *testing.T) {
+	j := newJob(t, "--pes", "2", "--fault-inject", "pe=1,step=7,mode=nan").run(t)
+	if j.code != 1 || !strings.Contains(j.stderr.String(), "step 7") || !strings.Contains(j.stderr.String(), "not finite") {
+		t.Fatalf("exit %d, stderr:\n%s", j.code, j.stderr.String())
+	}
+	dir := t.TempDir()
+	s := newJob(t, "--pes", "2", "--max-steps", "20", "--skip-nonfinite", "--checkpoint-dir", dir,
+		"--fault-inject", "pe=1,step=7,mode=nan").run(t)
+	if s.code != 0 {
+		t.Fatalf("with --skip-nonfinite: exit %d, stderr:\n%s", s.code, s.stderr.String())
+	}
+	r := newJob(t, "--pes", "2", "--max-steps", "21", "--checkpoint-dir", dir, "--resume", "latest").run(t)
+	if r.code != 0 {
+		t.Fatalf("resuming the checkpoint of a run with skipped steps: exit %d, stderr:\n%s", r.code, r.stderr.String())
+	}
+}
+
+// TestBadEnvironment: a heap too small for the model and a heap directory
+// that cannot be used are one-line errors saying what to do.
+func TestBadEnvironment(t *testing.T) {
+	j := newJob(t, "--pes", "2", "--heap-size", "64KiB").run(t)
+	if j.code != 2 || !strings.Contains(j.stderr.String(), "raise --heap-size") {
+		t.Fatalf("--heap-size 64KiB: exit %d, stderr:\n%s", j.code, j.stderr.String())
+	}
+	j.clean(t)
+
+	k := newJob(t, "--pes", "2")
+	missing := filepath.Join(k.heapDir, "no", "such", "dir")
+	k.cmd.Env = append(os.Environ(), "SYMDDP_HEAP_DIR="+missing)
+	k.run(t)
+	if k.code != 1 || !strings.Contains(k.stderr.String(), "create the symmetric heap in "+missing) ||
+		!strings.Contains(k.stderr.String(), "SYMDDP_HEAP_DIR") {
+		t.Fatalf("missing heap directory: exit %d, stderr:\n%s", k.code, k.stderr.String())
+	}
+}
+
+// TestHeapDirFull: a full tmpfs is an error that says the heap could not be
+// reserved (needs root and mount; skipped elsewhere).
+func TestHeapDirFull(t *testing.T) {
+	j := newJob(t, "--pes", "2")
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", j.heapDir).Run(); err != nil {
+		t.Skipf("cannot mount a small tmpfs here: %v", err)
+	}
+	defer exec.Command("umount", j.heapDir).Run()
+	j.run(t)
+	if j.code == 0 || !strings.Contains(j.stderr.String(), "could not reserve") {
+		t.Fatalf("full heap directory: exit %d, stderr:\n%s", j.code, j.stderr.String())
+	}
+}
