@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestParseGPUResults(t *testing.T) {
+	out := strings.Join([]string{
+		"[pe 0] gpuinfo NVIDIA H200, 132 SMs",
+		"[pe 0] gpuresult barrier 0 1000 4.5e-06",
+		"[pe 0] gpuresult two-shot 1073741824 40 0.0005",
+		"[pe 1] gpuresult two-shot 1 1 1", // only PE 0's lines count
+		"gpuresult copy 1073741824 40 0.0004",
+		"noise",
+	}, "\n")
+	info, res, err := parseGPUResults(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info != "NVIDIA H200, 132 SMs" || len(res) != 3 {
+		t.Fatalf("info %q, results %+v", info, res)
+	}
+	if r := res[1]; r.what != "two-shot" || r.bytes != 1<<30 || r.iters != 40 || r.seconds != 0.0005 {
+		t.Fatalf("second result %+v", r)
+	}
+	if _, _, err := parseGPUResults("nothing here"); err == nil {
+		t.Fatal("no results accepted")
+	}
+}
+
+func TestGPUTableOnePE(t *testing.T) {
+	o, err := parseGPUFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := []gpuResult{
+		{what: "barrier", iters: 1000, seconds: 4.5e-6},
+		{what: "two-shot", bytes: 1 << 30, iters: 40, seconds: 0.0005},
+		{what: "copy", bytes: 1 << 30, iters: 40, seconds: 0.0004},
+	}
+	var b bytes.Buffer
+	if err := printGPUTable(&b, o, 1, "a GPU", res); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	// 2 GiB moved in 0.5 ms is 4.29 TB/s: 100% of the 4.3 TB/s peak, 80% of the copy (5.37 TB/s).
+	for _, want := range []string{"barrier of 1 PE(s): 4.5 µs", "1 GiB", "two-shot", "4.29 TB/s", "80%", "100%", "5.37 TB/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestGPUTableSeveralPEs(t *testing.T) {
+	o, err := parseGPUFlags([]string{"--pes", "4", "--nvshmem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := []gpuResult{
+		{what: "auto", bytes: 1 << 20, iters: 100, seconds: 20e-6},
+		{what: "nvshmem", bytes: 1 << 20, iters: 10, seconds: 1e-3},
+	}
+	var b bytes.Buffer
+	if err := printGPUTable(&b, o, 4, "a GPU", res); err != nil {
+		t.Fatal(err)
+	}
+	// 2·4·1 MiB in 20 µs is 419.4 GB/s; NVSHMEM takes 50 times as long.
+	for _, want := range []string{"aggregate", "419.4 GB/s", "1.00 ms", "50.0×"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestGPUFlagsRejected(t *testing.T) {
+	for _, args := range [][]string{
+		{"--algos", "nvshmem"},
+		{"--dtype", "f16"},
+		{"--min", "8B"},
+		{"--pes", "0"},
+	} {
+		if _, err := parseGPUFlags(args); err == nil {
+			t.Errorf("flags %q accepted", args)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Compile-checks every cuda/*.cu for sm_90 against declarations-only NVSHMEM
+# headers (cuda/localcheck/include), on a machine with nvcc but without
+# NVSHMEM or a GPU. Objects go to a temporary directory and are thrown away.
+# The real build is cuda/build.sh on a GPU host.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$(dirname "$here")"
+NVCC="${NVCC:-$(command -v nvcc || true)}"
+if [ -z "$NVCC" ]; then
+    echo "check.sh: nvcc not found (set NVCC)" >&2
+    exit 2
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+status=0
+for f in "$src"/*.cu; do
+    name="$(basename "$f" .cu)"
+    if "$NVCC" -O2 -std=c++17 -arch=sm_90 -rdc=true -Xcompiler -fPIC,-Wall,-Wextra \
+        -Werror all-warnings -I"$here/include" -I"$src" -c "$f" -o "$tmp/$name.o"; then
+        echo "ok   $name.cu"
+    else
+        echo "FAIL $name.cu"
+        status=1
+    fi
+done
+# The C ABI header must also be plain C.
+if gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c "$src/symddp_cuda.h"; then
+    echo "ok   symddp_cuda.h (C11)"
+else
+    echo "FAIL symddp_cuda.h (C11)"
+    status=1
+fi
+exit $status

@@ -1,0 +1,2 @@
+/* Local compile check only: see ../nvshmem_decls.h. */
+#include "../nvshmem_decls.h"

@@ -1,0 +1,31 @@
+/*
+ * sd_barrier.cu: the barrier of all PEs: one block, flags in symmetric memory,
+ * no host round trip, so it can sit between kernels on a stream or in a CUDA
+ * graph. When some peer cannot be reached by pointer (another node), NVSHMEM's
+ * nvshmemx_barrier_all_on_stream is used instead.
+ */
+#include "sd_flags.cuh"
+
+/* Threads of the barrier kernel: one warp, striding over the PEs. */
+#define SD_BARRIER_THREADS 32
+
+__global__ void sd_barrier_kernel(sd_sync s) {
+    const uint64_t epoch = sd_block_epoch(s);
+    (void)sd_block_barrier(s, 0, epoch);
+}
+
+int sd_launch_barrier(cudaStream_t stream) {
+    if (!g_sd.all_reachable) {
+        nvshmemx_barrier_all_on_stream(stream);
+        SD_CUDA(cudaGetLastError());
+        return SD_OK;
+    }
+    sd_barrier_kernel<<<1, SD_BARRIER_THREADS, 0, stream>>>(sd_sync_args(SD_OP_BARRIER));
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+extern "C" int sd_barrier_enqueue(void) {
+    SD_TRY(sd_require_init("sd_barrier_enqueue"));
+    return sd_launch_barrier(g_sd.stream);
+}

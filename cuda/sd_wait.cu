@@ -1,0 +1,176 @@
+/*
+ * sd_wait.cu: waiting for enqueued GPU work with a deadline, events, and the
+ * report of a wait that gave up (which PEs had not arrived).
+ *
+ * The host never blocks in the driver: it polls cudaStreamQuery /
+ * cudaEventQuery, spinning for the first microseconds and then sleeping with
+ * a growing interval, until the work is done or the deadline passes. After the
+ * work is done it checks the mapped word the kernels set when one of their
+ * in-kernel waits gave up (see sd_flags.cuh).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sd_internal.h"
+
+static int64_t sd_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static const char *sd_op_name(int op) {
+    switch (op) {
+    case SD_OP_BARRIER: return "barrier";
+    case SD_OP_ALLREDUCE: return "allreduce";
+    case SD_OP_REDUCE: return "reduce";
+    case SD_OP_BROADCAST: return "broadcast";
+    }
+    return "collective";
+}
+
+/* Fails with SD_ERR_TIMEOUT when a kernel reported a wait that gave up. */
+static int sd_check_device_status(const char *what) {
+    if (!g_sd.h_failed || !*(volatile int32_t *)g_sd.h_failed) return SD_OK;
+    g_sd.failed = 1;
+    sd_dev_status st;
+    memset(&st, 0, sizeof st);
+    if (cudaMemcpy(&st, g_sd.d_status, sizeof st, cudaMemcpyDeviceToHost) != cudaSuccess)
+        (void)cudaGetLastError();
+    snprintf(g_sd.timeout_op, sizeof g_sd.timeout_op, "%s", sd_op_name(st.op));
+    return SD_FAIL(SD_ERR_TIMEOUT,
+                   "%s: PE %d: an in-kernel wait of %s (phase %d, block %d) gave up after %.3f s "
+                   "without PE %d",
+                   what, g_sd.pe, sd_op_name(st.op), st.phase, st.block,
+                   (double)g_sd.timeout_ns / 1e9, st.peer);
+}
+
+/* Polls query(handle) until it is no longer cudaErrorNotReady or the deadline passes. */
+template <typename Query>
+static int sd_poll(Query query, int64_t timeout_ns, const char *what) {
+    const int64_t start = sd_now_ns();
+    int64_t nap = 0;
+    for (;;) {
+        cudaError_t e = query();
+        if (e == cudaSuccess) break;
+        if (e != cudaErrorNotReady) return sd_fail_cuda(__FILE__, __LINE__, what, e);
+        if (*(volatile int32_t *)g_sd.h_failed) break; /* a kernel gave up: report it now */
+        const int64_t waited = sd_now_ns() - start;
+        if (timeout_ns > 0 && waited > timeout_ns) {
+            g_sd.failed = 1;
+            snprintf(g_sd.timeout_op, sizeof g_sd.timeout_op, "%s", what);
+            return SD_FAIL(SD_ERR_TIMEOUT, "%s: PE %d: GPU work not finished after %.3f s", what,
+                           g_sd.pe, (double)waited / 1e9);
+        }
+        if (waited > 20000) { /* spin 20 us, then sleep 1 us doubling up to 200 us */
+            nap = nap ? (nap * 2 > 200000 ? 200000 : nap * 2) : 1000;
+            struct timespec ts = {0, (long)nap};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return sd_check_device_status(what);
+}
+
+extern "C" int sd_stream_wait(int64_t timeout_ns) {
+    if (!g_sd.stream) return SD_FAIL(SD_ERR_STATE, "sd_stream_wait: the runtime is not initialised");
+    cudaStream_t s = g_sd.stream;
+    return sd_poll([s]() { return cudaStreamQuery(s); }, timeout_ns, "stream");
+}
+
+/* Shared by the query functions: done or not, and a kernel's give-up. */
+static int sd_query_result(cudaError_t e, int32_t *done, const char *what) {
+    if (e == cudaErrorNotReady) {
+        *done = 0;
+        return *(volatile int32_t *)g_sd.h_failed ? sd_check_device_status(what) : SD_OK;
+    }
+    if (e != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, what, e);
+    *done = 1;
+    return sd_check_device_status(what);
+}
+
+extern "C" int sd_stream_query(int32_t *done) {
+    if (!done) return SD_FAIL(SD_ERR_ARG, "sd_stream_query: NULL argument");
+    if (!g_sd.stream) return SD_FAIL(SD_ERR_STATE, "sd_stream_query: the runtime is not initialised");
+    return sd_query_result(cudaStreamQuery(g_sd.stream), done, "stream");
+}
+
+extern "C" int sd_event_query(uint64_t event, int32_t *done) {
+    if (!done || !event) return SD_FAIL(SD_ERR_ARG, "sd_event_query: no event");
+    return sd_query_result(cudaEventQuery((cudaEvent_t)(uintptr_t)event), done, "event");
+}
+
+extern "C" int sd_abandon(void) {
+    g_sd.failed = 1;
+    if (!g_sd.timeout_op[0]) snprintf(g_sd.timeout_op, sizeof g_sd.timeout_op, "host wait");
+    return SD_OK;
+}
+
+extern "C" int sd_event_record(uint64_t *event) {
+    if (!event) return SD_FAIL(SD_ERR_ARG, "sd_event_record: NULL argument");
+    SD_TRY(sd_require_init("sd_event_record"));
+    cudaEvent_t ev;
+    SD_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    SD_CUDA(cudaEventRecord(ev, g_sd.stream));
+    *event = (uint64_t)(uintptr_t)ev;
+    return SD_OK;
+}
+
+extern "C" int sd_event_wait(uint64_t event, int64_t timeout_ns) {
+    if (!event) return SD_FAIL(SD_ERR_ARG, "sd_event_wait: no event");
+    cudaEvent_t ev = (cudaEvent_t)(uintptr_t)event;
+    return sd_poll([ev]() { return cudaEventQuery(ev); }, timeout_ns, "event");
+}
+
+extern "C" int sd_event_destroy(uint64_t event) {
+    if (!event) return SD_OK;
+    SD_CUDA(cudaEventDestroy((cudaEvent_t)(uintptr_t)event));
+    return SD_OK;
+}
+
+/*
+ * The PEs missing at the wait that gave up. A kernel that gave up said which
+ * phase and block it waited in and for which epoch: the peers whose slot in
+ * that row is below the epoch had not arrived. When only the host gave up (the
+ * kernel never finished), the peers behind this PE's own slot of the last
+ * barrier row are reported.
+ */
+extern "C" int sd_timeout_info(int32_t *missing, int32_t cap, int32_t *count, char *op,
+                               size_t op_cap) {
+    if (!count) return SD_FAIL(SD_ERR_ARG, "sd_timeout_info: NULL count");
+    *count = 0;
+    if (!g_sd.flags || !g_sd.npes) return SD_OK;
+    sd_dev_status st;
+    memset(&st, 0, sizeof st);
+    SD_CUDA(cudaMemcpyAsync(&st, g_sd.d_status, sizeof st, cudaMemcpyDeviceToHost, g_sd.side));
+    SD_CUDA(cudaStreamSynchronize(g_sd.side));
+    int phase = 0, block = 0;
+    uint64_t epoch = 0;
+    if (st.failed) {
+        phase = st.phase;
+        block = st.block;
+        epoch = st.epoch;
+        if (op && op_cap) snprintf(op, op_cap, "%s", sd_op_name(st.op));
+    } else if (op && op_cap) {
+        snprintf(op, op_cap, "%s", g_sd.timeout_op[0] ? g_sd.timeout_op : "wait");
+    }
+    const size_t n = (size_t)g_sd.npes;
+    uint64_t *row = (uint64_t *)malloc(n * sizeof(uint64_t));
+    if (!row) return SD_FAIL(SD_ERR_NO_MEMORY, "sd_timeout_info: malloc");
+    cudaError_t e = cudaMemcpyAsync(row, g_sd.flags + sd_flag_index(phase, block, 0, g_sd.npes),
+                                    n * sizeof(uint64_t), cudaMemcpyDeviceToHost, g_sd.side);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g_sd.side);
+    if (e != cudaSuccess) {
+        free(row);
+        return sd_fail_cuda(__FILE__, __LINE__, "cudaMemcpyAsync(flag row)", e);
+    }
+    if (!st.failed) epoch = row[g_sd.pe];
+    for (int j = 0; j < g_sd.npes; j++) {
+        if (j == g_sd.pe || row[j] >= epoch) continue;
+        if (*count < cap && missing) missing[*count] = j;
+        (*count)++;
+    }
+    free(row);
+    return SD_OK;
+}

@@ -1,0 +1,241 @@
+/*
+ * symddp_cuda.h: the C ABI of libsymddp_cuda.so, the project's GPU library.
+ *
+ * The library is built on a GPU host by cuda/build.sh (nvcc, NVSHMEM, cuBLAS)
+ * and loaded at run time with dlopen() by internal/cudalib. This header uses
+ * plain C types only (stdint, size_t), so cgo can include it without CUDA.
+ *
+ * Conventions
+ *   - Every entry point returns an int status: SD_OK (0) or one of the SD_ERR_*
+ *     codes. On failure it stores a message (with file:line and the failing
+ *     call) that sd_last_error() returns on the same thread until the next
+ *     failure on that thread.
+ *   - One process is one PE. The library keeps one runtime per process:
+ *     sd_init once, sd_finalize once.
+ *   - Sizes and offsets are in bytes unless the name says elements.
+ *   - "Enqueue" functions put work on the library's CUDA stream (sd_stream) and
+ *     return at once; sd_stream_wait or an event waits for it with a deadline.
+ *     Everything else returns when its work is complete.
+ *   - Collectives (sd_alloc, sd_free, sd_barrier_enqueue, sd_allreduce_enqueue,
+ *     sd_reduce_enqueue, sd_broadcast_enqueue, sd_allgather_u64, sd_finalize
+ *     with collective = 1) must be called by every PE in the same order.
+ */
+#ifndef SYMDDP_CUDA_H
+#define SYMDDP_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* SD_ABI_VERSION changes whenever a signature or a struct below changes. */
+#define SD_ABI_VERSION 1
+
+/* Status codes. */
+enum {
+    SD_OK = 0,
+    SD_ERR = 1,           /* a CUDA, NVSHMEM or cuBLAS call failed */
+    SD_ERR_NO_DEVICE = 2, /* no usable GPU or driver */
+    SD_ERR_TIMEOUT = 3,   /* a wait passed its deadline (see sd_timeout_info) */
+    SD_ERR_NO_MEMORY = 4, /* symmetric heap or device memory exhausted */
+    SD_ERR_ARG = 5,       /* bad argument */
+    SD_ERR_STATE = 6      /* not initialised, initialised twice, or failed before */
+};
+
+/* Element types (the numbers match comm.Kind). */
+enum { SD_F32 = 1, SD_BF16 = 2 };
+
+/* Reduction operators (the numbers match comm.Op). */
+enum { SD_SUM = 1, SD_MEAN = 2, SD_MAX = 3, SD_MIN = 4 };
+
+/* Allreduce algorithms. */
+enum {
+    SD_ALGO_AUTO = 0,     /* one-shot up to the one-shot limit, two-shot above */
+    SD_ALGO_ONE_SHOT = 1, /* every PE reduces the whole range from all peers */
+    SD_ALGO_TWO_SHOT = 2, /* reduce-scatter into owner slices, then all-gather */
+    SD_ALGO_NVSHMEM = 3   /* NVSHMEM's on-stream team reduction (the fallback) */
+};
+
+/* Bootstrap of sd_init. */
+enum {
+    SD_BOOT_UNIQUEID = 1, /* PE 0's unique id handed to the others out of band */
+    SD_BOOT_MPI = 2,      /* NVSHMEM_BOOTSTRAP=MPI (under mpirun) */
+    SD_BOOT_PMIX = 3      /* NVSHMEM_BOOTSTRAP=PMI with PMIx */
+};
+
+/* Signal operations of sd_put_signal (as NVSHMEM_SIGNAL_SET / _ADD). */
+enum { SD_SIGNAL_SET = 1, SD_SIGNAL_ADD = 2 };
+
+typedef struct {
+    int32_t bootstrap;   /* SD_BOOT_* */
+    int32_t pe;          /* this PE (unique-id bootstrap only) */
+    int32_t npes;        /* number of PEs (unique-id bootstrap only) */
+    int32_t local_pe;    /* PE number on this host; picks the GPU */
+    int32_t device;      /* GPU to use, or -1 for local_pe % device count */
+    int32_t single_node; /* 1: NVSHMEM_REMOTE_TRANSPORT=none unless set */
+    int64_t heap_bytes;  /* > 0: NVSHMEM_SYMMETRIC_SIZE (plus the library's own area) */
+    int64_t timeout_ns;  /* deadline of every in-kernel wait; <= 0: 5 minutes */
+    const void *uid;     /* unique id from sd_get_uniqueid (unique-id bootstrap) */
+    size_t uid_len;      /* its length, sd_uniqueid_size() */
+} sd_init_args;
+
+typedef struct {
+    int32_t pe;            /* nvshmem_my_pe() */
+    int32_t npes;          /* nvshmem_n_pes() */
+    int32_t device;        /* the CUDA device this PE uses */
+    int32_t device_count;  /* CUDA devices visible to this process */
+    int32_t sm_count;      /* multiprocessors of the device */
+    int32_t max_blocks;    /* blocks per collective kernel, agreed by all PEs */
+    int32_t all_reachable; /* 1: every PE reaches every peer by pointer (agreed) */
+    int32_t nvshmem_major; /* NVSHMEM library version */
+    int32_t nvshmem_minor;
+    int32_t nvshmem_patch;
+    int32_t cuda_runtime; /* cudaRuntimeGetVersion */
+    int32_t cuda_driver;  /* cudaDriverGetVersion */
+    char device_name[128];
+} sd_info;
+
+/* A symmetric allocation (opaque). */
+typedef struct sd_buf sd_buf;
+
+/* ---- errors and versions ---- */
+
+/* The last failure's message on this thread ("" if none). Never NULL. */
+const char *sd_last_error(void);
+/* SD_ABI_VERSION of the built library. */
+int sd_abi_version(void);
+/* Number of CUDA devices; SD_ERR_NO_DEVICE when there is no GPU or driver. */
+int sd_device_count(int32_t *count);
+
+/* ---- runtime ---- */
+
+/* Size in bytes of an NVSHMEM unique id. */
+int sd_uniqueid_size(size_t *size);
+/* PE 0 of a unique-id bootstrap: writes a fresh unique id into out[cap]. */
+int sd_get_uniqueid(void *out, size_t cap);
+/* Selects the GPU, starts NVSHMEM and the library's symmetric sync area. */
+int sd_init(const sd_init_args *args, sd_info *info);
+/*
+ * Ends the runtime. collective = 1: a barrier (with the deadline) and
+ * nvshmem_finalize, as every PE does the same; collective = 0 (a peer failed):
+ * frees local resources only and never waits for peers.
+ */
+int sd_finalize(int32_t collective);
+/* The library's CUDA stream (a cudaStream_t) for stream-ordered work. */
+int sd_stream(uint64_t *stream);
+/* Deadline of in-kernel waits from now on (ns). */
+int sd_set_timeout(int64_t timeout_ns);
+/* Largest buffer (bytes) that SD_ALGO_AUTO reduces one-shot. */
+int sd_set_one_shot_max(size_t bytes);
+
+/* ---- symmetric memory ---- */
+
+/* Collective nvshmem_malloc of bytes, zeroed, followed by a barrier. */
+int sd_alloc(size_t bytes, sd_buf **out);
+/* Collective nvshmem_free. */
+int sd_free(sd_buf *b);
+/* Local device address of b. */
+int sd_buf_ptr(const sd_buf *b, uint64_t *ptr);
+/* nvshmem_ptr(b, pe): the peer's copy in this address space, 0 if unreachable. */
+int sd_peer_ptr(const sd_buf *b, int32_t pe, uint64_t *ptr);
+
+/* ---- one-sided transfers from host memory (complete on return) ---- */
+
+/* Copies host src[bytes] into PE pe's copy of b at off. */
+int sd_put(sd_buf *b, size_t off, const void *src, size_t bytes, int32_t pe);
+/* Copies PE pe's copy of b at off into host dst[bytes]. */
+int sd_get(void *dst, const sd_buf *b, size_t off, size_t bytes, int32_t pe);
+/*
+ * Copies host src into PE pe's copy of b at off, then (ordered after the data)
+ * updates the uint64 at sig_off of sig on pe with op (SD_SIGNAL_*) and value.
+ */
+int sd_put_signal(sd_buf *b, size_t off, const void *src, size_t bytes, sd_buf *sig,
+                  size_t sig_off, uint64_t value, int32_t op, int32_t pe);
+/* Reads this PE's uint64 at off of b (on a side stream, never blocked by the main one). */
+int sd_read_u64(const sd_buf *b, size_t off, uint64_t *value);
+/* Completes this PE's outstanding NVSHMEM puts (nvshmem_quiet on the stream). */
+int sd_quiet(void);
+
+/* ---- collectives (enqueued on sd_stream) ---- */
+
+/* A barrier of all PEs: flags in symmetric memory, one block, no host round trip. */
+int sd_barrier_enqueue(void);
+/* In-place allreduce of n elements of dtype at element off of b; algo SD_ALGO_*. */
+int sd_allreduce_enqueue(sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t op,
+                         int32_t algo);
+/* Reduce into root's copy; the other PEs' copies are unchanged. */
+int sd_reduce_enqueue(sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t op,
+                      int32_t root);
+/* Copies root's bytes [off, off+bytes) of b to every PE (any element kind). */
+int sd_broadcast_enqueue(sd_buf *b, size_t off, size_t bytes, int32_t root);
+
+/*
+ * Collective, blocking: every PE contributes count (<= 8) uint64 words; all
+ * receives npes * count words, PE by PE.
+ */
+int sd_allgather_u64(const uint64_t *mine, int32_t count, uint64_t *all);
+/* sd_allgather_u64 in two steps: enqueue (mine is copied at once), wait for
+ * the stream, then collect the result. One allgather at a time. */
+int sd_allgather_u64_enqueue(const uint64_t *mine, int32_t count);
+int sd_allgather_u64_result(uint64_t *all, int32_t count);
+
+/* ---- waiting ---- */
+
+/*
+ * Waits until everything enqueued on the stream is done, or timeout_ns passed.
+ * SD_ERR_TIMEOUT also when an in-kernel wait gave up.
+ */
+int sd_stream_wait(int64_t timeout_ns);
+/* Sets *done to 1 when everything enqueued is done, else 0, without waiting;
+ * SD_ERR_TIMEOUT when an in-kernel wait gave up. */
+int sd_stream_query(int32_t *done);
+/* Records an event on the stream. */
+int sd_event_record(uint64_t *event);
+/* Waits for an event like sd_stream_wait. */
+int sd_event_wait(uint64_t event, int64_t timeout_ns);
+/* sd_stream_query for an event. */
+int sd_event_query(uint64_t event, int32_t *done);
+/* Destroys an event. */
+int sd_event_destroy(uint64_t event);
+/*
+ * After SD_ERR_TIMEOUT: the PEs that had not arrived at the wait that gave up
+ * (missing[0..*count), at most cap) and the operation's name in op[op_cap].
+ */
+int sd_timeout_info(int32_t *missing, int32_t cap, int32_t *count, char *op, size_t op_cap);
+/*
+ * The caller gave up waiting (its own deadline, or a peer it saw die): the
+ * PEs are out of step, so collectives are refused from now on and
+ * sd_finalize will not wait for peers.
+ */
+int sd_abandon(void);
+
+/* ---- plain device memory and copies (for the compute engine as well) ---- */
+
+int sd_dev_alloc(size_t bytes, uint64_t *ptr);
+int sd_dev_free(uint64_t ptr);
+/* Synchronous copies; dst/src are device addresses (uint64) or host pointers. */
+int sd_copy_htod(uint64_t dst, const void *src, size_t bytes);
+int sd_copy_dtoh(void *dst, uint64_t src, size_t bytes);
+int sd_copy_dtod(uint64_t dst, uint64_t src, size_t bytes);
+int sd_memset(uint64_t dst, int32_t value, size_t bytes);
+
+/* ---- measurements (benchmarks) ---- */
+
+/*
+ * Runs iters allreduces (after warmup ones) between two CUDA events on the
+ * stream and returns the elapsed milliseconds. Collective.
+ */
+int sd_time_allreduce(sd_buf *b, size_t n, int32_t dtype, int32_t op, int32_t algo,
+                      int32_t warmup, int32_t iters, float *ms);
+/* Runs iters barriers the same way. Collective. */
+int sd_time_barrier(int32_t warmup, int32_t iters, float *ms);
+/* Times iters device-to-device cudaMemcpyAsync of bytes (local, not collective). */
+int sd_time_copy(size_t bytes, int32_t warmup, int32_t iters, float *ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYMDDP_CUDA_H */

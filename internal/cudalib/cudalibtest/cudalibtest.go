@@ -1,0 +1,74 @@
+// Package cudalibtest builds a fake libsymddp_cuda.so for tests on machines
+// without a GPU: a C stand-in (internal/cudalib/testdata) that implements the
+// library's whole C ABI for a job of one PE in host memory, so that the
+// loader and the Go side of the GPU backend run for real without CUDA.
+package cudalibtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/symddp/symddp/internal/cudalib"
+)
+
+// BuildFake compiles the fake library into a fresh temporary directory and
+// returns its path; every call gives a separate copy with its own state. The
+// test is skipped (one line) when there is no C compiler or no cgo.
+func BuildFake(tb testing.TB) string {
+	tb.Helper()
+	if !cudalib.Buildable() {
+		tb.Skip("fake GPU library: built without cgo")
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "gcc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		tb.Skipf("fake GPU library: no C compiler (%s): %v", cc, err)
+	}
+	root := moduleRoot()
+	if root == "" {
+		tb.Skip("fake GPU library: the module's sources are not here (run the test from inside the repository)")
+	}
+	src := filepath.Join(root, "internal", "cudalib", "testdata", "fake_symddp_cuda.c")
+	include := filepath.Join(root, "cuda")
+	out := filepath.Join(tb.TempDir(), "libsymddp_cuda.so")
+	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wl,-Bsymbolic", "-I"+include, src, "-o", out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("cudalibtest: build the fake library: %v\n%s", err, msg)
+	}
+	return out
+}
+
+// moduleRoot is the repository holding the fake's source: the one this file
+// was compiled from if it is still there (go test), else the first directory
+// with go.mod above the working directory (a test binary run elsewhere).
+func moduleRoot() string {
+	has := func(dir string) bool {
+		_, err := os.Stat(filepath.Join(dir, "internal", "cudalib", "testdata", "fake_symddp_cuda.c"))
+		return err == nil
+	}
+	if _, self, _, ok := runtime.Caller(0); ok {
+		if dir := filepath.Join(filepath.Dir(self), "..", "..", ".."); has(dir) {
+			return dir
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if has(dir) {
+				return dir
+			}
+			return ""
+		}
+		if filepath.Dir(dir) == dir {
+			return ""
+		}
+	}
+}

@@ -1,0 +1,20 @@
+// Package cudalib loads libsymddp_cuda.so, the project's C-ABI GPU library
+// (sources and build script in cuda/), with dlopen and calls it through cgo.
+//
+// Nothing CUDA is needed to build this package: the cgo side includes only
+// <dlfcn.h> and cuda/symddp_cuda.h, and every entry point is bound with
+// dlsym when the library is loaded. Built without cgo, Load always fails
+// with an error wrapping ErrUnavailable. The library itself is built on a
+// GPU host by cuda/build.sh.
+//
+// Load looks for the library in this order: the explicit path it is given
+// (the comm backend's Options["lib"], a command's flag), $SYMDDP_CUDA_LIB, the
+// directory of the running executable, and build/libsymddp_cuda.so in the
+// working directory and its parents up to the module root. A library is
+// loaded once per process and shared.
+//
+// Every method is one C entry point with Go types in and out. A failed call
+// returns an *Error carrying the library's message (file:line and the failing
+// CUDA or NVSHMEM call); errors.Is matches it against ErrNoDevice,
+// ErrTimeout, ErrNoMemory, ErrArgument or ErrState.
+package cudalib

@@ -1,0 +1,37 @@
+package cudalib
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Candidates lists where Load looks for the library, in order: explicit
+// alone when it is not empty; otherwise $SYMDDP_CUDA_LIB, the executable's
+// directory, and build/libsymddp_cuda.so in the working directory and each
+// parent up to the module root (the first directory holding go.mod).
+func Candidates(explicit string) []string {
+	if explicit != "" {
+		return []string{explicit}
+	}
+	var out []string
+	if p := os.Getenv(EnvLib); p != "" {
+		out = append(out, p)
+	}
+	if exe, err := os.Executable(); err == nil {
+		out = append(out, filepath.Join(filepath.Dir(exe), LibName))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; {
+			out = append(out, filepath.Join(dir, "build", LibName))
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return out
+}

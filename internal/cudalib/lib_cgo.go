@@ -1,0 +1,633 @@
+//go:build cgo
+
+package cudalib
+
+/*
+#cgo LDFLAGS: -ldl
+#cgo CFLAGS: -I${SRCDIR}/../../cuda
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "symddp_cuda.h"
+
+// The entry points, in the order of sdw_names.
+enum {
+	SDI_sd_last_error, SDI_sd_abi_version, SDI_sd_device_count, SDI_sd_uniqueid_size,
+	SDI_sd_get_uniqueid, SDI_sd_init, SDI_sd_finalize, SDI_sd_stream, SDI_sd_set_timeout,
+	SDI_sd_set_one_shot_max, SDI_sd_alloc, SDI_sd_free, SDI_sd_buf_ptr, SDI_sd_peer_ptr,
+	SDI_sd_put, SDI_sd_get, SDI_sd_put_signal, SDI_sd_read_u64, SDI_sd_quiet,
+	SDI_sd_barrier_enqueue, SDI_sd_allreduce_enqueue, SDI_sd_reduce_enqueue,
+	SDI_sd_broadcast_enqueue, SDI_sd_allgather_u64, SDI_sd_allgather_u64_enqueue,
+	SDI_sd_allgather_u64_result, SDI_sd_stream_wait, SDI_sd_stream_query, SDI_sd_event_record,
+	SDI_sd_event_query, SDI_sd_event_wait, SDI_sd_event_destroy, SDI_sd_timeout_info,
+	SDI_sd_abandon, SDI_sd_dev_alloc, SDI_sd_dev_free, SDI_sd_copy_htod, SDI_sd_copy_dtoh,
+	SDI_sd_copy_dtod, SDI_sd_memset, SDI_sd_time_allreduce, SDI_sd_time_barrier,
+	SDI_sd_time_copy, SDI_count
+};
+
+static const char *const sdw_names[SDI_count] = {
+	"sd_last_error", "sd_abi_version", "sd_device_count", "sd_uniqueid_size",
+	"sd_get_uniqueid", "sd_init", "sd_finalize", "sd_stream", "sd_set_timeout",
+	"sd_set_one_shot_max", "sd_alloc", "sd_free", "sd_buf_ptr", "sd_peer_ptr",
+	"sd_put", "sd_get", "sd_put_signal", "sd_read_u64", "sd_quiet",
+	"sd_barrier_enqueue", "sd_allreduce_enqueue", "sd_reduce_enqueue",
+	"sd_broadcast_enqueue", "sd_allgather_u64", "sd_allgather_u64_enqueue",
+	"sd_allgather_u64_result", "sd_stream_wait", "sd_stream_query", "sd_event_record",
+	"sd_event_query", "sd_event_wait", "sd_event_destroy", "sd_timeout_info",
+	"sd_abandon", "sd_dev_alloc", "sd_dev_free", "sd_copy_htod", "sd_copy_dtoh",
+	"sd_copy_dtod", "sd_memset", "sd_time_allreduce", "sd_time_barrier",
+	"sd_time_copy",
+};
+
+typedef struct {
+	void *handle;
+	void *fn[SDI_count];
+} sdw_table;
+
+// sdw_open loads the library and binds every entry point; on failure it
+// returns NULL with the reason in err.
+static sdw_table *sdw_open(const char *path, char *err, size_t cap) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+	if (!h) {
+		const char *m = dlerror();
+		snprintf(err, cap, "%s", m ? m : "dlopen failed");
+		return NULL;
+	}
+	sdw_table *t = (sdw_table *)calloc(1, sizeof *t);
+	if (!t) {
+		snprintf(err, cap, "out of memory");
+		return NULL;
+	}
+	t->handle = h;
+	size_t used = 0;
+	for (int i = 0; i < SDI_count; i++) {
+		t->fn[i] = dlsym(h, sdw_names[i]);
+		if (!t->fn[i] && used < cap) {
+			int n = snprintf(err + used, cap - used, "%s%s", used ? " " : "", sdw_names[i]);
+			if (n > 0) used += (size_t)n;
+		}
+	}
+	if (used) {
+		free(t);
+		return NULL; // the library stays loaded: dlclose of CUDA code is not safe
+	}
+	return t;
+}
+
+// SDF is entry point name of table t, with the header's type.
+#define SDF(name, t) ((__typeof__(&name))((t)->fn[SDI_##name]))
+
+// sdw_ret copies the library's message of a failure into err, on the thread
+// that saw it (the message is thread-local in the library).
+static int sdw_ret(const sdw_table *t, char *err, size_t cap, int rc) {
+	if (rc != 0 && err && cap) {
+		const char *m = SDF(sd_last_error, t)();
+		snprintf(err, cap, "%s", m ? m : "");
+	}
+	return rc;
+}
+
+#define SDW const sdw_table *t, char *err, size_t cap
+#define SDR(expr) return sdw_ret(t, err, cap, (expr))
+
+static int w_abi_version(const sdw_table *t) { return SDF(sd_abi_version, t)(); }
+static int w_device_count(SDW, int32_t *n) { SDR(SDF(sd_device_count, t)(n)); }
+static int w_uniqueid_size(SDW, size_t *n) { SDR(SDF(sd_uniqueid_size, t)(n)); }
+static int w_get_uniqueid(SDW, void *out, size_t n) { SDR(SDF(sd_get_uniqueid, t)(out, n)); }
+static int w_init(SDW, const sd_init_args *a, sd_info *i) { SDR(SDF(sd_init, t)(a, i)); }
+static int w_finalize(SDW, int32_t c) { SDR(SDF(sd_finalize, t)(c)); }
+static int w_stream(SDW, uint64_t *s) { SDR(SDF(sd_stream, t)(s)); }
+static int w_set_timeout(SDW, int64_t ns) { SDR(SDF(sd_set_timeout, t)(ns)); }
+static int w_set_one_shot_max(SDW, size_t b) { SDR(SDF(sd_set_one_shot_max, t)(b)); }
+static int w_alloc(SDW, size_t b, sd_buf **out) { SDR(SDF(sd_alloc, t)(b, out)); }
+static int w_free(SDW, sd_buf *b) { SDR(SDF(sd_free, t)(b)); }
+static int w_buf_ptr(SDW, const sd_buf *b, uint64_t *p) { SDR(SDF(sd_buf_ptr, t)(b, p)); }
+static int w_peer_ptr(SDW, const sd_buf *b, int32_t pe, uint64_t *p) { SDR(SDF(sd_peer_ptr, t)(b, pe, p)); }
+static int w_put(SDW, sd_buf *b, size_t off, const void *src, size_t n, int32_t pe) {
+	SDR(SDF(sd_put, t)(b, off, src, n, pe));
+}
+static int w_get(SDW, void *dst, const sd_buf *b, size_t off, size_t n, int32_t pe) {
+	SDR(SDF(sd_get, t)(dst, b, off, n, pe));
+}
+static int w_put_signal(SDW, sd_buf *b, size_t off, const void *src, size_t n, sd_buf *sig,
+                        size_t sig_off, uint64_t v, int32_t op, int32_t pe) {
+	SDR(SDF(sd_put_signal, t)(b, off, src, n, sig, sig_off, v, op, pe));
+}
+static int w_read_u64(SDW, const sd_buf *b, size_t off, uint64_t *v) { SDR(SDF(sd_read_u64, t)(b, off, v)); }
+static int w_quiet(SDW) { SDR(SDF(sd_quiet, t)()); }
+static int w_barrier_enqueue(SDW) { SDR(SDF(sd_barrier_enqueue, t)()); }
+static int w_allreduce_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t dt, int32_t op, int32_t algo) {
+	SDR(SDF(sd_allreduce_enqueue, t)(b, off, n, dt, op, algo));
+}
+static int w_reduce_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t dt, int32_t op, int32_t root) {
+	SDR(SDF(sd_reduce_enqueue, t)(b, off, n, dt, op, root));
+}
+static int w_broadcast_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t root) {
+	SDR(SDF(sd_broadcast_enqueue, t)(b, off, n, root));
+}
+static int w_allgather_u64(SDW, const uint64_t *mine, int32_t c, uint64_t *all) {
+	SDR(SDF(sd_allgather_u64, t)(mine, c, all));
+}
+static int w_allgather_u64_enqueue(SDW, const uint64_t *mine, int32_t c) {
+	SDR(SDF(sd_allgather_u64_enqueue, t)(mine, c));
+}
+static int w_allgather_u64_result(SDW, uint64_t *all, int32_t c) {
+	SDR(SDF(sd_allgather_u64_result, t)(all, c));
+}
+static int w_stream_wait(SDW, int64_t ns) { SDR(SDF(sd_stream_wait, t)(ns)); }
+static int w_stream_query(SDW, int32_t *done) { SDR(SDF(sd_stream_query, t)(done)); }
+static int w_event_record(SDW, uint64_t *ev) { SDR(SDF(sd_event_record, t)(ev)); }
+static int w_event_query(SDW, uint64_t ev, int32_t *done) { SDR(SDF(sd_event_query, t)(ev, done)); }
+static int w_event_wait(SDW, uint64_t ev, int64_t ns) { SDR(SDF(sd_event_wait, t)(ev, ns)); }
+static int w_event_destroy(SDW, uint64_t ev) { SDR(SDF(sd_event_destroy, t)(ev)); }
+static int w_timeout_info(SDW, int32_t *missing, int32_t mcap, int32_t *count, char *op, size_t ocap) {
+	SDR(SDF(sd_timeout_info, t)(missing, mcap, count, op, ocap));
+}
+static int w_abandon(SDW) { SDR(SDF(sd_abandon, t)()); }
+static int w_dev_alloc(SDW, size_t n, uint64_t *p) { SDR(SDF(sd_dev_alloc, t)(n, p)); }
+static int w_dev_free(SDW, uint64_t p) { SDR(SDF(sd_dev_free, t)(p)); }
+static int w_copy_htod(SDW, uint64_t dst, const void *src, size_t n) { SDR(SDF(sd_copy_htod, t)(dst, src, n)); }
+static int w_copy_dtoh(SDW, void *dst, uint64_t src, size_t n) { SDR(SDF(sd_copy_dtoh, t)(dst, src, n)); }
+static int w_copy_dtod(SDW, uint64_t dst, uint64_t src, size_t n) { SDR(SDF(sd_copy_dtod, t)(dst, src, n)); }
+static int w_memset(SDW, uint64_t dst, int32_t v, size_t n) { SDR(SDF(sd_memset, t)(dst, v, n)); }
+static int w_time_allreduce(SDW, sd_buf *b, size_t n, int32_t dt, int32_t op, int32_t algo,
+                            int32_t warm, int32_t iters, float *ms) {
+	SDR(SDF(sd_time_allreduce, t)(b, n, dt, op, algo, warm, iters, ms));
+}
+static int w_time_barrier(SDW, int32_t warm, int32_t iters, float *ms) {
+	SDR(SDF(sd_time_barrier, t)(warm, iters, ms));
+}
+static int w_time_copy(SDW, size_t n, int32_t warm, int32_t iters, float *ms) {
+	SDR(SDF(sd_time_copy, t)(n, warm, iters, ms));
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Lib is the loaded library. Its methods may be called from any goroutine,
+// but the runtime behind them is one per process: callers serialise.
+type Lib struct {
+	path string
+	t    *C.sdw_table
+}
+
+// SymBuf is a symmetric allocation (sd_buf) made by Lib.Alloc.
+type SymBuf struct {
+	h     *C.sd_buf
+	ptr   uintptr
+	bytes int
+}
+
+// Ptr is the device address of this PE's copy.
+func (b *SymBuf) Ptr() uintptr { return b.ptr }
+
+// Bytes is the allocation's size.
+func (b *SymBuf) Bytes() int { return b.bytes }
+
+var (
+	loadMu sync.Mutex
+	loaded = map[string]*Lib{}
+)
+
+// Load finds the library (see Candidates), loads it once per process and
+// checks its ABI version. The error says where it looked and how to build it.
+func Load(explicit string) (*Lib, error) {
+	var tried []string
+	for _, p := range Candidates(explicit) {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			abs = p
+		}
+		if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
+			tried = append(tried, p)
+			continue
+		}
+		return open(abs)
+	}
+	return nil, fmt.Errorf("%w: %w: %s not found (looked in %s); build it on a GPU host with cuda/build.sh and set %s to its path",
+		ErrUnavailable, ErrNotFound, LibName, strings.Join(tried, ", "), EnvLib)
+}
+
+// open loads the library at path (absolute), once.
+func open(path string) (*Lib, error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if l, ok := loaded[path]; ok {
+		return l, nil
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var buf [1024]byte
+	t := C.sdw_open(cpath, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+	if t == nil {
+		msg := cstr(buf[:])
+		if strings.Contains(msg, "libcuda.so") {
+			return nil, fmt.Errorf("%w: %w: load %s: %s (no NVIDIA driver on this machine)", ErrUnavailable, ErrNoDevice, path, msg)
+		}
+		if !strings.HasPrefix(msg, "sd_") {
+			return nil, fmt.Errorf("%w: load %s: %s", ErrUnavailable, path, msg)
+		}
+		return nil, fmt.Errorf("%w: %s lacks entry points %s: rebuild it with cuda/build.sh", ErrUnavailable, path, msg)
+	}
+	l := &Lib{path: path, t: t}
+	if v := l.ABIVersion(); v != ABIVersion {
+		return nil, fmt.Errorf("%w: %s has C ABI %d, this program speaks %d: rebuild it with cuda/build.sh", ErrUnavailable, path, v, ABIVersion)
+	}
+	loaded[path] = l
+	return l, nil
+}
+
+// cstr is the NUL-terminated string at the start of b.
+func cstr(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// call runs f with an error buffer and turns its status into an error.
+func (l *Lib) call(name string, f func(err *C.char, n C.size_t) C.int) error {
+	var buf [1024]byte
+	rc := f((*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+	return callError(name, int(rc), cstr(buf[:]))
+}
+
+// bytesPtr is the address of b's first byte, or nil when b is empty.
+func bytesPtr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+// Path is the file the library was loaded from.
+func (l *Lib) Path() string { return l.path }
+
+// ABIVersion is the library's SD_ABI_VERSION.
+func (l *Lib) ABIVersion() int { return int(C.w_abi_version(l.t)) }
+
+// DeviceCount is the number of CUDA devices; an error wrapping ErrNoDevice
+// when there is no GPU or driver.
+func (l *Lib) DeviceCount() (int, error) {
+	var n C.int32_t
+	err := l.call("sd_device_count", func(e *C.char, c C.size_t) C.int { return C.w_device_count(l.t, e, c, &n) })
+	return int(n), err
+}
+
+// UniqueID returns a fresh NVSHMEM unique id (PE 0 of a unique-id bootstrap).
+func (l *Lib) UniqueID() ([]byte, error) {
+	var n C.size_t
+	if err := l.call("sd_uniqueid_size", func(e *C.char, c C.size_t) C.int { return C.w_uniqueid_size(l.t, e, c, &n) }); err != nil {
+		return nil, err
+	}
+	id := make([]byte, int(n))
+	err := l.call("sd_get_uniqueid", func(e *C.char, c C.size_t) C.int {
+		return C.w_get_uniqueid(l.t, e, c, bytesPtr(id), n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return id, nil
+}
+
+// Init selects the GPU and starts NVSHMEM and the library's runtime.
+func (l *Lib) Init(a InitArgs) (Info, error) {
+	var args C.sd_init_args
+	args.bootstrap = C.int32_t(a.Bootstrap)
+	args.pe = C.int32_t(a.PE)
+	args.npes = C.int32_t(a.NPEs)
+	args.local_pe = C.int32_t(a.LocalPE)
+	args.device = C.int32_t(a.Device)
+	if a.SingleNode {
+		args.single_node = 1
+	}
+	args.heap_bytes = C.int64_t(a.HeapBytes)
+	args.timeout_ns = C.int64_t(a.Timeout.Nanoseconds())
+	if len(a.UID) > 0 {
+		uid := C.CBytes(a.UID) // C memory: the struct may not hold a Go pointer
+		defer C.free(uid)
+		args.uid = uid
+		args.uid_len = C.size_t(len(a.UID))
+	}
+	var info C.sd_info
+	if err := l.call("sd_init", func(e *C.char, c C.size_t) C.int { return C.w_init(l.t, e, c, &args, &info) }); err != nil {
+		return Info{}, err
+	}
+	return Info{
+		PE:           int(info.pe),
+		NPEs:         int(info.npes),
+		Device:       int(info.device),
+		DeviceCount:  int(info.device_count),
+		SMCount:      int(info.sm_count),
+		MaxBlocks:    int(info.max_blocks),
+		AllReachable: info.all_reachable != 0,
+		NVSHMEMVersion: [3]int{
+			int(info.nvshmem_major), int(info.nvshmem_minor), int(info.nvshmem_patch),
+		},
+		CUDARuntime: int(info.cuda_runtime),
+		CUDADriver:  int(info.cuda_driver),
+		DeviceName:  C.GoString(&info.device_name[0]),
+	}, nil
+}
+
+// Finalize ends the runtime; collective waits for every PE (with the
+// deadline) and finalizes NVSHMEM, otherwise only local resources go.
+func (l *Lib) Finalize(collective bool) error {
+	c32 := C.int32_t(0)
+	if collective {
+		c32 = 1
+	}
+	return l.call("sd_finalize", func(e *C.char, c C.size_t) C.int { return C.w_finalize(l.t, e, c, c32) })
+}
+
+// Stream is the library's CUDA stream (a cudaStream_t).
+func (l *Lib) Stream() (uintptr, error) {
+	var s C.uint64_t
+	err := l.call("sd_stream", func(e *C.char, c C.size_t) C.int { return C.w_stream(l.t, e, c, &s) })
+	return uintptr(s), err
+}
+
+// SetTimeout sets the deadline of in-kernel waits.
+func (l *Lib) SetTimeout(d time.Duration) error {
+	return l.call("sd_set_timeout", func(e *C.char, c C.size_t) C.int {
+		return C.w_set_timeout(l.t, e, c, C.int64_t(d.Nanoseconds()))
+	})
+}
+
+// SetOneShotMax sets the largest buffer (bytes) the automatic allreduce
+// reduces one-shot.
+func (l *Lib) SetOneShotMax(bytes int) error {
+	return l.call("sd_set_one_shot_max", func(e *C.char, c C.size_t) C.int {
+		return C.w_set_one_shot_max(l.t, e, c, C.size_t(bytes))
+	})
+}
+
+// Alloc collectively allocates bytes of zeroed symmetric memory.
+func (l *Lib) Alloc(bytes int) (*SymBuf, error) {
+	var h *C.sd_buf
+	if err := l.call("sd_alloc", func(e *C.char, c C.size_t) C.int { return C.w_alloc(l.t, e, c, C.size_t(bytes), &h) }); err != nil {
+		return nil, err
+	}
+	var p C.uint64_t
+	if err := l.call("sd_buf_ptr", func(e *C.char, c C.size_t) C.int { return C.w_buf_ptr(l.t, e, c, h, &p) }); err != nil {
+		return nil, err
+	}
+	return &SymBuf{h: h, ptr: uintptr(p), bytes: bytes}, nil
+}
+
+// Free collectively frees b.
+func (l *Lib) Free(b *SymBuf) error {
+	return l.call("sd_free", func(e *C.char, c C.size_t) C.int { return C.w_free(l.t, e, c, b.h) })
+}
+
+// PeerPtr is PE pe's copy of b in this address space, 0 when out of pointer reach.
+func (l *Lib) PeerPtr(b *SymBuf, pe int) (uintptr, error) {
+	var p C.uint64_t
+	err := l.call("sd_peer_ptr", func(e *C.char, c C.size_t) C.int { return C.w_peer_ptr(l.t, e, c, b.h, C.int32_t(pe), &p) })
+	return uintptr(p), err
+}
+
+// Put copies src into PE pe's copy of b at byte off; complete on return.
+func (l *Lib) Put(b *SymBuf, off int, src []byte, pe int) error {
+	return l.call("sd_put", func(e *C.char, c C.size_t) C.int {
+		return C.w_put(l.t, e, c, b.h, C.size_t(off), bytesPtr(src), C.size_t(len(src)), C.int32_t(pe))
+	})
+}
+
+// Get copies len(dst) bytes of PE pe's copy of b at byte off into dst.
+func (l *Lib) Get(dst []byte, b *SymBuf, off int, pe int) error {
+	return l.call("sd_get", func(e *C.char, c C.size_t) C.int {
+		return C.w_get(l.t, e, c, bytesPtr(dst), b.h, C.size_t(off), C.size_t(len(dst)), C.int32_t(pe))
+	})
+}
+
+// PutSignal puts src into PE pe's copy of b at byte off, then updates the
+// uint64 at byte sigOff of sig on pe with op and value, ordered after the data.
+func (l *Lib) PutSignal(b *SymBuf, off int, src []byte, sig *SymBuf, sigOff int, value uint64, op SignalOp, pe int) error {
+	return l.call("sd_put_signal", func(e *C.char, c C.size_t) C.int {
+		return C.w_put_signal(l.t, e, c, b.h, C.size_t(off), bytesPtr(src), C.size_t(len(src)),
+			sig.h, C.size_t(sigOff), C.uint64_t(value), C.int32_t(op), C.int32_t(pe))
+	})
+}
+
+// ReadU64 reads this PE's uint64 at byte off of b.
+func (l *Lib) ReadU64(b *SymBuf, off int) (uint64, error) {
+	var v C.uint64_t
+	err := l.call("sd_read_u64", func(e *C.char, c C.size_t) C.int { return C.w_read_u64(l.t, e, c, b.h, C.size_t(off), &v) })
+	return uint64(v), err
+}
+
+// Quiet completes this PE's outstanding NVSHMEM puts and the stream's work.
+func (l *Lib) Quiet() error {
+	return l.call("sd_quiet", func(e *C.char, c C.size_t) C.int { return C.w_quiet(l.t, e, c) })
+}
+
+// BarrierEnqueue enqueues a barrier of all PEs.
+func (l *Lib) BarrierEnqueue() error {
+	return l.call("sd_barrier_enqueue", func(e *C.char, c C.size_t) C.int { return C.w_barrier_enqueue(l.t, e, c) })
+}
+
+// AllReduceEnqueue enqueues an in-place allreduce of n elements of dt at
+// element off of b.
+func (l *Lib) AllReduceEnqueue(b *SymBuf, off, n int, dt DType, op Op, algo Algo) error {
+	return l.call("sd_allreduce_enqueue", func(e *C.char, c C.size_t) C.int {
+		return C.w_allreduce_enqueue(l.t, e, c, b.h, C.size_t(off), C.size_t(n), C.int32_t(dt), C.int32_t(op), C.int32_t(algo))
+	})
+}
+
+// ReduceEnqueue enqueues a reduction into root's copy.
+func (l *Lib) ReduceEnqueue(b *SymBuf, off, n int, dt DType, op Op, root int) error {
+	return l.call("sd_reduce_enqueue", func(e *C.char, c C.size_t) C.int {
+		return C.w_reduce_enqueue(l.t, e, c, b.h, C.size_t(off), C.size_t(n), C.int32_t(dt), C.int32_t(op), C.int32_t(root))
+	})
+}
+
+// BroadcastEnqueue enqueues a copy of root's bytes [off, off+n) of b to every PE.
+func (l *Lib) BroadcastEnqueue(b *SymBuf, off, n int, root int) error {
+	return l.call("sd_broadcast_enqueue", func(e *C.char, c C.size_t) C.int {
+		return C.w_broadcast_enqueue(l.t, e, c, b.h, C.size_t(off), C.size_t(n), C.int32_t(root))
+	})
+}
+
+// AllGatherU64 gathers every PE's words (at most 8), PE by PE; blocking,
+// with the library's deadline.
+func (l *Lib) AllGatherU64(mine []uint64, npes int) ([]uint64, error) {
+	if len(mine) == 0 {
+		return nil, &Error{Call: "sd_allgather_u64", Status: statusArg, Msg: "no words"}
+	}
+	all := make([]uint64, npes*len(mine))
+	err := l.call("sd_allgather_u64", func(e *C.char, c C.size_t) C.int {
+		return C.w_allgather_u64(l.t, e, c, (*C.uint64_t)(unsafe.Pointer(&mine[0])), C.int32_t(len(mine)), (*C.uint64_t)(unsafe.Pointer(&all[0])))
+	})
+	return all, err
+}
+
+// AllGatherU64Enqueue enqueues an allgather of mine (at most 8 words).
+func (l *Lib) AllGatherU64Enqueue(mine []uint64) error {
+	if len(mine) == 0 {
+		return &Error{Call: "sd_allgather_u64_enqueue", Status: statusArg, Msg: "no words"}
+	}
+	return l.call("sd_allgather_u64_enqueue", func(e *C.char, c C.size_t) C.int {
+		return C.w_allgather_u64_enqueue(l.t, e, c, (*C.uint64_t)(unsafe.Pointer(&mine[0])), C.int32_t(len(mine)))
+	})
+}
+
+// AllGatherU64Result collects a completed allgather of count words per PE
+// into all (len npes*count).
+func (l *Lib) AllGatherU64Result(all []uint64, count int) error {
+	if len(all) == 0 || count <= 0 {
+		return &Error{Call: "sd_allgather_u64_result", Status: statusArg, Msg: "no room"}
+	}
+	return l.call("sd_allgather_u64_result", func(e *C.char, c C.size_t) C.int {
+		return C.w_allgather_u64_result(l.t, e, c, (*C.uint64_t)(unsafe.Pointer(&all[0])), C.int32_t(count))
+	})
+}
+
+// StreamWait waits for the stream's work with a deadline.
+func (l *Lib) StreamWait(timeout time.Duration) error {
+	return l.call("sd_stream_wait", func(e *C.char, c C.size_t) C.int {
+		return C.w_stream_wait(l.t, e, c, C.int64_t(timeout.Nanoseconds()))
+	})
+}
+
+// StreamQuery reports whether the stream's work is done, without waiting.
+func (l *Lib) StreamQuery() (bool, error) {
+	var d C.int32_t
+	err := l.call("sd_stream_query", func(e *C.char, c C.size_t) C.int { return C.w_stream_query(l.t, e, c, &d) })
+	return d != 0, err
+}
+
+// EventRecord records an event on the stream.
+func (l *Lib) EventRecord() (Event, error) {
+	var ev C.uint64_t
+	err := l.call("sd_event_record", func(e *C.char, c C.size_t) C.int { return C.w_event_record(l.t, e, c, &ev) })
+	return Event(ev), err
+}
+
+// EventQuery reports whether ev has completed, without waiting.
+func (l *Lib) EventQuery(ev Event) (bool, error) {
+	var d C.int32_t
+	err := l.call("sd_event_query", func(e *C.char, c C.size_t) C.int { return C.w_event_query(l.t, e, c, C.uint64_t(ev), &d) })
+	return d != 0, err
+}
+
+// EventWait waits for ev with a deadline.
+func (l *Lib) EventWait(ev Event, timeout time.Duration) error {
+	return l.call("sd_event_wait", func(e *C.char, c C.size_t) C.int {
+		return C.w_event_wait(l.t, e, c, C.uint64_t(ev), C.int64_t(timeout.Nanoseconds()))
+	})
+}
+
+// EventDestroy releases ev.
+func (l *Lib) EventDestroy(ev Event) error {
+	return l.call("sd_event_destroy", func(e *C.char, c C.size_t) C.int { return C.w_event_destroy(l.t, e, c, C.uint64_t(ev)) })
+}
+
+// TimeoutInfo names, after a wait gave up, the PEs that had not arrived and
+// the operation that waited.
+func (l *Lib) TimeoutInfo(npes int) (missing []int, op string, err error) {
+	m := make([]C.int32_t, max(npes, 1))
+	var count C.int32_t
+	var opBuf [32]byte
+	err = l.call("sd_timeout_info", func(e *C.char, c C.size_t) C.int {
+		return C.w_timeout_info(l.t, e, c, &m[0], C.int32_t(len(m)), &count, (*C.char)(unsafe.Pointer(&opBuf[0])), C.size_t(len(opBuf)))
+	})
+	for i := 0; i < int(count) && i < len(m); i++ {
+		missing = append(missing, int(m[i]))
+	}
+	return missing, cstr(opBuf[:]), err
+}
+
+// Abandon tells the library that the caller gave up on a wait: collectives
+// are refused from now on and Finalize does not wait for peers.
+func (l *Lib) Abandon() error {
+	return l.call("sd_abandon", func(e *C.char, c C.size_t) C.int { return C.w_abandon(l.t, e, c) })
+}
+
+// DevAlloc allocates plain (not symmetric) device memory.
+func (l *Lib) DevAlloc(bytes int) (uintptr, error) {
+	var p C.uint64_t
+	err := l.call("sd_dev_alloc", func(e *C.char, c C.size_t) C.int { return C.w_dev_alloc(l.t, e, c, C.size_t(bytes), &p) })
+	return uintptr(p), err
+}
+
+// DevFree frees memory from DevAlloc.
+func (l *Lib) DevFree(p uintptr) error {
+	return l.call("sd_dev_free", func(e *C.char, c C.size_t) C.int { return C.w_dev_free(l.t, e, c, C.uint64_t(p)) })
+}
+
+// CopyHtoD copies src to device address dst.
+func (l *Lib) CopyHtoD(dst uintptr, src []byte) error {
+	return l.call("sd_copy_htod", func(e *C.char, c C.size_t) C.int {
+		return C.w_copy_htod(l.t, e, c, C.uint64_t(dst), bytesPtr(src), C.size_t(len(src)))
+	})
+}
+
+// CopyDtoH copies len(dst) bytes from device address src.
+func (l *Lib) CopyDtoH(dst []byte, src uintptr) error {
+	return l.call("sd_copy_dtoh", func(e *C.char, c C.size_t) C.int {
+		return C.w_copy_dtoh(l.t, e, c, bytesPtr(dst), C.uint64_t(src), C.size_t(len(dst)))
+	})
+}
+
+// CopyDtoD copies bytes between device addresses.
+func (l *Lib) CopyDtoD(dst, src uintptr, bytes int) error {
+	return l.call("sd_copy_dtod", func(e *C.char, c C.size_t) C.int {
+		return C.w_copy_dtod(l.t, e, c, C.uint64_t(dst), C.uint64_t(src), C.size_t(bytes))
+	})
+}
+
+// Memset sets bytes of device memory at dst to v.
+func (l *Lib) Memset(dst uintptr, v byte, bytes int) error {
+	return l.call("sd_memset", func(e *C.char, c C.size_t) C.int {
+		return C.w_memset(l.t, e, c, C.uint64_t(dst), C.int32_t(v), C.size_t(bytes))
+	})
+}
+
+// TimeAllReduce times iters allreduces of the first n elements of b (after
+// warmup ones) with CUDA events; collective. It returns the total time.
+func (l *Lib) TimeAllReduce(b *SymBuf, n int, dt DType, op Op, algo Algo, warmup, iters int) (time.Duration, error) {
+	var ms C.float
+	err := l.call("sd_time_allreduce", func(e *C.char, c C.size_t) C.int {
+		return C.w_time_allreduce(l.t, e, c, b.h, C.size_t(n), C.int32_t(dt), C.int32_t(op), C.int32_t(algo), C.int32_t(warmup), C.int32_t(iters), &ms)
+	})
+	return msDuration(ms), err
+}
+
+// TimeBarrier times iters barriers; collective.
+func (l *Lib) TimeBarrier(warmup, iters int) (time.Duration, error) {
+	var ms C.float
+	err := l.call("sd_time_barrier", func(e *C.char, c C.size_t) C.int {
+		return C.w_time_barrier(l.t, e, c, C.int32_t(warmup), C.int32_t(iters), &ms)
+	})
+	return msDuration(ms), err
+}
+
+// TimeCopy times iters device-to-device copies of bytes; local.
+func (l *Lib) TimeCopy(bytes, warmup, iters int) (time.Duration, error) {
+	var ms C.float
+	err := l.call("sd_time_copy", func(e *C.char, c C.size_t) C.int {
+		return C.w_time_copy(l.t, e, c, C.size_t(bytes), C.int32_t(warmup), C.int32_t(iters), &ms)
+	})
+	return msDuration(ms), err
+}
+
+func msDuration(ms C.float) time.Duration {
+	return time.Duration(float64(ms) * float64(time.Millisecond))
+}
+
+// Buildable reports whether this build can load the library at all: true
+// with cgo.
+func Buildable() bool { return true }
