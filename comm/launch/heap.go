@@ -43,9 +43,9 @@ func createHeap(dir string) (string, error) {
 }
 
 // removeStale removes the entries prefix<pid>-* of dir whose launcher pid is
-// no longer running: what a job killed with SIGKILL left behind. It returns
-// the paths it removed.
-func removeStale(dir, prefix string) ([]string, error) {
+// no longer running: what a job killed with SIGKILL left behind. before, if
+// not nil, is called on each first. It returns the paths it removed.
+func removeStale(dir, prefix string, before func(path string)) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(dir, prefix+"*-*"))
 	if err != nil {
 		return nil, err
@@ -58,6 +58,9 @@ func removeStale(dir, prefix string) ([]string, error) {
 		pid, err := strconv.Atoi(pidStr)
 		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processExists(pid) {
 			continue
+		}
+		if before != nil {
+			before(m)
 		}
 		if err := os.RemoveAll(m); err != nil {
 			errs = append(errs, err)

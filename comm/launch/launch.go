@@ -1,5 +1,6 @@
 // Package launch starts the PEs of a symddp job on this host, watches them
-// and tears the job down: `train --pes N` and the multi-PE tests use it.
+// and tears the job down: `train --pes N`, ddp.Launch (the entry point of
+// library programs) and the multi-PE tests use it.
 //
 // Run re-executes a binary (by default this one) N times with the PE
 // environment of docs/DESIGN.md (SYMDDP_PE, SYMDDP_NPES, ...). PE 0's stdout
@@ -63,6 +64,8 @@ type Spec struct {
 	// TailLines is how many stderr lines of a failed PE the error keeps
 	// (default 20).
 	TailLines int
+	// MPS, when set, runs the job under a private CUDA MPS daemon (see MPS).
+	MPS *MPS
 }
 
 // Defaults of Spec's zero fields.
@@ -103,14 +106,22 @@ func Run(ctx context.Context, spec Spec) error {
 	}
 	// Leftovers of launchers killed with SIGKILL; failing to remove them
 	// does not stop this job.
-	removeStale(comm.HeapDir(), heapPrefix)
-	removeStale(os.TempDir(), runDirPrefix)
+	removeStale(comm.HeapDir(), heapPrefix, nil)
+	removeStale(os.TempDir(), runDirPrefix, stopStaleMPS)
 
 	runDir, err := os.MkdirTemp("", runDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return fmt.Errorf("launch: run directory: %w", err)
 	}
 	defer os.RemoveAll(runDir)
+	if spec.MPS != nil {
+		d, env, err := startMPS(*spec.MPS, runDir)
+		if err != nil {
+			return err
+		}
+		defer d.stop()
+		spec.Env = append(append([]string{}, spec.Env...), env...)
+	}
 	cfg := comm.Config{NPEs: spec.NPEs, HeapSize: spec.HeapSize, Timeout: spec.Timeout, RunDir: runDir}
 	if spec.Backend == "shm" {
 		if cfg.HeapName, err = createHeap(comm.HeapDir()); err != nil {

@@ -173,7 +173,7 @@ func TestRemoveStaleKeepsLiveLaunchers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, err := removeStale(dir, heapPrefix)
+	removed, err := removeStale(dir, heapPrefix, nil)
 	if err != nil || len(removed) != 1 || removed[0] != stale {
 		t.Fatalf("removeStale removed %v (%v), want only %s", removed, err, stale)
 	}

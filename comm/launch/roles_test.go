@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -73,11 +74,20 @@ func playRole(role string) int {
 		case <-time.After(time.Minute):
 			return 1
 		}
+	case "mps": // report the MPS variables
+		daemon, _ := os.ReadFile(filepath.Join(os.Getenv("CUDA_MPS_PIPE_DIRECTORY"), "daemon.pid"))
+		fmt.Printf("pe=%d daemon=%s pipe=%s share=%s\n", cfg.PE, strings.TrimSpace(string(daemon)),
+			os.Getenv("CUDA_MPS_PIPE_DIRECTORY"), os.Getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"))
+		return 0
 	case "launcher": // a launcher of LAUNCH_TEST_PE_ROLE PEs, in its own process
-		err := Run(context.Background(), Spec{
+		s := Spec{
 			Path: os.Args[0], Args: []string{}, NPEs: 2, ForwardSignals: true,
 			Env: []string{envRole + "=" + os.Getenv("LAUNCH_TEST_PE_ROLE")},
-		})
+		}
+		if os.Getenv("LAUNCH_TEST_MPS") != "" {
+			s.MPS = &MPS{PEsPerGPU: 2}
+		}
+		err := Run(context.Background(), s)
 		fmt.Fprintf(os.Stderr, "launcher: %v\n", err)
 		switch {
 		case err == nil:
