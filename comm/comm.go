@@ -1,24 +1,52 @@
 // Package comm is symddp's PGAS runtime: a small NVSHMEM-style interface over
 // a symmetric heap that every processing element (PE) of a job can read and
-// write.
+// write. The trainer (package ddp) uses it for its parameter and gradient
+// arenas; a program that only trains a model needs no more of it than the
+// Comm that ddp.Launch hands to each PE.
 //
-// A job has NPEs() processing elements, one process each. Alloc is collective:
-// every PE calls it with the same kind and length, in the same order, and gets a
-// handle on a buffer that exists at the same offset on every PE. One-sided
-// operations (Put*, Get*, P, G, PutSignal) reach into a peer's copy of such a
-// buffer; collectives (Barrier, AllReduce, Reduce, Broadcast) must be called by
-// every PE in the same order.
+// # Jobs and PEs
 //
-// Backends live in sub-packages and register themselves by name:
+// A job has NPEs() processing elements, one process each, numbered 0 to
+// NPEs()-1 (MyPE). The processes of a job on one host are started by
+// comm/launch (used by `train --pes N` and ddp.Launch), which tells each
+// one its PE number, the job's size and the heap through SYMDDP_*
+// environment variables ([ConfigFromEnv] reads them back); across hosts
+// mpirun starts them. A one-PE job needs no launcher:
+// Open("shm", Config{NPEs: 1}) opens one in the calling process.
+//
+// # Symmetric buffers
+//
+// Alloc is collective: every PE calls it with the same kind and length, in
+// the same order, and gets a handle on a buffer that exists at the same
+// offset on every PE. One-sided operations (Put*, Get*, P, G, PutSignal)
+// reach into a peer's copy of such a buffer without the peer taking part;
+// collectives (Barrier, AllReduce, IAllReduce, Reduce, Broadcast) must be
+// called by every PE in the same order. A buffer of a host backend is also
+// a [HostBuffer], whose local copy is a Go slice aliasing the heap (the
+// trainer's arenas are views of it); one of a device backend is a
+// [DeviceBuffer].
+//
+// AllReduce leaves identical bits on every PE. Backends that also fix the
+// order of the sum (see [FixedOrderer]) give the same bits as each other,
+// which the conformance suite in comm/commtest checks for every backend.
+//
+// # Backends
+//
+// Backends live in sub-packages and register themselves by name when
+// imported ([Register], [Backends], [Open]):
 //
 //	comm/shm      CPU, one host, PEs are processes sharing a /dev/shm heap (default)
 //	comm/nvshmem  GPU, NVSHMEM + CUDA through the project's C-ABI library
 //	comm/mpi      CPU across hosts over MPI (build tag "mpi")
 //
+// # Errors
+//
 // Misuse returns an error that wraps one of the sentinel errors below (test
 // with errors.Is), never a crash: use after Close, a second Init, a foreign
 // buffer, a PE out of range, an offset or length past the buffer. A wait that
-// passes its deadline returns a *TimeoutError naming the PEs that did not arrive.
+// passes its deadline returns a *TimeoutError naming the PEs that did not
+// arrive; a wait on a PE that died returns an error wrapping ErrPeerFailed
+// on backends that can tell (shm and nvshmem do).
 package comm
 
 import (
@@ -58,6 +86,7 @@ func (k Kind) Size() int {
 	return 0
 }
 
+// String is the kind's name ("float32").
 func (k Kind) String() string {
 	switch k {
 	case Float32:
@@ -86,6 +115,7 @@ const (
 	Min
 )
 
+// String is the operator's name ("sum").
 func (o Op) String() string {
 	switch o {
 	case Sum:
@@ -144,6 +174,7 @@ func (c Cmp) Holds(v, target uint64) bool {
 // Buffer is a handle on a symmetric allocation. Handles are only valid with
 // the Comm that made them.
 type Buffer interface {
+	// Kind is the element type.
 	Kind() Kind
 	// Len is the number of elements.
 	Len() int
@@ -182,6 +213,7 @@ type Request interface {
 // so results are reproducible bit for bit across backends that declare it.
 // The conformance suite (comm/commtest) then checks Sum and Mean exactly.
 type FixedOrderer interface {
+	// FixedOrder reports whether Sum is the left fold in PE order.
 	FixedOrder() bool
 }
 
@@ -275,6 +307,8 @@ type TimeoutError struct {
 	Deadline time.Duration // how long it waited
 }
 
+// Error says which PE gave up on which wait, after how long, and who was
+// missing.
 func (e *TimeoutError) Error() string {
 	ids := make([]string, len(e.Missing))
 	for i, m := range e.Missing {

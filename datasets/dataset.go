@@ -1,6 +1,34 @@
 // Package datasets holds symddp's data: the Dataset interface, the IDX reader
 // for MNIST and Fashion-MNIST, a synthetic learnable dataset, and the
 // ShardSampler that gives each PE its disjoint shard of every global batch.
+//
+// # Getting data
+//
+// A [Dataset] is a labelled classification dataset held in memory, read
+// through one method, Gather, that copies chosen samples into a batch. Every
+// PE holds the whole dataset and gathers only its shard. Datasets come from:
+//
+//   - [Load]("fashion-mnist" or "mnist", dir): the IDX files, by default
+//     where Debian's packages install them. A missing file is a
+//     [*NotInstalledError] whose Hint says how to get it; [CheckInstalled]
+//     asks without reading. Pixels are in [0, 1]; standardise them with
+//     [PixelStats] and [InMemory.Normalize].
+//   - [Synthetic] and [SyntheticSplit]: Gaussian classes that any model
+//     learns, for tests and machines without the data.
+//   - [NewInMemory]: samples and labels a program already holds in two flat
+//     slices.
+//   - a type of your own: anything with Len, SampleShape, Classes and Gather
+//     (examples/customdata generates spirals this way).
+//
+// [InMemory] adds Subset and Split for short runs and held-out sets.
+//
+// # Shards and batches
+//
+// ddp.Trainer shards the data itself. A training loop of your own would do
+// as it does: a [ShardSampler] names the rows of each PE at every step of an
+// epoch, following docs/DESIGN.md (the global batches depend on the seed,
+// not on the PE count; padding rows are -1), and a [Batcher] gathers them
+// into preallocated buffers. [NewEvalSampler] shards a test set in order.
 package datasets
 
 // Dataset is a labelled classification dataset held in memory.

@@ -55,6 +55,8 @@ type ckptMeta struct {
 // DeviceUpdater) to expose the optimizer state they keep, one tensor per
 // state slot over the whole arena, in Optimizer.StateNames() order.
 type DeviceOptimizerState interface {
+	// OptimizerState returns the state tensors, each as long as the
+	// parameter arena.
 	OptimizerState() []compute.Tensor
 }
 

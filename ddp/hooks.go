@@ -25,63 +25,63 @@ type Hooks struct {
 
 // StartInfo describes a run at its start.
 type StartInfo struct {
-	PE, NPEs      int
-	Params        int // parameter count
-	StepsPerEpoch int
-	TotalSteps    int // steps Fit will run, counting resumed ones
-	MicroBatch    int // rows of one forward on one PE
-	StartStep     int // > 0 when resumed
-	Resumed       string
-	Engine        string
-	Backend       string
+	PE, NPEs      int    // this PE and the job's size
+	Params        int    // parameter count
+	StepsPerEpoch int    // optimizer steps in one pass over the training set
+	TotalSteps    int    // steps Fit will run, counting resumed ones
+	MicroBatch    int    // rows of one forward on one PE
+	StartStep     int    // > 0 when resumed
+	Resumed       string // the checkpoint resumed from; "" for a fresh start
+	Engine        string // the compute engine's name ("cpu/openblas")
+	Backend       string // the comm backend's name ("shm")
 }
 
 // StepInfo describes one finished optimizer step.
 type StepInfo struct {
-	Step        int // optimizer steps done in total, from 1
-	Epoch       int // from 0
-	StepInEpoch int // from 0
-	LR          float32
-	Skipped     bool // a non-finite step skipped under SkipNonFinite
+	Step        int     // optimizer steps done in total, from 1
+	Epoch       int     // from 0
+	StepInEpoch int     // from 0
+	LR          float32 // the learning rate the step used
+	Skipped     bool    // a non-finite step skipped under SkipNonFinite
 }
 
 // LogInfo carries the training metrics of the steps since the last log,
 // averaged over every labelled sample of every PE.
 type LogInfo struct {
-	Step          int
-	Epoch         int
-	Loss          float64
-	Accuracy      float64
-	SamplesPerSec float64 // global samples per second over the window
-	Elapsed       time.Duration
-	LR            float32
+	Step          int           // optimizer steps done
+	Epoch         int           // the epoch of the last step, from 0
+	Loss          float64       // mean cross-entropy per labelled sample
+	Accuracy      float64       // fraction of samples whose arg-max logit is the label
+	SamplesPerSec float64       // global samples per second over the window
+	Elapsed       time.Duration // since Fit started
+	LR            float32       // the learning rate of the last step
 }
 
 // EpochInfo describes a finished epoch.
 type EpochInfo struct {
-	Epoch     int
-	Step      int
-	Elapsed   time.Duration
-	Evaluated bool
-	Test      Metrics
+	Epoch     int           // the epoch that ended, from 0
+	Step      int           // optimizer steps done
+	Elapsed   time.Duration // since Fit started
+	Evaluated bool          // Test holds metrics (Options.EvalEvery)
+	Test      Metrics       // on the test set, when Evaluated
 }
 
 // Metrics are a loss and an accuracy over a set of labelled samples.
 type Metrics struct {
-	Loss     float64
-	Accuracy float64
-	Samples  int
+	Loss     float64 // mean cross-entropy per sample
+	Accuracy float64 // fraction of samples predicted right
+	Samples  int     // labelled samples counted, over all PEs
 }
 
 // Result is what Fit returns.
 type Result struct {
-	Steps         int
-	Epochs        int
-	Samples       int64 // training samples processed in this run (not resumed ones)
-	Elapsed       time.Duration
-	SamplesPerSec float64
-	Test          Metrics
-	Train         LogInfo // the last window of training metrics
-	Replicas      ReplicaReport
-	Stopped       bool // stopped early by a signal (context cancelled)
+	Steps         int           // optimizer steps done in total, resumed ones included
+	Epochs        int           // complete epochs done
+	Samples       int64         // training samples processed in this run (not resumed ones)
+	Elapsed       time.Duration // of this run
+	SamplesPerSec float64       // Samples / Elapsed, over all PEs
+	Test          Metrics       // on the test set at the end (zero without one, or when stopped)
+	Train         LogInfo       // the last window of training metrics
+	Replicas      ReplicaReport // the final replica check
+	Stopped       bool          // stopped early by a signal (context cancelled)
 }

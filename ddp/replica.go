@@ -9,9 +9,9 @@ import (
 // ReplicaReport is the outcome of a replica check: the hash of the
 // parameter arena on every PE.
 type ReplicaReport struct {
-	Step      int
-	Hashes    []uint64 // by PE
-	Identical bool
+	Step      int      // optimizer steps done when checked
+	Hashes    []uint64 // FNV-1a of the parameter arena's bits, by PE
+	Identical bool     // every PE's hash equals PE 0's
 }
 
 // String summarises the report in one line.

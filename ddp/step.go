@@ -189,6 +189,8 @@ func (t *Trainer) update() error {
 // memory: they run the optimizer (and gradient clipping) there, keeping
 // its state in device memory too.
 type DeviceUpdater interface {
+	// Update clips grads to a global norm of clipNorm (0: no clipping) and
+	// applies step number step of o, with learning rate lr, to params.
 	Update(o optim.Optimizer, params, grads compute.Tensor, step int, lr float32, clipNorm float32) error
 }
 

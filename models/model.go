@@ -1,11 +1,53 @@
 // Package models holds symddp's layers, ready models and the registry that
-// lets `train --model NAME` find built-in and user models.
+// lets `train --model NAME` and models.New find built-in and user models.
 //
-// A model declares its parameters up front (ParamSpecs: names and shapes).
-// The caller lays them out back to back in two flat arenas, one for weights
-// and one for gradients, and hands the model tensor views into them; the model
-// never allocates parameter memory of its own. Forward and backward run on a
+// # Models and arenas
+//
+// A [Model] is a classifier from a batch of samples (B, In...) to logits
+// (B, Classes). It declares its parameters up front ([ParamSpec]: a name, a
+// shape and an initialisation). The caller, usually ddp.Trainer, lays them
+// out back to back in two flat arenas, one for weights and one for
+// gradients ([Layout]), fills the weights ([InitParams]) and hands the model
+// tensor views into both in [Model.Build]; the model never allocates
+// parameter memory of its own. Forward and backward run on a
 // compute.Engine, so the same model code trains on the CPU and on the GPU.
+//
+// # Layers and composition
+//
+// Most models are a [Sequential] of [Layer] values, each a forward and
+// backward pair with its own parameters: [Linear] (with a fused ReLU),
+// [ReLU], and layers of your own. [MLP] is the model registered as "mlp".
+// The softmax cross-entropy loss, [CrossEntropy], is kept apart from the
+// model: the trainer applies it to the logits.
+//
+// # Writing a layer
+//
+// A Layer implements four methods:
+//
+//   - Params declares its parameters, in the order they take in the arenas.
+//   - Build receives the engine, the micro-batch size, the shape of one
+//     input sample and views of its parameters and gradients; it keeps the
+//     views, allocates its activations and returns the shape of one output
+//     sample. Build is the only place that allocates.
+//   - Forward computes the output from x (B, In...) and keeps what Backward
+//     needs.
+//   - Backward takes the gradient at the output, overwrites the layer's
+//     gradient views with the gradients of its parameters, and returns the
+//     gradient at the input, or nil when Build said NeedInputGrad is false
+//     (the first layer).
+//
+// A layer written with the Engine's operations alone (Gemm, BiasAct,
+// BiasActBackward, Copy, ...) runs on every engine; one that loops over
+// memory itself uses compute.HostData and runs on the CPU engine only.
+// Check a new layer's gradients with finite differences, as this package's
+// tests do for Linear and ReLU and examples/convnet does for a convolution
+// and a pooling layer.
+//
+// # The registry
+//
+// [Register] maps a name to a [Factory] that builds a model from a [Config]
+// (the data's shapes and the command line's model settings), normally from
+// an init function; [New] builds a registered model and [Names] lists them.
 package models
 
 import "github.com/symddp/symddp/compute"
@@ -31,7 +73,7 @@ type ParamSpec struct {
 	Shape []int
 	// Init and the fans that scale it.
 	Init          Init
-	FanIn, FanOut int
+	FanIn, FanOut int // as torch.nn.init computes them (a Linear layer: In and Out)
 }
 
 // Size is the number of elements of the parameter.
@@ -45,6 +87,7 @@ func (p ParamSpec) Size() int {
 
 // Build is what a model or layer gets when it is built for a batch size.
 type Build struct {
+	// Engine runs the layer's operations and allocates its activations.
 	Engine compute.Engine
 	// Batch is the number of rows of every forward (this PE's micro-batch).
 	Batch int
@@ -82,8 +125,9 @@ type Model interface {
 	Name() string
 	// Params declares every parameter in arena order.
 	Params() []ParamSpec
-	// InputShape is the shape of one sample; Classes the number of logits.
+	// InputShape is the shape of one sample.
 	InputShape() []int
+	// Classes is the number of logits.
 	Classes() int
 	// Build binds the parameter and gradient views (in Params order) and
 	// allocates activations for batch rows.

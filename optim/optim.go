@@ -3,6 +3,23 @@
 // gradient and state slices of the arenas: every PE runs the same update on
 // the same reduced gradients, so replicas stay bitwise identical.
 //
+// # Choosing an optimizer
+//
+// A program picks an optimizer by name, as the train command does, with
+// [New]("sgd"|"adam"|"adamw", cfg), starting from [DefaultConfig] (PyTorch's
+// defaults) and overriding what it wants; or builds one directly with
+// [NewSGD], [NewAdam] or [NewAdamW] and their typed configurations. It hands
+// the [Optimizer] to ddp.New, which owns its state and calls [Optimizer.Update]
+// once per step over the whole arena.
+//
+// The learning rate comes from ddp.Options.LR, or from a [Schedule]:
+// [NewSchedule]("constant"|"step"|"cosine", cfg) with an optional linear
+// warmup, or [NewConstant], [NewStepDecay], [NewCosine] and [NewWarmup]
+// composed by hand. Gradient clipping by global norm ([ClipGlobalNorm]) is
+// ddp.Options.ClipNorm.
+//
+// # Bit-exact updates
+//
 // The optimizers follow torch.optim (SGD, Adam, AdamW). Their doc comments
 // give the update as a sequence of float32 operations, each rounded to
 // nearest and none fused into a multiply-add; the per-step constants are
@@ -112,6 +129,7 @@ type Optimizer interface {
 // Schedule gives the learning rate of a step (steps count from 1). LR panics
 // when step < 1.
 type Schedule interface {
+	// LR is the learning rate of step step (1, 2, ...).
 	LR(step int) float32
 }
 

@@ -15,7 +15,7 @@ var ErrInterrupted = errors.New("launch: job interrupted")
 // PEError is Run's error when a PE exited with a non-zero status or was
 // killed: the first PE to fail, how, and the last lines of its stderr.
 type PEError struct {
-	PE       int
+	PE       int            // the PE that failed
 	ExitCode int            // the exit status; -1 when killed by a signal
 	Signal   syscall.Signal // the signal that killed it; 0 if it exited
 	Stderr   []string       // the last lines it wrote to stderr, oldest first

@@ -141,12 +141,20 @@ func Run(ctx context.Context, spec Spec) error {
 	return j.watch(ctx)
 }
 
-// environ is this process's environment without SYMDDP_* variables, then
-// extra, then the PE's own variables.
+// environ is this process's environment without the variables that make a
+// process a PE (those of comm.Config.Environ, which a launcher started as a
+// PE of another job would otherwise pass on), then extra, then the PE's own
+// variables. Other SYMDDP_* settings (SYMDDP_BLAS, SYMDDP_HEAP_DIR, ...)
+// reach the PEs.
 func environ(extra []string, cfg comm.Config, backend string) []string {
+	own := map[string]bool{}
+	for _, name := range []string{comm.EnvPE, comm.EnvNPEs, comm.EnvBackend, comm.EnvHeap, comm.EnvHeapSize, comm.EnvTimeout, comm.EnvRunDir} {
+		own[name] = true
+	}
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SYMDDP_") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !own[name] {
 			env = append(env, kv)
 		}
 	}

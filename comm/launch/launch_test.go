@@ -286,3 +286,21 @@ func zombie(pid int) bool {
 	_, rest, ok := strings.Cut(string(b), ") ")
 	return ok && strings.HasPrefix(rest, "Z")
 }
+
+// TestSettingsReachThePEs: SYMDDP_* settings other than the PE's own
+// variables (SYMDDP_BLAS, SYMDDP_HEAP_DIR) are passed on; a stale SYMDDP_PE
+// is not.
+func TestSettingsReachThePEs(t *testing.T) {
+	env := []string{}
+	t.Setenv("SYMDDP_BLAS", "gonum")
+	t.Setenv(comm.EnvPE, "7")
+	for _, kv := range environ(nil, comm.Config{PE: 1, NPEs: 2}, "shm") {
+		if strings.HasPrefix(kv, "SYMDDP_") {
+			env = append(env, kv)
+		}
+	}
+	got := strings.Join(env, " ")
+	if !strings.Contains(got, "SYMDDP_BLAS=gonum") || strings.Contains(got, "SYMDDP_PE=7") || !strings.Contains(got, "SYMDDP_PE=1") {
+		t.Fatalf("PE environment %q: want SYMDDP_BLAS=gonum and SYMDDP_PE=1, not SYMDDP_PE=7", got)
+	}
+}

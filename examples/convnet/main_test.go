@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/symddp/symddp/datasets"
+)
+
+// envRunMain makes the test binary run the command instead of the tests:
+// the tests set it, ddp.Launch re-executes the binary as the PEs, and they
+// get here with the command's arguments.
+const envRunMain = "CONVNET_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) != "" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer collects the PEs' output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// report is what PE 0 printed.
+type report struct {
+	losses, accs   []float64 // of every log line
+	testAcc        float64
+	replicas       string // the replica check's line
+	identicalOnPEs int
+	checkpoints    []int // steps
+}
+
+var (
+	logLine     = regexp.MustCompile(`step +\d+ +epoch \d+ +loss ([0-9.]+) +accuracy +([0-9.]+)%`)
+	testLine    = regexp.MustCompile(`test: loss [0-9.]+, accuracy ([0-9.]+)%`)
+	ckptLine    = regexp.MustCompile(`checkpoint at step (\d+): `)
+	replicaLine = regexp.MustCompile(`replicas identical on all (\d+) PEs \(step \d+, parameter hash [0-9a-f]{16}\)`)
+)
+
+// runCommand runs the command with args as the tests' launcher would and
+// returns what PE 0 reported.
+func runCommand(t *testing.T, args ...string) report {
+	t.Helper()
+	t.Setenv(envRunMain, "1") // for the PEs; this process is already past TestMain
+	var out, errs syncBuffer
+	if code := run(args, &out, &errs); code != 0 {
+		t.Fatalf("convnet %s: exit status %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out.String(), errs.String())
+	}
+	t.Logf("convnet %s:\n%s", strings.Join(args, " "), out.String())
+	var r report
+	for _, line := range strings.Split(out.String(), "\n") {
+		if m := logLine.FindStringSubmatch(line); m != nil {
+			r.losses = append(r.losses, atof(t, m[1]))
+			r.accs = append(r.accs, atof(t, m[2])/100)
+		}
+		if m := testLine.FindStringSubmatch(line); m != nil {
+			r.testAcc = atof(t, m[1]) / 100
+		}
+		if m := ckptLine.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			r.checkpoints = append(r.checkpoints, n)
+		}
+		if m := replicaLine.FindStringSubmatch(line); m != nil {
+			r.replicas = m[0]
+			r.identicalOnPEs, _ = strconv.Atoi(m[1])
+		}
+	}
+	if len(r.losses) < 2 || r.replicas == "" {
+		t.Fatalf("missing log or replica lines in the output:\n%s", out.String())
+	}
+	return r
+}
+
+func atof(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// checkLearned asserts that the loss fell, the test accuracy is far above
+// chance (10%) and the replicas on every PE are identical.
+func checkLearned(t *testing.T, r report, pes int, minAcc float64) {
+	t.Helper()
+	first, last := r.losses[0], r.losses[len(r.losses)-1]
+	if !(last < first/2) {
+		t.Errorf("training loss went from %.4f to %.4f: want it at least halved", first, last)
+	}
+	if r.testAcc < minAcc {
+		t.Errorf("test accuracy %.2f%%, want at least %.0f%%", 100*r.testAcc, 100*minAcc)
+	}
+	if r.identicalOnPEs != pes {
+		t.Errorf("replica check: %q, want identical on %d PEs", r.replicas, pes)
+	}
+}
+
+// The example as CI runs it: 4 PEs on synthetic shapes, with checkpoints.
+func TestConvNetLearnsShapesOn4PEs(t *testing.T) {
+	dir := t.TempDir()
+	r := runCommand(t, "--pes", "4", "--dataset", "synthetic", "--train-size", "4096", "--test-size", "1000",
+		"--epochs", "3", "--batch-size", "32", "--log-every", "16", "--check-replicas-every", "64",
+		"--checkpoint-dir", dir, "--checkpoint-every", "128")
+	checkLearned(t, r, 4, 0.8)
+	// Checkpoints at steps 128 and 256 and at the end (384), announced by
+	// the OnCheckpoint hook.
+	if want := []int{128, 256, 384}; !slices.Equal(r.checkpoints, want) {
+		t.Errorf("checkpoints announced at steps %v, want %v", r.checkpoints, want)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	if err != nil || len(files) != 3 {
+		t.Errorf("checkpoint files %v (%v), want 3", files, err)
+	}
+}
+
+// The same on a subset of Fashion-MNIST where it is installed.
+func TestConvNetLearnsFashionMNISTOn4PEs(t *testing.T) {
+	if err := datasets.CheckInstalled("fashion-mnist", ""); errors.Is(err, datasets.ErrNotInstalled) {
+		t.Skip(err)
+	}
+	r := runCommand(t, "--pes", "4", "--dataset", "fashion-mnist", "--train-size", "4096", "--test-size", "1000",
+		"--epochs", "1", "--batch-size", "32", "--log-every", "16")
+	checkLearned(t, r, 4, 0.7)
+}

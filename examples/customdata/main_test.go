@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// envRunMain makes the test binary run the command instead of the tests:
+// the tests set it, ddp.Launch re-executes the binary as the PEs, and they
+// get here with the command's arguments.
+const envRunMain = "CUSTOMDATA_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) != "" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer collects the PEs' output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var (
+	logLine     = regexp.MustCompile(`step +\d+ +loss ([0-9.]+) +accuracy`)
+	testLine    = regexp.MustCompile(`test: loss [0-9.]+, accuracy ([0-9.]+)% \((\d+) points`)
+	replicaLine = regexp.MustCompile(`replicas identical on all (\d+) PEs \(step (\d+), parameter hash [0-9a-f]{16}\)`)
+)
+
+func TestSpiralsTrainOnSeveralPEs(t *testing.T) {
+	for _, pes := range []int{2, 4} {
+		t.Run(strconv.Itoa(pes)+"PEs", func(t *testing.T) {
+			t.Setenv(envRunMain, "1") // for the PEs
+			args := []string{"--pes", strconv.Itoa(pes), "--log-every", "20"}
+			var out, errs syncBuffer
+			if code := run(args, &out, &errs); code != 0 {
+				t.Fatalf("customdata %v: exit status %d\nstdout:\n%s\nstderr:\n%s", args, code, out.String(), errs.String())
+			}
+			text := out.String()
+			var losses []float64
+			for _, m := range logLine.FindAllStringSubmatch(text, -1) {
+				v, _ := strconv.ParseFloat(m[1], 64)
+				losses = append(losses, v)
+			}
+			if len(losses) < 2 {
+				t.Fatalf("fewer than two log lines in:\n%s", text)
+			}
+			first, last := losses[0], losses[len(losses)-1]
+			t.Logf("training loss %.4f -> %.4f", first, last)
+			if !(last < first/10) {
+				t.Errorf("training losses %v: want the last below a tenth of the first", losses)
+			}
+			m := testLine.FindStringSubmatch(text)
+			if m == nil {
+				t.Fatalf("no test line in:\n%s", text)
+			}
+			if acc, _ := strconv.ParseFloat(m[1], 64); acc < 90 || m[2] != "1000" {
+				t.Errorf("test accuracy %s%% on %s points, want at least 90%% on 1000 (chance: 33%%)", m[1], m[2])
+			}
+			r := replicaLine.FindStringSubmatch(text)
+			if r == nil || r[1] != strconv.Itoa(pes) || r[2] != "940" {
+				t.Errorf("replica check %q, want identical on %d PEs at step 940\n%s", r, pes, text)
+			}
+			if !strings.Contains(text, "[pe 0] mlp [64 64] on 3 spiral arms: 4547 parameters") {
+				t.Errorf("no start line from PE 0 in:\n%s", text)
+			}
+		})
+	}
+}
+
+func TestBadFlagsStopBeforeLaunching(t *testing.T) {
+	var out, errs syncBuffer
+	if code := run([]string{"--pes", "3"}, &out, &errs); code != 2 {
+		t.Errorf("exit status %d, want 2", code)
+	}
+	if got, want := errs.String(), "customdata: --batch-size 64 is not a multiple of --pes 3\n"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+}
