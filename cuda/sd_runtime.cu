@@ -19,11 +19,15 @@
  * as unreachable by pointer, so that the NVSHMEM paths meant for other nodes
  * run on one host (it needs NVSHMEM's collectives: MPS or one GPU per PE).
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sd_internal.h"
+
+/* Set when NVSHMEM bootstrapped through MPI: its plugin initialised MPI. */
+static int sd_mpi_bootstrap;
 
 sd_state g_sd;
 
@@ -141,6 +145,7 @@ static int sd_start_nvshmem(const sd_init_args *a) {
         return SD_OK;
     }
     if (a->bootstrap == SD_BOOT_MPI || a->bootstrap == SD_BOOT_PMIX) {
+        sd_mpi_bootstrap = a->bootstrap == SD_BOOT_MPI;
         nvshmem_init(); /* NVSHMEM_BOOTSTRAP chose the plugin; it exits on failure */
         return SD_OK;
     }
@@ -298,6 +303,28 @@ extern "C" int sd_init(const sd_init_args *a, sd_info *info) {
     return SD_OK;
 }
 
+/* The MPI bootstrap plugin leaves MPI initialised after nvshmem_finalize,
+ * and mpirun treats a rank that exits without MPI_Finalize as failed (seen
+ * with Open MPI on the H200 host): finalize MPI if it is still up. The MPI
+ * symbols come from the plugin's libmpi, found at run time. */
+static void sd_finalize_mpi(void) {
+    typedef int (*flag_fn)(int *);
+    typedef int (*fin_fn)(void);
+    flag_fn initialized = (flag_fn)dlsym(RTLD_DEFAULT, "MPI_Initialized");
+    flag_fn finalized = (flag_fn)dlsym(RTLD_DEFAULT, "MPI_Finalized");
+    fin_fn fin = (fin_fn)dlsym(RTLD_DEFAULT, "MPI_Finalize");
+    if (!initialized || !finalized || !fin) {
+        void *h = dlopen("libmpi.so.40", RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+        if (!h) return;
+        initialized = (flag_fn)dlsym(h, "MPI_Initialized");
+        finalized = (flag_fn)dlsym(h, "MPI_Finalized");
+        fin = (fin_fn)dlsym(h, "MPI_Finalize");
+        if (!initialized || !finalized || !fin) return;
+    }
+    int up = 0, down = 0;
+    if (initialized(&up) == 0 && up && finalized(&down) == 0 && !down) fin();
+}
+
 extern "C" int sd_finalize(int32_t collective) {
     if (!g_sd.initialised)
         return SD_FAIL(SD_ERR_STATE, "sd_finalize: the runtime is not initialised");
@@ -313,6 +340,7 @@ extern "C" int sd_finalize(int32_t collective) {
     g_sd.finalised = 1;
     if (!clean) return rc; /* peers are gone or out of step: leave NVSHMEM to process exit */
     nvshmem_finalize();
+    if (sd_mpi_bootstrap) sd_finalize_mpi();
     cudaStreamDestroy(g_sd.side);
     cudaStreamDestroy(g_sd.stream);
     cudaFree(g_sd.d_peer_flags);

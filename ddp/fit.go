@@ -42,6 +42,12 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 			MicroBatch: t.micro, StartStep: start, Resumed: resumed, Engine: t.e.Name(), Backend: t.c.Backend()})
 	}
 
+	step, stepsDone, err := t.stepper(sm) // the GPU step path, or trainStep (graph.go)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { _ = stepsDone() }()
+
 	var res Result
 	t0 := time.Now()
 	win := window{t0: t0}
@@ -50,7 +56,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 	epoch := start / spe
 	for ; epoch < t.opts.Epochs && t.step < total && !stopped; epoch++ {
 		for s := t.step - epoch*spe; s < spe && t.step < total; s++ {
-			r, err := t.trainStep(sm, train, epoch, s, ctx.Err() != nil)
+			r, err := step(train, epoch, s, ctx.Err() != nil)
 			if err != nil {
 				return res, err
 			}

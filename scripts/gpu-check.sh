@@ -188,8 +188,8 @@ if [ "$mps_up" = 1 ]; then
     done
     for n in 2 4 8; do
         # shellcheck disable=SC2046
-        stage "MPS bench $n PEs 4KiB..64MiB" 90 "$bench_log" env $(mpsvars $n) \
-            "$bin/symbench" gpu-allreduce --pes "$n" --min 4KiB --max 64MiB --algos auto --nvshmem --nvshmem-max 16MiB
+        stage "MPS bench $n PEs 4KiB..256MiB" 90 "$bench_log" env $(mpsvars $n) \
+            "$bin/symbench" gpu-allreduce --pes "$n" --min 4KiB --max 256MiB --algos auto --nvshmem --nvshmem-max 16MiB
     done
     stop_mps
 fi

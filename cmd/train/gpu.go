@@ -2,19 +2,96 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
+	_ "github.com/symddp/symddp/comm/nvshmem" // the GPU backend
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
-// newGPUEngine builds the CUDA engine on the nvshmem comm.
+// newGPUEngine builds the CUDA engine on the nvshmem comm: it shares the
+// comm's GPU library and CUDA stream, so that parameters and gradients stay
+// in the symmetric heap and kernels and collectives are ordered on the
+// device. --cuda-graph=false keeps the trainer from capturing its steps.
 func newGPUEngine(c comm.Comm, o *options, log *slog.Logger) (compute.Engine, error) {
-	return nil, errors.New("the CUDA compute engine is not part of this build yet")
+	e, err := cuda.OnComm(c, cuda.Options{DisableGraphs: !o.cudaGraph, Timeout: o.timeout, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
-// prepareGPULaunch adds what PEs of the nvshmem backend need to spec.
-func prepareGPULaunch(o *options, spec *launch.Spec) error {
-	return errors.New("the nvshmem backend is not part of this build yet")
+// prepareGPULaunch adds what PEs of the nvshmem backend need to spec: the
+// GPU library (found here once, so that a missing one is one clear error
+// before any PE starts), NVSHMEM_DISABLE_NVLS=1 (NVLink multicast must stay
+// off), and, when PEs share a GPU, a private MPS daemon (--mps).
+func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
+	spec.Env = append(spec.Env, "NVSHMEM_DISABLE_NVLS=1")
+	lib, err := cudalib.Load(o.gpuLib)
+	if err != nil {
+		return fmt.Errorf("--backend nvshmem: %w", err)
+	}
+	spec.Env = append(spec.Env, cudalib.EnvLib+"="+lib.Path())
+	gpus, err := gpuCount(lib)
+	if err != nil {
+		return fmt.Errorf("--backend nvshmem: %w", err)
+	}
+	perGPU := (o.pes + gpus - 1) / gpus
+	if perGPU < 2 {
+		if o.mps == "on" {
+			fmt.Fprintf(stderr, "warning: --mps on: every PE has a GPU of its own (%d PEs, %d GPUs); no MPS daemon is needed\n", o.pes, gpus)
+		}
+		return nil
+	}
+	slow := fmt.Sprintf("%d PEs share each GPU without MPS: their kernels take turns on the GPU and every barrier costs milliseconds (expect a many-fold slowdown)", perGPU)
+	if o.mps == "off" {
+		fmt.Fprintln(stderr, "warning:", slow)
+		return nil
+	}
+	control, err := launch.MPSControl()
+	if err != nil {
+		if o.mps == "on" {
+			return fmt.Errorf("--mps on: %w", err)
+		}
+		fmt.Fprintf(stderr, "warning: %v; %s\n", err, slow)
+		return nil
+	}
+	spec.MPS = &launch.MPS{PEsPerGPU: perGPU, Control: control}
+	return nil
+}
+
+// gpuCount is the number of GPUs the PEs can use: CUDA_VISIBLE_DEVICES when
+// set, else the driver's list, else the library's count (which initialises
+// CUDA in this process, so it comes last).
+func gpuCount(lib *cudalib.Lib) (int, error) {
+	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		n := 0
+		for _, f := range strings.Split(v, ",") {
+			if strings.TrimSpace(f) != "" {
+				n++
+			}
+		}
+		if n == 0 {
+			return 0, errors.New("CUDA_VISIBLE_DEVICES is empty: no GPU to run on")
+		}
+		return n, nil
+	}
+	if ents, err := os.ReadDir("/proc/driver/nvidia/gpus"); err == nil && len(ents) > 0 {
+		return len(ents), nil
+	}
+	n, err := lib.DeviceCount()
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, errors.New("no GPU found")
+	}
+	return n, nil
 }

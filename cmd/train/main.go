@@ -99,7 +99,7 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 	spec := launch.Spec{Args: args, NPEs: o.pes, Backend: backend, HeapSize: heap, Timeout: o.timeout,
 		Stdout: stdout, Stderr: stderr, ForwardSignals: true}
 	if backend == "nvshmem" {
-		if err := prepareGPULaunch(o, &spec); err != nil {
+		if err := prepareGPULaunch(o, &spec, stderr); err != nil {
 			return err
 		}
 	}

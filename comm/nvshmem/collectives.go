@@ -64,6 +64,25 @@ func (c *Comm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, 
 	return r, nil
 }
 
+// AllReduceEnqueue enqueues AllReduce on Stream() and returns at once, with
+// no event and no host wait, so that it can be captured in a CUDA graph with
+// the compute around it. Errors of the kernel surface at the next
+// synchronising call.
+func (c *Comm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
+	const name = "allreduce"
+	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
+	if err != nil {
+		return err
+	}
+	if err := c.collective(name); err != nil {
+		return err
+	}
+	if err := c.lib.AllReduceEnqueue(sb.sym, off, n, dt, cop, cudalib.Auto); err != nil {
+		return c.fail(c.libErr(name, err))
+	}
+	return nil
+}
+
 // Reduce reduces [off, off+n) of b across PEs into root's copy, with the
 // arithmetic of AllReduce; the other copies are unchanged.
 func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {

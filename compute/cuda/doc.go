@@ -1,0 +1,24 @@
+// Package cuda is symddp's CUDA compute engine: the operations of
+// compute.Engine on device memory, through the project's C-ABI library
+// (cuda/sd_compute*.cu, loaded by internal/cudalib): cuBLAS SGEMM (fp32, no
+// TF32) and fused kernels for bias and ReLU, softmax cross-entropy, vectors,
+// and the optimizer updates over a whole arena.
+//
+// Tensors are a device address and a shape (Tensor); views over
+// compute.Arena{Dev, N} alias the arena, Alloc takes memory from a pool of
+// device allocations made at build time, labels are device int32. All work
+// goes on one CUDA stream, shared with the nvshmem comm backend (OnComm), so
+// collectives and compute are ordered without host synchronisation: only
+// ReadTensor, SumSquares and Sync wait for the device. Every reduction has a
+// fixed order (no float atomics), so every run and every PE gets the same
+// bits.
+//
+// Beyond compute.Engine the engine is ddp's DeviceUpdater (optimizer state
+// in device memory, OptimizerState for checkpoints), records a training step
+// into a CUDA graph (BeginCapture, EndCapture, Graph.Launch with the step's
+// values) and double-buffers batches through pinned host memory on a copy
+// stream (Pipeline).
+//
+// The package builds everywhere; New fails with an error wrapping
+// cudalib.ErrUnavailable where there is no library, GPU or cgo.
+package cuda

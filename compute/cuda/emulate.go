@@ -1,0 +1,530 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/symddp/symddp/internal/cudalib"
+)
+
+// NewEmulated returns an engine whose device is emulated on the host: the
+// engine's own logic (tensors, pool, staging, pipeline, capture, optimizer
+// state) runs for real, over host memory, with reference kernels written in
+// Go that follow the CUDA kernels' arithmetic (float32 round-to-nearest
+// steps of the optimizers, double sums of the loss). Streams and events are
+// immediate; a captured "graph" is the list of recorded operations, replayed
+// by Launch with the step block's new values. It needs no GPU, library or
+// cgo: it is for tests of code that drives the CUDA engine (ddp's GPU path)
+// on machines without a GPU. GEMM sums in float64, so results agree with
+// the CPU engine to float32 rounding, not bit for bit.
+func NewEmulated(opts Options) *Engine {
+	e, _ := newEngine(newEmuDevice(), opts)
+	return e
+}
+
+// emuDevice implements device on the host.
+type emuDevice struct {
+	mu       sync.Mutex
+	allocs   []emuAlloc // sorted by base
+	status   uintptr
+	block    cudalib.StepValues
+	capture  bool
+	recorded []func()
+	graphs   map[uint64][]func()
+	nextID   uint64
+}
+
+type emuAlloc struct {
+	base uintptr
+	buf  []uint32
+}
+
+func newEmuDevice() *emuDevice {
+	d := &emuDevice{graphs: map[uint64][]func(){}, nextID: 1}
+	d.status, _ = d.DevAlloc(4 * cudalib.StatusWords)
+	return d
+}
+
+// mem returns n 32-bit words at device address p.
+func (d *emuDevice) mem(p uintptr, n int) []uint32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := sort.Search(len(d.allocs), func(i int) bool { return d.allocs[i].base > p }) - 1
+	if i < 0 {
+		panic(fmt.Sprintf("emulated device: address %#x not allocated", p))
+	}
+	a := d.allocs[i]
+	off := int(p-a.base) / 4
+	if int(p-a.base)%4 != 0 || off+n > len(a.buf) {
+		panic(fmt.Sprintf("emulated device: %d words at %#x outside an allocation of %d words", n, p, len(a.buf)))
+	}
+	return a.buf[off : off+n]
+}
+
+func (d *emuDevice) f32(p uintptr, n int) []float32 {
+	w := d.mem(p, n)
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&w[0])), n)
+}
+
+func (d *emuDevice) i32(p uintptr, n int) []int32 {
+	w := d.mem(p, n)
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&w[0])), n)
+}
+
+func (d *emuDevice) Info() cudalib.ContextInfo {
+	return cudalib.ContextInfo{Stream: 1, CopyStream: 2, Status: d.status, SMCount: 1, OwnsStream: true}
+}
+func (d *emuDevice) DeviceName() (string, error) { return "emulated GPU", nil }
+func (d *emuDevice) Close() error                { return nil }
+
+func (d *emuDevice) DevAlloc(bytes int) (uintptr, error) {
+	if d.capture {
+		return 0, errors.New("emulated device: allocation while capturing")
+	}
+	buf := make([]uint32, (bytes+3)/4+1)
+	base := uintptr(unsafe.Pointer(&buf[0]))
+	d.mu.Lock()
+	d.allocs = append(d.allocs, emuAlloc{base: base, buf: buf})
+	sort.Slice(d.allocs, func(i, j int) bool { return d.allocs[i].base < d.allocs[j].base })
+	d.mu.Unlock()
+	return base, nil
+}
+
+func (d *emuDevice) DevFree(p uintptr) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, a := range d.allocs {
+		if a.base == p {
+			d.allocs = append(d.allocs[:i], d.allocs[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("emulated device: free of %#x", p)
+}
+
+func (d *emuDevice) HostAlloc(bytes int) (unsafe.Pointer, error) {
+	buf := make([]uint64, (bytes+7)/8+1)
+	return unsafe.Pointer(&buf[0]), nil
+}
+func (d *emuDevice) HostFree(p unsafe.Pointer) error { return nil }
+
+func (d *emuDevice) Zero(dst uintptr, bytes int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { clear(d.mem(dst, bytes/4)) })
+		return nil
+	}
+	clear(d.mem(dst, bytes/4))
+	return nil
+}
+
+func (d *emuDevice) Copy(dst, src uintptr, bytes int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { copy(d.mem(dst, bytes/4), d.mem(src, bytes/4)) })
+		return nil
+	}
+	copy(d.mem(dst, bytes/4), d.mem(src, bytes/4))
+	return nil
+}
+
+func (d *emuDevice) HtoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.htoD(onCopy, dst, src, bytes) })
+		return nil
+	}
+	d.htoD(onCopy, dst, src, bytes)
+	return nil
+}
+
+func (d *emuDevice) htoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) {
+	copy(d.mem(dst, bytes/4), unsafe.Slice((*uint32)(src), bytes/4))
+}
+
+func (d *emuDevice) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.dtoH(onCopy, dst, src, bytes) })
+		return nil
+	}
+	d.dtoH(onCopy, dst, src, bytes)
+	return nil
+}
+
+func (d *emuDevice) dtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) {
+	copy(unsafe.Slice((*uint32)(dst), bytes/4), d.mem(src, bytes/4))
+}
+
+func (d *emuDevice) EventCreate() (uint64, error) {
+	d.nextID++
+	return d.nextID, nil
+}
+func (d *emuDevice) EventDestroy(ev uint64) error                     { return nil }
+func (d *emuDevice) EventRecord(onCopy bool, ev uint64) error         { return nil }
+func (d *emuDevice) WaitEvent(onCopy bool, ev uint64) error           { return nil }
+func (d *emuDevice) EventSync(ev uint64, timeout time.Duration) error { return nil }
+func (d *emuDevice) Sync(timeout time.Duration) error {
+	if d.capture {
+		return errors.New("emulated device: sync while capturing")
+	}
+	return nil
+}
+
+// Gemm: row-major c (m,n) = alpha op(a) op(b) + beta c, sums in float64.
+func (d *emuDevice) Gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
+		return nil
+	}
+	d.gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	return nil
+}
+
+func (d *emuDevice) gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
+	ar, br := m, k
+	if transA {
+		ar = k
+	}
+	if transB {
+		br = n
+	}
+	A, B, C := d.f32(a, ar*lda), d.f32(b, br*ldb), d.f32(c, m*ldc)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s float64
+			for l := 0; l < k; l++ {
+				ai, bi := i*lda+l, l*ldb+j
+				if transA {
+					ai = l*lda + i
+				}
+				if transB {
+					bi = j*ldb + l
+				}
+				s += float64(A[ai]) * float64(B[bi])
+			}
+			v := float32(float64(alpha) * s)
+			if beta != 0 {
+				v += beta * C[i*ldc+j]
+			}
+			C[i*ldc+j] = v
+		}
+	}
+}
+
+func emuRelu(v float32) float32 {
+	if v > 0 || v != v {
+		return v
+	}
+	return 0
+}
+
+func (d *emuDevice) BiasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Activation) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.biasAct(y, rows, cols, bias, act) })
+		return nil
+	}
+	d.biasAct(y, rows, cols, bias, act)
+	return nil
+}
+
+func (d *emuDevice) biasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Activation) {
+	Y := d.f32(y, rows*cols)
+	var bs []float32
+	if bias != 0 {
+		bs = d.f32(bias, cols)
+	}
+	for i := range Y {
+		v := Y[i]
+		if bs != nil {
+			v += bs[i%cols]
+		}
+		if act == cudalib.ReLU {
+			v = emuRelu(v)
+		}
+		Y[i] = v
+	}
+}
+
+func (d *emuDevice) BiasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.biasActBackward(dy, y, rows, cols, dbias, act, accumulate) })
+		return nil
+	}
+	d.biasActBackward(dy, y, rows, cols, dbias, act, accumulate)
+	return nil
+}
+
+func (d *emuDevice) biasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) {
+	DY := d.f32(dy, rows*cols)
+	if act == cudalib.ReLU {
+		for i, v := range d.f32(y, rows*cols) {
+			if v <= 0 {
+				DY[i] = 0
+			}
+		}
+	}
+	if dbias == 0 {
+		return
+	}
+	db := d.f32(dbias, cols)
+	for j := 0; j < cols; j++ {
+		var s float32
+		for i := 0; i < rows; i++ {
+			s += DY[i*cols+j]
+		}
+		if accumulate {
+			s += db[j]
+		}
+		db[j] = s
+	}
+}
+
+func (d *emuDevice) SoftmaxXent(logits, labels uintptr, rows, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.softmaxXent(logits, labels, rows, classes, dlogits, scale, useBlock, stats) })
+		return nil
+	}
+	d.softmaxXent(logits, labels, rows, classes, dlogits, scale, useBlock, stats)
+	return nil
+}
+
+func (d *emuDevice) softmaxXent(logits, labels uintptr, rows, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) {
+	if useBlock {
+		scale = d.block.LossScale
+	}
+	X, G := d.f32(logits, rows*classes), d.f32(dlogits, rows*classes)
+	L, st := d.i32(labels, rows), d.f32(stats, 3)
+	var loss float64
+	var correct, labelled int
+	for r := 0; r < rows; r++ {
+		x, g := X[r*classes:(r+1)*classes], G[r*classes:(r+1)*classes]
+		y := int(L[r])
+		if y < 0 || y >= classes {
+			clear(g)
+			continue
+		}
+		best := 0
+		for j, v := range x {
+			if v > x[best] {
+				best = j
+			}
+		}
+		m := float64(x[best])
+		var sum float64
+		for _, v := range x {
+			sum += math.Exp(float64(v) - m)
+		}
+		inv := float64(scale) / sum
+		for j, v := range x {
+			g[j] = float32(float64(float32(math.Exp(float64(v)-m))) * inv)
+		}
+		g[y] -= scale
+		loss += math.Log(sum) - (float64(x[y]) - m)
+		if best == y {
+			correct++
+		}
+		labelled++
+	}
+	st[0] += float32(loss)
+	st[1] += float32(correct)
+	st[2] += float32(labelled)
+}
+
+func (d *emuDevice) Accumulate(dst, src uintptr, n int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.accumulate(dst, src, n) })
+		return nil
+	}
+	d.accumulate(dst, src, n)
+	return nil
+}
+
+func (d *emuDevice) accumulate(dst, src uintptr, n int) {
+	D, S := d.f32(dst, n), d.f32(src, n)
+	for i, v := range S {
+		D[i] += v
+	}
+}
+
+func (d *emuDevice) Scale(x uintptr, s float32, n int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.scale(x, s, n) })
+		return nil
+	}
+	d.scale(x, s, n)
+	return nil
+}
+
+func (d *emuDevice) scale(x uintptr, s float32, n int) {
+	X := d.f32(x, n)
+	for i := range X {
+		X[i] *= s
+	}
+}
+
+func (d *emuDevice) SumSquares(x uintptr, n int, timeout time.Duration) (float64, error) {
+	if d.capture {
+		return 0, errors.New("emulated device: SumSquares while capturing")
+	}
+	var s float64
+	for _, v := range d.f32(x, n) {
+		s += float64(v) * float64(v)
+	}
+	return s, nil
+}
+
+// Update follows sdc_update: the gradient check, then the element updates
+// in the kernels' order of float32 operations.
+func (d *emuDevice) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.update(o, v, useBlock, params, grads, state0, state1, n) })
+		return nil
+	}
+	d.update(o, v, useBlock, params, grads, state0, state1, n)
+	return nil
+}
+
+func (d *emuDevice) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) {
+	if useBlock {
+		v = d.block
+	}
+	P, G := d.f32(params, n), d.f32(grads, n)
+	var S0, S1 []float32
+	if state0 != 0 {
+		S0 = d.f32(state0, n)
+	}
+	if state1 != 0 {
+		S1 = d.f32(state1, n)
+	}
+	st := d.f32(d.status, cudalib.StatusWords)
+	var sum float64
+	for _, g := range G {
+		sum += float64(g) * float64(g)
+	}
+	norm := math.Sqrt(sum)
+	halted := st[cudalib.StatusHalted] != 0
+	skip := halted || math.IsNaN(sum) || math.IsInf(sum, 0)
+	scale := float32(1)
+	if o.MaxNorm > 0 && norm > float64(o.MaxNorm) {
+		scale = float32(float64(o.MaxNorm) / (norm + 1e-6))
+	}
+	st[cudalib.StatusSkipped], st[cudalib.StatusScale], st[cudalib.StatusNorm] = b2f(skip), scale, float32(norm)
+	st[cudalib.StatusHalted] = b2f(halted || (skip && o.HaltOnSkip))
+	if skip {
+		return
+	}
+	for i := range P {
+		g := G[i]
+		if o.MaxNorm > 0 {
+			g = g * scale
+		}
+		if o.Kind == cudalib.SGD {
+			p := P[i]
+			if o.WeightDecay != 0 {
+				g = g + float32(o.WeightDecay*p)
+			}
+			dd := g
+			if S0 != nil {
+				b := g
+				if !v.First {
+					b = float32(o.Momentum*S0[i]) + g
+				}
+				S0[i] = b
+				dd = b
+				if o.Nesterov {
+					dd = g + float32(o.Momentum*b)
+				}
+			}
+			P[i] = p - float32(v.LR*dd)
+			continue
+		}
+		l2 := float32(0)
+		if o.Kind == cudalib.Adam {
+			l2 = o.WeightDecay
+		}
+		p := float32(P[i] * v.Decay)
+		if l2 != 0 {
+			g = g + float32(l2*p)
+		}
+		m0, v0 := S0[i], S1[i]
+		if v.First {
+			m0, v0 = 0, 0
+		}
+		mi := float32(o.Beta1*m0) + float32(o.C1*g)
+		vi := float32(o.Beta2*v0) + float32(float32(o.C2*g)*g)
+		S0[i], S1[i] = mi, vi
+		den := float32(math.Sqrt(float64(vi)))/v.BC2Sqrt + o.Eps
+		P[i] = p - float32(v.StepSize*mi)/den
+	}
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (d *emuDevice) ResetStatus() error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { clear(d.f32(d.status, cudalib.StatusWords)) })
+		return nil
+	}
+	clear(d.f32(d.status, cudalib.StatusWords))
+	return nil
+}
+
+func (d *emuDevice) SetStep(v cudalib.StepValues) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.block = v })
+		return nil
+	}
+	d.block = v
+	return nil
+}
+
+func (d *emuDevice) CaptureBegin() error {
+	if d.capture {
+		return errors.New("emulated device: capture already in progress")
+	}
+	d.capture, d.recorded = true, nil
+	return nil
+}
+
+func (d *emuDevice) CaptureEnd() (uint64, error) {
+	if !d.capture {
+		return 0, errors.New("emulated device: no capture in progress")
+	}
+	d.capture = false
+	d.nextID++
+	d.graphs[d.nextID] = d.recorded
+	d.recorded = nil
+	return d.nextID, nil
+}
+
+func (d *emuDevice) Capturing() (bool, error) { return d.capture, nil }
+
+func (d *emuDevice) GraphLaunch(exec uint64, v cudalib.StepValues) error {
+	ops, ok := d.graphs[exec]
+	if !ok {
+		return fmt.Errorf("emulated device: no graph %d", exec)
+	}
+	d.block = v
+	for _, op := range ops {
+		op()
+	}
+	return nil
+}
+
+func (d *emuDevice) GraphDestroy(exec uint64) error {
+	delete(d.graphs, exec)
+	return nil
+}

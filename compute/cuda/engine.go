@@ -1,0 +1,286 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Lib is the loaded GPU library; nil loads it from LibPath (see
+	// cudalib.Load for where it is looked for).
+	Lib     *cudalib.Lib
+	LibPath string
+	// Stream is the CUDA stream all work goes on (a cudaStream_t of
+	// Device); 0 gives the engine a stream of its own on Device.
+	Stream uintptr
+	// Device is the GPU (-1: the stream's, or GPU 0).
+	Device int
+	// Timeout is the deadline of every wait for the device (default
+	// comm.DefaultTimeout).
+	Timeout time.Duration
+	// DisableGraphs tells trainers not to capture steps in CUDA graphs
+	// (GraphsEnabled); the engine itself can still capture.
+	DisableGraphs bool
+	// Logger, when set, receives one Info line naming the engine and GPU,
+	// and the notices of Notice.
+	Logger *slog.Logger
+}
+
+// Engine is the CUDA compute.Engine. Its methods panic on programmer error
+// (mismatched shapes, a tensor it did not make). A failure of the device
+// while enqueuing work is kept and returned by the next Sync (ReadTensor and
+// SumSquares, which cannot return it, panic with it). One engine is used by
+// one goroutine at a time.
+type Engine struct {
+	dev     device
+	info    cudalib.ContextInfo
+	gpu     string
+	timeout time.Duration
+
+	pool    pool
+	stage   staging
+	capture captureState
+	opt     updater
+	status  *Tensor // the update status words (cudalib.Status*)
+
+	graphs bool
+	log    *slog.Logger
+	err    error // the first failure of enqueued work
+	closed bool
+}
+
+var (
+	_ compute.Engine = (*Engine)(nil)
+)
+
+// New loads the library (unless opts.Lib is given) and returns an engine on
+// opts.Stream, or on a stream of its own.
+func New(opts Options) (*Engine, error) {
+	lib := opts.Lib
+	if lib == nil {
+		var err error
+		if lib, err = cudalib.Load(opts.LibPath); err != nil {
+			return nil, fmt.Errorf("cuda engine: %w", err)
+		}
+	}
+	cp, err := cudalib.OpenCompute(lib)
+	if err != nil {
+		return nil, fmt.Errorf("cuda engine: %w", err)
+	}
+	ctx, err := cp.NewContext(opts.Stream, opts.Device)
+	if err != nil {
+		return nil, fmt.Errorf("cuda engine: %w", err)
+	}
+	return newEngine(ctx, opts)
+}
+
+// streamComm is implemented by comm backends on the GPU library
+// (comm/nvshmem): the engine shares their library and their stream.
+type streamComm interface {
+	Library() *cudalib.Lib
+	Stream() uintptr
+	Info() cudalib.Info
+}
+
+// OnComm returns an engine that shares c's GPU library and CUDA stream, so
+// that its kernels and c's collectives are ordered without host
+// synchronisation. c must be a GPU backend (nvshmem).
+func OnComm(c comm.Comm, opts Options) (*Engine, error) {
+	sc, ok := c.(streamComm)
+	if !ok {
+		return nil, fmt.Errorf("cuda engine: the %s comm backend keeps its buffers in host memory; the CUDA engine needs a GPU backend (nvshmem)", c.Backend())
+	}
+	opts.Lib, opts.Stream, opts.Device = sc.Library(), sc.Stream(), sc.Info().Device
+	return New(opts)
+}
+
+// newEngine finishes an engine on a compute context.
+func newEngine(dev device, opts Options) (*Engine, error) {
+	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger}
+	if e.timeout <= 0 {
+		e.timeout = comm.DefaultTimeout
+	}
+	if name, err := dev.DeviceName(); err == nil {
+		e.gpu = name
+	}
+	e.status = &Tensor{e: e, ptr: e.info.Status, shape: []int{cudalib.StatusWords}, size: cudalib.StatusWords}
+	if opts.Logger != nil {
+		opts.Logger.Info("compute engine", "engine", e.Name(), "gpu", e.Describe())
+	}
+	return e, nil
+}
+
+// Name is "cuda/cublas".
+func (e *Engine) Name() string { return "cuda/cublas" }
+
+// Describe names the GPU and the stream the engine works on.
+func (e *Engine) Describe() string {
+	gpu := e.gpu
+	if gpu == "" {
+		gpu = "GPU"
+	}
+	own := "shared stream"
+	if e.info.OwnsStream {
+		own = "own stream"
+	}
+	return fmt.Sprintf("%s (device %d, %d SMs), fp32 SGEMM without TF32, %s", gpu, e.info.Device, e.info.SMCount, own)
+}
+
+// GraphsEnabled reports whether trainers should capture their steps in CUDA
+// graphs (Options.DisableGraphs is false).
+func (e *Engine) GraphsEnabled() bool { return e.graphs }
+
+// Notice logs a one-line notice on the engine's logger (a trainer's
+// fallback from the graph path, for instance); nothing without a logger.
+func (e *Engine) Notice(msg string) {
+	if e.log != nil {
+		e.log.Info(msg)
+	}
+}
+
+// Stream is the CUDA stream (a cudaStream_t) all work goes on.
+func (e *Engine) Stream() uintptr { return e.info.Stream }
+
+// fail keeps the first failure of enqueued work.
+func (e *Engine) fail(op string, err error) {
+	if err == nil {
+		return
+	}
+	err = fmt.Errorf("cuda: %s: %w", op, err)
+	if e.capture.active {
+		// A failure while recording fails the capture only: EndCapture
+		// reports it and the engine goes on eagerly.
+		if e.capture.err == nil {
+			e.capture.err = err
+		}
+		return
+	}
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+// Err is the first failure of enqueued work, if any.
+func (e *Engine) Err() error { return e.err }
+
+// Alloc returns a zeroed tensor from the engine's device pool. Call it at
+// build time only (never while capturing).
+func (e *Engine) Alloc(shape ...int) compute.Tensor {
+	n := checkShape("Alloc", shape)
+	return &Tensor{e: e, ptr: e.alloc("Alloc", 4*n), shape: append([]int(nil), shape...), size: n}
+}
+
+// View returns a tensor over elements [off, off+prod(shape)) of the device
+// arena a.
+func (e *Engine) View(a compute.Arena, off int, shape ...int) compute.Tensor {
+	n := checkShape("View", shape)
+	if a.Dev == 0 {
+		panic("cuda: View of an arena without device memory")
+	}
+	if off < 0 || off+n > a.N {
+		panic(fmt.Sprintf("cuda: View %v at offset %d is outside an arena of %d elements", shape, off, a.N))
+	}
+	return &Tensor{e: e, ptr: a.Dev + 4*uintptr(off), shape: append([]int(nil), shape...), size: n}
+}
+
+// AllocLabels returns room for n labels in device memory, all 0 (as the
+// CPU engine's).
+func (e *Engine) AllocLabels(n int) compute.Labels {
+	if n <= 0 {
+		panic(fmt.Sprintf("cuda: AllocLabels(%d)", n))
+	}
+	return &Labels{e: e, ptr: e.alloc("AllocLabels", 4*n), host: make([]int32, n)}
+}
+
+// alloc takes zeroed device memory from the pool; it panics when the
+// device has none left (there is no error to return at build time).
+func (e *Engine) alloc(op string, bytes int) uintptr {
+	if e.capture.active {
+		panic(fmt.Sprintf("cuda: %s while capturing a CUDA graph: allocate at build time", op))
+	}
+	p, err := e.pool.take(e.dev, bytes)
+	if err == nil {
+		err = e.dev.Zero(p, bytes)
+	}
+	if err != nil {
+		panicDevice(op, err)
+	}
+	return p
+}
+
+// Sync waits until every operation issued so far is complete, and returns
+// the first failure of enqueued work.
+func (e *Engine) Sync() error {
+	if e.capture.active {
+		e.capture.fail("Sync")
+		return errors.New("cuda: Sync while capturing a CUDA graph")
+	}
+	if e.err != nil {
+		return e.err
+	}
+	if err := e.dev.Sync(e.timeout); err != nil {
+		e.fail("Sync", err)
+		return e.err
+	}
+	return nil
+}
+
+// Close waits for the device, then frees the engine's graphs' memory, the
+// pool, the pinned staging and the context. Tensors and labels of the
+// engine must not be used afterwards; arenas it viewed belong to their
+// owner.
+func (e *Engine) Close() error {
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	errs := []error{e.stage.free(e.dev), e.pool.free(e.dev)}
+	errs = append(errs, e.dev.Close())
+	return errors.Join(errs...)
+}
+
+// pool hands out device memory from chunks allocated with cudaMalloc.
+type pool struct {
+	chunks []uintptr
+	next   uintptr // first free byte of the last chunk
+	left   int     // bytes left in it
+}
+
+const (
+	poolChunk = 64 << 20 // bytes of a chunk (or the request, when larger)
+	poolAlign = 256      // alignment of every allocation
+)
+
+// take returns bytes of device memory aligned to poolAlign.
+func (p *pool) take(d device, bytes int) (uintptr, error) {
+	bytes = (bytes + poolAlign - 1) &^ (poolAlign - 1)
+	if bytes > p.left {
+		size := max(poolChunk, bytes)
+		ptr, err := d.DevAlloc(size)
+		if err != nil {
+			return 0, err
+		}
+		p.chunks = append(p.chunks, ptr)
+		p.next, p.left = ptr, size
+	}
+	ptr := p.next
+	p.next += uintptr(bytes)
+	p.left -= bytes
+	return ptr, nil
+}
+
+func (p *pool) free(d device) error {
+	var errs []error
+	for _, c := range p.chunks {
+		errs = append(errs, d.DevFree(c))
+	}
+	p.chunks, p.left = nil, 0
+	return errors.Join(errs...)
+}

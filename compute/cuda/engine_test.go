@@ -1,0 +1,111 @@
+package cuda
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/symddp/symddp/compute/computetest"
+)
+
+// gpuEngine returns an engine on the real GPU library, or skips the test
+// with one line when there is none (no library, no GPU, no cgo).
+func gpuEngine(t testing.TB) *Engine {
+	t.Helper()
+	e, err := New(Options{Device: -1})
+	if err != nil {
+		t.Skip("no GPU library: " + err.Error())
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return e
+}
+
+func TestConformanceGPU(t *testing.T) { computetest.Run(t, gpuEngine(t)) }
+
+// The emulated device runs the engine's own logic (shapes, pool, staging,
+// labels, panics) through the conformance suite on any machine.
+func TestConformanceEmulated(t *testing.T) { computetest.Run(t, NewEmulated(Options{})) }
+
+// Transfers larger than a staging chunk go through the ring in pieces.
+func TestLargeTransfersGPU(t *testing.T)      { testLargeTransfers(t, gpuEngine(t)) }
+func TestLargeTransfersEmulated(t *testing.T) { testLargeTransfers(t, NewEmulated(Options{})) }
+
+func testLargeTransfers(t *testing.T, e *Engine) {
+	const n = 3<<20 + 5 // 12 MiB and a bit: two chunks and a tail
+	x := e.Alloc(n)
+	src, dst := make([]float32, n), make([]float32, n)
+	for i := range src {
+		src[i] = float32(i)
+	}
+	e.SetTensor(x, src)
+	e.ReadTensor(dst, x)
+	for i := range src {
+		if dst[i] != src[i] {
+			t.Fatalf("element %d read back as %v, want %v", i, dst[i], src[i])
+		}
+	}
+}
+
+// What needs the host fails a capture; the engine goes on eagerly after it.
+func TestCaptureRejectsHostWorkGPU(t *testing.T) { testCaptureRejectsHostWork(t, gpuEngine(t)) }
+func TestCaptureRejectsHostWorkEmulated(t *testing.T) {
+	testCaptureRejectsHostWork(t, NewEmulated(Options{}))
+}
+
+func testCaptureRejectsHostWork(t *testing.T, e *Engine) {
+	x := e.Alloc(4)
+	if err := e.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	e.Scale(x, 2)
+	e.SetTensor(x, []float32{1, 2, 3, 4})
+	if g, err := e.EndCapture(); err == nil || g != nil || !strings.Contains(err.Error(), "SetTensor") {
+		t.Fatalf("EndCapture after SetTensor = %v, %v; want an error naming SetTensor", g, err)
+	}
+	e.SetTensor(x, []float32{1, 2, 3, 4})
+	e.Scale(x, 2)
+	got := make([]float32, 4)
+	e.ReadTensor(got, x)
+	if got[3] != 8 || e.Sync() != nil {
+		t.Errorf("after a failed capture: x = %v, Sync %v; want [2 4 6 8]", got, e.Sync())
+	}
+	if _, err := e.EndCapture(); err == nil {
+		t.Error("EndCapture without BeginCapture succeeded")
+	}
+}
+
+// A captured step replays with each launch's values: the loss scale comes
+// from the step block, not from the capture.
+func TestGraphReadsStepValuesGPU(t *testing.T) { testGraphReadsStepValues(t, gpuEngine(t)) }
+func TestGraphReadsStepValuesEmulated(t *testing.T) {
+	testGraphReadsStepValues(t, NewEmulated(Options{}))
+}
+
+func testGraphReadsStepValues(t *testing.T, e *Engine) {
+	logits, dl, stats := e.Alloc(1, 2), e.Alloc(1, 2), e.Alloc(3)
+	labels := e.AllocLabels(1)
+	e.SetTensor(logits, []float32{0, 0})
+	e.SetLabels(labels, []int32{0})
+	if err := e.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	e.SoftmaxCrossEntropy(logits, labels, dl, 1, stats)
+	g, err := e.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for _, scale := range []float32{0.5, 4} {
+		if err := g.Launch(StepValues{LossScale: scale}); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, 2)
+		e.ReadTensor(got, dl)
+		if want := []float32{-0.5 * scale, 0.5 * scale}; got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("launch with scale %v: dlogits %v, want %v", scale, got, want)
+		}
+	}
+}

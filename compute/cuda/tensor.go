@@ -1,0 +1,134 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/compute"
+	"gorgonia.org/tensor"
+)
+
+// Tensor is a float32 tensor in device memory: an address and a shape. It
+// is made by an Engine (Alloc, View) and only valid with that engine.
+type Tensor struct {
+	e     *Engine
+	ptr   uintptr
+	shape tensor.Shape
+	size  int
+}
+
+var _ compute.Tensor = (*Tensor)(nil)
+
+// Shape is the tensor's shape, row-major. The caller must not modify it.
+func (t *Tensor) Shape() tensor.Shape { return t.shape }
+
+// Size is the number of elements.
+func (t *Tensor) Size() int { return t.size }
+
+// DevicePtr is the device address of the first element.
+func (t *Tensor) DevicePtr() uintptr { return t.ptr }
+
+// bytes is the tensor's size in bytes.
+func (t *Tensor) bytes() int { return 4 * t.size }
+
+// Labels are class labels in device memory (int32, -1 for padding), with a
+// host copy of what SetLabels last wrote, so that bad labels are caught on
+// the host before a kernel sees them.
+type Labels struct {
+	e    *Engine
+	ptr  uintptr
+	host []int32
+}
+
+var _ compute.Labels = (*Labels)(nil)
+
+// Len is the number of labels.
+func (l *Labels) Len() int { return len(l.host) }
+
+// DevicePtr is the device address of the labels.
+func (l *Labels) DevicePtr() uintptr { return l.ptr }
+
+// tensorOf is t as a tensor of this engine, or a panic naming op.
+func (e *Engine) tensorOf(op string, t compute.Tensor) *Tensor {
+	d, ok := t.(*Tensor)
+	if !ok || d == nil || d.e != e {
+		panicNotMine(op, t)
+	}
+	return d
+}
+
+// optTensor is tensorOf, or nil for an absent tensor (a nil bias).
+func (e *Engine) optTensor(op string, t compute.Tensor) *Tensor {
+	if t == nil {
+		return nil
+	}
+	if d, ok := t.(*Tensor); ok && d == nil {
+		return nil
+	}
+	return e.tensorOf(op, t)
+}
+
+// matrix is t read as a (rows, cols) matrix: a tensor of rank above 2 is
+// (Shape[0], product of the rest).
+func (e *Engine) matrix(op string, t compute.Tensor) (d *Tensor, rows, cols int) {
+	d = e.tensorOf(op, t)
+	if len(d.shape) < 2 {
+		panicShape(op, "a matrix (rank 2 or more)", d.shape)
+	}
+	return d, d.shape[0], d.size / d.shape[0]
+}
+
+// labelsOf is l as labels of this engine.
+func (e *Engine) labelsOf(op string, l compute.Labels) *Labels {
+	d, ok := l.(*Labels)
+	if !ok || d == nil || d.e != e {
+		panic(fmt.Sprintf("cuda: %s: labels %T are not this CUDA engine's", op, l))
+	}
+	return d
+}
+
+// overlap reports whether two tensors share device memory.
+func overlap(a, b *Tensor) bool {
+	return a.ptr < b.ptr+uintptr(b.bytes()) && b.ptr < a.ptr+uintptr(a.bytes())
+}
+
+// checkShape returns the number of elements of a valid shape.
+func checkShape(op string, shape []int) int {
+	if len(shape) == 0 {
+		panic(fmt.Sprintf("cuda: %s with an empty shape", op))
+	}
+	n := 1
+	for _, d := range shape {
+		if d <= 0 {
+			panic(fmt.Sprintf("cuda: %s with shape %v", op, shape))
+		}
+		n *= d
+	}
+	return n
+}
+
+// The panics are out of line so that formatting their messages costs
+// nothing on the paths that do not fail.
+
+//go:noinline
+func panicNotMine(op string, t compute.Tensor) {
+	panic(fmt.Sprintf("cuda: %s: tensor %T is not a tensor of this CUDA engine", op, t))
+}
+
+//go:noinline
+func panicShape(op, want string, got tensor.Shape) {
+	panic(fmt.Sprintf("cuda: %s: want %s, got shape %v", op, want, []int(got)))
+}
+
+//go:noinline
+func panicShapes(op, what string, shapes ...tensor.Shape) {
+	s := make([][]int, len(shapes))
+	for i, sh := range shapes {
+		s[i] = sh
+	}
+	panic(fmt.Sprintf("cuda: %s: %s; shapes %v", op, what, s))
+}
+
+//go:noinline
+func panicDevice(op string, err error) {
+	panic(fmt.Sprintf("cuda: %s: %v", op, err))
+}

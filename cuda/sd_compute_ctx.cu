@@ -1,0 +1,316 @@
+/*
+ * sd_compute_ctx.cu: the compute context (streams, cuBLAS handle, workspace,
+ * scratch), device and pinned memory, transfers, events and waiting, and CUDA
+ * graph capture with the step block that captured kernels read.
+ *
+ * Streams. All compute work of a context goes on one stream: the comm
+ * runtime's (sd_stream) when the engine is built on the nvshmem comm, so that
+ * collectives and compute are ordered without host synchronisation; batches
+ * travel on a second, copy stream, ordered with the first by events.
+ *
+ * Devices. The CUDA runtime's current device is a property of the host
+ * thread, and Go moves goroutines between threads: every entry point that
+ * touches the device first makes the context's device current.
+ */
+#include <string.h>
+
+#include <cublas_v2.h>
+
+#include "sd_internal.h"
+#include "symddp_compute.h"
+
+/* The cuBLAS workspace: what cuBLAS recommends on Hopper. */
+#define SDC_WORKSPACE_BYTES ((size_t)32 << 20)
+/* The scratch of the deterministic reductions (partial sums). */
+#define SDC_SCRATCH_BYTES ((size_t)16 << 20)
+
+/* Makes device current on this thread when it is not. */
+static int sdc_use_device(int device) {
+    int cur = -1;
+    SD_CUDA(cudaGetDevice(&cur));
+    if (cur != device) SD_CUDA(cudaSetDevice(device));
+    return SD_OK;
+}
+
+static cudaStream_t sdc_stream_of(const sdc_ctx *c, int32_t on_copy) {
+    return (cudaStream_t)(uintptr_t)(on_copy ? c->copy_stream : c->stream);
+}
+
+extern "C" int sdc_abi_version(void) { return SDC_ABI_VERSION; }
+
+/* Releases what sdc_create made; fields that are 0 were not made. */
+static void sdc_release(sdc_ctx *c) {
+    if (c->blas) cublasDestroy((cublasHandle_t)(uintptr_t)c->blas);
+    if (c->workspace) cudaFree((void *)(uintptr_t)c->workspace);
+    if (c->scratch) cudaFree((void *)(uintptr_t)c->scratch);
+    if (c->counters) cudaFree((void *)(uintptr_t)c->counters);
+    if (c->step) cudaFree((void *)(uintptr_t)c->step);
+    if (c->status) cudaFree((void *)(uintptr_t)c->status);
+    if (c->result) cudaFree((void *)(uintptr_t)c->result);
+    if (c->host_result) cudaFreeHost((void *)(uintptr_t)c->host_result);
+    if (c->copy_stream) cudaStreamDestroy((cudaStream_t)(uintptr_t)c->copy_stream);
+    if (c->owns_stream && c->stream) cudaStreamDestroy((cudaStream_t)(uintptr_t)c->stream);
+    memset(c, 0, sizeof *c);
+}
+
+/* Allocates bytes of device memory into *field and zeroes it. */
+static int sdc_alloc_field(uint64_t *field, size_t bytes) {
+    void *p = NULL;
+    SD_CUDA(cudaMalloc(&p, bytes));
+    *field = (uint64_t)(uintptr_t)p;
+    SD_CUDA(cudaMemset(p, 0, bytes));
+    return SD_OK;
+}
+
+static int sdc_fill(uint64_t stream, int32_t device, sdc_ctx *c) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count <= 0) {
+        (void)cudaGetLastError();
+        return SD_FAIL(SD_ERR_NO_DEVICE, "sdc_create: no usable GPU (cudaGetDeviceCount: %s)",
+                       e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+    }
+    int dev = device;
+    if (stream != 0) {
+        /* The caller's stream belongs to device (or, when it is -1, to the current one). */
+        if (dev < 0) SD_CUDA(cudaGetDevice(&dev));
+        if (dev >= count)
+            return SD_FAIL(SD_ERR_NO_DEVICE, "sdc_create: GPU %d asked for, %d visible", dev, count);
+        SD_CUDA(cudaSetDevice(dev));
+    } else {
+        if (dev < 0) dev = 0;
+        if (dev >= count)
+            return SD_FAIL(SD_ERR_NO_DEVICE, "sdc_create: GPU %d asked for, %d visible", dev, count);
+        SD_CUDA(cudaSetDevice(dev));
+        cudaStream_t s;
+        SD_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        c->stream = (uint64_t)(uintptr_t)s;
+        c->owns_stream = 1;
+    }
+    if (stream != 0) c->stream = stream;
+    c->device = dev;
+    SD_CUDA(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, dev));
+    cudaStream_t cs;
+    SD_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    c->copy_stream = (uint64_t)(uintptr_t)cs;
+
+    SD_TRY(sdc_alloc_field(&c->workspace, SDC_WORKSPACE_BYTES));
+    c->workspace_bytes = (int64_t)SDC_WORKSPACE_BYTES;
+    SD_TRY(sdc_alloc_field(&c->scratch, SDC_SCRATCH_BYTES));
+    c->scratch_bytes = (int64_t)SDC_SCRATCH_BYTES;
+    SD_TRY(sdc_alloc_field(&c->counters, SDC_COUNTERS * sizeof(uint32_t)));
+    SD_TRY(sdc_alloc_field(&c->step, sizeof(sdc_step)));
+    SD_TRY(sdc_alloc_field(&c->status, SDC_STATUS_WORDS * sizeof(float)));
+    SD_TRY(sdc_alloc_field(&c->result, 4 * sizeof(double)));
+    void *hr = NULL;
+    SD_CUDA(cudaHostAlloc(&hr, 4 * sizeof(double), cudaHostAllocDefault));
+    c->host_result = (uint64_t)(uintptr_t)hr;
+
+    cublasHandle_t h;
+    cublasStatus_t st = cublasCreate(&h);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return SD_FAIL(SD_ERR, "cublasCreate: %s", cublasGetStatusString(st));
+    c->blas = (uint64_t)(uintptr_t)h;
+    /* cublasSetStream resets the workspace to the default pool: set it first. */
+    st = cublasSetStream(h, (cudaStream_t)(uintptr_t)c->stream);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasSetWorkspace(h, (void *)(uintptr_t)c->workspace, SDC_WORKSPACE_BYTES);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return SD_FAIL(SD_ERR, "cuBLAS handle set-up: %s", cublasGetStatusString(st));
+    SD_CUDA(cudaDeviceSynchronize()); /* the memsets are done before any stream uses the memory */
+    return SD_OK;
+}
+
+extern "C" int sdc_create(uint64_t stream, int32_t device, sdc_ctx *out) {
+    if (!out) return SD_FAIL(SD_ERR_ARG, "sdc_create: NULL context");
+    memset(out, 0, sizeof *out);
+    int rc = sdc_fill(stream, device, out);
+    if (rc != SD_OK) sdc_release(out);
+    return rc;
+}
+
+extern "C" int sdc_destroy(sdc_ctx *c) {
+    if (!c) return SD_FAIL(SD_ERR_ARG, "sdc_destroy: NULL context");
+    if (!c->stream) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    cudaError_t e1 = cudaStreamSynchronize((cudaStream_t)(uintptr_t)c->stream);
+    cudaError_t e2 = cudaStreamSynchronize((cudaStream_t)(uintptr_t)c->copy_stream);
+    sdc_release(c);
+    if (e1 != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, "cudaStreamSynchronize(stream)", e1);
+    if (e2 != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, "cudaStreamSynchronize(copy)", e2);
+    return SD_OK;
+}
+
+extern "C" int sdc_device_name(int32_t device, char *name, size_t cap) {
+    if (!name || cap == 0) return SD_FAIL(SD_ERR_ARG, "sdc_device_name: no room");
+    cudaDeviceProp p;
+    SD_CUDA(cudaGetDeviceProperties(&p, device));
+    const size_t n = strnlen(p.name, cap - 1);
+    memcpy(name, p.name, n);
+    name[n] = 0;
+    return SD_OK;
+}
+
+/* ---- memory and transfers ---- */
+
+extern "C" int sdc_dev_alloc(size_t bytes, uint64_t *ptr) {
+    if (!ptr) return SD_FAIL(SD_ERR_ARG, "sdc_dev_alloc: NULL argument");
+    void *p = NULL;
+    SD_CUDA(cudaMalloc(&p, bytes ? bytes : 16));
+    *ptr = (uint64_t)(uintptr_t)p;
+    return SD_OK;
+}
+
+extern "C" int sdc_dev_free(uint64_t ptr) {
+    if (ptr) SD_CUDA(cudaFree((void *)(uintptr_t)ptr));
+    return SD_OK;
+}
+
+extern "C" int sdc_host_alloc(size_t bytes, void **ptr) {
+    if (!ptr) return SD_FAIL(SD_ERR_ARG, "sdc_host_alloc: NULL argument");
+    *ptr = NULL;
+    SD_CUDA(cudaHostAlloc(ptr, bytes ? bytes : 16, cudaHostAllocDefault));
+    return SD_OK;
+}
+
+extern "C" int sdc_host_free(void *ptr) {
+    if (ptr) SD_CUDA(cudaFreeHost(ptr));
+    return SD_OK;
+}
+
+extern "C" int sdc_zero(const sdc_ctx *c, uint64_t dst, size_t bytes) {
+    if (!bytes) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    SD_CUDA(cudaMemsetAsync((void *)(uintptr_t)dst, 0, bytes, sdc_stream_of(c, 0)));
+    return SD_OK;
+}
+
+extern "C" int sdc_copy(const sdc_ctx *c, uint64_t dst, uint64_t src, size_t bytes) {
+    if (!bytes || dst == src) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    SD_CUDA(cudaMemcpyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes,
+                            cudaMemcpyDeviceToDevice, sdc_stream_of(c, 0)));
+    return SD_OK;
+}
+
+extern "C" int sdc_htod(const sdc_ctx *c, int32_t on_copy, uint64_t dst, const void *src,
+                        size_t bytes) {
+    if (!bytes) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    SD_CUDA(cudaMemcpyAsync((void *)(uintptr_t)dst, src, bytes, cudaMemcpyHostToDevice,
+                            sdc_stream_of(c, on_copy)));
+    return SD_OK;
+}
+
+extern "C" int sdc_dtoh(const sdc_ctx *c, int32_t on_copy, void *dst, uint64_t src, size_t bytes) {
+    if (!bytes) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    SD_CUDA(cudaMemcpyAsync(dst, (const void *)(uintptr_t)src, bytes, cudaMemcpyDeviceToHost,
+                            sdc_stream_of(c, on_copy)));
+    return SD_OK;
+}
+
+/* ---- ordering and waiting ---- */
+
+extern "C" int sdc_event_create(uint64_t *event) {
+    if (!event) return SD_FAIL(SD_ERR_ARG, "sdc_event_create: NULL argument");
+    cudaEvent_t ev;
+    SD_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    *event = (uint64_t)(uintptr_t)ev;
+    return SD_OK;
+}
+
+extern "C" int sdc_event_destroy(uint64_t event) {
+    if (event) SD_CUDA(cudaEventDestroy((cudaEvent_t)(uintptr_t)event));
+    return SD_OK;
+}
+
+extern "C" int sdc_event_record(const sdc_ctx *c, int32_t on_copy, uint64_t event) {
+    SD_TRY(sdc_use_device(c->device));
+    SD_CUDA(cudaEventRecord((cudaEvent_t)(uintptr_t)event, sdc_stream_of(c, on_copy)));
+    return SD_OK;
+}
+
+extern "C" int sdc_wait_event(const sdc_ctx *c, int32_t on_copy, uint64_t event) {
+    SD_TRY(sdc_use_device(c->device));
+    SD_CUDA(cudaStreamWaitEvent(sdc_stream_of(c, on_copy), (cudaEvent_t)(uintptr_t)event, 0));
+    return SD_OK;
+}
+
+extern "C" int sdc_event_sync(uint64_t event, int64_t timeout_ns) {
+    if (!event) return SD_FAIL(SD_ERR_ARG, "sdc_event_sync: no event");
+    if (g_sd.initialised) return sd_event_wait(event, timeout_ns);
+    SD_CUDA(cudaEventSynchronize((cudaEvent_t)(uintptr_t)event));
+    return SD_OK;
+}
+
+extern "C" int sdc_sync(const sdc_ctx *c, int64_t timeout_ns) {
+    SD_TRY(sdc_use_device(c->device));
+    cudaStream_t s = sdc_stream_of(c, 0);
+    if (g_sd.initialised && s == g_sd.stream) return sd_stream_wait(timeout_ns);
+    SD_CUDA(cudaStreamSynchronize(s));
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+/* ---- step block and CUDA graphs ---- */
+
+/* Copies the step's values (a kernel argument, copied at launch) into the block. */
+__global__ void sdc_write_step_kernel(sdc_step values, sdc_step *block) { *block = values; }
+
+extern "C" int sdc_set_step(const sdc_ctx *c, const sdc_step *values) {
+    if (!values) return SD_FAIL(SD_ERR_ARG, "sdc_set_step: NULL values");
+    SD_TRY(sdc_use_device(c->device));
+    sdc_write_step_kernel<<<1, 1, 0, sdc_stream_of(c, 0)>>>(*values,
+                                                            (sdc_step *)(uintptr_t)c->step);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+extern "C" int sdc_capture_begin(const sdc_ctx *c) {
+    SD_TRY(sdc_use_device(c->device));
+    SD_CUDA(cudaStreamBeginCapture(sdc_stream_of(c, 0), cudaStreamCaptureModeThreadLocal));
+    return SD_OK;
+}
+
+extern "C" int sdc_capture_end(const sdc_ctx *c, uint64_t *exec) {
+    if (!exec) return SD_FAIL(SD_ERR_ARG, "sdc_capture_end: NULL argument");
+    *exec = 0;
+    SD_TRY(sdc_use_device(c->device));
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(sdc_stream_of(c, 0), &g);
+    if (e != cudaSuccess || !g) {
+        if (g) cudaGraphDestroy(g);
+        (void)cudaGetLastError(); /* an invalidated capture leaves its error behind */
+        return sd_fail_cuda(__FILE__, __LINE__, "cudaStreamEndCapture",
+                            e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated);
+    }
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphInstantiateWithFlags(&x, g, 0);
+    cudaGraphDestroy(g);
+    if (e != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, "cudaGraphInstantiateWithFlags", e);
+    *exec = (uint64_t)(uintptr_t)x;
+    return SD_OK;
+}
+
+extern "C" int sdc_capturing(const sdc_ctx *c, int32_t *capturing) {
+    if (!capturing) return SD_FAIL(SD_ERR_ARG, "sdc_capturing: NULL argument");
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    SD_CUDA(cudaStreamIsCapturing(sdc_stream_of(c, 0), &st));
+    *capturing = st != cudaStreamCaptureStatusNone;
+    return SD_OK;
+}
+
+extern "C" int sdc_graph_launch(const sdc_ctx *c, uint64_t exec, const sdc_step *values) {
+    if (!exec) return SD_FAIL(SD_ERR_ARG, "sdc_graph_launch: no graph");
+    SD_TRY(sdc_set_step(c, values));
+    SD_CUDA(cudaGraphLaunch((cudaGraphExec_t)(uintptr_t)exec, sdc_stream_of(c, 0)));
+    return SD_OK;
+}
+
+extern "C" int sdc_graph_destroy(uint64_t exec) {
+    if (exec) SD_CUDA(cudaGraphExecDestroy((cudaGraphExec_t)(uintptr_t)exec));
+    return SD_OK;
+}

@@ -1,0 +1,260 @@
+/*
+ * sd_compute_optim.cu: the optimizer step over a whole arena, in two
+ * kernels.
+ *
+ * 1. The gradient check: the sum of squares of grads (n) in double with a
+ *    fixed order (per-thread strided sums, a halving tree per block, the last
+ *    block adds the block partials in block order), then, in the last block:
+ *      skip  = the sum is not finite (some gradient is NaN or Inf), or a
+ *              halt is latched;
+ *      scale = float32(max_norm / (norm + 1e-6)) when max_norm > 0 and
+ *              norm > max_norm (optim.ClipFactor), 1 otherwise;
+ *    written to the status words (SDC_STATUS_*). A sum of squares of float32
+ *    values cannot overflow double, so "finite" means every gradient is.
+ * 2. The update: one thread per float4 of the arena (and a scalar tail),
+ *    returning at once when the status says skip. Each element performs
+ *    exactly the float32 operations of optim's doc comments, in order, each
+ *    rounded to nearest: __fmul_rn / __fadd_rn / __fsub_rn are never
+ *    contracted into FMAs, __fdiv_rn and __fsqrt_rn are IEEE. Clipping
+ *    multiplies the gradient by scale first, as optim.Scale does (x*1 is x).
+ *
+ * Per-step values (lr, Adam's step size and bias correction, AdamW's decay,
+ * whether this is step 1) come by value, or from the step block when the
+ * kernels are recorded into a CUDA graph.
+ */
+#include <math.h>
+
+#include "sd_internal.h"
+#include "symddp_compute.h"
+
+#define SDC_OPT_THREADS 256
+/* Counter 2 is the gradient check's ticket. */
+#define SDC_NORM_COUNTER 2
+
+static int sdc_device(const sdc_ctx *c) {
+    int cur = -1;
+    SD_CUDA(cudaGetDevice(&cur));
+    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
+    return SD_OK;
+}
+
+/* ---- 1. gradient check ---- */
+
+__global__ void __launch_bounds__(SDC_OPT_THREADS)
+    sdc_grad_check_kernel(const float *__restrict__ g, int64_t n, double *partial,
+                          uint32_t *ticket_word, float max_norm, int32_t halt_on_skip,
+                          float *status) {
+    __shared__ double s[SDC_OPT_THREADS];
+    __shared__ uint32_t ticket;
+    const int64_t stride = (int64_t)gridDim.x * SDC_OPT_THREADS;
+    double acc = 0.0;
+    for (int64_t i = (int64_t)blockIdx.x * SDC_OPT_THREADS + threadIdx.x; i < n; i += stride) {
+        const double v = (double)g[i];
+        acc += v * v;
+    }
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (int h = SDC_OPT_THREADS / 2; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = s[0];
+        __threadfence();
+        ticket = atomicAdd(ticket_word, 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x != 0 || ticket != gridDim.x - 1) return;
+    __threadfence();
+    double sum = __ldcg(&partial[0]);
+    for (unsigned b = 1; b < gridDim.x; b++) sum += __ldcg(&partial[b]);
+    const double norm = sqrt(sum);
+    const bool halted = status[SDC_STATUS_HALTED] != 0.0f;
+    const bool finite = isfinite(sum);
+    const bool skip = halted || !finite;
+    float scale = 1.0f;
+    if (max_norm > 0.0f && norm > (double)max_norm) scale = (float)((double)max_norm / (norm + 1e-6));
+    status[SDC_STATUS_SKIPPED] = skip ? 1.0f : 0.0f;
+    status[SDC_STATUS_SCALE] = scale;
+    status[SDC_STATUS_NORM] = (float)norm;
+    status[SDC_STATUS_HALTED] = (halted || (skip && halt_on_skip)) ? 1.0f : 0.0f;
+    *ticket_word = 0;
+}
+
+/* ---- 2. the updates, element by element ---- */
+
+/* What every update kernel gets: fixed hyperparameters and the step's values. */
+struct sdc_update_args {
+    sdc_optim o;
+    sdc_step v;           /* by value (eager) */
+    const sdc_step *blk;  /* or the step block (captured), when not NULL */
+    const float *status;  /* the gradient check's verdict */
+};
+
+/* The clipped gradient: g * scale when clipping is on (exactly g when scale is 1). */
+static __device__ __forceinline__ float sdc_clip(float g, bool clip, float scale) {
+    return clip ? __fmul_rn(g, scale) : g;
+}
+
+/*
+ * optim.SGD:
+ *   g = g + float32(wd*p)              if wd != 0
+ *   buf = g (step 1) | float32(mu*buf) + g       (mu > 0)
+ *   d = g + float32(mu*buf) (Nesterov) | buf | g (mu = 0)
+ *   p = p - float32(lr*d)
+ */
+static __device__ __forceinline__ void sdc_sgd(float &p, float g, float &buf, bool has_buf,
+                                               const sdc_optim &o, float lr, bool first) {
+    if (o.weight_decay != 0.0f) g = __fadd_rn(g, __fmul_rn(o.weight_decay, p));
+    float d = g;
+    if (has_buf) {
+        const float b = first ? g : __fadd_rn(__fmul_rn(o.momentum, buf), g);
+        buf = b;
+        d = o.nesterov ? __fadd_rn(g, __fmul_rn(o.momentum, b)) : b;
+    }
+    p = __fsub_rn(p, __fmul_rn(lr, d));
+}
+
+/*
+ * optim.Adam and optim.AdamW (l2 = 0, decay from the step):
+ *   p = float32(p*decay)
+ *   g = g + float32(l2*p)                             if l2 != 0
+ *   m = float32(b1*m) + float32(c1*g)
+ *   v = float32(b2*v) + float32(float32(c2*g)*g)
+ *   den = float32(sqrt(v)) / bc2 + eps
+ *   p = p - float32(step_size*m) / den
+ * with m = v = 0 before step 1.
+ */
+static __device__ __forceinline__ void sdc_adam(float &p, float g, float &m, float &v,
+                                                const sdc_optim &o, float l2, const sdc_step &s) {
+    const float pi = __fmul_rn(p, s.decay);
+    if (l2 != 0.0f) g = __fadd_rn(g, __fmul_rn(l2, pi));
+    const float m0 = s.first ? 0.0f : m, v0 = s.first ? 0.0f : v;
+    const float mi = __fadd_rn(__fmul_rn(o.beta1, m0), __fmul_rn(o.c1, g));
+    const float vi = __fadd_rn(__fmul_rn(o.beta2, v0), __fmul_rn(__fmul_rn(o.c2, g), g));
+    m = mi;
+    v = vi;
+    const float den = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), s.bc2_sqrt), o.eps);
+    p = __fsub_rn(pi, __fdiv_rn(__fmul_rn(s.step_size, mi), den));
+}
+
+/* One element i of the arena. */
+template <int KIND>
+static __device__ __forceinline__ void sdc_update_one(float *p, const float *g, float *s0, float *s1,
+                                                      int64_t i, const sdc_update_args &a,
+                                                      const sdc_step &s, bool clip, float scale) {
+    float pi = p[i];
+    const float gi = sdc_clip(g[i], clip, scale);
+    if (KIND == SDC_SGD) {
+        float b = s0 ? s0[i] : 0.0f;
+        sdc_sgd(pi, gi, b, s0 != NULL, a.o, s.lr, s.first != 0);
+        if (s0) s0[i] = b;
+    } else {
+        float m = s0[i], v = s1[i];
+        sdc_adam(pi, gi, m, v, a.o, KIND == SDC_ADAM ? a.o.weight_decay : 0.0f, s);
+        s0[i] = m;
+        s1[i] = v;
+    }
+    p[i] = pi;
+}
+
+/*
+ * params, grads, state (n): thread t of the grid updates float4 vectors
+ * t, t+stride, ... of the first n4 (when every pointer is 16-byte aligned),
+ * then elements n4*4 + t, ... of the tail, each exactly as sdc_update_one.
+ */
+template <int KIND>
+__global__ void __launch_bounds__(SDC_OPT_THREADS)
+    sdc_update_kernel(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ s0,
+                      float *__restrict__ s1, int64_t n, int64_t n4, sdc_update_args a) {
+    if (a.status[SDC_STATUS_SKIPPED] != 0.0f) return;
+    const sdc_step s = a.blk ? *a.blk : a.v;
+    const bool clip = a.o.max_norm > 0.0f;
+    const float scale = a.status[SDC_STATUS_SCALE];
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int64_t i = t; i < n4; i += stride) {
+        float4 pv = ((float4 *)p)[i];
+        const float4 gv = ((const float4 *)g)[i];
+        float4 m = s0 ? ((float4 *)s0)[i] : make_float4(0, 0, 0, 0);
+        float4 v = s1 ? ((float4 *)s1)[i] : make_float4(0, 0, 0, 0);
+        float pe[4] = {pv.x, pv.y, pv.z, pv.w};
+        const float ge[4] = {gv.x, gv.y, gv.z, gv.w};
+        float me[4] = {m.x, m.y, m.z, m.w};
+        float ve[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float gk = sdc_clip(ge[k], clip, scale);
+            if (KIND == SDC_SGD)
+                sdc_sgd(pe[k], gk, me[k], s0 != NULL, a.o, s.lr, s.first != 0);
+            else
+                sdc_adam(pe[k], gk, me[k], ve[k], a.o, KIND == SDC_ADAM ? a.o.weight_decay : 0.0f, s);
+        }
+        ((float4 *)p)[i] = make_float4(pe[0], pe[1], pe[2], pe[3]);
+        if (s0) ((float4 *)s0)[i] = make_float4(me[0], me[1], me[2], me[3]);
+        if (s1) ((float4 *)s1)[i] = make_float4(ve[0], ve[1], ve[2], ve[3]);
+    }
+    for (int64_t i = n4 * 4 + t; i < n; i += stride) sdc_update_one<KIND>(p, g, s0, s1, i, a, s, clip, scale);
+}
+
+extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step,
+                          int32_t use_block, uint64_t params, uint64_t grads, uint64_t state0,
+                          uint64_t state1, int64_t n) {
+    if (!c || !o || !step || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_update: bad arguments");
+    const bool adam = o->kind == SDC_ADAM || o->kind == SDC_ADAMW;
+    if (o->kind != SDC_SGD && !adam) return SD_FAIL(SD_ERR_ARG, "sdc_update: unknown optimizer kind %d", o->kind);
+    if (adam && (!state0 || !state1)) return SD_FAIL(SD_ERR_ARG, "sdc_update: Adam needs two state slots");
+    if (o->kind == SDC_SGD && (o->momentum != 0.0f) != (state0 != 0))
+        return SD_FAIL(SD_ERR_ARG, "sdc_update: SGD with momentum %g and %s state slot", (double)o->momentum,
+                       state0 ? "a" : "no");
+    if (n == 0) return SD_OK;
+    SD_TRY(sdc_device(c));
+    cudaStream_t st = (cudaStream_t)(uintptr_t)c->stream;
+    float *status = (float *)(uintptr_t)c->status;
+
+    /* 1. The gradient check. */
+    int64_t g1 = (n + SDC_OPT_THREADS - 1) / SDC_OPT_THREADS;
+    const int64_t cap = (int64_t)(c->sm_count > 0 ? c->sm_count : 1) * 8;
+    const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
+    if (g1 > cap) g1 = cap;
+    if (g1 > room) g1 = room;
+    sdc_grad_check_kernel<<<(unsigned)g1, SDC_OPT_THREADS, 0, st>>>(
+        (const float *)(uintptr_t)grads, n, (double *)(uintptr_t)c->scratch,
+        (uint32_t *)(uintptr_t)c->counters + SDC_NORM_COUNTER, o->max_norm, o->halt_on_skip, status);
+    SD_CUDA(cudaGetLastError());
+
+    /* 2. The update. */
+    sdc_update_args a;
+    a.o = *o;
+    a.v = *step;
+    a.blk = use_block ? (const sdc_step *)(uintptr_t)c->step : NULL;
+    a.status = status;
+    const bool aligned = (params | grads | state0 | state1) % 16 == 0;
+    const int64_t n4 = aligned ? n / 4 : 0;
+    int64_t g2 = ((n4 ? n4 : n) + SDC_OPT_THREADS - 1) / SDC_OPT_THREADS;
+    if (g2 > cap * 2) g2 = cap * 2;
+    if (g2 < 1) g2 = 1;
+    float *p = (float *)(uintptr_t)params, *s0 = (float *)(uintptr_t)state0, *s1 = (float *)(uintptr_t)state1;
+    const float *g = (const float *)(uintptr_t)grads;
+    switch (o->kind) {
+    case SDC_SGD:
+        sdc_update_kernel<SDC_SGD><<<(unsigned)g2, SDC_OPT_THREADS, 0, st>>>(p, g, s0, NULL, n, n4, a);
+        break;
+    case SDC_ADAM:
+        sdc_update_kernel<SDC_ADAM><<<(unsigned)g2, SDC_OPT_THREADS, 0, st>>>(p, g, s0, s1, n, n4, a);
+        break;
+    default:
+        sdc_update_kernel<SDC_ADAMW><<<(unsigned)g2, SDC_OPT_THREADS, 0, st>>>(p, g, s0, s1, n, n4, a);
+        break;
+    }
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+extern "C" int sdc_reset_status(const sdc_ctx *c) {
+    if (!c) return SD_FAIL(SD_ERR_ARG, "sdc_reset_status: no context");
+    SD_TRY(sdc_device(c));
+    SD_CUDA(cudaMemsetAsync((void *)(uintptr_t)c->status, 0, SDC_STATUS_WORDS * sizeof(float),
+                            (cudaStream_t)(uintptr_t)c->stream));
+    return SD_OK;
+}

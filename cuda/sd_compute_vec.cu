@@ -1,0 +1,146 @@
+/*
+ * sd_compute_vec.cu: vector kernels: dst += src (gradient accumulation),
+ * x *= s, and the sum of squares in double with a fixed order.
+ *
+ * Sum of squares: G blocks of 256 threads; thread t of block b adds, in
+ * double, the squares of elements b*256 + t + k*G*256 for k = 0, 1, ... (each
+ * square of a float32 is exact in double); the block combines its threads by
+ * a fixed halving tree into partial b; the last block to finish (an integer
+ * ticket) adds the partials in block order. G depends only on n and the SM
+ * count, so the result is the same bits on every run.
+ */
+#include "sd_internal.h"
+#include "symddp_compute.h"
+
+#define SDC_VEC_THREADS 256
+/* Counter 1 is the sum-of-squares ticket. */
+#define SDC_SUMSQ_COUNTER 1
+
+static int sdc_device(const sdc_ctx *c) {
+    int cur = -1;
+    SD_CUDA(cudaGetDevice(&cur));
+    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
+    return SD_OK;
+}
+
+static unsigned sdc_vec_blocks(int64_t items, int sm_count) {
+    int64_t g = (items + SDC_VEC_THREADS - 1) / SDC_VEC_THREADS;
+    const int64_t cap = (int64_t)(sm_count > 0 ? sm_count : 1) * 16;
+    if (g > cap) g = cap;
+    return (unsigned)(g < 1 ? 1 : g);
+}
+
+static bool sdc_aligned16(uint64_t p) { return p % 16 == 0; }
+
+/* dst (n) += src (n); float4 over the first n4 vectors when aligned, then the tail. */
+__global__ void sdc_accumulate_kernel(float *__restrict__ dst, const float *__restrict__ src, int64_t n,
+                                      int64_t n4) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float4 *d4 = (float4 *)dst;
+    const float4 *s4 = (const float4 *)src;
+    for (int64_t i = t; i < n4; i += stride) {
+        float4 a = d4[i];
+        const float4 b = s4[i];
+        a.x = __fadd_rn(a.x, b.x);
+        a.y = __fadd_rn(a.y, b.y);
+        a.z = __fadd_rn(a.z, b.z);
+        a.w = __fadd_rn(a.w, b.w);
+        d4[i] = a;
+    }
+    for (int64_t i = n4 * 4 + t; i < n; i += stride) dst[i] = __fadd_rn(dst[i], src[i]);
+}
+
+/* x (n) *= s, likewise. */
+__global__ void sdc_scale_kernel(float *__restrict__ x, float s, int64_t n, int64_t n4) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float4 *x4 = (float4 *)x;
+    for (int64_t i = t; i < n4; i += stride) {
+        float4 a = x4[i];
+        a.x = __fmul_rn(a.x, s);
+        a.y = __fmul_rn(a.y, s);
+        a.z = __fmul_rn(a.z, s);
+        a.w = __fmul_rn(a.w, s);
+        x4[i] = a;
+    }
+    for (int64_t i = n4 * 4 + t; i < n; i += stride) x[i] = __fmul_rn(x[i], s);
+}
+
+extern "C" int sdc_accumulate(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n) {
+    if (!c || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_accumulate: bad arguments");
+    if (n == 0) return SD_OK;
+    SD_TRY(sdc_device(c));
+    const int64_t n4 = sdc_aligned16(dst) && sdc_aligned16(src) ? n / 4 : 0;
+    sdc_accumulate_kernel<<<sdc_vec_blocks(n4 ? n4 : n, c->sm_count), SDC_VEC_THREADS, 0,
+                            (cudaStream_t)(uintptr_t)c->stream>>>(
+        (float *)(uintptr_t)dst, (const float *)(uintptr_t)src, n, n4);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+extern "C" int sdc_scale(const sdc_ctx *c, uint64_t x, float s, int64_t n) {
+    if (!c || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_scale: bad arguments");
+    if (n == 0) return SD_OK;
+    SD_TRY(sdc_device(c));
+    const int64_t n4 = sdc_aligned16(x) ? n / 4 : 0;
+    sdc_scale_kernel<<<sdc_vec_blocks(n4 ? n4 : n, c->sm_count), SDC_VEC_THREADS, 0,
+                       (cudaStream_t)(uintptr_t)c->stream>>>((float *)(uintptr_t)x, s, n, n4);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+/* See the file comment. out receives the total. */
+__global__ void __launch_bounds__(SDC_VEC_THREADS)
+    sdc_sumsq_kernel(const float *__restrict__ x, int64_t n, double *partial, uint32_t *ticket_word,
+                     double *out) {
+    __shared__ double s[SDC_VEC_THREADS];
+    __shared__ uint32_t ticket;
+    const int64_t stride = (int64_t)gridDim.x * SDC_VEC_THREADS;
+    double acc = 0.0;
+    for (int64_t i = (int64_t)blockIdx.x * SDC_VEC_THREADS + threadIdx.x; i < n; i += stride) {
+        const double v = (double)x[i];
+        acc += v * v;
+    }
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (int h = SDC_VEC_THREADS / 2; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = s[0];
+        __threadfence();
+        ticket = atomicAdd(ticket_word, 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x != 0 || ticket != gridDim.x - 1) return;
+    __threadfence();
+    double t = __ldcg(&partial[0]);
+    for (unsigned b = 1; b < gridDim.x; b++) t += __ldcg(&partial[b]);
+    *out = t;
+    *ticket_word = 0;
+}
+
+extern "C" int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns,
+                               double *out) {
+    if (!c || !out || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_sum_squares: bad arguments");
+    *out = 0;
+    if (n == 0) return SD_OK;
+    SD_TRY(sdc_device(c));
+    cudaStream_t st = (cudaStream_t)(uintptr_t)c->stream;
+    unsigned g = sdc_vec_blocks(n, c->sm_count);
+    const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
+    if ((int64_t)g > room) g = (unsigned)room;
+    double *res = (double *)(uintptr_t)c->result;
+    sdc_sumsq_kernel<<<g, SDC_VEC_THREADS, 0, st>>>((const float *)(uintptr_t)x, n,
+                                                    (double *)(uintptr_t)c->scratch,
+                                                    (uint32_t *)(uintptr_t)c->counters + SDC_SUMSQ_COUNTER,
+                                                    res);
+    SD_CUDA(cudaGetLastError());
+    double *host = (double *)(uintptr_t)c->host_result;
+    SD_CUDA(cudaMemcpyAsync(host, res, sizeof(double), cudaMemcpyDeviceToHost, st));
+    SD_TRY(sdc_sync(c, timeout_ns));
+    *out = *host;
+    return SD_OK;
+}

@@ -1,0 +1,239 @@
+/*
+ * symddp_compute.h: the compute half of the C ABI of libsymddp_cuda.so: the
+ * arithmetic of compute.Engine on device memory (cuBLAS GEMM and the
+ * project's fused kernels), the optimizer updates over a whole arena, batch
+ * transfers through pinned host memory, and CUDA graph capture of a step.
+ *
+ * The same conventions as symddp_cuda.h:
+ *   - plain C types only, so cgo can include the header without CUDA;
+ *   - every entry point returns an int status, SD_OK (0) or an SD_ERR_* code,
+ *     and stores a message that sd_last_error() returns on the same thread;
+ *   - device addresses, streams, events, handles and graphs travel as uint64_t;
+ *   - sizes are in bytes when the name says bytes, in elements otherwise.
+ *
+ * Every function that launches work enqueues it on the context's stream (or its
+ * copy stream where it says so) and returns at once, except the few that say
+ * they wait. All reductions are deterministic: a fixed order of addition that
+ * depends only on the shapes, never float atomics, so every run and every PE
+ * gets the same bits.
+ *
+ * Values that change from step to step (the loss-gradient scale, the
+ * optimizer's learning rate and bias corrections) are taken by value in eager
+ * use. Kernels recorded into a CUDA graph read them instead from the context's
+ * step block (sdc_step in device memory), which sdc_graph_launch writes just
+ * before it launches the graph: pass use_block = 1 while capturing.
+ */
+#ifndef SYMDDP_COMPUTE_H
+#define SYMDDP_COMPUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
+#define SDC_ABI_VERSION 1
+
+/* Activations (the numbers match compute.Activation). */
+enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
+
+/* Optimizer kinds (optim.Hyper.Kind). */
+enum { SDC_SGD = 1, SDC_ADAM = 2, SDC_ADAMW = 3 };
+
+/* Words of the update status (device float[SDC_STATUS_WORDS], sdc_ctx.status). */
+enum {
+    SDC_STATUS_SKIPPED = 0, /* 1: the last update was skipped (non-finite gradients, or halted) */
+    SDC_STATUS_SCALE = 1,   /* the clip factor the last update applied (1: not clipped) */
+    SDC_STATUS_NORM = 2,    /* the global gradient norm of the last update, as float */
+    SDC_STATUS_HALTED = 3,  /* 1: a non-finite step with halt_on_skip set; every later update skips */
+    SDC_STATUS_WORDS = 4
+};
+
+/* Counters the deterministic reductions use (sdc_ctx.counters, uint32). */
+#define SDC_COUNTERS 65600
+
+/*
+ * A compute context: one stream for all compute work, a copy stream for
+ * batches, a cuBLAS handle bound to the stream with its own workspace (so
+ * capture never allocates), and the device scratch of the reductions. The
+ * caller owns the struct; sdc_create fills it, sdc_destroy releases what it
+ * holds. Fields are read-only for the caller.
+ */
+typedef struct {
+    uint64_t stream;      /* cudaStream_t of all compute work */
+    uint64_t copy_stream; /* cudaStream_t of batch copies */
+    uint64_t blas;        /* cublasHandle_t bound to stream, default math (no TF32) */
+    uint64_t workspace;   /* device: the cuBLAS workspace */
+    uint64_t scratch;     /* device: partial sums of the reductions */
+    uint64_t counters;    /* device: uint32[SDC_COUNTERS], zero between kernels */
+    uint64_t step;        /* device: sdc_step, read by captured kernels */
+    uint64_t status;      /* device: float[SDC_STATUS_WORDS], the last update's verdict */
+    uint64_t result;      /* device: double[4], results the host reads back */
+    uint64_t host_result; /* pinned host: double[4], where they are read back to */
+    int64_t workspace_bytes;
+    int64_t scratch_bytes;
+    int32_t device;      /* the CUDA device */
+    int32_t owns_stream; /* 1: sdc_create made the stream and sdc_destroy destroys it */
+    int32_t sm_count;    /* multiprocessors of the device */
+    int32_t pad;
+} sdc_ctx;
+
+/* The values of one training step that captured kernels read at run time. */
+typedef struct {
+    float loss_scale; /* SoftmaxCrossEntropy: dlogits are scaled by it */
+    float lr;         /* optimizer: the step's learning rate */
+    float step_size;  /* Adam, AdamW: float32(lr / (1 - beta1^t)) */
+    float bc2_sqrt;   /* Adam, AdamW: float32(sqrt(1 - beta2^t)) */
+    float decay;      /* AdamW: float32(1 - lr*wd); 1 otherwise */
+    int32_t first;    /* 1 at optimizer step 1: the state starts from zero */
+    int32_t pad[2];
+} sdc_step;
+
+/* An optimizer's fixed hyperparameters (optim.Hyper), for sdc_update. */
+typedef struct {
+    int32_t kind;       /* SDC_SGD, SDC_ADAM or SDC_ADAMW */
+    int32_t nesterov;   /* SGD: Nesterov momentum */
+    float momentum;     /* SGD: mu (0: none) */
+    float weight_decay; /* SGD and Adam: L2 added to the gradient (AdamW: use sdc_step.decay) */
+    float beta1, beta2; /* Adam, AdamW */
+    float eps;          /* Adam, AdamW */
+    float c1, c2;       /* Adam, AdamW: 1 - beta1 and 1 - beta2, rounded to float32 */
+    float max_norm;     /* > 0: clip the global gradient norm to it (optim.ClipFactor) */
+    int32_t halt_on_skip; /* 1: after a skipped (non-finite) step, skip every later one */
+    int32_t pad;
+} sdc_optim;
+
+/* ---- context ---- */
+
+/* SDC_ABI_VERSION of the built library. */
+int sdc_abi_version(void);
+/*
+ * Makes a context on device: when stream is 0 the context makes its own
+ * stream there (device -1: GPU 0); otherwise the work goes on stream, which
+ * must belong to device (-1: the current device), e.g. sd_stream's on the
+ * GPU sd_init chose. Allocates the workspace and scratch.
+ */
+int sdc_create(uint64_t stream, int32_t device, sdc_ctx *out);
+/* Waits for the context's streams and releases what sdc_create made. */
+int sdc_destroy(sdc_ctx *c);
+/* The device's name into name[cap] (for logs). */
+int sdc_device_name(int32_t device, char *name, size_t cap);
+
+/* ---- memory and transfers ---- */
+
+/* cudaMalloc (not managed memory) and cudaFree. */
+int sdc_dev_alloc(size_t bytes, uint64_t *ptr);
+int sdc_dev_free(uint64_t ptr);
+/* Pinned host memory (cudaHostAlloc) and its release. */
+int sdc_host_alloc(size_t bytes, void **ptr);
+int sdc_host_free(void *ptr);
+/* cudaMemsetAsync(dst, 0, bytes) on the stream. */
+int sdc_zero(const sdc_ctx *c, uint64_t dst, size_t bytes);
+/* Device-to-device copy on the stream. */
+int sdc_copy(const sdc_ctx *c, uint64_t dst, uint64_t src, size_t bytes);
+/*
+ * Host-to-device and device-to-host copies on the stream (on_copy = 0) or the
+ * copy stream (on_copy = 1); host memory should be pinned for them to be
+ * asynchronous. They return at once.
+ */
+int sdc_htod(const sdc_ctx *c, int32_t on_copy, uint64_t dst, const void *src, size_t bytes);
+int sdc_dtoh(const sdc_ctx *c, int32_t on_copy, void *dst, uint64_t src, size_t bytes);
+
+/* ---- ordering and waiting ---- */
+
+/* A CUDA event without timing. */
+int sdc_event_create(uint64_t *event);
+int sdc_event_destroy(uint64_t event);
+/* Records event on the stream (on_copy = 0) or the copy stream (on_copy = 1). */
+int sdc_event_record(const sdc_ctx *c, int32_t on_copy, uint64_t event);
+/* Makes the stream (on_copy = 0) or the copy stream (1) wait for event. */
+int sdc_wait_event(const sdc_ctx *c, int32_t on_copy, uint64_t event);
+/*
+ * The host waits for event. When the comm runtime is up this is sd_event_wait
+ * (deadline timeout_ns, and the report of a collective that gave up).
+ */
+int sdc_event_sync(uint64_t event, int64_t timeout_ns);
+/* The host waits for everything enqueued on the stream so far (likewise). */
+int sdc_sync(const sdc_ctx *c, int64_t timeout_ns);
+
+/* ---- GEMM ---- */
+
+/*
+ * Row-major C (m,n) = alpha * op(A) (m,k) * op(B) (k,n) + beta * C, where
+ * op(X) is X or its transpose (trans_x = 1), lda, ldb and ldc are the row
+ * lengths of A, B and C as stored. cublasSgemm with the operands swapped
+ * (C^T = op(B)^T op(A)^T in column-major), default math: fp32, no TF32.
+ */
+int sdc_gemm(const sdc_ctx *c, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+             float alpha, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, float beta,
+             uint64_t cmat, int64_t ldc);
+
+/* ---- fused elementwise kernels ---- */
+
+/* y (rows,cols) = act(y + bias) in place; bias (cols) may be 0. */
+int sdc_bias_act(const sdc_ctx *c, uint64_t y, int64_t rows, int64_t cols, uint64_t bias,
+                 int32_t act);
+/*
+ * dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0), then
+ * dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0.
+ */
+int sdc_bias_act_backward(const sdc_ctx *c, uint64_t dy, uint64_t y, int64_t rows, int64_t cols,
+                          uint64_t dbias, int32_t act, int32_t accumulate);
+/*
+ * logits (rows,classes), labels int32 (rows), -1 for padding: dlogits =
+ * (softmax(logits) - onehot(label)) * scale for labelled rows, 0 for the
+ * others; stats (3) += (sum of the rows' losses, rows whose first arg-max is
+ * the label, labelled rows). scale is sdc_step.loss_scale when use_block = 1.
+ */
+int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labels, int64_t rows,
+                     int64_t classes, uint64_t dlogits, float scale, int32_t use_block,
+                     uint64_t stats);
+/* dst (n) += src (n). */
+int sdc_accumulate(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
+/* x (n) *= s. */
+int sdc_scale(const sdc_ctx *c, uint64_t x, float s, int64_t n);
+/* *out = sum of x[i]^2 over n elements in double, fixed order. Waits. */
+int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns, double *out);
+
+/* ---- optimizer ---- */
+
+/*
+ * One optimizer step over a whole arena of n elements: params, grads and the
+ * state slots (state1 only for Adam and AdamW; none for SGD without
+ * momentum). First a deterministic norm of grads (double): non-finite
+ * gradients skip the step (status[SKIPPED] = 1, params and state unchanged),
+ * and max_norm > 0 scales the gradients by optim.ClipFactor inside the update
+ * (grads themselves are not written). The update is the exact float32
+ * sequence of optim's doc comments (round-to-nearest, no FMA contraction,
+ * IEEE division and square root). Per-step values come from step (use_block =
+ * 0) or from the step block (use_block = 1).
+ */
+int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, int32_t use_block,
+               uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, int64_t n);
+/* Zeroes the update status (clears a halt). */
+int sdc_reset_status(const sdc_ctx *c);
+
+/* ---- CUDA graphs ---- */
+
+/* Enqueues the write of values into the step block (a kernel taking them by value). */
+int sdc_set_step(const sdc_ctx *c, const sdc_step *values);
+/* Starts capturing the stream (thread-local mode: call the end from the same thread). */
+int sdc_capture_begin(const sdc_ctx *c);
+/*
+ * Ends the capture and instantiates the graph into *exec. On failure the
+ * capture is over and nothing is kept; *exec is 0.
+ */
+int sdc_capture_end(const sdc_ctx *c, uint64_t *exec);
+/* 1 when the stream is capturing. */
+int sdc_capturing(const sdc_ctx *c, int32_t *capturing);
+/* Writes values into the step block, then launches the graph, both on the stream. */
+int sdc_graph_launch(const sdc_ctx *c, uint64_t exec, const sdc_step *values);
+int sdc_graph_destroy(uint64_t exec);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYMDDP_COMPUTE_H */

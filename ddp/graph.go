@@ -1,0 +1,295 @@
+package ddp
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/cudalib"
+)
+
+// The GPU step path. When the engine is the CUDA engine, the arenas live in
+// device memory and there is one micro-batch per step, Fit runs steps
+// through gpuSteps instead of trainStep:
+//
+//   - batches go through the engine's Pipeline: gathered straight into
+//     pinned host memory, copied to the device on the copy stream while the
+//     previous step computes (two slots, step k uses slot k%2);
+//   - the step's device work (control words, forward, loss, backward, one
+//     allreduce of the whole gradient arena with the control words, the
+//     optimizer update with clipping and the non-finite check) is recorded
+//     once per slot into a CUDA graph after one eager warm-up step, and
+//     then launched with the step's loss scale, step number and learning
+//     rate (cuda.Graph.Launch); --cuda-graph=false, or a capture that
+//     fails, runs the same work eagerly;
+//   - nothing waits for the device inside a step: each step's report (the
+//     reduced control words and the update status) is read one step late,
+//     or at once before Fit reads metrics, checks replicas, evaluates or
+//     ends, so that the host runs at most one step ahead.
+//
+// Consequences of reading reports late: a stop request (signal) of step k
+// reaches every PE with step k's report and training stops after step k+1
+// on every PE; a non-finite step k is skipped on the device (its update is
+// a no-op on every PE, as the reduced gradients are identical) and, unless
+// Options.SkipNonFinite, latches a halt that makes every later update a
+// no-op, so the parameters stay as they were before step k when Fit returns
+// ErrNonFinite one step later. StepInfo.Skipped of step k+1 tells of step
+// k's skip.
+
+// enqueueAllReducer is implemented by comm backends whose allreduce runs on
+// the compute engine's CUDA stream (comm/nvshmem): AllReduceEnqueue enqueues
+// an in-place allreduce and returns at once, with no event and no host
+// wait, so that it can be recorded in a CUDA graph. A failure of the
+// enqueued kernels shows at the next wait for the stream.
+type enqueueAllReducer interface {
+	AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error
+}
+
+// report layout: the control words, then the update status.
+const (
+	repStop     = ctrlStop
+	repSkipped  = ctrlWords + cudalib.StatusSkipped
+	reportWords = ctrlWords + cudalib.StatusWords
+)
+
+// gpuSteps is the GPU step path's state (one per Fit).
+type gpuSteps struct {
+	e      *cuda.Engine
+	ar     enqueueAllReducer // nil with one PE: nothing to reduce
+	pipe   *cuda.Pipeline
+	graphs [2]*cuda.Graph
+	graph  bool // capture steps (engine's setting, off after a failed capture)
+	warm   bool // an eager step has run
+	n      int  // steps launched through this path
+
+	pending     int // slot whose report is unread, -1 when none
+	pendingStep int
+	total       int // the run's last step
+}
+
+// newGPUSteps returns the GPU step path for t, or nil and the reason when
+// t's engine, arenas, comm or options do not allow it (trainStep runs
+// then). It allocates the pipeline's slots (build time).
+func (t *Trainer) newGPUSteps(sm *datasets.ShardSampler) (*gpuSteps, string, error) {
+	e, ok := t.e.(*cuda.Engine)
+	if !ok || t.pArena.Host != nil {
+		return nil, "", nil
+	}
+	if t.opts.Accumulate > 1 {
+		return nil, "gradient accumulation: eager steps without the pipeline", nil
+	}
+	g := &gpuSteps{e: e, graph: e.GraphsEnabled(), pending: -1}
+	if t.c.NPEs() > 1 {
+		ar, ok := t.c.(enqueueAllReducer)
+		if !ok {
+			return nil, fmt.Sprintf("the %s comm backend has no stream-ordered allreduce (AllReduceEnqueue): eager steps without the pipeline", t.c.Backend()), nil
+		}
+		g.ar = ar
+		if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() && g.graph {
+			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
+		}
+	}
+	xs := append([]int{t.micro}, t.m.InputShape()...)
+	pipe, err := e.NewPipeline(xs, ctrlWords, t.ctrlView, e.StatusTensor())
+	if err != nil {
+		return nil, "", fmt.Errorf("GPU step pipeline: %w", err)
+	}
+	g.pipe = pipe
+	spe := sm.StepsPerEpoch()
+	g.total = t.opts.Epochs * spe
+	if t.opts.MaxSteps > 0 && t.opts.MaxSteps < g.total {
+		g.total = t.opts.MaxSteps
+	}
+	e.SetHaltOnNonFinite(!t.opts.SkipNonFinite)
+	if err := e.ResetUpdateStatus(); err != nil {
+		return nil, "", err
+	}
+	return g, "", nil
+}
+
+// close releases the pipeline and the graphs.
+func (g *gpuSteps) close() error {
+	if g == nil {
+		return nil
+	}
+	var errs []error
+	for i, gr := range g.graphs {
+		if gr != nil {
+			errs = append(errs, gr.Close())
+			g.graphs[i] = nil
+		}
+	}
+	if g.pipe != nil {
+		errs = append(errs, g.pipe.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// step runs optimizer step t.step+1 on global batch (epoch, s); see the
+// top of the file. sync makes it read this step's report before returning.
+func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
+	slot := g.n % 2
+	p := g.pipe
+	if err := p.Fill(slot); err != nil {
+		return stepResult{}, fmt.Errorf("step %d: %w", t.step+1, err)
+	}
+	sl := p.Slot(slot)
+	sm.Batch(epoch, s, t.idx)
+	ds.Gather(t.idx[:t.micro], sl.HostX, sl.HostY)
+	classes := t.m.Classes()
+	for i, y := range sl.HostY {
+		if y != -1 && (y < 0 || int(y) >= classes) {
+			return stepResult{}, fmt.Errorf("step %d: sample %d has label %d, the model has %d classes", t.step+1, t.idx[i], y, classes)
+		}
+	}
+	clear(sl.HostExtra)
+	if wantStop {
+		sl.HostExtra[ctrlStop] = 1
+	}
+	if err := p.Submit(slot); err != nil {
+		return stepResult{}, fmt.Errorf("step %d: %w", t.step+1, err)
+	}
+	t.step++
+	g.n++
+	scale := 1 / float32(sm.Labelled(s))
+	lr := t.opts.lr(t.step)
+	if err := g.run(t, slot, scale, lr); err != nil {
+		return stepResult{}, fmt.Errorf("step %d: %w", t.step, err)
+	}
+	if err := p.Release(slot); err != nil {
+		return stepResult{}, fmt.Errorf("step %d: %w", t.step, err)
+	}
+
+	var res stepResult
+	if g.pending >= 0 {
+		r, err := g.read(t, g.pending, g.pendingStep)
+		if err != nil {
+			return res, err
+		}
+		res.stop = r.stop
+	}
+	g.pending, g.pendingStep = slot, t.step
+	if res.stop || g.syncAfter(t, s, sm.StepsPerEpoch()) {
+		r, err := g.read(t, slot, t.step)
+		if err != nil {
+			return res, err
+		}
+		res.stop = res.stop || r.stop
+		res.skipped = r.skipped
+		g.pending = -1
+	}
+	return res, nil
+}
+
+// syncAfter reports whether Fit reads device state after this step: a
+// metrics log, a replica check, a checkpoint, the end of an epoch or of the
+// run.
+func (g *gpuSteps) syncAfter(t *Trainer, s, spe int) bool {
+	o := t.opts
+	return t.step >= g.total || s == spe-1 || t.step%o.LogEvery == 0 ||
+		(o.CheckReplicasEvery > 0 && t.step%o.CheckReplicasEvery == 0) ||
+		(o.Checkpoint.Every > 0 && t.step%o.Checkpoint.Every == 0)
+}
+
+// run enqueues the step's device work on slot: the slot's graph when there
+// is one, else eagerly, capturing the slot's graph first when it is time.
+func (g *gpuSteps) run(t *Trainer, slot int, scale, lr float32) error {
+	v := cuda.StepValues{LossScale: scale, Step: t.step, LR: lr}
+	if gr := g.graphs[slot]; gr != nil {
+		return gr.Launch(v)
+	}
+	if g.graph && g.warm {
+		gr, err := g.capture(t, slot, scale, lr)
+		if err == nil {
+			g.graphs[slot] = gr
+			return gr.Launch(v)
+		}
+		g.graph = false
+		g.e.Notice(fmt.Sprintf("CUDA graph capture of the training step failed (%v): the steps run eagerly", err))
+	}
+	if err := g.record(t, slot, scale, lr); err != nil {
+		return err
+	}
+	g.warm = true
+	return g.e.Err()
+}
+
+// capture records the step's work on slot into a graph.
+func (g *gpuSteps) capture(t *Trainer, slot int, scale, lr float32) (*cuda.Graph, error) {
+	if err := g.e.BeginCapture(); err != nil {
+		return nil, err
+	}
+	rerr := g.record(t, slot, scale, lr)
+	gr, err := g.e.EndCapture()
+	if rerr != nil {
+		if gr != nil {
+			_ = gr.Close()
+		}
+		return nil, rerr
+	}
+	return gr, err
+}
+
+// record enqueues (or, while capturing, records) one step's device work on
+// slot's tensors.
+func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
+	e := g.e
+	sl := g.pipe.Slot(slot)
+	e.Copy(t.ctrlView, sl.Extra)
+	logits := t.m.Forward(sl.X)
+	e.SoftmaxCrossEntropy(logits, sl.Y, t.dlogits, scale, t.stats)
+	t.m.Backward(t.dlogits, nil)
+	if g.ar != nil {
+		if err := g.ar.AllReduceEnqueue(t.grads, 0, t.n+ctrlWords, comm.Sum); err != nil {
+			return fmt.Errorf("gradient allreduce: %w", err)
+		}
+	}
+	if err := e.Update(t.o, t.pView, t.gView, t.step, lr, t.opts.ClipNorm); err != nil {
+		return fmt.Errorf("optimizer: %w", err)
+	}
+	return nil
+}
+
+// read waits for slot's report of step step and turns it into the step's
+// result, or ErrNonFinite.
+func (g *gpuSteps) read(t *Trainer, slot, step int) (stepResult, error) {
+	rep, err := g.pipe.Report(slot)
+	if err != nil {
+		return stepResult{}, fmt.Errorf("step %d: %w", step, err)
+	}
+	r := stepResult{stop: rep[repStop] > 0, skipped: rep[repSkipped] != 0}
+	if r.skipped && !t.opts.SkipNonFinite {
+		return r, fmt.Errorf("step %d: %w; lower the learning rate, clip gradients (--clip-norm) or pass --skip-nonfinite",
+			step, ErrNonFinite)
+	}
+	return r, nil
+}
+
+// stepper picks how Fit runs its steps: the GPU path when t allows it (see
+// newGPUSteps), trainStep otherwise. The function it returns runs one step;
+// done releases what the GPU path holds.
+func (t *Trainer) stepper(sm *datasets.ShardSampler) (step func(ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error), done func() error, err error) {
+	g, why, err := t.newGPUSteps(sm)
+	if err != nil {
+		return nil, nil, err
+	}
+	if why != "" {
+		if n, ok := t.e.(interface{ Notice(string) }); ok {
+			n.Notice("GPU step path off: " + why)
+		}
+	}
+	if g == nil {
+		return func(ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
+			return t.trainStep(sm, ds, epoch, s, wantStop)
+		}, func() error { return nil }, nil
+	}
+	return func(ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
+		return g.step(t, sm, ds, epoch, s, wantStop)
+	}, g.close, nil
+}
+
+// compile-time checks of what the GPU path relies on.
+var _ compute.Engine = (*cuda.Engine)(nil)

@@ -1,0 +1,48 @@
+package ddp
+
+import (
+	"testing"
+
+	"github.com/symddp/symddp/comm"
+	_ "github.com/symddp/symddp/comm/nvshmem"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/optim"
+)
+
+// TestGPUFitMatchesCPU trains on the real GPU through the GPU step path
+// (nvshmem comm of one PE, its stream shared with the CUDA engine; batches
+// through the pipeline; steps replayed from CUDA graphs) and checks it
+// against the CPU path and against the same run without graphs. NVSHMEM
+// starts once per process, so the runs share one comm.
+func TestGPUFitMatchesCPU(t *testing.T) {
+	c, err := comm.Open("nvshmem", comm.Config{PE: 0, NPEs: 1, HeapSize: 64 << 20})
+	if err != nil {
+		t.Skip("no GPU library: " + err.Error())
+	}
+	defer c.Close()
+	gpu := func(graphs bool) backend {
+		e, err := cuda.OnComm(c, cuda.Options{DisableGraphs: !graphs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return backend{c: c, e: e, done: func() {}}
+	}
+	o, err := optim.NewSGD(optim.SGDConfig{Momentum: 0.9, WeightDecay: 1e-4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := baseOptions()
+	cl, cres, cp, err := trainRun(t, cpuBackend(t), o, opts, -1)
+	if err != nil {
+		t.Fatalf("CPU: %v", err)
+	}
+	gl, gres, gp, err := trainRun(t, gpu(true), o, opts, -1)
+	if err != nil {
+		t.Fatalf("GPU: %v", err)
+	}
+	el, _, ep, err := trainRun(t, gpu(false), o, opts, -1)
+	if err != nil {
+		t.Fatalf("GPU without graphs: %v", err)
+	}
+	compareRuns(t, cl, gl, el, cp, gp, ep, cres, gres)
+}

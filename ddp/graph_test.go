@@ -1,0 +1,322 @@
+package ddp
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/symddp/symddp/comm"
+	_ "github.com/symddp/symddp/comm/shm"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/blas"
+	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
+)
+
+// devComm is a comm.Comm of one PE whose buffers live in the "device"
+// memory of an emulated CUDA engine, so that the trainer takes its GPU step
+// path on a machine without a GPU.
+type devComm struct{ e *cuda.Engine }
+
+type devBuf struct {
+	kind comm.Kind
+	n    int
+	t    *cuda.Tensor // Float32 buffers
+	host []byte       // other kinds
+}
+
+func (b *devBuf) Kind() comm.Kind    { return b.kind }
+func (b *devBuf) Len() int           { return b.n }
+func (b *devBuf) DevicePtr() uintptr { return b.t.DevicePtr() }
+
+func (c *devComm) MyPE() int       { return 0 }
+func (c *devComm) NPEs() int       { return 1 }
+func (c *devComm) Backend() string { return "emulated-device" }
+func (c *devComm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
+	if kind == comm.Float32 {
+		return &devBuf{kind: kind, n: n, t: c.e.Alloc(n).(*cuda.Tensor)}, nil
+	}
+	return &devBuf{kind: kind, n: n, host: make([]byte, n*kind.Size())}, nil
+}
+func (c *devComm) Free(b comm.Buffer) error { return nil }
+func (c *devComm) view(b comm.Buffer, off, n int) compute.Tensor {
+	d := b.(*devBuf)
+	return c.e.View(compute.Arena{Dev: d.t.DevicePtr(), N: d.n}, off, n)
+}
+func (c *devComm) PutFloat32(dst comm.Buffer, off int, src []float32, pe int) error {
+	c.e.SetTensor(c.view(dst, off, len(src)), src)
+	return nil
+}
+func (c *devComm) GetFloat32(dst []float32, src comm.Buffer, off int, pe int) error {
+	c.e.ReadTensor(dst, c.view(src, off, len(dst)))
+	return nil
+}
+func (c *devComm) PutBytes(dst comm.Buffer, off int, src []byte, pe int) error {
+	copy(dst.(*devBuf).host[off:], src)
+	return nil
+}
+func (c *devComm) GetBytes(dst []byte, src comm.Buffer, off int, pe int) error {
+	copy(dst, src.(*devBuf).host[off:])
+	return nil
+}
+func (c *devComm) P(dst comm.Buffer, off int, v float32, pe int) error {
+	return c.PutFloat32(dst, off, []float32{v}, pe)
+}
+func (c *devComm) G(src comm.Buffer, off int, pe int) (float32, error) {
+	var v [1]float32
+	err := c.GetFloat32(v[:], src, off, pe)
+	return v[0], err
+}
+func (c *devComm) PutSignal(comm.Buffer, int, []float32, comm.Buffer, int, uint64, comm.SignalOp, int) error {
+	return errors.New("devComm: no signals")
+}
+func (c *devComm) WaitUntil(comm.Buffer, int, comm.Cmp, uint64) error {
+	return errors.New("devComm: no signals")
+}
+func (c *devComm) Fence() error                                          { return nil }
+func (c *devComm) Quiet() error                                          { return nil }
+func (c *devComm) Barrier() error                                        { return nil }
+func (c *devComm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error { return nil }
+func (c *devComm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, error) {
+	return doneReq{}, nil
+}
+func (c *devComm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error { return nil }
+func (c *devComm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error { return nil }
+func (c *devComm) Broadcast(b comm.Buffer, off, n int, root int) error          { return nil }
+func (c *devComm) Close() error                                                 { return nil }
+
+type doneReq struct{}
+
+func (doneReq) Wait() error { return nil }
+
+// backend is a comm and an engine to train on; done releases them.
+type backend struct {
+	c    comm.Comm
+	e    compute.Engine
+	done func()
+}
+
+// cpuBackend is the CPU engine over a one-PE shm comm.
+func cpuBackend(t *testing.T) backend {
+	t.Helper()
+	c, err := comm.Open("shm", comm.Config{PE: 0, NPEs: 1, HeapSize: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cpu.New(cpu.Options{BLAS: blas.Gonum, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backend{c: c, e: e, done: func() { _ = c.Close() }}
+}
+
+// emulatedBackend is an emulated CUDA engine over devComm.
+func emulatedBackend(graphs bool) backend {
+	ce := cuda.NewEmulated(cuda.Options{DisableGraphs: !graphs})
+	return backend{c: &devComm{e: ce}, e: ce, done: func() {}}
+}
+
+// trainRun trains the mlp on synthetic data with opts on b and returns the
+// logged losses, the result and the final parameters. A stop is requested
+// after step stopAfter (-1: never).
+func trainRun(t *testing.T, b backend, opt optim.Optimizer, opts Options, stopAfter int) ([]float64, Result, []float32, error) {
+	t.Helper()
+	defer b.done()
+	train, test, err := datasets.SyntheticSplit(600, 100, 20, 4, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{16, 16}, Classes: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses []float64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts.Hooks.OnLog = func(li LogInfo) { losses = append(losses, li.Loss) }
+	opts.Hooks.OnStep = func(si StepInfo) {
+		if si.Step == stopAfter {
+			cancel()
+		}
+	}
+	tr, err := New(b.c, b.e, m, opt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	res, err := tr.Fit(ctx, train, test)
+	return losses, res, tr.Params(), err
+}
+
+// compareRuns checks the GPU path's logs and parameters against the CPU's
+// (float32 tolerance) and, when exact, the eager GPU run's against the
+// graph run's bit for bit.
+func compareRuns(t *testing.T, cl, gl, el []float64, cp, gp, ep []float32, cres, gres Result) {
+	t.Helper()
+	if len(cl) != len(gl) || len(cl) != len(el) || len(cl) < 5 || gres.Steps != cres.Steps {
+		t.Fatalf("%d CPU logs, %d GPU logs, %d eager GPU logs; steps %d and %d", len(cl), len(gl), len(el), cres.Steps, gres.Steps)
+	}
+	for i := range cl {
+		t.Logf("log %d: loss cpu %.7f  gpu-graph %.7f  gpu-eager %.7f", i, cl[i], gl[i], el[i])
+		// The GEMMs of the two paths add in different orders: the first
+		// window agrees to float32 noise, later ones drift as training
+		// amplifies the differences (a high learning rate on purpose).
+		tol := 1e-4
+		if i > 0 {
+			tol = 2e-2
+		}
+		if math.Abs(cl[i]-gl[i]) > tol*math.Max(1, math.Abs(cl[i])) {
+			t.Errorf("log %d: loss %v on the CPU, %v on the GPU path", i, cl[i], gl[i])
+		}
+		if gl[i] != el[i] {
+			t.Errorf("log %d: loss %v with graphs, %v without", i, gl[i], el[i])
+		}
+	}
+	for i := range cp {
+		if math.Abs(float64(cp[i]-gp[i])) > 2e-2 {
+			t.Fatalf("param %d: %v on the CPU, %v on the GPU path", i, cp[i], gp[i])
+		}
+		if math.Float32bits(gp[i]) != math.Float32bits(ep[i]) {
+			t.Fatalf("param %d: %v with graphs, %v without", i, gp[i], ep[i])
+		}
+	}
+	if math.Abs(cres.Test.Accuracy-gres.Test.Accuracy) > 0.02 || !gres.Replicas.Identical {
+		t.Errorf("test accuracy %v on the CPU, %v on the GPU path (replicas %v)", cres.Test.Accuracy, gres.Test.Accuracy, gres.Replicas)
+	}
+}
+
+func baseOptions() Options {
+	return Options{GlobalBatch: 64, Epochs: 2, LR: 0.1, Seed: 3, LogEvery: 3, ClipNorm: 2}
+}
+
+// The GPU path (pipeline, captured graphs replayed with each step's values,
+// reports read a step late) trains like the CPU path; its graph and eager
+// modes give the same bits.
+func TestGPUPathMatchesCPU(t *testing.T) {
+	sgd, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9, Nesterov: true, WeightDecay: 1e-3})
+	adamw, _ := optim.NewAdamW(optim.DefaultAdamWConfig())
+	for name, o := range map[string]optim.Optimizer{"nesterov": sgd, "adamw": adamw} {
+		t.Run(name, func(t *testing.T) {
+			opts := baseOptions()
+			if name == "adamw" {
+				sched, err := optim.NewCosine(0.01, 0, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.LR, opts.Schedule = 0.01, sched
+			}
+			cl, cres, cp, err := trainRun(t, cpuBackend(t), o, opts, -1)
+			if err != nil {
+				t.Fatalf("CPU: %v", err)
+			}
+			gl, gres, gp, err := trainRun(t, emulatedBackend(true), o, opts, -1)
+			if err != nil {
+				t.Fatalf("GPU path: %v", err)
+			}
+			el, _, ep, err := trainRun(t, emulatedBackend(false), o, opts, -1)
+			if err != nil {
+				t.Fatalf("GPU path without graphs: %v", err)
+			}
+			compareRuns(t, cl, gl, el, cp, gp, ep, cres, gres)
+		})
+	}
+}
+
+// A stop request rides with the step's report, which is read a step late:
+// the GPU path stops one step after the CPU path, on every PE alike.
+func TestGPUPathStops(t *testing.T) {
+	o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+	_, res, _, err := trainRun(t, emulatedBackend(true), o, baseOptions(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stopped || res.Steps != 5 {
+		t.Errorf("stop requested after step 3: stopped %v after %d steps; want stopped after 5", res.Stopped, res.Steps)
+	}
+	_, cres, _, err := trainRun(t, cpuBackend(t), o, baseOptions(), 3)
+	if err != nil || !cres.Stopped || cres.Steps != 4 {
+		t.Errorf("CPU path: stopped %v after %d steps (%v); want stopped after 4", cres.Stopped, cres.Steps, err)
+	}
+}
+
+// A non-finite step ends Fit with ErrNonFinite one step later, with the
+// parameters of before the bad step (the device halted the updates).
+func TestGPUPathNonFinite(t *testing.T) {
+	o, _ := optim.NewSGD(optim.SGDConfig{})
+	opts := baseOptions()
+	opts.LR = 1e30
+	opts.ClipNorm = 0
+	_, _, params, err := trainRun(t, emulatedBackend(true), o, opts, -1)
+	if !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("Fit with lr 1e30 = %v, want ErrNonFinite", err)
+	}
+	for i, p := range params {
+		if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
+			t.Fatalf("param %d is %v after the halted step", i, p)
+		}
+	}
+	opts.SkipNonFinite = true
+	if _, res, _, err := trainRun(t, emulatedBackend(true), o, opts, -1); err != nil || res.Steps == 0 {
+		t.Errorf("with SkipNonFinite: %v after %d steps, want a finished run", err, res.Steps)
+	}
+}
+
+func TestGPUPathOffForAccumulation(t *testing.T) {
+	o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+	opts := baseOptions()
+	opts.Accumulate = 2
+	ce := cuda.NewEmulated(cuda.Options{})
+	m, _ := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{8}, Classes: 4})
+	tr, err := New(&devComm{e: ce}, ce, m, o, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, _ := datasets.NewShardSampler(600, 64, 1, 0, 3)
+	g, why, err := tr.newGPUSteps(sm)
+	if g != nil || err != nil || why == "" {
+		t.Errorf("newGPUSteps with accumulation = %v, %q, %v; want off with a reason", g, why, err)
+	}
+}
+
+// After its warm-up, a step of the GPU path allocates nothing on the Go side.
+func TestGPUPathStepDoesNotAllocate(t *testing.T) {
+	o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+	b := emulatedBackend(true)
+	train, _, err := datasets.SyntheticSplit(2000, 10, 20, 4, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{16}, Classes: 4})
+	opts := baseOptions()
+	opts.LogEvery = 1000
+	tr, err := New(b.c, b.e, m, o, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := datasets.NewShardSampler(train.Len(), opts.GlobalBatch, 1, 0, opts.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, done, err := tr.stepper(sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	s := 0
+	run := func() {
+		if _, err := step(train, 0, s, false); err != nil {
+			t.Fatal(err)
+		}
+		s++
+	}
+	for i := 0; i < 4; i++ { // eager, two captures, a replay
+		run()
+	}
+	if n := testing.AllocsPerRun(10, run); n != 0 {
+		t.Errorf("a step allocates %v times", n)
+	}
+}

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# The GPU check of the compute side (issue 7: training on the GPU), run on the
+# GPU host from the repository root, in one go:
+#
+#   scripts/gpu-compute-check.sh [--data-dir DIR] [--budget SECONDS] [--rebuild] [--no-torch]
+#
+# It needs .device/bin/ from scripts/gpu-compute-prepare.sh (built on the CPU
+# machine: the GPU host has no Go; binaries raw or .xz, unpacked in place)
+# and the Fashion-MNIST
+# .gz files (--data-dir, default .device/data/fashion-mnist, else
+# /usr/share/datasets/fashion-mnist). It builds the library with cuda/build.sh
+# unless build/libsymddp_cuda.so is newer than every cuda/ source (--rebuild
+# forces it). Stages, each with its own time limit, later ones tried even when
+# earlier ones fail (but not without the library):
+#    1 environment      GPU, driver, nvcc, PyTorch
+#    2 build            cuda/build.sh -> build/libsymddp_cuda.so (when needed)
+#    3 engine tests     conformance suite on the CUDA engine; optimizer kernels
+#                       against optim's Update bit for bit (sgd, momentum,
+#                       nesterov, adam, adamw, with and without weight decay,
+#                       aligned and not, clipped); non-finite skip and halt;
+#                       20 mlp steps against the CPU engine (losses printed),
+#                       eager and replayed from a CUDA graph
+#    4 trainer test     ddp's GPU step path (pipeline, graphs) against the CPU path
+#    5 train 1 PE       train --backend nvshmem --pes 1 on Fashion-MNIST, 5 epochs
+#    6 train 8 PEs      the same with 8 PEs on the one GPU (under MPS when the
+#                       daemon is there, which makes it much faster)
+#    7 bench            symbench gpu-train: samples/s, eager and CUDA graph, of
+#                       784-256-256-10 at batch 256 and 4096, 784-1024x4-10 at
+#                       1024, 784-4096x4-10 at 4096, fp32 without TF32
+#    8 PyTorch          scripts/torch_mlp_bench.py: the same four, same run
+#    9 train CPU        train --backend shm --pes 8 on the same data, for the
+#                       CPU path's accuracy beside the GPU's (if time is left)
+# Every command runs with NVSHMEM_DISABLE_NVLS=1 and under `timeout`; the
+# whole run stays within the budget (default 330 s): a stage that would not
+# fit is skipped and reported. Logs go to $OUT (else .device/out): compute-
+# env.log, compute-build.log, compute-tests.log, compute-train.log,
+# compute-bench.log and compute-summary.txt, printed at the end, with the
+# benchmark table of both columns side by side.
+set -u
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+data=""
+budget="${GPU_CHECK_BUDGET:-330}"
+rebuild=0
+torch=1
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+    --data-dir) data="$2"; shift 2 ;;
+    --data-dir=*) data="${1#*=}"; shift ;;
+    --budget) budget="$2"; shift 2 ;;
+    --rebuild) rebuild=1; shift ;;
+    --no-torch) torch=0; shift ;;
+    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+    *) echo "gpu-compute-check.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+if [ -z "$data" ]; then
+    data="$root/.device/data/fashion-mnist"
+    [ -d "$data" ] || data=/usr/share/datasets/fashion-mnist
+fi
+data="$(cd "$data" 2>/dev/null && pwd || echo "$data")"
+
+outdir="${OUT:-$root/.device/out}"
+mkdir -p "$outdir"
+env_log="$outdir/compute-env.log"
+build_log="$outdir/compute-build.log"
+test_log="$outdir/compute-tests.log"
+train_log="$outdir/compute-train.log"
+bench_log="$outdir/compute-bench.log"
+summary="$outdir/compute-summary.txt"
+: >"$env_log"; : >"$build_log"; : >"$test_log"; : >"$train_log"; : >"$bench_log"; : >"$summary"
+start=$(date +%s)
+
+export NVSHMEM_DISABLE_NVLS=1
+export NVSHMEM_REMOTE_TRANSPORT="${NVSHMEM_REMOTE_TRANSPORT:-none}"
+export SYMDDP_CUDA_LIB="$root/build/libsymddp_cuda.so"
+NV="${NVSHMEM_HOME:-}"
+PY=""
+for py in /opt/torch/.venv/bin/python3 python3; do
+    command -v "$py" >/dev/null || continue
+    [ -z "$PY" ] && PY="$py"
+    [ -n "$NV" ] && break
+    NV="$("$py" -c "import importlib.util as u; print(list(u.find_spec('nvidia.nvshmem').submodule_search_locations)[0])" 2>/dev/null || true)"
+done
+export NVSHMEM_HOME="${NV:-}"
+cuda_root="/usr/local/cuda"
+command -v nvcc >/dev/null && cuda_root="$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)"
+export LD_LIBRARY_PATH="${NV:+$NV/lib:}$cuda_root/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+note() { echo "$*" | tee -a "$summary"; }
+elapsed() { echo $(($(date +%s) - start)); }
+
+# stage NAME MAXSECONDS LOG CMD...: runs CMD with a time limit (at most what
+# is left of the budget), appends its output to LOG and a line to the summary
+# (with the counts of top-level test results when it ran tests).
+stage() {
+    local name="$1" max="$2" log="$3"
+    shift 3
+    local left=$((budget - $(elapsed)))
+    if [ "$left" -lt 20 ]; then
+        note "$(printf '%-30s SKIPPED (budget: %ss used of %ss)' "$name" "$(elapsed)" "$budget")"
+        return 125
+    fi
+    local limit=$((max < left - 5 ? max : left - 5))
+    local t0
+    t0=$(date +%s)
+    local tmp="$outdir/.cstage.$$"
+    echo "+ $*" >"$tmp"
+    timeout -k 10 "$limit" "$@" >>"$tmp" 2>&1
+    local rc=$?
+    local took=$(($(date +%s) - t0))
+    local result="ok"
+    [ "$rc" -ne 0 ] && result="FAILED (exit $rc)"
+    { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && result="TIMED OUT after ${limit}s"
+    local counts
+    counts=$(grep -E '^--- (PASS|FAIL|SKIP)' "$tmp" | awk '{n[$2]++} END {for (k in n) printf "%s%s %d", (c++ ? ", " : ""), k, n[k]}')
+    note "$(printf '%-30s %-24s %4ss  %s' "$name" "$result" "$took" "${counts:+tests: $counts}")"
+    {
+        echo
+        echo "===== $name (limit ${limit}s, from $((t0 - start))s): $result in ${took}s"
+        cat "$tmp"
+    } >>"$log"
+    rm -f "$tmp"
+    return "$rc"
+}
+
+note "GPU check of the compute side (issue 7), $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget}s"
+
+# ---- 1 environment ----
+{
+    echo "== nvidia-smi"; timeout 20 nvidia-smi || true
+    echo "== nvcc"; timeout 10 nvcc --version || true
+    echo "== NVSHMEM: ${NV:-not found}"
+    echo "== python: ${PY:-none}"; [ -n "$PY" ] && timeout 60 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1
+    echo "== data: $data"; ls -l "$data" 2>&1
+    echo "== binaries"; ls -l "$root/.device/bin" 2>&1
+    echo "== environment"; env | grep -E '^(NVSHMEM|SYMDDP|CUDA|LD_LIBRARY)' | sort
+} >>"$env_log" 2>&1
+note "GPU: $(timeout 10 nvidia-smi -L 2>/dev/null | head -1 || echo unknown); data: $data"
+
+# The binaries: raw in .device/bin, or unpacked there from .xz (all of them,
+# so that scripts/gpu-check.sh finds its own raw too).
+bin="$root/.device/bin"
+for x in "$bin"/*.xz; do
+    [ -f "$x" ] || continue
+    b="${x%.xz}"
+    if [ ! -x "$b" ] || [ "$x" -nt "$b" ]; then
+        xz -dkf "$x" && chmod +x "$b"
+    fi
+done
+for b in cuda.test ddp.test train symbench; do
+    [ -x "$bin/$b" ] || note "missing .device/bin/$b(.xz): run scripts/gpu-compute-prepare.sh on the CPU machine and carry .device/bin"
+done
+
+# ---- 2 build ----
+lib="$root/build/libsymddp_cuda.so"
+stale=$rebuild
+[ -f "$lib" ] || stale=1
+if [ "$stale" = 0 ] && [ -n "$(find cuda -maxdepth 1 \( -name '*.cu' -o -name '*.h' -o -name '*.cuh' -o -name build.sh \) -newer "$lib" 2>/dev/null)" ]; then
+    stale=1
+fi
+if [ "$stale" = 1 ]; then
+    if ! stage "build library" 240 "$build_log" cuda/build.sh; then
+        note "no library: later stages cannot run"; echo; cat "$summary"; exit 1
+    fi
+    tail -n 3 "$build_log" | sed 's/^/  /' | tee -a "$summary"
+else
+    note "library up to date: $lib"
+fi
+
+# ---- 3 engine tests ----
+stage "engine: conformance, bits, CPU" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
+    -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPU$'
+
+# ---- 4 trainer test ----
+stage "ddp: GPU step path vs CPU" 90 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+    -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestGPUFitMatchesCPU$'
+
+# ---- 5, 6 training on Fashion-MNIST ----
+train_args=(--dataset fashion-mnist --data-dir "$data" --epochs 5 --no-progress --log-every 235 --seed 1)
+# One stream carries compute and collectives: one allreduce after backward
+# (--bucket-size 0) rather than buckets that cannot overlap anyway.
+stage "train nvshmem 1 PE" 120 "$train_log" "$bin/train" --backend nvshmem --pes 1 --bucket-size 0 "${train_args[@]}"
+
+# 8 PEs on the one GPU: the launcher starts its own MPS daemon (--mps on)
+# and stops it at the end (issue 13); then the same for 60 steps with
+# --mps off (time-sliced), for samples/s beside it.
+stage "train nvshmem 8 PEs, MPS on" 150 "$train_log" "$bin/train" --backend nvshmem --pes 8 --mps on --bucket-size 0 "${train_args[@]}"
+stage "train nvshmem 8 PEs, 300 steps, MPS on" 60 "$train_log" "$bin/train" --backend nvshmem --pes 8 --mps on --bucket-size 0 \
+    "${train_args[@]}" --max-steps 300 --log-every 100 --eval-every 0
+stage "train nvshmem 8 PEs, 300 steps, MPS off" 90 "$train_log" "$bin/train" --backend nvshmem --pes 8 --mps off --bucket-size 0 \
+    "${train_args[@]}" --max-steps 300 --log-every 100 --eval-every 0
+left=$(pgrep -f nvidia-cuda-mps | wc -l)
+note "MPS processes left after the launcher-managed runs: $left"
+
+# ---- mpirun: NVSHMEM bootstraps through MPI (issue 8) ----
+if command -v mpirun >/dev/null; then
+    stage "mpirun -np 2 train nvshmem (MPI bootstrap)" 90 "$train_log" mpirun --allow-run-as-root --oversubscribe -np 2 \
+        -x NVSHMEM_DISABLE_NVLS=1 -x LD_LIBRARY_PATH -x SYMDDP_CUDA_LIB -x NVSHMEM_REMOTE_TRANSPORT \
+        "$bin/train" --backend nvshmem --bucket-size 0 "${train_args[@]}" --epochs 1
+fi
+
+# ---- 7, 8 bench, both columns from this run ----
+stage "bench symddp gpu-train" 90 "$bench_log" "$bin/symbench" gpu-train --time 1s
+if [ "$torch" = 1 ] && [ -n "$PY" ]; then
+    stage "bench PyTorch" 120 "$bench_log" "$PY" scripts/torch_mlp_bench.py --time 1.0
+else
+    note "PyTorch bench skipped"
+fi
+
+# ---- 9 the CPU path's accuracy on the same data, if time is left ----
+stage "train CPU shm 8 PEs" 100 "$train_log" "$bin/train" --backend shm --pes 8 "${train_args[@]}"
+
+# ---- summary ----
+{
+    echo
+    echo "---- tests: failures (first 60 lines) ----"
+    grep -E -A6 '^\s*--- FAIL|^panic:|TIMED OUT|test timed out' "$test_log" | head -60
+    echo "---- tests: skips ----"
+    grep -E -B1 -- '--- SKIP' "$test_log" | grep -E '_test\.go:[0-9]+: ' | sed -E 's/^[[:space:]]+//' | sort | uniq -c | head -10
+    echo "---- 20 mlp steps: loss CPU / GPU / GPU graph ----"
+    grep -E 'train_test.go:[0-9]+: (step|largest)' "$test_log" | sed -E 's/^[[:space:]]+train_test.go:[0-9]+: //' | head -22
+    echo "---- training runs (Fashion-MNIST, 5 epochs) ----"
+    grep -E '^(=====|done:|stopped|test accuracy|replicas|REPLICAS|train:|compute engine|GPU step path|CUDA graph)' "$train_log" |
+        sed -E 's/^===== ([^(]*) \(.*/== \1/'
+    echo "---- bench: samples/s, fp32 without TF32, one GPU ----"
+    grep -E '^RESULT (symddp|torch) ' "$bench_log" | awk '
+        { who = $2; key = ""; e = ""; g = "";
+          for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "model") m = kv[2]; else if (kv[1] == "batch") b = kv[2];
+                                      else if (kv[1] == "eager") e = kv[2]; else if (kv[1] == "graph") g = kv[2] }
+          key = m " " b; if (!(key in seen)) { seen[key] = 1; order[n++] = key }
+          E[who, key] = e; G[who, key] = g }
+        END {
+          printf "%-30s %6s %14s %14s %14s %14s %9s  %s\n", "model", "batch", "symddp eager", "symddp graph", "torch eager", "torch graph", "graph/pt", "target"
+          for (i = 0; i < n; i++) { split(order[i], mb, " "); k = order[i]
+            r = (G["torch", k] > 0 && G["symddp", k] > 0) ? sprintf("%.2fx", G["symddp", k] / G["torch", k]) : "-"
+            t = (mb[1] ~ /^784-256-/) ? ">= 2x" : (mb[1] ~ /4096/) ? ">= 0.95x" : ""
+            printf "%-30s %6s %14s %14s %14s %14s %9s  %s\n", mb[1], mb[2], E["symddp", k], G["symddp", k], E["torch", k], G["torch", k], r, t } }'
+    echo "(the tables of both benchmarks are in compute-bench.log)"
+} >>"$summary" 2>&1
+echo
+echo "==================== compute summary ($(elapsed)s) ===================="
+cat "$summary"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Prepares, on the CPU machine, what scripts/gpu-compute-check.sh runs on the
+# GPU host (which has no Go toolchain) for the compute side of issue 7: the Go
+# test, train and bench binaries, built with cgo, xz-compressed into
+# .device/bin/ (git-ignored; the check script unpacks them), and the
+# Fashion-MNIST files into .device/data/fashion-mnist. Then checks what can be
+# checked here.
+#
+#   scripts/gpu-compute-prepare.sh            # then carry .device/bin and .device/data
+#   scripts/gpu-compute-prepare.sh --raw      # binaries uncompressed (about 4x larger)
+#
+# Binaries (stripped and xz-compressed: about 16 MB for the four):
+#   .device/bin/cuda.test.xz       go test -c ./compute/cuda   (conformance, optimizer bits, CPU-vs-GPU steps)
+#   .device/bin/ddp.test.xz        go test -c ./ddp            (the GPU step path against the CPU path)
+#   .device/bin/train.xz           go build ./cmd/train        (Fashion-MNIST runs, --backend nvshmem)
+#   .device/bin/symbench.xz        go build ./cmd/symbench     (gpu-train; also the comm backend's gpu-allreduce)
+# Only these files are replaced: the comm backend's binaries in .device/bin
+# stay. Compression matters: what is carried to the GPU host is limited to
+# 64 MiB, and the data alone is 30 MB. gpu-compute-check.sh unpacks every
+# .device/bin/*.xz in place, so scripts/gpu-check.sh finds a raw symbench
+# when it runs after it.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+raw=0
+[ "${1:-}" = "--raw" ] && raw=1
+out=.device/bin
+mkdir -p "$out"
+
+export CGO_ENABLED=1
+ld=(-ldflags=-s\ -w)
+build() { # name, compress (0/1), go subcommand..., package
+    local name="$1" pack="$2" pkg="${*: -1}"
+    shift 2
+    rm -f "$out/$name" "$out/$name.xz"
+    go "${@:1:$#-1}" "${ld[@]}" -o "$out/$name" "$pkg"
+    if [ "$raw" = 0 ] && [ "$pack" = 1 ]; then
+        xz -6 -T0 "$out/$name"
+    fi
+}
+build cuda.test 1 test -c ./compute/cuda
+build ddp.test 1 test -c ./ddp
+build train 1 build ./cmd/train
+build symbench 1 build ./cmd/symbench
+echo "built:"
+ls -l "$out"
+
+# Fashion-MNIST for the training runs (the GPU host has no copy).
+data=.device/data/fashion-mnist
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+    mkdir -p "$data"
+    cp -u /usr/share/datasets/fashion-mnist/*-ubyte.gz "$data"/
+    echo "data:"
+    ls -l "$data"
+else
+    echo "no /usr/share/datasets/fashion-mnist: install dataset-fashion-mnist, or carry the four .gz files in $data yourself"
+fi
+
+# What can be checked without a GPU: the compute .cu files compile for sm_90
+# (declarations-only NVSHMEM headers), the C header is C, the Go side builds
+# and vets with and without cgo, and the tests pass (the GPU ones skip; the
+# emulated-device ones run the engine, the GPU step path and the bench).
+if command -v nvcc >/dev/null; then
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    for f in cuda/sd_compute*.cu; do
+        nvcc -O3 -std=c++17 -arch=sm_90 -rdc=true -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings \
+            -Icuda/localcheck/include -Icuda -c "$f" -o "$tmp/$(basename "$f" .cu).o"
+        echo "ok   $f"
+    done
+    gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c cuda/symddp_compute.h && echo "ok   cuda/symddp_compute.h (C11)"
+else
+    echo "nvcc not found: skipped the compile check of cuda/sd_compute*.cu"
+fi
+pkgs=(./compute/... ./internal/cudalib/... ./ddp/... ./cmd/train/ ./cmd/symbench/)
+go vet "${pkgs[@]}"
+CGO_ENABLED=0 go build ./...
+CGO_ENABLED=0 go vet ./compute/... ./internal/cudalib/... ./ddp/...
+go test ./compute/... ./ddp/... ./models/... ./internal/cudalib/...
+python3 -m py_compile scripts/torch_mlp_bench.py
+bash -n scripts/gpu-compute-check.sh
+echo "ready: run scripts/gpu-compute-check.sh on the GPU host with .device/bin and .device/data carried along"
