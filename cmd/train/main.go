@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/symddp/symddp/comm"
@@ -118,6 +119,9 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	if mpi.Size > 0 && o.set("pes") && o.pes != mpi.Size {
 		return usagef("--pes %d does not match the %d processes mpirun started (drop --pes under mpirun)", o.pes, mpi.Size)
 	}
+	if backend == "mpi" && !contains(comm.Backends(), "mpi") {
+		return errors.New("this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train` (needs libopenmpi-dev), or run train --pes N without mpirun")
+	}
 	dc, err := chooseData(o)
 	if err != nil {
 		return err
@@ -133,8 +137,15 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	if local < 0 {
 		local = mpi.Rank
 	}
+	perHost := mpi.Size
+	if n, err := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_LOCAL_SIZE")); err == nil && n > 0 {
+		perHost = n // PEs on this host, for the threads per PE
+	}
 	cfg := comm.Config{PE: mpi.Rank, NPEs: mpi.Size, HeapSize: heap, Timeout: o.timeout}
-	r := &peRun{o: o, dc: dc, cfg: cfg, backend: backend, localPE: local, local: max(1, mpi.Size), stdout: stdout, stderr: stderr}
+	if backend == "nvshmem" && o.gpuLib != "" {
+		cfg.Options = map[string]string{"lib": o.gpuLib} // what --pes N passes as SYMDDP_CUDA_LIB
+	}
+	r := &peRun{o: o, dc: dc, cfg: cfg, backend: backend, localPE: local, local: max(1, perHost), stdout: stdout, stderr: stderr}
 	return r.run()
 }
 
@@ -176,7 +187,10 @@ func fail(stderr io.Writer, err error) int {
 	}
 	var ue usageError
 	var pe *launch.PEError
+	var rep reportedError
 	switch {
+	case errors.As(err, &rep):
+		return 1
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "train: %v\nRun 'train --help' for the flags.\n", err)
 		if inPE {

@@ -22,6 +22,12 @@ import (
 // errStopped marks a run that a signal stopped early (exit code 130).
 var errStopped = errors.New("stopped by a signal")
 
+// reportedError is an error the PE has printed already (exit status 1).
+type reportedError struct{ err error }
+
+func (r reportedError) Error() string { return r.err.Error() }
+func (r reportedError) Unwrap() error { return r.err }
+
 // peRun is one PE's whole job: open the comm, build everything, train.
 type peRun struct {
 	o       *options
@@ -43,6 +49,13 @@ func (r *peRun) run() (err error) {
 		return fmt.Errorf("open %s backend: %w", r.backend, err)
 	}
 	defer func() {
+		var ue usageError
+		if err != nil && !errors.As(err, &ue) && !errors.Is(err, errStopped) {
+			// Say it now: closing may wait for the peers (MPI), or the job may
+			// be torn down before this PE's error would be printed.
+			fmt.Fprintf(r.stderr, "train: PE %d: %v\n", c.MyPE(), err)
+			err = reportedError{err}
+		}
 		if cerr := c.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close %s backend: %w", r.backend, cerr)
 		}

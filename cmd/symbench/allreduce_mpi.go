@@ -1,0 +1,227 @@
+//go:build mpi
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/launch"
+	_ "github.com/symddp/symddp/comm/mpi"
+)
+
+// The allreduce-mpi subcommand (build tag mpi): the mpi comm backend's
+// AllReduce under mpirun, beside the shm backend and Open MPI's own
+// MPI_Allreduce (bench/mpi_allreduce.c), timed the same way as `symbench
+// allreduce` (allreduce_pe.go).
+func init() {
+	subcommands["allreduce-mpi"] = subcommand{"allreduce of the mpi backend under mpirun, beside shm and MPI_Allreduce (-tags mpi)", runAllReduceMPI}
+}
+
+// mpiBenchOpts are the flags of `symbench allreduce-mpi`.
+type mpiBenchOpts struct {
+	allReduceOpts
+	hier bool // also measure the backend's hierarchical mode
+}
+
+func parseAllReduceMPIFlags(args []string) (mpiBenchOpts, error) {
+	var o mpiBenchOpts
+	fs := pflag.NewFlagSet("symbench allreduce-mpi", pflag.ContinueOnError)
+	fs.IntSliceVar(&o.pes, "pes", []int{2, 4}, "job sizes (ranks) to measure")
+	minSize := fs.String("min", "4KiB", "smallest buffer (B, KiB, MiB, GiB)")
+	maxSize := fs.String("max", "16MiB", "largest buffer")
+	fs.Int64Var(&o.step, "step", 4, "factor between successive buffer sizes")
+	fs.IntVar(&o.reps, "reps", 5, "timed repetitions per size (the median is reported)")
+	fs.DurationVar(&o.target, "target", 50*time.Millisecond, "duration of one repetition")
+	fs.StringVar(&o.mpirunArgs, "mpirun-args", "", "extra arguments for mpirun, such as \"--mca btl tcp,self --mca osc pt2pt\"")
+	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of every wait in the PEs")
+	fs.BoolVar(&o.hier, "hierarchical", false, "also measure the mpi backend with "+mpiHierEnv+"=1")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.minBytes, err = parseSize(*minSize); err != nil {
+		return o, fmt.Errorf("--min: %w", err)
+	}
+	if o.maxBytes, err = parseSize(*maxSize); err != nil {
+		return o, fmt.Errorf("--max: %w", err)
+	}
+	switch {
+	case o.minBytes < 4 || o.minBytes%4 != 0 || o.maxBytes < o.minBytes:
+		return o, fmt.Errorf("--min %s --max %s: want multiples of 4 bytes, min <= max", *minSize, *maxSize)
+	case o.step < 2:
+		return o, fmt.Errorf("--step %d: want at least 2", o.step)
+	case o.reps < 1 || o.target <= 0:
+		return o, fmt.Errorf("--reps %d --target %v: want positive values", o.reps, o.target)
+	case o.format != "text" && o.format != "markdown":
+		return o, fmt.Errorf("--format %q: want text or markdown", o.format)
+	}
+	for _, n := range o.pes {
+		if n < 1 {
+			return o, fmt.Errorf("--pes: %d PEs", n)
+		}
+	}
+	return o, nil
+}
+
+// mpiHierEnv switches the mpi backend's hierarchical allreduce on in the
+// PEs (comm/mpi reads it).
+const mpiHierEnv = "SYMDDP_MPI_HIERARCHICAL"
+
+func runAllReduceMPI(args []string) error {
+	opts, err := parseAllReduceMPIFlags(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// A PE of the shm job (our launcher) or of the mpi job (mpirun).
+	cfg, backend, isPE, err := comm.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	if isPE {
+		return allReducePE(cfg, backend, opts.allReduceOpts)
+	}
+	if env, ok, err := launch.DetectMPI(); err != nil {
+		return err
+	} else if ok {
+		cfg := comm.Config{PE: env.Rank, NPEs: env.Size, HeapSize: opts.maxBytes + 1<<20, Timeout: opts.timeout}
+		return allReducePE(cfg, "mpi", opts.allReduceOpts)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ref, err := newMPIRunner(opts.mpirunArgs)
+	if err != nil {
+		return err
+	}
+	defer ref.close()
+	variants := []string{"mpi"}
+	if opts.hier {
+		variants = append(variants, "mpi hier")
+	}
+	var rows []mpiRow
+	for _, n := range opts.pes {
+		fmt.Fprintf(os.Stderr, "symbench: shm, %d PEs\n", n)
+		shm, err := shmAllReduce(ctx, n, opts.allReduceOpts)
+		if err != nil {
+			return fmt.Errorf("shm with %d PEs: %w", n, err)
+		}
+		backends := make([]map[int64]result, len(variants))
+		for i, v := range variants {
+			fmt.Fprintf(os.Stderr, "symbench: %s backend, %d ranks\n", v, n)
+			if backends[i], err = ref.backendAllReduce(ctx, n, opts, v == "mpi hier"); err != nil {
+				return fmt.Errorf("%s backend with %d ranks: %w", v, n, err)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "symbench: MPI_Allreduce, %d ranks\n", n)
+		raw, err := ref.allReduce(ctx, n, opts.allReduceOpts)
+		if err != nil {
+			return fmt.Errorf("MPI_Allreduce with %d ranks: %w", n, err)
+		}
+		for _, size := range opts.sizes() {
+			r := mpiRow{npes: n, bytes: size, shm: shm[size].seconds, raw: raw[size].seconds}
+			for _, b := range backends {
+				r.backend = append(r.backend, b[size].seconds)
+			}
+			rows = append(rows, r)
+		}
+	}
+	return printMPITable(os.Stdout, opts, describeHost(ref), variants, rows)
+}
+
+// backendAllReduce runs this binary under mpirun as n ranks of the mpi
+// backend and returns rank 0's results by size.
+func (m *mpiRunner) backendAllReduce(ctx context.Context, n int, opts mpiBenchOpts, hier bool) (map[int64]result, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, m.extra...)
+	if hier {
+		args = append(args, "-x", mpiHierEnv+"=1")
+	}
+	args = append(args, self, "allreduce-mpi",
+		"--min", strconv.FormatInt(opts.minBytes, 10), "--max", strconv.FormatInt(opts.maxBytes, 10),
+		"--step", strconv.FormatInt(opts.step, 10), "--reps", strconv.Itoa(opts.reps),
+		"--target", opts.target.String(), "--timeout", opts.timeout.String())
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, m.mpirun, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %v\n%s%s", strings.Join(cmd.Args, " "), err, stdout.String(), stderr.String())
+	}
+	res, err := parseResults(stdout.String(), "")
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(opts.sizes()) {
+		return nil, fmt.Errorf("%d results for %d sizes:\n%s%s", len(res), len(opts.sizes()), stdout.String(), stderr.String())
+	}
+	return res, nil
+}
+
+// mpiRow is one line of the allreduce-mpi table: seconds per call.
+type mpiRow struct {
+	npes    int
+	bytes   int64
+	shm     float64
+	backend []float64 // one per variant
+	raw     float64
+}
+
+func printMPITable(w io.Writer, opts mpiBenchOpts, host string, variants []string, rows []mpiRow) error {
+	fmt.Fprintf(w, "allreduce, float32 sum in place; time per call = median of %d repetitions of ~%v, each the slowest PE's\n", opts.reps, opts.target)
+	fmt.Fprintf(w, "shm: the shm backend (train --pes N); mpi: the mpi backend under mpirun; MPI_Allreduce: bench/mpi_allreduce.c\n")
+	fmt.Fprintf(w, "host: %s\n\n", host)
+	head := []string{"N", "size", "shm"}
+	for _, v := range variants {
+		head = append(head, v)
+	}
+	head = append(head, "MPI_Allreduce")
+	for _, v := range variants {
+		head = append(head, v+"/shm")
+	}
+	lines := [][]string{}
+	for _, r := range rows {
+		l := []string{fmt.Sprint(r.npes), formatBytes(r.bytes), formatTime(r.shm)}
+		for _, s := range r.backend {
+			l = append(l, formatTime(s))
+		}
+		l = append(l, formatTime(r.raw))
+		for _, s := range r.backend {
+			l = append(l, fmt.Sprintf("%.2f×", s/r.shm))
+		}
+		lines = append(lines, l)
+	}
+	if opts.format == "markdown" {
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
+		for _, l := range lines {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(l, " | "))
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
+	for _, l := range lines {
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(l, "\t"))
+	}
+	return tw.Flush()
+}

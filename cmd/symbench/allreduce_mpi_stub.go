@@ -1,0 +1,13 @@
+//go:build !mpi
+
+package main
+
+import "errors"
+
+// Without the mpi build tag the allreduce-mpi subcommand only says how to
+// get it (allreduce_mpi.go has the real one).
+func init() {
+	subcommands["allreduce-mpi"] = subcommand{"allreduce of the mpi backend under mpirun (needs a build with -tags mpi)", func([]string) error {
+		return errors.New("this symbench has no MPI backend: rebuild it with `go build -tags mpi ./cmd/symbench` (needs libopenmpi-dev)")
+	}}
+}

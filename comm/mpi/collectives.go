@@ -1,0 +1,172 @@
+//go:build mpi
+
+package mpi
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/symddp/symddp/comm"
+)
+
+// beginCollective prepares a collective: it waits until every IAllReduce
+// issued before has run (so the PEs see their collectives in one order),
+// takes mu and checks that the Comm is open and healthy. On success the
+// caller holds mu and must release it.
+func (c *Comm) beginCollective(op string) error {
+	if c.closed.Load() {
+		return c.closedErr(op)
+	}
+	c.async.drain()
+	c.mu.Lock()
+	if err := c.usableLocked(op); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Barrier completes this PE's outstanding puts, waits until every PE has
+// called Barrier (MPI_Barrier), and then synchronises this PE's view of
+// every window (MPI_Win_sync), so that what peers put before the barrier is
+// visible after it.
+func (c *Comm) Barrier() error {
+	const op = "barrier"
+	if err := c.beginCollective(op); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if err := c.quietLocked(op); err != nil {
+		return err
+	}
+	if err := c.enter(op); err != nil {
+		return err
+	}
+	if err := c.call(op, waitAll, cBarrier); err != nil {
+		return err
+	}
+	for _, b := range c.live {
+		if b.n > 0 {
+			if err := cWinSync(b.w); err != nil {
+				return c.fail(op, err)
+			}
+		}
+	}
+	return nil
+}
+
+// AllReduce reduces elements [off, off+n) of the Float32 buffer b across PEs
+// in place (MPI_Allreduce with MPI_IN_PLACE on the window's memory). Every PE
+// ends with the same bits; Mean is the Sum divided by float32(NPEs()).
+func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
+	const name = "allreduce"
+	mb, err := c.reduceArgs(name, b, off, n, op, c.me)
+	if err != nil {
+		return err
+	}
+	if err := c.beginCollective(name); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	return c.allReduceLocked(name, mb, off, n, op)
+}
+
+// allReduceLocked runs one allreduce; the caller holds mu.
+func (c *Comm) allReduceLocked(name string, b *buffer, off, n int, op comm.Op) error {
+	if err := c.enter(name); err != nil {
+		return err
+	}
+	if c.hier.on && c.hier.nlocal > 1 && n > 0 {
+		return c.hierReduce(name, b, off, n, op, -1)
+	}
+	p := b.at(off)
+	if err := c.call(name, waitAll, func() error { return cAllReduce(p, int64(n), mpiOp(op)) }); err != nil {
+		return err
+	}
+	if op == comm.Mean {
+		c.divide(p, n)
+	}
+	return nil
+}
+
+// Reduce reduces [off, off+n) of the Float32 buffer b across PEs into root's
+// copy (MPI_Reduce, in place at the root); the other copies are unchanged.
+func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
+	const name = "reduce"
+	mb, err := c.reduceArgs(name, b, off, n, op, root)
+	if err != nil {
+		return err
+	}
+	if err := c.beginCollective(name); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if err := c.enter(name); err != nil {
+		return err
+	}
+	if c.FixedOrder() && c.npes > 1 && n > 0 {
+		return c.hierReduce(name, mb, off, n, op, root)
+	}
+	p := mb.at(off)
+	if err := c.call(name, waitAll, func() error { return cReduce(p, int64(n), mpiOp(op), root, c.me) }); err != nil {
+		return err
+	}
+	if op == comm.Mean && c.me == root {
+		c.divide(p, n)
+	}
+	return nil
+}
+
+// Broadcast copies root's elements [off, off+n) of b (any kind) into every
+// PE's copy (MPI_Bcast).
+func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
+	const name = "broadcast"
+	mb, err := c.access(name, b, 0, off, n, root)
+	if err != nil {
+		return err
+	}
+	if err := c.beginCollective(name); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if err := c.enter(name); err != nil {
+		return err
+	}
+	p, bytes := mb.at(off), int64(n)*int64(mb.kind.Size())
+	return c.call(name, waitAll, func() error { return cBcast(p, bytes, root) })
+}
+
+// reduceArgs checks the arguments of a reduction (root is any valid PE for
+// AllReduce). It reads only what does not change under a running
+// collective, so it does not take mu.
+func (c *Comm) reduceArgs(name string, b comm.Buffer, off, n int, op comm.Op, root int) (*buffer, error) {
+	mb, err := c.access(name, b, comm.Float32, off, n, root)
+	if err != nil {
+		return nil, err
+	}
+	if op < comm.Sum || op > comm.Min {
+		return nil, fmt.Errorf("mpi: PE %d: %s: unknown operator %s: %w", c.me, name, op, comm.ErrKind)
+	}
+	return mb, nil
+}
+
+// mpiOp is the operator code of capi.go's sd_op: Mean is reduced as Sum.
+func mpiOp(op comm.Op) int {
+	if op == comm.Mean {
+		return int(comm.Sum)
+	}
+	return int(op)
+}
+
+// divide divides the n float32 at p by float32(NPEs()), one correctly
+// rounded division each, the same on every PE.
+func (c *Comm) divide(p unsafe.Pointer, n int) {
+	if n == 0 {
+		return
+	}
+	d := float32(c.npes)
+	xs := unsafe.Slice((*float32)(p), n)
+	for i := range xs {
+		xs[i] /= d
+	}
+}

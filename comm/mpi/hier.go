@@ -1,0 +1,256 @@
+//go:build mpi
+
+package mpi
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"unsafe"
+
+	"github.com/symddp/symddp/comm"
+)
+
+// Hierarchical mode: the PEs of one host keep their buffers in one
+// shared-memory window (MPI_Win_allocate_shared), so that AllReduce is done
+// inside a host with plain loads and stores, as in the shm backend, and only
+// between hosts over MPI:
+//
+//  1. barrier of the host's PEs;
+//  2. local PE l of L sums its 1/L slice of every local copy, in local PE
+//     order, into its own copy;
+//  3. MPI_Allreduce of that slice among the PEs with local number l, one per
+//     host;
+//  4. PE l writes the reduced slice into every local copy; barrier.
+//
+// Every element is reduced once per host and then once across hosts, so
+// every PE of every host ends with the same bits. On one host the sum is the
+// left fold in PE order, the shm backend's bits (Comm.FixedOrder is true),
+// and Reduce is done the same way, writing into the root's copy only. One-sided operations and
+// the other collectives are unchanged (a second window, MPI_Win_create over
+// the same memory, serves puts and gets).
+//
+// It is off by default; SYMDDP_MPI_HIERARCHICAL=1 (or comm.Config.Options
+// "hierarchical"="on") switches it on. Every host must have the same number
+// of PEs. SYMDDP_MPI_HOST_SIZE=k makes hosts of k consecutive ranks instead
+// of the real ones, so that one machine can stand for several hosts in
+// tests.
+const (
+	EnvHierarchical = "SYMDDP_MPI_HIERARCHICAL" // 1 or on: hierarchical allreduce
+	EnvHostSize     = "SYMDDP_MPI_HOST_SIZE"    // testing: hosts of k consecutive ranks
+)
+
+// reduceChunk is how many float32 a PE folds at a time (16 KiB), so that
+// the partial result stays in L1 while every local copy streams through.
+const reduceChunk = 4096
+
+// lineFloats is the float32 in a cache line; slice boundaries fall on them.
+const lineFloats = 16
+
+// hierarchy is this PE's place in hierarchical mode.
+type hierarchy struct {
+	on     bool
+	cm     comms
+	local  int // this PE's number on its host
+	nlocal int // PEs per host
+	hosts  int
+
+	scratch []float32
+	views   [][]float32
+	ins     [][]float32
+}
+
+// hierConfig reads whether hierarchical mode is wanted and the simulated
+// host size (0: the real hosts).
+func hierConfig(cfg comm.Config) (on bool, hostSize int, err error) {
+	v, ok := cfg.Options["hierarchical"]
+	if !ok {
+		v = os.Getenv(EnvHierarchical)
+	}
+	switch v {
+	case "", "0", "off", "false":
+	case "1", "on", "true":
+		on = true
+	default:
+		return false, 0, fmt.Errorf("hierarchical=%q: want on or off", v)
+	}
+	if s := os.Getenv(EnvHostSize); s != "" && on {
+		if hostSize, err = strconv.Atoi(s); err != nil || hostSize < 1 {
+			return false, 0, fmt.Errorf("%s=%q: want a positive number of ranks", EnvHostSize, s)
+		}
+	}
+	return on, hostSize, nil
+}
+
+// openHierarchy sets hierarchical mode up when every PE asks for it (a PE
+// that asks for something else fails the open on every PE). The caller
+// holds mu.
+func (c *Comm) openHierarchy(on bool, hostSize int) error {
+	const op = "open"
+	flag := uint64(0)
+	if on {
+		flag = 1
+	}
+	mine := []uint64{flag, uint64(hostSize)}
+	all := make([]uint64, 2*c.npes)
+	if err := c.call(op, waitAll, func() error { return cAllgatherU64(mine, all) }); err != nil {
+		return err
+	}
+	for q := 1; q < c.npes; q++ {
+		if all[2*q] != all[0] || all[2*q+1] != all[1] {
+			return fmt.Errorf("%s: PE 0 has %s=%d %s=%d, PE %d has %d and %d: pass them to every rank (mpirun -x)",
+				op, EnvHierarchical, all[0], EnvHostSize, all[1], q, all[2*q], all[2*q+1])
+		}
+	}
+	if !on {
+		return nil
+	}
+	color := -1
+	if hostSize > 0 {
+		color = c.me / hostSize
+	}
+	h := &c.hier
+	var minL, maxL int
+	err := c.call(op, waitAll, func() error {
+		var err error
+		h.cm, h.local, h.nlocal, minL, maxL, err = cHierSplit(color)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if minL != maxL {
+		return fmt.Errorf("%s: hierarchical allreduce needs the same number of PEs on every host, these have %d to %d (unset %s)", op, minL, maxL, EnvHierarchical)
+	}
+	h.on, h.hosts = true, c.npes/h.nlocal
+	h.scratch = make([]float32, reduceChunk)
+	h.views = make([][]float32, h.nlocal)
+	h.ins = make([][]float32, h.nlocal)
+	return nil
+}
+
+// closeHierarchy frees the communicators. The caller holds mu.
+func (c *Comm) closeHierarchy(op string) error {
+	if !c.hier.on {
+		return nil
+	}
+	return c.call(op, waitAll, func() error { return cHierFree(&c.hier.cm) })
+}
+
+// hierReduce is AllReduce (root < 0) in hierarchical mode (see the top of
+// the file), and Reduce to root on one host; Mean is divided before the
+// slices are spread, so every copy gets the same bits. The caller holds mu.
+func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root int) error {
+	h := &c.hier
+	for k, p := range b.peers {
+		h.views[k] = unsafe.Slice((*float32)(p), b.n)
+	}
+	defer clear(h.views)
+	lo, hi := ownSlice(off, n, h.nlocal, h.local)
+	mine := h.views[h.local]
+	return c.call(name, waitAll, func() error {
+		if err := cNodeBarrier(b.shared, h.cm); err != nil {
+			return err
+		}
+		// With one host the reduced chunk goes straight into every copy
+		// while it is in the cache; with several it goes into this PE's
+		// copy, to be reduced across hosts first.
+		spread := h.hosts == 1
+		for start := lo; start < hi; start += reduceChunk {
+			end := min(start+reduceChunk, hi)
+			acc := h.scratch[:end-start]
+			for k, v := range h.views {
+				h.ins[k] = v[start:end]
+			}
+			fold(acc, h.ins, op)
+			if !spread {
+				copy(mine[start:end], acc)
+				continue
+			}
+			if op == comm.Mean {
+				c.divide(unsafe.Pointer(&acc[0]), len(acc))
+			}
+			if root >= 0 { // on one host, local PE numbers are PE numbers
+				copy(h.views[root][start:end], acc)
+				continue
+			}
+			for k := range h.views { // a different first copy on every PE
+				copy(h.views[(h.local+k)%h.nlocal][start:end], acc)
+			}
+		}
+		clear(h.ins)
+		if !spread && hi > lo {
+			if err := cAllReduceCross(unsafe.Pointer(&mine[lo]), int64(hi-lo), mpiOp(op), h.cm); err != nil {
+				return err
+			}
+			if op == comm.Mean {
+				c.divide(unsafe.Pointer(&mine[lo]), hi-lo)
+			}
+			for k, v := range h.views {
+				if k != h.local {
+					copy(v[lo:hi], mine[lo:hi])
+				}
+			}
+		}
+		return cNodeBarrier(b.shared, h.cm)
+	})
+}
+
+// ownSlice is local PE p's part [lo, hi) of elements [off, off+n) among
+// npes: nearly equal parts whose inner boundaries are rounded up to a cache
+// line of the buffer, so that no two PEs write one line.
+func ownSlice(off, n, npes, p int) (lo, hi int) {
+	bound := func(k int) int {
+		if k == npes {
+			return off + n
+		}
+		x := off + int(int64(n)*int64(k)/int64(npes))
+		if k > 0 {
+			x = (x + lineFloats - 1) / lineFloats * lineFloats
+		}
+		return min(x, off+n)
+	}
+	return bound(p), bound(p + 1)
+}
+
+// fold reduces ins (the local copies of one chunk) into acc in local PE
+// order: Sum and Mean as the float32 left fold, Max and Min with Go's max
+// and min.
+func fold(acc []float32, ins [][]float32, op comm.Op) {
+	copy(acc, ins[0])
+	for _, in := range ins[1:] {
+		in = in[:len(acc)]
+		switch op {
+		case comm.Sum, comm.Mean:
+			addTo(acc, in)
+		case comm.Max:
+			for i, x := range in {
+				acc[i] = max(acc[i], x)
+			}
+		case comm.Min:
+			for i, x := range in {
+				acc[i] = min(acc[i], x)
+			}
+		}
+	}
+}
+
+// addTo adds in to acc element by element, eight at a time.
+func addTo(acc, in []float32) {
+	in = in[:len(acc)]
+	i := 0
+	for ; i+8 <= len(acc); i += 8 {
+		a, x := acc[i:i+8:i+8], in[i:i+8:i+8]
+		a[0] += x[0]
+		a[1] += x[1]
+		a[2] += x[2]
+		a[3] += x[3]
+		a[4] += x[4]
+		a[5] += x[5]
+		a[6] += x[6]
+		a[7] += x[7]
+	}
+	for ; i < len(acc); i++ {
+		acc[i] += in[i]
+	}
+}
