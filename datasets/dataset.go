@@ -13,6 +13,12 @@
 //     [*NotInstalledError] whose Hint says how to get it; [CheckInstalled]
 //     asks without reading. Pixels are in [0, 1]; standardise them with
 //     [PixelStats] and [InMemory.Normalize].
+//   - [LoadBytes]: the same files with the pixels kept as bytes
+//     ([ByteSamples], standardised by [ByteSamples.Normalize] as Gather
+//     copies them out: a quarter of the memory, the same values). Raw files
+//     are memory-mapped, so the processes of a host share one copy;
+//     [Unpack] writes raw files from gzip ones (the train command does it
+//     once per job in the job's run directory).
 //   - [Synthetic] and [SyntheticSplit]: Gaussian classes that any model
 //     learns, for tests and machines without the data.
 //   - [NewInMemory]: samples and labels a program already holds in two flat

@@ -65,16 +65,24 @@ func ReadIDX(r io.Reader) (*IDX, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w: data byte %d of %d: %w", ErrBadIDX, len(data), size, err)
 	}
-	// The input must end here. For gzip this read also checks the CRC.
+	if err := expectIDXEnd(src, size, dims); err != nil {
+		return nil, err
+	}
+	return &IDX{Dims: dims, Data: data}, nil
+}
+
+// expectIDXEnd checks that src ends right after the size bytes the header
+// declared. For gzip this read also checks the CRC.
+func expectIDXEnd(src io.Reader, size int, dims []int) error {
 	var one [1]byte
 	switch n, err := io.ReadFull(src, one[:]); {
 	case n > 0:
-		return nil, fmt.Errorf("%w: trailing data after the %d bytes declared by the header (%s)",
+		return fmt.Errorf("%w: trailing data after the %d bytes declared by the header (%s)",
 			ErrBadIDX, size, dimsString(dims))
 	case err != io.EOF:
-		return nil, fmt.Errorf("%w: after the data: %w", ErrBadIDX, err)
+		return fmt.Errorf("%w: after the data: %w", ErrBadIDX, err)
 	}
-	return &IDX{Dims: dims, Data: data}, nil
+	return nil
 }
 
 // readIDXHeader reads the magic number and the dimensions, and returns the

@@ -23,27 +23,9 @@ var _ Dataset = (*InMemory)(nil)
 // NewInMemory wraps x (N rows of product(shape) values) and y (N labels in
 // [0, classes)) without copying them. It checks the sizes and the labels.
 func NewInMemory(x []float32, y []int32, shape []int, classes int) (*InMemory, error) {
-	size := 1
-	for _, d := range shape {
-		if d <= 0 {
-			return nil, fmt.Errorf("sample shape %v: dimensions must be positive", shape)
-		}
-		size *= d
-	}
-	switch {
-	case len(shape) == 0:
-		return nil, fmt.Errorf("sample shape is empty")
-	case classes <= 0:
-		return nil, fmt.Errorf("%d classes: need at least one", classes)
-	case len(y) == 0:
-		return nil, fmt.Errorf("empty dataset: no samples")
-	case len(x) != len(y)*size:
-		return nil, fmt.Errorf("%d values for %d samples of shape %v: want %d", len(x), len(y), shape, len(y)*size)
-	}
-	for i, label := range y {
-		if label < 0 || int(label) >= classes {
-			return nil, fmt.Errorf("label %d of sample %d is outside [0, %d)", label, i, classes)
-		}
+	size, err := checkSamples(len(x), y, shape, classes)
+	if err != nil {
+		return nil, err
 	}
 	return &InMemory{X: x, Y: y, shape: append([]int(nil), shape...), size: size, classes: classes}, nil
 }

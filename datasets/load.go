@@ -188,6 +188,21 @@ func LoadIDXPair(imagesPath, labelsPath string, classes int) (*InMemory, error) 
 	if err != nil {
 		return nil, err
 	}
+	y, err := idxLabels(images, labels, imagesPath, labelsPath, classes)
+	if err != nil {
+		return nil, err
+	}
+	x := make([]float32, len(images.Data))
+	scale := pixelScale()
+	for i, b := range images.Data {
+		x[i] = scale[b]
+	}
+	return NewInMemory(x, y, []int{images.Dims[1] * images.Dims[2]}, classes)
+}
+
+// idxLabels checks that images (count, rows, columns) and labels (count)
+// agree and that every label is in [0, classes), and returns the labels.
+func idxLabels(images, labels *IDX, imagesPath, labelsPath string, classes int) ([]int32, error) {
 	n := images.Dims[0]
 	switch {
 	case n == 0:
@@ -205,12 +220,7 @@ func LoadIDXPair(imagesPath, labelsPath string, classes int) (*InMemory, error) 
 		}
 		y[i] = int32(b)
 	}
-	x := make([]float32, len(images.Data))
-	scale := pixelScale()
-	for i, b := range images.Data {
-		x[i] = scale[b]
-	}
-	return NewInMemory(x, y, []int{images.Dims[1] * images.Dims[2]}, classes)
+	return y, nil
 }
 
 // pixelScale maps a byte b to float32(b)/255, correctly rounded.

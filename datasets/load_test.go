@@ -72,16 +72,20 @@ func TestLoadTinyDataset(t *testing.T) {
 	}
 }
 
-func TestLoadErrors(t *testing.T) {
+// loadErrorCase is a dataset directory with one fault and fragments of the
+// message every loader must give for it.
+type loadErrorCase struct {
+	name string
+	gz   bool
+	edit func(map[string][]byte)
+	want []string // fragments of the message, the file name among them
+}
+
+func loadErrorCases() []loadErrorCase {
 	mutate := func(file string, f func([]byte) []byte) func(map[string][]byte) {
 		return func(files map[string][]byte) { files[file] = f(files[file]) }
 	}
-	cases := []struct {
-		name string
-		gz   bool
-		edit func(map[string][]byte)
-		want []string // fragments of the message, the file name among them
-	}{
+	return []loadErrorCase{
 		{"wrong magic", false, mutate(trainImagesFile, func(b []byte) []byte { b[0] = 0x08; return b }),
 			[]string{trainImagesFile, "bad magic 0x08000803"}},
 		{"labels as images", false, mutate(testImagesFile, func([]byte) []byte { _, l := tinySplit(5); return l }),
@@ -100,7 +104,10 @@ func TestLoadErrors(t *testing.T) {
 		{"wrong image size", false, mutate(trainImagesFile, func([]byte) []byte { return encodeIDX([]int{12, 2, 2}, ramp(48)) }),
 			[]string{trainImagesFile, "images are 4 values each, want 28x28"}},
 	}
-	for _, c := range cases {
+}
+
+func TestLoadErrors(t *testing.T) {
+	for _, c := range loadErrorCases() {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := Load("fashion-mnist", writeDataset(t, c.gz, c.edit))
 			checkBadIDX(t, err, c.want...)

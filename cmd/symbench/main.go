@@ -3,6 +3,10 @@
 //
 //	symbench allreduce [flags]   allreduce bus bandwidth of the shm backend,
 //	                             beside Open MPI's MPI_Allreduce on the same host
+//	symbench train [flags]       samples/s of the train command at --pes 1, 2, 4, 8,
+//	                             the speed-up, allreduce overlap and memory per PE
+//	symbench all [flags]         all of them (GPU ones on a GPU host): a markdown
+//	                             report and a PNG plot in an output directory
 //
 // Run `symbench <subcommand> -h` for a subcommand's flags. A subcommand that
 // needs several PEs starts them itself (comm/launch): the PEs are this binary
@@ -24,6 +28,7 @@ type subcommand struct {
 // subcommands maps names to benchmarks; add new ones here.
 var subcommands = map[string]subcommand{
 	"allreduce": {"allreduce bus bandwidth of shm, beside Open MPI's MPI_Allreduce", runAllReduce},
+	"train":     {"samples/s, speed-up, allreduce overlap and memory per PE of train at --pes 1, 2, 4, 8", runCPUTrain},
 }
 
 func main() {

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 
 	"github.com/symddp/symddp/datasets"
 )
@@ -49,27 +52,89 @@ func chooseData(o *options) (dataChoice, error) {
 		"%v; %s. Training on synthetic data instead (--dataset synthetic to silence this).", err, ni.Hint())}, nil
 }
 
+// dataShare is how a PE may share the training data with the other PEs of
+// its host.
+type dataShare struct {
+	runDir  string       // the job's run directory ($SYMDDP_RUN_DIR); "" when there is none
+	first   bool         // this PE unpacks the data (PE 0)
+	barrier func() error // waits for every PE of the job (collective)
+	warn    func(string) // prints a warning once per job
+}
+
 // loadData loads the chosen dataset, normalised, on one PE.
-func loadData(dc dataChoice, seed uint64, limit int) (train, test *datasets.InMemory, err error) {
+//
+// Fashion-MNIST and MNIST keep their pixels as bytes, standardised as they
+// are gathered into a batch (datasets.ByteSamples): a quarter of the memory
+// of float32, and the same values. With a run directory (PEs started by the
+// launcher), PE 0 unpacks gzip-compressed files into it once and every PE
+// maps the raw files read-only, so the PEs of a host share one copy of the
+// pixels. Without one (--pes 1, mpirun), the PE unpacks into a temporary
+// directory that it removes once the files are mapped. Unpacking only saves
+// memory: when it fails, the PE reads the files into its own memory.
+// Synthetic data is float32 in each PE's memory. Load-time garbage is
+// returned to the operating system.
+func loadData(dc dataChoice, seed uint64, limit int, sh dataShare) (train, test datasets.Dataset, err error) {
+	defer debug.FreeOSMemory()
 	if dc.name == "synthetic" {
-		train, test, err = datasets.SyntheticSplit(60000, 10000, 784, 10, seed)
+		tr, te, err := datasets.SyntheticSplit(60000, 10000, 784, 10, seed)
 		if err != nil {
 			return nil, nil, fmt.Errorf("synthetic data: %w", err)
 		}
-	} else {
-		train, test, err = datasets.Load(dc.name, dc.dir)
-		if err != nil {
-			return nil, nil, err
+		if limit > 0 {
+			tr = tr.Subset(limit)
 		}
-		mean, std, err := datasets.PixelStats(dc.name)
+		return tr, te, nil
+	}
+	mean, std, err := datasets.PixelStats(dc.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, cleanup, err := unpackedDir(dc, sh)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, te, err := datasets.LoadBytes(dc.name, dir)
+	cleanup() // the mappings outlive the files
+	if err != nil {
+		return nil, nil, err
+	}
+	tr.Normalize(mean, std)
+	te.Normalize(mean, std)
+	if limit > 0 {
+		tr = tr.Subset(limit)
+	}
+	return tr, te, nil
+}
+
+// unpackedDir returns the directory to load dc from: raw files to map when
+// they could be made, dc.dir otherwise, and what removes a private
+// directory once it is loaded. With a run directory it is collective (PE 0
+// unpacks, then every PE passes a barrier).
+func unpackedDir(dc dataChoice, sh dataShare) (dir string, cleanup func(), err error) {
+	cleanup = func() {}
+	if sh.runDir == "" {
+		tmp, err := os.MkdirTemp("", "symddp-data-")
 		if err != nil {
-			return nil, nil, err
+			return dc.dir, cleanup, nil
 		}
-		train.Normalize(mean, std)
-		test.Normalize(mean, std)
+		cleanup = func() { os.RemoveAll(tmp) }
+		if dir, err = datasets.Unpack(dc.name, dc.dir, tmp); err != nil {
+			return dc.dir, cleanup, nil // LoadBytes reports bad content
+		}
+		return dir, cleanup, nil
 	}
-	if limit > 0 && limit < train.Len() {
-		train = train.Subset(limit)
+	shared := filepath.Join(sh.runDir, "data-"+dc.name)
+	if sh.first {
+		_, err := datasets.Unpack(dc.name, dc.dir, shared)
+		if err != nil && !errors.Is(err, datasets.ErrBadIDX) && sh.warn != nil {
+			sh.warn(fmt.Sprintf("could not share the %s files among the PEs (%v); every PE reads its own copy", dc.name, err))
+		}
 	}
-	return train, test, nil
+	if err := sh.barrier(); err != nil {
+		return "", cleanup, fmt.Errorf("wait for PE 0 to unpack %s: %w", dc.name, err)
+	}
+	if datasets.CheckInstalled(dc.name, shared) == nil {
+		return shared, cleanup, nil
+	}
+	return dc.dir, cleanup, nil // the files were raw already, or unpacking failed
 }

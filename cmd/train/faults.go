@@ -56,7 +56,7 @@ func parseFault(s string) (*fault, error) {
 
 // wrap returns hooks that fire the fault on PE f.pe after step f.step-1
 // (so that it hits step f.step), then call the original hooks.
-func (f *fault) wrap(h ddp.Hooks, pe int, train *datasets.InMemory) ddp.Hooks {
+func (f *fault) wrap(h ddp.Hooks, pe int, train datasets.Dataset) ddp.Hooks {
 	if f.pe != pe && f.pe != -1 {
 		return h
 	}
@@ -82,11 +82,25 @@ func (f *fault) wrap(h ddp.Hooks, pe int, train *datasets.InMemory) ddp.Hooks {
 				time.Sleep(time.Hour)
 			}
 		case "nan":
-			nan := float32(math.NaN())
-			for i := range train.X {
-				train.X[i] = nan
-			}
+			poison(train)
 		}
 	}
 	return h
+}
+
+// poison makes every value of the training set NaN.
+func poison(train datasets.Dataset) {
+	nan := float32(math.NaN())
+	switch d := train.(type) {
+	case *datasets.InMemory:
+		for i := range d.X {
+			d.X[i] = nan
+		}
+	case *datasets.ByteSamples:
+		var values [256]float32
+		for b := range values {
+			values[b] = nan
+		}
+		d.SetValues(values)
+	}
 }

@@ -70,7 +70,8 @@ func (r *peRun) run() (err error) {
 	if err != nil {
 		return err
 	}
-	train, test, err := loadData(r.dc, r.o.seed, r.o.trainLimit)
+	train, test, err := loadData(r.dc, r.o.seed, r.o.trainLimit, dataShare{runDir: r.cfg.RunDir, first: me == 0,
+		barrier: c.Barrier, warn: func(msg string) { fmt.Fprintln(r.stderr, "warning:", msg) }})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// The all subcommand: every benchmark of issue 11 in one invocation, its
+// tables in one markdown report and one PNG plot in an output directory.
+
+// The entry is added in init: runSuite looks up other subcommands, so the
+// table literal cannot name it.
+func init() {
+	subcommands["all"] = subcommand{"allreduce, train and, on a GPU host, the GPU benchmarks: a report and a plot in a directory", runSuite}
+}
+
+// suiteOpts are the flags of `symbench all`.
+type suiteOpts struct {
+	out          string
+	allreduce    []string // extra arguments of each step
+	train        []string
+	gpuTrain     []string
+	gpuAllreduce []string
+	torch        []string
+	skip         []string
+	scripts      string
+	python       string
+}
+
+func parseSuiteFlags(args []string) (suiteOpts, error) {
+	var o suiteOpts
+	fs := pflag.NewFlagSet("symbench all", pflag.ContinueOnError)
+	fs.StringVar(&o.out, "out", "symbench-results", "directory for the report (REPORT.md), the tables and the plot (symbench.png)")
+	ar := fs.String("allreduce-args", "--reps 5", "arguments of `symbench allreduce` (always --format markdown)")
+	tr := fs.String("train-args", "", "arguments of `symbench train` (always --format markdown --json)")
+	gt := fs.String("gpu-train-args", "", "arguments of `symbench gpu-train`")
+	ga := fs.String("gpu-allreduce-args", "", "arguments of `symbench gpu-allreduce` (more than one GPU)")
+	th := fs.String("torch-args", "", "arguments of scripts/torch_mlp_bench.py")
+	fs.StringSliceVar(&o.skip, "skip", nil, "steps to leave out: allreduce, train, gpu")
+	fs.StringVar(&o.scripts, "scripts", "", "directory of the reference scripts (default: scripts/ of the module holding the working directory)")
+	fs.StringVar(&o.python, "python", "python3", "Python for the PyTorch reference")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o.allreduce, o.train, o.gpuTrain, o.gpuAllreduce, o.torch =
+		strings.Fields(*ar), strings.Fields(*tr), strings.Fields(*gt), strings.Fields(*ga), strings.Fields(*th)
+	for _, s := range o.skip {
+		if s != "allreduce" && s != "train" && s != "gpu" {
+			return o, fmt.Errorf("--skip %q: want allreduce, train or gpu", s)
+		}
+	}
+	if o.scripts == "" {
+		o.scripts = filepath.Join(moduleRoot(), "scripts")
+	}
+	return o, nil
+}
+
+// moduleRoot is the nearest directory above the working directory that
+// holds a go.mod, or "." when there is none.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "."
+		}
+		dir = up
+	}
+}
+
+// suite runs the steps and collects the report.
+type suite struct {
+	o       suiteOpts
+	self    string
+	report  bytes.Buffer
+	failed  []error
+	cpuSecs float64 // CPU time of the steps' processes
+}
+
+func runSuite(args []string) error {
+	o, err := parseSuiteFlags(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	s := &suite{o: o, self: self}
+	t0 := time.Now()
+	busy0, total0, statErr := cpuBusy()
+	load0 := loadAverage()
+	gpus, gpuNote := countGPUs()
+
+	r := &s.report
+	fmt.Fprintf(r, "# symbench all: %s\n\n", t0.Format("2006-01-02 15:04 MST"))
+	host, _ := os.Hostname()
+	fmt.Fprintf(r, "- host: %s: %s\n", host, describeHost(nil))
+	fmt.Fprintf(r, "- GPUs: %s\n", gpuNote)
+	fmt.Fprintf(r, "- command: symbench %s\n\n", strings.Join(append([]string{"all"}, args...), " "))
+
+	var ar []busbwPoint
+	if s.skipped("allreduce") {
+		fmt.Fprintf(r, "## (a) allreduce: skipped (--skip)\n\n")
+	} else {
+		fmt.Fprintf(r, "## (a) allreduce busbw: shm beside Open MPI's MPI_Allreduce\n\n")
+		out, err := s.step("allreduce", append([]string{"allreduce", "--format", "markdown"}, o.allreduce...), "allreduce.md")
+		if err == nil {
+			if ar, err = parseAllReduceMarkdown(out); err != nil {
+				s.fail("allreduce", err)
+			}
+		}
+	}
+
+	var tr *cpuTrainReport
+	if s.skipped("train") {
+		fmt.Fprintf(r, "## (b) training: skipped (--skip)\n\n")
+	} else {
+		fmt.Fprintf(r, "## (b) training samples/s of mlp at --pes 1, 2, 4, 8\n\n")
+		js := filepath.Join(o.out, "train.json")
+		if _, err := s.step("train", append([]string{"train", "--format", "markdown", "--json", js}, o.train...), "train.md"); err == nil {
+			var rep cpuTrainReport
+			if b, err := os.ReadFile(js); err != nil {
+				s.fail("train", err)
+			} else if err := json.Unmarshal(b, &rep); err != nil {
+				s.fail("train", fmt.Errorf("%s: %w", js, err))
+			} else {
+				tr = &rep
+			}
+		}
+	}
+
+	s.gpuSteps(gpus, gpuNote)
+
+	plotPath := filepath.Join(o.out, "symbench.png")
+	if err := writeSuitePlot(plotPath, ar, tr); err != nil {
+		s.fail("plot", err)
+	} else {
+		fmt.Fprintf(r, "## Plot\n\n![allreduce busbw and training samples/s](symbench.png)\n\n`%s`\n\n", plotPath)
+	}
+
+	fmt.Fprintf(r, "## Load\n\n")
+	wall := time.Since(t0).Seconds()
+	line := fmt.Sprintf("1-minute load average %.1f at the start, %.1f at the end; %.0f s in all", load0, loadAverage(), wall)
+	if busy1, total1, err := cpuBusy(); err == nil && statErr == nil && total1 > total0 {
+		const hz = 100 // USER_HZ
+		line += fmt.Sprintf("; other processes kept %.2f CPUs busy on average", max(0, (float64(busy1-busy0)/hz-s.cpuSecs)/wall))
+	}
+	fmt.Fprintf(r, "%s.\n", line)
+	if len(s.failed) > 0 {
+		fmt.Fprintf(r, "\n## Failures\n\n")
+		for _, err := range s.failed {
+			fmt.Fprintf(r, "- %v\n", err)
+		}
+	}
+	reportPath := filepath.Join(o.out, "REPORT.md")
+	if err := os.WriteFile(reportPath, r.Bytes(), 0o644); err != nil {
+		return err
+	}
+	os.Stdout.Write(r.Bytes())
+	fmt.Fprintf(os.Stderr, "symbench all: wrote %s, %s and the tables in %s\n", reportPath, plotPath, o.out)
+	return errors.Join(s.failed...)
+}
+
+func (s *suite) skipped(step string) bool { return contains(s.o.skip, step) }
+
+// fail records a failed step; the others still run.
+func (s *suite) fail(step string, err error) {
+	err = fmt.Errorf("%s: %w", step, err)
+	s.failed = append(s.failed, err)
+	fmt.Fprintf(&s.report, "**failed:** %v\n\n", firstLine(err.Error()))
+	fmt.Fprintf(os.Stderr, "symbench all: %v\n", err)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// step runs this binary with args, shows its stderr, saves its stdout in
+// the output directory as file and in the report, and returns it.
+func (s *suite) step(name string, args []string, file string) (string, error) {
+	return s.run(name, exec.Command(s.self, args...), file, "")
+}
+
+// run runs cmd as a step (see step); fence is the code-block language for
+// its output in the report ("" pastes it as markdown).
+func (s *suite) run(name string, cmd *exec.Cmd, file, fence string) (string, error) {
+	fmt.Fprintf(os.Stderr, "symbench all: %s: %s\n", name, strings.Join(cmd.Args, " "))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	err := cmd.Run()
+	if cmd.ProcessState != nil {
+		if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			s.cpuSecs += tvSeconds(u.Utime) + tvSeconds(u.Stime)
+		}
+	}
+	if werr := os.WriteFile(filepath.Join(s.o.out, file), out.Bytes(), 0o644); werr != nil && err == nil {
+		err = werr
+	}
+	if fence != "" {
+		fmt.Fprintf(&s.report, "```%s\n%s```\n\n", fence, out.String())
+	} else {
+		fmt.Fprintf(&s.report, "%s\n", out.String())
+	}
+	if err != nil {
+		s.fail(name, err)
+		return out.String(), err
+	}
+	return out.String(), nil
+}
+
+// gpuSteps runs (c) and (d) where the host has the GPUs they need, and says
+// in one line why a step was skipped.
+func (s *suite) gpuSteps(gpus int, note string) {
+	r := &s.report
+	switch {
+	case s.skipped("gpu"):
+		fmt.Fprintf(r, "## (c), (d) GPU: skipped (--skip)\n\n")
+		return
+	case gpus < 2:
+		fmt.Fprintf(r, "## (c) fused GPU allreduce beside NCCL: skipped: needs more than one GPU (%s)\n\n", note)
+	default:
+		fmt.Fprintf(r, "## (c) fused GPU allreduce beside NCCL, %d GPUs\n\n", gpus)
+		if _, ok := subcommands["gpu-allreduce"]; ok {
+			pes := []string{}
+			for n := 2; n <= gpus; n *= 2 {
+				pes = append(pes, strconv.Itoa(n))
+			}
+			args := append([]string{"gpu-allreduce", "--format", "markdown", "--pes", strings.Join(pes, ",")}, s.o.gpuAllreduce...)
+			s.step("gpu-allreduce", args, "gpu-allreduce.md")
+		} else {
+			fmt.Fprintf(r, "symddp: skipped: this symbench has no gpu-allreduce subcommand\n\n")
+		}
+		if script := filepath.Join(s.o.scripts, "nccl_allreduce_bench.py"); fileExists(script) {
+			s.run("nccl", exec.Command(s.o.python, script), "nccl-allreduce.txt", "text")
+		} else {
+			fmt.Fprintf(r, "NCCL: skipped: no %s\n\n", script)
+		}
+	}
+	if gpus < 1 {
+		fmt.Fprintf(r, "## (d) GPU training beside PyTorch: skipped: no GPU (%s)\n\n", note)
+		return
+	}
+	fmt.Fprintf(r, "## (d) GPU training beside PyTorch\n\n")
+	var ours, theirs string
+	if _, ok := subcommands["gpu-train"]; ok {
+		ours, _ = s.run("gpu-train", exec.Command(s.self, append([]string{"gpu-train"}, s.o.gpuTrain...)...), "gpu-train.txt", "text")
+	} else {
+		fmt.Fprintf(r, "symddp: skipped: this symbench has no gpu-train subcommand\n\n")
+	}
+	if script := filepath.Join(s.o.scripts, "torch_mlp_bench.py"); fileExists(script) {
+		theirs, _ = s.run("torch", exec.Command(s.o.python, append([]string{script}, s.o.torch...)...), "torch.txt", "text")
+	} else {
+		fmt.Fprintf(r, "PyTorch: skipped: no %s\n\n", script)
+	}
+	if rows := compareGPUResults(ours, theirs); len(rows) > 0 {
+		fmt.Fprintf(r, "side by side (samples/s):\n\n")
+		renderTable(r, "markdown", []string{"model", "batch", "symddp eager", "symddp graph", "torch eager", "torch graph", "symddp/torch (best of each)"}, rows)
+		fmt.Fprintln(r)
+	}
+}
+
+func fileExists(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
+}
+
+// countGPUs asks nvidia-smi how many GPUs the host has, and says so.
+func countGPUs() (int, string) {
+	smi, err := exec.LookPath("nvidia-smi")
+	if err != nil {
+		return 0, "no nvidia-smi on this host"
+	}
+	out, err := exec.Command(smi, "-L").Output()
+	if err != nil {
+		return 0, fmt.Sprintf("nvidia-smi -L: %v", err)
+	}
+	var names []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "GPU ") {
+			names = append(names, line)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return 0, "nvidia-smi lists no GPU"
+	case 1:
+		return 1, "1 GPU: " + names[0]
+	}
+	return len(names), fmt.Sprintf("%d GPUs: %s, ...", len(names), names[0])
+}
+
+// parseAllReduceMarkdown reads the markdown table of `symbench allreduce`.
+func parseAllReduceMarkdown(out string) ([]busbwPoint, error) {
+	var pts []busbwPoint
+	col := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|-") || strings.HasPrefix(line, "|---") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(col) == 0 {
+			for i, c := range cells {
+				col[c] = i
+			}
+			for _, want := range []string{"N", "size", "shm busbw", "MPI busbw"} {
+				if _, ok := col[want]; !ok {
+					return nil, fmt.Errorf("allreduce table without a %q column: %q", want, line)
+				}
+			}
+			continue
+		}
+		if len(cells) != len(col) {
+			return nil, fmt.Errorf("allreduce table row %q: %d cells, want %d", line, len(cells), len(col))
+		}
+		var pt busbwPoint
+		var err error
+		if pt.npes, err = strconv.Atoi(cells[col["N"]]); err != nil {
+			return nil, fmt.Errorf("allreduce table row %q: N: %w", line, err)
+		}
+		if pt.bytes, err = parseSize(strings.ReplaceAll(cells[col["size"]], " ", "")); err != nil {
+			return nil, fmt.Errorf("allreduce table row %q: %w", line, err)
+		}
+		if pt.shm, err = parseGBs(cells[col["shm busbw"]]); err != nil {
+			return nil, fmt.Errorf("allreduce table row %q: %w", line, err)
+		}
+		if pt.mpi, err = parseGBs(cells[col["MPI busbw"]]); err != nil {
+			return nil, fmt.Errorf("allreduce table row %q: %w", line, err)
+		}
+		pts = append(pts, pt)
+	}
+	if len(pts) == 0 {
+		return nil, errors.New("no allreduce table in the output")
+	}
+	return pts, nil
+}
+
+// parseGBs reads "4.88 GB/s"; "-" is 0 (not measured).
+func parseGBs(s string) (float64, error) {
+	if s == "-" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "GB/s")), 64)
+	if err != nil {
+		return 0, fmt.Errorf("bandwidth %q: %w", s, err)
+	}
+	return v, nil
+}
+
+// resultLine matches the machine-readable lines of gpu-train and of
+// scripts/torch_mlp_bench.py.
+var resultLine = regexp.MustCompile(`^RESULT (\S+) model=(\S+) batch=(\d+) eager=([\d.]+) graph=([\d.]+)`)
+
+// compareGPUResults puts the RESULT lines of symddp's and PyTorch's GPU
+// training benchmarks side by side, one row per model and batch.
+func compareGPUResults(ours, theirs string) [][]string {
+	type key struct{ model, batch string }
+	vals := map[key]map[string]float64{}
+	var order []key
+	for _, out := range []string{ours, theirs} {
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			m := resultLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+			if m == nil {
+				continue
+			}
+			k := key{m[2], m[3]}
+			if vals[k] == nil {
+				vals[k] = map[string]float64{}
+				order = append(order, k)
+			}
+			vals[k][m[1]+" eager"], _ = strconv.ParseFloat(m[4], 64)
+			vals[k][m[1]+" graph"], _ = strconv.ParseFloat(m[5], 64)
+		}
+	}
+	cell := func(v float64) string {
+		if v <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", v)
+	}
+	var rows [][]string
+	for _, k := range order {
+		v := vals[k]
+		ours, theirs := max(v["symddp eager"], v["symddp graph"]), max(v["torch eager"], v["torch graph"])
+		ratio := "-"
+		if ours > 0 && theirs > 0 {
+			ratio = fmt.Sprintf("%.2f×", ours/theirs)
+		}
+		rows = append(rows, []string{k.model, k.batch, cell(v["symddp eager"]), cell(v["symddp graph"]),
+			cell(v["torch eager"]), cell(v["torch graph"]), ratio})
+	}
+	return rows
+}

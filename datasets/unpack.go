@@ -1,0 +1,149 @@
+package datasets
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Unpack prepares the IDX files of a named dataset for LoadBytes to map, so
+// that every process of a host shares one copy of the pixels. When the four
+// files in dir ("" means DefaultDir(name)) are all raw, it writes nothing and
+// returns dir. Otherwise it writes the four files, decompressed, into dst
+// (created if needed) and returns dst: each file is streamed (no copy of the
+// data in memory), checked like ReadIDX checks it (header, exact size, gzip
+// CRC) and renamed into place only when complete, so a reader never sees a
+// partial file. Errors name the file at fault; missing files give a
+// *NotInstalledError as in Load.
+func Unpack(name, dir, dst string) (string, error) {
+	spec, paths, err := findIDXFiles(name, dir)
+	if err != nil {
+		return "", err
+	}
+	raw := true
+	for _, p := range paths {
+		gz, err := isGzipFile(p)
+		if err != nil {
+			return "", fmt.Errorf("unpack %s: %w", name, err)
+		}
+		raw = raw && !gz
+	}
+	if raw {
+		return filepath.Dir(paths[0]), nil
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", fmt.Errorf("unpack %s: %w", name, err)
+	}
+	for i, file := range []string{trainImagesFile, trainLabelsFile, testImagesFile, testLabelsFile} {
+		if err := unpackIDXFile(paths[i], filepath.Join(dst, file)); err != nil {
+			return "", fmt.Errorf("unpack %s: %w", spec.name, err)
+		}
+	}
+	return dst, nil
+}
+
+// isGzipFile reports whether path starts with the gzip magic bytes.
+func isGzipFile(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var head [2]byte
+	n, err := io.ReadFull(f, head[:])
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return n == 2 && head[0] == 0x1f && head[1] == 0x8b, nil
+}
+
+// unpackIDXFile writes the IDX array of src, raw or gzip, to dst uncompressed.
+func unpackIDXFile(src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", src, err)
+	}
+	defer in.Close()
+	br := bufio.NewReaderSize(in, 1<<16)
+	r := io.Reader(br)
+	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("read %s: %w: gzip header: %w", src, ErrBadIDX, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	dims, size, err := readIDXHeader(r)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", src, err)
+	}
+	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			out.Close()
+			os.Remove(out.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(out, 1<<16)
+	if _, err := w.Write(idxHeader(dims)); err != nil {
+		return fmt.Errorf("write %s: %w", out.Name(), err)
+	}
+	rr := &readErr{r: r}
+	switch n, err := io.CopyN(w, rr, int64(size)); {
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("read %s: %w: truncated data: header declares %d bytes (%s), input holds %d: %w",
+			src, ErrBadIDX, size, dimsString(dims), n, io.ErrUnexpectedEOF)
+	case err != nil && rr.err != nil:
+		return fmt.Errorf("read %s: %w: data byte %d of %d: %w", src, ErrBadIDX, n, size, err)
+	case err != nil:
+		return fmt.Errorf("write %s: %w", out.Name(), err)
+	}
+	if err := expectIDXEnd(r, size, dims); err != nil {
+		return fmt.Errorf("read %s: %w", src, err)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", out.Name(), err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", out.Name(), err)
+	}
+	if err := os.Rename(out.Name(), dst); err != nil {
+		return err
+	}
+	return nil
+}
+
+// idxHeader encodes the magic number and dimensions of an unsigned-byte IDX
+// array.
+func idxHeader(dims []int) []byte {
+	h := make([]byte, 4+4*len(dims))
+	h[2], h[3] = idxTypeUbyte, byte(len(dims))
+	for i, d := range dims {
+		binary.BigEndian.PutUint32(h[4+4*i:], uint32(d))
+	}
+	return h
+}
+
+// readErr remembers the first error of r other than io.EOF, to tell read
+// errors from write errors in a copy.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
