@@ -35,16 +35,15 @@
  * of ceil(nvec/N); block b of PE q handles the grid-stride subset
  * {lo + b*T + t + k*G*T} of slice q.
  *   phase 0 barrier;
- *   reduce-scatter: reduce own slice from PE 0..N-1 in order, write it in place
- *   (peers read other slices of this PE only);
- *   phase 1 barrier: the owners' results are written and no peer still reads
- *   this PE's inputs;
- *   all-gather: copy every other slice q from its owner PE q into the own buffer
- *   (the same subset, so block b reads what block b of PE q wrote);
- *   phase 2 barrier: nobody reads this PE's slice any more; the buffer is free.
+ *   reduce own slice from PE 0..N-1 in order and push the result into slice q
+ *   of every PE's buffer at once (reduce-scatter and all-gather in one pass:
+ *   only the owner of a slice reads or writes it in any buffer, so nothing
+ *   races, and every PE moves S bytes in and S out, the least possible);
+ *   phase 2 barrier: every slice of every buffer is final.
  * The up to 2*(16/size-1) elements before the first 16-byte boundary and after
- * the last are reduced by block 0 one-shot style (read before phase 1, write
- * after it). Every element is the left fold over PE 0..N-1 in float32
+ * the last belong to PE 0: its block 0 reduces them and pushes them likewise.
+ * (The one-shot kernel reduces them in every PE, reading before phase 1 and
+ * writing after it.) Every element is the left fold over PE 0..N-1 in float32
  * (((x0 + x1) + x2) + ...: bf16 is widened, folded in fp32 and rounded once at
  * the end), so every PE gets the same bits, the bits of the shm backend.
  * Mean divides the fold by float(N) (one correctly rounded division); Max
@@ -240,10 +239,10 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
  * Reduces the vectors {v0 + m*stride : m >= 0} below hi of the range at body
  * over all PEs in order and writes them (finished) to dst + body.
  */
-template <typename T, int OP>
+template <typename T, int OP, bool PUSH = false>
 static __device__ __forceinline__ void sd_reduce_vectors(void *const *peers, int npes, char *dst,
                                                   size_t body, size_t v0, size_t hi,
-                                                  size_t stride, float npes_f) {
+                                                  size_t stride, float npes_f, int me = 0) {
     typedef sd_elem<T> E;
     const int V = E::V;
     const int U = E::U;
@@ -284,7 +283,14 @@ static __device__ __forceinline__ void sd_reduce_vectors(void *const *peers, int
             if (vu < hi) {
 #pragma unroll
                 for (int i = 0; i < V; i++) acc[u][i] = sd_op<OP>::finish(acc[u][i], npes_f);
-                *(uint4 *)(dst + body + vu * 16) = E::pack(acc[u]);
+                const uint4 out = E::pack(acc[u]);
+                if (PUSH) {
+                    /* into every PE's copy, starting with the next PE's */
+                    for (int i = 1; i <= npes; i++)
+                        *(uint4 *)((char *)peers[(me + i) % npes] + body + vu * 16) = out;
+                } else {
+                    *(uint4 *)(dst + body + vu * 16) = out;
+                }
             }
         }
     }
@@ -323,25 +329,16 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     {
+        /* reduce the own slice and push the result into every PE's copy */
         const size_t lo = min((size_t)s.me * per, r.nvec), hi = min(lo + per, r.nvec);
-        sd_reduce_vectors<T, OP>(peers, s.npes, mine, body, lo + first, hi, stride, npes_f);
+        sd_reduce_vectors<T, OP, true>(peers, s.npes, mine, body, lo + first, hi, stride, npes_f, s.me);
     }
-    const bool scalar = blockIdx.x == 0 && threadIdx.x < r.head + r.tail;
-    size_t sbyte = 0;
-    float sacc = 0.0f;
-    if (scalar) {
-        sbyte = r.off + sd_scalar_index<V>(r, threadIdx.x) * sizeof(T);
-        sacc = sd_reduce_scalar<T, OP>(peers, s.npes, sbyte);
+    /* PE 0 owns the unaligned head and tail elements */
+    if (s.me == 0 && blockIdx.x == 0 && threadIdx.x < r.head + r.tail) {
+        const size_t sbyte = r.off + sd_scalar_index<V>(r, threadIdx.x) * sizeof(T);
+        const float out = sd_op<OP>::finish(sd_reduce_scalar<T, OP>(peers, s.npes, sbyte), npes_f);
+        for (int q = 0; q < s.npes; q++) E::store((char *)peers[q] + sbyte, out);
     }
-
-    if (!sd_block_barrier(s, 1, epoch)) return;
-
-    for (int i = 1; i < s.npes; i++) {
-        const int q = (s.me + i) % s.npes; /* spread the readers over the owners */
-        const size_t lo = min((size_t)q * per, r.nvec), hi = min(lo + per, r.nvec);
-        sd_copy_vectors((const char *)peers[q], mine, body, lo + first, hi, stride);
-    }
-    if (scalar) E::store(mine + sbyte, sd_op<OP>::finish(sacc, npes_f));
 
     (void)sd_block_barrier(s, 2, epoch);
 }
