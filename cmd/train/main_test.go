@@ -63,6 +63,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the train binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // trainBinary builds this command once per test run.
 func trainBinary(t *testing.T) string {
 	t.Helper()
