@@ -17,7 +17,7 @@ func (c *Comm) beginCollective(op string) error {
 	if c.closed.Load() {
 		return c.closedErr(op)
 	}
-	c.async.drain()
+	c.async.Drain()
 	c.mu.Lock()
 	if err := c.usableLocked(op); err != nil {
 		c.mu.Unlock()

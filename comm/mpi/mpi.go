@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/orderq"
 )
 
 // Name is the backend's registered name.
@@ -58,7 +59,7 @@ type Comm struct {
 	arrivals arrivals
 	hier     hierarchy
 	wd       watchdog
-	async    asyncQueue
+	async    orderq.Queue[asyncArgs]
 	thread   *initThread
 }
 
@@ -122,7 +123,7 @@ func New(cfg comm.Config) (*Comm, error) {
 		c.shutdown()
 		return nil, fmt.Errorf("mpi: PE %d: %w", c.me, err)
 	}
-	c.async.start(c)
+	c.startAsync()
 	return c, nil
 }
 
@@ -168,7 +169,7 @@ func (c *Comm) Close() error {
 	if c.closed.Load() {
 		return c.closedErr(op)
 	}
-	c.async.stop()
+	c.async.Stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error

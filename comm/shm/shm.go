@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/orderq"
 )
 
 // Name is the backend's registered name.
@@ -71,7 +72,7 @@ type Comm struct {
 	views   [][]float32
 	ins     [][]float32
 
-	async asyncQueue
+	async orderq.Queue[asyncArgs]
 	fence atomic.Uint64
 }
 
@@ -149,7 +150,7 @@ func open(cfg comm.Config, path string) (*Comm, error) {
 		return nil, err
 	}
 	c.peers.open(c)
-	c.async.start(c)
+	c.startAsync()
 	return c, nil
 }
 
@@ -176,7 +177,7 @@ func (c *Comm) Close() error {
 	if c.closed {
 		return c.closedErr("close")
 	}
-	c.async.stop()
+	c.async.Stop()
 	var err error
 	if c.broken == nil {
 		err = c.barrier("close")
@@ -211,7 +212,7 @@ func (c *Comm) collective(op string) error {
 	if err := c.usable(op); err != nil {
 		return err
 	}
-	c.async.drain()
+	c.async.Drain()
 	return c.healthy(op)
 }
 
