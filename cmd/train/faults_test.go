@@ -233,3 +233,17 @@ func TestHeapDirFull(t *testing.T) {
 		t.Fatalf("full heap directory: exit %d, stderr:\n%s", j.code, j.stderr.String())
 	}
 }
+
+// TestGPULibraryMissing: asking for the GPU backend without the GPU library
+// is one line that says where it looked and how to build it, before any PE
+// starts.
+func TestGPULibraryMissing(t *testing.T) {
+	t.Setenv("SYMDDP_CUDA_LIB", filepath.Join(t.TempDir(), "libsymddp_cuda.so"))
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--backend", "nvshmem", "--pes", "2", "--dataset", "synthetic"}, &stdout, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "libsymddp_cuda.so not found") ||
+		!strings.Contains(lines[0], "cuda/build.sh") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
