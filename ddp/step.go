@@ -200,11 +200,21 @@ func finite32(v float32) bool {
 }
 
 // allFinite reports whether no element is NaN or Inf. x-x is 0 for finite
-// x and NaN otherwise, so one sum tells.
+// x and NaN otherwise, so sums tell; four independent sums keep the loop
+// from waiting on one chain of additions (it runs over the whole gradient
+// arena every step).
 func allFinite(s []float32) bool {
-	var acc float32
-	for _, v := range s {
-		acc += v - v
+	var a0, a1, a2, a3 float32
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		q := s[i : i+4 : i+4]
+		a0 += q[0] - q[0]
+		a1 += q[1] - q[1]
+		a2 += q[2] - q[2]
+		a3 += q[3] - q[3]
 	}
-	return acc == 0
+	for ; i < len(s); i++ {
+		a0 += s[i] - s[i]
+	}
+	return (a0+a1)+(a2+a3) == 0
 }
