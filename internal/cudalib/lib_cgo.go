@@ -179,7 +179,18 @@ import (
 type Lib struct {
 	path string
 	t    *C.sdw_table
+	// errBufs holds C buffers for the error message of a call, so that a
+	// call (several per training step) allocates nothing on the Go heap: a
+	// Go buffer handed to C escapes to the heap.
+	errBufs chan *C.char
 }
+
+// errBufLen is the size of an error-message buffer; errBufCount how many
+// calls may be in flight at once before a call falls back to a Go buffer.
+const (
+	errBufLen   = 1024
+	errBufCount = 8
+)
 
 // SymBuf is a symmetric allocation (sd_buf) made by Lib.Alloc.
 type SymBuf struct {
@@ -239,7 +250,10 @@ func open(path string) (*Lib, error) {
 		}
 		return nil, fmt.Errorf("%w: %s lacks entry points %s: rebuild it with cuda/build.sh", ErrUnavailable, path, msg)
 	}
-	l := &Lib{path: path, t: t}
+	l := &Lib{path: path, t: t, errBufs: make(chan *C.char, errBufCount)}
+	for i := 0; i < errBufCount; i++ {
+		l.errBufs <- (*C.char)(C.malloc(errBufLen)) // lives as long as the loaded library
+	}
 	if v := l.ABIVersion(); v != ABIVersion {
 		return nil, fmt.Errorf("%w: %s has C ABI %d, this program speaks %d: rebuild it with cuda/build.sh", ErrUnavailable, path, v, ABIVersion)
 	}
@@ -259,9 +273,20 @@ func cstr(b []byte) string {
 
 // call runs f with an error buffer and turns its status into an error.
 func (l *Lib) call(name string, f func(err *C.char, n C.size_t) C.int) error {
-	var buf [1024]byte
-	rc := f((*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
-	return callError(name, int(rc), cstr(buf[:]))
+	var buf *C.char
+	select {
+	case buf = <-l.errBufs:
+		defer func() { l.errBufs <- buf }()
+	default: // every buffer in use (concurrent calls): a buffer of our own
+		b := make([]byte, errBufLen)
+		buf = (*C.char)(unsafe.Pointer(&b[0]))
+	}
+	*buf = 0
+	rc := f(buf, errBufLen)
+	if int(rc) == statusOK {
+		return nil
+	}
+	return callError(name, int(rc), C.GoString(buf))
 }
 
 // bytesPtr is the address of b's first byte, or nil when b is empty.

@@ -144,6 +144,15 @@ func TestEntryPointsRoundTrip(t *testing.T) {
 	if err := lib.Get(got, b, 8, 0); err != nil || string(got) != string(src) {
 		t.Fatalf("Get = %q, %v", got, err)
 	}
+	// A call that succeeds allocates nothing: the collectives of every
+	// training step go through the same path.
+	if n := testing.AllocsPerRun(50, func() {
+		if err := lib.AllReduceEnqueue(b, 0, 4, cudalib.Float32, cudalib.Sum, cudalib.Auto); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per AllReduceEnqueue, want 0", n)
+	}
 	err = lib.Put(b, 60, src, 0)
 	if !errors.Is(err, cudalib.ErrArgument) || err.Error() != "sd_put: fake: span past the buffer" {
 		t.Fatalf("put past the end = %v", err)
