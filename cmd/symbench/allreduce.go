@@ -59,15 +59,10 @@ func parseAllReduceFlags(args []string) (allReduceOpts, error) {
 		return o, err
 	}
 	var err error
-	if o.minBytes, err = parseSize(*minSize); err != nil {
-		return o, fmt.Errorf("--min: %w", err)
-	}
-	if o.maxBytes, err = parseSize(*maxSize); err != nil {
-		return o, fmt.Errorf("--max: %w", err)
+	if o.minBytes, o.maxBytes, err = sizeRange(*minSize, *maxSize, 4); err != nil {
+		return o, err
 	}
 	switch {
-	case o.minBytes < 4 || o.minBytes%4 != 0 || o.maxBytes < o.minBytes:
-		return o, fmt.Errorf("--min %s --max %s: want multiples of 4 bytes, min <= max", *minSize, *maxSize)
 	case o.step < 2:
 		return o, fmt.Errorf("--step %d: want at least 2", o.step)
 	case o.reps < 1 || o.target <= 0:
@@ -95,6 +90,21 @@ func (o allReduceOpts) sizes() []int64 {
 }
 
 // parseSize reads "4KiB", "64MiB", "1GiB" or a number of bytes.
+// sizeRange parses --min and --max: sizes that are multiples of align bytes,
+// min <= max.
+func sizeRange(minS, maxS string, align int64) (lo, hi int64, err error) {
+	if lo, err = parseSize(minS); err != nil {
+		return 0, 0, fmt.Errorf("--min: %w", err)
+	}
+	if hi, err = parseSize(maxS); err != nil {
+		return 0, 0, fmt.Errorf("--max: %w", err)
+	}
+	if lo < align || lo%align != 0 || hi < lo {
+		return 0, 0, fmt.Errorf("--min %s --max %s: want multiples of %d bytes, min <= max", minS, maxS, align)
+	}
+	return lo, hi, nil
+}
+
 func parseSize(s string) (int64, error) {
 	units := []struct {
 		suffix string

@@ -55,15 +55,10 @@ func parseAllReduceMPIFlags(args []string) (mpiBenchOpts, error) {
 		return o, err
 	}
 	var err error
-	if o.minBytes, err = parseSize(*minSize); err != nil {
-		return o, fmt.Errorf("--min: %w", err)
-	}
-	if o.maxBytes, err = parseSize(*maxSize); err != nil {
-		return o, fmt.Errorf("--max: %w", err)
+	if o.minBytes, o.maxBytes, err = sizeRange(*minSize, *maxSize, 4); err != nil {
+		return o, err
 	}
 	switch {
-	case o.minBytes < 4 || o.minBytes%4 != 0 || o.maxBytes < o.minBytes:
-		return o, fmt.Errorf("--min %s --max %s: want multiples of 4 bytes, min <= max", *minSize, *maxSize)
 	case o.step < 2:
 		return o, fmt.Errorf("--step %d: want at least 2", o.step)
 	case o.reps < 1 || o.target <= 0:

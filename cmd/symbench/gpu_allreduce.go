@@ -67,18 +67,13 @@ func parseGPUFlags(args []string) (gpuOpts, error) {
 		return o, err
 	}
 	var err error
-	if o.minBytes, err = parseSize(*minSize); err != nil {
-		return o, fmt.Errorf("--min: %w", err)
-	}
-	if o.maxBytes, err = parseSize(*maxSize); err != nil {
-		return o, fmt.Errorf("--max: %w", err)
+	if o.minBytes, o.maxBytes, err = sizeRange(*minSize, *maxSize, 16); err != nil {
+		return o, err
 	}
 	if o.nvshmemMax, err = parseSize(*nvMax); err != nil {
 		return o, fmt.Errorf("--nvshmem-max: %w", err)
 	}
 	switch {
-	case o.minBytes < 16 || o.minBytes%16 != 0 || o.maxBytes < o.minBytes:
-		return o, fmt.Errorf("--min %s --max %s: want multiples of 16 bytes, min <= max", *minSize, *maxSize)
 	case o.step < 2:
 		return o, fmt.Errorf("--step %d: want at least 2", o.step)
 	case o.dtype != "f32" && o.dtype != "bf16":
