@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/fold"
 )
 
 // Hierarchical mode: the PEs of one host keep their buffers in one
@@ -43,9 +44,6 @@ const (
 // reduceChunk is how many float32 a PE folds at a time (16 KiB), so that
 // the partial result stays in L1 while every local copy streams through.
 const reduceChunk = 4096
-
-// lineFloats is the float32 in a cache line; slice boundaries fall on them.
-const lineFloats = 16
 
 // hierarchy is this PE's place in hierarchical mode.
 type hierarchy struct {
@@ -146,7 +144,7 @@ func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root i
 		h.views[k] = unsafe.Slice((*float32)(p), b.n)
 	}
 	defer clear(h.views)
-	lo, hi := ownSlice(off, n, h.nlocal, h.local)
+	lo, hi := fold.OwnSlice(off, n, h.nlocal, h.local)
 	mine := h.views[h.local]
 	return c.call(name, waitAll, func() error {
 		if err := cNodeBarrier(b.shared, h.cm); err != nil {
@@ -162,7 +160,7 @@ func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root i
 			for k, v := range h.views {
 				h.ins[k] = v[start:end]
 			}
-			fold(acc, h.ins, op)
+			fold.Fold(acc, h.ins, op) // in local PE order, as shm
 			if !spread {
 				copy(mine[start:end], acc)
 				continue
@@ -194,63 +192,4 @@ func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root i
 		}
 		return cNodeBarrier(b.shared, h.cm)
 	})
-}
-
-// ownSlice is local PE p's part [lo, hi) of elements [off, off+n) among
-// npes: nearly equal parts whose inner boundaries are rounded up to a cache
-// line of the buffer, so that no two PEs write one line.
-func ownSlice(off, n, npes, p int) (lo, hi int) {
-	bound := func(k int) int {
-		if k == npes {
-			return off + n
-		}
-		x := off + int(int64(n)*int64(k)/int64(npes))
-		if k > 0 {
-			x = (x + lineFloats - 1) / lineFloats * lineFloats
-		}
-		return min(x, off+n)
-	}
-	return bound(p), bound(p + 1)
-}
-
-// fold reduces ins (the local copies of one chunk) into acc in local PE
-// order: Sum and Mean as the float32 left fold, Max and Min with Go's max
-// and min.
-func fold(acc []float32, ins [][]float32, op comm.Op) {
-	copy(acc, ins[0])
-	for _, in := range ins[1:] {
-		in = in[:len(acc)]
-		switch op {
-		case comm.Sum, comm.Mean:
-			addTo(acc, in)
-		case comm.Max:
-			for i, x := range in {
-				acc[i] = max(acc[i], x)
-			}
-		case comm.Min:
-			for i, x := range in {
-				acc[i] = min(acc[i], x)
-			}
-		}
-	}
-}
-
-// addTo adds in to acc element by element, eight at a time.
-func addTo(acc, in []float32) {
-	in = in[:len(acc)]
-	i := 0
-	for ; i+8 <= len(acc); i += 8 {
-		a, x := acc[i:i+8:i+8], in[i:i+8:i+8]
-		a[0] += x[0]
-		a[1] += x[1]
-		a[2] += x[2]
-		a[3] += x[3]
-		a[4] += x[4]
-		a[5] += x[5]
-		a[6] += x[6]
-		a[7] += x[7]
-	}
-	for ; i < len(acc); i++ {
-		acc[i] += in[i]
-	}
 }

@@ -4,15 +4,15 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/fold"
 )
 
 // chunkLen is how many float32 a PE reduces at a time (16 KiB): the chunk of
 // results stays in L1 while every peer's copy streams through.
 const chunkLen = 4096
 
-// lineFloats is the number of float32 in a cache line; slice boundaries of
-// the reduce-scatter fall on them, so no two PEs write the same line.
-const lineFloats = bufAlign / 4
+// The reduce-scatter's slices (fold.OwnSlice) start on cache lines of the
+// buffer, which is aligned to bufAlign (one line), so no two PEs write one line.
 
 // Barrier waits until every PE has called Barrier. Puts are synchronous on
 // shm, so they are complete and visible when it returns.
@@ -95,7 +95,7 @@ func (c *Comm) reduce(name string, b *buffer, off, n int, op comm.Op, root int) 
 	for q := range c.views {
 		c.views[q] = c.f32(b, q)
 	}
-	lo, hi := ownSlice(off, n, c.npes, c.me)
+	lo, hi := fold.OwnSlice(off, n, c.npes, c.me)
 	for start := lo; start < hi; start += chunkLen {
 		end := min(start+chunkLen, hi)
 		acc := c.scratch[:end-start]
@@ -120,50 +120,8 @@ func (c *Comm) reduce(name string, b *buffer, off, n int, op comm.Op, root int) 
 
 // combine reduces the PEs' copies of one chunk into acc, in PE order.
 func combine(acc []float32, ins [][]float32, op comm.Op) {
-	switch op {
-	case comm.Sum, comm.Mean:
-		q := 1
-		if len(ins) == 1 {
-			copy(acc, ins[0])
-		} else {
-			sum2(acc, ins[0], ins[1])
-			q = 2
-		}
-		for ; q+2 <= len(ins); q += 2 {
-			acc2(acc, ins[q], ins[q+1])
-		}
-		if q < len(ins) {
-			acc1(acc, ins[q])
-		}
-		if op == comm.Mean {
-			divide(acc, float32(len(ins)))
-		}
-	case comm.Max:
-		copy(acc, ins[0])
-		for _, in := range ins[1:] {
-			maxTo(acc, in)
-		}
-	case comm.Min:
-		copy(acc, ins[0])
-		for _, in := range ins[1:] {
-			minTo(acc, in)
-		}
+	fold.Fold(acc, ins, op)
+	if op == comm.Mean {
+		fold.Divide(acc, float32(len(ins)))
 	}
-}
-
-// ownSlice is PE p's part [lo, hi) of elements [off, off+n) among npes PEs:
-// nearly equal parts whose inner boundaries are rounded up to a cache line
-// of the buffer (buffers start on one).
-func ownSlice(off, n, npes, p int) (lo, hi int) {
-	bound := func(k int) int {
-		if k == npes {
-			return off + n
-		}
-		x := off + int(int64(n)*int64(k)/int64(npes))
-		if k > 0 {
-			x = (x + lineFloats - 1) / lineFloats * lineFloats
-		}
-		return min(x, off+n)
-	}
-	return bound(p), bound(p + 1)
 }
