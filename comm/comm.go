@@ -217,6 +217,49 @@ type FixedOrderer interface {
 	FixedOrder() bool
 }
 
+// Sharder is implemented by backends that can split an allreduce in two
+// around work that each PE does on its own part of a buffer, as a sharded
+// optimizer update (ZeRO stage 1) does: ReduceScatter leaves each PE with
+// the reduced values of its shard only, the PE updates that shard, and
+// AllGather copies every PE's shard into every PE's copy. PE p's shard of
+// elements [off, off+n) is [Shard(off, n, NPEs(), p)). Both are collective
+// and complete on return, like AllReduce.
+type Sharder interface {
+	// ReduceScatter reduces elements [off, off+n) of the Float32 buffer b
+	// across PEs and writes the result into this PE's shard of its own
+	// copy, with the same arithmetic and bits as AllReduce; the rest of
+	// this PE's copy of [off, off+n) is left as it was.
+	ReduceScatter(b Buffer, off, n int, op Op) error
+	// AllGather copies PE p's shard of elements [off, off+n) of b (any
+	// kind) from PE p's copy into every PE's copy, for every p.
+	AllGather(b Buffer, off, n int) error
+}
+
+// ShardAlign is the element alignment of the inner shard boundaries: 16
+// elements, one 64-byte cache line of float32.
+const ShardAlign = 16
+
+// Shard is PE p's part [lo, hi) of elements [off, off+n) split among npes
+// PEs: nearly equal parts whose inner boundaries are rounded up to a
+// multiple of ShardAlign elements (counted from the buffer's start), so that
+// no two PEs write one cache line. Parts at the end may be empty when n is
+// small. A range at an offset that is a multiple of ShardAlign is split the
+// same way wherever it lies: Shard(off+k, n, npes, p) = k + Shard(off, n,
+// npes, p) for k a multiple of ShardAlign.
+func Shard(off, n, npes, p int) (lo, hi int) {
+	bound := func(k int) int {
+		if k == npes {
+			return off + n
+		}
+		x := off + int(int64(n)*int64(k)/int64(npes))
+		if k > 0 {
+			x = (x + ShardAlign - 1) / ShardAlign * ShardAlign
+		}
+		return min(x, off+n)
+	}
+	return bound(p), bound(p + 1)
+}
+
 // Comm is one PE's handle on the runtime. Offsets and lengths are in elements
 // of the buffer's kind. A Comm is used by one goroutine at a time, except that
 // an IAllReduce may be in flight while the caller computes.

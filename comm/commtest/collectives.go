@@ -192,3 +192,120 @@ func roots(npes, n int) []int {
 	}
 	return []int{0, npes - 1}
 }
+
+// Shard checks comm.Shard's partition: the parts of every PE count tile the
+// range in order, inner boundaries lie on ShardAlign, and a range moved by a
+// multiple of ShardAlign is split the same way.
+func Shard(t *testing.T) {
+	for _, npes := range []int{1, 2, 3, 4, 7, 8} {
+		for _, off := range []int{0, 5, 16, 48} {
+			for _, n := range []int{0, 1, 15, 16, 17, 100, 4099} {
+				next := off
+				for p := range npes {
+					lo, hi := comm.Shard(off, n, npes, p)
+					if lo != next || hi < lo || hi > off+n {
+						t.Fatalf("Shard(%d, %d, %d, %d) = [%d, %d), want it to start at %d and stay in the range", off, n, npes, p, lo, hi, next)
+					}
+					if p > 0 && lo < off+n && lo%comm.ShardAlign != 0 {
+						t.Fatalf("Shard(%d, %d, %d, %d) starts at %d, not on a multiple of %d", off, n, npes, p, lo, comm.ShardAlign)
+					}
+					if mlo, mhi := comm.Shard(off+comm.ShardAlign*3, n, npes, p); mlo != lo+comm.ShardAlign*3 || mhi != hi+comm.ShardAlign*3 {
+						t.Fatalf("Shard of a range moved by %d: [%d, %d), want [%d, %d)", comm.ShardAlign*3, mlo, mhi, lo+comm.ShardAlign*3, hi+comm.ShardAlign*3)
+					}
+					next = hi
+				}
+				if next != off+n {
+					t.Fatalf("Shard(%d, %d, %d, ·) ends at %d, want %d", off, n, npes, next, off+n)
+				}
+			}
+		}
+	}
+}
+
+// ReduceScatter checks a comm.Sharder's ReduceScatter: every operator on
+// every length and on an inner range; this PE's shard holds AllReduce's
+// result (exactly the PE-order sum for a fixed-order backend) and the rest
+// of its copy is untouched. Backends that are not Sharders skip it.
+func ReduceScatter(t *testing.T, c comm.Comm, lengths []int) {
+	s := sharder(t, c, "ReduceScatter")
+	npes, me := c.NPEs(), c.MyPE()
+	for _, n := range lengths {
+		seed := uint64(0x5ca7 + n)
+		mine := values(seed, me, 0, n)
+		b := alloc(t, c, comm.Float32, n)
+		ranges := [][2]int{{0, n}}
+		if n > 40 {
+			ranges = append(ranges, [2]int{3, n - 5})
+		}
+		for _, r := range ranges {
+			off, m := r[0], r[1]-r[0]
+			lo, hi := comm.Shard(off, m, npes, me)
+			for _, op := range ops {
+				what := fmt.Sprintf("reducescatter n=%d [%d, %d)", n, off, off+m)
+				fill(t, c, b, 0, mine)
+				must(t, c, what, s.ReduceScatter(b, off, m, op))
+				got := read(t, c, b, 0, n)
+				checkReduced(t, c, what, op, got[lo:hi], expect(seed, npes, lo, hi-lo))
+				checkEqual(t, c, what+": below this PE's shard", got[:lo], mine[:lo])
+				checkEqual(t, c, what+": above this PE's shard", got[hi:], mine[hi:])
+			}
+		}
+		must(t, c, "barrier", c.Barrier())
+		free(t, c, b)
+	}
+}
+
+// AllGather checks a comm.Sharder's AllGather on Float32 and Byte buffers:
+// afterwards every PE's copy holds, in each PE's shard, that PE's data, and
+// outside the gathered range its own. Backends that are not Sharders skip
+// it.
+func AllGather(t *testing.T, c comm.Comm, lengths []int) {
+	s := sharder(t, c, "AllGather")
+	npes, me := c.NPEs(), c.MyPE()
+	for _, n := range lengths {
+		seed := uint64(0x9a7 + n)
+		b := alloc(t, c, comm.Float32, n)
+		off, m := 0, n
+		if n > 40 {
+			off, m = 3, n-8
+		}
+		fill(t, c, b, 0, values(seed, me, 0, n))
+		must(t, c, "allgather", s.AllGather(b, off, m))
+		got := read(t, c, b, 0, n)
+		want := values(seed, me, 0, n)
+		for p := range npes {
+			lo, hi := comm.Shard(off, m, npes, p)
+			copy(want[lo:hi], values(seed, p, 0, n)[lo:hi])
+		}
+		checkEqual(t, c, fmt.Sprintf("allgather n=%d [%d, %d)", n, off, off+m), got, want)
+		sameOnAllPEs(t, c, "allgather", got[off:off+m])
+		must(t, c, "barrier", c.Barrier())
+		free(t, c, b)
+	}
+	// Bytes: PE p's shard of a byte buffer holds byte p+1.
+	const nb = 1000
+	bb := alloc(t, c, comm.Byte, nb)
+	local := bytes.Repeat([]byte{byte(me + 1)}, nb)
+	must(t, c, "put bytes", c.PutBytes(bb, 0, local, me))
+	must(t, c, "barrier", c.Barrier())
+	must(t, c, "allgather bytes", s.AllGather(bb, 0, nb))
+	gotb := make([]byte, nb)
+	must(t, c, "get bytes", c.GetBytes(gotb, bb, 0, me))
+	for p := range npes {
+		lo, hi := comm.Shard(0, nb, npes, p)
+		if !bytes.Equal(gotb[lo:hi], bytes.Repeat([]byte{byte(p + 1)}, hi-lo)) {
+			t.Fatalf("PE %d: allgather of bytes: shard of PE %d [%d, %d) = %v..., want %d", me, p, lo, hi, gotb[lo:min(hi, lo+8)], p+1)
+		}
+	}
+	must(t, c, "barrier", c.Barrier())
+	free(t, c, bb)
+}
+
+// sharder returns c as a comm.Sharder, or skips the test.
+func sharder(t *testing.T, c comm.Comm, op string) comm.Sharder {
+	s, ok := c.(comm.Sharder)
+	if !ok {
+		t.Skipf("backend %s has no %s (not a comm.Sharder)", c.Backend(), op)
+	}
+	return s
+}

@@ -27,41 +27,21 @@ func (c *Comm) Barrier() error {
 // in place; every PE ends with identical bits. Sum is the float32 left fold
 // over PEs 0..NPEs-1 and Mean is that sum divided by float32(NPEs()).
 func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
-	sb, err := c.reduceArgs("allreduce", b, off, n, op, c.me)
-	if err != nil {
-		return err
-	}
-	if err := c.collective("allreduce"); err != nil {
-		return err
-	}
-	return c.reduce("allreduce", sb, off, n, op, -1)
+	return c.reduceOp("allreduce", b, off, n, op, c.me, -1)
 }
 
 // Reduce reduces [off, off+n) of the Float32 buffer b across PEs into root's
 // copy, with the same arithmetic as AllReduce; other copies are unchanged.
 func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
-	sb, err := c.reduceArgs("reduce", b, off, n, op, root)
-	if err != nil {
-		return err
-	}
-	if err := c.collective("reduce"); err != nil {
-		return err
-	}
-	return c.reduce("reduce", sb, off, n, op, root)
+	return c.reduceOp("reduce", b, off, n, op, root, root)
 }
 
 // Broadcast copies root's elements [off, off+n) of b (any kind) into every
 // PE's copy.
 func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	const op = "broadcast"
-	sb, err := c.access(op, b, 0, off, n, root)
+	sb, err := c.enterCopy(op, b, off, n, root)
 	if err != nil {
-		return err
-	}
-	if err := c.collective(op); err != nil {
-		return err
-	}
-	if err := c.barrier(op); err != nil {
 		return err
 	}
 	if c.me != root {
@@ -69,6 +49,36 @@ func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 		copy(c.bytes(sb, c.me)[off*es:(off+n)*es], c.bytes(sb, root)[off*es:(off+n)*es])
 	}
 	return c.barrier(op)
+}
+
+// enterCopy checks the arguments of a collective copy of [off, off+n) of b
+// (any kind; pe is checked as a PE number), drains the async queue and
+// passes the entry barrier.
+func (c *Comm) enterCopy(op string, b comm.Buffer, off, n, pe int) (*buffer, error) {
+	sb, err := c.access(op, b, 0, off, n, pe)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.collective(op); err != nil {
+		return nil, err
+	}
+	if err := c.barrier(op); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// reduceOp checks the arguments of a reduction (root is checked as a PE
+// number), drains the async queue and runs reduce into copy dst (-1: all).
+func (c *Comm) reduceOp(name string, b comm.Buffer, off, n int, op comm.Op, root, dst int) error {
+	sb, err := c.reduceArgs(name, b, off, n, op, root)
+	if err != nil {
+		return err
+	}
+	if err := c.collective(name); err != nil {
+		return err
+	}
+	return c.reduce(name, sb, off, n, op, dst)
 }
 
 // reduceArgs checks the arguments of a reduction (root is any valid PE for
@@ -125,3 +135,32 @@ func combine(acc []float32, ins [][]float32, op comm.Op) {
 		fold.Divide(acc, float32(len(ins)))
 	}
 }
+
+// ReduceScatter reduces elements [off, off+n) of the Float32 buffer b across
+// PEs into this PE's shard (comm.Shard) of its own copy, with AllReduce's
+// arithmetic; the rest of its copy is unchanged. Like reduce, but each PE
+// writes only its own copy.
+func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
+	return c.reduceOp("reducescatter", b, off, n, op, c.me, c.me)
+}
+
+// AllGather copies every PE's shard of elements [off, off+n) of b into every
+// PE's copy: after an entry barrier each PE writes its own shard into its
+// peers' copies, starting with a different one on every PE; an exit barrier
+// ends it.
+func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
+	const op = "allgather"
+	sb, err := c.enterCopy(op, b, off, n, c.me)
+	if err != nil {
+		return err
+	}
+	lo, hi := comm.Shard(off, n, c.npes, c.me)
+	es := sb.kind.Size()
+	src := c.bytes(sb, c.me)[lo*es : hi*es]
+	for k := 1; k < c.npes; k++ {
+		copy(c.bytes(sb, (c.me+k)%c.npes)[lo*es:hi*es], src)
+	}
+	return c.barrier(op)
+}
+
+var _ comm.Sharder = (*Comm)(nil)

@@ -8,25 +8,13 @@ package fold
 
 import "github.com/symddp/symddp/comm"
 
-// LineFloats is the float32 count of a 64-byte cache line.
-const LineFloats = 16
-
 // OwnSlice is PE p's part [lo, hi) of elements [off, off+n) among npes PEs:
-// nearly equal parts whose inner boundaries are rounded up to a cache line
-// of the buffer (buffers start on one), so that no two PEs write one line.
-func OwnSlice(off, n, npes, p int) (lo, hi int) {
-	bound := func(k int) int {
-		if k == npes {
-			return off + n
-		}
-		x := off + int(int64(n)*int64(k)/int64(npes))
-		if k > 0 {
-			x = (x + LineFloats - 1) / LineFloats * LineFloats
-		}
-		return min(x, off+n)
-	}
-	return bound(p), bound(p + 1)
-}
+// comm.Shard, whose inner boundaries fall on cache lines of the buffer
+// (buffers start on one), so that no two PEs write one line.
+func OwnSlice(off, n, npes, p int) (lo, hi int) { return comm.Shard(off, n, npes, p) }
+
+// LineFloats is the float32 count of a 64-byte cache line.
+const LineFloats = comm.ShardAlign
 
 // Fold reduces ins (the PEs' copies of one chunk, in PE order) into acc:
 // Sum and Mean as the float32 left fold (Mean is not divided here), Max and
