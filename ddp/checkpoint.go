@@ -73,6 +73,9 @@ func (t *Trainer) checkpoint(epoch, stepInEpoch int) error {
 	if err := t.c.Barrier(); err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", t.step, err)
 	}
+	if err := t.gatherState(); err != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", t.step, err)
+	}
 	var path string
 	var werr error
 	if t.c.MyPE() == 0 {
@@ -171,6 +174,20 @@ func (t *Trainer) ckptTensors(params []float32, state [][]float32) []stTensor {
 		}
 	}
 	return out
+}
+
+// gatherState assembles the whole optimizer state in every PE's copy when
+// the update is sharded (each PE keeps only its shard current).
+func (t *Trainer) gatherState() error {
+	if t.sharder == nil {
+		return nil
+	}
+	for k := range t.stateSlots {
+		if err := t.sharder.AllGather(t.stateBuf, k*t.stateStride, t.n); err != nil {
+			return fmt.Errorf("gather optimizer state: %w", err)
+		}
+	}
+	return nil
 }
 
 // stateHost returns the optimizer state as host slices (copies for device

@@ -193,6 +193,7 @@ func TestBucketsDoNotChangeBits(t *testing.T) {
 			o.GlobalBatch = 63
 			o.MaxSteps = 20
 			o.BucketBytes = bucket
+			o.ReplicatedUpdate = true // buckets are the replicated update's
 			o.CheckReplicasEvery = 5
 			return trainIn(t, c, "adam", withLR(o, 1e-3), context.Background())
 		})

@@ -39,7 +39,8 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 	start := t.step
 	if h := t.opts.Hooks.OnStart; h != nil {
 		h(StartInfo{PE: t.c.MyPE(), NPEs: P, Params: t.n, StepsPerEpoch: spe, TotalSteps: total,
-			MicroBatch: t.micro, StartStep: start, Resumed: resumed, Engine: t.e.Name(), Backend: t.c.Backend()})
+			MicroBatch: t.micro, StartStep: start, Resumed: resumed, Engine: t.e.Name(), Backend: t.c.Backend(),
+			ShardedUpdate: t.ShardedUpdate()})
 	}
 
 	step, stepsDone, err := t.stepper(sm) // the GPU step path, or trainStep (graph.go)

@@ -34,6 +34,7 @@ type StartInfo struct {
 	Resumed       string // the checkpoint resumed from; "" for a fresh start
 	Engine        string // the compute engine's name ("cpu/openblas")
 	Backend       string // the comm backend's name ("shm")
+	ShardedUpdate bool   // each PE updates its shard of the parameters (ZeRO-1)
 }
 
 // StepInfo describes one finished optimizer step.

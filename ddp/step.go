@@ -1,6 +1,7 @@
 package ddp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -56,6 +57,9 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 			}
 			e.SetTensor(t.ctrlView, t.ctrl[:])
 			t.pendingEnd = t.n + ctrlWords
+			if t.sharder != nil {
+				t.pendingEnd = 0 // no buckets: one reduce-scatter after backward
+			}
 			t.reqs = t.reqs[:0]
 			t.bucketErr = nil
 		}
@@ -67,6 +71,9 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 				e.Accumulate(t.acc, t.gView)
 			}
 		}
+	}
+	if t.sharder != nil {
+		return t.shardedFinish(epoch, s, before)
 	}
 	if t.pendingEnd > 0 {
 		t.issue(0)
@@ -92,21 +99,96 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 		nonFinite = true
 	}
 	if nonFinite {
-		if !t.opts.SkipNonFinite {
-			return res, fmt.Errorf("step %d (epoch %d, batch %d): %w; lower the learning rate, clip gradients (--clip-norm) or pass --skip-nonfinite",
-				t.step+1, epoch, s, ErrNonFinite)
-		}
-		if host {
-			e.SetTensor(t.stats, before[:]) // keep the window's metrics finite
-		}
-		res.skipped = true
-		t.step++
-		return res, nil
+		return t.skipStep(res, epoch, s, before)
 	}
 	if err := t.update(); err != nil {
 		return res, fmt.Errorf("step %d: optimizer: %w", t.step+1, err)
 	}
 	return res, nil
+}
+
+// skipStep ends a step whose loss or gradients are not finite: an error,
+// or with SkipNonFinite a step counted but not applied. before is the
+// metrics window as the step found it (host engines).
+func (t *Trainer) skipStep(res stepResult, epoch, s int, before [3]float32) (stepResult, error) {
+	if !t.opts.SkipNonFinite {
+		return res, fmt.Errorf("step %d (epoch %d, batch %d): %w; lower the learning rate, clip gradients (--clip-norm) or pass --skip-nonfinite",
+			t.step+1, epoch, s, ErrNonFinite)
+	}
+	if t.pArena.Host != nil {
+		t.e.SetTensor(t.stats, before[:]) // keep the window's metrics finite
+	}
+	res.skipped = true
+	t.step++
+	return res, nil
+}
+
+// shardedFinish ends a step of the sharded update (ZeRO-1) after backward:
+// a reduce-scatter of the gradients; every PE checks (and, for clipping,
+// sums the squares of) its shard and writes its verdicts into every PE's
+// row of the exchange buffer; after a barrier each PE folds the rows in PE
+// order, so all reach the same decision and the same norm; then each
+// updates its shard of the parameters and optimizer state, and an
+// all-gather spreads the parameters.
+func (t *Trainer) shardedFinish(epoch, s int, before [3]float32) (stepResult, error) {
+	if t.acc != nil {
+		t.e.Accumulate(t.gView, t.acc)
+	}
+	step := t.step + 1
+	if err := t.sharder.ReduceScatter(t.grads, 0, t.n, comm.Sum); err != nil {
+		return stepResult{}, fmt.Errorf("step %d: gradient reduce-scatter: %w", step, err)
+	}
+	lo, hi := t.shardLo, t.shardHi
+	g := t.gArena.Host[lo:hi:hi]
+	var row [xchgRow]byte
+	row[0] = flagByte(t.ctrl[ctrlStop] > 0)
+	row[1] = flagByte(t.ctrl[ctrlNonFinite] > 0)
+	row[2] = flagByte(!allFinite(g))
+	if t.opts.ClipNorm > 0 {
+		binary.LittleEndian.PutUint64(row[8:], math.Float64bits(optim.SumSquares(g)))
+	}
+	me := t.c.MyPE()
+	for pe := range t.c.NPEs() {
+		if err := t.c.PutBytes(t.xchg, me*xchgRow, row[:], pe); err != nil {
+			return stepResult{}, fmt.Errorf("step %d: exchange: %w", step, err)
+		}
+	}
+	if err := t.c.Barrier(); err != nil {
+		return stepResult{}, fmt.Errorf("step %d: exchange: %w", step, err)
+	}
+	if err := t.c.GetBytes(t.xall, t.xchg, 0, me); err != nil {
+		return stepResult{}, fmt.Errorf("step %d: exchange: %w", step, err)
+	}
+	var res stepResult
+	nonFinite, sumSq := false, 0.0
+	for q := 0; q < len(t.xall); q += xchgRow {
+		r := t.xall[q : q+xchgRow]
+		res.stop = res.stop || r[0] != 0
+		nonFinite = nonFinite || r[1] != 0 || r[2] != 0
+		sumSq += math.Float64frombits(binary.LittleEndian.Uint64(r[8:]))
+	}
+	if nonFinite {
+		return t.skipStep(res, epoch, s, before)
+	}
+	t.step++
+	lr := t.opts.lr(t.step)
+	if t.opts.ClipNorm > 0 {
+		if f, ok := optim.ClipFactor(math.Sqrt(sumSq), t.opts.ClipNorm); ok {
+			optim.Scale(g, f)
+		}
+	}
+	t.o.Update(t.pArena.Host[lo:hi:hi], g, t.stateShard, t.step, lr)
+	if err := t.sharder.AllGather(t.params, 0, t.n); err != nil {
+		return res, fmt.Errorf("step %d: parameter all-gather: %w", t.step, err)
+	}
+	return res, nil
+}
+
+func flagByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ready is the model's signal that the gradients of parameters first.. are

@@ -40,6 +40,8 @@ type Trainer struct {
 	ctrlView       compute.Tensor // the control words of the gradient arena
 	state          []float32      // optimizer state, Slots()·n, host engines
 	stateSlots     [][]float32
+	stateBuf       comm.Buffer    // symmetric optimizer state (sharded update), slots·stateStride
+	stateStride    int            // elements between state slots in stateBuf
 	acc            compute.Tensor // gradient accumulation (Accumulate > 1)
 	accArena       compute.Arena
 
@@ -54,6 +56,13 @@ type Trainer struct {
 	estats  compute.Tensor // evaluation
 	ctrl    [ctrlWords]float32
 	stats3  [3]float32
+
+	// sharded update (ZeRO-1); sharder is nil for the replicated one
+	sharder          comm.Sharder
+	shardLo, shardHi int         // this PE's shard of the arenas
+	stateShard       [][]float32 // this PE's shard of each state slot
+	xchg             comm.Buffer // symmetric bytes, xchgRow per PE: step verdicts
+	xall             []byte      // every PE's row, read back
 
 	metrics comm.Buffer // symmetric float32 scratch for reducing metrics
 	hashes  comm.Buffer // symmetric bytes, 8 per PE, for the replica check
@@ -125,7 +134,15 @@ func (t *Trainer) allocArenas() error {
 	if t.gArena, err = arenaOf(t.grads); err != nil {
 		return err
 	}
-	if slots := t.o.Slots(); slots > 0 && t.pArena.Host != nil {
+	if t.pArena.Host == nil {
+		return nil
+	}
+	if s, ok := t.c.(comm.Sharder); ok && t.c.NPEs() > 1 && !t.opts.ReplicatedUpdate {
+		if err := t.allocSharded(s); err != nil {
+			return err
+		}
+	}
+	if slots := t.o.Slots(); slots > 0 && t.stateSlots == nil {
 		t.state = make([]float32, slots*t.n)
 		t.stateSlots = make([][]float32, slots)
 		for i := range t.stateSlots {
@@ -134,6 +151,52 @@ func (t *Trainer) allocArenas() error {
 	}
 	return nil
 }
+
+// xchgRow is the size of a PE's row in the exchange buffer of the sharded
+// update: stop wish, non-finite loss, non-finite shard (a byte each), then
+// at byte 8 the shard's sum of squares (float64 bits, for clipping).
+const xchgRow = 16
+
+// allocSharded sets the trainer up for the sharded update: the optimizer
+// state in the symmetric heap (so that an all-gather can assemble it for a
+// checkpoint), slots a multiple of comm.ShardAlign apart so that every
+// slot splits like the arenas, and the exchange buffer. A heap too small
+// for the state leaves the update replicated.
+func (t *Trainer) allocSharded(s comm.Sharder) error {
+	npes, me := t.c.NPEs(), t.c.MyPE()
+	if slots := t.o.Slots(); slots > 0 {
+		t.stateStride = (t.n + comm.ShardAlign - 1) / comm.ShardAlign * comm.ShardAlign
+		b, err := t.c.Alloc(comm.Float32, slots*t.stateStride)
+		if errors.Is(err, comm.ErrHeapExhausted) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("allocate optimizer state (%d floats): %w", slots*t.stateStride, err)
+		}
+		t.stateBuf = b
+		all := b.(comm.HostBuffer).Float32s()
+		t.stateSlots = make([][]float32, slots)
+		for k := range t.stateSlots {
+			t.stateSlots[k] = all[k*t.stateStride : k*t.stateStride+t.n : k*t.stateStride+t.n]
+		}
+	}
+	var err error
+	if t.xchg, err = t.c.Alloc(comm.Byte, xchgRow*npes); err != nil {
+		return fmt.Errorf("allocate step exchange buffer: %w", err)
+	}
+	t.xall = make([]byte, xchgRow*npes)
+	t.sharder = s
+	t.shardLo, t.shardHi = comm.Shard(0, t.n, npes, me)
+	t.stateShard = make([][]float32, len(t.stateSlots))
+	for k, st := range t.stateSlots {
+		t.stateShard[k] = st[t.shardLo:t.shardHi:t.shardHi]
+	}
+	return nil
+}
+
+// ShardedUpdate reports whether each PE updates only its shard of the
+// parameters (see Options.ReplicatedUpdate).
+func (t *Trainer) ShardedUpdate() bool { return t.sharder != nil }
 
 // arenaOf turns a symmetric buffer into an Arena the engine can view.
 func arenaOf(b comm.Buffer) (compute.Arena, error) {
@@ -236,7 +299,7 @@ func (t *Trainer) ParamSpecs() ([]models.ParamSpec, []int) { return t.specs, t.o
 // open.
 func (t *Trainer) Close() error {
 	var errs []error
-	for _, b := range []comm.Buffer{t.ctl, t.hashes, t.metrics, t.grads, t.params} {
+	for _, b := range []comm.Buffer{t.xchg, t.stateBuf, t.ctl, t.hashes, t.metrics, t.grads, t.params} {
 		if b != nil {
 			errs = append(errs, t.c.Free(b))
 		}

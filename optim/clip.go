@@ -28,13 +28,17 @@ func ClipGlobalNorm(grads []float32, maxNorm float32) (norm float64) {
 	return norm
 }
 
-// GlobalNorm returns the L2 norm of x, sqrt(Σ x[i]²), accumulated in float64
-// in a fixed order. Each square is exact in float64. x is cut into four
-// blocks, [0, q), [q, 2q), [2q, 3q) and [3q, n) with q = ⌊n/4⌋; lane k sums
-// the squares of block k in increasing index, and the norm is
-// sqrt((lane0 + lane1) + (lane2 + lane3)). The four blocks are four memory
-// streams read together, which a single core reads much faster than one.
-func GlobalNorm(x []float32) float64 {
+// GlobalNorm returns the L2 norm of x, sqrt(SumSquares(x)).
+func GlobalNorm(x []float32) float64 { return math.Sqrt(SumSquares(x)) }
+
+// SumSquares returns Σ x[i]², accumulated in float64 in a fixed order. Each
+// square is exact in float64. x is cut into four blocks, [0, q), [q, 2q),
+// [2q, 3q) and [3q, n) with q = ⌊n/4⌋; lane k sums the squares of block k in
+// increasing index, and the result is (lane0 + lane1) + (lane2 + lane3). The
+// four blocks are four memory streams read together, which a single core
+// reads much faster than one. A trainer that holds the gradients in shards
+// adds the shards' SumSquares in a fixed order and takes the square root.
+func SumSquares(x []float32) float64 {
 	q := len(x) / 4
 	a, b, c, d := x[:q], x[q:2*q], x[2*q:3*q], x[3*q:]
 	b, c = b[:len(a)], c[:len(a)]
@@ -50,7 +54,7 @@ func GlobalNorm(x []float32) float64 {
 	for _, v := range d[len(a):] {
 		s3 += float64(v) * float64(v)
 	}
-	return math.Sqrt((s0 + s1) + (s2 + s3))
+	return (s0 + s1) + (s2 + s3)
 }
 
 // ClipFactor returns the factor that brings gradients of global norm norm

@@ -28,7 +28,7 @@ import (
 // cpuTrainOpts are the flags of `symbench train`.
 type cpuTrainOpts struct {
 	pes       []int
-	buckets   []string // --bucket-size values compared at every PE count > 1; "" is train's default
+	buckets   []string // update modes compared at every PE count > 1: "" is train's default (sharded), a size the replicated update with that --bucket-size
 	warmup    int
 	steps     int
 	reps      int
@@ -51,8 +51,8 @@ func parseCPUTrainFlags(args []string) (cpuTrainOpts, error) {
 	var o cpuTrainOpts
 	fs := pflag.NewFlagSet("symbench train", pflag.ContinueOnError)
 	fs.IntSliceVar(&o.pes, "pes", []int{1, 2, 4, 8}, "PE counts to measure (1 is run with 1 BLAS thread and with one per core)")
-	fs.StringSliceVar(&o.buckets, "buckets", []string{"default", "0", "256KiB"},
-		"--bucket-size values compared at every PE count above 1 (default: train's own; 0: allreduce after backward)")
+	fs.StringSliceVar(&o.buckets, "buckets", []string{"default", "1MiB", "0", "256KiB"},
+		"update modes compared at every PE count above 1: default is train's own (the sharded update, ZeRO-1); a size is the replicated update with that --bucket-size (0: one allreduce after backward)")
 	fs.IntVar(&o.warmup, "warmup", 20, "steps before the timed ones (also the logging interval)")
 	fs.IntVar(&o.steps, "steps", 200, "timed steps; a multiple of --warmup")
 	fs.IntVar(&o.reps, "reps", 3, "runs of every configuration (the median is reported)")
@@ -247,7 +247,7 @@ func measureCPUTrain(ctx context.Context, bin string, o cpuTrainOpts, progress i
 			if err != nil {
 				return rep, err
 			}
-			fmt.Fprintf(progress, "symbench train: rep %d/%d, --pes %s --bucket-size %s: %.0f samples/s, step %s, load %.1f, other processes %.2f CPUs\n",
+			fmt.Fprintf(progress, "symbench train: rep %d/%d, --pes %s, %s update: %.0f samples/s, step %s, load %.1f, other processes %.2f CPUs\n",
 				r+1, o.reps, j.label(), j.bucketLabel(), run.SamplesPerSec, formatTime(run.StepSeconds), run.Load, run.OtherCores)
 			rep.Results[i].Runs = append(rep.Results[i].Runs, run)
 			if rep.Params == 0 {
@@ -269,7 +269,7 @@ func cpuTrainCommand(j cpuTrainJob, o cpuTrainOpts) string {
 		s += fmt.Sprintf(" --threads %d", j.Threads)
 	}
 	if j.Bucket != "" {
-		s += " --bucket-size " + j.Bucket
+		s += " --shard-update=false --bucket-size " + j.Bucket
 	}
 	if len(o.extraArgs) > 0 {
 		s += " " + strings.Join(o.extraArgs, " ")

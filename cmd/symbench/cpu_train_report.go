@@ -77,7 +77,7 @@ func printTrainTables(w io.Writer, format string, rep cpuTrainReport) {
 	if buckets := rep.bucketSizes(); len(buckets) > 1 {
 		head = []string{"PEs"}
 		for _, b := range buckets {
-			head = append(head, "step, bucket "+bucketName(b))
+			head = append(head, "step, "+bucketName(b))
 		}
 		for _, b := range buckets[1:] {
 			head = append(head, bucketName(b)+" vs "+bucketName(buckets[0]))
@@ -106,7 +106,7 @@ func printTrainTables(w io.Writer, format string, rep cpuTrainReport) {
 			}
 			rows = append(rows, row)
 		}
-		fmt.Fprintln(w, "step time by gradient bucket size (0: one allreduce after backward; otherwise buckets start during backward); + is faster:")
+		fmt.Fprintln(w, "step time by update: sharded (train's default: reduce-scatter, each PE updates its shard, all-gather) or replicated (allreduce, every PE updates everything) with a gradient bucket size (0: one allreduce after backward; otherwise buckets start during backward); + is faster:")
 		renderTable(w, format, head, rows)
 		fmt.Fprintln(w)
 	}
@@ -181,11 +181,13 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// bucketName names an update mode: "sharded" (train's default) or
+// "replicated, bucket SIZE".
 func bucketName(b string) string {
 	if b == "" {
-		return "default"
+		return "sharded"
 	}
-	return b
+	return "replicated, bucket " + b
 }
 
 // spread is the lowest and highest samples/s of the runs.

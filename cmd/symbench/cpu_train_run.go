@@ -22,7 +22,7 @@ import (
 type cpuTrainJob struct {
 	PEs     int    `json:"pes"`
 	Threads int    `json:"threads"` // BLAS threads per PE; 0: train's default (cores / PEs)
-	Bucket  string `json:"bucket"`  // --bucket-size; "" is train's default
+	Bucket  string `json:"bucket"`  // "": train's default (sharded update); else the replicated update with this --bucket-size
 }
 
 // label names the job in tables.
@@ -36,10 +36,7 @@ func (j cpuTrainJob) label() string {
 
 // bucketLabel names the bucket size in tables.
 func (j cpuTrainJob) bucketLabel() string {
-	if j.Bucket == "" {
-		return "default"
-	}
-	return j.Bucket
+	return bucketName(j.Bucket)
 }
 
 // cpuTrainRun is what one run of a job measured.
@@ -77,7 +74,7 @@ func runCPUTrainJob(ctx context.Context, bin string, job cpuTrainJob, o cpuTrain
 		args = append(args, "--threads", strconv.Itoa(job.Threads))
 	}
 	if job.Bucket != "" {
-		args = append(args, "--bucket-size", job.Bucket)
+		args = append(args, "--shard-update=false", "--bucket-size", job.Bucket)
 	}
 	args = append(args, o.extraArgs...)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)

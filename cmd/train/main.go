@@ -168,7 +168,8 @@ func heapSize(o *options) (int64, error) {
 		n += int64(p.Size())
 	}
 	const slack = 4 << 20 // metrics, replica hashes, alignment
-	need := 2*4*(n+64) + slack
+	// parameters, gradients and (sharded update) up to two state slots
+	need := 4*4*(n+64) + slack
 	return (need + (1<<20 - 1)) &^ (1<<20 - 1), nil
 }
 

@@ -109,7 +109,8 @@ func (r *peRun) run() (err error) {
 	}
 	tr, err := ddp.New(c, e, m, opt, ddp.Options{
 		GlobalBatch: r.o.batch, Accumulate: r.o.accumulate, Epochs: r.o.epochs, MaxSteps: r.o.maxSteps,
-		Seed: r.o.seed, Schedule: sched, ClipNorm: r.o.clipNorm, BucketBytes: int(bucket),
+		Seed: r.o.seed, Schedule: sched, ClipNorm: r.o.clipNorm,
+		BucketBytes: int(bucket), ReplicatedUpdate: !r.o.shardUpdate,
 		LogEvery: r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
 		EvalEvery:  r.o.evalEvery,
 		Checkpoint: ddp.CheckpointOptions{Dir: r.o.ckptDir, Every: r.o.ckptEvery, Keep: r.o.keepCkpt, Resume: r.o.resume},

@@ -58,8 +58,12 @@ func (r *reporter) hooks() ddp.Hooks {
 	return ddp.Hooks{
 		OnStart: func(s ddp.StartInfo) {
 			r.start = s
-			fmt.Fprintf(r.errw, "training %s: %d parameters, %d PEs (%s, %s), global batch %d (%d per PE per micro-batch), %d steps\n",
-				r.o.model, s.Params, s.NPEs, s.Backend, s.Engine, r.o.batch, s.MicroBatch, s.TotalSteps)
+			update := ""
+			if s.ShardedUpdate {
+				update = ", optimizer sharded over the PEs"
+			}
+			fmt.Fprintf(r.errw, "training %s: %d parameters, %d PEs (%s, %s), global batch %d (%d per PE per micro-batch), %d steps%s\n",
+				r.o.model, s.Params, s.NPEs, s.Backend, s.Engine, r.o.batch, s.MicroBatch, s.TotalSteps, update)
 			if s.Resumed != "" {
 				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
 			}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/symddp/symddp/compute"
 )
@@ -52,12 +53,7 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 	if act == compute.ReLU {
 		// ReLU's output is 0 exactly where its input was <= 0: there the
 		// gradient is 0 (the subgradient at 0 is taken as 0).
-		dd := dd[:len(yd)]
-		for i, v := range yd {
-			if v <= 0 {
-				dd[i] = 0
-			}
-		}
+		reluMask(dd, yd)
 	}
 	if db == nil {
 		return
@@ -71,6 +67,23 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 		for j, v := range row {
 			db[j] += v
 		}
+	}
+}
+
+// reluMask sets dd[i] = 0 where yd[i] <= 0 and leaves it elsewhere (NaN
+// included), without branches: where y is half zeros in no pattern, a
+// branch is mispredicted every other element, which made this loop 3x
+// slower. y <= 0 holds exactly when y is ±0 or negative and not NaN: with a
+// = |bits(y)|, keep = (a != 0 && sign == 0) || a > bits(+Inf).
+func reluMask(dd, yd []float32) {
+	dd = dd[:len(yd)]
+	for i, v := range yd {
+		ub := math.Float32bits(v)
+		a := int64(ub & 0x7fffffff)
+		nonZero := uint32((a-1)>>63) + 1      // a-1 < 0 only for a == 0
+		nan := uint32((0x7f800000-a)>>63) & 1 // a > bits(+Inf)
+		keep := nonZero&(ub>>31^1) | nan
+		dd[i] = math.Float32frombits(math.Float32bits(dd[i]) & -keep)
 	}
 }
 

@@ -1,0 +1,160 @@
+package ddp_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/launch/launchtest"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
+)
+
+// TestShardedUpdateIsReplicatedUpdate: the sharded update (ZeRO-1, the
+// default on shm) leaves the parameters bit for bit where the replicated
+// one does, for SGD with momentum and Adam, with uneven shards (3 PEs) and
+// with gradient accumulation; with clipping the losses agree to rounding.
+func TestShardedUpdateIsReplicatedUpdate(t *testing.T) {
+	cases := []struct {
+		name, opt string
+		npes, acc int
+		clip      float32
+	}{
+		{"sgd-3pes", "sgd", 3, 1, 0},
+		{"adam-3pes", "adam", 3, 1, 0},
+		{"sgd-2pes-acc2", "sgd", 2, 2, 0},
+		{"adam-4pes-clip", "adam", 4, 1, 0.05},
+	}
+	for _, tc := range cases {
+		recs := map[bool]record{}
+		for _, replicated := range []bool{false, true} {
+			recs[replicated] = runJob(t, fmt.Sprintf("%s-replicated=%v", tc.name, replicated), tc.npes, func(t *testing.T, c comm.Comm) record {
+				o := baseOpts()
+				o.GlobalBatch, o.MaxSteps, o.Accumulate = 12*tc.npes*tc.acc, 30, tc.acc
+				o.ClipNorm, o.ReplicatedUpdate = tc.clip, replicated
+				o.CheckReplicasEvery = 10
+				if tc.opt == "adam" {
+					o.LR = 1e-3
+				}
+				o.Hooks.OnStart = func(s ddp.StartInfo) {
+					if s.ShardedUpdate == replicated {
+						t.Errorf("PE %d: ShardedUpdate %v with ReplicatedUpdate %v", s.PE, s.ShardedUpdate, replicated)
+					}
+				}
+				return trainIn(t, c, tc.opt, o, context.Background())
+			})
+		}
+		if launchtest.InPE() {
+			continue
+		}
+		sh, rep := recs[false], recs[true]
+		for _, r := range []record{sh, rep} {
+			if r.Err != "" || !r.Identity || r.Steps != 30 {
+				t.Fatalf("%s: err %q, replicas identical %v, %d steps", tc.name, r.Err, r.Identity, r.Steps)
+			}
+		}
+		if tc.clip == 0 && sh.Hash != rep.Hash {
+			t.Fatalf("%s: parameter hash %016x sharded, %016x replicated", tc.name, sh.Hash, rep.Hash)
+		}
+		for i := range rep.Losses {
+			if d := math.Abs(sh.Losses[i] - rep.Losses[i]); d > 1e-5*math.Max(1, rep.Losses[i]) {
+				t.Fatalf("%s: step %d: loss %.7f sharded, %.7f replicated", tc.name, i+1, sh.Losses[i], rep.Losses[i])
+			}
+		}
+	}
+}
+
+// poisoned wraps a model: on PE 0, after the backward of step `at`, it sets
+// the last gradient element to +Inf. The loss stays finite and the element
+// lies in the last PE's shard, so only the exchange of verdicts after the
+// reduce-scatter can tell the other PEs.
+type poisoned struct {
+	models.Model
+	pe, at, calls int
+	last          compute.Tensor
+}
+
+func (p *poisoned) Build(e compute.Engine, params, grads []compute.Tensor, batch int) error {
+	p.last = grads[len(grads)-1]
+	return p.Model.Build(e, params, grads, batch)
+}
+
+func (p *poisoned) Backward(dlogits compute.Tensor, ready func(int)) {
+	p.Model.Backward(dlogits, ready)
+	p.calls++
+	if p.pe == 0 && p.calls == p.at {
+		g := compute.HostData(p.last)
+		g[len(g)-1] = float32(math.Inf(1))
+	}
+}
+
+// TestShardedUpdateAgreesOnNonFiniteShard: an Inf gradient that only the
+// owner of its shard sees after the reduce-scatter stops every PE at the
+// same step with the non-finite error, or, with SkipNonFinite, is skipped by
+// every PE, leaving the replicas identical.
+func TestShardedUpdateAgreesOnNonFiniteShard(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		rec := runJob(t, fmt.Sprintf("skip=%v", skip), 3, func(t *testing.T, c comm.Comm) record {
+			e, err := cpu.New(cpu.Options{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inner, err := models.New("mlp", models.Config{Input: []int{32}, Classes: 10, Hidden: []int{64, 64}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &poisoned{Model: inner, pe: c.MyPE(), at: 4}
+			o, err := optim.New("sgd", optim.Config{Momentum: 0.9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := baseOpts()
+			opts.GlobalBatch, opts.MaxSteps, opts.SkipNonFinite = 48, 10, skip
+			var skipped []int
+			opts.Hooks.OnStep = func(s ddp.StepInfo) {
+				if s.Skipped {
+					skipped = append(skipped, s.Step)
+				}
+			}
+			tr, err := ddp.New(c, e, m, o, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tr.ShardedUpdate() {
+				t.Fatal("the update is not sharded")
+			}
+			train, test := smallData(t)
+			res, err := tr.Fit(context.Background(), train, test)
+			var rec record
+			if err != nil {
+				rec.Err = err.Error()
+			}
+			rec.Steps = res.Steps
+			if len(res.Replicas.Hashes) > 0 {
+				rec.Identity = res.Replicas.Identical
+			}
+			if skip && (len(skipped) != 1 || skipped[0] != 4) {
+				t.Errorf("PE %d: skipped steps %v, want [4]", c.MyPE(), skipped)
+			}
+			if !skip && (err == nil || !strings.Contains(err.Error(), "step 4 ") || !strings.Contains(err.Error(), "not finite")) {
+				t.Errorf("PE %d: error %v, want step 4's non-finite error", c.MyPE(), err)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return rec
+		})
+		if launchtest.InPE() {
+			continue
+		}
+		if skip && (rec.Err != "" || rec.Steps != 10 || !rec.Identity) {
+			t.Fatalf("with SkipNonFinite: err %q, %d steps, replicas identical %v; want no error, 10 steps, identical", rec.Err, rec.Steps, rec.Identity)
+		}
+	}
+}
