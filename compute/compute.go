@@ -136,3 +136,53 @@ func HostData(t Tensor) []float32 {
 	}
 	return nil
 }
+
+// LinearFuser is implemented by engines that can run a Linear layer's bias,
+// activation and their gradients inside the layer's GEMMs (compute/cuda:
+// cuBLASLt epilogues), so that a layer takes fewer kernels. models.Linear
+// uses it when its engine has it and the plain operations (Gemm, BiasAct,
+// BiasActBackward) otherwise; the CPU engine has none.
+type LinearFuser interface {
+	// FuseLinear prepares a Linear layer's fused work at build time. It
+	// fails, saying why, when the engine runs this layer with the plain
+	// operations (fusion switched off, nothing fusable on this device).
+	FuseLinear(s LinearSpec) (FusedLinear, error)
+}
+
+// LinearSpec is a Linear layer y = act(x·Wᵀ + b) as FuseLinear sees it:
+// the views and buffers its Build bound or allocated.
+type LinearSpec struct {
+	// Name names the layer in reports ("fc1").
+	Name           string
+	Batch, In, Out int
+	Act            Activation
+	// W (Out,In), B (Out) and their gradients DW, DB.
+	W, B, DW, DB Tensor
+	// Y (Batch,Out) is the output; DX (Batch,In...) the input gradient,
+	// nil when the layer does not compute it (the first layer).
+	Y, DX Tensor
+}
+
+// FusedLinear is a Linear layer's work on an engine that fuses it. Like
+// Engine's methods, its methods allocate nothing and may be recorded in a
+// CUDA graph.
+type FusedLinear interface {
+	// Forward computes Y = act(x·Wᵀ + b) from x (Batch,In...), keeping what
+	// Backward needs (the ReLU mask).
+	Forward(x Tensor)
+	// Backward takes dy (Batch,Out), the gradient at Y, and the forward's
+	// x, writes DW and DB (overwriting them) and DX when there is one, and
+	// returns DX (nil without one). It may overwrite dy. After ChainInput
+	// (this layer as prev) dy is instead the gradient before the activation
+	// and DB is already written, when the next layer's Backward said so.
+	Backward(dy, x Tensor) Tensor
+	// ChainInput fuses prev's backward into this layer's: prev is the layer
+	// whose Y is this layer's input, and this layer's input-gradient GEMM
+	// then also applies prev's ReLU derivative and writes prev's bias
+	// gradient, which prev's Backward skips. It fails, and nothing changes,
+	// when the two cannot be chained.
+	ChainInput(prev FusedLinear) error
+	// Path says how the layer runs: "fused: ..." naming the fused parts, or
+	// "unfused: <why>".
+	Path() string
+}

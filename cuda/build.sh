@@ -77,7 +77,7 @@ done
 # ---- device link, then the shared library ----
 "$NVCC" -arch="$arch" -dlink -Xcompiler -fPIC "$obj"/*.o -L"$NV/lib" -lnvshmem_device -o "$out/dlink.o"
 "$NVCC" -shared -arch="$arch" "$obj"/*.o "$out/dlink.o" \
-    -L"$NV/lib" "$host_lib" -lnvshmem_device -L"$cuda_lib" -lcublas -lcudart \
+    -L"$NV/lib" "$host_lib" -lnvshmem_device -L"$cuda_lib" -lcublasLt -lcublas -lcudart \
     -Xlinker -rpath="$NV/lib" -Xlinker -rpath="$cuda_lib" \
     -o "$out/libsymddp_cuda.so"
 

@@ -1,5 +1,5 @@
 /*
- * sd_compute_ctx.cu: the compute context (streams, cuBLAS handle, workspace,
+ * sd_compute_ctx.cu: the compute context (streams, cuBLAS and cuBLASLt handles, workspace,
  * scratch), device and pinned memory, transfers, events and waiting, and CUDA
  * graph capture with the step block that captured kernels read.
  *
@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include "sd_internal.h"
@@ -40,6 +41,7 @@ extern "C" int sdc_abi_version(void) { return SDC_ABI_VERSION; }
 
 /* Releases what sdc_create made; fields that are 0 were not made. */
 static void sdc_release(sdc_ctx *c) {
+    if (c->lt) cublasLtDestroy((cublasLtHandle_t)(uintptr_t)c->lt);
     if (c->blas) cublasDestroy((cublasHandle_t)(uintptr_t)c->blas);
     if (c->workspace) cudaFree((void *)(uintptr_t)c->workspace);
     if (c->scratch) cudaFree((void *)(uintptr_t)c->scratch);
@@ -119,6 +121,10 @@ static int sdc_fill(uint64_t stream, int32_t device, sdc_ctx *c) {
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST);
     if (st != CUBLAS_STATUS_SUCCESS)
         return SD_FAIL(SD_ERR, "cuBLAS handle set-up: %s", cublasGetStatusString(st));
+    /* cuBLASLt for the fused GEMMs (sd_compute_lt.cu); without it (lt = 0)
+     * every plan fails and the layers keep their unfused path. */
+    cublasLtHandle_t lt = NULL;
+    if (cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS) c->lt = (uint64_t)(uintptr_t)lt;
     SD_CUDA(cudaDeviceSynchronize()); /* the memsets are done before any stream uses the memory */
     return SD_OK;
 }

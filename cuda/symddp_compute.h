@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 1
+#define SDC_ABI_VERSION 2
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -57,7 +57,8 @@ enum {
 /*
  * A compute context: one stream for all compute work, a copy stream for
  * batches, a cuBLAS handle bound to the stream with its own workspace (so
- * capture never allocates), and the device scratch of the reductions. The
+ * capture never allocates; cuBLASLt's fused GEMMs share it, on the same
+ * stream), a cuBLASLt handle, and the device scratch of the reductions. The
  * caller owns the struct; sdc_create fills it, sdc_destroy releases what it
  * holds. Fields are read-only for the caller.
  */
@@ -72,6 +73,7 @@ typedef struct {
     uint64_t status;      /* device: float[SDC_STATUS_WORDS], the last update's verdict */
     uint64_t result;      /* device: double[4], results the host reads back */
     uint64_t host_result; /* pinned host: double[4], where they are read back to */
+    uint64_t lt;          /* cublasLtHandle_t (0: cuBLASLt unavailable, no fused GEMMs) */
     int64_t workspace_bytes;
     int64_t scratch_bytes;
     int32_t device;      /* the CUDA device */
@@ -169,6 +171,75 @@ int sdc_sync(const sdc_ctx *c, int64_t timeout_ns);
 int sdc_gemm(const sdc_ctx *c, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
              float alpha, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, float beta,
              uint64_t cmat, int64_t ldc);
+
+/* ---- fused GEMMs (cuBLASLt epilogues) ---- */
+
+/*
+ * Epilogues of a planned GEMM, named in the row-major terms of sdc_gemm: the
+ * product P (m,n) = op(A) (m,k) * op(B) (k,n), then
+ *   SDC_EPI_NONE           C = P
+ *   SDC_EPI_BIAS           C = P + bias[col]                 (bias: n floats, read)
+ *   SDC_EPI_BIAS_RELU      C = relu(P + bias[col])
+ *   SDC_EPI_BIAS_RELU_AUX  C = relu(P + bias[col]), and the ReLU bit-mask of C
+ *                          into aux (a Linear layer's forward; the mask is what
+ *                          SDC_EPI_DRELU_BGRAD of the next layer's input
+ *                          gradient reads)
+ *   SDC_EPI_DRELU_BGRAD    C = P where the mask in aux is set, 0 elsewhere (the
+ *                          ReLU derivative: 0 where the forward's input was
+ *                          <= 0), and bias[col] = column sums of C (n floats,
+ *                          written)
+ *   SDC_EPI_BGRAD_A        C = P, and bias (m floats, written) = row sums of
+ *                          op(A) (m,k): the bias gradient dy^T 1 when op(A) is
+ *                          dy^T, in the weight-gradient GEMM dW = dy^T x
+ * The mask is cuBLASLt's: column-major over C^T (n rows, m columns), aux_ld bits
+ * per column (a multiple of 128, at least n), so aux_ld / 8 * m bytes.
+ */
+enum {
+    SDC_EPI_NONE = 0,
+    SDC_EPI_BIAS = 1,
+    SDC_EPI_BIAS_RELU = 2,
+    SDC_EPI_BIAS_RELU_AUX = 3,
+    SDC_EPI_DRELU_BGRAD = 4,
+    SDC_EPI_BGRAD_A = 5
+};
+
+/* What a plan is made for (sdc_lt_plan_create). */
+typedef struct {
+    int32_t epilogue; /* SDC_EPI_* */
+    int32_t trans_a;  /* 1: op(A) = A^T */
+    int32_t trans_b;  /* 1: op(B) = B^T */
+    int32_t pad;
+    int64_t m, n, k;       /* row-major C (m,n) = op(A) (m,k) * op(B) (k,n) */
+    int64_t lda, ldb, ldc; /* row lengths of A, B, C as stored */
+    uint64_t bias;         /* device: the epilogue's bias or bias gradient (0 when none) */
+    uint64_t aux;          /* device: the ReLU mask (BIAS_RELU_AUX, DRELU_BGRAD; else 0) */
+    int64_t aux_ld;        /* bits per column of the mask */
+    /* The smallest alignment in bytes (power of two, at most 256) that the
+     * A, B and C addresses of every sdc_lt_matmul with the plan will have. */
+    int32_t align_a, align_b, align_c;
+    int32_t pad2;
+} sdc_lt_args;
+
+/*
+ * Plans a GEMM with a fused epilogue on cuBLASLt at build time: descriptors,
+ * layouts, fp32 compute without TF32 (CUBLAS_COMPUTE_32F) and the algorithm
+ * cublasLtMatmulAlgoGetHeuristic picks for the context's workspace, once.
+ * *plan is an opaque handle. Fails (SD_ERR, with cuBLASLt's reason, or
+ * "no algorithm") when cuBLASLt cannot run the configuration on this GPU:
+ * the caller then keeps its unfused path (sdc_gemm and the kernels below).
+ * Unless SYMDDP_CUDA_TUNE=0, it times the heuristic's candidates on
+ * scratch operands (allocated and freed here, synchronising the stream) and
+ * keeps the fastest; call it at build time, never while capturing.
+ */
+int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *args, uint64_t *plan);
+int sdc_lt_plan_destroy(uint64_t plan);
+/*
+ * Enqueues the planned GEMM on the stream with operands a, b and output c
+ * (alpha 1, beta 0; the plan's bias and aux). The addresses must have the
+ * plan's alignments. Uses the context's workspace; allocates nothing and
+ * can be captured in a CUDA graph.
+ */
+int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64_t b, uint64_t cmat);
 
 /* ---- fused elementwise kernels ---- */
 

@@ -11,6 +11,12 @@ import (
 // activation: y = act(x·Wᵀ + b), where W is (Out,In) as in PyTorch and b is
 // (Out). With act = compute.ReLU the engine runs bias and ReLU as one pass
 // (one kernel on the GPU), and Backward applies the ReLU mask itself.
+//
+// On an engine that fuses Linear layers (compute.LinearFuser: the CUDA
+// engine's cuBLASLt epilogues) the layer runs through the engine's
+// compute.FusedLinear instead: bias and activation inside the forward GEMM,
+// their gradients inside the backward GEMMs. Fusion reports which path the
+// layer took.
 type Linear struct {
 	// WeightInit initialises W. NewLinear picks HeNormal when the layer ends
 	// in ReLU and XavierUniform otherwise; set it before the model's
@@ -27,6 +33,9 @@ type Linear struct {
 	dw, db     compute.Tensor // their gradients
 	x, y, dx   compute.Tensor // last input, output, input gradient
 	needInGrad bool
+
+	fused  compute.FusedLinear // the engine's fused layer, nil on the plain path
+	unfuse string              // why the layer is not fused (engines with compute.LinearFuser)
 }
 
 // NewLinear returns a Linear layer from in to out features whose parameters
@@ -70,13 +79,43 @@ func (l *Linear) Build(b Build) ([]int, error) {
 	if l.needInGrad {
 		l.dx = l.e.Alloc(append([]int{b.Batch}, b.In...)...)
 	}
+	l.fused, l.unfuse = nil, ""
+	if f, ok := l.e.(compute.LinearFuser); ok {
+		fl, err := f.FuseLinear(compute.LinearSpec{
+			Name: l.name, Batch: b.Batch, In: l.in, Out: l.out, Act: l.act,
+			W: l.w, B: l.b, DW: l.dw, DB: l.db, Y: l.y, DX: l.dx,
+		})
+		if err != nil {
+			l.unfuse = err.Error()
+		} else {
+			l.fused = fl
+		}
+	}
 	return []int{l.out}, nil
+}
+
+// Fusion says how the layer runs on its engine since Build: the engine's
+// fused path ("fused: ..."), "unfused: <why>" on an engine that fuses
+// Linear layers but not this one, or "plain" on an engine that has no
+// fused layers (the CPU).
+func (l *Linear) Fusion() string {
+	switch {
+	case l.fused != nil:
+		return l.fused.Path()
+	case l.unfuse != "":
+		return "unfused: " + l.unfuse
+	}
+	return "plain"
 }
 
 // Forward computes y = act(x·Wᵀ + b); x is (B,In...) read as (B,In), W is
 // (Out,In), y is (B,Out). It keeps x for Backward.
 func (l *Linear) Forward(x compute.Tensor) compute.Tensor {
 	l.x = x
+	if l.fused != nil {
+		l.fused.Forward(x)
+		return l.y
+	}
 	l.e.Gemm(false, true, 1, x, l.w, 0, l.y) // y (B,Out) = x (B,In) · Wᵀ (In,Out)
 	l.e.BiasAct(l.y, l.b, l.act)
 	return l.y
@@ -86,6 +125,9 @@ func (l *Linear) Forward(x compute.Tensor) compute.Tensor {
 // activation, and computes dW = dyᵀ·x (Out,In), db = column sums of dy (Out)
 // and, unless this is the first layer, dx = dy·W (B,In...).
 func (l *Linear) Backward(dy compute.Tensor) compute.Tensor {
+	if l.fused != nil {
+		return l.fused.Backward(dy, l.x)
+	}
 	l.e.BiasActBackward(dy, l.y, l.db, l.act, false)
 	l.e.Gemm(true, false, 1, dy, l.x, 0, l.dw) // dW (Out,In) = dyᵀ (Out,B) · x (B,In)
 	if !l.needInGrad {

@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/symddp/symddp/compute"
 )
@@ -95,7 +96,41 @@ func (s *Sequential) build(e compute.Engine, params, grads []compute.Tensor, bat
 	if size(shape) != s.classes {
 		return fmt.Errorf("last layer gives outputs of shape %v, want %d classes", shape, s.classes)
 	}
+	s.chainFused(e)
 	return nil
+}
+
+// chainFused lets each fused Linear layer that directly follows another
+// take over that layer's ReLU derivative and bias gradient in its
+// input-gradient GEMM (compute.FusedLinear.ChainInput), then notices how
+// every Linear layer runs on engines that fuse them (the CUDA engine's log).
+func (s *Sequential) chainFused(e compute.Engine) {
+	if _, ok := e.(compute.LinearFuser); !ok {
+		return
+	}
+	for i := 1; i < len(s.layers); i++ {
+		prev, ok1 := s.layers[i-1].(*Linear)
+		next, ok2 := s.layers[i].(*Linear)
+		if ok1 && ok2 && prev.fused != nil && next.fused != nil && prev.act == compute.ReLU {
+			_ = next.fused.ChainInput(prev.fused) // on failure both keep their own backward
+		}
+	}
+	if n, ok := e.(interface{ Notice(string) }); ok {
+		n.Notice("model " + s.name + ": " + s.Fusion())
+	}
+}
+
+// Fusion says how the model's Linear layers run on the engine it was built
+// on ("fc1 fused: ...; fc2 ..."); see Linear.Fusion. Other layers are not
+// named.
+func (s *Sequential) Fusion() string {
+	var parts []string
+	for _, l := range s.layers {
+		if li, ok := l.(*Linear); ok {
+			parts = append(parts, li.name+" "+li.Fusion())
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Forward runs the layers on x (B, In...) and returns the logits (B,Classes).

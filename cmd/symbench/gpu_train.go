@@ -120,17 +120,19 @@ func runGPUTrain(args []string) error {
 
 // trainResult is one configuration's measurements (samples/s by mode).
 type trainResult struct {
-	cfg   trainConfig
-	rate  map[string]float64
-	step  map[string]time.Duration
-	loss  float64
-	gpu   string
-	error error
+	cfg    trainConfig
+	rate   map[string]float64
+	step   map[string]time.Duration
+	loss   float64
+	gpu    string
+	fusion string // how the model's Linear layers ran (models.Sequential.Fusion)
+	error  error
 }
 
 func gpuTrain(o gpuTrainOpts, w io.Writer) error {
 	fmt.Fprintln(w, "gpu-train: MLP training step (forward, softmax cross-entropy, backward, SGD momentum 0.9 with the")
-	fmt.Fprintln(w, "non-finite check) on the CUDA engine, one PE (no allreduce), fp32 SGEMM without TF32,")
+	fmt.Fprintln(w, "non-finite check) on the CUDA engine, one PE (no allreduce), fp32 GEMMs without TF32 (Linear layers")
+	fmt.Fprintln(w, "fused into cuBLASLt epilogues unless "+cuda.FusedEnv+"=0; FUSION lines say per layer),")
 	fmt.Fprintf(w, "synthetic batch resident in device memory; %d warm-up steps, then ~%v timed per measurement\n", o.warmup, o.target)
 	var results []trainResult
 	for _, c := range o.configs {
@@ -174,6 +176,11 @@ func gpuTrain(o gpuTrainOpts, w io.Writer) error {
 		// One machine-readable line per configuration, for scripts.
 		fmt.Fprintf(w, "RESULT symddp model=%s batch=%d eager=%.0f graph=%.0f\n", r.cfg.name(), r.cfg.batch, r.rate["eager"], r.rate["graph"])
 	}
+	for _, r := range results {
+		if r.error == nil && r.fusion != "" {
+			fmt.Fprintf(w, "FUSION model=%s batch=%d: %s\n", r.cfg.name(), r.cfg.batch, r.fusion)
+		}
+	}
 	return failed
 }
 
@@ -204,6 +211,9 @@ func benchTrain(o gpuTrainOpts, c trainConfig) (res trainResult) {
 		res.gpu = e.Describe()
 		b, err := newTrainBench(e, c)
 		if err == nil {
+			if f, ok := b.m.(interface{ Fusion() string }); ok {
+				res.fusion = f.Fusion()
+			}
 			var per time.Duration
 			per, res.loss, err = b.measure(mode == "graph", o.warmup, o.target)
 			if err == nil {

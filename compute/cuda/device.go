@@ -47,6 +47,10 @@ type device interface {
 	Capturing() (bool, error)
 	GraphLaunch(exec uint64, v cudalib.StepValues) error
 	GraphDestroy(exec uint64) error
+
+	LtPlan(a cudalib.LtArgs) (uint64, error)
+	LtPlanDestroy(plan uint64) error
+	LtMatmul(plan uint64, a, b, c uintptr) error
 }
 
 var _ device = (*cudalib.Context)(nil)

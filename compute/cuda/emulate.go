@@ -37,6 +37,7 @@ type emuDevice struct {
 	recorded []func()
 	graphs   map[uint64][]func()
 	nextID   uint64
+	lt       emuLt
 }
 
 type emuAlloc struct {
@@ -527,4 +528,118 @@ func (d *emuDevice) GraphLaunch(exec uint64, v cudalib.StepValues) error {
 func (d *emuDevice) GraphDestroy(exec uint64) error {
 	delete(d.graphs, exec)
 	return nil
+}
+
+// The cuBLASLt plans: their arguments, kept by handle. rejectEpi (tests)
+// makes LtPlan fail for an epilogue, as a library without an algorithm for
+// it does.
+type emuLt struct {
+	plans     map[uint64]cudalib.LtArgs
+	rejectEpi map[cudalib.Epilogue]bool
+	calls     int // LtMatmul calls run
+}
+
+func (d *emuDevice) LtPlan(a cudalib.LtArgs) (uint64, error) {
+	if d.lt.rejectEpi[a.Epilogue] {
+		return 0, fmt.Errorf("emulated device: no algorithm for epilogue %d", a.Epilogue)
+	}
+	if (a.Epilogue == cudalib.EpiBiasReLUAux || a.Epilogue == cudalib.EpiDReLUBGrad) && (a.AuxLD%128 != 0 || a.AuxLD < a.N) {
+		return 0, fmt.Errorf("emulated device: mask with %d bits per column for %d rows", a.AuxLD, a.N)
+	}
+	if d.lt.plans == nil {
+		d.lt.plans = map[uint64]cudalib.LtArgs{}
+	}
+	d.nextID++
+	d.lt.plans[d.nextID] = a
+	return d.nextID, nil
+}
+
+func (d *emuDevice) LtPlanDestroy(plan uint64) error {
+	if _, ok := d.lt.plans[plan]; !ok {
+		return fmt.Errorf("emulated device: no plan %d", plan)
+	}
+	delete(d.lt.plans, plan)
+	return nil
+}
+
+func (d *emuDevice) LtMatmul(plan uint64, a, b, c uintptr) error {
+	p, ok := d.lt.plans[plan]
+	if !ok {
+		return fmt.Errorf("emulated device: no plan %d", plan)
+	}
+	if a%uintptr(p.AlignA) != 0 || b%uintptr(p.AlignB) != 0 || c%uintptr(p.AlignC) != 0 {
+		return fmt.Errorf("emulated device: operands less aligned than planned")
+	}
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.ltMatmul(p, a, b, c) })
+		return nil
+	}
+	d.ltMatmul(p, a, b, c)
+	return nil
+}
+
+// ltMatmul is the planned GEMM: the product as Gemm computes it, then the
+// epilogue in float32, sums in row order as biasActBackward's. The mask
+// holds bit (row*AuxLD + col) of C, set where the value before the ReLU was
+// above 0.
+func (d *emuDevice) ltMatmul(p cudalib.LtArgs, a, b, c uintptr) {
+	d.lt.calls++
+	d.gemm(p.TransA, p.TransB, p.M, p.N, p.K, 1, a, p.LDA, b, p.LDB, 0, c, p.LDC)
+	C := d.f32(c, p.M*p.LDC)
+	var mask []uint32
+	if p.Aux != 0 {
+		mask = d.mem(p.Aux, (p.AuxLD*p.M+31)/32)
+	}
+	switch p.Epilogue {
+	case cudalib.EpiBias, cudalib.EpiBiasReLU, cudalib.EpiBiasReLUAux:
+		bias := d.f32(p.Bias, p.N)
+		for i := 0; i < p.M; i++ {
+			for j := 0; j < p.N; j++ {
+				v := C[i*p.LDC+j] + bias[j]
+				if p.Epilogue != cudalib.EpiBias {
+					if mask != nil {
+						bit := i*p.AuxLD + j
+						if v > 0 {
+							mask[bit/32] |= 1 << (bit % 32)
+						} else {
+							mask[bit/32] &^= 1 << (bit % 32)
+						}
+					}
+					v = emuRelu(v)
+				}
+				C[i*p.LDC+j] = v
+			}
+		}
+	case cudalib.EpiDReLUBGrad:
+		db := d.f32(p.Bias, p.N)
+		for j := 0; j < p.N; j++ {
+			var s float32
+			for i := 0; i < p.M; i++ {
+				bit := i*p.AuxLD + j
+				if mask[bit/32]&(1<<(bit%32)) == 0 {
+					C[i*p.LDC+j] = 0
+				}
+				s += C[i*p.LDC+j]
+			}
+			db[j] = s
+		}
+	case cudalib.EpiBGradA:
+		// Row sums of op(a) (M,K); op(a) is aᵀ when TransA (a stored (K,M)).
+		ar, ac := p.M, p.LDA
+		if p.TransA {
+			ar = p.K
+		}
+		A, db := d.f32(a, ar*ac), d.f32(p.Bias, p.M)
+		for r := 0; r < p.M; r++ {
+			var s float32
+			for l := 0; l < p.K; l++ {
+				if p.TransA {
+					s += A[l*p.LDA+r]
+				} else {
+					s += A[r*p.LDA+l]
+				}
+			}
+			db[r] = s
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/symddp/symddp/comm"
@@ -28,6 +29,11 @@ type Options struct {
 	// DisableGraphs tells trainers not to capture steps in CUDA graphs
 	// (GraphsEnabled); the engine itself can still capture.
 	DisableGraphs bool
+	// DisableFused keeps every Linear layer on the unfused path (cuBLAS
+	// SGEMM and the project's bias/activation kernels) instead of cuBLASLt
+	// GEMMs with fused epilogues; so does SYMDDP_CUDA_FUSED=0 in the
+	// environment (for A/B benchmarks).
+	DisableFused bool
 	// Logger, when set, receives one Info line naming the engine and GPU,
 	// and the notices of Notice.
 	Logger *slog.Logger
@@ -51,6 +57,8 @@ type Engine struct {
 	status  *Tensor // the update status words (cudalib.Status*)
 
 	graphs bool
+	fused  bool     // FuseLinear plans cuBLASLt GEMMs (Options.DisableFused, SYMDDP_CUDA_FUSED)
+	plans  []uint64 // cuBLASLt plans, destroyed by Close
 	log    *slog.Logger
 	err    error // the first failure of enqueued work
 	closed bool
@@ -104,6 +112,7 @@ func OnComm(c comm.Comm, opts Options) (*Engine, error) {
 // newEngine finishes an engine on a compute context.
 func newEngine(dev device, opts Options) (*Engine, error) {
 	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger}
+	e.fused = !opts.DisableFused && os.Getenv(FusedEnv) != "0"
 	if e.timeout <= 0 {
 		e.timeout = comm.DefaultTimeout
 	}
@@ -130,7 +139,11 @@ func (e *Engine) Describe() string {
 	if e.info.OwnsStream {
 		own = "own stream"
 	}
-	return fmt.Sprintf("%s (device %d, %d SMs), fp32 SGEMM without TF32, %s", gpu, e.info.Device, e.info.SMCount, own)
+	fused := "Linear layers fused into cuBLASLt epilogues"
+	if !e.fused {
+		fused = "Linear layers unfused (" + e.fusedOff() + ")"
+	}
+	return fmt.Sprintf("%s (device %d, %d SMs), fp32 SGEMM without TF32, %s, %s", gpu, e.info.Device, e.info.SMCount, fused, own)
 }
 
 // GraphsEnabled reports whether trainers should capture their steps in CUDA
@@ -241,7 +254,12 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	errs := []error{e.stage.free(e.dev), e.pool.free(e.dev)}
+	errs := []error{e.stage.free(e.dev)}
+	for _, p := range e.plans {
+		errs = append(errs, e.dev.LtPlanDestroy(p))
+	}
+	e.plans = nil
+	errs = append(errs, e.pool.free(e.dev))
 	errs = append(errs, e.dev.Close())
 	return errors.Join(errs...)
 }

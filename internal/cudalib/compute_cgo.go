@@ -21,7 +21,8 @@ enum {
 	SDCI_sdc_bias_act_backward, SDCI_sdc_softmax_xent, SDCI_sdc_accumulate, SDCI_sdc_scale,
 	SDCI_sdc_sum_squares, SDCI_sdc_update, SDCI_sdc_reset_status, SDCI_sdc_set_step,
 	SDCI_sdc_capture_begin, SDCI_sdc_capture_end, SDCI_sdc_capturing, SDCI_sdc_graph_launch,
-	SDCI_sdc_graph_destroy, SDCI_count
+	SDCI_sdc_graph_destroy, SDCI_sdc_lt_plan_create, SDCI_sdc_lt_plan_destroy, SDCI_sdc_lt_matmul,
+	SDCI_count
 };
 
 static const char *const sdcw_names[SDCI_count] = {
@@ -33,7 +34,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_bias_act_backward", "sdc_softmax_xent", "sdc_accumulate", "sdc_scale",
 	"sdc_sum_squares", "sdc_update", "sdc_reset_status", "sdc_set_step",
 	"sdc_capture_begin", "sdc_capture_end", "sdc_capturing", "sdc_graph_launch",
-	"sdc_graph_destroy",
+	"sdc_graph_destroy", "sdc_lt_plan_create", "sdc_lt_plan_destroy", "sdc_lt_matmul",
 };
 
 typedef const char *(*sdcw_msg_fn)(void);
@@ -84,6 +85,7 @@ typedef struct {
 	sdc_ctx ctx;
 	sdc_step step;
 	sdc_optim optim;
+	sdc_lt_args lt;
 	uint64_t u64;
 	double f64;
 	int32_t i32;
@@ -159,6 +161,11 @@ static int cw_capture_end(W) { R(SDCF(sdc_capture_end, t)(&x->ctx, &x->u64)); }
 static int cw_capturing(W) { R(SDCF(sdc_capturing, t)(&x->ctx, &x->i32)); }
 static int cw_graph_launch(W, uint64_t exec) { R(SDCF(sdc_graph_launch, t)(&x->ctx, exec, &x->step)); }
 static int cw_graph_destroy(W, uint64_t exec) { R(SDCF(sdc_graph_destroy, t)(exec)); }
+static int cw_lt_plan_create(W) { R(SDCF(sdc_lt_plan_create, t)(&x->ctx, &x->lt, &x->u64)); }
+static int cw_lt_plan_destroy(W, uint64_t plan) { R(SDCF(sdc_lt_plan_destroy, t)(plan)); }
+static int cw_lt_matmul(W, uint64_t plan, uint64_t a, uint64_t b, uint64_t c) {
+	R(SDCF(sdc_lt_matmul, t)(&x->ctx, plan, a, b, c));
+}
 */
 import "C"
 
@@ -478,4 +485,28 @@ func (c *Context) GraphLaunch(exec uint64, v StepValues) error {
 // GraphDestroy releases a graph from CaptureEnd.
 func (c *Context) GraphDestroy(exec uint64) error {
 	return c.check("sdc_graph_destroy", C.cw_graph_destroy(c.cp.t, c.x, C.uint64_t(exec)))
+}
+
+// LtPlan plans a GEMM with a fused epilogue on cuBLASLt (sdc_lt_plan_create)
+// and returns its handle; it fails when cuBLASLt has no algorithm for it.
+func (c *Context) LtPlan(a LtArgs) (uint64, error) {
+	x := &c.x.lt
+	x.epilogue = C.int32_t(a.Epilogue)
+	x.trans_a, x.trans_b = sdcFlag(a.TransA), sdcFlag(a.TransB)
+	x.m, x.n, x.k = C.int64_t(a.M), C.int64_t(a.N), C.int64_t(a.K)
+	x.lda, x.ldb, x.ldc = C.int64_t(a.LDA), C.int64_t(a.LDB), C.int64_t(a.LDC)
+	x.bias, x.aux, x.aux_ld = C.uint64_t(a.Bias), C.uint64_t(a.Aux), C.int64_t(a.AuxLD)
+	x.align_a, x.align_b, x.align_c = C.int32_t(a.AlignA), C.int32_t(a.AlignB), C.int32_t(a.AlignC)
+	err := c.check("sdc_lt_plan_create", C.cw_lt_plan_create(c.cp.t, c.x))
+	return uint64(c.x.u64), err
+}
+
+// LtPlanDestroy releases a plan from LtPlan.
+func (c *Context) LtPlanDestroy(plan uint64) error {
+	return c.check("sdc_lt_plan_destroy", C.cw_lt_plan_destroy(c.cp.t, c.x, C.uint64_t(plan)))
+}
+
+// LtMatmul enqueues the planned GEMM with operands a, b and output cm.
+func (c *Context) LtMatmul(plan uint64, a, b, cm uintptr) error {
+	return c.check("sdc_lt_matmul", C.cw_lt_matmul(c.cp.t, c.x, C.uint64_t(plan), C.uint64_t(a), C.uint64_t(b), C.uint64_t(cm)))
 }

@@ -137,3 +137,12 @@ func (c *Context) GraphLaunch(exec uint64, v StepValues) error { return errNoCgo
 
 // GraphDestroy fails: the library needs cgo.
 func (c *Context) GraphDestroy(exec uint64) error { return errNoCgo }
+
+// LtPlan fails: the library needs cgo.
+func (c *Context) LtPlan(a LtArgs) (uint64, error) { return 0, errNoCgo }
+
+// LtPlanDestroy fails: the library needs cgo.
+func (c *Context) LtPlanDestroy(plan uint64) error { return errNoCgo }
+
+// LtMatmul fails: the library needs cgo.
+func (c *Context) LtMatmul(plan uint64, a, b, cm uintptr) error { return errNoCgo }

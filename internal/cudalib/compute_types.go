@@ -2,7 +2,7 @@ package cudalib
 
 // ComputeABIVersion is the compute C ABI this package speaks
 // (SDC_ABI_VERSION of cuda/symddp_compute.h).
-const ComputeABIVersion = 1
+const ComputeABIVersion = 2
 
 // Activation is a fused activation (SDC_IDENTITY, SDC_RELU): the numbers of
 // compute.Activation.
@@ -72,4 +72,36 @@ type ContextInfo struct {
 	Device     int
 	SMCount    int
 	OwnsStream bool
+}
+
+// Epilogue is what a planned GEMM does after the product (SDC_EPI_* of
+// cuda/symddp_compute.h), in the row-major terms of Gemm: P (m,n) =
+// op(a) op(b).
+type Epilogue int32
+
+// Epilogues.
+const (
+	EpiNone        Epilogue = 0 // c = P
+	EpiBias        Epilogue = 1 // c = P + bias[col]
+	EpiBiasReLU    Epilogue = 2 // c = relu(P + bias[col])
+	EpiBiasReLUAux Epilogue = 3 // c = relu(P + bias[col]), its ReLU mask into Aux
+	EpiDReLUBGrad  Epilogue = 4 // c = P masked by Aux; bias[col] = column sums of c
+	EpiBGradA      Epilogue = 5 // c = P; bias (m) = row sums of op(a)
+)
+
+// LtArgs describe a GEMM with a fused epilogue to plan (sdc_lt_args).
+type LtArgs struct {
+	Epilogue       Epilogue
+	TransA, TransB bool
+	M, N, K        int
+	LDA, LDB, LDC  int
+	// Bias is the bias (read) or bias gradient (written) of the epilogue.
+	Bias uintptr
+	// Aux is the ReLU bit-mask, AuxLD its bits per column (a multiple of
+	// 128, at least N): AuxLD/8*M bytes.
+	Aux   uintptr
+	AuxLD int
+	// AlignA, AlignB, AlignC are the alignments in bytes (powers of two up
+	// to 256) that the operands of every LtMatmul with the plan will have.
+	AlignA, AlignB, AlignC int
 }

@@ -1,0 +1,367 @@
+/*
+ * sd_compute_lt.cu: GEMMs with fused epilogues on cuBLASLt, planned once.
+ *
+ * A plan is what cuBLASLt needs for one GEMM of fixed shape: the operation
+ * descriptor (fp32 compute without TF32, the transposes, the epilogue with its
+ * bias and ReLU-mask pointers), the three matrix layouts and the algorithm the
+ * heuristic chose for the context's workspace. It is made at build time
+ * (host work only) and reused by every sdc_lt_matmul, which only enqueues
+ * cublasLtMatmul on the context's stream with the preallocated workspace, so
+ * that it can be captured in a CUDA graph. The algorithm is the fastest of
+ * the heuristic's candidates, timed once at planning (sdc_lt_tune), or the
+ * heuristic's first choice with SYMDDP_CUDA_TUNE=0. cuBLASLt's kernels are
+ * deterministic for a fixed algorithm, so a plan gives the same bits on every
+ * call (eager or replayed from a graph).
+ *
+ * Row-major to column-major: as in sd_compute_gemm.cu, the row-major
+ * C (m,n) = op(A) (m,k) op(B) (k,n) is the column-major C^T (n,m) =
+ * op(B)^T op(A)^T, so cuBLASLt's A operand is our B, its B operand our A,
+ * its m our n and its n our m. In those terms the epilogues are:
+ *   - bias (BIAS, RELU_BIAS, RELU_AUX_BIAS) has one value per row of
+ *     cuBLASLt's D, that is per column of our C: y = x W^T + b;
+ *   - DRELU_BGRAD's bias gradient sums cuBLASLt's D over its columns, that is
+ *     our C over its rows: the column sums of dx;
+ *   - our SDC_EPI_BGRAD_A (row sums of op(A), over k) is cuBLASLt's BGRADB
+ *     (bias gradient from its B operand, one value per column of its D);
+ *   - the ReLU bit-mask is laid out over cuBLASLt's D (n rows, m columns),
+ *     aux_ld bits per column, the same for the forward that writes it and the
+ *     next layer's input-gradient GEMM that reads it.
+ * Every layout is column-major (CUBLASLT_ORDER_COL, the default): cuBLASLt
+ * does not support ReLU/bias epilogues with a row-major D.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cublasLt.h>
+
+#include "sd_internal.h"
+#include "symddp_compute.h"
+
+struct sdc_lt_plan_s {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our b), B (our a), C = D */
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace; /* bytes the algorithm needs */
+    int32_t epilogue;
+    int32_t align_a, align_b, align_c;
+};
+
+static void sdc_lt_free(sdc_lt_plan_s *p) {
+    if (!p) return;
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    free(p);
+}
+
+static int sdc_lt_fits(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+static int sdc_lt_pow2(int32_t a) { return a > 0 && a <= 256 && (a & (a - 1)) == 0; }
+
+/* Records a failed cuBLASLt call of plan creation; returns SD_ERR. */
+#define SDC_LT(what, call)                                                                 \
+    do {                                                                                   \
+        cublasStatus_t sdc_st_ = (call);                                                   \
+        if (sdc_st_ != CUBLAS_STATUS_SUCCESS) {                                            \
+            rc = SD_FAIL(SD_ERR, "%s (epilogue %s): %s", what, sdc_epi_name(e),            \
+                         cublasLtGetStatusString(sdc_st_));                                \
+            goto fail;                                                                     \
+        }                                                                                  \
+    } while (0)
+
+/* Sets an attribute of the plan's descriptor, or of the search preference, from a variable. */
+#define SDC_DESC_SET(attr, v) \
+    SDC_LT("cublasLtMatmulDescSetAttribute(" #attr ")", cublasLtMatmulDescSetAttribute(p->desc, attr, &(v), sizeof(v)))
+#define SDC_PREF_SET(attr, v) \
+    SDC_LT("cublasLtMatmulPreferenceSetAttribute(" #attr ")", cublasLtMatmulPreferenceSetAttribute(pref, attr, &(v), sizeof(v)))
+
+static const char *sdc_epi_name(int32_t e) {
+    switch (e) {
+    case SDC_EPI_NONE: return "none";
+    case SDC_EPI_BIAS: return "bias";
+    case SDC_EPI_BIAS_RELU: return "bias+relu";
+    case SDC_EPI_BIAS_RELU_AUX: return "bias+relu+mask";
+    case SDC_EPI_DRELU_BGRAD: return "drelu+bgrad";
+    case SDC_EPI_BGRAD_A: return "bgrad";
+    }
+    return "?";
+}
+
+/* Algorithms the heuristic is asked for; tuning times each usable one. */
+#define SDC_LT_CANDIDATES 16
+
+/* The GPU time one candidate is timed for, about; at most this many calls. */
+#define SDC_LT_TUNE_NS 1000000.0
+#define SDC_LT_TUNE_MAX_CALLS 50
+
+static bool sdc_lt_usable(const cublasLtMatmulHeuristicResult_t *r, size_t ws) {
+    return r->state == CUBLAS_STATUS_SUCCESS && r->workspaceSize <= ws;
+}
+
+/* A candidate replaces the heuristic's choice when it takes at most this
+ * fraction of its time. */
+#define SDC_LT_TUNE_GAIN 0.9f
+
+/*
+ * Times calls replays of candidate r captured in a CUDA graph on stream;
+ * returns microseconds per call, or -1 when it cannot be captured or run
+ * (the stream is left out of capture either way).
+ */
+static float sdc_lt_time_graph(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
+                               const cublasLtMatmulHeuristicResult_t *r, const void *A, const void *B,
+                               void *C, void *work, cudaStream_t stream, int calls, cudaEvent_t t0,
+                               cudaEvent_t t1) {
+    const float alpha = 1.0f, beta = 0.0f;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    float ms = -1;
+    bool ok = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    if (!ok) return -1;
+    for (int k = 0; k < calls && ok; k++)
+        ok = cublasLtMatmul(lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &r->algo,
+                            work, r->workspaceSize, stream) == CUBLAS_STATUS_SUCCESS;
+    ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok && graph;
+    ok = ok && cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess;
+    ok = ok && cudaGraphLaunch(exec, stream) == cudaSuccess; /* warm */
+    ok = ok && cudaEventRecord(t0, stream) == cudaSuccess && cudaGraphLaunch(exec, stream) == cudaSuccess &&
+         cudaEventRecord(t1, stream) == cudaSuccess && cudaEventSynchronize(t1) == cudaSuccess &&
+         cudaEventElapsedTime(&ms, t0, t1) == cudaSuccess;
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return ok ? ms * 1000.0f / (float)calls : -1;
+}
+
+/*
+ * Picks the fastest of the heuristic's usable candidates by timing them on
+ * the context's stream (replayed from a CUDA graph), unless
+ * SYMDDP_CUDA_TUNE=0 or the stream is being captured, when it is at least
+ * 10% faster than the heuristic's first choice; returns the index of the
+ * pick (first when tuning is off or fails). The heuristic ranks by a model of the GPU;
+ * for small GEMMs (batch 256 against 256 outputs) its first choice can run
+ * on a handful of SMs while a split-K or smaller-tile candidate fills the
+ * GPU, several times faster.
+ *
+ * The candidates run on zeroed scratch operands of the plan's shapes
+ * (a_elems, b_elems, c_elems floats), so the caller's tensors are not read;
+ * the epilogue's bias and mask pointers are the plan's own (a gradient or a
+ * mask that the next step overwrites, or a bias that is only read). Every PE
+ * tunes on its own and may pick another algorithm than its peers: that
+ * changes the rounding of its local gradients, not the replicas, which apply
+ * the same allreduced gradients. The same job run twice may pick
+ * differently, so its bits may differ between runs: SYMDDP_CUDA_TUNE=0
+ * keeps the heuristic's choice for reproducible runs.
+ * SYMDDP_CUDA_TUNE_LOG=1 prints every decision to stderr.
+ */
+static int sdc_lt_tune(const sdc_ctx *c, const sdc_lt_plan_s *p, const sdc_lt_args *g, uint64_t a_elems,
+                       uint64_t b_elems, uint64_t c_elems, const cublasLtMatmulHeuristicResult_t *res,
+                       int found, int first) {
+    const char *env = getenv("SYMDDP_CUDA_TUNE");
+    if ((env && env[0] == '0') || found < 2) return first;
+    cudaStream_t stream = (cudaStream_t)(uintptr_t)c->stream;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
+        cudaGetLastError();
+        return first;
+    }
+    const size_t ws = (size_t)c->workspace_bytes;
+    const size_t round = 256;
+    const size_t abytes = (a_elems * 4 + round - 1) / round * round;
+    const size_t bbytes = (b_elems * 4 + round - 1) / round * round;
+    const size_t cbytes = (c_elems * 4 + round - 1) / round * round;
+    char *scratch = NULL;
+    cudaEvent_t t0 = NULL, t1 = NULL;
+    int pick = first, fastest = -1;
+    float best = -1, first_us = -1;
+    int timed = 0;
+    if (cudaMalloc((void **)&scratch, abytes + bbytes + cbytes) != cudaSuccess ||
+        cudaMemsetAsync(scratch, 0, abytes + bbytes + cbytes, stream) != cudaSuccess ||
+        cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess) {
+        goto done;
+    }
+    {
+        const void *A = scratch, *B = scratch + abytes; /* our a, our b */
+        void *C = scratch + abytes + bbytes;
+        const float alpha = 1.0f, beta = 0.0f;
+        const cublasLtHandle_t lt = (cublasLtHandle_t)(uintptr_t)c->lt;
+        void *work = (void *)(uintptr_t)c->workspace;
+        for (int i = 0; i < found; i++) {
+            if (!sdc_lt_usable(&res[i], ws)) continue;
+            /* One eager call: does the candidate run, and how many calls fill
+             * about SDC_LT_TUNE_NS (launch overhead included, so at most). */
+            if (cudaEventRecord(t0, stream) != cudaSuccess) goto done;
+            if (cublasLtMatmul(lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &res[i].algo,
+                               work, res[i].workspaceSize, stream) != CUBLAS_STATUS_SUCCESS)
+                continue;
+            float ms = 0;
+            if (cudaEventRecord(t1, stream) != cudaSuccess || cudaEventSynchronize(t1) != cudaSuccess ||
+                cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess)
+                goto done;
+            int calls = (int)(SDC_LT_TUNE_NS / 1e6 / (ms > 1e-4f ? ms : 1e-4f));
+            if (calls < 2) calls = 2;
+            if (calls > SDC_LT_TUNE_MAX_CALLS) calls = SDC_LT_TUNE_MAX_CALLS;
+            /* The calls replayed from a CUDA graph, as the training step runs
+             * them: GPU time without the host's launch overhead, which for
+             * small GEMMs is larger than the kernel and would decide alone. */
+            const float us = sdc_lt_time_graph(lt, p, &res[i], A, B, C, work, stream, calls, t0, t1);
+            if (us < 0) continue;
+            timed++;
+            if (i == first) first_us = us;
+            if (best < 0 || us < best) best = us, fastest = i;
+        }
+        /* Leave the heuristic's choice only for a clear gain, so that the
+         * same job picks the same algorithms run after run. */
+        if (fastest >= 0 && (first_us < 0 || best < SDC_LT_TUNE_GAIN * first_us)) pick = fastest;
+    }
+done:
+    cudaGetLastError(); /* a failed candidate leaves nothing sticky behind */
+    if (scratch) {
+        cudaStreamSynchronize(stream);
+        cudaFree(scratch);
+    }
+    if (t0) cudaEventDestroy(t0);
+    if (t1) cudaEventDestroy(t1);
+    const char *log = getenv("SYMDDP_CUDA_TUNE_LOG");
+    if (log && log[0] == '1')
+        fprintf(stderr, "symddp: cuBLASLt %s %c%c m=%lld n=%lld k=%lld: %d of %d candidates timed in a graph, fastest #%d %.1f us, heuristic's #%d %.1f us: picked #%d\n",
+                sdc_epi_name(g->epilogue), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
+                (long long)g->n, (long long)g->k, timed, found, fastest, best, first, first_us, pick);
+    return pick;
+}
+
+extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64_t *plan) {
+    if (!c || !g || !plan) return SD_FAIL(SD_ERR_ARG, "sdc_lt_plan_create: NULL argument");
+    *plan = 0;
+    if (!c->lt) return SD_FAIL(SD_ERR, "sdc_lt_plan_create: the context has no cuBLASLt handle");
+    if (!sdc_lt_fits(g->m) || !sdc_lt_fits(g->n) || !sdc_lt_fits(g->k) || !sdc_lt_fits(g->lda) ||
+        !sdc_lt_fits(g->ldb) || !sdc_lt_fits(g->ldc) || g->m == 0 || g->n == 0 || g->k == 0)
+        return SD_FAIL(SD_ERR_ARG, "sdc_lt_plan_create: sizes %lld x %lld x %lld (ld %lld %lld %lld)",
+                       (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->lda,
+                       (long long)g->ldb, (long long)g->ldc);
+    if (!sdc_lt_pow2(g->align_a) || !sdc_lt_pow2(g->align_b) || !sdc_lt_pow2(g->align_c))
+        return SD_FAIL(SD_ERR_ARG, "sdc_lt_plan_create: alignments %d %d %d", g->align_a, g->align_b,
+                       g->align_c);
+    const int32_t e = g->epilogue;
+    cublasLtEpilogue_t epi;
+    switch (e) {
+    case SDC_EPI_NONE: epi = CUBLASLT_EPILOGUE_DEFAULT; break;
+    case SDC_EPI_BIAS: epi = CUBLASLT_EPILOGUE_BIAS; break;
+    case SDC_EPI_BIAS_RELU: epi = CUBLASLT_EPILOGUE_RELU_BIAS; break;
+    case SDC_EPI_BIAS_RELU_AUX: epi = CUBLASLT_EPILOGUE_RELU_AUX_BIAS; break;
+    case SDC_EPI_DRELU_BGRAD: epi = CUBLASLT_EPILOGUE_DRELU_BGRAD; break;
+    case SDC_EPI_BGRAD_A: epi = CUBLASLT_EPILOGUE_BGRADB; break; /* see the top of the file */
+    default: return SD_FAIL(SD_ERR_ARG, "sdc_lt_plan_create: unknown epilogue %d", e);
+    }
+    const bool has_bias = e != SDC_EPI_NONE;
+    const bool has_aux = e == SDC_EPI_BIAS_RELU_AUX || e == SDC_EPI_DRELU_BGRAD;
+    if (has_bias && !g->bias)
+        return SD_FAIL(SD_ERR_ARG, "sdc_lt_plan_create: epilogue %s without a bias vector", sdc_epi_name(e));
+    if (has_aux && (!g->aux || g->aux_ld < g->n || g->aux_ld % 128 != 0))
+        return SD_FAIL(SD_ERR_ARG, "sdc_lt_plan_create: epilogue %s: mask at %#llx with %lld bits per column (want a multiple of 128, at least %lld)",
+                       sdc_epi_name(e), (unsigned long long)g->aux, (long long)g->aux_ld, (long long)g->n);
+
+    int rc = SD_OK;
+    cublasLtMatmulPreference_t pref = NULL;
+    sdc_lt_plan_s *p = (sdc_lt_plan_s *)calloc(1, sizeof *p);
+    if (!p) return SD_FAIL(SD_ERR_NO_MEMORY, "sdc_lt_plan_create: out of host memory");
+    p->epilogue = e;
+    p->align_a = g->align_a;
+    p->align_b = g->align_b;
+    p->align_c = g->align_c;
+    {
+        /* Our b is cuBLASLt's A, our a its B (see the top of the file). */
+        const cublasOperation_t op_lt_a = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const cublasOperation_t op_lt_b = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const uint64_t lt_m = (uint64_t)g->n, lt_n = (uint64_t)g->m, k = (uint64_t)g->k;
+        SDC_LT("cublasLtMatmulDescCreate", cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        SDC_DESC_SET(CUBLASLT_MATMUL_DESC_TRANSA, op_lt_a);
+        SDC_DESC_SET(CUBLASLT_MATMUL_DESC_TRANSB, op_lt_b);
+        SDC_DESC_SET(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
+        if (has_bias) {
+            const void *bias = (const void *)(uintptr_t)g->bias;
+            const int32_t bias_type = CUDA_R_32F;
+            SDC_DESC_SET(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+            SDC_DESC_SET(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bias_type);
+        }
+        if (has_aux) {
+            const void *aux = (const void *)(uintptr_t)g->aux;
+            const int64_t aux_ld = g->aux_ld;
+            SDC_DESC_SET(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+            SDC_DESC_SET(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, aux_ld);
+        }
+        /* Stored row-major X (r,c) with row length ld is column-major (c,r) with ld. */
+        const uint64_t b_rows = g->trans_b ? lt_m : k, b_cols = g->trans_b ? k : lt_m; /* our b as stored */
+        const uint64_t a_rows = g->trans_a ? k : lt_n, a_cols = g->trans_a ? lt_n : k; /* our a as stored */
+        SDC_LT("cublasLtMatrixLayoutCreate", cublasLtMatrixLayoutCreate(&p->la, CUDA_R_32F, b_cols, b_rows, g->ldb));
+        SDC_LT("cublasLtMatrixLayoutCreate", cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_32F, a_cols, a_rows, g->lda));
+        SDC_LT("cublasLtMatrixLayoutCreate", cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_32F, lt_m, lt_n, g->ldc));
+
+        const uint64_t ws = (uint64_t)c->workspace_bytes;
+        const uint32_t al_lt_a = (uint32_t)g->align_b, al_lt_b = (uint32_t)g->align_a, al_c = (uint32_t)g->align_c;
+        SDC_LT("cublasLtMatmulPreferenceCreate", cublasLtMatmulPreferenceCreate(&pref));
+        SDC_PREF_SET(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, ws);
+        SDC_PREF_SET(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_lt_a);
+        SDC_PREF_SET(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_lt_b);
+        SDC_PREF_SET(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_c);
+        SDC_PREF_SET(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_c);
+
+        cublasLtMatmulHeuristicResult_t res[SDC_LT_CANDIDATES];
+        int found = 0;
+        const cublasLtHandle_t lt = (cublasLtHandle_t)(uintptr_t)c->lt;
+        SDC_LT("cublasLtMatmulAlgoGetHeuristic",
+               cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref,
+                                              SDC_LT_CANDIDATES, res, &found));
+        int first = -1;
+        for (int i = 0; i < found && first < 0; i++)
+            if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= ws) first = i;
+        if (first < 0) {
+            rc = SD_FAIL(SD_ERR, "cuBLASLt has no fp32 algorithm for epilogue %s (%c%c, m=%lld n=%lld k=%lld) within %llu bytes of workspace",
+                         sdc_epi_name(e), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
+                         (long long)g->n, (long long)g->k, (unsigned long long)ws);
+            goto fail;
+        }
+        const int pick = sdc_lt_tune(c, p, g, a_rows * (uint64_t)g->lda, b_rows * (uint64_t)g->ldb,
+                                     lt_n * (uint64_t)g->ldc, res, found, first);
+        p->algo = res[pick].algo;
+        p->workspace = res[pick].workspaceSize;
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    *plan = (uint64_t)(uintptr_t)p;
+    return SD_OK;
+fail:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    sdc_lt_free(p);
+    return rc;
+}
+
+extern "C" int sdc_lt_plan_destroy(uint64_t plan) {
+    sdc_lt_free((sdc_lt_plan_s *)(uintptr_t)plan);
+    return SD_OK;
+}
+
+static int sdc_lt_aligned(uint64_t ptr, int32_t align) { return ptr % (uint64_t)align == 0; }
+
+extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64_t b, uint64_t cmat) {
+    const sdc_lt_plan_s *p = (const sdc_lt_plan_s *)(uintptr_t)plan;
+    if (!c || !p || !c->lt) return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: no context or plan");
+    if (!a || !b || !cmat) return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: NULL operand");
+    if (!sdc_lt_aligned(a, p->align_a) || !sdc_lt_aligned(b, p->align_b) || !sdc_lt_aligned(cmat, p->align_c))
+        return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: operands at %#llx %#llx %#llx, planned for %d-, %d- and %d-byte alignment",
+                       (unsigned long long)a, (unsigned long long)b, (unsigned long long)cmat, p->align_a,
+                       p->align_b, p->align_c);
+    int cur = -1;
+    SD_CUDA(cudaGetDevice(&cur));
+    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
+    const float alpha = 1.0f, beta = 0.0f;
+    cublasStatus_t st = cublasLtMatmul((cublasLtHandle_t)(uintptr_t)c->lt, p->desc, &alpha,
+                                       (const void *)(uintptr_t)b, p->la, (const void *)(uintptr_t)a, p->lb,
+                                       &beta, (const void *)(uintptr_t)cmat, p->lc, (void *)(uintptr_t)cmat,
+                                       p->lc, &p->algo, (void *)(uintptr_t)c->workspace, p->workspace,
+                                       (cudaStream_t)(uintptr_t)c->stream);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return SD_FAIL(SD_ERR, "cublasLtMatmul (epilogue %s): %s", sdc_epi_name(p->epilogue),
+                       cublasLtGetStatusString(st));
+    return SD_OK;
+}
