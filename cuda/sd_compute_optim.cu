@@ -3,8 +3,9 @@
  * kernels.
  *
  * 1. The gradient check: the sum of squares of grads (n) in double with a
- *    fixed order (per-thread strided sums, a halving tree per block, the last
- *    block adds the block partials in block order), then, in the last block:
+ *    fixed order (sd_reduce.cuh: per-thread strided sums, a halving tree per
+ *    block, the last block adds the partials the same way), then in the last
+ *    block's thread 0:
  *      skip  = the sum is not finite (some gradient is NaN or Inf), or a
  *              halt is latched;
  *      scale = float32(max_norm / (norm + 1e-6)) when max_norm > 0 and
@@ -25,6 +26,7 @@
 #include <math.h>
 
 #include "sd_internal.h"
+#include "sd_reduce.cuh"
 #include "symddp_compute.h"
 
 #define SDC_OPT_THREADS 256
@@ -45,29 +47,8 @@ __global__ void __launch_bounds__(SDC_OPT_THREADS)
                           uint32_t *ticket_word, float max_norm, int32_t halt_on_skip,
                           float *status) {
     __shared__ double s[SDC_OPT_THREADS];
-    __shared__ uint32_t ticket;
-    const int64_t stride = (int64_t)gridDim.x * SDC_OPT_THREADS;
-    double acc = 0.0;
-    for (int64_t i = (int64_t)blockIdx.x * SDC_OPT_THREADS + threadIdx.x; i < n; i += stride) {
-        const double v = (double)g[i];
-        acc += v * v;
-    }
-    s[threadIdx.x] = acc;
-    __syncthreads();
-    for (int h = SDC_OPT_THREADS / 2; h > 0; h >>= 1) {
-        if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        partial[blockIdx.x] = s[0];
-        __threadfence();
-        ticket = atomicAdd(ticket_word, 1u);
-    }
-    __syncthreads();
-    if (threadIdx.x != 0 || ticket != gridDim.x - 1) return;
-    __threadfence();
-    double sum = __ldcg(&partial[0]);
-    for (unsigned b = 1; b < gridDim.x; b++) sum += __ldcg(&partial[b]);
+    double sum;
+    if (!sdc_sum_squares_grid(g, n, partial, ticket_word, s, &sum)) return;
     const double norm = sqrt(sum);
     const bool halted = status[SDC_STATUS_HALTED] != 0.0f;
     const bool finite = isfinite(sum);
@@ -78,7 +59,6 @@ __global__ void __launch_bounds__(SDC_OPT_THREADS)
     status[SDC_STATUS_SCALE] = scale;
     status[SDC_STATUS_NORM] = (float)norm;
     status[SDC_STATUS_HALTED] = (halted || (skip && halt_on_skip)) ? 1.0f : 0.0f;
-    *ticket_word = 0;
 }
 
 /* ---- 2. the updates, element by element ---- */

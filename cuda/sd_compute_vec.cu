@@ -2,14 +2,12 @@
  * sd_compute_vec.cu: vector kernels: dst += src (gradient accumulation),
  * x *= s, and the sum of squares in double with a fixed order.
  *
- * Sum of squares: G blocks of 256 threads; thread t of block b adds, in
- * double, the squares of elements b*256 + t + k*G*256 for k = 0, 1, ... (each
- * square of a float32 is exact in double); the block combines its threads by
- * a fixed halving tree into partial b; the last block to finish (an integer
- * ticket) adds the partials in block order. G depends only on n and the SM
- * count, so the result is the same bits on every run.
+ * Sum of squares: G blocks of 256 threads in the fixed order of
+ * sd_reduce.cuh. G depends only on n and the SM count, so the result is the
+ * same bits on every run.
  */
 #include "sd_internal.h"
+#include "sd_reduce.cuh"
 #include "symddp_compute.h"
 
 #define SDC_VEC_THREADS 256
@@ -95,31 +93,8 @@ __global__ void __launch_bounds__(SDC_VEC_THREADS)
     sdc_sumsq_kernel(const float *__restrict__ x, int64_t n, double *partial, uint32_t *ticket_word,
                      double *out) {
     __shared__ double s[SDC_VEC_THREADS];
-    __shared__ uint32_t ticket;
-    const int64_t stride = (int64_t)gridDim.x * SDC_VEC_THREADS;
-    double acc = 0.0;
-    for (int64_t i = (int64_t)blockIdx.x * SDC_VEC_THREADS + threadIdx.x; i < n; i += stride) {
-        const double v = (double)x[i];
-        acc += v * v;
-    }
-    s[threadIdx.x] = acc;
-    __syncthreads();
-    for (int h = SDC_VEC_THREADS / 2; h > 0; h >>= 1) {
-        if ((int)threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        partial[blockIdx.x] = s[0];
-        __threadfence();
-        ticket = atomicAdd(ticket_word, 1u);
-    }
-    __syncthreads();
-    if (threadIdx.x != 0 || ticket != gridDim.x - 1) return;
-    __threadfence();
-    double t = __ldcg(&partial[0]);
-    for (unsigned b = 1; b < gridDim.x; b++) t += __ldcg(&partial[b]);
-    *out = t;
-    *ticket_word = 0;
+    double t;
+    if (sdc_sum_squares_grid(x, n, partial, ticket_word, s, &t)) *out = t;
 }
 
 extern "C" int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns,
