@@ -50,6 +50,10 @@ static void sdc_release(sdc_ctx *c) {
     if (c->status) cudaFree((void *)(uintptr_t)c->status);
     if (c->result) cudaFree((void *)(uintptr_t)c->result);
     if (c->host_result) cudaFreeHost((void *)(uintptr_t)c->host_result);
+    if (c->side_workspace) cudaFree((void *)(uintptr_t)c->side_workspace);
+    if (c->fork_event) cudaEventDestroy((cudaEvent_t)(uintptr_t)c->fork_event);
+    if (c->join_event) cudaEventDestroy((cudaEvent_t)(uintptr_t)c->join_event);
+    if (c->side_stream) cudaStreamDestroy((cudaStream_t)(uintptr_t)c->side_stream);
     if (c->copy_stream) cudaStreamDestroy((cudaStream_t)(uintptr_t)c->copy_stream);
     if (c->owns_stream && c->stream) cudaStreamDestroy((cudaStream_t)(uintptr_t)c->stream);
     memset(c, 0, sizeof *c);
@@ -96,7 +100,16 @@ static int sdc_fill(uint64_t stream, int32_t device, sdc_ctx *c) {
     SD_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
     c->copy_stream = (uint64_t)(uintptr_t)cs;
 
+    SD_CUDA(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    c->side_stream = (uint64_t)(uintptr_t)cs;
+    cudaEvent_t ev;
+    SD_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    c->fork_event = (uint64_t)(uintptr_t)ev;
+    SD_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    c->join_event = (uint64_t)(uintptr_t)ev;
+
     SD_TRY(sdc_alloc_field(&c->workspace, SDC_WORKSPACE_BYTES));
+    SD_TRY(sdc_alloc_field(&c->side_workspace, SDC_WORKSPACE_BYTES));
     c->workspace_bytes = (int64_t)SDC_WORKSPACE_BYTES;
     SD_TRY(sdc_alloc_field(&c->scratch, SDC_SCRATCH_BYTES));
     c->scratch_bytes = (int64_t)SDC_SCRATCH_BYTES;
@@ -143,6 +156,7 @@ extern "C" int sdc_destroy(sdc_ctx *c) {
     SD_TRY(sdc_use_device(c->device));
     cudaError_t e1 = cudaStreamSynchronize((cudaStream_t)(uintptr_t)c->stream);
     cudaError_t e2 = cudaStreamSynchronize((cudaStream_t)(uintptr_t)c->copy_stream);
+    if (c->side_stream) (void)cudaStreamSynchronize((cudaStream_t)(uintptr_t)c->side_stream);
     sdc_release(c);
     if (e1 != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, "cudaStreamSynchronize(stream)", e1);
     if (e2 != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, "cudaStreamSynchronize(copy)", e2);
@@ -318,5 +332,19 @@ extern "C" int sdc_graph_launch(const sdc_ctx *c, uint64_t exec, const sdc_step 
 
 extern "C" int sdc_graph_destroy(uint64_t exec) {
     if (exec) SD_CUDA(cudaGraphExecDestroy((cudaGraphExec_t)(uintptr_t)exec));
+    return SD_OK;
+}
+
+extern "C" int sdc_side_fork(const sdc_ctx *c) {
+    if (!c || !c->side_stream) return SD_FAIL(SD_ERR_ARG, "sdc_side_fork: no context");
+    SD_CUDA(cudaEventRecord((cudaEvent_t)(uintptr_t)c->fork_event, sdc_stream_of(c, 0)));
+    SD_CUDA(cudaStreamWaitEvent((cudaStream_t)(uintptr_t)c->side_stream, (cudaEvent_t)(uintptr_t)c->fork_event, 0));
+    return SD_OK;
+}
+
+extern "C" int sdc_side_join(const sdc_ctx *c) {
+    if (!c || !c->side_stream) return SD_FAIL(SD_ERR_ARG, "sdc_side_join: no context");
+    SD_CUDA(cudaEventRecord((cudaEvent_t)(uintptr_t)c->join_event, (cudaStream_t)(uintptr_t)c->side_stream));
+    SD_CUDA(cudaStreamWaitEvent(sdc_stream_of(c, 0), (cudaEvent_t)(uintptr_t)c->join_event, 0));
     return SD_OK;
 }

@@ -343,9 +343,11 @@ extern "C" int sdc_lt_plan_destroy(uint64_t plan) {
 
 static int sdc_lt_aligned(uint64_t ptr, int32_t align) { return ptr % (uint64_t)align == 0; }
 
-extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64_t b, uint64_t cmat) {
+extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64_t b, uint64_t cmat,
+                             int32_t side) {
     const sdc_lt_plan_s *p = (const sdc_lt_plan_s *)(uintptr_t)plan;
     if (!c || !p || !c->lt) return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: no context or plan");
+    if (side && !c->side_stream) return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: the context has no side stream");
     if (!a || !b || !cmat) return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: NULL operand");
     if (!sdc_lt_aligned(a, p->align_a) || !sdc_lt_aligned(b, p->align_b) || !sdc_lt_aligned(cmat, p->align_c))
         return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: operands at %#llx %#llx %#llx, planned for %d-, %d- and %d-byte alignment",
@@ -358,8 +360,10 @@ extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64
     cublasStatus_t st = cublasLtMatmul((cublasLtHandle_t)(uintptr_t)c->lt, p->desc, &alpha,
                                        (const void *)(uintptr_t)b, p->la, (const void *)(uintptr_t)a, p->lb,
                                        &beta, (const void *)(uintptr_t)cmat, p->lc, (void *)(uintptr_t)cmat,
-                                       p->lc, &p->algo, (void *)(uintptr_t)c->workspace, p->workspace,
-                                       (cudaStream_t)(uintptr_t)c->stream);
+                                       p->lc, &p->algo,
+                                       (void *)(uintptr_t)(side ? c->side_workspace : c->workspace),
+                                       p->workspace,
+                                       (cudaStream_t)(uintptr_t)(side ? c->side_stream : c->stream));
     if (st != CUBLAS_STATUS_SUCCESS)
         return SD_FAIL(SD_ERR, "cublasLtMatmul (epilogue %s): %s", sdc_epi_name(p->epilogue),
                        cublasLtGetStatusString(st));

@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 2
+#define SDC_ABI_VERSION 3
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -80,6 +80,12 @@ typedef struct {
     int32_t owns_stream; /* 1: sdc_create made the stream and sdc_destroy destroys it */
     int32_t sm_count;    /* multiprocessors of the device */
     int32_t pad;
+    /* A side stream for GEMMs that may run beside the stream's (sdc_side_fork,
+     * sdc_lt_matmul with side = 1), with a workspace of its own, and the two
+     * events that fork it from and join it to the stream. */
+    uint64_t side_stream;
+    uint64_t side_workspace; /* device, workspace_bytes */
+    uint64_t fork_event, join_event;
 } sdc_ctx;
 
 /* The values of one training step that captured kernels read at run time. */
@@ -234,12 +240,22 @@ typedef struct {
 int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *args, uint64_t *plan);
 int sdc_lt_plan_destroy(uint64_t plan);
 /*
- * Enqueues the planned GEMM on the stream with operands a, b and output c
- * (alpha 1, beta 0; the plan's bias and aux). The addresses must have the
+ * Enqueues the planned GEMM on the stream (side = 0) or the side stream (1)
+ * with operands a, b and output c (alpha 1, beta 0; the plan's bias and aux). The addresses must have the
  * plan's alignments. Uses the context's workspace; allocates nothing and
  * can be captured in a CUDA graph.
  */
-int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64_t b, uint64_t cmat);
+int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64_t b, uint64_t cmat,
+                  int32_t side);
+/*
+ * Orders the side stream after everything enqueued on the stream so far
+ * (fork), and the stream after everything enqueued on the side stream so far
+ * (join): the GEMMs between a fork and a join with side = 1 run beside the
+ * stream's. Both can be captured in a CUDA graph (the side stream joins the
+ * capture at the fork and must be joined back before it ends).
+ */
+int sdc_side_fork(const sdc_ctx *c);
+int sdc_side_join(const sdc_ctx *c);
 
 /* ---- fused elementwise kernels ---- */
 

@@ -50,7 +50,9 @@ type device interface {
 
 	LtPlan(a cudalib.LtArgs) (uint64, error)
 	LtPlanDestroy(plan uint64) error
-	LtMatmul(plan uint64, a, b, c uintptr) error
+	LtMatmul(plan uint64, a, b, c uintptr, side bool) error
+	SideFork() error
+	SideJoin() error
 }
 
 var _ device = (*cudalib.Context)(nil)

@@ -537,6 +537,8 @@ type emuLt struct {
 	plans     map[uint64]cudalib.LtArgs
 	rejectEpi map[cudalib.Epilogue]bool
 	calls     int // LtMatmul calls run
+	sideCalls int // of which on the side stream
+	forked    bool
 }
 
 func (d *emuDevice) LtPlan(a cudalib.LtArgs) (uint64, error) {
@@ -562,10 +564,16 @@ func (d *emuDevice) LtPlanDestroy(plan uint64) error {
 	return nil
 }
 
-func (d *emuDevice) LtMatmul(plan uint64, a, b, c uintptr) error {
+func (d *emuDevice) LtMatmul(plan uint64, a, b, c uintptr, side bool) error {
 	p, ok := d.lt.plans[plan]
 	if !ok {
 		return fmt.Errorf("emulated device: no plan %d", plan)
+	}
+	if side && !d.lt.forked {
+		return fmt.Errorf("emulated device: a GEMM on the side stream without a fork before it")
+	}
+	if side {
+		d.lt.sideCalls++
 	}
 	if a%uintptr(p.AlignA) != 0 || b%uintptr(p.AlignB) != 0 || c%uintptr(p.AlignC) != 0 {
 		return fmt.Errorf("emulated device: operands less aligned than planned")
@@ -575,6 +583,25 @@ func (d *emuDevice) LtMatmul(plan uint64, a, b, c uintptr) error {
 		return nil
 	}
 	d.ltMatmul(p, a, b, c)
+	return nil
+}
+
+// SideFork and SideJoin: one stream does everything in order here; they
+// check that forks and joins pair up, so that the side stream is always
+// joined back (a CUDA graph capture would fail otherwise).
+func (d *emuDevice) SideFork() error {
+	if d.lt.forked {
+		return fmt.Errorf("emulated device: side stream forked twice")
+	}
+	d.lt.forked = true
+	return nil
+}
+
+func (d *emuDevice) SideJoin() error {
+	if !d.lt.forked {
+		return fmt.Errorf("emulated device: side stream joined without a fork")
+	}
+	d.lt.forked = false
 	return nil
 }
 

@@ -56,12 +56,13 @@ type Engine struct {
 	opt     updater
 	status  *Tensor // the update status words (cudalib.Status*)
 
-	graphs bool
-	fused  bool     // FuseLinear plans cuBLASLt GEMMs (Options.DisableFused, SYMDDP_CUDA_FUSED)
-	plans  []uint64 // cuBLASLt plans, destroyed by Close
-	log    *slog.Logger
-	err    error // the first failure of enqueued work
-	closed bool
+	graphs  bool
+	fused   bool     // FuseLinear plans cuBLASLt GEMMs (Options.DisableFused, SYMDDP_CUDA_FUSED)
+	overlap bool     // fused layers run their dW GEMM on the side stream beside dx (SYMDDP_CUDA_OVERLAP)
+	plans   []uint64 // cuBLASLt plans, destroyed by Close
+	log     *slog.Logger
+	err     error // the first failure of enqueued work
+	closed  bool
 }
 
 var (
@@ -113,6 +114,7 @@ func OnComm(c comm.Comm, opts Options) (*Engine, error) {
 func newEngine(dev device, opts Options) (*Engine, error) {
 	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger}
 	e.fused = !opts.DisableFused && os.Getenv(FusedEnv) != "0"
+	e.overlap = os.Getenv(OverlapEnv) != "0"
 	if e.timeout <= 0 {
 		e.timeout = comm.DefaultTimeout
 	}

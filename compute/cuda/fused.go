@@ -39,6 +39,11 @@ import (
 // off when set to 0.
 const FusedEnv = "SYMDDP_CUDA_FUSED"
 
+// OverlapEnv is the environment variable that, set to 0, keeps a fused
+// layer's weight-gradient GEMM on the stream after its input-gradient GEMM
+// instead of beside it on the side stream.
+const OverlapEnv = "SYMDDP_CUDA_OVERLAP"
+
 // operandAlign is the alignment in bytes that plans assume of a layer's
 // input and of the gradient it receives: every tensor from Alloc, and every
 // arena view at an offset of 4 elements, has it.
@@ -200,7 +205,7 @@ func (f *fusedLinear) Forward(x compute.Tensor) {
 		panicShapes("Linear forward", fmt.Sprintf("want an input of (%d,%d)", f.batch, f.in), xd.shape)
 	}
 	if f.fwd != 0 && aligned(xd.ptr) {
-		e.fail("Linear forward", e.dev.LtMatmul(f.fwd, xd.ptr, f.w.ptr, f.y.ptr))
+		e.fail("Linear forward", e.dev.LtMatmul(f.fwd, xd.ptr, f.w.ptr, f.y.ptr, false))
 		f.maskOK = f.aux != nil
 		return
 	}
@@ -219,13 +224,33 @@ func (f *fusedLinear) Backward(dy, x compute.Tensor) compute.Tensor {
 	xd := e.tensorOf("Linear backward", x)
 	pre := f.preAct
 	f.preAct = false
+	// The weight-gradient GEMM's plan: alone when the next layer masked dy
+	// and wrote DB (pre), with the bias gradient otherwise; 0 when it runs
+	// unfused. The input-gradient GEMM is fused when prev's forward wrote
+	// its mask.
+	var dw uint64
+	if aligned(dd.ptr) && aligned(xd.ptr) {
+		if pre {
+			dw = f.dwPlan
+		} else {
+			dw = f.bgrad
+		}
+	}
+	p := f.prev
+	dxFused := f.dx != nil && p != nil && f.dxPlan != 0 && p.maskOK && aligned(dd.ptr)
+	// Both GEMMs read dy and write different memory: the weight gradient
+	// runs on the side stream beside the input gradient, small GEMMs that
+	// each fill only part of the GPU. Joined before returning, so that what
+	// follows (the previous layer, the allreduce) sees both.
+	side := e.overlap && dw != 0 && dxFused
+	if side {
+		e.fail("Linear backward", e.dev.SideFork())
+	}
 	switch {
-	case pre && f.dwPlan != 0 && aligned(dd.ptr) && aligned(xd.ptr): // the next layer masked dy and wrote DB
-		e.fail("Linear backward", e.dev.LtMatmul(f.dwPlan, dd.ptr, xd.ptr, f.dw.ptr))
-	case pre:
+	case dw != 0:
+		e.fail("Linear backward", e.dev.LtMatmul(dw, dd.ptr, xd.ptr, f.dw.ptr, side))
+	case pre: // the next layer masked dy and wrote DB
 		e.Gemm(true, false, 1, dy, x, 0, f.dw)
-	case f.bgrad != 0 && aligned(dd.ptr) && aligned(xd.ptr):
-		e.fail("Linear backward", e.dev.LtMatmul(f.bgrad, dd.ptr, xd.ptr, f.dw.ptr))
 	default:
 		e.BiasActBackward(dy, f.y, f.db, f.act, false)
 		e.Gemm(true, false, 1, dy, x, 0, f.dw)
@@ -233,11 +258,14 @@ func (f *fusedLinear) Backward(dy, x compute.Tensor) compute.Tensor {
 	if f.dx == nil {
 		return nil
 	}
-	if p := f.prev; p != nil && f.dxPlan != 0 && p.maskOK && aligned(dd.ptr) {
-		e.fail("Linear backward", e.dev.LtMatmul(f.dxPlan, dd.ptr, f.w.ptr, f.dx.ptr))
+	if dxFused {
+		e.fail("Linear backward", e.dev.LtMatmul(f.dxPlan, dd.ptr, f.w.ptr, f.dx.ptr, false))
 		p.preAct = true
 	} else {
 		e.Gemm(false, false, 1, dy, f.w, 0, f.dx)
+	}
+	if side {
+		e.fail("Linear backward", e.dev.SideJoin())
 	}
 	return f.dx
 }

@@ -177,6 +177,29 @@ func TestFusedMisalignedInputEmulated(t *testing.T) {
 	}
 }
 
+// The weight-gradient GEMMs of fc3 and fc2 run on the side stream, each
+// between a fork and a join (the emulator fails a side GEMM without a fork,
+// and unpaired forks or joins), and give the bits of the run without it
+// (SYMDDP_CUDA_OVERLAP=0).
+func TestFusedOverlapEmulated(t *testing.T) {
+	on := NewEmulated(Options{})
+	withSide := runFusedMLP(t, on, fusedBatch, fusedSteps, false)
+	t.Setenv(OverlapEnv, "0")
+	off := NewEmulated(Options{})
+	without := runFusedMLP(t, off, fusedBatch, fusedSteps, false)
+	if got := on.dev.(*emuDevice).lt.sideCalls; got != 2*fusedSteps {
+		t.Errorf("%d GEMMs on the side stream in %d steps, want 2 per step", got, fusedSteps)
+	}
+	if got := off.dev.(*emuDevice).lt.sideCalls; got != 0 {
+		t.Errorf("with %s=0: %d GEMMs on the side stream, want 0", OverlapEnv, got)
+	}
+	for i := range without.params {
+		if math.Float32bits(withSide.params[i]) != math.Float32bits(without.params[i]) {
+			t.Fatalf("parameter %d: %v with the side stream, %v without", i, withSide.params[i], without.params[i])
+		}
+	}
+}
+
 // SYMDDP_CUDA_FUSED=0 keeps every layer unfused.
 func TestFusedEnvOffEmulated(t *testing.T) {
 	t.Setenv(FusedEnv, "0")

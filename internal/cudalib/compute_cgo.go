@@ -22,6 +22,7 @@ enum {
 	SDCI_sdc_sum_squares, SDCI_sdc_update, SDCI_sdc_reset_status, SDCI_sdc_set_step,
 	SDCI_sdc_capture_begin, SDCI_sdc_capture_end, SDCI_sdc_capturing, SDCI_sdc_graph_launch,
 	SDCI_sdc_graph_destroy, SDCI_sdc_lt_plan_create, SDCI_sdc_lt_plan_destroy, SDCI_sdc_lt_matmul,
+	SDCI_sdc_side_fork, SDCI_sdc_side_join,
 	SDCI_count
 };
 
@@ -35,6 +36,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_sum_squares", "sdc_update", "sdc_reset_status", "sdc_set_step",
 	"sdc_capture_begin", "sdc_capture_end", "sdc_capturing", "sdc_graph_launch",
 	"sdc_graph_destroy", "sdc_lt_plan_create", "sdc_lt_plan_destroy", "sdc_lt_matmul",
+	"sdc_side_fork", "sdc_side_join",
 };
 
 typedef const char *(*sdcw_msg_fn)(void);
@@ -163,9 +165,11 @@ static int cw_graph_launch(W, uint64_t exec) { R(SDCF(sdc_graph_launch, t)(&x->c
 static int cw_graph_destroy(W, uint64_t exec) { R(SDCF(sdc_graph_destroy, t)(exec)); }
 static int cw_lt_plan_create(W) { R(SDCF(sdc_lt_plan_create, t)(&x->ctx, &x->lt, &x->u64)); }
 static int cw_lt_plan_destroy(W, uint64_t plan) { R(SDCF(sdc_lt_plan_destroy, t)(plan)); }
-static int cw_lt_matmul(W, uint64_t plan, uint64_t a, uint64_t b, uint64_t c) {
-	R(SDCF(sdc_lt_matmul, t)(&x->ctx, plan, a, b, c));
+static int cw_lt_matmul(W, uint64_t plan, uint64_t a, uint64_t b, uint64_t c, int32_t side) {
+	R(SDCF(sdc_lt_matmul, t)(&x->ctx, plan, a, b, c, side));
 }
+static int cw_side_fork(W) { R(SDCF(sdc_side_fork, t)(&x->ctx)); }
+static int cw_side_join(W) { R(SDCF(sdc_side_join, t)(&x->ctx)); }
 */
 import "C"
 
@@ -507,6 +511,17 @@ func (c *Context) LtPlanDestroy(plan uint64) error {
 }
 
 // LtMatmul enqueues the planned GEMM with operands a, b and output cm.
-func (c *Context) LtMatmul(plan uint64, a, b, cm uintptr) error {
-	return c.check("sdc_lt_matmul", C.cw_lt_matmul(c.cp.t, c.x, C.uint64_t(plan), C.uint64_t(a), C.uint64_t(b), C.uint64_t(cm)))
+func (c *Context) LtMatmul(plan uint64, a, b, cm uintptr, side bool) error {
+	var s C.int32_t
+	if side {
+		s = 1
+	}
+	return c.check("sdc_lt_matmul", C.cw_lt_matmul(c.cp.t, c.x, C.uint64_t(plan), C.uint64_t(a), C.uint64_t(b), C.uint64_t(cm), s))
 }
+
+// SideFork orders the side stream after the work enqueued so far
+// (sdc_side_fork); SideJoin orders the stream after the side stream's.
+func (c *Context) SideFork() error { return c.check("sdc_side_fork", C.cw_side_fork(c.cp.t, c.x)) }
+
+// SideJoin: see SideFork.
+func (c *Context) SideJoin() error { return c.check("sdc_side_join", C.cw_side_join(c.cp.t, c.x)) }

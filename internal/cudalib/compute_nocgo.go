@@ -145,4 +145,10 @@ func (c *Context) LtPlan(a LtArgs) (uint64, error) { return 0, errNoCgo }
 func (c *Context) LtPlanDestroy(plan uint64) error { return errNoCgo }
 
 // LtMatmul fails: the library needs cgo.
-func (c *Context) LtMatmul(plan uint64, a, b, cm uintptr) error { return errNoCgo }
+func (c *Context) LtMatmul(plan uint64, a, b, cm uintptr, side bool) error { return errNoCgo }
+
+// SideFork fails: the library needs cgo.
+func (c *Context) SideFork() error { return errNoCgo }
+
+// SideJoin fails: the library needs cgo.
+func (c *Context) SideJoin() error { return errNoCgo }
