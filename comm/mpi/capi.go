@@ -212,6 +212,16 @@ static int sd_reduce(float *buf, int64_t n, int op, int root, int me) {
 	return MPI_SUCCESS;
 }
 
+// sd_reduce_scatter reduces the floats at send (the sum of counts) across
+// every PE into recv: PE i gets block i, counts[i] floats.
+static int sd_reduce_scatter(const float *send, float *recv, const int *counts, int op) {
+	return MPI_Reduce_scatter(send, recv, counts, MPI_FLOAT, sd_op(op), MPI_COMM_WORLD);
+}
+// sd_allgather_bytes gathers in place: PE i's counts[i] bytes at buf +
+// displs[i] go into every PE's buf at the same place.
+static int sd_allgather_bytes(void *buf, const int *counts, const int *displs) {
+	return MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+}
 static int sd_bcast(void *buf, int64_t bytes, int root) {
 	char *p = buf;
 	do {
@@ -464,6 +474,12 @@ func cReduce(buf unsafe.Pointer, n int64, op, root, me int) error {
 	return check("MPI_Reduce", C.sd_reduce((*C.float)(buf), C.int64_t(n), C.int(op), C.int(root), C.int(me)))
 }
 
+func cReduceScatter(send, recv unsafe.Pointer, counts []int32, op int) error {
+	return check("MPI_Reduce_scatter", C.sd_reduce_scatter((*C.float)(send), (*C.float)(recv), (*C.int)(unsafe.Pointer(&counts[0])), C.int(op)))
+}
+func cAllgatherBytes(buf unsafe.Pointer, counts, displs []int32) error {
+	return check("MPI_Allgatherv", C.sd_allgather_bytes(buf, (*C.int)(unsafe.Pointer(&counts[0])), (*C.int)(unsafe.Pointer(&displs[0]))))
+}
 func cBcast(buf unsafe.Pointer, bytes int64, root int) error {
 	return check("MPI_Bcast", C.sd_bcast(buf, C.int64_t(bytes), C.int(root)))
 }

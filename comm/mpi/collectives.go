@@ -4,6 +4,7 @@ package mpi
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
@@ -60,11 +61,8 @@ func (c *Comm) Barrier() error {
 // ends with the same bits; Mean is the Sum divided by float32(NPEs()).
 func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
 	const name = "allreduce"
-	mb, err := c.reduceArgs(name, b, off, n, op, c.me)
+	mb, err := c.beginReduce(name, b, off, n, op, c.me)
 	if err != nil {
-		return err
-	}
-	if err := c.beginCollective(name); err != nil {
 		return err
 	}
 	defer c.mu.Unlock()
@@ -93,11 +91,8 @@ func (c *Comm) allReduceLocked(name string, b *buffer, off, n int, op comm.Op) e
 // copy (MPI_Reduce, in place at the root); the other copies are unchanged.
 func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
 	const name = "reduce"
-	mb, err := c.reduceArgs(name, b, off, n, op, root)
+	mb, err := c.beginReduce(name, b, off, n, op, root)
 	if err != nil {
-		return err
-	}
-	if err := c.beginCollective(name); err != nil {
 		return err
 	}
 	defer c.mu.Unlock()
@@ -121,19 +116,45 @@ func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
 // PE's copy (MPI_Bcast).
 func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	const name = "broadcast"
-	mb, err := c.access(name, b, 0, off, n, root)
+	mb, err := c.beginCopy(name, b, off, n, root)
 	if err != nil {
 		return err
 	}
-	if err := c.beginCollective(name); err != nil {
-		return err
-	}
 	defer c.mu.Unlock()
-	if err := c.enter(name); err != nil {
-		return err
-	}
 	p, bytes := mb.at(off), int64(n)*int64(mb.kind.Size())
 	return c.call(name, waitAll, func() error { return cBcast(p, bytes, root) })
+}
+
+// beginCopy checks the arguments of a collective copy of [off, off+n) of b
+// (any kind; pe is checked as a PE number), begins the collective and
+// reports this PE's arrival; on success the caller holds mu and must unlock
+// it.
+func (c *Comm) beginCopy(name string, b comm.Buffer, off, n, pe int) (*buffer, error) {
+	mb, err := c.access(name, b, 0, off, n, pe)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.beginCollective(name); err != nil {
+		return nil, err
+	}
+	if err := c.enter(name); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	return mb, nil
+}
+
+// beginReduce checks a reduction's arguments and begins the collective
+// (beginCollective); on success the caller holds mu and must unlock it.
+func (c *Comm) beginReduce(name string, b comm.Buffer, off, n int, op comm.Op, root int) (*buffer, error) {
+	mb, err := c.reduceArgs(name, b, off, n, op, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.beginCollective(name); err != nil {
+		return nil, err
+	}
+	return mb, nil
 }
 
 // reduceArgs checks the arguments of a reduction (root is any valid PE for
@@ -169,4 +190,101 @@ func (c *Comm) divide(p unsafe.Pointer, n int) {
 	for i := range xs {
 		xs[i] /= d
 	}
+}
+
+var _ comm.Sharder = (*Comm)(nil)
+
+// ReduceScatter reduces elements [off, off+n) of the Float32 buffer b across
+// PEs into this PE's shard (comm.Shard) of its own copy; the rest of the
+// copy is unchanged. Flat mode: MPI_Reduce_scatter into scratch memory, then
+// the PE's block is copied into its shard (MPI adds in its own order, so the
+// bits may differ from AllReduce's, but the parameters an all-gather then
+// spreads are the same on every PE). Hierarchical mode keeps its fixed
+// order: an allreduce of the range, after which the elements outside the
+// shard are put back.
+func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
+	const name = "reducescatter"
+	mb, err := c.beginReduce(name, b, off, n, op, c.me)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	lo, hi := comm.Shard(off, n, c.npes, c.me)
+	xs := unsafe.Slice((*float32)(mb.at(0)), mb.n)
+	counts, _, fits := c.shardBlocks(off, n, 1)
+	if c.hier.on && c.hier.nlocal > 1 || !fits {
+		save := c.scratchFloats(n)
+		copy(save, xs[off:off+n])
+		if err := c.allReduceLocked(name, mb, off, n, op); err != nil {
+			return err
+		}
+		copy(xs[off:lo], save[:lo-off])
+		copy(xs[hi:off+n], save[hi-off:])
+		return nil
+	}
+	if err := c.enter(name); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	recv := c.scratchFloats(max(hi-lo, 1))
+	if err := c.call(name, waitAll, func() error {
+		return cReduceScatter(mb.at(off), unsafe.Pointer(&recv[0]), counts, mpiOp(op))
+	}); err != nil {
+		return err
+	}
+	copy(xs[lo:hi], recv[:hi-lo])
+	if op == comm.Mean && hi > lo {
+		c.divide(mb.at(lo), hi-lo)
+	}
+	return nil
+}
+
+// AllGather copies every PE's shard of elements [off, off+n) of b (any
+// kind) into every PE's copy (MPI_Allgatherv in place).
+func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
+	const name = "allgather"
+	mb, err := c.beginCopy(name, b, off, n, c.me)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	es := mb.kind.Size()
+	counts, displs, fits := c.shardBlocks(off, n, es)
+	if !fits {
+		return fmt.Errorf("mpi: PE %d: %s of %d elements: a shard of more than 2 GiB does not fit MPI's int counts: %w", c.me, name, n, comm.ErrBounds)
+	}
+	if n == 0 {
+		return nil
+	}
+	return c.call(name, waitAll, func() error { return cAllgatherBytes(mb.at(off), counts, displs) })
+}
+
+// shardBlocks returns every PE's shard of [off, off+n) as MPI counts and
+// displacements relative to off, in units of unit bytes, and whether they
+// fit MPI's int.
+func (c *Comm) shardBlocks(off, n, unit int) (counts, displs []int32, fits bool) {
+	if len(c.counts) != c.npes {
+		c.counts, c.displs = make([]int32, c.npes), make([]int32, c.npes)
+	}
+	fits = true
+	for p := range c.npes {
+		lo, hi := comm.Shard(off, n, c.npes, p)
+		cnt, disp := int64(hi-lo)*int64(unit), int64(lo-off)*int64(unit)
+		if cnt > math.MaxInt32 || disp > math.MaxInt32 {
+			fits = false
+		}
+		c.counts[p], c.displs[p] = int32(cnt), int32(disp)
+	}
+	return c.counts, c.displs, fits
+}
+
+// scratchFloats returns scratch host memory for at least n floats, kept for
+// the next call.
+func (c *Comm) scratchFloats(n int) []float32 {
+	if cap(c.scratch) < n {
+		c.scratch = make([]float32, n)
+	}
+	return c.scratch[:n]
 }

@@ -61,6 +61,10 @@ type Comm struct {
 	wd       watchdog
 	async    orderq.Queue[asyncArgs]
 	thread   *initThread
+
+	// ReduceScatter and AllGather's MPI counts and scratch (under mu)
+	counts, displs []int32
+	scratch        []float32
 }
 
 var _ comm.Comm = (*Comm)(nil)
