@@ -191,7 +191,7 @@ stage "train nvshmem 8 PEs, 300 steps, MPS on" 60 "$train_log" "$bin/train" --ba
     "${train_args[@]}" --max-steps 300 --log-every 100 --eval-every 0
 stage "train nvshmem 8 PEs, 300 steps, MPS off" 90 "$train_log" "$bin/train" --backend nvshmem --pes 8 --mps off --bucket-size 0 \
     "${train_args[@]}" --max-steps 300 --log-every 100 --eval-every 0
-left=$(pgrep -f nvidia-cuda-mps | wc -l)
+left=$(pgrep nvidia-cuda-mps | wc -l) # by process name: -f would also match command lines that mention it
 note "MPS processes left after the launcher-managed runs: $left"
 
 # ---- mpirun: NVSHMEM bootstraps through MPI (issue 8) ----
