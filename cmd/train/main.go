@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -96,6 +97,10 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 	if dc.notice != "" {
 		fmt.Fprintln(stderr, "warning:", dc.notice)
 		args = append(append([]string{}, args...), "--dataset", "synthetic")
+	}
+	if cpus := runtime.NumCPU(); backend == "shm" && o.pes > cpus {
+		fmt.Fprintf(stderr, "note: %d PEs on %d CPUs take turns on them, and every allreduce waits for the PEs that are not running: expect fewer samples/s than with --pes %d (fine for trying data parallelism out)\n",
+			o.pes, cpus, cpus)
 	}
 	spec := launch.Spec{Args: args, NPEs: o.pes, Backend: backend, HeapSize: heap, Timeout: o.timeout,
 		Stdout: stdout, Stderr: stderr, ForwardSignals: true}

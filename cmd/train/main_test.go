@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -147,6 +150,26 @@ func TestTrainEndToEnd(t *testing.T) {
 // TestMissingData: an explicit dataset without its files is a usage error
 // that says where to put them; the default dataset missing falls back to
 // synthetic data with a notice that says how to install it.
+// TestMorePEsThanCPUs: more shm PEs than CPUs still train, with one line
+// that says what it costs; as many PEs as CPUs get no such line.
+func TestMorePEsThanCPUs(t *testing.T) {
+	bin := trainBinary(t)
+	cpus := runtime.NumCPU()
+	for _, pes := range []int{cpus + 1, min(cpus, 2)} {
+		cmd := exec.Command(bin, "--pes", strconv.Itoa(pes), "--dataset", "synthetic", "--max-steps", "3",
+			"--batch-size", strconv.Itoa(8*pes), "--hidden", "16", "--eval-every", "0", "--no-progress")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("train --pes %d: %v\nstderr:\n%s", pes, err, stderr.String())
+		}
+		note := fmt.Sprintf("note: %d PEs on %d CPUs take turns on them", pes, cpus)
+		if got := strings.Contains(stderr.String(), note); got != (pes > cpus) {
+			t.Errorf("train --pes %d on %d CPUs: note %q printed: %v, want %v\nstderr:\n%s", pes, cpus, note, got, pes > cpus, stderr.String())
+		}
+	}
+}
+
 func TestMissingData(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"--dataset", "mnist", "--data-dir", t.TempDir()}, &stdout, &stderr)
