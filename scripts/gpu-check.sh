@@ -43,56 +43,10 @@ budget="${GPU_CHECK_BUDGET:-450}"
 start=$(date +%s)
 bin="$root/.device/bin"
 
-export NVSHMEM_DISABLE_NVLS=1
-export NVSHMEM_REMOTE_TRANSPORT="${NVSHMEM_REMOTE_TRANSPORT:-none}"
-export SYMDDP_CUDA_LIB="$root/build/libsymddp_cuda.so"
-NV="${NVSHMEM_HOME:-}"
-for py in python3 /opt/torch/.venv/bin/python3; do
-    [ -n "$NV" ] && break
-    command -v "$py" >/dev/null || continue
-    NV="$("$py" -c "import importlib.util as u; print(list(u.find_spec('nvidia.nvshmem').submodule_search_locations)[0])" 2>/dev/null || true)"
-done
-export NVSHMEM_HOME="${NV:-}"
-cuda_root="/usr/local/cuda"
-command -v nvcc >/dev/null && cuda_root="$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)"
-export LD_LIBRARY_PATH="${NV:+$NV/lib:}$cuda_root/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-
-note() { echo "$*" | tee -a "$summary"; }
-elapsed() { echo $(($(date +%s) - start)); }
-
-# stage NAME MAXSECONDS LOG CMD...: runs CMD with a time limit (at most what
-# is left of the budget), appends its output to LOG and a line to the
-# summary (with the counts of top-level test results when it ran tests).
-stage() {
-    local name="$1" max="$2" log="$3"
-    shift 3
-    local left=$((budget - $(elapsed)))
-    if [ "$left" -lt 25 ]; then
-        note "$(printf '%-34s SKIPPED (budget: %ss used of %ss)' "$name" "$(elapsed)" "$budget")"
-        return 125
-    fi
-    local limit=$((max < left - 10 ? max : left - 10))
-    local t0
-    t0=$(date +%s)
-    local tmp="$outdir/.stage.$$"
-    echo "+ $*" >"$tmp"
-    timeout -k 10 "$limit" "$@" >>"$tmp" 2>&1
-    local rc=$?
-    local took=$(($(date +%s) - t0))
-    local result="ok"
-    [ "$rc" -ne 0 ] && result="FAILED (exit $rc)"
-    { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && result="TIMED OUT after ${limit}s"
-    local counts
-    counts=$(grep -E '^--- (PASS|FAIL|SKIP)' "$tmp" | awk '{n[$2]++} END {for (k in n) printf "%s%s %d", (c++ ? ", " : ""), k, n[k]}')
-    note "$(printf '%-34s %-26s %4ss  %s' "$name" "$result" "$took" "${counts:+tests: $counts}")"
-    {
-        echo
-        echo "===== $name (limit ${limit}s, from $((t0 - start))s): $result in ${took}s"
-        cat "$tmp"
-    } >>"$log"
-    rm -f "$tmp"
-    return "$rc"
-}
+# shellcheck source=scripts/gpu-lib.sh
+. "$root/scripts/gpu-lib.sh"
+gpu_env
+NV="$NVSHMEM_HOME"
 
 # nvtest NAME LIMIT LOG [NAME=VALUE...] -- TESTFLAGS...: a stage running the
 # nvshmem test binary in its package directory (as go test does), with the

@@ -30,11 +30,9 @@ while [ "$#" -gt 0 ]; do
     *) echo "gpu-mps-endings.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-export NVSHMEM_DISABLE_NVLS=1 NVSHMEM_REMOTE_TRANSPORT=none
-if [ -z "${NV:-}" ]; then
-    NV="$(python3 -c "import importlib.util as u; print(list(u.find_spec('nvidia.nvshmem').submodule_search_locations)[0])" 2>/dev/null || true)"
-fi
-[ -n "$NV" ] && export LD_LIBRARY_PATH="$NV/lib:${LD_LIBRARY_PATH:-}"
+# shellcheck source=scripts/gpu-lib.sh
+. "$root/scripts/gpu-lib.sh"
+gpu_env # NVSHMEM_DISABLE_NVLS=1, NVSHMEM's plugins on LD_LIBRARY_PATH
 [ -d "$data" ] || data=/usr/share/datasets/fashion-mnist
 train=("$bin/train" --backend nvshmem --pes 4 --mps on --gpu-lib "$root/build/libsymddp_cuda.so"
     --data-dir "$data" --no-progress --eval-every 0 --log-every 100)
