@@ -70,6 +70,30 @@ func checkSamples(values int, y []int32, shape []int, classes int) (int, error) 
 	return size, nil
 }
 
+// gatherRows is the Gather of InMemory and ByteSamples, whose sample j is the
+// row xs[j*size:(j+1)*size] and the label ys[j]: it checks that x and y hold
+// len(idx) samples, writes a zero row and label -1 for an index of -1, and
+// otherwise the label and the row, which decode turns into float32 values.
+func gatherRows[T float32 | byte](idx []int, x []float32, y []int32, xs []T, ys []int32, size int, decode func(dst []float32, src []T)) {
+	if len(x) < len(idx)*size || len(y) < len(idx) {
+		panic(fmt.Sprintf("datasets: Gather of %d samples of %d values into x of %d and y of %d",
+			len(idx), size, len(x), len(y)))
+	}
+	for i, j := range idx {
+		row := x[i*size : (i+1)*size]
+		switch {
+		case j == -1:
+			clear(row)
+			y[i] = -1
+		case j < 0 || j >= len(ys):
+			panic(fmt.Sprintf("datasets: Gather index %d outside [0, %d)", j, len(ys)))
+		default:
+			decode(row, xs[j*size:(j+1)*size])
+			y[i] = ys[j]
+		}
+	}
+}
+
 // Len is the number of samples.
 func (d *ByteSamples) Len() int { return len(d.Y) }
 
@@ -96,26 +120,9 @@ func (d *ByteSamples) Value(b byte) float32 { return d.table[b] }
 //
 //	x is (len(idx), SampleSize()), y is (len(idx))
 func (d *ByteSamples) Gather(idx []int, x []float32, y []int32) {
-	size := d.size
-	if len(x) < len(idx)*size || len(y) < len(idx) {
-		panic(fmt.Sprintf("datasets: Gather of %d samples of %d values into x of %d and y of %d",
-			len(idx), size, len(x), len(y)))
-	}
 	d.touch(idx)
 	t := d.table
-	for i, j := range idx {
-		row := x[i*size : (i+1)*size]
-		switch {
-		case j == -1:
-			clear(row)
-			y[i] = -1
-		case j < 0 || j >= len(d.Y):
-			panic(fmt.Sprintf("datasets: Gather index %d outside [0, %d)", j, len(d.Y)))
-		default:
-			decodeRow(row, d.X[j*size:(j+1)*size], t)
-			y[i] = d.Y[j]
-		}
-	}
+	gatherRows(idx, x, y, d.X, d.Y, d.size, func(dst []float32, src []byte) { decodeRow(dst, src, t) })
 }
 
 // touch loads one byte of every cache line of the rows idx names before

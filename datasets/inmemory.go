@@ -49,24 +49,7 @@ func (d *InMemory) Classes() int { return d.classes }
 //
 //	x is (len(idx), SampleSize()), y is (len(idx))
 func (d *InMemory) Gather(idx []int, x []float32, y []int32) {
-	size := d.size
-	if len(x) < len(idx)*size || len(y) < len(idx) {
-		panic(fmt.Sprintf("datasets: Gather of %d samples of %d values into x of %d and y of %d",
-			len(idx), size, len(x), len(y)))
-	}
-	for i, j := range idx {
-		row := x[i*size : (i+1)*size]
-		switch {
-		case j == -1:
-			clear(row)
-			y[i] = -1
-		case j < 0 || j >= len(d.Y):
-			panic(fmt.Sprintf("datasets: Gather index %d outside [0, %d)", j, len(d.Y)))
-		default:
-			copy(row, d.X[j*size:(j+1)*size])
-			y[i] = d.Y[j]
-		}
-	}
+	gatherRows(idx, x, y, d.X, d.Y, d.size, func(dst, src []float32) { copy(dst, src) })
 }
 
 // Subset returns the first n samples as a dataset that shares memory with d,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/gradcheck"
 )
 
 // Central differences with eps = 1e-2 on float32 data of magnitude <= 1.
@@ -25,7 +26,7 @@ func minPreact(x, w, b []float32, in, out int) float64 {
 	m := math.Inf(1)
 	for r := 0; r < len(x)/in; r++ {
 		for o := 0; o < out; o++ {
-			z := float64(b[o]) + dot(x[r*in:(r+1)*in], w[o*in:(o+1)*in])
+			z := float64(b[o]) + gradcheck.Dot(x[r*in:(r+1)*in], w[o*in:(o+1)*in])
 			m = math.Min(m, math.Abs(z))
 		}
 	}
@@ -34,7 +35,7 @@ func minPreact(x, w, b []float32, in, out int) float64 {
 
 func TestLinearGradients(t *testing.T) {
 	const batch, in, out = 4, 6, 5
-	for name, e := range testEngines(t) {
+	for name, e := range gradcheck.Engines(t) {
 		for _, act := range []compute.Activation{compute.Identity, compute.ReLU} {
 			t.Run(fmt.Sprintf("%s/act=%d", name, act), func(t *testing.T) {
 				l := NewLinear("fc", in, out, act)
@@ -44,7 +45,7 @@ func TestLinearGradients(t *testing.T) {
 				var x compute.Tensor
 				for seed := uint64(1); ; seed++ {
 					r := rand.New(rand.NewPCG(seed, 1))
-					a, x = newArenas(e, l.Params(), r), uniformTensor(e, r, batch, in)
+					a, x = newArenas(e, l.Params(), r), gradcheck.Uniform(e, r, batch, in)
 					if act == compute.Identity || minPreact(compute.HostData(x), a.params[:out*in], a.params[out*in:], in, out) > 3*fdEps {
 						break
 					}
@@ -57,16 +58,16 @@ func TestLinearGradients(t *testing.T) {
 				for i := range proj {
 					proj[i] = float32(2*rr.Float64() - 1)
 				}
-				f := func() float64 { return dot(proj, compute.HostData(l.Forward(x))) }
+				f := func() float64 { return gradcheck.Dot(proj, compute.HostData(l.Forward(x))) }
 				f()
 				dy := e.Alloc(batch, out)
 				e.SetTensor(dy, proj)
 				dx := l.Backward(dy)
 				dxv := append([]float32(nil), compute.HostData(dx)...)
 				grads := append([]float32(nil), a.grads...)
-				n := checkFD(t, "dW", a.params[:out*in], grads[:out*in], f, fdEps, fdAtol, fdRtol)
-				n += checkFD(t, "db", a.params[out*in:], grads[out*in:], f, fdEps, fdAtol, fdRtol)
-				n += checkFD(t, "dx", compute.HostData(x), dxv, f, fdEps, fdAtol, fdRtol)
+				n := gradcheck.CheckFD(t, "dW", a.params[:out*in], grads[:out*in], f, fdEps, fdAtol, fdRtol)
+				n += gradcheck.CheckFD(t, "db", a.params[out*in:], grads[out*in:], f, fdEps, fdAtol, fdRtol)
+				n += gradcheck.CheckFD(t, "dx", compute.HostData(x), dxv, f, fdEps, fdAtol, fdRtol)
 				if n != out*in+out+batch*in {
 					t.Errorf("checked %d elements", n)
 				}
@@ -76,7 +77,7 @@ func TestLinearGradients(t *testing.T) {
 }
 
 func TestLinearFirstLayerSkipsInputGradient(t *testing.T) {
-	e := testEngines(t)["gonum"]
+	e := gradcheck.Engines(t)["gonum"]
 	l := NewLinear("fc", 3, 2, compute.ReLU)
 	a := newArenas(e, l.Params(), rand.New(rand.NewPCG(1, 1)))
 	if _, err := l.Build(Build{Engine: e, Batch: 2, Params: a.pv, Grads: a.gv, In: []int{3}}); err != nil {
@@ -91,10 +92,10 @@ func TestLinearFirstLayerSkipsInputGradient(t *testing.T) {
 func TestReLUGradients(t *testing.T) {
 	const batch = 3
 	in := []int{2, 4} // a rank-3 input: (B,2,4)
-	for name, e := range testEngines(t) {
+	for name, e := range gradcheck.Engines(t) {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, 7))
-			x := uniformTensor(e, r, batch, in[0], in[1])
+			x := gradcheck.Uniform(e, r, batch, in[0], in[1])
 			for i, v := range compute.HostData(x) { // keep clear of the kink
 				if math.Abs(float64(v)) < 3*fdEps {
 					compute.HostData(x)[i] = 0.5
@@ -105,13 +106,13 @@ func TestReLUGradients(t *testing.T) {
 			if err != nil || fmt.Sprint(out) != fmt.Sprint(in) {
 				t.Fatalf("Build = %v, %v; want %v", out, err, in)
 			}
-			proj := compute.HostData(uniformTensor(e, r, batch*8, 1))
-			f := func() float64 { return dot(proj, compute.HostData(l.Forward(x))) }
+			proj := compute.HostData(gradcheck.Uniform(e, r, batch*8, 1))
+			f := func() float64 { return gradcheck.Dot(proj, compute.HostData(l.Forward(x))) }
 			f()
 			dy := e.Alloc(batch, in[0], in[1])
 			e.SetTensor(dy, proj)
 			dx := append([]float32(nil), compute.HostData(l.Backward(dy))...)
-			checkFD(t, "dx", compute.HostData(x), dx, f, fdEps, fdAtol, fdRtol)
+			gradcheck.CheckFD(t, "dx", compute.HostData(x), dx, f, fdEps, fdAtol, fdRtol)
 		})
 	}
 }
@@ -119,10 +120,10 @@ func TestReLUGradients(t *testing.T) {
 func TestCrossEntropyGradients(t *testing.T) {
 	const batch, classes, scale = 5, 4, 0.5
 	labels := []int32{2, -1, 0, 3, -1}
-	for name, e := range testEngines(t) {
+	for name, e := range gradcheck.Engines(t) {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(3, 3))
-			logits := uniformTensor(e, r, batch, classes)
+			logits := gradcheck.Uniform(e, r, batch, classes)
 			for i := range compute.HostData(logits) {
 				compute.HostData(logits)[i] *= 3
 			}
@@ -137,7 +138,7 @@ func TestCrossEntropyGradients(t *testing.T) {
 			}
 			f()
 			dl := append([]float32(nil), compute.HostData(ce.Apply(logits, l, scale))...)
-			checkFD(t, "dlogits", compute.HostData(logits), dl, f, 1e-2, 1e-4, 1e-2)
+			gradcheck.CheckFD(t, "dlogits", compute.HostData(logits), dl, f, 1e-2, 1e-4, 1e-2)
 			for i, g := range dl {
 				if labels[i/classes] == -1 && g != 0 {
 					t.Errorf("dlogits[%d] = %v in a padding row", i, g)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/gradcheck"
 )
 
 // refMLP is the mlp's forward pass in float64 on the host: logits and the
@@ -45,7 +46,7 @@ func TestMLPGradients(t *testing.T) {
 	const batch, scale = 6, 0.2
 	labels := []int32{0, 2, -1, 1, 2, 0}
 	cfg := Config{Input: []int{2, 3}, Hidden: []int{5, 4}, Classes: 3}
-	for name, e := range testEngines(t) {
+	for name, e := range gradcheck.Engines(t) {
 		t.Run(name, func(t *testing.T) {
 			m, err := New("mlp", cfg)
 			if err != nil {
@@ -58,7 +59,7 @@ func TestMLPGradients(t *testing.T) {
 			var x compute.Tensor
 			for seed := uint64(1); ; seed++ {
 				r := rand.New(rand.NewPCG(seed, 2))
-				a, x = newArenas(e, specs, r), uniformTensor(e, r, batch, 2, 3)
+				a, x = newArenas(e, specs, r), gradcheck.Uniform(e, r, batch, 2, 3)
 				if _, margin := refMLP(specs, offsets, a.params, compute.HostData(x), batch); margin > 0.05 {
 					break
 				}
@@ -88,7 +89,7 @@ func TestMLPGradients(t *testing.T) {
 				t.Errorf("ready called with %v, want %v", ready, want)
 			}
 			grads := append([]float32(nil), a.grads...)
-			checkFD(t, "grads", a.params, grads, f, 1e-3, 5e-4, 1e-2)
+			gradcheck.CheckFD(t, "grads", a.params, grads, f, 1e-3, 5e-4, 1e-2)
 		})
 	}
 }
@@ -97,7 +98,7 @@ func TestMLPGradients(t *testing.T) {
 // nothing.
 func TestStepDoesNotAllocate(t *testing.T) {
 	const batch = 32
-	for name, e := range testEngines(t) {
+	for name, e := range gradcheck.Engines(t) {
 		t.Run(name, func(t *testing.T) {
 			m, err := New("mlp", Config{})
 			if err != nil {
@@ -108,7 +109,7 @@ func TestStepDoesNotAllocate(t *testing.T) {
 			if err := m.Build(e, a.pv, a.gv, batch); err != nil {
 				t.Fatal(err)
 			}
-			x := uniformTensor(e, r, batch, 784)
+			x := gradcheck.Uniform(e, r, batch, 784)
 			l := e.AllocLabels(batch)
 			host := make([]int32, batch)
 			for i := range host {

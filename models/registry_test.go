@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/gradcheck"
 )
 
 // uniqueName gives each registration in this test binary its own name, so
@@ -120,7 +121,7 @@ func TestRegisterPanics(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	e := testEngines(t)["gonum"]
+	e := gradcheck.Engines(t)["gonum"]
 	m, err := MLP(Config{Input: []int{6}, Hidden: []int{4}, Classes: 3})
 	if err != nil {
 		t.Fatal(err)

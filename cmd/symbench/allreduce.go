@@ -46,38 +46,54 @@ func parseAllReduceFlags(args []string) (allReduceOpts, error) {
 	var o allReduceOpts
 	fs := pflag.NewFlagSet("symbench allreduce", pflag.ContinueOnError)
 	fs.IntSliceVar(&o.pes, "pes", []int{2, 4, 8}, "job sizes (numbers of PEs) to measure")
-	minSize := fs.String("min", "4KiB", "smallest buffer (B, KiB, MiB, GiB)")
-	maxSize := fs.String("max", "64MiB", "largest buffer")
-	fs.Int64Var(&o.step, "step", 4, "factor between successive buffer sizes")
-	fs.IntVar(&o.reps, "reps", 5, "timed repetitions per size (the median is reported)")
-	fs.DurationVar(&o.target, "target", 50*time.Millisecond, "duration of one repetition")
+	minSize, maxSize := o.sweepFlags(fs, "64MiB")
 	fs.StringVar(&o.mpi, "mpi", "auto", "measure Open MPI too: auto (if mpicc and mpirun are found), on, off")
 	fs.StringVar(&o.mpirunArgs, "mpirun-args", "", "extra arguments for mpirun, such as \"--mca btl self,vader\"")
-	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of every wait in the shm PEs")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	err := o.check(*minSize, *maxSize, true)
+	return o, err
+}
+
+// sweepFlags declares on fs the flags that `symbench allreduce` and
+// `symbench allreduce-mpi` share: the buffer sizes (--max defaults to
+// maxDefault), the repetitions and the table format. It returns --min and
+// --max for check.
+func (o *allReduceOpts) sweepFlags(fs *pflag.FlagSet, maxDefault string) (minSize, maxSize *string) {
+	minSize = fs.String("min", "4KiB", "smallest buffer (B, KiB, MiB, GiB)")
+	maxSize = fs.String("max", maxDefault, "largest buffer")
+	fs.Int64Var(&o.step, "step", 4, "factor between successive buffer sizes")
+	fs.IntVar(&o.reps, "reps", 5, "timed repetitions per size (the median is reported)")
+	fs.DurationVar(&o.target, "target", 50*time.Millisecond, "duration of one repetition")
+	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
+	return minSize, maxSize
+}
+
+// check sets the buffer sizes from --min and --max and validates the
+// options, --mpi only where the command has it (hasMPIFlag).
+func (o *allReduceOpts) check(minSize, maxSize string, hasMPIFlag bool) error {
 	var err error
-	if o.minBytes, o.maxBytes, err = sizeRange(*minSize, *maxSize, 4); err != nil {
-		return o, err
+	if o.minBytes, o.maxBytes, err = sizeRange(minSize, maxSize, 4); err != nil {
+		return err
 	}
 	switch {
 	case o.step < 2:
-		return o, fmt.Errorf("--step %d: want at least 2", o.step)
+		return fmt.Errorf("--step %d: want at least 2", o.step)
 	case o.reps < 1 || o.target <= 0:
-		return o, fmt.Errorf("--reps %d --target %v: want positive values", o.reps, o.target)
-	case o.mpi != "auto" && o.mpi != "on" && o.mpi != "off":
-		return o, fmt.Errorf("--mpi %q: want auto, on or off", o.mpi)
+		return fmt.Errorf("--reps %d --target %v: want positive values", o.reps, o.target)
+	case hasMPIFlag && o.mpi != "auto" && o.mpi != "on" && o.mpi != "off":
+		return fmt.Errorf("--mpi %q: want auto, on or off", o.mpi)
 	case o.format != "text" && o.format != "markdown":
-		return o, fmt.Errorf("--format %q: want text or markdown", o.format)
+		return fmt.Errorf("--format %q: want text or markdown", o.format)
 	}
 	for _, n := range o.pes {
 		if n < 1 {
-			return o, fmt.Errorf("--pes: %d PEs", n)
+			return fmt.Errorf("--pes: %d PEs", n)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // sizes are the buffer sizes to measure, in bytes.

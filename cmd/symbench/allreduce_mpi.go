@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -42,36 +41,15 @@ func parseAllReduceMPIFlags(args []string) (mpiBenchOpts, error) {
 	var o mpiBenchOpts
 	fs := pflag.NewFlagSet("symbench allreduce-mpi", pflag.ContinueOnError)
 	fs.IntSliceVar(&o.pes, "pes", []int{2, 4}, "job sizes (ranks) to measure")
-	minSize := fs.String("min", "4KiB", "smallest buffer (B, KiB, MiB, GiB)")
-	maxSize := fs.String("max", "16MiB", "largest buffer")
-	fs.Int64Var(&o.step, "step", 4, "factor between successive buffer sizes")
-	fs.IntVar(&o.reps, "reps", 5, "timed repetitions per size (the median is reported)")
-	fs.DurationVar(&o.target, "target", 50*time.Millisecond, "duration of one repetition")
+	minSize, maxSize := o.sweepFlags(fs, "16MiB")
 	fs.StringVar(&o.mpirunArgs, "mpirun-args", "", "extra arguments for mpirun, such as \"--mca btl tcp,self --mca osc pt2pt\"")
-	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of every wait in the PEs")
 	fs.BoolVar(&o.hier, "hierarchical", false, "also measure the mpi backend with "+mpiHierEnv+"=1")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	var err error
-	if o.minBytes, o.maxBytes, err = sizeRange(*minSize, *maxSize, 4); err != nil {
-		return o, err
-	}
-	switch {
-	case o.step < 2:
-		return o, fmt.Errorf("--step %d: want at least 2", o.step)
-	case o.reps < 1 || o.target <= 0:
-		return o, fmt.Errorf("--reps %d --target %v: want positive values", o.reps, o.target)
-	case o.format != "text" && o.format != "markdown":
-		return o, fmt.Errorf("--format %q: want text or markdown", o.format)
-	}
-	for _, n := range o.pes {
-		if n < 1 {
-			return o, fmt.Errorf("--pes: %d PEs", n)
-		}
-	}
-	return o, nil
+	err := o.check(*minSize, *maxSize, false)
+	return o, err
 }
 
 // mpiHierEnv switches the mpi backend's hierarchical allreduce on in the
@@ -206,17 +184,5 @@ func printMPITable(w io.Writer, opts mpiBenchOpts, host string, variants []strin
 		}
 		lines = append(lines, l)
 	}
-	if opts.format == "markdown" {
-		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
-		for _, l := range lines {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(l, " | "))
-		}
-		return nil
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
-	for _, l := range lines {
-		fmt.Fprintf(tw, "%s\t\n", strings.Join(l, "\t"))
-	}
-	return tw.Flush()
+	return writeTable(w, opts.format, head, lines)
 }

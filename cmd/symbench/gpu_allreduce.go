@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -242,20 +241,8 @@ func printGPUTable(w io.Writer, o gpuOpts, npes int, info string, res []gpuResul
 		}
 		lines = append(lines, line)
 	}
-	if o.format == "markdown" {
-		fmt.Fprintf(w, "\n| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
-		for _, l := range lines {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(l, " | "))
-		}
-		return nil
-	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
-	for _, l := range lines {
-		fmt.Fprintf(tw, "%s\t\n", strings.Join(l, "\t"))
-	}
-	return tw.Flush()
+	return writeTable(w, o.format, head, lines)
 }
 
 func formatRate(bps float64) string {

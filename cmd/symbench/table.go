@@ -50,7 +50,14 @@ func printTable(w io.Writer, opts allReduceOpts, host string, rows []row, note s
 		}
 		lines = append(lines, line)
 	}
-	if opts.format == "markdown" {
+	return writeTable(w, opts.format, head, lines)
+}
+
+// writeTable writes a table of the column names head and the rows lines,
+// as a markdown table (format "markdown") or as text in right-aligned
+// columns.
+func writeTable(w io.Writer, format string, head []string, lines [][]string) error {
+	if format == "markdown" {
 		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
 		for _, l := range lines {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(l, " | "))

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,34 +9,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/internal/syncbuf"
 )
 
-// lockedBuffer collects the PEs' output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // spec is a job of n PEs of this test binary playing role.
-func spec(role string, n int, out *lockedBuffer) Spec {
+func spec(role string, n int, out *syncbuf.Buffer) Spec {
 	return Spec{Path: os.Args[0], Args: []string{}, NPEs: n, Env: []string{envRole + "=" + role}, Stdout: out, Stderr: out}
 }
 
@@ -52,7 +33,7 @@ func ownHeapFiles(t *testing.T) []string {
 }
 
 func TestRunGivesEveryPEItsEnvironment(t *testing.T) {
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	s := spec("env", 3, &out)
 	s.HeapSize, s.Timeout = 1<<24, 42*time.Second
 	if err := Run(context.Background(), s); err != nil {
@@ -84,7 +65,7 @@ func TestRunGivesEveryPEItsEnvironment(t *testing.T) {
 }
 
 func TestRunOnePEIsNotPrefixed(t *testing.T) {
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	if err := Run(context.Background(), spec("env", 1, &out)); err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -94,7 +75,7 @@ func TestRunOnePEIsNotPrefixed(t *testing.T) {
 }
 
 func TestRunReportsTheFailedPEAndStopsTheOthers(t *testing.T) {
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	start := time.Now()
 	err := Run(context.Background(), spec("fail-on-1", 4, &out))
 	var pe *PEError
@@ -120,7 +101,7 @@ func TestRunReportsTheFailedPEAndStopsTheOthers(t *testing.T) {
 }
 
 func TestRunStopsWhenTheContextEnds(t *testing.T) {
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err := Run(ctx, spec("sleep", 2, &out))
@@ -206,7 +187,7 @@ func TestKilledLauncher(t *testing.T) {
 	if _, err := os.Stat(heaps[0]); err != nil {
 		t.Fatalf("the killed launcher's heap file is already gone (%v): nothing to test", err)
 	}
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	if err := Run(context.Background(), spec("env", 1, &out)); err != nil {
 		t.Fatalf("next job: %v\n%s", err, out.String())
 	}
@@ -221,7 +202,7 @@ func TestSignalsAreForwarded(t *testing.T) {
 	dir := t.TempDir()
 	launcher := exec.Command(os.Args[0])
 	launcher.Env = append(os.Environ(), envRole+"=launcher", "LAUNCH_TEST_PE_ROLE=trap", envPidDir+"="+dir)
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	launcher.Stdout, launcher.Stderr = &out, &out
 	if err := launcher.Start(); err != nil {
 		t.Fatal(err)

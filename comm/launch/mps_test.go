@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/symddp/symddp/internal/syncbuf"
 )
 
 // fakeMPS puts a stand-in nvidia-cuda-mps-control first on PATH: "-d"
@@ -86,7 +88,7 @@ func daemonPid(t *testing.T, pipe string) int {
 func TestMPSDaemonLifecycle(t *testing.T) {
 	fakeMPS(t)
 	for _, role := range []string{"mps", "fail-on-1"} {
-		var out lockedBuffer
+		var out syncbuf.Buffer
 		s := spec(role, 3, &out)
 		s.MPS = &MPS{PEsPerGPU: 3}
 		var pipe string
@@ -147,7 +149,7 @@ func TestKilledLauncherLeavesNoDaemon(t *testing.T) {
 	if !alive(daemon) {
 		t.Fatal("the daemon died with its launcher: nothing to test")
 	}
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	if err := Run(context.Background(), spec("env", 1, &out)); err != nil {
 		t.Fatalf("next job: %v\n%s", err, out.String())
 	}
@@ -162,7 +164,7 @@ func TestKilledLauncherLeavesNoDaemon(t *testing.T) {
 // TestMPSMissing: asking for MPS without the binary is an error saying so.
 func TestMPSMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	s := spec("env", 1, &out)
 	s.MPS = &MPS{PEsPerGPU: 2}
 	if err := Run(context.Background(), s); err == nil || !strings.Contains(err.Error(), "nvidia-cuda-mps-control not found") {

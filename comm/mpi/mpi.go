@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/comm/internal/orderq"
 )
 
@@ -23,13 +24,7 @@ const Name = "mpi"
 const DefaultHeapSize = 1 << 30
 
 func init() {
-	comm.Register(Name, func(cfg comm.Config) (comm.Comm, error) {
-		c, err := New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
+	backend.Register(Name, New)
 }
 
 // state guards MPI's once-per-process life: MPI can be initialised once,
@@ -75,14 +70,9 @@ var _ comm.Comm = (*Comm)(nil)
 // cfg.HeapSize bounds the live allocations (default DefaultHeapSize);
 // cfg.Timeout is the deadline of every wait (default comm.DefaultTimeout).
 func New(cfg comm.Config) (*Comm, error) {
-	if cfg.HeapSize < 0 {
-		return nil, fmt.Errorf("mpi: heap size %d: want a positive number of bytes", cfg.HeapSize)
-	}
-	if cfg.HeapSize == 0 {
-		cfg.HeapSize = DefaultHeapSize
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = comm.DefaultTimeout
+	cfg, err := backend.Defaults(Name, cfg, DefaultHeapSize)
+	if err != nil {
+		return nil, err
 	}
 	state.Lock()
 	defer state.Unlock()
@@ -92,7 +82,6 @@ func New(cfg comm.Config) (*Comm, error) {
 	th := startInitThread()
 	var rank, size int
 	var already bool
-	var err error
 	th.do(func() { rank, size, already, err = cInit() })
 	if already {
 		th.stop()

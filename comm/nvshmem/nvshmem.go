@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -19,13 +20,7 @@ const Name = "nvshmem"
 const DefaultHeapSize = 1 << 30
 
 func init() {
-	comm.Register(Name, func(cfg comm.Config) (comm.Comm, error) {
-		c, err := New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
+	backend.Register(Name, New)
 }
 
 // active is set while a Comm is open in this process.

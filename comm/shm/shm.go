@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/comm/internal/orderq"
 )
 
@@ -39,13 +40,7 @@ const Name = "shm"
 const DefaultHeapSize = 1 << 30
 
 func init() {
-	comm.Register(Name, func(cfg comm.Config) (comm.Comm, error) {
-		c, err := New(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
+	backend.Register(Name, New)
 }
 
 // active is set while a Comm is open in this process.
@@ -92,14 +87,9 @@ func New(cfg comm.Config) (*Comm, error) {
 	if err := comm.CheckPE("shm: open", cfg.PE, cfg.NPEs); err != nil {
 		return nil, err
 	}
-	if cfg.HeapSize == 0 {
-		cfg.HeapSize = DefaultHeapSize
-	}
-	if cfg.HeapSize < 0 {
-		return nil, fmt.Errorf("shm: heap size %d: want a positive number of bytes", cfg.HeapSize)
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = comm.DefaultTimeout
+	cfg, err := backend.Defaults(Name, cfg, DefaultHeapSize)
+	if err != nil {
+		return nil, err
 	}
 	path := cfg.HeapName
 	if path == "" && cfg.NPEs > 1 {

@@ -8,8 +8,7 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/blas"
-	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/internal/gradcheck"
 	"github.com/symddp/symddp/models"
 )
 
@@ -21,21 +20,6 @@ const (
 	fdAtol = 3e-4
 	fdRtol = 2e-3
 )
-
-// testEngines returns a one-thread CPU engine per BLAS available here.
-func testEngines(t testing.TB) map[string]compute.Engine {
-	t.Helper()
-	out := map[string]compute.Engine{}
-	for _, k := range []blas.Kind{blas.Gonum, blas.OpenBLAS} {
-		e, err := cpu.New(cpu.Options{BLAS: k, Threads: 1})
-		if err != nil {
-			t.Logf("%s not tested: %v", k, err)
-			continue
-		}
-		out[string(k)] = e
-	}
-	return out
-}
 
 // layerArenas lays out a layer's parameters in a parameter and a gradient
 // arena, fills the parameters with draws in [-1, 1) and returns the views.
@@ -52,51 +36,10 @@ func layerArenas(e compute.Engine, specs []models.ParamSpec, r *rand.Rand) (para
 	return params, grads, pv, gv
 }
 
-// uniform allocates a tensor of the shape with draws in [-1, 1).
-func uniform(e compute.Engine, r *rand.Rand, shape ...int) compute.Tensor {
-	t := e.Alloc(shape...)
-	d := compute.HostData(t)
-	for i := range d {
-		d[i] = float32(2*r.Float64() - 1)
-	}
-	return t
-}
-
-func dot(a, b []float32) float64 {
-	var s float64
-	for i := range a {
-		s += float64(a[i]) * float64(b[i])
-	}
-	return s
-}
-
-// checkFD compares analytic[i], the derivative of f with respect to v[i],
-// with the central difference (f(v[i]+eps) - f(v[i]-eps)) / 2eps, where f
-// evaluates the objective for the current contents of v. It returns how many
-// elements it checked.
+// checkFD is gradcheck.CheckFD with this file's eps and tolerances.
 func checkFD(t *testing.T, what string, v, analytic []float32, f func() float64) int {
 	t.Helper()
-	if len(v) != len(analytic) {
-		t.Fatalf("%s: %d values, %d gradients", what, len(v), len(analytic))
-	}
-	bad := 0
-	for i := range v {
-		orig := v[i]
-		hi, lo := orig+fdEps, orig-fdEps
-		v[i] = hi
-		fHi := f()
-		v[i] = lo
-		fLo := f()
-		v[i] = orig
-		fd := (fHi - fLo) / (float64(hi) - float64(lo))
-		an := float64(analytic[i])
-		if math.Abs(fd-an) > fdAtol+fdRtol*math.Abs(fd) {
-			if bad++; bad <= 5 {
-				t.Errorf("%s[%d]: analytic %.6g, finite difference %.6g", what, i, an, fd)
-			}
-		}
-	}
-	return len(v)
+	return gradcheck.CheckFD(t, what, v, analytic, f, fdEps, fdAtol, fdRtol)
 }
 
 // directConv is the textbook convolution in float64, the reference for
@@ -131,7 +74,7 @@ func directConv(x, w, bias []float32, batch, c, h, wd, f, k, pad int) []float64 
 
 func TestConv2DForwardMatchesDirectConvolution(t *testing.T) {
 	const batch, c, h, w, f, k = 2, 3, 7, 6, 4, 3
-	for name, e := range testEngines(t) {
+	for name, e := range gradcheck.Engines(t) {
 		for _, pad := range []Padding{Valid, Same} {
 			t.Run(fmt.Sprintf("%s/pad=%d", name, pad), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(5, 5))
@@ -149,7 +92,7 @@ func TestConv2DForwardMatchesDirectConvolution(t *testing.T) {
 				if !slices.Equal(out, []int{f, ho, wo}) {
 					t.Fatalf("output shape %v, want %v", out, []int{f, ho, wo})
 				}
-				x := uniform(e, r, batch, c, h, w)
+				x := gradcheck.Uniform(e, r, batch, c, h, w)
 				y := l.Forward(x)
 				if !slices.Equal([]int(y.Shape()), []int{batch, f, ho, wo}) {
 					t.Fatalf("y has shape %v", y.Shape())
@@ -169,7 +112,7 @@ func TestConv2DForwardMatchesDirectConvolution(t *testing.T) {
 // the objective sum(proj ⊙ y), for both paddings, with and without ReLU.
 func TestConv2DGradients(t *testing.T) {
 	const batch, c, h, w, f, k = 2, 2, 6, 5, 3, 3
-	for name, e := range testEngines(t) {
+	for name, e := range gradcheck.Engines(t) {
 		for _, pad := range []Padding{Valid, Same} {
 			for _, act := range []compute.Activation{compute.Identity, compute.ReLU} {
 				t.Run(fmt.Sprintf("%s/pad=%d/act=%d", name, pad, act), func(t *testing.T) {
@@ -186,7 +129,7 @@ func TestConv2DGradients(t *testing.T) {
 					for seed := uint64(1); ; seed++ {
 						r := rand.New(rand.NewPCG(seed, 2))
 						params, grads, pv, gv = layerArenas(e, l.Params(), r)
-						x = uniform(e, r, batch, c, h, w)
+						x = gradcheck.Uniform(e, r, batch, c, h, w)
 						if act == compute.Identity {
 							break
 						}
@@ -208,7 +151,7 @@ func TestConv2DGradients(t *testing.T) {
 					for i := range proj {
 						proj[i] = float32(2*rr.Float64() - 1)
 					}
-					fn := func() float64 { return dot(proj, compute.HostData(l.Forward(x))) }
+					fn := func() float64 { return gradcheck.Dot(proj, compute.HostData(l.Forward(x))) }
 					fn()
 					dy := e.Alloc(batch, out[0], out[1], out[2])
 					e.SetTensor(dy, proj)
@@ -236,7 +179,7 @@ func minAbs(z []float64) float64 {
 }
 
 func TestConv2DFirstLayerSkipsInputGradient(t *testing.T) {
-	e := testEngines(t)["gonum"]
+	e := gradcheck.Engines(t)["gonum"]
 	l := NewConv2D("conv", 1, 2, 3, Same, compute.ReLU)
 	_, _, pv, gv := layerArenas(e, l.Params(), rand.New(rand.NewPCG(1, 1)))
 	if _, err := l.Build(models.Build{Engine: e, Batch: 2, Params: pv, Grads: gv, In: []int{1, 4, 4}}); err != nil {
@@ -249,7 +192,7 @@ func TestConv2DFirstLayerSkipsInputGradient(t *testing.T) {
 }
 
 func TestConv2DBuildErrors(t *testing.T) {
-	e := testEngines(t)["gonum"]
+	e := gradcheck.Engines(t)["gonum"]
 	l := NewConv2D("conv", 3, 2, 5, Valid, compute.Identity)
 	_, _, pv, gv := layerArenas(e, l.Params(), rand.New(rand.NewPCG(1, 1)))
 	for _, tc := range []struct {
@@ -276,7 +219,7 @@ func TestConv2DBuildErrors(t *testing.T) {
 // which element of a window is the largest.
 func TestMaxPool2DGradients(t *testing.T) {
 	const batch, c, h, w = 2, 3, 5, 6 // an odd height: the last row is dropped
-	e := testEngines(t)["gonum"]
+	e := gradcheck.Engines(t)["gonum"]
 	l := NewMaxPool2D()
 	out, err := l.Build(models.Build{Engine: e, Batch: batch, In: []int{c, h, w}, NeedInputGrad: true})
 	if err != nil {
@@ -295,7 +238,7 @@ func TestMaxPool2DGradients(t *testing.T) {
 	for i := range proj {
 		proj[i] = float32(2*r.Float64() - 1)
 	}
-	fn := func() float64 { return dot(proj, compute.HostData(l.Forward(x))) }
+	fn := func() float64 { return gradcheck.Dot(proj, compute.HostData(l.Forward(x))) }
 	fn()
 	dy := e.Alloc(batch, c, 2, 3)
 	e.SetTensor(dy, proj)
@@ -318,7 +261,7 @@ func TestMaxPool2DGradients(t *testing.T) {
 }
 
 func TestMaxPool2DForward(t *testing.T) {
-	e := testEngines(t)["gonum"]
+	e := gradcheck.Engines(t)["gonum"]
 	l := NewMaxPool2D()
 	if _, err := l.Build(models.Build{Engine: e, Batch: 1, In: []int{1, 2, 4}}); err != nil {
 		t.Fatal(err)
@@ -373,7 +316,7 @@ func TestConvNetShapesAndRegistry(t *testing.T) {
 // gradient of the loss with respect to a few parameters of every layer by
 // finite differences: the layers compose.
 func TestConvNetGradientThroughModel(t *testing.T) {
-	e := testEngines(t)["gonum"]
+	e := gradcheck.Engines(t)["gonum"]
 	const batch = 3
 	m, err := NewConvNet(models.Config{Input: []int{1, 8, 8}, Classes: 4, Hidden: []int{3, 4}})
 	if err != nil {
@@ -396,7 +339,7 @@ func TestConvNetGradientThroughModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(8, 8))
-	x := uniform(e, r, batch, 1, 8, 8)
+	x := gradcheck.Uniform(e, r, batch, 1, 8, 8)
 	labels := e.AllocLabels(batch)
 	e.SetLabels(labels, []int32{0, 3, 1})
 	ce := models.NewCrossEntropy(e, batch, 4)

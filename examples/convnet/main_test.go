@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/syncbuf"
 )
 
 // envRunMain makes the test binary run the command instead of the tests:
@@ -25,24 +24,6 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
-}
-
-// syncBuffer collects the PEs' output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // report is what PE 0 printed.
@@ -66,7 +47,7 @@ var (
 func runCommand(t *testing.T, args ...string) report {
 	t.Helper()
 	t.Setenv(envRunMain, "1") // for the PEs; this process is already past TestMain
-	var out, errs syncBuffer
+	var out, errs syncbuf.Buffer
 	if code := run(args, &out, &errs); code != 0 {
 		t.Fatalf("convnet %s: exit status %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out.String(), errs.String())
 	}

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/symddp/symddp/internal/syncbuf"
 )
 
 // envRunMain makes the test binary run the command instead of the tests:
@@ -22,24 +22,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// syncBuffer collects the PEs' output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 var (
 	logLine     = regexp.MustCompile(`step +\d+ +loss ([0-9.]+) +accuracy`)
 	testLine    = regexp.MustCompile(`test: loss [0-9.]+, accuracy ([0-9.]+)% \((\d+) points`)
@@ -51,7 +33,7 @@ func TestSpiralsTrainOnSeveralPEs(t *testing.T) {
 		t.Run(strconv.Itoa(pes)+"PEs", func(t *testing.T) {
 			t.Setenv(envRunMain, "1") // for the PEs
 			args := []string{"--pes", strconv.Itoa(pes), "--log-every", "20"}
-			var out, errs syncBuffer
+			var out, errs syncbuf.Buffer
 			if code := run(args, &out, &errs); code != 0 {
 				t.Fatalf("customdata %v: exit status %d\nstdout:\n%s\nstderr:\n%s", args, code, out.String(), errs.String())
 			}
@@ -88,7 +70,7 @@ func TestSpiralsTrainOnSeveralPEs(t *testing.T) {
 }
 
 func TestBadFlagsStopBeforeLaunching(t *testing.T) {
-	var out, errs syncBuffer
+	var out, errs syncbuf.Buffer
 	if code := run([]string{"--pes", "3"}, &out, &errs); code != 2 {
 		t.Errorf("exit status %d, want 2", code)
 	}

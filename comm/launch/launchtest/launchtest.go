@@ -21,7 +21,6 @@
 package launchtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
+	"github.com/symddp/symddp/internal/syncbuf"
 )
 
 // Job describes the job a test runs in.
@@ -120,7 +120,7 @@ func launchJob(tb testing.TB, job Job, key string, args, env []string) (string, 
 			defer cancel()
 		}
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	err := launch.Run(ctx, launch.Spec{
 		Args:     args,
 		NPEs:     max(job.NPEs, 1),
@@ -159,22 +159,4 @@ func runPE(t testing.TB, body func(c comm.Comm)) {
 	if err := c.Close(); err != nil && !errors.Is(err, comm.ErrClosed) {
 		t.Fatalf("launchtest: PE %d: close: %v", cfg.PE, err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the launcher's writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
