@@ -112,6 +112,9 @@ func parseGPUTrainFlags(args []string) (gpuTrainOpts, error) {
 
 func runGPUTrain(args []string) error {
 	o, err := parseGPUTrainFlags(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
