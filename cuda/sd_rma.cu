@@ -3,9 +3,13 @@
  * symmetric buffer, signals, and the small allgather of control words.
  *
  * A peer reachable by pointer (nvshmem_ptr != NULL: same GPU or a P2P peer)
- * is written and read with cudaMemcpyAsync straight to its mapped address on
- * the library's stream. Other peers go through the symmetric staging buffer
- * and NVSHMEM's on-stream put/get. Every call here returns when its transfer
+ * is written and read at its mapped address on the library's stream with
+ * cudaMemcpyAsync; where that call rejects the address ("invalid argument":
+ * seen on a 2-GPU host for an address NVSHMEM maps from the other GPU), the
+ * transfer goes through the staging buffer and a copy kernel instead, since
+ * kernels reach such addresses (sd_host_to_mapped, sd_mapped_to_host; the
+ * fallback has not run on a multi-GPU host yet). Other peers go through the
+ * symmetric staging buffer and NVSHMEM's on-stream put/get. Every call here returns when its transfer
  * is complete (delivered), so Fence and Quiet have nothing left to wait for
  * except NVSHMEM puts (sd_quiet).
  */
@@ -21,6 +25,68 @@ static int sd_check_span(const char *what, const sd_buf *b, size_t off, size_t b
     if (off > b->bytes || bytes > b->bytes - off)
         return SD_FAIL(SD_ERR_ARG, "%s: bytes [%zu, %zu) of a %zu-byte buffer", what, off,
                        off + bytes, b->bytes);
+    return SD_OK;
+}
+
+/* Copies n bytes from src to dst, either of them a peer's mapped address. */
+__global__ void sd_copy_bytes_kernel(char *__restrict__ dst, const char *__restrict__ src, size_t n) {
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+        const size_t n16 = n / 16;
+        for (; i < n16; i += stride) ((uint4 *)dst)[i] = ((const uint4 *)src)[i];
+        for (i = n16 * 16 + (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = src[i];
+        return;
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+}
+
+static int sd_copy_on_device(void *dst, const void *src, size_t n) {
+    size_t blocks = (n / 16 + SD_THREADS - 1) / SD_THREADS;
+    if (blocks < 1) blocks = 1;
+    if (blocks > 64) blocks = 64;
+    sd_copy_bytes_kernel<<<(unsigned)blocks, SD_THREADS, 0, g_sd.stream>>>((char *)dst, (const char *)src, n);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+/* cudaMemcpyAsync, or false when it rejected the address as invalid (the
+ * caller then copies through a kernel); other errors are failures. */
+static int sd_try_memcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, bool *done) {
+    const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, g_sd.stream);
+    *done = e == cudaSuccess;
+    if (e == cudaSuccess) return SD_OK;
+    (void)cudaGetLastError(); /* not sticky: clear it */
+    if (e == cudaErrorInvalidValue) return SD_OK;
+    return sd_fail_cuda(__FILE__, __LINE__, "cudaMemcpyAsync", e);
+}
+
+/* Host src to a mapped address, enqueued on the stream: a plain copy, or
+ * staged and then a kernel where the copy is refused (see the top). */
+static int sd_host_to_mapped(void *dst, const void *src, size_t bytes, int pe) {
+    bool done = false;
+    SD_TRY(sd_try_memcpy(dst, src, bytes, cudaMemcpyHostToDevice, &done));
+    if (done) return SD_OK;
+    if (pe == g_sd.pe) return SD_FAIL(SD_ERR, "cudaMemcpyAsync to this PE's own buffer: invalid argument");
+    for (size_t k = 0; k < bytes; k += SD_STAGING_BYTES) {
+        const size_t m = bytes - k < SD_STAGING_BYTES ? bytes - k : SD_STAGING_BYTES;
+        SD_CUDA(cudaMemcpyAsync(g_sd.staging, (const char *)src + k, m, cudaMemcpyHostToDevice, g_sd.stream));
+        SD_TRY(sd_copy_on_device((char *)dst + k, g_sd.staging, m));
+    }
+    return SD_OK;
+}
+
+/* A mapped address to host dst, the other way round. */
+static int sd_mapped_to_host(void *dst, const void *src, size_t bytes, int pe) {
+    bool done = false;
+    SD_TRY(sd_try_memcpy(dst, src, bytes, cudaMemcpyDeviceToHost, &done));
+    if (done) return SD_OK;
+    if (pe == g_sd.pe) return SD_FAIL(SD_ERR, "cudaMemcpyAsync from this PE's own buffer: invalid argument");
+    for (size_t k = 0; k < bytes; k += SD_STAGING_BYTES) {
+        const size_t m = bytes - k < SD_STAGING_BYTES ? bytes - k : SD_STAGING_BYTES;
+        SD_TRY(sd_copy_on_device(g_sd.staging, (const char *)src + k, m));
+        SD_CUDA(cudaMemcpyAsync((char *)dst + k, g_sd.staging, m, cudaMemcpyDeviceToHost, g_sd.stream));
+    }
     return SD_OK;
 }
 
@@ -41,8 +107,7 @@ extern "C" int sd_put(sd_buf *b, size_t off, const void *src, size_t bytes, int3
     SD_TRY(sd_check_span("sd_put", b, off, bytes, pe));
     if (!bytes) return SD_OK;
     if (b->h_peers[pe]) {
-        SD_CUDA(cudaMemcpyAsync((char *)b->h_peers[pe] + off, src, bytes, cudaMemcpyHostToDevice,
-                                g_sd.stream));
+        SD_TRY(sd_host_to_mapped((char *)b->h_peers[pe] + off, src, bytes, pe));
     } else {
         SD_TRY(sd_put_staged((char *)b->base + off, (const char *)src, bytes, pe));
         nvshmemx_quiet_on_stream(g_sd.stream);
@@ -56,8 +121,7 @@ extern "C" int sd_get(void *dst, const sd_buf *b, size_t off, size_t bytes, int3
     SD_TRY(sd_check_span("sd_get", b, off, bytes, pe));
     if (!bytes) return SD_OK;
     if (b->h_peers[pe]) {
-        SD_CUDA(cudaMemcpyAsync(dst, (const char *)b->h_peers[pe] + off, bytes,
-                                cudaMemcpyDeviceToHost, g_sd.stream));
+        SD_TRY(sd_mapped_to_host(dst, (const char *)b->h_peers[pe] + off, bytes, pe));
         return sd_stream_wait((int64_t)g_sd.timeout_ns);
     }
     for (size_t k = 0; k < bytes; k += SD_STAGING_BYTES) {
@@ -90,9 +154,7 @@ extern "C" int sd_put_signal(sd_buf *b, size_t off, const void *src, size_t byte
     if (op != SD_SIGNAL_SET && op != SD_SIGNAL_ADD)
         return SD_FAIL(SD_ERR_ARG, "sd_put_signal: unknown signal op %d", op);
     if (b->h_peers[pe] && sig->h_peers[pe]) {
-        if (bytes)
-            SD_CUDA(cudaMemcpyAsync((char *)b->h_peers[pe] + off, src, bytes,
-                                    cudaMemcpyHostToDevice, g_sd.stream));
+        if (bytes) SD_TRY(sd_host_to_mapped((char *)b->h_peers[pe] + off, src, bytes, pe));
         sd_signal_kernel<<<1, 1, 0, g_sd.stream>>>(
             (unsigned long long *)((char *)sig->h_peers[pe] + sig_off), (unsigned long long)value,
             op == SD_SIGNAL_ADD);
@@ -164,8 +226,7 @@ extern "C" int sd_allgather_u64_enqueue(const uint64_t *mine, int32_t count) {
     if (g_sd.all_reachable) {
         const size_t ctrl_words = (size_t)(g_sd.ctrl - g_sd.flags);
         for (int j = 0; j < g_sd.npes; j++)
-            SD_CUDA(cudaMemcpyAsync(g_sd.h_peer_area[j] + ctrl_words + my_slot, g_sd.h_gather_in,
-                                    rec, cudaMemcpyHostToDevice, g_sd.stream));
+            SD_TRY(sd_host_to_mapped(g_sd.h_peer_area[j] + ctrl_words + my_slot, g_sd.h_gather_in, rec, j));
         SD_TRY(sd_launch_barrier(g_sd.stream));
         SD_CUDA(cudaMemcpyAsync(g_sd.h_gather_out, g_sd.ctrl, np * rec, cudaMemcpyDeviceToHost,
                                 g_sd.stream));
