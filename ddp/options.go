@@ -38,14 +38,16 @@ type Options struct {
 
 	// ReplicatedUpdate makes every PE run the optimizer over the whole
 	// parameter arena after an allreduce of the gradients. By default, on a
-	// backend that is a comm.Sharder (shm) with the arenas in host memory,
+	// backend that is a comm.Sharder (shm, mpi) with the arenas in host memory,
 	// the update is sharded (ZeRO stage 1): a reduce-scatter leaves each PE
 	// the summed gradients of its 1/NPEs of the arena, it checks, clips and
 	// updates that shard and keeps only that shard's optimizer state (in the
 	// symmetric heap), and an all-gather spreads the updated parameters. The
-	// parameters are bit for bit those of the replicated update (without
-	// clipping; with it, the global norm is summed shard by shard, which can
-	// change its last bits).
+	// parameters are bit for bit those of the replicated update where the
+	// reduce-scatter is the allreduce's own fold (shm; mpi in hierarchical
+	// mode) and there is no clipping (with it, the global norm is summed
+	// shard by shard, which can change its last bits); flat MPI adds in its
+	// own order either way.
 	ReplicatedUpdate bool
 
 	// LogEvery is the number of steps between metric reports (loss and

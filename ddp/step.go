@@ -148,15 +148,16 @@ func (t *Trainer) shardedFinish(epoch, s int, before [3]float32) (stepResult, er
 		binary.LittleEndian.PutUint64(row[8:], math.Float64bits(optim.SumSquares(g)))
 	}
 	me := t.c.MyPE()
+	half := (step & 1) * len(t.xall) // see xchgRow
 	for pe := range t.c.NPEs() {
-		if err := t.c.PutBytes(t.xchg, me*xchgRow, row[:], pe); err != nil {
+		if err := t.c.PutBytes(t.xchg, half+me*xchgRow, row[:], pe); err != nil {
 			return stepResult{}, fmt.Errorf("step %d: exchange: %w", step, err)
 		}
 	}
 	if err := t.c.Barrier(); err != nil {
 		return stepResult{}, fmt.Errorf("step %d: exchange: %w", step, err)
 	}
-	if err := t.c.GetBytes(t.xall, t.xchg, 0, me); err != nil {
+	if err := t.c.GetBytes(t.xall, t.xchg, half, me); err != nil {
 		return stepResult{}, fmt.Errorf("step %d: exchange: %w", step, err)
 	}
 	var res stepResult

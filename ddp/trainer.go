@@ -61,7 +61,7 @@ type Trainer struct {
 	sharder          comm.Sharder
 	shardLo, shardHi int         // this PE's shard of the arenas
 	stateShard       [][]float32 // this PE's shard of each state slot
-	xchg             comm.Buffer // symmetric bytes, xchgRow per PE: step verdicts
+	xchg             comm.Buffer // symmetric bytes, two halves of xchgRow per PE: step verdicts
 	xall             []byte      // every PE's row, read back
 
 	metrics comm.Buffer // symmetric float32 scratch for reducing metrics
@@ -154,7 +154,12 @@ func (t *Trainer) allocArenas() error {
 
 // xchgRow is the size of a PE's row in the exchange buffer of the sharded
 // update: stop wish, non-finite loss, non-finite shard (a byte each), then
-// at byte 8 the shard's sum of squares (float64 bits, for clipping).
+// at byte 8 the shard's sum of squares (float64 bits, for clipping). The
+// buffer has two halves, used by odd and even steps: a PE may only write a
+// half again after the next step's exchange barrier, which every peer
+// passes after reading it. (One half is enough on shm, whose reduce-scatter
+// starts with a barrier; an MPI reduce-scatter is not one when a PE's shard
+// is empty.)
 const xchgRow = 16
 
 // allocSharded sets the trainer up for the sharded update: the optimizer
@@ -181,7 +186,7 @@ func (t *Trainer) allocSharded(s comm.Sharder) error {
 		}
 	}
 	var err error
-	if t.xchg, err = t.c.Alloc(comm.Byte, xchgRow*npes); err != nil {
+	if t.xchg, err = t.c.Alloc(comm.Byte, 2*xchgRow*npes); err != nil {
 		return fmt.Errorf("allocate step exchange buffer: %w", err)
 	}
 	t.xall = make([]byte, xchgRow*npes)
