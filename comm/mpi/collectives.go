@@ -4,7 +4,6 @@ package mpi
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
@@ -252,10 +251,22 @@ func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
 	defer c.mu.Unlock()
 	es := mb.kind.Size()
 	counts, displs, fits := c.shardBlocks(off, n, es)
-	if !fits {
-		return fmt.Errorf("mpi: PE %d: %s of %d elements: a shard of more than 2 GiB does not fit MPI's int counts: %w", c.me, name, n, comm.ErrBounds)
-	}
 	if n == 0 {
+		return nil
+	}
+	if !fits {
+		// Byte counts past MPI's int: every shard from its owner by
+		// MPI_Bcast, which sends in chunks.
+		for p := range c.npes {
+			lo, hi := comm.Shard(off, n, c.npes, p)
+			at, bytes := mb.at(lo), int64(hi-lo)*int64(es)
+			if bytes == 0 {
+				continue
+			}
+			if err := c.call(name, waitAll, func() error { return cBcast(at, bytes, p) }); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	return c.call(name, waitAll, func() error { return cAllgatherBytes(mb.at(off), counts, displs) })
@@ -272,7 +283,7 @@ func (c *Comm) shardBlocks(off, n, unit int) (counts, displs []int32, fits bool)
 	for p := range c.npes {
 		lo, hi := comm.Shard(off, n, c.npes, p)
 		cnt, disp := int64(hi-lo)*int64(unit), int64(lo-off)*int64(unit)
-		if cnt > math.MaxInt32 || disp > math.MaxInt32 {
+		if cnt > c.maxCount || disp > c.maxCount {
 			fits = false
 		}
 		c.counts[p], c.displs[p] = int32(cnt), int32(disp)

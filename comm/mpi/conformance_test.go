@@ -98,6 +98,8 @@ func TestConformance(t *testing.T) {
 		{"np=4,tcp", 4, tcpOnly, nil},
 		{"np=3,hier", 3, nil, hier},
 		{"np=4,hier,2hosts", 4, tcpHier, append([]string{mpi.EnvHostSize + "=2"}, hier...)},
+		// reduce-scatter and all-gather as for shards past MPI's int counts
+		{"np=3,maxcount=100", 3, nil, []string{mpi.EnvTestMaxCount + "=100"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts

@@ -39,6 +39,10 @@ import (
 const (
 	EnvHierarchical = "SYMDDP_MPI_HIERARCHICAL" // 1 or on: hierarchical allreduce
 	EnvHostSize     = "SYMDDP_MPI_HOST_SIZE"    // testing: hosts of k consecutive ranks
+	// EnvTestMaxCount (testing) lowers the largest count ReduceScatter and
+	// AllGather pass to MPI, so that small buffers take the paths of
+	// shards past MPI's int.
+	EnvTestMaxCount = "SYMDDP_MPI_TEST_MAX_COUNT"
 )
 
 // reduceChunk is how many float32 a PE folds at a time (16 KiB), so that

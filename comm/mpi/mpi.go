@@ -5,7 +5,10 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,9 +60,11 @@ type Comm struct {
 	async    orderq.Queue[asyncArgs]
 	thread   *initThread
 
-	// ReduceScatter and AllGather's MPI counts and scratch (under mu)
+	// ReduceScatter and AllGather's MPI counts and scratch (under mu), and
+	// the largest count they pass to MPI (its int; EnvTestMaxCount)
 	counts, displs []int32
 	scratch        []float32
+	maxCount       int64
 }
 
 var _ comm.Comm = (*Comm)(nil)
@@ -95,6 +100,10 @@ func New(cfg comm.Config) (*Comm, error) {
 	c := &Comm{
 		me: rank, npes: size, timeout: cfg.Timeout, version: libraryVersion(),
 		heapSize: cfg.HeapSize, live: map[uint64]*buffer{}, dirty: map[*buffer]bool{}, thread: th,
+		maxCount: math.MaxInt32,
+	}
+	if v, err := strconv.Atoi(os.Getenv(EnvTestMaxCount)); err == nil && v > 0 {
+		c.maxCount = int64(v)
 	}
 	if (cfg.NPEs > 0 && cfg.NPEs != size) || (cfg.NPEs > 0 && cfg.PE != rank) {
 		err := fmt.Errorf("mpi: open: configured as PE %d of %d, but MPI_COMM_WORLD says rank %d of %d", cfg.PE, cfg.NPEs, rank, size)
