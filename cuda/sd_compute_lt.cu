@@ -139,7 +139,8 @@ static float sdc_lt_time_graph(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
  * the context's stream (replayed from a CUDA graph), unless
  * SYMDDP_CUDA_TUNE=0 or the stream is being captured, when it is at least
  * 10% faster than the heuristic's first choice; returns the index of the
- * pick (first when tuning is off or fails). The heuristic ranks by a model of the GPU;
+ * pick (first when tuning is off or cannot time), or -1 when every usable
+ * candidate failed to run. The heuristic ranks by a model of the GPU;
  * for small GEMMs (batch 256 against 256 outputs) its first choice can run
  * on a handful of SMs while a split-K or smaller-tile candidate fills the
  * GPU, several times faster.
@@ -175,7 +176,7 @@ static int sdc_lt_tune(const sdc_ctx *c, const sdc_lt_plan_s *p, const sdc_lt_ar
     cudaEvent_t t0 = NULL, t1 = NULL;
     int pick = first, fastest = -1;
     float best = -1, first_us = -1;
-    int timed = 0;
+    int timed = 0, tried = 0;
     if (cudaMalloc((void **)&scratch, abytes + bbytes + cbytes) != cudaSuccess ||
         cudaMemsetAsync(scratch, 0, abytes + bbytes + cbytes, stream) != cudaSuccess ||
         cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess) {
@@ -189,6 +190,7 @@ static int sdc_lt_tune(const sdc_ctx *c, const sdc_lt_plan_s *p, const sdc_lt_ar
         void *work = (void *)(uintptr_t)c->workspace;
         for (int i = 0; i < found; i++) {
             if (!sdc_lt_usable(&res[i], ws)) continue;
+            tried++;
             /* One eager call: does the candidate run, and how many calls fill
              * about SDC_LT_TUNE_NS (launch overhead included, so at most). */
             if (cudaEventRecord(t0, stream) != cudaSuccess) goto done;
@@ -214,6 +216,11 @@ static int sdc_lt_tune(const sdc_ctx *c, const sdc_lt_plan_s *p, const sdc_lt_ar
         /* Leave the heuristic's choice only for a clear gain, so that the
          * same job picks the same algorithms run after run. */
         if (fastest >= 0 && (first_us < 0 || best < SDC_LT_TUNE_GAIN * first_us)) pick = fastest;
+        /* Not one candidate ran (the loop went to its end: a failure of
+         * the timing itself, a goto done, keeps the heuristic's choice):
+         * say so, rather than plan one that fails on every call (the layer
+         * then stays unfused). */
+        if (tried > 0 && timed == 0) pick = -1;
     }
 done:
     cudaGetLastError(); /* a failed candidate leaves nothing sticky behind */
@@ -324,6 +331,12 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
         }
         const int pick = sdc_lt_tune(c, p, g, a_rows * (uint64_t)g->lda, b_rows * (uint64_t)g->ldb,
                                      lt_n * (uint64_t)g->ldc, res, found, first);
+        if (pick < 0) {
+            rc = SD_FAIL(SD_ERR, "none of cuBLASLt's %d fp32 algorithms for epilogue %s (%c%c, m=%lld n=%lld k=%lld) ran",
+                         found, sdc_epi_name(e), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
+                         (long long)g->n, (long long)g->k);
+            goto fail;
+        }
         p->algo = res[pick].algo;
         p->workspace = res[pick].workspaceSize;
     }
