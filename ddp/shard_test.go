@@ -11,6 +11,7 @@ import (
 	"github.com/symddp/symddp/comm/launch/launchtest"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
@@ -156,5 +157,63 @@ func TestShardedUpdateAgreesOnNonFiniteShard(t *testing.T) {
 		if skip && (rec.Err != "" || rec.Steps != 10 || !rec.Identity) {
 			t.Fatalf("with SkipNonFinite: err %q, %d steps, replicas identical %v; want no error, 10 steps, identical", rec.Err, rec.Steps, rec.Identity)
 		}
+	}
+}
+
+// TestShardedUpdateWithEmptyShards: a model of 30 parameters at 4 PEs gives
+// shards [0,16), [16,30) and two empty ones; the sharded update still ends
+// where the replicated one does, bit for bit, with momentum state.
+func TestShardedUpdateWithEmptyShards(t *testing.T) {
+	hashes := map[bool]uint64{}
+	for _, replicated := range []bool{false, true} {
+		rec := runJob(t, fmt.Sprintf("replicated=%v", replicated), 4, func(t *testing.T, c comm.Comm) record {
+			e, err := cpu.New(cpu.Options{Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := models.New("mlp", models.Config{Input: []int{4}, Classes: 2, Hidden: []int{4}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := optim.New("sgd", optim.Config{Momentum: 0.9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			train, test, err := datasets.SyntheticSplit(256, 64, 4, 2, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := ddp.Options{GlobalBatch: 32, Epochs: 5, MaxSteps: 25, Seed: 9, LR: 0.1, ReplicatedUpdate: replicated}
+			tr, err := ddp.New(c, e, m, o, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.NumParams() != 30 || tr.ShardedUpdate() == replicated {
+				t.Fatalf("%d parameters, sharded %v; want 30, %v", tr.NumParams(), tr.ShardedUpdate(), !replicated)
+			}
+			res, err := tr.Fit(context.Background(), train, test)
+			var rec record
+			if err != nil {
+				rec.Err = err.Error()
+			}
+			rec.Steps = res.Steps
+			if len(res.Replicas.Hashes) > 0 {
+				rec.Hash, rec.Identity = res.Replicas.Hashes[0], res.Replicas.Identical
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return rec
+		})
+		if launchtest.InPE() {
+			continue
+		}
+		if rec.Err != "" || rec.Steps != 25 || !rec.Identity {
+			t.Fatalf("replicated=%v: err %q, %d steps, replicas identical %v", replicated, rec.Err, rec.Steps, rec.Identity)
+		}
+		hashes[replicated] = rec.Hash
+	}
+	if !launchtest.InPE() && hashes[false] != hashes[true] {
+		t.Fatalf("parameter hash %016x sharded, %016x replicated", hashes[false], hashes[true])
 	}
 }
