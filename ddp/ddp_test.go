@@ -74,15 +74,24 @@ func trainIn(t *testing.T, c comm.Comm, optName string, opts ddp.Options, ctx co
 		t.Fatal(err)
 	}
 	res, err := tr.Fit(ctx, train, test)
+	losses := rec.Losses
+	rec = recordOf(res, err)
+	rec.Losses = losses
+	if err := tr.Close(); err != nil && rec.Err == "" {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// recordOf is what a job reports of a Fit.
+func recordOf(res ddp.Result, err error) record {
+	var rec record
 	if err != nil {
 		rec.Err = err.Error()
 	}
 	rec.Steps, rec.Stopped, rec.TestAcc = res.Steps, res.Stopped, res.Test.Accuracy
 	if len(res.Replicas.Hashes) > 0 {
 		rec.Hash, rec.Identity = res.Replicas.Hashes[0], res.Replicas.Identical
-	}
-	if err := tr.Close(); err != nil && rec.Err == "" {
-		t.Fatal(err)
 	}
 	return rec
 }

@@ -132,14 +132,7 @@ func TestShardedUpdateAgreesOnNonFiniteShard(t *testing.T) {
 			}
 			train, test := smallData(t)
 			res, err := tr.Fit(context.Background(), train, test)
-			var rec record
-			if err != nil {
-				rec.Err = err.Error()
-			}
-			rec.Steps = res.Steps
-			if len(res.Replicas.Hashes) > 0 {
-				rec.Identity = res.Replicas.Identical
-			}
+			rec := recordOf(res, err)
 			if skip && (len(skipped) != 1 || skipped[0] != 4) {
 				t.Errorf("PE %d: skipped steps %v, want [4]", c.MyPE(), skipped)
 			}
@@ -191,15 +184,7 @@ func TestShardedUpdateWithEmptyShards(t *testing.T) {
 			if tr.NumParams() != 30 || tr.ShardedUpdate() == replicated {
 				t.Fatalf("%d parameters, sharded %v; want 30, %v", tr.NumParams(), tr.ShardedUpdate(), !replicated)
 			}
-			res, err := tr.Fit(context.Background(), train, test)
-			var rec record
-			if err != nil {
-				rec.Err = err.Error()
-			}
-			rec.Steps = res.Steps
-			if len(res.Replicas.Hashes) > 0 {
-				rec.Hash, rec.Identity = res.Replicas.Hashes[0], res.Replicas.Identical
-			}
+			rec := recordOf(tr.Fit(context.Background(), train, test))
 			if err := tr.Close(); err != nil {
 				t.Fatal(err)
 			}
