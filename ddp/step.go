@@ -30,9 +30,8 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 	scale := 1 / float32(sm.Labelled(s))
 	host := t.pArena.Host != nil
 	k := t.opts.Accumulate
-	var before [3]float32
 	if host {
-		e.ReadTensor(before[:], t.stats)
+		e.ReadTensor(t.statsBefore[:], t.stats)
 	}
 	for j := 0; j < k; j++ {
 		rows := t.idx[j*t.micro : (j+1)*t.micro]
@@ -73,7 +72,7 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 		}
 	}
 	if t.sharder != nil {
-		return t.shardedFinish(epoch, s, before)
+		return t.shardedFinish(epoch, s)
 	}
 	if t.pendingEnd > 0 {
 		t.issue(0)
@@ -99,7 +98,7 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 		nonFinite = true
 	}
 	if nonFinite {
-		return t.skipStep(res, epoch, s, before)
+		return t.skipStep(res, epoch, s)
 	}
 	if err := t.update(); err != nil {
 		return res, fmt.Errorf("step %d: optimizer: %w", t.step+1, err)
@@ -108,15 +107,15 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 }
 
 // skipStep ends a step whose loss or gradients are not finite: an error,
-// or with SkipNonFinite a step counted but not applied. before is the
-// metrics window as the step found it (host engines).
-func (t *Trainer) skipStep(res stepResult, epoch, s int, before [3]float32) (stepResult, error) {
+// or with SkipNonFinite a step counted but not applied; host engines put
+// back the metrics window as the step found it (statsBefore).
+func (t *Trainer) skipStep(res stepResult, epoch, s int) (stepResult, error) {
 	if !t.opts.SkipNonFinite {
 		return res, fmt.Errorf("step %d (epoch %d, batch %d): %w; lower the learning rate, clip gradients (--clip-norm) or pass --skip-nonfinite",
 			t.step+1, epoch, s, ErrNonFinite)
 	}
 	if t.pArena.Host != nil {
-		t.e.SetTensor(t.stats, before[:]) // keep the window's metrics finite
+		t.e.SetTensor(t.stats, t.statsBefore[:]) // keep the window's metrics finite
 	}
 	res.skipped = true
 	t.step++
@@ -130,7 +129,7 @@ func (t *Trainer) skipStep(res stepResult, epoch, s int, before [3]float32) (ste
 // order, so all reach the same decision and the same norm; then each
 // updates its shard of the parameters and optimizer state, and an
 // all-gather spreads the parameters.
-func (t *Trainer) shardedFinish(epoch, s int, before [3]float32) (stepResult, error) {
+func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
 	if t.acc != nil {
 		t.e.Accumulate(t.gView, t.acc)
 	}
@@ -140,7 +139,8 @@ func (t *Trainer) shardedFinish(epoch, s int, before [3]float32) (stepResult, er
 	}
 	lo, hi := t.shardLo, t.shardHi
 	g := t.gArena.Host[lo:hi:hi]
-	var row [xchgRow]byte
+	row := &t.xrow // a field: a local array would escape to the heap every step through PutBytes
+	*row = [xchgRow]byte{}
 	row[0] = flagByte(t.ctrl[ctrlStop] > 0)
 	row[1] = flagByte(t.ctrl[ctrlNonFinite] > 0)
 	row[2] = flagByte(!allFinite(g))
@@ -169,7 +169,7 @@ func (t *Trainer) shardedFinish(epoch, s int, before [3]float32) (stepResult, er
 		sumSq += math.Float64frombits(binary.LittleEndian.Uint64(r[8:]))
 	}
 	if nonFinite {
-		return t.skipStep(res, epoch, s, before)
+		return t.skipStep(res, epoch, s)
 	}
 	t.step++
 	lr := t.opts.lr(t.step)

@@ -56,13 +56,17 @@ type Trainer struct {
 	estats  compute.Tensor // evaluation
 	ctrl    [ctrlWords]float32
 	stats3  [3]float32
+	// the train window as a step found it (host engines), put back when the
+	// step is skipped; a field, so that no step allocates
+	statsBefore [3]float32
 
 	// sharded update (ZeRO-1); sharder is nil for the replicated one
 	sharder          comm.Sharder
-	shardLo, shardHi int         // this PE's shard of the arenas
-	stateShard       [][]float32 // this PE's shard of each state slot
-	xchg             comm.Buffer // symmetric bytes, two halves of xchgRow per PE: step verdicts
-	xall             []byte      // every PE's row, read back
+	shardLo, shardHi int           // this PE's shard of the arenas
+	stateShard       [][]float32   // this PE's shard of each state slot
+	xchg             comm.Buffer   // symmetric bytes, two halves of xchgRow per PE: step verdicts
+	xrow             [xchgRow]byte // this PE's row of the step
+	xall             []byte        // every PE's row, read back
 
 	metrics comm.Buffer // symmetric float32 scratch for reducing metrics
 	hashes  comm.Buffer // symmetric bytes, 8 per PE, for the replica check
