@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -140,9 +139,6 @@ func parseSize(s string) (int64, error) {
 
 func runAllReduce(args []string) error {
 	opts, err := parseAllReduceFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

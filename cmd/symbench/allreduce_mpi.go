@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +27,7 @@ import (
 // MPI_Allreduce (bench/mpi_allreduce.c), timed the same way as `symbench
 // allreduce` (allreduce_pe.go).
 func init() {
-	subcommands["allreduce-mpi"] = subcommand{"allreduce of the mpi backend under mpirun, beside shm and MPI_Allreduce (-tags mpi)", runAllReduceMPI}
+	register("allreduce-mpi", "allreduce of the mpi backend under mpirun, beside shm and MPI_Allreduce (-tags mpi)", runAllReduceMPI)
 }
 
 // mpiBenchOpts are the flags of `symbench allreduce-mpi`.
@@ -58,9 +57,6 @@ const mpiHierEnv = "SYMDDP_MPI_HIERARCHICAL"
 
 func runAllReduceMPI(args []string) error {
 	opts, err := parseAllReduceMPIFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

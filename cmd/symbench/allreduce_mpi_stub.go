@@ -10,7 +10,7 @@ var errNoMPI = errors.New("this symbench has no MPI backend: rebuild it with `go
 // Without the mpi build tag the allreduce-mpi subcommand only says how to
 // get it (allreduce_mpi.go has the real one).
 func init() {
-	subcommands["allreduce-mpi"] = subcommand{"allreduce of the mpi backend under mpirun (needs a build with -tags mpi)", func([]string) error {
+	register("allreduce-mpi", "allreduce of the mpi backend under mpirun (needs a build with -tags mpi)", func([]string) error {
 		return errNoMPI
-	}}
+	})
 }

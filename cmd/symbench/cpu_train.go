@@ -169,9 +169,6 @@ type cpuTrainReport struct {
 
 func runCPUTrain(args []string) error {
 	o, err := parseCPUTrainFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,7 +23,7 @@ import (
 // The gpu-allreduce subcommand: the nvshmem backend's fused allreduce on the
 // GPU, timed with CUDA events inside the PEs.
 func init() {
-	subcommands["gpu-allreduce"] = subcommand{"fused GPU allreduce of the nvshmem backend (needs libsymddp_cuda.so and a GPU)", runGPUAllReduce}
+	register("gpu-allreduce", "fused GPU allreduce of the nvshmem backend (needs libsymddp_cuda.so and a GPU)", runGPUAllReduce)
 }
 
 // peakHBM is the H200's device-to-device copy bandwidth the issue measures
@@ -120,9 +119,6 @@ type gpuResult struct {
 
 func runGPUAllReduce(args []string) error {
 	opts, err := parseGPUFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 // The gpu-train subcommand: samples per second of the mlp's training step
 // on the CUDA engine at one PE, eager and replayed from a CUDA graph.
 func init() {
-	subcommands["gpu-train"] = subcommand{"MLP training steps/s on the CUDA engine, eager and CUDA graph (needs libsymddp_cuda.so and a GPU)", runGPUTrain}
+	register("gpu-train", "MLP training steps/s on the CUDA engine, eager and CUDA graph (needs libsymddp_cuda.so and a GPU)", runGPUTrain)
 }
 
 // trainConfig is one measured MLP and batch.
@@ -112,9 +112,6 @@ func parseGPUTrainFlags(args []string) (gpuTrainOpts, error) {
 
 func runGPUTrain(args []string) error {
 	o, err := parseGPUTrainFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

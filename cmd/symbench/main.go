@@ -14,9 +14,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sort"
+
+	"github.com/spf13/pflag"
 )
 
 // subcommand is one benchmark.
@@ -25,10 +28,24 @@ type subcommand struct {
 	run     func(args []string) error
 }
 
-// subcommands maps names to benchmarks; add new ones here.
-var subcommands = map[string]subcommand{
-	"allreduce": {"allreduce bus bandwidth of shm, beside Open MPI's MPI_Allreduce", runAllReduce},
-	"train":     {"samples/s, speed-up, allreduce overlap and memory per PE of train at --pes 1, 2, 4, 8", runCPUTrain},
+// subcommands maps names to benchmarks; register adds them.
+var subcommands = map[string]subcommand{}
+
+// register adds a subcommand. Its run returns what its flags' parsing
+// returns, pflag.ErrHelp included: -h (which printed the usage) is a
+// success for every subcommand here, in one place.
+func register(name, summary string, run func(args []string) error) {
+	subcommands[name] = subcommand{summary, func(args []string) error {
+		if err := run(args); !errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return nil
+	}}
+}
+
+func init() {
+	register("allreduce", "allreduce bus bandwidth of shm, beside Open MPI's MPI_Allreduce", runAllReduce)
+	register("train", "samples/s, speed-up, allreduce overlap and memory per PE of train at --pes 1, 2, 4, 8", runCPUTrain)
 }
 
 func main() {

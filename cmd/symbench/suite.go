@@ -24,7 +24,7 @@ import (
 // The entry is added in init: runSuite looks up other subcommands, so the
 // table literal cannot name it.
 func init() {
-	subcommands["all"] = subcommand{"allreduce, train and, on a GPU host, the GPU benchmarks: a report and a plot in a directory", runSuite}
+	register("all", "allreduce, train and, on a GPU host, the GPU benchmarks: a report and a plot in a directory", runSuite)
 }
 
 // suiteOpts are the flags of `symbench all`.
@@ -101,9 +101,6 @@ type suite struct {
 
 func runSuite(args []string) error {
 	o, err := parseSuiteFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}
