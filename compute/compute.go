@@ -17,7 +17,11 @@
 // (B,28,28) feeds a Linear layer without a reshape.
 package compute
 
-import "gorgonia.org/tensor"
+import (
+	"fmt"
+
+	"gorgonia.org/tensor"
+)
 
 // Tensor is a float32 tensor that an Engine made (Alloc or View). On the CPU
 // engine it is a *tensor.Dense whose backing slice is the arena's memory.
@@ -185,4 +189,53 @@ type FusedLinear interface {
 	// Path says how the layer runs: "fused: ..." naming the fused parts, or
 	// "unfused: <why>".
 	Path() string
+}
+
+// The checks below are shared by the engines (compute/cpu, compute/cuda), so
+// that their shapes and messages agree.
+
+// ShapeSize returns the number of elements of shape and panics, naming the
+// engine and the operation, when it is empty or has a dimension below 1.
+func ShapeSize(engine, op string, shape []int) int {
+	if len(shape) == 0 {
+		panic(fmt.Sprintf("%s: %s with an empty shape", engine, op))
+	}
+	n := 1
+	for _, d := range shape {
+		if d <= 0 {
+			panic(fmt.Sprintf("%s: %s with shape %v", engine, op, shape))
+		}
+		n *= d
+	}
+	return n
+}
+
+// GemmDims returns Gemm's M, N and K for matrices a (ar,ac), b (br,bc) and
+// c (cr,cc), and whether they fit: op(a) (M,K) times op(b) (K,N) into c
+// (M,N).
+func GemmDims(transA, transB bool, ar, ac, br, bc, cr, cc int) (m, n, k int, ok bool) {
+	m, k = ar, ac
+	if transA {
+		m, k = ac, ar
+	}
+	kb, n := br, bc
+	if transB {
+		kb, n = bc, br
+	}
+	return m, n, k, k == kb && cr == m && cc == n
+}
+
+// GemmMismatch says what does not fit in a Gemm whose GemmDims are not ok.
+func GemmMismatch(transA, transB bool) string {
+	what := "op(a) (M,K) times op(b) (K,N) into c (M,N) does not fit"
+	if transA || transB {
+		what += " with"
+		if transA {
+			what += " a transposed"
+		}
+		if transB {
+			what += " b transposed"
+		}
+	}
+	return what
 }

@@ -116,16 +116,4 @@ func dense(s []float32, shape []int) *tensor.Dense {
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(s))
 }
 
-func checkShape(op string, shape []int) int {
-	if len(shape) == 0 {
-		panic(fmt.Sprintf("cpu: %s with an empty shape", op))
-	}
-	n := 1
-	for _, d := range shape {
-		if d <= 0 {
-			panic(fmt.Sprintf("cpu: %s with shape %v", op, shape))
-		}
-		n *= d
-	}
-	return n
-}
+func checkShape(op string, shape []int) int { return compute.ShapeSize("cpu", op, shape) }

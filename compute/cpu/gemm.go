@@ -13,20 +13,16 @@ func (e *Engine) Gemm(transA, transB bool, alpha float32, a, b compute.Tensor, b
 	ad, ar, ac := matrix("Gemm", a)
 	bd, br, bc := matrix("Gemm", b)
 	cd, cr, cc := matrix("Gemm", c)
-	m, k := ar, ac
-	tA := gblas.NoTrans
+	m, n, k, ok := compute.GemmDims(transA, transB, ar, ac, br, bc, cr, cc)
+	if !ok {
+		panicGemm(transA, transB, a, b, c)
+	}
+	tA, tB := gblas.NoTrans, gblas.NoTrans
 	if transA {
-		m, k = ac, ar
 		tA = gblas.Trans
 	}
-	kb, n := br, bc
-	tB := gblas.NoTrans
 	if transB {
-		kb, n = bc, br
 		tB = gblas.Trans
-	}
-	if k != kb || cr != m || cc != n {
-		panicGemm(transA, transB, a, b, c)
 	}
 	if overlap(cd, ad) || overlap(cd, bd) {
 		panicShapes("Gemm", "c overlaps a or b", a.Shape(), b.Shape(), c.Shape())
@@ -36,17 +32,7 @@ func (e *Engine) Gemm(transA, transB bool, alpha float32, a, b compute.Tensor, b
 
 //go:noinline
 func panicGemm(transA, transB bool, a, b, c compute.Tensor) {
-	what := "op(a) (M,K) times op(b) (K,N) into c (M,N) does not fit"
-	if transA || transB {
-		what += " with"
-		if transA {
-			what += " a transposed"
-		}
-		if transB {
-			what += " b transposed"
-		}
-	}
-	panicShapes("Gemm", what, a.Shape(), b.Shape(), c.Shape())
+	panicShapes("Gemm", compute.GemmMismatch(transA, transB), a.Shape(), b.Shape(), c.Shape())
 }
 
 // overlap reports whether two non-empty slices share memory.

@@ -9,15 +9,8 @@ func (e *Engine) Gemm(transA, transB bool, alpha float32, a, b compute.Tensor, b
 	ad, ar, ac := e.matrix("Gemm", a)
 	bd, br, bc := e.matrix("Gemm", b)
 	cd, cr, cc := e.matrix("Gemm", c)
-	m, k := ar, ac
-	if transA {
-		m, k = ac, ar
-	}
-	kb, n := br, bc
-	if transB {
-		kb, n = bc, br
-	}
-	if k != kb || cr != m || cc != n {
+	m, n, k, ok := compute.GemmDims(transA, transB, ar, ac, br, bc, cr, cc)
+	if !ok {
 		panicGemm(transA, transB, ad, bd, cd)
 	}
 	if overlap(cd, ad) || overlap(cd, bd) {
@@ -28,15 +21,5 @@ func (e *Engine) Gemm(transA, transB bool, alpha float32, a, b compute.Tensor, b
 
 //go:noinline
 func panicGemm(transA, transB bool, a, b, c *Tensor) {
-	what := "op(a) (M,K) times op(b) (K,N) into c (M,N) does not fit"
-	if transA || transB {
-		what += " with"
-		if transA {
-			what += " a transposed"
-		}
-		if transB {
-			what += " b transposed"
-		}
-	}
-	panicShapes("Gemm", what, a.shape, b.shape, c.shape)
+	panicShapes("Gemm", compute.GemmMismatch(transA, transB), a.shape, b.shape, c.shape)
 }

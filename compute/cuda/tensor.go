@@ -92,19 +92,7 @@ func overlap(a, b *Tensor) bool {
 }
 
 // checkShape returns the number of elements of a valid shape.
-func checkShape(op string, shape []int) int {
-	if len(shape) == 0 {
-		panic(fmt.Sprintf("cuda: %s with an empty shape", op))
-	}
-	n := 1
-	for _, d := range shape {
-		if d <= 0 {
-			panic(fmt.Sprintf("cuda: %s with shape %v", op, shape))
-		}
-		n *= d
-	}
-	return n
-}
+func checkShape(op string, shape []int) int { return compute.ShapeSize("cuda", op, shape) }
 
 // The panics are out of line so that formatting their messages costs
 // nothing on the paths that do not fail.
