@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 )
 
 // Request codes of the agreement that starts Alloc and Free.
@@ -32,11 +33,8 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	if kind.Size() == 0 {
-		return nil, fmt.Errorf("mpi: PE %d: %s: unknown kind %s: %w", c.me, op, kind, comm.ErrKind)
-	}
-	if n < 0 {
-		return nil, fmt.Errorf("mpi: PE %d: %s: negative length %d: %w", c.me, op, n, comm.ErrBounds)
+	if err := backend.CheckAlloc(Name, c.me, kind, n); err != nil {
+		return nil, err
 	}
 	bytes := int64(math.MaxInt64)
 	if int64(n) <= math.MaxInt64/int64(kind.Size()) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -33,11 +34,8 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 	if err := c.collective(op); err != nil {
 		return nil, err
 	}
-	if kind.Size() == 0 {
-		return nil, fmt.Errorf("nvshmem: PE %d: %s: unknown kind %s: %w", c.me, op, kind, comm.ErrKind)
-	}
-	if n < 0 {
-		return nil, fmt.Errorf("nvshmem: PE %d: %s: negative length %d: %w", c.me, op, n, comm.ErrBounds)
+	if err := backend.CheckAlloc(Name, c.me, kind, n); err != nil {
+		return nil, err
 	}
 	c.reqSeq++
 	if err := c.agree(op, []uint64{reqAlloc, c.reqSeq, uint64(kind), uint64(n)}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 )
 
 // Alloc collectively allocates n zeroed elements of kind on every PE.
@@ -24,11 +25,8 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 	if err := c.collective(op); err != nil {
 		return nil, err
 	}
-	if kind.Size() == 0 {
-		return nil, fmt.Errorf("shm: PE %d: %s: unknown kind %s: %w", c.me, op, kind, comm.ErrKind)
-	}
-	if n < 0 {
-		return nil, fmt.Errorf("shm: PE %d: %s: negative length %d: %w", c.me, op, n, comm.ErrBounds)
+	if err := backend.CheckAlloc(Name, c.me, kind, n); err != nil {
+		return nil, err
 	}
 	seq, r := c.publish(reqAlloc, uint64(kind), uint64(n))
 	if err := c.barrier(op); err != nil {

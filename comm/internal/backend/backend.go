@@ -37,3 +37,15 @@ func Defaults(name string, cfg comm.Config, heapSize int64) (comm.Config, error)
 	}
 	return cfg, nil
 }
+
+// CheckAlloc returns the error of an Alloc of n elements of kind on PE me of
+// backend name, or nil when kind and n are valid.
+func CheckAlloc(name string, me int, kind comm.Kind, n int) error {
+	if kind.Size() == 0 {
+		return fmt.Errorf("%s: PE %d: alloc: unknown kind %s: %w", name, me, kind, comm.ErrKind)
+	}
+	if n < 0 {
+		return fmt.Errorf("%s: PE %d: alloc: negative length %d: %w", name, me, n, comm.ErrBounds)
+	}
+	return nil
+}
