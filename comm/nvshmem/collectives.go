@@ -27,6 +27,15 @@ func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
 // allReduce is AllReduce with the algorithm chosen (tests, benchmarks).
 func (c *Comm) allReduce(b comm.Buffer, off, n int, op comm.Op, algo cudalib.Algo) error {
 	const name = "allreduce"
+	if err := c.enqueueAllReduce(name, b, off, n, op, algo); err != nil {
+		return err
+	}
+	return c.waitStream(name)
+}
+
+// enqueueAllReduce checks an allreduce's arguments and enqueues it on the
+// stream (AllReduce, IAllReduce, AllReduceEnqueue).
+func (c *Comm) enqueueAllReduce(name string, b comm.Buffer, off, n int, op comm.Op, algo cudalib.Algo) error {
 	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
 	if err != nil {
 		return err
@@ -37,7 +46,7 @@ func (c *Comm) allReduce(b comm.Buffer, off, n int, op comm.Op, algo cudalib.Alg
 	if err := c.lib.AllReduceEnqueue(sb.sym, off, n, dt, cop, algo); err != nil {
 		return c.fail(c.libErr(name, err))
 	}
-	return c.waitStream(name)
+	return nil
 }
 
 // IAllReduce enqueues AllReduce on the stream and returns at once; the
@@ -45,15 +54,8 @@ func (c *Comm) allReduce(b comm.Buffer, off, n int, op comm.Op, algo cudalib.Alg
 // later run after it (one stream).
 func (c *Comm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, error) {
 	const name = "iallreduce"
-	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
-	if err != nil {
+	if err := c.enqueueAllReduce(name, b, off, n, op, cudalib.Auto); err != nil {
 		return nil, err
-	}
-	if err := c.collective(name); err != nil {
-		return nil, err
-	}
-	if err := c.lib.AllReduceEnqueue(sb.sym, off, n, dt, cop, cudalib.Auto); err != nil {
-		return nil, c.fail(c.libErr(name, err))
 	}
 	ev, err := c.lib.EventRecord()
 	if err != nil {
@@ -69,18 +71,7 @@ func (c *Comm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, 
 // the compute around it. Errors of the kernel surface at the next
 // synchronising call.
 func (c *Comm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
-	const name = "allreduce"
-	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
-	if err != nil {
-		return err
-	}
-	if err := c.collective(name); err != nil {
-		return err
-	}
-	if err := c.lib.AllReduceEnqueue(sb.sym, off, n, dt, cop, cudalib.Auto); err != nil {
-		return c.fail(c.libErr(name, err))
-	}
-	return nil
+	return c.enqueueAllReduce("allreduce", b, off, n, op, cudalib.Auto)
 }
 
 // Reduce reduces [off, off+n) of b across PEs into root's copy, with the
