@@ -148,7 +148,7 @@ func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root i
 		h.views[k] = unsafe.Slice((*float32)(p), b.n)
 	}
 	defer clear(h.views)
-	lo, hi := fold.OwnSlice(off, n, h.nlocal, h.local)
+	lo, hi := comm.Shard(off, n, h.nlocal, h.local)
 	mine := h.views[h.local]
 	return c.call(name, waitAll, func() error {
 		if err := cNodeBarrier(b.shared, h.cm); err != nil {

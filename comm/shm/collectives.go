@@ -11,7 +11,7 @@ import (
 // results stays in L1 while every peer's copy streams through.
 const chunkLen = 4096
 
-// The reduce-scatter's slices (fold.OwnSlice) start on cache lines of the
+// The reduce-scatter's slices (comm.Shard) start on cache lines of the
 // buffer, which is aligned to bufAlign (one line), so no two PEs write one line.
 
 // Barrier waits until every PE has called Barrier. Puts are synchronous on
@@ -105,7 +105,7 @@ func (c *Comm) reduce(name string, b *buffer, off, n int, op comm.Op, root int) 
 	for q := range c.views {
 		c.views[q] = c.f32(b, q)
 	}
-	lo, hi := fold.OwnSlice(off, n, c.npes, c.me)
+	lo, hi := comm.Shard(off, n, c.npes, c.me)
 	for start := lo; start < hi; start += chunkLen {
 		end := min(start+chunkLen, hi)
 		acc := c.scratch[:end-start]

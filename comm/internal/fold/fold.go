@@ -8,14 +8,6 @@ package fold
 
 import "github.com/symddp/symddp/comm"
 
-// OwnSlice is PE p's part [lo, hi) of elements [off, off+n) among npes PEs:
-// comm.Shard, whose inner boundaries fall on cache lines of the buffer
-// (buffers start on one), so that no two PEs write one line.
-func OwnSlice(off, n, npes, p int) (lo, hi int) { return comm.Shard(off, n, npes, p) }
-
-// LineFloats is the float32 count of a 64-byte cache line.
-const LineFloats = comm.ShardAlign
-
 // Fold reduces ins (the PEs' copies of one chunk, in PE order) into acc:
 // Sum and Mean as the float32 left fold (Mean is not divided here), Max and
 // Min with Go's max and min (NaN wins, -0 < +0).
