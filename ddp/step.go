@@ -31,7 +31,7 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 	host := t.pArena.Host != nil
 	k := t.opts.Accumulate
 	if host {
-		e.ReadTensor(t.statsBefore[:], t.stats)
+		e.ReadTensor(t.statsBefore, t.stats)
 	}
 	for j := 0; j < k; j++ {
 		rows := t.idx[j*t.micro : (j+1)*t.micro]
@@ -115,7 +115,7 @@ func (t *Trainer) skipStep(res stepResult, epoch, s int) (stepResult, error) {
 			t.step+1, epoch, s, ErrNonFinite)
 	}
 	if t.pArena.Host != nil {
-		t.e.SetTensor(t.stats, t.statsBefore[:]) // keep the window's metrics finite
+		t.e.SetTensor(t.stats, t.statsBefore) // keep the window's metrics finite
 	}
 	res.skipped = true
 	t.step++
@@ -139,8 +139,8 @@ func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
 	}
 	lo, hi := t.shardLo, t.shardHi
 	g := t.gArena.Host[lo:hi:hi]
-	row := &t.xrow // a field: a local array would escape to the heap every step through PutBytes
-	*row = [xchgRow]byte{}
+	row := t.xrow // made once: a local array would escape to the heap every step through PutBytes
+	clear(row)
 	row[0] = flagByte(t.ctrl[ctrlStop] > 0)
 	row[1] = flagByte(t.ctrl[ctrlNonFinite] > 0)
 	row[2] = flagByte(!allFinite(g))
@@ -150,7 +150,7 @@ func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
 	me := t.c.MyPE()
 	half := (step & 1) * len(t.xall) // see xchgRow
 	for pe := range t.c.NPEs() {
-		if err := t.c.PutBytes(t.xchg, half+me*xchgRow, row[:], pe); err != nil {
+		if err := t.c.PutBytes(t.xchg, half+me*xchgRow, row, pe); err != nil {
 			return stepResult{}, fmt.Errorf("step %d: exchange: %w", step, err)
 		}
 	}

@@ -57,16 +57,16 @@ type Trainer struct {
 	ctrl    [ctrlWords]float32
 	stats3  [3]float32
 	// the train window as a step found it (host engines), put back when the
-	// step is skipped; a field, so that no step allocates
-	statsBefore [3]float32
+	// step is skipped; made once, so that no step allocates
+	statsBefore []float32
 
 	// sharded update (ZeRO-1); sharder is nil for the replicated one
 	sharder          comm.Sharder
-	shardLo, shardHi int           // this PE's shard of the arenas
-	stateShard       [][]float32   // this PE's shard of each state slot
-	xchg             comm.Buffer   // symmetric bytes, two halves of xchgRow per PE: step verdicts
-	xrow             [xchgRow]byte // this PE's row of the step
-	xall             []byte        // every PE's row, read back
+	shardLo, shardHi int         // this PE's shard of the arenas
+	stateShard       [][]float32 // this PE's shard of each state slot
+	xchg             comm.Buffer // symmetric bytes, two halves of xchgRow per PE: step verdicts
+	xrow             []byte      // this PE's row of the step (its own allocation: cgo backends refuse memory holding Go pointers)
+	xall             []byte      // every PE's row, read back
 
 	metrics comm.Buffer // symmetric float32 scratch for reducing metrics
 	hashes  comm.Buffer // symmetric bytes, 8 per PE, for the replica check
@@ -193,7 +193,7 @@ func (t *Trainer) allocSharded(s comm.Sharder) error {
 	if t.xchg, err = t.c.Alloc(comm.Byte, 2*xchgRow*npes); err != nil {
 		return fmt.Errorf("allocate step exchange buffer: %w", err)
 	}
-	t.xall = make([]byte, xchgRow*npes)
+	t.xrow, t.xall = make([]byte, xchgRow), make([]byte, xchgRow*npes)
 	t.sharder = s
 	t.shardLo, t.shardHi = comm.Shard(0, t.n, npes, me)
 	t.stateShard = make([][]float32, len(t.stateSlots))
@@ -255,6 +255,7 @@ func (t *Trainer) build() error {
 	t.idx = make([]int, t.micro*t.opts.Accumulate)
 	t.dlogits = e.Alloc(t.micro, t.m.Classes())
 	t.stats = e.Alloc(3)
+	t.statsBefore = make([]float32, 3)
 	t.estats = e.Alloc(3)
 	t.bucketElems = t.n
 	if t.opts.BucketBytes > 0 {
