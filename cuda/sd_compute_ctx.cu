@@ -1,7 +1,8 @@
 /*
  * sd_compute_ctx.cu: the compute context (streams, cuBLAS and cuBLASLt handles, workspace,
  * scratch), device and pinned memory, transfers, events and waiting, and CUDA
- * graph capture with the step block that captured kernels read.
+ * graph capture, whose step-reading kernels take each launch's values as
+ * arguments (sd_step_node.cuh).
  *
  * Streams. All compute work of a context goes on one stream: the comm
  * runtime's (sd_stream) when the engine is built on the nvshmem comm, so that
@@ -12,6 +13,7 @@
  * thread, and Go moves goroutines between threads: every entry point that
  * touches the device first makes the context's device current.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublasLt.h>
@@ -19,6 +21,7 @@
 
 #include "sd_internal.h"
 #include "symddp_compute.h"
+#include "sd_step_node.cuh"
 
 /* The cuBLAS workspace: what cuBLAS recommends on Hopper. */
 #define SDC_WORKSPACE_BYTES ((size_t)32 << 20)
@@ -295,6 +298,67 @@ extern "C" int sdc_capture_begin(const sdc_ctx *c) {
     return SD_OK;
 }
 
+/*
+ * A captured step: the executable graph, the graph it came from (whose node
+ * handles the executable's nodes are updated through) and the nodes that
+ * read the step block (sd_step_node.cuh). The ABI's exec handle points to
+ * it.
+ */
+struct sdc_graph {
+    cudaGraphExec_t exec;
+    cudaGraph_t graph;
+    int nodes;
+    sdc_step_node *node;
+};
+
+static void sdc_graph_free(sdc_graph *x) {
+    if (!x) return;
+    if (x->exec) cudaGraphExecDestroy(x->exec);
+    if (x->graph) cudaGraphDestroy(x->graph);
+    free(x->node);
+    free(x);
+}
+
+/* Finds g's kernel nodes that read the step block. */
+static int sdc_graph_step_nodes(sdc_graph *x) {
+    size_t n = 0;
+    SD_CUDA(cudaGraphGetNodes(x->graph, NULL, &n));
+    if (n == 0) return SD_OK;
+    cudaGraphNode_t *all = (cudaGraphNode_t *)calloc(n, sizeof *all);
+    x->node = (sdc_step_node *)calloc(n, sizeof *x->node);
+    if (!all || !x->node) {
+        free(all);
+        return SD_FAIL(SD_ERR_NO_MEMORY, "sdc_capture_end: out of host memory for %zu nodes", n);
+    }
+    int rc = SD_OK;
+    cudaError_t e = cudaGraphGetNodes(x->graph, all, &n);
+    if (e != cudaSuccess) rc = sd_fail_cuda(__FILE__, __LINE__, "cudaGraphGetNodes", e);
+    for (size_t i = 0; rc == SD_OK && i < n; i++) {
+        cudaGraphNodeType t;
+        e = cudaGraphNodeGetType(all[i], &t);
+        if (e != cudaSuccess) {
+            rc = sd_fail_cuda(__FILE__, __LINE__, "cudaGraphNodeGetType", e);
+            break;
+        }
+        if (t != cudaGraphNodeTypeKernel) continue;
+        cudaKernelNodeParams p = {};
+        e = cudaGraphKernelNodeGetParams(all[i], &p);
+        if (e != cudaSuccess) {
+            /* cuBLAS(Lt) kernels may be driver-API nodes the runtime call
+             * does not describe: not ours, so not the step's. */
+            (void)cudaGetLastError();
+            continue;
+        }
+        sdc_step_node *sn = &x->node[x->nodes];
+        if (sdc_xent_step_node(&p, sn) || sdc_update_step_node(&p, sn)) {
+            sn->node = all[i];
+            x->nodes++;
+        }
+    }
+    free(all);
+    return rc;
+}
+
 extern "C" int sdc_capture_end(const sdc_ctx *c, uint64_t *exec) {
     if (!exec) return SD_FAIL(SD_ERR_ARG, "sdc_capture_end: NULL argument");
     *exec = 0;
@@ -307,10 +371,23 @@ extern "C" int sdc_capture_end(const sdc_ctx *c, uint64_t *exec) {
         return sd_fail_cuda(__FILE__, __LINE__, "cudaStreamEndCapture",
                             e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated);
     }
-    cudaGraphExec_t x = NULL;
-    e = cudaGraphInstantiateWithFlags(&x, g, 0);
-    cudaGraphDestroy(g);
-    if (e != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, "cudaGraphInstantiateWithFlags", e);
+    sdc_graph *x = (sdc_graph *)calloc(1, sizeof *x);
+    if (!x) {
+        cudaGraphDestroy(g);
+        return SD_FAIL(SD_ERR_NO_MEMORY, "sdc_capture_end: out of host memory");
+    }
+    x->graph = g;
+    e = cudaGraphInstantiateWithFlags(&x->exec, g, 0);
+    if (e != cudaSuccess) {
+        x->exec = NULL;
+        sdc_graph_free(x);
+        return sd_fail_cuda(__FILE__, __LINE__, "cudaGraphInstantiateWithFlags", e);
+    }
+    const int rc = sdc_graph_step_nodes(x);
+    if (rc != SD_OK) {
+        sdc_graph_free(x);
+        return rc;
+    }
     *exec = (uint64_t)(uintptr_t)x;
     return SD_OK;
 }
@@ -324,14 +401,23 @@ extern "C" int sdc_capturing(const sdc_ctx *c, int32_t *capturing) {
 }
 
 extern "C" int sdc_graph_launch(const sdc_ctx *c, uint64_t exec, const sdc_step *values) {
-    if (!exec) return SD_FAIL(SD_ERR_ARG, "sdc_graph_launch: no graph");
-    SD_TRY(sdc_set_step(c, values));
-    SD_CUDA(cudaGraphLaunch((cudaGraphExec_t)(uintptr_t)exec, sdc_stream_of(c, 0)));
+    sdc_graph *x = (sdc_graph *)(uintptr_t)exec;
+    if (!x || !x->exec) return SD_FAIL(SD_ERR_ARG, "sdc_graph_launch: no graph");
+    if (!values) return SD_FAIL(SD_ERR_ARG, "sdc_graph_launch: NULL values");
+    SD_TRY(sdc_use_device(c->device));
+    /* The step block stays as the last eager step or launch left it; the
+     * graph's readers of it take this launch's values as arguments. */
+    for (int i = 0; i < x->nodes; i++) {
+        sdc_step_node *n = &x->node[i];
+        n->set_values(n, values);
+        SD_CUDA(cudaGraphExecKernelNodeSetParams(x->exec, n->node, &n->p));
+    }
+    SD_CUDA(cudaGraphLaunch(x->exec, sdc_stream_of(c, 0)));
     return SD_OK;
 }
 
 extern "C" int sdc_graph_destroy(uint64_t exec) {
-    if (exec) SD_CUDA(cudaGraphExecDestroy((cudaGraphExec_t)(uintptr_t)exec));
+    sdc_graph_free((sdc_graph *)(uintptr_t)exec);
     return SD_OK;
 }
 

@@ -17,13 +17,18 @@
  * Statistics without float atomics: block b owns rows [b*R, (b+1)*R); warp w
  * of it takes rows b*R+w, +8, ... and adds its rows' losses in row order; the
  * block adds its warps in warp order into partial b; the last block to finish
- * (an integer ticket) adds the partials in block order and adds the totals to
- * stats as float32, then resets the ticket.
+ * (an integer ticket) adds the partials in a fixed order with all its threads
+ * (sd_reduce.cuh; one thread adding them one after another waited on a chain
+ * of L2 loads, several microseconds) and adds the totals to stats as float32,
+ * then resets the ticket.
  */
 #include <math.h>
+#include <string.h>
 
 #include "sd_internal.h"
+#include "sd_reduce.cuh"
 #include "symddp_compute.h"
+#include "sd_step_node.cuh"
 
 #define SDC_XENT_WARPS 8
 #define SDC_XENT_THREADS (SDC_XENT_WARPS * 32)
@@ -122,19 +127,40 @@ __global__ void __launch_bounds__(SDC_XENT_THREADS)
         ticket = atomicAdd(ticket_word, 1u);
     }
     __syncthreads();
-    if (threadIdx.x != 0 || ticket != gridDim.x - 1) return;
+    if (ticket != gridDim.x - 1) return; /* the same for the whole block */
     __threadfence();
-    double tl = 0.0;
-    long long tc = 0, tn = 0;
-    for (unsigned b = 0; b < gridDim.x; b++) {
+    /* The last block adds the partials: thread t takes partials t, t+T, ...
+     * in order, then the block sums (sd_reduce.cuh) in a fixed order. The
+     * counts are integers below 2^53: exact in double, in any order. */
+    double tl = 0.0, tc = 0.0, tn = 0.0;
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
         tl += __ldcg(&partial[b].loss);
-        tc += __ldcg(&partial[b].correct);
-        tn += __ldcg(&partial[b].labelled);
+        tc += (double)__ldcg(&partial[b].correct);
+        tn += (double)__ldcg(&partial[b].labelled);
     }
+    __shared__ double s[32];
+    tl = sdc_block_sum(tl, s);
+    tc = sdc_block_sum(tc, s);
+    tn = sdc_block_sum(tn, s);
+    if (threadIdx.x != 0) return;
     stats[0] = __fadd_rn(stats[0], (float)tl);
     stats[1] = __fadd_rn(stats[1], (float)tc);
     stats[2] = __fadd_rn(stats[2], (float)tn);
     *ticket_word = 0;
+}
+
+/* The loss kernel's step values: the scale (argument 5) by value, no block (6). */
+static void sdc_xent_set_values(sdc_step_node *n, const sdc_step *v) {
+    *(float *)n->argv[5] = v->loss_scale;
+    *(const sdc_step **)n->argv[6] = NULL;
+}
+
+bool sdc_xent_step_node(const cudaKernelNodeParams *p, sdc_step_node *out) {
+    if (p->func != (void *)sdc_xent_kernel) return false;
+    const size_t sizes[] = {sizeof(const float *), sizeof(const int32_t *), sizeof(int64_t), sizeof(int64_t),
+                            sizeof(float *), sizeof(float), sizeof(const sdc_step *), sizeof(float *),
+                            sizeof(sdc_xent_partial *), sizeof(uint32_t *), sizeof(int64_t)};
+    return sdc_step_node_fill(p, out, sizes, (int)(sizeof sizes / sizeof sizes[0]), sdc_xent_set_values);
 }
 
 extern "C" int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labels, int64_t rows,

@@ -24,10 +24,12 @@
  * kernels are recorded into a CUDA graph.
  */
 #include <math.h>
+#include <string.h>
 
 #include "sd_internal.h"
 #include "sd_reduce.cuh"
 #include "symddp_compute.h"
+#include "sd_step_node.cuh"
 
 #define SDC_OPT_THREADS 256
 /* Counter 2 is the gradient check's ticket. */
@@ -46,7 +48,7 @@ __global__ void __launch_bounds__(SDC_OPT_THREADS)
     sdc_grad_check_kernel(const float *__restrict__ g, int64_t n, double *partial,
                           uint32_t *ticket_word, float max_norm, int32_t halt_on_skip,
                           float *status) {
-    __shared__ double s[SDC_OPT_THREADS];
+    __shared__ double s[32];
     double sum;
     if (!sdc_sum_squares_grid(g, n, partial, ticket_word, s, &sum)) return;
     const double norm = sqrt(sum);
@@ -177,6 +179,23 @@ __global__ void __launch_bounds__(SDC_OPT_THREADS)
     for (int64_t i = n4 * 4 + t; i < n; i += stride) sdc_update_one<KIND>(p, g, s0, s1, i, a, s, clip, scale);
 }
 
+/* The update kernels' step values: in their sdc_update_args (argument 6),
+ * by value, no block. */
+static void sdc_update_set_values(sdc_step_node *n, const sdc_step *v) {
+    sdc_update_args *a = (sdc_update_args *)n->argv[6];
+    a->v = *v;
+    a->blk = NULL;
+}
+
+bool sdc_update_step_node(const cudaKernelNodeParams *p, sdc_step_node *out) {
+    if (p->func != (void *)sdc_update_kernel<SDC_SGD> && p->func != (void *)sdc_update_kernel<SDC_ADAM> &&
+        p->func != (void *)sdc_update_kernel<SDC_ADAMW>)
+        return false;
+    const size_t sizes[] = {sizeof(float *), sizeof(const float *), sizeof(float *), sizeof(float *),
+                            sizeof(int64_t), sizeof(int64_t), sizeof(sdc_update_args)};
+    return sdc_step_node_fill(p, out, sizes, (int)(sizeof sizes / sizeof sizes[0]), sdc_update_set_values);
+}
+
 extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step,
                           int32_t use_block, uint64_t params, uint64_t grads, uint64_t state0,
                           uint64_t state1, int64_t n) {
@@ -192,11 +211,13 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
     cudaStream_t st = (cudaStream_t)(uintptr_t)c->stream;
     float *status = (float *)(uintptr_t)c->status;
 
-    /* 1. The gradient check. */
+    /* 1. The gradient check. Two blocks per SM at most: every block takes
+     * a ticket with an atomic on one word, and a thousand of them (one per
+     * 256 gradients of a small model) queued on it for microseconds. */
     int64_t g1 = (n + SDC_OPT_THREADS - 1) / SDC_OPT_THREADS;
     const int64_t cap = (int64_t)(c->sm_count > 0 ? c->sm_count : 1) * 8;
     const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
-    if (g1 > cap) g1 = cap;
+    if (g1 > cap / 4) g1 = cap / 4 > 0 ? cap / 4 : 1;
     if (g1 > room) g1 = room;
     sdc_grad_check_kernel<<<(unsigned)g1, SDC_OPT_THREADS, 0, st>>>(
         (const float *)(uintptr_t)grads, n, (double *)(uintptr_t)c->scratch,

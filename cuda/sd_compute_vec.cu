@@ -92,7 +92,7 @@ extern "C" int sdc_scale(const sdc_ctx *c, uint64_t x, float s, int64_t n) {
 __global__ void __launch_bounds__(SDC_VEC_THREADS)
     sdc_sumsq_kernel(const float *__restrict__ x, int64_t n, double *partial, uint32_t *ticket_word,
                      double *out) {
-    __shared__ double s[SDC_VEC_THREADS];
+    __shared__ double s[32];
     double t;
     if (sdc_sum_squares_grid(x, n, partial, ticket_word, s, &t)) *out = t;
 }
@@ -105,6 +105,8 @@ extern "C" int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t 
     SD_TRY(sdc_device(c));
     cudaStream_t st = (cudaStream_t)(uintptr_t)c->stream;
     unsigned g = sdc_vec_blocks(n, c->sm_count);
+    const unsigned most = 2 * (unsigned)(c->sm_count > 0 ? c->sm_count : 1); /* one ticket per block */
+    if (g > most) g = most;
     const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
     if ((int64_t)g > room) g = (unsigned)room;
     double *res = (double *)(uintptr_t)c->result;

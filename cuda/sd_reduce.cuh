@@ -4,9 +4,9 @@
  *
  * Phase 1: thread t of block b squares elements b*T+t, +G*T, ... in index
  * order (in double: each square of a float is exact), the block adds its
- * threads in a fixed tree and writes partial[b]. Phase 2: the last block to
+ * threads in a fixed order (sdc_block_sum) and writes partial[b]. Phase 2: the last block to
  * take a ticket adds the G partials: thread t takes partials t, t+T, ... in
- * order, then the same tree. Every addition's order depends only on n, G and
+ * order, then the same block sum. Every addition's order depends only on n, G and
  * T, so every run and every PE gets the same bits, without float atomics.
  * (Before, one thread of the last block added the partials one after
  * another: about a thousand dependent L2 loads, tens of microseconds.)
@@ -15,25 +15,35 @@
 
 #include <stdint.h>
 
-/* Sums v over the block (blockDim.x a power of two) in a fixed tree order;
- * every thread gets the total. s holds blockDim.x doubles of shared memory.
- * Every thread of the block must call it. */
+/* Sums v over a warp with an xor butterfly: every lane adds the same two
+ * operands at every level (a + b and b + a are the same float), so every
+ * lane ends with the same bits. */
+static __device__ __forceinline__ double sdc_warp_sum(double v) {
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+/* Sums v over the block (blockDim.x a multiple of 32, at most 1024) in a
+ * fixed order: each warp's butterfly, then the warps' sums by the first
+ * warp's butterfly (missing warps count as zero); every thread gets the
+ * total. s holds at least 32 doubles of shared memory. Every thread of
+ * the block must call it. Five shuffles and two barriers instead of a
+ * shared-memory tree with a barrier per level. */
 static __device__ __forceinline__ double sdc_block_sum(double v, double *s) {
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = sdc_warp_sum(v);
     __syncthreads(); /* s may still be read from a previous call */
-    s[threadIdx.x] = v;
+    if (lane == 0) s[warp] = v;
     __syncthreads();
-    for (unsigned h = blockDim.x / 2; h > 0; h >>= 1) {
-        if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
-        __syncthreads();
-    }
-    return s[0];
+    double t = lane < warps ? s[lane] : 0.0;
+    return sdc_warp_sum(t);
 }
 
 /*
  * Both phases over x (n floats). Returns true in the one thread (thread 0
  * of the last block) that holds the total in *total; the ticket word is
  * reset for the next launch. partial holds gridDim.x doubles. s holds
- * blockDim.x doubles of shared memory.
+ * 32 doubles of shared memory.
  */
 static __device__ __forceinline__ bool sdc_sum_squares_grid(const float *__restrict__ x, int64_t n,
                                                             double *partial, uint32_t *ticket_word,

@@ -19,9 +19,12 @@
  *
  * Values that change from step to step (the loss-gradient scale, the
  * optimizer's learning rate and bias corrections) are taken by value in eager
- * use. Kernels recorded into a CUDA graph read them instead from the context's
- * step block (sdc_step in device memory), which sdc_graph_launch writes just
- * before it launches the graph: pass use_block = 1 while capturing.
+ * use. Kernels recorded into a CUDA graph were recorded reading them from the
+ * context's step block (sdc_step in device memory; pass use_block = 1 while
+ * capturing); sdc_graph_launch gives those kernels' nodes the launch's values
+ * as arguments instead, so no kernel writes the block before the graph runs
+ * (sd_step_node.cuh). sdc_set_step still writes the block, for eager kernels
+ * that were enqueued reading it.
  */
 #ifndef SYMDDP_COMPUTE_H
 #define SYMDDP_COMPUTE_H
@@ -315,7 +318,7 @@ int sdc_capture_begin(const sdc_ctx *c);
 int sdc_capture_end(const sdc_ctx *c, uint64_t *exec);
 /* 1 when the stream is capturing. */
 int sdc_capturing(const sdc_ctx *c, int32_t *capturing);
-/* Writes values into the step block, then launches the graph, both on the stream. */
+/* Launches the graph on the stream, its step-reading kernels taking values as arguments. */
 int sdc_graph_launch(const sdc_ctx *c, uint64_t exec, const sdc_step *values);
 int sdc_graph_destroy(uint64_t exec);
 
