@@ -30,6 +30,7 @@
  * does not support ReLU/bias epilogues with a row-major D.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 
 #include "sd_internal.h"
 #include "symddp_compute.h"
+#include "sd_skinny.cuh"
 
 struct sdc_lt_plan_s {
     cublasLtMatmulDesc_t desc;
@@ -46,6 +48,9 @@ struct sdc_lt_plan_s {
     size_t workspace; /* bytes the algorithm needs */
     int32_t epilogue;
     int32_t align_a, align_b, align_c;
+    int32_t own;      /* SDC_SKINNY_*: the project's own kernel instead of cuBLASLt (sd_skinny.cuh) */
+    int32_t sm_count; /* for the own kernel's grid */
+    sdc_lt_args g;    /* what the plan was made for (the own kernel's shapes and pointers) */
 };
 
 static void sdc_lt_free(sdc_lt_plan_s *p) {
@@ -171,24 +176,32 @@ static int sdc_lt_split_variants(cublasLtHandle_t lt, const sdc_lt_plan_s *p, ui
     return n;
 }
 
+/* Enqueues the plan's GEMM on operands A (our a), B (our b), C with
+ * candidate r, or with the own kernel own (SDC_SKINNY_*) when it is not
+ * SDC_SKINNY_NONE; false when it cannot be enqueued. */
+static bool sdc_lt_enqueue(cublasLtHandle_t lt, const sdc_lt_plan_s *p, const cublasLtMatmulHeuristicResult_t *r,
+                           int own, const void *A, const void *B, void *C, void *work, cudaStream_t stream) {
+    if (own != SDC_SKINNY_NONE) return sdc_skinny_launch(own, &p->g, p->sm_count, A, B, C, stream) == cudaSuccess;
+    const float alpha = 1.0f, beta = 0.0f;
+    return cublasLtMatmul(lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &r->algo, work,
+                          r->workspaceSize, stream) == CUBLAS_STATUS_SUCCESS;
+}
+
 /*
- * Times calls replays of candidate r captured in a CUDA graph on stream;
- * returns microseconds per call, or -1 when it cannot be captured or run
- * (the stream is left out of capture either way).
+ * Times calls replays of candidate r (or of the own kernel own) captured in
+ * a CUDA graph on stream; returns microseconds per call, or -1 when it
+ * cannot be captured or run (the stream is left out of capture either way).
  */
 static float sdc_lt_time_graph(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
-                               const cublasLtMatmulHeuristicResult_t *r, const void *A, const void *B,
+                               const cublasLtMatmulHeuristicResult_t *r, int own, const void *A, const void *B,
                                void *C, void *work, cudaStream_t stream, int calls, cudaEvent_t t0,
                                cudaEvent_t t1) {
-    const float alpha = 1.0f, beta = 0.0f;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     float ms = -1;
     bool ok = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
     if (!ok) return -1;
-    for (int k = 0; k < calls && ok; k++)
-        ok = cublasLtMatmul(lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &r->algo,
-                            work, r->workspaceSize, stream) == CUBLAS_STATUS_SUCCESS;
+    for (int k = 0; k < calls && ok; k++) ok = sdc_lt_enqueue(lt, p, r, own, A, B, C, work, stream);
     ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok && graph;
     ok = ok && cudaGraphInstantiateWithFlags(&exec, graph, 0) == cudaSuccess;
     ok = ok && cudaGraphLaunch(exec, stream) == cudaSuccess; /* warm */
@@ -199,6 +212,71 @@ static float sdc_lt_time_graph(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
     return ok ? ms * 1000.0f / (float)calls : -1;
+}
+
+/* Copies rows x cols floats (row length ld) at d to the host h (rows * ld). */
+static bool sdc_lt_fetch(float *h, const void *d, int64_t rows, int64_t ld, cudaStream_t stream) {
+    return cudaMemcpyAsync(h, d, (size_t)(rows * ld) * sizeof(float), cudaMemcpyDeviceToHost, stream) ==
+               cudaSuccess &&
+           cudaStreamSynchronize(stream) == cudaSuccess;
+}
+
+/* The largest |x - y| / (1 + |y|) over rows x cols (row length ld). */
+static double sdc_lt_diff(const float *x, const float *y, int64_t rows, int64_t cols, int64_t ld) {
+    double worst = 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            const double a = x[i * ld + j], b = y[i * ld + j];
+            const double d = fabs(a - b) / (1.0 + fabs(b));
+            if (isnan(d)) return INFINITY;
+            if (d > worst) worst = d;
+        }
+    return worst;
+}
+
+/* How far the own kernel may stray from cuBLASLt on random operands: both
+ * sum in fp32 in different orders; a wrong mask layout or operand order
+ * is off by O(1). */
+#define SDC_LT_OWN_TOL 1e-3
+
+/*
+ * Checks the own kernel own against cuBLASLt's candidate r on random
+ * operands (A, B and C are the tuner's scratch; the plan's mask, when it
+ * reads one, is filled with random bits first: the layer's forward writes it
+ * before any real use). Returns true when C (and the bias gradient, for
+ * SDC_EPI_DRELU_BGRAD) agree within SDC_LT_OWN_TOL.
+ */
+static bool sdc_lt_own_agrees(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
+                              const cublasLtMatmulHeuristicResult_t *r, int own, void *A, void *B, void *C,
+                              uint64_t a_words, uint64_t b_words, void *work, cudaStream_t stream, double *worst) {
+    const sdc_lt_args *g = &p->g;
+    const bool bgrad = g->epilogue == SDC_EPI_DRELU_BGRAD;
+    const int64_t c_elems = g->m * g->ldc;
+    float *h = (float *)malloc((size_t)(2 * c_elems + 2 * g->n) * sizeof(float));
+    if (!h) return false;
+    float *ref = h, *got = h + c_elems, *ref_b = h + 2 * c_elems, *got_b = ref_b + g->n;
+    bool ok = sdc_fill_random(A, (int64_t)a_words, 0x5eed0001u, 1, stream) == cudaSuccess &&
+              sdc_fill_random(B, (int64_t)b_words, 0x5eed0002u, 1, stream) == cudaSuccess;
+    if (ok && g->aux && g->epilogue == SDC_EPI_DRELU_BGRAD)
+        ok = sdc_fill_random((void *)(uintptr_t)g->aux, g->aux_ld / 32 * g->m, 0x5eed0003u, 0, stream) ==
+             cudaSuccess;
+    ok = ok && sdc_lt_enqueue(lt, p, r, SDC_SKINNY_NONE, A, B, C, work, stream) &&
+         sdc_lt_fetch(ref, C, g->m, g->ldc, stream) &&
+         (!bgrad || sdc_lt_fetch(ref_b, (const void *)(uintptr_t)g->bias, 1, g->n, stream)) &&
+         cudaMemsetAsync(C, 0, (size_t)c_elems * sizeof(float), stream) == cudaSuccess &&
+         sdc_lt_enqueue(lt, p, r, own, A, B, C, work, stream) && sdc_lt_fetch(got, C, g->m, g->ldc, stream) &&
+         (!bgrad || sdc_lt_fetch(got_b, (const void *)(uintptr_t)g->bias, 1, g->n, stream));
+    if (ok) {
+        *worst = sdc_lt_diff(got, ref, g->m, g->n, g->ldc);
+        if (bgrad) {
+            const double wb = sdc_lt_diff(got_b, ref_b, 1, g->n, g->n);
+            if (!(wb <= *worst)) *worst = wb;
+        }
+        ok = *worst <= SDC_LT_OWN_TOL;
+    }
+    free(h);
+    cudaGetLastError();
+    return ok;
 }
 
 /*
@@ -223,7 +301,7 @@ static float sdc_lt_time_graph(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
  * keeps the heuristic's choice for reproducible runs.
  * SYMDDP_CUDA_TUNE_LOG=1 prints every decision to stderr.
  */
-static int sdc_lt_tune(const sdc_ctx *c, const sdc_lt_plan_s *p, const sdc_lt_args *g, uint64_t a_elems,
+static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g, uint64_t a_elems,
                        uint64_t b_elems, uint64_t c_elems, const cublasLtMatmulHeuristicResult_t *res,
                        int found, int first) {
     const char *env = getenv("SYMDDP_CUDA_TUNE");
@@ -241,8 +319,9 @@ static int sdc_lt_tune(const sdc_ctx *c, const sdc_lt_plan_s *p, const sdc_lt_ar
     const size_t cbytes = (c_elems * 4 + round - 1) / round * round;
     char *scratch = NULL;
     cudaEvent_t t0 = NULL, t1 = NULL;
-    int pick = first, fastest = -1;
-    float best = -1, first_us = -1;
+    int pick = first, fastest = -1, own = SDC_SKINNY_NONE;
+    float best = -1, first_us = -1, own_us = -1;
+    double own_diff = -1;
     int timed = 0, tried = 0;
     if (cudaMalloc((void **)&scratch, abytes + bbytes + cbytes) != cudaSuccess ||
         cudaMemsetAsync(scratch, 0, abytes + bbytes + cbytes, stream) != cudaSuccess ||
@@ -274,7 +353,7 @@ static int sdc_lt_tune(const sdc_ctx *c, const sdc_lt_plan_s *p, const sdc_lt_ar
             /* The calls replayed from a CUDA graph, as the training step runs
              * them: GPU time without the host's launch overhead, which for
              * small GEMMs is larger than the kernel and would decide alone. */
-            const float us = sdc_lt_time_graph(lt, p, &res[i], A, B, C, work, stream, calls, t0, t1);
+            const float us = sdc_lt_time_graph(lt, p, &res[i], SDC_SKINNY_NONE, A, B, C, work, stream, calls, t0, t1);
             if (us < 0) continue;
             timed++;
             if (i == first) first_us = us;
@@ -283,6 +362,20 @@ static int sdc_lt_tune(const sdc_ctx *c, const sdc_lt_plan_s *p, const sdc_lt_ar
         /* Leave the heuristic's choice only for a clear gain, so that the
          * same job picks the same algorithms run after run. */
         if (fastest >= 0 && (first_us < 0 || best < SDC_LT_TUNE_GAIN * first_us)) pick = fastest;
+        /* The project's own kernel, when one fits the shapes: first checked
+         * against cuBLASLt's pick on random operands, then timed the same
+         * way; it replaces the pick for the same clear gain. */
+        own = sdc_skinny_kind(g);
+        if (own != SDC_SKINNY_NONE && pick >= 0 && timed > 0) {
+            if (!sdc_lt_own_agrees(lt, p, &res[pick], own, (void *)A, (void *)B, C, a_elems, b_elems, work, stream,
+                                   &own_diff)) {
+                own_us = -2; /* disagrees: not used */
+            } else {
+                own_us = sdc_lt_time_graph(lt, p, NULL, own, A, B, C, work, stream, SDC_LT_TUNE_MAX_CALLS, t0, t1);
+                const float pick_us = pick == fastest ? best : pick == first ? first_us : best;
+                if (own_us > 0 && own_us < SDC_LT_TUNE_GAIN * pick_us) p->own = own;
+            }
+        }
         /* Not one candidate ran (the loop went to its end: a failure of
          * the timing itself, a goto done, keeps the heuristic's choice):
          * say so, rather than plan one that fails on every call (the layer
@@ -304,10 +397,14 @@ done:
         if (pick >= 0)
             cublasLtMatmulAlgoConfigGetAttribute(&res[pick].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
                                                  sizeof split, &got);
-        fprintf(stderr, "symddp: cuBLASLt %s %c%c m=%lld n=%lld k=%lld: %d of %d candidates timed in a graph, fastest #%d %.1f us, heuristic's #%d %.1f us (%.2f waves): picked #%d (split-K %d)\n",
+        char own_note[96] = "";
+        if (own != SDC_SKINNY_NONE)
+            snprintf(own_note, sizeof own_note, "; own %s kernel %s", own == SDC_SKINNY_N ? "skinny-n" : "skinny-k",
+                     own_us == -2 ? "disagrees with cuBLASLt: not used" : p->own ? "picked instead" : "not faster");
+        fprintf(stderr, "symddp: cuBLASLt %s %c%c m=%lld n=%lld k=%lld: %d of %d candidates timed in a graph, fastest #%d %.1f us, heuristic's #%d %.1f us (%.2f waves): picked #%d (split-K %d)%s; own %.1f us, diff %.2g\n",
                 sdc_epi_name(g->epilogue), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
                 (long long)g->n, (long long)g->k, timed, found, fastest, best, first, first_us,
-                res[first].wavesCount, pick, (int)split);
+                res[first].wavesCount, pick, (int)split, own_note, own_us, own_diff);
     }
     return pick;
 }
@@ -348,6 +445,8 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
     sdc_lt_plan_s *p = (sdc_lt_plan_s *)calloc(1, sizeof *p);
     if (!p) return SD_FAIL(SD_ERR_NO_MEMORY, "sdc_lt_plan_create: out of host memory");
     p->epilogue = e;
+    p->g = *g;
+    p->sm_count = c->sm_count;
     p->align_a = g->align_a;
     p->align_b = g->align_b;
     p->align_c = g->align_c;
@@ -446,6 +545,12 @@ extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64
     int cur = -1;
     SD_CUDA(cudaGetDevice(&cur));
     if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
+    if (p->own != SDC_SKINNY_NONE) {
+        SD_CUDA(sdc_skinny_launch(p->own, &p->g, p->sm_count, (const void *)(uintptr_t)a,
+                                  (const void *)(uintptr_t)b, (void *)(uintptr_t)cmat,
+                                  (cudaStream_t)(uintptr_t)(side ? c->side_stream : c->stream)));
+        return SD_OK;
+    }
     const float alpha = 1.0f, beta = 0.0f;
     cublasStatus_t st = cublasLtMatmul((cublasLtHandle_t)(uintptr_t)c->lt, p->desc, &alpha,
                                        (const void *)(uintptr_t)b, p->la, (const void *)(uintptr_t)a, p->lb,
