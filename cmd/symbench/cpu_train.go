@@ -33,6 +33,7 @@ type cpuTrainOpts struct {
 	steps     int
 	reps      int
 	batch     int
+	perPE     int // --per-pe-batch: each job's global batch is perPE x its PEs (weak scaling); 0: --batch-size for all
 	trainBin  string
 	dataset   string // fashion-mnist or synthetic, once resolved
 	note      string // why the dataset is synthetic
@@ -41,6 +42,14 @@ type cpuTrainOpts struct {
 	timeout   time.Duration
 	quiet     float64
 	extraArgs []string
+}
+
+// globalBatch is the global batch of a job with pes PEs.
+func (o cpuTrainOpts) globalBatch(pes int) int {
+	if o.perPE > 0 {
+		return o.perPE * pes
+	}
+	return o.batch
 }
 
 // sampleValues is the number of values of a Fashion-MNIST sample, for the
@@ -56,7 +65,8 @@ func parseCPUTrainFlags(args []string) (cpuTrainOpts, error) {
 	fs.IntVar(&o.warmup, "warmup", 20, "steps before the timed ones (also the logging interval)")
 	fs.IntVar(&o.steps, "steps", 200, "timed steps; a multiple of --warmup")
 	fs.IntVar(&o.reps, "reps", 3, "runs of every configuration (the median is reported)")
-	fs.IntVar(&o.batch, "batch-size", 256, "global batch")
+	fs.IntVar(&o.batch, "batch-size", 256, "global batch of every job (strong scaling: the PEs share it)")
+	fs.IntVar(&o.perPE, "per-pe-batch", 0, "instead of --batch-size, a batch of this many samples per PE (weak scaling, as each process of a PyTorch DDP job loads its own batch): --pes P trains with a global batch of P times it")
 	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to measure (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
 	fs.StringVar(&o.dataset, "dataset", "auto", "auto (Fashion-MNIST if installed, else synthetic data of the same shapes), fashion-mnist or synthetic")
 	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
@@ -78,8 +88,11 @@ func parseCPUTrainFlags(args []string) (cpuTrainOpts, error) {
 	case o.format != "text" && o.format != "markdown":
 		return o, fmt.Errorf("--format %q: want text or markdown", o.format)
 	}
+	if o.perPE < 0 {
+		return o, fmt.Errorf("--per-pe-batch %d: want a positive batch per PE (0: --batch-size)", o.perPE)
+	}
 	for _, n := range o.pes {
-		if n < 1 || o.batch%n != 0 {
+		if n < 1 || (o.perPE == 0 && o.batch%n != 0) {
 			return o, fmt.Errorf("--pes %d: want a positive divisor of --batch-size %d", n, o.batch)
 		}
 	}
@@ -155,6 +168,7 @@ type cpuTrainReport struct {
 	Dataset  string           `json:"dataset"`
 	Note     string           `json:"note,omitempty"`
 	Batch    int              `json:"batch"`
+	PerPE    int              `json:"per_pe_batch,omitempty"` // weak scaling: Batch is unused
 	Warmup   int              `json:"warmup"`
 	Steps    int              `json:"steps"`
 	Reps     int              `json:"reps"`
@@ -231,7 +245,7 @@ func buildTrainBinary(path string) (string, func(), error) {
 // a change of the machine's load affects every job alike.
 func measureCPUTrain(ctx context.Context, bin string, o cpuTrainOpts, progress io.Writer) (cpuTrainReport, error) {
 	rep := cpuTrainReport{Date: time.Now().Format("2006-01-02 15:04 MST"), Host: describeHost(nil), Dataset: o.dataset,
-		Note: o.note, Batch: o.batch, Warmup: o.warmup, Steps: o.steps, Reps: o.reps, CPUs: runtime.NumCPU(), Quiet: o.quiet}
+		Note: o.note, Batch: o.batch, PerPE: o.perPE, Warmup: o.warmup, Steps: o.steps, Reps: o.reps, CPUs: runtime.NumCPU(), Quiet: o.quiet}
 	jobs := o.jobs()
 	rep.Results = make([]cpuTrainResult, len(jobs))
 	for i, j := range jobs {
@@ -254,14 +268,19 @@ func measureCPUTrain(ctx context.Context, bin string, o cpuTrainOpts, progress i
 	}
 	// params, grads and momentum (SGD's one slot) in float32, one global
 	// batch of float32 samples, and 64 MiB.
-	rep.TargetB = int64(3*4*rep.Params) + int64(4*o.batch*sampleValues) + 64<<20
+	// With a batch per PE, one batch is what a PE holds.
+	batch := o.batch
+	if o.perPE > 0 {
+		batch = o.perPE
+	}
+	rep.TargetB = int64(3*4*rep.Params) + int64(4*batch*sampleValues) + 64<<20
 	return rep, nil
 }
 
 // cpuTrainCommand is the train command a job runs, for the report.
 func cpuTrainCommand(j cpuTrainJob, o cpuTrainOpts) string {
-	s := fmt.Sprintf("train --pes %d --batch-size %d --max-steps %d --log-every %d --eval-every 0 --metrics FILE --dataset %s",
-		j.PEs, o.batch, o.warmup+o.steps, o.warmup, o.dataset)
+	s := fmt.Sprintf("train --pes %d --batch-size %d --max-steps %d --log-every %d --eval-every 0 --epochs 1000000 --metrics FILE --dataset %s",
+		j.PEs, o.globalBatch(j.PEs), o.warmup+o.steps, o.warmup, o.dataset)
 	if j.Threads > 0 {
 		s += fmt.Sprintf(" --threads %d", j.Threads)
 	}

@@ -11,8 +11,12 @@ import (
 // on issue 11's targets: once over all runs, once over the quiet runs only
 // (those during which other processes kept at most rep.Quiet CPUs busy).
 func printTrainReport(w io.Writer, format string, rep cpuTrainReport) error {
-	fmt.Fprintf(w, "train: mlp (%d parameters), %s, global batch %d, %s; %d warm-up steps, then %d timed steps; %d runs of each\n",
-		rep.Params, rep.Engine, rep.Batch, rep.Dataset, rep.Warmup, rep.Steps, rep.Reps)
+	batch := fmt.Sprintf("global batch %d", rep.Batch)
+	if rep.PerPE > 0 {
+		batch = fmt.Sprintf("batch %d per PE (global: PEs x %d, weak scaling)", rep.PerPE, rep.PerPE)
+	}
+	fmt.Fprintf(w, "train: mlp (%d parameters), %s, %s, %s; %d warm-up steps, then %d timed steps; %d runs of each\n",
+		rep.Params, rep.Engine, batch, rep.Dataset, rep.Warmup, rep.Steps, rep.Reps)
 	fmt.Fprintf(w, "host: %s\ndate: %s\n", rep.Host, rep.Date)
 	if rep.Note != "" {
 		fmt.Fprintf(w, "note: %s\n", rep.Note)

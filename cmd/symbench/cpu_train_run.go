@@ -67,9 +67,9 @@ func runCPUTrainJob(ctx context.Context, bin string, job cpuTrainJob, o cpuTrain
 	}
 	defer os.RemoveAll(dir)
 	metrics := filepath.Join(dir, "metrics.jsonl")
-	args := []string{"--pes", strconv.Itoa(job.PEs), "--batch-size", strconv.Itoa(o.batch),
+	args := []string{"--pes", strconv.Itoa(job.PEs), "--batch-size", strconv.Itoa(o.globalBatch(job.PEs)),
 		"--max-steps", strconv.Itoa(o.warmup + o.steps), "--log-every", strconv.Itoa(o.warmup),
-		"--eval-every", "0", "--no-progress", "--metrics", metrics, "--dataset", o.dataset}
+		"--eval-every", "0", "--epochs", "1000000", "--no-progress", "--metrics", metrics, "--dataset", o.dataset}
 	if job.Threads > 0 {
 		args = append(args, "--threads", strconv.Itoa(job.Threads))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -80,6 +81,33 @@ func TestCPUTrainJobs(t *testing.T) {
 		if _, err := parseCPUTrainFlags(bad); err == nil {
 			t.Errorf("flags %v accepted", bad)
 		}
+	}
+}
+
+// TestPerPEBatch: --per-pe-batch gives each job a global batch of its PEs
+// times the batch per PE (weak scaling) and lifts --batch-size's divisor rule.
+func TestPerPEBatch(t *testing.T) {
+	o, err := parseCPUTrainFlags([]string{"--pes", "1,3,8", "--per-pe-batch", "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pes, want := range map[int]int{1: 100, 3: 300, 8: 800} {
+		if got := o.globalBatch(pes); got != want {
+			t.Errorf("--per-pe-batch 100, %d PEs: global batch %d, want %d", pes, got, want)
+		}
+		if cmd := cpuTrainCommand(cpuTrainJob{PEs: pes}, o); !strings.Contains(cmd, fmt.Sprintf("--batch-size %d ", want)) {
+			t.Errorf("command %q: want --batch-size %d", cmd, want)
+		}
+	}
+	o, err = parseCPUTrainFlags([]string{"--pes", "1,2", "--batch-size", "64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.globalBatch(2); got != 64 {
+		t.Errorf("--batch-size 64, 2 PEs: global batch %d, want 64", got)
+	}
+	if _, err := parseCPUTrainFlags([]string{"--per-pe-batch", "-1"}); err == nil {
+		t.Error("--per-pe-batch -1 accepted")
 	}
 }
 
