@@ -16,9 +16,10 @@ import (
 // meanwhile), and anything else enqueued on the stream, such as the comm
 // backend's allreduce kernels. Values that change from step to step are not
 // frozen into the graph: SoftmaxCrossEntropy's scale and the optimizer's
-// learning rate, bias corrections and step-1 flag are read by the recorded
-// kernels from the context's step block, which Graph.Launch writes (with a
-// tiny kernel taking them by value) just before it launches the graph.
+// learning rate, bias corrections and step-1 flag are recorded as reads of
+// the context's step block, and Graph.Launch hands each launch's values to
+// those kernel nodes as arguments (the library rewrites the nodes'
+// parameters before the launch; no kernel writes the block).
 //
 // Operations that need the host (SetTensor, SetLabels, ReadTensor,
 // SumSquares, Sync) cannot be recorded: they fail the capture, and
@@ -112,8 +113,8 @@ type Graph struct {
 	update bool // an optimizer update was recorded
 }
 
-// Launch enqueues the graph with v's values (written into the step block
-// first, both on the stream) and returns at once.
+// Launch enqueues the graph with v's values (given to the kernels that
+// read them) and returns at once.
 func (g *Graph) Launch(v StepValues) error {
 	if g.exec == 0 {
 		return errors.New("cuda: Launch of a closed graph")

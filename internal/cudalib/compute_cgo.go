@@ -480,7 +480,8 @@ func (c *Context) Capturing() (bool, error) {
 	return c.x.i32 != 0, err
 }
 
-// GraphLaunch enqueues the write of v into the step block, then the graph.
+// GraphLaunch enqueues the graph, whose kernels that read the step block
+// take v's values as arguments for this launch.
 func (c *Context) GraphLaunch(exec uint64, v StepValues) error {
 	c.setStep(v)
 	return c.check("sdc_graph_launch", C.cw_graph_launch(c.cp.t, c.x, C.uint64_t(exec)))
