@@ -178,18 +178,10 @@ extern "C" int sdc_device_name(int32_t device, char *name, size_t cap) {
 
 /* ---- memory and transfers ---- */
 
-extern "C" int sdc_dev_alloc(size_t bytes, uint64_t *ptr) {
-    if (!ptr) return SD_FAIL(SD_ERR_ARG, "sdc_dev_alloc: NULL argument");
-    void *p = NULL;
-    SD_CUDA(cudaMalloc(&p, bytes ? bytes : 16));
-    *ptr = (uint64_t)(uintptr_t)p;
-    return SD_OK;
-}
+/* The compute ABI's names for the comm ABI's plain device memory (sd_memory.cu). */
+extern "C" int sdc_dev_alloc(size_t bytes, uint64_t *ptr) { return sd_dev_alloc(bytes, ptr); }
 
-extern "C" int sdc_dev_free(uint64_t ptr) {
-    if (ptr) SD_CUDA(cudaFree((void *)(uintptr_t)ptr));
-    return SD_OK;
-}
+extern "C" int sdc_dev_free(uint64_t ptr) { return sd_dev_free(ptr); }
 
 extern "C" int sdc_host_alloc(size_t bytes, void **ptr) {
     if (!ptr) return SD_FAIL(SD_ERR_ARG, "sdc_host_alloc: NULL argument");

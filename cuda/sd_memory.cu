@@ -86,7 +86,7 @@ extern "C" int sd_dev_alloc(size_t bytes, uint64_t *ptr) {
 }
 
 extern "C" int sd_dev_free(uint64_t ptr) {
-    SD_CUDA(cudaFree((void *)(uintptr_t)ptr));
+    if (ptr) SD_CUDA(cudaFree((void *)(uintptr_t)ptr));
     return SD_OK;
 }
 
