@@ -160,7 +160,10 @@ bool sdc_xent_step_node(const cudaKernelNodeParams *p, sdc_step_node *out) {
     const size_t sizes[] = {sizeof(const float *), sizeof(const int32_t *), sizeof(int64_t), sizeof(int64_t),
                             sizeof(float *), sizeof(float), sizeof(const sdc_step *), sizeof(float *),
                             sizeof(sdc_xent_partial *), sizeof(uint32_t *), sizeof(int64_t)};
-    return sdc_step_node_fill(p, out, sizes, (int)(sizeof sizes / sizeof sizes[0]), sdc_xent_set_values);
+    /* Only a node recorded reading the block: one captured with a scale
+     * by value keeps it. */
+    return p->kernelParams && *(const sdc_step *const *)p->kernelParams[6] &&
+           sdc_step_node_fill(p, out, sizes, (int)(sizeof sizes / sizeof sizes[0]), sdc_xent_set_values);
 }
 
 extern "C" int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labels, int64_t rows,

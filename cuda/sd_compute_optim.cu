@@ -193,7 +193,10 @@ bool sdc_update_step_node(const cudaKernelNodeParams *p, sdc_step_node *out) {
         return false;
     const size_t sizes[] = {sizeof(float *), sizeof(const float *), sizeof(float *), sizeof(float *),
                             sizeof(int64_t), sizeof(int64_t), sizeof(sdc_update_args)};
-    return sdc_step_node_fill(p, out, sizes, (int)(sizeof sizes / sizeof sizes[0]), sdc_update_set_values);
+    /* Only a node recorded reading the block: one captured with values by
+     * argument keeps them. */
+    return p->kernelParams && ((const sdc_update_args *)p->kernelParams[6])->blk &&
+           sdc_step_node_fill(p, out, sizes, (int)(sizeof sizes / sizeof sizes[0]), sdc_update_set_values);
 }
 
 extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step,

@@ -9,7 +9,9 @@
  * sdc_graph_launch rewrites those nodes' arguments for the launch
  * (cudaGraphExecKernelNodeSetParams): values by argument, no block pointer.
  * Each kernel that reads the block has a matcher beside it
- * (sdc_xent_step_node, sdc_update_step_node) that recognises its node,
+ * (sdc_xent_step_node, sdc_update_step_node) that recognises its node
+ * when it was recorded reading the block (use_block; a node captured with
+ * values by argument keeps them),
  * copies the node's arguments into store, points argv at the copies and
  * sets set_values, which rewrites the copies for a launch.
  */
