@@ -46,11 +46,9 @@ struct sdc_lt_plan_s {
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our b), B (our a), C = D */
     cublasLtMatmulAlgo_t algo;
     size_t workspace; /* bytes the algorithm needs */
-    int32_t epilogue;
-    int32_t align_a, align_b, align_c;
     int32_t own;      /* SDC_SKINNY_*: the project's own kernel instead of cuBLASLt (sd_skinny.cuh) */
     int32_t sm_count; /* for the own kernel's grid */
-    sdc_lt_args g;    /* what the plan was made for (the own kernel's shapes and pointers) */
+    sdc_lt_args g;    /* what the plan was made for: epilogue, alignments, the own kernel's shapes and pointers */
 };
 
 static void sdc_lt_free(sdc_lt_plan_s *p) {
@@ -176,15 +174,23 @@ static int sdc_lt_split_variants(cublasLtHandle_t lt, const sdc_lt_plan_s *p, ui
     return n;
 }
 
+/* Enqueues C = op(A) op(B) with the plan's descriptor and algorithm algo
+ * (our a is cuBLASLt's B, our b its A: see the top of the file). */
+static cublasStatus_t sdc_lt_call(cublasLtHandle_t lt, const sdc_lt_plan_s *p, const cublasLtMatmulAlgo_t *algo,
+                                  size_t algo_ws, const void *A, const void *B, void *C, void *work,
+                                  cudaStream_t stream) {
+    const float alpha = 1.0f, beta = 0.0f;
+    return cublasLtMatmul(lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, algo, work, algo_ws,
+                          stream);
+}
+
 /* Enqueues the plan's GEMM on operands A (our a), B (our b), C with
  * candidate r, or with the own kernel own (SDC_SKINNY_*) when it is not
  * SDC_SKINNY_NONE; false when it cannot be enqueued. */
 static bool sdc_lt_enqueue(cublasLtHandle_t lt, const sdc_lt_plan_s *p, const cublasLtMatmulHeuristicResult_t *r,
                            int own, const void *A, const void *B, void *C, void *work, cudaStream_t stream) {
     if (own != SDC_SKINNY_NONE) return sdc_skinny_launch(own, &p->g, p->sm_count, A, B, C, stream) == cudaSuccess;
-    const float alpha = 1.0f, beta = 0.0f;
-    return cublasLtMatmul(lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &r->algo, work,
-                          r->workspaceSize, stream) == CUBLAS_STATUS_SUCCESS;
+    return sdc_lt_call(lt, p, &r->algo, r->workspaceSize, A, B, C, work, stream) == CUBLAS_STATUS_SUCCESS;
 }
 
 /*
@@ -281,10 +287,10 @@ static bool sdc_lt_own_agrees(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
 
 /*
  * Picks the fastest of the heuristic's usable candidates by timing them on
- * the context's stream (replayed from a CUDA graph), unless
- * SYMDDP_CUDA_TUNE=0 or the stream is being captured, when it is at least
- * 10% faster than the heuristic's first choice; returns the index of the
- * pick (first when tuning is off or cannot time), or -1 when every usable
+ * the context's stream (replayed from a CUDA graph; not called with
+ * SYMDDP_CUDA_TUNE=0), unless the stream is being captured, when it is at
+ * least 10% faster than the heuristic's first choice; returns the index of
+ * the pick (first when it cannot time), or -1 when every usable
  * candidate failed to run. The heuristic ranks by a model of the GPU;
  * for small GEMMs (batch 256 against 256 outputs) its first choice can run
  * on a handful of SMs while a split-K or smaller-tile candidate fills the
@@ -304,8 +310,7 @@ static bool sdc_lt_own_agrees(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
 static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g, uint64_t a_elems,
                        uint64_t b_elems, uint64_t c_elems, const cublasLtMatmulHeuristicResult_t *res,
                        int found, int first) {
-    const char *env = getenv("SYMDDP_CUDA_TUNE");
-    if ((env && env[0] == '0') || found < 2) return first;
+    if (found < 2) return first;
     cudaStream_t stream = (cudaStream_t)(uintptr_t)c->stream;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
@@ -331,7 +336,6 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
     {
         const void *A = scratch, *B = scratch + abytes; /* our a, our b */
         void *C = scratch + abytes + bbytes;
-        const float alpha = 1.0f, beta = 0.0f;
         const cublasLtHandle_t lt = (cublasLtHandle_t)(uintptr_t)c->lt;
         void *work = (void *)(uintptr_t)c->workspace;
         for (int i = 0; i < found; i++) {
@@ -340,9 +344,7 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
             /* One eager call: does the candidate run, and how many calls fill
              * about SDC_LT_TUNE_NS (launch overhead included, so at most). */
             if (cudaEventRecord(t0, stream) != cudaSuccess) goto done;
-            if (cublasLtMatmul(lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &res[i].algo,
-                               work, res[i].workspaceSize, stream) != CUBLAS_STATUS_SUCCESS)
-                continue;
+            if (!sdc_lt_enqueue(lt, p, &res[i], SDC_SKINNY_NONE, A, B, C, work, stream)) continue;
             float ms = 0;
             if (cudaEventRecord(t1, stream) != cudaSuccess || cudaEventSynchronize(t1) != cudaSuccess ||
                 cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess)
@@ -372,7 +374,7 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
                 own_us = -2; /* disagrees: not used */
             } else {
                 own_us = sdc_lt_time_graph(lt, p, NULL, own, A, B, C, work, stream, SDC_LT_TUNE_MAX_CALLS, t0, t1);
-                const float pick_us = pick == fastest ? best : pick == first ? first_us : best;
+                const float pick_us = pick == first ? first_us : best;
                 if (own_us > 0 && own_us < SDC_LT_TUNE_GAIN * pick_us) p->own = own;
             }
         }
@@ -444,12 +446,8 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
     cublasLtMatmulPreference_t pref = NULL;
     sdc_lt_plan_s *p = (sdc_lt_plan_s *)calloc(1, sizeof *p);
     if (!p) return SD_FAIL(SD_ERR_NO_MEMORY, "sdc_lt_plan_create: out of host memory");
-    p->epilogue = e;
     p->g = *g;
     p->sm_count = c->sm_count;
-    p->align_a = g->align_a;
-    p->align_b = g->align_b;
-    p->align_c = g->align_c;
     {
         /* Our b is cuBLASLt's A, our a its B (see the top of the file). */
         const cublasOperation_t op_lt_a = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -495,7 +493,7 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
                                               SDC_LT_CANDIDATES, res, &found));
         int first = -1;
         for (int i = 0; i < found && first < 0; i++)
-            if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= ws) first = i;
+            if (sdc_lt_usable(&res[i], (size_t)ws)) first = i;
         if (first < 0) {
             rc = SD_FAIL(SD_ERR, "cuBLASLt has no fp32 algorithm for epilogue %s (%c%c, m=%lld n=%lld k=%lld) within %llu bytes of workspace",
                          sdc_epi_name(e), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
@@ -503,10 +501,12 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
             goto fail;
         }
         const char *tune = getenv("SYMDDP_CUDA_TUNE");
-        if (!(tune && tune[0] == '0'))
+        int pick = first;
+        if (!(tune && tune[0] == '0')) {
             found = sdc_lt_split_variants(lt, p, k, (size_t)ws, res, found, first, SDC_LT_MAX_CANDIDATES);
-        const int pick = sdc_lt_tune(c, p, g, a_rows * (uint64_t)g->lda, b_rows * (uint64_t)g->ldb,
-                                     lt_n * (uint64_t)g->ldc, res, found, first);
+            pick = sdc_lt_tune(c, p, g, a_rows * (uint64_t)g->lda, b_rows * (uint64_t)g->ldb,
+                               lt_n * (uint64_t)g->ldc, res, found, first);
+        }
         if (pick < 0) {
             rc = SD_FAIL(SD_ERR, "none of cuBLASLt's %d fp32 algorithms for epilogue %s (%c%c, m=%lld n=%lld k=%lld) ran",
                          found, sdc_epi_name(e), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
@@ -538,10 +538,10 @@ extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64
     if (!c || !p || !c->lt) return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: no context or plan");
     if (side && !c->side_stream) return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: the context has no side stream");
     if (!a || !b || !cmat) return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: NULL operand");
-    if (!sdc_lt_aligned(a, p->align_a) || !sdc_lt_aligned(b, p->align_b) || !sdc_lt_aligned(cmat, p->align_c))
+    if (!sdc_lt_aligned(a, p->g.align_a) || !sdc_lt_aligned(b, p->g.align_b) || !sdc_lt_aligned(cmat, p->g.align_c))
         return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: operands at %#llx %#llx %#llx, planned for %d-, %d- and %d-byte alignment",
-                       (unsigned long long)a, (unsigned long long)b, (unsigned long long)cmat, p->align_a,
-                       p->align_b, p->align_c);
+                       (unsigned long long)a, (unsigned long long)b, (unsigned long long)cmat, p->g.align_a,
+                       p->g.align_b, p->g.align_c);
     int cur = -1;
     SD_CUDA(cudaGetDevice(&cur));
     if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
@@ -551,16 +551,13 @@ extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64
                                   (cudaStream_t)(uintptr_t)(side ? c->side_stream : c->stream)));
         return SD_OK;
     }
-    const float alpha = 1.0f, beta = 0.0f;
-    cublasStatus_t st = cublasLtMatmul((cublasLtHandle_t)(uintptr_t)c->lt, p->desc, &alpha,
-                                       (const void *)(uintptr_t)b, p->la, (const void *)(uintptr_t)a, p->lb,
-                                       &beta, (const void *)(uintptr_t)cmat, p->lc, (void *)(uintptr_t)cmat,
-                                       p->lc, &p->algo,
-                                       (void *)(uintptr_t)(side ? c->side_workspace : c->workspace),
-                                       p->workspace,
-                                       (cudaStream_t)(uintptr_t)(side ? c->side_stream : c->stream));
+    cublasStatus_t st =
+        sdc_lt_call((cublasLtHandle_t)(uintptr_t)c->lt, p, &p->algo, p->workspace, (const void *)(uintptr_t)a,
+                    (const void *)(uintptr_t)b, (void *)(uintptr_t)cmat,
+                    (void *)(uintptr_t)(side ? c->side_workspace : c->workspace),
+                    (cudaStream_t)(uintptr_t)(side ? c->side_stream : c->stream));
     if (st != CUBLAS_STATUS_SUCCESS)
-        return SD_FAIL(SD_ERR, "cublasLtMatmul (epilogue %s): %s", sdc_epi_name(p->epilogue),
+        return SD_FAIL(SD_ERR, "cublasLtMatmul (epilogue %s): %s", sdc_epi_name(p->g.epilogue),
                        cublasLtGetStatusString(st));
     return SD_OK;
 }
