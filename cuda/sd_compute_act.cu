@@ -18,6 +18,7 @@
  * ReLU follows Go's max(v, 0): NaN stays NaN, -0 becomes +0. Its derivative is
  * taken from the output: 0 where y <= 0 (the subgradient at 0 is 0).
  */
+#include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "symddp_compute.h"
 
@@ -73,17 +74,7 @@ __global__ void sdc_relu_mask_kernel(float *__restrict__ dy, const float *__rest
 }
 
 static unsigned sdc_blocks(int64_t items, int sm_count) {
-    int64_t g = (items + SDC_ACT_THREADS - 1) / SDC_ACT_THREADS;
-    const int64_t cap = (int64_t)(sm_count > 0 ? sm_count : 1) * 16;
-    if (g > cap) g = cap;
-    return (unsigned)(g < 1 ? 1 : g);
-}
-
-static int sdc_device(const sdc_ctx *c) {
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
-    return SD_OK;
+    return (unsigned)sdc_grid(items, SDC_ACT_THREADS, sm_count, 16);
 }
 
 template <int ACT>
@@ -119,7 +110,7 @@ extern "C" int sdc_bias_act(const sdc_ctx *c, uint64_t y, int64_t rows, int64_t 
     if (act != SDC_IDENTITY && act != SDC_RELU)
         return SD_FAIL(SD_ERR_ARG, "sdc_bias_act: unknown activation %d", act);
     if (rows == 0 || (act == SDC_IDENTITY && !bias)) return SD_OK;
-    SD_TRY(sdc_device(c));
+    SD_TRY(sdc_use_device(c->device));
     float *yp = (float *)(uintptr_t)y;
     const float *bp = (const float *)(uintptr_t)bias;
     if (act == SDC_RELU)
@@ -186,7 +177,7 @@ extern "C" int sdc_bias_act_backward(const sdc_ctx *c, uint64_t dy, uint64_t y, 
     if (!c || rows < 0 || cols <= 0) return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward: bad arguments");
     if (act != SDC_IDENTITY && act != SDC_RELU)
         return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward: unknown activation %d", act);
-    SD_TRY(sdc_device(c));
+    SD_TRY(sdc_use_device(c->device));
     cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
     float *dyp = (float *)(uintptr_t)dy;
     const float *yp = (const float *)(uintptr_t)y;

@@ -19,6 +19,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "symddp_compute.h"
 #include "sd_step_node.cuh"
@@ -27,14 +28,6 @@
 #define SDC_WORKSPACE_BYTES ((size_t)32 << 20)
 /* The scratch of the deterministic reductions (partial sums). */
 #define SDC_SCRATCH_BYTES ((size_t)16 << 20)
-
-/* Makes device current on this thread when it is not. */
-static int sdc_use_device(int device) {
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != device) SD_CUDA(cudaSetDevice(device));
-    return SD_OK;
-}
 
 static cudaStream_t sdc_stream_of(const sdc_ctx *c, int32_t on_copy) {
     return (cudaStream_t)(uintptr_t)(on_copy ? c->copy_stream : c->stream);

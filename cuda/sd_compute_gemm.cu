@@ -16,6 +16,7 @@
 
 #include <cublas_v2.h>
 
+#include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "symddp_compute.h"
 
@@ -31,9 +32,7 @@ extern "C" int sdc_gemm(const sdc_ctx *c, int32_t trans_a, int32_t trans_b, int6
                        (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldb,
                        (long long)ldc);
     if (m == 0 || n == 0) return SD_OK;
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
+    SD_TRY(sdc_use_device(c->device));
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     /* Column-major C^T (n,m) = op(B)^T (n,k) * op(A)^T (k,m). */

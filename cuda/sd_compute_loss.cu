@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "sd_reduce.cuh"
 #include "symddp_compute.h"
@@ -172,9 +173,7 @@ extern "C" int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labe
     if (!c || rows <= 0 || classes <= 0 || classes > 0x7ffffffe)
         return SD_FAIL(SD_ERR_ARG, "sdc_softmax_xent: %lld rows of %lld classes", (long long)rows,
                        (long long)classes);
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
+    SD_TRY(sdc_use_device(c->device));
     /* About two blocks per SM, at least one row per warp. */
     const int64_t target = 2 * (int64_t)(c->sm_count > 0 ? c->sm_count : 1);
     int64_t per = (rows + target - 1) / target;

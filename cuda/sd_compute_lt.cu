@@ -37,6 +37,7 @@
 
 #include <cublasLt.h>
 
+#include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "symddp_compute.h"
 #include "sd_skinny.cuh"
@@ -542,9 +543,7 @@ extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64
         return SD_FAIL(SD_ERR_ARG, "sdc_lt_matmul: operands at %#llx %#llx %#llx, planned for %d-, %d- and %d-byte alignment",
                        (unsigned long long)a, (unsigned long long)b, (unsigned long long)cmat, p->g.align_a,
                        p->g.align_b, p->g.align_c);
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
+    SD_TRY(sdc_use_device(c->device));
     if (p->own != SDC_SKINNY_NONE) {
         SD_CUDA(sdc_skinny_launch(p->own, &p->g, p->sm_count, (const void *)(uintptr_t)a,
                                   (const void *)(uintptr_t)b, (void *)(uintptr_t)cmat,

@@ -26,6 +26,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "sd_reduce.cuh"
 #include "symddp_compute.h"
@@ -34,13 +35,6 @@
 #define SDC_OPT_THREADS 256
 /* Counter 2 is the gradient check's ticket. */
 #define SDC_NORM_COUNTER 2
-
-static int sdc_device(const sdc_ctx *c) {
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
-    return SD_OK;
-}
 
 /* ---- 1. gradient check ---- */
 
@@ -210,17 +204,15 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
         return SD_FAIL(SD_ERR_ARG, "sdc_update: SGD with momentum %g and %s state slot", (double)o->momentum,
                        state0 ? "a" : "no");
     if (n == 0) return SD_OK;
-    SD_TRY(sdc_device(c));
+    SD_TRY(sdc_use_device(c->device));
     cudaStream_t st = (cudaStream_t)(uintptr_t)c->stream;
     float *status = (float *)(uintptr_t)c->status;
 
     /* 1. The gradient check. Two blocks per SM at most: every block takes
      * a ticket with an atomic on one word, and a thousand of them (one per
      * 256 gradients of a small model) queued on it for microseconds. */
-    int64_t g1 = (n + SDC_OPT_THREADS - 1) / SDC_OPT_THREADS;
-    const int64_t cap = (int64_t)(c->sm_count > 0 ? c->sm_count : 1) * 8;
+    int64_t g1 = sdc_grid(n, SDC_OPT_THREADS, c->sm_count, 2);
     const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
-    if (g1 > cap / 4) g1 = cap / 4 > 0 ? cap / 4 : 1;
     if (g1 > room) g1 = room;
     sdc_grad_check_kernel<<<(unsigned)g1, SDC_OPT_THREADS, 0, st>>>(
         (const float *)(uintptr_t)grads, n, (double *)(uintptr_t)c->scratch,
@@ -235,9 +227,7 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
     a.status = status;
     const bool aligned = (params | grads | state0 | state1) % 16 == 0;
     const int64_t n4 = aligned ? n / 4 : 0;
-    int64_t g2 = ((n4 ? n4 : n) + SDC_OPT_THREADS - 1) / SDC_OPT_THREADS;
-    if (g2 > cap * 2) g2 = cap * 2;
-    if (g2 < 1) g2 = 1;
+    const int64_t g2 = sdc_grid(n4 ? n4 : n, SDC_OPT_THREADS, c->sm_count, 16);
     float *p = (float *)(uintptr_t)params, *s0 = (float *)(uintptr_t)state0, *s1 = (float *)(uintptr_t)state1;
     const float *g = (const float *)(uintptr_t)grads;
     switch (o->kind) {
@@ -257,7 +247,7 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
 
 extern "C" int sdc_reset_status(const sdc_ctx *c) {
     if (!c) return SD_FAIL(SD_ERR_ARG, "sdc_reset_status: no context");
-    SD_TRY(sdc_device(c));
+    SD_TRY(sdc_use_device(c->device));
     SD_CUDA(cudaMemsetAsync((void *)(uintptr_t)c->status, 0, SDC_STATUS_WORDS * sizeof(float),
                             (cudaStream_t)(uintptr_t)c->stream));
     return SD_OK;

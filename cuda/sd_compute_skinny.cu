@@ -28,6 +28,7 @@
  */
 #include <stdint.h>
 
+#include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "sd_skinny.cuh"
 #include "symddp_compute.h"
@@ -120,9 +121,7 @@ cudaError_t sdc_skinny_launch(int kind, const sdc_lt_args *g, int sm_count, cons
     const float *A = (const float *)a, *B = (const float *)b;
     float *C = (float *)cm;
     if (kind == SDC_SKINNY_N) {
-        int64_t blocks = (g->m + SDC_SKINNY_WARPS - 1) / SDC_SKINNY_WARPS;
-        const int64_t cap = (int64_t)(sm_count > 0 ? sm_count : 1) * 16;
-        if (blocks > cap) blocks = cap;
+        const int64_t blocks = sdc_grid(g->m, SDC_SKINNY_WARPS, sm_count, 16); /* a warp per row */
         sdc_skinny_n_kernel<<<(unsigned)blocks, SDC_SKINNY_WARPS * 32, 0, st>>>(
             A, g->lda, B, g->ldb, C, g->ldc, g->m, (int)g->n, g->k,
             g->epilogue == SDC_EPI_BIAS ? (const float *)(uintptr_t)g->bias : NULL);

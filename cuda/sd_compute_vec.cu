@@ -6,6 +6,7 @@
  * sd_reduce.cuh. G depends only on n and the SM count, so the result is the
  * same bits on every run.
  */
+#include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "sd_reduce.cuh"
 #include "symddp_compute.h"
@@ -14,18 +15,8 @@
 /* Counter 1 is the sum-of-squares ticket. */
 #define SDC_SUMSQ_COUNTER 1
 
-static int sdc_device(const sdc_ctx *c) {
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != c->device) SD_CUDA(cudaSetDevice(c->device));
-    return SD_OK;
-}
-
 static unsigned sdc_vec_blocks(int64_t items, int sm_count) {
-    int64_t g = (items + SDC_VEC_THREADS - 1) / SDC_VEC_THREADS;
-    const int64_t cap = (int64_t)(sm_count > 0 ? sm_count : 1) * 16;
-    if (g > cap) g = cap;
-    return (unsigned)(g < 1 ? 1 : g);
+    return (unsigned)sdc_grid(items, SDC_VEC_THREADS, sm_count, 16);
 }
 
 static bool sdc_aligned16(uint64_t p) { return p % 16 == 0; }
@@ -68,7 +59,7 @@ __global__ void sdc_scale_kernel(float *__restrict__ x, float s, int64_t n, int6
 extern "C" int sdc_accumulate(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n) {
     if (!c || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_accumulate: bad arguments");
     if (n == 0) return SD_OK;
-    SD_TRY(sdc_device(c));
+    SD_TRY(sdc_use_device(c->device));
     const int64_t n4 = sdc_aligned16(dst) && sdc_aligned16(src) ? n / 4 : 0;
     sdc_accumulate_kernel<<<sdc_vec_blocks(n4 ? n4 : n, c->sm_count), SDC_VEC_THREADS, 0,
                             (cudaStream_t)(uintptr_t)c->stream>>>(
@@ -80,7 +71,7 @@ extern "C" int sdc_accumulate(const sdc_ctx *c, uint64_t dst, uint64_t src, int6
 extern "C" int sdc_scale(const sdc_ctx *c, uint64_t x, float s, int64_t n) {
     if (!c || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_scale: bad arguments");
     if (n == 0) return SD_OK;
-    SD_TRY(sdc_device(c));
+    SD_TRY(sdc_use_device(c->device));
     const int64_t n4 = sdc_aligned16(x) ? n / 4 : 0;
     sdc_scale_kernel<<<sdc_vec_blocks(n4 ? n4 : n, c->sm_count), SDC_VEC_THREADS, 0,
                        (cudaStream_t)(uintptr_t)c->stream>>>((float *)(uintptr_t)x, s, n, n4);
@@ -102,11 +93,9 @@ extern "C" int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t 
     if (!c || !out || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_sum_squares: bad arguments");
     *out = 0;
     if (n == 0) return SD_OK;
-    SD_TRY(sdc_device(c));
+    SD_TRY(sdc_use_device(c->device));
     cudaStream_t st = (cudaStream_t)(uintptr_t)c->stream;
-    unsigned g = sdc_vec_blocks(n, c->sm_count);
-    const unsigned most = 2 * (unsigned)(c->sm_count > 0 ? c->sm_count : 1); /* one ticket per block */
-    if (g > most) g = most;
+    unsigned g = (unsigned)sdc_grid(n, SDC_VEC_THREADS, c->sm_count, 2); /* one ticket per block */
     const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
     if ((int64_t)g > room) g = (unsigned)room;
     double *res = (double *)(uintptr_t)c->result;
