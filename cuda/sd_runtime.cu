@@ -358,7 +358,18 @@ extern "C" int sd_finalize(int32_t collective) {
     cudaFreeHost(g_sd.h_gather_in);
     cudaFreeHost(g_sd.h_gather_out);
     free(g_sd.h_peer_area);
+    /* Nothing may reach what was just released: the wait and query entry
+     * points check these for "not initialised". */
+    g_sd.side = g_sd.stream = NULL;
+    g_sd.d_peer_flags = NULL;
+    g_sd.d_epochs = NULL;
+    g_sd.d_status = NULL;
+    g_sd.h_failed = g_sd.h_failed_dev = NULL;
+    g_sd.h_gather_in = g_sd.h_gather_out = NULL;
     g_sd.h_peer_area = NULL;
+    g_sd.area = NULL;
+    g_sd.flags = g_sd.ctrl = NULL;
+    g_sd.staging = NULL;
     return SD_OK;
 }
 

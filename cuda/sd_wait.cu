@@ -31,9 +31,13 @@ static const char *sd_op_name(int op) {
     return "collective";
 }
 
+/* Whether a kernel's wait gave up (the mapped host word it sets); false
+ * before init and after finalize, when there is no word. */
+static inline bool sd_kernel_gave_up(void) { return g_sd.h_failed && *(volatile int32_t *)g_sd.h_failed; }
+
 /* Fails with SD_ERR_TIMEOUT when a kernel reported a wait that gave up. */
 static int sd_check_device_status(const char *what) {
-    if (!g_sd.h_failed || !*(volatile int32_t *)g_sd.h_failed) return SD_OK;
+    if (!sd_kernel_gave_up()) return SD_OK;
     g_sd.failed = 1;
     sd_dev_status st;
     memset(&st, 0, sizeof st);
@@ -56,7 +60,7 @@ static int sd_poll(Query query, int64_t timeout_ns, const char *what) {
         cudaError_t e = query();
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) return sd_fail_cuda(__FILE__, __LINE__, what, e);
-        if (*(volatile int32_t *)g_sd.h_failed) break; /* a kernel gave up: report it now */
+        if (sd_kernel_gave_up()) break; /* a kernel gave up: report it now */
         const int64_t waited = sd_now_ns() - start;
         if (timeout_ns > 0 && waited > timeout_ns) {
             g_sd.failed = 1;
@@ -83,7 +87,7 @@ extern "C" int sd_stream_wait(int64_t timeout_ns) {
 static int sd_query_result(cudaError_t e, int32_t *done, const char *what) {
     if (e == cudaErrorNotReady) {
         *done = 0;
-        return *(volatile int32_t *)g_sd.h_failed ? sd_check_device_status(what) : SD_OK;
+        return sd_kernel_gave_up() ? sd_check_device_status(what) : SD_OK;
     }
     if (e != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, what, e);
     *done = 1;
