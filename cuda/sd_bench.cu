@@ -13,7 +13,11 @@ static int sd_time(int32_t warmup, int32_t iters, float *ms, Enqueue enqueue) {
     SD_TRY(sd_stream_wait((int64_t)g_sd.timeout_ns));
     cudaEvent_t start, stop;
     SD_CUDA(cudaEventCreate(&start));
-    SD_CUDA(cudaEventCreate(&stop));
+    const cudaError_t ce = cudaEventCreate(&stop);
+    if (ce != cudaSuccess) {
+        cudaEventDestroy(start);
+        return sd_fail_cuda(__FILE__, __LINE__, "cudaEventCreate(&stop)", ce);
+    }
     int rc = SD_OK;
     cudaError_t e = cudaEventRecord(start, g_sd.stream);
     for (int i = 0; e == cudaSuccess && rc == SD_OK && i < iters; i++) rc = enqueue();

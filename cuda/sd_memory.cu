@@ -35,21 +35,32 @@ extern "C" int sd_alloc(size_t bytes, sd_buf **out) {
         b->h_peers[j] = g_sd.force_nvshmem ? NULL : nvshmem_ptr(p, j);
         if (!b->h_peers[j]) b->reachable = 0;
     }
+    /* From here a failure frees the record; the symmetric allocation p
+     * stays (nvshmem_free is collective, and the peers are out of step). */
+    int rc = SD_OK;
+    cudaError_t e = cudaSuccess;
     if (g_sd.all_reachable && !b->reachable) {
-        free(b->h_peers);
-        free(b);
-        return SD_FAIL(SD_ERR_STATE, "nvshmem_ptr cannot reach every peer's copy of a new "
-                       "%zu-byte buffer although it reaches their sync areas", bytes);
+        rc = SD_FAIL(SD_ERR_STATE, "nvshmem_ptr cannot reach every peer's copy of a new "
+                     "%zu-byte buffer although it reaches their sync areas", bytes);
+        goto fail;
     }
-    SD_CUDA(cudaMalloc((void **)&b->d_peers, np * sizeof(void *)));
-    SD_CUDA(cudaMemcpyAsync(b->d_peers, b->h_peers, np * sizeof(void *), cudaMemcpyHostToDevice,
-                            g_sd.stream));
-    SD_CUDA(cudaMemsetAsync(p, 0, want, g_sd.stream));
+    if ((e = cudaMalloc((void **)&b->d_peers, np * sizeof(void *))) != cudaSuccess ||
+        (e = cudaMemcpyAsync(b->d_peers, b->h_peers, np * sizeof(void *), cudaMemcpyHostToDevice,
+                             g_sd.stream)) != cudaSuccess ||
+        (e = cudaMemsetAsync(p, 0, want, g_sd.stream)) != cudaSuccess) {
+        rc = sd_fail_cuda(__FILE__, __LINE__, "sd_alloc: peer table and zeroing", e);
+        goto fail;
+    }
     /* No peer may write into this buffer before this PE has zeroed it. */
-    SD_TRY(sd_launch_barrier(g_sd.stream));
-    SD_TRY(sd_stream_wait((int64_t)g_sd.timeout_ns));
+    if ((rc = sd_launch_barrier(g_sd.stream)) != SD_OK || (rc = sd_stream_wait((int64_t)g_sd.timeout_ns)) != SD_OK)
+        goto fail;
     *out = b;
     return SD_OK;
+fail:
+    if (b->d_peers) cudaFree(b->d_peers);
+    free(b->h_peers);
+    free(b);
+    return rc;
 }
 
 extern "C" int sd_free(sd_buf *b) {
@@ -57,9 +68,10 @@ extern "C" int sd_free(sd_buf *b) {
     SD_TRY(sd_require_init("sd_free"));
     SD_TRY(sd_stream_wait((int64_t)g_sd.timeout_ns));
     nvshmem_free(b->base); /* collective, with NVSHMEM's barrier */
-    SD_CUDA(cudaFree(b->d_peers));
+    const cudaError_t e = cudaFree(b->d_peers);
     free(b->h_peers);
     free(b);
+    if (e != cudaSuccess) return sd_fail_cuda(__FILE__, __LINE__, "cudaFree(b->d_peers)", e);
     return SD_OK;
 }
 
