@@ -88,15 +88,14 @@ func mapIDXFile(path string, ndims int, what string) (*IDX, *mapping, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	if len(m.data) >= 2 && m.data[0] == 0x1f && m.data[1] == 0x8b {
+	if isGzip(m.data) {
 		m.close()
 		a, err := readIDXFile(path, ndims, what)
 		return a, nil, err
 	}
 	a, err := parseRawIDX(m.data)
-	if err == nil && len(a.Dims) != ndims {
-		err = fmt.Errorf("%w: %s need %d dimensions, the header declares %d (%s)",
-			ErrBadIDX, what, ndims, len(a.Dims), dimsString(a.Dims))
+	if err == nil {
+		err = checkDims(a, ndims, what)
 	}
 	if err != nil {
 		m.close()
@@ -116,11 +115,9 @@ func parseRawIDX(data []byte) (*IDX, error) {
 	start := len(data) - r.Len()
 	switch have := len(data) - start; {
 	case have < size:
-		return nil, fmt.Errorf("%w: truncated data: header declares %d bytes (%s), input holds %d: %w",
-			ErrBadIDX, size, dimsString(dims), have, io.ErrUnexpectedEOF)
+		return nil, errIDXTruncated(size, dims, have, io.ErrUnexpectedEOF)
 	case have > size:
-		return nil, fmt.Errorf("%w: trailing data after the %d bytes declared by the header (%s)",
-			ErrBadIDX, size, dimsString(dims))
+		return nil, errIDXTrailing(size, dims)
 	}
 	return &IDX{Dims: dims, Data: data[start : start+size : start+size]}, nil
 }

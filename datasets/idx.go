@@ -43,16 +43,11 @@ const (
 // requires the input to end there; for gzip it also checks the CRC. Every
 // content error wraps ErrBadIDX; truncation also wraps io.ErrUnexpectedEOF.
 func ReadIDX(r io.Reader) (*IDX, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	src := io.Reader(br)
-	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("%w: gzip header: %w", ErrBadIDX, err)
-		}
-		defer zr.Close()
-		src = zr
+	src, err := idxStream(r)
+	if err != nil {
+		return nil, err
 	}
+	defer src.Close()
 	dims, size, err := readIDXHeader(src)
 	if err != nil {
 		return nil, err
@@ -60,15 +55,34 @@ func ReadIDX(r io.Reader) (*IDX, error) {
 	data, err := readIDXPayload(src, size)
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, fmt.Errorf("%w: truncated data: header declares %d bytes (%s), input holds %d: %w",
-			ErrBadIDX, size, dimsString(dims), len(data), err)
+		return nil, errIDXTruncated(size, dims, len(data), err)
 	case err != nil:
-		return nil, fmt.Errorf("%w: data byte %d of %d: %w", ErrBadIDX, len(data), size, err)
+		return nil, errIDXRead(len(data), size, err)
 	}
 	if err := expectIDXEnd(src, size, dims); err != nil {
 		return nil, err
 	}
 	return &IDX{Dims: dims, Data: data}, nil
+}
+
+// isGzip reports whether b starts with the gzip magic bytes.
+func isGzip(b []byte) bool {
+	return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b
+}
+
+// idxStream returns the IDX bytes of r: r itself (buffered) when it is raw,
+// its decompression when it starts with the gzip magic bytes. Closing the
+// result does not close r.
+func idxStream(r io.Reader) (io.ReadCloser, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if head, _ := br.Peek(2); !isGzip(head) {
+		return io.NopCloser(br), nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("%w: gzip header: %w", ErrBadIDX, err)
+	}
+	return zr, nil
 }
 
 // expectIDXEnd checks that src ends right after the size bytes the header
@@ -77,10 +91,38 @@ func expectIDXEnd(src io.Reader, size int, dims []int) error {
 	var one [1]byte
 	switch n, err := io.ReadFull(src, one[:]); {
 	case n > 0:
-		return fmt.Errorf("%w: trailing data after the %d bytes declared by the header (%s)",
-			ErrBadIDX, size, dimsString(dims))
+		return errIDXTrailing(size, dims)
 	case err != io.EOF:
 		return fmt.Errorf("%w: after the data: %w", ErrBadIDX, err)
+	}
+	return nil
+}
+
+// errIDXTruncated reports input that ended, with err, after have of the size
+// bytes of data the header declared.
+func errIDXTruncated(size int, dims []int, have int, err error) error {
+	return fmt.Errorf("%w: truncated data: header declares %d bytes (%s), input holds %d: %w",
+		ErrBadIDX, size, dimsString(dims), have, err)
+}
+
+// errIDXTrailing reports input that goes on after the size bytes of data the
+// header declared.
+func errIDXTrailing(size int, dims []int) error {
+	return fmt.Errorf("%w: trailing data after the %d bytes declared by the header (%s)",
+		ErrBadIDX, size, dimsString(dims))
+}
+
+// errIDXRead reports a read error at byte got of the size bytes of data.
+func errIDXRead(got, size int, err error) error {
+	return fmt.Errorf("%w: data byte %d of %d: %w", ErrBadIDX, got, size, err)
+}
+
+// checkDims checks that a has ndims dimensions; what names the array
+// ("images") in the error.
+func checkDims(a *IDX, ndims int, what string) error {
+	if len(a.Dims) != ndims {
+		return fmt.Errorf("%w: %s need %d dimensions, the header declares %d (%s)",
+			ErrBadIDX, what, ndims, len(a.Dims), dimsString(a.Dims))
 	}
 	return nil
 }

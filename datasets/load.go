@@ -240,12 +240,11 @@ func readIDXFile(path string, ndims int, what string) (*IDX, error) {
 	}
 	defer f.Close()
 	a, err := ReadIDX(f)
+	if err == nil {
+		err = checkDims(a, ndims, what)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(a.Dims) != ndims {
-		return nil, fmt.Errorf("read %s: %w: %s need %d dimensions, the header declares %d (%s)",
-			path, ErrBadIDX, what, ndims, len(a.Dims), dimsString(a.Dims))
 	}
 	return a, nil
 }

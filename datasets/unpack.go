@@ -2,7 +2,6 @@ package datasets
 
 import (
 	"bufio"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,13 +24,20 @@ func Unpack(name, dir, dst string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var in [4]*bufio.Reader
 	raw := true
-	for _, p := range paths {
-		gz, err := isGzipFile(p)
+	for i, p := range paths {
+		f, err := os.Open(p)
 		if err != nil {
 			return "", fmt.Errorf("unpack %s: %w", name, err)
 		}
-		raw = raw && !gz
+		defer f.Close()
+		in[i] = bufio.NewReaderSize(f, 1<<16)
+		head, err := in[i].Peek(2)
+		if err != nil && err != io.EOF {
+			return "", fmt.Errorf("unpack %s: read %s: %w", name, p, err)
+		}
+		raw = raw && !isGzip(head)
 	}
 	if raw {
 		return filepath.Dir(paths[0]), nil
@@ -40,45 +46,21 @@ func Unpack(name, dir, dst string) (string, error) {
 		return "", fmt.Errorf("unpack %s: %w", name, err)
 	}
 	for i, file := range []string{trainImagesFile, trainLabelsFile, testImagesFile, testLabelsFile} {
-		if err := unpackIDXFile(paths[i], filepath.Join(dst, file)); err != nil {
+		if err := unpackIDXFile(in[i], paths[i], filepath.Join(dst, file)); err != nil {
 			return "", fmt.Errorf("unpack %s: %w", spec.name, err)
 		}
 	}
 	return dst, nil
 }
 
-// isGzipFile reports whether path starts with the gzip magic bytes.
-func isGzipFile(path string) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	var head [2]byte
-	n, err := io.ReadFull(f, head[:])
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return false, fmt.Errorf("read %s: %w", path, err)
-	}
-	return n == 2 && head[0] == 0x1f && head[1] == 0x8b, nil
-}
-
-// unpackIDXFile writes the IDX array of src, raw or gzip, to dst uncompressed.
-func unpackIDXFile(src, dst string) (err error) {
-	in, err := os.Open(src)
+// unpackIDXFile writes the IDX array read from in, the content of the file
+// src, raw or gzip, to dst uncompressed.
+func unpackIDXFile(in io.Reader, src, dst string) (err error) {
+	r, err := idxStream(in)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", src, err)
 	}
-	defer in.Close()
-	br := bufio.NewReaderSize(in, 1<<16)
-	r := io.Reader(br)
-	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("read %s: %w: gzip header: %w", src, ErrBadIDX, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
+	defer r.Close()
 	dims, size, err := readIDXHeader(r)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", src, err)
@@ -100,10 +82,9 @@ func unpackIDXFile(src, dst string) (err error) {
 	rr := &readErr{r: r}
 	switch n, err := io.CopyN(w, rr, int64(size)); {
 	case errors.Is(err, io.EOF):
-		return fmt.Errorf("read %s: %w: truncated data: header declares %d bytes (%s), input holds %d: %w",
-			src, ErrBadIDX, size, dimsString(dims), n, io.ErrUnexpectedEOF)
+		return fmt.Errorf("read %s: %w", src, errIDXTruncated(size, dims, int(n), io.ErrUnexpectedEOF))
 	case err != nil && rr.err != nil:
-		return fmt.Errorf("read %s: %w: data byte %d of %d: %w", src, ErrBadIDX, n, size, err)
+		return fmt.Errorf("read %s: %w", src, errIDXRead(int(n), size, err))
 	case err != nil:
 		return fmt.Errorf("write %s: %w", out.Name(), err)
 	}
