@@ -39,6 +39,10 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_side_fork", "sdc_side_join",
 };
 
+// Defined in lib_cgo.go's preamble.
+void *sdw_dlopen(const char *path, char *err, size_t cap);
+size_t sdw_bind(void *h, const char *const *names, int n, void **fn, char *err, size_t cap);
+
 typedef const char *(*sdcw_msg_fn)(void);
 
 typedef struct {
@@ -51,25 +55,14 @@ typedef struct {
 // message of a failure is sd_last_error's; a stand-in library may export
 // sdc_last_error instead.
 static sdcw_table *sdcw_open(const char *path, char *err, size_t cap) {
-	void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-	if (!h) {
-		const char *m = dlerror();
-		snprintf(err, cap, "%s", m ? m : "dlopen failed");
-		return NULL;
-	}
+	void *h = sdw_dlopen(path, err, cap);
+	if (!h) return NULL;
 	sdcw_table *t = (sdcw_table *)calloc(1, sizeof *t);
 	if (!t) {
 		snprintf(err, cap, "out of memory");
 		return NULL;
 	}
-	size_t used = 0;
-	for (int i = 0; i < SDCI_count; i++) {
-		t->fn[i] = dlsym(h, sdcw_names[i]);
-		if (!t->fn[i] && used < cap) {
-			int n = snprintf(err + used, cap - used, "%s%s", used ? " " : "", sdcw_names[i]);
-			if (n > 0) used += (size_t)n;
-		}
-	}
+	size_t used = sdw_bind(h, sdcw_names, SDCI_count, t->fn, err, cap);
 	t->last_error = (sdcw_msg_fn)dlsym(h, "sdc_last_error");
 	if (!t->last_error) t->last_error = (sdcw_msg_fn)dlsym(h, "sd_last_error");
 	if (!t->last_error && used < cap) snprintf(err + used, cap - used, "%ssd_last_error", used ? " " : "");
@@ -215,11 +208,12 @@ func OpenCompute(l *Lib) (*Compute, error) {
 		}
 		return nil, fmt.Errorf("%w: load %s: %s", ErrUnavailable, l.Path(), msg)
 	}
-	cp := &Compute{lib: l, t: t}
 	if v := int(C.cw_abi_version(t)); v != ComputeABIVersion {
+		C.free(unsafe.Pointer(t))
 		return nil, fmt.Errorf("%w: %s has compute ABI %d, this program speaks %d: rebuild it with cuda/build.sh",
 			ErrUnavailable, l.Path(), v, ComputeABIVersion)
 	}
+	cp := &Compute{lib: l, t: t}
 	computeLoaded[l] = cp
 	return cp, nil
 }
@@ -256,7 +250,7 @@ func (c *Context) check(call string, rc C.int) error {
 	if rc == 0 {
 		return nil
 	}
-	return &Error{Call: call, Status: int(rc), Msg: C.GoString(&c.x.err[0])}
+	return callError(call, int(rc), C.GoString(&c.x.err[0]))
 }
 
 // Close waits for the context's streams and releases it.
@@ -292,7 +286,8 @@ func (c *Context) DeviceName() (string, error) {
 	return C.GoString(&c.x.name[0]), nil
 }
 
-func sdcOnCopy(b bool) C.int32_t {
+// sdcFlag is b as the C ABI's int32 flag, 1 or 0.
+func sdcFlag(b bool) C.int32_t {
 	if b {
 		return 1
 	}
@@ -334,12 +329,12 @@ func (c *Context) Copy(dst, src uintptr, bytes int) error {
 // HtoD enqueues a copy from host memory src (pinned, from HostAlloc) to
 // device address dst, on the copy stream when onCopyStream.
 func (c *Context) HtoD(onCopyStream bool, dst uintptr, src unsafe.Pointer, bytes int) error {
-	return c.check("sdc_htod", C.cw_htod(c.cp.t, c.x, sdcOnCopy(onCopyStream), C.uint64_t(dst), src, C.size_t(bytes)))
+	return c.check("sdc_htod", C.cw_htod(c.cp.t, c.x, sdcFlag(onCopyStream), C.uint64_t(dst), src, C.size_t(bytes)))
 }
 
 // DtoH enqueues a copy from device address src to host memory dst (pinned).
 func (c *Context) DtoH(onCopyStream bool, dst unsafe.Pointer, src uintptr, bytes int) error {
-	return c.check("sdc_dtoh", C.cw_dtoh(c.cp.t, c.x, sdcOnCopy(onCopyStream), dst, C.uint64_t(src), C.size_t(bytes)))
+	return c.check("sdc_dtoh", C.cw_dtoh(c.cp.t, c.x, sdcFlag(onCopyStream), dst, C.uint64_t(src), C.size_t(bytes)))
 }
 
 // EventCreate makes a CUDA event.
@@ -355,12 +350,12 @@ func (c *Context) EventDestroy(ev uint64) error {
 
 // EventRecord records ev on the stream (or the copy stream).
 func (c *Context) EventRecord(onCopyStream bool, ev uint64) error {
-	return c.check("sdc_event_record", C.cw_event_record(c.cp.t, c.x, sdcOnCopy(onCopyStream), C.uint64_t(ev)))
+	return c.check("sdc_event_record", C.cw_event_record(c.cp.t, c.x, sdcFlag(onCopyStream), C.uint64_t(ev)))
 }
 
 // WaitEvent makes the stream (or the copy stream) wait for ev.
 func (c *Context) WaitEvent(onCopyStream bool, ev uint64) error {
-	return c.check("sdc_wait_event", C.cw_wait_event(c.cp.t, c.x, sdcOnCopy(onCopyStream), C.uint64_t(ev)))
+	return c.check("sdc_wait_event", C.cw_wait_event(c.cp.t, c.x, sdcFlag(onCopyStream), C.uint64_t(ev)))
 }
 
 // EventSync waits on the host for ev, with the comm runtime's deadline and
@@ -372,13 +367,6 @@ func (c *Context) EventSync(ev uint64, timeout time.Duration) error {
 // Sync waits on the host for the stream's work.
 func (c *Context) Sync(timeout time.Duration) error {
 	return c.check("sdc_sync", C.cw_sync(c.cp.t, c.x, C.int64_t(timeout.Nanoseconds())))
-}
-
-func sdcFlag(b bool) C.int32_t {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Gemm enqueues row-major c (m,n) = alpha op(a) (m,k) op(b) (k,n) + beta c;
@@ -513,11 +501,7 @@ func (c *Context) LtPlanDestroy(plan uint64) error {
 
 // LtMatmul enqueues the planned GEMM with operands a, b and output cm.
 func (c *Context) LtMatmul(plan uint64, a, b, cm uintptr, side bool) error {
-	var s C.int32_t
-	if side {
-		s = 1
-	}
-	return c.check("sdc_lt_matmul", C.cw_lt_matmul(c.cp.t, c.x, C.uint64_t(plan), C.uint64_t(a), C.uint64_t(b), C.uint64_t(cm), s))
+	return c.check("sdc_lt_matmul", C.cw_lt_matmul(c.cp.t, c.x, C.uint64_t(plan), C.uint64_t(a), C.uint64_t(b), C.uint64_t(cm), sdcFlag(side)))
 }
 
 // SideFork orders the side stream after the work enqueued so far

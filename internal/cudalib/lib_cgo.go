@@ -45,30 +45,48 @@ typedef struct {
 	void *fn[SDI_count];
 } sdw_table;
 
-// sdw_open loads the library and binds every entry point; on failure it
-// returns NULL with the reason in err.
-static sdw_table *sdw_open(const char *path, char *err, size_t cap) {
+// sdw_dlopen and sdw_bind are shared with compute_cgo.go, which declares
+// them: not static, defined in this preamble only (so no //export in this
+// file, which would copy the preamble into a second object).
+
+// sdw_dlopen loads the library at path (or returns the handle of the loaded
+// one); on failure it returns NULL with dlerror's message in err.
+void *sdw_dlopen(const char *path, char *err, size_t cap) {
 	void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
 	if (!h) {
 		const char *m = dlerror();
 		snprintf(err, cap, "%s", m ? m : "dlopen failed");
-		return NULL;
 	}
+	return h;
+}
+
+// sdw_bind looks up the n names in h into fn and writes the missing ones,
+// space-separated, into err. It returns how much it wrote: 0 when every name
+// was found.
+size_t sdw_bind(void *h, const char *const *names, int n, void **fn, char *err, size_t cap) {
+	size_t used = 0;
+	for (int i = 0; i < n; i++) {
+		fn[i] = dlsym(h, names[i]);
+		if (!fn[i] && used < cap) {
+			int k = snprintf(err + used, cap - used, "%s%s", used ? " " : "", names[i]);
+			if (k > 0) used += (size_t)k;
+		}
+	}
+	return used;
+}
+
+// sdw_open loads the library and binds every entry point; on failure it
+// returns NULL with the reason in err.
+static sdw_table *sdw_open(const char *path, char *err, size_t cap) {
+	void *h = sdw_dlopen(path, err, cap);
+	if (!h) return NULL;
 	sdw_table *t = (sdw_table *)calloc(1, sizeof *t);
 	if (!t) {
 		snprintf(err, cap, "out of memory");
 		return NULL;
 	}
 	t->handle = h;
-	size_t used = 0;
-	for (int i = 0; i < SDI_count; i++) {
-		t->fn[i] = dlsym(h, sdw_names[i]);
-		if (!t->fn[i] && used < cap) {
-			int n = snprintf(err + used, cap - used, "%s%s", used ? " " : "", sdw_names[i]);
-			if (n > 0) used += (size_t)n;
-		}
-	}
-	if (used) {
+	if (sdw_bind(h, sdw_names, SDI_count, t->fn, err, cap)) {
 		free(t);
 		return NULL; // the library stays loaded: dlclose of CUDA code is not safe
 	}
