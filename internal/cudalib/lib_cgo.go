@@ -268,12 +268,13 @@ func open(path string) (*Lib, error) {
 		}
 		return nil, fmt.Errorf("%w: %s lacks entry points %s: rebuild it with cuda/build.sh", ErrUnavailable, path, msg)
 	}
+	if v := int(C.w_abi_version(t)); v != ABIVersion {
+		C.free(unsafe.Pointer(t))
+		return nil, fmt.Errorf("%w: %s has C ABI %d, this program speaks %d: rebuild it with cuda/build.sh", ErrUnavailable, path, v, ABIVersion)
+	}
 	l := &Lib{path: path, t: t, errBufs: make(chan *C.char, errBufCount)}
 	for i := 0; i < errBufCount; i++ {
 		l.errBufs <- (*C.char)(C.malloc(errBufLen)) // lives as long as the loaded library
-	}
-	if v := l.ABIVersion(); v != ABIVersion {
-		return nil, fmt.Errorf("%w: %s has C ABI %d, this program speaks %d: rebuild it with cuda/build.sh", ErrUnavailable, path, v, ABIVersion)
 	}
 	loaded[path] = l
 	return l, nil
