@@ -50,9 +50,8 @@ type enqueueAllReducer interface {
 
 // report layout: the control words, then the update status.
 const (
-	repStop     = ctrlStop
-	repSkipped  = ctrlWords + cudalib.StatusSkipped
-	reportWords = ctrlWords + cudalib.StatusWords
+	repStop    = ctrlStop
+	repSkipped = ctrlWords + cudalib.StatusSkipped
 )
 
 // gpuSteps is the GPU step path's state (one per Fit).
@@ -169,7 +168,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Datas
 		if err != nil {
 			return res, err
 		}
-		res.stop = r.stop
+		res.stop, res.skipped = r.stop, r.skipped // the previous step's report (see the top of the file)
 	}
 	g.pending, g.pendingStep = slot, t.step
 	if res.stop || g.syncAfter(t, s, sm.StepsPerEpoch()) {
@@ -178,7 +177,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Datas
 			return res, err
 		}
 		res.stop = res.stop || r.stop
-		res.skipped = r.skipped
+		res.skipped = res.skipped || r.skipped
 		g.pending = -1
 	}
 	return res, nil

@@ -138,7 +138,11 @@ func trainRun(t *testing.T, b backend, opt optim.Optimizer, opts Options, stopAf
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts.Hooks.OnLog = func(li LogInfo) { losses = append(losses, li.Loss) }
+	onStep := opts.Hooks.OnStep
 	opts.Hooks.OnStep = func(si StepInfo) {
+		if onStep != nil {
+			onStep(si)
+		}
 		if si.Step == stopAfter {
 			cancel()
 		}
@@ -262,6 +266,36 @@ func TestGPUPathNonFinite(t *testing.T) {
 	opts.SkipNonFinite = true
 	if _, res, _, err := trainRun(t, emulatedBackend(true), o, opts, -1); err != nil || res.Steps == 0 {
 		t.Errorf("with SkipNonFinite: %v after %d steps, want a finished run", err, res.Steps)
+	}
+}
+
+// Skipped steps reach the hooks on the GPU path too: step k's report is
+// read with step k+1 (or at once on a step after which Fit reads the
+// device), so StepInfo.Skipped tells of one step late; only two skips read
+// on the same step (the late one and a sync step's own) count as one.
+func TestGPUPathReportsSkippedSteps(t *testing.T) {
+	o, _ := optim.NewSGD(optim.SGDConfig{})
+	opts := baseOptions()
+	opts.LR, opts.ClipNorm, opts.SkipNonFinite, opts.LogEvery = 1e30, 0, true, 10
+	count := func(b backend) (skipped int, steps int) {
+		opts.Hooks.OnStep = func(si StepInfo) {
+			if si.Skipped {
+				skipped++
+			}
+		}
+		_, res, _, err := trainRun(t, b, o, opts, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return skipped, res.Steps
+	}
+	cpuSkipped, steps := count(cpuBackend(t))
+	gpuSkipped, _ := count(emulatedBackend(true))
+	// Every sync step can merge two reports: logs, epoch ends, the end.
+	merged := steps/opts.LogEvery + opts.Epochs + 1
+	if cpuSkipped < steps/2 || gpuSkipped < cpuSkipped-merged {
+		t.Errorf("%d steps: %d reported skipped on the CPU path, %d on the GPU path (want at least %d)",
+			steps, cpuSkipped, gpuSkipped, cpuSkipped-merged)
 	}
 }
 
