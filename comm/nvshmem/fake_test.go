@@ -160,3 +160,24 @@ func TestKernelTimeout(t *testing.T) {
 		t.Fatalf("close after a timeout: %v", err)
 	}
 }
+
+// TestOpenBadOneShotMax: a malformed one_shot_max option fails the open
+// before NVSHMEM starts, so the process may open again.
+func TestOpenBadOneShotMax(t *testing.T) {
+	clearLauncherEnv(t)
+	lib := cudalibtest.BuildFake(t)
+	_, err := New(comm.Config{Options: map[string]string{"lib": lib, "one_shot_max": "lots"}})
+	if err == nil || !strings.Contains(err.Error(), `option one_shot_max="lots": want bytes`) {
+		t.Fatalf("open with one_shot_max=lots: %v", err)
+	}
+	if active.Load() {
+		t.Fatal("a failed open left the runtime marked active")
+	}
+	c, err := New(comm.Config{Options: map[string]string{"lib": lib, "one_shot_max": "4096"}})
+	if err != nil {
+		t.Fatalf("open after a rejected option: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

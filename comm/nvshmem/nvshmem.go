@@ -88,6 +88,12 @@ func open(cfg comm.Config, boot bootstrap) (*Comm, error) {
 			return nil, fmt.Errorf("nvshmem: PE %d: option device=%q: want a GPU number", boot.pe, v)
 		}
 	}
+	oneShotMax := -1 // not set
+	if v, ok := cfg.Options["one_shot_max"]; ok {
+		if _, err := fmt.Sscan(v, &oneShotMax); err != nil || oneShotMax < 0 {
+			return nil, fmt.Errorf("nvshmem: PE %d: option one_shot_max=%q: want bytes", boot.pe, v)
+		}
+	}
 	args := cudalib.InitArgs{
 		Bootstrap:  boot.kind,
 		PE:         boot.pe,
@@ -117,18 +123,23 @@ func open(cfg comm.Config, boot bootstrap) (*Comm, error) {
 	}
 	c.me, c.npes = c.info.PE, c.info.NPEs
 	if c.stream, err = lib.Stream(); err != nil {
-		return nil, fmt.Errorf("nvshmem: open PE %d: %w", c.me, err)
+		return nil, c.abandonOpen(fmt.Errorf("nvshmem: open PE %d: %w", c.me, err))
 	}
-	if v, ok := cfg.Options["one_shot_max"]; ok {
-		var n int
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 0 {
-			return nil, fmt.Errorf("nvshmem: PE %d: option one_shot_max=%q: want bytes", c.me, v)
-		}
-		if err := lib.SetOneShotMax(n); err != nil {
-			return nil, fmt.Errorf("nvshmem: PE %d: %w", c.me, err)
+	if oneShotMax >= 0 {
+		if err := lib.SetOneShotMax(oneShotMax); err != nil {
+			return nil, c.abandonOpen(fmt.Errorf("nvshmem: PE %d: %w", c.me, err))
 		}
 	}
 	return c, nil
+}
+
+// abandonOpen undoes an open that failed after lib.Init succeeded: it
+// finalizes the runtime locally (without meeting the peers) and removes this
+// PE's files from the run directory, then returns err.
+func (c *Comm) abandonOpen(err error) error {
+	_ = c.lib.Finalize(false)
+	c.peers.close()
+	return err
 }
 
 // MyPE is this PE's number.
