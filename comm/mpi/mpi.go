@@ -174,24 +174,46 @@ func (c *Comm) Close() error {
 	c.async.Stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var errs []error
+	var err error
 	if c.broken == nil {
-		errs = append(errs, c.quietLocked(op), c.enter(op), c.call(op, waitAll, cBarrier))
-		for _, b := range c.liveInOrder() {
-			errs = append(errs, c.freeWindow(op, b))
-		}
-		errs = append(errs, c.closeHierarchy(op), c.arrivals.close(c))
+		err = c.closeCollective(op)
 	}
 	c.closed.Store(true)
 	c.wd.arm(op, waitAll)
-	c.thread.do(func() { errs = append(errs, cFinalize()) })
+	c.thread.do(func() { err = errors.Join(err, cFinalize()) })
 	c.wd.disarm()
 	c.thread.stop()
 	c.wd.stop()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return fmt.Errorf("mpi: PE %d: close: %w", c.me, err)
 	}
 	return nil
+}
+
+// closeCollective is the part of Close that the PEs do together: complete
+// the puts, meet in a barrier, free every window in allocation order and the
+// hierarchy's communicators. It stops at the first failure, which has made
+// the Comm broken: the peers may never arrive at a later step, which would
+// then block until the watchdog ends the job. The caller holds mu.
+func (c *Comm) closeCollective(op string) error {
+	if err := c.quietLocked(op); err != nil {
+		return err
+	}
+	if err := c.enter(op); err != nil {
+		return err
+	}
+	if err := c.call(op, waitAll, cBarrier); err != nil {
+		return err
+	}
+	for _, b := range c.liveInOrder() {
+		if err := c.freeWindow(op, b); err != nil {
+			return err
+		}
+	}
+	if err := c.closeHierarchy(op); err != nil {
+		return err
+	}
+	return c.arrivals.close(c)
 }
 
 func (c *Comm) closedErr(op string) error {
