@@ -77,6 +77,12 @@ func (b *buffer) local() []byte {
 	return unsafe.Slice((*byte)(b.w.base), b.bytesLen())
 }
 
+// floats is elements [off, off+n) of this PE's copy of a Float32 buffer,
+// for the package's own use.
+func (b *buffer) floats(off, n int) []float32 {
+	return unsafe.Slice((*float32)(b.at(off)), n)
+}
+
 // at is the address of element off of this PE's copy.
 func (b *buffer) at(off int) unsafe.Pointer {
 	if b.n == 0 {

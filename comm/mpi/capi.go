@@ -187,17 +187,20 @@ static MPI_Op sd_op(int op) {
 	return MPI_SUM;
 }
 
-// sd_allreduce reduces n floats at buf in place across every PE; op is
-// comm.Op's number (Sum 1, Max 3, Min 4).
-static int sd_allreduce(float *buf, int64_t n, int op) {
+// sd_allreduce_comm reduces n floats at buf in place across the ranks of
+// comm; op is comm.Op's number (Sum 1, Max 3, Min 4).
+static int sd_allreduce_comm(float *buf, int64_t n, int op, MPI_Comm comm) {
 	do {
 		int k = n > SD_CHUNK ? SD_CHUNK : (int)n;
-		int rc = MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_FLOAT, sd_op(op), MPI_COMM_WORLD);
+		int rc = MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_FLOAT, sd_op(op), comm);
 		if (rc != MPI_SUCCESS) return rc;
 		buf += k; n -= k;
 	} while (n > 0);
 	return MPI_SUCCESS;
 }
+
+// sd_allreduce is sd_allreduce_comm across every PE.
+static int sd_allreduce(float *buf, int64_t n, int op) { return sd_allreduce_comm(buf, n, op, MPI_COMM_WORLD); }
 
 // sd_reduce reduces n floats at buf into root's buf; the others' are read only.
 static int sd_reduce(float *buf, int64_t n, int op, int root, int me) {
@@ -292,17 +295,6 @@ static int sd_node_barrier(MPI_Win shared, MPI_Comm node) {
 	if (rc != MPI_SUCCESS) return rc;
 	if ((rc = MPI_Barrier(node)) != MPI_SUCCESS) return rc;
 	return MPI_Win_sync(shared);
-}
-
-// sd_allreduce_comm is sd_allreduce on another communicator.
-static int sd_allreduce_comm(float *buf, int64_t n, int op, MPI_Comm comm) {
-	do {
-		int k = n > SD_CHUNK ? SD_CHUNK : (int)n;
-		int rc = MPI_Allreduce(MPI_IN_PLACE, buf, k, MPI_FLOAT, sd_op(op), comm);
-		if (rc != MPI_SUCCESS) return rc;
-		buf += k; n -= k;
-	} while (n > 0);
-	return MPI_SUCCESS;
 }
 
 // sd_allgather_u64 gathers k uint64 from every PE into all (k per PE).

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/fold"
 )
 
 // beginCollective prepares a collective: it waits until every IAllReduce
@@ -81,7 +82,7 @@ func (c *Comm) allReduceLocked(name string, b *buffer, off, n int, op comm.Op) e
 		return err
 	}
 	if op == comm.Mean {
-		c.divide(p, n)
+		fold.Divide(b.floats(off, n), float32(c.npes))
 	}
 	return nil
 }
@@ -106,7 +107,7 @@ func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
 		return err
 	}
 	if op == comm.Mean && c.me == root {
-		c.divide(p, n)
+		fold.Divide(mb.floats(off, n), float32(c.npes))
 	}
 	return nil
 }
@@ -178,19 +179,6 @@ func mpiOp(op comm.Op) int {
 	return int(op)
 }
 
-// divide divides the n float32 at p by float32(NPEs()), one correctly
-// rounded division each, the same on every PE.
-func (c *Comm) divide(p unsafe.Pointer, n int) {
-	if n == 0 {
-		return
-	}
-	d := float32(c.npes)
-	xs := unsafe.Slice((*float32)(p), n)
-	for i := range xs {
-		xs[i] /= d
-	}
-}
-
 var _ comm.Sharder = (*Comm)(nil)
 
 // ReduceScatter reduces elements [off, off+n) of the Float32 buffer b across
@@ -199,8 +187,10 @@ var _ comm.Sharder = (*Comm)(nil)
 // the PE's block is copied into its shard (MPI adds in its own order, so the
 // bits may differ from AllReduce's, but the parameters an all-gather then
 // spreads are the same on every PE). Hierarchical mode keeps its fixed
-// order: an allreduce of the range, after which the elements outside the
-// shard are put back.
+// order: on one host every PE folds its shard straight into its own copy
+// (hierReduce with itself as the root: local PE numbers are PE numbers, and
+// its local slice is its shard); across hosts, an allreduce of the range,
+// after which the elements outside the shard are put back.
 func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 	const name = "reducescatter"
 	mb, err := c.beginReduce(name, b, off, n, op, c.me)
@@ -208,17 +198,25 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 		return err
 	}
 	defer c.mu.Unlock()
+	if c.hier.on && c.hier.nlocal > 1 && c.hier.hosts == 1 && n > 0 {
+		if err := c.enter(name); err != nil {
+			return err
+		}
+		return c.hierReduce(name, mb, off, n, op, c.me)
+	}
 	lo, hi := comm.Shard(off, n, c.npes, c.me)
-	xs := unsafe.Slice((*float32)(mb.at(0)), mb.n)
+	xs := mb.floats(0, mb.n)
 	counts, _, fits := c.shardBlocks(off, n, 1)
 	if c.hier.on && c.hier.nlocal > 1 || !fits {
-		save := c.scratchFloats(n)
-		copy(save, xs[off:off+n])
+		below := lo - off
+		save := c.scratchFloats(n - (hi - lo))
+		copy(save, xs[off:lo])
+		copy(save[below:], xs[hi:off+n])
 		if err := c.allReduceLocked(name, mb, off, n, op); err != nil {
 			return err
 		}
-		copy(xs[off:lo], save[:lo-off])
-		copy(xs[hi:off+n], save[hi-off:])
+		copy(xs[off:lo], save[:below])
+		copy(xs[hi:off+n], save[below:])
 		return nil
 	}
 	if err := c.enter(name); err != nil {
@@ -234,8 +232,8 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 		return err
 	}
 	copy(xs[lo:hi], recv[:hi-lo])
-	if op == comm.Mean && hi > lo {
-		c.divide(mb.at(lo), hi-lo)
+	if op == comm.Mean {
+		fold.Divide(xs[lo:hi], float32(c.npes))
 	}
 	return nil
 }

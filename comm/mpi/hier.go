@@ -140,8 +140,9 @@ func (c *Comm) closeHierarchy(op string) error {
 }
 
 // hierReduce is AllReduce (root < 0) in hierarchical mode (see the top of
-// the file), and Reduce to root on one host; Mean is divided before the
-// slices are spread, so every copy gets the same bits. The caller holds mu.
+// the file), and Reduce to root on one host (ReduceScatter passes every PE
+// itself); Mean is divided before the slices are spread, so every copy gets
+// the same bits. The caller holds mu.
 func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root int) error {
 	h := &c.hier
 	for k, p := range b.peers {
@@ -170,7 +171,7 @@ func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root i
 				continue
 			}
 			if op == comm.Mean {
-				c.divide(unsafe.Pointer(&acc[0]), len(acc))
+				fold.Divide(acc, float32(c.npes))
 			}
 			if root >= 0 { // on one host, local PE numbers are PE numbers
 				copy(h.views[root][start:end], acc)
@@ -186,7 +187,7 @@ func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root i
 				return err
 			}
 			if op == comm.Mean {
-				c.divide(unsafe.Pointer(&mine[lo]), hi-lo)
+				fold.Divide(mine[lo:hi], float32(c.npes))
 			}
 			for k, v := range h.views {
 				if k != h.local {
