@@ -21,10 +21,8 @@ import (
 
 // allReduceOpts are the flags of `symbench allreduce`.
 type allReduceOpts struct {
+	sizeSweep  // --min, --max, --step
 	pes        []int
-	minBytes   int64
-	maxBytes   int64
-	step       int64
 	reps       int
 	target     time.Duration
 	mpi        string
@@ -61,9 +59,7 @@ func parseAllReduceFlags(args []string) (allReduceOpts, error) {
 // maxDefault), the repetitions and the table format. It returns --min and
 // --max for check.
 func (o *allReduceOpts) sweepFlags(fs *pflag.FlagSet, maxDefault string) (minSize, maxSize *string) {
-	minSize = fs.String("min", "4KiB", "smallest buffer (B, KiB, MiB, GiB)")
-	maxSize = fs.String("max", maxDefault, "largest buffer")
-	fs.Int64Var(&o.step, "step", 4, "factor between successive buffer sizes")
+	minSize, maxSize = o.sizeFlags(fs, maxDefault)
 	fs.IntVar(&o.reps, "reps", 5, "timed repetitions per size (the median is reported)")
 	fs.DurationVar(&o.target, "target", 50*time.Millisecond, "duration of one repetition")
 	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
@@ -73,13 +69,10 @@ func (o *allReduceOpts) sweepFlags(fs *pflag.FlagSet, maxDefault string) (minSiz
 // check sets the buffer sizes from --min and --max and validates the
 // options, --mpi only where the command has it (hasMPIFlag).
 func (o *allReduceOpts) check(minSize, maxSize string, hasMPIFlag bool) error {
-	var err error
-	if o.minBytes, o.maxBytes, err = sizeRange(minSize, maxSize, 4); err != nil {
+	if err := o.setSizes(minSize, maxSize, 4); err != nil {
 		return err
 	}
 	switch {
-	case o.step < 2:
-		return fmt.Errorf("--step %d: want at least 2", o.step)
 	case o.reps < 1 || o.target <= 0:
 		return fmt.Errorf("--reps %d --target %v: want positive values", o.reps, o.target)
 	case hasMPIFlag && o.mpi != "auto" && o.mpi != "on" && o.mpi != "off":
@@ -95,16 +88,45 @@ func (o *allReduceOpts) check(minSize, maxSize string, hasMPIFlag bool) error {
 	return nil
 }
 
+// sizeSweep is the buffer sizes of a sweep: --min, --min times --step, and
+// so on up to --max.
+type sizeSweep struct {
+	minBytes int64
+	maxBytes int64
+	step     int64
+}
+
+// sizeFlags declares --min, --max (defaulting to maxDefault) and --step on
+// fs. It returns --min and --max for setSizes.
+func (s *sizeSweep) sizeFlags(fs *pflag.FlagSet, maxDefault string) (minSize, maxSize *string) {
+	minSize = fs.String("min", "4KiB", "smallest buffer (B, KiB, MiB, GiB)")
+	maxSize = fs.String("max", maxDefault, "largest buffer")
+	fs.Int64Var(&s.step, "step", 4, "factor between successive buffer sizes")
+	return minSize, maxSize
+}
+
+// setSizes sets the sizes from --min and --max, multiples of align bytes,
+// and checks --step.
+func (s *sizeSweep) setSizes(minSize, maxSize string, align int64) error {
+	var err error
+	if s.minBytes, s.maxBytes, err = sizeRange(minSize, maxSize, align); err != nil {
+		return err
+	}
+	if s.step < 2 {
+		return fmt.Errorf("--step %d: want at least 2", s.step)
+	}
+	return nil
+}
+
 // sizes are the buffer sizes to measure, in bytes.
-func (o allReduceOpts) sizes() []int64 {
+func (s sizeSweep) sizes() []int64 {
 	var out []int64
-	for s := o.minBytes; s <= o.maxBytes; s *= o.step {
-		out = append(out, s)
+	for b := s.minBytes; b <= s.maxBytes; b *= s.step {
+		out = append(out, b)
 	}
 	return out
 }
 
-// parseSize reads "4KiB", "64MiB", "1GiB" or a number of bytes.
 // sizeRange parses --min and --max: sizes that are multiples of align bytes,
 // min <= max.
 func sizeRange(minS, maxS string, align int64) (lo, hi int64, err error) {
@@ -120,6 +142,7 @@ func sizeRange(minS, maxS string, align int64) (lo, hi int64, err error) {
 	return lo, hi, nil
 }
 
+// parseSize reads "4KiB", "64MiB", "1GiB" or a number of bytes.
 func parseSize(s string) (int64, error) {
 	units := []struct {
 		suffix string

@@ -180,5 +180,5 @@ func printMPITable(w io.Writer, opts mpiBenchOpts, host string, variants []strin
 		}
 		lines = append(lines, l)
 	}
-	return writeTable(w, opts.format, head, lines)
+	return writeTable(w, opts.format, 3, head, lines)
 }

@@ -279,18 +279,7 @@ func measureCPUTrain(ctx context.Context, bin string, o cpuTrainOpts, progress i
 
 // cpuTrainCommand is the train command a job runs, for the report.
 func cpuTrainCommand(j cpuTrainJob, o cpuTrainOpts) string {
-	s := fmt.Sprintf("train --pes %d --batch-size %d --max-steps %d --log-every %d --eval-every 0 --epochs 1000000 --metrics FILE --dataset %s",
-		j.PEs, o.globalBatch(j.PEs), o.warmup+o.steps, o.warmup, o.dataset)
-	if j.Threads > 0 {
-		s += fmt.Sprintf(" --threads %d", j.Threads)
-	}
-	if j.Bucket != "" {
-		s += " --shard-update=false --bucket-size " + j.Bucket
-	}
-	if len(o.extraArgs) > 0 {
-		s += " " + strings.Join(o.extraArgs, " ")
-	}
-	return s
+	return "train " + strings.Join(trainArgs(j, o, "FILE"), " ")
 }
 
 func median(v []float64) float64 {

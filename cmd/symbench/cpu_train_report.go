@@ -3,8 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
+	"slices"
 )
 
 // printTrainReport writes the tables of `symbench train` and the verdicts
@@ -75,7 +74,7 @@ func printTrainTables(w io.Writer, format string, rep cpuTrainReport) {
 			mib(m.HWM), mib(m.PSS), mib(m.Anon)})
 	}
 	fmt.Fprintln(w, "samples/s and memory per PE (the worst PE; PSS divides shared pages among the processes mapping them):")
-	renderTable(w, format, head, rows)
+	writeTable(w, format, 2, head, rows)
 	fmt.Fprintln(w)
 
 	if buckets := rep.bucketSizes(); len(buckets) > 1 {
@@ -111,7 +110,7 @@ func printTrainTables(w io.Writer, format string, rep cpuTrainReport) {
 			rows = append(rows, row)
 		}
 		fmt.Fprintln(w, "step time by update: sharded (train's default: reduce-scatter, each PE updates its shard, all-gather) or replicated (allreduce, every PE updates everything) with a gradient bucket size (0: one allreduce after backward; otherwise buckets start during backward); + is faster:")
-		renderTable(w, format, head, rows)
+		writeTable(w, format, 2, head, rows)
 		fmt.Fprintln(w)
 	}
 	for _, line := range rep.verdicts() {
@@ -169,20 +168,11 @@ func (rep cpuTrainReport) peCounts() []int {
 func (rep cpuTrainReport) bucketSizes() []string {
 	var out []string
 	for _, r := range rep.Results {
-		if r.Job.PEs > 1 && !contains(out, r.Job.Bucket) {
+		if r.Job.PEs > 1 && !slices.Contains(out, r.Job.Bucket) {
 			out = append(out, r.Job.Bucket)
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // bucketName names an update mode: "sharded" (train's default) or
@@ -283,21 +273,4 @@ func mib(b int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-}
-
-// renderTable writes a table as markdown or aligned text.
-func renderTable(w io.Writer, format string, head []string, rows [][]string) {
-	if format == "markdown" {
-		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
-		for _, r := range rows {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
-		}
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t\n", strings.Join(r, "\t"))
-	}
-	tw.Flush()
 }

@@ -56,6 +56,21 @@ type cpuTrainRun struct {
 // 2 PEs (shm, cpu/openblas), ...".
 var trainHeaderLine = regexp.MustCompile(`training \S+: (\d+) parameters, \d+ PEs \(([^)]*)\)`)
 
+// trainArgs are the arguments of the train command a job runs, its metrics
+// log written to metricsPath.
+func trainArgs(job cpuTrainJob, o cpuTrainOpts, metricsPath string) []string {
+	args := []string{"--pes", strconv.Itoa(job.PEs), "--batch-size", strconv.Itoa(o.globalBatch(job.PEs)),
+		"--max-steps", strconv.Itoa(o.warmup + o.steps), "--log-every", strconv.Itoa(o.warmup),
+		"--eval-every", "0", "--epochs", "1000000", "--no-progress", "--metrics", metricsPath, "--dataset", o.dataset}
+	if job.Threads > 0 {
+		args = append(args, "--threads", strconv.Itoa(job.Threads))
+	}
+	if job.Bucket != "" {
+		args = append(args, "--shard-update=false", "--bucket-size", job.Bucket)
+	}
+	return append(args, o.extraArgs...)
+}
+
 // runCPUTrainJob runs the train binary once for job and measures it: samples/s
 // and step time over steps timed after warmup steps (from the --metrics log
 // written every warmup steps), the PEs' memory sampled from /proc, and the
@@ -67,16 +82,7 @@ func runCPUTrainJob(ctx context.Context, bin string, job cpuTrainJob, o cpuTrain
 	}
 	defer os.RemoveAll(dir)
 	metrics := filepath.Join(dir, "metrics.jsonl")
-	args := []string{"--pes", strconv.Itoa(job.PEs), "--batch-size", strconv.Itoa(o.globalBatch(job.PEs)),
-		"--max-steps", strconv.Itoa(o.warmup + o.steps), "--log-every", strconv.Itoa(o.warmup),
-		"--eval-every", "0", "--epochs", "1000000", "--no-progress", "--metrics", metrics, "--dataset", o.dataset}
-	if job.Threads > 0 {
-		args = append(args, "--threads", strconv.Itoa(job.Threads))
-	}
-	if job.Bucket != "" {
-		args = append(args, "--shard-update=false", "--bucket-size", job.Bucket)
-	}
-	args = append(args, o.extraArgs...)
+	args := trainArgs(job, o, metrics)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)

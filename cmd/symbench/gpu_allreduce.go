@@ -32,10 +32,8 @@ const peakHBM = 4.3e12
 
 // gpuOpts are the flags of `symbench gpu-allreduce`.
 type gpuOpts struct {
+	sizeSweep  // --min, --max, --step
 	pes        []int
-	minBytes   int64
-	maxBytes   int64
-	step       int64
 	dtype      string
 	algos      []string
 	nvshmem    bool
@@ -50,9 +48,7 @@ func parseGPUFlags(args []string) (gpuOpts, error) {
 	var o gpuOpts
 	fs := pflag.NewFlagSet("symbench gpu-allreduce", pflag.ContinueOnError)
 	fs.IntSliceVar(&o.pes, "pes", []int{1}, "job sizes (PEs; several PEs share the GPUs, PE i on GPU i mod GPUs)")
-	minSize := fs.String("min", "4KiB", "smallest buffer (B, KiB, MiB, GiB)")
-	maxSize := fs.String("max", "1GiB", "largest buffer")
-	fs.Int64Var(&o.step, "step", 4, "factor between successive buffer sizes")
+	minSize, maxSize := o.sizeFlags(fs, "1GiB")
 	fs.StringVar(&o.dtype, "dtype", "f32", "element type: f32 or bf16")
 	fs.StringSliceVar(&o.algos, "algos", []string{"auto", "one-shot", "two-shot"}, "algorithms: auto, one-shot, two-shot")
 	fs.BoolVar(&o.nvshmem, "nvshmem", false, "also time NVSHMEM's own on-stream reduction (needs MPS when PEs share a GPU, else NVSHMEM aborts)")
@@ -64,16 +60,14 @@ func parseGPUFlags(args []string) (gpuOpts, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	var err error
-	if o.minBytes, o.maxBytes, err = sizeRange(*minSize, *maxSize, 16); err != nil {
+	if err := o.setSizes(*minSize, *maxSize, 16); err != nil {
 		return o, err
 	}
+	var err error
 	if o.nvshmemMax, err = parseSize(*nvMax); err != nil {
 		return o, fmt.Errorf("--nvshmem-max: %w", err)
 	}
 	switch {
-	case o.step < 2:
-		return o, fmt.Errorf("--step %d: want at least 2", o.step)
 	case o.dtype != "f32" && o.dtype != "bf16":
 		return o, fmt.Errorf("--dtype %q: want f32 or bf16", o.dtype)
 	case o.target <= 0:
@@ -92,14 +86,6 @@ func parseGPUFlags(args []string) (gpuOpts, error) {
 		}
 	}
 	return o, nil
-}
-
-func (o gpuOpts) sizes() []int64 {
-	var out []int64
-	for s := o.minBytes; s <= o.maxBytes; s *= o.step {
-		out = append(out, s)
-	}
-	return out
 }
 
 func (o gpuOpts) kind() comm.Kind {
@@ -238,7 +224,7 @@ func printGPUTable(w io.Writer, o gpuOpts, npes int, info string, res []gpuResul
 		lines = append(lines, line)
 	}
 	fmt.Fprintln(w)
-	return writeTable(w, o.format, head, lines)
+	return writeTable(w, o.format, 3, head, lines)
 }
 
 func formatRate(bps float64) string {

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/plot"
@@ -70,9 +71,12 @@ func busbwPlot(ar []busbwPoint) (*plot.Plot, error) {
 	byN := map[int][]busbwPoint{}
 	var sizes []int64
 	for _, pt := range ar {
-		sizes = appendSize(sizes, pt.bytes)
+		if !slices.Contains(sizes, pt.bytes) {
+			sizes = append(sizes, pt.bytes)
+		}
 		byN[pt.npes] = append(byN[pt.npes], pt)
 	}
+	slices.Sort(sizes)
 	var ticks []plot.Tick
 	for _, s := range sizes {
 		ticks = append(ticks, plot.Tick{Value: float64(s), Label: formatBytes(s)})
@@ -147,7 +151,7 @@ func samplesPlot(tr *cpuTrainReport) (*plot.Plot, error) {
 				xy = append(xy, plotter.XY{X: float64(n), Y: s})
 			}
 		}
-		if err := addLine(p, xy, plotutil.Color(i), nil, "--bucket-size "+bucketName(b)); err != nil {
+		if err := addLine(p, xy, plotutil.Color(i), nil, bucketName(b)); err != nil {
 			return nil, err
 		}
 	}
@@ -196,23 +200,4 @@ func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, dashes []vg.Length, na
 	p.Add(l, s)
 	p.Legend.Add(name, l)
 	return nil
-}
-
-func containsSize(sizes []int64, s int64) bool {
-	for _, v := range sizes {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// appendSize adds s to the sorted list sizes if it is missing.
-func appendSize(sizes []int64, s int64) []int64 {
-	if containsSize(sizes, s) {
-		return sizes
-	}
-	sizes = append(sizes, s)
-	sort.Slice(sizes, func(a, b int) bool { return sizes[a] < sizes[b] })
-	return sizes
 }

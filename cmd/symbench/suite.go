@@ -10,12 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/symddp/symddp/comm/launch"
 )
 
 // The all subcommand: every benchmark of issue 11 in one invocation, its
@@ -187,7 +190,7 @@ func runSuite(args []string) error {
 	return errors.Join(s.failed...)
 }
 
-func (s *suite) skipped(step string) bool { return contains(s.o.skip, step) }
+func (s *suite) skipped(step string) bool { return slices.Contains(s.o.skip, step) }
 
 // fail records a failed step; the others still run.
 func (s *suite) fail(step string, err error) {
@@ -247,16 +250,12 @@ func (s *suite) gpuSteps(gpus int, note string) {
 		fmt.Fprintf(r, "## (c) fused GPU allreduce beside NCCL: skipped: needs more than one GPU (%s)\n\n", note)
 	default:
 		fmt.Fprintf(r, "## (c) fused GPU allreduce beside NCCL, %d GPUs\n\n", gpus)
-		if _, ok := subcommands["gpu-allreduce"]; ok {
-			pes := []string{}
-			for n := 2; n <= gpus; n *= 2 {
-				pes = append(pes, strconv.Itoa(n))
-			}
-			args := append([]string{"gpu-allreduce", "--format", "markdown", "--pes", strings.Join(pes, ",")}, s.o.gpuAllreduce...)
-			s.step("gpu-allreduce", args, "gpu-allreduce.md")
-		} else {
-			fmt.Fprintf(r, "symddp: skipped: this symbench has no gpu-allreduce subcommand\n\n")
+		pes := []string{}
+		for n := 2; n <= gpus; n *= 2 {
+			pes = append(pes, strconv.Itoa(n))
 		}
+		args := append([]string{"gpu-allreduce", "--format", "markdown", "--pes", strings.Join(pes, ",")}, s.o.gpuAllreduce...)
+		s.step("gpu-allreduce", args, "gpu-allreduce.md")
 		if script := filepath.Join(s.o.scripts, "nccl_allreduce_bench.py"); fileExists(script) {
 			s.run("nccl", exec.Command(s.o.python, script), "nccl-allreduce.txt", "text")
 		} else {
@@ -268,12 +267,8 @@ func (s *suite) gpuSteps(gpus int, note string) {
 		return
 	}
 	fmt.Fprintf(r, "## (d) GPU training beside PyTorch\n\n")
-	var ours, theirs string
-	if _, ok := subcommands["gpu-train"]; ok {
-		ours, _ = s.run("gpu-train", exec.Command(s.self, append([]string{"gpu-train"}, s.o.gpuTrain...)...), "gpu-train.txt", "text")
-	} else {
-		fmt.Fprintf(r, "symddp: skipped: this symbench has no gpu-train subcommand\n\n")
-	}
+	var theirs string
+	ours, _ := s.run("gpu-train", exec.Command(s.self, append([]string{"gpu-train"}, s.o.gpuTrain...)...), "gpu-train.txt", "text")
 	if script := filepath.Join(s.o.scripts, "torch_mlp_bench.py"); fileExists(script) {
 		theirs, _ = s.run("torch", exec.Command(s.o.python, append([]string{script}, s.o.torch...)...), "torch.txt", "text")
 	} else {
@@ -281,7 +276,7 @@ func (s *suite) gpuSteps(gpus int, note string) {
 	}
 	if rows := compareGPUResults(ours, theirs); len(rows) > 0 {
 		fmt.Fprintf(r, "side by side (samples/s):\n\n")
-		renderTable(r, "markdown", []string{"model", "batch", "symddp eager", "symddp graph", "torch eager", "torch graph", "symddp/torch (best of each)"}, rows)
+		writeTable(r, "markdown", 2, []string{"model", "batch", "symddp eager", "symddp graph", "torch eager", "torch graph", "symddp/torch (best of each)"}, rows)
 		fmt.Fprintln(r)
 	}
 }
@@ -291,15 +286,38 @@ func fileExists(path string) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-// countGPUs asks nvidia-smi how many GPUs the host has, and says so.
+// countGPUs is the number of GPUs the GPU steps can use (launch.GPUCount,
+// with nvidia-smi -L's list as the last resort), and a line saying so.
 func countGPUs() (int, string) {
+	names, smiErr := nvidiaSMIList()
+	n, err := launch.GPUCount(func() (int, error) { return len(names), smiErr })
+	if err != nil {
+		return 0, err.Error()
+	}
+	note := fmt.Sprintf("%d GPUs", n)
+	if n == 1 {
+		note = "1 GPU"
+	}
+	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
+		note += " (CUDA_VISIBLE_DEVICES=" + v + ")"
+	} else if len(names) > 0 {
+		note += ": " + names[0]
+		if len(names) > 1 {
+			note += ", ..."
+		}
+	}
+	return n, note
+}
+
+// nvidiaSMIList is the GPUs nvidia-smi -L lists, all of the host's.
+func nvidiaSMIList() ([]string, error) {
 	smi, err := exec.LookPath("nvidia-smi")
 	if err != nil {
-		return 0, "no nvidia-smi on this host"
+		return nil, errors.New("no nvidia-smi on this host")
 	}
 	out, err := exec.Command(smi, "-L").Output()
 	if err != nil {
-		return 0, fmt.Sprintf("nvidia-smi -L: %v", err)
+		return nil, fmt.Errorf("nvidia-smi -L: %v", err)
 	}
 	var names []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -308,13 +326,10 @@ func countGPUs() (int, string) {
 			names = append(names, line)
 		}
 	}
-	switch len(names) {
-	case 0:
-		return 0, "nvidia-smi lists no GPU"
-	case 1:
-		return 1, "1 GPU: " + names[0]
+	if len(names) == 0 {
+		return nil, errors.New("nvidia-smi lists no GPU")
 	}
-	return len(names), fmt.Sprintf("%d GPUs: %s, ...", len(names), names[0])
+	return names, nil
 }
 
 // parseAllReduceMarkdown reads the markdown table of `symbench allreduce`.

@@ -50,13 +50,13 @@ func printTable(w io.Writer, opts allReduceOpts, host string, rows []row, note s
 		}
 		lines = append(lines, line)
 	}
-	return writeTable(w, opts.format, head, lines)
+	return writeTable(w, opts.format, 3, head, lines)
 }
 
 // writeTable writes a table of the column names head and the rows lines,
 // as a markdown table (format "markdown") or as text in right-aligned
-// columns.
-func writeTable(w io.Writer, format string, head []string, lines [][]string) error {
+// columns pad spaces apart.
+func writeTable(w io.Writer, format string, pad int, head []string, lines [][]string) error {
 	if format == "markdown" {
 		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
 		for _, l := range lines {
@@ -64,7 +64,7 @@ func writeTable(w io.Writer, format string, head []string, lines [][]string) err
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, pad, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
 	for _, l := range lines {
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(l, "\t"))

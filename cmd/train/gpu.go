@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"strings"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
@@ -39,7 +36,7 @@ func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
 		return fmt.Errorf("--backend nvshmem: %w", err)
 	}
 	spec.Env = append(spec.Env, cudalib.EnvLib+"="+lib.Path())
-	gpus, err := gpuCount(lib)
+	gpus, err := launch.GPUCount(lib.DeviceCount)
 	if err != nil {
 		return fmt.Errorf("--backend nvshmem: %w", err)
 	}
@@ -65,33 +62,4 @@ func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
 	}
 	spec.MPS = &launch.MPS{PEsPerGPU: perGPU, Control: control}
 	return nil
-}
-
-// gpuCount is the number of GPUs the PEs can use: CUDA_VISIBLE_DEVICES when
-// set, else the driver's list, else the library's count (which initialises
-// CUDA in this process, so it comes last).
-func gpuCount(lib *cudalib.Lib) (int, error) {
-	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
-		n := 0
-		for _, f := range strings.Split(v, ",") {
-			if strings.TrimSpace(f) != "" {
-				n++
-			}
-		}
-		if n == 0 {
-			return 0, errors.New("CUDA_VISIBLE_DEVICES is empty: no GPU to run on")
-		}
-		return n, nil
-	}
-	if ents, err := os.ReadDir("/proc/driver/nvidia/gpus"); err == nil && len(ents) > 0 {
-		return len(ents), nil
-	}
-	n, err := lib.DeviceCount()
-	if err != nil {
-		return 0, err
-	}
-	if n == 0 {
-		return 0, errors.New("no GPU found")
-	}
-	return n, nil
 }
