@@ -143,9 +143,14 @@ func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
 	clear(row)
 	row[0] = flagByte(t.ctrl[ctrlStop] > 0)
 	row[1] = flagByte(t.ctrl[ctrlNonFinite] > 0)
-	row[2] = flagByte(!allFinite(g))
 	if t.opts.ClipNorm > 0 {
-		binary.LittleEndian.PutUint64(row[8:], math.Float64bits(optim.SumSquares(g)))
+		// One pass for both: a float64 sum of float32 squares is finite
+		// exactly when every gradient is.
+		ss := optim.SumSquares(g)
+		row[2] = flagByte(math.IsNaN(ss) || math.IsInf(ss, 0))
+		binary.LittleEndian.PutUint64(row[8:], math.Float64bits(ss))
+	} else {
+		row[2] = flagByte(!allFinite(g))
 	}
 	me := t.c.MyPE()
 	half := (step & 1) * len(t.xall) // see xchgRow
