@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/symddp/symddp/comm"
@@ -143,8 +142,8 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 		local = mpi.Rank
 	}
 	perHost := mpi.Size
-	if n, err := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_LOCAL_SIZE")); err == nil && n > 0 {
-		perHost = n // PEs on this host, for the threads per PE
+	if mpi.LocalSize > 0 {
+		perHost = mpi.LocalSize // PEs on this host, for the threads per PE
 	}
 	cfg := comm.Config{PE: mpi.Rank, NPEs: mpi.Size, HeapSize: heap, Timeout: o.timeout}
 	if backend == "nvshmem" && o.gpuLib != "" {

@@ -19,12 +19,16 @@ type MPIEnv struct {
 	// LocalRank is the rank among the job's processes on this host; -1 when
 	// the launcher does not say.
 	LocalRank int
+	// LocalSize is the number of the job's processes on this host; 0 when
+	// the launcher does not say.
+	LocalSize int
 }
 
 // DetectMPI reports whether this process was started by an MPI launcher, and
-// the rank, size and local rank it was given: Open MPI's OMPI_COMM_WORLD_*,
-// then PMIx's PMIX_RANK, then PMI's PMI_RANK/PMI_SIZE (MPICH's Hydra, with
-// MPI_LOCALRANKID). A malformed value is an error naming the variable.
+// the rank, size, local rank and local size it was given: Open MPI's
+// OMPI_COMM_WORLD_*, then PMIx's PMIX_RANK (and PMIX_LOCAL_SIZE), then PMI's
+// PMI_RANK/PMI_SIZE (MPICH's Hydra, with MPI_LOCALRANKID and
+// MPI_LOCALNRANKS). A malformed value is an error naming the variable.
 func DetectMPI() (env MPIEnv, ok bool, err error) {
 	return DetectMPIFrom(os.LookupEnv)
 }
@@ -42,14 +46,16 @@ func DetectMPIFrom(lookup func(string) (string, bool)) (env MPIEnv, ok bool, err
 		}
 		return n, nil
 	}
-	var rankVar, sizeVar, localVar string
+	var rankVar, sizeVar, localVar, localSizeVar string
 	switch {
 	case has(lookup, "OMPI_COMM_WORLD_RANK"):
 		env.Launcher, rankVar, sizeVar, localVar = "openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"
+		localSizeVar = "OMPI_COMM_WORLD_LOCAL_SIZE"
 	case has(lookup, "PMIX_RANK"):
-		env.Launcher, rankVar = "pmix", "PMIX_RANK"
+		env.Launcher, rankVar, localSizeVar = "pmix", "PMIX_RANK", "PMIX_LOCAL_SIZE"
 	case has(lookup, "PMI_RANK"):
 		env.Launcher, rankVar, sizeVar, localVar = "pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"
+		localSizeVar = "MPI_LOCALNRANKS"
 	default:
 		return MPIEnv{}, false, nil
 	}
@@ -66,6 +72,9 @@ func DetectMPIFrom(lookup func(string) (string, bool)) (env MPIEnv, ok bool, err
 		if env.LocalRank, err = num(localVar, -1); err != nil {
 			return MPIEnv{}, true, err
 		}
+	}
+	if env.LocalSize, err = num(localSizeVar, 0); err != nil {
+		return MPIEnv{}, true, err
 	}
 	if env.Size > 0 && env.Rank >= env.Size {
 		return MPIEnv{}, true, fmt.Errorf("launch: %s=%d is not below %s=%d", rankVar, env.Rank, sizeVar, env.Size)
