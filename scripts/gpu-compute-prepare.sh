@@ -56,21 +56,14 @@ else
     echo "no /usr/share/datasets/fashion-mnist: install dataset-fashion-mnist, or carry the four .gz files in $data yourself"
 fi
 
-# What can be checked without a GPU: the compute .cu files compile for sm_90
+# What can be checked without a GPU: the .cu files compile for sm_90
 # (declarations-only NVSHMEM headers), the C header is C, the Go side builds
 # and vets with and without cgo, and the tests pass (the GPU ones skip; the
 # emulated-device ones run the engine, the GPU step path and the bench).
 if command -v nvcc >/dev/null; then
-    tmp="$(mktemp -d)"
-    trap 'rm -rf "$tmp"' EXIT
-    for f in cuda/sd_compute*.cu; do
-        nvcc -O3 -std=c++17 -arch=sm_90 -rdc=true -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings \
-            -Icuda/localcheck/include -Icuda -c "$f" -o "$tmp/$(basename "$f" .cu).o"
-        echo "ok   $f"
-    done
-    gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c cuda/symddp_compute.h && echo "ok   cuda/symddp_compute.h (C11)"
+    cuda/localcheck/check.sh
 else
-    echo "nvcc not found: skipped the compile check of cuda/sd_compute*.cu"
+    echo "nvcc not found: skipped the compile check of cuda/*.cu"
 fi
 pkgs=(./compute/... ./internal/cudalib/... ./ddp/... ./cmd/train/ ./cmd/symbench/)
 go vet "${pkgs[@]}"

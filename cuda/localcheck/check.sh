@@ -24,11 +24,13 @@ for f in "$src"/*.cu; do
         status=1
     fi
 done
-# The C ABI header must also be plain C.
-if gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c "$src/symddp_cuda.h"; then
-    echo "ok   symddp_cuda.h (C11)"
-else
-    echo "FAIL symddp_cuda.h (C11)"
-    status=1
-fi
+# The C ABI headers must also be plain C (cgo includes them).
+for h in symddp_cuda.h symddp_compute.h; do
+    if gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c "$src/$h"; then
+        echo "ok   $h (C11)"
+    else
+        echo "FAIL $h (C11)"
+        status=1
+    fi
+done
 exit $status
