@@ -32,7 +32,7 @@ cuda_lib="$cuda_root/lib64"
 
 # ---- NVSHMEM ----
 NV="${NVSHMEM_HOME:-}"
-for py in python3 /opt/torch/.venv/bin/python3; do
+for py in /opt/torch/.venv/bin/python3 python3; do # the order of scripts/gpu-lib.sh
     [ -n "$NV" ] && break
     command -v "$py" >/dev/null || continue
     NV="$("$py" -c "import importlib.util as u; print(list(u.find_spec('nvidia.nvshmem').submodule_search_locations)[0])" 2>/dev/null || true)"
