@@ -14,12 +14,14 @@ __global__ void sd_barrier_kernel(sd_sync s) {
     (void)sd_block_barrier(s, 0, epoch);
 }
 
+int sd_nvshmem_barrier(cudaStream_t stream) {
+    nvshmemx_barrier_all_on_stream(stream);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
 int sd_launch_barrier(cudaStream_t stream) {
-    if (!g_sd.all_reachable) {
-        nvshmemx_barrier_all_on_stream(stream);
-        SD_CUDA(cudaGetLastError());
-        return SD_OK;
-    }
+    if (!g_sd.all_reachable) return sd_nvshmem_barrier(stream);
     sd_barrier_kernel<<<1, SD_BARRIER_THREADS, 0, stream>>>(sd_sync_args(SD_OP_BARRIER));
     SD_CUDA(cudaGetLastError());
     return SD_OK;

@@ -446,13 +446,6 @@ static unsigned sd_grid(size_t items, size_t per_block) {
 /* The divisor of Mean. */
 static float sd_npes_f(void) { return (float)g_sd.npes; }
 
-/* NVSHMEM's own barrier on the stream (the fallback path only). */
-static int sd_nvshmem_barrier_all(void) {
-    nvshmemx_barrier_all_on_stream(g_sd.stream);
-    SD_CUDA(cudaGetLastError());
-    return SD_OK;
-}
-
 static int sd_nvshmem_reduce(int op, float *dst, const float *src, size_t n) {
     int rc;
     switch (op) {
@@ -494,7 +487,7 @@ static int sd_fallback_reduce(sd_buf *b, size_t off, size_t n, int op, int root)
             /* NVSHMEM's reduction may add in a different order on each PE (seen
              * at 4 PEs): every PE takes PE 0's bits, so replicas stay identical.
              * The barriers keep the broadcast off buffers a peer still reads. */
-            SD_TRY(sd_nvshmem_barrier_all());
+            SD_TRY(sd_nvshmem_barrier(g_sd.stream));
             const int rc = nvshmemx_broadcastmem_on_stream(NVSHMEM_TEAM_WORLD, wide, out,
                                                            m * sizeof(float), 0, g_sd.stream);
             if (rc != 0)
@@ -507,7 +500,7 @@ static int sd_fallback_reduce(sd_buf *b, size_t off, size_t n, int op, int root)
                                                                      sd_npes_f());
             SD_CUDA(cudaGetLastError());
         }
-        if (root < 0 && g_sd.npes > 1) SD_TRY(sd_nvshmem_barrier_all());
+        if (root < 0 && g_sd.npes > 1) SD_TRY(sd_nvshmem_barrier(g_sd.stream));
     }
     return SD_OK;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "sd_internal.h"
@@ -18,6 +19,9 @@ static inline int sdc_use_device(int device) {
     if (cur != device) SD_CUDA(cudaSetDevice(device));
     return SD_OK;
 }
+
+/* Whether v fits the int that cuBLAS takes for a size. */
+static inline bool sdc_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 /* Blocks for items work items at per_block items a block: at most per_sm
  * blocks per SM of a device with sm_count SMs, at least one. */

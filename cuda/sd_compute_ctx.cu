@@ -72,24 +72,23 @@ static int sdc_fill(uint64_t stream, int32_t device, sdc_ctx *c) {
         return SD_FAIL(SD_ERR_NO_DEVICE, "sdc_create: no usable GPU (cudaGetDeviceCount: %s)",
                        e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
     }
+    /* A caller's stream belongs to device, or when it is -1 to the current
+     * one; without a stream, device -1 is GPU 0. */
     int dev = device;
+    if (dev < 0) {
+        dev = 0;
+        if (stream != 0) SD_CUDA(cudaGetDevice(&dev));
+    }
+    if (dev >= count) return SD_FAIL(SD_ERR_NO_DEVICE, "sdc_create: GPU %d asked for, %d visible", dev, count);
+    SD_CUDA(cudaSetDevice(dev));
     if (stream != 0) {
-        /* The caller's stream belongs to device (or, when it is -1, to the current one). */
-        if (dev < 0) SD_CUDA(cudaGetDevice(&dev));
-        if (dev >= count)
-            return SD_FAIL(SD_ERR_NO_DEVICE, "sdc_create: GPU %d asked for, %d visible", dev, count);
-        SD_CUDA(cudaSetDevice(dev));
+        c->stream = stream;
     } else {
-        if (dev < 0) dev = 0;
-        if (dev >= count)
-            return SD_FAIL(SD_ERR_NO_DEVICE, "sdc_create: GPU %d asked for, %d visible", dev, count);
-        SD_CUDA(cudaSetDevice(dev));
         cudaStream_t s;
         SD_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         c->stream = (uint64_t)(uintptr_t)s;
         c->owns_stream = 1;
     }
-    if (stream != 0) c->stream = stream;
     c->device = dev;
     SD_CUDA(cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, dev));
     cudaStream_t cs;
@@ -230,10 +229,7 @@ extern "C" int sdc_event_create(uint64_t *event) {
     return SD_OK;
 }
 
-extern "C" int sdc_event_destroy(uint64_t event) {
-    if (event) SD_CUDA(cudaEventDestroy((cudaEvent_t)(uintptr_t)event));
-    return SD_OK;
-}
+extern "C" int sdc_event_destroy(uint64_t event) { return sd_event_destroy(event); }
 
 extern "C" int sdc_event_record(const sdc_ctx *c, int32_t on_copy, uint64_t event) {
     SD_TRY(sdc_use_device(c->device));

@@ -20,8 +20,6 @@
 #include "sd_internal.h"
 #include "symddp_compute.h"
 
-static int sdc_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
 extern "C" int sdc_gemm(const sdc_ctx *c, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                         int64_t k, float alpha, uint64_t a, int64_t lda, uint64_t b, int64_t ldb,
                         float beta, uint64_t cmat, int64_t ldc) {

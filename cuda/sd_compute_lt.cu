@@ -61,8 +61,6 @@ static void sdc_lt_free(sdc_lt_plan_s *p) {
     free(p);
 }
 
-static int sdc_lt_fits(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
 static int sdc_lt_pow2(int32_t a) { return a > 0 && a <= 256 && (a & (a - 1)) == 0; }
 
 /* Records a failed cuBLASLt call of plan creation; returns SD_ERR. */
@@ -416,8 +414,8 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
     if (!c || !g || !plan) return SD_FAIL(SD_ERR_ARG, "sdc_lt_plan_create: NULL argument");
     *plan = 0;
     if (!c->lt) return SD_FAIL(SD_ERR, "sdc_lt_plan_create: the context has no cuBLASLt handle");
-    if (!sdc_lt_fits(g->m) || !sdc_lt_fits(g->n) || !sdc_lt_fits(g->k) || !sdc_lt_fits(g->lda) ||
-        !sdc_lt_fits(g->ldb) || !sdc_lt_fits(g->ldc) || g->m == 0 || g->n == 0 || g->k == 0)
+    if (!sdc_fits_int(g->m) || !sdc_fits_int(g->n) || !sdc_fits_int(g->k) || !sdc_fits_int(g->lda) ||
+        !sdc_fits_int(g->ldb) || !sdc_fits_int(g->ldc) || g->m == 0 || g->n == 0 || g->k == 0)
         return SD_FAIL(SD_ERR_ARG, "sdc_lt_plan_create: sizes %lld x %lld x %lld (ld %lld %lld %lld)",
                        (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->lda,
                        (long long)g->ldb, (long long)g->ldc);

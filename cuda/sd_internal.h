@@ -138,5 +138,7 @@ static inline __host__ __device__ size_t sd_flag_index(int phase, int block, int
 
 /* Launches the one-block flag barrier (sd_barrier.cu). */
 int sd_launch_barrier(cudaStream_t stream);
+/* NVSHMEM's own barrier of every PE, enqueued on stream (the paths for peers out of pointer reach). */
+int sd_nvshmem_barrier(cudaStream_t stream);
 
 #endif /* SD_INTERNAL_H */

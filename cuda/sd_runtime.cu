@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "sd_internal.h"
+#include "symddp_compute.h" /* sdc_device_name */
 
 /* Set when NVSHMEM bootstrapped through MPI: its plugin initialised MPI. */
 static int sd_mpi_bootstrap;
@@ -303,12 +304,7 @@ extern "C" int sd_init(const sd_init_args *a, sd_info *info) {
     SD_CUDA(cudaDriverGetVersion(&drv));
     info->cuda_runtime = rt;
     info->cuda_driver = drv;
-    cudaDeviceProp prop;
-    SD_CUDA(cudaGetDeviceProperties(&prop, dev));
-    const size_t name_len = strnlen(prop.name, sizeof info->device_name - 1);
-    memcpy(info->device_name, prop.name, name_len);
-    info->device_name[name_len] = 0;
-    return SD_OK;
+    return sdc_device_name(dev, info->device_name, sizeof info->device_name);
 }
 
 /* The MPI bootstrap plugin leaves MPI initialised after nvshmem_finalize,

@@ -41,7 +41,10 @@ static int sd_check_device_status(const char *what) {
     g_sd.failed = 1;
     sd_dev_status st;
     memset(&st, 0, sizeof st);
-    if (cudaMemcpy(&st, g_sd.d_status, sizeof st, cudaMemcpyDeviceToHost) != cudaSuccess)
+    /* On the side stream, as sd_timeout_info reads it: the legacy default
+     * stream could queue the read behind unrelated work. */
+    if (cudaMemcpyAsync(&st, g_sd.d_status, sizeof st, cudaMemcpyDeviceToHost, g_sd.side) != cudaSuccess ||
+        cudaStreamSynchronize(g_sd.side) != cudaSuccess)
         (void)cudaGetLastError();
     snprintf(g_sd.timeout_op, sizeof g_sd.timeout_op, "%s", sd_op_name(st.op));
     return SD_FAIL(SD_ERR_TIMEOUT,
