@@ -79,10 +79,7 @@ if [ ! -x "$bin/nvshmem.test" ] || [ ! -x "$bin/symbench" ] || [ ! -x "$bin/cuda
 fi
 
 # ---- 2 build ----
-if ! stage "build library" 240 "$build_log" cuda/build.sh; then
-    note "no library: later stages cannot run"; echo; cat "$summary"; exit 1
-fi
-tail -n 3 "$build_log" | sed 's/^/  /' | tee -a "$summary"
+gpu_build "$build_log" 1
 
 # ---- 3 unit ----
 stage "unit: loader (fake library)" 60 "$test_log" env -C "$root/internal/cudalib" \

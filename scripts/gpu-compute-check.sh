@@ -106,20 +106,7 @@ for b in cuda.test ddp.test train symbench; do
 done
 
 # ---- 2 build ----
-lib="$root/build/libsymddp_cuda.so"
-stale=$rebuild
-[ -f "$lib" ] || stale=1
-if [ "$stale" = 0 ] && [ -n "$(find cuda -maxdepth 1 \( -name '*.cu' -o -name '*.h' -o -name '*.cuh' -o -name build.sh \) -newer "$lib" 2>/dev/null)" ]; then
-    stale=1
-fi
-if [ "$stale" = 1 ]; then
-    if ! stage "build library" 240 "$build_log" cuda/build.sh; then
-        note "no library: later stages cannot run"; echo; cat "$summary"; exit 1
-    fi
-    tail -n 3 "$build_log" | sed 's/^/  /' | tee -a "$summary"
-else
-    note "library up to date: $lib"
-fi
+gpu_build "$build_log" "$rebuild"
 
 # ---- 3 engine tests ----
 stage "engine: conformance, bits, CPU" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \

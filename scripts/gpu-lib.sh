@@ -65,3 +65,23 @@ stage() {
     rm -f "$tmp"
     return "$rc"
 }
+
+# gpu_build LOG FORCE: the build stage (cuda/build.sh into
+# build/libsymddp_cuda.so), when FORCE is 1, the library is missing or a
+# cuda/ source is newer; without a library the run ends here, with the
+# summary printed. Needs $root, $summary and stage's variables.
+gpu_build() {
+    local log="$1" stale="$2" lib="$root/build/libsymddp_cuda.so"
+    [ -f "$lib" ] || stale=1
+    if [ "$stale" = 0 ] && [ -n "$(find "$root/cuda" -maxdepth 1 \( -name '*.cu' -o -name '*.h' -o -name '*.cuh' -o -name build.sh \) -newer "$lib" 2>/dev/null)" ]; then
+        stale=1
+    fi
+    if [ "$stale" = 0 ]; then
+        note "library up to date: $lib"
+        return 0
+    fi
+    if ! stage "build library" 240 "$log" cuda/build.sh; then
+        note "no library: later stages cannot run"; echo; cat "$summary"; exit 1
+    fi
+    tail -n 3 "$log" | sed 's/^/  /' | tee -a "$summary"
+}
