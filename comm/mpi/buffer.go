@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 )
 
 // buffer is a symmetric allocation: one MPI window of n elements of kind on
@@ -120,11 +121,8 @@ func (c *Comm) access(op string, b comm.Buffer, kind comm.Kind, off, n, pe int) 
 	if kind != 0 && mb.kind != kind {
 		return nil, fmt.Errorf("mpi: PE %d: %s: a %s buffer, want %s: %w", c.me, op, mb.kind, kind, comm.ErrKind)
 	}
-	if err := comm.CheckRange(op, mb, off, n); err != nil {
-		return nil, fmt.Errorf("mpi: PE %d: %w", c.me, err)
-	}
-	if err := comm.CheckPE(op, pe, c.npes); err != nil {
-		return nil, fmt.Errorf("mpi: PE %d: %w", c.me, err)
+	if err := backend.CheckAccess(Name, c.me, op, mb, off, n, pe, c.npes); err != nil {
+		return nil, err
 	}
 	return mb, nil
 }

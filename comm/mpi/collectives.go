@@ -3,10 +3,10 @@
 package mpi
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/comm/internal/fold"
 )
 
@@ -165,8 +165,8 @@ func (c *Comm) reduceArgs(name string, b comm.Buffer, off, n int, op comm.Op, ro
 	if err != nil {
 		return nil, err
 	}
-	if op < comm.Sum || op > comm.Min {
-		return nil, fmt.Errorf("mpi: PE %d: %s: unknown operator %s: %w", c.me, name, op, comm.ErrKind)
+	if err := backend.CheckOp(Name, c.me, name, op); err != nil {
+		return nil, err
 	}
 	return mb, nil
 }

@@ -3,12 +3,12 @@
 package mpi
 
 import (
-	"fmt"
 	"runtime"
 	"time"
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 )
 
 // One-sided operations to a peer are MPI_Put and MPI_Get in the buffer's
@@ -118,8 +118,8 @@ func (c *Comm) PutSignal(dst comm.Buffer, off int, src []float32, sig comm.Buffe
 	if err != nil {
 		return err
 	}
-	if op != comm.SignalSet && op != comm.SignalAdd {
-		return fmt.Errorf("mpi: PE %d: %s: unknown signal operation %d: %w", c.me, name, op, comm.ErrKind)
+	if err := backend.CheckSignalOp(Name, c.me, name, op); err != nil {
+		return err
 	}
 	if err := c.usableLocked(name); err != nil {
 		return err
@@ -146,8 +146,8 @@ func (c *Comm) WaitUntil(sig comm.Buffer, sigIdx int, cmp comm.Cmp, value uint64
 	const name = "wait_until"
 	c.mu.Lock()
 	s, err := c.access(name, sig, comm.Uint64, sigIdx, 1, c.me)
-	if err == nil && (cmp < comm.CmpEQ || cmp > comm.CmpLE) {
-		err = fmt.Errorf("mpi: PE %d: %s: unknown comparison %d: %w", c.me, name, cmp, comm.ErrKind)
+	if err == nil {
+		err = backend.CheckCmp(Name, c.me, name, cmp)
 	}
 	c.mu.Unlock()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -72,11 +73,8 @@ func (c *Comm) access(op string, b comm.Buffer, off, n, pe int, kinds ...comm.Ki
 			return nil, fmt.Errorf("nvshmem: PE %d: %s: a %s buffer, want %v: %w", c.me, op, sb.kind, kinds, comm.ErrKind)
 		}
 	}
-	if err := comm.CheckRange(op, sb, off, n); err != nil {
-		return nil, fmt.Errorf("nvshmem: PE %d: %w", c.me, err)
-	}
-	if err := comm.CheckPE(op, pe, c.npes); err != nil {
-		return nil, fmt.Errorf("nvshmem: PE %d: %w", c.me, err)
+	if err := backend.CheckAccess(Name, c.me, op, sb, off, n, pe, c.npes); err != nil {
+		return nil, err
 	}
 	return sb, nil
 }

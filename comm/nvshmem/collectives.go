@@ -1,9 +1,8 @@
 package nvshmem
 
 import (
-	"fmt"
-
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -116,8 +115,8 @@ func (c *Comm) reduceArgs(name string, b comm.Buffer, off, n int, op comm.Op, ro
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	if op < comm.Sum || op > comm.Min {
-		return nil, 0, 0, fmt.Errorf("nvshmem: PE %d: %s: unknown operator %s: %w", c.me, name, op, comm.ErrKind)
+	if err := backend.CheckOp(Name, c.me, name, op); err != nil {
+		return nil, 0, 0, err
 	}
 	dt := cudalib.Float32
 	if sb.kind == comm.BFloat16 {

@@ -1,10 +1,10 @@
 package nvshmem
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -91,14 +91,12 @@ func (c *Comm) PutSignal(dst comm.Buffer, off int, src []float32, sig comm.Buffe
 	if err != nil {
 		return err
 	}
-	var sop cudalib.SignalOp
-	switch op {
-	case comm.SignalSet:
-		sop = cudalib.SignalSet
-	case comm.SignalAdd:
+	if err := backend.CheckSignalOp(Name, c.me, name, op); err != nil {
+		return err
+	}
+	sop := cudalib.SignalSet
+	if op == comm.SignalAdd {
 		sop = cudalib.SignalAdd
-	default:
-		return fmt.Errorf("nvshmem: PE %d: %s: unknown signal operation %d: %w", c.me, name, op, comm.ErrKind)
 	}
 	return c.libErr(name, c.lib.PutSignal(b.sym, 4*off, f32Bytes(src), s.sym, 8*sigIdx, value, sop, pe))
 }
@@ -113,8 +111,8 @@ func (c *Comm) WaitUntil(sig comm.Buffer, sigIdx int, cmp comm.Cmp, value uint64
 	if err != nil {
 		return err
 	}
-	if cmp < comm.CmpEQ || cmp > comm.CmpLE {
-		return fmt.Errorf("nvshmem: PE %d: %s: unknown comparison %d: %w", c.me, name, cmp, comm.ErrKind)
+	if err := backend.CheckCmp(Name, c.me, name, cmp); err != nil {
+		return err
 	}
 	return c.poll(name, func() (bool, error) {
 		v, err := c.lib.ReadU64(s.sym, 8*sigIdx)

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 )
 
 // buffer is a symmetric allocation: n elements of kind at byte offset off of
@@ -100,11 +101,8 @@ func (c *Comm) access(op string, b comm.Buffer, kind comm.Kind, off, n, pe int) 
 	if kind != 0 && sb.kind != kind {
 		return nil, fmt.Errorf("shm: PE %d: %s: a %s buffer, want %s: %w", c.me, op, sb.kind, kind, comm.ErrKind)
 	}
-	if err := comm.CheckRange(op, sb, off, n); err != nil {
-		return nil, fmt.Errorf("shm: PE %d: %w", c.me, err)
-	}
-	if err := comm.CheckPE(op, pe, c.npes); err != nil {
-		return nil, fmt.Errorf("shm: PE %d: %w", c.me, err)
+	if err := backend.CheckAccess(Name, c.me, op, sb, off, n, pe, c.npes); err != nil {
+		return nil, err
 	}
 	return sb, nil
 }

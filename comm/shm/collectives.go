@@ -1,9 +1,8 @@
 package shm
 
 import (
-	"fmt"
-
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/comm/internal/fold"
 )
 
@@ -88,8 +87,8 @@ func (c *Comm) reduceArgs(name string, b comm.Buffer, off, n int, op comm.Op, ro
 	if err != nil {
 		return nil, err
 	}
-	if op < comm.Sum || op > comm.Min {
-		return nil, fmt.Errorf("shm: PE %d: %s: unknown operator %s: %w", c.me, name, op, comm.ErrKind)
+	if err := backend.CheckOp(Name, c.me, name, op); err != nil {
+		return nil, err
 	}
 	return sb, nil
 }

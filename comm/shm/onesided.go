@@ -1,11 +1,11 @@
 package shm
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 )
 
 // One-sided operations copy straight into or out of the peer's copy in the
@@ -83,8 +83,8 @@ func (c *Comm) PutSignal(dst comm.Buffer, off int, src []float32, sig comm.Buffe
 	if err != nil {
 		return err
 	}
-	if op != comm.SignalSet && op != comm.SignalAdd {
-		return fmt.Errorf("shm: PE %d: %s: unknown signal operation %d: %w", c.me, name, op, comm.ErrKind)
+	if err := backend.CheckSignalOp(Name, c.me, name, op); err != nil {
+		return err
 	}
 	copy(c.f32(b, pe)[off:], src)
 	if op == comm.SignalSet {
@@ -109,8 +109,8 @@ func (c *Comm) WaitUntil(sig comm.Buffer, sigIdx int, cmp comm.Cmp, value uint64
 	if err != nil {
 		return err
 	}
-	if cmp < comm.CmpEQ || cmp > comm.CmpLE {
-		return fmt.Errorf("shm: PE %d: %s: unknown comparison %d: %w", c.me, name, cmp, comm.ErrKind)
+	if err := backend.CheckCmp(Name, c.me, name, cmp); err != nil {
+		return err
 	}
 	if cmp.Holds(w.Load(), value) {
 		return nil

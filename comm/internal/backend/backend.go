@@ -1,7 +1,7 @@
-// Package backend holds the set-up code that the comm backends (comm/shm,
+// Package backend holds the code that the comm backends (comm/shm,
 // comm/nvshmem, comm/mpi) share: registering a backend's constructor with
-// package comm and filling in a comm.Config's defaults, with the same
-// messages in every backend.
+// package comm, filling in a comm.Config's defaults and checking the
+// arguments of their operations, with the same messages in every backend.
 package backend
 
 import (
@@ -46,6 +46,46 @@ func CheckAlloc(name string, me int, kind comm.Kind, n int) error {
 	}
 	if n < 0 {
 		return fmt.Errorf("%s: PE %d: alloc: negative length %d: %w", name, me, n, comm.ErrBounds)
+	}
+	return nil
+}
+
+// CheckAccess returns the error of call's access, on PE me of backend name,
+// to elements [off, off+n) of b on PE pe of npes, or nil when the range
+// lies inside b and pe is a PE. The buffer's kind is the backend's to check.
+func CheckAccess(name string, me int, call string, b comm.Buffer, off, n, pe, npes int) error {
+	if err := comm.CheckRange(call, b, off, n); err != nil {
+		return fmt.Errorf("%s: PE %d: %w", name, me, err)
+	}
+	if err := comm.CheckPE(call, pe, npes); err != nil {
+		return fmt.Errorf("%s: PE %d: %w", name, me, err)
+	}
+	return nil
+}
+
+// CheckOp returns the error of call, on PE me of backend name, reducing with
+// op, or nil when op is a reduction operator.
+func CheckOp(name string, me int, call string, op comm.Op) error {
+	if op < comm.Sum || op > comm.Min {
+		return fmt.Errorf("%s: PE %d: %s: unknown operator %s: %w", name, me, call, op, comm.ErrKind)
+	}
+	return nil
+}
+
+// CheckSignalOp returns the error of call, on PE me of backend name,
+// updating a signal word with op, or nil when op is a signal operation.
+func CheckSignalOp(name string, me int, call string, op comm.SignalOp) error {
+	if op != comm.SignalSet && op != comm.SignalAdd {
+		return fmt.Errorf("%s: PE %d: %s: unknown signal operation %d: %w", name, me, call, op, comm.ErrKind)
+	}
+	return nil
+}
+
+// CheckCmp returns the error of call, on PE me of backend name, waiting on
+// comparison cmp, or nil when cmp is a comparison.
+func CheckCmp(name string, me int, call string, cmp comm.Cmp) error {
+	if cmp < comm.CmpEQ || cmp > comm.CmpLE {
+		return fmt.Errorf("%s: PE %d: %s: unknown comparison %d: %w", name, me, call, cmp, comm.ErrKind)
 	}
 	return nil
 }
