@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/internal/cudalib"
 )
@@ -75,23 +76,20 @@ func chooseBootstrap(cfg comm.Config) (bootstrap, error) {
 	return b, fmt.Errorf("nvshmem: option bootstrap=%q: want uid, mpi or pmix", forced)
 }
 
-// heapSize is the user's symmetric heap: the configured size, else
-// NVSHMEM_SYMMETRIC_SIZE, else DefaultHeapSize.
-func heapSize(configured int64) (int64, error) {
-	if configured < 0 {
-		return 0, fmt.Errorf("nvshmem: heap size %d: want a positive number of bytes", configured)
-	}
-	if configured > 0 {
-		return configured, nil
-	}
-	if v := os.Getenv("NVSHMEM_SYMMETRIC_SIZE"); v != "" {
-		n, err := parseSize(v)
-		if err != nil {
-			return 0, fmt.Errorf("nvshmem: NVSHMEM_SYMMETRIC_SIZE=%q: %w", v, err)
+// defaults is cfg with backend.Defaults applied. The user's symmetric heap
+// is the configured size, else NVSHMEM_SYMMETRIC_SIZE, else DefaultHeapSize.
+func defaults(cfg comm.Config) (comm.Config, error) {
+	heap := int64(DefaultHeapSize)
+	if cfg.HeapSize == 0 {
+		if v := os.Getenv("NVSHMEM_SYMMETRIC_SIZE"); v != "" {
+			n, err := parseSize(v)
+			if err != nil {
+				return cfg, fmt.Errorf("nvshmem: NVSHMEM_SYMMETRIC_SIZE=%q: %w", v, err)
+			}
+			heap = n
 		}
-		return n, nil
 	}
-	return DefaultHeapSize, nil
+	return backend.Defaults(Name, cfg, heap)
 }
 
 // parseSize reads a byte count with an optional K, M, G or T suffix (powers

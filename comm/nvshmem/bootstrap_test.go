@@ -113,6 +113,13 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+// heapSize is the heap size that defaults gives a Config of HeapSize
+// configured.
+func heapSize(configured int64) (int64, error) {
+	cfg, err := defaults(comm.Config{HeapSize: configured})
+	return cfg.HeapSize, err
+}
+
 func TestHeapSize(t *testing.T) {
 	clearLauncherEnv(t)
 	if n, err := heapSize(0); err != nil || n != DefaultHeapSize {

@@ -67,13 +67,9 @@ func New(cfg comm.Config) (*Comm, error) {
 }
 
 func open(cfg comm.Config, boot bootstrap) (*Comm, error) {
-	heap, err := heapSize(cfg.HeapSize)
+	cfg, err := defaults(cfg)
 	if err != nil {
 		return nil, err
-	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = comm.DefaultTimeout
 	}
 	lib, err := cudalib.Load(cfg.Options["lib"])
 	if err != nil {
@@ -101,15 +97,15 @@ func open(cfg comm.Config, boot bootstrap) (*Comm, error) {
 		LocalPE:    boot.localPE,
 		Device:     device,
 		SingleNode: boot.singleNode,
-		HeapBytes:  heap,
-		Timeout:    timeout,
+		HeapBytes:  cfg.HeapSize,
+		Timeout:    cfg.Timeout,
 	}
 	if boot.kind == cudalib.UniqueID {
-		if args.UID, err = exchangeUID(lib, boot, timeout); err != nil {
+		if args.UID, err = exchangeUID(lib, boot, cfg.Timeout); err != nil {
 			return nil, err
 		}
 	}
-	c := &Comm{lib: lib, me: boot.pe, npes: boot.npes, timeout: timeout, heapSize: heap, boot: boot}
+	c := &Comm{lib: lib, me: boot.pe, npes: boot.npes, timeout: cfg.Timeout, heapSize: cfg.HeapSize, boot: boot}
 	c.peers.init(boot)
 	if c.info, err = lib.Init(args); err != nil {
 		c.peers.close()
