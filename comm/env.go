@@ -20,6 +20,10 @@ const (
 	EnvRunDir   = "SYMDDP_RUN_DIR"   // a directory private to the job
 )
 
+// PEVars lists the variables above: those that Config.Environ writes and
+// ConfigFromEnv reads. It must not be modified.
+var PEVars = []string{EnvPE, EnvNPEs, EnvBackend, EnvHeap, EnvHeapSize, EnvTimeout, EnvRunDir}
+
 // DefaultBackend is the backend a PE opens when SYMDDP_BACKEND is unset.
 const DefaultBackend = "shm"
 

@@ -2,6 +2,8 @@ package comm
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,6 +29,20 @@ func TestConfigRoundTripsThroughTheEnvironment(t *testing.T) {
 	}
 	if cfg.PE != in.PE || cfg.NPEs != in.NPEs || cfg.HeapName != in.HeapName || cfg.HeapSize != in.HeapSize || cfg.Timeout != in.Timeout || cfg.RunDir != in.RunDir {
 		t.Errorf("round trip gave %+v, want %+v", cfg, in)
+	}
+}
+
+// TestPEVarsAreWhatEnvironWrites: PEVars names, in order, the variables of
+// a Config with every field set.
+func TestPEVarsAreWhatEnvironWrites(t *testing.T) {
+	in := Config{PE: 2, NPEs: 4, HeapName: "heap", HeapSize: 1 << 26, Timeout: time.Minute, RunDir: "/tmp/run"}
+	var names []string
+	for _, kv := range in.Environ("shm") {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	if !slices.Equal(names, PEVars) {
+		t.Errorf("Environ writes %v; PEVars is %v", names, PEVars)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -142,19 +143,14 @@ func Run(ctx context.Context, spec Spec) error {
 }
 
 // environ is this process's environment without the variables that make a
-// process a PE (those of comm.Config.Environ, which a launcher started as a
-// PE of another job would otherwise pass on), then extra, then the PE's own
-// variables. Other SYMDDP_* settings (SYMDDP_BLAS, SYMDDP_HEAP_DIR, ...)
-// reach the PEs.
+// process a PE (comm.PEVars, which a launcher started as a PE of another job
+// would otherwise pass on), then extra, then the PE's own variables. Other
+// SYMDDP_* settings (SYMDDP_BLAS, SYMDDP_HEAP_DIR, ...) reach the PEs.
 func environ(extra []string, cfg comm.Config, backend string) []string {
-	own := map[string]bool{}
-	for _, name := range []string{comm.EnvPE, comm.EnvNPEs, comm.EnvBackend, comm.EnvHeap, comm.EnvHeapSize, comm.EnvTimeout, comm.EnvRunDir} {
-		own[name] = true
-	}
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !own[name] {
+		if !slices.Contains(comm.PEVars, name) {
 			env = append(env, kv)
 		}
 	}
