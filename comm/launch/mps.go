@@ -46,89 +46,98 @@ func MPSControl() (string, error) {
 	return p, nil
 }
 
-// mpsDaemon is a started daemon.
+// mpsDaemon is a job's daemon.
 type mpsDaemon struct {
-	control string
-	env     []string // the MPS variables every PE and the control client need
+	control    string // the nvidia-cuda-mps-control binary
+	pipe, logs string // its pipe and log directories
+}
+
+// mpsDaemonIn is the daemon of the job whose run directory is runDir, with
+// no control binary yet.
+func mpsDaemonIn(runDir string) *mpsDaemon {
+	return &mpsDaemon{pipe: filepath.Join(runDir, mpsPipeDir), logs: filepath.Join(runDir, mpsLogDir)}
+}
+
+// env is the MPS variables every PE and the control client need.
+func (d *mpsDaemon) env() []string {
+	return []string{"CUDA_MPS_PIPE_DIRECTORY=" + d.pipe, "CUDA_MPS_LOG_DIRECTORY=" + d.logs}
+}
+
+// running reports whether the daemon's control pipe exists.
+func (d *mpsDaemon) running() bool {
+	_, err := os.Stat(filepath.Join(d.pipe, "control"))
+	return err == nil
 }
 
 // startMPS starts a private daemon for the job whose run directory is
 // runDir and returns it with the variables the PEs need.
 func startMPS(m MPS, runDir string) (*mpsDaemon, []string, error) {
-	control := m.Control
-	if control == "" {
+	d := mpsDaemonIn(runDir)
+	d.control = m.Control
+	if d.control == "" {
 		var err error
-		if control, err = MPSControl(); err != nil {
+		if d.control, err = MPSControl(); err != nil {
 			return nil, nil, err
 		}
 	}
-	pipe, logs := filepath.Join(runDir, mpsPipeDir), filepath.Join(runDir, mpsLogDir)
-	for _, d := range []string{pipe, logs} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, dir := range []string{d.pipe, d.logs} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("launch: MPS directory: %w", err)
 		}
 	}
-	d := &mpsDaemon{control: control, env: []string{"CUDA_MPS_PIPE_DIRECTORY=" + pipe, "CUDA_MPS_LOG_DIRECTORY=" + logs}}
-	cmd := exec.Command(control, "-d")
-	cmd.Env = append(os.Environ(), d.env...)
+	cmd := exec.Command(d.control, "-d")
+	cmd.Env = append(os.Environ(), d.env()...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("launch: start the MPS daemon (%s -d): %v: %s", control, err, bytes.TrimSpace(out))
+		return nil, nil, fmt.Errorf("launch: start the MPS daemon (%s -d): %v: %s", d.control, err, bytes.TrimSpace(out))
 	}
 	if err := d.waitReady(5 * time.Second); err != nil {
 		d.stop()
 		return nil, nil, err
 	}
 	share := 100 / max(1, m.PEsPerGPU)
-	env := append(append([]string{}, d.env...), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="+strconv.Itoa(max(1, share)))
+	env := append(d.env(), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="+strconv.Itoa(max(1, share)))
 	return d, env, nil
 }
 
 // waitReady waits until the daemon's control pipe exists.
 func (d *mpsDaemon) waitReady(limit time.Duration) error {
-	pipe := strings.TrimPrefix(d.env[0], "CUDA_MPS_PIPE_DIRECTORY=")
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join(pipe, "control")); err == nil {
+		if d.running() {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("launch: the MPS daemon did not open its control pipe in %s within %v", pipe, limit)
+	return fmt.Errorf("launch: the MPS daemon did not open its control pipe in %s within %v", d.pipe, limit)
 }
 
 // stop asks the daemon to quit and waits for its control pipe to go.
 func (d *mpsDaemon) stop() error {
-	return quitMPS(d.control, d.env)
-}
-
-// quitMPS sends "quit" to the daemon whose variables are env.
-func quitMPS(control string, env []string) error {
-	cmd := exec.Command(control)
-	cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(d.control)
+	cmd.Env = append(os.Environ(), d.env()...)
 	cmd.Stdin = strings.NewReader("quit\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("launch: stop the MPS daemon: %v: %s", err, bytes.TrimSpace(out))
 	}
-	pipe := strings.TrimPrefix(env[0], "CUDA_MPS_PIPE_DIRECTORY=")
 	for i := 0; i < 100; i++ { // the daemon removes its pipe as it exits
-		if _, err := os.Stat(filepath.Join(pipe, "control")); err != nil {
+		if !d.running() {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("launch: the MPS daemon of %s did not quit", pipe)
+	return fmt.Errorf("launch: the MPS daemon of %s did not quit", d.pipe)
 }
 
 // stopStaleMPS stops the daemon a killed launcher left in runDir, if any.
 func stopStaleMPS(runDir string) {
-	pipe := filepath.Join(runDir, mpsPipeDir)
-	if _, err := os.Stat(filepath.Join(pipe, "control")); err != nil {
+	d := mpsDaemonIn(runDir)
+	if !d.running() {
 		return
 	}
-	control, err := MPSControl()
-	if err != nil {
+	var err error
+	if d.control, err = MPSControl(); err != nil {
 		return
 	}
-	_ = quitMPS(control, []string{"CUDA_MPS_PIPE_DIRECTORY=" + pipe, "CUDA_MPS_LOG_DIRECTORY=" + filepath.Join(runDir, mpsLogDir)})
+	_ = d.stop()
 }
