@@ -28,10 +28,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 		return Result{}, err
 	}
 	spe := sm.StepsPerEpoch()
-	total := t.opts.Epochs * spe
-	if t.opts.MaxSteps > 0 && t.opts.MaxSteps < total {
-		total = t.opts.MaxSteps
-	}
+	total := t.totalSteps(spe)
 	resumed, err := t.resume(spe)
 	if err != nil {
 		return Result{}, err
@@ -43,7 +40,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 			ShardedUpdate: t.ShardedUpdate()})
 	}
 
-	step, stepsDone, err := t.stepper(sm) // the GPU step path, or trainStep (graph.go)
+	step, stepsDone, err := t.stepper(sm, total) // the GPU step path, or trainStep (graph.go)
 	if err != nil {
 		return Result{}, err
 	}
@@ -66,12 +63,12 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 			if h := t.opts.Hooks.OnStep; h != nil {
 				h(StepInfo{Step: t.step, Epoch: epoch, StepInEpoch: s, LR: t.opts.lr(t.step), Skipped: r.skipped})
 			}
-			if t.step%t.opts.LogEvery == 0 || t.step == total || r.stop {
+			if t.logDue(t.step, total, r.stop) {
 				if res.Train, err = t.logWindow(&win, epoch); err != nil {
 					return res, err
 				}
 			}
-			if n := t.opts.CheckReplicasEvery; n > 0 && t.step%n == 0 {
+			if t.replicaCheckDue(t.step) {
 				rep, err := t.CheckReplicas()
 				if err != nil {
 					return res, err
@@ -80,7 +77,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 					return res, fmt.Errorf("step %d: %s", t.step, rep)
 				}
 			}
-			if n := t.opts.Checkpoint.Every; n > 0 && t.step%n == 0 && t.step < total && !r.stop {
+			if t.checkpointDue(t.step, total, r.stop) {
 				if err := t.checkpoint(epoch, s+1); err != nil {
 					return res, err
 				}
@@ -129,6 +126,51 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 		return res, fmt.Errorf("after training: %s", res.Replicas)
 	}
 	return res, nil
+}
+
+// totalSteps is the run's last step for epochs of spe steps: Options.Epochs
+// of them, or Options.MaxSteps when that is fewer.
+func (t *Trainer) totalSteps(spe int) int {
+	total := t.opts.Epochs * spe
+	if t.opts.MaxSteps > 0 && t.opts.MaxSteps < total {
+		total = t.opts.MaxSteps
+	}
+	return total
+}
+
+// When Fit reads device state after a step. The GPU step path (graph.go)
+// waits for a step's device work exactly when hostReadAfter says so, and
+// Fit decides each read with the functions hostReadAfter is made of, so
+// that the two cannot drift apart.
+
+// logDue reports whether Fit logs the metrics after step of a run of total
+// steps; stop says the step stops the run.
+func (t *Trainer) logDue(step, total int, stop bool) bool {
+	return step%t.opts.LogEvery == 0 || step == total || stop
+}
+
+// replicaCheckDue reports whether Fit checks the replicas after step.
+func (t *Trainer) replicaCheckDue(step int) bool {
+	n := t.opts.CheckReplicasEvery
+	return n > 0 && step%n == 0
+}
+
+// checkpointDue reports whether Fit writes a periodic checkpoint after step
+// of a run of total steps; stop says the step stops the run (the final
+// checkpoint is written after the loop).
+func (t *Trainer) checkpointDue(step, total int, stop bool) bool {
+	n := t.opts.Checkpoint.Every
+	return n > 0 && step%n == 0 && step < total && !stop
+}
+
+// hostReadAfter reports whether Fit reads device state after step, the
+// s-th of its epoch of spe steps, in a run of total steps, when the step
+// does not stop the run (one that does is always followed by a read): a
+// metrics log, a replica check, a checkpoint, the end of an epoch
+// (evaluation) or of the run.
+func (t *Trainer) hostReadAfter(step, s, spe, total int) bool {
+	return step >= total || s == spe-1 || t.logDue(step, total, false) ||
+		t.replicaCheckDue(step) || t.checkpointDue(step, total, false)
 }
 
 // window accumulates throughput between two logs.

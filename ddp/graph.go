@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/comm"
-	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/internal/cudalib"
@@ -69,10 +68,10 @@ type gpuSteps struct {
 	total       int // the run's last step
 }
 
-// newGPUSteps returns the GPU step path for t, or nil and the reason when
-// t's engine, arenas, comm or options do not allow it (trainStep runs
-// then). It allocates the pipeline's slots (build time).
-func (t *Trainer) newGPUSteps(sm *datasets.ShardSampler) (*gpuSteps, string, error) {
+// newGPUSteps returns the GPU step path for t in a run of total steps, or
+// nil and the reason when t's engine, arenas, comm or options do not allow
+// it (trainStep runs then). It allocates the pipeline's slots (build time).
+func (t *Trainer) newGPUSteps(total int) (*gpuSteps, string, error) {
 	e, ok := t.e.(*cuda.Engine)
 	if !ok || t.pArena.Host != nil {
 		return nil, "", nil
@@ -80,7 +79,7 @@ func (t *Trainer) newGPUSteps(sm *datasets.ShardSampler) (*gpuSteps, string, err
 	if t.opts.Accumulate > 1 {
 		return nil, "gradient accumulation: eager steps without the pipeline", nil
 	}
-	g := &gpuSteps{e: e, graph: e.GraphsEnabled(), pending: -1}
+	g := &gpuSteps{e: e, graph: e.GraphsEnabled(), pending: -1, total: total}
 	if t.c.NPEs() > 1 {
 		ar, ok := t.c.(enqueueAllReducer)
 		if !ok {
@@ -97,11 +96,6 @@ func (t *Trainer) newGPUSteps(sm *datasets.ShardSampler) (*gpuSteps, string, err
 		return nil, "", fmt.Errorf("GPU step pipeline: %w", err)
 	}
 	g.pipe = pipe
-	spe := sm.StepsPerEpoch()
-	g.total = t.opts.Epochs * spe
-	if t.opts.MaxSteps > 0 && t.opts.MaxSteps < g.total {
-		g.total = t.opts.MaxSteps
-	}
 	e.SetHaltOnNonFinite(!t.opts.SkipNonFinite)
 	if err := e.ResetUpdateStatus(); err != nil {
 		return nil, "", err
@@ -128,7 +122,8 @@ func (g *gpuSteps) close() error {
 }
 
 // step runs optimizer step t.step+1 on global batch (epoch, s); see the
-// top of the file. sync makes it read this step's report before returning.
+// top of the file. It reads this step's report before returning when Fit
+// reads the device next (hostReadAfter) or the step stops the run.
 func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
 	slot := g.n % 2
 	p := g.pipe
@@ -171,7 +166,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Datas
 		res.stop, res.skipped = r.stop, r.skipped // the previous step's report (see the top of the file)
 	}
 	g.pending, g.pendingStep = slot, t.step
-	if res.stop || g.syncAfter(t, s, sm.StepsPerEpoch()) {
+	if res.stop || t.hostReadAfter(t.step, s, sm.StepsPerEpoch(), g.total) {
 		r, err := g.read(t, slot, t.step)
 		if err != nil {
 			return res, err
@@ -181,16 +176,6 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Datas
 		g.pending = -1
 	}
 	return res, nil
-}
-
-// syncAfter reports whether Fit reads device state after this step: a
-// metrics log, a replica check, a checkpoint, the end of an epoch or of the
-// run.
-func (g *gpuSteps) syncAfter(t *Trainer, s, spe int) bool {
-	o := t.opts
-	return t.step >= g.total || s == spe-1 || t.step%o.LogEvery == 0 ||
-		(o.CheckReplicasEvery > 0 && t.step%o.CheckReplicasEvery == 0) ||
-		(o.Checkpoint.Every > 0 && t.step%o.Checkpoint.Every == 0)
 }
 
 // run enqueues the step's device work on slot: the slot's graph when there
@@ -267,17 +252,17 @@ func (g *gpuSteps) read(t *Trainer, slot, step int) (stepResult, error) {
 	return r, nil
 }
 
-// stepper picks how Fit runs its steps: the GPU path when t allows it (see
-// newGPUSteps), trainStep otherwise. The function it returns runs one step;
-// done releases what the GPU path holds.
-func (t *Trainer) stepper(sm *datasets.ShardSampler) (step func(ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error), done func() error, err error) {
-	g, why, err := t.newGPUSteps(sm)
+// stepper picks how Fit runs its steps, in a run of total steps: the GPU
+// path when t allows it (see newGPUSteps), trainStep otherwise. The
+// function it returns runs one step; done releases what the GPU path holds.
+func (t *Trainer) stepper(sm *datasets.ShardSampler, total int) (step func(ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error), done func() error, err error) {
+	g, why, err := t.newGPUSteps(total)
 	if err != nil {
 		return nil, nil, err
 	}
 	if why != "" {
-		if n, ok := t.e.(interface{ Notice(string) }); ok {
-			n.Notice("GPU step path off: " + why)
+		if e, ok := t.e.(*cuda.Engine); ok { // always, when there is a reason
+			e.Notice("GPU step path off: " + why)
 		}
 	}
 	if g == nil {
@@ -289,6 +274,3 @@ func (t *Trainer) stepper(sm *datasets.ShardSampler) (step func(ds datasets.Data
 		return g.step(t, sm, ds, epoch, s, wantStop)
 	}, g.close, nil
 }
-
-// compile-time checks of what the GPU path relies on.
-var _ compute.Engine = (*cuda.Engine)(nil)

@@ -310,7 +310,7 @@ func TestGPUPathOffForAccumulation(t *testing.T) {
 		t.Fatal(err)
 	}
 	sm, _ := datasets.NewShardSampler(600, 64, 1, 0, 3)
-	g, why, err := tr.newGPUSteps(sm)
+	g, why, err := tr.newGPUSteps(tr.totalSteps(sm.StepsPerEpoch()))
 	if g != nil || err != nil || why == "" {
 		t.Errorf("newGPUSteps with accumulation = %v, %q, %v; want off with a reason", g, why, err)
 	}
@@ -335,7 +335,7 @@ func TestGPUPathStepDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	step, done, err := tr.stepper(sm)
+	step, done, err := tr.stepper(sm, tr.totalSteps(sm.StepsPerEpoch()))
 	if err != nil {
 		t.Fatal(err)
 	}
