@@ -3,15 +3,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -123,7 +120,7 @@ func (m *mpiRunner) backendAllReduce(ctx context.Context, n int, opts mpiBenchOp
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, m.extra...)
+	var args []string
 	if hier {
 		args = append(args, "-x", mpiHierEnv+"=1")
 	}
@@ -131,20 +128,7 @@ func (m *mpiRunner) backendAllReduce(ctx context.Context, n int, opts mpiBenchOp
 		"--min", strconv.FormatInt(opts.minBytes, 10), "--max", strconv.FormatInt(opts.maxBytes, 10),
 		"--step", strconv.FormatInt(opts.step, 10), "--reps", strconv.Itoa(opts.reps),
 		"--target", opts.target.String(), "--timeout", opts.timeout.String())
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, m.mpirun, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %v\n%s%s", strings.Join(cmd.Args, " "), err, stdout.String(), stderr.String())
-	}
-	res, err := parseResults(stdout.String(), "")
-	if err != nil {
-		return nil, err
-	}
-	if len(res) != len(opts.sizes()) {
-		return nil, fmt.Errorf("%d results for %d sizes:\n%s%s", len(res), len(opts.sizes()), stdout.String(), stderr.String())
-	}
-	return res, nil
+	return m.runRanks(ctx, n, len(opts.sizes()), true, args...)
 }
 
 // mpiRow is one line of the allreduce-mpi table: seconds per call.

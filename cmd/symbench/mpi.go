@@ -57,22 +57,34 @@ func newMPIRunner(extraArgs string) (*mpiRunner, error) {
 // allReduce runs the benchmark on n ranks and returns rank 0's results by
 // size.
 func (m *mpiRunner) allReduce(ctx context.Context, n int, opts allReduceOpts) (map[int64]result, error) {
-	args := append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, m.extra...)
-	args = append(args, m.binary,
+	return m.runRanks(ctx, n, len(opts.sizes()), false, m.binary,
 		strconv.FormatInt(opts.minBytes, 10), strconv.FormatInt(opts.maxBytes, 10), strconv.FormatInt(opts.step, 10),
 		strconv.Itoa(opts.reps), strconv.FormatFloat(opts.target.Seconds(), 'g', -1, 64))
+}
+
+// runRanks runs mpirun on n ranks with the runner's extra arguments, then
+// args (more mpirun options, the program and its arguments), and returns
+// rank 0's results by size, which must be one for each of the sizes sizes.
+// withStdout adds the program's standard output to the error when mpirun
+// fails.
+func (m *mpiRunner) runRanks(ctx context.Context, n, sizes int, withStdout bool, args ...string) (map[int64]result, error) {
+	args = append(append([]string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(n)}, m.extra...), args...)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, m.mpirun, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
+		out := stderr.String()
+		if withStdout {
+			out = stdout.String() + out
+		}
+		return nil, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
 	res, err := parseResults(stdout.String(), "")
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != len(opts.sizes()) {
-		return nil, fmt.Errorf("%d results for %d sizes:\n%s%s", len(res), len(opts.sizes()), stdout.String(), stderr.String())
+	if len(res) != sizes {
+		return nil, fmt.Errorf("%d results for %d sizes:\n%s%s", len(res), sizes, stdout.String(), stderr.String())
 	}
 	return res, nil
 }
