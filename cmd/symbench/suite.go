@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/symddp/symddp/comm/launch"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // The all subcommand: every benchmark of issue 11 in one invocation, its
@@ -81,16 +82,10 @@ func moduleRoot() string {
 	if err != nil {
 		return "."
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "."
-		}
-		dir = up
+	if root := cudalib.ModuleRoot(dir); root != "" {
+		return root
 	}
+	return "."
 }
 
 // suite runs the steps and collects the report.

@@ -21,17 +21,28 @@ func Candidates(explicit string) []string {
 		out = append(out, filepath.Join(filepath.Dir(exe), LibName))
 	}
 	if wd, err := os.Getwd(); err == nil {
-		for dir := wd; ; {
+		root := ModuleRoot(wd)
+		for dir := wd; ; dir = filepath.Dir(dir) {
 			out = append(out, filepath.Join(dir, "build", LibName))
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if dir == root || filepath.Dir(dir) == dir {
 				break
 			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
 		}
 	}
 	return out
+}
+
+// ModuleRoot returns the first directory at or above dir (dir itself, its
+// parent, ...) that holds a go.mod, or "" when none does.
+func ModuleRoot(dir string) string {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return ""
+		}
+		dir = up
+	}
 }

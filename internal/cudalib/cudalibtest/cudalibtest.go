@@ -60,15 +60,8 @@ func moduleRoot() string {
 	if err != nil {
 		return ""
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if has(dir) {
-				return dir
-			}
-			return ""
-		}
-		if filepath.Dir(dir) == dir {
-			return ""
-		}
+	if dir := cudalib.ModuleRoot(wd); dir != "" && has(dir) {
+		return dir
 	}
+	return ""
 }
