@@ -239,3 +239,33 @@ func GemmMismatch(transA, transB bool) string {
 	}
 	return what
 }
+
+// The panics below are shared by the engines too: engine is their
+// messages' prefix ("cpu", "cuda"). They are out of line so that formatting
+// their messages costs nothing on the paths that do not fail.
+
+// PanicShape panics with "<engine>: <op>: want <want>, got shape <got>".
+//
+//go:noinline
+func PanicShape(engine, op, want string, got tensor.Shape) {
+	panic(fmt.Sprintf("%s: %s: want %s, got shape %v", engine, op, want, []int(got)))
+}
+
+// PanicShapes panics with "<engine>: <op>: <what>; shapes <shapes>".
+//
+//go:noinline
+func PanicShapes(engine, op, what string, shapes ...tensor.Shape) {
+	s := make([][]int, len(shapes))
+	for i, sh := range shapes {
+		s[i] = sh
+	}
+	panic(fmt.Sprintf("%s: %s: %s; shapes %v", engine, op, what, s))
+}
+
+// PanicLabel panics for row's label, which is neither -1 nor in
+// 0..classes-1.
+//
+//go:noinline
+func PanicLabel(engine, op string, row, label, classes int) {
+	panic(fmt.Sprintf("%s: %s: row %d has label %d, want -1 or 0..%d", engine, op, row, label, classes-1))
+}

@@ -33,7 +33,7 @@ func matrix(op string, t compute.Tensor) (s []float32, rows, cols int) {
 	s = data(op, t)
 	sh := t.Shape()
 	if len(sh) < 2 {
-		panicShape(op, "a matrix (rank 2 or more)", sh)
+		compute.PanicShape("cpu", op, "a matrix (rank 2 or more)", sh)
 	}
 	return s, sh[0], len(s) / sh[0]
 }
@@ -53,18 +53,4 @@ func labelData(op string, l compute.Labels) []int32 {
 //go:noinline
 func panicNotCPU(op string, t compute.Tensor) {
 	panic(fmt.Sprintf("cpu: %s: tensor %T is not a float32 tensor of the CPU engine", op, t))
-}
-
-//go:noinline
-func panicShape(op, want string, got tensor.Shape) {
-	panic(fmt.Sprintf("cpu: %s: want %s, got shape %v", op, want, []int(got)))
-}
-
-//go:noinline
-func panicShapes(op, what string, shapes ...tensor.Shape) {
-	s := make([][]int, len(shapes))
-	for i, sh := range shapes {
-		s[i] = sh
-	}
-	panic(fmt.Sprintf("cpu: %s: %s; shapes %v", op, what, s))
 }

@@ -12,7 +12,7 @@ func (e *Engine) BiasAct(y, bias compute.Tensor, act compute.Activation) {
 	yd, rows, n := matrix("BiasAct", y)
 	bd := optData("BiasAct", bias)
 	if bd != nil && len(bd) != n {
-		panicShapes("BiasAct", "bias must have one element per column of y", y.Shape(), bias.Shape())
+		compute.PanicShapes("cpu", "BiasAct", "bias must have one element per column of y", y.Shape(), bias.Shape())
 	}
 	checkAct("BiasAct", act)
 	for i := 0; i < rows; i++ {
@@ -43,11 +43,11 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 	dd, rows, n := matrix("BiasActBackward", dy)
 	yd := data("BiasActBackward", y)
 	if len(yd) != len(dd) || y.Shape()[0] != rows {
-		panicShapes("BiasActBackward", "dy and y must have the same shape", dy.Shape(), y.Shape())
+		compute.PanicShapes("cpu", "BiasActBackward", "dy and y must have the same shape", dy.Shape(), y.Shape())
 	}
 	db := optData("BiasActBackward", dbias)
 	if db != nil && len(db) != n {
-		panicShapes("BiasActBackward", "dbias must have one element per column of dy", dy.Shape(), dbias.Shape())
+		compute.PanicShapes("cpu", "BiasActBackward", "dbias must have one element per column of dy", dy.Shape(), dbias.Shape())
 	}
 	checkAct("BiasActBackward", act)
 	if act == compute.ReLU {

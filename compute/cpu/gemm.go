@@ -25,14 +25,14 @@ func (e *Engine) Gemm(transA, transB bool, alpha float32, a, b compute.Tensor, b
 		tB = gblas.Trans
 	}
 	if overlap(cd, ad) || overlap(cd, bd) {
-		panicShapes("Gemm", "c overlaps a or b", a.Shape(), b.Shape(), c.Shape())
+		compute.PanicShapes("cpu", "Gemm", "c overlaps a or b", a.Shape(), b.Shape(), c.Shape())
 	}
 	e.blas.Sgemm(tA, tB, m, n, k, alpha, ad, ac, bd, bc, beta, cd, cc)
 }
 
 //go:noinline
 func panicGemm(transA, transB bool, a, b, c compute.Tensor) {
-	panicShapes("Gemm", compute.GemmMismatch(transA, transB), a.Shape(), b.Shape(), c.Shape())
+	compute.PanicShapes("cpu", "Gemm", compute.GemmMismatch(transA, transB), a.Shape(), b.Shape(), c.Shape())
 }
 
 // overlap reports whether two non-empty slices share memory.

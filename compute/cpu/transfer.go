@@ -40,7 +40,7 @@ func (e *Engine) Zero(t compute.Tensor) { clear(data("Zero", t)) }
 func (e *Engine) Copy(dst, src compute.Tensor) {
 	d, s := data("Copy", dst), data("Copy", src)
 	if len(d) != len(s) {
-		panicShapes("Copy", "dst and src must have the same size", dst.Shape(), src.Shape())
+		compute.PanicShapes("cpu", "Copy", "dst and src must have the same size", dst.Shape(), src.Shape())
 	}
 	copy(d, s)
 }

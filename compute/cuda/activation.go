@@ -15,7 +15,7 @@ func (e *Engine) BiasAct(y, bias compute.Tensor, act compute.Activation) {
 	var bp uintptr
 	if bd != nil {
 		if bd.size != n {
-			panicShapes("BiasAct", "bias must have one element per column of y", yd.shape, bd.shape)
+			compute.PanicShapes("cuda", "BiasAct", "bias must have one element per column of y", yd.shape, bd.shape)
 		}
 		bp = bd.ptr
 	}
@@ -31,13 +31,13 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 	dd, rows, n := e.matrix("BiasActBackward", dy)
 	yd := e.tensorOf("BiasActBackward", y)
 	if yd.size != dd.size || yd.shape[0] != rows {
-		panicShapes("BiasActBackward", "dy and y must have the same shape", dd.shape, yd.shape)
+		compute.PanicShapes("cuda", "BiasActBackward", "dy and y must have the same shape", dd.shape, yd.shape)
 	}
 	db := e.optTensor("BiasActBackward", dbias)
 	var dbp uintptr
 	if db != nil {
 		if db.size != n {
-			panicShapes("BiasActBackward", "dbias must have one element per column of dy", dd.shape, db.shape)
+			compute.PanicShapes("cuda", "BiasActBackward", "dbias must have one element per column of dy", dd.shape, db.shape)
 		}
 		dbp = db.ptr
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/symddp/symddp/compute/internal/kernels"
 	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/optim"
 )
 
 // NewEmulated returns an engine whose device is emulated on the host: the
@@ -312,24 +314,9 @@ func (d *emuDevice) softmaxXent(logits, labels uintptr, rows, classes int, dlogi
 			clear(g)
 			continue
 		}
-		best := 0
-		for j, v := range x {
-			if v > x[best] {
-				best = j
-			}
-		}
-		m := float64(x[best])
-		var sum float64
-		for _, v := range x {
-			sum += math.Exp(float64(v) - m)
-		}
-		inv := float64(scale) / sum
-		for j, v := range x {
-			g[j] = float32(float64(float32(math.Exp(float64(v)-m))) * inv)
-		}
-		g[y] -= scale
-		loss += math.Log(sum) - (float64(x[y]) - m)
-		if best == y {
+		l, hit := kernels.SoftmaxXentRow(x, g, y, scale)
+		loss += l
+		if hit {
 			correct++
 		}
 		labelled++
@@ -349,10 +336,7 @@ func (d *emuDevice) Accumulate(dst, src uintptr, n int) error {
 }
 
 func (d *emuDevice) accumulate(dst, src uintptr, n int) {
-	D, S := d.f32(dst, n), d.f32(src, n)
-	for i, v := range S {
-		D[i] += v
-	}
+	kernels.Accumulate(d.f32(dst, n), d.f32(src, n))
 }
 
 func (d *emuDevice) Scale(x uintptr, s float32, n int) error {
@@ -365,25 +349,19 @@ func (d *emuDevice) Scale(x uintptr, s float32, n int) error {
 }
 
 func (d *emuDevice) scale(x uintptr, s float32, n int) {
-	X := d.f32(x, n)
-	for i := range X {
-		X[i] *= s
-	}
+	kernels.Scale(d.f32(x, n), s)
 }
 
 func (d *emuDevice) SumSquares(x uintptr, n int, timeout time.Duration) (float64, error) {
 	if d.capture {
 		return 0, errors.New("emulated device: SumSquares while capturing")
 	}
-	var s float64
-	for _, v := range d.f32(x, n) {
-		s += float64(v) * float64(v)
-	}
-	return s, nil
+	return kernels.SumSquares(d.f32(x, n)), nil
 }
 
-// Update follows sdc_update: the gradient check, then the element updates
-// in the kernels' order of float32 operations.
+// Update follows sdc_update: the gradient check (the sum of squares as
+// optim.SumSquares adds it, the clip factor of optim.ClipFactor), then the
+// element updates in the kernels' order of float32 operations.
 func (d *emuDevice) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.update(o, v, useBlock, params, grads, state0, state1, n) })
@@ -406,16 +384,13 @@ func (d *emuDevice) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock b
 		S1 = d.f32(state1, n)
 	}
 	st := d.f32(d.status, cudalib.StatusWords)
-	var sum float64
-	for _, g := range G {
-		sum += float64(g) * float64(g)
-	}
+	sum := optim.SumSquares(G)
 	norm := math.Sqrt(sum)
 	halted := st[cudalib.StatusHalted] != 0
 	skip := halted || math.IsNaN(sum) || math.IsInf(sum, 0)
 	scale := float32(1)
-	if o.MaxNorm > 0 && norm > float64(o.MaxNorm) {
-		scale = float32(float64(o.MaxNorm) / (norm + 1e-6))
+	if o.MaxNorm > 0 {
+		scale, _ = optim.ClipFactor(norm, o.MaxNorm)
 	}
 	st[cudalib.StatusSkipped], st[cudalib.StatusScale], st[cudalib.StatusNorm] = b2f(skip), scale, float32(norm)
 	st[cudalib.StatusHalted] = b2f(halted || (skip && o.HaltOnSkip))

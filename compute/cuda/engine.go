@@ -247,10 +247,14 @@ func (e *Engine) Sync() error {
 	return nil
 }
 
-// Close waits for the device, then frees the engine's graphs' memory, the
-// pool, the pinned staging and the context. Tensors and labels of the
-// engine must not be used afterwards; arenas it viewed belong to their
-// owner.
+// Close frees the pinned staging buffers and their events, destroys the
+// fused layers' cuBLASLt plans, frees the pool's device memory (the
+// engine's tensors, labels and optimizer state) and closes the device
+// context, in that order. It does not wait for the device before freeing;
+// closing the context synchronizes its streams before releasing them.
+// Graphs captured on the engine are not destroyed (Graph.Close). A second
+// Close does nothing. Tensors and labels of the engine must not be used
+// afterwards; arenas it viewed belong to their owner.
 func (e *Engine) Close() error {
 	if e.closed {
 		return nil
@@ -294,6 +298,16 @@ func (p *pool) take(d device, bytes int) (uintptr, error) {
 	p.next += uintptr(bytes)
 	p.left -= bytes
 	return ptr, nil
+}
+
+// giveBack returns ptr, of bytes, to the pool when it is what take handed
+// out last (a build step that took memory and then did not need it); any
+// other piece stays taken until free.
+func (p *pool) giveBack(ptr uintptr, bytes int) {
+	bytes = (bytes + poolAlign - 1) &^ (poolAlign - 1)
+	if ptr+uintptr(bytes) == p.next {
+		p.next, p.left = ptr, p.left+bytes
+	}
 }
 
 func (p *pool) free(d device) error {

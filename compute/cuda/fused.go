@@ -96,7 +96,7 @@ func (e *Engine) FuseLinear(s compute.LinearSpec) (compute.FusedLinear, error) {
 	f.dx = e.optTensor(op, s.DX)
 	if f.w.size != s.Out*s.In || f.b.size != s.Out || f.dw.size != f.w.size || f.db.size != s.Out || f.y.size != s.Batch*s.Out ||
 		(f.dx != nil && f.dx.size != s.Batch*s.In) {
-		panicShapes(op, "the layer's tensors do not fit its sizes", f.w.shape, f.b.shape, f.y.shape)
+		compute.PanicShapes("cuda", op, "the layer's tensors do not fit its sizes", f.w.shape, f.b.shape, f.y.shape)
 	}
 	if s.Act != compute.Identity && s.Act != compute.ReLU {
 		return nil, fmt.Errorf("activation %d", s.Act)
@@ -112,6 +112,7 @@ func (e *Engine) FuseLinear(s compute.LinearSpec) (compute.FusedLinear, error) {
 		if err := f.plan(&f.fwd, fwd); err == nil {
 			f.aux, f.fwdEpi = aux, fwd.Epilogue
 		} else {
+			e.pool.giveBack(aux.ptr, aux.bytes()) // the plan needed its address; nothing else uses it
 			f.why = append(f.why, "no ReLU mask: "+err.Error())
 			fwd.Epilogue, fwd.Aux, fwd.AuxLD = cudalib.EpiBiasReLU, 0, 0
 			if err := f.plan(&f.fwd, fwd); err == nil {
@@ -202,7 +203,7 @@ func (f *fusedLinear) Forward(x compute.Tensor) {
 	e := f.e
 	xd, rows, cols := e.matrix("Linear forward", x)
 	if rows != f.batch || cols != f.in {
-		panicShapes("Linear forward", fmt.Sprintf("want an input of (%d,%d)", f.batch, f.in), xd.shape)
+		compute.PanicShapes("cuda", "Linear forward", fmt.Sprintf("want an input of (%d,%d)", f.batch, f.in), xd.shape)
 	}
 	if f.fwd != 0 && aligned(xd.ptr) {
 		e.fail("Linear forward", e.dev.LtMatmul(f.fwd, xd.ptr, f.w.ptr, f.y.ptr, false))
@@ -219,7 +220,7 @@ func (f *fusedLinear) Backward(dy, x compute.Tensor) compute.Tensor {
 	e := f.e
 	dd, rows, cols := e.matrix("Linear backward", dy)
 	if rows != f.batch || cols != f.out {
-		panicShapes("Linear backward", fmt.Sprintf("want dy of (%d,%d)", f.batch, f.out), dd.shape)
+		compute.PanicShapes("cuda", "Linear backward", fmt.Sprintf("want dy of (%d,%d)", f.batch, f.out), dd.shape)
 	}
 	xd := e.tensorOf("Linear backward", x)
 	pre := f.preAct

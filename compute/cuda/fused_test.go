@@ -154,6 +154,25 @@ func TestFusedFallbackEmulated(t *testing.T) {
 	}
 }
 
+// A ReLU layer whose forward cannot be planned with the mask gives the
+// mask's memory back to the pool.
+func TestFusedNoMaskGivesMemoryBackEmulated(t *testing.T) {
+	e := NewEmulated(Options{})
+	e.dev.(*emuDevice).lt.rejectEpi = map[cudalib.Epilogue]bool{cudalib.EpiBiasReLUAux: true}
+	const batch, in, out = 16, 8, 200
+	s := compute.LinearSpec{Name: "fc", Batch: batch, In: in, Out: out, Act: compute.ReLU,
+		W: e.Alloc(out, in), B: e.Alloc(out), DW: e.Alloc(out, in), DB: e.Alloc(out), Y: e.Alloc(batch, out)}
+	next, left := e.pool.next, e.pool.left
+	f, err := e.FuseLinear(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFusion(t, f.Path(), "fused: cublasLt bias+relu fwd", "no ReLU mask")
+	if e.pool.next != next || e.pool.left != left {
+		t.Errorf("FuseLinear kept %d bytes of the pool for a mask it does not use", left-e.pool.left)
+	}
+}
+
 // An input that is not 16-byte aligned (the plans assume it is) runs that
 // call unfused, and the next layer does not use a mask the forward did not
 // write.

@@ -14,12 +14,12 @@ func (e *Engine) Gemm(transA, transB bool, alpha float32, a, b compute.Tensor, b
 		panicGemm(transA, transB, ad, bd, cd)
 	}
 	if overlap(cd, ad) || overlap(cd, bd) {
-		panicShapes("Gemm", "c overlaps a or b", ad.shape, bd.shape, cd.shape)
+		compute.PanicShapes("cuda", "Gemm", "c overlaps a or b", ad.shape, bd.shape, cd.shape)
 	}
 	e.fail("Gemm", e.dev.Gemm(transA, transB, m, n, k, alpha, ad.ptr, ac, bd.ptr, bc, beta, cd.ptr, cc))
 }
 
 //go:noinline
 func panicGemm(transA, transB bool, a, b, c *Tensor) {
-	panicShapes("Gemm", compute.GemmMismatch(transA, transB), a.shape, b.shape, c.shape)
+	compute.PanicShapes("cuda", "Gemm", compute.GemmMismatch(transA, transB), a.shape, b.shape, c.shape)
 }

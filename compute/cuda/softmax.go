@@ -23,20 +23,20 @@ func (e *Engine) SoftmaxCrossEntropy(logits compute.Tensor, labels compute.Label
 	lab := e.labelsOf(op, labels)
 	st := e.tensorOf(op, stats)
 	if g.size != x.size || grows != rows {
-		panicShapes(op, "dlogits must have the shape of logits", x.shape, g.shape)
+		compute.PanicShapes("cuda", op, "dlogits must have the shape of logits", x.shape, g.shape)
 	}
 	if len(lab.host) != rows {
 		panic(fmt.Sprintf("cuda: %s: %d labels for logits of shape %v", op, len(lab.host), []int(x.shape)))
 	}
 	if st.size != 3 {
-		panicShape(op, "stats of 3 elements", st.shape)
+		compute.PanicShape("cuda", op, "stats of 3 elements", st.shape)
 	}
 	if overlap(x, g) {
-		panicShapes(op, "dlogits overlaps logits", x.shape, g.shape)
+		compute.PanicShapes("cuda", op, "dlogits overlaps logits", x.shape, g.shape)
 	}
 	for i, y := range lab.host {
 		if y != -1 && (y < 0 || int(y) >= classes) {
-			panicLabel(op, i, int(y), classes)
+			compute.PanicLabel("cuda", op, i, int(y), classes)
 		}
 	}
 	block := false
@@ -45,9 +45,4 @@ func (e *Engine) SoftmaxCrossEntropy(logits compute.Tensor, labels compute.Label
 		e.capture.lossScale(scale)
 	}
 	e.fail(op, e.dev.SoftmaxXent(x.ptr, lab.ptr, rows, classes, g.ptr, scale, block, st.ptr))
-}
-
-//go:noinline
-func panicLabel(op string, row, label, classes int) {
-	panic(fmt.Sprintf("cuda: %s: row %d has label %d, want -1 or 0..%d", op, row, label, classes-1))
 }

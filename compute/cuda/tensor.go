@@ -72,7 +72,7 @@ func (e *Engine) optTensor(op string, t compute.Tensor) *Tensor {
 func (e *Engine) matrix(op string, t compute.Tensor) (d *Tensor, rows, cols int) {
 	d = e.tensorOf(op, t)
 	if len(d.shape) < 2 {
-		panicShape(op, "a matrix (rank 2 or more)", d.shape)
+		compute.PanicShape("cuda", op, "a matrix (rank 2 or more)", d.shape)
 	}
 	return d, d.shape[0], d.size / d.shape[0]
 }
@@ -100,20 +100,6 @@ func checkShape(op string, shape []int) int { return compute.ShapeSize("cuda", o
 //go:noinline
 func panicNotMine(op string, t compute.Tensor) {
 	panic(fmt.Sprintf("cuda: %s: tensor %T is not a tensor of this CUDA engine", op, t))
-}
-
-//go:noinline
-func panicShape(op, want string, got tensor.Shape) {
-	panic(fmt.Sprintf("cuda: %s: want %s, got shape %v", op, want, []int(got)))
-}
-
-//go:noinline
-func panicShapes(op, what string, shapes ...tensor.Shape) {
-	s := make([][]int, len(shapes))
-	for i, sh := range shapes {
-		s[i] = sh
-	}
-	panic(fmt.Sprintf("cuda: %s: %s; shapes %v", op, what, s))
 }
 
 //go:noinline

@@ -187,7 +187,7 @@ func (e *Engine) Zero(t compute.Tensor) {
 func (e *Engine) Copy(dst, src compute.Tensor) {
 	d, s := e.tensorOf("Copy", dst), e.tensorOf("Copy", src)
 	if d.size != s.size {
-		panicShapes("Copy", "dst and src must have the same size", d.shape, s.shape)
+		compute.PanicShapes("cuda", "Copy", "dst and src must have the same size", d.shape, s.shape)
 	}
 	e.fail("Copy", e.dev.Copy(d.ptr, s.ptr, d.bytes()))
 }

@@ -6,7 +6,7 @@ import "github.com/symddp/symddp/compute"
 func (e *Engine) Accumulate(dst, src compute.Tensor) {
 	d, s := e.tensorOf("Accumulate", dst), e.tensorOf("Accumulate", src)
 	if d.size != s.size {
-		panicShapes("Accumulate", "dst and src must have the same size", d.shape, s.shape)
+		compute.PanicShapes("cuda", "Accumulate", "dst and src must have the same size", d.shape, s.shape)
 	}
 	e.fail("Accumulate", e.dev.Accumulate(d.ptr, s.ptr, d.size))
 }
