@@ -56,6 +56,7 @@ __global__ void __launch_bounds__(SDC_XENT_THREADS)
                     int64_t rows, int64_t classes, float *__restrict__ dlogits, float scale_arg,
                     const sdc_step *block, float *stats, sdc_xent_partial *partial,
                     uint32_t *ticket_word, int64_t rows_per_block) {
+    sdc_wait_prior_grid();
     __shared__ double warp_loss[SDC_XENT_WARPS];
     __shared__ int32_t warp_correct[SDC_XENT_WARPS], warp_labelled[SDC_XENT_WARPS];
     __shared__ uint32_t ticket;
@@ -184,11 +185,11 @@ extern "C" int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labe
         per = (rows + room - 1) / room;
         blocks = (rows + per - 1) / per;
     }
-    sdc_xent_kernel<<<(unsigned)blocks, SDC_XENT_THREADS, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
-        (const float *)(uintptr_t)logits, (const int32_t *)(uintptr_t)labels, rows, classes,
-        (float *)(uintptr_t)dlogits, scale, use_block ? (const sdc_step *)(uintptr_t)c->step : NULL,
-        (float *)(uintptr_t)stats, (sdc_xent_partial *)(uintptr_t)c->scratch,
-        (uint32_t *)(uintptr_t)c->counters + SDC_XENT_COUNTER, per);
-    SD_CUDA(cudaGetLastError());
+    SD_CUDA(sdc_launch(sdc_xent_kernel, dim3((unsigned)blocks), dim3(SDC_XENT_THREADS),
+                       (cudaStream_t)(uintptr_t)c->stream, (const float *)(uintptr_t)logits,
+                       (const int32_t *)(uintptr_t)labels, rows, classes, (float *)(uintptr_t)dlogits, scale,
+                       use_block ? (const sdc_step *)(uintptr_t)c->step : NULL, (float *)(uintptr_t)stats,
+                       (sdc_xent_partial *)(uintptr_t)c->scratch,
+                       (uint32_t *)(uintptr_t)c->counters + SDC_XENT_COUNTER, per));
     return SD_OK;
 }

@@ -42,6 +42,7 @@ __global__ void __launch_bounds__(SDC_OPT_THREADS)
     sdc_grad_check_kernel(const float *__restrict__ g, int64_t n, double *partial,
                           uint32_t *ticket_word, float max_norm, int32_t halt_on_skip,
                           float *status) {
+    sdc_wait_prior_grid();
     __shared__ double s[32];
     double sum;
     if (!sdc_sum_squares_grid(g, n, partial, ticket_word, s, &sum)) return;
@@ -143,6 +144,7 @@ template <int KIND>
 __global__ void __launch_bounds__(SDC_OPT_THREADS)
     sdc_update_kernel(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ s0,
                       float *__restrict__ s1, int64_t n, int64_t n4, sdc_update_args a) {
+    sdc_wait_prior_grid();
     if (a.status[SDC_STATUS_SKIPPED] != 0.0f) return;
     const sdc_step s = a.blk ? *a.blk : a.v;
     const bool clip = a.o.max_norm > 0.0f;
@@ -214,10 +216,10 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
     int64_t g1 = sdc_grid(n, SDC_OPT_THREADS, c->sm_count, 2);
     const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
     if (g1 > room) g1 = room;
-    sdc_grad_check_kernel<<<(unsigned)g1, SDC_OPT_THREADS, 0, st>>>(
-        (const float *)(uintptr_t)grads, n, (double *)(uintptr_t)c->scratch,
-        (uint32_t *)(uintptr_t)c->counters + SDC_NORM_COUNTER, o->max_norm, o->halt_on_skip, status);
-    SD_CUDA(cudaGetLastError());
+    SD_CUDA(sdc_launch(sdc_grad_check_kernel, dim3((unsigned)g1), dim3(SDC_OPT_THREADS), st,
+                       (const float *)(uintptr_t)grads, n, (double *)(uintptr_t)c->scratch,
+                       (uint32_t *)(uintptr_t)c->counters + SDC_NORM_COUNTER, o->max_norm, o->halt_on_skip,
+                       status));
 
     /* 2. The update. */
     sdc_update_args a;
@@ -230,18 +232,12 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
     const int64_t g2 = sdc_grid(n4 ? n4 : n, SDC_OPT_THREADS, c->sm_count, 16);
     float *p = (float *)(uintptr_t)params, *s0 = (float *)(uintptr_t)state0, *s1 = (float *)(uintptr_t)state1;
     const float *g = (const float *)(uintptr_t)grads;
+    const dim3 grid((unsigned)g2), block(SDC_OPT_THREADS);
     switch (o->kind) {
-    case SDC_SGD:
-        sdc_update_kernel<SDC_SGD><<<(unsigned)g2, SDC_OPT_THREADS, 0, st>>>(p, g, s0, NULL, n, n4, a);
-        break;
-    case SDC_ADAM:
-        sdc_update_kernel<SDC_ADAM><<<(unsigned)g2, SDC_OPT_THREADS, 0, st>>>(p, g, s0, s1, n, n4, a);
-        break;
-    default:
-        sdc_update_kernel<SDC_ADAMW><<<(unsigned)g2, SDC_OPT_THREADS, 0, st>>>(p, g, s0, s1, n, n4, a);
-        break;
+    case SDC_SGD: SD_CUDA(sdc_launch(sdc_update_kernel<SDC_SGD>, grid, block, st, p, g, s0, (float *)NULL, n, n4, a)); break;
+    case SDC_ADAM: SD_CUDA(sdc_launch(sdc_update_kernel<SDC_ADAM>, grid, block, st, p, g, s0, s1, n, n4, a)); break;
+    default: SD_CUDA(sdc_launch(sdc_update_kernel<SDC_ADAMW>, grid, block, st, p, g, s0, s1, n, n4, a)); break;
     }
-    SD_CUDA(cudaGetLastError());
     return SD_OK;
 }
 

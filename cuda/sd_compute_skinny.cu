@@ -40,6 +40,7 @@ __global__ void __launch_bounds__(SDC_SKINNY_WARPS * 32)
     sdc_skinny_n_kernel(const float *__restrict__ a, int64_t lda, const float *__restrict__ b, int64_t ldb,
                         float *__restrict__ c, int64_t ldc, int64_t m, int n, int64_t k,
                         const float *__restrict__ bias) {
+    sdc_wait_prior_grid();
     const int lane = threadIdx.x & 31;
     const int64_t step = (int64_t)gridDim.x * SDC_SKINNY_WARPS;
     for (int64_t i = (int64_t)blockIdx.x * SDC_SKINNY_WARPS + (threadIdx.x >> 5); i < m; i += step) {
@@ -72,6 +73,7 @@ __global__ void __launch_bounds__(SDC_SKINNY_K_GROUPS * 32)
     sdc_skinny_k_kernel(const float *__restrict__ a, int64_t lda, const float *__restrict__ b, int64_t ldb,
                         float *__restrict__ c, int64_t ldc, int64_t m, int64_t n, int k,
                         const uint8_t *__restrict__ aux, int64_t aux_ld, float *__restrict__ bias) {
+    sdc_wait_prior_grid();
     __shared__ float part[SDC_SKINNY_K_GROUPS][33];
     const int jj = threadIdx.x & 31, grp = threadIdx.x >> 5;
     const int64_t j = (int64_t)blockIdx.x * 32 + jj;
@@ -122,18 +124,16 @@ cudaError_t sdc_skinny_launch(int kind, const sdc_lt_args *g, int sm_count, cons
     float *C = (float *)cm;
     if (kind == SDC_SKINNY_N) {
         const int64_t blocks = sdc_grid(g->m, SDC_SKINNY_WARPS, sm_count, 16); /* a warp per row */
-        sdc_skinny_n_kernel<<<(unsigned)blocks, SDC_SKINNY_WARPS * 32, 0, st>>>(
-            A, g->lda, B, g->ldb, C, g->ldc, g->m, (int)g->n, g->k,
-            g->epilogue == SDC_EPI_BIAS ? (const float *)(uintptr_t)g->bias : NULL);
-        return cudaGetLastError();
+        return sdc_launch(sdc_skinny_n_kernel, dim3((unsigned)blocks), dim3(SDC_SKINNY_WARPS * 32), st, A, g->lda, B,
+                          g->ldb, C, g->ldc, g->m, (int)g->n, g->k,
+                          g->epilogue == SDC_EPI_BIAS ? (const float *)(uintptr_t)g->bias : NULL);
     }
     if (kind == SDC_SKINNY_K) {
         const bool drelu = g->epilogue == SDC_EPI_DRELU_BGRAD;
-        sdc_skinny_k_kernel<<<(unsigned)((g->n + 31) / 32), SDC_SKINNY_K_GROUPS * 32, 0, st>>>(
-            A, g->lda, B, g->ldb, C, g->ldc, g->m, g->n, (int)g->k,
-            drelu ? (const uint8_t *)(uintptr_t)g->aux : NULL, g->aux_ld,
-            drelu ? (float *)(uintptr_t)g->bias : NULL);
-        return cudaGetLastError();
+        return sdc_launch(sdc_skinny_k_kernel, dim3((unsigned)((g->n + 31) / 32)), dim3(SDC_SKINNY_K_GROUPS * 32), st, A,
+                          g->lda, B, g->ldb, C, g->ldc, g->m, g->n, (int)g->k,
+                          drelu ? (const uint8_t *)(uintptr_t)g->aux : NULL, g->aux_ld,
+                          drelu ? (float *)(uintptr_t)g->bias : NULL);
     }
     return cudaErrorInvalidValue;
 }
