@@ -83,7 +83,7 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	heap, err := heapSize(o)
+	heap, err := heapSize(o, backend)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	if mpi.Rank != 0 {
 		dc.notice = ""
 	}
-	heap, err := heapSize(o)
+	heap, err := heapSize(o, backend)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 
 // heapSize is --heap-size, or what the model's arenas need plus room for
 // the trainer's small buffers.
-func heapSize(o *options) (int64, error) {
+func heapSize(o *options, backend string) (int64, error) {
 	if o.heapSize != "" {
 		return parseBytes("--heap-size", o.heapSize, false)
 	}
@@ -172,8 +172,14 @@ func heapSize(o *options) (int64, error) {
 		n += int64(p.Size())
 	}
 	const slack = 4 << 20 // metrics, replica hashes, alignment
-	// parameters, gradients and (sharded update) up to two state slots
-	need := 4*4*(n+64) + slack
+	// parameters and gradients, and up to two optimizer state slots where
+	// the sharded update keeps its state in the heap (host arenas: not on
+	// nvshmem, whose heap is GPU memory and whose update is not sharded)
+	arrays := int64(2)
+	if o.shardUpdate && backend != "nvshmem" {
+		arrays = 4
+	}
+	need := arrays*4*(n+64) + slack
 	return (need + (1<<20 - 1)) &^ (1<<20 - 1), nil
 }
 
