@@ -7,6 +7,7 @@ package blas
 #cgo noescape symddp_sgemm
 #cgo nocallback symddp_sgemm
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 // CBLAS constants (cblas.h); the ABI passes the enums as int.
@@ -24,6 +25,17 @@ static void symddp_sgemm(void *f, int ta, int tb, int m, int n, int k, float alp
 	((symddp_sgemm_fn)f)(symddp_row_major, ta ? symddp_trans : symddp_no_trans,
 	                     tb ? symddp_trans : symddp_no_trans, m, n, k, alpha, a, lda, b, ldb,
 	                     beta, c, ldc);
+}
+// symddp_dlopen opens name and, on failure, copies dlerror's message into
+// err in the same C call: dlerror's state is per thread, and a goroutine may
+// move to another thread between two cgo calls.
+static void *symddp_dlopen(const char *name, char *err, size_t cap) {
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *m = dlerror();
+		snprintf(err, cap, "%s", m ? m : "dlopen failed");
+	}
+	return h;
 }
 static void symddp_set_threads(void *f, int n) { ((symddp_set_threads_fn)f)(n); }
 static int symddp_get_threads(void *f) { return ((symddp_get_threads_fn)f)(); }
@@ -55,11 +67,16 @@ type library struct {
 func loadOpenBLAS() (*library, error) {
 	var errs []string
 	for _, name := range libraryNames {
+		var msg [512]C.char
 		cname := C.CString(name)
-		h := C.dlopen(cname, C.RTLD_NOW|C.RTLD_LOCAL)
+		h := C.symddp_dlopen(cname, &msg[0], C.size_t(len(msg)))
 		C.free(unsafe.Pointer(cname))
 		if h == nil {
-			errs = append(errs, C.GoString(C.dlerror()))
+			m := C.GoString(&msg[0])
+			if !strings.Contains(m, name) {
+				m = name + ": " + m
+			}
+			errs = append(errs, m)
 			continue
 		}
 		lib := &library{path: name}
