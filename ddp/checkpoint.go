@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/vec"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -110,7 +111,7 @@ func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
 	}
 	removeTemps(dir)
 	params := t.Params()
-	if !allFinite(params) {
+	if !vec.AllFinite(params) {
 		return "", fmt.Errorf("refusing to write a checkpoint: the parameters hold NaN or Inf")
 	}
 	state, err := t.stateHost()
@@ -343,7 +344,7 @@ func (t *Trainer) loadCheckpoint(path string) (*loadedCheckpoint, error) {
 			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
 		}
 	}
-	if !allFinite(lc.params) {
+	if !vec.AllFinite(lc.params) {
 		return nil, fmt.Errorf("load checkpoint %s: %w: the parameters hold NaN or Inf", path, ErrCorrupt)
 	}
 	for _, name := range t.o.StateNames() {

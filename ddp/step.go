@@ -9,6 +9,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/vec"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -92,7 +93,7 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 	e.ReadTensor(t.ctrl[:], t.ctrlView)
 	res := stepResult{stop: t.ctrl[ctrlStop] > 0}
 	nonFinite := t.ctrl[ctrlNonFinite] > 0
-	if host && !nonFinite && !allFinite(t.gArena.Host[:t.n]) {
+	if host && !nonFinite && !vec.AllFinite(t.gArena.Host[:t.n]) {
 		// The reduced gradients are identical on every PE, so every PE
 		// reaches the same verdict without communicating.
 		nonFinite = true
@@ -150,7 +151,7 @@ func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
 		row[2] = flagByte(math.IsNaN(ss) || math.IsInf(ss, 0))
 		binary.LittleEndian.PutUint64(row[8:], math.Float64bits(ss))
 	} else {
-		row[2] = flagByte(!allFinite(g))
+		row[2] = flagByte(!vec.AllFinite(g))
 	}
 	me := t.c.MyPE()
 	half := (step & 1) * len(t.xall) // see xchgRow
@@ -285,24 +286,4 @@ type DeviceUpdater interface {
 func finite32(v float32) bool {
 	f := float64(v)
 	return !math.IsNaN(f) && !math.IsInf(f, 0)
-}
-
-// allFinite reports whether no element is NaN or Inf. x-x is 0 for finite
-// x and NaN otherwise, so sums tell; four independent sums keep the loop
-// from waiting on one chain of additions (it runs over the whole gradient
-// arena every step).
-func allFinite(s []float32) bool {
-	var a0, a1, a2, a3 float32
-	i := 0
-	for ; i+4 <= len(s); i += 4 {
-		q := s[i : i+4 : i+4]
-		a0 += q[0] - q[0]
-		a1 += q[1] - q[1]
-		a2 += q[2] - q[2]
-		a3 += q[3] - q[3]
-	}
-	for ; i < len(s); i++ {
-		a0 += s[i] - s[i]
-	}
-	return (a0+a1)+(a2+a3) == 0
 }

@@ -1,6 +1,10 @@
 package optim
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/internal/vec"
+)
 
 // SGDConfig configures SGD. Its zero value is PyTorch's default: plain SGD
 // without momentum or weight decay.
@@ -76,42 +80,8 @@ func (o *SGD) Hyper() Hyper {
 func (o *SGD) Update(params, grads []float32, state [][]float32, step int, lr float32) {
 	checkUpdate("sgd", o.Slots(), params, grads, state, step, lr)
 	if o.c.Momentum == 0 {
-		sgdPlain(params, grads, lr, o.c.WeightDecay)
+		vec.SGD(params, grads, lr, o.c.WeightDecay)
 		return
 	}
-	sgdMomentum(params, grads, state[0], lr, o.c.WeightDecay, o.c.Momentum, o.c.Nesterov, step == 1)
-}
-
-// sgdPlain is the loop without momentum.
-func sgdPlain(p, g []float32, lr, wd float32) {
-	g = g[:len(p)]
-	for i, pi := range p {
-		gi := g[i]
-		if wd != 0 {
-			gi += float32(wd * pi)
-		}
-		p[i] = pi - float32(lr*gi)
-	}
-}
-
-// sgdMomentum is the loop with momentum; first is step 1, where the
-// momentum starts as the gradient.
-func sgdMomentum(p, g, buf []float32, lr, wd, mu float32, nesterov, first bool) {
-	g, buf = g[:len(p)], buf[:len(p)]
-	for i, pi := range p {
-		gi := g[i]
-		if wd != 0 {
-			gi += float32(wd * pi)
-		}
-		b := gi
-		if !first {
-			b = float32(mu*buf[i]) + gi
-		}
-		buf[i] = b
-		d := b
-		if nesterov {
-			d = gi + float32(mu*b)
-		}
-		p[i] = pi - float32(lr*d)
-	}
+	vec.SGDMomentum(params, grads, state[0], lr, o.c.WeightDecay, o.c.Momentum, o.c.Nesterov, step == 1)
 }

@@ -2,9 +2,9 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/vec"
 )
 
 // BiasAct computes y = act(y + bias) in place. y is (B,N), bias is (N) or nil.
@@ -15,25 +15,7 @@ func (e *Engine) BiasAct(y, bias compute.Tensor, act compute.Activation) {
 		compute.PanicShapes("cpu", "BiasAct", "bias must have one element per column of y", y.Shape(), bias.Shape())
 	}
 	checkAct("BiasAct", act)
-	for i := 0; i < rows; i++ {
-		row := yd[i*n : i*n+n]
-		switch {
-		case bd != nil && act == compute.ReLU:
-			bd := bd[:len(row)]
-			for j, v := range row {
-				row[j] = max(v+bd[j], 0)
-			}
-		case bd != nil:
-			bd := bd[:len(row)]
-			for j := range row {
-				row[j] += bd[j]
-			}
-		case act == compute.ReLU:
-			for j, v := range row {
-				row[j] = max(v, 0)
-			}
-		}
-	}
+	vec.BiasAct(yd, bd, rows, n, act == compute.ReLU)
 }
 
 // BiasActBackward computes dy *= act'(y) in place, where y (B,N) is the
@@ -53,7 +35,7 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 	if act == compute.ReLU {
 		// ReLU's output is 0 exactly where its input was <= 0: there the
 		// gradient is 0 (the subgradient at 0 is taken as 0).
-		reluMask(dd, yd)
+		vec.ReLUMask(dd, yd)
 	}
 	if db == nil {
 		return
@@ -61,30 +43,7 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 	if !accumulate {
 		clear(db)
 	}
-	for i := 0; i < rows; i++ {
-		row := dd[i*n : i*n+n]
-		db := db[:len(row)]
-		for j, v := range row {
-			db[j] += v
-		}
-	}
-}
-
-// reluMask sets dd[i] = 0 where yd[i] <= 0 and leaves it elsewhere (NaN
-// included), without branches: where y is half zeros in no pattern, a
-// branch is mispredicted every other element, which made this loop 3x
-// slower. y <= 0 holds exactly when y is ±0 or negative and not NaN: with a
-// = |bits(y)|, keep = (a != 0 && sign == 0) || a > bits(+Inf).
-func reluMask(dd, yd []float32) {
-	dd = dd[:len(yd)]
-	for i, v := range yd {
-		ub := math.Float32bits(v)
-		a := int64(ub & 0x7fffffff)
-		nonZero := uint32((a-1)>>63) + 1      // a-1 < 0 only for a == 0
-		nan := uint32((0x7f800000-a)>>63) & 1 // a > bits(+Inf)
-		keep := nonZero&(ub>>31^1) | nan
-		dd[i] = math.Float32frombits(math.Float32bits(dd[i]) & -keep)
-	}
+	vec.ColSums(db, dd, rows, n)
 }
 
 func checkAct(op string, act compute.Activation) {

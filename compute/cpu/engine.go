@@ -11,6 +11,7 @@ import (
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/blas"
+	"github.com/symddp/symddp/internal/vec"
 	"gorgonia.org/tensor"
 )
 
@@ -56,7 +57,7 @@ func New(opts Options) (*Engine, error) {
 	tensor.Use(b)
 	e := &Engine{blas: b}
 	if opts.Logger != nil {
-		opts.Logger.Info("compute engine", "engine", e.Name(), "blas", e.Describe())
+		opts.Logger.Info("compute engine", "engine", e.Name(), "blas", e.Describe(), "loops", vec.Impl())
 	}
 	return e, nil
 }

@@ -5,21 +5,20 @@
 // allocate nothing.
 package kernels
 
-import "math"
+import (
+	"math"
+
+	"github.com/symddp/symddp/internal/vec"
+)
 
 // Accumulate computes dst[i] += src[i]; dst has at least len(src) elements.
 func Accumulate(dst, src []float32) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] += v
-	}
+	vec.Acc1(dst[:len(src)], src)
 }
 
 // Scale computes x[i] *= s.
 func Scale(x []float32, s float32) {
-	for i := range x {
-		x[i] *= s
-	}
+	vec.Scale(x, s)
 }
 
 // SumSquares returns the sum of the squares of x's elements, accumulated in
