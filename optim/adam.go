@@ -1,6 +1,6 @@
 package optim
 
-import "math"
+import "github.com/symddp/symddp/internal/vec"
 
 // AdamConfig configures Adam. [DefaultAdamConfig] gives PyTorch's defaults;
 // the zero value is invalid (Eps must be > 0).
@@ -92,19 +92,6 @@ func adamUpdate(p, g, m, v []float32, step int, h Hyper, l2 float32, s StepScala
 		clear(m)
 		clear(v)
 	}
-	b1, b2, eps := h.Beta1, h.Beta2, h.Eps
-	c1, c2 := 1-b1, 1-b2
-	decay, stepSize, bc2 := s.Decay, s.StepSize, s.BC2Sqrt
-	for i, pi := range p {
-		pi = float32(pi * decay)
-		gi := g[i]
-		if l2 != 0 {
-			gi += float32(l2 * pi)
-		}
-		mi := float32(b1*m[i]) + float32(c1*gi)
-		vi := float32(b2*v[i]) + float32(float32(c2*gi)*gi)
-		m[i], v[i] = mi, vi
-		den := float32(math.Sqrt(float64(vi)))/bc2 + eps
-		p[i] = pi - float32(stepSize*mi)/den
-	}
+	vec.Adam(p, g, m, v, &vec.AdamArgs{Decay: s.Decay, L2: l2, Beta1: h.Beta1, Beta2: h.Beta2,
+		C1: 1 - h.Beta1, C2: 1 - h.Beta2, Eps: h.Eps, StepSize: s.StepSize, BC2Sqrt: s.BC2Sqrt})
 }

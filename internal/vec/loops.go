@@ -169,3 +169,21 @@ func goSGDMomentum(p, g, buf []float32, lr, wd, mu float32, nesterov, first bool
 		p[i] = pi - float32(lr*d)
 	}
 }
+
+func goAdam(p, g, m, v []float32, a *AdamArgs) {
+	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
+	b1, b2, c1, c2, eps := a.Beta1, a.Beta2, a.C1, a.C2, a.Eps
+	decay, l2, stepSize, bc2 := a.Decay, a.L2, a.StepSize, a.BC2Sqrt
+	for i, pi := range p {
+		pi = float32(pi * decay)
+		gi := g[i]
+		if l2 != 0 {
+			gi += float32(l2 * pi)
+		}
+		mi := float32(b1*m[i]) + float32(c1*gi)
+		vi := float32(b2*v[i]) + float32(float32(c2*gi)*gi)
+		m[i], v[i] = mi, vi
+		den := float32(math.Sqrt(float64(vi)))/bc2 + eps
+		p[i] = pi - float32(stepSize*mi)/den
+	}
+}

@@ -8,10 +8,19 @@
 // keeps it so if one ever does). cgo does not pass -ffp-contract=off.
 #pragma GCC optimize("fp-contract=off")
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "vec.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+typedef float sdv_v4 __attribute__((vector_size(16)));
+typedef float sdv_v8 __attribute__((vector_size(32)));
+#define SDV_VF sdv_v4
+#define SDV_VSQRT(x) ((sdv_v4)_mm_sqrt_ps((__m128)(x)))
+#endif
 
 #define SDV_NAME(f) sdv_##f##_base
 #include "kernels.h"
@@ -20,6 +29,10 @@
 #if defined(__x86_64__)
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#undef SDV_VF
+#undef SDV_VSQRT
+#define SDV_VF sdv_v8
+#define SDV_VSQRT(x) ((sdv_v8)_mm256_sqrt_ps((__m256)(x)))
 #define SDV_NAME(f) sdv_##f##_avx2
 #include "kernels.h"
 #undef SDV_NAME
@@ -58,4 +71,8 @@ void sdv_sgd(float *p, const float *g, float lr, float wd, long n) { SDV_CALL(sg
 void sdv_sgd_momentum(float *p, const float *g, float *buf, float lr, float wd, float mu,
                       int nesterov, int first, long n) {
 	SDV_CALL(sgd_momentum, p, g, buf, lr, wd, mu, nesterov, first, n);
+}
+void sdv_adam(float *p, const float *g, float *m, float *v, float decay, float l2, float b1,
+              float b2, float c1, float c2, float eps, float step_size, float bc2, long n) {
+	SDV_CALL(adam, p, g, m, v, decay, l2, b1, b2, c1, c2, eps, step_size, bc2, n);
 }

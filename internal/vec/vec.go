@@ -160,3 +160,29 @@ func SGDMomentum(p, g, buf []float32, lr, wd, mu float32, nesterov, first bool) 
 	}
 	cSGDMomentum(p, g, buf, lr, wd, mu, nesterov, first)
 }
+
+// AdamArgs are the scalars of one Adam or AdamW step.
+type AdamArgs struct {
+	Decay    float32 // AdamW's decoupled factor on p (1 for Adam: p·1 = p exactly)
+	L2       float32 // Adam's L2 weight decay added to g (0 for AdamW)
+	Beta1    float32
+	Beta2    float32
+	C1       float32 // 1 - Beta1
+	C2       float32 // 1 - Beta2
+	Eps      float32
+	StepSize float32 // lr / (1 - Beta1^t)
+	BC2Sqrt  float32 // sqrt(1 - Beta2^t)
+}
+
+// Adam is one step of Adam or AdamW over p with gradients g and moments m,
+// v: p' = p·Decay; g' = g + L2·p' (L2 ≠ 0); m = β1·m + c1·g';
+// v = β2·v + (c2·g')·g'; p = p' − (StepSize·m) / (sqrt(v)/BC2Sqrt + Eps).
+func Adam(p, g, m, v []float32, a *AdamArgs) {
+	n := len(p)
+	same("Adam", n, len(g), len(m), len(v))
+	if !useC || n < minC {
+		goAdam(p, g[:n], m[:n], v[:n], a)
+		return
+	}
+	cAdam(p, g, m, v, a)
+}

@@ -17,4 +17,7 @@ void sdv_sgd(float *p, const float *g, float lr, float wd, long n);
 void sdv_sgd_momentum(float *p, const float *g, float *buf, float lr, float wd, float mu,
                       int nesterov, int first, long n);
 
+void sdv_adam(float *p, const float *g, float *m, float *v, float decay, float l2, float b1,
+              float b2, float c1, float c2, float eps, float step_size, float bc2, long n);
+
 #endif

@@ -24,6 +24,9 @@ package vec
 #cgo nocallback sdv_sgd
 #cgo noescape sdv_sgd_momentum
 #cgo nocallback sdv_sgd_momentum
+#cgo noescape sdv_adam
+#cgo nocallback sdv_adam
+#cgo LDFLAGS: -lm
 #include "vec.h"
 */
 import "C"
@@ -72,4 +75,10 @@ func cSGD(p, g []float32, lr, wd float32) {
 func cSGDMomentum(p, g, buf []float32, lr, wd, mu float32, nesterov, first bool) {
 	C.sdv_sgd_momentum(ptr(p), ptr(g), ptr(buf), C.float(lr), C.float(wd), C.float(mu),
 		cbool(nesterov), cbool(first), C.long(len(p)))
+}
+
+func cAdam(p, g, m, v []float32, a *AdamArgs) {
+	C.sdv_adam(ptr(p), ptr(g), ptr(m), ptr(v), C.float(a.Decay), C.float(a.L2), C.float(a.Beta1),
+		C.float(a.Beta2), C.float(a.C1), C.float(a.C2), C.float(a.Eps), C.float(a.StepSize),
+		C.float(a.BC2Sqrt), C.long(len(p)))
 }

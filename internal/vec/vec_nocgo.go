@@ -20,3 +20,5 @@ func cSGD(p, g []float32, lr, wd float32)                { goSGD(p, g, lr, wd) }
 func cSGDMomentum(p, g, buf []float32, lr, wd, mu float32, nesterov, first bool) {
 	goSGDMomentum(p, g, buf, lr, wd, mu, nesterov, first)
 }
+
+func cAdam(p, g, m, v []float32, a *AdamArgs) { goAdam(p, g, m, v, a) }

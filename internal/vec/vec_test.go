@@ -288,3 +288,29 @@ func TestAllFiniteFindsEveryBadValue(t *testing.T) {
 		}
 	}
 }
+
+func TestAdamMatchesGo(t *testing.T) {
+	args := []AdamArgs{
+		{Decay: 1, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 1 - float32(0.999), Eps: 1e-8, StepSize: 1e-3 / 0.1, BC2Sqrt: 0.0316},
+		{Decay: 1, L2: 1e-4, Beta1: 0.9, Beta2: 0.999, C1: 0.1, C2: 1 - float32(0.999), Eps: 1e-8, StepSize: 5e-3, BC2Sqrt: 0.2},
+		{Decay: 1 - 1e-5, Beta1: 0.8, Beta2: 0.99, C1: 0.2, C2: 1 - float32(0.99), Eps: 1e-6, StepSize: 1e-3, BC2Sqrt: 0.9},
+	}
+	forCases(t, func(t *testing.T, r *rand.Rand, n, off int, sp bool) {
+		g := randSlice(r, n, sp)
+		for k := range args {
+			a := &args[k]
+			pc, pg := two(r, n, off, sp)
+			mc, mg := two(r, n, off, sp)
+			vc, vg := two(r, n, off, false)
+			for i := range vc { // a second moment is not negative
+				vc[i] = float32(math.Abs(float64(vc[i])))
+				vg[i] = vc[i]
+			}
+			cAdam(pc, g, mc, vc, a)
+			goAdam(pg, g, mg, vg, a)
+			bitsEqual(t, "Adam params", pc, pg)
+			bitsEqual(t, "Adam m", mc, mg)
+			bitsEqual(t, "Adam v", vc, vg)
+		}
+	})
+}
