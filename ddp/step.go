@@ -228,6 +228,10 @@ func (t *Trainer) issue(lo int) {
 			t.e.Accumulate(g, a)
 		}
 	}
+	t.pendingEnd = lo
+	if t.c.NPEs() == 1 {
+		return // the sum over one PE is its own gradient: nothing to send or wait for
+	}
 	r, err := t.c.IAllReduce(t.grads, lo, hi-lo, comm.Sum)
 	if err != nil {
 		if t.bucketErr == nil {
@@ -236,7 +240,6 @@ func (t *Trainer) issue(lo int) {
 	} else {
 		t.reqs = append(t.reqs, r)
 	}
-	t.pendingEnd = lo
 }
 
 // rangeViews returns cached views of gradient and accumulator elements
