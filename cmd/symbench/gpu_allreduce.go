@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,6 +43,7 @@ type gpuOpts struct {
 	lib        string
 	timeout    time.Duration
 	format     string
+	results    string // --results: append RESULT lines (see resultLines) to this file
 }
 
 func parseGPUFlags(args []string) (gpuOpts, error) {
@@ -57,6 +59,7 @@ func parseGPUFlags(args []string) (gpuOpts, error) {
 	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so (default: $SYMDDP_CUDA_LIB, next to this binary, ./build)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of every wait in the PEs")
 	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
+	fs.StringVar(&o.results, "results", "", "also append one line per size of every job of several PEs to this file, in the NCCL reference script's form (RESULT symddp pes=N bytes=B time_us=T busbw_gbs=X; algorithm auto)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -145,8 +148,44 @@ func runGPUAllReduce(args []string) error {
 		if err := printGPUTable(os.Stdout, opts, n, info, res); err != nil {
 			return err
 		}
+		if opts.results != "" && n > 1 {
+			if err := appendFile(opts.results, resultLines(n, res)); err != nil {
+				return fmt.Errorf("--results: %w", err)
+			}
+		}
 	}
 	return nil
+}
+
+// busBW is the bus bandwidth of an allreduce of size bytes over n ranks in
+// seconds: size·2(n−1)/n / seconds, the convention of nccl-tests and of
+// scripts/nccl_allreduce_bench.py (for n > 1).
+func busBW(bytes int64, n int, seconds float64) float64 {
+	return float64(bytes) * 2 * float64(n-1) / float64(n) / seconds
+}
+
+// resultLines are the results of algorithm auto of a job of n PEs as lines
+// "RESULT symddp pes=N bytes=B time_us=T busbw_gbs=X", the form of the NCCL
+// script's lines, so that `symbench all` can put them side by side.
+func resultLines(n int, res []gpuResult) string {
+	var b strings.Builder
+	for _, r := range res {
+		if r.what != "auto" {
+			continue
+		}
+		fmt.Fprintf(&b, "RESULT symddp pes=%d bytes=%d time_us=%.2f busbw_gbs=%.3f\n",
+			n, r.bytes, r.seconds*1e6, busBW(r.bytes, n, r.seconds)/1e9)
+	}
+	return b.String()
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // parseGPUResults reads PE 0's lines "gpuinfo <text>" and
@@ -200,7 +239,8 @@ func printGPUTable(w io.Writer, o gpuOpts, npes int, info string, res []gpuResul
 		head = []string{"size", "algo", "iters", "time", "bandwidth", "of copy", "of peak", "copy bw"}
 	} else {
 		fmt.Fprintf(w, "aggregate bandwidth = 2·N·S / time (the memory traffic of a two-shot allreduce on one GPU)\n")
-		head = []string{"size", "algo", "iters", "time", "aggregate bw", "NVSHMEM time", "speedup"}
+		fmt.Fprintf(w, "busbw = S·2(N−1)/N / time (nccl-tests' bus bandwidth, to compare with NCCL)\n")
+		head = []string{"size", "algo", "iters", "time", "aggregate bw", "busbw", "NVSHMEM time", "speedup"}
 	}
 	var lines [][]string
 	for _, r := range res {
@@ -216,9 +256,9 @@ func printGPUTable(w io.Writer, o gpuOpts, npes int, info string, res []gpuResul
 				line[5], line[7] = fmt.Sprintf("%.0f%%", 100*bw/cbw), formatRate(cbw)
 			}
 		} else {
-			line = append(line, "-", "-")
+			line = append(line, formatRate(busBW(r.bytes, npes, r.seconds)), "-", "-")
 			if t, ok := nv[r.bytes]; ok && r.what == "auto" {
-				line[5], line[6] = formatTime(t), fmt.Sprintf("%.1f×", t/r.seconds)
+				line[6], line[7] = formatTime(t), fmt.Sprintf("%.1f×", t/r.seconds)
 			}
 		}
 		lines = append(lines, line)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,8 +67,9 @@ func TestGPUTableSeveralPEs(t *testing.T) {
 	if err := printGPUTable(&b, o, 4, "a GPU", res); err != nil {
 		t.Fatal(err)
 	}
-	// 2·4·1 MiB in 20 µs is 419.4 GB/s; NVSHMEM takes 50 times as long.
-	for _, want := range []string{"aggregate", "419.4 GB/s", "1.00 ms", "50.0×"} {
+	// 2·4·1 MiB in 20 µs is 419.4 GB/s, a busbw of 1 MiB·2·3/4 / 20 µs =
+	// 78.6 GB/s; NVSHMEM takes 50 times as long.
+	for _, want := range []string{"aggregate", "419.4 GB/s", "78.6 GB/s", "1.00 ms", "50.0×"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
@@ -84,5 +86,37 @@ func TestGPUFlagsRejected(t *testing.T) {
 		if _, err := parseGPUFlags(args); err == nil {
 			t.Errorf("flags %q accepted", args)
 		}
+	}
+}
+
+// resultLines writes algorithm auto's timings in the NCCL script's form,
+// which compareAllReduceResults joins with the script's own lines.
+func TestAllReduceResultsSideBySide(t *testing.T) {
+	res := []gpuResult{
+		{what: "auto", bytes: 1 << 20, iters: 100, seconds: 20e-6},
+		{what: "one-shot", bytes: 1 << 20, iters: 100, seconds: 30e-6},
+		{what: "auto", bytes: 16 << 20, iters: 10, seconds: 100e-6},
+		{what: "nvshmem", bytes: 1 << 20, iters: 10, seconds: 1e-3},
+	}
+	ours := resultLines(2, res)
+	want := "RESULT symddp pes=2 bytes=1048576 time_us=20.00 busbw_gbs=52.429\n" +
+		"RESULT symddp pes=2 bytes=16777216 time_us=100.00 busbw_gbs=167.772\n"
+	if ours != want {
+		t.Fatalf("resultLines:\n%s\nwant\n%s", ours, want)
+	}
+	theirs := "| table | of the script |\n" +
+		"RESULT nccl gpus=2 bytes=1048576 time_us=37.31 busbw_gbs=28.103\n" +
+		"RESULT nccl gpus=2 bytes=4194304 time_us=60.00 busbw_gbs=69.905\n" +
+		"RESULT nccl gpus=2 bytes=16777216 time_us=77.32 busbw_gbs=216.985\n"
+	rows := compareAllReduceResults(ours, theirs)
+	wantRows := [][]string{
+		{"2", "1 MiB", "20.0 µs", "37.3 µs", "52.4 GB/s", "28.1 GB/s", "1.87×"},
+		{"2", "16 MiB", "100.0 µs", "77.3 µs", "167.8 GB/s", "217.0 GB/s", "0.77×"},
+	}
+	if !slices.EqualFunc(rows, wantRows, slices.Equal) {
+		t.Errorf("rows %q,\nwant %q", rows, wantRows)
+	}
+	if rows := compareAllReduceResults(ours, "no results\n"); len(rows) != 0 {
+		t.Errorf("rows without NCCL results: %q", rows)
 	}
 }

@@ -249,10 +249,20 @@ func (s *suite) gpuSteps(gpus int, note string) {
 		for n := 2; n <= gpus; n *= 2 {
 			pes = append(pes, strconv.Itoa(n))
 		}
-		args := append([]string{"gpu-allreduce", "--format", "markdown", "--pes", strings.Join(pes, ",")}, s.o.gpuAllreduce...)
+		results := filepath.Join(s.o.out, "gpu-allreduce-results.txt")
+		os.Remove(results) // --results appends
+		args := append([]string{"gpu-allreduce", "--format", "markdown", "--pes", strings.Join(pes, ","),
+			"--results", results}, s.o.gpuAllreduce...)
 		s.step("gpu-allreduce", args, "gpu-allreduce.md")
 		if script := filepath.Join(s.o.scripts, "nccl_allreduce_bench.py"); fileExists(script) {
-			s.run("nccl", exec.Command(s.o.python, script), "nccl-allreduce.txt", "text")
+			theirs, _ := s.run("nccl", exec.Command(s.o.python, script), "nccl-allreduce.txt", "text")
+			ours, _ := os.ReadFile(results)
+			if rows := compareAllReduceResults(string(ours), theirs); len(rows) > 0 {
+				fmt.Fprintf(r, "side by side (busbw = S·2(N−1)/N / time; symddp: algorithm auto):\n\n")
+				writeTable(r, "markdown", 2, []string{"GPUs", "size", "symddp time", "NCCL time",
+					"symddp busbw", "NCCL busbw", "symddp/NCCL"}, rows)
+				fmt.Fprintln(r)
+			}
 		} else {
 			fmt.Fprintf(r, "NCCL: skipped: no %s\n\n", script)
 		}
@@ -387,6 +397,58 @@ func parseGBs(s string) (float64, error) {
 		return 0, fmt.Errorf("bandwidth %q: %w", s, err)
 	}
 	return v, nil
+}
+
+// allReduceLine matches the RESULT lines of gpu-allreduce --results (pes=)
+// and of scripts/nccl_allreduce_bench.py (gpus=).
+var allReduceLine = regexp.MustCompile(`^RESULT (\S+) (?:pes|gpus)=(\d+) bytes=(\d+) time_us=([\d.]+) busbw_gbs=([\d.]+)`)
+
+// compareAllReduceResults puts symddp's and NCCL's allreduce RESULT lines
+// side by side: one row per job size and buffer size that both measured,
+// in the order of symddp's lines, with the ratio of the bus bandwidths.
+func compareAllReduceResults(ours, theirs string) [][]string {
+	type key struct{ n, bytes string }
+	type val struct{ us, gbs float64 }
+	parse := func(out string) (map[key]val, []key) {
+		m := map[key]val{}
+		var order []key
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			f := allReduceLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+			if f == nil {
+				continue
+			}
+			us, err1 := strconv.ParseFloat(f[4], 64)
+			gbs, err2 := strconv.ParseFloat(f[5], 64)
+			if err1 != nil || err2 != nil || us <= 0 {
+				continue
+			}
+			k := key{f[2], f[3]}
+			if _, seen := m[k]; !seen {
+				order = append(order, k)
+			}
+			m[k] = val{us, gbs}
+		}
+		return m, order
+	}
+	a, order := parse(ours)
+	b, _ := parse(theirs)
+	var rows [][]string
+	for _, k := range order {
+		o, ok := b[k]
+		if !ok {
+			continue
+		}
+		bytes, _ := strconv.ParseInt(k.bytes, 10, 64)
+		p := a[k]
+		ratio := "-"
+		if o.gbs > 0 {
+			ratio = fmt.Sprintf("%.2f×", p.gbs/o.gbs)
+		}
+		rows = append(rows, []string{k.n, formatBytes(bytes), formatTime(p.us / 1e6), formatTime(o.us / 1e6),
+			fmt.Sprintf("%.1f GB/s", p.gbs), fmt.Sprintf("%.1f GB/s", o.gbs), ratio})
+	}
+	return rows
 }
 
 // resultLine matches the machine-readable lines of gpu-train and of
