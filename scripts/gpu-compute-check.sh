@@ -94,13 +94,7 @@ note "GPU: $(timeout 10 nvidia-smi -L 2>/dev/null | head -1 || echo unknown); da
 # The binaries: raw in .device/bin, or unpacked there from .xz (all of them,
 # so that scripts/gpu-check.sh finds its own raw too).
 bin="$root/.device/bin"
-for x in "$bin"/*.xz; do
-    [ -f "$x" ] || continue
-    b="${x%.xz}"
-    if [ ! -x "$b" ] || [ "$x" -nt "$b" ]; then
-        xz -dkf "$x" && chmod +x "$b"
-    fi
-done
+gpu_unpack "$bin"
 for b in cuda.test ddp.test train symbench; do
     [ -x "$bin/$b" ] || note "missing .device/bin/$b(.xz): run scripts/gpu-compute-prepare.sh on the CPU machine and carry .device/bin"
 done

@@ -8,6 +8,8 @@
 # nvidia-nvshmem-cu* when unset) and LD_LIBRARY_PATH (NVSHMEM's plugins,
 # CUDA's lib64); sets PY to a python3, PyTorch's venv first.
 #
+# gpu_unpack: see below.
+#
 # note, elapsed, stage: need $summary (the summary file), $outdir (for
 # scratch), $start (date +%s at the start) and $budget (seconds).
 gpu_env() {
@@ -26,6 +28,20 @@ gpu_env() {
     local cuda_root="/usr/local/cuda"
     command -v nvcc >/dev/null && cuda_root="$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)"
     export LD_LIBRARY_PATH="${nv:+$nv/lib:}$cuda_root/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+# gpu_unpack DIR: unpacks every DIR/*.xz beside itself (kept), where the
+# unpacked file is missing or older (the prepare scripts compress what they
+# carry: the device tool moves at most 64 MiB).
+gpu_unpack() {
+    local x b
+    for x in "$1"/*.xz; do
+        [ -f "$x" ] || continue
+        b="${x%.xz}"
+        if [ ! -x "$b" ] || [ "$x" -nt "$b" ]; then
+            xz -dkf "$x" && chmod +x "$b"
+        fi
+    done
 }
 
 note() { echo "$*" | tee -a "$summary"; }

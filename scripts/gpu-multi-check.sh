@@ -54,13 +54,7 @@ if [ "${gpus:-0}" -lt 2 ]; then
     exit 1
 fi
 note "NVSHMEM: ${NVSHMEM_HOME:-not found}; python: ${PY:-none}"
-for x in "$bin"/*.xz; do
-    [ -f "$x" ] || continue
-    b="${x%.xz}"
-    if [ ! -x "$b" ] || [ "$x" -nt "$b" ]; then
-        xz -dkf "$x" && chmod +x "$b"
-    fi
-done
+gpu_unpack "$bin"
 for b in nvshmem.test symbench train; do
     [ -x "$bin/$b" ] || note "missing .device/bin/$b: run scripts/gpu-prepare.sh, then scripts/gpu-compute-prepare.sh, on the CPU machine"
 done
