@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# What scripts/gpu-check.sh and scripts/gpu-compute-check.sh share, sourced
-# by both: the GPU host's environment and the time-limited stages.
+# What scripts/gpu-check.sh, gpu-compute-check.sh and gpu-multi-check.sh
+# share, sourced by each: the GPU host's environment, the unpacking of the
+# carried binaries and the time-limited stages.
 #
 # gpu_env: exports NVSHMEM_DISABLE_NVLS=1 (NVLink multicast stays off on
 # these hosts), NVSHMEM_REMOTE_TRANSPORT (none unless set), SYMDDP_CUDA_LIB
