@@ -3,6 +3,8 @@ package optim
 import (
 	"fmt"
 	"math"
+
+	"github.com/symddp/symddp/internal/vec"
 )
 
 // Gradient clipping by global norm (Pascanu et al., 2013, "On the difficulty
@@ -73,7 +75,5 @@ func ClipFactor(norm float64, maxNorm float32) (scale float32, clip bool) {
 
 // Scale multiplies every element of x by s, in float32.
 func Scale(x []float32, s float32) {
-	for i := range x {
-		x[i] *= s
-	}
+	vec.Scale(x, s)
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/internal/kernels"
+	"github.com/symddp/symddp/internal/vec"
 )
 
 // Accumulate computes dst += src; they must have the same size.
@@ -11,12 +12,12 @@ func (e *Engine) Accumulate(dst, src compute.Tensor) {
 	if len(d) != len(s) {
 		compute.PanicShapes("cpu", "Accumulate", "dst and src must have the same size", dst.Shape(), src.Shape())
 	}
-	kernels.Accumulate(d, s)
+	vec.Acc1(d, s)
 }
 
 // Scale computes t *= s.
 func (e *Engine) Scale(t compute.Tensor, s float32) {
-	kernels.Scale(data("Scale", t), s)
+	vec.Scale(data("Scale", t), s)
 }
 
 // SumSquares returns the sum of the squares of t's elements, accumulated in

@@ -11,6 +11,7 @@ import (
 
 	"github.com/symddp/symddp/compute/internal/kernels"
 	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/vec"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -336,7 +337,7 @@ func (d *emuDevice) Accumulate(dst, src uintptr, n int) error {
 }
 
 func (d *emuDevice) accumulate(dst, src uintptr, n int) {
-	kernels.Accumulate(d.f32(dst, n), d.f32(src, n))
+	vec.Acc1(d.f32(dst, n), d.f32(src, n))
 }
 
 func (d *emuDevice) Scale(x uintptr, s float32, n int) error {
@@ -349,7 +350,7 @@ func (d *emuDevice) Scale(x uintptr, s float32, n int) error {
 }
 
 func (d *emuDevice) scale(x uintptr, s float32, n int) {
-	kernels.Scale(d.f32(x, n), s)
+	vec.Scale(d.f32(x, n), s)
 }
 
 func (d *emuDevice) SumSquares(x uintptr, n int, timeout time.Duration) (float64, error) {

@@ -7,6 +7,9 @@
 // target has FMA instructions; neither target below enables them, and this
 // keeps it so if one ever does). cgo does not pass -ffp-contract=off.
 #pragma GCC optimize("fp-contract=off")
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 #include <math.h>
 #include <stdint.h>

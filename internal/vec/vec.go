@@ -40,12 +40,22 @@ func Impl() string {
 	return "c/" + cLevel()
 }
 
+// same panics unless every one of others is at least n: the C loops must
+// not read or write past a slice.
 func same(op string, n int, others ...int) {
 	for _, m := range others {
 		if m < n {
-			panic(fmt.Sprintf("vec: %s: slice of %d elements, want at least %d", op, m, n))
+			panicShort(op, m, n)
 		}
 	}
+}
+
+// panicShort is out of line, so that the formatting is not inlined into
+// every caller of same.
+//
+//go:noinline
+func panicShort(op string, m, n int) {
+	panic(fmt.Sprintf("vec: %s: slice of %d elements, want at least %d", op, m, n))
 }
 
 // Sum2 sets dst[i] = a[i] + b[i].

@@ -2,24 +2,10 @@
 // runs and that the CUDA engine's emulated device (compute/cuda's
 // NewEmulated) runs as reference kernels, so that both do the same float
 // operations in the same order. They work on slices, check nothing and
-// allocate nothing.
+// allocate nothing. (The element-wise loops both run are internal/vec's.)
 package kernels
 
-import (
-	"math"
-
-	"github.com/symddp/symddp/internal/vec"
-)
-
-// Accumulate computes dst[i] += src[i]; dst has at least len(src) elements.
-func Accumulate(dst, src []float32) {
-	vec.Acc1(dst[:len(src)], src)
-}
-
-// Scale computes x[i] *= s.
-func Scale(x []float32, s float32) {
-	vec.Scale(x, s)
-}
+import "math"
 
 // SumSquares returns the sum of the squares of x's elements, accumulated in
 // float64 in index order.
