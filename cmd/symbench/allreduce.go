@@ -50,8 +50,13 @@ func parseAllReduceFlags(args []string) (allReduceOpts, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	err := o.check(*minSize, *maxSize, true)
-	return o, err
+	if err := o.check(*minSize, *maxSize); err != nil {
+		return o, err
+	}
+	if o.mpi != "auto" && o.mpi != "on" && o.mpi != "off" {
+		return o, fmt.Errorf("--mpi %q: want auto, on or off", o.mpi)
+	}
+	return o, nil
 }
 
 // sweepFlags declares on fs the flags that `symbench allreduce` and
@@ -67,16 +72,14 @@ func (o *allReduceOpts) sweepFlags(fs *pflag.FlagSet, maxDefault string) (minSiz
 }
 
 // check sets the buffer sizes from --min and --max and validates the
-// options, --mpi only where the command has it (hasMPIFlag).
-func (o *allReduceOpts) check(minSize, maxSize string, hasMPIFlag bool) error {
+// options both allreduce commands have.
+func (o *allReduceOpts) check(minSize, maxSize string) error {
 	if err := o.setSizes(minSize, maxSize, 4); err != nil {
 		return err
 	}
 	switch {
 	case o.reps < 1 || o.target <= 0:
 		return fmt.Errorf("--reps %d --target %v: want positive values", o.reps, o.target)
-	case hasMPIFlag && o.mpi != "auto" && o.mpi != "on" && o.mpi != "off":
-		return fmt.Errorf("--mpi %q: want auto, on or off", o.mpi)
 	case o.format != "text" && o.format != "markdown":
 		return fmt.Errorf("--format %q: want text or markdown", o.format)
 	}

@@ -44,7 +44,7 @@ func parseAllReduceMPIFlags(args []string) (mpiBenchOpts, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	err := o.check(*minSize, *maxSize, false)
+	err := o.check(*minSize, *maxSize)
 	return o, err
 }
 

@@ -259,7 +259,7 @@ func measureCPUTrain(ctx context.Context, bin string, o cpuTrainOpts, progress i
 				return rep, err
 			}
 			fmt.Fprintf(progress, "symbench train: rep %d/%d, --pes %s, %s update: %.0f samples/s, step %s, load %.1f, other processes %.2f CPUs\n",
-				r+1, o.reps, j.label(), j.bucketLabel(), run.SamplesPerSec, formatTime(run.StepSeconds), run.Load, run.OtherCores)
+				r+1, o.reps, j.label(), bucketName(j.Bucket), run.SamplesPerSec, formatTime(run.StepSeconds), run.Load, run.OtherCores)
 			rep.Results[i].Runs = append(rep.Results[i].Runs, run)
 			if rep.Params == 0 {
 				rep.Params, rep.Engine = run.Params, run.Engine
@@ -269,11 +269,7 @@ func measureCPUTrain(ctx context.Context, bin string, o cpuTrainOpts, progress i
 	// params, grads and momentum (SGD's one slot) in float32, one global
 	// batch of float32 samples, and 64 MiB.
 	// With a batch per PE, one batch is what a PE holds.
-	batch := o.batch
-	if o.perPE > 0 {
-		batch = o.perPE
-	}
-	rep.TargetB = int64(3*4*rep.Params) + int64(4*batch*sampleValues) + 64<<20
+	rep.TargetB = int64(3*4*rep.Params) + int64(4*o.globalBatch(1)*sampleValues) + 64<<20
 	return rep, nil
 }
 

@@ -34,11 +34,6 @@ func (j cpuTrainJob) label() string {
 	return s
 }
 
-// bucketLabel names the bucket size in tables.
-func (j cpuTrainJob) bucketLabel() string {
-	return bucketName(j.Bucket)
-}
-
 // cpuTrainRun is what one run of a job measured.
 type cpuTrainRun struct {
 	SamplesPerSec float64          `json:"samples_per_sec"` // over the timed steps

@@ -157,13 +157,6 @@ func runGPUAllReduce(args []string) error {
 	return nil
 }
 
-// busBW is the bus bandwidth of an allreduce of size bytes over n ranks in
-// seconds: size·2(n−1)/n / seconds, the convention of nccl-tests and of
-// scripts/nccl_allreduce_bench.py (for n > 1).
-func busBW(bytes int64, n int, seconds float64) float64 {
-	return float64(bytes) * 2 * float64(n-1) / float64(n) / seconds
-}
-
 // resultLines are the results of algorithm auto of a job of n PEs as lines
 // "RESULT symddp pes=N bytes=B time_us=T busbw_gbs=X", the form of the NCCL
 // script's lines, so that `symbench all` can put them side by side.
@@ -174,7 +167,7 @@ func resultLines(n int, res []gpuResult) string {
 			continue
 		}
 		fmt.Fprintf(&b, "RESULT symddp pes=%d bytes=%d time_us=%.2f busbw_gbs=%.3f\n",
-			n, r.bytes, r.seconds*1e6, busBW(r.bytes, n, r.seconds)/1e9)
+			n, r.bytes, r.seconds*1e6, busbw(r.bytes, n, r.seconds))
 	}
 	return b.String()
 }
@@ -256,7 +249,7 @@ func printGPUTable(w io.Writer, o gpuOpts, npes int, info string, res []gpuResul
 				line[5], line[7] = fmt.Sprintf("%.0f%%", 100*bw/cbw), formatRate(cbw)
 			}
 		} else {
-			line = append(line, formatRate(busBW(r.bytes, npes, r.seconds)), "-", "-")
+			line = append(line, formatRate(busbw(r.bytes, npes, r.seconds)*1e9), "-", "-")
 			if t, ok := nv[r.bytes]; ok && r.what == "auto" {
 				line[6], line[7] = formatTime(t), fmt.Sprintf("%.1f×", t/r.seconds)
 			}

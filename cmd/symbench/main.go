@@ -22,6 +22,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// errNoMPI is what allreduce-mpi says in a build without the mpi tag
+// (allreduce_mpi_stub.go); a build with it never returns it.
+var errNoMPI = errors.New("this symbench has no MPI backend: rebuild it with `go build -tags mpi ./cmd/symbench` (needs libopenmpi-dev)")
+
 // subcommand is one benchmark.
 type subcommand struct {
 	summary string

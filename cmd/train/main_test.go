@@ -147,9 +147,6 @@ func TestTrainEndToEnd(t *testing.T) {
 	}
 }
 
-// TestMissingData: an explicit dataset without its files is a usage error
-// that says where to put them; the default dataset missing falls back to
-// synthetic data with a notice that says how to install it.
 // TestMorePEsThanCPUs: more shm PEs than CPUs still train, with one line
 // that says what it costs; as many PEs as CPUs get no such line.
 func TestMorePEsThanCPUs(t *testing.T) {
@@ -170,6 +167,9 @@ func TestMorePEsThanCPUs(t *testing.T) {
 	}
 }
 
+// TestMissingData: an explicit dataset without its files is a usage error
+// that says where to put them; the default dataset missing falls back to
+// synthetic data with a notice that says how to install it.
 func TestMissingData(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"--dataset", "mnist", "--data-dir", t.TempDir()}, &stdout, &stderr)

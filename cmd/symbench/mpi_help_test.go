@@ -1,5 +1,0 @@
-//go:build mpi
-
-package main
-
-func noMPI(error) bool { return false }

@@ -1,7 +1,0 @@
-//go:build !mpi
-
-package main
-
-import "errors"
-
-func noMPI(err error) bool { return errors.Is(err, errNoMPI) }
