@@ -37,13 +37,7 @@ func (c *Comm) Barrier() error {
 		return err
 	}
 	defer c.mu.Unlock()
-	if err := c.quietLocked(op); err != nil {
-		return err
-	}
-	if err := c.enter(op); err != nil {
-		return err
-	}
-	if err := c.call(op, waitAll, cBarrier); err != nil {
+	if err := c.barrierLocked(op); err != nil {
 		return err
 	}
 	for _, b := range c.live {
@@ -198,7 +192,7 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 		return err
 	}
 	defer c.mu.Unlock()
-	if c.hier.on && c.hier.nlocal > 1 && c.hier.hosts == 1 && n > 0 {
+	if c.FixedOrder() && c.npes > 1 && n > 0 {
 		if err := c.enter(name); err != nil {
 			return err
 		}

@@ -190,19 +190,25 @@ func (c *Comm) Close() error {
 	return nil
 }
 
-// closeCollective is the part of Close that the PEs do together: complete
-// the puts, meet in a barrier, free every window in allocation order and the
-// hierarchy's communicators. It stops at the first failure, which has made
-// the Comm broken: the peers may never arrive at a later step, which would
-// then block until the watchdog ends the job. The caller holds mu.
-func (c *Comm) closeCollective(op string) error {
+// barrierLocked completes this PE's puts and then meets the other PEs in an
+// MPI barrier: what Barrier and Close both begin with. The caller holds mu.
+func (c *Comm) barrierLocked(op string) error {
 	if err := c.quietLocked(op); err != nil {
 		return err
 	}
 	if err := c.enter(op); err != nil {
 		return err
 	}
-	if err := c.call(op, waitAll, cBarrier); err != nil {
+	return c.call(op, waitAll, cBarrier)
+}
+
+// closeCollective is the part of Close that the PEs do together: complete
+// the puts, meet in a barrier, free every window in allocation order and the
+// hierarchy's communicators. It stops at the first failure, which has made
+// the Comm broken: the peers may never arrive at a later step, which would
+// then block until the watchdog ends the job. The caller holds mu.
+func (c *Comm) closeCollective(op string) error {
+	if err := c.barrierLocked(op); err != nil {
 		return err
 	}
 	for _, b := range c.liveInOrder() {
