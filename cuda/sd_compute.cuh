@@ -11,15 +11,9 @@
 
 #include "sd_internal.h"
 
-/* Makes device current on the calling thread when it is not: every compute
- * entry point does this first, because Go moves goroutines between threads
- * and the CUDA runtime's current device belongs to the thread. */
-static inline int sdc_use_device(int device) {
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != device) SD_CUDA(cudaSetDevice(device));
-    return SD_OK;
-}
+/* Makes device current on the calling thread (sd_use_device): every compute
+ * entry point does this first. */
+static inline int sdc_use_device(int device) { return sd_use_device(device); }
 
 /* Whether v fits the int that cuBLAS takes for a size. */
 static inline bool sdc_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }

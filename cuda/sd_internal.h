@@ -125,6 +125,18 @@ int sd_fail_cuda(const char *file, int line, const char *call, cudaError_t err);
         if (sd_rc_ != SD_OK) return sd_rc_; \
     } while (0)
 
+/* Makes device current on the calling thread when it is not. The CUDA
+ * runtime's current device belongs to the thread, and Go runs a PE's calls
+ * on whichever thread: with one GPU per PE on a multi-GPU host, a thread
+ * still on GPU 0 makes PE 1's copies fail (cudaMemcpyAsync on GPU 1's
+ * stream: invalid argument). */
+static inline int sd_use_device(int device) {
+    int cur = -1;
+    SD_CUDA(cudaGetDevice(&cur));
+    if (cur != device) SD_CUDA(cudaSetDevice(device));
+    return SD_OK;
+}
+
 /* Fails with SD_ERR_STATE unless the runtime is up. */
 int sd_require_init(const char *what);
 

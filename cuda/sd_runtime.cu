@@ -46,14 +46,7 @@ int sd_require_init(const char *what) {
                        "%s: an earlier wait gave up, so the PEs are out of step; "
                        "finalize and restart the job",
                        what);
-    /* The CUDA runtime's current device belongs to the calling thread, and
-     * Go runs a PE's calls on whichever thread: with one GPU per PE on a
-     * multi-GPU host, a thread still on GPU 0 made PE 1's copies fail
-     * (cudaMemcpyAsync on GPU 1's stream: invalid argument). */
-    int cur = -1;
-    SD_CUDA(cudaGetDevice(&cur));
-    if (cur != g_sd.device) SD_CUDA(cudaSetDevice(g_sd.device));
-    return SD_OK;
+    return sd_use_device(g_sd.device); /* see sd_use_device */
 }
 
 sd_sync sd_sync_args(int op) {
