@@ -89,8 +89,13 @@ extern "C" int sd_peer_ptr(const sd_buf *b, int32_t pe, uint64_t *ptr) {
     return SD_OK;
 }
 
+/* The plain memory entry points need no runtime, but once it is up they
+ * work on its GPU, whichever thread calls (sd_use_device). */
+static int sd_on_pe_device(void) { return g_sd.initialised ? sd_use_device(g_sd.device) : SD_OK; }
+
 extern "C" int sd_dev_alloc(size_t bytes, uint64_t *ptr) {
     if (!ptr) return SD_FAIL(SD_ERR_ARG, "sd_dev_alloc: NULL argument");
+    SD_TRY(sd_on_pe_device());
     void *p = NULL;
     SD_CUDA(cudaMalloc(&p, bytes ? bytes : 16));
     *ptr = (uint64_t)(uintptr_t)p;
@@ -108,6 +113,7 @@ static cudaStream_t sd_copy_stream(void) { return g_sd.initialised ? g_sd.stream
 
 static int sd_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
     if (!bytes) return SD_OK;
+    SD_TRY(sd_on_pe_device());
     cudaStream_t s = sd_copy_stream();
     SD_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, s));
     SD_CUDA(cudaStreamSynchronize(s));
@@ -129,6 +135,7 @@ extern "C" int sd_copy_dtod(uint64_t dst, uint64_t src, size_t bytes) {
 
 extern "C" int sd_memset(uint64_t dst, int32_t value, size_t bytes) {
     if (!bytes) return SD_OK;
+    SD_TRY(sd_on_pe_device());
     cudaStream_t s = sd_copy_stream();
     SD_CUDA(cudaMemsetAsync((void *)(uintptr_t)dst, value, bytes, s));
     SD_CUDA(cudaStreamSynchronize(s));
