@@ -46,6 +46,7 @@ bin="$root/.device/bin"
 # shellcheck source=scripts/gpu-lib.sh
 . "$root/scripts/gpu-lib.sh"
 gpu_env
+gpu_unpack "$bin" # the compute prepare script carries symbench as .xz
 NV="$NVSHMEM_HOME"
 
 # nvtest NAME LIMIT LOG [NAME=VALUE...] -- TESTFLAGS...: a stage running the

@@ -33,6 +33,7 @@ done
 # shellcheck source=scripts/gpu-lib.sh
 . "$root/scripts/gpu-lib.sh"
 gpu_env # NVSHMEM_DISABLE_NVLS=1, NVSHMEM's plugins on LD_LIBRARY_PATH
+gpu_unpack "$bin" # train comes as .xz from scripts/gpu-compute-prepare.sh
 [ -d "$data" ] || data=/usr/share/datasets/fashion-mnist
 train=("$bin/train" --backend nvshmem --pes 4 --mps on --gpu-lib "$root/build/libsymddp_cuda.so"
     --data-dir "$data" --no-progress --eval-every 0 --log-every 100)

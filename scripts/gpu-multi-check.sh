@@ -20,18 +20,19 @@
 # TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (NVLink multicast stays off) and under
 # `timeout`; the whole run stays within GPU_CHECK_BUDGET seconds (default
 # 420). Logs go to $OUT (the device tool returns that folder), else
-# .device/out; summary.txt is also printed at the end.
+# .device/out, named multi-* so that they do not overwrite gpu-check.sh's;
+# multi-summary.txt is also printed at the end.
 set -u
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 outdir="${OUT:-$root/.device/out}"
 mkdir -p "$outdir"
-summary="$outdir/summary.txt"
+summary="$outdir/multi-summary.txt"
 test_log="$outdir/multi-tests.log"
 bench_log="$outdir/multi-bench.log"
 train_log="$outdir/multi-train.log"
-build_log="$outdir/build.log"
+build_log="$outdir/multi-build.log"
 : >"$summary"; : >"$test_log"; : >"$bench_log"; : >"$train_log"; : >"$build_log"
 
 budget="${GPU_CHECK_BUDGET:-420}"
