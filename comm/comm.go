@@ -242,7 +242,8 @@ const ShardAlign = 16
 // Shard is PE p's part [lo, hi) of elements [off, off+n) split among npes
 // PEs: nearly equal parts whose inner boundaries are rounded up to a
 // multiple of ShardAlign elements (counted from the buffer's start), so that
-// no two PEs write one cache line. Parts at the end may be empty when n is
+// no two PEs write one cache line of a Float32 buffer (shards of narrower
+// kinds may share a line: slower, never wrong). Parts at the end may be empty when n is
 // small. A range at an offset that is a multiple of ShardAlign is split the
 // same way wherever it lies: Shard(off+k, n, npes, p) = k + Shard(off, n,
 // npes, p) for k a multiple of ShardAlign.
