@@ -1,0 +1,70 @@
+package datasets
+
+// Source is what the trainer reads a batch from: a classifier's Dataset
+// (through AsSource) or a token dataset. Its samples are described by a
+// Spec; GatherBatch copies chosen samples into a Batch.
+type Source interface {
+	// Len is the number of samples (for token data: training windows).
+	Len() int
+	// Spec describes one sample's input and targets.
+	Spec() Spec
+	// GatherBatch copies samples idx[i] into row i of b: inputs into b.X
+	// (float inputs) or b.Tokens (token inputs), targets into b.Y. An index
+	// of -1 is padding: its inputs are zero and its targets -1. It does not
+	// allocate.
+	GatherBatch(idx []int, b Batch)
+}
+
+// Spec describes the samples of a Source.
+type Spec struct {
+	// Input is the shape of one sample's input: [784] for a flattened
+	// image, [T] for a window of T tokens.
+	Input []int
+	// Tokens says the inputs are int32 token ids (Batch.Tokens), not float32
+	// values (Batch.X).
+	Tokens bool
+	// Targets is the number of targets of one sample: 1 for a class label,
+	// T for a token window (the next token at every position).
+	Targets int
+	// Classes is the number of classes, or the vocabulary's size: targets
+	// are 0..Classes-1, or -1 for "ignore".
+	Classes int
+}
+
+// InputSize is the number of input values of one sample.
+func (s Spec) InputSize() int {
+	n := 1
+	for _, d := range s.Input {
+		n *= d
+	}
+	return n
+}
+
+// Batch is a batch of rows in host memory: row i's input is
+// X[i·InputSize:(i+1)·InputSize] (or the same range of Tokens) and its
+// targets Y[i·Targets:(i+1)·Targets].
+type Batch struct {
+	X      []float32
+	Tokens []int32
+	Y      []int32
+}
+
+// AsSource returns a classifier Dataset as a Source: float inputs of the
+// dataset's sample shape and one label per sample. A Source passed in is
+// returned as it is.
+func AsSource(d Dataset) Source {
+	if s, ok := d.(Source); ok {
+		return s
+	}
+	return datasetSource{d}
+}
+
+type datasetSource struct{ d Dataset }
+
+func (s datasetSource) Len() int { return s.d.Len() }
+
+func (s datasetSource) Spec() Spec {
+	return Spec{Input: s.d.SampleShape(), Targets: 1, Classes: s.d.Classes()}
+}
+
+func (s datasetSource) GatherBatch(idx []int, b Batch) { s.d.Gather(idx, b.X, b.Y) }
