@@ -48,16 +48,15 @@ type Job struct {
 
 // Launch runs fn as every PE of a job, so that a program trains on N PEs
 // the way `train --pes N` does. What it does depends on how the process was
-// started:
+// started, which comm/launch.Detect decides (for `train` too):
 //
 //   - started by hand: it re-executes the program as job.PEs PE processes
 //     (comm/launch.Run, with SIGINT and SIGTERM forwarded to the PEs) and
 //     returns nil when all of them succeed, or an error naming the first
 //     PE that failed with the last lines of its stderr. One PE on shm runs
 //     in the calling process instead, without a child.
-//   - a PE that Launch (or `train`) started, which comm.ConfigFromEnv
-//     recognises: it opens the comm, calls fn and returns fn's error.
-//   - under mpirun (comm/launch.DetectMPI): it opens the backend of the
+//   - a PE that Launch (or `train`) started (SYMDDP_PE set): it opens the comm, calls fn and returns fn's error.
+//   - under mpirun (its rank variables set): it opens the backend of the
 //     job (mpi unless job.Backend says otherwise) as the rank mpirun gave
 //     and calls fn.
 //
@@ -74,18 +73,14 @@ func Launch(ctx context.Context, job Job, fn func(ctx context.Context, c comm.Co
 	if fn == nil {
 		panic("ddp: Launch with a nil function")
 	}
-	cfg, backend, isPE, err := comm.ConfigFromEnv()
+	proc, err := launch.Detect()
 	if err != nil {
 		return err
 	}
-	if isPE {
-		return runPE(ctx, backend, cfg, fn)
-	}
-	mpi, underMPI, err := launch.DetectMPI()
-	if err != nil {
-		return err
-	}
-	if underMPI {
+	switch proc.Role {
+	case launch.LocalPE:
+		return runPE(ctx, proc.Backend, proc.Config, fn)
+	case launch.MPIRank:
 		backend := job.Backend
 		if backend == "" {
 			backend = "mpi"
@@ -96,7 +91,8 @@ func Launch(ctx context.Context, job Job, fn func(ctx context.Context, c comm.Co
 		if backend == "mpi" && !slices.Contains(comm.Backends(), "mpi") {
 			return errors.New("ddp: started by mpirun, but the mpi backend is not in this build: build the program with -tags mpi")
 		}
-		cfg := comm.Config{PE: mpi.Rank, NPEs: mpi.Size, HeapSize: job.HeapSize, Timeout: job.Timeout}
+		cfg := proc.Config
+		cfg.HeapSize, cfg.Timeout = job.HeapSize, job.Timeout
 		return runPE(ctx, backend, cfg, fn)
 	}
 	switch {
@@ -105,7 +101,7 @@ func Launch(ctx context.Context, job Job, fn func(ctx context.Context, c comm.Co
 	case job.PEs == 0:
 		job.PEs = 1
 	}
-	backend = job.Backend
+	backend := job.Backend
 	if backend == "" {
 		backend = comm.DefaultBackend
 	}

@@ -88,7 +88,7 @@ func (j *job) watch(ctx context.Context) error {
 		defer signal.Stop(sigs)
 	}
 	var (
-		first       *PEError
+		failed      []failedPE // in the order they ended
 		ctxErr      error
 		interrupted os.Signal
 		stopping    bool
@@ -96,6 +96,7 @@ func (j *job) watch(ctx context.Context) error {
 		done        = ctx.Done()
 		running     = len(j.procs)
 		ended       = make([]bool, len(j.procs))
+		killed      = make([]bool, len(j.procs)) // by the launcher, with SIGKILL
 	)
 	stop := func() {
 		if !stopping {
@@ -104,16 +105,21 @@ func (j *job) watch(ctx context.Context) error {
 			kill = time.After(j.spec.Grace)
 		}
 	}
+	killRunning := func() {
+		for pe := range killed {
+			killed[pe] = killed[pe] || !ended[pe]
+		}
+		j.signalRunning(ended, syscall.SIGKILL)
+	}
 	for running > 0 {
 		select {
 		case ex := <-j.exits:
 			running--
 			ended[ex.pe] = true
 			j.out.stderr[ex.pe].Flush()
-			failed := ex.state == nil || !ex.state.Success()
-			// Once the job is being stopped, PEs dying of it are not news.
-			if failed && first == nil && !stopping {
-				first = newPEError(ex.pe, ex.state, j.out.stderr[ex.pe].Tail())
+			if ex.state == nil || !ex.state.Success() {
+				failed = append(failed, failedPE{pe: ex.pe, state: ex.state, tail: j.out.stderr[ex.pe].Tail(),
+					byLauncher: killed[ex.pe] || (stopping && stoppedBy(ex.state, syscall.SIGTERM))})
 				if interrupted == nil {
 					stop()
 				}
@@ -127,25 +133,98 @@ func (j *job) watch(ctx context.Context) error {
 				interrupted = s
 				j.signalRunning(ended, s.(syscall.Signal))
 			} else {
-				j.signalRunning(ended, syscall.SIGKILL)
+				killRunning()
 			}
 		case <-kill:
 			kill = nil
-			j.signalRunning(ended, syscall.SIGKILL)
+			killRunning()
 		}
 	}
 	j.out.flush()
+	if interrupted != nil { // PEs that stopped as the signal asked did not fail
+		sig := interrupted.(syscall.Signal)
+		kept := failed[:0]
+		for _, f := range failed {
+			if !stoppedBy(f.state, sig) {
+				kept = append(kept, f)
+			}
+		}
+		failed = kept
+	}
+	first := j.blame(failed)
 	switch {
-	case interrupted != nil && first != nil:
-		return fmt.Errorf("%w by %v: %w", ErrInterrupted, interrupted, first)
 	case interrupted != nil:
-		return fmt.Errorf("%w by %v", ErrInterrupted, interrupted)
+		return &InterruptedError{Signal: interrupted.(syscall.Signal), Failure: first}
 	case first != nil:
 		return first
 	case ctxErr != nil:
 		return fmt.Errorf("launch: job stopped: %w", ctxErr)
 	}
 	return nil
+}
+
+// failedPE is a PE that ended with a non-zero status or a signal.
+type failedPE struct {
+	pe         int
+	state      *os.ProcessState
+	tail       []string
+	byLauncher bool // it was stopping because the launcher told it to
+}
+
+// stoppedBy reports whether a PE ended as sig asked: killed by it, or
+// exiting with 128 + its number (the shell's convention, which train's PEs
+// follow when they catch it).
+func stoppedBy(st *os.ProcessState, sig syscall.Signal) bool {
+	return st != nil && (st.ExitCode() == 128+int(sig) || endedBySignal(st, sig))
+}
+
+func endedBySignal(st *os.ProcessState, sig syscall.Signal) bool {
+	if st == nil {
+		return false
+	}
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
+}
+
+// blame picks the failure to report, of the PEs that the launcher did not
+// stop: the first that failed of its own accord (crashed, or reported an
+// error of its own); else the PEs a deadline waited for, as the first PE
+// that gave up on them reported; else the first failure. It returns nil
+// when the launcher stopped every PE that failed.
+func (j *job) blame(failed []failedPE) *PEError {
+	var timedOut *PEError
+	var firstErr *PEError
+	for _, f := range failed {
+		e := newPEError(f.pe, f.state, f.tail)
+		rep := readFailure(j.cfg.RunDir, f.pe)
+		if rep != nil {
+			e.Reason, e.Stderr = rep.Error, nil
+		}
+		if f.byLauncher {
+			continue
+		}
+		if firstErr == nil {
+			firstErr = e
+		}
+		switch {
+		case rep != nil && len(rep.Missing) > 0:
+			if timedOut == nil {
+				timedOut = e
+				e.Stalled, e.ReportedBy, e.Missing = true, f.pe, rep.Missing
+				e.PE = rep.Missing[0]
+				if e.PE >= 0 && e.PE < len(j.out.stderr) {
+					e.Stderr = j.out.stderr[e.PE].Tail()
+				}
+			}
+		case rep != nil && rep.PeerFailed:
+		default:
+			return e
+		}
+	}
+	if timedOut != nil {
+		return timedOut
+	}
+	return firstErr
 }
 
 // signalRunning sends sig to the process group of every PE that has not
