@@ -92,16 +92,21 @@ func (t *Trainer) checkpoint(epoch, stepInEpoch int) error {
 		return fmt.Errorf("checkpoint at step %d: %w", t.step, err)
 	}
 	if werr != nil {
-		return fmt.Errorf("checkpoint at step %d: %w", t.step, werr)
+		return fmt.Errorf("%w at step %d: %w", ErrCheckpointSave, t.step, werr)
 	}
 	if !got.OK {
-		return fmt.Errorf("checkpoint at step %d failed on PE 0: %s", t.step, got.Err)
+		return fmt.Errorf("%w at step %d (PE 0 says): %s", ErrCheckpointSave, t.step, got.Err)
 	}
 	if h := t.opts.Hooks.OnCheckpoint; h != nil {
 		h(got.Path, t.step)
 	}
 	return nil
 }
+
+// ErrCheckpointSave is wrapped by the error of a checkpoint that PE 0 could
+// not write (every PE gets it). The job is intact: Fit goes on to the end
+// (see Fit).
+var ErrCheckpointSave = errors.New("checkpoint not saved")
 
 // writeCheckpoint writes the checkpoint file on PE 0 and returns its path.
 func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
@@ -403,4 +408,45 @@ func countState(f *stFile) int {
 		}
 	}
 	return len(names)
+}
+
+// LatestCheckpoint returns the newest checkpoint in dir that is intact (its
+// data matches its SHA-256) and the step it was written at; path is ""
+// when dir holds none (or does not exist). Whether it fits a model is
+// checked when it is loaded (Options.Checkpoint.Resume).
+func LatestCheckpoint(dir string) (path string, step int, err error) {
+	paths, err := listCheckpoints(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("checkpoints in %s: %w", dir, err)
+	}
+	for _, p := range paths {
+		if meta, err := verifyCheckpoint(p); err == nil {
+			return p, meta.Step, nil
+		}
+	}
+	return "", 0, nil
+}
+
+// verifyCheckpoint reads path and checks its metadata and SHA-256.
+func verifyCheckpoint(path string) (ckptMeta, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ckptMeta{}, err
+	}
+	f, err := parseSafetensors(b)
+	if err != nil {
+		return ckptMeta{}, err
+	}
+	var meta ckptMeta
+	if err := json.Unmarshal([]byte(f.Meta["symddp"]), &meta); err != nil || meta.Format != ckptFormat {
+		return ckptMeta{}, ErrCorrupt
+	}
+	h := sha256.Sum256(f.Data)
+	if hex.EncodeToString(h[:]) != f.Meta["sha256"] {
+		return ckptMeta{}, ErrCorrupt
+	}
+	return meta, nil
 }

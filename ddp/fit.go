@@ -2,6 +2,7 @@ package ddp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 // evaluates on test (may be nil), checks the replicas and returns the
 // result. It is collective. Cancelling ctx on any PE stops every PE after
 // the same step (the stop request rides along with the gradient
-// allreduce); a final checkpoint is written when checkpoints are on.
+// allreduce); a final checkpoint is written when checkpoints are on. A
+// periodic checkpoint that cannot be saved (ErrCheckpointSave) is reported
+// to OnWarning and the run goes on; when the final one cannot, Fit still
+// evaluates and returns the complete Result, with that error.
 func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result, error) {
 	if err := t.checkDataset("training", train); err != nil {
 		return Result{}, err
@@ -47,6 +51,21 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 	defer func() { _ = stepsDone() }()
 
 	var res Result
+	// save writes a checkpoint; one that cannot be saved stops nothing: a
+	// periodic one is a warning, the final one Fit's error
+	var saveErr error
+	save := func(epoch, s int, final bool) error {
+		err := t.checkpoint(epoch, s)
+		if !errors.Is(err, ErrCheckpointSave) {
+			return err
+		}
+		if final {
+			saveErr = err
+		} else if h := t.opts.Hooks.OnWarning; h != nil {
+			h(err.Error() + "; training goes on")
+		}
+		return nil
+	}
 	t0 := time.Now()
 	win := window{t0: t0}
 	t.e.Zero(t.stats)
@@ -78,7 +97,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 				}
 			}
 			if t.checkpointDue(t.step, total, r.stop) {
-				if err := t.checkpoint(epoch, s+1); err != nil {
+				if err := save(epoch, s+1, false); err != nil {
 					return res, err
 				}
 			}
@@ -110,7 +129,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 	}
 	if t.opts.Checkpoint.Dir != "" && t.step > start {
 		s := t.step - (t.step/spe)*spe
-		if err := t.checkpoint(t.step/spe, s); err != nil {
+		if err := save(t.step/spe, s, true); err != nil {
 			return res, err
 		}
 	}
@@ -125,7 +144,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 	if !res.Replicas.Identical {
 		return res, fmt.Errorf("after training: %s", res.Replicas)
 	}
-	return res, nil
+	return res, saveErr
 }
 
 // totalSteps is the run's last step for epochs of spe steps: Options.Epochs

@@ -95,6 +95,13 @@ func loadData(dc dataChoice, seed uint64, limit int, sh dataShare) (train, test 
 	}
 	tr, te, err := datasets.LoadBytes(dc.name, dir)
 	cleanup() // the mappings outlive the files
+	if err != nil && dir != dc.dir {
+		// the error names the unpacked copy, which is gone or private:
+		// read the user's own files again, so that it names them
+		if _, _, err2 := datasets.LoadBytes(dc.name, dc.dir); err2 != nil {
+			err = err2
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -205,8 +205,9 @@ func TestNonFiniteLoss(t *testing.T) {
 // that cannot be used are one-line errors saying what to do.
 func TestBadEnvironment(t *testing.T) {
 	j := newJob(t, "--pes", "2", "--heap-size", "64KiB").run(t)
-	if j.code != 2 || !strings.Contains(j.stderr.String(), "raise --heap-size") {
-		t.Fatalf("--heap-size 64KiB: exit %d, stderr:\n%s", j.code, j.stderr.String())
+	if msg := "--heap-size 64KiB is too small for this model"; j.code != 2 || strings.Count(j.stderr.String(), msg) != 1 ||
+		strings.Contains(j.stderr.String(), "SYMDDP_HEAP_SIZE") {
+		t.Fatalf("--heap-size 64KiB: exit %d, stderr:\n%s\nwant exit 2 and %q once, naming the flag only", j.code, j.stderr.String(), msg)
 	}
 	j.clean(t)
 

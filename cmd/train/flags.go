@@ -61,6 +61,7 @@ type options struct {
 	resume      string
 	keepCkpt    int
 	faultInject string
+	maxRestarts int
 
 	set func(name string) bool // whether a flag was given
 }
@@ -85,12 +86,15 @@ Examples:
   train --pes 2 --dataset synthetic --max-steps 200
   train --pes 8 --checkpoint-dir ckpt --checkpoint-every 500
   train --pes 8 --checkpoint-dir ckpt --resume latest
+  train --pes 8 --checkpoint-dir ckpt --checkpoint-every 500 --max-restarts 3
 
 Flags:
 `
 
-// parseFlags parses args (without the program name).
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+// parseFlags parses args (without the program name); --help goes to
+// stdout. It does not check values: validate does, once run knows whether
+// mpirun set the job size.
+func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	o := &options{}
 	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
 	fs.SortFlags = false
@@ -144,6 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 0, "write a checkpoint every N steps (and always at the end)")
 	fs.StringVar(&o.resume, "resume", "", "resume from 'latest' in --checkpoint-dir or from a checkpoint file")
 	fs.IntVar(&o.keepCkpt, "keep-checkpoints", 3, "checkpoints kept in --checkpoint-dir")
+	fs.IntVar(&o.maxRestarts, "max-restarts", 0, "when a PE fails, stop the others and start all PEs again from the latest checkpoint in --checkpoint-dir, up to N times")
 	fs.StringVar(&o.faultInject, "fault-inject", "", "testing only: make a PE fail, e.g. pe=2,step=5,mode=exit|panic|kill|hang|nan")
 	_ = fs.MarkHidden("fault-inject")
 
@@ -154,8 +159,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, usageError{err}
 	}
 	if *help {
-		fmt.Fprint(stderr, usageHead)
-		fmt.Fprint(stderr, fs.FlagUsages())
+		fmt.Fprint(stdout, usageHead)
+		fmt.Fprint(stdout, fs.FlagUsages())
 		return nil, errHelp
 	}
 	if *listModels {
@@ -165,7 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, usagef("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
 	o.set = func(name string) bool { return fs.Changed(name) }
-	return o, o.validate()
+	return o, nil
 }
 
 var (
@@ -208,6 +213,10 @@ func (o *options) validate() error {
 		return usagef("--timeout %v: must be positive", o.timeout)
 	case o.trainLimit < 0:
 		return usagef("--train-limit %d: must not be negative", o.trainLimit)
+	case o.maxRestarts < 0:
+		return usagef("--max-restarts %d: must not be negative", o.maxRestarts)
+	case o.maxRestarts > 0 && o.ckptDir == "":
+		return usagef("--max-restarts needs --checkpoint-dir: a restart resumes from the latest checkpoint there")
 	}
 	if q := o.pes * o.accumulate; o.batch%q != 0 {
 		lo := o.batch / q * q

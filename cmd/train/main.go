@@ -10,13 +10,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
@@ -28,9 +29,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// proc is this process's role in the job (launch.Detect), set by run.
+var proc launch.Process
+
 // run is the whole command; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
+	proc = launch.Process{}
+	o, err := parseFlags(args, stdout)
 	switch {
 	case errors.Is(err, errHelp):
 		return 0
@@ -40,37 +45,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		return fail(stderr, err)
 	}
+	if proc, err = launch.Detect(); err != nil {
+		return fail(stderr, err)
+	}
+	if proc.Role == launch.MPIRank && proc.MPI.Size > 0 {
+		// mpirun decided the job size; check --pes against it before
+		// anything that depends on it (the batch size)
+		if o.set("pes") && o.pes != proc.MPI.Size {
+			return fail(stderr, usagef("--pes %d does not match the %d processes mpirun started (drop --pes under mpirun)", o.pes, proc.MPI.Size))
+		}
+		o.pes = proc.MPI.Size
+	}
+	if err := o.validate(); err != nil {
+		return fail(stderr, err)
+	}
 	return fail(stderr, dispatch(o, stdout, stderr))
 }
 
-// dispatch decides this process's role: a PE started by our launcher, a PE
+// dispatch runs this process's role: a PE started by our launcher, a PE
 // started by mpirun, or the launcher itself.
 func dispatch(o *options, stdout, stderr io.Writer) error {
-	cfg, backend, isPE, err := comm.ConfigFromEnv()
-	if err != nil {
-		return err
-	}
-	if isPE {
-		inPE = true
+	switch proc.Role {
+	case launch.LocalPE:
 		dc, err := chooseData(o)
 		if err != nil {
 			return err
 		}
 		dc.notice = "" // the launcher said it once
-		r := &peRun{o: o, dc: dc, cfg: cfg, backend: backend, localPE: cfg.PE, local: cfg.NPEs, stdout: stdout, stderr: stderr}
+		cfg := proc.Config
+		r := &peRun{o: o, dc: dc, cfg: cfg, backend: proc.Backend, localPE: cfg.PE, local: cfg.NPEs, stdout: stdout, stderr: stderr}
 		return r.run()
-	}
-	if mpi, ok, err := launch.DetectMPI(); err != nil {
-		return err
-	} else if ok {
-		inPE = true
-		return runUnderMPI(o, mpi, stdout, stderr)
+	case launch.MPIRank:
+		return runUnderMPI(o, proc.MPI, stdout, stderr)
 	}
 	return launchLocal(o, stdout, stderr)
 }
 
 // launchLocal checks what can be checked once, then runs the PEs: in this
-// process for one PE on the shm backend, as child processes otherwise.
+// process for one PE on the shm backend, as child processes otherwise
+// (started again after a failure, up to --max-restarts times).
 func launchLocal(o *options, stdout, stderr io.Writer) error {
 	backend := o.backend
 	if backend == "auto" {
@@ -87,7 +100,10 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.pes == 1 && backend == "shm" {
+	if err := checkOutputs(o); err != nil {
+		return err
+	}
+	if o.pes == 1 && backend == "shm" && o.maxRestarts == 0 {
 		r := &peRun{o: o, dc: dc, cfg: comm.Config{PE: 0, NPEs: 1, HeapSize: heap, Timeout: o.timeout},
 			backend: backend, local: 1, stdout: stdout, stderr: stderr}
 		return r.run()
@@ -108,7 +124,7 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return launch.Run(context.Background(), spec)
+	return runWithRestarts(o, spec, stderr)
 }
 
 // runUnderMPI runs this process as one PE of an mpirun job.
@@ -120,8 +136,8 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	if backend == "shm" {
 		return usagef("--backend shm cannot run under mpirun (its PEs are started by train itself): use --backend mpi, or run train --pes N without mpirun")
 	}
-	if mpi.Size > 0 && o.set("pes") && o.pes != mpi.Size {
-		return usagef("--pes %d does not match the %d processes mpirun started (drop --pes under mpirun)", o.pes, mpi.Size)
+	if o.maxRestarts > 0 {
+		return usagef("--max-restarts: under mpirun, mpirun starts and stops the PEs; run mpirun in a loop with --resume latest instead (docs/FAULTS.md)")
 	}
 	if backend == "mpi" && !contains(comm.Backends(), "mpi") {
 		return errors.New("this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train` (needs libopenmpi-dev), or run train --pes N without mpirun")
@@ -132,6 +148,8 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	}
 	if mpi.Rank != 0 {
 		dc.notice = ""
+	} else if err := checkOutputs(o); err != nil {
+		return err
 	}
 	heap, err := heapSize(o, backend)
 	if err != nil {
@@ -153,12 +171,17 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	return r.run()
 }
 
-// heapSize is --heap-size, or what the model's arenas need plus room for
-// the trainer's small buffers.
+// heapSize is --heap-size, or what the model needs (modelHeap).
 func heapSize(o *options, backend string) (int64, error) {
 	if o.heapSize != "" {
 		return parseBytes("--heap-size", o.heapSize, false)
 	}
+	return modelHeap(o, backend)
+}
+
+// modelHeap is what the model's arenas need of the heap, plus room for the
+// trainer's small buffers, whatever --heap-size says.
+func modelHeap(o *options, backend string) (int64, error) {
 	if !contains(models.Names(), o.model) {
 		return 0, usagef("--model %q: unknown model (known: %s)", o.model, strings.Join(models.Names(), ", "))
 	}
@@ -183,15 +206,14 @@ func heapSize(o *options, backend string) (int64, error) {
 	return (need + (1<<20 - 1)) &^ (1<<20 - 1), nil
 }
 
-// inPE is true in a PE process (started by the launcher or by mpirun).
-var inPE bool
-
 // exitPEUsage is a PE's exit status for a bad command line; the launcher
 // turns it into 2. (A PE cannot use 2 itself: that is a Go panic's status.)
 const exitPEUsage = 64
 
-// fail prints err in one line (plus a failed PE's stderr tail) and returns
-// the exit status.
+// fail prints err in one line and returns the exit status. A PE that our
+// launcher started hands its error to the launcher instead, which prints it
+// once for the job (launch.Process.ReportFailure); under mpirun, a bad
+// command line is printed by rank 0 only.
 func fail(stderr io.Writer, err error) int {
 	if err == nil {
 		return 0
@@ -199,29 +221,45 @@ func fail(stderr io.Writer, err error) int {
 	var ue usageError
 	var pe *launch.PEError
 	var rep reportedError
+	var stop stoppedError
+	var intr *launch.InterruptedError
 	switch {
 	case errors.As(err, &rep):
-		return 1
+		return rep.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "train: %v\nRun 'train --help' for the flags.\n", err)
-		if inPE {
-			return exitPEUsage
-		}
-		return 2
-	case errors.Is(err, errStopped):
-		return 130
-	case errors.Is(err, launch.ErrInterrupted):
-		fmt.Fprintln(stderr, "train: interrupted")
-		return 130
-	case errors.As(err, &pe):
-		fmt.Fprintf(stderr, "train: %v\n", err)
 		switch {
-		case pe.ExitCode == exitPEUsage:
+		case proc.Role == launch.LocalPE:
+			if !proc.ReportFailure(err) {
+				fmt.Fprintf(stderr, "train: %v\n", err)
+			}
+			return exitPEUsage
+		case proc.Role == launch.MPIRank && proc.MPI.Rank != 0:
 			return 2
-		case pe.ExitCode == 2 && pe.Signal == 0: // a Go panic in the PE
+		}
+		fmt.Fprintf(stderr, "train: %v\nRun 'train --help' for the flags.\n", err)
+		return 2
+	case errors.As(err, &stop):
+		return 128 + int(stop.sig)
+	case errors.As(err, &intr):
+		fmt.Fprintf(stderr, "train: stopped by %s\n", unix.SignalName(intr.Signal))
+		return 128 + int(intr.Signal)
+	case errors.As(err, &pe):
+		switch {
+		case pe.ExitCode == exitPEUsage && pe.Reason != "":
+			fmt.Fprintf(stderr, "train: %s\nRun 'train --help' for the flags.\n", pe.Reason)
+			return 2
+		case pe.ExitCode == exitPEUsage:
+			fmt.Fprintf(stderr, "train: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		if pe.Signal == 0 && (pe.ExitCode == 2 || pe.ExitCode == exitFinished) { // 2: a Go panic in the PE
 			return 1
 		}
 		return pe.ExitStatus()
+	}
+	if proc.Role == launch.LocalPE && proc.ReportFailure(err) {
+		return 1
 	}
 	fmt.Fprintf(stderr, "train: %v\n", err)
 	return 1

@@ -35,6 +35,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--backend", "tcp"}, `--backend "tcp"`},
 		{[]string{"--nesterov", "--momentum", "0"}, "--nesterov needs --momentum > 0"},
 		{[]string{"--resume", "latest"}, "--resume latest needs --checkpoint-dir"},
+		{[]string{"--max-restarts", "2"}, "--max-restarts needs --checkpoint-dir"},
+		{[]string{"--max-restarts", "-1", "--checkpoint-dir", empty}, "--max-restarts -1"},
+		{[]string{"--metrics", filepath.Join(empty, "no", "such", "m.jsonl")}, "--metrics " + filepath.Join(empty, "no", "such", "m.jsonl") + ": no such file or directory"},
 		{[]string{"--hidden", "256,x"}, "--hidden"},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
@@ -51,8 +54,10 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelpAndListModels(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "--pes") {
-		t.Fatalf("--help: exit %d, output %q", code, stderr.String())
+	// on stdout, so that `train --help | less` shows it
+	if code := run([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "--pes") ||
+		!strings.Contains(stdout.String(), "--max-restarts") || stderr.Len() != 0 {
+		t.Fatalf("--help: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 	stdout.Reset()
 	if code := run([]string{"--list-models"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "mlp") {
@@ -115,6 +120,10 @@ func TestTrainEndToEnd(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
+	// the header says what optimizes
+	if want := "40 steps, sgd, lr 0.05, constant schedule"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
 	b, err := os.ReadFile(metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +137,9 @@ func TestTrainEndToEnd(t *testing.T) {
 		}
 		if _, ok := m["loss"]; ok {
 			logs++
+			if m["epoch"] != 1.0 { // 40 steps of the first epoch, which the console calls epoch 1 too
+				t.Errorf("metrics line %q: epoch %v, want 1", line, m["epoch"])
+			}
 			for _, k := range []string{"step", "epoch", "accuracy", "samples_per_sec", "elapsed"} {
 				if _, ok := m[k]; !ok {
 					t.Errorf("metrics line %q lacks %q", line, k)

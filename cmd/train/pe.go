@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/ddp"
@@ -19,14 +21,47 @@ import (
 	"github.com/symddp/symddp/optim"
 )
 
-// errStopped marks a run that a signal stopped early (exit code 130).
-var errStopped = errors.New("stopped by a signal")
+// stoppedError marks a run that a signal stopped early: exit status 128 +
+// the signal (130 for SIGINT, 143 for SIGTERM).
+type stoppedError struct{ sig syscall.Signal }
 
-// reportedError is an error the PE has printed already (exit status 1).
-type reportedError struct{ err error }
+func (s stoppedError) Error() string { return fmt.Sprintf("stopped by %v", s.sig) }
+
+// reportedError is an error the PE has printed, or handed to its launcher,
+// already; code is the exit status.
+type reportedError struct {
+	err  error
+	code int
+}
 
 func (r reportedError) Error() string { return r.err.Error() }
 func (r reportedError) Unwrap() error { return r.err }
+
+// notifySignals returns a context that SIGINT or SIGTERM cancels, and the
+// signal that did (nil before).
+func notifySignals() (ctx context.Context, got func() os.Signal, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var mu sync.Mutex
+	var sig os.Signal
+	go func() {
+		select {
+		case s := <-ch:
+			mu.Lock()
+			sig = s
+			mu.Unlock()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	got = func() os.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return sig
+	}
+	return ctx, got, func() { signal.Stop(ch); cancel() }
+}
 
 // peRun is one PE's whole job: open the comm, build everything, train.
 type peRun struct {
@@ -41,7 +76,7 @@ type peRun struct {
 }
 
 func (r *peRun) run() (err error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, gotSignal, stop := notifySignals()
 	defer stop()
 
 	c, err := comm.Open(r.backend, r.cfg)
@@ -50,11 +85,24 @@ func (r *peRun) run() (err error) {
 	}
 	defer func() {
 		var ue usageError
-		if err != nil && !errors.As(err, &ue) && !errors.Is(err, errStopped) {
+		var se stoppedError
+		isUsage := errors.As(err, &ue)
+		if err != nil && !errors.As(err, &se) && (!isUsage || proc.Role == launch.LocalPE) {
 			// Say it now: closing may wait for the peers (MPI), or the job may
-			// be torn down before this PE's error would be printed.
-			fmt.Fprintf(r.stderr, "train: PE %d: %v\n", c.MyPE(), err)
-			err = reportedError{err}
+			// be torn down before this PE's error would be printed. A PE of
+			// our launcher tells the launcher, which says it once.
+			code := 1
+			var fe finishedError
+			switch {
+			case isUsage:
+				code = exitPEUsage
+			case errors.As(err, &fe) && proc.Role == launch.LocalPE:
+				code = exitFinished
+			}
+			if !proc.ReportFailure(err) {
+				fmt.Fprintf(r.stderr, "train: PE %d: %v\n", c.MyPE(), err)
+			}
+			err = reportedError{err, code}
 		}
 		if cerr := c.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close %s backend: %w", r.backend, cerr)
@@ -94,8 +142,12 @@ func (r *peRun) run() (err error) {
 	if bucket == 0 {
 		bucket = -1
 	}
-	rep := newReporter(r.o, me, r.stdout, r.stderr)
+	rep, err := newReporter(r.o, me, r.stdout, r.stderr)
+	if err != nil {
+		return err
+	}
 	defer rep.close()
+	rep.optimizer = fmt.Sprintf("%s, lr %g, %s schedule", r.o.optimizer, r.lr(), r.o.schedule)
 	if r.dc.notice != "" && me == 0 {
 		fmt.Fprintln(r.stderr, "warning:", r.dc.notice)
 	}
@@ -116,24 +168,50 @@ func (r *peRun) run() (err error) {
 		Checkpoint: ddp.CheckpointOptions{Dir: r.o.ckptDir, Every: r.o.ckptEvery, Keep: r.o.keepCkpt, Resume: r.o.resume},
 		Hooks:      hooks,
 	})
-	if errors.Is(err, comm.ErrHeapExhausted) {
-		return usagef("%v; the symmetric heap is too small for this model: raise --heap-size (or leave it unset to size it from the model)", err)
+	if need, _ := modelHeap(r.o, r.backend); errors.Is(err, comm.ErrHeapExhausted) && r.o.heapSize != "" && need > r.cfg.HeapSize {
+		return usagef("--heap-size %s is too small for this model, which needs about %s per PE: raise it (or leave it unset to size the heap from the model)",
+			r.o.heapSize, sizeString(need))
 	}
 	if err != nil {
 		return err
 	}
 	defer tr.Close()
 	res, err := tr.Fit(ctx, train, test)
-	if err != nil {
+	if err != nil && !errors.Is(err, ddp.ErrCheckpointSave) {
 		return err
 	}
+	// a checkpoint that could not be saved leaves the results complete:
+	// print them, then fail
 	if me == 0 {
 		rep.summary(res, c, e)
 	}
+	if err != nil {
+		return finishedError{err}
+	}
+	if rep.close(); rep.failed != nil {
+		return finishedError{rep.failed}
+	}
 	if res.Stopped {
-		return errStopped
+		sig, _ := gotSignal().(syscall.Signal)
+		if sig == 0 {
+			sig = syscall.SIGINT
+		}
+		return stoppedError{sig}
 	}
 	return nil
+}
+
+// sizeString writes a byte count the way --heap-size takes it.
+func sizeString(n int64) string {
+	switch {
+	case n > 0 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n > 0 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n > 0 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // engine builds the compute engine that goes with the backend.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,20 +30,37 @@ type reporter struct {
 	start   ddp.StartInfo
 	t0      time.Time
 	last    ddp.LogInfo
-	failed  error
+	failed  error // the first write to the metrics file that failed
+
+	optimizer string // "sgd, lr 0.05, cosine schedule", for the header
 }
 
-func newReporter(o *options, pe int, stdout, stderr io.Writer) *reporter {
+// newReporter opens the metrics file on PE 0: a new one, or the end of the
+// old one when the run resumes (a restart continues its metrics).
+func newReporter(o *options, pe int, stdout, stderr io.Writer) (*reporter, error) {
 	r := &reporter{o: o, pe: pe, out: stdout, errw: stderr, t0: time.Now()}
 	if pe == 0 && o.metrics != "" {
-		f, err := os.Create(o.metrics)
+		f, err := openMetrics(o)
 		if err != nil {
-			r.failed = fmt.Errorf("metrics file: %w", err)
-		} else {
-			r.metrics, r.enc = f, json.NewEncoder(f)
+			return nil, err
 		}
+		r.metrics, r.enc = f, json.NewEncoder(f)
 	}
-	return r
+	return r, nil
+}
+
+// openMetrics opens --metrics for writing: truncated for a new run,
+// appended to when resuming.
+func openMetrics(o *options) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if o.resume != "" {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(o.metrics, flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", o.metrics, unwrapPath(err))
+	}
+	return f, nil
 }
 
 // isTerminal reports whether w is a terminal (progress bars only there).
@@ -62,8 +80,8 @@ func (r *reporter) hooks() ddp.Hooks {
 			if s.ShardedUpdate {
 				update = ", optimizer sharded over the PEs"
 			}
-			fmt.Fprintf(r.errw, "training %s: %d parameters, %d PEs (%s, %s), global batch %d (%d per PE per micro-batch), %d steps%s\n",
-				r.o.model, s.Params, s.NPEs, s.Backend, s.Engine, r.o.batch, s.MicroBatch, s.TotalSteps, update)
+			fmt.Fprintf(r.errw, "training %s: %d parameters, %s (%s, %s), global batch %d (%d per PE per micro-batch), %s, %s%s\n",
+				r.o.model, s.Params, plural(s.NPEs, "PE"), s.Backend, s.Engine, r.o.batch, s.MicroBatch, plural(s.TotalSteps, "step"), r.optimizer, update)
 			if s.Resumed != "" {
 				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
 			}
@@ -92,7 +110,7 @@ func (r *reporter) hooks() ddp.Hooks {
 			} else {
 				fmt.Fprintln(r.out, line)
 			}
-			r.write(map[string]any{"step": l.Step, "epoch": l.Epoch, "loss": l.Loss, "accuracy": l.Accuracy,
+			r.write(map[string]any{"step": l.Step, "epoch": l.Epoch + 1, "loss": l.Loss, "accuracy": l.Accuracy,
 				"samples_per_sec": l.SamplesPerSec, "elapsed": l.Elapsed.Seconds(), "lr": l.LR})
 		},
 		OnEpochEnd: func(e ddp.EpochInfo) {
@@ -102,7 +120,7 @@ func (r *reporter) hooks() ddp.Hooks {
 			r.clearBar()
 			fmt.Fprintf(r.out, "epoch %d done in %.1fs: test loss %.4f, test accuracy %.2f%%\n",
 				e.Epoch+1, e.Elapsed.Seconds(), e.Test.Loss, 100*e.Test.Accuracy)
-			r.write(map[string]any{"step": e.Step, "epoch": e.Epoch, "test_loss": e.Test.Loss,
+			r.write(map[string]any{"step": e.Step, "epoch": e.Epoch + 1, "test_loss": e.Test.Loss,
 				"test_accuracy": e.Test.Accuracy, "elapsed": e.Elapsed.Seconds()})
 		},
 		OnWarning: func(msg string) {
@@ -126,7 +144,8 @@ func (r *reporter) clearBar() {
 func (r *reporter) write(v map[string]any) {
 	if r.enc != nil {
 		if err := r.enc.Encode(v); err != nil && r.failed == nil {
-			r.failed = fmt.Errorf("metrics file: %w", err)
+			// said once, at the end: the run goes on and fails then
+			r.failed = fmt.Errorf("--metrics %s: %w (the run's results above are complete)", r.o.metrics, unwrapPath(err))
 		}
 	}
 }
@@ -140,8 +159,8 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	if res.Stopped {
 		how = "stopped by signal"
 	}
-	fmt.Fprintf(r.out, "%s: %d steps (%d epochs) in %.1fs, %.0f samples/s on %d PEs (%s, %s)\n",
-		how, res.Steps, res.Epochs, res.Elapsed.Seconds(), res.SamplesPerSec, c.NPEs(), c.Backend(), e.Name())
+	fmt.Fprintf(r.out, "%s: %s (%s) in %.1fs, %.0f samples/s on %s (%s, %s)\n",
+		how, plural(res.Steps, "step"), plural(res.Epochs, "epoch"), res.Elapsed.Seconds(), res.SamplesPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name())
 	if res.Test.Samples > 0 {
 		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples)\n", 100*res.Test.Accuracy, res.Test.Loss, res.Test.Samples)
 	}
@@ -150,10 +169,33 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 		"samples_per_sec": res.SamplesPerSec, "elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical})
 }
 
+// close closes the metrics file; an error there (the data did not reach
+// the disk) counts as a failed write.
 func (r *reporter) close() {
 	if r.metrics != nil {
-		_ = r.metrics.Close()
+		if err := r.metrics.Close(); err != nil && r.failed == nil {
+			r.failed = fmt.Errorf("--metrics %s: %w", r.o.metrics, unwrapPath(err))
+		}
+		r.metrics = nil
 	}
+}
+
+// plural is "1 step", "2 steps".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// unwrapPath drops the *os.PathError around err: the message names the
+// file already.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // newLineHandler logs "msg key=value ..." lines without time or level.

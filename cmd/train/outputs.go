@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// checkOutputs makes sure, before any PE starts, that what the run will
+// write can be written: the metrics file can be opened, and the checkpoint
+// directory exists (it is created) and takes a file. A run must not train
+// for hours and then lose its results at the first save. Each failure is a
+// usage error (exit 2).
+func checkOutputs(o *options) error {
+	if o.ckptDir != "" {
+		if err := probeDir(o.ckptDir); err != nil {
+			return usagef("--checkpoint-dir %s: %v", o.ckptDir, err)
+		}
+	}
+	if o.metrics != "" {
+		_, statErr := os.Stat(o.metrics)
+		f, err := os.OpenFile(o.metrics, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return usagef("--metrics %s: %v", o.metrics, unwrapPath(err))
+		}
+		f.Close()
+		if errors.Is(statErr, os.ErrNotExist) {
+			os.Remove(o.metrics) // PE 0 creates it; leave nothing if the run never starts
+		}
+	}
+	return nil
+}
+
+// probeDir creates dir and writes, syncs and removes a small file in it.
+func probeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create it: %w", unwrapPath(err))
+	}
+	// the name of a checkpoint's temporary file, which the next save
+	// removes should this one be left behind
+	f, err := os.CreateTemp(dir, ".ckpt-probe-*.tmp")
+	if err != nil {
+		return fmt.Errorf("cannot write in it: %w", unwrapPath(err))
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write([]byte("symddp\n"))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write in it: %w", unwrapPath(err))
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// short is a run of 20 steps: enough to write, fail and report.
+var short = []string{"--max-steps", "20", "--log-every", "10"}
+
+// TestMetricsUnwritable: a metrics file that cannot be opened is a start-up
+// error (exit 2, one line, nothing created); one whose writes fail (/dev/full)
+// trains to the end, prints the results and the error once, and exits 1.
+func TestMetricsUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nonexistent", "m.jsonl")
+	j := newJob(t, append([]string{"--pes", "2", "--metrics", missing}, short...)...).run(t)
+	lines := strings.Split(strings.TrimSpace(j.stderr.String()), "\n")
+	if j.code != 2 || len(lines) != 2 || lines[0] != "train: --metrics "+missing+": no such file or directory" {
+		t.Fatalf("missing directory: exit %d, stderr:\n%s\nwant exit 2 and one line", j.code, j.stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	f := newJob(t, append([]string{"--pes", "2", "--metrics", "/dev/full"}, short...)...).run(t)
+	msg := "--metrics /dev/full: no space left on device"
+	if f.code != 1 || strings.Count(f.stderr.String(), msg) != 1 {
+		t.Fatalf("/dev/full: exit %d, stderr:\n%s\nwant exit 1 and %q once", f.code, f.stderr.String(), msg)
+	}
+	for _, want := range []string{"done: 20 steps", "test accuracy", "replicas identical"} {
+		if !strings.Contains(f.stdout.String(), want) {
+			t.Errorf("/dev/full: stdout lacks %q:\n%s", want, f.stdout.String())
+		}
+	}
+	f.clean(t)
+}
+
+// TestCheckpointDirUnwritable: a checkpoint directory that cannot be
+// created or written is found before any PE starts (exit 2, one line); a
+// save that fails at the end of the run (a full file system) still prints
+// the run's results, then the error, and exits 1.
+func TestCheckpointDirUnwritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, nil, 0o644)
+	bad := filepath.Join(file, "ckpt")
+	j := newJob(t, append([]string{"--pes", "2", "--checkpoint-dir", bad}, short...)...).run(t)
+	lines := strings.Split(strings.TrimSpace(j.stderr.String()), "\n")
+	if j.code != 2 || len(lines) != 2 || lines[0] != "train: --checkpoint-dir "+bad+": cannot create it: not a directory" {
+		t.Fatalf("checkpoint dir under a file: exit %d, stderr:\n%s\nwant exit 2 and one line", j.code, j.stderr.String())
+	}
+	j.clean(t)
+
+	if os.Geteuid() != 0 { // root writes into a mode-0500 directory anyway
+		ro := t.TempDir()
+		os.Chmod(ro, 0o500)
+		defer os.Chmod(ro, 0o700)
+		k := newJob(t, append([]string{"--pes", "2", "--checkpoint-dir", ro}, short...)...).run(t)
+		if k.code != 2 || !strings.Contains(k.stderr.String(), "--checkpoint-dir "+ro+": cannot write in it: permission denied") {
+			t.Errorf("read-only checkpoint dir: exit %d, stderr:\n%s", k.code, k.stderr.String())
+		}
+	}
+
+	full := newJob(t, append([]string{"--pes", "2"}, short...)...)
+	dir := filepath.Join(full.heapDir, "ckpt")
+	os.Mkdir(dir, 0o755)
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).Run(); err != nil {
+		t.Skipf("cannot mount a small tmpfs here: %v", err)
+	}
+	defer exec.Command("umount", dir).Run()
+	full.cmd.Args = append(full.cmd.Args, "--checkpoint-dir", dir)
+	full.run(t)
+	msg := "checkpoint not saved at step 20"
+	if full.code != 1 || strings.Count(full.stderr.String(), msg) != 1 || !strings.Contains(full.stderr.String(), "no space left on device") {
+		t.Fatalf("full checkpoint dir: exit %d, stderr:\n%s\nwant exit 1 and %q once", full.code, full.stderr.String(), msg)
+	}
+	for _, want := range []string{"done: 20 steps", "test accuracy", "replicas identical"} {
+		if !strings.Contains(full.stdout.String(), want) {
+			t.Errorf("full checkpoint dir: stdout lacks %q:\n%s", want, full.stdout.String())
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+		t.Errorf("left in the checkpoint dir: %v", left)
+	}
+}
+
+// TestPEsUnderMPI: under mpirun, --pes is checked against the job size
+// before the flags that depend on it (the batch size), exits 2, and only
+// rank 0 says so.
+func TestPEsUnderMPI(t *testing.T) {
+	for _, rank := range []int{0, 1} {
+		t.Setenv("OMPI_COMM_WORLD_RANK", strconv.Itoa(rank))
+		t.Setenv("OMPI_COMM_WORLD_SIZE", "4")
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"--pes", "3", "--dataset", "synthetic"}, &stdout, &stderr)
+		want := "train: --pes 3 does not match the 4 processes mpirun started (drop --pes under mpirun)\nRun 'train --help' for the flags.\n"
+		if rank != 0 {
+			want = ""
+		}
+		if code != 2 || stderr.String() != want || stdout.Len() != 0 {
+			t.Errorf("rank %d: exit %d, stderr %q; want exit 2 and %q", rank, code, stderr.String(), want)
+		}
+	}
+}
+
+// TestBadLabelNamesUserFile: a label out of range is reported against the
+// user's file, not the unpacked copy (which is gone by then).
+func TestBadLabelNamesUserFile(t *testing.T) {
+	dir := writeTinyIDX(t, 20, 10)
+	labels := make([]byte, 10)
+	labels[3] = 10 // Fashion-MNIST has classes 0-9
+	raw := binary.BigEndian.AppendUint32([]byte{0, 0, 8, 1}, 10)
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(append(raw, labels...))
+	zw.Close()
+	bad := filepath.Join(dir, "t10k-labels-idx1-ubyte.gz")
+	os.WriteFile(bad, b.Bytes(), 0o644)
+
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--dataset", "fashion-mnist", "--data-dir", dir, "--batch-size", "4", "--max-steps", "1"}, &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), bad) || strings.Contains(stderr.String(), "symddp-") {
+		t.Fatalf("exit %d, stderr %q; want an error naming %s", code, stderr.String(), bad)
+	}
+}
+
+// pePIDs returns the pids of the PEs that launcher pid has running now, by
+// PE number (from their SYMDDP_PE).
+func pePIDs(t *testing.T, pid int) map[int]int {
+	t.Helper()
+	out := map[int]int{}
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			child, _ := strconv.Atoi(f)
+			env, _ := os.ReadFile(filepath.Join("/proc", f, "environ"))
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if v, ok := strings.CutPrefix(kv, "SYMDDP_PE="); ok {
+					pe, _ := strconv.Atoi(v)
+					out[pe] = child
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestStoppedPEIsNamed: a PE stopped with SIGSTOP makes the others miss the
+// deadline; the one failure message names the stopped PE, never a healthy
+// one, and is said once.
+func TestStoppedPEIsNamed(t *testing.T) {
+	j := newJob(t, "--pes", "3", "--batch-size", "63", "--timeout", "2s", "--log-every", "20")
+	j.startAndWait(t, "step 20/")
+	pids := pePIDs(t, j.cmd.Process.Pid)
+	if pids[2] == 0 {
+		j.cmd.Process.Kill()
+		t.Fatalf("PE 2 not found among the launcher's children: %v", pids)
+	}
+	syscall.Kill(pids[2], syscall.SIGSTOP)
+	j.code = exitCode(t, j.cmd.Wait())
+	errs := j.stderr.String()
+	if j.code != 1 || !strings.Contains(errs, "train: PE 2 stopped responding: PE ") ||
+		strings.Count(errs, "PEs not arrived: [2]") != 1 || strings.Contains(errs, "failed") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and one message naming PE 2", j.code, errs)
+	}
+	j.clean(t)
+}
+
+// TestOneMessagePerFailure: a PE's error is printed once, by the launcher,
+// and the PEs that fail because of it say nothing.
+func TestOneMessagePerFailure(t *testing.T) {
+	j := newJob(t, "--pes", "3", "--batch-size", "63", "--fault-inject", "pe=1,step=7,mode=nan").run(t)
+	errs := j.stderr.String()
+	if j.code != 1 || strings.Count(errs, "not finite") != 1 || !strings.Contains(errs, "train: PE ") {
+		t.Fatalf("NaN: exit %d, stderr:\n%s\nwant exit 1 and the message once", j.code, errs)
+	}
+	k := newJob(t, "--pes", "3", "--batch-size", "63", "--fault-inject", "pe=2,step=5,mode=kill").run(t)
+	errs = k.stderr.String()
+	if k.code != 137 || strings.Count(errs, "PE 2 failed: killed by signal 9") != 1 || strings.Contains(errs, "exited while the others wait") {
+		t.Fatalf("kill: exit %d, stderr:\n%s\nwant exit 137 and only PE 2's failure", k.code, errs)
+	}
+}
+
+// TestSIGTERMExits143: SIGTERM stops the job like SIGINT, and exits with
+// the shell's status for it, 128 + 15.
+func TestSIGTERMExits143(t *testing.T) {
+	j := newJob(t, "--pes", "2", "--log-every", "20")
+	j.startAndWait(t, "step 20/")
+	j.cmd.Process.Signal(syscall.SIGTERM)
+	j.code = exitCode(t, j.cmd.Wait())
+	if j.code != 143 || !strings.Contains(j.stdout.String(), "stopped by signal") ||
+		!strings.Contains(j.stderr.String(), "train: stopped by SIGTERM") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 143", j.code, j.stdout.String(), j.stderr.String())
+	}
+	j.clean(t)
+}
+
+// TestSummaryWording: counts of one are singular.
+func TestSummaryWording(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--dataset", "synthetic", "--train-limit", "640", "--batch-size", "64", "--hidden", "16",
+		"--max-steps", "10", "--eval-every", "0", "--no-progress"}, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "done: 10 steps (1 epoch) in ") ||
+		!strings.Contains(stdout.String(), " on 1 PE (shm, ") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
