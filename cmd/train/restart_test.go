@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// restartRun is a run over 4 short epochs (100 steps each) with a
+// checkpoint every 30 steps, so that a restart resumes inside an epoch.
+// (Every start of a PE makes the synthetic data again, about a CPU-second:
+// the tests keep starts few.)
+var restartRun = []string{"--model", "mlp", "--dataset", "synthetic", "--hidden", "32", "--batch-size", "64",
+	"--train-limit", "6400", "--epochs", "4", "--max-steps", "400", "--log-every", "10", "--checkpoint-every", "30", "--no-progress"}
+
+var (
+	stepLine = regexp.MustCompile(`^epoch \d+ step (\d+)/`)
+	hashLine = regexp.MustCompile(`replicas identical on (?:all \d+|both) PEs \(step 400, parameter hash ([0-9a-f]{16})\)`)
+)
+
+// finalHash is the parameter hash of the run's last line.
+func finalHash(t *testing.T, j *job) string {
+	t.Helper()
+	m := hashLine.FindStringSubmatch(j.stdout.String())
+	if m == nil {
+		t.Fatalf("exit %d, no replica line for step 400 in stdout:\n%s\nstderr:\n%s", j.code, j.stdout.String(), j.stderr.String())
+	}
+	return m[1]
+}
+
+// runKilling runs j and, each time PE 0 logs a step at or past the next of
+// targets, SIGKILLs the PE that pick chooses (found by pid among the
+// launcher's children). It returns the kills, "PE p at step s".
+func runKilling(t *testing.T, j *job, targets []int, pick func() int) []string {
+	t.Helper()
+	pr, pw := io.Pipe()
+	j.cmd.Stdout = io.MultiWriter(&j.stdout, pw)
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var kills []string
+	done := make(chan bool)
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			m := stepLine.FindStringSubmatch(sc.Text())
+			if m == nil || len(kills) == len(targets) {
+				continue
+			}
+			step, _ := strconv.Atoi(m[1])
+			if step < targets[len(kills)] {
+				continue
+			}
+			pe := pick()
+			if pid := pePIDs(t, j.cmd.Process.Pid)[pe]; pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				kills = append(kills, fmt.Sprintf("PE %d at step %d", pe, step))
+			}
+		}
+	}()
+	j.code = exitCode(t, j.cmd.Wait())
+	pw.Close()
+	<-done
+	return kills
+}
+
+// restartJob is restartRun on pes PEs with a new checkpoint directory
+// (returned) and more.
+func restartJob(t *testing.T, pes int, more ...string) (*job, string) {
+	dir := t.TempDir()
+	args := append([]string{"--pes", strconv.Itoa(pes)}, restartRun...)
+	return newJob(t, append(append(args, "--checkpoint-dir", dir), more...)...), dir
+}
+
+// TestRestartAfterKill: with --max-restarts, a job of 4 PEs one of which is
+// SIGKILLed after the first checkpoint restarts from that checkpoint, says
+// so, exits 0 and ends on the parameter hash of the run without the kill.
+func TestRestartAfterKill(t *testing.T) {
+	ref, _ := restartJob(t, 4)
+	want := finalHash(t, ref.run(t))
+	j, dir := restartJob(t, 4, "--max-restarts", "2")
+	kills := runKilling(t, j, []int{40}, func() int { return 2 })
+	t.Logf("killed %v", kills)
+	errs := j.stderr.String()
+	if j.code != 0 || len(kills) != 1 || finalHash(t, j) != want {
+		t.Fatalf("exit %d, kills %v, stdout:\n%s\nstderr:\n%s\nwant exit 0 and hash %s", j.code, kills, j.stdout.String(), errs, want)
+	}
+	if !strings.Contains(errs, "train: PE 2 failed: killed by signal 9 (killed)\n") ||
+		!strings.Contains(errs, "train: restart 1 of 2: starting 4 PEs again from "+filepath.Join(dir, "ckpt-000000030.safetensors")+" (step 30)\n") {
+		t.Errorf("stderr does not name the failure and the restart:\n%s", errs)
+	}
+	j.clean(t)
+}
+
+// TestRestartsAtRandomSteps: PEs SIGKILLed at three random steps of one run
+// (seed in the log) cost three restarts and change no bit of the result.
+func TestRestartsAtRandomSteps(t *testing.T) {
+	ref, _ := restartJob(t, 2)
+	want := finalHash(t, ref.run(t))
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var targets []int
+	for len(targets) < 3 { // distinct steps well before the end (400)
+		s := 10 * (2 + rng.IntN(20))
+		if !slices.Contains(targets, s) {
+			targets = append(targets, s)
+		}
+	}
+	slices.Sort(targets)
+	j, _ := restartJob(t, 2, "--max-restarts", "3")
+	kills := runKilling(t, j, targets, func() int { return rng.IntN(2) })
+	t.Logf("seed %d, targets %v, killed %v", seed, targets, kills)
+	if j.code != 0 || len(kills) != 3 || finalHash(t, j) != want {
+		t.Fatalf("exit %d, kills %v, stdout:\n%s\nstderr:\n%s\nwant exit 0 and hash %s", j.code, kills, j.stdout.String(), j.stderr.String(), want)
+	}
+	if n := strings.Count(j.stderr.String(), "train: restart "); n != 3 {
+		t.Errorf("%d restarts in stderr, want 3:\n%s", n, j.stderr.String())
+	}
+	j.clean(t)
+}
+
+// TestRestartsRunOut: a PE that fails at the same step every time is
+// restarted --max-restarts times, then the job fails as without restarts.
+func TestRestartsRunOut(t *testing.T) {
+	j := newJob(t, "--pes", "2", "--checkpoint-dir", t.TempDir(), "--max-restarts", "1",
+		"--fault-inject", "pe=1,step=5,mode=kill").run(t)
+	errs := j.stderr.String()
+	if j.code != 137 || strings.Count(errs, "train: PE 1 failed: killed by signal 9 (killed)") != 2 ||
+		strings.Count(errs, "train: restart 1 of 1: starting 2 PEs again from the start (no checkpoint yet)") != 1 ||
+		strings.Contains(errs, "restart 2") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 137 after one restart", j.code, errs)
+	}
+	j.clean(t)
+}
