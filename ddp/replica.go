@@ -20,7 +20,14 @@ func (r ReplicaReport) String() string {
 		return "replica check: not run"
 	}
 	if r.Identical {
-		return fmt.Sprintf("replicas identical on all %d PEs (step %d, parameter hash %016x)", len(r.Hashes), r.Step, r.Hashes[0])
+		on := fmt.Sprintf("all %d PEs", len(r.Hashes))
+		switch len(r.Hashes) {
+		case 1:
+			return fmt.Sprintf("one replica, on 1 PE (step %d, parameter hash %016x)", r.Step, r.Hashes[0])
+		case 2:
+			on = "both PEs"
+		}
+		return fmt.Sprintf("replicas identical on %s (step %d, parameter hash %016x)", on, r.Step, r.Hashes[0])
 	}
 	var bad []int
 	for pe, h := range r.Hashes {

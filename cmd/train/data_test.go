@@ -132,7 +132,7 @@ func TestTrainSharedData(t *testing.T) {
 	if err != nil {
 		t.Fatalf("train: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "replicas identical on all 2 PEs") || !strings.Contains(string(out), "(12 samples)") {
+	if !strings.Contains(string(out), "replicas identical on both PEs") || !strings.Contains(string(out), "(12 samples)") {
 		t.Errorf("output lacks the replica check or the 12 test samples:\n%s", out)
 	}
 }

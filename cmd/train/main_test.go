@@ -115,7 +115,7 @@ func TestTrainEndToEnd(t *testing.T) {
 		t.Fatalf("train: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"done: 40 steps", "test accuracy", "replicas identical on all 2 PEs"} {
+	for _, want := range []string{"done: 40 steps", "test accuracy", "replicas identical on both PEs"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
