@@ -5,8 +5,9 @@
 //	mpirun -np 16 -H a:8,b:8 train --backend mpi --model mlp
 //
 // Run `train --help` for the flags. Exit status: 0 on success, 2 for a bad
-// command line, 130 when stopped by SIGINT, the failed PE's status when a PE
-// failed, 1 otherwise.
+// command line, 128 + the signal when stopped by one (130 SIGINT, 143
+// SIGTERM), the failed PE's status when a PE failed (after --max-restarts
+// restarts), 1 otherwise.
 package main
 
 import (
