@@ -48,8 +48,8 @@ type cpuTrainRun struct {
 }
 
 // trainHeaderLine matches PE 0's first line: "training mlp: 269322 parameters,
-// 2 PEs (shm, cpu/openblas), ...".
-var trainHeaderLine = regexp.MustCompile(`training \S+: (\d+) parameters, \d+ PEs \(([^)]*)\)`)
+// 2 PEs (shm, cpu/openblas), ..." ("1 PE" for one).
+var trainHeaderLine = regexp.MustCompile(`training \S+: (\d+) parameters, \d+ PEs? \(([^)]*)\)`)
 
 // trainArgs are the arguments of the train command a job runs, its metrics
 // log written to metricsPath.
