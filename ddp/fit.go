@@ -13,7 +13,7 @@ import (
 // result. It is collective. Cancelling ctx on any PE stops every PE after
 // the same step (the stop request rides along with the gradient
 // allreduce); a final checkpoint is written when checkpoints are on.
-func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result, error) {
+func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result, error) {
 	if err := t.checkDataset("training", train); err != nil {
 		return Result{}, err
 	}
@@ -40,11 +40,10 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 			ShardedUpdate: t.ShardedUpdate()})
 	}
 
-	step, stepsDone, err := t.stepper(sm, total) // the GPU step path, or trainStep (graph.go)
-	if err != nil {
+	if err := t.strat.prepare(t, total); err != nil {
 		return Result{}, err
 	}
-	defer func() { _ = stepsDone() }()
+	defer func() { _ = t.strat.close() }()
 
 	var res Result
 	t0 := time.Now()
@@ -54,7 +53,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 	epoch := start / spe
 	for ; epoch < t.opts.Epochs && t.step < total && !stopped; epoch++ {
 		for s := t.step - epoch*spe; s < spe && t.step < total; s++ {
-			r, err := step(train, epoch, s, ctx.Err() != nil)
+			r, err := t.strat.step(t, sm, train, epoch, s, ctx.Err() != nil)
 			if err != nil {
 				return res, err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
@@ -123,7 +124,7 @@ func (r *peRun) run() (err error) {
 		return err
 	}
 	defer tr.Close()
-	res, err := tr.Fit(ctx, train, test)
+	res, err := tr.Fit(ctx, source(train), source(test))
 	if err != nil {
 		return err
 	}
@@ -197,4 +198,12 @@ func (r *peRun) totalSteps(n int) int {
 		total = r.o.maxSteps
 	}
 	return total
+}
+
+// source is d as the trainer reads it, nil for no dataset.
+func source(d datasets.Dataset) datasets.Source {
+	if d == nil {
+		return nil
+	}
+	return datasets.AsSource(d)
 }
