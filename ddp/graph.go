@@ -57,10 +57,10 @@ type gpuSteps struct {
 	ar         enqueueAllReducer // nil with one PE: nothing to reduce
 	pipe       compute.StepPipeline
 	graphs     [2]compute.StepGraph
-	repSkipped int // the report's word that says the update was skipped
-	graph  bool // capture steps (engine's setting, off after a failed capture)
-	warm   bool // an eager step has run
-	n      int  // steps launched through this path
+	repSkipped int  // the report's word that says the update was skipped
+	graph      bool // capture steps (engine's setting, off after a failed capture)
+	warm       bool // an eager step has run
+	n          int  // steps launched through this path
 
 	pending     int // slot whose report is unread, -1 when none
 	pendingStep int

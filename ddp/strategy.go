@@ -50,7 +50,7 @@ func (t *Trainer) Strategy() string { return t.strat.name() }
 
 type replicatedStrategy struct{}
 
-func (replicatedStrategy) name() string                   { return "replicated" }
+func (replicatedStrategy) name() string                    { return "replicated" }
 func (replicatedStrategy) prepare(_ *Trainer, _ int) error { return nil }
 func (replicatedStrategy) close() error                    { return nil }
 func (replicatedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
@@ -59,7 +59,7 @@ func (replicatedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds dataset
 
 type shardedStrategy struct{}
 
-func (shardedStrategy) name() string                   { return "sharded" }
+func (shardedStrategy) name() string                    { return "sharded" }
 func (shardedStrategy) prepare(_ *Trainer, _ int) error { return nil }
 func (shardedStrategy) close() error                    { return nil }
 func (shardedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {

@@ -55,8 +55,8 @@ type Trainer struct {
 	stats  compute.Tensor // train window: loss sum, correct, counted targets
 	estats compute.Tensor // evaluation
 	strat  strategy       // how gradients are synchronised and applied
-	ctrl    [ctrlWords]float32
-	stats3  [3]float32
+	ctrl   [ctrlWords]float32
+	stats3 [3]float32
 	// the train window as a step found it (host engines), put back when the
 	// step is skipped; made once, so that no step allocates
 	statsBefore []float32
