@@ -28,6 +28,7 @@ func Layout(specs []ParamSpec) (offsets []int, total int) {
 //	XavierNormal   N(0, 2/(FanIn+FanOut))
 //	XavierUniform  U(-sqrt(6/(FanIn+FanOut)), +sqrt(6/(FanIn+FanOut)))
 //	Normal         N(0, Std²)
+//	Ones           1
 //
 // The values depend only on the seed and each parameter's name and spec: each
 // parameter draws from its own PCG stream (seeded by seed and a hash of its
@@ -53,6 +54,11 @@ func initParam(s ParamSpec, seed uint64, dst []float32) error {
 	switch s.Init {
 	case Zeros:
 		clear(dst)
+		return nil
+	case Ones:
+		for i := range dst {
+			dst[i] = 1
+		}
 		return nil
 	case Normal:
 		if !(s.Std > 0) {

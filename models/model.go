@@ -77,6 +77,7 @@ const (
 	XavierUniform
 	XavierNormal
 	Normal // N(0, Std²), Std from the ParamSpec (GPT-2's 0.02)
+	Ones   // every element 1 (a norm's gain)
 )
 
 // ParamSpec declares one parameter tensor.
