@@ -10,7 +10,7 @@ import "math"
 // Constants of exp32. Cody and Waite's split of ln 2: ln2Hi has few enough
 // bits that n·ln2Hi is exact for every |n| <= 127.
 const (
-	expMax = 88.0  // exp32's inputs are clamped to [-expMax, expMax]
+	expMax = 88.0 // exp32's inputs are clamped to [-expMax, expMax]
 	log2e  = 1.4426950408889634
 	ln2Hi  = 0.693359375
 	ln2Lo  = -2.12194440054690583e-4
