@@ -16,6 +16,8 @@ import (
 func RunGroups(t *testing.T, e compute.Engine) {
 	t.Run("Norms", func(t *testing.T) { RunNorms(t, e) })
 	t.Run("GELUs", func(t *testing.T) { RunGELU(t, e) })
+	t.Run("Indexing", func(t *testing.T) { RunIndexing(t, e) })
+	t.Run("BatchedMatMul", func(t *testing.T) { RunBatchedMatMul(t, e) })
 }
 
 // require returns e as the group G, or skips t saying what e lacks.
