@@ -18,6 +18,7 @@ func RunGroups(t *testing.T, e compute.Engine) {
 	t.Run("GELUs", func(t *testing.T) { RunGELU(t, e) })
 	t.Run("Indexing", func(t *testing.T) { RunIndexing(t, e) })
 	t.Run("BatchedMatMul", func(t *testing.T) { RunBatchedMatMul(t, e) })
+	t.Run("Attention", func(t *testing.T) { RunAttention(t, e) })
 }
 
 // require returns e as the group G, or skips t saying what e lacks.
