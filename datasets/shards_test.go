@@ -267,3 +267,19 @@ func FuzzReadShard(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkShardVocabCheck100M scans 100 M uint16 tokens (a 200 MB shard)
+// for one outside GPT-2's vocabulary, the check LoadShards makes per shard.
+func BenchmarkShardVocabCheck100M(b *testing.B) {
+	tokens := make([]uint16, 100_000_000)
+	for i := range tokens {
+		tokens[i] = uint16(i % 50257)
+	}
+	s := tokenSegment{u16: tokens}
+	b.SetBytes(int64(2 * len(tokens)))
+	for b.Loop() {
+		if err := checkShardTokens(s, 50257); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
