@@ -18,12 +18,16 @@ func (t *Trainer) Evaluate(ds datasets.Source) (Metrics, error) {
 	e.Zero(t.estats)
 	P, me := t.c.NPEs(), t.c.MyPE()
 	rowsPerStep := t.micro * P
-	steps := (ds.Len() + rowsPerStep - 1) / rowsPerStep
+	n := ds.Len()
+	if t.opts.EvalLimit > 0 && t.opts.EvalLimit < n {
+		n = t.opts.EvalLimit
+	}
+	steps := (n + rowsPerStep - 1) / rowsPerStep
 	idx := t.idx[:t.micro]
 	for s := 0; s < steps; s++ {
 		for j := range idx {
 			pos := s*rowsPerStep + me*t.micro + j
-			if pos < ds.Len() {
+			if pos < n {
 				idx[j] = pos
 			} else {
 				idx[j] = -1

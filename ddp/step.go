@@ -208,7 +208,7 @@ func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
 			optim.Scale(g, f)
 		}
 	}
-	t.o.Update(t.pArena.Host[lo:hi:hi], g, t.stateShard, t.step, lr)
+	applyUpdate(t.shardSegs, lo, t.pArena.Host[lo:hi:hi], g, t.step, lr)
 	if err := t.sharder.AllGather(t.params, 0, t.n); err != nil {
 		return res, fmt.Errorf("step %d: parameter all-gather: %w", t.step, err)
 	}
@@ -291,7 +291,7 @@ func (t *Trainer) update() error {
 		if t.opts.ClipNorm > 0 {
 			optim.ClipGlobalNorm(g, t.opts.ClipNorm)
 		}
-		t.o.Update(t.pArena.Host, g, t.stateSlots, t.step, lr)
+		applyUpdate(t.segs, 0, t.pArena.Host, g, t.step, lr)
 		return nil
 	}
 	du, ok := t.e.(DeviceUpdater)

@@ -81,6 +81,10 @@ type Trainer struct {
 	lastMicro   bool
 	views       map[[2]int][2]compute.Tensor // cached bucket views
 
+	// the update's runs of decaying and exempt parameters (decay.go), over
+	// the whole arena and over this PE's shard
+	segs, shardSegs []updateSeg
+
 	step int // optimizer steps done
 }
 
@@ -106,6 +110,14 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 	t.micro = opts.GlobalBatch / (c.NPEs() * opts.Accumulate)
 	if err := t.allocArenas(); err != nil {
 		return nil, err
+	}
+	noDecay, err := t.planDecay()
+	if err != nil {
+		return nil, err
+	}
+	t.segs = t.segments(noDecay, 0, t.n, t.stateSlots)
+	if t.sharder != nil {
+		t.shardSegs = t.segments(noDecay, t.shardLo, t.shardHi, t.stateShard)
 	}
 	if err := t.build(); err != nil {
 		return nil, err
