@@ -129,3 +129,27 @@ func HeapDir() string {
 	}
 	return os.TempDir()
 }
+
+// EnvDesyncCheck turns off the check that every PE calls the same
+// collective ("off"); it is on by default. See DesyncChecking.
+const EnvDesyncCheck = "SYMDDP_DESYNC_CHECK"
+
+// DesyncChecking reports whether the backends compare the PEs' collective
+// calls at every collective's entry (see the package doc, "Desync
+// detection"): true unless $SYMDDP_DESYNC_CHECK is off, 0 or false. Any
+// other value than those and on, 1, true or empty is an error naming the
+// variable. Every PE of a job must agree; the launcher passes the variable
+// on to all of them.
+func DesyncChecking() (bool, error) {
+	return desyncChecking(os.Getenv(EnvDesyncCheck))
+}
+
+func desyncChecking(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "on", "1", "true":
+		return true, nil
+	case "off", "0", "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("comm: %s=%q: want on or off", EnvDesyncCheck, v)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 )
 
 // Alloc collectively allocates n zeroed elements of kind on every PE.
@@ -29,13 +30,14 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 		return nil, err
 	}
 	seq, r := c.publish(reqAlloc, uint64(kind), uint64(n))
-	if err := c.barrier(op); err != nil {
+	if err := c.enter(op, desync.Call{Op: desync.Alloc}); err != nil {
 		return nil, err
 	}
 	if err := c.agree(op, seq); err != nil {
 		return nil, err
 	}
-	b := &buffer{c: c, kind: kind, n: n}
+	c.allocs++
+	b := &buffer{c: c, kind: kind, n: n, id: c.allocs}
 	if n > 0 {
 		if int64(n) > (math.MaxInt64-bufAlign)/int64(kind.Size()) {
 			return nil, c.exhausted(op, kind, n, math.MaxInt64)
@@ -83,7 +85,7 @@ func (c *Comm) Free(b comm.Buffer) error {
 		return err
 	}
 	seq, _ := c.publish(reqFree, uint64(sb.off), uint64(sb.size))
-	if err := c.barrier(op); err != nil {
+	if err := c.enter(op, desync.Call{Op: desync.Free}); err != nil {
 		return err
 	}
 	if err := c.agree(op, seq); err != nil {
