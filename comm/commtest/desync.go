@@ -32,8 +32,8 @@ type DesyncCase struct {
 const desyncLen = 1024
 
 // DesyncCases are the desync checks: PE 1 calls Barrier where the others
-// call AllReduce; AllReduce of another length; of another buffer; and
-// Broadcast from another root.
+// call AllReduce; AllReduce of another length; of another buffer;
+// Broadcast from another root; Alloc where the others call Barrier.
 var DesyncCases = []DesyncCase{
 	{"BarrierVsAllReduce", func(t *testing.T, c comm.Comm) {
 		desyncCase(t, c, func(b, _ comm.Buffer) error {
@@ -71,6 +71,15 @@ var DesyncCases = []DesyncCase{
 			return c.Broadcast(b, 0, desyncLen, root)
 		}, `broadcast\(root 1, 4096 bytes: float32 \[0, 1024\) of buffer #\d+\)`,
 			`broadcast\(root 0, 4096 bytes: float32 \[0, 1024\) of buffer #\d+\)`)
+	}},
+	{"AllocVsBarrier", func(t *testing.T, c comm.Comm) {
+		desyncCase(t, c, func(_, _ comm.Buffer) error {
+			if c.MyPE() == 1 {
+				_, err := c.Alloc(comm.Float32, desyncLen)
+				return err
+			}
+			return c.Barrier()
+		}, `alloc\(\)`, `barrier\(\)`)
 	}},
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/comm/internal/orderq"
 )
 
@@ -55,6 +56,9 @@ type Comm struct {
 	closed   atomic.Bool // set under mu, read without it
 
 	arrivals arrivals
+	check    bool     // compare the PEs' collective calls (comm.DesyncChecking)
+	calls    uint64   // collectives entered: the number in desync.Call
+	callBuf  []uint64 // every PE's encoded desync.Call, then this PE's (checkCall's scratch)
 	hier     hierarchy
 	wd       watchdog
 	async    orderq.Queue[asyncArgs]
@@ -79,6 +83,10 @@ func New(cfg comm.Config) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
+	check, err := comm.DesyncChecking()
+	if err != nil {
+		return nil, fmt.Errorf("mpi: open: %w", err)
+	}
 	state.Lock()
 	defer state.Unlock()
 	if state.used {
@@ -100,7 +108,7 @@ func New(cfg comm.Config) (*Comm, error) {
 	c := &Comm{
 		me: rank, npes: size, timeout: cfg.Timeout, version: libraryVersion(),
 		heapSize: cfg.HeapSize, live: map[uint64]*buffer{}, dirty: map[*buffer]bool{}, thread: th,
-		maxCount: math.MaxInt32,
+		maxCount: math.MaxInt32, check: check,
 	}
 	if v, err := strconv.Atoi(os.Getenv(EnvTestMaxCount)); err == nil && v > 0 {
 		c.maxCount = int64(v)
@@ -191,12 +199,13 @@ func (c *Comm) Close() error {
 }
 
 // barrierLocked completes this PE's puts and then meets the other PEs in an
-// MPI barrier: what Barrier and Close both begin with. The caller holds mu.
-func (c *Comm) barrierLocked(op string) error {
+// MPI barrier: what Barrier and Close (coll) both begin with. The caller
+// holds mu.
+func (c *Comm) barrierLocked(op string, coll desync.Coll) error {
 	if err := c.quietLocked(op); err != nil {
 		return err
 	}
-	if err := c.enter(op); err != nil {
+	if err := c.enter(op, desync.Call{Op: coll}); err != nil {
 		return err
 	}
 	return c.call(op, waitAll, cBarrier)
@@ -208,7 +217,7 @@ func (c *Comm) barrierLocked(op string) error {
 // the Comm broken: the peers may never arrive at a later step, which would
 // then block until the watchdog ends the job. The caller holds mu.
 func (c *Comm) closeCollective(op string) error {
-	if err := c.barrierLocked(op); err != nil {
+	if err := c.barrierLocked(op, desync.Close); err != nil {
 		return err
 	}
 	for _, b := range c.liveInOrder() {

@@ -36,8 +36,7 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 	if err := c.agree(op, seq); err != nil {
 		return nil, err
 	}
-	c.allocs++
-	b := &buffer{c: c, kind: kind, n: n, id: c.allocs}
+	b := &buffer{c: c, kind: kind, n: n}
 	if n > 0 {
 		if int64(n) > (math.MaxInt64-bufAlign)/int64(kind.Size()) {
 			return nil, c.exhausted(op, kind, n, math.MaxInt64)
@@ -68,6 +67,8 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 			return nil, err
 		}
 	}
+	c.allocs++
+	b.id = c.allocs
 	return b, nil
 }
 
