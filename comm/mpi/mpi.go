@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +28,11 @@ const DefaultHeapSize = 1 << 30
 func init() {
 	backend.Register(Name, New)
 }
+
+// maxMPICount is the largest count ReduceScatter and AllGather pass to MPI:
+// MPI's int. Tests lower it (export_test.go) so that small buffers take the
+// paths of shards past it.
+var maxMPICount int64 = math.MaxInt32
 
 // state guards MPI's once-per-process life: MPI can be initialised once,
 // and not again after MPI_Finalize.
@@ -65,7 +68,7 @@ type Comm struct {
 	thread   *initThread
 
 	// ReduceScatter and AllGather's MPI counts and scratch (under mu), and
-	// the largest count they pass to MPI (its int; EnvTestMaxCount)
+	// the largest count they pass to MPI (maxMPICount)
 	counts, displs []int32
 	scratch        []float32
 	maxCount       int64
@@ -108,10 +111,7 @@ func New(cfg comm.Config) (*Comm, error) {
 	c := &Comm{
 		me: rank, npes: size, timeout: cfg.Timeout, version: libraryVersion(),
 		heapSize: cfg.HeapSize, live: map[uint64]*buffer{}, dirty: map[*buffer]bool{}, thread: th,
-		maxCount: math.MaxInt32, check: check,
-	}
-	if v, err := strconv.Atoi(os.Getenv(EnvTestMaxCount)); err == nil && v > 0 {
-		c.maxCount = int64(v)
+		maxCount: maxMPICount, check: check,
 	}
 	if (cfg.NPEs > 0 && cfg.NPEs != size) || (cfg.NPEs > 0 && cfg.PE != rank) {
 		err := fmt.Errorf("mpi: open: configured as PE %d of %d, but MPI_COMM_WORLD says rank %d of %d", cfg.PE, cfg.NPEs, rank, size)
