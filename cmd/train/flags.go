@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // options is everything the command line sets.
@@ -169,6 +171,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 
 	help := fs.BoolP("help", "h", false, "show this help")
 	listModels := fs.Bool("list-models", false, "list the registered models and exit")
+	helpEnv := fs.Bool("help-env", false, "list the SYMDDP_* environment variables and exit")
 
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
@@ -176,6 +179,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if *help {
 		fmt.Fprint(stderr, usageHead)
 		fmt.Fprint(stderr, fs.FlagUsages())
+		return nil, errHelp
+	}
+	if *helpEnv {
+		settings.WriteHelp(stderr)
 		return nil, errHelp
 	}
 	if *listModels {
