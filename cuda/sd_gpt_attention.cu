@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
     sdg_att_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ qkv, int T, int C,
                        int NH, float scale_log2) {
     constexpr int LDH = HS + 8;
-    extern __shared__ float4 sdg_att_smem[];
+    extern __shared__ __align__(128) float4 sdg_att_smem[]; /* wmma wants 32-byte aligned tiles */
     bf16 *sQ = reinterpret_cast<bf16 *>(sdg_att_smem);
     bf16 *sK = sQ + SDG_ATT_TILE * LDH;
     bf16 *sV = sK + SDG_ATT_TILE * LDH;
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
                           const float *__restrict__ lse, const float *__restrict__ D, int T, int C, int NH,
                           float scale_log2, float scale) {
     constexpr int LDH = HS + 8;
-    extern __shared__ float4 sdg_att_smem[];
+    extern __shared__ __align__(128) float4 sdg_att_smem[]; /* wmma wants 32-byte aligned tiles */
     bf16 *sK = reinterpret_cast<bf16 *>(sdg_att_smem);
     bf16 *sV = sK + SDG_ATT_TILE * LDH;
     bf16 *sQ = sV + SDG_ATT_TILE * LDH;
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
                          const float *__restrict__ lse, const float *__restrict__ D, int T, int C, int NH,
                          float scale_log2, float scale) {
     constexpr int LDH = HS + 8;
-    extern __shared__ float4 sdg_att_smem[];
+    extern __shared__ __align__(128) float4 sdg_att_smem[]; /* wmma wants 32-byte aligned tiles */
     bf16 *sQ = reinterpret_cast<bf16 *>(sdg_att_smem);
     bf16 *sO = sQ + SDG_ATT_TILE * LDH; /* dout */
     bf16 *sK = sO + SDG_ATT_TILE * LDH;

@@ -95,7 +95,7 @@ static int sdg_gemm_plan(sdg_gemm *p, cublasLtHandle_t lt, const sdg_gemm_desc *
     SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a, sizeof op_lt_a));
     SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b, sizeof op_lt_b));
     SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    if (sdg_epi_has_bias(e)) {
+    if (sdg_epi_has_bias(e) && d->bias_type != d->c_type) { /* cuBLASLt's default: the type of D */
         const int32_t bias_type = d->bias_type == SDG_F32 ? CUDA_R_32F : CUDA_R_16BF;
         SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                               sizeof bias_type));

@@ -100,6 +100,13 @@ typedef struct {
 int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay,
               int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream);
 
+/* ---- Linear bias gradient (sd_gpt_bias.cu) ----
+ * dbias (OC) fp32 is ADDED the column sums of dout (N,OC) bf16 (OC a multiple of 8),
+ * deterministically; for GEMMs whose BGRAD_A epilogue cuBLASLt does not plan.
+ * scratch: sdg_bias_backward_scratch_bytes. */
+size_t sdg_bias_backward_scratch_bytes(int N, int OC);
+int sdg_bias_backward(float *dbias, const void *dout, int N, int OC, void *scratch, void *stream);
+
 /* ---- bf16 GEMMs on cuBLASLt (sd_gpt_gemm.cu) ----
  * Row-major C (m,n) = op(A) (m,k) op(B) (k,n) [+ C when accumulate], A and B
  * bf16, fp32 accumulation, C bf16 or fp32 (c_type). trans_a: A is stored (k,m);

@@ -684,6 +684,29 @@ static void check_gemm_batched(const char *tag, int batch, int m, int n, int k) 
     sdg_gemm_destroy(p);
 }
 
+/* ================= bias gradient ================= */
+static void check_bias(const char *tag, int N, int OC) {
+    char name[96];
+    std::vector<uint16_t> hd;
+    std::vector<float> d, b0;
+    rnd_bf16(hd, d, (size_t)N * OC, 1.0f);
+    rnd_f32(b0, OC, 1.0f);
+    Dev dd(hd.size() * 2), db(OC * 4), scratch(sdg_bias_backward_scratch_bytes(N, OC));
+    up(dd, hd);
+    std::vector<float> got[2];
+    for (int rep = 0; rep < 2; rep++) {
+        up(db, b0);
+        SG(sdg_bias_backward(db.f(), dd.p, N, OC, scratch.p, g_stream));
+        got[rep] = down<float>(db, OC);
+    }
+    std::vector<double> ref(b0.begin(), b0.end());
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < OC; j++) ref[j] += d[(size_t)i * OC + j];
+    snprintf(name, sizeof name, "bias_bwd %s", tag);
+    compare_v(name, got[0], ref, 1e-4, 1e-4);
+    repeat_check(name, got[0].data(), got[1].data(), OC * 4);
+}
+
 /* ================= timings at GPT-2 124M shapes ================= */
 static void fill_bf16(Dev &d, size_t n, float sd) {
     std::vector<uint16_t> h(n);
@@ -779,6 +802,13 @@ static void timings() {
         report_bw("adamw (124M params)", us, 30.0 * n);
     }
     {
+        Dev d((size_t)N * 4 * C * 2), db(4 * C * 4), scratch(sdg_bias_backward_scratch_bytes(N, 4 * C));
+        fill_bf16(d, (size_t)N * 4 * C, 1.f);
+        CK(cudaMemset(db.p, 0, db.bytes));
+        double us = time_us([&] { SG(sdg_bias_backward(db.f(), d.p, N, 4 * C, scratch.p, g_stream)); }, 50);
+        report_bw("bias_bwd (16384 x 3072)", us, 2.0 * N * 4 * C);
+    }
+    {
         Dev x((size_t)N * 4 * C * 2), w((size_t)Vp * C * 2), y((size_t)N * Vp * 2), bias(4 * C * 2), aux((size_t)N * 4 * C * 2),
             gw((size_t)Vp * C * 4), gb(4 * C * 4);
         fill_bf16(x, (size_t)N * 4 * C, 1.f); fill_bf16(w, (size_t)Vp * C, 0.02f); fill_bf16(bias, 4 * C, 0.1f);
@@ -828,6 +858,7 @@ int main(int argc, char **argv) {
     check_adamw("1M+3", 1000003);
     check_gemm("tiny 512x384x128", 512, 384, 128);
     check_gemm_batched("tiny", 4, 128, 64, 64);
+    check_bias("tiny 512x384", 512, 384);
     if (big) {
         printf("---- checks: GPT-2 124M sizes ----\n");
         check_layernorm("gpt2 N=16384 C=768", 16384, 768);
@@ -837,6 +868,7 @@ int main(int argc, char **argv) {
         check_classifier("gpt2 N=256 V=50257 Vp=50304", 256, 50257, 50304);
         check_gemm("gpt2 256x2304x768", 256, 2304, 768);
         check_gemm("gpt2 256x768x3072", 256, 768, 3072);
+        check_bias("gpt2 16384x2304", 16384, 2304);
     }
     if (do_time) timings();
     CK(cudaStreamSynchronize(g_stream));
