@@ -129,7 +129,8 @@ func checkRows(op string, n, ld, r0, rows, width int) {
 // SoftmaxCausal turns each of the rows of p (stride ld) in place into its
 // causal softmax: row i holds the scores of query r0+i against keys
 // 0..width-1, and becomes the softmax of its first r0+i+1 entries, then
-// zeros up to width.
+// zeros up to width. The entries past r0+i+1 may hold anything (the
+// scores a causal query does not see); they are overwritten.
 func SoftmaxCausal(p []float32, ld, r0, rows, width int) {
 	checkRows("SoftmaxCausal", len(p), ld, r0, rows, width)
 	if !useC {

@@ -5,6 +5,7 @@
 #define SYMDDP_TFM_H
 
 const char *sdt_init(void);
+void sdt_use_base(int on);
 void sdt_layernorm(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
                    long rows, long c, float eps);
 void sdt_layernorm_backward(float *dx, float *dw, float *db, const float *dy, const float *x,

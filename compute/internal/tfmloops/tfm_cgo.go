@@ -27,6 +27,10 @@ var level = C.GoString(C.sdt_init())
 
 func cLevel() string { return level }
 
+// cUseBase switches the C loops to the baseline instruction set (on) or
+// back to the best one present (off); tests only.
+func cUseBase(on bool) { C.sdt_use_base(cbool(on)) }
+
 // ptr is the address of s's first element; callers pass non-empty slices.
 func ptr(s []float32) *C.float { return (*C.float)(&s[0]) }
 

@@ -44,10 +44,16 @@ func clone(s []float32) []float32 { return append([]float32(nil), s...) }
 // widths covers the eight-lane bodies and their tails.
 var widths = []int{1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 127, 128, 129, 768, 1000}
 
-func needC(t *testing.T) {
+// forLevels runs f with the C loops of each instruction set (the best one
+// present, then the baseline one), after skipping without cgo.
+func forLevels(t *testing.T, f func(t *testing.T)) {
 	if !cAvailable {
 		t.Skip("built without cgo: only the Go loops exist")
 	}
+	t.Run(cLevel(), f)
+	cUseBase(true)
+	defer cUseBase(false)
+	t.Run("baseline", f)
 }
 
 func TestExp32(t *testing.T) {
@@ -59,6 +65,7 @@ func TestExp32(t *testing.T) {
 			worst = e
 		}
 	}
+	t.Logf("exp32's worst relative error on [-87, 88]: %.3g", worst)
 	// float32's epsilon is 1.19e-7: a few ulps.
 	if worst > 4e-7 {
 		t.Errorf("exp32's worst relative error on [-87, 88] is %.3g, want below 4e-7", worst)
@@ -77,8 +84,9 @@ func TestExp32(t *testing.T) {
 	}
 }
 
-func TestLayerNormMatchesGo(t *testing.T) {
-	needC(t)
+func TestLayerNormMatchesGo(t *testing.T) { forLevels(t, testLayerNormMatchesGo) }
+
+func testLayerNormMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range widths {
 		for _, sp := range []bool{false, true} {
@@ -108,8 +116,9 @@ func TestLayerNormMatchesGo(t *testing.T) {
 	}
 }
 
-func TestGELUMatchesGo(t *testing.T) {
-	needC(t)
+func TestGELUMatchesGo(t *testing.T) { forLevels(t, testGELUMatchesGo) }
+
+func testGELUMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range append(widths, 4099) {
 		for _, sp := range []bool{false, true} {
@@ -132,8 +141,9 @@ func TestGELUMatchesGo(t *testing.T) {
 	}
 }
 
-func TestSoftmaxCausalMatchesGo(t *testing.T) {
-	needC(t)
+func TestSoftmaxCausalMatchesGo(t *testing.T) { forLevels(t, testSoftmaxCausalMatchesGo) }
+
+func testSoftmaxCausalMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, width := range widths {
 		for _, sp := range []bool{false, true} {
