@@ -307,3 +307,35 @@ func goSoftmaxCausalBackward(ds, p []float32, ld, r0, rows, width int) {
 		clear(row[n:])
 	}
 }
+
+func goGatherRows(dst, table []float32, idx []int32, c int, accumulate bool) {
+	for i, k := range idx {
+		row := dst[i*c : i*c+c : i*c+c]
+		if k < 0 {
+			if !accumulate {
+				clear(row)
+			}
+			continue
+		}
+		src := table[int(k)*c : int(k)*c+c : int(k)*c+c]
+		if !accumulate {
+			copy(row, src)
+			continue
+		}
+		for j, v := range src {
+			row[j] += v
+		}
+	}
+}
+
+func goScatterAddRows(table, src []float32, idx []int32, c int) {
+	for i, k := range idx {
+		if k < 0 {
+			continue
+		}
+		row := table[int(k)*c : int(k)*c+c : int(k)*c+c]
+		for j, v := range src[i*c : i*c+c : i*c+c] {
+			row[j] += v
+		}
+	}
+}

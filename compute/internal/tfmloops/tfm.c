@@ -73,3 +73,9 @@ void sdt_softmax_causal(float *p, long ld, long r0, long rows, long width) {
 void sdt_softmax_causal_backward(float *ds, const float *p, long ld, long r0, long rows, long width) {
 	SDT_CALL(softmax_causal_backward, ds, p, ld, r0, rows, width);
 }
+void sdt_gather_rows(float *dst, const float *table, const int32_t *idx, long n, long c, int accumulate) {
+	SDT_CALL(gather_rows, dst, table, idx, n, c, accumulate);
+}
+void sdt_scatter_add_rows(float *table, const float *src, const int32_t *idx, long n, long c) {
+	SDT_CALL(scatter_add_rows, table, src, idx, n, c);
+}

@@ -23,3 +23,7 @@ func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {
 func cSoftmaxCausalBackward(ds, p []float32, ld, r0, rows, width int) {
 	goSoftmaxCausalBackward(ds, p, ld, r0, rows, width)
 }
+func cGatherRows(dst, table []float32, idx []int32, c int, accumulate bool) {
+	goGatherRows(dst, table, idx, c, accumulate)
+}
+func cScatterAddRows(table, src []float32, idx []int32, c int) { goScatterAddRows(table, src, idx, c) }
