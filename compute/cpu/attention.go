@@ -41,6 +41,8 @@ func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan
 // attentionPlan is causal self-attention for one shape, per sequence and
 // head: S = Q·Kᵀ/√hs on the BLAS, reading Q and K straight out of qkv with
 // a leading dimension of 3C; P = causal softmax of S (tfmloops); out = P·V.
+// Like the engine, a plan may be used by one goroutine at a time (its
+// probabilities and scratch are its own).
 type attentionPlan struct {
 	blas  *blas.BLAS
 	s     compute.AttentionSpec

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/compute/internal/tfmloops"
 )
 
 var _ compute.Indexing = (*Engine)(nil)
@@ -29,44 +29,29 @@ func checkIndexing(op string, rowsT, table compute.Tensor, idx compute.Labels) (
 
 // GatherRows sets each row i of dst (N,C) to row idx[i] of table (V,C), or
 // adds it when accumulate is true; idx[i] == -1 gives a zero row (adds
-// nothing). An index outside -1..V-1 panics, naming the row.
+// nothing). An index outside -1..V-1 panics, naming the row, before
+// anything is written.
 func (e *Engine) GatherRows(dst, table compute.Tensor, idx compute.Labels, accumulate bool) {
 	const op = "GatherRows"
 	dd, td, ix, c, v := checkIndexing(op, dst, table, idx)
-	for i, k := range ix {
-		row := dd[i*c : i*c+c]
-		if k == -1 {
-			if !accumulate {
-				clear(row)
-			}
-			continue
-		}
-		if k < 0 || int(k) >= v {
-			compute.PanicLabel("cpu", op, i, int(k), v)
-		}
-		src := td[int(k)*c : int(k)*c+c]
-		if accumulate {
-			vec.Acc1(row, src)
-		} else {
-			copy(row, src)
-		}
+	if i := tfmloops.GatherRows(dd, td, ix, c, accumulate); i >= 0 {
+		panicIndex(op, i, ix[i], v)
 	}
 }
 
 // ScatterAddRows adds each row i of src (N,C) to row idx[i] of table
 // (V,C), in the order of i, so that rows sharing an index sum the same way
 // on every run; idx[i] == -1 adds nothing. An index outside -1..V-1 panics,
-// naming the row.
+// naming the row, before anything is written.
 func (e *Engine) ScatterAddRows(table, src compute.Tensor, idx compute.Labels) {
 	const op = "ScatterAddRows"
 	sd, td, ix, c, v := checkIndexing(op, src, table, idx)
-	for i, k := range ix {
-		if k == -1 {
-			continue
-		}
-		if k < 0 || int(k) >= v {
-			compute.PanicLabel("cpu", op, i, int(k), v)
-		}
-		vec.Acc1(td[int(k)*c:int(k)*c+c], sd[i*c:i*c+c])
+	if i := tfmloops.ScatterAddRows(td, sd, ix, c); i >= 0 {
+		panicIndex(op, i, ix[i], v)
 	}
+}
+
+//go:noinline
+func panicIndex(op string, row int, k int32, v int) {
+	panic(fmt.Sprintf("cpu: %s: row %d has index %d, want -1 or 0..%d", op, row, k, v-1))
 }

@@ -16,6 +16,16 @@ func rowsOf(op string, t compute.Tensor) (s []float32, rows, cols int) {
 	return s, len(s) / cols, cols
 }
 
+// anyOverlap reports whether x shares memory with any of ys.
+func anyOverlap(x []float32, ys ...[]float32) bool {
+	for _, y := range ys {
+		if overlap(x, y) {
+			return true
+		}
+	}
+	return false
+}
+
 // LayerNorm normalises each row of x (R,C) (any rank: rows of the last
 // dimension) into y (the shape of x): y = (x-mean)·rstd·w + b, w and b (C),
 // and writes each row's mean and rstd = 1/sqrt(var+eps) into mean and rstd
@@ -44,7 +54,7 @@ func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 // LayerNormBackward takes dy (R,C) and LayerNorm's x, w, mean and rstd,
 // overwrites dw and db (C) with their gradients (sums over the rows, in row
 // order) and writes the gradient at x into dx (R,C), added to dx when addDX
-// is true. dx may not overlap dy or x.
+// is true. dx, dw and db may not overlap each other or the inputs.
 func (e *Engine) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd compute.Tensor, addDX bool) {
 	const op = "LayerNormBackward"
 	xd, rows, c := rowsOf(op, x)
@@ -62,6 +72,10 @@ func (e *Engine) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd compute.Tens
 	}
 	if overlap(dxd, dyd) || overlap(dxd, xd) {
 		compute.PanicShapes("cpu", op, "dx overlaps dy or x", dx.Shape(), dy.Shape(), x.Shape())
+	}
+	// The C loop may assume that what it writes overlaps nothing else.
+	if overlap(dwd, dbd) || anyOverlap(dwd, dxd, dyd, xd, wd) || anyOverlap(dbd, dxd, dyd, xd, wd) {
+		compute.PanicShapes("cpu", op, "dw or db overlaps another tensor", dw.Shape(), db.Shape())
 	}
 	clear(dwd)
 	clear(dbd)

@@ -17,14 +17,17 @@ static inline float SDT_NAME(exp_)(float x) {
 	float n = t - 12582912.0f;
 	float r = x - n * 0.693359375f;
 	r = r - n * -2.12194440054690583e-4f;
-	float p = 1.0f / 5040.0f;
-	p = p * r + 1.0f / 720.0f;
-	p = p * r + 1.0f / 120.0f;
-	p = p * r + 1.0f / 24.0f;
-	p = p * r + 1.0f / 6.0f;
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
+	// Estrin's scheme: the terms pair up, so the chain of dependent
+	// operations is half of Horner's.
+	float r2 = r * r;
+	float a0 = r + 1.0f;
+	float a1 = r * (1.0f / 6.0f) + 0.5f;
+	float a2 = r * (1.0f / 120.0f) + 1.0f / 24.0f;
+	float a3 = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
+	float b0 = r2 * a1 + a0;
+	float b1 = r2 * a3 + a2;
+	float r4 = r2 * r2;
+	float p = r4 * b1 + b0;
 	uint32_t tb;
 	memcpy(&tb, &t, sizeof tb);
 	uint32_t sb = (uint32_t)((int32_t)(tb - 0x4b400000u) + 127) << 23;
@@ -189,10 +192,11 @@ static void SDT_NAME(softmax_causal)(float *p, long ld, long r0, long rows, long
 		const long n = r0 + i + 1;
 		float *v = p + i * ld;
 		const float m = SDT_NAME(max8_)(v, n);
-		for (long j = 0; j < n; j++) v[j] = SDT_NAME(exp_)(v[j] - m);
-		const float inv = 1.0f / SDT_NAME(sum8_)(v, n);
-		for (long j = 0; j < n; j++) v[j] *= inv;
+		const long np = (n + 7) / 8 * 8 < width ? (n + 7) / 8 * 8 : width;
+		for (long j = 0; j < np; j++) v[j] = SDT_NAME(exp_)(v[j] - m);
 		for (long j = n; j < width; j++) v[j] = 0.0f;
+		const float inv = 1.0f / SDT_NAME(sum8_)(v, np);
+		for (long j = 0; j < n; j++) v[j] *= inv;
 	}
 }
 
@@ -214,5 +218,35 @@ static void SDT_NAME(softmax_causal_backward)(float *ds, const float *p, long ld
 		for (; j < n; j++) s += pr[j] * g[j];
 		for (j = 0; j < n; j++) g[j] = pr[j] * (g[j] - s);
 		for (j = n; j < width; j++) g[j] = 0.0f;
+	}
+}
+
+// Indices were checked by the Go caller: each is -1 or a row of table.
+static void SDT_NAME(gather_rows)(float *restrict dst, const float *restrict table, const int32_t *idx,
+                                  long n, long c, int accumulate) {
+	for (long i = 0; i < n; i++) {
+		float *row = dst + i * c;
+		const long k = idx[i];
+		if (k < 0) {
+			if (!accumulate) memset(row, 0, (size_t)c * sizeof *row);
+			continue;
+		}
+		const float *src = table + k * c;
+		if (!accumulate) {
+			memcpy(row, src, (size_t)c * sizeof *row);
+			continue;
+		}
+		for (long j = 0; j < c; j++) row[j] += src[j];
+	}
+}
+
+static void SDT_NAME(scatter_add_rows)(float *restrict table, const float *restrict src, const int32_t *idx,
+                                       long n, long c) {
+	for (long i = 0; i < n; i++) {
+		const long k = idx[i];
+		if (k < 0) continue;
+		float *row = table + k * c;
+		const float *s = src + i * c;
+		for (long j = 0; j < c; j++) row[j] += s[j];
 	}
 }

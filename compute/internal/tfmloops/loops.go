@@ -21,10 +21,10 @@ const (
 
 // exp32 is e^x in float32 arithmetic only: x = n·ln2 + r with n an integer
 // and |r| <= ln2/2, e^r by its Taylor series to r^7 (the remainder is below
-// 6e-9, under a float32 ulp), times 2^n built from its bits. It is within
-// a few ulps of e^x; inputs are clamped to ±88, so it never overflows, and
-// it returns 0 below about -87.7 (where e^x is below float32's normal
-// range). NaN gives NaN.
+// 6e-9, under a float32 ulp) evaluated in Estrin's order, times 2^n built
+// from its bits. It is within a few ulps of e^x; inputs are clamped to ±88,
+// so it never overflows, and it returns 0 below about -87.7 (where e^x is
+// below float32's normal range). NaN gives NaN.
 func exp32(x float32) float32 {
 	if x > expMax {
 		x = expMax
@@ -36,14 +36,17 @@ func exp32(x float32) float32 {
 	n := t - magic
 	r := x - float32(n*ln2Hi)
 	r = r - float32(n*ln2Lo)
-	p := float32(1.0 / 5040)
-	p = float32(p*r) + 1.0/720
-	p = float32(p*r) + 1.0/120
-	p = float32(p*r) + 1.0/24
-	p = float32(p*r) + 1.0/6
-	p = float32(p*r) + 0.5
-	p = float32(p*r) + 1
-	p = float32(p*r) + 1
+	// Estrin's scheme: the terms pair up, so the chain of dependent
+	// operations is half of Horner's (the C loops run faster for it).
+	r2 := float32(r * r)
+	a0 := r + 1
+	a1 := float32(r*(1.0/6)) + 0.5
+	a2 := float32(r*(1.0/120)) + 1.0/24
+	a3 := float32(r*(1.0/5040)) + 1.0/720
+	b0 := float32(r2*a1) + a0
+	b1 := float32(r2*a3) + a2
+	r4 := float32(r2 * r2)
+	p := float32(r4*b1) + b0
 	ni := int32(math.Float32bits(t) - magicBits)
 	return p * math.Float32frombits(uint32(ni+127)<<23)
 }
@@ -247,21 +250,28 @@ func max8(x []float32) float32 {
 
 // goSoftmaxCausal: row i of p (leading dimension ld) holds the scores of
 // query r0+i against keys 0..width-1; it becomes the softmax of its first
-// r0+i+1 entries followed by zeros.
+// n = r0+i+1 entries followed by zeros. The exps run up to n rounded up to
+// a multiple of eight (at most width), so that a row's tail runs in the C
+// loop's vectors too; the entries past n are then zeroed, and the sum runs
+// over that rounded length.
 func goSoftmaxCausal(p []float32, ld, r0, rows, width int) {
 	for i := 0; i < rows; i++ {
 		n := r0 + i + 1
 		row := p[i*ld : i*ld+width : i*ld+width]
 		v := row[:n:n]
 		m := max8(v)
-		for j, s := range v {
-			v[j] = exp32(s - m)
+		// exp over whole groups of eight where the row has room: what
+		// lies past n is overwritten with zeros before the sum.
+		np := min((n+7)&^7, width)
+		e := row[:np:np]
+		for j, s := range e {
+			e[j] = exp32(s - m)
 		}
-		inv := 1 / sum8(v)
+		clear(row[n:])
+		inv := 1 / sum8(e)
 		for j := range v {
 			v[j] *= inv
 		}
-		clear(row[n:])
 	}
 }
 
@@ -295,5 +305,37 @@ func goSoftmaxCausalBackward(ds, p []float32, ld, r0, rows, width int) {
 			g[j] = q * (g[j] - s)
 		}
 		clear(row[n:])
+	}
+}
+
+func goGatherRows(dst, table []float32, idx []int32, c int, accumulate bool) {
+	for i, k := range idx {
+		row := dst[i*c : i*c+c : i*c+c]
+		if k < 0 {
+			if !accumulate {
+				clear(row)
+			}
+			continue
+		}
+		src := table[int(k)*c : int(k)*c+c : int(k)*c+c]
+		if !accumulate {
+			copy(row, src)
+			continue
+		}
+		for j, v := range src {
+			row[j] += v
+		}
+	}
+}
+
+func goScatterAddRows(table, src []float32, idx []int32, c int) {
+	for i, k := range idx {
+		if k < 0 {
+			continue
+		}
+		row := table[int(k)*c : int(k)*c+c : int(k)*c+c]
+		for j, v := range src[i*c : i*c+c : i*c+c] {
+			row[j] += v
+		}
 	}
 }

@@ -32,17 +32,21 @@ typedef int32_t sdt_vi8 __attribute__((vector_size(32)));
 #pragma GCC pop_options
 #endif
 
-static int sdt_avx2;
+static int sdt_avx2, sdt_has_avx2;
 
 const char *sdt_init(void) {
 #if defined(__x86_64__)
 	__builtin_cpu_init();
-	sdt_avx2 = __builtin_cpu_supports("avx2");
+	sdt_has_avx2 = sdt_avx2 = __builtin_cpu_supports("avx2");
 	return sdt_avx2 ? "avx2" : "x86-64";
 #else
 	return "portable";
 #endif
 }
+
+// sdt_use_base makes the loops the baseline ones (on), or the best ones
+// again (off): for the tests, which compare both with the Go loops.
+void sdt_use_base(int on) { sdt_avx2 = on ? 0 : sdt_has_avx2; }
 
 #if defined(__x86_64__)
 #define SDT_CALL(f, ...) (sdt_avx2 ? sdt_##f##_avx2(__VA_ARGS__) : sdt_##f##_base(__VA_ARGS__))
@@ -68,4 +72,10 @@ void sdt_softmax_causal(float *p, long ld, long r0, long rows, long width) {
 }
 void sdt_softmax_causal_backward(float *ds, const float *p, long ld, long r0, long rows, long width) {
 	SDT_CALL(softmax_causal_backward, ds, p, ld, r0, rows, width);
+}
+void sdt_gather_rows(float *dst, const float *table, const int32_t *idx, long n, long c, int accumulate) {
+	SDT_CALL(gather_rows, dst, table, idx, n, c, accumulate);
+}
+void sdt_scatter_add_rows(float *table, const float *src, const int32_t *idx, long n, long c) {
+	SDT_CALL(scatter_add_rows, table, src, idx, n, c);
 }

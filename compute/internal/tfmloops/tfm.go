@@ -1,6 +1,7 @@
 // Package tfmloops holds the row loops of a transformer block on the CPU:
 // layer normalisation, the GELU activation and the causal softmax of
-// attention, forward and backward. compute/cpu runs them; their Go versions
+// attention, forward and backward, and the row gathers and scatters of
+// embeddings. compute/cpu runs them; their Go versions
 // are plain reference code that another engine's emulation may reuse.
 //
 // Each loop has two implementations that give the same bits, as in
@@ -129,7 +130,8 @@ func checkRows(op string, n, ld, r0, rows, width int) {
 // SoftmaxCausal turns each of the rows of p (stride ld) in place into its
 // causal softmax: row i holds the scores of query r0+i against keys
 // 0..width-1, and becomes the softmax of its first r0+i+1 entries, then
-// zeros up to width.
+// zeros up to width. The entries past r0+i+1 may hold anything (the
+// scores a causal query does not see); they are overwritten.
 func SoftmaxCausal(p []float32, ld, r0, rows, width int) {
 	checkRows("SoftmaxCausal", len(p), ld, r0, rows, width)
 	if !useC {
@@ -150,4 +152,55 @@ func SoftmaxCausalBackward(ds, p []float32, ld, r0, rows, width int) {
 		return
 	}
 	cSoftmaxCausalBackward(ds, p, ld, r0, rows, width)
+}
+
+// badIndex returns the first i whose idx[i] is neither -1 nor below v, or
+// -1 when there is none.
+func badIndex(idx []int32, v int) int {
+	for i, k := range idx {
+		if k < -1 || int(k) >= v {
+			return i
+		}
+	}
+	return -1
+}
+
+// GatherRows sets row i of dst (rows of c) to row idx[i] of table, or adds
+// it when accumulate is true; idx[i] == -1 gives a zero row (adds nothing).
+// When some idx[i] is neither -1 nor a row of table it does nothing and
+// returns the first such i; otherwise it returns -1.
+func GatherRows(dst, table []float32, idx []int32, c int, accumulate bool) (bad int) {
+	if c <= 0 {
+		panicArgs("GatherRows", c)
+	}
+	atLeast("GatherRows", len(idx)*c, len(dst))
+	if bad = badIndex(idx, len(table)/c); bad >= 0 || len(idx) == 0 {
+		return bad
+	}
+	if !useC {
+		goGatherRows(dst, table, idx, c, accumulate)
+		return -1
+	}
+	cGatherRows(dst, table, idx, c, accumulate)
+	return -1
+}
+
+// ScatterAddRows adds row i of src (rows of c) to row idx[i] of table, in
+// the order of i; idx[i] == -1 adds nothing. When some idx[i] is neither -1
+// nor a row of table it does nothing and returns the first such i;
+// otherwise it returns -1. table may not overlap src.
+func ScatterAddRows(table, src []float32, idx []int32, c int) (bad int) {
+	if c <= 0 {
+		panicArgs("ScatterAddRows", c)
+	}
+	atLeast("ScatterAddRows", len(idx)*c, len(src))
+	if bad = badIndex(idx, len(table)/c); bad >= 0 || len(idx) == 0 {
+		return bad
+	}
+	if !useC {
+		goScatterAddRows(table, src, idx, c)
+		return -1
+	}
+	cScatterAddRows(table, src, idx, c)
+	return -1
 }

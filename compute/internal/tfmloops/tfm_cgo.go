@@ -16,6 +16,10 @@ package tfmloops
 #cgo nocallback sdt_softmax_causal
 #cgo noescape sdt_softmax_causal_backward
 #cgo nocallback sdt_softmax_causal_backward
+#cgo noescape sdt_gather_rows
+#cgo nocallback sdt_gather_rows
+#cgo noescape sdt_scatter_add_rows
+#cgo nocallback sdt_scatter_add_rows
 #cgo LDFLAGS: -lm
 #include "tfm.h"
 */
@@ -26,6 +30,10 @@ const cAvailable = true
 var level = C.GoString(C.sdt_init())
 
 func cLevel() string { return level }
+
+// cUseBase switches the C loops to the baseline instruction set (on) or
+// back to the best one present (off); tests only.
+func cUseBase(on bool) { C.sdt_use_base(cbool(on)) }
 
 // ptr is the address of s's first element; callers pass non-empty slices.
 func ptr(s []float32) *C.float { return (*C.float)(&s[0]) }
@@ -58,4 +66,12 @@ func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {
 
 func cSoftmaxCausalBackward(ds, p []float32, ld, r0, rows, width int) {
 	C.sdt_softmax_causal_backward(ptr(ds), ptr(p), C.long(ld), C.long(r0), C.long(rows), C.long(width))
+}
+
+func cGatherRows(dst, table []float32, idx []int32, c int, accumulate bool) {
+	C.sdt_gather_rows(ptr(dst), ptr(table), (*C.int32_t)(&idx[0]), C.long(len(idx)), C.long(c), cbool(accumulate))
+}
+
+func cScatterAddRows(table, src []float32, idx []int32, c int) {
+	C.sdt_scatter_add_rows(ptr(table), ptr(src), (*C.int32_t)(&idx[0]), C.long(len(idx)), C.long(c))
 }

@@ -8,6 +8,7 @@ const cAvailable = false
 // keep the callers compiling.
 
 func cLevel() string { return "" }
+func cUseBase(bool)  {}
 func cLayerNorm(y, mean, rstd, x, w, b []float32, rows, c int, eps float32) {
 	goLayerNorm(y, mean, rstd, x, w, b, rows, c, eps)
 }
@@ -22,3 +23,7 @@ func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {
 func cSoftmaxCausalBackward(ds, p []float32, ld, r0, rows, width int) {
 	goSoftmaxCausalBackward(ds, p, ld, r0, rows, width)
 }
+func cGatherRows(dst, table []float32, idx []int32, c int, accumulate bool) {
+	goGatherRows(dst, table, idx, c, accumulate)
+}
+func cScatterAddRows(table, src []float32, idx []int32, c int) { goScatterAddRows(table, src, idx, c) }

@@ -44,10 +44,16 @@ func clone(s []float32) []float32 { return append([]float32(nil), s...) }
 // widths covers the eight-lane bodies and their tails.
 var widths = []int{1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 127, 128, 129, 768, 1000}
 
-func needC(t *testing.T) {
+// forLevels runs f with the C loops of each instruction set (the best one
+// present, then the baseline one), after skipping without cgo.
+func forLevels(t *testing.T, f func(t *testing.T)) {
 	if !cAvailable {
 		t.Skip("built without cgo: only the Go loops exist")
 	}
+	t.Run(cLevel(), f)
+	cUseBase(true)
+	defer cUseBase(false)
+	t.Run("baseline", f)
 }
 
 func TestExp32(t *testing.T) {
@@ -59,6 +65,7 @@ func TestExp32(t *testing.T) {
 			worst = e
 		}
 	}
+	t.Logf("exp32's worst relative error on [-87, 88]: %.3g", worst)
 	// float32's epsilon is 1.19e-7: a few ulps.
 	if worst > 4e-7 {
 		t.Errorf("exp32's worst relative error on [-87, 88] is %.3g, want below 4e-7", worst)
@@ -77,8 +84,9 @@ func TestExp32(t *testing.T) {
 	}
 }
 
-func TestLayerNormMatchesGo(t *testing.T) {
-	needC(t)
+func TestLayerNormMatchesGo(t *testing.T) { forLevels(t, testLayerNormMatchesGo) }
+
+func testLayerNormMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range widths {
 		for _, sp := range []bool{false, true} {
@@ -108,8 +116,9 @@ func TestLayerNormMatchesGo(t *testing.T) {
 	}
 }
 
-func TestGELUMatchesGo(t *testing.T) {
-	needC(t)
+func TestGELUMatchesGo(t *testing.T) { forLevels(t, testGELUMatchesGo) }
+
+func testGELUMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range append(widths, 4099) {
 		for _, sp := range []bool{false, true} {
@@ -132,8 +141,9 @@ func TestGELUMatchesGo(t *testing.T) {
 	}
 }
 
-func TestSoftmaxCausalMatchesGo(t *testing.T) {
-	needC(t)
+func TestSoftmaxCausalMatchesGo(t *testing.T) { forLevels(t, testSoftmaxCausalMatchesGo) }
+
+func testSoftmaxCausalMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, width := range widths {
 		for _, sp := range []bool{false, true} {
@@ -157,6 +167,49 @@ func TestSoftmaxCausalMatchesGo(t *testing.T) {
 			cSoftmaxCausalBackward(dc, pg, ld, r0, rows, width)
 			goSoftmaxCausalBackward(dg, pg, ld, r0, rows, width)
 			bitsEqual(t, "SoftmaxCausalBackward", dc, dg)
+		}
+	}
+}
+
+func TestRowsMatchGo(t *testing.T) { forLevels(t, testRowsMatchGo) }
+
+func testRowsMatchGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range widths {
+		const v, n = 9, 20
+		idx := make([]int32, n)
+		for i := range idx {
+			idx[i] = int32(r.IntN(v+1)) - 1
+		}
+		table, src := randSlice(r, v*c, true, 1), randSlice(r, n*c, true, 1)
+		for _, acc := range []bool{false, true} {
+			dc := randSlice(r, n*c, true, 1)
+			dg := clone(dc)
+			cGatherRows(dc, table, idx, c, acc)
+			goGatherRows(dg, table, idx, c, acc)
+			bitsEqual(t, "GatherRows", dc, dg)
+		}
+		tc, tg := clone(table), clone(table)
+		cScatterAddRows(tc, src, idx, c)
+		goScatterAddRows(tg, src, idx, c)
+		bitsEqual(t, "ScatterAddRows", tc, tg)
+	}
+}
+
+func TestBadIndexChangesNothing(t *testing.T) {
+	table, rows := []float32{1, 2, 3, 4}, []float32{5, 6, 7, 8}
+	for _, c := range []struct {
+		idx  []int32
+		want int
+	}{{[]int32{0, 2}, 1}, {[]int32{-2, 0}, 0}} {
+		if bad := GatherRows(rows, table, c.idx, 2, false); bad != c.want {
+			t.Errorf("GatherRows(%v) = %d, want %d", c.idx, bad, c.want)
+		}
+		if bad := ScatterAddRows(table, rows, c.idx, 2); bad != c.want {
+			t.Errorf("ScatterAddRows(%v) = %d, want %d", c.idx, bad, c.want)
+		}
+		if table[0] != 1 || table[3] != 4 || rows[0] != 5 || rows[3] != 8 {
+			t.Fatalf("a call with a bad index %v wrote: table %v, rows %v", c.idx, table, rows)
 		}
 	}
 }
