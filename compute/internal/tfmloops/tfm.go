@@ -27,12 +27,13 @@ package tfmloops
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // useC reports whether the C loops are in use: built with cgo and not
 // turned off with SYMDDP_VEC=go.
-var useC = cAvailable && os.Getenv("SYMDDP_VEC") != "go"
+var useC = cAvailable && settings.Get(settings.Vec) != "go"
 
 // Impl describes the loops in use, for logs: "go" or "c/avx2" and the like.
 func Impl() string {
