@@ -47,6 +47,17 @@
 // passes its deadline returns a *TimeoutError naming the PEs that did not
 // arrive; a wait on a PE that died returns an error wrapping ErrPeerFailed
 // on backends that can tell (shm and nvshmem do).
+//
+// # Desync detection
+//
+// Collectives must be called by every PE in the same order with the same
+// arguments. Backends that check it (shm and mpi; see [DesyncChecking])
+// compare a fingerprint of every collective at its entry — its number, the
+// operation, the reduction operator or root, the buffer and the range — and
+// a PE whose call differs from its peers' ends the collective on every PE at
+// once with an error wrapping ErrDesync that names the PEs and their calls,
+// instead of a hang until the deadline or silently mixed data. The error is
+// sticky: the runtime is unusable afterwards, as after a timeout.
 package comm
 
 import (
@@ -339,6 +350,7 @@ var (
 	ErrHeapExhausted      = errors.New("comm: symmetric heap exhausted")
 	ErrTimeout            = errors.New("comm: deadline passed")
 	ErrPeerFailed         = errors.New("comm: a peer PE failed")
+	ErrDesync             = errors.New("comm: PEs called different collectives (desync)")
 	ErrUnavailable        = errors.New("comm: backend not available on this machine")
 )
 

@@ -6,18 +6,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // Environment variables through which the launcher (comm/launch) tells a
 // process that it is a PE, and of which job. See docs/DESIGN.md.
 const (
-	EnvPE       = "SYMDDP_PE"        // this PE's number
-	EnvNPEs     = "SYMDDP_NPES"      // the job's size
-	EnvBackend  = "SYMDDP_BACKEND"   // "shm", "nvshmem", "mpi"
-	EnvHeap     = "SYMDDP_HEAP"      // the symmetric heap's name (shm: a file path)
-	EnvHeapSize = "SYMDDP_HEAP_SIZE" // each PE's heap size in bytes
-	EnvTimeout  = "SYMDDP_TIMEOUT"   // the deadline of every wait, a Go duration
-	EnvRunDir   = "SYMDDP_RUN_DIR"   // a directory private to the job
+	EnvPE       = settings.PEName   // this PE's number
+	EnvNPEs     = settings.NPEs     // the job's size
+	EnvBackend  = settings.Backend  // "shm", "nvshmem", "mpi"
+	EnvHeap     = settings.Heap     // the symmetric heap's name (shm: a file path)
+	EnvHeapSize = settings.HeapSize // each PE's heap size in bytes
+	EnvTimeout  = settings.Timeout  // the deadline of every wait, a Go duration
+	EnvRunDir   = settings.RunDir   // a directory private to the job
 )
 
 // PEVars lists the variables above: those that Config.Environ writes and
@@ -32,7 +34,7 @@ const DefaultBackend = "shm"
 // SYMDDP_PE is unset (the process was not started by the launcher); a
 // malformed or inconsistent variable is an error naming it.
 func ConfigFromEnv() (cfg Config, backend string, isPE bool, err error) {
-	return ConfigFromLookup(os.LookupEnv)
+	return ConfigFromLookup(settings.Lookup)
 }
 
 // ConfigFromLookup is ConfigFromEnv over any variable lookup (os.LookupEnv,
@@ -116,16 +118,40 @@ func (cfg Config) Environ(backend string) []string {
 }
 
 // EnvHeapDir overrides the directory of shared-memory heap files.
-const EnvHeapDir = "SYMDDP_HEAP_DIR"
+const EnvHeapDir = settings.HeapDir
 
 // HeapDir is the directory that holds shared-memory heap files: $SYMDDP_HEAP_DIR
 // when set, else /dev/shm when it exists, else os.TempDir().
 func HeapDir() string {
-	if d := os.Getenv(EnvHeapDir); d != "" {
+	if d := settings.Get(EnvHeapDir); d != "" {
 		return d
 	}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		return "/dev/shm"
 	}
 	return os.TempDir()
+}
+
+// EnvDesyncCheck turns off the check that every PE calls the same
+// collective ("off"); it is on by default. See DesyncChecking.
+const EnvDesyncCheck = settings.DesyncCheck
+
+// DesyncChecking reports whether the backends compare the PEs' collective
+// calls at every collective's entry (see the package doc, "Desync
+// detection"): true unless $SYMDDP_DESYNC_CHECK is off, 0 or false. Any
+// other value than those and on, 1, true or empty is an error naming the
+// variable. Every PE of a job must agree; the launcher passes the variable
+// on to all of them.
+func DesyncChecking() (bool, error) {
+	return desyncChecking(settings.Get(EnvDesyncCheck))
+}
+
+func desyncChecking(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "on", "1", "true":
+		return true, nil
+	case "off", "0", "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("comm: %s=%q: want on or off", EnvDesyncCheck, v)
 }

@@ -70,3 +70,16 @@ func TestConfigFromLookupRejectsBadValues(t *testing.T) {
 		t.Errorf("PE 2 of 2: %v, want ErrPERange", err)
 	}
 }
+
+func TestDesyncChecking(t *testing.T) {
+	for v, want := range map[string]bool{"": true, "on": true, "1": true, "TRUE": true, "off": false, " 0 ": false, "false": false} {
+		got, err := desyncChecking(v)
+		if err != nil || got != want {
+			t.Errorf("%s=%q: got %v, %v; want %v", EnvDesyncCheck, v, got, err, want)
+		}
+	}
+	_, err := desyncChecking("maybe")
+	if err == nil || err.Error() != `comm: SYMDDP_DESYNC_CHECK="maybe": want on or off` {
+		t.Errorf(`"maybe": got %v`, err)
+	}
+}

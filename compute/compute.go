@@ -8,8 +8,15 @@
 // The CUDA engine (compute/cuda) keeps them in device memory and runs the
 // project's kernels and cuBLAS through the C-ABI library.
 //
-// Tensors are row-major float32. Every operation writes into memory the
-// caller allocated at build time: nothing allocates on the hot path.
+// Tensors are row-major and described by the project's own types, [Shape]
+// and [DType]; the arenas and the operations of the Engine interface are
+// float32 (DType F32); token ids and labels are int32 ([Labels]). Every
+// operation writes into memory the caller allocated at build time: nothing
+// allocates on the hot path.
+//
+// Beyond the Engine interface, operations come in groups (ops.go: Norms,
+// GELUs, Indexing, BatchedMatMul, Attention) that an engine implements when
+// it has them; a model asks for them with [Require] at build time.
 //
 // Operations on matrices (Gemm, BiasAct, BiasActBackward,
 // SoftmaxCrossEntropy) read a tensor of rank above 2 as the matrix
@@ -19,15 +26,68 @@ package compute
 
 import (
 	"fmt"
-
-	"gorgonia.org/tensor"
+	"strings"
 )
 
-// Tensor is a float32 tensor that an Engine made (Alloc or View). On the CPU
-// engine it is a *tensor.Dense whose backing slice is the arena's memory.
+// DType is a tensor's element type.
+type DType uint8
+
+// Element types.
+const (
+	F32  DType = iota // float32
+	BF16              // bfloat16 (device engines)
+	I32               // int32 (token ids, labels)
+)
+
+// String is the type's short name ("f32").
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "f32"
+	case BF16:
+		return "bf16"
+	case I32:
+		return "i32"
+	}
+	return fmt.Sprintf("dtype(%d)", uint8(d))
+}
+
+// Bytes is the size of one element.
+func (d DType) Bytes() int {
+	if d == BF16 {
+		return 2
+	}
+	return 4
+}
+
+// Shape is a tensor's shape, row-major: the size of each dimension.
+type Shape []int
+
+// Size is the number of elements (1 for an empty shape).
+func (s Shape) Size() int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+// String writes the shape as "(2, 3)".
+func (s Shape) String() string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// Tensor is a tensor that an Engine made (Alloc or View). On the CPU engine
+// its memory is a host slice (HostData); on a device engine, device memory.
 type Tensor interface {
-	// Shape is the tensor's shape, row-major.
-	Shape() tensor.Shape
+	// Shape is the tensor's shape, row-major. The caller must not modify it.
+	Shape() Shape
+	// DType is the element type.
+	DType() DType
 	// Size is the number of elements.
 	Size() int
 }
@@ -128,11 +188,7 @@ type Engine interface {
 // nil when t lives on a device. Custom layers that only run on the CPU use it
 // to write their own loops. It does not allocate.
 func HostData(t Tensor) []float32 {
-	if d, ok := t.(*tensor.Dense); ok {
-		// Float32s, unlike Data, returns the backing slice without boxing it.
-		if d.Dtype() == tensor.Float32 {
-			return d.Float32s()
-		}
+	if t == nil || t.DType() != F32 {
 		return nil
 	}
 	if h, ok := t.(interface{ Float32s() []float32 }); ok {
@@ -247,14 +303,14 @@ func GemmMismatch(transA, transB bool) string {
 // PanicShape panics with "<engine>: <op>: want <want>, got shape <got>".
 //
 //go:noinline
-func PanicShape(engine, op, want string, got tensor.Shape) {
+func PanicShape(engine, op, want string, got Shape) {
 	panic(fmt.Sprintf("%s: %s: want %s, got shape %v", engine, op, want, []int(got)))
 }
 
 // PanicShapes panics with "<engine>: <op>: <what>; shapes <shapes>".
 //
 //go:noinline
-func PanicShapes(engine, op, what string, shapes ...tensor.Shape) {
+func PanicShapes(engine, op, what string, shapes ...Shape) {
 	s := make([][]int, len(shapes))
 	for i, sh := range shapes {
 		s[i] = sh

@@ -1,6 +1,7 @@
 // Package datasets holds symddp's data: the Dataset interface, the IDX reader
-// for MNIST and Fashion-MNIST, a synthetic learnable dataset, and the
-// ShardSampler that gives each PE its disjoint shard of every global batch.
+// for MNIST and Fashion-MNIST, a synthetic learnable dataset, token datasets
+// for language models, and the ShardSampler that gives each PE its disjoint
+// shard of every global batch.
 //
 // # Getting data
 //
@@ -27,6 +28,29 @@
 //     (examples/customdata generates spirals this way).
 //
 // [InMemory] adds Subset and Split for short runs and held-out sets.
+//
+// # Token data
+//
+// The trainer reads any [Source]; [AsSource] makes one of a Dataset. A
+// [TokenSource] is a Source of language-model windows: T input tokens and,
+// as targets, the next token at each position; window i of a stream starts
+// at token i·T. Token sources come from:
+//
+//   - [LoadText](path, T, opts): byte-level text (vocabulary 256) of a file
+//     or a directory read recursively in sorted order, binary files skipped;
+//     one text file in [TextOptions].ValEvery (20) is validation data. With
+//     no path, Go's own source tree ([DefaultTextDir], ~100 MiB), which
+//     every machine that builds symddp has.
+//   - [BuildCorpus] and [LoadCorpus]: the same text written once per job into
+//     one file in the run directory, then memory-mapped by every PE, so a
+//     host holds one copy. BuildCorpus rebuilds a stale file and does
+//     nothing (a listing of the tree, ~50 ms for Go's) when it is current.
+//   - [LoadShards](trainGlob, valGlob, T, vocab): llm.c's uint16 and uint32
+//     token shards, memory-mapped, headers and tokens checked at load.
+//   - [NewTokenSource]: token streams a program already holds.
+//
+// [DecodeBytes] and [QuoteBytes] print byte-level tokens; [BitsPerByte]
+// turns a byte-level loss in nats into bits per byte.
 //
 // # Shards and batches
 //

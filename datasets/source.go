@@ -59,12 +59,27 @@ func AsSource(d Dataset) Source {
 	return datasetSource{d}
 }
 
+// classifierSpec is the Spec of a classifier dataset.
+func classifierSpec(d Dataset) Spec {
+	return Spec{Input: d.SampleShape(), Targets: 1, Classes: d.Classes()}
+}
+
 type datasetSource struct{ d Dataset }
 
 func (s datasetSource) Len() int { return s.d.Len() }
 
-func (s datasetSource) Spec() Spec {
-	return Spec{Input: s.d.SampleShape(), Targets: 1, Classes: s.d.Classes()}
-}
+func (s datasetSource) Spec() Spec { return classifierSpec(s.d) }
 
 func (s datasetSource) GatherBatch(idx []int, b Batch) { s.d.Gather(idx, b.X, b.Y) }
+
+// Spec is float inputs of the sample shape and one label per sample.
+func (d *InMemory) Spec() Spec { return classifierSpec(d) }
+
+// GatherBatch is Gather into b.X and b.Y.
+func (d *InMemory) GatherBatch(idx []int, b Batch) { d.Gather(idx, b.X, b.Y) }
+
+// Spec is float inputs of the sample shape and one label per sample.
+func (d *ByteSamples) Spec() Spec { return classifierSpec(d) }
+
+// GatherBatch is Gather into b.X and b.Y.
+func (d *ByteSamples) GatherBatch(idx []int, b Batch) { d.Gather(idx, b.X, b.Y) }

@@ -50,6 +50,16 @@ type ckptMeta struct {
 	NPEs        int         `json:"npes"`
 	Seed        uint64      `json:"seed"`
 	Optimizer   optim.Hyper `json:"optimizer"`
+	// ModelConfig is what a model that describes itself (ModelDescriber)
+	// says of its sizes, so that a checkpoint can be rebuilt without the
+	// run's flags (the generate command).
+	ModelConfig map[string]int `json:"model_config,omitempty"`
+}
+
+// ModelDescriber is implemented by models whose sizes cannot all be read
+// from their parameters' shapes (a GPT's heads): checkpoints record them.
+type ModelDescriber interface {
+	Describe() map[string]int
 }
 
 // DeviceOptimizerState is implemented by device engines (see
@@ -127,6 +137,9 @@ func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
 	meta := ckptMeta{Format: ckptFormat, Model: t.m.Name(), Params: t.n, Step: t.step, Epoch: epoch,
 		StepInEpoch: stepInEpoch, GlobalBatch: t.opts.GlobalBatch, Accumulate: t.opts.Accumulate,
 		NPEs: t.c.NPEs(), Seed: t.opts.Seed, Optimizer: t.o.Hyper()}
+	if d, ok := t.m.(ModelDescriber); ok {
+		meta.ModelConfig = d.Describe()
+	}
 	js, err := json.Marshal(meta)
 	if err != nil {
 		return "", err

@@ -10,7 +10,7 @@ import (
 // Evaluate runs the model over ds, sharded across PEs in dataset order
 // (rows past the end are padding), and returns the loss and accuracy over
 // every sample, reduced across PEs. It is collective.
-func (t *Trainer) Evaluate(ds datasets.Dataset) (Metrics, error) {
+func (t *Trainer) Evaluate(ds datasets.Source) (Metrics, error) {
 	if err := t.checkDataset("evaluation", ds); err != nil {
 		return Metrics{}, err
 	}
@@ -18,25 +18,23 @@ func (t *Trainer) Evaluate(ds datasets.Dataset) (Metrics, error) {
 	e.Zero(t.estats)
 	P, me := t.c.NPEs(), t.c.MyPE()
 	rowsPerStep := t.micro * P
-	steps := (ds.Len() + rowsPerStep - 1) / rowsPerStep
+	n := ds.Len()
+	if t.opts.EvalLimit > 0 && t.opts.EvalLimit < n {
+		n = t.opts.EvalLimit
+	}
+	steps := (n + rowsPerStep - 1) / rowsPerStep
 	idx := t.idx[:t.micro]
-	host := t.pArena.Host != nil
 	for s := 0; s < steps; s++ {
 		for j := range idx {
 			pos := s*rowsPerStep + me*t.micro + j
-			if pos < ds.Len() {
+			if pos < n {
 				idx[j] = pos
 			} else {
 				idx[j] = -1
 			}
 		}
-		ds.Gather(idx, t.xHost, t.yHost)
-		if !host {
-			e.SetTensor(t.x, t.xHost)
-		}
-		e.SetLabels(t.y, t.yHost)
-		logits := t.m.Forward(t.x)
-		e.SoftmaxCrossEntropy(logits, t.y, t.dlogits, 0, t.estats)
+		t.load(ds, idx)
+		t.m.Forward(t.in, 0, t.estats)
 	}
 	var s [3]float32
 	e.ReadTensor(s[:], t.estats)
@@ -73,23 +71,28 @@ func metricsOf(s [3]float32) Metrics {
 }
 
 // checkDataset verifies that ds fits the model.
-func (t *Trainer) checkDataset(what string, ds datasets.Dataset) error {
+func (t *Trainer) checkDataset(what string, ds datasets.Source) error {
 	if ds == nil || ds.Len() == 0 {
 		return fmt.Errorf("%s dataset is empty", what)
 	}
-	want, got := 1, 1
-	for _, d := range t.m.InputShape() {
-		want *= d
+	got, want := ds.Spec(), t.spec
+	kind := func(s datasets.Spec) string {
+		if s.Tokens {
+			return "token windows"
+		}
+		return "samples"
 	}
-	for _, d := range ds.SampleShape() {
-		got *= d
-	}
-	if want != got {
-		return fmt.Errorf("%s dataset has samples of shape %v (%d values) but model %s takes %v (%d values)",
-			what, ds.SampleShape(), got, t.m.Name(), t.m.InputShape(), want)
-	}
-	if ds.Classes() > t.m.Classes() {
-		return fmt.Errorf("%s dataset has %d classes but model %s has %d outputs", what, ds.Classes(), t.m.Name(), t.m.Classes())
+	switch {
+	case got.Tokens != want.Tokens || got.InputSize() != want.InputSize():
+		return fmt.Errorf("%s dataset has %s of shape %v (%d values) but model %s takes %s of shape %v (%d values)",
+			what, kind(got), got.Input, got.InputSize(), t.m.Name(), kind(want), want.Input, want.InputSize())
+	case got.Targets != want.Targets:
+		return fmt.Errorf("%s dataset has %d targets per sample but model %s wants %d", what, got.Targets, t.m.Name(), want.Targets)
+	case got.Classes > want.Classes:
+		if want.Tokens {
+			return fmt.Errorf("%s dataset has a vocabulary of %d tokens but model %s has %d", what, got.Classes, t.m.Name(), want.Classes)
+		}
+		return fmt.Errorf("%s dataset has %d classes but model %s has %d outputs", what, got.Classes, t.m.Name(), want.Classes)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 // periodic checkpoint that cannot be saved (ErrCheckpointSave) is reported
 // to OnWarning and the run goes on; when the final one cannot, Fit still
 // evaluates and returns the complete Result, with that error.
-func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result, error) {
+func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result, error) {
 	if err := t.checkDataset("training", train); err != nil {
 		return Result{}, err
 	}
@@ -41,14 +41,13 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 	if h := t.opts.Hooks.OnStart; h != nil {
 		h(StartInfo{PE: t.c.MyPE(), NPEs: P, Params: t.n, StepsPerEpoch: spe, TotalSteps: total,
 			MicroBatch: t.micro, StartStep: start, Resumed: resumed, Engine: t.e.Name(), Backend: t.c.Backend(),
-			ShardedUpdate: t.ShardedUpdate()})
+			ShardedUpdate: t.ShardedUpdate(), Strategy: t.Strategy(), Tokens: t.tokensPerSample()})
 	}
 
-	step, stepsDone, err := t.stepper(sm, total) // the GPU step path, or trainStep (graph.go)
-	if err != nil {
+	if err := t.strat.prepare(t, total); err != nil {
 		return Result{}, err
 	}
-	defer func() { _ = stepsDone() }()
+	defer func() { _ = t.strat.close() }()
 
 	var res Result
 	// save writes a checkpoint; one that cannot be saved stops nothing: a
@@ -73,7 +72,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 	epoch := start / spe
 	for ; epoch < t.opts.Epochs && t.step < total && !stopped; epoch++ {
 		for s := t.step - epoch*spe; s < spe && t.step < total; s++ {
-			r, err := step(train, epoch, s, ctx.Err() != nil)
+			r, err := t.strat.step(t, sm, train, epoch, s, ctx.Err() != nil)
 			if err != nil {
 				return res, err
 			}
@@ -94,6 +93,15 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Dataset) (Result
 				}
 				if !rep.Identical {
 					return res, fmt.Errorf("step %d: %s", t.step, rep)
+				}
+			}
+			if test != nil && t.evalDue(t.step) && t.step < total && !r.stop {
+				m, err := t.Evaluate(test)
+				if err != nil {
+					return res, err
+				}
+				if h := t.opts.Hooks.OnEval; h != nil {
+					h(t.step, m)
 				}
 			}
 			if t.checkpointDue(t.step, total, r.stop) {
@@ -188,8 +196,23 @@ func (t *Trainer) checkpointDue(step, total int, stop bool) bool {
 // metrics log, a replica check, a checkpoint, the end of an epoch
 // (evaluation) or of the run.
 func (t *Trainer) hostReadAfter(step, s, spe, total int) bool {
-	return step >= total || s == spe-1 || t.logDue(step, total, false) ||
+	return step >= total || s == spe-1 || t.logDue(step, total, false) || t.evalDue(step) ||
 		t.replicaCheckDue(step) || t.checkpointDue(step, total, false)
+}
+
+// evalDue reports whether Fit evaluates after step (EvalEverySteps).
+func (t *Trainer) evalDue(step int) bool {
+	n := t.opts.EvalEverySteps
+	return n > 0 && step%n == 0
+}
+
+// tokensPerSample is a token model's context (tokens per sample), 0 for
+// other models.
+func (t *Trainer) tokensPerSample() int {
+	if !t.spec.Tokens {
+		return 0
+	}
+	return t.spec.InputSize()
 }
 
 // window accumulates throughput between two logs.
@@ -218,6 +241,7 @@ func (t *Trainer) logWindow(w *window, epoch int) (LogInfo, error) {
 		Elapsed: now.Sub(w.t0), LR: t.opts.lr(t.step)}
 	if d := now.Sub(since).Seconds(); d > 0 {
 		li.SamplesPerSec = float64(w.samples) / d
+		li.TokensPerSec = li.SamplesPerSec * float64(t.tokensPerSample())
 	}
 	w.last, w.samples = now, 0
 	if h := t.opts.Hooks.OnLog; h != nil {

@@ -5,14 +5,15 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/comm"
-	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
-	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/models"
 )
 
-// The GPU step path. When the engine is the CUDA engine, the arenas live in
-// device memory and there is one micro-batch per step, Fit runs steps
-// through gpuSteps instead of trainStep:
+// The device step path. When the engine offers compute.DeviceSteps (the
+// CUDA engine), the arenas live in device memory, the model reads float
+// inputs with one label each and there is one micro-batch per step, the
+// trainer's strategy is the device step (gpuSteps) instead of hostStep:
 //
 //   - batches go through the engine's Pipeline: gathered straight into
 //     pinned host memory, copied to the device on the copy stream while the
@@ -48,20 +49,18 @@ type enqueueAllReducer interface {
 }
 
 // report layout: the control words, then the update status.
-const (
-	repStop    = ctrlStop
-	repSkipped = ctrlWords + cudalib.StatusSkipped
-)
+const repStop = ctrlStop
 
-// gpuSteps is the GPU step path's state (one per Fit).
+// gpuSteps is the device step path's state (one per Fit).
 type gpuSteps struct {
-	e      *cuda.Engine
-	ar     enqueueAllReducer // nil with one PE: nothing to reduce
-	pipe   *cuda.Pipeline
-	graphs [2]*cuda.Graph
-	graph  bool // capture steps (engine's setting, off after a failed capture)
-	warm   bool // an eager step has run
-	n      int  // steps launched through this path
+	e          compute.DeviceSteps
+	ar         enqueueAllReducer // nil with one PE: nothing to reduce
+	pipe       compute.StepPipeline
+	graphs     [2]compute.StepGraph
+	repSkipped int  // the report's word that says the update was skipped
+	graph      bool // capture steps (engine's setting, off after a failed capture)
+	warm       bool // an eager step has run
+	n          int  // steps launched through this path
 
 	pending     int // slot whose report is unread, -1 when none
 	pendingStep int
@@ -72,14 +71,17 @@ type gpuSteps struct {
 // nil and the reason when t's engine, arenas, comm or options do not allow
 // it (trainStep runs then). It allocates the pipeline's slots (build time).
 func (t *Trainer) newGPUSteps(total int) (*gpuSteps, string, error) {
-	e, ok := t.e.(*cuda.Engine)
+	e, ok := t.e.(compute.DeviceSteps)
 	if !ok || t.pArena.Host != nil {
 		return nil, "", nil
 	}
 	if t.opts.Accumulate > 1 {
 		return nil, "gradient accumulation: eager steps without the pipeline", nil
 	}
-	g := &gpuSteps{e: e, graph: e.GraphsEnabled(), pending: -1, total: total}
+	if t.spec.Tokens || t.spec.Targets != 1 {
+		return nil, "the model reads tokens or targets per position: eager steps without the pipeline", nil
+	}
+	g := &gpuSteps{e: e, graph: e.StepGraphs(), pending: -1, total: total, repSkipped: ctrlWords + e.StatusSkipped()}
 	if t.c.NPEs() > 1 {
 		ar, ok := t.c.(enqueueAllReducer)
 		if !ok {
@@ -90,8 +92,8 @@ func (t *Trainer) newGPUSteps(total int) (*gpuSteps, string, error) {
 			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
 		}
 	}
-	xs := append([]int{t.micro}, t.m.InputShape()...)
-	pipe, err := e.NewPipeline(xs, ctrlWords, t.ctrlView, e.StatusTensor())
+	xs := append([]int{t.micro}, t.spec.Input...)
+	pipe, err := e.NewStepPipeline(xs, ctrlWords, t.ctrlView, e.StatusTensor())
 	if err != nil {
 		return nil, "", fmt.Errorf("GPU step pipeline: %w", err)
 	}
@@ -124,7 +126,7 @@ func (g *gpuSteps) close() error {
 // step runs optimizer step t.step+1 on global batch (epoch, s); see the
 // top of the file. It reads this step's report before returning when Fit
 // reads the device next (hostReadAfter) or the step stops the run.
-func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
+func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
 	slot := g.n % 2
 	p := g.pipe
 	if err := p.Fill(slot); err != nil {
@@ -132,8 +134,8 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Datas
 	}
 	sl := p.Slot(slot)
 	sm.Batch(epoch, s, t.idx)
-	ds.Gather(t.idx[:t.micro], sl.HostX, sl.HostY)
-	classes := t.m.Classes()
+	ds.GatherBatch(t.idx[:t.micro], datasets.Batch{X: sl.HostX, Y: sl.HostY})
+	classes := t.spec.Classes
 	for i, y := range sl.HostY {
 		if y != -1 && (y < 0 || int(y) >= classes) {
 			return stepResult{}, fmt.Errorf("step %d: sample %d has label %d, the model has %d classes", t.step+1, t.idx[i], y, classes)
@@ -148,7 +150,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Datas
 	}
 	t.step++
 	g.n++
-	scale := 1 / float32(sm.Labelled(s))
+	scale := t.lossScale(sm, s)
 	lr := t.opts.lr(t.step)
 	if err := g.run(t, slot, scale, lr); err != nil {
 		return stepResult{}, fmt.Errorf("step %d: %w", t.step, err)
@@ -181,7 +183,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Datas
 // run enqueues the step's device work on slot: the slot's graph when there
 // is one, else eagerly, capturing the slot's graph first when it is time.
 func (g *gpuSteps) run(t *Trainer, slot int, scale, lr float32) error {
-	v := cuda.StepValues{LossScale: scale, Step: t.step, LR: lr}
+	v := compute.StepValues{LossScale: scale, Step: t.step, LR: lr}
 	if gr := g.graphs[slot]; gr != nil {
 		return gr.Launch(v)
 	}
@@ -202,12 +204,12 @@ func (g *gpuSteps) run(t *Trainer, slot int, scale, lr float32) error {
 }
 
 // capture records the step's work on slot into a graph.
-func (g *gpuSteps) capture(t *Trainer, slot int, scale, lr float32) (*cuda.Graph, error) {
+func (g *gpuSteps) capture(t *Trainer, slot int, scale, lr float32) (compute.StepGraph, error) {
 	if err := g.e.BeginCapture(); err != nil {
 		return nil, err
 	}
 	rerr := g.record(t, slot, scale, lr)
-	gr, err := g.e.EndCapture()
+	gr, err := g.e.EndStepCapture()
 	if rerr != nil {
 		if gr != nil {
 			_ = gr.Close()
@@ -223,9 +225,8 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	e := g.e
 	sl := g.pipe.Slot(slot)
 	e.Copy(t.ctrlView, sl.Extra)
-	logits := t.m.Forward(sl.X)
-	e.SoftmaxCrossEntropy(logits, sl.Y, t.dlogits, scale, t.stats)
-	t.m.Backward(t.dlogits, nil)
+	t.m.Forward(models.Inputs{X: sl.X, Targets: sl.Y}, scale, t.stats)
+	t.m.Backward(nil)
 	if g.ar != nil {
 		if err := g.ar.AllReduceEnqueue(t.grads, 0, t.n+ctrlWords, comm.Sum); err != nil {
 			return fmt.Errorf("gradient allreduce: %w", err)
@@ -244,33 +245,10 @@ func (g *gpuSteps) read(t *Trainer, slot, step int) (stepResult, error) {
 	if err != nil {
 		return stepResult{}, fmt.Errorf("step %d: %w", step, err)
 	}
-	r := stepResult{stop: rep[repStop] > 0, skipped: rep[repSkipped] != 0}
+	r := stepResult{stop: rep[repStop] > 0, skipped: rep[g.repSkipped] != 0}
 	if r.skipped && !t.opts.SkipNonFinite {
 		return r, fmt.Errorf("step %d: %w; lower the learning rate, clip gradients (--clip-norm) or pass --skip-nonfinite",
 			step, ErrNonFinite)
 	}
 	return r, nil
-}
-
-// stepper picks how Fit runs its steps, in a run of total steps: the GPU
-// path when t allows it (see newGPUSteps), trainStep otherwise. The
-// function it returns runs one step; done releases what the GPU path holds.
-func (t *Trainer) stepper(sm *datasets.ShardSampler, total int) (step func(ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error), done func() error, err error) {
-	g, why, err := t.newGPUSteps(total)
-	if err != nil {
-		return nil, nil, err
-	}
-	if why != "" {
-		if e, ok := t.e.(*cuda.Engine); ok { // always, when there is a reason
-			e.Notice("GPU step path off: " + why)
-		}
-	}
-	if g == nil {
-		return func(ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
-			return t.trainStep(sm, ds, epoch, s, wantStop)
-		}, func() error { return nil }, nil
-	}
-	return func(ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
-		return g.step(t, sm, ds, epoch, s, wantStop)
-	}, g.close, nil
 }

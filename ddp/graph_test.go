@@ -335,14 +335,13 @@ func TestGPUPathStepDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	step, done, err := tr.stepper(sm, tr.totalSteps(sm.StepsPerEpoch()))
-	if err != nil {
+	if err := tr.strat.prepare(tr, tr.totalSteps(sm.StepsPerEpoch())); err != nil {
 		t.Fatal(err)
 	}
-	defer done()
+	defer tr.strat.close()
 	s := 0
 	run := func() {
-		if _, err := step(train, 0, s, false); err != nil {
+		if _, err := tr.strat.step(tr, sm, train, 0, s, false); err != nil {
 			t.Fatal(err)
 		}
 		s++

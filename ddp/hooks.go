@@ -15,6 +15,9 @@ type Hooks struct {
 	// OnEpochEnd is called after each epoch (with test metrics when the
 	// epoch was evaluated).
 	OnEpochEnd func(EpochInfo)
+	// OnEval is called after each evaluation that Options.EvalEverySteps
+	// asks for, with the metrics on the test (validation) set.
+	OnEval func(step int, m Metrics)
 	// OnCheckpoint is called after a checkpoint is written (PE 0 wrote it;
 	// every PE is told).
 	OnCheckpoint func(path string, step int)
@@ -35,6 +38,8 @@ type StartInfo struct {
 	Engine        string // the compute engine's name ("cpu/openblas")
 	Backend       string // the comm backend's name ("shm")
 	ShardedUpdate bool   // each PE updates its shard of the parameters (ZeRO-1)
+	Strategy      string // the gradient-sync strategy: replicated, sharded or device
+	Tokens        int    // tokens per sample for token models (context), 0 otherwise
 }
 
 // StepInfo describes one finished optimizer step.
@@ -54,6 +59,7 @@ type LogInfo struct {
 	Loss          float64       // mean cross-entropy per labelled sample
 	Accuracy      float64       // fraction of samples whose arg-max logit is the label
 	SamplesPerSec float64       // global samples per second over the window
+	TokensPerSec  float64       // global tokens per second (token models; 0 otherwise)
 	Elapsed       time.Duration // since Fit started
 	LR            float32       // the learning rate of the last step
 }
@@ -69,9 +75,9 @@ type EpochInfo struct {
 
 // Metrics are a loss and an accuracy over a set of labelled samples.
 type Metrics struct {
-	Loss     float64 // mean cross-entropy per sample
-	Accuracy float64 // fraction of samples predicted right
-	Samples  int     // labelled samples counted, over all PEs
+	Loss     float64 // mean cross-entropy per target (sample, or token of a token model)
+	Accuracy float64 // fraction of targets predicted right
+	Samples  int     // targets counted (labelled samples, or tokens), over all PEs
 }
 
 // Result is what Fit returns.

@@ -63,6 +63,11 @@ type Options struct {
 	// EvalEvery evaluates on the test set at the end of every EvalEvery
 	// epochs (0: only at the end of Fit).
 	EvalEvery int
+	// EvalEverySteps evaluates on the test set every so many steps (0: off),
+	// reporting through Hooks.OnEval: a language model's validation loss.
+	EvalEverySteps int
+	// EvalLimit evaluates on the first EvalLimit test samples only (0: all).
+	EvalLimit int
 
 	// Checkpoint configures saving and resuming; zero means no checkpoints.
 	Checkpoint CheckpointOptions
@@ -124,7 +129,7 @@ func (o *Options) validate(npes int) error {
 		return fmt.Errorf("learning rate %g: must be positive", o.LR)
 	case o.ClipNorm < 0:
 		return fmt.Errorf("clip norm %g: must not be negative", o.ClipNorm)
-	case o.LogEvery < 0 || o.CheckReplicasEvery < 0 || o.EvalEvery < 0 || o.Checkpoint.Every < 0:
+	case o.LogEvery < 0 || o.CheckReplicasEvery < 0 || o.EvalEvery < 0 || o.EvalEverySteps < 0 || o.EvalLimit < 0 || o.Checkpoint.Every < 0:
 		return fmt.Errorf("log, replica-check, eval and checkpoint intervals must not be negative")
 	case o.Checkpoint.Keep < 1:
 		return fmt.Errorf("keep-checkpoints %d: must be at least 1", o.Checkpoint.Keep)

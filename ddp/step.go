@@ -23,26 +23,25 @@ type stepResult struct {
 // gradient is NaN or Inf and Options.SkipNonFinite is false.
 var ErrNonFinite = errors.New("loss or gradients are not finite")
 
-// trainStep runs optimizer step number t.step+1 on global batch (epoch, s).
-// wantStop is this PE's wish to stop (a signal); the decision is shared.
-func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoch, s int, wantStop bool) (stepResult, error) {
+// hostStep runs optimizer step number t.step+1 on global batch (epoch, s)
+// with the arenas in host memory or the micro-batches run eagerly: forward
+// and backward of each micro-batch, then finish, the strategy's reduction
+// and update. buckets says that backward starts allreduces of gradient
+// buckets as they finish (t.ready). wantStop is this PE's wish to stop (a
+// signal); the decision is shared.
+func (t *Trainer) hostStep(sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop, buckets bool,
+	finish func(epoch, s int) (stepResult, error)) (stepResult, error) {
 	e := t.e
 	sm.Batch(epoch, s, t.idx)
-	scale := 1 / float32(sm.Labelled(s))
+	scale := t.lossScale(sm, s)
 	host := t.pArena.Host != nil
 	k := t.opts.Accumulate
 	if host {
 		e.ReadTensor(t.statsBefore, t.stats)
 	}
 	for j := 0; j < k; j++ {
-		rows := t.idx[j*t.micro : (j+1)*t.micro]
-		ds.Gather(rows, t.xHost, t.yHost)
-		if !host {
-			e.SetTensor(t.x, t.xHost)
-		}
-		e.SetLabels(t.y, t.yHost)
-		logits := t.m.Forward(t.x)
-		e.SoftmaxCrossEntropy(logits, t.y, t.dlogits, scale, t.stats)
+		t.load(ds, t.idx[j*t.micro:(j+1)*t.micro])
+		t.m.Forward(t.in, scale, t.stats)
 		t.lastMicro = j == k-1
 		if t.lastMicro {
 			t.ctrl = [ctrlWords]float32{}
@@ -56,14 +55,14 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 				}
 			}
 			e.SetTensor(t.ctrlView, t.ctrl[:])
-			t.pendingEnd = t.n + ctrlWords
-			if t.sharder != nil {
-				t.pendingEnd = 0 // no buckets: one reduce-scatter after backward
+			t.pendingEnd = 0 // no buckets: the strategy reduces after backward
+			if buckets {
+				t.pendingEnd = t.n + ctrlWords
 			}
 			t.reqs = t.reqs[:0]
 			t.bucketErr = nil
 		}
-		t.m.Backward(t.dlogits, t.ready)
+		t.m.Backward(t.ready)
 		if !t.lastMicro {
 			if j == 0 {
 				e.Copy(t.acc, t.gView)
@@ -72,9 +71,34 @@ func (t *Trainer) trainStep(sm *datasets.ShardSampler, ds datasets.Dataset, epoc
 			}
 		}
 	}
-	if t.sharder != nil {
-		return t.shardedFinish(epoch, s)
+	return finish(epoch, s)
+}
+
+// load copies this PE's rows of a micro-batch from ds onto the engine.
+func (t *Trainer) load(ds datasets.Source, rows []int) {
+	e := t.e
+	ds.GatherBatch(rows, t.batch)
+	if t.spec.Tokens {
+		e.SetLabels(t.in.Tokens, t.batch.Tokens)
+	} else if t.pArena.Host == nil || compute.HostData(t.x) == nil {
+		e.SetTensor(t.x, t.batch.X)
 	}
+	e.SetLabels(t.in.Targets, t.batch.Y)
+}
+
+// lossScale is the scale of global step s's summed loss that makes its
+// gradient the mean's: 1 / (the step's labelled samples x targets per
+// sample).
+func (t *Trainer) lossScale(sm *datasets.ShardSampler, s int) float32 {
+	return 1 / float32(sm.Labelled(s)*t.spec.Targets)
+}
+
+// replicatedFinish ends a step of the replicated strategy after backward:
+// the last bucket's allreduce, a wait for all of them, the shared verdict on
+// stopping and finiteness, and the update of the whole arena.
+func (t *Trainer) replicatedFinish(epoch, s int) (stepResult, error) {
+	e := t.e
+	host := t.pArena.Host != nil
 	if t.pendingEnd > 0 {
 		t.issue(0)
 	}
@@ -184,7 +208,7 @@ func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
 			optim.Scale(g, f)
 		}
 	}
-	t.o.Update(t.pArena.Host[lo:hi:hi], g, t.stateShard, t.step, lr)
+	applyUpdate(t.shardSegs, lo, t.pArena.Host[lo:hi:hi], g, t.step, lr)
 	if err := t.sharder.AllGather(t.params, 0, t.n); err != nil {
 		return res, fmt.Errorf("step %d: parameter all-gather: %w", t.step, err)
 	}
@@ -267,7 +291,7 @@ func (t *Trainer) update() error {
 		if t.opts.ClipNorm > 0 {
 			optim.ClipGlobalNorm(g, t.opts.ClipNorm)
 		}
-		t.o.Update(t.pArena.Host, g, t.stateSlots, t.step, lr)
+		applyUpdate(t.segs, 0, t.pArena.Host, g, t.step, lr)
 		return nil
 	}
 	du, ok := t.e.(DeviceUpdater)

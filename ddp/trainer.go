@@ -6,6 +6,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 )
@@ -45,17 +46,17 @@ type Trainer struct {
 	acc            compute.Tensor // gradient accumulation (Accumulate > 1)
 	accArena       compute.Arena
 
-	micro   int // rows of one forward on this PE
-	x       compute.Tensor
-	y       compute.Labels
-	xHost   []float32 // batch staging (aliases x on host engines)
-	yHost   []int32
-	idx     []int // this PE's rows of the current global batch
-	dlogits compute.Tensor
-	stats   compute.Tensor // train window: loss sum, correct, labelled
-	estats  compute.Tensor // evaluation
-	ctrl    [ctrlWords]float32
-	stats3  [3]float32
+	micro  int           // rows of one forward on this PE
+	spec   datasets.Spec // the batches the model reads
+	in     models.Inputs // the micro-batch on the engine
+	x      compute.Tensor
+	batch  datasets.Batch // host staging (X aliases x on host engines)
+	idx    []int          // this PE's rows of the current global batch
+	stats  compute.Tensor // train window: loss sum, correct, counted targets
+	estats compute.Tensor // evaluation
+	strat  strategy       // how gradients are synchronised and applied
+	ctrl   [ctrlWords]float32
+	stats3 [3]float32
 	// the train window as a step found it (host engines), put back when the
 	// step is skipped; made once, so that no step allocates
 	statsBefore []float32
@@ -79,6 +80,10 @@ type Trainer struct {
 	bucketErr   error
 	lastMicro   bool
 	views       map[[2]int][2]compute.Tensor // cached bucket views
+
+	// the update's runs of decaying and exempt parameters (decay.go), over
+	// the whole arena and over this PE's shard
+	segs, shardSegs []updateSeg
 
 	step int // optimizer steps done
 }
@@ -106,12 +111,21 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 	if err := t.allocArenas(); err != nil {
 		return nil, err
 	}
+	noDecay, err := t.planDecay()
+	if err != nil {
+		return nil, err
+	}
+	t.segs = t.segments(noDecay, 0, t.n, t.stateSlots)
+	if t.sharder != nil {
+		t.shardSegs = t.segments(noDecay, t.shardLo, t.shardHi, t.stateShard)
+	}
 	if err := t.build(); err != nil {
 		return nil, err
 	}
 	if err := t.initParams(); err != nil {
 		return nil, err
 	}
+	t.strat = t.chooseStrategy()
 	return t, nil
 }
 
@@ -220,6 +234,10 @@ func arenaOf(b comm.Buffer) (compute.Arena, error) {
 
 func (t *Trainer) build() error {
 	e := t.e
+	t.spec = t.m.Data()
+	if t.spec.Targets < 1 || t.spec.Classes < 1 || t.spec.InputSize() < 1 {
+		return fmt.Errorf("model %s reads batches of %+v: it needs an input, targets and classes", t.m.Name(), t.spec)
+	}
 	pv := make([]compute.Tensor, len(t.specs))
 	gv := make([]compute.Tensor, len(t.specs))
 	for i, s := range t.specs {
@@ -239,21 +257,23 @@ func (t *Trainer) build() error {
 			t.acc = e.View(t.accArena, 0, t.n)
 		}
 	}
-	in := 1
-	for _, d := range t.m.InputShape() {
-		in *= d
-	}
-	xs := append([]int{t.micro}, t.m.InputShape()...)
-	t.x = e.Alloc(xs...)
-	if h := compute.HostData(t.x); h != nil && len(h) == t.micro*in {
-		t.xHost = h
+	in := t.spec.InputSize()
+	if t.spec.Tokens {
+		t.in.Tokens = e.AllocLabels(t.micro * in)
+		t.batch.Tokens = make([]int32, t.micro*in)
 	} else {
-		t.xHost = make([]float32, t.micro*in)
+		xs := append([]int{t.micro}, t.spec.Input...)
+		t.x = e.Alloc(xs...)
+		t.in.X = t.x
+		if h := compute.HostData(t.x); h != nil && len(h) == t.micro*in {
+			t.batch.X = h
+		} else {
+			t.batch.X = make([]float32, t.micro*in)
+		}
 	}
-	t.y = e.AllocLabels(t.micro)
-	t.yHost = make([]int32, t.micro)
+	t.in.Targets = e.AllocLabels(t.micro * t.spec.Targets)
+	t.batch.Y = make([]int32, t.micro*t.spec.Targets)
 	t.idx = make([]int, t.micro*t.opts.Accumulate)
-	t.dlogits = e.Alloc(t.micro, t.m.Classes())
 	t.stats = e.Alloc(3)
 	t.statsBefore = make([]float32, 3)
 	t.estats = e.Alloc(3)
@@ -309,6 +329,9 @@ func (t *Trainer) ParamSpecs() ([]models.ParamSpec, []int) { return t.specs, t.o
 // open.
 func (t *Trainer) Close() error {
 	var errs []error
+	if t.strat != nil {
+		errs = append(errs, t.strat.close())
+	}
 	for _, b := range []comm.Buffer{t.xchg, t.stateBuf, t.ctl, t.hashes, t.metrics, t.grads, t.params} {
 		if b != nil {
 			errs = append(errs, t.c.Free(b))

@@ -26,10 +26,11 @@ func benchStep(b *testing.B, kind blas.Kind, batch int) {
 	if err != nil {
 		b.Skip(err)
 	}
-	m, err := models.New("mlp", models.Config{})
+	mm, err := models.New("mlp", models.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
+	m := mm.(*models.Classifier).Network()
 	specs := m.Params()
 	offsets, total := models.Layout(specs)
 	params, grads := make([]float32, total), make([]float32, total)

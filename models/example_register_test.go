@@ -23,8 +23,8 @@ func init() {
 		}
 		hidden := models.NewLinear("hidden", in, width, compute.Identity)
 		hidden.WeightInit = models.HeNormal // a ReLU follows
-		return models.NewSequential("wide-relu", cfg.Input, cfg.Classes,
-			hidden, models.NewReLU(), models.NewLinear("out", width, cfg.Classes, compute.Identity)), nil
+		return models.NewClassifier(models.NewSequential("wide-relu", cfg.Input, cfg.Classes,
+			hidden, models.NewReLU(), models.NewLinear("out", width, cfg.Classes, compute.Identity))), nil
 	})
 }
 

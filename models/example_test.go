@@ -12,7 +12,7 @@ import (
 // Build the registered mlp, lay its parameters out in two flat arenas,
 // initialise them and run one training step's forward and backward.
 func ExampleMLP() {
-	m, err := models.New("mlp", models.Config{Input: []int{784}, Hidden: []int{128, 64}, Classes: 10})
+	m, err := models.MLP(models.Config{Input: []int{784}, Hidden: []int{128, 64}, Classes: 10})
 	if err != nil {
 		panic(err)
 	}

@@ -27,6 +27,8 @@ func Layout(specs []ParamSpec) (offsets []int, total int) {
 //	HeUniform      U(-sqrt(6/FanIn), +sqrt(6/FanIn))
 //	XavierNormal   N(0, 2/(FanIn+FanOut))
 //	XavierUniform  U(-sqrt(6/(FanIn+FanOut)), +sqrt(6/(FanIn+FanOut)))
+//	Normal         N(0, Std²)
+//	Ones           1
 //
 // The values depend only on the seed and each parameter's name and spec: each
 // parameter draws from its own PCG stream (seeded by seed and a hash of its
@@ -52,6 +54,20 @@ func initParam(s ParamSpec, seed uint64, dst []float32) error {
 	switch s.Init {
 	case Zeros:
 		clear(dst)
+		return nil
+	case Ones:
+		for i := range dst {
+			dst[i] = 1
+		}
+		return nil
+	case Normal:
+		if !(s.Std > 0) {
+			return fmt.Errorf("normal init with standard deviation %g", s.Std)
+		}
+		r := newDraws(seed, s.Name)
+		for i := range dst {
+			dst[i] = float32(s.Std * r.normal())
+		}
 		return nil
 	case HeNormal, HeUniform:
 		fan = s.FanIn

@@ -21,8 +21,14 @@ type Linear struct {
 	// WeightInit initialises W. NewLinear picks HeNormal when the layer ends
 	// in ReLU and XavierUniform otherwise; set it before the model's
 	// parameters are laid out (for instance HeNormal for a Linear that a
-	// separate ReLU layer follows).
+	// separate ReLU layer follows). WeightStd is Normal's deviation.
 	WeightInit Init
+	WeightStd  float64
+	// TiedWeight names another layer's (earlier) parameter that is this
+	// layer's W (ParamSpec.TiedTo); empty: W is the layer's own.
+	TiedWeight string
+	// NoBias leaves the bias out: the layer has W alone.
+	NoBias bool
 
 	name    string
 	in, out int
@@ -33,6 +39,7 @@ type Linear struct {
 	dw, db     compute.Tensor // their gradients
 	x, y, dx   compute.Tensor // last input, output, input gradient
 	needInGrad bool
+	addW, addB bool // add to dw, db: the parameter is tied and another use wrote them
 
 	fused  compute.FusedLinear // the engine's fused layer, nil on the plain path
 	unfuse string              // why the layer is not fused (engines with compute.LinearFuser)
@@ -40,6 +47,10 @@ type Linear struct {
 
 // NewLinear returns a Linear layer from in to out features whose parameters
 // are named name+".weight" and name+".bias".
+//
+// Set TiedWeight (before the model is built) to make W another layer's
+// parameter of the same shape (Out,In): a GPT's output head uses the token
+// embedding's table this way.
 func NewLinear(name string, in, out int, act compute.Activation) *Linear {
 	if in <= 0 || out <= 0 {
 		panic(fmt.Sprintf("models: NewLinear(%q, %d, %d): sizes must be positive", name, in, out))
@@ -53,10 +64,12 @@ func NewLinear(name string, in, out int, act compute.Activation) *Linear {
 
 // Params declares W (Out,In) and b (Out).
 func (l *Linear) Params() []ParamSpec {
-	return []ParamSpec{
-		{Name: l.name + ".weight", Shape: []int{l.out, l.in}, Init: l.WeightInit, FanIn: l.in, FanOut: l.out},
-		{Name: l.name + ".bias", Shape: []int{l.out}, Init: Zeros, FanIn: l.in, FanOut: l.out},
+	w := ParamSpec{Name: l.name + ".weight", Shape: []int{l.out, l.in}, Init: l.WeightInit, Std: l.WeightStd,
+		FanIn: l.in, FanOut: l.out, TiedTo: l.TiedWeight}
+	if l.NoBias {
+		return []ParamSpec{w}
 	}
+	return []ParamSpec{w, {Name: l.name + ".bias", Shape: []int{l.out}, Init: Zeros, FanIn: l.in, FanOut: l.out}}
 }
 
 // Build binds W, b and their gradients and allocates y (Batch,Out) and,
@@ -72,15 +85,21 @@ func (l *Linear) Build(b Build) ([]int, error) {
 		return nil, fmt.Errorf("%s: batch %d", l.name, b.Batch)
 	}
 	l.e = b.Engine
-	l.w, l.b, l.dw, l.db = b.Params[0], b.Params[1], b.Grads[0], b.Grads[1]
+	l.w, l.dw, l.b, l.db = b.Params[0], b.Grads[0], nil, nil
+	if !l.NoBias {
+		l.b, l.db = b.Params[1], b.Grads[1]
+	}
 	l.y = l.e.Alloc(b.Batch, l.out)
 	l.needInGrad = b.NeedInputGrad
 	l.dx = nil
 	if l.needInGrad {
 		l.dx = l.e.Alloc(append([]int{b.Batch}, b.In...)...)
 	}
+	l.addW, l.addB = b.AddGrad(0), b.AddGrad(1)
 	l.fused, l.unfuse = nil, ""
-	if f, ok := l.e.(compute.LinearFuser); ok {
+	if f, ok := l.e.(compute.LinearFuser); ok && (l.addW || l.addB || l.NoBias) {
+		l.unfuse = "a tied parameter or no bias, which the fused GEMMs do not take"
+	} else if ok {
 		fl, err := f.FuseLinear(compute.LinearSpec{
 			Name: l.name, Batch: b.Batch, In: l.in, Out: l.out, Act: l.act,
 			W: l.w, B: l.b, DW: l.dw, DB: l.db, Y: l.y, DX: l.dx,
@@ -128,8 +147,12 @@ func (l *Linear) Backward(dy compute.Tensor) compute.Tensor {
 	if l.fused != nil {
 		return l.fused.Backward(dy, l.x)
 	}
-	l.e.BiasActBackward(dy, l.y, l.db, l.act, false)
-	l.e.Gemm(true, false, 1, dy, l.x, 0, l.dw) // dW (Out,In) = dyᵀ (Out,B) · x (B,In)
+	l.e.BiasActBackward(dy, l.y, l.db, l.act, l.addB)
+	var beta float32
+	if l.addW {
+		beta = 1 // a tied weight: add to the other use's gradient
+	}
+	l.e.Gemm(true, false, 1, dy, l.x, beta, l.dw) // dW (Out,In) = dyᵀ (Out,B) · x (B,In)
 	if !l.needInGrad {
 		return nil
 	}

@@ -12,7 +12,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return m, nil
+		return NewClassifier(m), nil
 	})
 }
 

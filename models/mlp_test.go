@@ -48,10 +48,11 @@ func TestMLPGradients(t *testing.T) {
 	cfg := Config{Input: []int{2, 3}, Hidden: []int{5, 4}, Classes: 3}
 	for name, e := range gradcheck.Engines(t) {
 		t.Run(name, func(t *testing.T) {
-			m, err := New("mlp", cfg)
+			mm, err := New("mlp", cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			m := mm.(*Classifier).Network()
 			specs := m.Params()
 			offsets, _ := Layout(specs)
 			// Draw until no hidden pre-activation lies near ReLU's kink.
@@ -100,10 +101,11 @@ func TestStepDoesNotAllocate(t *testing.T) {
 	const batch = 32
 	for name, e := range gradcheck.Engines(t) {
 		t.Run(name, func(t *testing.T) {
-			m, err := New("mlp", Config{})
+			mm, err := New("mlp", Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			m := mm.(*Classifier).Network()
 			r := rand.New(rand.NewPCG(1, 1))
 			a := newArenas(e, m.Params(), r)
 			if err := m.Build(e, a.pv, a.gv, batch); err != nil {

@@ -3,22 +3,29 @@
 //
 // # Models and arenas
 //
-// A [Model] is a classifier from a batch of samples (B, In...) to logits
-// (B, Classes). It declares its parameters up front ([ParamSpec]: a name, a
-// shape and an initialisation). The caller, usually ddp.Trainer, lays them
-// out back to back in two flat arenas, one for weights and one for
+// A [Model] maps a typed batch ([Inputs]: float inputs or token ids, and
+// targets, one per sample or one per position, -1 ignored) to a loss and
+// the metrics it declares. It declares its parameters up front ([ParamSpec]:
+// a name, a shape and an initialisation). The caller, usually ddp.Trainer,
+// lays them out back to back in two flat arenas, one for weights and one for
 // gradients ([Layout]), fills the weights ([InitParams]) and hands the model
 // tensor views into both in [Model.Build]; the model never allocates
 // parameter memory of its own. Forward and backward run on a
 // compute.Engine, so the same model code trains on the CPU and on the GPU.
 //
+// A classifier is a [Network] (from (B, In...) inputs to (B, Classes)
+// logits) wrapped by [NewClassifier], which adds the softmax cross-entropy
+// ([CrossEntropy]); [MLP] is the network registered as "mlp".
+//
 // # Layers and composition
 //
-// Most models are a [Sequential] of [Layer] values, each a forward and
+// Most networks are a [Sequential] of [Layer] values, each a forward and
 // backward pair with its own parameters: [Linear] (with a fused ReLU),
-// [ReLU], and layers of your own. [MLP] is the model registered as "mlp".
-// The softmax cross-entropy loss, [CrossEntropy], is kept apart from the
-// model: the trainer applies it to the logits.
+// [ReLU], [Residual] (x + f(x) around layers of its own), and layers of
+// your own. Composition is a tree: a Residual holds layers, which may hold
+// layers. Two layers share a parameter when one declares it with
+// ParamSpec.TiedTo naming the other's: it is stored once in the arena and
+// its gradient is the sum of both uses ([Build.AddGrads]).
 //
 // # Writing a layer
 //
@@ -28,20 +35,23 @@
 //   - Build receives the engine, the micro-batch size, the shape of one
 //     input sample and views of its parameters and gradients; it keeps the
 //     views, allocates its activations and returns the shape of one output
-//     sample. Build is the only place that allocates.
+//     sample. Build is the only place that allocates. A layer that needs an
+//     operation group (compute.Norms, compute.Attention, ...) asks for it
+//     here with compute.Require, so that an engine without it fails the
+//     build with one line.
 //   - Forward computes the output from x (B, In...) and keeps what Backward
 //     needs.
 //   - Backward takes the gradient at the output, overwrites the layer's
-//     gradient views with the gradients of its parameters, and returns the
-//     gradient at the input, or nil when Build said NeedInputGrad is false
-//     (the first layer).
+//     gradient views with the gradients of its parameters (adds to those
+//     that Build.AddGrads marks), and returns the gradient at the input, or
+//     nil when Build said NeedInputGrad is false (the first layer).
 //
 // A layer written with the Engine's operations alone (Gemm, BiasAct,
 // BiasActBackward, Copy, ...) runs on every engine; one that loops over
 // memory itself uses compute.HostData and runs on the CPU engine only.
 // Check a new layer's gradients with finite differences, as this package's
-// tests do for Linear and ReLU and examples/convnet does for a convolution
-// and a pooling layer.
+// tests do for Linear, ReLU and Residual and examples/convnet does for a
+// convolution and a pooling layer.
 //
 // # The registry
 //
@@ -50,7 +60,10 @@
 // an init function; [New] builds a registered model and [Names] lists them.
 package models
 
-import "github.com/symddp/symddp/compute"
+import (
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/datasets"
+)
 
 // Init is how a parameter is initialised.
 type Init uint8
@@ -63,6 +76,8 @@ const (
 	HeUniform
 	XavierUniform
 	XavierNormal
+	Normal // N(0, Std²), Std from the ParamSpec (GPT-2's 0.02)
+	Ones   // every element 1 (a norm's gain)
 )
 
 // ParamSpec declares one parameter tensor.
@@ -74,6 +89,16 @@ type ParamSpec struct {
 	// Init and the fans that scale it.
 	Init          Init
 	FanIn, FanOut int // as torch.nn.init computes them (a Linear layer: In and Out)
+	// Std is the standard deviation of Normal.
+	Std float64
+	// NoDecay exempts the parameter from weight decay (biases, norms'
+	// gains, embeddings' position tables), for optimizers that decay.
+	NoDecay bool
+	// TiedTo, when set, names a parameter declared earlier (by another
+	// layer) that this one is: it takes no arena space of its own, the layer
+	// gets that parameter's views, and its gradient adds to the other use's.
+	// Shape must match; Init and the fans are the owner's.
+	TiedTo string
 }
 
 // Size is the number of elements of the parameter.
@@ -99,7 +124,15 @@ type Build struct {
 	// NeedInputGrad is false for the first layer: its Backward may then
 	// skip computing the gradient with respect to its input and return nil.
 	NeedInputGrad bool
+	// AddGrads[k], when true, says that Grads[k] already holds another
+	// layer's gradient of the same (tied) parameter when this layer's
+	// Backward runs: Backward adds to it instead of overwriting it. nil
+	// means false for all.
+	AddGrads []bool
 }
+
+// AddGrad reports AddGrads[k] (false when AddGrads is nil).
+func (b Build) AddGrad(k int) bool { return k < len(b.AddGrads) && b.AddGrads[k] }
 
 // Layer is one forward/backward pair. Layers keep their activations in
 // tensors allocated by Build and must not allocate in Forward or Backward.
@@ -118,9 +151,50 @@ type Layer interface {
 	Backward(dy compute.Tensor) compute.Tensor
 }
 
-// Model is what the trainer trains: a classifier from (Batch, In...) inputs
-// to (Batch, Classes) logits.
+// Inputs is one micro-batch on the engine, as a Model reads it.
+type Inputs struct {
+	// X is the float input (Rows, In...) of a model whose Data says float
+	// inputs; nil otherwise.
+	X compute.Tensor
+	// Tokens are the token ids (Rows·T) of a model that reads tokens.
+	Tokens compute.Labels
+	// Targets are the targets: one per sample (Rows) or one per position
+	// (Rows·T); -1 is ignored (padding).
+	Targets compute.Labels
+}
+
+// Model is what the trainer trains: it maps a typed batch to a loss and its
+// metrics. The metrics are three sums the model adds to a stats tensor (3):
+// the loss summed over the targets that are not -1, how many of those the
+// model predicted right (arg-max), and how many there were (samples for a
+// classifier, tokens for a language model).
 type Model interface {
+	// Name is the registry name or a user's label.
+	Name() string
+	// Params declares every parameter in arena order (tied uses are not
+	// listed: each parameter once).
+	Params() []ParamSpec
+	// Data describes the batches the model reads: one sample's input shape
+	// and type, targets per sample, classes (or vocabulary size).
+	Data() datasets.Spec
+	// Build binds the parameter and gradient views (in Params order) and
+	// allocates activations for rows samples.
+	Build(e compute.Engine, params, grads []compute.Tensor, rows int) error
+	// Forward runs the model and its loss on in, adds the three sums to
+	// stats (3) and keeps, for Backward, the gradient of scale times the
+	// summed loss (scale 0: evaluation, no gradient needed).
+	Forward(in Inputs, scale float32, stats compute.Tensor)
+	// Backward computes the parameters' gradients from what Forward kept.
+	// Parameters finish in reverse arena order; after parameter i and all
+	// later ones have their final gradients it calls ready(i), so that the
+	// trainer can start reducing that part of the gradient arena while
+	// backward goes on. ready may be nil.
+	Backward(ready func(firstParam int))
+}
+
+// Network is a classifier's network: from (Batch, In...) inputs to
+// (Batch, Classes) logits. NewClassifier makes it a Model.
+type Network interface {
 	// Name is the registry name or a user's label.
 	Name() string
 	// Params declares every parameter in arena order.

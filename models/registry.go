@@ -18,6 +18,9 @@ type Config struct {
 	// Hidden are the widths of the hidden layers; empty means the model's
 	// default (256, 256 for mlp).
 	Hidden []int
+	// Layers, Heads, Width, Context and Vocab size a transformer (gpt);
+	// zero keeps the preset's value.
+	Layers, Heads, Width, Context, Vocab int
 	// Options are free-form settings for user models (key=value flags).
 	Options map[string]string
 }
@@ -77,7 +80,8 @@ func New(name string, cfg Config) (Model, error) {
 // withDefaults returns a copy of c with defaults filled in, or an error for
 // sizes that are not positive.
 func (c Config) withDefaults() (Config, error) {
-	out := Config{Classes: c.Classes, Input: slices.Clone(c.Input), Hidden: slices.Clone(c.Hidden), Options: maps.Clone(c.Options)}
+	out := c
+	out.Input, out.Hidden, out.Options = slices.Clone(c.Input), slices.Clone(c.Hidden), maps.Clone(c.Options)
 	if len(out.Input) == 0 {
 		out.Input = []int{784}
 	}
@@ -96,6 +100,10 @@ func (c Config) withDefaults() (Config, error) {
 		if h <= 0 {
 			return Config{}, fmt.Errorf("hidden sizes %v", out.Hidden)
 		}
+	}
+	if out.Layers < 0 || out.Heads < 0 || out.Width < 0 || out.Context < 0 || out.Vocab < 0 {
+		return Config{}, fmt.Errorf("layers %d, heads %d, width %d, context %d, vocabulary %d: must not be negative",
+			out.Layers, out.Heads, out.Width, out.Context, out.Vocab)
 	}
 	return out, nil
 }

@@ -32,8 +32,8 @@ func TestNewMLPDefaults(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("params %v, want %v", got, want)
 	}
-	if m.Name() != "mlp" || m.Classes() != 10 || !slices.Equal(m.InputShape(), []int{784}) {
-		t.Errorf("name %q, classes %d, input %v; want mlp, 10, [784]", m.Name(), m.Classes(), m.InputShape())
+	if d := m.Data(); m.Name() != "mlp" || d.Classes != 10 || !slices.Equal(d.Input, []int{784}) || d.Tokens || d.Targets != 1 {
+		t.Errorf("name %q, data %+v; want mlp, 10 classes, float input [784], one target", m.Name(), d)
 	}
 	if inits := []Init{m.Params()[0].Init, m.Params()[4].Init}; inits[0] != HeNormal || inits[1] != XavierUniform {
 		t.Errorf("fc1 init %d, fc3 init %d; want HeNormal before ReLU, XavierUniform for the logits", inits[0], inits[1])
@@ -78,8 +78,8 @@ func TestRegisterUserModel(t *testing.T) {
 		for _, d := range cfg.Input {
 			in *= d
 		}
-		return NewSequential(name, cfg.Input, cfg.Classes,
-			NewLinear("hidden", in, 8, compute.Identity), NewReLU(), NewLinear("out", 8, cfg.Classes, compute.Identity)), nil
+		return NewClassifier(NewSequential(name, cfg.Input, cfg.Classes,
+			NewLinear("hidden", in, 8, compute.Identity), NewReLU(), NewLinear("out", 8, cfg.Classes, compute.Identity))), nil
 	})
 	if !slices.Contains(Names(), name) || !slices.Contains(Names(), "mlp") || !slices.IsSorted(Names()) {
 		t.Errorf("Names() = %v, want it sorted with %s and mlp", Names(), name)

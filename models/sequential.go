@@ -3,26 +3,29 @@ package models
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/symddp/symddp/compute"
 )
 
-// Sequential is a Model made of layers applied one after another. Its
-// parameters are its layers' parameters, in layer order.
+// Sequential is a Network made of layers applied one after another. Its
+// parameters are its layers' parameters, in layer order, each tied
+// parameter (ParamSpec.TiedTo) once, where its owner declares it.
 type Sequential struct {
 	name    string
 	in      []int
 	classes int
 	layers  []Layer
 
-	first, count []int // each layer's first parameter index and parameter count
+	first, count []int // each layer's first owned parameter index and owned-parameter count
 }
 
-var _ Model = (*Sequential)(nil)
+var _ Network = (*Sequential)(nil)
 
-// NewSequential returns a model that maps samples of shape in through the
-// layers to classes logits. Build checks that the shapes chain.
+// NewSequential returns a network that maps samples of shape in through the
+// layers to classes logits. Build checks that the shapes chain. Wrap it in
+// NewClassifier to train it.
 func NewSequential(name string, in []int, classes int, layers ...Layer) *Sequential {
 	return &Sequential{name: name, in: append([]int(nil), in...), classes: classes, layers: layers}
 }
@@ -39,11 +42,16 @@ func (s *Sequential) Classes() int { return s.classes }
 // Layers are the model's layers, first to last.
 func (s *Sequential) Layers() []Layer { return s.layers }
 
-// Params declares every layer's parameters, layer by layer.
+// Params declares every layer's parameters, layer by layer, leaving out
+// tied uses (their owner declares them).
 func (s *Sequential) Params() []ParamSpec {
 	var specs []ParamSpec
 	for _, l := range s.layers {
-		specs = append(specs, l.Params()...)
+		for _, p := range l.Params() {
+			if p.TiedTo == "" {
+				specs = append(specs, p)
+			}
+		}
 	}
 	return specs
 }
@@ -65,33 +73,37 @@ func (s *Sequential) build(e compute.Engine, params, grads []compute.Tensor, bat
 		return fmt.Errorf("batch %d", batch)
 	}
 	specs := s.Params()
-	seen := map[string]bool{}
-	for _, p := range specs {
-		if seen[p.Name] {
-			return fmt.Errorf("two parameters are named %q", p.Name)
-		}
-		seen[p.Name] = true
-	}
 	if len(params) != len(specs) || len(grads) != len(specs) {
 		return fmt.Errorf("got %d parameter and %d gradient views, want %d of each", len(params), len(grads), len(specs))
+	}
+	var declared [][]ParamSpec
+	for _, l := range s.layers {
+		declared = append(declared, l.Params())
+	}
+	uses, err := resolveTies(declared)
+	if err != nil {
+		return err
 	}
 	s.first, s.count = make([]int, len(s.layers)), make([]int, len(s.layers))
 	shape, next := s.in, 0
 	for i, l := range s.layers {
-		n := len(l.Params())
-		s.first[i], s.count[i] = next, n
-		out, err := l.Build(Build{
-			Engine:        e,
-			Batch:         batch,
-			Params:        params[next : next+n],
-			Grads:         grads[next : next+n],
-			In:            shape,
-			NeedInputGrad: i > 0,
-		})
+		b := Build{Engine: e, Batch: batch, In: shape, NeedInputGrad: i > 0}
+		owned := 0
+		for k, p := range declared[i] {
+			u := uses[i][k]
+			b.Params = append(b.Params, params[u.index])
+			b.Grads = append(b.Grads, grads[u.index])
+			b.AddGrads = append(b.AddGrads, u.add)
+			if p.TiedTo == "" {
+				owned++
+			}
+		}
+		s.first[i], s.count[i] = next, owned
+		out, err := l.Build(b)
 		if err != nil {
 			return fmt.Errorf("layer %d: %w", i, err)
 		}
-		shape, next = out, next+n
+		shape, next = out, next+owned
 	}
 	if size(shape) != s.classes {
 		return fmt.Errorf("last layer gives outputs of shape %v, want %d classes", shape, s.classes)
@@ -142,8 +154,8 @@ func (s *Sequential) Forward(x compute.Tensor) compute.Tensor {
 }
 
 // Backward runs the layers' Backward from the last to the first, starting
-// from dlogits (B,Classes), and calls ready with a layer's first parameter
-// index as soon as that layer is done.
+// from dlogits (B,Classes), and calls ready with a layer's first owned
+// parameter index as soon as that layer is done.
 func (s *Sequential) Backward(dlogits compute.Tensor, ready func(firstParam int)) {
 	dy := dlogits
 	for i := len(s.layers) - 1; i >= 0; i-- {
@@ -152,4 +164,59 @@ func (s *Sequential) Backward(dlogits compute.Tensor, ready func(firstParam int)
 			ready(s.first[i])
 		}
 	}
+}
+
+// paramUse is where one declared parameter lives among a model's unique
+// parameters, and whether its layer adds its gradient to another use's.
+type paramUse struct {
+	index int
+	add   bool
+}
+
+// resolveTies maps every parameter the layers declare (declared[i] is layer
+// i's, in forward order, a Residual's inner layers flattened) to its index
+// among the parameters that take arena space (those without TiedTo, in
+// order). A use adds to the gradient when a later layer also uses the same
+// parameter: backward runs the later one first, and that one overwrites.
+func resolveTies(declared [][]ParamSpec) ([][]paramUse, error) {
+	index := map[string]int{}
+	shapes := map[string][]int{}
+	named := map[string]bool{}
+	var owners []string
+	uses := make([][]paramUse, len(declared))
+	for i, specs := range declared {
+		for _, p := range specs {
+			if named[p.Name] {
+				return nil, fmt.Errorf("two parameters are named %q", p.Name)
+			}
+			named[p.Name] = true
+			if p.TiedTo == "" {
+				index[p.Name] = len(owners)
+				shapes[p.Name] = p.Shape
+				owners = append(owners, p.Name)
+				uses[i] = append(uses[i], paramUse{index: index[p.Name]})
+				continue
+			}
+			j, ok := index[p.TiedTo]
+			if !ok {
+				return nil, fmt.Errorf("%s is tied to %q, which no earlier layer declares", p.Name, p.TiedTo)
+			}
+			if !slices.Equal(shapes[p.TiedTo], p.Shape) {
+				return nil, fmt.Errorf("%s %v is tied to %s of shape %v", p.Name, p.Shape, p.TiedTo, shapes[p.TiedTo])
+			}
+			uses[i] = append(uses[i], paramUse{index: j})
+		}
+	}
+	last := map[int][2]int{} // parameter index -> (layer, position) of its last use
+	for i := range uses {
+		for k, u := range uses[i] {
+			last[u.index] = [2]int{i, k}
+		}
+	}
+	for i := range uses {
+		for k := range uses[i] {
+			uses[i][k].add = last[uses[i][k].index] != [2]int{i, k}
+		}
+	}
+	return uses, nil
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
 	_ "github.com/symddp/symddp/comm/mpi"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // The allreduce-mpi subcommand (build tag mpi): the mpi comm backend's
@@ -50,7 +52,7 @@ func parseAllReduceMPIFlags(args []string) (mpiBenchOpts, error) {
 
 // mpiHierEnv switches the mpi backend's hierarchical allreduce on in the
 // PEs (comm/mpi reads it).
-const mpiHierEnv = "SYMDDP_MPI_HIERARCHICAL"
+const mpiHierEnv = settings.MPIHier
 
 func runAllReduceMPI(args []string) error {
 	opts, err := parseAllReduceMPIFlags(args)

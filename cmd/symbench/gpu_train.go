@@ -236,7 +236,7 @@ func benchTrain(o gpuTrainOpts, c trainConfig) (res trainResult) {
 // trainBench is one model, optimizer and resident batch on an engine.
 type trainBench struct {
 	e     *cuda.Engine
-	m     models.Model
+	m     models.Network
 	o     optim.Optimizer
 	loss  *models.CrossEntropy
 	x     compute.Tensor
@@ -250,7 +250,7 @@ type trainBench struct {
 const benchLR = 0.01
 
 func newTrainBench(e *cuda.Engine, c trainConfig) (*trainBench, error) {
-	m, err := models.New("mlp", models.Config{Hidden: c.hidden})
+	m, err := models.MLP(models.Config{Hidden: c.hidden})
 	if err != nil {
 		return nil, err
 	}

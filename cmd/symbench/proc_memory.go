@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // peMemory is what /proc says about one PE process's memory, in bytes.
@@ -73,7 +75,7 @@ func peOf(pid int) int {
 		return -1
 	}
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("SYMDDP_PE=")); ok {
+		if v, ok := bytes.CutPrefix(kv, []byte(settings.PEName+"=")); ok {
 			if n, err := strconv.Atoi(string(v)); err == nil {
 				return n
 			}

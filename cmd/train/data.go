@@ -13,9 +13,14 @@ import (
 // dataChoice is the dataset a run will use, decided once (in the launcher)
 // and passed to the PEs as flags, so that every PE loads the same thing.
 type dataChoice struct {
-	name   string // fashion-mnist, mnist or synthetic
-	dir    string
+	name   string // fashion-mnist, mnist, synthetic, text or llmc
+	dir    string // IDX directory; text file or directory
 	notice string // a warning to print once (fallback to synthetic)
+
+	// token data
+	context, vocab     int    // the model's
+	trainGlob, valGlob string // llmc
+	maxBytes           int64  // text: corpus cap (0: all)
 }
 
 // defaultDataDir is where a dataset is installed (a variable for tests).
@@ -26,8 +31,14 @@ var defaultDataDir = datasets.DefaultDir
 // explicitly; an explicit --dataset or --data-dir without the files is a
 // usage error that says how to get them.
 func chooseData(o *options) (dataChoice, error) {
-	if o.dataset == "synthetic" {
+	if o.languageModel {
+		return chooseTokenData(o)
+	}
+	switch o.dataset {
+	case "synthetic":
 		return dataChoice{name: "synthetic"}, nil
+	case "text", "llmc":
+		return dataChoice{}, usagef("--dataset %s is token data for a language model (--model gpt-tiny, gpt, gpt2); model %s is a classifier", o.dataset, o.model)
 	}
 	dir := o.dataDir
 	if dir == "" {
@@ -73,9 +84,12 @@ type dataShare struct {
 // memory: when it fails, the PE reads the files into its own memory.
 // Synthetic data is float32 in each PE's memory. Load-time garbage is
 // returned to the operating system.
-func loadData(dc dataChoice, seed uint64, limit int, sh dataShare) (train, test datasets.Dataset, err error) {
+func loadData(dc dataChoice, seed uint64, limit int, sh dataShare) (train, test datasets.Source, err error) {
 	defer debug.FreeOSMemory()
-	if dc.name == "synthetic" {
+	switch dc.name {
+	case "text", "llmc":
+		return loadTokenData(dc, sh)
+	case "synthetic":
 		tr, te, err := datasets.SyntheticSplit(60000, 10000, 784, 10, seed)
 		if err != nil {
 			return nil, nil, fmt.Errorf("synthetic data: %w", err)

@@ -72,7 +72,7 @@ func TestLoadDataShared(t *testing.T) {
 			t.Fatalf("first %v: got %T and %T, want mapped ByteSamples of 12 and 5 samples", first, train, test)
 		}
 		x, y := make([]float32, 784), make([]int32, 1)
-		train.Gather([]int{3}, x, y)
+		tr.Gather([]int{3}, x, y)
 		if want := (float32(byte(3+10))/255 - mean) * (1 / std); x[10] != want || y[0] != 3 {
 			t.Errorf("first %v: value 10 of sample 3 = %v label %d, want %v and 3", first, x[10], y[0], want)
 		}

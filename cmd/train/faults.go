@@ -56,7 +56,7 @@ func parseFault(s string) (*fault, error) {
 
 // wrap returns hooks that fire the fault on PE f.pe after step f.step-1
 // (so that it hits step f.step), then call the original hooks.
-func (f *fault) wrap(h ddp.Hooks, pe int, train datasets.Dataset) ddp.Hooks {
+func (f *fault) wrap(h ddp.Hooks, pe int, train datasets.Source) ddp.Hooks {
 	if f.pe != pe && f.pe != -1 {
 		return h
 	}
@@ -89,7 +89,7 @@ func (f *fault) wrap(h ddp.Hooks, pe int, train datasets.Dataset) ddp.Hooks {
 }
 
 // poison makes every value of the training set NaN.
-func poison(train datasets.Dataset) {
+func poison(train datasets.Source) {
 	nan := float32(math.NaN())
 	switch d := train.(type) {
 	case *datasets.InMemory:

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // options is everything the command line sets.
@@ -21,6 +24,12 @@ type options struct {
 	dataset    string
 	dataDir    string
 	trainLimit int
+
+	layers, heads, width, context int    // transformer sizes (0: the preset's)
+	trainShards, valShards        string // llm.c token shard globs
+	corpusMax                     string // cap of the text corpus
+	evalBatches                   int
+	sampleTokens                  int
 
 	epochs      int
 	maxSteps    int
@@ -63,6 +72,8 @@ type options struct {
 	faultInject string
 	maxRestarts int
 
+	languageModel bool // --model reads tokens (languageModelDefaults)
+
 	set func(name string) bool // whether a flag was given
 }
 
@@ -86,6 +97,8 @@ Examples:
   train --pes 2 --dataset synthetic --max-steps 200
   train --pes 8 --checkpoint-dir ckpt --checkpoint-every 500
   train --pes 8 --checkpoint-dir ckpt --resume latest
+  train --pes 2 --model gpt-tiny                     byte-level GPT on Go's source tree, 400 steps
+  train --model gpt2 --dataset llmc --train-shards 'fineweb_train_*.bin' --val-shards 'fineweb_val_*.bin'
   train --pes 8 --checkpoint-dir ckpt --checkpoint-every 500 --max-restarts 3
 
 Flags:
@@ -104,9 +117,16 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.backend, "backend", "auto", "comm backend: auto|shm|nvshmem|mpi (auto: mpi under mpirun, shm otherwise)")
 	fs.StringVar(&o.model, "model", "mlp", "model name (see --list-models)")
 	fs.StringVar(&o.hidden, "hidden", "", "hidden layer widths of the mlp, comma-separated (default 256,256)")
-	fs.StringVar(&o.dataset, "dataset", "fashion-mnist", "dataset: fashion-mnist|mnist|synthetic")
-	fs.StringVar(&o.dataDir, "data-dir", "", "directory with the IDX files (default /usr/share/datasets/<dataset>)")
+	fs.StringVar(&o.dataset, "dataset", "fashion-mnist", "dataset: fashion-mnist|mnist|synthetic for classifiers; text|llmc for language models (default text for them)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "directory with the IDX files (default /usr/share/datasets/<dataset>); with --dataset text a text file or directory (default: Go's own source tree)")
 	fs.IntVar(&o.trainLimit, "train-limit", 0, "use only the first N training samples (0: all)")
+	fs.IntVar(&o.layers, "layers", 0, "transformer blocks of a gpt model (0: the preset's)")
+	fs.IntVar(&o.heads, "heads", 0, "attention heads of a gpt model (0: the preset's)")
+	fs.IntVar(&o.width, "width", 0, "embedding width of a gpt model (0: the preset's)")
+	fs.IntVar(&o.context, "context", 0, "context length (tokens) of a gpt model (0: the preset's)")
+	fs.StringVar(&o.trainShards, "train-shards", "", "--dataset llmc: glob of llm.c training token shards (e.g. 'data/fineweb_train_*.bin')")
+	fs.StringVar(&o.valShards, "val-shards", "", "--dataset llmc: glob of llm.c validation token shards")
+	fs.StringVar(&o.corpusMax, "corpus-max", "0", "--dataset text: use at most this much of the corpus, e.g. 16MiB (0: all)")
 
 	fs.IntVar(&o.epochs, "epochs", 5, "passes over the training set")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "stop after this many optimizer steps (0: no limit)")
@@ -141,7 +161,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.metrics, "metrics", "", "write metrics as JSON lines to this file (PE 0)")
 	fs.IntVar(&o.checkEvery, "check-replicas-every", 0, "compare parameter hashes across PEs every N steps (0: at the end only)")
 	fs.BoolVar(&o.skipNaN, "skip-nonfinite", false, "skip steps with NaN/Inf loss or gradients instead of stopping")
-	fs.IntVar(&o.evalEvery, "eval-every", 1, "evaluate on the test set every N epochs (0: at the end only)")
+	fs.IntVar(&o.evalEvery, "eval-every", 1, "evaluate on the test set every N epochs; for language models every N steps (default 100) on the validation set (0: at the end only)")
+	fs.IntVar(&o.evalBatches, "eval-batches", 0, "evaluate on the first N global batches of the test set only (0: all; language models default 20)")
+	fs.IntVar(&o.sampleTokens, "sample-tokens", 200, "language models: print a sample of this many tokens at the end (0: none)")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar even on a terminal")
 
 	fs.StringVar(&o.ckptDir, "checkpoint-dir", "", "directory for checkpoints (off when empty)")
@@ -154,6 +176,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 
 	help := fs.BoolP("help", "h", false, "show this help")
 	listModels := fs.Bool("list-models", false, "list the registered models and exit")
+	helpEnv := fs.Bool("help-env", false, "list the SYMDDP_* environment variables and exit")
 
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
@@ -163,6 +186,10 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		fmt.Fprint(stdout, fs.FlagUsages())
 		return nil, errHelp
 	}
+	if *helpEnv {
+		settings.WriteHelp(stdout) // on stdout, like --help
+		return nil, errHelp
+	}
 	if *listModels {
 		return nil, errListModels
 	}
@@ -170,7 +197,54 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		return nil, usagef("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
 	o.set = func(name string) bool { return fs.Changed(name) }
+	if err := o.languageModelDefaults(); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// languageModelDefaults gives a token model (gpt, gpt-tiny, gpt2) the
+// defaults GPT-2 and nanoGPT train with, for each flag the user did not
+// set: text data, 400 steps of 16 sequences, AdamW (lr 1e-3, betas 0.9 and
+// 0.95, weight decay 0.1 on matrices), 20 warm-up steps then cosine,
+// clipping at norm 1, validation every 100 steps on 20 batches.
+func (o *options) languageModelDefaults() error {
+	m, err := models.New(o.model, o.modelConfig())
+	if err != nil || !m.Data().Tokens {
+		return nil // an unknown model or a bad size is reported where the model is built
+	}
+	o.languageModel = true
+	def := func(name string, apply func()) {
+		if !o.set(name) {
+			apply()
+		}
+	}
+	def("dataset", func() { o.dataset = "text" })
+	def("batch-size", func() { o.batch = 16 })
+	def("max-steps", func() {
+		if !o.set("epochs") {
+			o.maxSteps = 400
+		}
+	})
+	def("optimizer", func() { o.optimizer = "adamw" })
+	def("weight-decay", func() { o.weightDecay = 0.1 })
+	def("beta2", func() { o.beta2 = 0.95 })
+	def("warmup-steps", func() { o.warmup = 20 })
+	def("clip-norm", func() { o.clipNorm = 1 })
+	def("eval-every", func() { o.evalEvery = 100 })
+	def("eval-batches", func() { o.evalBatches = 20 })
+	def("log-every", func() { o.logEvery = 20 })
+	if o.dataset != "text" && o.dataset != "llmc" {
+		return usagef("--dataset %s: model %s is a language model: use --dataset text (byte-level text) or llmc (llm.c token shards)", o.dataset, o.model)
+	}
+	return nil
+}
+
+// modelConfig is the model's configuration from the flags (the data's
+// shapes are added where the data is loaded).
+func (o *options) modelConfig() models.Config {
+	hidden, _ := o.hiddenSizes()
+	return models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context}
 }
 
 var (
@@ -231,9 +305,9 @@ func (o *options) validate() error {
 		return usagef("--backend %q: want auto, shm, nvshmem or mpi", o.backend)
 	}
 	switch o.dataset {
-	case "fashion-mnist", "mnist", "synthetic":
+	case "fashion-mnist", "mnist", "synthetic", "text", "llmc":
 	default:
-		return usagef("--dataset %q: want fashion-mnist, mnist or synthetic", o.dataset)
+		return usagef("--dataset %q: want fashion-mnist, mnist or synthetic (classifiers), text or llmc (language models)", o.dataset)
 	}
 	switch o.mps {
 	case "auto", "on", "off":

@@ -186,8 +186,7 @@ func modelHeap(o *options, backend string) (int64, error) {
 	if !contains(models.Names(), o.model) {
 		return 0, usagef("--model %q: unknown model (known: %s)", o.model, strings.Join(models.Names(), ", "))
 	}
-	hidden, _ := o.hiddenSizes()
-	m, err := models.New(o.model, models.Config{Hidden: hidden})
+	m, err := models.New(o.model, o.modelConfig())
 	if err != nil {
 		return 0, usageError{err}
 	}

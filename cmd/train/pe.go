@@ -123,8 +123,11 @@ func (r *peRun) run() (err error) {
 	if err != nil {
 		return err
 	}
-	hidden, _ := r.o.hiddenSizes()
-	m, err := models.New(r.o.model, models.Config{Input: train.SampleShape(), Classes: train.Classes(), Hidden: hidden})
+	cfg := r.o.modelConfig()
+	if spec := train.Spec(); !spec.Tokens {
+		cfg.Input, cfg.Classes = spec.Input, spec.Classes
+	}
+	m, err := models.New(r.o.model, cfg)
 	if err != nil {
 		return usageError{err}
 	}
@@ -164,7 +167,7 @@ func (r *peRun) run() (err error) {
 		Seed: r.o.seed, Schedule: sched, ClipNorm: r.o.clipNorm,
 		BucketBytes: int(bucket), ReplicatedUpdate: !r.o.shardUpdate,
 		LogEvery: r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
-		EvalEvery:  r.o.evalEvery,
+		EvalEvery: r.evalEveryEpochs(), EvalEverySteps: r.evalEverySteps(), EvalLimit: r.o.evalBatches * r.o.batch,
 		Checkpoint: ddp.CheckpointOptions{Dir: r.o.ckptDir, Every: r.o.ckptEvery, Keep: r.o.keepCkpt, Resume: r.o.resume},
 		Hooks:      hooks,
 	})
@@ -184,6 +187,9 @@ func (r *peRun) run() (err error) {
 	// print them, then fail
 	if me == 0 {
 		rep.summary(res, c, e)
+		if g, ok := m.(*models.GPT); ok && r.o.sampleTokens > 0 && !res.Stopped {
+			rep.sample(g, test, r.dc.name == "text", r.o.sampleTokens, r.o.seed)
+		}
 	}
 	if err != nil {
 		return finishedError{err}
@@ -228,6 +234,22 @@ func (r *peRun) engine(c comm.Comm, log *slog.Logger) (compute.Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// evalEveryEpochs and evalEverySteps read --eval-every: epochs for a
+// classifier, steps for a language model.
+func (r *peRun) evalEveryEpochs() int {
+	if r.o.languageModel {
+		return 0
+	}
+	return r.o.evalEvery
+}
+
+func (r *peRun) evalEverySteps() int {
+	if !r.o.languageModel {
+		return 0
+	}
+	return r.o.evalEvery
 }
 
 // lr is --lr or the optimizer's usual default.

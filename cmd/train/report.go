@@ -14,7 +14,9 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/models"
 )
 
 // reporter turns the trainer's hooks into what PE 0 shows: a progress bar
@@ -101,10 +103,19 @@ func (r *reporter) hooks() ddp.Hooks {
 				_ = r.bar.Set(s.Step)
 			}
 		},
+		OnEval: func(step int, m ddp.Metrics) {
+			r.clearBar()
+			fmt.Fprintf(r.out, "step %d: val loss %.4f%s (%d tokens)\n", step, m.Loss, r.bpb(m.Loss), m.Samples)
+			r.write(map[string]any{"step": step, "val_loss": m.Loss, "val_tokens": m.Samples})
+		},
 		OnLog: func(l ddp.LogInfo) {
 			r.last = l
 			line := fmt.Sprintf("epoch %d step %d/%d loss %.4f acc %.2f%% lr %.4g %.0f samples/s",
 				l.Epoch+1, l.Step, r.start.TotalSteps, l.Loss, 100*l.Accuracy, l.LR, l.SamplesPerSec)
+			if r.o.languageModel {
+				line = fmt.Sprintf("step %d/%d loss %.4f lr %.4g %.0f tokens/s",
+					l.Step, r.start.TotalSteps, l.Loss, l.LR, l.TokensPerSec)
+			}
 			if r.bar != nil {
 				r.bar.Describe(fmt.Sprintf("loss %.4f acc %.1f%%", l.Loss, 100*l.Accuracy))
 			} else {
@@ -161,12 +172,43 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	}
 	fmt.Fprintf(r.out, "%s: %s (%s) in %.1fs, %.0f samples/s on %s (%s, %s)\n",
 		how, plural(res.Steps, "step"), plural(res.Epochs, "epoch"), res.Elapsed.Seconds(), res.SamplesPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name())
-	if res.Test.Samples > 0 {
+	switch {
+	case res.Test.Samples > 0 && r.o.languageModel:
+		fmt.Fprintf(r.out, "val loss %.4f%s (%d tokens)\n", res.Test.Loss, r.bpb(res.Test.Loss), res.Test.Samples)
+	case res.Test.Samples > 0:
 		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples)\n", 100*res.Test.Accuracy, res.Test.Loss, res.Test.Samples)
 	}
 	fmt.Fprintln(r.out, res.Replicas)
 	r.write(map[string]any{"final": true, "step": res.Steps, "test_loss": res.Test.Loss, "test_accuracy": res.Test.Accuracy,
 		"samples_per_sec": res.SamplesPerSec, "elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical})
+}
+
+// bpb is ", N bits per byte" for byte-level text, "" otherwise.
+func (r *reporter) bpb(loss float64) string {
+	if r.o.dataset != "text" {
+		return ""
+	}
+	return fmt.Sprintf(", %.3f bits per byte", datasets.BitsPerByte(loss))
+}
+
+// sample prints what the trained model writes after the first tokens of
+// the validation data.
+func (r *reporter) sample(g *models.GPT, val datasets.Source, text bool, n int, seed uint64) {
+	const promptLen = 32
+	spec := val.Spec()
+	b := datasets.Batch{Tokens: make([]int32, spec.InputSize()), Y: make([]int32, spec.InputSize()*spec.Targets)}
+	val.GatherBatch([]int{0}, b)
+	prompt := b.Tokens[:min(promptLen, len(b.Tokens))]
+	out, err := g.Generate(prompt, n, models.SampleOptions{Temperature: 0.8, TopK: 40, Seed: seed, Vocab: spec.Classes})
+	if err != nil {
+		fmt.Fprintln(r.errw, "warning: sample:", err)
+		return
+	}
+	if text {
+		fmt.Fprintf(r.out, "sample (temperature 0.8, top-k 40) after %s:\n%s\n", datasets.QuoteBytes(prompt), datasets.DecodeBytes(out))
+		return
+	}
+	fmt.Fprintf(r.out, "sample (token ids, temperature 0.8, top-k 40) after %v:\n%v\n", prompt, out)
 }
 
 // close closes the metrics file; an error there (the data did not reach

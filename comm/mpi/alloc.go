@@ -10,6 +10,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 )
 
 // Request codes of the agreement that starts Alloc and Free.
@@ -44,7 +45,7 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 	if bytes <= c.heapSize-c.heapUsed {
 		fits = 1
 	}
-	all, err := c.agree(op, []uint64{reqAlloc, uint64(kind), uint64(n), fits}, 3)
+	all, err := c.agree(op, desync.Alloc, []uint64{reqAlloc, uint64(kind), uint64(n), fits}, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (c *Comm) Free(b comm.Buffer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.agree(op, []uint64{reqFree, mb.id, uint64(mb.kind), uint64(mb.n)}, 4); err != nil {
+	if _, err := c.agree(op, desync.Free, []uint64{reqFree, mb.id, uint64(mb.kind), uint64(mb.n)}, 4); err != nil {
 		return err
 	}
 	return c.freeWindow(op, mb)
@@ -131,12 +132,12 @@ func (c *Comm) liveInOrder() []*buffer {
 	return out
 }
 
-// agree gathers every PE's request (four words: a req code, then its
-// arguments), and fails with comm.ErrSizeMismatch on every PE unless every
+// agree enters collective coll, gathers every PE's request (four words: a
+// req code, then its arguments), and fails with comm.ErrSizeMismatch on every PE unless every
 // request equals PE 0's in its first cmp words. It returns all the requests,
 // PE by PE. The caller holds mu.
-func (c *Comm) agree(op string, mine []uint64, cmp int) ([]uint64, error) {
-	if err := c.enter(op); err != nil {
+func (c *Comm) agree(op string, coll desync.Coll, mine []uint64, cmp int) ([]uint64, error) {
+	if err := c.enter(op, desync.Call{Op: coll}); err != nil {
 		return nil, err
 	}
 	k := len(mine)

@@ -4,6 +4,7 @@ package mpi
 
 import (
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/desync"
 )
 
 // IAllReduce starts AllReduce and returns at once. A goroutine of this Comm
@@ -36,6 +37,6 @@ func (c *Comm) startAsync() {
 		if err := c.usableLocked("iallreduce"); err != nil {
 			return err
 		}
-		return c.allReduceLocked("iallreduce", a.b, a.off, a.n, a.op)
+		return c.allReduceLocked("iallreduce", a.b.call(desync.AllReduce, a.off, a.n, a.op, 0), a.b, a.off, a.n, a.op)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 )
 
 // buffer is a symmetric allocation: one MPI window of n elements of kind on
@@ -35,6 +36,12 @@ func (b *buffer) Kind() comm.Kind { return b.kind }
 
 // Len is the number of elements.
 func (b *buffer) Len() int { return b.n }
+
+// call is the fingerprint of collective coll over elements [off, off+n) of
+// b, reducing with red, from or to root (where coll has one).
+func (b *buffer) call(coll desync.Coll, off, n int, red comm.Op, root int) desync.Call {
+	return desync.Call{Op: coll, Red: red, Root: root, Kind: b.kind, Buf: b.id, Off: off, N: n}
+}
 
 func (b *buffer) bytesLen() int64 { return int64(b.n) * int64(b.kind.Size()) }
 

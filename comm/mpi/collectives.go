@@ -7,6 +7,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/comm/internal/fold"
 )
 
@@ -37,7 +38,7 @@ func (c *Comm) Barrier() error {
 		return err
 	}
 	defer c.mu.Unlock()
-	if err := c.barrierLocked(op); err != nil {
+	if err := c.barrierLocked(op, desync.Barrier); err != nil {
 		return err
 	}
 	for _, b := range c.live {
@@ -60,12 +61,12 @@ func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
 		return err
 	}
 	defer c.mu.Unlock()
-	return c.allReduceLocked(name, mb, off, n, op)
+	return c.allReduceLocked(name, mb.call(desync.AllReduce, off, n, op, 0), mb, off, n, op)
 }
 
-// allReduceLocked runs one allreduce; the caller holds mu.
-func (c *Comm) allReduceLocked(name string, b *buffer, off, n int, op comm.Op) error {
-	if err := c.enter(name); err != nil {
+// allReduceLocked runs one allreduce, collective call; the caller holds mu.
+func (c *Comm) allReduceLocked(name string, call desync.Call, b *buffer, off, n int, op comm.Op) error {
+	if err := c.enter(name, call); err != nil {
 		return err
 	}
 	if c.hier.on && c.hier.nlocal > 1 && n > 0 {
@@ -90,7 +91,7 @@ func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
 		return err
 	}
 	defer c.mu.Unlock()
-	if err := c.enter(name); err != nil {
+	if err := c.enter(name, mb.call(desync.Reduce, off, n, op, root)); err != nil {
 		return err
 	}
 	if c.FixedOrder() && c.npes > 1 && n > 0 {
@@ -110,7 +111,7 @@ func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
 // PE's copy (MPI_Bcast).
 func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	const name = "broadcast"
-	mb, err := c.beginCopy(name, b, off, n, root)
+	mb, err := c.beginCopy(name, desync.Broadcast, b, off, n, root)
 	if err != nil {
 		return err
 	}
@@ -119,11 +120,11 @@ func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	return c.call(name, waitAll, func() error { return cBcast(p, bytes, root) })
 }
 
-// beginCopy checks the arguments of a collective copy of [off, off+n) of b
-// (any kind; pe is checked as a PE number), begins the collective and
-// reports this PE's arrival; on success the caller holds mu and must unlock
-// it.
-func (c *Comm) beginCopy(name string, b comm.Buffer, off, n, pe int) (*buffer, error) {
+// beginCopy checks the arguments of collective coll, a copy of [off, off+n)
+// of b (any kind; pe is checked as a PE number and is a Broadcast's root),
+// begins the collective and reports this PE's arrival; on success the
+// caller holds mu and must unlock it.
+func (c *Comm) beginCopy(name string, coll desync.Coll, b comm.Buffer, off, n, pe int) (*buffer, error) {
 	mb, err := c.access(name, b, 0, off, n, pe)
 	if err != nil {
 		return nil, err
@@ -131,7 +132,7 @@ func (c *Comm) beginCopy(name string, b comm.Buffer, off, n, pe int) (*buffer, e
 	if err := c.beginCollective(name); err != nil {
 		return nil, err
 	}
-	if err := c.enter(name); err != nil {
+	if err := c.enter(name, mb.call(coll, off, n, 0, pe)); err != nil {
 		c.mu.Unlock()
 		return nil, err
 	}
@@ -192,8 +193,9 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 		return err
 	}
 	defer c.mu.Unlock()
+	call := mb.call(desync.ReduceScatter, off, n, op, 0)
 	if c.FixedOrder() && c.npes > 1 && n > 0 {
-		if err := c.enter(name); err != nil {
+		if err := c.enter(name, call); err != nil {
 			return err
 		}
 		return c.hierReduce(name, mb, off, n, op, c.me)
@@ -206,14 +208,14 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 		save := c.scratchFloats(n - (hi - lo))
 		copy(save, xs[off:lo])
 		copy(save[below:], xs[hi:off+n])
-		if err := c.allReduceLocked(name, mb, off, n, op); err != nil {
+		if err := c.allReduceLocked(name, call, mb, off, n, op); err != nil {
 			return err
 		}
 		copy(xs[off:lo], save[:below])
 		copy(xs[hi:off+n], save[below:])
 		return nil
 	}
-	if err := c.enter(name); err != nil {
+	if err := c.enter(name, call); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -236,7 +238,7 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 // kind) into every PE's copy (MPI_Allgatherv in place).
 func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
 	const name = "allgather"
-	mb, err := c.beginCopy(name, b, off, n, c.me)
+	mb, err := c.beginCopy(name, desync.AllGather, b, off, n, c.me)
 	if err != nil {
 		return err
 	}

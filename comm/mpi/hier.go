@@ -4,12 +4,13 @@ package mpi
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/fold"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // Hierarchical mode: the PEs of one host keep their buffers in one
@@ -37,12 +38,8 @@ import (
 // of the real ones, so that one machine can stand for several hosts in
 // tests.
 const (
-	EnvHierarchical = "SYMDDP_MPI_HIERARCHICAL" // 1 or on: hierarchical allreduce
-	EnvHostSize     = "SYMDDP_MPI_HOST_SIZE"    // testing: hosts of k consecutive ranks
-	// EnvTestMaxCount (testing) lowers the largest count ReduceScatter and
-	// AllGather pass to MPI, so that small buffers take the paths of
-	// shards past MPI's int.
-	EnvTestMaxCount = "SYMDDP_MPI_TEST_MAX_COUNT"
+	EnvHierarchical = settings.MPIHier     // 1 or on: hierarchical allreduce
+	EnvHostSize     = settings.MPIHostSize // testing: hosts of k consecutive ranks
 )
 
 // reduceChunk is how many float32 a PE folds at a time (16 KiB), so that
@@ -67,7 +64,7 @@ type hierarchy struct {
 func hierConfig(cfg comm.Config) (on bool, hostSize int, err error) {
 	v, ok := cfg.Options["hierarchical"]
 	if !ok {
-		v = os.Getenv(EnvHierarchical)
+		v = settings.Get(EnvHierarchical)
 	}
 	switch v {
 	case "", "0", "off", "false":
@@ -76,7 +73,7 @@ func hierConfig(cfg comm.Config) (on bool, hostSize int, err error) {
 	default:
 		return false, 0, fmt.Errorf("hierarchical=%q: want on or off", v)
 	}
-	if s := os.Getenv(EnvHostSize); s != "" && on {
+	if s := settings.Get(EnvHostSize); s != "" && on {
 		if hostSize, err = strconv.Atoi(s); err != nil || hostSize < 1 {
 			return false, 0, fmt.Errorf("%s=%q: want a positive number of ranks", EnvHostSize, s)
 		}

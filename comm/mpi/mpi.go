@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/comm/internal/orderq"
 )
 
@@ -29,6 +28,11 @@ const DefaultHeapSize = 1 << 30
 func init() {
 	backend.Register(Name, New)
 }
+
+// maxMPICount is the largest count ReduceScatter and AllGather pass to MPI:
+// MPI's int. Tests lower it (export_test.go) so that small buffers take the
+// paths of shards past it.
+var maxMPICount int64 = math.MaxInt32
 
 // state guards MPI's once-per-process life: MPI can be initialised once,
 // and not again after MPI_Finalize.
@@ -55,13 +59,16 @@ type Comm struct {
 	closed   atomic.Bool // set under mu, read without it
 
 	arrivals arrivals
+	check    bool     // compare the PEs' collective calls (comm.DesyncChecking)
+	calls    uint64   // collectives entered: the number in desync.Call
+	callBuf  []uint64 // every PE's encoded desync.Call, then this PE's (checkCall's scratch)
 	hier     hierarchy
 	wd       watchdog
 	async    orderq.Queue[asyncArgs]
 	thread   *initThread
 
 	// ReduceScatter and AllGather's MPI counts and scratch (under mu), and
-	// the largest count they pass to MPI (its int; EnvTestMaxCount)
+	// the largest count they pass to MPI (maxMPICount)
 	counts, displs []int32
 	scratch        []float32
 	maxCount       int64
@@ -78,6 +85,10 @@ func New(cfg comm.Config) (*Comm, error) {
 	cfg, err := backend.Defaults(Name, cfg, DefaultHeapSize)
 	if err != nil {
 		return nil, err
+	}
+	check, err := comm.DesyncChecking()
+	if err != nil {
+		return nil, fmt.Errorf("mpi: open: %w", err)
 	}
 	state.Lock()
 	defer state.Unlock()
@@ -100,10 +111,7 @@ func New(cfg comm.Config) (*Comm, error) {
 	c := &Comm{
 		me: rank, npes: size, timeout: cfg.Timeout, version: libraryVersion(),
 		heapSize: cfg.HeapSize, live: map[uint64]*buffer{}, dirty: map[*buffer]bool{}, thread: th,
-		maxCount: math.MaxInt32,
-	}
-	if v, err := strconv.Atoi(os.Getenv(EnvTestMaxCount)); err == nil && v > 0 {
-		c.maxCount = int64(v)
+		maxCount: maxMPICount, check: check,
 	}
 	if (cfg.NPEs > 0 && cfg.NPEs != size) || (cfg.NPEs > 0 && cfg.PE != rank) {
 		err := fmt.Errorf("mpi: open: configured as PE %d of %d, but MPI_COMM_WORLD says rank %d of %d", cfg.PE, cfg.NPEs, rank, size)
@@ -191,12 +199,13 @@ func (c *Comm) Close() error {
 }
 
 // barrierLocked completes this PE's puts and then meets the other PEs in an
-// MPI barrier: what Barrier and Close both begin with. The caller holds mu.
-func (c *Comm) barrierLocked(op string) error {
+// MPI barrier: what Barrier and Close (coll) both begin with. The caller
+// holds mu.
+func (c *Comm) barrierLocked(op string, coll desync.Coll) error {
 	if err := c.quietLocked(op); err != nil {
 		return err
 	}
-	if err := c.enter(op); err != nil {
+	if err := c.enter(op, desync.Call{Op: coll}); err != nil {
 		return err
 	}
 	return c.call(op, waitAll, cBarrier)
@@ -208,7 +217,7 @@ func (c *Comm) barrierLocked(op string) error {
 // the Comm broken: the peers may never arrive at a later step, which would
 // then block until the watchdog ends the job. The caller holds mu.
 func (c *Comm) closeCollective(op string) error {
-	if err := c.barrierLocked(op); err != nil {
+	if err := c.barrierLocked(op, desync.Close); err != nil {
 		return err
 	}
 	for _, b := range c.liveInOrder() {

@@ -126,25 +126,28 @@ func TestSpecifics(t *testing.T) {
 
 // TestDeadline: a PE that never reaches a barrier ends the job, and the
 // message names it: PE 0 names every PE that did not arrive, and says which
-// collective a PE waits in instead; when PE 0 is the one missing, PE 1
+// collective a PE waits in instead (which the desync check, on by default,
+// reports before: here it is off); when PE 0 is the one missing, PE 1
 // names it.
 func TestDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		absent int
 		stall  func(c comm.Comm, b comm.Buffer) error
+		check  string
 		want   string
 	}{
-		{"PE2 stalls", 2, nil,
+		{"PE2 stalls", 2, nil, "on",
 			"symddp: comm: PE 0: barrier (collective #2): deadline of 2s passed; PEs not arrived: [2]; ending the job with MPI_Abort"},
-		{"PE0 stalls", 0, nil,
+		{"PE0 stalls", 0, nil, "on",
 			"symddp: comm: PE 1: barrier (collective #2): deadline of 2s passed; PEs not arrived: [0] (and perhaps others: PE 0 would name them all); ending the job with MPI_Abort"},
-		{"PE1 in another collective", 1, func(c comm.Comm, b comm.Buffer) error { return c.AllReduce(b, 0, 1, comm.Sum) },
+		{"PE1 in another collective", 1, func(c comm.Comm, b comm.Buffer) error { return c.AllReduce(b, 0, 1, comm.Sum) }, "off",
 			"symddp: comm: PE 0: barrier (collective #2): deadline of 2s passed; PEs not arrived: [1] (PE 1 is in allreduce); ending the job with MPI_Abort"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			env := []string{comm.EnvTimeout + "=2s"}
-			out, err := runJob(t, 3, []string{"-x", comm.EnvTimeout}, env, func(t *testing.T, c comm.Comm) {
+			env := []string{comm.EnvTimeout + "=2s", comm.EnvDesyncCheck + "=" + tc.check}
+			opts := []string{"-x", comm.EnvTimeout, "-x", comm.EnvDesyncCheck}
+			out, err := runJob(t, 3, opts, env, func(t *testing.T, c comm.Comm) {
 				b, err := c.Alloc(comm.Float32, 1) // collective #1
 				if err != nil {
 					t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/desync"
 )
 
 // What a watched MPI call waits for (the peer argument of Comm.call).
@@ -172,9 +173,10 @@ func (a *arrivals) close(c *Comm) error {
 	return c.call("close", waitAll, func() error { return cWinFree(&a.w) })
 }
 
-// enter counts a collective op that this PE is about to enter. The caller
-// holds mu.
-func (c *Comm) enter(op string) error {
+// enter counts a collective op that this PE is about to enter, with
+// fingerprint call, and checks the fingerprint against the peers' (see
+// checkCall). The caller holds mu.
+func (c *Comm) enter(op string, call desync.Call) error {
 	a := &c.arrivals
 	word := (a.cur.Load()>>8+1)<<8 | collectiveIDs[op]
 	a.cur.Store(word)
@@ -185,7 +187,10 @@ func (c *Comm) enter(op string) error {
 	if c.me == 0 {
 		to, slot = 1, 0
 	}
-	return c.call(op, to, func() error { return cPublish(word, to, int64(8*slot), a.w) })
+	if err := c.call(op, to, func() error { return cPublish(word, to, int64(8*slot), a.w) }); err != nil {
+		return err
+	}
+	return c.checkCall(op, call)
 }
 
 // missing lists the PEs that have not reached this PE's current collective,

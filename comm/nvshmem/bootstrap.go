@@ -16,6 +16,8 @@ import (
 	"github.com/symddp/symddp/comm/internal/backend"
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/internal/cudalib"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // UIDFile is the name, in the job's run directory, of the file through which
@@ -40,7 +42,7 @@ type bootstrap struct {
 func chooseBootstrap(cfg comm.Config) (bootstrap, error) {
 	b := bootstrap{kind: cudalib.UniqueID, pe: cfg.PE, npes: cfg.NPEs, localPE: cfg.PE, singleNode: true, runDir: cfg.RunDir}
 	forced := cfg.Options["bootstrap"]
-	_, launched := os.LookupEnv(comm.EnvPE)
+	_, launched := settings.Lookup(comm.EnvPE)
 	mpi, underMPI, err := launch.DetectMPI()
 	if err != nil {
 		return b, fmt.Errorf("nvshmem: %w", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 )
 
 // Alloc collectively allocates n zeroed elements of kind on every PE.
@@ -29,7 +30,7 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 		return nil, err
 	}
 	seq, r := c.publish(reqAlloc, uint64(kind), uint64(n))
-	if err := c.barrier(op); err != nil {
+	if err := c.enter(op, desync.Call{Op: desync.Alloc}); err != nil {
 		return nil, err
 	}
 	if err := c.agree(op, seq); err != nil {
@@ -66,6 +67,8 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 			return nil, err
 		}
 	}
+	c.allocs++
+	b.id = c.allocs
 	return b, nil
 }
 
@@ -83,7 +86,7 @@ func (c *Comm) Free(b comm.Buffer) error {
 		return err
 	}
 	seq, _ := c.publish(reqFree, uint64(sb.off), uint64(sb.size))
-	if err := c.barrier(op); err != nil {
+	if err := c.enter(op, desync.Call{Op: desync.Free}); err != nil {
 		return err
 	}
 	if err := c.agree(op, seq); err != nil {

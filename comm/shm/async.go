@@ -2,6 +2,7 @@ package shm
 
 import (
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/comm/internal/orderq"
 )
 
@@ -31,7 +32,7 @@ func (c *Comm) startAsync() {
 		if err := c.healthy("iallreduce"); err != nil {
 			return err
 		}
-		return c.reduce("iallreduce", a.b, a.off, a.n, a.op, -1)
+		return c.reduce("iallreduce", a.b.call(desync.AllReduce, a.off, a.n, a.op, 0), a.b, a.off, a.n, a.op, -1)
 	})
 }
 

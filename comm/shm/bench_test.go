@@ -60,3 +60,50 @@ func sizeName(bytes int) string {
 	}
 	return fmt.Sprintf("%dB", bytes)
 }
+
+// BenchmarkDesyncCheck measures what the desync check costs a Barrier and
+// a 4 KiB AllReduce in a job of 2 PEs, with the check on and off
+// (SYMDDP_DESYNC_CHECK): latency-bound collectives, where its few atomic
+// stores and loads weigh most.
+func BenchmarkDesyncCheck(b *testing.B) {
+	for _, check := range []string{"on", "off"} {
+		job := launchtest.Job{NPEs: 2, Env: []string{comm.EnvDesyncCheck + "=" + check}}
+		b.Run("check="+check, func(b *testing.B) {
+			b.Run("Barrier", func(b *testing.B) {
+				launchtest.Bench(b, job, func(b *testing.B, c comm.Comm) {
+					for i := 0; i < b.N; i++ {
+						if err := c.Barrier(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
+			b.Run("AllReduce4KiB", func(b *testing.B) {
+				launchtest.Bench(b, job, func(b *testing.B, c comm.Comm) { benchAllReduce(b, c, 1024) })
+			})
+		})
+	}
+}
+
+// BenchmarkDesyncCheckOnePE measures the check's own work, without a peer
+// to wait for: a Barrier of a one-PE runtime, where the barrier is one
+// atomic add, with the check on and off. The difference is what the check
+// adds to every collective (plus one line's loads per further PE).
+func BenchmarkDesyncCheckOnePE(b *testing.B) {
+	for _, check := range []string{"on", "off"} {
+		b.Run("check="+check, func(b *testing.B) {
+			b.Setenv(comm.EnvDesyncCheck, check)
+			c, err := comm.Open("shm", comm.Config{NPEs: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := c.Barrier(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 )
 
 // buffer is a symmetric allocation: n elements of kind at byte offset off of
@@ -14,8 +15,9 @@ type buffer struct {
 	c     *Comm
 	kind  comm.Kind
 	n     int
-	off   int64 // byte offset in every PE's heap
-	size  int64 // bytes reserved: n*kind.Size() rounded up to bufAlign
+	off   int64  // byte offset in every PE's heap
+	size  int64  // bytes reserved: n*kind.Size() rounded up to bufAlign
+	id    uint64 // the how-manieth Alloc of the Comm made it, the same on every PE
 	freed bool
 }
 
@@ -26,6 +28,12 @@ func (b *buffer) Kind() comm.Kind { return b.kind }
 
 // Len is the number of elements.
 func (b *buffer) Len() int { return b.n }
+
+// call is the fingerprint of collective coll over elements [off, off+n) of
+// b, reducing with red, from or to root (where coll has one).
+func (b *buffer) call(coll desync.Coll, off, n int, red comm.Op, root int) desync.Call {
+	return desync.Call{Op: coll, Red: red, Root: root, Kind: b.kind, Buf: b.id, Off: off, N: n}
+}
 
 func (b *buffer) live() bool { return !b.freed && !b.c.closed }
 

@@ -3,6 +3,7 @@ package shm
 import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/comm/internal/fold"
 )
 
@@ -19,27 +20,27 @@ func (c *Comm) Barrier() error {
 	if err := c.collective("barrier"); err != nil {
 		return err
 	}
-	return c.barrier("barrier")
+	return c.enter("barrier", desync.Call{Op: desync.Barrier})
 }
 
 // AllReduce reduces elements [off, off+n) of the Float32 buffer b across PEs
 // in place; every PE ends with identical bits. Sum is the float32 left fold
 // over PEs 0..NPEs-1 and Mean is that sum divided by float32(NPEs()).
 func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
-	return c.reduceOp("allreduce", b, off, n, op, c.me, -1)
+	return c.reduceOp("allreduce", desync.AllReduce, b, off, n, op, c.me, -1)
 }
 
 // Reduce reduces [off, off+n) of the Float32 buffer b across PEs into root's
 // copy, with the same arithmetic as AllReduce; other copies are unchanged.
 func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
-	return c.reduceOp("reduce", b, off, n, op, root, root)
+	return c.reduceOp("reduce", desync.Reduce, b, off, n, op, root, root)
 }
 
 // Broadcast copies root's elements [off, off+n) of b (any kind) into every
 // PE's copy.
 func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	const op = "broadcast"
-	sb, err := c.enterCopy(op, b, off, n, root)
+	sb, err := c.enterCopy(op, desync.Broadcast, b, off, n, root)
 	if err != nil {
 		return err
 	}
@@ -50,10 +51,10 @@ func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	return c.barrier(op)
 }
 
-// enterCopy checks the arguments of a collective copy of [off, off+n) of b
-// (any kind; pe is checked as a PE number), drains the async queue and
-// passes the entry barrier.
-func (c *Comm) enterCopy(op string, b comm.Buffer, off, n, pe int) (*buffer, error) {
+// enterCopy checks the arguments of collective coll, a copy of [off,
+// off+n) of b (any kind; pe is checked as a PE number and is the root of a
+// Broadcast), drains the async queue and passes the entry barrier.
+func (c *Comm) enterCopy(op string, coll desync.Coll, b comm.Buffer, off, n, pe int) (*buffer, error) {
 	sb, err := c.access(op, b, 0, off, n, pe)
 	if err != nil {
 		return nil, err
@@ -61,15 +62,15 @@ func (c *Comm) enterCopy(op string, b comm.Buffer, off, n, pe int) (*buffer, err
 	if err := c.collective(op); err != nil {
 		return nil, err
 	}
-	if err := c.barrier(op); err != nil {
+	if err := c.enter(op, sb.call(coll, off, n, 0, pe)); err != nil {
 		return nil, err
 	}
 	return sb, nil
 }
 
-// reduceOp checks the arguments of a reduction (root is checked as a PE
+// reduceOp checks the arguments of reduction coll (root is checked as a PE
 // number), drains the async queue and runs reduce into copy dst (-1: all).
-func (c *Comm) reduceOp(name string, b comm.Buffer, off, n int, op comm.Op, root, dst int) error {
+func (c *Comm) reduceOp(name string, coll desync.Coll, b comm.Buffer, off, n int, op comm.Op, root, dst int) error {
 	sb, err := c.reduceArgs(name, b, off, n, op, root)
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func (c *Comm) reduceOp(name string, b comm.Buffer, off, n int, op comm.Op, root
 	if err := c.collective(name); err != nil {
 		return err
 	}
-	return c.reduce(name, sb, off, n, op, dst)
+	return c.reduce(name, sb.call(coll, off, n, op, root), sb, off, n, op, dst)
 }
 
 // reduceArgs checks the arguments of a reduction (root is any valid PE for
@@ -94,11 +95,12 @@ func (c *Comm) reduceArgs(name string, b comm.Buffer, off, n int, op comm.Op, ro
 }
 
 // reduce runs the reduce-scatter and all-gather of [off, off+n): after an
-// entry barrier, PE p alone reads and writes its slice of every PE's copy,
-// one chunk at a time, writing the result into every copy (root < 0) or
-// into root's only; an exit barrier ends it. It does not allocate.
-func (c *Comm) reduce(name string, b *buffer, off, n int, op comm.Op, root int) error {
-	if err := c.barrier(name); err != nil {
+// entry barrier (which checks call), PE p alone reads and writes its slice
+// of every PE's copy, one chunk at a time, writing the result into every
+// copy (root < 0) or into root's only; an exit barrier ends it. It does not
+// allocate.
+func (c *Comm) reduce(name string, call desync.Call, b *buffer, off, n int, op comm.Op, root int) error {
+	if err := c.enter(name, call); err != nil {
 		return err
 	}
 	for q := range c.views {
@@ -140,7 +142,7 @@ func combine(acc []float32, ins [][]float32, op comm.Op) {
 // arithmetic; the rest of its copy is unchanged. Like reduce, but each PE
 // writes only its own copy.
 func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
-	return c.reduceOp("reducescatter", b, off, n, op, c.me, c.me)
+	return c.reduceOp("reducescatter", desync.ReduceScatter, b, off, n, op, c.me, c.me)
 }
 
 // AllGather copies every PE's shard of elements [off, off+n) of b into every
@@ -149,7 +151,7 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 // ends it.
 func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
 	const op = "allgather"
-	sb, err := c.enterCopy(op, b, off, n, c.me)
+	sb, err := c.enterCopy(op, desync.AllGather, b, off, n, c.me)
 	if err != nil {
 		return err
 	}

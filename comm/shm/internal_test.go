@@ -135,18 +135,21 @@ func TestOpenChecks(t *testing.T) {
 // the job's shape: the second must be refused.
 func TestSegmentShapeMismatch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "heap")
-	a, err := openSegment(path, 2, 1<<20)
+	a, err := openSegment(path, 2, 1<<20, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.close()
-	if _, err := openSegment(path, 3, 1<<20); err == nil || !strings.Contains(err.Error(), "set up for 2 PEs") {
+	if _, err := openSegment(path, 3, 1<<20, true); err == nil || !strings.Contains(err.Error(), "set up for 2 PEs") {
 		t.Errorf("a PE of another job size: %v, want a refusal", err)
 	}
-	if _, err := openSegment(path, 2, 2<<20); err == nil || !strings.Contains(err.Error(), "heaps") {
+	if _, err := openSegment(path, 2, 2<<20, true); err == nil || !strings.Contains(err.Error(), "heaps") {
 		t.Errorf("a PE with another heap size: %v, want a refusal", err)
 	}
-	b, err := openSegment(path, 2, 1<<20)
+	if _, err := openSegment(path, 2, 1<<20, false); err == nil || !strings.Contains(err.Error(), "desync check on, this one off (set SYMDDP_DESYNC_CHECK") {
+		t.Errorf("a PE with the desync check off: %v, want a refusal naming the variable", err)
+	}
+	b, err := openSegment(path, 2, 1<<20, true)
 	if err != nil {
 		t.Fatalf("a PE of the same shape: %v", err)
 	}

@@ -9,6 +9,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/desync"
 )
 
 // The heap file, mapped MAP_SHARED at a different address by every PE but
@@ -37,7 +40,8 @@ type header struct {
 	magic    atomic.Uint64
 	npes     atomic.Uint64
 	heapSize atomic.Uint64
-	_        [lineSize - 24]byte
+	desync   atomic.Uint64 // checkOn or checkOff: every PE must agree
+	_        [lineSize - 32]byte
 
 	// count is the number of barrier arrivals since the job started; the PE
 	// whose arrival makes it e*NPEs completes barrier e.
@@ -51,6 +55,12 @@ type header struct {
 	waiters atomic.Uint32
 	_       [lineSize - 8]byte
 }
+
+// Values of header.desync.
+const (
+	checkOn uint64 = iota + 1
+	checkOff
+)
 
 // Slot states.
 const (
@@ -96,7 +106,17 @@ type slot struct {
 	sigWaiters atomic.Uint32
 	_          [lineSize - 8]byte
 
-	_ [slotSize - 5*lineSize]byte
+	// call holds the fingerprints of this PE's collectives (desync.Call,
+	// encoded), by the parity of their number, as req does.
+	call [2]callSlot
+
+	_ [slotSize - 7*lineSize]byte
+}
+
+// callSlot is one encoded desync.Call, on a cache line of its own.
+type callSlot struct {
+	w [desync.Words]atomic.Uint64
+	_ [lineSize - 8*desync.Words]byte
 }
 
 // segment is one PE's mapping of the heap file.
@@ -125,8 +145,9 @@ func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }
 
 // openSegment opens (creating it if needed) and maps the heap file at path,
 // or a private memfd heap when path is "". It checks or sets the header so
-// that every PE of the job agrees on its shape.
-func openSegment(path string, npes int, region int64) (*segment, error) {
+// that every PE of the job agrees on its shape and on whether collectives
+// are checked for desync (check).
+func openSegment(path string, npes int, region int64, check bool) (*segment, error) {
 	var f *os.File
 	if path == "" {
 		fd, err := unix.MemfdCreate("symddp-heap", unix.MFD_CLOEXEC)
@@ -144,7 +165,7 @@ func openSegment(path string, npes int, region int64) (*segment, error) {
 		}
 	}
 	s := &segment{path: path, file: f, npes: npes, region: region}
-	if err := s.mapAndCheck(); err != nil {
+	if err := s.mapAndCheck(check); err != nil {
 		f.Close()
 		if s.mem != nil {
 			unix.Munmap(s.mem)
@@ -154,7 +175,7 @@ func openSegment(path string, npes int, region int64) (*segment, error) {
 	return s, nil
 }
 
-func (s *segment) mapAndCheck() error {
+func (s *segment) mapAndCheck(check bool) error {
 	name := s.file.Name()
 	var total int64
 	s.dataStart, total = layout(s.npes, s.region)
@@ -177,6 +198,14 @@ func (s *segment) mapAndCheck() error {
 	}
 	if !h.heapSize.CompareAndSwap(0, uint64(s.region)) && h.heapSize.Load() != uint64(s.region) {
 		return fmt.Errorf("heap %s: set up with %d-byte heaps, this PE asks for %d", name, h.heapSize.Load(), s.region)
+	}
+	want, mine, theirs := checkOn, "on", "off"
+	if !check {
+		want, mine, theirs = checkOff, "off", "on"
+	}
+	if !h.desync.CompareAndSwap(0, want) && h.desync.Load() != want {
+		return fmt.Errorf("heap %s: another PE of the job has the desync check %s, this one %s (set %s alike for every PE)",
+			name, theirs, mine, comm.EnvDesyncCheck)
 	}
 	// Every PE that gets here agrees on the total size, so growing the file
 	// to it is idempotent. The data pages are reserved later, per allocation.

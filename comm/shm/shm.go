@@ -29,6 +29,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/comm/internal/orderq"
 )
 
@@ -56,6 +57,9 @@ type Comm struct {
 
 	epoch  uint64 // barriers entered
 	reqSeq uint64 // collective requests (Alloc, Free) made
+	allocs uint64 // Allocs made: a buffer's number in desync.Call
+	check  bool   // compare the PEs' collective calls (comm.DesyncChecking)
+	calls  uint64 // collectives entered: the number in desync.Call
 	closed bool
 	broken error // the failure that made collectives unusable
 
@@ -110,8 +114,12 @@ func New(cfg comm.Config) (*Comm, error) {
 }
 
 func open(cfg comm.Config, path string) (*Comm, error) {
+	check, err := comm.DesyncChecking()
+	if err != nil {
+		return nil, fmt.Errorf("shm: PE %d: %w", cfg.PE, err)
+	}
 	region := roundUp(cfg.HeapSize, pageSize)
-	seg, err := openSegment(path, cfg.NPEs, region)
+	seg, err := openSegment(path, cfg.NPEs, region, check)
 	if err != nil {
 		return nil, fmt.Errorf("shm: PE %d: %w", cfg.PE, err)
 	}
@@ -120,6 +128,7 @@ func open(cfg comm.Config, path string) (*Comm, error) {
 		npes:    cfg.NPEs,
 		timeout: cfg.Timeout,
 		seg:     seg,
+		check:   check,
 		heap:    newAllocator(region),
 		spin:    cfg.NPEs <= runtime.NumCPU(),
 		scratch: make([]float32, chunkLen),
@@ -170,7 +179,7 @@ func (c *Comm) Close() error {
 	c.async.Stop()
 	var err error
 	if c.broken == nil {
-		err = c.barrier("close")
+		err = c.enter("close", desync.Call{Op: desync.Close})
 	}
 	c.seg.slot(c.me).state.Store(stateClosed)
 	c.closed = true

@@ -15,11 +15,12 @@ package blas
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
 	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // Kind names a BLAS implementation.
@@ -33,7 +34,7 @@ const (
 )
 
 // EnvVar is the environment variable that FromEnv reads.
-const EnvVar = "SYMDDP_BLAS"
+const EnvVar = settings.BLAS
 
 // ParseKind reads a kind; the empty string is Auto.
 func ParseKind(s string) (Kind, error) {
@@ -48,7 +49,7 @@ func ParseKind(s string) (Kind, error) {
 
 // FromEnv returns the kind named by $SYMDDP_BLAS, Auto when it is unset.
 func FromEnv() (Kind, error) {
-	k, err := ParseKind(os.Getenv(EnvVar))
+	k, err := ParseKind(settings.Get(EnvVar))
 	if err != nil {
 		return "", fmt.Errorf("$%s: %w", EnvVar, err)
 	}

@@ -4,13 +4,12 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
-	"gorgonia.org/tensor"
 )
 
 // data is the memory behind a tensor this engine made.
 func data(op string, t compute.Tensor) []float32 {
-	d, ok := t.(*tensor.Dense)
-	if !ok || d == nil || d.Dtype() != tensor.Float32 {
+	d, ok := t.(*Tensor)
+	if !ok || d == nil {
 		panicNotCPU(op, t)
 	}
 	return d.Float32s()
@@ -21,7 +20,7 @@ func optData(op string, t compute.Tensor) []float32 {
 	if t == nil {
 		return nil
 	}
-	if d, ok := t.(*tensor.Dense); ok && d == nil {
+	if d, ok := t.(*Tensor); ok && d == nil {
 		return nil
 	}
 	return data(op, t)

@@ -1,4 +1,4 @@
-// Package cpu is symddp's CPU compute engine. Its tensors are
+// Package cpu is symddp's CPU compute engine. Its tensors ([Tensor]) are
 // gorgonia.org/tensor Dense views over host memory (an arena or memory the
 // engine allocated at build time), its GEMM is OpenBLAS's, loaded at run
 // time, or gonum's pure-Go kernels (see compute/blas), and its elementwise
@@ -112,9 +112,35 @@ func (l *Labels) Len() int { return len(l.v) }
 // instead of going through SetLabels.
 func (l *Labels) Int32s() []int32 { return l.v }
 
+// Tensor is the CPU engine's float32 tensor: a gorgonia.org/tensor Dense
+// over host memory (an arena's or the engine's), described by compute's
+// own Shape and DType.
+type Tensor struct {
+	d     *tensor.Dense
+	shape compute.Shape
+}
+
+var _ compute.Tensor = (*Tensor)(nil)
+
+// Shape is the tensor's shape; the caller must not modify it.
+func (t *Tensor) Shape() compute.Shape { return t.shape }
+
+// DType is compute.F32.
+func (t *Tensor) DType() compute.DType { return compute.F32 }
+
+// Size is the number of elements.
+func (t *Tensor) Size() int { return len(t.d.Float32s()) }
+
+// Float32s is the tensor's memory (what compute.HostData returns).
+func (t *Tensor) Float32s() []float32 { return t.d.Float32s() }
+
+// Dense is the gorgonia tensor over the same memory, for code that wants
+// gorgonia's own operations.
+func (t *Tensor) Dense() *tensor.Dense { return t.d }
+
 // dense wraps s, whose capacity is its length, as a tensor of the shape.
-func dense(s []float32, shape []int) *tensor.Dense {
-	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(s))
+func dense(s []float32, shape []int) *Tensor {
+	return &Tensor{d: tensor.New(tensor.WithShape(shape...), tensor.WithBacking(s)), shape: compute.Shape(append([]int(nil), shape...))}
 }
 
 func checkShape(op string, shape []int) int { return compute.ShapeSize("cpu", op, shape) }

@@ -100,8 +100,9 @@ func TestForeignTensorPanics(t *testing.T) {
 
 type foreign struct{}
 
-func (foreign) Shape() tensor.Shape { return tensor.Shape{1} }
-func (foreign) Size() int           { return 1 }
+func (foreign) Shape() compute.Shape { return compute.Shape{1} }
+func (foreign) DType() compute.DType { return compute.F32 }
+func (foreign) Size() int            { return 1 }
 
 // gorgonia's own operations run on the engine's BLAS and agree with Gemm.
 func TestGorgoniaUsesEngineBLAS(t *testing.T) {
@@ -121,7 +122,7 @@ func TestGorgoniaUsesEngineBLAS(t *testing.T) {
 		e.SetTensor(b, []float32{1, 0, 0, 1, 1, 0, 0, 1})
 		c := e.Alloc(3, 2)
 		e.Gemm(false, false, 1, a, b, 0, c)
-		got, err := tensor.MatMul(a.(*tensor.Dense), b.(*tensor.Dense))
+		got, err := tensor.MatMul(a.(*Tensor).Dense(), b.(*Tensor).Dense())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/cudalib"
 	"github.com/symddp/symddp/optim"
 )
@@ -49,15 +50,9 @@ func (c *captureState) lossScale(s float32) {
 	c.scale, c.hasScale = s, true
 }
 
-// StepValues are the values one launch of a captured step brings.
-type StepValues struct {
-	// LossScale is SoftmaxCrossEntropy's scale: 1 / labelled rows of the
-	// global batch.
-	LossScale float32
-	// Step is the optimizer step number (1, 2, ...); LR its learning rate.
-	Step int
-	LR   float32
-}
+// StepValues are the values one launch of a captured step brings
+// (LossScale is SoftmaxCrossEntropy's scale).
+type StepValues = compute.StepValues
 
 // BeginCapture starts recording the engine's work into a CUDA graph. The
 // calling goroutine stays on its OS thread until EndCapture.

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/cudalib"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // Options configure an Engine.
@@ -113,8 +114,8 @@ func OnComm(c comm.Comm, opts Options) (*Engine, error) {
 // newEngine finishes an engine on a compute context.
 func newEngine(dev device, opts Options) (*Engine, error) {
 	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger}
-	e.fused = !opts.DisableFused && os.Getenv(FusedEnv) != "0"
-	e.overlap = os.Getenv(OverlapEnv) != "0"
+	e.fused = !opts.DisableFused && settings.Get(FusedEnv) != "0"
+	e.overlap = settings.Get(OverlapEnv) != "0"
 	if e.timeout <= 0 {
 		e.timeout = comm.DefaultTimeout
 	}

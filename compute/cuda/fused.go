@@ -7,6 +7,8 @@ import (
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/cudalib"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // Fused Linear layers. Unfused, a Linear layer y = act(x·Wᵀ + b) costs a
@@ -37,12 +39,12 @@ import (
 
 // FusedEnv is the environment variable that switches fused Linear layers
 // off when set to 0.
-const FusedEnv = "SYMDDP_CUDA_FUSED"
+const FusedEnv = settings.CUDAFused
 
 // OverlapEnv is the environment variable that, set to 0, keeps a fused
 // layer's weight-gradient GEMM on the stream after its input-gradient GEMM
 // instead of beside it on the side stream.
-const OverlapEnv = "SYMDDP_CUDA_OVERLAP"
+const OverlapEnv = settings.CUDAOverlap
 
 // operandAlign is the alignment in bytes that plans assume of a layer's
 // input and of the gradient it receives: every tensor from Alloc, and every

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
-	"gorgonia.org/tensor"
 )
 
 // Tensor is a float32 tensor in device memory: an address and a shape. It
@@ -12,14 +11,17 @@ import (
 type Tensor struct {
 	e     *Engine
 	ptr   uintptr
-	shape tensor.Shape
+	shape compute.Shape
 	size  int
 }
 
 var _ compute.Tensor = (*Tensor)(nil)
 
 // Shape is the tensor's shape, row-major. The caller must not modify it.
-func (t *Tensor) Shape() tensor.Shape { return t.shape }
+func (t *Tensor) Shape() compute.Shape { return t.shape }
+
+// DType is compute.F32.
+func (t *Tensor) DType() compute.DType { return compute.F32 }
 
 // Size is the number of elements.
 func (t *Tensor) Size() int { return t.size }

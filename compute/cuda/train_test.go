@@ -16,7 +16,7 @@ import (
 // parameters initialised from a seed, with the loss and the batches.
 type mlpRun struct {
 	e      compute.Engine
-	m      models.Model
+	m      models.Network
 	loss   *models.CrossEntropy
 	p, g   compute.Tensor // whole arenas
 	x      compute.Tensor
@@ -28,7 +28,7 @@ type mlpRun struct {
 
 func newMLPRun(t *testing.T, e compute.Engine, batch int, seed uint64) *mlpRun {
 	t.Helper()
-	m, err := models.New("mlp", models.Config{})
+	m, err := models.MLP(models.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

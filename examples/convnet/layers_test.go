@@ -301,7 +301,7 @@ func TestConvNetShapesAndRegistry(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("params %v, want %v", got, want)
 	}
-	if s := m.InputShape(); !slices.Equal(s, []int{1, 28, 28}) {
+	if s := m.Data().Input; !slices.Equal(s, []int{1, 28, 28}) {
 		t.Errorf("input shape %v, want [1 28 28]", s)
 	}
 	if _, err := models.New("convnet", models.Config{Input: []int{10}}); err == nil {
@@ -342,16 +342,16 @@ func TestConvNetGradientThroughModel(t *testing.T) {
 	x := gradcheck.Uniform(e, r, batch, 1, 8, 8)
 	labels := e.AllocLabels(batch)
 	e.SetLabels(labels, []int32{0, 3, 1})
-	ce := models.NewCrossEntropy(e, batch, 4)
+	stats := e.Alloc(3)
+	in := models.Inputs{X: x, Targets: labels}
 	loss := func() float64 {
-		ce.Reset()
-		ce.Apply(m.Forward(x), labels, 1)
-		l, _, _ := ce.Totals()
-		return l
+		e.Zero(stats)
+		m.Forward(in, 1, stats)
+		return float64(compute.HostData(stats)[0])
 	}
 	loss()
 	var ready []int
-	m.Backward(ce.Apply(m.Forward(x), labels, 1), func(first int) { ready = append(ready, first) })
+	m.Backward(func(first int) { ready = append(ready, first) })
 	if !slices.Equal(ready, []int{4, 2, 0}) {
 		t.Errorf("ready called with %v, want [4 2 0] (fc, conv2, conv1)", ready)
 	}

@@ -49,7 +49,7 @@ func NewConvNet(cfg models.Config) (models.Model, error) {
 		c, h, w = f, h/2, w/2
 	}
 	layers = append(layers, models.NewLinear("fc", c*h*w, cfg.Classes, compute.Identity))
-	return models.NewSequential("convnet", in, cfg.Classes, layers...), nil
+	return models.NewClassifier(models.NewSequential("convnet", in, cfg.Classes, layers...)), nil
 }
 
 // imageShape reads a sample shape as (C,H,W).

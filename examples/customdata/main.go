@@ -20,6 +20,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
@@ -142,7 +143,7 @@ func train(ctx context.Context, c comm.Comm, o *options, stdout io.Writer) error
 	if err != nil {
 		return err
 	}
-	res, err := t.Fit(ctx, trainSet, testSet)
+	res, err := t.Fit(ctx, datasets.AsSource(trainSet), datasets.AsSource(testSet))
 	if err != nil {
 		return err
 	}

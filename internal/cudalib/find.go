@@ -3,6 +3,8 @@ package cudalib
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // Candidates lists where Load looks for the library, in order: explicit
@@ -14,7 +16,7 @@ func Candidates(explicit string) []string {
 		return []string{explicit}
 	}
 	var out []string
-	if p := os.Getenv(EnvLib); p != "" {
+	if p := settings.Get(EnvLib); p != "" {
 		out = append(out, p)
 	}
 	if exe, err := os.Executable(); err == nil {

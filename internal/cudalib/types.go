@@ -1,6 +1,10 @@
 package cudalib
 
-import "time"
+import (
+	"time"
+
+	"github.com/symddp/symddp/internal/settings"
+)
 
 // ABIVersion is the C ABI this package speaks (SD_ABI_VERSION of
 // cuda/symddp_cuda.h). Load refuses a library built for another.
@@ -10,7 +14,7 @@ const ABIVersion = 1
 const LibName = "libsymddp_cuda.so"
 
 // EnvLib names the environment variable that holds the library's path.
-const EnvLib = "SYMDDP_CUDA_LIB"
+const EnvLib = settings.CUDALib
 
 // DType is the element type of a reduction (SD_F32, SD_BF16).
 type DType int32

@@ -22,7 +22,8 @@ package vec
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // minC is the length below which the Go loop runs even when C is on.
@@ -30,7 +31,7 @@ const minC = 64
 
 // useC reports whether the C loops are in use: built with cgo and not
 // turned off with SYMDDP_VEC=go.
-var useC = cAvailable && os.Getenv("SYMDDP_VEC") != "go"
+var useC = cAvailable && settings.Get(settings.Vec) != "go"
 
 // Impl describes the loops in use, for logs: "go" or "c/avx2" and the like.
 func Impl() string {

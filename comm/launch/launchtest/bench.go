@@ -3,16 +3,17 @@ package launchtest
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/symddp/symddp/comm"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // envBenchN carries the parent benchmark's b.N to the PEs.
-const envBenchN = "SYMDDP_LAUNCHTEST_N"
+const envBenchN = settings.LaunchTestN
 
 // Bench runs body in job.NPEs PE processes as benchmark b: every PE runs
 // body with the parent's b.N, and the parent reports PE 0's metrics (ns/op
@@ -22,12 +23,12 @@ const envBenchN = "SYMDDP_LAUNCHTEST_N"
 func Bench(b *testing.B, job Job, body func(b *testing.B, c comm.Comm)) {
 	b.Helper()
 	if InPE() {
-		if os.Getenv(envKey) != b.Name() {
+		if settings.Get(envKey) != b.Name() {
 			return
 		}
-		n, err := strconv.Atoi(os.Getenv(envBenchN))
+		n, err := strconv.Atoi(settings.Get(envBenchN))
 		if err != nil || n < 1 {
-			b.Fatalf("launchtest: %s=%q", envBenchN, os.Getenv(envBenchN))
+			b.Fatalf("launchtest: %s=%q", envBenchN, settings.Get(envBenchN))
 		}
 		runPE(b, func(c comm.Comm) {
 			b.N = n

@@ -34,6 +34,8 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/internal/syncbuf"
+
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // Job describes the job a test runs in.
@@ -51,10 +53,10 @@ type Job struct {
 }
 
 // envKey names the job a PE process was started for.
-const envKey = "SYMDDP_LAUNCHTEST"
+const envKey = settings.LaunchTest
 
 // InPE reports whether this process is a PE started by this package.
-func InPE() bool { return os.Getenv(envKey) != "" }
+func InPE() bool { return settings.Get(envKey) != "" }
 
 // Run runs body in job.NPEs PE processes and fails t, showing every PE's
 // output, unless they all succeed.
@@ -72,7 +74,7 @@ func Launch(t *testing.T, job Job, body func(t *testing.T, c comm.Comm)) (output
 	t.Helper()
 	key := nextKey(t)
 	if InPE() {
-		if os.Getenv(envKey) == key {
+		if settings.Get(envKey) == key {
 			runPE(t, func(c comm.Comm) { body(t, c) })
 			if !t.Failed() {
 				t.SkipNow()

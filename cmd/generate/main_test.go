@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/comm"
+	_ "github.com/symddp/symddp/comm/shm"
+	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
+)
+
+// trainCheckpoint trains model for a few steps on one PE and returns its
+// checkpoint directory.
+func trainCheckpoint(t *testing.T, model string, cfg models.Config, train datasets.Source) string {
+	t.Helper()
+	dir := t.TempDir()
+	c, err := comm.Open("shm", comm.Config{NPEs: 1})
+	require.NoError(t, err)
+	defer c.Close()
+	e, err := cpu.New(cpu.Options{Threads: 1})
+	require.NoError(t, err)
+	m, err := models.New(model, cfg)
+	require.NoError(t, err)
+	o, err := optim.New("adamw", optim.Config{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8})
+	require.NoError(t, err)
+	tr, err := ddp.New(c, e, m, o, ddp.Options{GlobalBatch: 4, MaxSteps: 5, LR: 1e-2, Checkpoint: ddp.CheckpointOptions{Dir: dir}})
+	require.NoError(t, err)
+	_, err = tr.Fit(context.Background(), train, nil)
+	require.NoError(t, err)
+	require.NoError(t, tr.Close())
+	return dir
+}
+
+func runGenerate(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	rc := run(args, &out, &errb)
+	return rc, out.String(), errb.String()
+}
+
+func TestGenerateFromCheckpoint(t *testing.T) {
+	text := []byte(strings.Repeat("hello, world\n", 200))
+	train, err := datasets.NewTokenSource([][]byte{text}, 8, 256)
+	require.NoError(t, err)
+	dir := trainCheckpoint(t, "gpt", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 8}, train)
+
+	rc, out1, stderr := runGenerate("--checkpoint", dir, "--prompt", "hello", "--max-tokens", "12", "--temperature", "0")
+	require.Equal(t, 0, rc, stderr)
+	assert.True(t, strings.HasPrefix(out1, "hello"), "the prompt comes first: %q", out1)
+	assert.Len(t, strings.TrimSuffix(out1, "\n"), len("hello")+12)
+	_, out2, _ := runGenerate("--checkpoint", dir, "--prompt", "hello", "--max-tokens", "12", "--temperature", "0")
+	assert.Equal(t, out1, out2, "greedy sampling is deterministic")
+	_, s1, _ := runGenerate("--checkpoint", dir, "--max-tokens", "30", "--seed", "3")
+	_, s2, _ := runGenerate("--checkpoint", dir, "--max-tokens", "30", "--seed", "3")
+	assert.Equal(t, s1, s2, "the same seed draws the same sample")
+
+	// A prompt longer than the context (8) is a usage error.
+	rc, _, stderr = runGenerate("--checkpoint", dir, "--prompt", "longer than eight")
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, "more than the model's context of 8")
+	rc, _, stderr = runGenerate("--checkpoint", dir, "--prompt-tokens", "1,300")
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, `"300" is not a token id in [0, 256)`)
+}
+
+func TestGenerateErrors(t *testing.T) {
+	rc, _, stderr := runGenerate()
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, "--checkpoint is required")
+	rc, _, stderr = runGenerate("--checkpoint", t.TempDir())
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, "no checkpoint in")
+	// A classifier's checkpoint records no sizes: generate says what it
+	// samples from.
+	train, _, err := datasets.SyntheticSplit(64, 16, 8, 3, 1)
+	require.NoError(t, err)
+	dir := trainCheckpoint(t, "mlp", models.Config{Input: []int{8}, Classes: 3, Hidden: []int{4}}, train)
+	rc, _, stderr = runGenerate("--checkpoint", dir)
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, `holds model "mlp", which records no sizes`)
+}

@@ -1,0 +1,139 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/blas"
+	"github.com/symddp/symddp/compute/internal/tfmloops"
+	gblas "gonum.org/v1/gonum/blas"
+)
+
+var _ compute.Attention = (*Engine)(nil)
+
+// attnBlock is how many query rows one step of attention takes: a block of
+// queries r0..r0+attnBlock-1 needs keys 0..r0+attnBlock-1 only, so the GEMMs
+// skip the causal upper triangle but for the diagonal blocks (about half the
+// scores of a long sequence), while the blocks stay large enough to run the
+// BLAS at speed.
+const attnBlock = 64
+
+// CausalAttention returns the plan of attention over s: it allocates the
+// probabilities (B,Heads,T,T), which Backward reads, and the backward's
+// scratch. It fails when a dimension is below 1 or C is not a multiple of
+// Heads.
+func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan, error) {
+	if s.B < 1 || s.T < 1 || s.C < 1 || s.Heads < 1 || s.C%s.Heads != 0 {
+		return nil, fmt.Errorf("cpu: causal attention %+v: want B, T, C, Heads >= 1 with C a multiple of Heads", s)
+	}
+	hs := s.C / s.Heads
+	return &attentionPlan{
+		blas:  e.blas,
+		s:     s,
+		hs:    hs,
+		scale: float32(1 / math.Sqrt(float64(hs))),
+		att:   make([]float32, s.B*s.Heads*s.T*s.T),
+		dp:    make([]float32, min(attnBlock, s.T)*s.T),
+	}, nil
+}
+
+// attentionPlan is causal self-attention for one shape, per sequence and
+// head: S = Q·Kᵀ/√hs on the BLAS, reading Q and K straight out of qkv with
+// a leading dimension of 3C; P = causal softmax of S (tfmloops); out = P·V.
+// Like the engine, a plan may be used by one goroutine at a time (its
+// probabilities and scratch are its own).
+type attentionPlan struct {
+	blas  *blas.BLAS
+	s     compute.AttentionSpec
+	hs    int
+	scale float32
+	// att is (B,Heads,T,T): the softmax probabilities of the last Forward,
+	// zero above the diagonal.
+	att []float32
+	// dp is (min(attnBlock,T),T): a block's gradient at P, then at S.
+	dp []float32
+}
+
+// check returns the memory of the (B,T,3C) and (B,T,C) tensors of a call.
+func (p *attentionPlan) check(op string, wide, narrow compute.Tensor) (wd, nd []float32) {
+	s := p.s
+	wd, nd = data(op, wide), data(op, narrow)
+	ws, ns := wide.Shape(), narrow.Shape()
+	if len(wd) != s.B*s.T*3*s.C || ws[len(ws)-1] != 3*s.C || len(nd) != s.B*s.T*s.C || ns[len(ns)-1] != s.C {
+		compute.PanicShapes("cpu", op, fmt.Sprintf("want (B,T,3C) and (B,T,C) for B=%d T=%d C=%d", s.B, s.T, s.C), ws, ns)
+	}
+	if overlap(wd, nd) {
+		compute.PanicShapes("cpu", op, "the tensors overlap", ws, ns)
+	}
+	return wd, nd
+}
+
+// Forward computes out (B,T,C) from qkv (B,T,3C) and keeps the
+// probabilities for Backward.
+func (p *attentionPlan) Forward(out, qkv compute.Tensor) {
+	qd, od := p.check("attention Forward", qkv, out)
+	T, C, H, hs := p.s.T, p.s.C, p.s.Heads, p.hs
+	ld := 3 * C
+	for b := 0; b < p.s.B; b++ {
+		for h := 0; h < H; h++ {
+			q := qd[b*T*ld+h*hs:] // query t at q[t*ld:], its key at C, its value at 2C
+			k, v := q[C:], q[2*C:]
+			o := od[b*T*C+h*hs:]
+			att := p.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
+			for r0 := 0; r0 < T; r0 += attnBlock {
+				rows := min(attnBlock, T-r0)
+				keys := r0 + rows
+				pr := att[r0*T:]
+				// pr (rows,keys) = scale · q[r0:keys] · k[0:keys]ᵀ
+				p.blas.Sgemm(gblas.NoTrans, gblas.Trans, rows, keys, hs, p.scale, q[r0*ld:], ld, k, ld, 0, pr, T)
+				tfmloops.SoftmaxCausal(pr, T, r0, rows, keys)
+				// o[r0:keys] (rows,hs) = pr · v[0:keys]
+				p.blas.Sgemm(gblas.NoTrans, gblas.NoTrans, rows, hs, keys, 1, pr, T, v, ld, 0, o[r0*C:], C)
+			}
+		}
+	}
+}
+
+// Backward writes dqkv (B,T,3C) from dout (B,T,C), using the probabilities
+// of the last Forward (which must have run on this qkv). The blocks run last
+// to first: the last one reaches every key, so its dK and dV products
+// overwrite them (beta 0) and the earlier blocks add to them.
+func (p *attentionPlan) Backward(dqkv, dout, qkv compute.Tensor) {
+	dqd, dod := p.check("attention Backward", dqkv, dout)
+	qd, _ := p.check("attention Backward", qkv, dout)
+	if overlap(dqd, qd) {
+		compute.PanicShapes("cpu", "attention Backward", "dqkv overlaps qkv", dqkv.Shape(), qkv.Shape())
+	}
+	T, C, H, hs := p.s.T, p.s.C, p.s.Heads, p.hs
+	ld := 3 * C
+	last := (T - 1) / attnBlock * attnBlock
+	for b := 0; b < p.s.B; b++ {
+		for h := 0; h < H; h++ {
+			q := qd[b*T*ld+h*hs:]
+			k, v := q[C:], q[2*C:]
+			dq := dqd[b*T*ld+h*hs:]
+			dk, dv := dq[C:], dq[2*C:]
+			do := dod[b*T*C+h*hs:]
+			att := p.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
+			for r0 := last; r0 >= 0; r0 -= attnBlock {
+				rows := min(attnBlock, T-r0)
+				keys := r0 + rows
+				beta := float32(1)
+				if r0 == last {
+					beta = 0
+				}
+				pr, dor := att[r0*T:], do[r0*C:]
+				// dp (rows,keys) = do[r0:keys] · v[0:keys]ᵀ
+				p.blas.Sgemm(gblas.NoTrans, gblas.Trans, rows, keys, hs, 1, dor, C, v, ld, 0, p.dp, T)
+				// dv[0:keys] (+)= prᵀ · do[r0:keys]
+				p.blas.Sgemm(gblas.Trans, gblas.NoTrans, keys, hs, rows, 1, pr, T, dor, C, beta, dv, ld)
+				tfmloops.SoftmaxCausalBackward(p.dp, pr, T, r0, rows, keys)
+				// dq[r0:keys] = scale · ds · k[0:keys]
+				p.blas.Sgemm(gblas.NoTrans, gblas.NoTrans, rows, hs, keys, p.scale, p.dp, T, k, ld, 0, dq[r0*ld:], ld)
+				// dk[0:keys] (+)= scale · dsᵀ · q[r0:keys]
+				p.blas.Sgemm(gblas.Trans, gblas.NoTrans, keys, hs, rows, p.scale, p.dp, T, q[r0*ld:], ld, beta, dk, ld)
+			}
+		}
+	}
+}

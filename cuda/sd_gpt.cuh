@@ -1,0 +1,70 @@
+/*
+ * sd_gpt.cuh: what the GPT kernels (sd_gpt_*.cu) share: the error helpers of
+ * symddp_gpt.h's convention, 16-byte bf16 vectors and deterministic warp sums.
+ * Independent of NVSHMEM and of sd_internal.h, so that cuda/gptcheck builds
+ * the kernels alone.
+ */
+#ifndef SD_GPT_CUH
+#define SD_GPT_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "symddp_gpt.h"
+
+typedef __nv_bfloat16 bf16;
+
+/* Records a formatted message with file:line for sdg_last_error(); returns code. */
+int sdg_fail(int code, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#define SDG_FAIL(code, ...) sdg_fail((code), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Returns SDG_ERR_CUDA from the enclosing function when a CUDA call fails. */
+#define SDG_CUDA(call)                                                                              \
+    do {                                                                                            \
+        cudaError_t sdg_e_ = (call);                                                                \
+        if (sdg_e_ != cudaSuccess)                                                                  \
+            return sdg_fail(SDG_ERR_CUDA, __FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(sdg_e_)); \
+    } while (0)
+
+/* After a launch: the launch's configuration error, if any. */
+#define SDG_LAUNCHED() SDG_CUDA(cudaGetLastError())
+
+static inline bool sdg_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* 8 bf16 at p (16-byte aligned) as floats. */
+static __device__ __forceinline__ void sdg_load8(const bf16 *p, float f[8]) {
+    uint4 u = *reinterpret_cast<const uint4 *>(p);
+    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 t = __bfloat1622float2(h[i]);
+        f[2 * i] = t.x;
+        f[2 * i + 1] = t.y;
+    }
+}
+
+/* 8 floats rounded to bf16 at p (16-byte aligned). */
+static __device__ __forceinline__ void sdg_store8(bf16 *p, const float f[8]) {
+    uint4 u;
+    __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+    *reinterpret_cast<uint4 *>(p) = u;
+}
+
+/* Butterfly sum over the warp: every lane gets the same bits. */
+static __device__ __forceinline__ float sdg_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __device__ __forceinline__ float sdg_warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+#endif /* SD_GPT_CUH */

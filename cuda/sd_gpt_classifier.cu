@@ -1,0 +1,101 @@
+/*
+ * sd_gpt_classifier.cu: fused softmax cross-entropy over bf16 logits, the
+ * gradient written in place (symddp_gpt.h).
+ *
+ * One block per row of (N, Vp) logits. Pass 1: each thread keeps a running
+ * (max, sum of exp) over its 8-element vectors (columns [0,V) only); the block
+ * combines the pairs in a fixed tree (warp butterfly, then the warps in order),
+ * giving lse = max + log(sum). loss = lse - logit[target], the target logit read
+ * before any write. Pass 2 (write_grad): logits := (exp(x - lse) - [j == target])
+ * * dscale as bf16, 0 for padded columns and ignored rows (target -1). The
+ * logits are read twice and never copied to fp32.
+ */
+#include <math.h>
+
+#include "sd_gpt.cuh"
+
+#define SDG_CLS_THREADS 512
+
+/* Merges (m2, s2) into (m, s): s sums exp(x - m). */
+static __device__ __forceinline__ void sdg_lse_merge(float &m, float &s, float m2, float s2) {
+    const float mn = fmaxf(m, m2);
+    if (mn == -INFINITY) return; /* both empty */
+    s = s * __expf(m - mn) + s2 * __expf(m2 - mn);
+    m = mn;
+}
+
+__global__ void __launch_bounds__(SDG_CLS_THREADS)
+    sdg_classifier_kernel(float *__restrict__ losses, bf16 *__restrict__ logits, const int32_t *__restrict__ targets,
+                          int V, int Vp, float dscale, int write_grad) {
+    __shared__ float sm_m[SDG_CLS_THREADS / 32], sm_s[SDG_CLS_THREADS / 32];
+    __shared__ float sm_lse, sm_tgt;
+    const int row = blockIdx.x;
+    bf16 *x = logits + (size_t)row * Vp;
+    const int tgt = targets[row];
+    if (threadIdx.x == 0) sm_tgt = (tgt >= 0 && tgt < V) ? __bfloat162float(x[tgt]) : 0.f;
+    const int nv = Vp >> 3;
+    float m = -INFINITY, s = 0.f;
+    for (int i = threadIdx.x; i < nv; i += SDG_CLS_THREADS) {
+        float f[8];
+        sdg_load8(x + 8 * i, f);
+        float vm = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (8 * i + k < V) vm = fmaxf(vm, f[k]);
+        if (vm == -INFINITY) continue; /* all padding */
+        const float mn = fmaxf(m, vm);
+        float add = 0.f;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (8 * i + k < V) add += __expf(f[k] - mn);
+        s = s * __expf(m - mn) + add; /* m = -inf at first: exp(-inf) = 0 */
+        m = mn;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+        const float s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        sdg_lse_merge(m, s, m2, s2);
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_s[warp] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float bm = sm_m[0], bs = sm_s[0];
+        for (int w = 1; w < SDG_CLS_THREADS / 32; w++) sdg_lse_merge(bm, bs, sm_m[w], sm_s[w]);
+        const float lse = bm + logf(bs);
+        sm_lse = lse;
+        losses[row] = (tgt >= 0 && tgt < V) ? lse - sm_tgt : 0.f;
+    }
+    __syncthreads();
+    if (!write_grad) return;
+    const float lse = sm_lse;
+    const bool ignore = !(tgt >= 0 && tgt < V);
+    for (int i = threadIdx.x; i < nv; i += SDG_CLS_THREADS) {
+        float f[8];
+        sdg_load8(x + 8 * i, f);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const int j = 8 * i + k;
+            float g = 0.f;
+            if (!ignore && j < V) g = (__expf(f[k] - lse) - (j == tgt ? 1.f : 0.f)) * dscale;
+            f[k] = g;
+        }
+        sdg_store8(x + 8 * i, f);
+    }
+}
+
+extern "C" int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dscale,
+                              int write_grad, void *stream) {
+    if (N <= 0 || V <= 0 || Vp < V || Vp % 8 != 0)
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_classifier: N=%d V=%d Vp=%d (Vp >= V, a multiple of 8)", N, V, Vp);
+    if (!losses || !logits || !targets || !sdg_aligned16(logits))
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_classifier: NULL or unaligned pointer");
+    sdg_classifier_kernel<<<N, SDG_CLS_THREADS, 0, (cudaStream_t)stream>>>(losses, (bf16 *)logits, targets, V, Vp,
+                                                                         dscale, write_grad);
+    SDG_LAUNCHED();
+    return SDG_OK;
+}

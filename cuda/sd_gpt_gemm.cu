@@ -1,0 +1,193 @@
+/*
+ * sd_gpt_gemm.cu: bf16 GEMMs with fused epilogues on cuBLASLt, planned once
+ * (symddp_gpt.h).
+ *
+ * Row-major to column-major as in sd_compute_lt.cu: the row-major
+ * C (m,n) = op(A) op(B) is the column-major C^T (n,m) = op(B)^T op(A)^T, so
+ * cuBLASLt's A is our B (transposed when trans_b), its B our A, its m our n
+ * and its n our m. Hence a bias with one value per row of cuBLASLt's D is one
+ * value per column of our C, and BGRADB (the bias gradient of cuBLASLt's B
+ * operand, one value per column of its D) is our row sums of op(A):
+ * SDG_EPI_BGRAD_A. The GELU aux matrix has D's layout: (n rows, m columns)
+ * column-major with ld n, which is our (m,n) row-major.
+ *
+ * A plan holds the operation descriptor (fp32 compute and scale, the
+ * transposes, the epilogue and its types), the three layouts (with the batch
+ * count and strides) and the heuristic's first algorithm for the workspace
+ * the caller promises; sdg_gemm_run sets the bias and aux pointers (host
+ * calls only) and enqueues cublasLtMatmul, so a step with it can be captured.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublasLt.h>
+
+#include "sd_gpt.cuh"
+
+struct sdg_gemm_s {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our b), B (our a), C = D */
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace; /* bytes the algorithm needs */
+    sdg_gemm_desc d;
+};
+
+#define SDG_LT(call)                                                                                      \
+    do {                                                                                                  \
+        cublasStatus_t sdg_st_ = (call);                                                                  \
+        if (sdg_st_ != CUBLAS_STATUS_SUCCESS)                                                             \
+            return sdg_fail(SDG_ERR_BLAS, __FILE__, __LINE__, "%s: %s", #call, cublasLtGetStatusString(sdg_st_)); \
+    } while (0)
+
+static const char *sdg_epi_name(int e) {
+    switch (e) {
+    case SDG_EPI_NONE: return "none";
+    case SDG_EPI_BIAS: return "bias";
+    case SDG_EPI_GELU_BIAS: return "gelu+bias";
+    case SDG_EPI_GELU_AUX_BIAS: return "gelu+aux+bias";
+    case SDG_EPI_DGELU: return "dgelu";
+    case SDG_EPI_DGELU_BGRAD: return "dgelu+bgrad";
+    case SDG_EPI_BGRAD_A: return "bgrad-a";
+    }
+    return "?";
+}
+
+static bool sdg_epi_has_bias(int e) { return e != SDG_EPI_NONE && e != SDG_EPI_DGELU; }
+static bool sdg_epi_has_aux(int e) {
+    return e == SDG_EPI_GELU_AUX_BIAS || e == SDG_EPI_DGELU || e == SDG_EPI_DGELU_BGRAD;
+}
+
+extern "C" void sdg_gemm_destroy(sdg_gemm *p) {
+    if (!p) return;
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    free(p);
+}
+
+static int sdg_layout_batch(cublasLtMatrixLayout_t l, int32_t batch, int64_t stride) {
+    SDG_LT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+    SDG_LT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    return SDG_OK;
+}
+
+/* Fills p from d; p's handles are released by the caller on failure. */
+static int sdg_gemm_plan(sdg_gemm *p, cublasLtHandle_t lt, const sdg_gemm_desc *d) {
+    const int e = d->epilogue;
+    cublasLtEpilogue_t epi;
+    switch (e) {
+    case SDG_EPI_NONE: epi = CUBLASLT_EPILOGUE_DEFAULT; break;
+    case SDG_EPI_BIAS: epi = CUBLASLT_EPILOGUE_BIAS; break;
+    case SDG_EPI_GELU_BIAS: epi = CUBLASLT_EPILOGUE_GELU_BIAS; break;
+    case SDG_EPI_GELU_AUX_BIAS: epi = CUBLASLT_EPILOGUE_GELU_AUX_BIAS; break;
+    case SDG_EPI_DGELU: epi = CUBLASLT_EPILOGUE_DGELU; break;
+    case SDG_EPI_DGELU_BGRAD: epi = CUBLASLT_EPILOGUE_DGELU_BGRAD; break;
+    case SDG_EPI_BGRAD_A: epi = CUBLASLT_EPILOGUE_BGRADB; break; /* see the top of the file */
+    default: return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_create: unknown epilogue %d", e);
+    }
+    const cudaDataType_t ctype = d->c_type == SDG_F32 ? CUDA_R_32F : CUDA_R_16BF;
+    const cublasOperation_t op_lt_a = d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_lt_b = d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const uint64_t lt_m = (uint64_t)d->n, lt_n = (uint64_t)d->m, k = (uint64_t)d->k;
+
+    SDG_LT(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a, sizeof op_lt_a));
+    SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b, sizeof op_lt_b));
+    SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (sdg_epi_has_bias(e) && d->bias_type != d->c_type) { /* cuBLASLt's default: the type of D */
+        const int32_t bias_type = d->bias_type == SDG_F32 ? CUDA_R_32F : CUDA_R_16BF;
+        SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                              sizeof bias_type));
+    }
+    if (sdg_epi_has_aux(e)) {
+        const int64_t aux_ld = d->n;
+        SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
+    }
+    /* Stored row-major X (r,c) is column-major (c,r) with ld c. */
+    const uint64_t b_rows = d->trans_b ? lt_m : k, b_cols = d->trans_b ? k : lt_m; /* our b as stored */
+    const uint64_t a_rows = d->trans_a ? k : lt_n, a_cols = d->trans_a ? lt_n : k; /* our a as stored */
+    SDG_LT(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, b_cols, b_rows, (int64_t)b_cols));
+    SDG_LT(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, a_cols, a_rows, (int64_t)a_cols));
+    SDG_LT(cublasLtMatrixLayoutCreate(&p->lc, ctype, lt_m, lt_n, (int64_t)lt_m));
+    if (d->batch > 1) {
+        int rc = sdg_layout_batch(p->la, d->batch, d->stride_b);
+        if (rc == SDG_OK) rc = sdg_layout_batch(p->lb, d->batch, d->stride_a);
+        if (rc == SDG_OK) rc = sdg_layout_batch(p->lc, d->batch, d->stride_c);
+        if (rc != SDG_OK) return rc;
+    }
+
+    cublasLtMatmulPreference_t pref = NULL;
+    SDG_LT(cublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t ws = (uint64_t)d->workspace_bytes;
+    const uint32_t align = 16;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                             sizeof ws);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align, sizeof align);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align, sizeof align);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align, sizeof align);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align, sizeof align);
+    cublasLtMatmulHeuristicResult_t res;
+    memset(&res, 0, sizeof res);
+    int found = 0;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return SDG_FAIL(SDG_ERR_BLAS, "sdg_gemm_create (epilogue %s): heuristic: %s", sdg_epi_name(e),
+                        cublasLtGetStatusString(st));
+    if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS || res.workspaceSize > (size_t)ws)
+        return SDG_FAIL(SDG_ERR_BLAS,
+                        "sdg_gemm_create: cuBLASLt has no bf16 algorithm for epilogue %s (%c%c m=%d n=%d k=%d batch %d, C %s, bias %s) within %llu bytes of workspace",
+                        sdg_epi_name(e), d->trans_a ? 'T' : 'N', d->trans_b ? 'T' : 'N', d->m, d->n, d->k, d->batch,
+                        d->c_type == SDG_F32 ? "fp32" : "bf16", d->bias_type == SDG_F32 ? "fp32" : "bf16",
+                        (unsigned long long)ws);
+    p->algo = res.algo;
+    p->workspace = res.workspaceSize;
+    return SDG_OK;
+}
+
+extern "C" int sdg_gemm_create(sdg_gemm **plan, void *lt, const sdg_gemm_desc *d) {
+    if (!plan || !lt || !d) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_create: NULL argument");
+    *plan = NULL;
+    if (d->m <= 0 || d->n <= 0 || d->k <= 0 || d->batch < 1 || d->workspace_bytes < 0)
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_create: m=%d n=%d k=%d batch=%d workspace %lld", d->m, d->n, d->k,
+                        d->batch, (long long)d->workspace_bytes);
+    if (d->batch > 1 && d->epilogue != SDG_EPI_NONE)
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_create: batched GEMMs take no epilogue");
+    if (sdg_epi_has_aux(d->epilogue) && (d->n % 8 != 0 || d->c_type != SDG_BF16))
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_create: GELU epilogues want n a multiple of 8 and a bf16 C (n=%d)", d->n);
+    sdg_gemm *p = (sdg_gemm *)calloc(1, sizeof *p);
+    if (!p) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_create: out of host memory");
+    p->d = *d;
+    int rc = sdg_gemm_plan(p, (cublasLtHandle_t)lt, d);
+    if (rc != SDG_OK) {
+        sdg_gemm_destroy(p);
+        return rc;
+    }
+    *plan = p;
+    return SDG_OK;
+}
+
+extern "C" int sdg_gemm_run(sdg_gemm *p, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
+                            void *workspace, void *stream) {
+    if (!p || !lt || !c || !a || !b) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run: NULL argument");
+    const int e = p->d.epilogue;
+    if (sdg_epi_has_bias(e)) {
+        if (!bias) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run: epilogue %s without a bias vector", sdg_epi_name(e));
+        SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    if (sdg_epi_has_aux(e)) {
+        if (!aux) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run: epilogue %s without an aux matrix", sdg_epi_name(e));
+        SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+    }
+    if (p->workspace > 0 && !workspace) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run: the algorithm needs a workspace");
+    const float alpha = 1.f, beta = p->d.accumulate ? 1.f : 0.f;
+    SDG_LT(cublasLtMatmul((cublasLtHandle_t)lt, p->desc, &alpha, b, p->la, a, p->lb, &beta, c, p->lc, c, p->lc,
+                          &p->algo, workspace, p->workspace, (cudaStream_t)stream));
+    return SDG_OK;
+}

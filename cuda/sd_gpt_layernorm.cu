@@ -1,0 +1,188 @@
+/*
+ * sd_gpt_layernorm.cu: LayerNorm over the channels of each row, bf16
+ * activations, fp32 statistics and parameter gradients (symddp_gpt.h).
+ *
+ * forward: one warp per row; inp (N,C) -> out (N,C), mean and rstd (N) saved.
+ *   out = (x - mean) * rstd * w + b, rstd = 1/sqrt(var + 1e-5), var the
+ *   biased variance (two passes over the row: mean, then squared deviations).
+ * backward: one warp per row again; with xhat = (x - mean) * rstd and
+ *   g = dout * w: dx = (g - mean(g) - xhat * mean(g * xhat)) * rstd, added to
+ *   dinp. dw = sum over rows of dout * xhat, db = sum of dout: each warp sums its
+ *   rows (row = block*W + warp, stepping by grid*W) in its own shared-memory row,
+ *   the block adds its W rows in warp order into one partial per block, and a
+ *   second kernel adds the partials in block order into dw and db. The grid
+ *   depends only on N, so the order of every addition is fixed.
+ */
+#include "sd_gpt.cuh"
+
+#define SDG_LN_WARPS 4                 /* warps per block, forward and backward */
+#define SDG_LN_MAX_BLOCKS 512          /* partials of the backward */
+#define SDG_LN_EPS 1e-5f
+
+__global__ void __launch_bounds__(SDG_LN_WARPS * 32)
+    sdg_ln_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ mean, float *__restrict__ rstd,
+                      const bf16 *__restrict__ inp, const bf16 *__restrict__ w, const bf16 *__restrict__ b, int N,
+                      int C) {
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * SDG_LN_WARPS + (threadIdx.x >> 5);
+    if (row >= N) return;
+    const bf16 *x = inp + (size_t)row * C;
+    const int nv = C >> 3;
+    float s = 0.f;
+    for (int i = lane; i < nv; i += 32) {
+        float f[8];
+        sdg_load8(x + 8 * i, f);
+#pragma unroll
+        for (int k = 0; k < 8; k++) s += f[k];
+    }
+    const float mu = sdg_warp_sum(s) / (float)C;
+    float q = 0.f;
+    for (int i = lane; i < nv; i += 32) {
+        float f[8];
+        sdg_load8(x + 8 * i, f);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float d = f[k] - mu;
+            q += d * d;
+        }
+    }
+    const float rs = rsqrtf(sdg_warp_sum(q) / (float)C + SDG_LN_EPS);
+    bf16 *y = out + (size_t)row * C;
+    for (int i = lane; i < nv; i += 32) {
+        float f[8], wf[8], bf[8], o[8];
+        sdg_load8(x + 8 * i, f);
+        sdg_load8(w + 8 * i, wf);
+        sdg_load8(b + 8 * i, bf);
+#pragma unroll
+        for (int k = 0; k < 8; k++) o[k] = (f[k] - mu) * rs * wf[k] + bf[k];
+        sdg_store8(y + 8 * i, o);
+    }
+    if (lane == 0) {
+        if (mean) mean[row] = mu;
+        if (rstd) rstd[row] = rs;
+    }
+}
+
+/* partial: [gridDim.x][2C], dw sums then db sums of the block's rows. */
+__global__ void __launch_bounds__(SDG_LN_WARPS * 32)
+    sdg_ln_bwd_kernel(bf16 *__restrict__ dinp, float *__restrict__ partial, const bf16 *__restrict__ dout,
+                      const bf16 *__restrict__ inp, const bf16 *__restrict__ w, const float *__restrict__ mean,
+                      const float *__restrict__ rstd, int N, int C) {
+    extern __shared__ float sdg_ln_smem[]; /* [SDG_LN_WARPS][2C] */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float *acc = sdg_ln_smem + (size_t)warp * 2 * C;
+    for (int c = lane; c < 2 * C; c += 32) acc[c] = 0.f;
+    __syncwarp();
+    const int nv = C >> 3;
+    for (int row = blockIdx.x * SDG_LN_WARPS + warp; row < N; row += gridDim.x * SDG_LN_WARPS) {
+        const bf16 *x = inp + (size_t)row * C;
+        const bf16 *dy = dout + (size_t)row * C;
+        bf16 *dx = dinp + (size_t)row * C;
+        const float mu = mean[row], rs = rstd[row];
+        float sg = 0.f, sgx = 0.f;
+        for (int i = lane; i < nv; i += 32) {
+            float xf[8], df[8], wf[8];
+            sdg_load8(x + 8 * i, xf);
+            sdg_load8(dy + 8 * i, df);
+            sdg_load8(w + 8 * i, wf);
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const float g = df[k] * wf[k];
+                sg += g;
+                sgx += g * (xf[k] - mu) * rs;
+            }
+        }
+        sg = sdg_warp_sum(sg) / (float)C;
+        sgx = sdg_warp_sum(sgx) / (float)C;
+        for (int i = lane; i < nv; i += 32) {
+            float xf[8], df[8], wf[8], r[8];
+            sdg_load8(x + 8 * i, xf);
+            sdg_load8(dy + 8 * i, df);
+            sdg_load8(w + 8 * i, wf);
+            sdg_load8(dx + 8 * i, r);
+            float *aw = acc + 8 * i;
+            float *ab = acc + C + 8 * i;
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const float xh = (xf[k] - mu) * rs;
+                const float g = df[k] * wf[k];
+                r[k] += (g - sg - xh * sgx) * rs;
+                aw[k] += df[k] * xh;
+                ab[k] += df[k];
+            }
+            sdg_store8(dx + 8 * i, r);
+        }
+    }
+    __syncthreads();
+    float *part = partial + (size_t)blockIdx.x * 2 * C;
+    for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) {
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < SDG_LN_WARPS; k++) s += sdg_ln_smem[(size_t)k * 2 * C + c];
+        part[c] = s;
+    }
+}
+
+__global__ void sdg_ln_bwd_reduce_kernel(float *__restrict__ dw, float *__restrict__ db,
+                                         const float *__restrict__ partial, int G, int C) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= 2 * C) return;
+    float s = 0.f;
+    for (int g = 0; g < G; g++) s += partial[(size_t)g * 2 * C + c];
+    if (c < C)
+        dw[c] += s;
+    else
+        db[c - C] += s;
+}
+
+static int sdg_ln_blocks(int N) {
+    const int g = (N + SDG_LN_WARPS - 1) / SDG_LN_WARPS;
+    return g < SDG_LN_MAX_BLOCKS ? g : SDG_LN_MAX_BLOCKS;
+}
+
+static int sdg_ln_check(const char *what, int N, int C, const void *a, const void *b, const void *c) {
+    if (N <= 0 || C <= 0 || C % 8 != 0)
+        return SDG_FAIL(SDG_ERR_ARG, "%s: N=%d C=%d (C must be a positive multiple of 8)", what, N, C);
+    if (!a || !b || !c || !sdg_aligned16(a) || !sdg_aligned16(b) || !sdg_aligned16(c))
+        return SDG_FAIL(SDG_ERR_ARG, "%s: NULL or not 16-byte aligned bf16 pointer", what);
+    return SDG_OK;
+}
+
+extern "C" int sdg_layernorm_forward(void *out, float *mean, float *rstd, const void *inp, const void *weight,
+                                     const void *bias, int N, int C, void *stream) {
+    int rc = sdg_ln_check("sdg_layernorm_forward", N, C, out, inp, weight);
+    if (rc != SDG_OK) return rc;
+    if (!bias || !sdg_aligned16(bias)) return SDG_FAIL(SDG_ERR_ARG, "sdg_layernorm_forward: bias NULL or unaligned");
+    const int blocks = (N + SDG_LN_WARPS - 1) / SDG_LN_WARPS;
+    sdg_ln_fwd_kernel<<<blocks, SDG_LN_WARPS * 32, 0, (cudaStream_t)stream>>>(
+        (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)weight, (const bf16 *)bias, N, C);
+    SDG_LAUNCHED();
+    return SDG_OK;
+}
+
+extern "C" size_t sdg_layernorm_backward_scratch_bytes(int N, int C) {
+    if (N <= 0 || C <= 0) return 0;
+    return (size_t)sdg_ln_blocks(N) * 2 * (size_t)C * sizeof(float);
+}
+
+extern "C" int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, const void *dout, const void *inp,
+                                      const void *weight, const float *mean, const float *rstd, int N, int C,
+                                      void *scratch, void *stream) {
+    int rc = sdg_ln_check("sdg_layernorm_backward", N, C, dinp, dout, inp);
+    if (rc != SDG_OK) return rc;
+    if (!weight || !sdg_aligned16(weight) || !dweight || !dbias || !mean || !rstd || !scratch)
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_layernorm_backward: NULL or unaligned argument");
+    const int G = sdg_ln_blocks(N);
+    const size_t smem = (size_t)SDG_LN_WARPS * 2 * (size_t)C * sizeof(float);
+    if (smem > 48 * 1024) {
+        if (smem > 200 * 1024) return SDG_FAIL(SDG_ERR_ARG, "sdg_layernorm_backward: C=%d too large", C);
+        SDG_CUDA(cudaFuncSetAttribute(sdg_ln_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    }
+    cudaStream_t s = (cudaStream_t)stream;
+    sdg_ln_bwd_kernel<<<G, SDG_LN_WARPS * 32, smem, s>>>((bf16 *)dinp, (float *)scratch, (const bf16 *)dout,
+                                                         (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
+    SDG_LAUNCHED();
+    sdg_ln_bwd_reduce_kernel<<<(2 * C + 255) / 256, 256, 0, s>>>(dweight, dbias, (const float *)scratch, G, C);
+    SDG_LAUNCHED();
+    return SDG_OK;
+}

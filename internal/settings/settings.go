@@ -1,0 +1,187 @@
+// Package settings declares every SYMDDP_* environment variable of the
+// project once: its name, its default and what it means, and who reads it
+// (the launcher's PE variables, the Go code, the CUDA library, tests). The
+// Go code reads them through Get and Lookup, which refuse a name that is not
+// declared here; `train --help-env` and docs/ENV.md list the table, and a
+// test checks that every SYMDDP_ name in the repository's sources is in it.
+//
+// The package imports nothing of the project, so that every package (comm
+// included) can use it.
+package settings
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// Reader says who reads a variable.
+type Reader uint8
+
+// Readers, in the order WriteHelp lists them.
+const (
+	// PE variables: set by the launcher (comm/launch) for every PE it
+	// starts, read back by comm.ConfigFromEnv.
+	PE Reader = iota + 1
+	// Go settings: set by the user, read by the Go code, passed on to the PEs.
+	Go
+	// CUDA settings: read by the CUDA library (cuda/*.cu) in each PE.
+	CUDA
+	// Test knobs: read by tests, test helpers and scripts only.
+	Test
+)
+
+// String names the reader as WriteHelp's headings do.
+func (r Reader) String() string {
+	switch r {
+	case PE:
+		return "Set by the launcher for each PE"
+	case Go:
+		return "Settings, passed on to the PEs"
+	case CUDA:
+		return "Read by the CUDA library (libsymddp_cuda.so), passed on to the PEs"
+	case Test:
+		return "Tests and scripts only"
+	}
+	return fmt.Sprintf("Reader(%d)", uint8(r))
+}
+
+// Var is one environment variable.
+type Var struct {
+	Name    string
+	Default string // what applies when it is unset, in words ("" when nothing does)
+	Reader  Reader
+	Meaning string
+}
+
+// The variables' names.
+const (
+	PEName       = "SYMDDP_PE"
+	NPEs         = "SYMDDP_NPES"
+	Backend      = "SYMDDP_BACKEND"
+	Heap         = "SYMDDP_HEAP"
+	HeapSize     = "SYMDDP_HEAP_SIZE"
+	Timeout      = "SYMDDP_TIMEOUT"
+	RunDir       = "SYMDDP_RUN_DIR"
+	HeapDir      = "SYMDDP_HEAP_DIR"
+	DesyncCheck  = "SYMDDP_DESYNC_CHECK"
+	BLAS         = "SYMDDP_BLAS"
+	Vec          = "SYMDDP_VEC"
+	CUDALib      = "SYMDDP_CUDA_LIB"
+	CUDAFused    = "SYMDDP_CUDA_FUSED"
+	CUDAOverlap  = "SYMDDP_CUDA_OVERLAP"
+	MPIHier      = "SYMDDP_MPI_HIERARCHICAL"
+	MPIHostSize  = "SYMDDP_MPI_HOST_SIZE"
+	OneShotMax   = "SYMDDP_ONE_SHOT_MAX"
+	MaxBlocks    = "SYMDDP_MAX_BLOCKS"
+	ForceNVSHMEM = "SYMDDP_FORCE_NVSHMEM"
+	CUDATune     = "SYMDDP_CUDA_TUNE"
+	CUDATuneLog  = "SYMDDP_CUDA_TUNE_LOG"
+	CUDAPDL      = "SYMDDP_CUDA_PDL"
+	LaunchTest   = "SYMDDP_LAUNCHTEST"
+	LaunchTestN  = "SYMDDP_LAUNCHTEST_N"
+	MPITest      = "SYMDDP_MPITEST"
+	MPITestCount = "SYMDDP_MPI_TEST_MAX_COUNT"
+	GPUPEs       = "SYMDDP_GPU_PES"
+	TestMPS      = "SYMDDP_TEST_MPS"
+)
+
+// table is every variable, grouped by reader.
+var table = []Var{
+	{PEName, "", PE, "this PE's number, 0 to NPES-1; unset: the process is not a PE"},
+	{NPEs, "", PE, "the job's size"},
+	{Backend, "shm", PE, "the comm backend: shm, nvshmem or mpi"},
+	{Heap, "", PE, "the symmetric heap's name (shm: its file)"},
+	{HeapSize, "1 GiB (shm, mpi)", PE, "each PE's symmetric heap in bytes (train --heap-size)"},
+	{Timeout, "5m", PE, "the deadline of every wait, a Go duration (train --timeout)"},
+	{RunDir, "", PE, "a directory private to the job: NVSHMEM unique-id file, MPS pipes, unpacked data"},
+
+	{HeapDir, "/dev/shm, else the temporary directory", Go, "where shm heap files go (a tmpfs)"},
+	{DesyncCheck, "on", Go, "off: do not compare the PEs' collective calls (desync detection, docs/FAULTS.md); every PE must agree"},
+	{BLAS, "auto", Go, "the CPU engine's GEMMs: auto, openblas or gonum"},
+	{Vec, "c (AVX2 where present)", Go, "go: the pure-Go element-wise loops instead of the C ones (internal/vec; same bits)"},
+	{CUDALib, "next to the binary, then ./build", Go, "the path of libsymddp_cuda.so (train --gpu-lib)"},
+	{CUDAFused, "1", Go, "0: no cuBLASLt-fused Linear layers on the GPU"},
+	{CUDAOverlap, "1", Go, "0: a fused layer's weight-gradient GEMM runs after, not beside, its input-gradient GEMM"},
+	{MPIHier, "off", Go, "mpi backend: on for shared memory within a host and MPI between hosts"},
+	{MPIHostSize, "the real hosts", Go, "mpi backend, hierarchical mode: hosts of k consecutive ranks (to stand for several hosts on one)"},
+
+	{OneShotMax, "256 KiB", CUDA, "GPU allreduce: bytes up to which the one-shot algorithm is used"},
+	{MaxBlocks, "2 per SM (1 under MPS)", CUDA, "GPU allreduce: thread blocks per collective"},
+	{ForceNVSHMEM, "0", CUDA, "1: take NVSHMEM's collectives as if every peer were on another node (testing)"},
+	{CUDATune, "1", CUDA, "0: keep cuBLASLt's first heuristic choice instead of timing candidates (bits repeat run to run)"},
+	{CUDATuneLog, "0", CUDA, "1: print every cuBLASLt tuning decision to stderr"},
+	{CUDAPDL, "1", CUDA, "0: launch the step's own kernels without programmatic dependent launch"},
+
+	{LaunchTest, "", Test, "marks a test binary that comm/launch/launchtest started as a PE, and its job"},
+	{LaunchTestN, "", Test, "launchtest.Bench: the parent benchmark's b.N"},
+	{MPITest, "", Test, "marks a test binary that comm/mpi's tests started under mpirun"},
+	{MPITestCount, "MPI's int", Test, "comm/mpi tests: the largest count ReduceScatter and AllGather pass to MPI"},
+	{GPUPEs, "1,2,4,8", Test, "comm/nvshmem GPU tests: the PE counts of the multi-PE tests"},
+	{TestMPS, "", Test, "comm/nvshmem GPU tests: 1 when an MPS daemon serves the PEs"},
+}
+
+var byName = func() map[string]Var {
+	m := make(map[string]Var, len(table))
+	for _, v := range table {
+		if _, dup := m[v.Name]; dup {
+			panic("settings: " + v.Name + " declared twice")
+		}
+		m[v.Name] = v
+	}
+	return m
+}()
+
+// All returns every declared variable, grouped by reader.
+func All() []Var { return append([]Var(nil), table...) }
+
+// Declared reports whether name is in the table.
+func Declared(name string) bool {
+	_, ok := byName[name]
+	return ok
+}
+
+// Lookup is os.LookupEnv for a declared variable. An undeclared name is a
+// programming error: it panics, so that no variable is read without being
+// listed.
+func Lookup(name string) (string, bool) {
+	if !Declared(name) {
+		panic("settings: " + name + " is not declared in internal/settings")
+	}
+	return os.LookupEnv(name)
+}
+
+// Get is os.Getenv for a declared variable (see Lookup): "" when unset.
+func Get(name string) string {
+	v, _ := Lookup(name)
+	return v
+}
+
+// WriteHelp lists the variables by reader, one line each with its meaning
+// and its default, and marks those set in the current environment.
+func WriteHelp(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "Environment variables (docs/ENV.md):")
+	var last Reader
+	for _, v := range table {
+		if v.Reader != last {
+			fmt.Fprintf(tw, "\n%s:\n", v.Reader)
+			last = v.Reader
+		}
+		var notes []string
+		if v.Default != "" {
+			notes = append(notes, "default "+v.Default)
+		}
+		if cur, ok := os.LookupEnv(v.Name); ok {
+			notes = append(notes, fmt.Sprintf("now %q", cur))
+		}
+		note := ""
+		if len(notes) > 0 {
+			note = " [" + strings.Join(notes, "; ") + "]"
+		}
+		fmt.Fprintf(tw, "  %s\t%s%s\n", v.Name, v.Meaning, note)
+	}
+	return tw.Flush()
+}

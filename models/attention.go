@@ -1,0 +1,70 @@
+package models
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/compute"
+)
+
+// CausalSelfAttention is the attention of a transformer block between its
+// QKV projection and its output projection: it reads each position's
+// queries, keys and values side by side (B·T rows of 3C) and gives (B·T, C),
+// every head attending to the positions up to its own. It has no
+// parameters; it needs the engine's compute.Attention.
+type CausalSelfAttention struct {
+	name         string
+	t, c, heads  int
+	plan         compute.AttentionPlan
+	qkv, y, dqkv compute.Tensor
+}
+
+var _ Layer = (*CausalSelfAttention)(nil)
+
+// NewCausalSelfAttention returns attention over sequences of context
+// positions, width c split into heads heads.
+func NewCausalSelfAttention(name string, context, c, heads int) *CausalSelfAttention {
+	return &CausalSelfAttention{name: name, t: context, c: c, heads: heads}
+}
+
+// Params is empty.
+func (a *CausalSelfAttention) Params() []ParamSpec { return nil }
+
+// Build checks the shapes, prepares the engine's attention plan for
+// Batch/T sequences (Batch counts rows, one per position) and allocates y
+// and dqkv.
+func (a *CausalSelfAttention) Build(b Build) ([]int, error) {
+	if a.heads <= 0 || a.c%a.heads != 0 {
+		return nil, fmt.Errorf("%s: %d heads do not divide the width %d", a.name, a.heads, a.c)
+	}
+	if size(b.In) != 3*a.c {
+		return nil, fmt.Errorf("%s: input of shape %v, want 3x%d (queries, keys, values)", a.name, b.In, a.c)
+	}
+	if b.Batch%a.t != 0 {
+		return nil, fmt.Errorf("%s: %d rows are not whole sequences of %d positions", a.name, b.Batch, a.t)
+	}
+	at, err := compute.Require[compute.Attention](b.Engine, "causal attention")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", a.name, err)
+	}
+	plan, err := at.CausalAttention(compute.AttentionSpec{B: b.Batch / a.t, T: a.t, C: a.c, Heads: a.heads})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", a.name, err)
+	}
+	a.plan = plan
+	a.y = b.Engine.Alloc(b.Batch, a.c)
+	a.dqkv = b.Engine.Alloc(b.Batch, 3*a.c)
+	return []int{a.c}, nil
+}
+
+// Forward computes the attention of qkv (B·T, 3C) into y (B·T, C).
+func (a *CausalSelfAttention) Forward(qkv compute.Tensor) compute.Tensor {
+	a.qkv = qkv
+	a.plan.Forward(a.y, qkv)
+	return a.y
+}
+
+// Backward returns dqkv (B·T, 3C) from dy (B·T, C).
+func (a *CausalSelfAttention) Backward(dy compute.Tensor) compute.Tensor {
+	a.plan.Backward(a.dqkv, dy, a.qkv)
+	return a.dqkv
+}

@@ -1,0 +1,286 @@
+package models
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/datasets"
+)
+
+// GPTConfig sizes a GPT-2-style language model.
+type GPTConfig struct {
+	Layers, Heads, Width int
+	// Context is the longest sequence (T); Vocab the number of tokens.
+	Context, Vocab int
+}
+
+// GPT presets: the registry's "gpt-tiny" (a byte-level model that trains on
+// a laptop's CPU) and "gpt2" (GPT-2 124M, vocabulary padded from 50257 to
+// 50304, a multiple of 64, as GPUs prefer). "gpt" is gpt-tiny's shape,
+// meant to be sized with Config's fields.
+var (
+	GPTTiny = GPTConfig{Layers: 4, Heads: 4, Width: 128, Context: 128, Vocab: 256}
+	GPT2    = GPTConfig{Layers: 12, Heads: 12, Width: 768, Context: 1024, Vocab: 50304}
+)
+
+func init() {
+	for name, preset := range map[string]GPTConfig{"gpt": GPTTiny, "gpt-tiny": GPTTiny, "gpt2": GPT2} {
+		Register(name, func(cfg Config) (Model, error) {
+			g := preset
+			for _, o := range []struct {
+				dst *int
+				v   int
+			}{
+				{&g.Layers, cfg.Layers}, {&g.Heads, cfg.Heads}, {&g.Width, cfg.Width},
+				{&g.Context, cfg.Context}, {&g.Vocab, cfg.Vocab},
+			} {
+				if o.v > 0 {
+					*o.dst = o.v
+				}
+			}
+			return NewGPT(name, g)
+		})
+	}
+}
+
+// Validate checks that the sizes fit together.
+func (g GPTConfig) Validate() error {
+	switch {
+	case g.Layers < 1 || g.Heads < 1 || g.Width < 1 || g.Context < 1 || g.Vocab < 2:
+		return fmt.Errorf("layers %d, heads %d, width %d, context %d, vocabulary %d: need at least 1 layer, head, width and position and 2 tokens",
+			g.Layers, g.Heads, g.Width, g.Context, g.Vocab)
+	case g.Width%g.Heads != 0:
+		return fmt.Errorf("%d heads do not divide the width %d: pick a width that is a multiple of the heads", g.Heads, g.Width)
+	}
+	return nil
+}
+
+// GPT is a GPT-2-style decoder-only transformer language model: token and
+// position embeddings, Layers pre-LayerNorm blocks (x + attn(ln_1(x)), then
+// x + mlp(ln_2(x)) with a 4x GELU MLP), a final LayerNorm and an output head
+// tied to the token embedding; its loss is the cross-entropy of the next
+// token at every position (targets -1 ignored).
+//
+// Parameters are named as GPT-2's checkpoints name them (wte, wpe,
+// h.0.ln_1.weight, h.0.attn.c_attn.weight, ..., ln_f.bias); see
+// docs/GPT.md for how they map onto other tools' tensors. Initialisation
+// is GPT-2's: N(0, 0.02) for weights and embeddings, residual output
+// projections (attn.c_proj, mlp.c_proj) scaled by 1/sqrt(2·Layers), zero
+// biases, unit norm gains. Biases, norm parameters and the position table
+// are exempt from weight decay (ParamSpec.NoDecay).
+type GPT struct {
+	name string
+	cfg  GPTConfig
+
+	blocks []Layer // the residual blocks, two per layer
+	lnf    *LayerNorm
+	head   *Linear // tied to wte
+	uses   [][]paramUse
+	first  []int // first owned parameter index of blocks[i]
+	lnf0   int   // first parameter index of ln_f
+
+	e          compute.Engine
+	idx        compute.Indexing
+	wte, wpe   compute.Tensor // (V,C), (T,C)
+	dwte, dwpe compute.Tensor
+	addWTE     bool
+	x0         compute.Tensor // (B·T, C) embeddings
+	pos        compute.Labels // (B·T) position of every row
+	tokens     compute.Labels // the last Forward's
+	logits     compute.Tensor
+	dlogits    compute.Tensor // (B·T, V)
+}
+
+var _ Model = (*GPT)(nil)
+
+// NewGPT returns a GPT of the given sizes.
+func NewGPT(name string, g GPTConfig) (*GPT, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	m := &GPT{name: name, cfg: g}
+	c := g.Width
+	proj := 0.02 / math.Sqrt(2*float64(g.Layers))
+	linear := func(name string, in, out int, std float64) *Linear {
+		l := NewLinear(name, in, out, compute.Identity)
+		l.WeightInit, l.WeightStd = Normal, std
+		return l
+	}
+	for i := 0; i < g.Layers; i++ {
+		h := fmt.Sprintf("h.%d.", i)
+		m.blocks = append(m.blocks,
+			NewResidual(h+"attn",
+				NewLayerNorm(h+"ln_1", c),
+				linear(h+"attn.c_attn", c, 3*c, 0.02),
+				NewCausalSelfAttention(h+"attn", g.Context, c, g.Heads),
+				linear(h+"attn.c_proj", c, c, proj)),
+			NewResidual(h+"mlp",
+				NewLayerNorm(h+"ln_2", c),
+				linear(h+"mlp.c_fc", c, 4*c, 0.02),
+				NewGELU(),
+				linear(h+"mlp.c_proj", 4*c, c, proj)))
+	}
+	m.lnf = NewLayerNorm("ln_f", c)
+	m.head = NewLinear("lm_head", c, g.Vocab, compute.Identity)
+	m.head.TiedWeight, m.head.NoBias = "wte", true
+	return m, nil
+}
+
+// Config is the model's sizes.
+func (m *GPT) Config() GPTConfig { return m.cfg }
+
+// Name is the registry name.
+func (m *GPT) Name() string { return m.name }
+
+// embeddings declares wte (V,C) and wpe (T,C).
+func (m *GPT) embeddings() []ParamSpec {
+	g := m.cfg
+	return []ParamSpec{
+		{Name: "wte", Shape: []int{g.Vocab, g.Width}, Init: Normal, Std: 0.02},
+		{Name: "wpe", Shape: []int{g.Context, g.Width}, Init: Normal, Std: 0.02, NoDecay: true},
+	}
+}
+
+// declared is every layer's parameters in forward order, tied uses
+// included: embeddings, blocks, ln_f, head.
+func (m *GPT) declared() [][]ParamSpec {
+	d := [][]ParamSpec{m.embeddings()}
+	for _, b := range m.blocks {
+		d = append(d, b.Params())
+	}
+	return append(d, m.lnf.Params(), m.head.Params())
+}
+
+// Params lists wte, wpe, each block's parameters and ln_f's (the head's
+// weight is wte). Every 1-D parameter is exempt from weight decay.
+func (m *GPT) Params() []ParamSpec {
+	var out []ParamSpec
+	for _, specs := range m.declared() {
+		for _, p := range specs {
+			if p.TiedTo != "" {
+				continue
+			}
+			if len(p.Shape) == 1 {
+				p.NoDecay = true
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Data is windows of Context token ids with a next-token target at every
+// position, over Vocab tokens.
+func (m *GPT) Data() datasets.Spec {
+	return datasets.Spec{Input: []int{m.cfg.Context}, Tokens: true, Targets: m.cfg.Context, Classes: m.cfg.Vocab}
+}
+
+// Build binds the views, asks the engine for the operation groups the
+// layers need and allocates the activations of rows sequences.
+func (m *GPT) Build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
+	if err := m.build(e, params, grads, rows); err != nil {
+		return fmt.Errorf("build model %s: %w", m.name, err)
+	}
+	return nil
+}
+
+func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
+	if rows <= 0 {
+		return fmt.Errorf("%d sequences", rows)
+	}
+	specs := m.Params()
+	if len(params) != len(specs) || len(grads) != len(specs) {
+		return fmt.Errorf("got %d parameter and %d gradient views, want %d of each", len(params), len(grads), len(specs))
+	}
+	idx, err := compute.Require[compute.Indexing](e, "embedding lookup")
+	if err != nil {
+		return err
+	}
+	declared := m.declared()
+	uses, err := resolveTies(declared)
+	if err != nil {
+		return err
+	}
+	m.e, m.idx, m.uses = e, idx, uses
+	g, bt := m.cfg, rows*m.cfg.Context
+	m.wte, m.wpe, m.dwte, m.dwpe = params[0], params[1], grads[0], grads[1]
+	m.addWTE = uses[0][0].add
+	layers := append(append([]Layer(nil), m.blocks...), m.lnf, m.head)
+	m.first = make([]int, len(layers))
+	next := 2 // after wte and wpe
+	for i, l := range layers {
+		m.first[i] = next
+		b := Build{Engine: e, Batch: bt, In: []int{g.Width}, NeedInputGrad: true}
+		for k, p := range declared[i+1] {
+			u := uses[i+1][k]
+			b.Params = append(b.Params, params[u.index])
+			b.Grads = append(b.Grads, grads[u.index])
+			b.AddGrads = append(b.AddGrads, u.add)
+			if p.TiedTo == "" {
+				next++
+			}
+		}
+		if _, err := l.Build(b); err != nil {
+			return err
+		}
+	}
+	m.lnf0 = m.first[len(m.blocks)]
+	m.x0 = e.Alloc(bt, g.Width)
+	m.pos = e.AllocLabels(bt)
+	pos := make([]int32, bt)
+	for i := range pos {
+		pos[i] = int32(i % g.Context)
+	}
+	e.SetLabels(m.pos, pos)
+	m.dlogits = e.Alloc(bt, g.Vocab)
+	return nil
+}
+
+// Forward embeds in.Tokens (B·T), runs the blocks, the final norm and the
+// head, and the cross-entropy of the logits (B·T, V) against in.Targets.
+func (m *GPT) Forward(in Inputs, scale float32, stats compute.Tensor) {
+	m.logits = m.forwardLogits(in.Tokens)
+	m.e.SoftmaxCrossEntropy(m.logits, in.Targets, m.dlogits, scale, stats)
+}
+
+// forwardLogits runs the model up to the logits (B·T, V).
+func (m *GPT) forwardLogits(tokens compute.Labels) compute.Tensor {
+	m.tokens = tokens
+	m.idx.GatherRows(m.x0, m.wte, tokens, false) // x0 (B·T,C) = wte[tokens]
+	m.idx.GatherRows(m.x0, m.wpe, m.pos, true)   // x0 += wpe[t]
+	h := m.x0
+	for _, b := range m.blocks {
+		h = b.Forward(h)
+	}
+	return m.head.Forward(m.lnf.Forward(h))
+}
+
+// Logits is the last Forward's logits (B·T, V): row b·T+t scores the token
+// after position t of sequence b.
+func (m *GPT) Logits() compute.Tensor { return m.logits }
+
+// Backward propagates the loss's gradient from the head to the embeddings,
+// calling ready as ln_f, each block and finally the embeddings finish.
+func (m *GPT) Backward(ready func(firstParam int)) {
+	d := m.head.Backward(m.dlogits) // dwte = dlogitsᵀ·h (the head's use of wte)
+	d = m.lnf.Backward(d)
+	if ready != nil {
+		ready(m.lnf0)
+	}
+	for i := len(m.blocks) - 1; i >= 0; i-- {
+		d = m.blocks[i].Backward(d)
+		if ready != nil {
+			ready(m.first[i])
+		}
+	}
+	if !m.addWTE {
+		m.e.Zero(m.dwte)
+	}
+	m.idx.ScatterAddRows(m.dwte, d, m.tokens) // the embedding's use of wte
+	m.e.Zero(m.dwpe)
+	m.idx.ScatterAddRows(m.dwpe, d, m.pos)
+	if ready != nil {
+		ready(0)
+	}
+}

@@ -1,0 +1,141 @@
+package models_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/internal/gradcheck"
+	"github.com/symddp/symddp/models"
+)
+
+// smallGPT is gpt-tiny's structure at a width that finite differences can
+// check in full.
+var smallGPT = models.GPTConfig{Layers: 2, Heads: 2, Width: 8, Context: 5, Vocab: 11}
+
+// gptRun is a GPT built on an engine over host arenas.
+type gptRun struct {
+	e     compute.Engine
+	m     *models.GPT
+	p, g  []float32
+	pv    compute.Tensor
+	in    models.Inputs
+	stats compute.Tensor
+}
+
+func newGPTRun(t *testing.T, e compute.Engine, cfg models.GPTConfig, rows int, seed uint64) *gptRun {
+	m, err := models.NewGPT("gpt", cfg)
+	require.NoError(t, err)
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	r := &gptRun{e: e, m: m, p: make([]float32, n), g: make([]float32, n)}
+	pa, ga := compute.HostArena(r.p), compute.HostArena(r.g)
+	var pv, gv []compute.Tensor
+	dst := make([][]float32, len(specs))
+	for i, s := range specs {
+		pv = append(pv, e.View(pa, offsets[i], s.Shape...))
+		gv = append(gv, e.View(ga, offsets[i], s.Shape...))
+		dst[i] = r.p[offsets[i] : offsets[i]+s.Size()]
+	}
+	models.InitParams(specs, seed, dst)
+	// Larger than GPT-2's 0.02, so that the check sees every path's
+	// gradient well above float32 rounding.
+	for i := range r.p {
+		r.p[i] *= 5
+	}
+	require.NoError(t, m.Build(e, pv, gv, rows))
+	rnd := rand.New(rand.NewPCG(seed, 5))
+	bt := rows * cfg.Context
+	tok, tgt := make([]int32, bt), make([]int32, bt)
+	for i := range tok {
+		tok[i], tgt[i] = int32(rnd.IntN(cfg.Vocab)), int32(rnd.IntN(cfg.Vocab))
+	}
+	tgt[1] = -1 // an ignored target
+	r.in = models.Inputs{Tokens: e.AllocLabels(bt), Targets: e.AllocLabels(bt)}
+	e.SetLabels(r.in.Tokens, tok)
+	e.SetLabels(r.in.Targets, tgt)
+	r.stats = e.Alloc(3)
+	return r
+}
+
+func (r *gptRun) loss() float64 {
+	r.e.Zero(r.stats)
+	r.m.Forward(r.in, 1, r.stats)
+	return float64(compute.HostData(r.stats)[0])
+}
+
+// The whole model's gradient, tied wte included, against central
+// differences of its summed loss, on every CPU BLAS.
+func TestGPTGradients(t *testing.T) {
+	for name, e := range gradcheck.Engines(t) {
+		t.Run(name, func(t *testing.T) {
+			r := newGPTRun(t, e, smallGPT, 2, 1)
+			r.loss()
+			var ready []int
+			r.m.Backward(func(first int) { ready = append(ready, first) })
+			assert.Equal(t, 0, ready[len(ready)-1], "the embeddings finish last")
+			for i := 1; i < len(ready); i++ {
+				assert.Less(t, ready[i], ready[i-1], "ready goes down the arena")
+			}
+			analytic := append([]float32(nil), r.g...)
+			const eps = 1e-3
+			bad := 0
+			for i := range r.p {
+				orig := r.p[i]
+				r.p[i] = orig + eps
+				hi := r.loss()
+				r.p[i] = orig - eps
+				lo := r.loss()
+				r.p[i] = orig
+				fd := (hi - lo) / (2 * eps)
+				if math.Abs(fd-float64(analytic[i])) > 3e-3+3e-2*math.Abs(fd) {
+					if bad++; bad <= 10 {
+						t.Errorf("parameter element %d: analytic %v, finite difference %v", i, analytic[i], fd)
+					}
+				}
+			}
+			assert.Zero(t, bad, "elements off of %d", len(r.p))
+		})
+	}
+}
+
+// An engine without the transformer's operation groups fails the build
+// with one line naming the engine and the operation.
+func TestGPTNeedsOperationGroups(t *testing.T) {
+	m, err := models.NewGPT("gpt", smallGPT)
+	require.NoError(t, err)
+	e := cuda.NewEmulated(cuda.Options{})
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	pt := e.Alloc(n).(*cuda.Tensor)
+	a := compute.Arena{Dev: pt.DevicePtr(), N: n}
+	var pv []compute.Tensor
+	for i, s := range specs {
+		pv = append(pv, e.View(a, offsets[i], s.Shape...))
+	}
+	err = m.Build(e, pv, pv, 1)
+	var missing *compute.MissingOpError
+	require.ErrorAs(t, err, &missing)
+	assert.Contains(t, err.Error(), "cuda")
+}
+
+func TestGPTConfigErrors(t *testing.T) {
+	_, err := models.NewGPT("gpt", models.GPTConfig{Layers: 1, Heads: 3, Width: 128, Context: 8, Vocab: 256})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "3 heads do not divide the width 128")
+	m, err := models.New("gpt-tiny", models.Config{})
+	require.NoError(t, err)
+	assert.Equal(t, models.GPTTiny, m.(*models.GPT).Config())
+	m, err = models.New("gpt2", models.Config{Layers: 2})
+	require.NoError(t, err)
+	assert.Equal(t, 2, m.(*models.GPT).Config().Layers)
+	// GPT-2 124M's parameter count (vocabulary padded to 50304).
+	m, err = models.New("gpt2", models.Config{})
+	require.NoError(t, err)
+	_, n := models.Layout(m.Params())
+	assert.Equal(t, 124475904, n)
+}

@@ -1,0 +1,145 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/symddp/symddp/compute"
+)
+
+// Describe gives the model's sizes (ddp.ModelDescriber), so that a
+// checkpoint records its heads, which its tensors' shapes do not show.
+func (m *GPT) Describe() map[string]int {
+	g := m.cfg
+	return map[string]int{"layers": g.Layers, "heads": g.Heads, "width": g.Width, "context": g.Context, "vocab": g.Vocab}
+}
+
+// GPTConfigOf reads a GPTConfig back from Describe's map.
+func GPTConfigOf(d map[string]int) (GPTConfig, error) {
+	g := GPTConfig{Layers: d["layers"], Heads: d["heads"], Width: d["width"], Context: d["context"], Vocab: d["vocab"]}
+	return g, g.Validate()
+}
+
+// SampleOptions control Generate.
+type SampleOptions struct {
+	// Temperature divides the logits; 0 picks the most likely token
+	// (greedy).
+	Temperature float64
+	// TopK keeps the K most likely tokens (0: all).
+	TopK int
+	// Seed drives the draws.
+	Seed uint64
+	// Vocab limits the draw to tokens 0..Vocab-1 (a padded vocabulary's
+	// real part; 0: all).
+	Vocab int
+}
+
+// ErrPromptTooLong is returned by Generate for a prompt that does not fit
+// the model's context.
+var ErrPromptTooLong = errors.New("prompt longer than the model's context")
+
+// Generate continues prompt by n tokens, drawn one at a time from the
+// model's next-token distribution. The model must be built (for any number
+// of sequences; it uses the first). When the text outgrows the context the
+// window slides: the model sees the last Context tokens. It allocates its
+// host buffers per call and reads the logits back every token, so it is
+// for sampling, not for speed.
+func (m *GPT) Generate(prompt []int32, n int, o SampleOptions) ([]int32, error) {
+	if m.e == nil {
+		return nil, errors.New("generate: the model is not built")
+	}
+	T, V := m.cfg.Context, m.cfg.Vocab
+	if len(prompt) == 0 {
+		return nil, errors.New("generate: an empty prompt")
+	}
+	if len(prompt) > T {
+		return nil, fmt.Errorf("generate: %w (%d tokens, context %d)", ErrPromptTooLong, len(prompt), T)
+	}
+	for _, t := range prompt {
+		if t < 0 || int(t) >= V {
+			return nil, fmt.Errorf("generate: prompt token %d outside the vocabulary of %d", t, V)
+		}
+	}
+	vocab := V
+	if o.Vocab > 0 && o.Vocab < V {
+		vocab = o.Vocab
+	}
+	rows := m.x0.Shape()[0]
+	tokens := m.e.AllocLabels(rows)
+	host := make([]int32, rows)
+	logits := make([]float32, rows*V)
+	rng := rand.New(rand.NewPCG(o.Seed, 0x5a3b1e))
+	text := slices.Clone(prompt)
+	probs := make([]float64, vocab)
+	order := make([]int, vocab)
+	for range n {
+		window := text[max(0, len(text)-T):]
+		clear(host)
+		copy(host, window)
+		m.e.SetLabels(tokens, host)
+		out := m.forwardLogits(tokens)
+		m.e.ReadTensor(logits, out)
+		row := logits[(len(window)-1)*V : (len(window)-1)*V+vocab]
+		text = append(text, int32(draw(row, probs, order, o, rng)))
+	}
+	return text[len(prompt):], nil
+}
+
+// draw picks a token from one row of logits.
+func draw(row []float32, probs []float64, order []int, o SampleOptions, rng *rand.Rand) int {
+	best := 0
+	for j, v := range row {
+		if v > row[best] {
+			best = j
+		}
+	}
+	if o.Temperature <= 0 {
+		return best
+	}
+	for j := range order {
+		order[j] = j
+	}
+	k := len(row)
+	if o.TopK > 0 && o.TopK < k {
+		slices.SortFunc(order, func(a, b int) int {
+			switch {
+			case row[a] > row[b]:
+				return -1
+			case row[a] < row[b]:
+				return 1
+			}
+			return a - b
+		})
+		k = o.TopK
+	}
+	sum := 0.0
+	for i := 0; i < k; i++ {
+		j := order[i]
+		probs[i] = math.Exp((float64(row[j]) - float64(row[best])) / o.Temperature)
+		sum += probs[i]
+	}
+	u := rng.Float64() * sum
+	for i := 0; i < k; i++ {
+		if u -= probs[i]; u <= 0 {
+			return order[i]
+		}
+	}
+	return order[k-1]
+}
+
+// LoadParams reads the model's parameters from get (name, destination) into the
+// parameter views params (what Build received), for sampling from a
+// checkpoint.
+func LoadParams(e compute.Engine, specs []ParamSpec, params []compute.Tensor, get func(name string, dst []float32) error) error {
+	for i, s := range specs {
+		buf := make([]float32, s.Size())
+		if err := get(s.Name, buf); err != nil {
+			return err
+		}
+		e.SetTensor(params[i], buf)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The GPU check of the GPT-2 kernels (issue 20), run on the GPU host from the
+# repository root:
+#
+#   scripts/gpu-gpt-kernels-check.sh [--no-torch] [--no-time]
+#
+# 1. builds cuda/gptcheck/check.cu with the kernels (cuda/sd_gpt_*.cu) by nvcc
+#    (-O3 -arch=sm_90 -std=c++17, cuBLASLt) into build/gptcheck, and compile-
+#    checks each sd_gpt_*.cu as cuda/build.sh compiles it (-rdc, warnings as
+#    errors like cuda/localcheck/check.sh);
+# 2. runs it: every kernel against its CPU reference at gpt-tiny and GPT-2 124M
+#    sizes, then timings at GPT-2 124M shapes -> $OUT/gpt-kernels.txt;
+# 3. scripts/torch_gpt_bench.py --quick for GPT-2 124M at batch 16, eager and
+#    torch.compile -> $OUT/torch-gpt.txt.
+# Output goes to $OUT when set, else .device/out. Exits non-zero when the build
+# fails or any check says FAIL. Needs no NVSHMEM. About 3-5 minutes.
+set -u
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+torch=1
+timing=1
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+    --no-torch) torch=0; shift ;;
+    --no-time) timing=0; shift ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "gpu-gpt-kernels-check.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+export NVSHMEM_DISABLE_NVLS=1
+outdir="${OUT:-$root/.device/out}"
+mkdir -p "$outdir" "$root/build"
+log="$outdir/gpt-kernels.txt"
+tlog="$outdir/torch-gpt.txt"
+: >"$log"
+start=$(date +%s)
+
+NVCC="${NVCC:-}"
+[ -z "$NVCC" ] && NVCC="$(command -v nvcc || true)"
+[ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc
+if [ -z "$NVCC" ]; then echo "nvcc not found" | tee -a "$log"; exit 1; fi
+cuda_root="$(cd "$(dirname "$NVCC")/.." && pwd)"
+export LD_LIBRARY_PATH="$cuda_root/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+arch="${SD_ARCH:-sm_90}"
+status=0
+
+{
+    echo "== GPT kernels check, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    timeout 20 nvidia-smi -L 2>&1 | head -2
+    echo "nvcc: $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+} >>"$log" 2>&1
+
+# ---- 1 build ----
+echo "== build" >>"$log"
+if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
+    "$root/cuda/gptcheck/check.cu" "$root"/cuda/sd_gpt_*.cu \
+    -L"$cuda_root/lib64" -lcublasLt -lcublas -o "$root/build/gptcheck" >>"$log" 2>&1; then
+    echo "BUILD FAIL: check.cu" | tee -a "$log"
+    cat "$log"
+    exit 1
+fi
+# the library's flags (cuda/build.sh: -rdc -fPIC) and the local check's warnings, in parallel
+tmp="$(mktemp -d)"
+pids=()
+for f in "$root"/cuda/sd_gpt_*.cu; do
+    n="$(basename "$f" .cu)"
+    ( timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -rdc=true -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings \
+        -I"$root/cuda" -c "$f" -o "$tmp/$n.o" >"$tmp/$n.log" 2>&1 && echo "ok   $n.cu (-rdc, -Werror)" >>"$tmp/$n.log" ||
+        echo "WARN $n.cu does not compile warning-free with -rdc (cuda/build.sh and cuda/localcheck would see it)" >>"$tmp/$n.log" ) &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+cat "$tmp"/*.log >>"$log"
+rm -rf "$tmp"
+echo "build: $(($(date +%s) - start)) s" >>"$log"
+
+# ---- 2 run ----
+args=()
+[ "$timing" = 0 ] && args+=(--no-time)
+echo "== run build/gptcheck ${args[*]:-}" >>"$log"
+timeout 300 "$root/build/gptcheck" "${args[@]}" >>"$log" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && status=1
+grep -q ' FAIL' "$log" && status=1
+echo "gptcheck exit $rc, $(($(date +%s) - start)) s" >>"$log"
+
+# ---- 3 PyTorch baseline ----
+if [ "$torch" = 1 ]; then
+    PY=""
+    for py in /opt/torch/.venv/bin/python3 python3; do command -v "$py" >/dev/null && { PY="$py"; break; }; done
+    if [ -n "$PY" ]; then
+        left=$((360 - ($(date +%s) - start)))
+        [ "$left" -lt 60 ] && left=60
+        timeout "$left" "$PY" scripts/torch_gpt_bench.py --preset gpt2 --batch 16 --modes eager,compile --quick >"$tlog" 2>&1 ||
+            echo "torch bench exit $? (see $tlog)" >>"$log"
+    else
+        echo "no python3 with torch: PyTorch baseline skipped" >"$tlog"
+    fi
+fi
+
+echo
+echo "==================== GPT kernels ($(($(date +%s) - start)) s) ===================="
+grep -E '^(check|repeat|time|info|plan|device|----|====|BUILD|WARN|gptcheck)|error|FAIL' "$log"
+[ "$torch" = 1 ] && { echo "---- PyTorch ----"; grep -E '^(RESULT|ERROR|torch )' "$tlog"; }
+exit $status
