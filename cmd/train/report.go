@@ -122,7 +122,7 @@ func (r *reporter) hooks() ddp.Hooks {
 				fmt.Fprintln(r.out, line)
 			}
 			r.write(map[string]any{"step": l.Step, "epoch": l.Epoch + 1, "loss": l.Loss, "accuracy": l.Accuracy,
-				"samples_per_sec": l.SamplesPerSec, "elapsed": l.Elapsed.Seconds(), "lr": l.LR})
+				"samples_per_sec": l.SamplesPerSec, "tokens_per_sec": l.TokensPerSec, "elapsed": l.Elapsed.Seconds(), "lr": l.LR})
 		},
 		OnEpochEnd: func(e ddp.EpochInfo) {
 			if !e.Evaluated {
@@ -170,8 +170,13 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	if res.Stopped {
 		how = "stopped by signal"
 	}
-	fmt.Fprintf(r.out, "%s: %s (%s) in %.1fs, %.0f samples/s on %s (%s, %s)\n",
-		how, plural(res.Steps, "step"), plural(res.Epochs, "epoch"), res.Elapsed.Seconds(), res.SamplesPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name())
+	if tokens := r.start.Tokens; tokens > 0 {
+		fmt.Fprintf(r.out, "%s: %s in %.1fs, %.0f tokens/s on %s (%s, %s)\n",
+			how, plural(res.Steps, "step"), res.Elapsed.Seconds(), res.SamplesPerSec*float64(tokens), plural(c.NPEs(), "PE"), c.Backend(), e.Name())
+	} else {
+		fmt.Fprintf(r.out, "%s: %s (%s) in %.1fs, %.0f samples/s on %s (%s, %s)\n",
+			how, plural(res.Steps, "step"), plural(res.Epochs, "epoch"), res.Elapsed.Seconds(), res.SamplesPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name())
+	}
 	switch {
 	case res.Test.Samples > 0 && r.o.languageModel:
 		fmt.Fprintf(r.out, "val loss %.4f%s (%d tokens)\n", res.Test.Loss, r.bpb(res.Test.Loss), res.Test.Samples)
@@ -180,7 +185,8 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	}
 	fmt.Fprintln(r.out, res.Replicas)
 	r.write(map[string]any{"final": true, "step": res.Steps, "test_loss": res.Test.Loss, "test_accuracy": res.Test.Accuracy,
-		"samples_per_sec": res.SamplesPerSec, "elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical})
+		"samples_per_sec": res.SamplesPerSec, "tokens_per_sec": res.SamplesPerSec * float64(r.start.Tokens),
+		"elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical})
 }
 
 // bpb is ", N bits per byte" for byte-level text, "" otherwise.
