@@ -206,7 +206,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 // languageModelDefaults gives a token model (gpt, gpt-tiny, gpt2) the
 // defaults GPT-2 and nanoGPT train with, for each flag the user did not
 // set: text data, 400 steps of 16 sequences, AdamW (lr 1e-3, betas 0.9 and
-// 0.95, weight decay 0.1 on matrices), 20 warm-up steps then cosine,
+// 0.95, weight decay 0.1 on matrices), 20 warm-up steps (a tenth of a
+// shorter run) then cosine,
 // clipping at norm 1, validation every 100 steps on 20 batches.
 func (o *options) languageModelDefaults() error {
 	m, err := models.New(o.model, o.modelConfig())
@@ -229,7 +230,12 @@ func (o *options) languageModelDefaults() error {
 	def("optimizer", func() { o.optimizer = "adamw" })
 	def("weight-decay", func() { o.weightDecay = 0.1 })
 	def("beta2", func() { o.beta2 = 0.95 })
-	def("warmup-steps", func() { o.warmup = 20 })
+	def("warmup-steps", func() {
+		o.warmup = 20
+		if o.maxSteps > 0 {
+			o.warmup = min(20, o.maxSteps/10) // a short run warms up for a tenth of it
+		}
+	})
 	def("clip-norm", func() { o.clipNorm = 1 })
 	def("eval-every", func() { o.evalEvery = 100 })
 	def("eval-batches", func() { o.evalBatches = 20 })
