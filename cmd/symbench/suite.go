@@ -42,12 +42,13 @@ type suiteOpts struct {
 	skip         []string
 	scripts      string
 	python       string
+	symplot      string
 }
 
 func parseSuiteFlags(args []string) (suiteOpts, error) {
 	var o suiteOpts
 	fs := pflag.NewFlagSet("symbench all", pflag.ContinueOnError)
-	fs.StringVar(&o.out, "out", "symbench-results", "directory for the report (REPORT.md), the tables and the plot (symbench.png)")
+	fs.StringVar(&o.out, "out", "symbench-results", "directory for the report (REPORT.md), the tables and the plot (plot.json, drawn into symbench.png)")
 	ar := fs.String("allreduce-args", "--reps 5", "arguments of `symbench allreduce` (always --format markdown)")
 	tr := fs.String("train-args", "", "arguments of `symbench train` (always --format markdown --json)")
 	gt := fs.String("gpu-train-args", "", "arguments of `symbench gpu-train`")
@@ -56,6 +57,7 @@ func parseSuiteFlags(args []string) (suiteOpts, error) {
 	fs.StringSliceVar(&o.skip, "skip", nil, "steps to leave out: allreduce, train, gpu")
 	fs.StringVar(&o.scripts, "scripts", "", "directory of the reference scripts (default: scripts/ of the module holding the working directory)")
 	fs.StringVar(&o.python, "python", "python3", "Python for the PyTorch reference")
+	fs.StringVar(&o.symplot, "symplot", "", "plotter binary (default: symplot beside symbench or on PATH, else `go run` of bench/symplot in the module)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -155,8 +157,16 @@ func runSuite(args []string) error {
 
 	s.gpuSteps(gpus, gpuNote)
 
-	plotPath := filepath.Join(o.out, "symbench.png")
-	if err := writeSuitePlot(plotPath, ar, tr); err != nil {
+	plotPath, specPath := filepath.Join(o.out, "symbench.png"), filepath.Join(o.out, "plot.json")
+	fig := suiteFigure(ar, tr)
+	if err := fig.Check(); err != nil {
+		s.fail("plot", err)
+	} else if err := fig.Write(specPath); err != nil {
+		s.fail("plot", err)
+	} else if err := drawFigure(o.symplot, specPath, plotPath); errors.Is(err, errNoSymplot) {
+		fmt.Fprintf(r, "## Plot\n\nnot drawn: %v\n\n", err)
+		fmt.Fprintf(os.Stderr, "symbench all: plot: %v\n", err)
+	} else if err != nil {
 		s.fail("plot", err)
 	} else {
 		fmt.Fprintf(r, "## Plot\n\n![allreduce busbw and training samples/s](symbench.png)\n\n`%s`\n\n", plotPath)
