@@ -27,7 +27,7 @@
 #    7 bench            symbench gpu-train: samples/s, eager and CUDA graph, of
 #                       784-256-256-10 at batch 256 and 4096, 784-1024x4-10 at
 #                       1024, 784-4096x4-10 at 4096, fp32 without TF32
-#    8 PyTorch          scripts/torch_mlp_bench.py: the same four, same run
+#    8 PyTorch          bench/torch_mlp_bench.py: the same four, same run
 #    9 train CPU        train --backend shm --pes 8 on the same data, for the
 #                       CPU path's accuracy beside the GPU's (if time is left)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1 and under `timeout`; the
@@ -137,7 +137,7 @@ fi
 # ---- 7, 8 bench, both columns from this run ----
 stage "bench symddp gpu-train" 90 "$bench_log" "$bin/symbench" gpu-train --time 1s
 if [ "$torch" = 1 ] && [ -n "$PY" ]; then
-    stage "bench PyTorch" 120 "$bench_log" "$PY" scripts/torch_mlp_bench.py --time 1.0
+    stage "bench PyTorch" 120 "$bench_log" "$PY" bench/torch_mlp_bench.py --time 1.0
 else
     note "PyTorch bench skipped"
 fi

@@ -22,7 +22,7 @@ import (
 // The gpt-cpu subcommand: tokens/s of the product's `train --model
 // gpt-tiny` on this host's CPUs at several PE counts, beside PyTorch's
 // DistributedDataParallel training the same model in the same run
-// (scripts/torch_gpt_cpu_bench.py), with the same batch per PE.
+// (bench/torch_gpt_cpu_bench.py), with the same batch per PE.
 
 func init() {
 	register("gpt-cpu", "tokens/s of train --model gpt-tiny at --pes 1, 2, 4 beside PyTorch DDP (gloo), and memory per PE", runGPTCPU)
@@ -61,7 +61,7 @@ func parseGPTCPUFlags(args []string) (gptCPUOpts, error) {
 	fs.IntVar(&o.reps, "reps", 1, "runs of every PE count on each side (the median is reported)")
 	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to measure (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "Python with PyTorch (Debian's python3-torch)")
-	fs.StringVar(&o.script, "torch-script", "", "PyTorch peer (default: scripts/torch_gpt_cpu_bench.py of the module holding the working directory); \"none\": symddp only")
+	fs.StringVar(&o.script, "torch-script", "", "PyTorch peer (default: bench/torch_gpt_cpu_bench.py of the module holding the working directory); \"none\": symddp only")
 	fs.StringVar(&o.corpusMax, "corpus-max", "16MiB", "train --corpus-max: how much of the text corpus (Go's source tree) train loads")
 	fs.StringVar(&o.format, "format", "text", "table format: text or markdown")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline of one train or PyTorch run")
@@ -94,7 +94,7 @@ func parseGPTCPUFlags(args []string) (gptCPUOpts, error) {
 	case "none":
 		o.script = ""
 	case "":
-		o.script = filepath.Join(moduleRoot(), "scripts", "torch_gpt_cpu_bench.py")
+		o.script = filepath.Join(moduleRoot(), "bench", "torch_gpt_cpu_bench.py")
 		if !fileExists(o.script) {
 			return o, fmt.Errorf("no PyTorch peer at %s: run symbench inside the symddp module, or pass --torch-script PATH (or none)", o.script)
 		}

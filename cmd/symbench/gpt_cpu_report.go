@@ -15,7 +15,7 @@ type gptTrainRun struct {
 	Sharded      bool        // the optimizer state was sharded over the PEs (ZeRO-1)
 }
 
-// torchGPTLine is one "torch-gpt ..." line of scripts/torch_gpt_cpu_bench.py.
+// torchGPTLine is one "torch-gpt ..." line of bench/torch_gpt_cpu_bench.py.
 type torchGPTLine struct {
 	Model        string
 	Params       int

@@ -17,7 +17,7 @@ const gptMetricsLog = `{"accuracy":0.1700439453125,"elapsed":0.867798682,"epoch"
 {"elapsed":2.784679586,"final":true,"replicas_identical":true,"samples_per_sec":68.948686579699,"step":12,"test_accuracy":0.132373046875,"test_loss":4.567915725708008}
 `
 
-// torchGPTOutput is the stdout of scripts/torch_gpt_cpu_bench.py --ranks
+// torchGPTOutput is the stdout of bench/torch_gpt_cpu_bench.py --ranks
 // 1,2 --steps 5 --warmup 2 as recorded.
 const torchGPTOutput = `# torch 1.13.0a0, model {'name': 'gpt-tiny', 'layers': 4, 'heads': 4, 'width': 128, 'context': 128, 'vocab': 256}, 2 CPUs
 torch-gpt model=gpt-tiny params=842496 ranks=1 batch_per_rank=8 context=128 steps=5 tokens_per_s=910.8 ms_per_step=1124.3 loss=5.1202 peak_rss_mib=356.3

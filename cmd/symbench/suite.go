@@ -53,9 +53,9 @@ func parseSuiteFlags(args []string) (suiteOpts, error) {
 	tr := fs.String("train-args", "", "arguments of `symbench train` (always --format markdown --json)")
 	gt := fs.String("gpu-train-args", "", "arguments of `symbench gpu-train`")
 	ga := fs.String("gpu-allreduce-args", "", "arguments of `symbench gpu-allreduce` (more than one GPU)")
-	th := fs.String("torch-args", "", "arguments of scripts/torch_mlp_bench.py")
+	th := fs.String("torch-args", "", "arguments of bench/torch_mlp_bench.py")
 	fs.StringSliceVar(&o.skip, "skip", nil, "steps to leave out: allreduce, train, gpu")
-	fs.StringVar(&o.scripts, "scripts", "", "directory of the reference scripts (default: scripts/ of the module holding the working directory)")
+	fs.StringVar(&o.scripts, "scripts", "", "directory of the reference scripts (default: bench/ of the module holding the working directory)")
 	fs.StringVar(&o.python, "python", "python3", "Python for the PyTorch reference")
 	fs.StringVar(&o.symplot, "symplot", "", "plotter binary (default: symplot beside symbench or on PATH, else `go run` of bench/symplot in the module)")
 	if err := fs.Parse(args); err != nil {
@@ -72,7 +72,7 @@ func parseSuiteFlags(args []string) (suiteOpts, error) {
 		}
 	}
 	if o.scripts == "" {
-		o.scripts = filepath.Join(moduleRoot(), "scripts")
+		o.scripts = filepath.Join(moduleRoot(), "bench")
 	}
 	return o, nil
 }
@@ -410,7 +410,7 @@ func parseGBs(s string) (float64, error) {
 }
 
 // allReduceLine matches the RESULT lines of gpu-allreduce --results (pes=)
-// and of scripts/nccl_allreduce_bench.py (gpus=).
+// and of bench/nccl_allreduce_bench.py (gpus=).
 var allReduceLine = regexp.MustCompile(`^RESULT (\S+) (?:pes|gpus)=(\d+) bytes=(\d+) time_us=([\d.]+) busbw_gbs=([\d.]+)`)
 
 // compareAllReduceResults puts symddp's and NCCL's allreduce RESULT lines
@@ -462,7 +462,7 @@ func compareAllReduceResults(ours, theirs string) [][]string {
 }
 
 // resultLine matches the machine-readable lines of gpu-train and of
-// scripts/torch_mlp_bench.py.
+// bench/torch_mlp_bench.py.
 var resultLine = regexp.MustCompile(`^RESULT (\S+) model=(\S+) batch=(\d+) eager=([\d.]+) graph=([\d.]+)`)
 
 // compareGPUResults puts the RESULT lines of symddp's and PyTorch's GPU
