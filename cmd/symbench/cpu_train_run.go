@@ -98,12 +98,16 @@ func runCPUTrainJob(ctx context.Context, bin string, job cpuTrainJob, o cpuTrain
 // memory sampled from /proc every 200 ms, the job's CPU time, the CPU time
 // other processes used meanwhile, and the parameters and engine from PE 0's
 // header line. It returns the run (without the throughput, which the
-// caller reads from the metrics log it asked for) and train's stderr.
-func runTrainProcess(ctx context.Context, bin, dir string, args []string, timeout time.Duration) (cpuTrainRun, string, error) {
+// caller reads from the metrics log it asked for) and train's stderr. env
+// is added to this process's environment for train.
+func runTrainProcess(ctx context.Context, bin, dir string, args []string, timeout time.Duration, env ...string) (cpuTrainRun, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
