@@ -1,6 +1,12 @@
 // Package bench holds the sources of symddp's reference benchmarks written in
 // other languages, embedded so that the symbench command can build them on the
 // machine it runs on, wherever the command was built.
+//
+// The directory also holds what symbench runs beside symddp as it is: the
+// PyTorch and NCCL peers (torch_mlp_bench.py, torch_gpt_cpu_bench.py,
+// nccl_allreduce_bench.py; symbench's --scripts and --torch-script find them
+// here), the description of symbench's figure (plotspec), and its plotter
+// (symplot, a module of its own).
 package bench
 
 import _ "embed"

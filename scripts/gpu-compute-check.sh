@@ -24,10 +24,11 @@
 #    5 train 1 PE       train --backend nvshmem --pes 1 on Fashion-MNIST, 5 epochs
 #    6 train 8 PEs      the same with 8 PEs on the one GPU (under MPS when the
 #                       daemon is there, which makes it much faster)
-#    7 bench            symbench gpu-train: samples/s, eager and CUDA graph, of
-#                       784-256-256-10 at batch 256 and 4096, 784-1024x4-10 at
-#                       1024, 784-4096x4-10 at 4096, fp32 without TF32
-#    8 PyTorch          scripts/torch_mlp_bench.py: the same four, same run
+#    7 bench            symbench gpu-train: samples/s of train --backend nvshmem
+#                       --pes 1, eager and CUDA graph, of 784-256-256-10 at
+#                       batch 256 and 4096, 784-1024x4-10 at 1024,
+#                       784-4096x4-10 at 4096, fp32 without TF32
+#    8 PyTorch          bench/torch_mlp_bench.py: the same four, same run
 #    9 train CPU        train --backend shm --pes 8 on the same data, for the
 #                       CPU path's accuracy beside the GPU's (if time is left)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1 and under `timeout`; the
@@ -135,9 +136,11 @@ if command -v mpirun >/dev/null; then
 fi
 
 # ---- 7, 8 bench, both columns from this run ----
-stage "bench symddp gpu-train" 90 "$bench_log" "$bin/symbench" gpu-train --time 1s
+# gpu-train runs the product: $bin/train --backend nvshmem --pes 1, once per
+# model and mode (8 runs, each with its start-up), timed over 1000 steps.
+stage "bench symddp gpu-train" 150 "$bench_log" "$bin/symbench" gpu-train --train-bin "$bin/train" --warmup 100 --steps 1000
 if [ "$torch" = 1 ] && [ -n "$PY" ]; then
-    stage "bench PyTorch" 120 "$bench_log" "$PY" scripts/torch_mlp_bench.py --time 1.0
+    stage "bench PyTorch" 120 "$bench_log" "$PY" bench/torch_mlp_bench.py --time 1.0
 else
     note "PyTorch bench skipped"
 fi

@@ -71,7 +71,7 @@ stage "kernels $gpus PEs (1 per GPU)" 90 "$test_log" env -C "$root/comm/nvshmem"
 
 # ---- 5 symbench: allreduce beside NCCL, training beside PyTorch ----
 stage "symbench all (GPU steps)" 200 "$bench_log" "$bin/symbench" all --skip allreduce,train \
-    --out "$outdir/symbench" --python "${PY:-python3}" --scripts "$root/scripts" \
+    --out "$outdir/symbench" --python "${PY:-python3}" --scripts "$root/bench" \
     --gpu-allreduce-args "--min 4KiB --max 1GiB --algos auto"
 
 # ---- 6 training, one PE per GPU ----

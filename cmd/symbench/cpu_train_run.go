@@ -77,11 +77,37 @@ func runCPUTrainJob(ctx context.Context, bin string, job cpuTrainJob, o cpuTrain
 	}
 	defer os.RemoveAll(dir)
 	metrics := filepath.Join(dir, "metrics.jsonl")
-	args := trainArgs(job, o, metrics)
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	run, _, err := runTrainProcess(ctx, bin, dir, trainArgs(job, o, metrics), o.timeout)
+	if err != nil {
+		return run, err
+	}
+	f, err := os.Open(metrics)
+	if err != nil {
+		return run, fmt.Errorf("metrics of %s: %w", job.label(), err)
+	}
+	defer f.Close()
+	run.SamplesPerSec, run.StepSeconds, err = timedWindow(f, o.warmup, o.warmup+o.steps)
+	if err != nil {
+		return run, fmt.Errorf("metrics of %s: %w", job.label(), err)
+	}
+	return run, nil
+}
+
+// runTrainProcess runs the train binary once with args in dir, within
+// timeout (then it is interrupted), and measures the process tree: the PEs'
+// memory sampled from /proc every 200 ms, the job's CPU time, the CPU time
+// other processes used meanwhile, and the parameters and engine from PE 0's
+// header line. It returns the run (without the throughput, which the
+// caller reads from the metrics log it asked for) and train's stderr. env
+// is added to this process's environment for train.
+func runTrainProcess(ctx context.Context, bin, dir string, args []string, timeout time.Duration, env ...string) (cpuTrainRun, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
@@ -91,14 +117,14 @@ func runCPUTrainJob(ctx context.Context, bin string, job cpuTrainJob, o cpuTrain
 	run := cpuTrainRun{Load: loadAverage()}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
-		return run, err
+		return run, "", err
 	}
 	s := startMemSampler(cmd.Process.Pid, 200*time.Millisecond)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	run.Memory = s.finish()
 	run.WallSeconds = time.Since(t0).Seconds()
 	if err != nil {
-		return run, fmt.Errorf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, tail(stderr.String(), 20))
+		return run, stderr.String(), fmt.Errorf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, tail(stderr.String(), 20))
 	}
 	if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		// The launcher waited for its PEs, so their times are in its own.
@@ -112,16 +138,7 @@ func runCPUTrainJob(ctx context.Context, bin string, job cpuTrainJob, o cpuTrain
 		run.Params, _ = strconv.Atoi(m[1])
 		run.Engine = m[2]
 	}
-	f, err := os.Open(metrics)
-	if err != nil {
-		return run, fmt.Errorf("metrics of %s: %w", job.label(), err)
-	}
-	defer f.Close()
-	run.SamplesPerSec, run.StepSeconds, err = timedWindow(f, o.warmup, o.warmup+o.steps)
-	if err != nil {
-		return run, fmt.Errorf("metrics of %s: %w", job.label(), err)
-	}
-	return run, nil
+	return run, stderr.String(), nil
 }
 
 func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }

@@ -1,28 +1,33 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
-	"github.com/symddp/symddp/models"
-	"github.com/symddp/symddp/optim"
 )
 
 // The gpu-train subcommand: samples per second of the mlp's training step
-// on the CUDA engine at one PE, eager and replayed from a CUDA graph.
+// on the CUDA engine at one PE, eager and replayed from a CUDA graph, as
+// the product runs it: the train command on the nvshmem backend (ddp's
+// step, the batch copied to the GPU from the host every step), its speed
+// read from train's metrics log after the warm-up steps.
 func init() {
-	register("gpu-train", "MLP training steps/s on the CUDA engine, eager and CUDA graph (needs libsymddp_cuda.so and a GPU)", runGPUTrain)
+	register("gpu-train", "MLP training samples/s of train --backend nvshmem, eager and CUDA graph (needs libsymddp_cuda.so and a GPU)", runGPUTrain)
 }
 
 // trainConfig is one measured MLP and batch.
@@ -69,25 +74,32 @@ func parseTrainConfig(s string) (trainConfig, error) {
 }
 
 type gpuTrainOpts struct {
-	configs []trainConfig
-	modes   []string
-	target  time.Duration
-	warmup  int
-	lib     string
-	device  int
-	// engine makes the engine of a measurement (tests: an emulated one).
-	engine func() (*cuda.Engine, error)
+	configs  []trainConfig
+	modes    []string
+	warmup   int // untimed steps (also train's --log-every)
+	steps    int // timed steps
+	lib      string
+	device   int
+	dataset  string
+	trainBin string
+	timeout  time.Duration
+	// train runs one train command and returns its stderr and metrics log
+	// (tests: a recorded one).
+	train func(ctx context.Context, args []string) (stderr string, metrics []byte, err error)
 }
 
 func parseGPUTrainFlags(args []string) (gpuTrainOpts, error) {
 	var o gpuTrainOpts
 	fs := pflag.NewFlagSet("symbench gpu-train", pflag.ContinueOnError)
 	cfgs := fs.StringSlice("configs", defaultTrainConfigs, "MLPs and batches as WIDTHxLAYERS/BATCH (hidden layers of WIDTH between 784 inputs and 10 classes)")
-	fs.StringSliceVar(&o.modes, "modes", []string{"eager", "graph"}, "eager: kernels launched one by one; graph: the step replayed from a CUDA graph")
-	fs.DurationVar(&o.target, "time", time.Second, "timed duration of each measurement (after the warm-up)")
-	fs.IntVar(&o.warmup, "warmup", 20, "steps before timing")
-	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so (default: $SYMDDP_CUDA_LIB, next to this binary, ./build)")
-	fs.IntVar(&o.device, "device", -1, "GPU to use (-1: GPU 0)")
+	fs.StringSliceVar(&o.modes, "modes", []string{"eager", "graph"}, "eager: train --cuda-graph=false, kernels launched one by one; graph: train's default, the step replayed from a CUDA graph")
+	fs.IntVar(&o.warmup, "warmup", 200, "steps before the timed ones (also train's --log-every)")
+	fs.IntVar(&o.steps, "steps", 2000, "timed steps; a multiple of --warmup")
+	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so, train's --gpu-lib (default: $SYMDDP_CUDA_LIB, next to the train binary, ./build)")
+	fs.IntVar(&o.device, "device", -1, "GPU to use, through CUDA_VISIBLE_DEVICES (-1: GPU 0 of the visible ones)")
+	fs.StringVar(&o.dataset, "dataset", "synthetic", "train --dataset: synthetic (Fashion-MNIST's shapes) or fashion-mnist")
+	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to run (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "deadline of one train run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -103,11 +115,31 @@ func parseGPUTrainFlags(args []string) (gpuTrainOpts, error) {
 			return o, fmt.Errorf("--modes: %q, want eager or graph", m)
 		}
 	}
-	if o.warmup < 2 || o.target <= 0 {
-		return o, errors.New("--warmup must be at least 2 (one eager step, one capture) and --time positive")
+	if o.warmup < 1 || o.steps < 1 || o.steps%o.warmup != 0 {
+		return o, fmt.Errorf("--warmup %d --steps %d: want positive values, steps a multiple of warmup", o.warmup, o.steps)
 	}
-	o.engine = func() (*cuda.Engine, error) { return cuda.New(cuda.Options{LibPath: o.lib, Device: o.device}) }
 	return o, nil
+}
+
+// gpuTrainArgs are the arguments of the train run of configuration c in
+// mode ("eager" or "graph"), its metrics log written to metricsPath: one PE
+// on the nvshmem backend, SGD with momentum 0.9 at a constant learning
+// rate, no evaluation until the end (and then of one batch).
+func gpuTrainArgs(o gpuTrainOpts, c trainConfig, mode, metricsPath string) []string {
+	hidden := make([]string, len(c.hidden))
+	for i, h := range c.hidden {
+		hidden[i] = strconv.Itoa(h)
+	}
+	args := []string{"--backend", "nvshmem", "--pes", "1", "--model", "mlp", "--hidden", strings.Join(hidden, ","),
+		"--batch-size", strconv.Itoa(c.batch), "--dataset", o.dataset,
+		"--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.01", "--schedule", "constant",
+		"--max-steps", strconv.Itoa(o.warmup + o.steps), "--epochs", "1000000", "--log-every", strconv.Itoa(o.warmup),
+		"--eval-every", "0", "--eval-batches", "1", "--no-progress", "--metrics", metricsPath,
+		"--cuda-graph=" + strconv.FormatBool(mode == "graph")}
+	if o.lib != "" {
+		args = append(args, "--gpu-lib", o.lib)
+	}
+	return args
 }
 
 func runGPUTrain(args []string) error {
@@ -115,8 +147,50 @@ func runGPUTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	return gpuTrain(o, os.Stdout)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bin, cleanup, err := buildTrainBinary(o.trainBin)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	o.train = func(ctx context.Context, args []string) (string, []byte, error) {
+		return runTrainForMetrics(ctx, bin, args, o.device, o.timeout)
+	}
+	return gpuTrain(ctx, o, os.Stdout)
 }
+
+// runTrainForMetrics runs the train binary with args (whose --metrics the
+// caller points at metricsFile in a temporary directory: the placeholder
+// is replaced here) and returns its stderr and its metrics log.
+func runTrainForMetrics(ctx context.Context, bin string, args []string, device int, timeout time.Duration) (string, []byte, error) {
+	dir, err := os.MkdirTemp("", "symbench-gpu-train-")
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.RemoveAll(dir)
+	metrics := filepath.Join(dir, "metrics.jsonl")
+	args = append([]string(nil), args...)
+	for i := range args {
+		if args[i] == metricsFile {
+			args[i] = metrics
+		}
+	}
+	var env []string
+	if device >= 0 {
+		env = append(env, "CUDA_VISIBLE_DEVICES="+strconv.Itoa(device)) // the launcher's PE inherits it
+	}
+	_, stderr, err := runTrainProcess(ctx, bin, dir, args, timeout, env...)
+	if err != nil {
+		return stderr, nil, err
+	}
+	b, err := os.ReadFile(metrics)
+	return stderr, b, err
+}
+
+// metricsFile stands for the metrics log in the arguments given to
+// gpuTrainOpts.train.
+const metricsFile = "METRICS"
 
 // trainResult is one configuration's measurements (samples/s by mode).
 type trainResult struct {
@@ -125,25 +199,28 @@ type trainResult struct {
 	step   map[string]time.Duration
 	loss   float64
 	gpu    string
-	fusion string // how the model's Linear layers ran (models.Sequential.Fusion)
+	fusion string // how the model's Linear layers ran (train's "model mlp: ..." notice)
 	error  error
 }
 
-func gpuTrain(o gpuTrainOpts, w io.Writer) error {
-	fmt.Fprintln(w, "gpu-train: MLP training step (forward, softmax cross-entropy, backward, SGD momentum 0.9 with the")
-	fmt.Fprintln(w, "non-finite check) on the CUDA engine, one PE (no allreduce), fp32 GEMMs without TF32 (Linear layers")
-	fmt.Fprintln(w, "fused into cuBLASLt epilogues unless "+cuda.FusedEnv+"=0; FUSION lines say per layer),")
-	fmt.Fprintf(w, "synthetic batch resident in device memory; %d warm-up steps, then ~%v timed per measurement\n", o.warmup, o.target)
+func gpuTrain(ctx context.Context, o gpuTrainOpts, w io.Writer) error {
+	fmt.Fprintln(w, "gpu-train: MLP training step of train --backend nvshmem --pes 1 (ddp's step: the batch copied to the GPU,")
+	fmt.Fprintln(w, "forward, softmax cross-entropy, backward, SGD momentum 0.9 with the non-finite check; no allreduce at one PE),")
+	fmt.Fprintln(w, "fp32 GEMMs without TF32 (Linear layers fused into cuBLASLt epilogues unless "+cuda.FusedEnv+"=0; FUSION lines say per layer),")
+	fmt.Fprintf(w, "%s data; %d warm-up steps, then %d timed, from train's metrics log\n", o.dataset, o.warmup, o.steps)
 	var results []trainResult
 	for _, c := range o.configs {
-		r := benchTrain(o, c)
+		r := benchTrain(ctx, o, c)
 		results = append(results, r)
 		if r.error != nil {
 			fmt.Fprintf(w, "%s batch %d: %v\n", c.name(), c.batch, r.error)
 		}
 	}
-	if len(results) > 0 && results[0].gpu != "" {
-		fmt.Fprintf(w, "GPU: %s\n", results[0].gpu)
+	for _, r := range results {
+		if r.gpu != "" {
+			fmt.Fprintf(w, "GPU: %s\n", r.gpu)
+			break
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -198,32 +275,21 @@ func stepCell(d time.Duration) string {
 	return fmt.Sprintf("%.1f us", float64(d.Nanoseconds())/1e3)
 }
 
-// benchTrain measures one configuration in every mode, on an engine of its
-// own (closed at the end, so that the next configuration has the memory).
-func benchTrain(o gpuTrainOpts, c trainConfig) (res trainResult) {
-	res = trainResult{cfg: c, rate: map[string]float64{}, step: map[string]time.Duration{}}
+// benchTrain runs train for one configuration in every mode.
+func benchTrain(ctx context.Context, o gpuTrainOpts, c trainConfig) trainResult {
+	res := trainResult{cfg: c, rate: map[string]float64{}, step: map[string]time.Duration{}}
 	for _, mode := range o.modes {
-		e, err := o.engine()
-		if err != nil {
-			res.error = err
-			return res
-		}
-		res.gpu = e.Describe()
-		b, err := newTrainBench(e, c)
+		stderr, metrics, err := o.train(ctx, gpuTrainArgs(o, c, mode, metricsFile))
 		if err == nil {
-			if f, ok := b.m.(interface{ Fusion() string }); ok {
-				res.fusion = f.Fusion()
-			}
-			var per time.Duration
-			per, res.loss, err = b.measure(mode == "graph", o.warmup, o.target)
+			var sps, step float64
+			sps, step, err = timedWindow(strings.NewReader(string(metrics)), o.warmup, o.warmup+o.steps)
 			if err == nil {
-				res.step[mode] = per
-				res.rate[mode] = float64(c.batch) / per.Seconds()
+				res.rate[mode], res.step[mode] = sps, time.Duration(step*float64(time.Second))
+				res.loss, err = lastLoss(metrics, o.warmup+o.steps)
 			}
-			b.close()
 		}
-		if cerr := e.Close(); err == nil {
-			err = cerr
+		if g, f := trainNotices(stderr); g != "" || f != "" {
+			res.gpu, res.fusion = cmpOr(res.gpu, g), cmpOr(res.fusion, f)
 		}
 		if err != nil {
 			res.error = fmt.Errorf("%s: %w", mode, err)
@@ -233,136 +299,58 @@ func benchTrain(o gpuTrainOpts, c trainConfig) (res trainResult) {
 	return res
 }
 
-// trainBench is one model, optimizer and resident batch on an engine.
-type trainBench struct {
-	e     *cuda.Engine
-	m     models.Network
-	o     optim.Optimizer
-	loss  *models.CrossEntropy
-	x     compute.Tensor
-	y     compute.Labels
-	p, g  compute.Tensor
-	graph *cuda.Graph
-	steps int
-	scale float32
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
-const benchLR = 0.01
-
-func newTrainBench(e *cuda.Engine, c trainConfig) (*trainBench, error) {
-	m, err := models.MLP(models.Config{Hidden: c.hidden})
-	if err != nil {
-		return nil, err
-	}
-	o, err := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
-	if err != nil {
-		return nil, err
-	}
-	specs := m.Params()
-	offsets, total := models.Layout(specs)
-	host := make([]float32, total)
-	dst := make([][]float32, len(specs))
-	for i, s := range specs {
-		dst[i] = host[offsets[i] : offsets[i]+s.Size()]
-	}
-	models.InitParams(specs, 1, dst)
-	b := &trainBench{e: e, m: m, o: o, scale: 1 / float32(c.batch)}
-	pa := compute.Arena{Dev: e.Alloc(total).(*cuda.Tensor).DevicePtr(), N: total}
-	ga := compute.Arena{Dev: e.Alloc(total).(*cuda.Tensor).DevicePtr(), N: total}
-	var pv, gv []compute.Tensor
-	for i, s := range specs {
-		pv = append(pv, e.View(pa, offsets[i], s.Shape...))
-		gv = append(gv, e.View(ga, offsets[i], s.Shape...))
-	}
-	b.p, b.g = e.View(pa, 0, total), e.View(ga, 0, total)
-	e.SetTensor(b.p, host)
-	if err := m.Build(e, pv, gv, c.batch); err != nil {
-		return nil, err
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	xs, ys := make([]float32, c.batch*784), make([]int32, c.batch)
-	for i := range ys {
-		ys[i] = int32(r.IntN(10))
-		for j := 0; j < 784; j++ {
-			xs[i*784+j] = float32(r.Float64())
+// lastLoss is the training loss logged at step of a metrics log.
+func lastLoss(metrics []byte, step int) (float64, error) {
+	var loss *float64
+	for _, line := range strings.Split(strings.TrimSpace(string(metrics)), "\n") {
+		var m struct {
+			Step  int      `json:"step"`
+			Loss  *float64 `json:"loss"`
+			Final bool     `json:"final"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			return 0, fmt.Errorf("bad metrics line %q: %w", line, err)
+		}
+		if m.Step == step && !m.Final && m.Loss != nil {
+			loss = m.Loss
 		}
 	}
-	b.x, b.y = e.Alloc(c.batch, 784), e.AllocLabels(c.batch)
-	e.SetTensor(b.x, xs)
-	e.SetLabels(b.y, ys)
-	b.loss = models.NewCrossEntropy(e, c.batch, 10)
-	return b, e.Sync()
+	if loss == nil {
+		return 0, fmt.Errorf("no training loss at step %d in the metrics log", step)
+	}
+	return *loss, nil
 }
 
-// work enqueues (or records) one step's device work.
-func (b *trainBench) work() error {
-	b.m.Backward(b.loss.Apply(b.m.Forward(b.x), b.y, b.scale), nil)
-	return b.e.Update(b.o, b.p, b.g, b.steps, benchLR, 0)
-}
+// engineLine and fusionLine match PE 0's log lines on train's stderr (with
+// the launcher's "[pe 0] " prefix when there is one): the CUDA engine's
+// `msg="compute engine" engine=cuda gpu="..."` and the model's
+// `msg="model mlp: fc1 fused: ...; fc2 ..."`.
+var (
+	engineLine = regexp.MustCompile(`(?m)^(?:\[pe 0\] )?msg="compute engine" .*\bgpu=("(?:[^"\\]|\\.)*"|\S+)`)
+	fusionLine = regexp.MustCompile(`(?m)^(?:\[pe 0\] )?msg=("model \S+: (?:[^"\\]|\\.)*")`)
+)
 
-// one runs the next step: eagerly, or from the graph (captured at the
-// second step, after an eager one has allocated the optimizer state).
-func (b *trainBench) one(graph bool) error {
-	b.steps++
-	if !graph || b.steps == 1 {
-		return b.work()
-	}
-	if b.graph == nil {
-		if err := b.e.BeginCapture(); err != nil {
-			return err
+// trainNotices reads the GPU's description and the model's fusion notice
+// from train's stderr ("" for what is missing).
+func trainNotices(stderr string) (gpu, fusion string) {
+	unquote := func(s string) string {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
 		}
-		werr := b.work()
-		g, err := b.e.EndCapture()
-		if werr != nil || err != nil {
-			return errors.Join(werr, err)
-		}
-		b.graph = g
+		return s
 	}
-	return b.graph.Launch(cuda.StepValues{LossScale: b.scale, Step: b.steps, LR: benchLR})
-}
-
-// measure warms up, then times enough steps to fill target, and returns the
-// time per step and the mean loss of the last step.
-func (b *trainBench) measure(graph bool, warmup int, target time.Duration) (time.Duration, float64, error) {
-	run := func(n int) (time.Duration, error) {
-		t0 := time.Now()
-		for i := 0; i < n; i++ {
-			if err := b.one(graph); err != nil {
-				return 0, err
-			}
-		}
-		err := b.e.Sync()
-		return time.Since(t0), err
+	if m := engineLine.FindStringSubmatch(stderr); m != nil {
+		gpu = unquote(m[1])
 	}
-	if _, err := run(warmup); err != nil {
-		return 0, 0, err
+	if m := fusionLine.FindStringSubmatch(stderr); m != nil {
+		_, fusion, _ = strings.Cut(unquote(m[1]), ": ")
 	}
-	n := 4
-	for {
-		d, err := run(n)
-		if err != nil {
-			return 0, 0, err
-		}
-		if d >= target/4 || n >= 1<<20 {
-			n = max(1, int(float64(n)*target.Seconds()/d.Seconds()))
-			break
-		}
-		n *= 4
-	}
-	d, err := run(n)
-	if err != nil {
-		return 0, 0, err
-	}
-	b.loss.Reset()
-	if err := b.one(graph); err != nil {
-		return 0, 0, err
-	}
-	loss, _, labelled := b.loss.Totals()
-	return d / time.Duration(n), loss / float64(max(labelled, 1)), nil
-}
-
-func (b *trainBench) close() {
-	if b.graph != nil {
-		_ = b.graph.Close()
-	}
+	return gpu, fusion
 }

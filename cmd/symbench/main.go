@@ -5,6 +5,8 @@
 //	                             beside Open MPI's MPI_Allreduce on the same host
 //	symbench train [flags]       samples/s of the train command at --pes 1, 2, 4, 8,
 //	                             the speed-up, allreduce overlap and memory per PE
+//	symbench gpt-cpu [flags]     tokens/s of train --model gpt-tiny at --pes 1, 2, 4
+//	                             beside PyTorch DDP in the same run, memory per PE
 //	symbench all [flags]         all of them (GPU ones on a GPU host): a markdown
 //	                             report and a PNG plot in an output directory
 //

@@ -1,20 +1,20 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"image/color"
-	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+	"github.com/symddp/symddp/bench/plotspec"
 )
+
+// The figure of `symbench all`: symbench decides what it shows (a
+// plotspec.Figure, saved as plot.json); bench/symplot, a module of its own,
+// draws it, so that the plotting library stays out of symddp's go.mod.
 
 // busbwPoint is one allreduce measurement for the plot.
 type busbwPoint struct {
@@ -24,50 +24,29 @@ type busbwPoint struct {
 	mpi   float64 // GB/s; 0 when not measured
 }
 
-// writeSuitePlot draws the results of `symbench all` into a PNG at path:
-// allreduce busbw against buffer size for every N (shm solid, Open MPI
-// dashed) on the left, training samples/s against PEs on the right. Either
-// input may be empty; its panel then says so.
-func writeSuitePlot(path string, ar []busbwPoint, tr *cpuTrainReport) error {
-	left, err := busbwPlot(ar)
-	if err != nil {
-		return err
-	}
-	right, err := samplesPlot(tr)
-	if err != nil {
-		return err
-	}
-	img := vgimg.NewWith(vgimg.UseWH(13*vg.Inch, 5*vg.Inch), vgimg.UseDPI(96))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 8, PadTop: vg.Millimeter * 2,
-		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
-	canvases := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
-	left.Draw(canvases[0][0])
-	right.Draw(canvases[0][1])
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
+// suiteFigure is the figure of `symbench all`: allreduce busbw against
+// buffer size for every N (shm solid, Open MPI dashed) on the left, training
+// samples/s against PEs on the right. Either input may be empty; its panel
+// then says so.
+func suiteFigure(ar []busbwPoint, tr *cpuTrainReport) plotspec.Figure {
+	return plotspec.Figure{Width: 13, Height: 5, DPI: 96, Panels: []plotspec.Panel{busbwPanel(ar), samplesPanel(tr)}}
 }
 
-// busbwPlot is the allreduce panel.
-func busbwPlot(ar []busbwPoint) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "allreduce busbw, float32 sum (shm solid, Open MPI dashed)"
-	p.X.Label.Text = "buffer size"
-	p.Y.Label.Text = "busbw (GB/s)"
-	p.Legend.Top = true
-	p.Legend.Left = true
+// dashed is the dash pattern of Open MPI's lines; dotted that of the
+// reference line.
+var (
+	dashed = []float64{5, 3}
+	dotted = []float64{2, 3}
+)
+
+// busbwPanel is the allreduce panel.
+func busbwPanel(ar []busbwPoint) plotspec.Panel {
+	p := plotspec.Panel{Title: "allreduce busbw, float32 sum (shm solid, Open MPI dashed)", XLabel: "buffer size", YLabel: "busbw (GB/s)"}
 	if len(ar) == 0 {
-		p.Title.Text += ": not measured"
-		return p, nil
+		p.Title += ": not measured"
+		return p
 	}
-	p.X.Scale = plot.LogScale{}
+	p.LogX = true
 	byN := map[int][]busbwPoint{}
 	var sizes []int64
 	for _, pt := range ar {
@@ -77,11 +56,9 @@ func busbwPlot(ar []busbwPoint) (*plot.Plot, error) {
 		byN[pt.npes] = append(byN[pt.npes], pt)
 	}
 	slices.Sort(sizes)
-	var ticks []plot.Tick
 	for _, s := range sizes {
-		ticks = append(ticks, plot.Tick{Value: float64(s), Label: formatBytes(s)})
+		p.XTicks = append(p.XTicks, plotspec.Tick{Value: float64(s), Label: formatBytes(s)})
 	}
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	ns := make([]int, 0, len(byN))
 	for n := range byN {
 		ns = append(ns, n)
@@ -90,114 +67,117 @@ func busbwPlot(ar []busbwPoint) (*plot.Plot, error) {
 	for i, n := range ns {
 		pts := byN[n]
 		sort.Slice(pts, func(a, b int) bool { return pts[a].bytes < pts[b].bytes })
-		var shm, mpi plotter.XYs
+		shm := plotspec.Line{Name: fmt.Sprintf("shm N=%d", n), Color: i}
+		mpi := plotspec.Line{Name: fmt.Sprintf("MPI N=%d", n), Color: i, Dashes: dashed}
 		for _, pt := range pts {
-			shm = append(shm, plotter.XY{X: float64(pt.bytes), Y: pt.shm})
+			shm.Points = append(shm.Points, plotspec.Point{X: float64(pt.bytes), Y: pt.shm})
 			if pt.mpi > 0 {
-				mpi = append(mpi, plotter.XY{X: float64(pt.bytes), Y: pt.mpi})
+				mpi.Points = append(mpi.Points, plotspec.Point{X: float64(pt.bytes), Y: pt.mpi})
 			}
 		}
-		c := plotutil.Color(i)
-		if err := addLine(p, shm, c, nil, fmt.Sprintf("shm N=%d", n)); err != nil {
-			return nil, err
-		}
-		if len(mpi) > 0 {
-			if err := addLine(p, mpi, c, []vg.Length{vg.Points(5), vg.Points(3)}, fmt.Sprintf("MPI N=%d", n)); err != nil {
-				return nil, err
-			}
+		p.Lines = append(p.Lines, shm)
+		if len(mpi.Points) > 0 {
+			p.Lines = append(p.Lines, mpi)
 		}
 	}
-	return p, nil
+	return p
 }
 
-// samplesPlot is the training panel: samples/s against PEs for every bucket
-// size, the one-PE runs, and perfect scaling of one PE on one thread up to
-// the host's CPUs.
-func samplesPlot(tr *cpuTrainReport) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "train mlp, samples/s (median)"
-	p.X.Label.Text = "PEs"
-	p.Y.Label.Text = "samples/s"
-	p.Legend.Top = true
-	p.Legend.Left = true
+// samplesPanel is the training panel: samples/s against PEs for every
+// update mode, the one-PE runs, and perfect scaling of one PE on one thread
+// up to the host's CPUs.
+func samplesPanel(tr *cpuTrainReport) plotspec.Panel {
+	p := plotspec.Panel{Title: "train mlp, samples/s (median)", XLabel: "PEs", YLabel: "samples/s"}
 	if tr == nil || len(tr.Results) == 0 {
-		p.Title.Text += ": not measured"
-		return p, nil
+		p.Title += ": not measured"
+		return p
 	}
 	if q := tr.quietRuns(); len(q.Results) == len(tr.Results) {
-		p.Title.Text = fmt.Sprintf("train mlp, samples/s (median of the runs with other processes <= %.2f CPUs)", tr.Quiet)
+		p.Title = fmt.Sprintf("train mlp, samples/s (median of the runs with other processes <= %.2f CPUs)", tr.Quiet)
 		tr = &q
 	} else {
-		p.Title.Text = "train mlp, samples/s (median of all runs)"
+		p.Title = "train mlp, samples/s (median of all runs)"
 	}
-	p.X.Scale = plot.LogScale{}
+	p.LogX, p.YFrom0 = true, true
 	pes := tr.peCounts()
-	var ticks []plot.Tick
 	for _, n := range pes {
-		ticks = append(ticks, plot.Tick{Value: float64(n), Label: fmt.Sprint(n)})
+		p.XTicks = append(p.XTicks, plotspec.Tick{Value: float64(n), Label: fmt.Sprint(n)})
 	}
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Y.Min = 0
 	base1 := tr.find(cpuTrainJob{PEs: 1, Threads: 1})
 	for i, b := range tr.bucketSizes() {
-		var xy plotter.XYs
+		l := plotspec.Line{Name: bucketName(b), Color: i}
 		if base1 != nil {
 			s, _ := base1.median()
-			xy = append(xy, plotter.XY{X: 1, Y: s})
+			l.Points = append(l.Points, plotspec.Point{X: 1, Y: s})
 		}
 		for _, n := range pes {
 			if r := tr.find(cpuTrainJob{PEs: n, Bucket: b}); r != nil {
 				s, _ := r.median()
-				xy = append(xy, plotter.XY{X: float64(n), Y: s})
+				l.Points = append(l.Points, plotspec.Point{X: float64(n), Y: s})
 			}
 		}
-		if err := addLine(p, xy, plotutil.Color(i), nil, bucketName(b)); err != nil {
-			return nil, err
-		}
+		p.Lines = append(p.Lines, l)
 	}
 	if base1 != nil {
 		s, _ := base1.median()
-		var ideal plotter.XYs
+		ideal := plotspec.Line{Name: fmt.Sprintf("1 PE, 1 thread x min(PEs, %d CPUs)", tr.CPUs), Color: plotspec.Grey, Dashes: dotted}
 		for _, n := range pes {
-			ideal = append(ideal, plotter.XY{X: float64(n), Y: s * float64(min(n, tr.CPUs))})
+			ideal.Points = append(ideal.Points, plotspec.Point{X: float64(n), Y: s * float64(min(n, tr.CPUs))})
 		}
-		grey := color.Gray{Y: 128}
-		if err := addLine(p, ideal, grey, []vg.Length{vg.Points(2), vg.Points(3)},
-			fmt.Sprintf("1 PE, 1 thread x min(PEs, %d CPUs)", tr.CPUs)); err != nil {
-			return nil, err
-		}
+		p.Lines = append(p.Lines, ideal)
 	}
 	if r := tr.find(cpuTrainJob{PEs: 1, Threads: tr.CPUs}); r != nil && tr.CPUs > 1 {
 		s, _ := r.median()
-		sc, err := plotter.NewScatter(plotter.XYs{{X: 1, Y: s}})
-		if err != nil {
-			return nil, err
-		}
-		sc.GlyphStyle.Shape = draw.CrossGlyph{}
-		sc.GlyphStyle.Radius = vg.Points(5)
-		p.Add(sc)
-		p.Legend.Add(fmt.Sprintf("1 PE, %d BLAS threads", tr.CPUs), sc)
+		p.Markers = append(p.Markers, plotspec.Marker{Name: fmt.Sprintf("1 PE, %d BLAS threads", tr.CPUs), At: plotspec.Point{X: 1, Y: s}})
 	}
-	return p, nil
+	return p
 }
 
-// addLine adds a line with points and a legend entry.
-func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, dashes []vg.Length, name string) error {
-	if len(xy) == 0 {
-		return nil
-	}
-	for _, pt := range xy {
-		if math.IsNaN(pt.Y) || math.IsInf(pt.Y, 0) || pt.X <= 0 {
-			return fmt.Errorf("plot %s: bad point %v", name, pt)
-		}
-	}
-	l, s, err := plotter.NewLinePoints(xy)
-	if err != nil {
+// errNoSymplot says that no plotter was found: the figure is saved as JSON
+// only, which is not a failure of the benchmarks.
+var errNoSymplot = errors.New("no symplot")
+
+// drawFigure draws the figure saved at spec into the PNG at png with
+// symplot: the binary bin when given; else symplot beside this binary or
+// on PATH; else `go run` of bench/symplot in the module root (its modules
+// come through the Go module proxy the first time). It returns an error
+// wrapping errNoSymplot, with the command to draw it later, when there is
+// none of them.
+func drawFigure(bin, spec, png string) error {
+	var err error
+	if spec, err = filepath.Abs(spec); err != nil {
 		return err
 	}
-	l.LineStyle.Color, l.LineStyle.Width, l.LineStyle.Dashes = c, vg.Points(1.5), dashes
-	s.GlyphStyle.Color, s.GlyphStyle.Radius = c, vg.Points(2)
-	p.Add(l, s)
-	p.Legend.Add(name, l)
+	if png, err = filepath.Abs(png); err != nil {
+		return err
+	}
+	args := []string{"-in", spec, "-out", png}
+	var cmd *exec.Cmd
+	if bin == "" {
+		if self, err := os.Executable(); err == nil {
+			if beside := filepath.Join(filepath.Dir(self), "symplot"); fileExists(beside) {
+				bin = beside
+			}
+		}
+	}
+	if bin == "" {
+		if p, err := exec.LookPath("symplot"); err == nil {
+			bin = p
+		}
+	}
+	dir := filepath.Join(moduleRoot(), "bench", "symplot")
+	switch gobin, err := exec.LookPath("go"); {
+	case bin != "":
+		cmd = exec.Command(bin, args...)
+	case err == nil && fileExists(filepath.Join(dir, "go.mod")):
+		cmd = exec.Command(gobin, append([]string{"run", "."}, args...)...)
+		cmd.Dir = dir
+	default:
+		return fmt.Errorf("%w beside symbench, on PATH or in bench/symplot of a module with a go command: draw it with `cd bench/symplot && go run . -in %s -out %s`",
+			errNoSymplot, spec, png)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", cmd.String(), err, out)
+	}
 	return nil
 }

@@ -42,20 +42,22 @@ type suiteOpts struct {
 	skip         []string
 	scripts      string
 	python       string
+	symplot      string
 }
 
 func parseSuiteFlags(args []string) (suiteOpts, error) {
 	var o suiteOpts
 	fs := pflag.NewFlagSet("symbench all", pflag.ContinueOnError)
-	fs.StringVar(&o.out, "out", "symbench-results", "directory for the report (REPORT.md), the tables and the plot (symbench.png)")
+	fs.StringVar(&o.out, "out", "symbench-results", "directory for the report (REPORT.md), the tables and the plot (plot.json, drawn into symbench.png)")
 	ar := fs.String("allreduce-args", "--reps 5", "arguments of `symbench allreduce` (always --format markdown)")
 	tr := fs.String("train-args", "", "arguments of `symbench train` (always --format markdown --json)")
 	gt := fs.String("gpu-train-args", "", "arguments of `symbench gpu-train`")
 	ga := fs.String("gpu-allreduce-args", "", "arguments of `symbench gpu-allreduce` (more than one GPU)")
-	th := fs.String("torch-args", "", "arguments of scripts/torch_mlp_bench.py")
+	th := fs.String("torch-args", "", "arguments of bench/torch_mlp_bench.py")
 	fs.StringSliceVar(&o.skip, "skip", nil, "steps to leave out: allreduce, train, gpu")
-	fs.StringVar(&o.scripts, "scripts", "", "directory of the reference scripts (default: scripts/ of the module holding the working directory)")
+	fs.StringVar(&o.scripts, "scripts", "", "directory of the reference scripts (default: bench/ of the module holding the working directory)")
 	fs.StringVar(&o.python, "python", "python3", "Python for the PyTorch reference")
+	fs.StringVar(&o.symplot, "symplot", "", "plotter binary (default: symplot beside symbench or on PATH, else `go run` of bench/symplot in the module)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -70,7 +72,7 @@ func parseSuiteFlags(args []string) (suiteOpts, error) {
 		}
 	}
 	if o.scripts == "" {
-		o.scripts = filepath.Join(moduleRoot(), "scripts")
+		o.scripts = filepath.Join(moduleRoot(), "bench")
 	}
 	return o, nil
 }
@@ -155,8 +157,16 @@ func runSuite(args []string) error {
 
 	s.gpuSteps(gpus, gpuNote)
 
-	plotPath := filepath.Join(o.out, "symbench.png")
-	if err := writeSuitePlot(plotPath, ar, tr); err != nil {
+	plotPath, specPath := filepath.Join(o.out, "symbench.png"), filepath.Join(o.out, "plot.json")
+	fig := suiteFigure(ar, tr)
+	if err := fig.Check(); err != nil {
+		s.fail("plot", err)
+	} else if err := fig.Write(specPath); err != nil {
+		s.fail("plot", err)
+	} else if err := drawFigure(o.symplot, specPath, plotPath); errors.Is(err, errNoSymplot) {
+		fmt.Fprintf(r, "## Plot\n\nnot drawn: %v\n\n", err)
+		fmt.Fprintf(os.Stderr, "symbench all: plot: %v\n", err)
+	} else if err != nil {
 		s.fail("plot", err)
 	} else {
 		fmt.Fprintf(r, "## Plot\n\n![allreduce busbw and training samples/s](symbench.png)\n\n`%s`\n\n", plotPath)
@@ -400,7 +410,7 @@ func parseGBs(s string) (float64, error) {
 }
 
 // allReduceLine matches the RESULT lines of gpu-allreduce --results (pes=)
-// and of scripts/nccl_allreduce_bench.py (gpus=).
+// and of bench/nccl_allreduce_bench.py (gpus=).
 var allReduceLine = regexp.MustCompile(`^RESULT (\S+) (?:pes|gpus)=(\d+) bytes=(\d+) time_us=([\d.]+) busbw_gbs=([\d.]+)`)
 
 // compareAllReduceResults puts symddp's and NCCL's allreduce RESULT lines
@@ -452,7 +462,7 @@ func compareAllReduceResults(ours, theirs string) [][]string {
 }
 
 // resultLine matches the machine-readable lines of gpu-train and of
-// scripts/torch_mlp_bench.py.
+// bench/torch_mlp_bench.py.
 var resultLine = regexp.MustCompile(`^RESULT (\S+) model=(\S+) batch=(\d+) eager=([\d.]+) graph=([\d.]+)`)
 
 // compareGPUResults puts the RESULT lines of symddp's and PyTorch's GPU

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"image/png"
-	"os"
-	"path/filepath"
+	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/symddp/symddp/bench/plotspec"
 )
 
 // allReduceTable is the start of a table as `symbench allreduce --format
@@ -53,34 +54,72 @@ func TestCompareGPUResults(t *testing.T) {
 	}
 }
 
-// TestWriteSuitePlot: the plot is a PNG of the intended size, with data and
-// with none.
-func TestWriteSuitePlot(t *testing.T) {
+// TestSuiteFigure: the figure's lines hold the measurements: busbw by size
+// for every N (Open MPI where measured), samples/s by PEs for every update
+// mode from the one-thread baseline, the reference line and the marker of
+// one PE on every CPU; panels without data say so.
+func TestSuiteFigure(t *testing.T) {
 	pts, err := parseAllReduceMarkdown(allReduceTable)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := fakeReport()
-	for name, c := range map[string]struct {
-		ar []busbwPoint
-		tr *cpuTrainReport
-	}{"data": {pts, &rep}, "empty": {nil, nil}} {
-		path := filepath.Join(t.TempDir(), "plot.png")
-		if err := writeSuitePlot(path, c.ar, c.tr); err != nil {
-			t.Fatalf("%s: %v", name, err)
+	f := suiteFigure(pts, &rep)
+	if err := f.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Panels) != 2 || f.Width != 13 || f.Height != 5 || f.DPI != 96 {
+		t.Fatalf("figure %+v", f)
+	}
+	type line struct {
+		name   string
+		dashed bool
+		points []plotspec.Point
+	}
+	lines := func(p plotspec.Panel) []line {
+		var out []line
+		for _, l := range p.Lines {
+			out = append(out, line{l.Name, len(l.Dashes) > 0, l.Points})
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if b := img.Bounds(); b.Dx() != 13*96 || b.Dy() != 5*96 {
-			t.Errorf("%s: image of %v, want 1248x480", name, b)
-		}
+		return out
+	}
+	ar := f.Panels[0]
+	want := []line{
+		{"shm N=2", false, []plotspec.Point{{X: 4 << 10, Y: 4.88}, {X: 64 << 20, Y: 7.56}}},
+		{"MPI N=2", true, []plotspec.Point{{X: 4 << 10, Y: 1.27}}},
+		{"shm N=8", false, []plotspec.Point{{X: 1 << 20, Y: 3.58}}},
+		{"MPI N=8", true, []plotspec.Point{{X: 1 << 20, Y: 1.42}}},
+	}
+	if got := lines(ar); !reflect.DeepEqual(got, want) || !ar.LogX || len(ar.XTicks) != 3 || ar.XTicks[2].Label != "64 MiB" {
+		t.Errorf("allreduce panel %+v, lines %+v", ar, got)
+	}
+	tr := f.Panels[1]
+	// Every job has quiet runs: their medians (the noisy baseline run left
+	// out: 51000, not 50000).
+	want = []line{
+		{"sharded", false, []plotspec.Point{{X: 1, Y: 51000}, {X: 2, Y: 90000}}},
+		{"replicated, bucket 0", false, []plotspec.Point{{X: 1, Y: 51000}, {X: 2, Y: 80000}}},
+		{"1 PE, 1 thread x min(PEs, 2 CPUs)", true, []plotspec.Point{{X: 1, Y: 51000}, {X: 2, Y: 102000}}},
+	}
+	if got := lines(tr); !reflect.DeepEqual(got, want) || !strings.HasSuffix(tr.Title, "(median of the runs with other processes <= 0.25 CPUs)") || !tr.YFrom0 {
+		t.Errorf("training panel %+v, lines %+v", tr, got)
+	}
+	if len(tr.Markers) != 1 || tr.Markers[0].At != (plotspec.Point{X: 1, Y: 60000}) || tr.Lines[2].Color != plotspec.Grey {
+		t.Errorf("training panel markers %+v", tr.Markers)
+	}
+	empty := suiteFigure(nil, nil)
+	if err := empty.Check(); err != nil || !strings.HasSuffix(empty.Panels[0].Title, ": not measured") || !strings.HasSuffix(empty.Panels[1].Title, ": not measured") {
+		t.Errorf("empty figure %+v, %v", empty, err)
+	}
+}
+
+// TestDrawFigureNoSymplot: without symplot or Go the figure is not drawn,
+// which is errNoSymplot with the command to draw it, not a failure.
+func TestDrawFigureNoSymplot(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := drawFigure("", "plot.json", "plot.png")
+	if !errors.Is(err, errNoSymplot) || !strings.Contains(err.Error(), "go run . -in ") {
+		t.Errorf("drawFigure without symplot: %v", err)
 	}
 }
 

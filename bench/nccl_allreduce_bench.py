@@ -4,7 +4,7 @@ torch.distributed all_reduce (sum, float32, in place), one process per GPU,
 for buffers of 4 KiB ... 1 GiB, timed with CUDA events after a warm-up; each
 size is timed for about --time seconds and the slowest rank's time counts.
 
-    python3 scripts/nccl_allreduce_bench.py [--gpus N] [--min 4KiB] [--max 1GiB] [--time 0.2]
+    python3 bench/nccl_allreduce_bench.py [--gpus N] [--min 4KiB] [--max 1GiB] [--time 0.2]
 
 busbw = bytes * 2(N-1)/N / time (the nccl-tests convention). Prints a table
 and one line per size for scripts:

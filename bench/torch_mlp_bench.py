@@ -5,7 +5,7 @@ training step (forward, softmax cross-entropy, backward, SGD with momentum
 memory, eager and replayed from a CUDA graph, timed with CUDA events after a
 warm-up.
 
-    python3 scripts/torch_mlp_bench.py [--configs 256x2/256,256x2/4096,...] [--time 1.0]
+    python3 bench/torch_mlp_bench.py [--configs 256x2/256,256x2/4096,...] [--time 1.0]
 
 Configurations are WIDTHxLAYERS/BATCH: LAYERS hidden layers of WIDTH
 between 784 inputs and 10 classes, Linear + ReLU each, as symddp's mlp.

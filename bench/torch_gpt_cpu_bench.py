@@ -3,7 +3,7 @@
 training of "gpt-tiny" with DistributedDataParallel over gloo, one thread per
 rank, on synthetic random byte tokens.
 
-    /usr/bin/python3 scripts/torch_gpt_cpu_bench.py [--ranks 1,2,4] [--batch 8]
+    /usr/bin/python3 bench/torch_gpt_cpu_bench.py [--ranks 1,2,4] [--batch 8]
         [--warmup 3] [--steps 10] [--seed 1]
 
 Needs Debian's PyTorch (`apt-get install -y python3-torch`, 1.13, which has

@@ -1,0 +1,144 @@
+// Command symplot draws a figure that `symbench all` described (plot.json,
+// a plotspec.Figure) into a PNG:
+//
+//	symplot -in plot.json -out symbench.png
+//
+// It is a module of its own so that gonum/plot, and the font, PDF and LaTeX
+// modules that come with it, are not in symddp's go.mod: symbench runs it
+// (`go run .` in this directory when no symplot binary is at hand).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"image/color"
+	"os"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/symddp/symddp/bench/plotspec"
+)
+
+func main() {
+	in := flag.String("in", "", "figure to draw (JSON, as symbench all writes it)")
+	out := flag.String("out", "", "PNG to write")
+	flag.Parse()
+	if *in == "" || *out == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: symplot -in plot.json -out plot.png")
+		os.Exit(2)
+	}
+	f, err := plotspec.Read(*in)
+	if err == nil {
+		err = writePNG(*out, f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "symplot: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// writePNG draws f's panels side by side into a PNG at path.
+func writePNG(path string, f plotspec.Figure) error {
+	if err := f.Check(); err != nil {
+		return err
+	}
+	if len(f.Panels) == 0 {
+		return fmt.Errorf("%s: the figure has no panels", path)
+	}
+	row := make([]*plot.Plot, len(f.Panels))
+	for i, p := range f.Panels {
+		var err error
+		if row[i], err = panel(p); err != nil {
+			return err
+		}
+	}
+	img := vgimg.NewWith(vgimg.UseWH(vg.Length(f.Width)*vg.Inch, vg.Length(f.Height)*vg.Inch), vgimg.UseDPI(f.DPI))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Millimeter * 8, PadTop: vg.Millimeter * 2,
+		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
+	canvases := plot.Align([][]*plot.Plot{row}, tiles, dc)
+	for i, p := range row {
+		p.Draw(canvases[0][i])
+	}
+	w, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w); err != nil {
+		w.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return w.Close()
+}
+
+// panel is one chart of the figure.
+func panel(s plotspec.Panel) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = s.Title, s.XLabel, s.YLabel
+	p.Legend.Top, p.Legend.Left = true, true
+	if s.LogX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{}
+	}
+	if len(s.XTicks) > 0 {
+		ticks := make([]plot.Tick, len(s.XTicks))
+		for i, t := range s.XTicks {
+			ticks[i] = plot.Tick{Value: t.Value, Label: t.Label}
+		}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	}
+	if s.YFrom0 {
+		p.Y.Min = 0
+	}
+	for _, l := range s.Lines {
+		if len(l.Points) == 0 {
+			continue
+		}
+		xy := make(plotter.XYs, len(l.Points))
+		for i, pt := range l.Points {
+			xy[i] = plotter.XY{X: pt.X, Y: pt.Y}
+		}
+		line, glyphs, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, fmt.Errorf("plot %q, line %q: %w", s.Title, l.Name, err)
+		}
+		c := colorOf(l.Color)
+		var dashes []vg.Length
+		for _, d := range l.Dashes {
+			dashes = append(dashes, vg.Points(d))
+		}
+		line.LineStyle.Color, line.LineStyle.Width, line.LineStyle.Dashes = c, vg.Points(1.5), dashes
+		glyphs.GlyphStyle.Color, glyphs.GlyphStyle.Radius = c, vg.Points(2)
+		p.Add(line, glyphs)
+		p.Legend.Add(l.Name, line)
+	}
+	for _, m := range s.Markers {
+		sc, err := plotter.NewScatter(plotter.XYs{{X: m.At.X, Y: m.At.Y}})
+		if err != nil {
+			return nil, fmt.Errorf("plot %q, marker %q: %w", s.Title, m.Name, err)
+		}
+		sc.GlyphStyle.Shape = draw.CrossGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(5)
+		p.Add(sc)
+		p.Legend.Add(m.Name, sc)
+	}
+	if s.LogX && p.X.Min == p.X.Max && p.X.Min > 0 {
+		// One x value: gonum would widen the range to [x-1, x+1], which
+		// reaches 0 for x = 1 on the logarithmic axis; widen it by 2x.
+		p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
+	}
+	return p, nil
+}
+
+// colorOf is the palette's i-th colour, or grey for plotspec.Grey.
+func colorOf(i int) color.Color {
+	if i == plotspec.Grey {
+		return color.Gray{Y: 128}
+	}
+	return plotutil.Color(i)
+}

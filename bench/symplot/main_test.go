@@ -1,0 +1,74 @@
+package main
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/symddp/symddp/bench/plotspec"
+)
+
+// figure is two panels like symbench's: a log-x chart with ticks, a solid
+// and a dashed line, and one with a grey reference line and a marker.
+func figure() plotspec.Figure {
+	return plotspec.Figure{Width: 13, Height: 5, DPI: 96, Panels: []plotspec.Panel{
+		{Title: "busbw", XLabel: "size", YLabel: "GB/s", LogX: true,
+			XTicks: []plotspec.Tick{{Value: 4096, Label: "4 KiB"}, {Value: 1 << 20, Label: "1 MiB"}},
+			Lines: []plotspec.Line{
+				{Name: "shm N=2", Color: 0, Points: []plotspec.Point{{X: 4096, Y: 4.9}, {X: 1 << 20, Y: 18}}},
+				{Name: "MPI N=2", Color: 0, Dashes: []float64{5, 3}, Points: []plotspec.Point{{X: 4096, Y: 1.3}, {X: 1 << 20, Y: 5}}},
+			}},
+		{Title: "samples/s", XLabel: "PEs", YLabel: "samples/s", LogX: true, YFrom0: true,
+			Lines:   []plotspec.Line{{Name: "ideal", Color: plotspec.Grey, Dashes: []float64{2, 3}, Points: []plotspec.Point{{X: 1, Y: 5e4}, {X: 2, Y: 1e5}}}},
+			Markers: []plotspec.Marker{{Name: "1 PE, 2 threads", At: plotspec.Point{X: 1, Y: 6e4}}}},
+	}}
+}
+
+// TestWritePNG: the figure becomes a PNG of its size in pixels, with data
+// and with empty panels; a bad point is refused with its line's name.
+func TestWritePNG(t *testing.T) {
+	empty := plotspec.Figure{Width: 13, Height: 5, DPI: 96, Panels: []plotspec.Panel{{Title: "a: not measured"}, {Title: "b: not measured"}}}
+	// One PE count only: one x value on a logarithmic axis.
+	single := figure()
+	single.Panels[1].Lines[0].Points = single.Panels[1].Lines[0].Points[:1]
+	for name, f := range map[string]plotspec.Figure{"data": figure(), "empty": empty, "single": single} {
+		path := filepath.Join(t.TempDir(), "plot.png")
+		if err := writePNG(path, f); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		r, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(r)
+		r.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b := img.Bounds(); b.Dx() != 13*96 || b.Dy() != 5*96 {
+			t.Errorf("%s: image of %v, want 1248x480", name, b)
+		}
+	}
+	bad := figure()
+	bad.Panels[0].Lines[1].Points[0].X = 0 // not on a log axis
+	if err := writePNG(filepath.Join(t.TempDir(), "bad.png"), bad); err == nil || !strings.Contains(err.Error(), `"MPI N=2"`) {
+		t.Errorf("bad point: error %v", err)
+	}
+}
+
+// TestReadWritten: what plotspec writes, symplot reads back unchanged.
+func TestReadWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plot.json")
+	if err := figure().Write(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := plotspec.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Panels) != 2 || f.Panels[0].Lines[1].Dashes[0] != 5 || f.Panels[1].Markers[0].At.Y != 6e4 || f.Panels[1].Lines[0].Color != plotspec.Grey {
+		t.Errorf("read back %+v", f)
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// gptMetricsLog is train's --metrics log of `train --pes 2 --model gpt-tiny
+// --batch-size 16 --max-steps 12 --log-every 4 ...` as recorded.
+const gptMetricsLog = `{"accuracy":0.1700439453125,"elapsed":0.867798682,"epoch":0,"loss":5.022098541259766,"lr":0.0008535534,"samples_per_sec":73.74982392517623,"step":4}
+{"accuracy":0.1729736328125,"elapsed":1.748564597,"epoch":0,"loss":4.647653579711914,"lr":0.00037059048,"samples_per_sec":72.66402901161315,"step":8}
+{"accuracy":0.1893310546875,"elapsed":2.784578336,"epoch":0,"loss":4.49213981628418,"lr":0.000017037088,"samples_per_sec":61.77524253855479,"step":12}
+{"elapsed":2.784679586,"final":true,"replicas_identical":true,"samples_per_sec":68.948686579699,"step":12,"test_accuracy":0.132373046875,"test_loss":4.567915725708008}
+`
+
+// torchGPTOutput is the stdout of bench/torch_gpt_cpu_bench.py --ranks
+// 1,2 --steps 5 --warmup 2 as recorded.
+const torchGPTOutput = `# torch 1.13.0a0, model {'name': 'gpt-tiny', 'layers': 4, 'heads': 4, 'width': 128, 'context': 128, 'vocab': 256}, 2 CPUs
+torch-gpt model=gpt-tiny params=842496 ranks=1 batch_per_rank=8 context=128 steps=5 tokens_per_s=910.8 ms_per_step=1124.3 loss=5.1202 peak_rss_mib=356.3
+torch-gpt model=gpt-tiny params=842496 ranks=2 batch_per_rank=8 context=128 steps=5 tokens_per_s=938.7 ms_per_step=2181.7 loss=5.2394 peak_rss_mib=373.7,362.7
+`
+
+// TestGPTTokensPerSec: tokens/s are the window's sequences times the
+// context of 128, counted from the log at step 4 to the log at step 12.
+func TestGPTTokensPerSec(t *testing.T) {
+	tps, step, err := gptTokensPerSec([]byte(gptMetricsLog), 4, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := 72.66402901161315*(1.748564597-0.867798682) + 61.77524253855479*(2.784578336-1.748564597)
+	d := 2.784578336 - 0.867798682
+	if want := seqs / d * 128; math.Abs(tps-want) > 1e-6 || math.Abs(tps-8547.67) > 0.01 {
+		t.Errorf("tokens/s %v, want %v", tps, want)
+	}
+	if want := d / 8; math.Abs(step-want) > 1e-12 {
+		t.Errorf("step %v s, want %v", step, want)
+	}
+	if _, _, err := gptTokensPerSec([]byte(gptMetricsLog), 4, 20); err == nil {
+		t.Error("a window past the log's end was accepted")
+	}
+}
+
+func TestParseTorchGPTOutput(t *testing.T) {
+	lines, version, err := parseTorchGPTOutput(torchGPTOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != "1.13.0a0" {
+		t.Errorf("version %q", version)
+	}
+	want := []torchGPTLine{
+		{Model: "gpt-tiny", Params: 842496, Ranks: 1, BatchPerRank: 8, Context: 128, Steps: 5, TokensPerSec: 910.8, MsPerStep: 1124.3, Loss: 5.1202, PeakRSSMiB: []float64{356.3}},
+		{Model: "gpt-tiny", Params: 842496, Ranks: 2, BatchPerRank: 8, Context: 128, Steps: 5, TokensPerSec: 938.7, MsPerStep: 2181.7, Loss: 5.2394, PeakRSSMiB: []float64{373.7, 362.7}},
+	}
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("parsed %+v\nwant %+v", lines, want)
+	}
+	line2 := strings.Split(torchGPTOutput, "\n")[2]
+	for name, bad := range map[string]string{
+		"missing field": strings.Replace(line2, "tokens_per_s=938.7 ", "", 1),
+		"bad number":    strings.Replace(line2, "tokens_per_s=938.7", "tokens_per_s=fast", 1),
+		"rss per rank":  strings.Replace(line2, "=373.7,362.7", "=373.7", 1),
+		"not key=value": line2 + " oops",
+	} {
+		if _, _, err := parseTorchGPTOutput(bad); err == nil {
+			t.Errorf("%s: %q was accepted", name, bad)
+		}
+	}
+	if lines, _, err := parseTorchGPTOutput("Traceback...\n"); err != nil || len(lines) != 0 {
+		t.Errorf("output without results: %v, %v", lines, err)
+	}
+}
+
+// gptTestReport is a report built from the recorded lines: 1 and 2 PEs,
+// PyTorch at both, and a third PE count without PyTorch.
+func gptTestReport(t *testing.T) gptCPUReport {
+	t.Helper()
+	torch, version, err := parseTorchGPTOutput(torchGPTOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tps, _, err := gptTokensPerSec([]byte(gptMetricsLog), 4, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := func(hwm, pss int64) map[int]peMemory {
+		return map[int]peMemory{0: {HWM: hwm, PSS: pss}, 1: {HWM: hwm / 2, PSS: pss / 2}}
+	}
+	return gptCPUReport{Params: 842496, Engine: "shm, cpu/openblas", PerPE: 8, Warmup: 4, Steps: 8, Reps: 1, CPUs: 2,
+		Torch: true, TorchVersion: version, TorchParams: 842496,
+		Rows: []gptCPURow{
+			{PEs: 1, Ours: []gptTrainRun{{Run: cpuTrainRun{Memory: mem(100<<20, 90<<20)}, TokensPerSec: 1400}}, Torch: torch[:1]},
+			{PEs: 2, Ours: []gptTrainRun{{Run: cpuTrainRun{Memory: mem(80<<20, 50<<20)}, TokensPerSec: tps, Sharded: true}}, Torch: torch[1:]},
+			{PEs: 4, Ours: []gptTrainRun{{TokensPerSec: 5000, Sharded: true}}},
+		}}
+}
+
+// TestGPTCPUTable: the cells of the table from recorded lines, the arenas
+// from the parameter count (842496 × 4 bytes × (2 + 2), and × (2 + 2/PEs)
+// when sharded).
+func TestGPTCPUTable(t *testing.T) {
+	head, rows := gptCPUTable(gptTestReport(t))
+	if len(head) != 9 || head[2] != "symddp tokens/s" || head[4] != "symddp/PyTorch" || head[8] != "arenas/PE" {
+		t.Errorf("head %q", head)
+	}
+	want := [][]string{
+		{"1", "8", "1400", "911", "1.54×", "100.0 MiB", "90.0 MiB", "356.3 MiB", "12.9 MiB (replicated)"},
+		{"2", "16", "8548", "939", "9.11×", "80.0 MiB", "50.0 MiB", "373.7 MiB", "9.6 MiB (sharded)"},
+		{"4", "32", "5000", "-", "-", "-", "-", "-", "8.0 MiB (sharded)"},
+	}
+	if !slices.EqualFunc(rows, want, slices.Equal) {
+		t.Errorf("rows\n%q\nwant\n%q", rows, want)
+	}
+	if got := arenaBytes(842496, 4, true); got != 4*842496*2+4*842496*2/4 {
+		t.Errorf("arenaBytes(4 PEs, sharded) = %d", got)
+	}
+}
+
+// TestGPTCPUVerdicts: 1400/910.8 = 1.54 meets the 1.5x target, 9.11x the
+// 2x one; without a 2-PE row the target is not measured.
+func TestGPTCPUVerdicts(t *testing.T) {
+	rep := gptTestReport(t)
+	got := gptCPUVerdicts(rep)
+	want := []string{
+		"target symddp >= 1.5x PyTorch at 1 PE: 1.54x: met",
+		"target symddp >= 2x PyTorch at 2 PEs: 9.11x: met",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("verdicts %q, want %q", got, want)
+	}
+	rep.Rows[0].Ours[0].TokensPerSec = 1300
+	rep.Rows = rep.Rows[:1]
+	want = []string{
+		"target symddp >= 1.5x PyTorch at 1 PE: 1.43x: NOT met",
+		"target symddp >= 2x PyTorch at 2 PEs: not measured (no such --pes)",
+	}
+	if got := gptCPUVerdicts(rep); !slices.Equal(got, want) {
+		t.Errorf("verdicts %q, want %q", got, want)
+	}
+}
+
+// TestPrintGPTCPUReport: the markdown table and the RESULT lines come out.
+func TestPrintGPTCPUReport(t *testing.T) {
+	var out bytes.Buffer
+	if err := printGPTCPUReport(&out, "markdown", gptTestReport(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| 2 | 16 | 8548 | 939 | 9.11× | 80.0 MiB | 50.0 MiB | 373.7 MiB | 9.6 MiB (sharded) |\n",
+		"RESULT gpt-cpu model=gpt-tiny pes=2 batch_per_pe=8 symddp_tokens_per_s=8547.7 torch_tokens_per_s=938.7\n",
+		"RESULT gpt-cpu model=gpt-tiny pes=4 batch_per_pe=8 symddp_tokens_per_s=5000.0 torch_tokens_per_s=0.0\n",
+		"PyTorch 1.13.0a0: DistributedDataParallel",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+}
+
+func TestGPTTrainArgs(t *testing.T) {
+	o, err := parseGPTCPUFlags([]string{"--pes", "2", "--warmup", "4", "--steps", "8", "--torch-script", "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(gptTrainArgs(o, 2, "m.jsonl"), " ")
+	for _, want := range []string{"--pes 2 ", "--model gpt-tiny ", "--batch-size 16 ", "--max-steps 12 ", "--log-every 4 ", "--metrics m.jsonl", "--threads 1 ", "--corpus-max 16MiB "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("train args %q lack %q", got, want)
+		}
+	}
+	for _, bad := range [][]string{{"--steps", "7", "--warmup", "5"}, {"--per-pe-batch", "0"}, {"--pes", "0"}, {"--format", "html"}} {
+		if _, err := parseGPTCPUFlags(append(bad, "--torch-script", "none")); err == nil {
+			t.Errorf("flags %q were accepted", bad)
+		}
+	}
+}
