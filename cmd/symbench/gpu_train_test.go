@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 )
 
 func TestParseTrainConfig(t *testing.T) {
@@ -33,7 +34,7 @@ func TestGPUTrainEmulated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.engine = func() (*cuda.Engine, error) { return cuda.NewEmulated(cuda.Options{}), nil }
+	o.engine = func() (*cuda.Engine, error) { return cudatest.NewEmulated(cuda.Options{}), nil }
 	var out bytes.Buffer
 	if err := gpuTrain(o, &out); err != nil {
 		t.Fatalf("gpuTrain: %v\n%s", err, out.String())
