@@ -299,6 +299,11 @@ int sdc_scale(const sdc_ctx *c, uint64_t x, float s, int64_t n);
 /* *out = sum of x[i]^2 over n elements in double, fixed order. Waits. */
 int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns, double *out);
 
+/* y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x. */
+int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n);
+/* dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy. */
+int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
+
 /* ---- optimizer ---- */
 
 /*

@@ -77,6 +77,10 @@ type Device interface {
 	Scale(x uintptr, s float32, n int) error
 	// SumSquares: sdc_sum_squares.
 	SumSquares(x uintptr, n int, timeout time.Duration) (float64, error)
+	// Gelu: sdc_gelu.
+	Gelu(y uintptr, x uintptr, n int) error
+	// GeluBackward: sdc_gelu_backward.
+	GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error
 	// Update: sdc_update.
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, n int) error
 	// ResetStatus: sdc_reset_status.

@@ -42,6 +42,8 @@ enum {
 	SDCI_sdc_accumulate,
 	SDCI_sdc_scale,
 	SDCI_sdc_sum_squares,
+	SDCI_sdc_gelu,
+	SDCI_sdc_gelu_backward,
 	SDCI_sdc_update,
 	SDCI_sdc_reset_status,
 	SDCI_sdc_set_step,
@@ -84,6 +86,8 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_accumulate",
 	"sdc_scale",
 	"sdc_sum_squares",
+	"sdc_gelu",
+	"sdc_gelu_backward",
 	"sdc_update",
 	"sdc_reset_status",
 	"sdc_set_step",
@@ -165,6 +169,8 @@ static inline int cw_sdc_softmax_xent(SDCW, uint64_t logits, uint64_t labels, in
 static inline int cw_sdc_accumulate(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_accumulate, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_scale(SDCW, uint64_t x_, float s, int64_t n) { SDCR(SDCF(sdc_scale, t)(&x->ctx, x_, s, n)); }
 static inline int cw_sdc_sum_squares(SDCW, uint64_t x_, int64_t n, int64_t timeout_ns) { SDCR(SDCF(sdc_sum_squares, t)(&x->ctx, x_, n, timeout_ns, &x->out_double[0])); }
+static inline int cw_sdc_gelu(SDCW, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, y, x_, n)); }
+static inline int cw_sdc_gelu_backward(SDCW, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dx, dy, x_, n)); }
 static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, int64_t n) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, n)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
 static inline int cw_sdc_set_step(SDCW) { SDCR(SDCF(sdc_set_step, t)(&x->ctx, &x->in_sdc_step)); }

@@ -241,6 +241,20 @@ func (c *Context) SumSquares(x uintptr, n int, timeout time.Duration) (float64, 
 	return float64(c.x.out_double[0]), err
 }
 
+// Gelu calls sdc_gelu (cuda/symddp_compute.h).
+//
+//	y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x.
+func (c *Context) Gelu(y uintptr, x uintptr, n int) error {
+	return c.check("sdc_gelu", C.cw_sdc_gelu(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(x), C.int64_t(n)))
+}
+
+// GeluBackward calls sdc_gelu_backward (cuda/symddp_compute.h).
+//
+//	dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy.
+func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
+	return c.check("sdc_gelu_backward", C.cw_sdc_gelu_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dy), C.uint64_t(x), C.int64_t(n)))
+}
+
 // Update calls sdc_update (cuda/symddp_compute.h).
 //
 //	One optimizer step over a whole arena of n elements: params, grads and the

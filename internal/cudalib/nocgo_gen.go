@@ -441,6 +441,18 @@ func (c *Context) SumSquares(x uintptr, n int, timeout time.Duration) (r0 float6
 	return
 }
 
+// Gelu fails: the library needs cgo.
+func (c *Context) Gelu(y uintptr, x uintptr, n int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GeluBackward fails: the library needs cgo.
+func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) (err error) {
+	err = errNoCgo
+	return
+}
+
 // Update fails: the library needs cgo.
 func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, n int) (err error) {
 	err = errNoCgo
