@@ -41,7 +41,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-		"unsafe"
+	"unsafe"
 )
 
 // Compute is the compute half of the loaded library: the sdc_* entry points
@@ -163,7 +163,6 @@ func sdcFlag(b bool) C.int32_t {
 	}
 	return 0
 }
-
 
 // The fills of the structs that entry points take by pointer: the
 // generated methods (compute_gen_cgo.go) copy their Go arguments into the
