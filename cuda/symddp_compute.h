@@ -42,6 +42,18 @@ extern "C" {
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
 
+/*
+ * Names for what an integer argument means, so that a reader (and the Go
+ * bindings, which internal/cudalib/gen generates from this header) can tell
+ * them from sizes and device addresses. They are the plain types underneath,
+ * so the ABI is that of int32_t and uint64_t. Otherwise uint64_t is a device
+ * address, int64_t, int32_t and size_t a count, and an int64_t whose name
+ * ends in _ns a duration in nanoseconds.
+ */
+typedef int32_t sdc_flag;    /* 0 or 1 */
+typedef int32_t sdc_act;     /* SDC_IDENTITY or SDC_RELU */
+typedef uint64_t sdc_handle; /* an event, graph or plan: not a device address */
+
 /* Optimizer kinds (optim.Hyper.Kind). */
 enum { SDC_SGD = 1, SDC_ADAM = 2, SDC_ADAMW = 3 };
 
@@ -149,23 +161,23 @@ int sdc_copy(const sdc_ctx *c, uint64_t dst, uint64_t src, size_t bytes);
  * copy stream (on_copy = 1); host memory should be pinned for them to be
  * asynchronous. They return at once.
  */
-int sdc_htod(const sdc_ctx *c, int32_t on_copy, uint64_t dst, const void *src, size_t bytes);
-int sdc_dtoh(const sdc_ctx *c, int32_t on_copy, void *dst, uint64_t src, size_t bytes);
+int sdc_htod(const sdc_ctx *c, sdc_flag on_copy, uint64_t dst, const void *src, size_t bytes);
+int sdc_dtoh(const sdc_ctx *c, sdc_flag on_copy, void *dst, uint64_t src, size_t bytes);
 
 /* ---- ordering and waiting ---- */
 
 /* A CUDA event without timing. */
-int sdc_event_create(uint64_t *event);
-int sdc_event_destroy(uint64_t event);
+int sdc_event_create(sdc_handle *event);
+int sdc_event_destroy(sdc_handle event);
 /* Records event on the stream (on_copy = 0) or the copy stream (on_copy = 1). */
-int sdc_event_record(const sdc_ctx *c, int32_t on_copy, uint64_t event);
+int sdc_event_record(const sdc_ctx *c, sdc_flag on_copy, sdc_handle event);
 /* Makes the stream (on_copy = 0) or the copy stream (1) wait for event. */
-int sdc_wait_event(const sdc_ctx *c, int32_t on_copy, uint64_t event);
+int sdc_wait_event(const sdc_ctx *c, sdc_flag on_copy, sdc_handle event);
 /*
  * The host waits for event. When the comm runtime is up this is sd_event_wait
  * (deadline timeout_ns, and the report of a collective that gave up).
  */
-int sdc_event_sync(uint64_t event, int64_t timeout_ns);
+int sdc_event_sync(sdc_handle event, int64_t timeout_ns);
 /* The host waits for everything enqueued on the stream so far (likewise). */
 int sdc_sync(const sdc_ctx *c, int64_t timeout_ns);
 
@@ -177,7 +189,7 @@ int sdc_sync(const sdc_ctx *c, int64_t timeout_ns);
  * lengths of A, B and C as stored. cublasSgemm with the operands swapped
  * (C^T = op(B)^T op(A)^T in column-major), default math: fp32, no TF32.
  */
-int sdc_gemm(const sdc_ctx *c, int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+int sdc_gemm(const sdc_ctx *c, sdc_flag trans_a, sdc_flag trans_b, int64_t m, int64_t n, int64_t k,
              float alpha, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, float beta,
              uint64_t cmat, int64_t ldc);
 
@@ -240,16 +252,16 @@ typedef struct {
  * scratch operands (allocated and freed here, synchronising the stream) and
  * keeps the fastest; call it at build time, never while capturing.
  */
-int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *args, uint64_t *plan);
-int sdc_lt_plan_destroy(uint64_t plan);
+int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *args, sdc_handle *plan);
+int sdc_lt_plan_destroy(sdc_handle plan);
 /*
  * Enqueues the planned GEMM on the stream (side = 0) or the side stream (1)
  * with operands a, b and output c (alpha 1, beta 0; the plan's bias and aux). The addresses must have the
  * plan's alignments. Uses the context's workspace; allocates nothing and
  * can be captured in a CUDA graph.
  */
-int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64_t b, uint64_t cmat,
-                  int32_t side);
+int sdc_lt_matmul(const sdc_ctx *c, sdc_handle plan, uint64_t a, uint64_t b, uint64_t cmat,
+                  sdc_flag side);
 /*
  * Orders the side stream after everything enqueued on the stream so far
  * (fork), and the stream after everything enqueued on the side stream so far
@@ -264,13 +276,13 @@ int sdc_side_join(const sdc_ctx *c);
 
 /* y (rows,cols) = act(y + bias) in place; bias (cols) may be 0. */
 int sdc_bias_act(const sdc_ctx *c, uint64_t y, int64_t rows, int64_t cols, uint64_t bias,
-                 int32_t act);
+                 sdc_act act);
 /*
  * dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0), then
  * dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0.
  */
 int sdc_bias_act_backward(const sdc_ctx *c, uint64_t dy, uint64_t y, int64_t rows, int64_t cols,
-                          uint64_t dbias, int32_t act, int32_t accumulate);
+                          uint64_t dbias, sdc_act act, sdc_flag accumulate);
 /*
  * logits (rows,classes), labels int32 (rows), -1 for padding: dlogits =
  * (softmax(logits) - onehot(label)) * scale for labelled rows, 0 for the
@@ -278,7 +290,7 @@ int sdc_bias_act_backward(const sdc_ctx *c, uint64_t dy, uint64_t y, int64_t row
  * the label, labelled rows). scale is sdc_step.loss_scale when use_block = 1.
  */
 int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labels, int64_t rows,
-                     int64_t classes, uint64_t dlogits, float scale, int32_t use_block,
+                     int64_t classes, uint64_t dlogits, float scale, sdc_flag use_block,
                      uint64_t stats);
 /* dst (n) += src (n). */
 int sdc_accumulate(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
@@ -286,6 +298,11 @@ int sdc_accumulate(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
 int sdc_scale(const sdc_ctx *c, uint64_t x, float s, int64_t n);
 /* *out = sum of x[i]^2 over n elements in double, fixed order. Waits. */
 int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns, double *out);
+
+/* y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x. */
+int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n);
+/* dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy. */
+int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
 
 /* ---- optimizer ---- */
 
@@ -300,7 +317,7 @@ int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns,
  * IEEE division and square root). Per-step values come from step (use_block =
  * 0) or from the step block (use_block = 1).
  */
-int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, int32_t use_block,
+int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, sdc_flag use_block,
                uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, int64_t n);
 /* Zeroes the update status (clears a halt). */
 int sdc_reset_status(const sdc_ctx *c);
@@ -315,12 +332,12 @@ int sdc_capture_begin(const sdc_ctx *c);
  * Ends the capture and instantiates the graph into *exec. On failure the
  * capture is over and nothing is kept; *exec is 0.
  */
-int sdc_capture_end(const sdc_ctx *c, uint64_t *exec);
+int sdc_capture_end(const sdc_ctx *c, sdc_handle *exec);
 /* 1 when the stream is capturing. */
-int sdc_capturing(const sdc_ctx *c, int32_t *capturing);
+int sdc_capturing(const sdc_ctx *c, sdc_flag *capturing);
 /* Launches the graph on the stream, its step-reading kernels taking values as arguments. */
-int sdc_graph_launch(const sdc_ctx *c, uint64_t exec, const sdc_step *values);
-int sdc_graph_destroy(uint64_t exec);
+int sdc_graph_launch(const sdc_ctx *c, sdc_handle exec, const sdc_step *values);
+int sdc_graph_destroy(sdc_handle exec);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/symddp/symddp/compute/blas"
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
@@ -116,7 +117,7 @@ func cpuBackend(t *testing.T) backend {
 
 // emulatedBackend is an emulated CUDA engine over devComm.
 func emulatedBackend(graphs bool) backend {
-	ce := cuda.NewEmulated(cuda.Options{DisableGraphs: !graphs})
+	ce := cudatest.NewEmulated(cuda.Options{DisableGraphs: !graphs})
 	return backend{c: &devComm{e: ce}, e: ce, done: func() {}}
 }
 
@@ -303,7 +304,7 @@ func TestGPUPathOffForAccumulation(t *testing.T) {
 	o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
 	opts := baseOptions()
 	opts.Accumulate = 2
-	ce := cuda.NewEmulated(cuda.Options{})
+	ce := cudatest.NewEmulated(cuda.Options{})
 	m, _ := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{8}, Classes: 4})
 	tr, err := New(&devComm{e: ce}, ce, m, o, opts)
 	if err != nil {

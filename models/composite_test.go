@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/internal/gradcheck"
 	"github.com/symddp/symddp/models"
 )
@@ -100,7 +101,7 @@ func (b *built) grads(scale float32) []float32 {
 
 func compositeEngines(t *testing.T) map[string]compute.Engine {
 	es := gradcheck.Engines(t)
-	es["emulated-device"] = cuda.NewEmulated(cuda.Options{})
+	es["emulated-device"] = cudatest.NewEmulated(cuda.Options{})
 	return es
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/internal/gradcheck"
 	"github.com/symddp/symddp/models"
 )
@@ -108,7 +109,7 @@ func TestGPTGradients(t *testing.T) {
 func TestGPTNeedsOperationGroups(t *testing.T) {
 	m, err := models.NewGPT("gpt", smallGPT)
 	require.NoError(t, err)
-	e := cuda.NewEmulated(cuda.Options{})
+	e := cudatest.NewEmulated(cuda.Options{})
 	specs := m.Params()
 	offsets, n := models.Layout(specs)
 	pt := e.Alloc(n).(*cuda.Tensor)

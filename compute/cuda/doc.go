@@ -20,5 +20,7 @@
 // stream (Pipeline).
 //
 // The package builds everywhere; New fails with an error wrapping
-// cudalib.ErrUnavailable where there is no library, GPU or cgo.
+// cudalib.ErrUnavailable where there is no library, GPU or cgo. Tests on
+// such machines run the engine on compute/cuda/cudatest's emulated device
+// (cudatest.NewEmulated, through NewOnDevice).
 package cuda

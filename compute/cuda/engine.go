@@ -111,6 +111,15 @@ func OnComm(c comm.Comm, opts Options) (*Engine, error) {
 	return New(opts)
 }
 
+// NewOnDevice returns an engine on dev, a compute context other than the GPU
+// library's: compute/cuda/cudatest's emulated device, which runs the engine's
+// own logic over host memory for tests on machines without a GPU. Engines on
+// a GPU come from New and OnComm.
+func NewOnDevice(dev cudalib.Device, opts Options) *Engine {
+	e, _ := newEngine(dev, opts) // newEngine fails for no device
+	return e
+}
+
 // newEngine finishes an engine on a compute context.
 func newEngine(dev device, opts Options) (*Engine, error) {
 	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger}

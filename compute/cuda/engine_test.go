@@ -1,17 +1,19 @@
-package cuda
+package cuda_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/symddp/symddp/compute/computetest"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 )
 
 // gpuEngine returns an engine on the real GPU library, or skips the test
 // with one line when there is none (no library, no GPU, no cgo).
-func gpuEngine(t testing.TB) *Engine {
+func gpuEngine(t testing.TB) *cuda.Engine {
 	t.Helper()
-	e, err := New(Options{Device: -1})
+	e, err := cuda.New(cuda.Options{Device: -1})
 	if err != nil {
 		t.Skip("no GPU library: " + err.Error())
 	}
@@ -27,13 +29,15 @@ func TestConformanceGPU(t *testing.T) { computetest.Run(t, gpuEngine(t)) }
 
 // The emulated device runs the engine's own logic (shapes, pool, staging,
 // labels, panics) through the conformance suite on any machine.
-func TestConformanceEmulated(t *testing.T) { computetest.Run(t, NewEmulated(Options{})) }
+func TestConformanceEmulated(t *testing.T) { computetest.Run(t, cudatest.NewEmulated(cuda.Options{})) }
 
 // Transfers larger than a staging chunk go through the ring in pieces.
-func TestLargeTransfersGPU(t *testing.T)      { testLargeTransfers(t, gpuEngine(t)) }
-func TestLargeTransfersEmulated(t *testing.T) { testLargeTransfers(t, NewEmulated(Options{})) }
+func TestLargeTransfersGPU(t *testing.T) { testLargeTransfers(t, gpuEngine(t)) }
+func TestLargeTransfersEmulated(t *testing.T) {
+	testLargeTransfers(t, cudatest.NewEmulated(cuda.Options{}))
+}
 
-func testLargeTransfers(t *testing.T, e *Engine) {
+func testLargeTransfers(t *testing.T, e *cuda.Engine) {
 	const n = 3<<20 + 5 // 12 MiB and a bit: two chunks and a tail
 	x := e.Alloc(n)
 	src, dst := make([]float32, n), make([]float32, n)
@@ -52,10 +56,10 @@ func testLargeTransfers(t *testing.T, e *Engine) {
 // What needs the host fails a capture; the engine goes on eagerly after it.
 func TestCaptureRejectsHostWorkGPU(t *testing.T) { testCaptureRejectsHostWork(t, gpuEngine(t)) }
 func TestCaptureRejectsHostWorkEmulated(t *testing.T) {
-	testCaptureRejectsHostWork(t, NewEmulated(Options{}))
+	testCaptureRejectsHostWork(t, cudatest.NewEmulated(cuda.Options{}))
 }
 
-func testCaptureRejectsHostWork(t *testing.T, e *Engine) {
+func testCaptureRejectsHostWork(t *testing.T, e *cuda.Engine) {
 	x := e.Alloc(4)
 	if err := e.BeginCapture(); err != nil {
 		t.Fatal(err)
@@ -81,10 +85,10 @@ func testCaptureRejectsHostWork(t *testing.T, e *Engine) {
 // from the step block, not from the capture.
 func TestGraphReadsStepValuesGPU(t *testing.T) { testGraphReadsStepValues(t, gpuEngine(t)) }
 func TestGraphReadsStepValuesEmulated(t *testing.T) {
-	testGraphReadsStepValues(t, NewEmulated(Options{}))
+	testGraphReadsStepValues(t, cudatest.NewEmulated(cuda.Options{}))
 }
 
-func testGraphReadsStepValues(t *testing.T, e *Engine) {
+func testGraphReadsStepValues(t *testing.T, e *cuda.Engine) {
 	logits, dl, stats := e.Alloc(1, 2), e.Alloc(1, 2), e.Alloc(3)
 	labels := e.AllocLabels(1)
 	e.SetTensor(logits, []float32{0, 0})
@@ -99,7 +103,7 @@ func testGraphReadsStepValues(t *testing.T, e *Engine) {
 	}
 	defer g.Close()
 	for _, scale := range []float32{0.5, 4} {
-		if err := g.Launch(StepValues{LossScale: scale}); err != nil {
+		if err := g.Launch(cuda.StepValues{LossScale: scale}); err != nil {
 			t.Fatal(err)
 		}
 		got := make([]float32, 2)

@@ -1,4 +1,4 @@
-package cuda
+package cuda_test
 
 import (
 	"math"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/internal/cudalib"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
@@ -21,7 +23,7 @@ type fusedRun struct {
 // runFusedMLP trains the default mlp for steps steps (SGD with momentum) on
 // e, from the seed and batches every run shares; misalign feeds the input
 // through a view that is not 16-byte aligned.
-func runFusedMLP(t *testing.T, e *Engine, batch, steps int, misalign bool) fusedRun {
+func runFusedMLP(t *testing.T, e *cuda.Engine, batch, steps int, misalign bool) fusedRun {
 	t.Helper()
 	o, err := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
 	if err != nil {
@@ -30,8 +32,8 @@ func runFusedMLP(t *testing.T, e *Engine, batch, steps int, misalign bool) fused
 	r := newMLPRun(t, e, batch, 5)
 	if misalign {
 		n := batch * 784
-		buf := e.Alloc(n + 1).(*Tensor)
-		r.x = e.View(compute.Arena{Dev: buf.ptr, N: n + 1}, 1, batch, 784)
+		buf := e.Alloc(n + 1).(*cuda.Tensor)
+		r.x = e.View(compute.Arena{Dev: buf.DevicePtr(), N: n + 1}, 1, batch, 784)
 	}
 	xs, ys := batches(batch)
 	var out fusedRun
@@ -82,9 +84,9 @@ const (
 // The fused path (cuBLASLt epilogues, emulated) trains as the unfused one,
 // step by step, eagerly and replayed from a graph, and says what it fused.
 func TestFusedMatchesUnfusedEmulated(t *testing.T) {
-	unfused := runFusedMLP(t, NewEmulated(Options{DisableFused: true}), fusedBatch, fusedSteps, false)
-	wantFusion(t, unfused.fusion, "fc1 unfused: "+FusedEnv+"=0", "fc3 unfused")
-	fused := runFusedMLP(t, NewEmulated(Options{}), fusedBatch, fusedSteps, false)
+	unfused := runFusedMLP(t, cudatest.NewEmulated(cuda.Options{DisableFused: true}), fusedBatch, fusedSteps, false)
+	wantFusion(t, unfused.fusion, "fc1 unfused: "+cuda.FusedEnv+"=0", "fc3 unfused")
+	fused := runFusedMLP(t, cudatest.NewEmulated(cuda.Options{}), fusedBatch, fusedSteps, false)
 	t.Log(fused.fusion)
 	wantFusion(t, fused.fusion,
 		"fc1 fused: cublasLt bias+relu fwd (with mask), drelu+bgrad bwd in the next layer's dx GEMM, cublasLt dW GEMM",
@@ -95,11 +97,11 @@ func TestFusedMatchesUnfusedEmulated(t *testing.T) {
 	}
 	sameTraining(t, "fused", fused, unfused)
 
-	// Graph replay of the fused step gives the eager bits.
+	// cuda.Graph replay of the fused step gives the eager bits.
 	o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
 	xs, ys := batches(fusedBatch)
-	r := newMLPRun(t, NewEmulated(Options{}), fusedBatch, 5)
-	var g *Graph
+	r := newMLPRun(t, cudatest.NewEmulated(cuda.Options{}), fusedBatch, 5)
+	var g *cuda.Graph
 	for s := 0; s < fusedSteps; s++ {
 		var l float64
 		if s == 0 {
@@ -116,7 +118,7 @@ func TestFusedMatchesUnfusedEmulated(t *testing.T) {
 // When cuBLASLt has no algorithm for an epilogue, the parts that need it
 // stay unfused and the training is the same.
 func TestFusedFallbackEmulated(t *testing.T) {
-	unfused := runFusedMLP(t, NewEmulated(Options{DisableFused: true}), fusedBatch, fusedSteps, false)
+	unfused := runFusedMLP(t, cudatest.NewEmulated(cuda.Options{DisableFused: true}), fusedBatch, fusedSteps, false)
 	cases := []struct {
 		reject []cudalib.Epilogue
 		want   []string
@@ -141,12 +143,11 @@ func TestFusedFallbackEmulated(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		e := NewEmulated(Options{})
-		dev := e.dev.(*emuDevice)
-		dev.lt.rejectEpi = map[cudalib.Epilogue]bool{}
+		dev := cudatest.NewDevice()
 		for _, ep := range c.reject {
-			dev.lt.rejectEpi[ep] = true
+			dev.RejectEpilogue(ep)
 		}
+		e := cuda.NewOnDevice(dev, cuda.Options{})
 		got := runFusedMLP(t, e, fusedBatch, fusedSteps, false)
 		t.Logf("reject %v: %s", c.reject, got.fusion)
 		wantFusion(t, got.fusion, c.want...)
@@ -157,19 +158,20 @@ func TestFusedFallbackEmulated(t *testing.T) {
 // A ReLU layer whose forward cannot be planned with the mask gives the
 // mask's memory back to the pool.
 func TestFusedNoMaskGivesMemoryBackEmulated(t *testing.T) {
-	e := NewEmulated(Options{})
-	e.dev.(*emuDevice).lt.rejectEpi = map[cudalib.Epilogue]bool{cudalib.EpiBiasReLUAux: true}
+	dev := cudatest.NewDevice()
+	dev.RejectEpilogue(cudalib.EpiBiasReLUAux)
+	e := cuda.NewOnDevice(dev, cuda.Options{})
 	const batch, in, out = 16, 8, 200
 	s := compute.LinearSpec{Name: "fc", Batch: batch, In: in, Out: out, Act: compute.ReLU,
 		W: e.Alloc(out, in), B: e.Alloc(out), DW: e.Alloc(out, in), DB: e.Alloc(out), Y: e.Alloc(batch, out)}
-	next, left := e.pool.next, e.pool.left
+	next, left := cuda.PoolMark(e)
 	f, err := e.FuseLinear(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantFusion(t, f.Path(), "fused: cublasLt bias+relu fwd", "no ReLU mask")
-	if e.pool.next != next || e.pool.left != left {
-		t.Errorf("FuseLinear kept %d bytes of the pool for a mask it does not use", left-e.pool.left)
+	if n, l := cuda.PoolMark(e); n != next || l != left {
+		t.Errorf("FuseLinear kept %d bytes of the pool for a mask it does not use", left-l)
 	}
 }
 
@@ -177,9 +179,10 @@ func TestFusedNoMaskGivesMemoryBackEmulated(t *testing.T) {
 // call unfused, and the next layer does not use a mask the forward did not
 // write.
 func TestFusedMisalignedInputEmulated(t *testing.T) {
-	unfused := runFusedMLP(t, NewEmulated(Options{DisableFused: true}), fusedBatch, fusedSteps, true)
+	unfused := runFusedMLP(t, cudatest.NewEmulated(cuda.Options{DisableFused: true}), fusedBatch, fusedSteps, true)
 	for _, misalign := range []bool{false, true} {
-		e := NewEmulated(Options{})
+		dev := cudatest.NewDevice()
+		e := cuda.NewOnDevice(dev, cuda.Options{})
 		fused := runFusedMLP(t, e, fusedBatch, fusedSteps, misalign)
 		sameTraining(t, "misaligned input", fused, unfused)
 		// Per step: 8 cuBLASLt GEMMs (3 forward, fc3's dW with bgrad, the
@@ -190,7 +193,7 @@ func TestFusedMisalignedInputEmulated(t *testing.T) {
 		if misalign {
 			want = 5
 		}
-		if got := e.dev.(*emuDevice).lt.calls; got != want*fusedSteps {
+		if got := dev.LtCalls(); got != want*fusedSteps {
 			t.Errorf("misaligned %v: %d cuBLASLt GEMMs in %d steps, want %d", misalign, got, fusedSteps, want*fusedSteps)
 		}
 	}
@@ -201,16 +204,18 @@ func TestFusedMisalignedInputEmulated(t *testing.T) {
 // and unpaired forks or joins), and give the bits of the run without it
 // (SYMDDP_CUDA_OVERLAP=0).
 func TestFusedOverlapEmulated(t *testing.T) {
-	on := NewEmulated(Options{})
+	onDev := cudatest.NewDevice()
+	on := cuda.NewOnDevice(onDev, cuda.Options{})
 	withSide := runFusedMLP(t, on, fusedBatch, fusedSteps, false)
-	t.Setenv(OverlapEnv, "0")
-	off := NewEmulated(Options{})
+	t.Setenv(cuda.OverlapEnv, "0")
+	offDev := cudatest.NewDevice()
+	off := cuda.NewOnDevice(offDev, cuda.Options{})
 	without := runFusedMLP(t, off, fusedBatch, fusedSteps, false)
-	if got := on.dev.(*emuDevice).lt.sideCalls; got != 2*fusedSteps {
+	if got := onDev.SideCalls(); got != 2*fusedSteps {
 		t.Errorf("%d GEMMs on the side stream in %d steps, want 2 per step", got, fusedSteps)
 	}
-	if got := off.dev.(*emuDevice).lt.sideCalls; got != 0 {
-		t.Errorf("with %s=0: %d GEMMs on the side stream, want 0", OverlapEnv, got)
+	if got := offDev.SideCalls(); got != 0 {
+		t.Errorf("with %s=0: %d GEMMs on the side stream, want 0", cuda.OverlapEnv, got)
 	}
 	for i := range without.params {
 		if math.Float32bits(withSide.params[i]) != math.Float32bits(without.params[i]) {
@@ -221,13 +226,13 @@ func TestFusedOverlapEmulated(t *testing.T) {
 
 // SYMDDP_CUDA_FUSED=0 keeps every layer unfused.
 func TestFusedEnvOffEmulated(t *testing.T) {
-	t.Setenv(FusedEnv, "0")
-	e := NewEmulated(Options{})
+	t.Setenv(cuda.FusedEnv, "0")
+	e := cudatest.NewEmulated(cuda.Options{})
 	if e.FusedEnabled() || !strings.Contains(e.Describe(), "unfused") {
-		t.Fatalf("with %s=0: FusedEnabled %v, Describe %q", FusedEnv, e.FusedEnabled(), e.Describe())
+		t.Fatalf("with %s=0: FusedEnabled %v, Describe %q", cuda.FusedEnv, e.FusedEnabled(), e.Describe())
 	}
 	got := runFusedMLP(t, e, fusedBatch, 2, false)
-	wantFusion(t, got.fusion, "fc1 unfused: "+FusedEnv+"=0", "fc2 unfused", "fc3 unfused")
+	wantFusion(t, got.fusion, "fc1 unfused: "+cuda.FusedEnv+"=0", "fc2 unfused", "fc3 unfused")
 	if _, err := e.FuseLinear(compute.LinearSpec{}); err == nil {
 		t.Error("FuseLinear succeeded with fusion off")
 	}
@@ -237,7 +242,7 @@ func TestFusedEnvOffEmulated(t *testing.T) {
 // path), 20 steps at batch 256. The log shows which path each layer took.
 func TestFusedMatchesUnfusedGPU(t *testing.T) {
 	gpuEngine(t)
-	off, err := New(Options{Device: -1, DisableFused: true})
+	off, err := cuda.New(cuda.Options{Device: -1, DisableFused: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +250,7 @@ func TestFusedMatchesUnfusedGPU(t *testing.T) {
 	unfused := runFusedMLP(t, off, 256, 20, false)
 	e := gpuEngine(t)
 	if !e.FusedEnabled() {
-		t.Skip("fused layers are off (" + FusedEnv + "=0)")
+		t.Skip("fused layers are off (" + cuda.FusedEnv + "=0)")
 	}
 	fused := runFusedMLP(t, e, 256, 20, false)
 	t.Log("unfused: " + unfused.fusion)

@@ -1,4 +1,4 @@
-package cuda
+package cuda_test
 
 import (
 	"math"
@@ -8,6 +8,8 @@ import (
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/blas"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 )
@@ -42,9 +44,9 @@ func newMLPRun(t *testing.T, e compute.Engine, batch int, seed uint64) *mlpRun {
 	models.InitParams(specs, seed, dst)
 	r := &mlpRun{e: e, m: m, n: total}
 	var pa, ga compute.Arena
-	if ce, ok := e.(*Engine); ok {
-		pt, gt := ce.Alloc(total).(*Tensor), ce.Alloc(total).(*Tensor)
-		pa, ga = compute.Arena{Dev: pt.ptr, N: total}, compute.Arena{Dev: gt.ptr, N: total}
+	if ce, ok := e.(*cuda.Engine); ok {
+		pt, gt := ce.Alloc(total).(*cuda.Tensor), ce.Alloc(total).(*cuda.Tensor)
+		pa, ga = compute.Arena{Dev: pt.DevicePtr(), N: total}, compute.Arena{Dev: gt.DevicePtr(), N: total}
 	} else {
 		r.params = host
 		pa, ga = compute.HostArena(host), compute.HostArena(make([]float32, total))
@@ -67,7 +69,7 @@ func newMLPRun(t *testing.T, e compute.Engine, batch int, seed uint64) *mlpRun {
 // step runs forward, loss and backward on (x, y) and the update, and
 // returns the batch's mean loss. graph (CUDA engine only) launches g
 // instead, capturing it first when it is nil.
-func (r *mlpRun) step(t *testing.T, o optim.Optimizer, x []float32, y []int32, step int, lr float32, graph **Graph) float64 {
+func (r *mlpRun) step(t *testing.T, o optim.Optimizer, x []float32, y []int32, step int, lr float32, graph **cuda.Graph) float64 {
 	t.Helper()
 	e := r.e
 	e.SetTensor(r.x, x)
@@ -76,7 +78,7 @@ func (r *mlpRun) step(t *testing.T, o optim.Optimizer, x []float32, y []int32, s
 	scale := 1 / float32(len(y))
 	work := func() error {
 		r.m.Backward(r.loss.Apply(r.m.Forward(r.x), r.y, scale), nil)
-		if ce, ok := e.(*Engine); ok {
+		if ce, ok := e.(*cuda.Engine); ok {
 			return ce.Update(o, r.p, r.g, step, lr, 0)
 		}
 		if r.state == nil {
@@ -93,7 +95,7 @@ func (r *mlpRun) step(t *testing.T, o optim.Optimizer, x []float32, y []int32, s
 			t.Fatalf("step %d: %v", step, err)
 		}
 	} else {
-		ce := e.(*Engine)
+		ce := e.(*cuda.Engine)
 		if *graph == nil {
 			if err := ce.BeginCapture(); err != nil {
 				t.Fatal(err)
@@ -106,7 +108,7 @@ func (r *mlpRun) step(t *testing.T, o optim.Optimizer, x []float32, y []int32, s
 			*graph = g
 			t.Cleanup(func() { _ = g.Close() })
 		}
-		if err := (*graph).Launch(StepValues{LossScale: scale, Step: step, LR: lr}); err != nil {
+		if err := (*graph).Launch(cuda.StepValues{LossScale: scale, Step: step, LR: lr}); err != nil {
 			t.Fatalf("step %d: launch: %v", step, err)
 		}
 	}
@@ -135,7 +137,7 @@ func batches(batch int) (xs [][]float32, ys [][]int32) {
 // the CPU engine and on e from the same parameters and batches: the losses
 // agree to float32 tolerance; a second run on e with the steps replayed from
 // a captured graph gives the eager run's bits.
-func testTrainingMatchesCPU(t *testing.T, batch int, newEngine func() *Engine) {
+func testTrainingMatchesCPU(t *testing.T, batch int, newEngine func() *cuda.Engine) {
 	ce, err := cpu.New(cpu.Options{BLAS: blas.Auto, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +148,7 @@ func testTrainingMatchesCPU(t *testing.T, batch int, newEngine func() *Engine) {
 	}
 	xs, ys := batches(batch)
 	cpuRun, gpuRun, graphRun := newMLPRun(t, ce, batch, 5), newMLPRun(t, newEngine(), batch, 5), newMLPRun(t, newEngine(), batch, 5)
-	var g *Graph
+	var g *cuda.Graph
 	for s := 0; s < 20; s++ {
 		step, lr := s+1, float32(0.01)
 		lc := cpuRun.step(t, o, xs[s], ys[s], step, lr, nil)
@@ -186,9 +188,9 @@ func TestTrainingMatchesCPUGPU(t *testing.T) {
 	// The eager and the graph run use two engines; tuned plans may pick
 	// different algorithms in each, and this test compares them bit for bit.
 	t.Setenv("SYMDDP_CUDA_TUNE", "0")
-	testTrainingMatchesCPU(t, 256, func() *Engine { return gpuEngine(t) })
+	testTrainingMatchesCPU(t, 256, func() *cuda.Engine { return gpuEngine(t) })
 }
 
 func TestTrainingMatchesCPUEmulated(t *testing.T) {
-	testTrainingMatchesCPU(t, 32, func() *Engine { return NewEmulated(Options{}) })
+	testTrainingMatchesCPU(t, 32, func() *cuda.Engine { return cudatest.NewEmulated(cuda.Options{}) })
 }

@@ -1,4 +1,4 @@
-package cuda
+package cuda_test
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -64,14 +66,14 @@ func updateValues(r *rand.Rand, n int) (p, g []float32) {
 // element off of a larger device arena, and on the host with o.Update
 // (after optim.ClipGlobalNorm when clip > 0), and compares the bits of the
 // parameters and the state after every step.
-func runUpdates(t *testing.T, e *Engine, o optim.Optimizer, n, off, steps int, clip float32) {
+func runUpdates(t *testing.T, e *cuda.Engine, o optim.Optimizer, n, off, steps int, clip float32) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(uint64(n), uint64(off)))
 	hp, hg := updateValues(r, n)
-	pArena := e.Alloc(n + off + 4).(*Tensor)
-	gArena := e.Alloc(n + off + 4).(*Tensor)
-	pa := compute.Arena{Dev: pArena.ptr, N: pArena.size}
-	ga := compute.Arena{Dev: gArena.ptr, N: gArena.size}
+	pArena := e.Alloc(n + off + 4).(*cuda.Tensor)
+	gArena := e.Alloc(n + off + 4).(*cuda.Tensor)
+	pa := compute.Arena{Dev: pArena.DevicePtr(), N: pArena.Size()}
+	ga := compute.Arena{Dev: gArena.DevicePtr(), N: gArena.Size()}
 	pv, gv := e.View(pa, off, n), e.View(ga, off, n)
 	e.SetTensor(pv, hp)
 	state := make([][]float32, o.Slots())
@@ -128,7 +130,7 @@ func compareBits(t *testing.T, what string, got, want []float32) {
 	}
 }
 
-func testUpdatesBitwise(t *testing.T, newEngine func(t *testing.T) *Engine) {
+func testUpdatesBitwise(t *testing.T, newEngine func(t *testing.T) *cuda.Engine) {
 	for name, o := range optimizerCases(t) {
 		for _, c := range []struct {
 			n, off int
@@ -143,16 +145,16 @@ func testUpdatesBitwise(t *testing.T, newEngine func(t *testing.T) *Engine) {
 
 func TestUpdateBitwiseGPU(t *testing.T) {
 	gpuEngine(t) // skips without a GPU
-	testUpdatesBitwise(t, func(t *testing.T) *Engine { return gpuEngine(t) })
+	testUpdatesBitwise(t, func(t *testing.T) *cuda.Engine { return gpuEngine(t) })
 }
 
 func TestUpdateBitwiseEmulated(t *testing.T) {
-	testUpdatesBitwise(t, func(*testing.T) *Engine { return NewEmulated(Options{}) })
+	testUpdatesBitwise(t, func(*testing.T) *cuda.Engine { return cudatest.NewEmulated(cuda.Options{}) })
 }
 
 // A non-finite gradient skips the update; with a halt, later updates skip
 // too until the status is reset.
-func testUpdateSkips(t *testing.T, e *Engine) {
+func testUpdateSkips(t *testing.T, e *cuda.Engine) {
 	o, err := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
 	if err != nil {
 		t.Fatal(err)
@@ -199,10 +201,10 @@ func testUpdateSkips(t *testing.T, e *Engine) {
 }
 
 func TestUpdateSkipsGPU(t *testing.T)      { testUpdateSkips(t, gpuEngine(t)) }
-func TestUpdateSkipsEmulated(t *testing.T) { testUpdateSkips(t, NewEmulated(Options{})) }
+func TestUpdateSkipsEmulated(t *testing.T) { testUpdateSkips(t, cudatest.NewEmulated(cuda.Options{})) }
 
 func TestUpdateRejectsMismatch(t *testing.T) {
-	e := NewEmulated(Options{})
+	e := cudatest.NewEmulated(cuda.Options{})
 	sgd, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
 	adam, _ := optim.NewAdam(optim.DefaultAdamConfig())
 	p, g := e.Alloc(8), e.Alloc(8)

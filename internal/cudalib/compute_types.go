@@ -1,9 +1,5 @@
 package cudalib
 
-// ComputeABIVersion is the compute C ABI this package speaks
-// (SDC_ABI_VERSION of cuda/symddp_compute.h).
-const ComputeABIVersion = 3
-
 // Activation is a fused activation (SDC_IDENTITY, SDC_RELU): the numbers of
 // compute.Activation.
 type Activation int32

@@ -17,4 +17,12 @@
 // returns an *Error carrying the library's message (file:line and the failing
 // CUDA or NVSHMEM call); errors.Is matches it against ErrNoDevice,
 // ErrTimeout, ErrNoMemory, ErrArgument or ErrState.
+//
+// The C side of every entry point (its table entry and wrapper), its Go
+// method for the compute entry points, the stand-ins for builds without cgo
+// and the ABI versions are generated from the headers in cuda/ by
+// internal/cudalib/gen: after a change of a header, run go generate
+// ./internal/cudalib.
 package cudalib
+
+//go:generate go run ./gen

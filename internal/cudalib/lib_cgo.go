@@ -9,41 +9,7 @@ package cudalib
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "symddp_cuda.h"
-
-// The entry points, in the order of sdw_names.
-enum {
-	SDI_sd_last_error, SDI_sd_abi_version, SDI_sd_device_count, SDI_sd_uniqueid_size,
-	SDI_sd_get_uniqueid, SDI_sd_init, SDI_sd_finalize, SDI_sd_stream, SDI_sd_set_timeout,
-	SDI_sd_set_one_shot_max, SDI_sd_alloc, SDI_sd_free, SDI_sd_buf_ptr, SDI_sd_peer_ptr,
-	SDI_sd_put, SDI_sd_get, SDI_sd_put_signal, SDI_sd_read_u64, SDI_sd_quiet,
-	SDI_sd_barrier_enqueue, SDI_sd_allreduce_enqueue, SDI_sd_reduce_enqueue,
-	SDI_sd_broadcast_enqueue, SDI_sd_allgather_u64, SDI_sd_allgather_u64_enqueue,
-	SDI_sd_allgather_u64_result, SDI_sd_stream_wait, SDI_sd_stream_query, SDI_sd_event_record,
-	SDI_sd_event_query, SDI_sd_event_wait, SDI_sd_event_destroy, SDI_sd_timeout_info,
-	SDI_sd_abandon, SDI_sd_dev_alloc, SDI_sd_dev_free, SDI_sd_copy_htod, SDI_sd_copy_dtoh,
-	SDI_sd_copy_dtod, SDI_sd_memset, SDI_sd_time_allreduce, SDI_sd_time_barrier,
-	SDI_sd_time_copy, SDI_count
-};
-
-static const char *const sdw_names[SDI_count] = {
-	"sd_last_error", "sd_abi_version", "sd_device_count", "sd_uniqueid_size",
-	"sd_get_uniqueid", "sd_init", "sd_finalize", "sd_stream", "sd_set_timeout",
-	"sd_set_one_shot_max", "sd_alloc", "sd_free", "sd_buf_ptr", "sd_peer_ptr",
-	"sd_put", "sd_get", "sd_put_signal", "sd_read_u64", "sd_quiet",
-	"sd_barrier_enqueue", "sd_allreduce_enqueue", "sd_reduce_enqueue",
-	"sd_broadcast_enqueue", "sd_allgather_u64", "sd_allgather_u64_enqueue",
-	"sd_allgather_u64_result", "sd_stream_wait", "sd_stream_query", "sd_event_record",
-	"sd_event_query", "sd_event_wait", "sd_event_destroy", "sd_timeout_info",
-	"sd_abandon", "sd_dev_alloc", "sd_dev_free", "sd_copy_htod", "sd_copy_dtoh",
-	"sd_copy_dtod", "sd_memset", "sd_time_allreduce", "sd_time_barrier",
-	"sd_time_copy",
-};
-
-typedef struct {
-	void *handle;
-	void *fn[SDI_count];
-} sdw_table;
+#include "lib_gen.h"
 
 // sdw_dlopen and sdw_bind are shared with compute_cgo.go, which declares
 // them: not static, defined in this preamble only (so no //export in this
@@ -93,92 +59,6 @@ static sdw_table *sdw_open(const char *path, char *err, size_t cap) {
 	return t;
 }
 
-// SDF is entry point name of table t, with the header's type.
-#define SDF(name, t) ((__typeof__(&name))((t)->fn[SDI_##name]))
-
-// sdw_ret copies the library's message of a failure into err, on the thread
-// that saw it (the message is thread-local in the library).
-static int sdw_ret(const sdw_table *t, char *err, size_t cap, int rc) {
-	if (rc != 0 && err && cap) {
-		const char *m = SDF(sd_last_error, t)();
-		snprintf(err, cap, "%s", m ? m : "");
-	}
-	return rc;
-}
-
-#define SDW const sdw_table *t, char *err, size_t cap
-#define SDR(expr) return sdw_ret(t, err, cap, (expr))
-
-static int w_abi_version(const sdw_table *t) { return SDF(sd_abi_version, t)(); }
-static int w_device_count(SDW, int32_t *n) { SDR(SDF(sd_device_count, t)(n)); }
-static int w_uniqueid_size(SDW, size_t *n) { SDR(SDF(sd_uniqueid_size, t)(n)); }
-static int w_get_uniqueid(SDW, void *out, size_t n) { SDR(SDF(sd_get_uniqueid, t)(out, n)); }
-static int w_init(SDW, const sd_init_args *a, sd_info *i) { SDR(SDF(sd_init, t)(a, i)); }
-static int w_finalize(SDW, int32_t c) { SDR(SDF(sd_finalize, t)(c)); }
-static int w_stream(SDW, uint64_t *s) { SDR(SDF(sd_stream, t)(s)); }
-static int w_set_timeout(SDW, int64_t ns) { SDR(SDF(sd_set_timeout, t)(ns)); }
-static int w_set_one_shot_max(SDW, size_t b) { SDR(SDF(sd_set_one_shot_max, t)(b)); }
-static int w_alloc(SDW, size_t b, sd_buf **out) { SDR(SDF(sd_alloc, t)(b, out)); }
-static int w_free(SDW, sd_buf *b) { SDR(SDF(sd_free, t)(b)); }
-static int w_buf_ptr(SDW, const sd_buf *b, uint64_t *p) { SDR(SDF(sd_buf_ptr, t)(b, p)); }
-static int w_peer_ptr(SDW, const sd_buf *b, int32_t pe, uint64_t *p) { SDR(SDF(sd_peer_ptr, t)(b, pe, p)); }
-static int w_put(SDW, sd_buf *b, size_t off, const void *src, size_t n, int32_t pe) {
-	SDR(SDF(sd_put, t)(b, off, src, n, pe));
-}
-static int w_get(SDW, void *dst, const sd_buf *b, size_t off, size_t n, int32_t pe) {
-	SDR(SDF(sd_get, t)(dst, b, off, n, pe));
-}
-static int w_put_signal(SDW, sd_buf *b, size_t off, const void *src, size_t n, sd_buf *sig,
-                        size_t sig_off, uint64_t v, int32_t op, int32_t pe) {
-	SDR(SDF(sd_put_signal, t)(b, off, src, n, sig, sig_off, v, op, pe));
-}
-static int w_read_u64(SDW, const sd_buf *b, size_t off, uint64_t *v) { SDR(SDF(sd_read_u64, t)(b, off, v)); }
-static int w_quiet(SDW) { SDR(SDF(sd_quiet, t)()); }
-static int w_barrier_enqueue(SDW) { SDR(SDF(sd_barrier_enqueue, t)()); }
-static int w_allreduce_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t dt, int32_t op, int32_t algo) {
-	SDR(SDF(sd_allreduce_enqueue, t)(b, off, n, dt, op, algo));
-}
-static int w_reduce_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t dt, int32_t op, int32_t root) {
-	SDR(SDF(sd_reduce_enqueue, t)(b, off, n, dt, op, root));
-}
-static int w_broadcast_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t root) {
-	SDR(SDF(sd_broadcast_enqueue, t)(b, off, n, root));
-}
-static int w_allgather_u64(SDW, const uint64_t *mine, int32_t c, uint64_t *all) {
-	SDR(SDF(sd_allgather_u64, t)(mine, c, all));
-}
-static int w_allgather_u64_enqueue(SDW, const uint64_t *mine, int32_t c) {
-	SDR(SDF(sd_allgather_u64_enqueue, t)(mine, c));
-}
-static int w_allgather_u64_result(SDW, uint64_t *all, int32_t c) {
-	SDR(SDF(sd_allgather_u64_result, t)(all, c));
-}
-static int w_stream_wait(SDW, int64_t ns) { SDR(SDF(sd_stream_wait, t)(ns)); }
-static int w_stream_query(SDW, int32_t *done) { SDR(SDF(sd_stream_query, t)(done)); }
-static int w_event_record(SDW, uint64_t *ev) { SDR(SDF(sd_event_record, t)(ev)); }
-static int w_event_query(SDW, uint64_t ev, int32_t *done) { SDR(SDF(sd_event_query, t)(ev, done)); }
-static int w_event_wait(SDW, uint64_t ev, int64_t ns) { SDR(SDF(sd_event_wait, t)(ev, ns)); }
-static int w_event_destroy(SDW, uint64_t ev) { SDR(SDF(sd_event_destroy, t)(ev)); }
-static int w_timeout_info(SDW, int32_t *missing, int32_t mcap, int32_t *count, char *op, size_t ocap) {
-	SDR(SDF(sd_timeout_info, t)(missing, mcap, count, op, ocap));
-}
-static int w_abandon(SDW) { SDR(SDF(sd_abandon, t)()); }
-static int w_dev_alloc(SDW, size_t n, uint64_t *p) { SDR(SDF(sd_dev_alloc, t)(n, p)); }
-static int w_dev_free(SDW, uint64_t p) { SDR(SDF(sd_dev_free, t)(p)); }
-static int w_copy_htod(SDW, uint64_t dst, const void *src, size_t n) { SDR(SDF(sd_copy_htod, t)(dst, src, n)); }
-static int w_copy_dtoh(SDW, void *dst, uint64_t src, size_t n) { SDR(SDF(sd_copy_dtoh, t)(dst, src, n)); }
-static int w_copy_dtod(SDW, uint64_t dst, uint64_t src, size_t n) { SDR(SDF(sd_copy_dtod, t)(dst, src, n)); }
-static int w_memset(SDW, uint64_t dst, int32_t v, size_t n) { SDR(SDF(sd_memset, t)(dst, v, n)); }
-static int w_time_allreduce(SDW, sd_buf *b, size_t n, int32_t dt, int32_t op, int32_t algo,
-                            int32_t warm, int32_t iters, float *ms) {
-	SDR(SDF(sd_time_allreduce, t)(b, n, dt, op, algo, warm, iters, ms));
-}
-static int w_time_barrier(SDW, int32_t warm, int32_t iters, float *ms) {
-	SDR(SDF(sd_time_barrier, t)(warm, iters, ms));
-}
-static int w_time_copy(SDW, size_t n, int32_t warm, int32_t iters, float *ms) {
-	SDR(SDF(sd_time_copy, t)(n, warm, iters, ms));
-}
 */
 import "C"
 

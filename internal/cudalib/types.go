@@ -6,10 +6,6 @@ import (
 	"github.com/symddp/symddp/internal/settings"
 )
 
-// ABIVersion is the C ABI this package speaks (SD_ABI_VERSION of
-// cuda/symddp_cuda.h). Load refuses a library built for another.
-const ABIVersion = 1
-
 // LibName is the library's file name.
 const LibName = "libsymddp_cuda.so"
 

@@ -1,6 +1,6 @@
 // Package kernels holds the host loops that the CPU engine (compute/cpu)
-// runs and that the CUDA engine's emulated device (compute/cuda's
-// NewEmulated) runs as reference kernels, so that both do the same float
+// runs and that the CUDA engine's emulated device (compute/cuda/cudatest)
+// runs as reference kernels, so that both do the same float
 // operations in the same order. They work on slices, check nothing and
 // allocate nothing. (The element-wise loops both run are internal/vec's.)
 package kernels

@@ -1,4 +1,14 @@
-package cuda
+// Package cudatest emulates the CUDA engine's device on the host, for tests of
+// code that drives compute/cuda (the engine itself, ddp's GPU path, models on
+// the GPU) on machines without a GPU, library or cgo.
+//
+// The device's kernels are the host loops the CPU engine runs
+// (compute/internal/kernels, internal/vec, compute/internal/tfmloops), in the
+// order of float operations the CUDA kernels follow, so the emulator keeps no
+// arithmetic of its own except what only the GPU does: the GEMM (sums in
+// float64) and the epilogues of cuBLASLt's fused GEMMs. computetest's float64
+// references stay the independent check of both engines.
+package cudatest
 
 import (
 	"errors"
@@ -9,53 +19,67 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/compute/internal/kernels"
 	"github.com/symddp/symddp/internal/cudalib"
 	"github.com/symddp/symddp/internal/vec"
 	"github.com/symddp/symddp/optim"
 )
 
-// NewEmulated returns an engine whose device is emulated on the host: the
-// engine's own logic (tensors, pool, staging, pipeline, capture, optimizer
-// state) runs for real, over host memory, with reference kernels written in
-// Go that follow the CUDA kernels' arithmetic (float32 round-to-nearest
-// steps of the optimizers, double sums of the loss). Streams and events are
-// immediate; a captured "graph" is the list of recorded operations, replayed
-// by Launch with the step block's new values. It needs no GPU, library or
-// cgo: it is for tests of code that drives the CUDA engine (ddp's GPU path)
-// on machines without a GPU. GEMM sums in float64, so results agree with
-// the CPU engine to float32 rounding, not bit for bit.
-func NewEmulated(opts Options) *Engine {
-	e, _ := newEngine(newEmuDevice(), opts)
-	return e
+// NewEmulated returns an engine whose device is emulated on the host (a
+// fresh NewDevice): the engine's own logic (tensors, pool, staging, pipeline,
+// capture, optimizer state) runs for real, over host memory, with the
+// reference kernels. Streams and events are immediate; a captured "graph" is
+// the list of recorded operations, replayed by Launch with the step block's
+// new values. GEMM sums in float64, so results agree with the CPU engine to
+// float32 rounding, not bit for bit.
+func NewEmulated(opts cuda.Options) *cuda.Engine {
+	return cuda.NewOnDevice(NewDevice(), opts)
 }
 
-// emuDevice implements device on the host.
-type emuDevice struct {
+// Device is a compute context (cudalib.Device) emulated on the host: device
+// addresses are host addresses of its allocations. Use it with
+// cuda.NewOnDevice to look at what the engine asked of it (LtCalls,
+// SideCalls) or to make it refuse some plans (RejectEpilogue).
+type Device struct {
 	mu       sync.Mutex
-	allocs   []emuAlloc // sorted by base
+	allocs   []allocation // sorted by base
 	status   uintptr
 	block    cudalib.StepValues
 	capture  bool
 	recorded []func()
 	graphs   map[uint64][]func()
 	nextID   uint64
-	lt       emuLt
+	lt       ltState
+	scratch  []float32 // room of the kernels that need some (see buffer)
 }
 
-type emuAlloc struct {
+var _ cudalib.Device = (*Device)(nil)
+
+// buffer is n floats of the device's scratch room, reused from call to call
+// so that a kernel allocates nothing after the first.
+func (d *Device) buffer(n int) []float32 {
+	if cap(d.scratch) < n {
+		d.scratch = make([]float32, n)
+	}
+	return d.scratch[:n]
+}
+
+type allocation struct {
 	base uintptr
 	buf  []uint32
 }
 
-func newEmuDevice() *emuDevice {
-	d := &emuDevice{graphs: map[uint64][]func(){}, nextID: 1}
+// NewDevice returns an emulated device with nothing allocated but its
+// update status words.
+func NewDevice() *Device {
+	d := &Device{graphs: map[uint64][]func(){}, nextID: 1}
 	d.status, _ = d.DevAlloc(4 * cudalib.StatusWords)
 	return d
 }
 
 // mem returns n 32-bit words at device address p.
-func (d *emuDevice) mem(p uintptr, n int) []uint32 {
+func (d *Device) mem(p uintptr, n int) []uint32 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	i := sort.Search(len(d.allocs), func(i int) bool { return d.allocs[i].base > p }) - 1
@@ -70,7 +94,7 @@ func (d *emuDevice) mem(p uintptr, n int) []uint32 {
 	return a.buf[off : off+n]
 }
 
-func (d *emuDevice) f32(p uintptr, n int) []float32 {
+func (d *Device) f32(p uintptr, n int) []float32 {
 	w := d.mem(p, n)
 	if n == 0 {
 		return nil
@@ -78,7 +102,7 @@ func (d *emuDevice) f32(p uintptr, n int) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&w[0])), n)
 }
 
-func (d *emuDevice) i32(p uintptr, n int) []int32 {
+func (d *Device) i32(p uintptr, n int) []int32 {
 	w := d.mem(p, n)
 	if n == 0 {
 		return nil
@@ -86,26 +110,26 @@ func (d *emuDevice) i32(p uintptr, n int) []int32 {
 	return unsafe.Slice((*int32)(unsafe.Pointer(&w[0])), n)
 }
 
-func (d *emuDevice) Info() cudalib.ContextInfo {
+func (d *Device) Info() cudalib.ContextInfo {
 	return cudalib.ContextInfo{Stream: 1, CopyStream: 2, Status: d.status, SMCount: 1, OwnsStream: true}
 }
-func (d *emuDevice) DeviceName() (string, error) { return "emulated GPU", nil }
-func (d *emuDevice) Close() error                { return nil }
+func (d *Device) DeviceName() (string, error) { return "emulated GPU", nil }
+func (d *Device) Close() error                { return nil }
 
-func (d *emuDevice) DevAlloc(bytes int) (uintptr, error) {
+func (d *Device) DevAlloc(bytes int) (uintptr, error) {
 	if d.capture {
 		return 0, errors.New("emulated device: allocation while capturing")
 	}
 	buf := make([]uint32, (bytes+3)/4+1)
 	base := uintptr(unsafe.Pointer(&buf[0]))
 	d.mu.Lock()
-	d.allocs = append(d.allocs, emuAlloc{base: base, buf: buf})
+	d.allocs = append(d.allocs, allocation{base: base, buf: buf})
 	sort.Slice(d.allocs, func(i, j int) bool { return d.allocs[i].base < d.allocs[j].base })
 	d.mu.Unlock()
 	return base, nil
 }
 
-func (d *emuDevice) DevFree(p uintptr) error {
+func (d *Device) DevFree(p uintptr) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for i, a := range d.allocs {
@@ -117,13 +141,13 @@ func (d *emuDevice) DevFree(p uintptr) error {
 	return fmt.Errorf("emulated device: free of %#x", p)
 }
 
-func (d *emuDevice) HostAlloc(bytes int) (unsafe.Pointer, error) {
+func (d *Device) HostAlloc(bytes int) (unsafe.Pointer, error) {
 	buf := make([]uint64, (bytes+7)/8+1)
 	return unsafe.Pointer(&buf[0]), nil
 }
-func (d *emuDevice) HostFree(p unsafe.Pointer) error { return nil }
+func (d *Device) HostFree(p unsafe.Pointer) error { return nil }
 
-func (d *emuDevice) Zero(dst uintptr, bytes int) error {
+func (d *Device) Zero(dst uintptr, bytes int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { clear(d.mem(dst, bytes/4)) })
 		return nil
@@ -132,7 +156,7 @@ func (d *emuDevice) Zero(dst uintptr, bytes int) error {
 	return nil
 }
 
-func (d *emuDevice) Copy(dst, src uintptr, bytes int) error {
+func (d *Device) Copy(dst, src uintptr, bytes int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { copy(d.mem(dst, bytes/4), d.mem(src, bytes/4)) })
 		return nil
@@ -141,7 +165,7 @@ func (d *emuDevice) Copy(dst, src uintptr, bytes int) error {
 	return nil
 }
 
-func (d *emuDevice) HtoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) error {
+func (d *Device) HtoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.htoD(onCopy, dst, src, bytes) })
 		return nil
@@ -150,11 +174,11 @@ func (d *emuDevice) HtoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int
 	return nil
 }
 
-func (d *emuDevice) htoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) {
+func (d *Device) htoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) {
 	copy(d.mem(dst, bytes/4), unsafe.Slice((*uint32)(src), bytes/4))
 }
 
-func (d *emuDevice) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) error {
+func (d *Device) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.dtoH(onCopy, dst, src, bytes) })
 		return nil
@@ -163,19 +187,19 @@ func (d *emuDevice) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int
 	return nil
 }
 
-func (d *emuDevice) dtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) {
+func (d *Device) dtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) {
 	copy(unsafe.Slice((*uint32)(dst), bytes/4), d.mem(src, bytes/4))
 }
 
-func (d *emuDevice) EventCreate() (uint64, error) {
+func (d *Device) EventCreate() (uint64, error) {
 	d.nextID++
 	return d.nextID, nil
 }
-func (d *emuDevice) EventDestroy(ev uint64) error                     { return nil }
-func (d *emuDevice) EventRecord(onCopy bool, ev uint64) error         { return nil }
-func (d *emuDevice) WaitEvent(onCopy bool, ev uint64) error           { return nil }
-func (d *emuDevice) EventSync(ev uint64, timeout time.Duration) error { return nil }
-func (d *emuDevice) Sync(timeout time.Duration) error {
+func (d *Device) EventDestroy(ev uint64) error                     { return nil }
+func (d *Device) EventRecord(onCopy bool, ev uint64) error         { return nil }
+func (d *Device) WaitEvent(onCopy bool, ev uint64) error           { return nil }
+func (d *Device) EventSync(ev uint64, timeout time.Duration) error { return nil }
+func (d *Device) Sync(timeout time.Duration) error {
 	if d.capture {
 		return errors.New("emulated device: sync while capturing")
 	}
@@ -183,7 +207,7 @@ func (d *emuDevice) Sync(timeout time.Duration) error {
 }
 
 // Gemm: row-major c (m,n) = alpha op(a) op(b) + beta c, sums in float64.
-func (d *emuDevice) Gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) error {
+func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) })
 		return nil
@@ -192,7 +216,7 @@ func (d *emuDevice) Gemm(transA, transB bool, m, n, k int, alpha float32, a uint
 	return nil
 }
 
-func (d *emuDevice) gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
+func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
 	ar, br := m, k
 	if transA {
 		ar = k
@@ -223,14 +247,7 @@ func (d *emuDevice) gemm(transA, transB bool, m, n, k int, alpha float32, a uint
 	}
 }
 
-func emuRelu(v float32) float32 {
-	if v > 0 || v != v {
-		return v
-	}
-	return 0
-}
-
-func (d *emuDevice) BiasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Activation) error {
+func (d *Device) BiasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Activation) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.biasAct(y, rows, cols, bias, act) })
 		return nil
@@ -239,25 +256,17 @@ func (d *emuDevice) BiasAct(y uintptr, rows, cols int, bias uintptr, act cudalib
 	return nil
 }
 
-func (d *emuDevice) biasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Activation) {
-	Y := d.f32(y, rows*cols)
+// biasAct is the CPU engine's loop (vec.BiasAct): y + bias, then Go's
+// max(·, 0) for ReLU, as sdc_bias_act.
+func (d *Device) biasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Activation) {
 	var bs []float32
 	if bias != 0 {
 		bs = d.f32(bias, cols)
 	}
-	for i := range Y {
-		v := Y[i]
-		if bs != nil {
-			v += bs[i%cols]
-		}
-		if act == cudalib.ReLU {
-			v = emuRelu(v)
-		}
-		Y[i] = v
-	}
+	vec.BiasAct(d.f32(y, rows*cols), bs, rows, cols, act == cudalib.ReLU)
 }
 
-func (d *emuDevice) BiasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) error {
+func (d *Device) BiasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.biasActBackward(dy, y, rows, cols, dbias, act, accumulate) })
 		return nil
@@ -266,32 +275,32 @@ func (d *emuDevice) BiasActBackward(dy, y uintptr, rows, cols int, dbias uintptr
 	return nil
 }
 
-func (d *emuDevice) biasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) {
+// biasActBackward masks dy where the ReLU's output is <= 0 (vec.ReLUMask)
+// and sums the columns of dy from 0 in row order (vec.ColSums); with
+// accumulate the sums are added to dbias after, as sdc_bias_act_backward
+// does.
+func (d *Device) biasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) {
 	DY := d.f32(dy, rows*cols)
 	if act == cudalib.ReLU {
-		for i, v := range d.f32(y, rows*cols) {
-			if v <= 0 {
-				DY[i] = 0
-			}
-		}
+		vec.ReLUMask(DY, d.f32(y, rows*cols))
 	}
 	if dbias == 0 {
 		return
 	}
 	db := d.f32(dbias, cols)
-	for j := 0; j < cols; j++ {
-		var s float32
-		for i := 0; i < rows; i++ {
-			s += DY[i*cols+j]
-		}
-		if accumulate {
-			s += db[j]
-		}
-		db[j] = s
+	if !accumulate {
+		clear(db)
+		vec.ColSums(db, DY, rows, cols)
+		return
 	}
+	sums := d.buffer(cols)
+	clear(sums)
+	vec.ColSums(sums, DY, rows, cols)
+	vec.Acc1(sums, db) // (column sum) + dbias
+	copy(db, sums)
 }
 
-func (d *emuDevice) SoftmaxXent(logits, labels uintptr, rows, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
+func (d *Device) SoftmaxXent(logits, labels uintptr, rows, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.softmaxXent(logits, labels, rows, classes, dlogits, scale, useBlock, stats) })
 		return nil
@@ -300,7 +309,7 @@ func (d *emuDevice) SoftmaxXent(logits, labels uintptr, rows, classes int, dlogi
 	return nil
 }
 
-func (d *emuDevice) softmaxXent(logits, labels uintptr, rows, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) {
+func (d *Device) softmaxXent(logits, labels uintptr, rows, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) {
 	if useBlock {
 		scale = d.block.LossScale
 	}
@@ -327,7 +336,7 @@ func (d *emuDevice) softmaxXent(logits, labels uintptr, rows, classes int, dlogi
 	st[2] += float32(labelled)
 }
 
-func (d *emuDevice) Accumulate(dst, src uintptr, n int) error {
+func (d *Device) Accumulate(dst, src uintptr, n int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.accumulate(dst, src, n) })
 		return nil
@@ -336,11 +345,11 @@ func (d *emuDevice) Accumulate(dst, src uintptr, n int) error {
 	return nil
 }
 
-func (d *emuDevice) accumulate(dst, src uintptr, n int) {
+func (d *Device) accumulate(dst, src uintptr, n int) {
 	vec.Acc1(d.f32(dst, n), d.f32(src, n))
 }
 
-func (d *emuDevice) Scale(x uintptr, s float32, n int) error {
+func (d *Device) Scale(x uintptr, s float32, n int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.scale(x, s, n) })
 		return nil
@@ -349,11 +358,11 @@ func (d *emuDevice) Scale(x uintptr, s float32, n int) error {
 	return nil
 }
 
-func (d *emuDevice) scale(x uintptr, s float32, n int) {
+func (d *Device) scale(x uintptr, s float32, n int) {
 	vec.Scale(d.f32(x, n), s)
 }
 
-func (d *emuDevice) SumSquares(x uintptr, n int, timeout time.Duration) (float64, error) {
+func (d *Device) SumSquares(x uintptr, n int, timeout time.Duration) (float64, error) {
 	if d.capture {
 		return 0, errors.New("emulated device: SumSquares while capturing")
 	}
@@ -362,8 +371,9 @@ func (d *emuDevice) SumSquares(x uintptr, n int, timeout time.Duration) (float64
 
 // Update follows sdc_update: the gradient check (the sum of squares as
 // optim.SumSquares adds it, the clip factor of optim.ClipFactor), then the
-// element updates in the kernels' order of float32 operations.
-func (d *emuDevice) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) error {
+// CPU engine's update loops (vec.SGD, vec.SGDMomentum, vec.Adam), whose
+// order of float32 operations the kernels follow.
+func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.update(o, v, useBlock, params, grads, state0, state1, n) })
 		return nil
@@ -372,7 +382,7 @@ func (d *emuDevice) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock b
 	return nil
 }
 
-func (d *emuDevice) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) {
+func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) {
 	if useBlock {
 		v = d.block
 	}
@@ -398,48 +408,29 @@ func (d *emuDevice) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock b
 	if skip {
 		return
 	}
-	for i := range P {
-		g := G[i]
-		if o.MaxNorm > 0 {
-			g = g * scale
-		}
-		if o.Kind == cudalib.SGD {
-			p := P[i]
-			if o.WeightDecay != 0 {
-				g = g + float32(o.WeightDecay*p)
-			}
-			dd := g
-			if S0 != nil {
-				b := g
-				if !v.First {
-					b = float32(o.Momentum*S0[i]) + g
-				}
-				S0[i] = b
-				dd = b
-				if o.Nesterov {
-					dd = g + float32(o.Momentum*b)
-				}
-			}
-			P[i] = p - float32(v.LR*dd)
-			continue
-		}
-		l2 := float32(0)
-		if o.Kind == cudalib.Adam {
-			l2 = o.WeightDecay
-		}
-		p := float32(P[i] * v.Decay)
-		if l2 != 0 {
-			g = g + float32(l2*p)
-		}
-		m0, v0 := S0[i], S1[i]
+	if o.MaxNorm > 0 {
+		// The kernels scale each gradient as they read it; grads stay.
+		scaled := d.buffer(n)
+		copy(scaled, G)
+		vec.Scale(scaled, scale)
+		G = scaled
+	}
+	switch {
+	case o.Kind == cudalib.SGD && S0 == nil:
+		vec.SGD(P, G, v.LR, o.WeightDecay)
+	case o.Kind == cudalib.SGD:
+		vec.SGDMomentum(P, G, S0, v.LR, o.WeightDecay, o.Momentum, o.Nesterov, v.First)
+	default:
 		if v.First {
-			m0, v0 = 0, 0
+			clear(S0)
+			clear(S1)
 		}
-		mi := float32(o.Beta1*m0) + float32(o.C1*g)
-		vi := float32(o.Beta2*v0) + float32(float32(o.C2*g)*g)
-		S0[i], S1[i] = mi, vi
-		den := float32(math.Sqrt(float64(vi)))/v.BC2Sqrt + o.Eps
-		P[i] = p - float32(v.StepSize*mi)/den
+		a := vec.AdamArgs{Decay: v.Decay, Beta1: o.Beta1, Beta2: o.Beta2, C1: o.C1, C2: o.C2,
+			Eps: o.Eps, StepSize: v.StepSize, BC2Sqrt: v.BC2Sqrt}
+		if o.Kind == cudalib.Adam {
+			a.L2 = o.WeightDecay
+		}
+		vec.Adam(P, G, S0, S1, &a)
 	}
 }
 
@@ -450,7 +441,7 @@ func b2f(b bool) float32 {
 	return 0
 }
 
-func (d *emuDevice) ResetStatus() error {
+func (d *Device) ResetStatus() error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { clear(d.f32(d.status, cudalib.StatusWords)) })
 		return nil
@@ -459,7 +450,7 @@ func (d *emuDevice) ResetStatus() error {
 	return nil
 }
 
-func (d *emuDevice) SetStep(v cudalib.StepValues) error {
+func (d *Device) SetStep(v cudalib.StepValues) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.block = v })
 		return nil
@@ -468,7 +459,7 @@ func (d *emuDevice) SetStep(v cudalib.StepValues) error {
 	return nil
 }
 
-func (d *emuDevice) CaptureBegin() error {
+func (d *Device) CaptureBegin() error {
 	if d.capture {
 		return errors.New("emulated device: capture already in progress")
 	}
@@ -476,7 +467,7 @@ func (d *emuDevice) CaptureBegin() error {
 	return nil
 }
 
-func (d *emuDevice) CaptureEnd() (uint64, error) {
+func (d *Device) CaptureEnd() (uint64, error) {
 	if !d.capture {
 		return 0, errors.New("emulated device: no capture in progress")
 	}
@@ -487,9 +478,9 @@ func (d *emuDevice) CaptureEnd() (uint64, error) {
 	return d.nextID, nil
 }
 
-func (d *emuDevice) Capturing() (bool, error) { return d.capture, nil }
+func (d *Device) Capturing() (bool, error) { return d.capture, nil }
 
-func (d *emuDevice) GraphLaunch(exec uint64, v cudalib.StepValues) error {
+func (d *Device) GraphLaunch(exec uint64, v cudalib.StepValues) error {
 	ops, ok := d.graphs[exec]
 	if !ok {
 		return fmt.Errorf("emulated device: no graph %d", exec)
@@ -501,7 +492,7 @@ func (d *emuDevice) GraphLaunch(exec uint64, v cudalib.StepValues) error {
 	return nil
 }
 
-func (d *emuDevice) GraphDestroy(exec uint64) error {
+func (d *Device) GraphDestroy(exec uint64) error {
 	delete(d.graphs, exec)
 	return nil
 }
@@ -509,7 +500,7 @@ func (d *emuDevice) GraphDestroy(exec uint64) error {
 // The cuBLASLt plans: their arguments, kept by handle. rejectEpi (tests)
 // makes LtPlan fail for an epilogue, as a library without an algorithm for
 // it does.
-type emuLt struct {
+type ltState struct {
 	plans     map[uint64]cudalib.LtArgs
 	rejectEpi map[cudalib.Epilogue]bool
 	calls     int // LtMatmul calls run
@@ -517,7 +508,22 @@ type emuLt struct {
 	forked    bool
 }
 
-func (d *emuDevice) LtPlan(a cudalib.LtArgs) (uint64, error) {
+// RejectEpilogue makes LtPlan fail for epi from now on, as a library whose
+// cuBLASLt has no algorithm for it does.
+func (d *Device) RejectEpilogue(epi cudalib.Epilogue) {
+	if d.lt.rejectEpi == nil {
+		d.lt.rejectEpi = map[cudalib.Epilogue]bool{}
+	}
+	d.lt.rejectEpi[epi] = true
+}
+
+// LtCalls is the number of planned GEMMs (LtMatmul) run so far.
+func (d *Device) LtCalls() int { return d.lt.calls }
+
+// SideCalls is the number of those enqueued on the side stream.
+func (d *Device) SideCalls() int { return d.lt.sideCalls }
+
+func (d *Device) LtPlan(a cudalib.LtArgs) (uint64, error) {
 	if d.lt.rejectEpi[a.Epilogue] {
 		return 0, fmt.Errorf("emulated device: no algorithm for epilogue %d", a.Epilogue)
 	}
@@ -532,7 +538,7 @@ func (d *emuDevice) LtPlan(a cudalib.LtArgs) (uint64, error) {
 	return d.nextID, nil
 }
 
-func (d *emuDevice) LtPlanDestroy(plan uint64) error {
+func (d *Device) LtPlanDestroy(plan uint64) error {
 	if _, ok := d.lt.plans[plan]; !ok {
 		return fmt.Errorf("emulated device: no plan %d", plan)
 	}
@@ -540,7 +546,7 @@ func (d *emuDevice) LtPlanDestroy(plan uint64) error {
 	return nil
 }
 
-func (d *emuDevice) LtMatmul(plan uint64, a, b, c uintptr, side bool) error {
+func (d *Device) LtMatmul(plan uint64, a, b, c uintptr, side bool) error {
 	p, ok := d.lt.plans[plan]
 	if !ok {
 		return fmt.Errorf("emulated device: no plan %d", plan)
@@ -565,7 +571,7 @@ func (d *emuDevice) LtMatmul(plan uint64, a, b, c uintptr, side bool) error {
 // SideFork and SideJoin: one stream does everything in order here; they
 // check that forks and joins pair up, so that the side stream is always
 // joined back (a CUDA graph capture would fail otherwise).
-func (d *emuDevice) SideFork() error {
+func (d *Device) SideFork() error {
 	if d.lt.forked {
 		return fmt.Errorf("emulated device: side stream forked twice")
 	}
@@ -573,7 +579,7 @@ func (d *emuDevice) SideFork() error {
 	return nil
 }
 
-func (d *emuDevice) SideJoin() error {
+func (d *Device) SideJoin() error {
 	if !d.lt.forked {
 		return fmt.Errorf("emulated device: side stream joined without a fork")
 	}
@@ -582,10 +588,11 @@ func (d *emuDevice) SideJoin() error {
 }
 
 // ltMatmul is the planned GEMM: the product as Gemm computes it, then the
-// epilogue in float32, sums in row order as biasActBackward's. The mask
+// epilogue in float32 with the CPU engine's loops where they apply (bias and
+// ReLU, column sums in row order as biasActBackward's). The mask
 // holds bit (row*AuxLD + col) of C, set where the value before the ReLU was
 // above 0.
-func (d *emuDevice) ltMatmul(p cudalib.LtArgs, a, b, c uintptr) {
+func (d *Device) ltMatmul(p cudalib.LtArgs, a, b, c uintptr) {
 	d.lt.calls++
 	d.gemm(p.TransA, p.TransB, p.M, p.N, p.K, 1, a, p.LDA, b, p.LDB, 0, c, p.LDC)
 	C := d.f32(c, p.M*p.LDC)
@@ -596,35 +603,40 @@ func (d *emuDevice) ltMatmul(p cudalib.LtArgs, a, b, c uintptr) {
 	switch p.Epilogue {
 	case cudalib.EpiBias, cudalib.EpiBiasReLU, cudalib.EpiBiasReLUAux:
 		bias := d.f32(p.Bias, p.N)
+		relu := p.Epilogue != cudalib.EpiBias
 		for i := 0; i < p.M; i++ {
-			for j := 0; j < p.N; j++ {
-				v := C[i*p.LDC+j] + bias[j]
-				if p.Epilogue != cudalib.EpiBias {
-					if mask != nil {
-						bit := i*p.AuxLD + j
-						if v > 0 {
-							mask[bit/32] |= 1 << (bit % 32)
-						} else {
-							mask[bit/32] &^= 1 << (bit % 32)
-						}
-					}
-					v = emuRelu(v)
+			row := C[i*p.LDC : i*p.LDC+p.N]
+			vec.BiasAct(row, bias, 1, p.N, relu)
+			if mask == nil || !relu {
+				continue
+			}
+			// After the ReLU, v > 0 exactly where the value before it was.
+			for j, v := range row {
+				bit := i*p.AuxLD + j
+				if v > 0 {
+					mask[bit/32] |= 1 << (bit % 32)
+				} else {
+					mask[bit/32] &^= 1 << (bit % 32)
 				}
-				C[i*p.LDC+j] = v
 			}
 		}
 	case cudalib.EpiDReLUBGrad:
-		db := d.f32(p.Bias, p.N)
-		for j := 0; j < p.N; j++ {
-			var s float32
-			for i := 0; i < p.M; i++ {
+		for i := 0; i < p.M; i++ {
+			for j := 0; j < p.N; j++ {
 				bit := i*p.AuxLD + j
 				if mask[bit/32]&(1<<(bit%32)) == 0 {
 					C[i*p.LDC+j] = 0
 				}
-				s += C[i*p.LDC+j]
 			}
-			db[j] = s
+		}
+		db := d.f32(p.Bias, p.N)
+		clear(db)
+		if p.LDC == p.N {
+			vec.ColSums(db, C, p.M, p.N)
+			break
+		}
+		for i := 0; i < p.M; i++ {
+			vec.ColSums(db, C[i*p.LDC:i*p.LDC+p.N], 1, p.N)
 		}
 	case cudalib.EpiBGradA:
 		// Row sums of op(a) (M,K); op(a) is aᵀ when TransA (a stored (K,M)).

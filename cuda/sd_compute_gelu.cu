@@ -1,0 +1,107 @@
+/*
+ * sd_compute_gelu.cu: GELU in GPT-2's tanh approximation over float32,
+ * forward and backward, element by element (compute.GELUs).
+ *
+ * Each element does the float32 operations of compute/internal/tfmloops'
+ * goGELU and goGELUBackward in their order, with their e^x (exp32: a
+ * Cody-Waite reduction by ln 2 and a degree-7 Taylor polynomial, not expf),
+ * and with round-to-nearest intrinsics so that nvcc fuses no multiply and
+ * add into an FMA: the GPU gives the CPU engine's bits.
+ *
+ *   gelu(x)  = x * s,              s = 1 / (1 + e), e = exp(-2k(x + c x^3))
+ *   gelu'(x) = s + 2k * (s e s) x (1 + 3c x^2),     k = sqrt(2/pi), c = 0.044715
+ */
+#include "sd_compute.cuh"
+#include "sd_internal.h"
+#include "symddp_compute.h"
+
+#define SDC_GELU_THREADS 256
+
+/* tfmloops' constants, rounded to float32 as Go's untyped constants are. */
+#define SDC_GELU_C ((float)0.044715)
+#define SDC_GELU_M2K ((float)(-2 * 0.7978845608028654))
+#define SDC_GELU_2K ((float)(2 * 0.7978845608028654))
+#define SDC_GELU_3C ((float)(3 * 0.044715))
+
+/* exp32 of compute/internal/tfmloops: e^x within a few ulps, x clamped to ±88. */
+__device__ __forceinline__ float sdc_exp32(float x) {
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+    if (x > 88.0f) x = 88.0f;
+    if (x < -88.0f) x = -88.0f;
+    const float t = __fadd_rn(__fmul_rn(x, (float)1.4426950408889634), magic);
+    const float n = __fsub_rn(t, magic);
+    float r = __fsub_rn(x, __fmul_rn(n, (float)0.693359375));
+    r = __fsub_rn(r, __fmul_rn(n, (float)-2.12194440054690583e-4));
+    float p = (float)(1.0 / 5040);
+    p = __fadd_rn(__fmul_rn(p, r), (float)(1.0 / 720));
+    p = __fadd_rn(__fmul_rn(p, r), (float)(1.0 / 120));
+    p = __fadd_rn(__fmul_rn(p, r), (float)(1.0 / 24));
+    p = __fadd_rn(__fmul_rn(p, r), (float)(1.0 / 6));
+    p = __fadd_rn(__fmul_rn(p, r), 0.5f);
+    p = __fadd_rn(__fmul_rn(p, r), 1.0f);
+    p = __fadd_rn(__fmul_rn(p, r), 1.0f);
+    const int32_t ni = (int32_t)(__float_as_uint(t) - 0x4b400000u);
+    return __fmul_rn(p, __uint_as_float((uint32_t)(ni + 127) << 23));
+}
+
+/* s = 1 / (1 + e), e = exp32(-2k (v + c v^3)); *e_out = e. */
+__device__ __forceinline__ float sdc_gelu_s(float v, float *e_out) {
+    float z = __fmul_rn(v, v);
+    z = __fmul_rn(z, v);
+    z = __fadd_rn(v, __fmul_rn(SDC_GELU_C, z));
+    const float e = sdc_exp32(__fmul_rn(SDC_GELU_M2K, z));
+    *e_out = e;
+    return __fdiv_rn(1.0f, __fadd_rn(1.0f, e));
+}
+
+/* y (n) = gelu(x (n)). */
+__global__ void sdc_gelu_kernel(float *__restrict__ y, const float *__restrict__ x, int64_t n) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float v = x[i];
+        float e;
+        y[i] = __fmul_rn(v, sdc_gelu_s(v, &e));
+    }
+}
+
+/* dx (n) = dy (n) * gelu'(x (n)); dx may be dy. */
+__global__ void sdc_gelu_backward_kernel(float *dx, const float *dy, const float *__restrict__ x, int64_t n) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float v = x[i];
+        const float a = __fadd_rn(__fmul_rn(SDC_GELU_3C, __fmul_rn(v, v)), 1.0f);
+        float e;
+        const float s = sdc_gelu_s(v, &e);
+        float q = __fmul_rn(s, e);
+        q = __fmul_rn(q, s);
+        q = __fmul_rn(q, v);
+        q = __fmul_rn(q, a);
+        q = __fmul_rn(SDC_GELU_2K, q);
+        dx[i] = __fmul_rn(dy[i], __fadd_rn(s, q));
+    }
+}
+
+static unsigned sdc_gelu_blocks(int64_t n, int sm_count) {
+    return (unsigned)sdc_grid(n, SDC_GELU_THREADS, sm_count, 16);
+}
+
+extern "C" int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n) {
+    if (!c || n < 0 || (n > 0 && (!y || !x))) return SD_FAIL(SD_ERR_ARG, "sdc_gelu: bad arguments");
+    if (n == 0) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    sdc_gelu_kernel<<<sdc_gelu_blocks(n, c->sm_count), SDC_GELU_THREADS, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
+        (float *)(uintptr_t)y, (const float *)(uintptr_t)x, n);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+extern "C" int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, int64_t n) {
+    if (!c || n < 0 || (n > 0 && (!dx || !dy || !x))) return SD_FAIL(SD_ERR_ARG, "sdc_gelu_backward: bad arguments");
+    if (n == 0) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    sdc_gelu_backward_kernel<<<sdc_gelu_blocks(n, c->sm_count), SDC_GELU_THREADS, 0,
+                               (cudaStream_t)(uintptr_t)c->stream>>>(
+        (float *)(uintptr_t)dx, (const float *)(uintptr_t)dy, (const float *)(uintptr_t)x, n);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
