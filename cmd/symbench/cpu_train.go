@@ -186,27 +186,35 @@ func runCPUTrain(args []string) error {
 	if err != nil {
 		return err
 	}
+	return withTrainBinary(o.trainBin, func(ctx context.Context, bin string) error {
+		rep, err := measureCPUTrain(ctx, bin, o, os.Stderr)
+		if err != nil {
+			return err
+		}
+		if o.jsonOut != "" {
+			b, err := json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
+				return err
+			}
+		}
+		return printTrainReport(os.Stdout, o.format, rep)
+	})
+}
+
+// withTrainBinary runs fn with the train binary to measure (buildTrainBinary)
+// and a context that SIGINT or SIGTERM cancels.
+func withTrainBinary(path string, fn func(ctx context.Context, bin string) error) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	bin, cleanup, err := buildTrainBinary(o.trainBin)
+	bin, cleanup, err := buildTrainBinary(path)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	rep, err := measureCPUTrain(ctx, bin, o, os.Stderr)
-	if err != nil {
-		return err
-	}
-	if o.jsonOut != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-	}
-	return printTrainReport(os.Stdout, o.format, rep)
+	return fn(ctx, bin)
 }
 
 // buildTrainBinary returns the train binary to run: path; else one built

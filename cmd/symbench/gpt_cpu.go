@@ -8,12 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -128,18 +126,13 @@ func runGPTCPU(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	bin, cleanup, err := buildTrainBinary(o.trainBin)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	rep, err := measureGPTCPU(ctx, bin, o, os.Stderr)
-	if err != nil {
-		return err
-	}
-	return printGPTCPUReport(os.Stdout, o.format, rep)
+	return withTrainBinary(o.trainBin, func(ctx context.Context, bin string) error {
+		rep, err := measureGPTCPU(ctx, bin, o, os.Stderr)
+		if err != nil {
+			return err
+		}
+		return printGPTCPUReport(os.Stdout, o.format, rep)
+	})
 }
 
 // measureGPTCPU runs train and the PyTorch script at every PE count, o.reps

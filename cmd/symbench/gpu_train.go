@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -147,17 +145,12 @@ func runGPUTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	bin, cleanup, err := buildTrainBinary(o.trainBin)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	o.train = func(ctx context.Context, args []string) (string, []byte, error) {
-		return runTrainForMetrics(ctx, bin, args, o.device, o.timeout)
-	}
-	return gpuTrain(ctx, o, os.Stdout)
+	return withTrainBinary(o.trainBin, func(ctx context.Context, bin string) error {
+		o.train = func(ctx context.Context, args []string) (string, []byte, error) {
+			return runTrainForMetrics(ctx, bin, args, o.device, o.timeout)
+		}
+		return gpuTrain(ctx, o, os.Stdout)
+	})
 }
 
 // runTrainForMetrics runs the train binary with args (whose --metrics the
