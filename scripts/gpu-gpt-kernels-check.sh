@@ -12,8 +12,8 @@
 #    GPT-2 124M sizes (both attention versions, wmma and mma), then timings at
 #    GPT-2 124M shapes -> $OUT/gpt-kernels.txt;
 # 3. runs gptstep: the whole GPT-2 124M training step in one CUDA graph at
-#    B=16 and B=32, the loss over 20 steps, ms/step, tokens/s, MFU, memory
-#    -> $OUT/gpt-step.txt;
+#    B=16 and B=32, the loss over 20 steps, ms/step, tokens/s, MFU, memory,
+#    then once more at B=16 on the wmma attention -> $OUT/gpt-step.txt;
 # 4. with --torch only: scripts/torch_gpt_bench.py --quick for GPT-2 124M at
 #    batch 16, eager and torch.compile -> $OUT/torch-gpt.txt (--no-torch, the
 #    default, is still accepted).
@@ -114,6 +114,11 @@ if [ "$dostep" = 1 ] && [ "$stepbuilt" = 1 ]; then
     src=$?
     [ "$src" -ne 0 ] && status=1
     echo "gptstep exit $src, $(($(date +%s) - start)) s" >>"$slog"
+    # the same step on the wmma attention, for comparison (and a fallback figure)
+    timeout 90 "$root/build/gptstep" --batch 16 --attention wmma >>"$slog" 2>&1
+    src=$?
+    [ "$src" -ne 0 ] && status=1
+    echo "gptstep (wmma) exit $src, $(($(date +%s) - start)) s" >>"$slog"
 fi
 
 # ---- 4 PyTorch baseline (--torch) ----

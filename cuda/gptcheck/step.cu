@@ -3,7 +3,7 @@
  * kernels (symddp_gpt.h), captured in one CUDA graph and timed (issue 20).
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda cuda/gptcheck/step.cu cuda/sd_gpt_*.cu -lcublasLt -lcublas
- *   build/gptstep [--batch 16,32] [--steps 20] [--timed 20]
+ *   build/gptstep [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma]
  *
  * Model: 12 layers, 12 heads, C=768, T=1024, vocabulary 50257 padded to 50304,
  * the token embedding tied to the head, GELU (tanh), pre-LayerNorm blocks.
@@ -67,6 +67,14 @@ typedef __nv_bfloat16 bf16;
 
 static const int L = 12, C = 768, NH = 12, T = 1024, V = 50257, Vp = 50304;
 #define WS_BYTES ((size_t)64 << 20)
+
+/* the attention of the step: sdg_attention_* (auto: mma where it applies), or one version */
+typedef int (*att_fwd_fn)(void *, float *, const void *, int, int, int, int, void *);
+typedef int (*att_bwd_fn)(void *, const void *, const void *, const void *, const float *, int, int, int, int, void *,
+                          void *);
+static att_fwd_fn g_att_fwd = sdg_attention_forward;
+static att_bwd_fn g_att_bwd = sdg_attention_backward;
+static const char *g_att_name = "auto";
 
 /* ---- small kernels of the harness ---- */
 static __device__ __forceinline__ uint64_t splitmix(uint64_t x) {
@@ -363,7 +371,7 @@ static void step(Model &M) {
         SG(sdg_layernorm_forward(ln1, M.mean1 + (size_t)l * N, M.rstd1 + (size_t)l * N, x, M.w(P_LN1W) + l * C,
                                  M.w(P_LN1B) + l * C, N, C, s));
         gemm(M, M.g.qkv, qkv, ln1, M.w(P_QKVW) + (size_t)l * 3 * C * C, (void *)(M.w(P_QKVB) + l * 3 * C));
-        SG(sdg_attention_forward(att, M.lse + (size_t)l * N * NH, qkv, B, T, C, NH, s));
+        SG(g_att_fwd(att, M.lse + (size_t)l * N * NH, qkv, B, T, C, NH, s));
         CK(cudaMemcpyAsync(res2, x, NC * 2, cudaMemcpyDeviceToDevice, s));
         gemm(M, M.g.ap, res2, att, M.w(P_APW) + (size_t)l * C * C, (void *)(M.w(P_APB) + l * C));
         SG(sdg_layernorm_forward(ln2, M.mean2 + (size_t)l * N, M.rstd2 + (size_t)l * N, res2, M.w(P_LN2W) + l * C,
@@ -398,7 +406,7 @@ static void step(Model &M) {
                                   M.ln_scratch, s));
         linear_dw(M, M.g.ap_dw, M.gr(P_APW) + (size_t)l * C * C, M.gr(P_APB) + l * C, M.dres, att, C);
         gemm(M, M.g.ap_dinp, M.datt, M.dres, M.w(P_APW) + (size_t)l * C * C);
-        SG(sdg_attention_backward(M.dqkv, M.datt, qkv, att, M.lse + (size_t)l * N * NH, B, T, C, NH, M.att_scratch,
+        SG(g_att_bwd(M.dqkv, M.datt, qkv, att, M.lse + (size_t)l * N * NH, B, T, C, NH, M.att_scratch,
                                   s));
         linear_dw(M, M.g.qkv_dw, M.gr(P_QKVW) + (size_t)l * 3 * C * C, M.gr(P_QKVB) + l * 3 * C, M.dqkv, ln1, 3 * C);
         gemm(M, M.g.qkv_dinp, M.dln, M.dqkv, M.w(P_QKVW) + (size_t)l * 3 * C * C);
@@ -473,8 +481,8 @@ static int run(int B, int steps, int timed, cublasLtHandle_t lt, cudaStream_t s)
     const double flops_tok = 6.0 * (double)M.P.total + 6.0 * L * C * T;
     const double mfu = tps * flops_tok / 989e12;
     const double torch_ms = B == 16 ? 32.8 : (B == 32 ? 63.5 : 0.0); /* GPU-HOST.md, torch.compile bf16 */
-    printf("RESULT step B=%d: %.2f ms/step, %.0f tokens/s, MFU %.1f%% (6N+6LCT = %.3g FLOP/token, peak 989e12)",
-           B, ms, tps, 100 * mfu, flops_tok);
+    printf("RESULT step B=%d attention %s: %.2f ms/step, %.0f tokens/s, MFU %.1f%% (6N+6LCT = %.3g FLOP/token, peak 989e12)",
+           B, g_att_name, ms, tps, 100 * mfu, flops_tok);
     if (torch_ms > 0) printf(", torch.compile %.1f ms: x%.3f", torch_ms, torch_ms / ms);
     printf("\n");
     printf("memory B=%d: %.2f GiB of device memory in use by the step (cudaMemGetInfo before/after), %.1f GiB total\n",
@@ -501,8 +509,21 @@ int main(int argc, char **argv) {
             steps = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--timed") && i + 1 < argc) {
             timed = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--attention") && i + 1 < argc) {
+            g_att_name = argv[++i];
+            if (!strcmp(g_att_name, "mma")) {
+                g_att_fwd = sdg_attention_forward_mma;
+                g_att_bwd = sdg_attention_backward_mma;
+            } else if (!strcmp(g_att_name, "wmma")) {
+                g_att_fwd = sdg_attention_forward_wmma;
+                g_att_bwd = sdg_attention_backward_wmma;
+            } else if (strcmp(g_att_name, "auto") != 0) {
+                fprintf(stderr, "--attention auto, mma or wmma\n");
+                return 2;
+            }
         } else {
-            fprintf(stderr, "usage: %s [--batch 16,32] [--steps 20] [--timed 20]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -512,8 +533,8 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device %s, %d SMs, sdg ABI %d, attention: %s\n", prop.name, prop.multiProcessorCount, sdg_abi_version(),
-           sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma");
+    printf("device %s, %d SMs, sdg ABI %d, attention: %s (auto takes %s)\n", prop.name, prop.multiProcessorCount,
+           sdg_abi_version(), g_att_name, sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma");
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     cublasLtHandle_t lt;
