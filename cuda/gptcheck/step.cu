@@ -447,8 +447,6 @@ static int run(int B, int steps, int timed, cublasLtHandle_t lt, cudaStream_t s)
     step(M);
     CK(cudaStreamEndCapture(s, &graph));
     CK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
-    size_t nodes = 0;
-    CK(cudaGraphGetNodes(graph, NULL, &nodes));
 
     float loss = loss1;
     for (int i = 2; i <= steps; i++) {
@@ -456,7 +454,7 @@ static int run(int B, int steps, int timed, cublasLtHandle_t lt, cudaStream_t s)
         loss = read_loss(M);
         if (i == 2) {
             CK(cudaMemGetInfo(&free1, &total));
-            printf("graph: %zu nodes\n", nodes);
+            printf("graph: captured and replayed\n");
         }
         if (i <= 5 || i % 5 == 0 || i == steps) printf("step %3d loss %.4f\n", i, loss);
     }
