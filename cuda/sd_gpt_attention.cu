@@ -471,10 +471,10 @@ static int sdg_att_backward_hs(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, co
     return SDG_OK;
 }
 
-extern "C" int sdg_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+extern "C" int sdg_attention_forward_wmma(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                                      void *stream) {
     int hs = 0;
-    int rc = sdg_att_check("sdg_attention_forward", B, T, C, NH, &hs);
+    int rc = sdg_att_check("sdg_attention_forward_wmma", B, T, C, NH, &hs);
     if (rc != SDG_OK) return rc;
     if (!out || !lse || !qkv || !sdg_aligned16(out) || !sdg_aligned16(qkv))
         return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_forward: NULL or unaligned pointer");
@@ -488,10 +488,10 @@ extern "C" size_t sdg_attention_backward_scratch_bytes(int B, int T, int NH) {
     return (size_t)B * NH * T * sizeof(float);
 }
 
-extern "C" int sdg_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
+extern "C" int sdg_attention_backward_wmma(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                       int B, int T, int C, int NH, void *scratch, void *stream) {
     int hs = 0;
-    int rc = sdg_att_check("sdg_attention_backward", B, T, C, NH, &hs);
+    int rc = sdg_att_check("sdg_attention_backward_wmma", B, T, C, NH, &hs);
     if (rc != SDG_OK) return rc;
     if (!dqkv || !dout || !qkv || !out || !lse || !scratch || !sdg_aligned16(dqkv) || !sdg_aligned16(dout) ||
         !sdg_aligned16(qkv) || !sdg_aligned16(out))
@@ -505,4 +505,18 @@ extern "C" int sdg_attention_backward(void *dqkv, const void *dout, const void *
     if (hs == 64)
         return sdg_att_backward_hs<64>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, B, T, C, NH, s);
     return sdg_att_backward_hs<32>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, B, T, C, NH, s);
+}
+
+/* The entry points: the mma kernels where they apply (sd_gpt_attention_mma.cu), else wmma. */
+extern "C" int sdg_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                                     void *stream) {
+    if (sdg_attention_mma_supported(T, C, NH)) return sdg_attention_forward_mma(out, lse, qkv, B, T, C, NH, stream);
+    return sdg_attention_forward_wmma(out, lse, qkv, B, T, C, NH, stream);
+}
+
+extern "C" int sdg_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
+                                      int B, int T, int C, int NH, void *scratch, void *stream) {
+    if (sdg_attention_mma_supported(T, C, NH))
+        return sdg_attention_backward_mma(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
+    return sdg_attention_backward_wmma(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
 }

@@ -76,6 +76,20 @@ int sdg_attention_forward(void *out, float *lse, const void *qkv, int B, int T, 
 size_t sdg_attention_backward_scratch_bytes(int B, int T, int NH);
 int sdg_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
                            int T, int C, int NH, void *scratch, void *stream);
+/* Two implementations side by side; the two above take the mma one where it
+ * applies (sdg_attention_mma_supported), else the wmma one. Same arguments.
+ *   wmma (sd_gpt_attention.cu): nvcuda::wmma 16x16x16 fragments through shared
+ *     memory; hs 32 or 64, T a multiple of 64. The reference and fallback.
+ *   mma (sd_gpt_attention_mma.cu): mma.sync m16n8k16 bf16 with the scores and
+ *     the online softmax in registers, ldmatrix and cp.async double buffering;
+ *     hs 64, T a multiple of 128. */
+int sdg_attention_mma_supported(int T, int C, int NH);
+int sdg_attention_forward_wmma(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
+int sdg_attention_backward_wmma(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
+                                int B, int T, int C, int NH, void *scratch, void *stream);
+int sdg_attention_forward_mma(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
+int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
+                               int B, int T, int C, int NH, void *scratch, void *stream);
 
 /* ---- fused softmax cross-entropy (sd_gpt_classifier.cu) ----
  * logits (N,Vp) bf16, of which columns [0,V) are real; targets (N) int32, -1: row ignored.

@@ -2,29 +2,38 @@
 # The GPU check of the GPT-2 kernels (issue 20), run on the GPU host from the
 # repository root:
 #
-#   scripts/gpu-gpt-kernels-check.sh [--no-torch] [--no-time]
+#   scripts/gpu-gpt-kernels-check.sh [--torch] [--no-time] [--no-step]
 #
-# 1. builds cuda/gptcheck/check.cu with the kernels (cuda/sd_gpt_*.cu) by nvcc
-#    (-O3 -arch=sm_90 -std=c++17, cuBLASLt) into build/gptcheck, and compile-
-#    checks each sd_gpt_*.cu as cuda/build.sh compiles it (-rdc, warnings as
-#    errors like cuda/localcheck/check.sh);
-# 2. runs it: every kernel against its CPU reference at gpt-tiny and GPT-2 124M
-#    sizes, then timings at GPT-2 124M shapes -> $OUT/gpt-kernels.txt;
-# 3. scripts/torch_gpt_bench.py --quick for GPT-2 124M at batch 16, eager and
-#    torch.compile -> $OUT/torch-gpt.txt.
-# Output goes to $OUT when set, else .device/out. Exits non-zero when the build
-# fails or any check says FAIL. Needs no NVSHMEM. About 3-5 minutes.
+# 1. builds cuda/gptcheck/check.cu and cuda/gptcheck/step.cu with the kernels
+#    (cuda/sd_gpt_*.cu) by nvcc (-O3 -arch=sm_90 -std=c++17, cuBLASLt) into
+#    build/gptcheck and build/gptstep, and compile-checks each sd_gpt_*.cu as
+#    cuda/build.sh compiles it (-rdc, warnings as errors like cuda/localcheck);
+# 2. runs gptcheck: every kernel against its CPU reference at gpt-tiny and
+#    GPT-2 124M sizes (both attention versions, wmma and mma), then timings at
+#    GPT-2 124M shapes -> $OUT/gpt-kernels.txt;
+# 3. runs gptstep: the whole GPT-2 124M training step in one CUDA graph at
+#    B=16 and B=32, the loss over 20 steps, ms/step, tokens/s, MFU, memory,
+#    then once more at B=16 on the wmma attention -> $OUT/gpt-step.txt;
+# 4. with --torch only: scripts/torch_gpt_bench.py --quick for GPT-2 124M at
+#    batch 16, eager and torch.compile -> $OUT/torch-gpt.txt (--no-torch, the
+#    default, is still accepted).
+# Output goes to $OUT when set, else .device/out. Exits non-zero when a build
+# fails, any check says FAIL or the step's loss does not fall. Needs no
+# NVSHMEM. About 4 minutes without torch.
 set -u
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-torch=1
+torch=0
 timing=1
+dostep=1
 while [ "$#" -gt 0 ]; do
     case "$1" in
+    --torch) torch=1; shift ;;
     --no-torch) torch=0; shift ;;
     --no-time) timing=0; shift ;;
-    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+    --no-step) dostep=0; shift ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "gpu-gpt-kernels-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -33,6 +42,7 @@ outdir="${OUT:-$root/.device/out}"
 mkdir -p "$outdir" "$root/build"
 log="$outdir/gpt-kernels.txt"
 tlog="$outdir/torch-gpt.txt"
+slog="$outdir/gpt-step.txt"
 : >"$log"
 start=$(date +%s)
 
@@ -53,12 +63,25 @@ status=0
 
 # ---- 1 build ----
 echo "== build" >>"$log"
+# check and step in parallel, both with every kernel
+timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
+    "$root/cuda/gptcheck/step.cu" "$root"/cuda/sd_gpt_*.cu \
+    -L"$cuda_root/lib64" -lcublasLt -lcublas -o "$root/build/gptstep" >"$root/build/gptstep.log" 2>&1 &
+steppid=$!
 if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
     "$root/cuda/gptcheck/check.cu" "$root"/cuda/sd_gpt_*.cu \
     -L"$cuda_root/lib64" -lcublasLt -lcublas -o "$root/build/gptcheck" >>"$log" 2>&1; then
     echo "BUILD FAIL: check.cu" | tee -a "$log"
+    wait "$steppid"
     cat "$log"
     exit 1
+fi
+stepbuilt=1
+if ! wait "$steppid"; then
+    stepbuilt=0
+    cat "$root/build/gptstep.log" >>"$log"
+    echo "BUILD FAIL: step.cu" | tee -a "$log"
+    status=1
 fi
 # the library's flags (cuda/build.sh: -rdc -fPIC) and the local check's warnings, in parallel
 tmp="$(mktemp -d)"
@@ -85,7 +108,20 @@ rc=$?
 grep -q ' FAIL' "$log" && status=1
 echo "gptcheck exit $rc, $(($(date +%s) - start)) s" >>"$log"
 
-# ---- 3 PyTorch baseline ----
+# ---- 3 the whole training step ----
+if [ "$dostep" = 1 ] && [ "$stepbuilt" = 1 ]; then
+    timeout 240 "$root/build/gptstep" >"$slog" 2>&1
+    src=$?
+    [ "$src" -ne 0 ] && status=1
+    echo "gptstep exit $src, $(($(date +%s) - start)) s" >>"$slog"
+    # the same step on the wmma attention, for comparison (and a fallback figure)
+    timeout 90 "$root/build/gptstep" --batch 16 --attention wmma >>"$slog" 2>&1
+    src=$?
+    [ "$src" -ne 0 ] && status=1
+    echo "gptstep (wmma) exit $src, $(($(date +%s) - start)) s" >>"$slog"
+fi
+
+# ---- 4 PyTorch baseline (--torch) ----
 if [ "$torch" = 1 ]; then
     PY=""
     for py in /opt/torch/.venv/bin/python3 python3; do command -v "$py" >/dev/null && { PY="$py"; break; }; done
@@ -102,5 +138,9 @@ fi
 echo
 echo "==================== GPT kernels ($(($(date +%s) - start)) s) ===================="
 grep -E '^(check|repeat|time|info|plan|device|----|====|BUILD|WARN|gptcheck)|error|FAIL' "$log"
+if [ "$dostep" = 1 ] && [ -f "$slog" ]; then
+    echo "---- training step (build/gptstep) ----"
+    grep -E '^(device|----|step|loss|graph|RESULT|memory|info|====|gptstep)|error|FAIL' "$slog"
+fi
 [ "$torch" = 1 ] && { echo "---- PyTorch ----"; grep -E '^(RESULT|ERROR|torch )' "$tlog"; }
 exit $status

@@ -1,0 +1,592 @@
+/*
+ * sd_gpt_attention_mma.cu: causal self-attention for head size 64 on
+ * mma.sync.m16n8k16 bf16 tensor-core instructions (fp32 accumulation), the
+ * scores and the online softmax kept in registers, operands read from shared
+ * memory with ldmatrix, tiles brought in by cp.async, double buffered
+ * (symddp_gpt.h). The wmma kernels of sd_gpt_attention.cu are the reference
+ * and the fallback (other head sizes, T not a multiple of 128).
+ *
+ * Fragments (PTX ISA, mma.m16n8k16 bf16; g = lane/4, c = lane%4):
+ *   A 16x16 row-major: a0 (g, 2c..2c+1), a1 (g+8, 2c..), a2 (g, 8+2c..), a3 (g+8, 8+2c..);
+ *   B 16x8: b0 (k 2c..2c+1, n g), b1 (k 8+2c.., n g);  C 16x8: c0,c1 (g, 2c..), c2,c3 (g+8, 2c..).
+ * A score accumulator pair (n-tiles 2s, 2s+1) is, packed to bf16, the A
+ * fragment of k-step s of the next product (P V, P^T dO, dS K, ...), so P and
+ * dS never go through shared memory. Shared tiles are rows of 64 bf16 padded to
+ * 72 (144 bytes), so that the 8 rows an ldmatrix reads fall in distinct banks.
+ * B operands: a tile stored [n][k] (K for Q K^T) is read by plain ldmatrix, a
+ * tile stored [k][n] (V for P V) by ldmatrix.trans.
+ *
+ * forward (grid (T/128, B*NH), last query tiles first; 4 warps, 32 query rows
+ * each, 2 m-tiles): for each 64-key tile up to the diagonal: S = Q K^T (Q's
+ * fragments in registers), mask on the two diagonal tiles, x = S * scale *
+ * log2(e), running max m and sum l per row (in log2 units), O = O * 2^(m_old -
+ * m_new) + P V with P = 2^(x - m_new) rounded to bf16. out = O / l,
+ * lse = (m + log2 l) ln 2. l sums the fp32 P.
+ * backward, deterministic, no atomics, like the wmma version:
+ *   D = rowsum(dout * out) (one warp per 4 rows... one thread per row);
+ *   dK/dV (grid (T/64, B*NH), 4 warps x 16 keys, loop over 64-query tiles >= the
+ *   key tile): S^T = K Q^T, dP^T = V dO^T, P^T = 2^(S^T scale log2e - lse log2e),
+ *   dS^T = P^T (dP^T - D) scale; dV += P^T dO, dK += dS^T Q;
+ *   dQ (grid (T/64, B*NH), 4 warps x 16 queries, loop over key tiles <= the
+ *   query tile): S = Q K^T, dP = dO V^T, dS as above, dQ += dS K.
+ *   P and dS are rounded to bf16 for their products, as in the wmma kernels.
+ * Each output element is summed by one thread in a fixed order: the bits repeat.
+ */
+#include <math.h>
+
+#include "sd_gpt.cuh"
+
+#define SDG_AM_HS 64
+#define SDG_AM_LD 72 /* padded smem row, bf16 */
+#define SDG_AM_BM 128
+#define SDG_AM_BN 64
+#define SDG_AM_THREADS 128
+#define SDG_AM_LOG2E 1.4426950408889634f
+#define SDG_AM_LN2 0.6931471805599453f
+
+static __device__ __forceinline__ uint32_t sdg_am_smem(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ void sdg_am_cp16(void *s, const void *g) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sdg_am_smem(s)), "l"(g));
+}
+static __device__ __forceinline__ void sdg_am_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> static __device__ __forceinline__ void sdg_am_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+static __device__ __forceinline__ void sdg_am_ldsm4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3,
+                                                    const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(sdg_am_smem(p)));
+}
+static __device__ __forceinline__ void sdg_am_ldsm4t(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3,
+                                                     const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(sdg_am_smem(p)));
+}
+
+/* c += a b (m16n8k16, bf16 in, fp32 accumulate) */
+static __device__ __forceinline__ void sdg_am_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* two floats as bf16x2: lo in the low half (the lower column) */
+static __device__ __forceinline__ uint32_t sdg_am_pack(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+/* rows [0,rows) of 64 bf16 from global (rows ld apart) into a padded smem tile, by all threads */
+template <int ROWS>
+static __device__ __forceinline__ void sdg_am_load(bf16 *dst, const bf16 *src, size_t ld) {
+    for (int i = threadIdx.x; i < ROWS * 8; i += SDG_AM_THREADS) {
+        const int r = i >> 3, c = (i & 7) * 8;
+        sdg_am_cp16(dst + r * SDG_AM_LD + c, src + (size_t)r * ld + c);
+    }
+}
+
+/* A fragments of a 16 x 64 tile (rows row0.., smem [row][d]): f[ks] for d 16ks..16ks+15 */
+static __device__ __forceinline__ void sdg_am_frag_a(uint32_t f[4][4], const bf16 *tile, int row0, int lane) {
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++)
+        sdg_am_ldsm4(f[ks][0], f[ks][1], f[ks][2], f[ks][3],
+                     tile + (row0 + (lane & 15)) * SDG_AM_LD + ks * 16 + (lane >> 4) * 8);
+}
+
+/* B fragments, tile stored [n][k] (64 k): n rows n0..n0+7; b[2ks], b[2ks+1] for k-step ks */
+static __device__ __forceinline__ void sdg_am_frag_b_nk(uint32_t b[8], const bf16 *tile, int n0, int lane) {
+    const bf16 *p = tile + (n0 + (lane & 7)) * SDG_AM_LD + (lane >> 3) * 8;
+    sdg_am_ldsm4(b[0], b[1], b[2], b[3], p);
+    sdg_am_ldsm4(b[4], b[5], b[6], b[7], p + 32);
+}
+
+/* B fragments, tile stored [k][n]: k rows k0..k0+15, n columns n0..n0+15:
+ * (r0, r1) the n-tile n0..n0+7, (r2, r3) the n-tile n0+8.. */
+static __device__ __forceinline__ void sdg_am_frag_b_kn(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3,
+                                                        const bf16 *tile, int k0, int n0, int lane) {
+    sdg_am_ldsm4t(r0, r1, r2, r3, tile + (k0 + (lane & 15)) * SDG_AM_LD + n0 + (lane >> 4) * 8);
+}
+
+/* ================= forward ================= */
+static const size_t sdg_am_fwd_smem = (size_t)(SDG_AM_BM + 4 * SDG_AM_BN) * SDG_AM_LD * sizeof(bf16);
+
+__global__ void __launch_bounds__(SDG_AM_THREADS, 2)
+    sdg_am_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ qkv, int T, int C,
+                      int NH, float scale_log2) {
+    extern __shared__ __align__(128) unsigned char sdg_am_sm[];
+    bf16 *sQ = reinterpret_cast<bf16 *>(sdg_am_sm);  /* [128][LD] */
+    bf16 *sK = sQ + SDG_AM_BM * SDG_AM_LD;            /* [2][64][LD] */
+    bf16 *sV = sK + 2 * SDG_AM_BN * SDG_AM_LD;        /* [2][64][LD] */
+    const int qt = gridDim.x - 1 - blockIdx.x;
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const size_t ld = (size_t)3 * C;
+    const bf16 *base = qkv + (size_t)b * T * ld + h * SDG_AM_HS;
+    const int q0 = qt * SDG_AM_BM;
+    const int nk = (q0 + SDG_AM_BM) / SDG_AM_BN; /* key tiles 0..nk-1 */
+
+    sdg_am_load<SDG_AM_BM>(sQ, base + (size_t)q0 * ld, ld);
+    sdg_am_load<SDG_AM_BN>(sK, base + C, ld);
+    sdg_am_load<SDG_AM_BN>(sV, base + 2 * C, ld);
+    sdg_am_commit();
+
+    uint32_t qf[2][4][4];
+    float o[2][8][4];
+    float m[2][2], l[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++) {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[mt][j][e] = 0.f;
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.f;
+    }
+    const int wrow = q0 + warp * 32; /* the warp's first query */
+
+    for (int kt = 0; kt < nk; kt++) {
+        if (kt + 1 < nk) {
+            const int nb = (kt + 1) & 1;
+            const bf16 *kb = base + (size_t)(kt + 1) * SDG_AM_BN * ld;
+            sdg_am_load<SDG_AM_BN>(sK + nb * SDG_AM_BN * SDG_AM_LD, kb + C, ld);
+            sdg_am_load<SDG_AM_BN>(sV + nb * SDG_AM_BN * SDG_AM_LD, kb + 2 * C, ld);
+            sdg_am_commit();
+            sdg_am_wait<1>();
+        } else {
+            sdg_am_wait<0>();
+        }
+        __syncthreads();
+        if (kt == 0) {
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++) sdg_am_frag_a(qf[mt], sQ, warp * 32 + mt * 16, lane);
+        }
+        const bf16 *tK = sK + (kt & 1) * SDG_AM_BN * SDG_AM_LD;
+        const bf16 *tV = sV + (kt & 1) * SDG_AM_BN * SDG_AM_LD;
+        const int k0 = kt * SDG_AM_BN;
+        if (k0 <= wrow + 31) { /* else every key of the tile is after the warp's queries */
+            float s[2][8][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) s[mt][j][e] = 0.f;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                uint32_t bk[8];
+                sdg_am_frag_b_nk(bk, tK, 8 * j, lane);
+#pragma unroll
+                for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+                    for (int ks = 0; ks < 4; ks++) sdg_am_mma(s[mt][j], qf[mt][ks], bk[2 * ks], bk[2 * ks + 1]);
+            }
+            const bool diag = k0 + SDG_AM_BN - 1 > wrow; /* some key after some query of the warp */
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++) {
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int row = wrow + mt * 16 + g + 8 * hf;
+                    float mx = -INFINITY;
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            float x = s[mt][j][2 * hf + e] * scale_log2;
+                            if (diag && k0 + 8 * j + 2 * c + e > row) x = -INFINITY;
+                            s[mt][j][2 * hf + e] = x;
+                            mx = fmaxf(mx, x);
+                        }
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mn = fmaxf(m[mt][hf], mx); /* finite: key 0 <= every query */
+                    const float alpha = exp2f(m[mt][hf] - mn);
+                    float ps = 0.f;
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const float p = exp2f(s[mt][j][2 * hf + e] - mn);
+                            s[mt][j][2 * hf + e] = p;
+                            ps += p;
+                        }
+                    l[mt][hf] = l[mt][hf] * alpha + ps;
+                    m[mt][hf] = mn;
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        o[mt][j][2 * hf] *= alpha;
+                        o[mt][j][2 * hf + 1] *= alpha;
+                    }
+                }
+            }
+            /* O += P V */
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                uint32_t pa[2][4];
+#pragma unroll
+                for (int mt = 0; mt < 2; mt++) {
+                    pa[mt][0] = sdg_am_pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+                    pa[mt][1] = sdg_am_pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+                    pa[mt][2] = sdg_am_pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+                    pa[mt][3] = sdg_am_pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+                }
+#pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                    uint32_t v0, v1, v2, v3;
+                    sdg_am_frag_b_kn(v0, v1, v2, v3, tV, 16 * ks, 16 * jj, lane);
+#pragma unroll
+                    for (int mt = 0; mt < 2; mt++) {
+                        sdg_am_mma(o[mt][2 * jj], pa[mt], v0, v1);
+                        sdg_am_mma(o[mt][2 * jj + 1], pa[mt], v2, v3);
+                    }
+                }
+            }
+        }
+        __syncthreads(); /* the buffer is refilled by the next iteration's loads */
+    }
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++) {
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            float lt = l[mt][hf];
+            lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+            lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            const float inv = 1.f / lt;
+            const int row = wrow + mt * 16 + g + 8 * hf;
+            bf16 *op = out + ((size_t)b * T + row) * C + h * SDG_AM_HS + 2 * c;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                *reinterpret_cast<__nv_bfloat162 *>(op + 8 * j) =
+                    __floats2bfloat162_rn(o[mt][j][2 * hf] * inv, o[mt][j][2 * hf + 1] * inv);
+            if (c == 0) lse[(size_t)bh * T + row] = (m[mt][hf] + log2f(lt)) * SDG_AM_LN2;
+        }
+    }
+}
+
+/* ================= backward ================= */
+/* D[(b*NH + h)*T + t] = sum_d dout * out over the head's 64 columns; one thread per row. */
+__global__ void sdg_am_pre_kernel(float *__restrict__ D, const bf16 *__restrict__ dout, const bf16 *__restrict__ out,
+                                  int B, int T, int C, int NH) {
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= B * NH * T) return;
+    const int t = idx % T, h = (idx / T) % NH, b = idx / (T * NH);
+    const size_t off = ((size_t)b * T + t) * C + (size_t)h * SDG_AM_HS;
+    float s = 0.f;
+#pragma unroll
+    for (int d = 0; d < SDG_AM_HS; d += 8) {
+        float x[8], y[8];
+        sdg_load8(dout + off + d, x);
+        sdg_load8(out + off + d, y);
+#pragma unroll
+        for (int k = 0; k < 8; k++) s += x[k] * y[k];
+    }
+    D[idx] = s;
+}
+
+/* smem of both backward kernels: 2 fixed tiles, 2 x 2 streamed tiles, 2 x 64 floats x 2 */
+static const size_t sdg_am_bwd_smem =
+    (size_t)6 * SDG_AM_BN * SDG_AM_LD * sizeof(bf16) + (size_t)4 * SDG_AM_BN * sizeof(float);
+
+__global__ void __launch_bounds__(SDG_AM_THREADS)
+    sdg_am_bwd_kv_kernel(bf16 *__restrict__ dqkv, const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
+                         const float *__restrict__ lse, const float *__restrict__ D, int T, int C, int NH,
+                         float scale_log2, float scale) {
+    extern __shared__ __align__(128) unsigned char sdg_am_sm[];
+    bf16 *sK = reinterpret_cast<bf16 *>(sdg_am_sm); /* [64][LD] */
+    bf16 *sV = sK + SDG_AM_BN * SDG_AM_LD;
+    bf16 *sQ = sV + SDG_AM_BN * SDG_AM_LD;          /* [2][64][LD] */
+    bf16 *sO = sQ + 2 * SDG_AM_BN * SDG_AM_LD;      /* dout, [2][64][LD] */
+    float *sL = reinterpret_cast<float *>(sO + 2 * SDG_AM_BN * SDG_AM_LD); /* [2][64] lse * log2e */
+    float *sD = sL + 2 * SDG_AM_BN;                                         /* [2][64] */
+    const int kt = blockIdx.x;
+    const int nT = T / SDG_AM_BN;
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const size_t ld = (size_t)3 * C;
+    const bf16 *base = qkv + (size_t)b * T * ld + h * SDG_AM_HS;
+    const bf16 *dbase = dout + (size_t)b * T * C + h * SDG_AM_HS;
+    const int k0 = kt * SDG_AM_BN;
+
+    sdg_am_load<SDG_AM_BN>(sK, base + (size_t)k0 * ld + C, ld);
+    sdg_am_load<SDG_AM_BN>(sV, base + (size_t)k0 * ld + 2 * C, ld);
+    auto load_q = [&](int qt, int buf) {
+        sdg_am_load<SDG_AM_BN>(sQ + buf * SDG_AM_BN * SDG_AM_LD, base + (size_t)qt * SDG_AM_BN * ld, ld);
+        sdg_am_load<SDG_AM_BN>(sO + buf * SDG_AM_BN * SDG_AM_LD, dbase + (size_t)qt * SDG_AM_BN * C, (size_t)C);
+        for (int i = threadIdx.x; i < SDG_AM_BN; i += SDG_AM_THREADS) {
+            const size_t row = (size_t)bh * T + qt * SDG_AM_BN + i;
+            sL[buf * SDG_AM_BN + i] = lse[row] * SDG_AM_LOG2E;
+            sD[buf * SDG_AM_BN + i] = D[row];
+        }
+    };
+    load_q(kt, 0);
+    sdg_am_commit();
+
+    uint32_t kf[4][4], vf[4][4];
+    float dk[8][4], dv[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[j][e] = dv[j][e] = 0.f;
+    const int key_lo = k0 + warp * 16 + g, key_hi = key_lo + 8; /* the thread's two keys (rows) */
+
+    for (int qt = kt; qt < nT; qt++) {
+        const int it = qt - kt;
+        if (qt + 1 < nT) {
+            load_q(qt + 1, (it + 1) & 1);
+            sdg_am_commit();
+            sdg_am_wait<1>();
+        } else {
+            sdg_am_wait<0>();
+        }
+        __syncthreads();
+        if (qt == kt) {
+            sdg_am_frag_a(kf, sK, warp * 16, lane);
+            sdg_am_frag_a(vf, sV, warp * 16, lane);
+        }
+        const int buf = it & 1;
+        const bf16 *tQ = sQ + buf * SDG_AM_BN * SDG_AM_LD, *tO = sO + buf * SDG_AM_BN * SDG_AM_LD;
+        const float *tL = sL + buf * SDG_AM_BN, *tD = sD + buf * SDG_AM_BN;
+        const int q0 = qt * SDG_AM_BN;
+        /* S^T = K Q^T, dP^T = V dO^T: rows the warp's 16 keys, columns the 64 queries */
+        float st[8][4], dpt[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) st[j][e] = dpt[j][e] = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t bq[8], bo[8];
+            sdg_am_frag_b_nk(bq, tQ, 8 * j, lane);
+            sdg_am_frag_b_nk(bo, tO, 8 * j, lane);
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                sdg_am_mma(st[j], kf[ks], bq[2 * ks], bq[2 * ks + 1]);
+                sdg_am_mma(dpt[j], vf[ks], bo[2 * ks], bo[2 * ks + 1]);
+            }
+        }
+        /* P^T and dS^T in place of S^T and dP^T */
+        const bool diag = qt == kt;
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int col = 8 * j + 2 * c + (e & 1);
+                const int key = (e & 2) ? key_hi : key_lo;
+                float p = exp2f(st[j][e] * scale_log2 - tL[col]);
+                if (diag && q0 + col < key) p = 0.f;
+                st[j][e] = p;
+                dpt[j][e] = p * (dpt[j][e] - tD[col]) * scale;
+            }
+        /* dV += P^T dO, dK += dS^T Q: k-steps over the 64 queries */
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            uint32_t pa[4], sa[4];
+            pa[0] = sdg_am_pack(st[2 * ks][0], st[2 * ks][1]);
+            pa[1] = sdg_am_pack(st[2 * ks][2], st[2 * ks][3]);
+            pa[2] = sdg_am_pack(st[2 * ks + 1][0], st[2 * ks + 1][1]);
+            pa[3] = sdg_am_pack(st[2 * ks + 1][2], st[2 * ks + 1][3]);
+            sa[0] = sdg_am_pack(dpt[2 * ks][0], dpt[2 * ks][1]);
+            sa[1] = sdg_am_pack(dpt[2 * ks][2], dpt[2 * ks][3]);
+            sa[2] = sdg_am_pack(dpt[2 * ks + 1][0], dpt[2 * ks + 1][1]);
+            sa[3] = sdg_am_pack(dpt[2 * ks + 1][2], dpt[2 * ks + 1][3]);
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                uint32_t r0, r1, r2, r3;
+                sdg_am_frag_b_kn(r0, r1, r2, r3, tO, 16 * ks, 16 * jj, lane);
+                sdg_am_mma(dv[2 * jj], pa, r0, r1);
+                sdg_am_mma(dv[2 * jj + 1], pa, r2, r3);
+                sdg_am_frag_b_kn(r0, r1, r2, r3, tQ, 16 * ks, 16 * jj, lane);
+                sdg_am_mma(dk[2 * jj], sa, r0, r1);
+                sdg_am_mma(dk[2 * jj + 1], sa, r2, r3);
+            }
+        }
+        __syncthreads(); /* the buffer is refilled by the next iteration's loads */
+    }
+    bf16 *dkp = dqkv + ((size_t)b * T) * ld + C + h * SDG_AM_HS + 2 * c;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_lo * ld + 8 * j) = __floats2bfloat162_rn(dk[j][0], dk[j][1]);
+        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_hi * ld + 8 * j) = __floats2bfloat162_rn(dk[j][2], dk[j][3]);
+        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_lo * ld + C + 8 * j) =
+            __floats2bfloat162_rn(dv[j][0], dv[j][1]);
+        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_hi * ld + C + 8 * j) =
+            __floats2bfloat162_rn(dv[j][2], dv[j][3]);
+    }
+}
+
+__global__ void __launch_bounds__(SDG_AM_THREADS)
+    sdg_am_bwd_q_kernel(bf16 *__restrict__ dqkv, const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
+                        const float *__restrict__ lse, const float *__restrict__ D, int T, int C, int NH,
+                        float scale_log2, float scale) {
+    extern __shared__ __align__(128) unsigned char sdg_am_sm[];
+    bf16 *sQ = reinterpret_cast<bf16 *>(sdg_am_sm); /* [64][LD] */
+    bf16 *sO = sQ + SDG_AM_BN * SDG_AM_LD;          /* dout */
+    bf16 *sK = sO + SDG_AM_BN * SDG_AM_LD;          /* [2][64][LD] */
+    bf16 *sV = sK + 2 * SDG_AM_BN * SDG_AM_LD;      /* [2][64][LD] */
+    const int qt = gridDim.x - 1 - blockIdx.x;
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const size_t ld = (size_t)3 * C;
+    const bf16 *base = qkv + (size_t)b * T * ld + h * SDG_AM_HS;
+    const int q0 = qt * SDG_AM_BN;
+
+    sdg_am_load<SDG_AM_BN>(sQ, base + (size_t)q0 * ld, ld);
+    sdg_am_load<SDG_AM_BN>(sO, dout + ((size_t)b * T + q0) * C + h * SDG_AM_HS, (size_t)C);
+    sdg_am_load<SDG_AM_BN>(sK, base + C, ld);
+    sdg_am_load<SDG_AM_BN>(sV, base + 2 * C, ld);
+    sdg_am_commit();
+
+    const int q_lo = q0 + warp * 16 + g, q_hi = q_lo + 8; /* the thread's two queries (rows) */
+    const float l_lo = lse[(size_t)bh * T + q_lo] * SDG_AM_LOG2E, l_hi = lse[(size_t)bh * T + q_hi] * SDG_AM_LOG2E;
+    const float d_lo = D[(size_t)bh * T + q_lo], d_hi = D[(size_t)bh * T + q_hi];
+    uint32_t qf[4][4], of[4][4];
+    float dq[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dq[j][e] = 0.f;
+
+    for (int kt = 0; kt <= qt; kt++) {
+        if (kt + 1 <= qt) {
+            const int nb = (kt + 1) & 1;
+            const bf16 *kb = base + (size_t)(kt + 1) * SDG_AM_BN * ld;
+            sdg_am_load<SDG_AM_BN>(sK + nb * SDG_AM_BN * SDG_AM_LD, kb + C, ld);
+            sdg_am_load<SDG_AM_BN>(sV + nb * SDG_AM_BN * SDG_AM_LD, kb + 2 * C, ld);
+            sdg_am_commit();
+            sdg_am_wait<1>();
+        } else {
+            sdg_am_wait<0>();
+        }
+        __syncthreads();
+        if (kt == 0) {
+            sdg_am_frag_a(qf, sQ, warp * 16, lane);
+            sdg_am_frag_a(of, sO, warp * 16, lane);
+        }
+        const bf16 *tK = sK + (kt & 1) * SDG_AM_BN * SDG_AM_LD, *tV = sV + (kt & 1) * SDG_AM_BN * SDG_AM_LD;
+        const int k0 = kt * SDG_AM_BN;
+        float s[8][4], dp[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            uint32_t bk[8], bv[8];
+            sdg_am_frag_b_nk(bk, tK, 8 * j, lane);
+            sdg_am_frag_b_nk(bv, tV, 8 * j, lane);
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                sdg_am_mma(s[j], qf[ks], bk[2 * ks], bk[2 * ks + 1]);
+                sdg_am_mma(dp[j], of[ks], bv[2 * ks], bv[2 * ks + 1]);
+            }
+        }
+        const bool diag = kt == qt;
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = k0 + 8 * j + 2 * c + (e & 1);
+                const bool hi = (e & 2) != 0;
+                float p = exp2f(s[j][e] * scale_log2 - (hi ? l_hi : l_lo));
+                if (diag && key > (hi ? q_hi : q_lo)) p = 0.f;
+                s[j][e] = p * (dp[j][e] - (hi ? d_hi : d_lo)) * scale; /* dS */
+            }
+        /* dQ += dS K: k-steps over the 64 keys */
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            uint32_t sa[4];
+            sa[0] = sdg_am_pack(s[2 * ks][0], s[2 * ks][1]);
+            sa[1] = sdg_am_pack(s[2 * ks][2], s[2 * ks][3]);
+            sa[2] = sdg_am_pack(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+            sa[3] = sdg_am_pack(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                uint32_t r0, r1, r2, r3;
+                sdg_am_frag_b_kn(r0, r1, r2, r3, tK, 16 * ks, 16 * jj, lane);
+                sdg_am_mma(dq[2 * jj], sa, r0, r1);
+                sdg_am_mma(dq[2 * jj + 1], sa, r2, r3);
+            }
+        }
+        __syncthreads(); /* the buffer is refilled by the next iteration's loads */
+    }
+    bf16 *dqp = dqkv + ((size_t)b * T) * ld + h * SDG_AM_HS + 2 * c;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        *reinterpret_cast<__nv_bfloat162 *>(dqp + (size_t)q_lo * ld + 8 * j) = __floats2bfloat162_rn(dq[j][0], dq[j][1]);
+        *reinterpret_cast<__nv_bfloat162 *>(dqp + (size_t)q_hi * ld + 8 * j) = __floats2bfloat162_rn(dq[j][2], dq[j][3]);
+    }
+}
+
+/* ================= launchers ================= */
+extern "C" int sdg_attention_mma_supported(int T, int C, int NH) {
+    return T > 0 && NH > 0 && C == NH * SDG_AM_HS && T % SDG_AM_BM == 0;
+}
+
+static int sdg_am_check(const char *what, int B, int T, int C, int NH) {
+    if (B <= 0 || T <= 0 || C <= 0 || NH <= 0 || !sdg_attention_mma_supported(T, C, NH))
+        return SDG_FAIL(SDG_ERR_ARG, "%s: B=%d T=%d C=%d NH=%d (want head size 64, T a multiple of %d)", what, B, T, C,
+                        NH, SDG_AM_BM);
+    if ((long long)B * NH > 65535) return SDG_FAIL(SDG_ERR_ARG, "%s: B*NH=%d too large", what, B * NH);
+    return SDG_OK;
+}
+
+static int sdg_am_smem_attr(const void *kernel, size_t bytes, int *done) {
+    if (*done) return SDG_OK;
+    SDG_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    *done = 1;
+    return SDG_OK;
+}
+
+extern "C" int sdg_attention_forward_mma(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                                         void *stream) {
+    int rc = sdg_am_check("sdg_attention_forward_mma", B, T, C, NH);
+    if (rc != SDG_OK) return rc;
+    if (!out || !lse || !qkv || !sdg_aligned16(out) || !sdg_aligned16(qkv))
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_forward_mma: NULL or unaligned pointer");
+    static int done = 0;
+    rc = sdg_am_smem_attr((const void *)sdg_am_fwd_kernel, sdg_am_fwd_smem, &done);
+    if (rc != SDG_OK) return rc;
+    const float scale_log2 = SDG_AM_LOG2E / sqrtf((float)SDG_AM_HS);
+    dim3 grid((unsigned)(T / SDG_AM_BM), (unsigned)(B * NH));
+    sdg_am_fwd_kernel<<<grid, SDG_AM_THREADS, sdg_am_fwd_smem, (cudaStream_t)stream>>>(
+        (bf16 *)out, lse, (const bf16 *)qkv, T, C, NH, scale_log2);
+    SDG_LAUNCHED();
+    return SDG_OK;
+}
+
+extern "C" int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, const void *out,
+                                          const float *lse, int B, int T, int C, int NH, void *scratch, void *stream) {
+    int rc = sdg_am_check("sdg_attention_backward_mma", B, T, C, NH);
+    if (rc != SDG_OK) return rc;
+    if (!dqkv || !dout || !qkv || !out || !lse || !scratch || !sdg_aligned16(dqkv) || !sdg_aligned16(dout) ||
+        !sdg_aligned16(qkv) || !sdg_aligned16(out))
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward_mma: NULL or unaligned pointer");
+    static int done_kv = 0, done_q = 0;
+    rc = sdg_am_smem_attr((const void *)sdg_am_bwd_kv_kernel, sdg_am_bwd_smem, &done_kv);
+    if (rc != SDG_OK) return rc;
+    rc = sdg_am_smem_attr((const void *)sdg_am_bwd_q_kernel, sdg_am_bwd_smem, &done_q);
+    if (rc != SDG_OK) return rc;
+    cudaStream_t s = (cudaStream_t)stream;
+    float *D = (float *)scratch;
+    const int rows = B * NH * T;
+    sdg_am_pre_kernel<<<(rows + 255) / 256, 256, 0, s>>>(D, (const bf16 *)dout, (const bf16 *)out, B, T, C, NH);
+    SDG_LAUNCHED();
+    const float scale = 1.f / sqrtf((float)SDG_AM_HS);
+    const float scale_log2 = scale * SDG_AM_LOG2E;
+    dim3 grid((unsigned)(T / SDG_AM_BN), (unsigned)(B * NH));
+    sdg_am_bwd_kv_kernel<<<grid, SDG_AM_THREADS, sdg_am_bwd_smem, s>>>((bf16 *)dqkv, (const bf16 *)dout,
+                                                                        (const bf16 *)qkv, lse, D, T, C, NH,
+                                                                        scale_log2, scale);
+    SDG_LAUNCHED();
+    sdg_am_bwd_q_kernel<<<grid, SDG_AM_THREADS, sdg_am_bwd_smem, s>>>((bf16 *)dqkv, (const bf16 *)dout,
+                                                                       (const bf16 *)qkv, lse, D, T, C, NH,
+                                                                       scale_log2, scale);
+    SDG_LAUNCHED();
+    return SDG_OK;
+}
