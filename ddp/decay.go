@@ -12,12 +12,17 @@ import (
 // update over runs of the arena: the optimizer itself where parameters
 // decay, and the same optimizer with weight decay 0 where they do not. A
 // model without NoDecay parameters gets the one update over the whole
-// arena, as before.
+// arena, as before. The exempt runs' optimizer is the registry's one of the
+// same Hyper().Kind with WeightDecay 0 (optim.New), so an optimizer of
+// one's own should be registered under its Kind to take part. The device
+// update (compute.DeviceSteps) decays every parameter: New refuses a model
+// with exempt parameters there unless the weight decay is 0.
 
 // updateSeg is a run [lo, hi) of the arena whose parameters all decay or
 // all do not, with its views of the state slots (made once).
 type updateSeg struct {
 	lo, hi int
+	exempt bool // o is the optimizer without weight decay
 	o      optim.Optimizer
 	state  [][]float32
 }
@@ -61,11 +66,11 @@ func (t *Trainer) segments(noDecay optim.Optimizer, lo, hi int, state [][]float3
 		if s.NoDecay {
 			o = noDecay
 		}
-		if n := len(segs); n > 0 && segs[n-1].o == o && segs[n-1].hi == a {
+		if n := len(segs); n > 0 && segs[n-1].exempt == s.NoDecay && segs[n-1].hi == a {
 			segs[n-1].hi = b
 			continue
 		}
-		segs = append(segs, updateSeg{lo: a, hi: b, o: o})
+		segs = append(segs, updateSeg{lo: a, hi: b, exempt: s.NoDecay, o: o})
 	}
 	for k := range segs {
 		segs[k].state = make([][]float32, len(state))

@@ -7,9 +7,10 @@ import (
 	"github.com/symddp/symddp/datasets"
 )
 
-// Evaluate runs the model over ds, sharded across PEs in dataset order
-// (rows past the end are padding), and returns the loss and accuracy over
-// every sample, reduced across PEs. It is collective.
+// Evaluate runs the model over ds (its first Options.EvalLimit samples when
+// that is set), sharded across PEs in dataset order (rows past the end are
+// padding), and returns the loss and accuracy over those samples (targets),
+// reduced across PEs. It is collective.
 func (t *Trainer) Evaluate(ds datasets.Source) (Metrics, error) {
 	if err := t.checkDataset("evaluation", ds); err != nil {
 		return Metrics{}, err

@@ -67,27 +67,30 @@ type gpuSteps struct {
 	total       int // the run's last step
 }
 
-// newGPUSteps returns the GPU step path for t in a run of total steps, or
-// nil and the reason when t's engine, arenas, comm or options do not allow
-// it (trainStep runs then). It allocates the pipeline's slots (build time).
-func (t *Trainer) newGPUSteps(total int) (*gpuSteps, string, error) {
-	e, ok := t.e.(compute.DeviceSteps)
-	if !ok || t.pArena.Host != nil {
-		return nil, "", nil
+// deviceStepBlocker says why t cannot take the device step path although
+// its engine offers it ("" when it can): options, the model's batches or
+// the comm backend. chooseStrategy then picks replicated steps, run
+// eagerly on the device.
+func (t *Trainer) deviceStepBlocker() string {
+	switch {
+	case t.opts.Accumulate > 1:
+		return "gradient accumulation: eager steps without the pipeline"
+	case t.spec.Tokens || t.spec.Targets != 1:
+		return "the model reads tokens or targets per position: eager steps without the pipeline"
 	}
-	if t.opts.Accumulate > 1 {
-		return nil, "gradient accumulation: eager steps without the pipeline", nil
+	if _, ok := t.c.(enqueueAllReducer); !ok && t.c.NPEs() > 1 {
+		return fmt.Sprintf("the %s comm backend has no stream-ordered allreduce (AllReduceEnqueue): eager steps without the pipeline", t.c.Backend())
 	}
-	if t.spec.Tokens || t.spec.Targets != 1 {
-		return nil, "the model reads tokens or targets per position: eager steps without the pipeline", nil
-	}
+	return ""
+}
+
+// newGPUSteps returns the device step path for t in a run of total steps
+// (deviceStepBlocker said yes). It allocates the pipeline's slots.
+func (t *Trainer) newGPUSteps(total int) (*gpuSteps, error) {
+	e := t.e.(compute.DeviceSteps)
 	g := &gpuSteps{e: e, graph: e.StepGraphs(), pending: -1, total: total, repSkipped: ctrlWords + e.StatusSkipped()}
 	if t.c.NPEs() > 1 {
-		ar, ok := t.c.(enqueueAllReducer)
-		if !ok {
-			return nil, fmt.Sprintf("the %s comm backend has no stream-ordered allreduce (AllReduceEnqueue): eager steps without the pipeline", t.c.Backend()), nil
-		}
-		g.ar = ar
+		g.ar = t.c.(enqueueAllReducer)
 		if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() && g.graph {
 			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
 		}
@@ -95,14 +98,14 @@ func (t *Trainer) newGPUSteps(total int) (*gpuSteps, string, error) {
 	xs := append([]int{t.micro}, t.spec.Input...)
 	pipe, err := e.NewStepPipeline(xs, ctrlWords, t.ctrlView, e.StatusTensor())
 	if err != nil {
-		return nil, "", fmt.Errorf("GPU step pipeline: %w", err)
+		return nil, fmt.Errorf("GPU step pipeline: %w", err)
 	}
 	g.pipe = pipe
 	e.SetHaltOnNonFinite(!t.opts.SkipNonFinite)
 	if err := e.ResetUpdateStatus(); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return g, "", nil
+	return g, nil
 }
 
 // close releases the pipeline and the graphs.

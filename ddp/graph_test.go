@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/symddp/symddp/comm"
@@ -310,10 +311,8 @@ func TestGPUPathOffForAccumulation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm, _ := datasets.NewShardSampler(600, 64, 1, 0, 3)
-	g, why, err := tr.newGPUSteps(tr.totalSteps(sm.StepsPerEpoch()))
-	if g != nil || err != nil || why == "" {
-		t.Errorf("newGPUSteps with accumulation = %v, %q, %v; want off with a reason", g, why, err)
+	if why := tr.deviceStepBlocker(); !strings.Contains(why, "gradient accumulation") || tr.Strategy() != "replicated" {
+		t.Errorf("with accumulation: blocker %q, strategy %s; want the replicated strategy and the reason", why, tr.Strategy())
 	}
 }
 

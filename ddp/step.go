@@ -62,7 +62,11 @@ func (t *Trainer) hostStep(sm *datasets.ShardSampler, ds datasets.Source, epoch,
 			t.reqs = t.reqs[:0]
 			t.bucketErr = nil
 		}
-		t.m.Backward(t.ready)
+		var ready func(int) // nil: the strategy reduces after backward
+		if buckets {
+			ready = t.readyFn
+		}
+		t.m.Backward(ready)
 		if !t.lastMicro {
 			if j == 0 {
 				e.Copy(t.acc, t.gView)

@@ -18,8 +18,9 @@ import (
 //     arenas in host memory, the default on shm and mpi);
 //   - device: the engine runs the whole step on its device, recorded into a
 //     graph once and replayed (an engine that offers compute.DeviceSteps,
-//     graph.go), falling back to replicated steps run eagerly where its
-//     conditions do not hold.
+//     graph.go); where the options, the model or the backend do not allow
+//     it (deviceStepBlocker), replicated steps run eagerly on the device and
+//     the engine says why.
 type strategy interface {
 	// name says which strategy runs, for the start-up log.
 	name() string
@@ -33,13 +34,15 @@ type strategy interface {
 }
 
 func (t *Trainer) chooseStrategy() strategy {
-	switch {
-	case t.sharder != nil:
+	if t.sharder != nil {
 		return shardedStrategy{}
-	case t.pArena.Host == nil:
-		if _, ok := t.e.(compute.DeviceSteps); ok {
+	}
+	if e, ok := t.e.(compute.DeviceSteps); ok && t.pArena.Host == nil {
+		why := t.deviceStepBlocker()
+		if why == "" {
 			return &deviceStrategy{}
 		}
+		e.Notice("GPU step path off: " + why)
 	}
 	return replicatedStrategy{}
 }
@@ -66,8 +69,7 @@ func (shardedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.S
 	return t.hostStep(sm, ds, epoch, s, wantStop, false, t.shardedFinish)
 }
 
-// deviceStrategy runs gpuSteps when its conditions hold for the run, and
-// replicated host steps (eager on the device) otherwise.
+// deviceStrategy runs gpuSteps, made for each run by prepare.
 type deviceStrategy struct {
 	g *gpuSteps
 }
@@ -78,23 +80,12 @@ func (d *deviceStrategy) prepare(t *Trainer, total int) error {
 	if err := d.close(); err != nil {
 		return err
 	}
-	g, why, err := t.newGPUSteps(total)
-	if err != nil {
-		return err
-	}
-	if why != "" {
-		if n, ok := t.e.(interface{ Notice(string) }); ok {
-			n.Notice("GPU step path off: " + why)
-		}
-	}
+	g, err := t.newGPUSteps(total)
 	d.g = g
-	return nil
+	return err
 }
 
 func (d *deviceStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
-	if d.g == nil {
-		return t.hostStep(sm, ds, epoch, s, wantStop, true, t.replicatedFinish)
-	}
 	return d.g.step(t, sm, ds, epoch, s, wantStop)
 }
 

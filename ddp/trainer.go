@@ -79,6 +79,7 @@ type Trainer struct {
 	reqs        []comm.Request
 	bucketErr   error
 	lastMicro   bool
+	readyFn     func(first int)              // t.ready, made once: a method value passed each step would allocate
 	views       map[[2]int][2]compute.Tensor // cached bucket views
 
 	// the update's runs of decaying and exempt parameters (decay.go), over
@@ -98,7 +99,11 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 		return nil, err
 	}
 	t := &Trainer{c: c, e: e, m: m, o: o, opts: opts}
+	t.readyFn = t.ready
 	t.specs = m.Params()
+	if err := models.CheckParams(t.specs); err != nil {
+		return nil, fmt.Errorf("model %s: %w", m.Name(), err) // on every PE, before any collective
+	}
 	t.offsets = make([]int, len(t.specs))
 	for i, s := range t.specs {
 		t.offsets[i] = t.n
@@ -114,6 +119,10 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 	noDecay, err := t.planDecay()
 	if err != nil {
 		return nil, err
+	}
+	if noDecay != nil && t.pArena.Host == nil {
+		return nil, fmt.Errorf("model %s exempts some parameters from weight decay (ParamSpec.NoDecay), which the %s engine's device update does not do: set the weight decay to 0 or train on the CPU",
+			m.Name(), e.Name())
 	}
 	t.segs = t.segments(noDecay, 0, t.n, t.stateSlots)
 	if t.sharder != nil {

@@ -49,24 +49,27 @@ func InitParams(specs []ParamSpec, seed uint64, dst [][]float32) {
 	}
 }
 
-func initParam(s ParamSpec, seed uint64, dst []float32) error {
+// CheckParams reports, without drawing anything, the first parameter whose
+// initialisation InitParams would refuse (a Normal without a deviation, fans
+// that cannot scale He or Xavier, an unknown Init), so that a trainer can
+// fail on every PE before PE 0 draws.
+func CheckParams(specs []ParamSpec) error {
+	for _, s := range specs {
+		if err := checkInit(s); err != nil {
+			return fmt.Errorf("parameter %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+func checkInit(s ParamSpec) error {
 	var fan int
 	switch s.Init {
-	case Zeros:
-		clear(dst)
-		return nil
-	case Ones:
-		for i := range dst {
-			dst[i] = 1
-		}
+	case Zeros, Ones:
 		return nil
 	case Normal:
 		if !(s.Std > 0) {
 			return fmt.Errorf("normal init with standard deviation %g", s.Std)
-		}
-		r := newDraws(seed, s.Name)
-		for i := range dst {
-			dst[i] = float32(s.Std * r.normal())
 		}
 		return nil
 	case HeNormal, HeUniform:
@@ -79,8 +82,33 @@ func initParam(s ParamSpec, seed uint64, dst []float32) error {
 	if fan <= 0 || s.FanIn < 0 || s.FanOut < 0 {
 		return fmt.Errorf("fan-in %d and fan-out %d do not scale init %d", s.FanIn, s.FanOut, s.Init)
 	}
-	r := newDraws(seed, s.Name)
+	return nil
+}
+
+func initParam(s ParamSpec, seed uint64, dst []float32) error {
+	if err := checkInit(s); err != nil {
+		return err
+	}
 	switch s.Init {
+	case Zeros:
+		clear(dst)
+		return nil
+	case Ones:
+		for i := range dst {
+			dst[i] = 1
+		}
+		return nil
+	}
+	r := newDraws(seed, s.Name)
+	fan := s.FanIn // He
+	if s.Init == XavierNormal || s.Init == XavierUniform {
+		fan = s.FanIn + s.FanOut
+	}
+	switch s.Init {
+	case Normal:
+		for i := range dst {
+			dst[i] = float32(s.Std * r.normal())
+		}
 	case HeNormal, XavierNormal:
 		std := math.Sqrt(2 / float64(fan))
 		for i := range dst {

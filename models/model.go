@@ -91,8 +91,11 @@ type ParamSpec struct {
 	FanIn, FanOut int // as torch.nn.init computes them (a Linear layer: In and Out)
 	// Std is the standard deviation of Normal.
 	Std float64
-	// NoDecay exempts the parameter from weight decay (biases, norms'
-	// gains, embeddings' position tables), for optimizers that decay.
+	// NoDecay exempts the parameter from weight decay, for optimizers that
+	// decay. Layers set it for what they know is exempt (LayerNorm's gain
+	// and bias); a model sets it for the rest (the GPT exempts every 1-D
+	// parameter and the position table). Linear leaves its bias decayed, as
+	// the MLP has always trained.
 	NoDecay bool
 	// TiedTo, when set, names a parameter declared earlier (by another
 	// layer) that this one is: it takes no arena space of its own, the layer
@@ -145,7 +148,8 @@ type Layer interface {
 	// Forward computes the layer's output for x (Batch, In...).
 	Forward(x compute.Tensor) compute.Tensor
 	// Backward takes the gradient at the output, writes the gradients of the
-	// layer's parameters into the Grads views (overwriting them), and returns
+	// layer's parameters into the Grads views (overwriting them, or adding
+	// to those Build.AddGrads marks), and returns
 	// the gradient at the input (nil when NeedInputGrad was false). It may
 	// overwrite dy, and may return dy itself as the input gradient.
 	Backward(dy compute.Tensor) compute.Tensor

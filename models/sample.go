@@ -44,9 +44,11 @@ var ErrPromptTooLong = errors.New("prompt longer than the model's context")
 // Generate continues prompt by n tokens, drawn one at a time from the
 // model's next-token distribution. The model must be built (for any number
 // of sequences; it uses the first). When the text outgrows the context the
-// window slides: the model sees the last Context tokens. It allocates its
-// host buffers per call and reads the logits back every token, so it is
-// for sampling, not for speed.
+// window slides: the model sees the last Context tokens. Every token runs
+// the forward of all the sequences the model was built for (only the first
+// is used) and, on a device engine, copies the logits back, and each call
+// allocates its token buffer: it is for samples after training, not for
+// serving.
 func (m *GPT) Generate(prompt []int32, n int, o SampleOptions) ([]int32, error) {
 	if m.e == nil {
 		return nil, errors.New("generate: the model is not built")
@@ -70,7 +72,10 @@ func (m *GPT) Generate(prompt []int32, n int, o SampleOptions) ([]int32, error) 
 	rows := m.x0.Shape()[0]
 	tokens := m.e.AllocLabels(rows)
 	host := make([]int32, rows)
-	logits := make([]float32, rows*V)
+	var logits []float32 // device engines: a host copy of the logits
+	if compute.HostData(m.logits) == nil {
+		logits = make([]float32, rows*V)
+	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5a3b1e))
 	text := slices.Clone(prompt)
 	probs := make([]float64, vocab)
@@ -81,8 +86,12 @@ func (m *GPT) Generate(prompt []int32, n int, o SampleOptions) ([]int32, error) 
 		copy(host, window)
 		m.e.SetLabels(tokens, host)
 		out := m.forwardLogits(tokens)
-		m.e.ReadTensor(logits, out)
-		row := logits[(len(window)-1)*V : (len(window)-1)*V+vocab]
+		all := compute.HostData(out) // host engines: no copy
+		if all == nil {
+			m.e.ReadTensor(logits, out)
+			all = logits
+		}
+		row := all[(len(window)-1)*V : (len(window)-1)*V+vocab]
 		text = append(text, int32(draw(row, probs, order, o, rng)))
 	}
 	return text[len(prompt):], nil

@@ -10,7 +10,8 @@
 // defaults) and overriding what it wants; or builds one directly with
 // [NewSGD], [NewAdam] or [NewAdamW] and their typed configurations. It hands
 // the [Optimizer] to ddp.New, which owns its state and calls [Optimizer.Update]
-// once per step over the whole arena.
+// once per step over the whole arena (or over runs of it, when a model
+// exempts some parameters from weight decay: ParamSpec.NoDecay).
 //
 // The learning rate comes from ddp.Options.LR, or from a [Schedule]:
 // [NewSchedule]("constant"|"step"|"cosine", cfg) with an optional linear
