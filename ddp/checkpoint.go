@@ -337,21 +337,9 @@ type loadedCheckpoint struct {
 // loadCheckpoint reads and verifies path against this trainer's model,
 // optimizer and options.
 func (t *Trainer) loadCheckpoint(path string) (*loadedCheckpoint, error) {
-	b, err := os.ReadFile(path)
+	f, meta, err := readCheckpointFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
-	}
-	f, err := parseSafetensors(b)
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
-	}
-	var meta ckptMeta
-	if err := json.Unmarshal([]byte(f.Meta["symddp"]), &meta); err != nil || meta.Format != ckptFormat {
-		return nil, fmt.Errorf("load checkpoint %s: %w: no %s metadata", path, ErrCorrupt, ckptFormat)
-	}
-	h := sha256.Sum256(f.Data)
-	if hex.EncodeToString(h[:]) != f.Meta["sha256"] {
-		return nil, fmt.Errorf("load checkpoint %s: %w: SHA-256 of the data does not match the header (damaged on disk?)", path, ErrCorrupt)
 	}
 	if err := t.compatible(meta, f); err != nil {
 		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
@@ -445,21 +433,28 @@ func LatestCheckpoint(dir string) (path string, step int, err error) {
 
 // verifyCheckpoint reads path and checks its metadata and SHA-256.
 func verifyCheckpoint(path string) (ckptMeta, error) {
+	_, meta, err := readCheckpointFile(path)
+	return meta, err
+}
+
+// readCheckpointFile reads and parses a checkpoint file and verifies its
+// metadata and the SHA-256 of its data; errors do not name the path.
+func readCheckpointFile(path string) (*stFile, ckptMeta, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return ckptMeta{}, err
+		return nil, ckptMeta{}, err
 	}
 	f, err := parseSafetensors(b)
 	if err != nil {
-		return ckptMeta{}, err
+		return nil, ckptMeta{}, err
 	}
 	var meta ckptMeta
 	if err := json.Unmarshal([]byte(f.Meta["symddp"]), &meta); err != nil || meta.Format != ckptFormat {
-		return ckptMeta{}, ErrCorrupt
+		return nil, ckptMeta{}, fmt.Errorf("%w: no %s metadata", ErrCorrupt, ckptFormat)
 	}
 	h := sha256.Sum256(f.Data)
 	if hex.EncodeToString(h[:]) != f.Meta["sha256"] {
-		return ckptMeta{}, ErrCorrupt
+		return nil, ckptMeta{}, fmt.Errorf("%w: SHA-256 of the data does not match the header (damaged on disk?)", ErrCorrupt)
 	}
-	return meta, nil
+	return f, meta, nil
 }

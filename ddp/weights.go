@@ -1,9 +1,6 @@
 package ddp
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 )
@@ -23,44 +20,22 @@ type Weights struct {
 	f    *stFile
 }
 
-// ReadWeights reads a checkpoint file, or the newest valid checkpoint of a
-// checkpoint directory, and verifies its SHA-256.
+// ReadWeights reads a checkpoint file, or the newest intact checkpoint of a
+// checkpoint directory (LatestCheckpoint), and verifies its SHA-256.
 func ReadWeights(path string) (*Weights, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		names, err := listCheckpoints(path)
+		latest, _, err := LatestCheckpoint(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read weights: %w", err)
 		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("read weights: no checkpoint in %s", path)
+		if latest == "" {
+			return nil, fmt.Errorf("read weights: no intact checkpoint in %s", path)
 		}
-		var firstErr error
-		for _, name := range names { // newest first
-			w, err := ReadWeights(name)
-			if err == nil {
-				return w, nil
-			}
-			if firstErr == nil {
-				firstErr = err
-			}
-		}
-		return nil, firstErr
+		path = latest
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read weights: %w", err)
-	}
-	f, err := parseSafetensors(b)
+	f, meta, err := readCheckpointFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read weights %s: %w", path, err)
-	}
-	var meta ckptMeta
-	if err := json.Unmarshal([]byte(f.Meta["symddp"]), &meta); err != nil || meta.Format != ckptFormat {
-		return nil, fmt.Errorf("read weights %s: %w: no %s metadata", path, ErrCorrupt, ckptFormat)
-	}
-	h := sha256.Sum256(f.Data)
-	if hex.EncodeToString(h[:]) != f.Meta["sha256"] {
-		return nil, fmt.Errorf("read weights %s: %w: SHA-256 of the data does not match the header", path, ErrCorrupt)
 	}
 	return &Weights{Path: path, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, f: f}, nil
 }

@@ -76,7 +76,7 @@ func TestGenerateErrors(t *testing.T) {
 	assert.Contains(t, stderr, "--checkpoint is required")
 	rc, _, stderr = runGenerate("--checkpoint", t.TempDir())
 	assert.Equal(t, 2, rc)
-	assert.Contains(t, stderr, "no checkpoint in")
+	assert.Contains(t, stderr, "no intact checkpoint in")
 	// A classifier's checkpoint records no sizes: generate says what it
 	// samples from.
 	train, _, err := datasets.SyntheticSplit(64, 16, 8, 3, 1)
