@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -373,6 +374,14 @@ var ErrMismatch = errors.New("checkpoint does not match this run")
 func (t *Trainer) compatible(meta ckptMeta, f *stFile) error {
 	if meta.Model != t.m.Name() {
 		return fmt.Errorf("%w: it holds model %q, this run builds %q", ErrMismatch, meta.Model, t.m.Name())
+	}
+	if d, ok := t.m.(ModelDescriber); ok && meta.ModelConfig != nil {
+		now := d.Describe()
+		for _, k := range slices.Sorted(maps.Keys(now)) {
+			if was, ok := meta.ModelConfig[k]; ok && was != now[k] {
+				return fmt.Errorf("%w: the checkpoint's model has %s %d, this run's %d (pass --%s %d to resume)", ErrMismatch, k, was, now[k], k, was)
+			}
+		}
 	}
 	for _, s := range t.specs {
 		e, ok := f.Entries[s.Name]

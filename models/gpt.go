@@ -284,3 +284,15 @@ func (m *GPT) Backward(ready func(firstParam int)) {
 		ready(0)
 	}
 }
+
+// ActivationBytes estimates the activations a build for seqs sequences
+// allocates on the CPU engine, in bytes (docs/GPT.md's table: per layer
+// 32·R·C + B·H·T² floats with R = B·T rows, plus R·C for the embeddings and
+// 2·R·V for the head's logits and their gradient).
+func (m *GPT) ActivationBytes(seqs int) int64 {
+	g := m.cfg
+	b, t, c, h, v := int64(seqs), int64(g.Context), int64(g.Width), int64(g.Heads), int64(g.Vocab)
+	r := b * t
+	perLayer := 32*r*c + b*h*t*t
+	return 4 * (int64(g.Layers)*perLayer + r*c + 2*r*v)
+}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -49,7 +50,10 @@ var ErrPromptTooLong = errors.New("prompt longer than the model's context")
 // is used) and, on a device engine, copies the logits back, and each call
 // allocates its token buffer: it is for samples after training, not for
 // serving.
-func (m *GPT) Generate(prompt []int32, n int, o SampleOptions) ([]int32, error) {
+//
+// Cancelling ctx stops it between two tokens: it returns what it has and
+// ctx's error.
+func (m *GPT) Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error) {
 	if m.e == nil {
 		return nil, errors.New("generate: the model is not built")
 	}
@@ -81,6 +85,9 @@ func (m *GPT) Generate(prompt []int32, n int, o SampleOptions) ([]int32, error) 
 	probs := make([]float64, vocab)
 	order := make([]int, vocab)
 	for range n {
+		if err := ctx.Err(); err != nil {
+			return text[len(prompt):], err
+		}
 		window := text[max(0, len(text)-T):]
 		clear(host)
 		copy(host, window)
@@ -137,6 +144,31 @@ func draw(row []float32, probs []float64, order []int, o SampleOptions, rng *ran
 		}
 	}
 	return order[k-1]
+}
+
+// NewSampler returns a copy of m built for one sequence on e over the
+// given parameter values (a trainer's Params, in m's Params order), for
+// Generate: a model built for a training micro-batch runs every sequence
+// of it for each token.
+func NewSampler(m *GPT, e compute.Engine, params []float32) (*GPT, error) {
+	s, err := NewGPT(m.name, m.cfg)
+	if err != nil {
+		return nil, err
+	}
+	specs := s.Params()
+	offsets, n := Layout(specs)
+	if len(params) != n {
+		return nil, fmt.Errorf("sampler for %s: %d parameter values, want %d", m.name, len(params), n)
+	}
+	pa, ga := compute.HostArena(params), compute.HostArena(make([]float32, n))
+	pv, gv := make([]compute.Tensor, len(specs)), make([]compute.Tensor, len(specs))
+	for i, sp := range specs {
+		pv[i], gv[i] = e.View(pa, offsets[i], sp.Shape...), e.View(ga, offsets[i], sp.Shape...)
+	}
+	if err := s.Build(e, pv, gv, 1); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // LoadParams reads the model's parameters from get (name, destination) into the

@@ -13,6 +13,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -140,7 +141,7 @@ func generate(o *options, stdout io.Writer) error {
 	if err := models.LoadParams(e, specs, pv, w.Read); err != nil {
 		return err
 	}
-	out, err := m.Generate(prompt, o.maxTokens, models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed})
+	out, err := m.Generate(context.Background(), prompt, o.maxTokens, models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed})
 	if err != nil {
 		return err
 	}

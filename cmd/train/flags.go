@@ -101,6 +101,11 @@ Examples:
   train --model gpt2 --dataset llmc --train-shards 'fineweb_train_*.bin' --val-shards 'fineweb_val_*.bin'
   train --pes 8 --checkpoint-dir ckpt --checkpoint-every 500 --max-restarts 3
 
+Language models (gpt-tiny, gpt, gpt2) change the defaults below for every flag not given:
+  --dataset text (Go's source tree), --batch-size 16, --max-steps 400, --optimizer adamw,
+  --weight-decay 0.1 (matrices only), --beta2 0.95, --warmup-steps 20 (a tenth of shorter runs),
+  --clip-norm 1, --eval-every 100 (steps), --eval-batches 20, --log-every 20.
+
 Flags:
 `
 
@@ -210,9 +215,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 // shorter run) then cosine,
 // clipping at norm 1, validation every 100 steps on 20 batches.
 func (o *options) languageModelDefaults() error {
-	m, err := models.New(o.model, o.modelConfig())
+	m, err := models.New(o.model, models.Config{}) // the preset: bad sizes are reported where the model is built
 	if err != nil || !m.Data().Tokens {
-		return nil // an unknown model or a bad size is reported where the model is built
+		return nil // an unknown model is reported where the model is built
 	}
 	o.languageModel = true
 	def := func(name string, apply func()) {
@@ -283,8 +288,14 @@ func (o *options) validate() error {
 		return usagef("--clip-norm %g: must not be negative", o.clipNorm)
 	case o.logEvery < 1:
 		return usagef("--log-every %d: must be at least 1", o.logEvery)
-	case o.checkEvery < 0 || o.evalEvery < 0 || o.ckptEvery < 0:
-		return usagef("--check-replicas-every, --eval-every and --checkpoint-every must not be negative")
+	case o.checkEvery < 0 || o.evalEvery < 0 || o.ckptEvery < 0 || o.evalBatches < 0 || o.sampleTokens < 0:
+		return usagef("--check-replicas-every, --eval-every, --checkpoint-every, --eval-batches and --sample-tokens must not be negative")
+	case o.languageModel && o.set("hidden"):
+		return usagef("--hidden sizes the mlp; model %s is sized with --layers, --heads, --width and --context", o.model)
+	case o.languageModel && o.set("train-limit"):
+		return usagef("--train-limit applies to classifiers; for model %s shorten the text with --corpus-max", o.model)
+	case !o.languageModel && (o.set("layers") || o.set("heads") || o.set("width") || o.set("context")):
+		return usagef("--layers, --heads, --width and --context size a gpt model, not %s", o.model)
 	case o.keepCkpt < 1:
 		return usagef("--keep-checkpoints %d: must be at least 1", o.keepCkpt)
 	case o.threads < 0:

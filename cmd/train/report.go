@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -184,9 +185,18 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples)\n", 100*res.Test.Accuracy, res.Test.Loss, res.Test.Samples)
 	}
 	fmt.Fprintln(r.out, res.Replicas)
-	r.write(map[string]any{"final": true, "step": res.Steps, "test_loss": res.Test.Loss, "test_accuracy": res.Test.Accuracy,
-		"samples_per_sec": res.SamplesPerSec, "tokens_per_sec": res.SamplesPerSec * float64(r.start.Tokens),
-		"elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical})
+	rec := map[string]any{"final": !res.Stopped, "stopped": res.Stopped, "step": res.Steps,
+		"samples_per_sec": res.SamplesPerSec, "elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical}
+	switch {
+	case res.Test.Samples > 0 && r.o.languageModel:
+		rec["val_loss"], rec["val_tokens"] = res.Test.Loss, res.Test.Samples
+	case res.Test.Samples > 0:
+		rec["test_loss"], rec["test_accuracy"] = res.Test.Loss, res.Test.Accuracy
+	}
+	if r.start.Tokens > 0 {
+		rec["tokens_per_sec"] = res.SamplesPerSec * float64(r.start.Tokens)
+	}
+	r.write(rec)
 }
 
 // bpb is ", N bits per byte" for byte-level text, "" otherwise.
@@ -199,22 +209,35 @@ func (r *reporter) bpb(loss float64) string {
 
 // sample prints what the trained model writes after the first tokens of
 // the validation window in the middle of the validation data.
-func (r *reporter) sample(g *models.GPT, val datasets.Source, text bool, n int, seed uint64) {
+//
+// It samples from a copy of the model built for one sequence over the
+// trained parameters; a signal (ctx) stops it and is returned.
+func (r *reporter) sample(ctx context.Context, g *models.GPT, e compute.Engine, params []float32, val datasets.Source, text bool, n int, seed uint64) error {
 	const promptLen = 32
 	spec := val.Spec()
 	b := datasets.Batch{Tokens: make([]int32, spec.InputSize()), Y: make([]int32, spec.InputSize()*spec.Targets)}
 	val.GatherBatch([]int{val.Len() / 2}, b) // mid-corpus: the first file may be unusual (a Go tree starts with testdata)
 	prompt := b.Tokens[:min(promptLen, len(b.Tokens))]
-	out, err := g.Generate(prompt, n, models.SampleOptions{Temperature: 0.8, TopK: 40, Seed: seed, Vocab: spec.Classes})
+	s, err := models.NewSampler(g, e, params)
 	if err != nil {
 		fmt.Fprintln(r.errw, "warning: sample:", err)
-		return
+		return nil
+	}
+	out, err := s.Generate(ctx, prompt, n, models.SampleOptions{Temperature: 0.8, TopK: 40, Seed: seed, Vocab: spec.Classes})
+	if ctx.Err() != nil {
+		fmt.Fprintln(r.out, "sample stopped by a signal")
+		return ctx.Err()
+	}
+	if err != nil {
+		fmt.Fprintln(r.errw, "warning: sample:", err)
+		return nil
 	}
 	if text {
 		fmt.Fprintf(r.out, "sample (temperature 0.8, top-k 40) after %s:\n%s\n", datasets.QuoteBytes(prompt), datasets.DecodeBytes(out))
-		return
+		return nil
 	}
 	fmt.Fprintf(r.out, "sample (token ids, temperature 0.8, top-k 40) after %v:\n%v\n", prompt, out)
+	return nil
 }
 
 // close closes the metrics file; an error there (the data did not reach

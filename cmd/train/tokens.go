@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
@@ -20,6 +22,11 @@ func chooseTokenData(o *options) (dataChoice, error) {
 	}
 	spec := m.Data()
 	dc := dataChoice{name: o.dataset, context: spec.Input[0], vocab: spec.Classes}
+	if g, ok := m.(*models.GPT); ok {
+		if err := checkMemory(o, g); err != nil {
+			return dataChoice{}, err
+		}
+	}
 	switch o.dataset {
 	case "text":
 		if o.set("train-shards") || o.set("val-shards") {
@@ -98,3 +105,41 @@ func loadTokenData(dc dataChoice, sh dataShare) (train, val datasets.Source, err
 	}
 	return tr, va, nil
 }
+
+// checkMemory refuses, before any PE starts, a language-model run whose
+// activations alone (models.GPT.ActivationBytes, for the micro-batch of
+// each of the host's PEs) need more memory than the host has available,
+// which would otherwise swap or be killed part-way.
+func checkMemory(o *options, g *models.GPT) error {
+	micro := o.batch / (o.pes * o.accumulate)
+	avail := memAvailable()
+	if micro < 1 || avail <= 0 {
+		return nil // the batch check reports it; no /proc/meminfo: no check
+	}
+	per := g.ActivationBytes(micro)
+	if need := per * int64(o.pes); need > avail {
+		return usagef("model %s at %d sequences of %d tokens per PE needs about %.1f GiB of activations per PE (%.1f GiB for %s), more than the %.1f GiB this host has available: split the batch with --accumulate, or use a smaller --batch-size or --context",
+			o.model, micro, g.Config().Context, gib(per), gib(need), plural(o.pes, "PE"), gib(avail))
+	}
+	return nil
+}
+
+// memAvailable is /proc/meminfo's MemAvailable in bytes, 0 when unknown.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemAvailable:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func gib(n int64) float64 { return float64(n) / (1 << 30) }
