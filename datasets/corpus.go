@@ -35,10 +35,12 @@ const CorpusFile = "text-corpus.bin"
 // reader never sees a partial file. The returned info says what dst holds
 // and whether it was built now.
 //
-// The train command calls it once per job, before the PEs start, with dst in
-// the job's run directory (filepath.Join(runDir, CorpusFile)); every PE then
-// calls LoadCorpus(dst, context), which maps the file, so the PEs of a host
-// share one copy. dst itself is never read as part of the corpus.
+// The train command calls it in the launcher, before the PEs start, with dst
+// in the user's cache directory (named by the source and the cap), so that
+// later runs reuse the file; every PE then calls it again (finding the file
+// current from the listing alone) and LoadCorpus(dst, context), which maps
+// the file, so the PEs of a host share one copy. dst itself is never read
+// as part of the corpus.
 func BuildCorpus(dst, src string, opts TextOptions) (CorpusInfo, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {

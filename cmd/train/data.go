@@ -21,6 +21,7 @@ type dataChoice struct {
 	context, vocab     int    // the model's
 	trainGlob, valGlob string // llmc
 	maxBytes           int64  // text: corpus cap (0: all)
+	corpus             string // text: the corpus file built from dir (corpusFile)
 }
 
 // defaultDataDir is where a dataset is installed (a variable for tests).

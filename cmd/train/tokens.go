@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,6 +53,9 @@ func chooseTokenData(o *options) (dataChoice, error) {
 			return dataChoice{}, err
 		}
 		dc.maxBytes = n
+		if err := buildCorpus(&dc); err != nil {
+			return dataChoice{}, usageError{err}
+		}
 	case "llmc":
 		if o.trainShards == "" || o.valShards == "" {
 			return dataChoice{}, usagef("--dataset llmc needs --train-shards and --val-shards (globs of llm.c .bin token shards)")
@@ -69,41 +74,58 @@ func chooseTokenData(o *options) (dataChoice, error) {
 }
 
 // loadTokenData loads a language model's training and validation windows on
-// one PE. A text corpus is built once per job into the run directory by PE
-// 0 and memory-mapped by every PE (shared pages); without a run directory
-// (one PE, mpirun) the PE reads the text itself. Shards are memory-mapped.
-func loadTokenData(dc dataChoice, sh dataShare) (train, val datasets.Source, err error) {
-	opts := datasets.TextOptions{MaxBytes: dc.maxBytes}
-	switch {
-	case dc.name == "llmc":
+// one PE: the corpus file that chooseTokenData built, or the shards, both
+// memory-mapped, so the PEs of a host share one copy of the pages.
+func loadTokenData(dc dataChoice, _ dataShare) (train, val datasets.Source, err error) {
+	if dc.name == "llmc" {
 		tr, va, err := datasets.LoadShards(dc.trainGlob, dc.valGlob, dc.context, dc.vocab)
 		if err != nil {
 			return nil, nil, err
 		}
 		return tr, va, nil
-	case sh.runDir != "":
-		path := filepath.Join(sh.runDir, datasets.CorpusFile)
-		var berr error
-		if sh.first {
-			_, berr = datasets.BuildCorpus(path, dc.dir, opts)
-		}
-		if err := sh.barrier(); err != nil {
-			return nil, nil, fmt.Errorf("wait for PE 0 to build the text corpus: %w", err)
-		}
-		if berr != nil {
-			return nil, nil, berr
-		}
-		tr, va, err := datasets.LoadCorpus(path, dc.context)
-		if err != nil {
-			return nil, nil, err
-		}
-		return tr, va, nil
 	}
-	tr, va, err := datasets.LoadText(dc.dir, dc.context, opts)
+	tr, va, err := datasets.LoadCorpus(dc.corpus, dc.context)
 	if err != nil {
 		return nil, nil, err
 	}
 	return tr, va, nil
+}
+
+// buildCorpus makes (or finds up to date) the corpus file of dc's text, in
+// the user's cache directory ($XDG_CACHE_HOME/symddp, ~/.cache/symddp; the
+// temporary directory when there is none), named by the source and the
+// cap, and checks that both its parts hold a window of dc.context tokens.
+// The launcher builds it before any PE starts, so a text problem is one line
+// naming the user's path; each PE then finds it current (a listing of the
+// source, about 50 ms for Go's tree) and maps it. Runs after the first reuse
+// it: Go's whole tree took 1.5 s to build here.
+func buildCorpus(dc *dataChoice) error {
+	abs, err := filepath.Abs(dc.dir)
+	if err != nil {
+		return err
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "symddp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		dir = os.TempDir()
+	}
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", abs, dc.maxBytes)))
+	dc.corpus = filepath.Join(dir, fmt.Sprintf("text-%x.bin", h[:8]))
+	info, err := datasets.BuildCorpus(dc.corpus, dc.dir, datasets.TextOptions{MaxBytes: dc.maxBytes})
+	if err != nil {
+		return fmt.Errorf("--dataset text from %s: %w", dc.dir, err)
+	}
+	tr, va, err := datasets.LoadCorpus(dc.corpus, dc.context)
+	if err != nil {
+		return fmt.Errorf("--dataset text from %s (%s, %d training and %d validation bytes; --corpus-max, --context): %w",
+			dc.dir, plural(info.Files, "text file"), info.TrainBytes, info.ValBytes, errors.Unwrap(err))
+	}
+	tr.Close()
+	va.Close()
+	return nil
 }
 
 // checkMemory refuses, before any PE starts, a language-model run whose
