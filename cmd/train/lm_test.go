@@ -86,9 +86,13 @@ func TestLanguageModelEndToEnd(t *testing.T) {
 	cmd := exec.Command(bin, "--pes", "2", "--model", "gpt", "--layers", "2", "--width", "32", "--heads", "2",
 		"--context", "32", "--data-dir", text, "--max-steps", "60", "--eval-every", "30", "--eval-batches", "4",
 		"--lr", "3e-3", "--sample-tokens", "20", "--no-progress")
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache")) // the corpus file goes there
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	files, err := filepath.Glob(filepath.Join(dir, "cache", "symddp", "text-*.bin"))
+	require.NoError(t, err)
+	assert.Len(t, files, 1, "one corpus file in the cache directory")
 	out := stdout.String()
 	var vals []float64
 	for _, line := range strings.Split(out, "\n") {
