@@ -97,7 +97,7 @@ var _ Model = (*GPT)(nil)
 // NewGPT returns a GPT of the given sizes.
 func NewGPT(name string, g GPTConfig) (*GPT, error) {
 	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err // models.New names the model
 	}
 	m := &GPT{name: name, cfg: g}
 	c := g.Width

@@ -96,6 +96,8 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 		return nil, usageError{fmt.Errorf("--temperature %g: must not be negative", o.temperature)}
 	case o.topK < 0:
 		return nil, usageError{fmt.Errorf("--top-k %d: must not be negative", o.topK)}
+	case fs.Changed("prompt") && o.promptTokens != "":
+		return nil, usageError{errors.New("give --prompt (text) or --prompt-tokens (token ids), not both")}
 	}
 	return o, nil
 }
@@ -106,7 +108,7 @@ func generate(o *options, stdout io.Writer) error {
 		return usageError{err}
 	}
 	if w.Config == nil {
-		return usageError{fmt.Errorf("%s holds model %q, which records no sizes: generate samples from language models (gpt, gpt-tiny, gpt2)", w.Path, w.Model)}
+		return usageError{fmt.Errorf("%s holds model %q, which is not a language model (it records no sizes): generate samples from gpt, gpt-tiny and gpt2 checkpoints", w.Path, w.Model)}
 	}
 	cfg, err := models.GPTConfigOf(w.Config)
 	if err != nil {

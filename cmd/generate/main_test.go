@@ -84,5 +84,5 @@ func TestGenerateErrors(t *testing.T) {
 	dir := trainCheckpoint(t, "mlp", models.Config{Input: []int{8}, Classes: 3, Hidden: []int{4}}, train)
 	rc, _, stderr = runGenerate("--checkpoint", dir)
 	assert.Equal(t, 2, rc)
-	assert.Contains(t, stderr, `holds model "mlp", which records no sizes`)
+	assert.Contains(t, stderr, `holds model "mlp", which is not a language model`)
 }

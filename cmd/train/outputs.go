@@ -33,6 +33,9 @@ func checkOutputs(o *options) error {
 
 // probeDir creates dir and writes, syncs and removes a small file in it.
 func probeDir(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return errors.New("it exists and is not a directory")
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create it: %w", unwrapPath(err))
 	}

@@ -60,6 +60,10 @@ func TestCheckpointDirUnwritable(t *testing.T) {
 	if j.code != 2 || len(lines) != 2 || lines[0] != "train: --checkpoint-dir "+bad+": cannot create it: not a directory" {
 		t.Fatalf("checkpoint dir under a file: exit %d, stderr:\n%s\nwant exit 2 and one line", j.code, j.stderr.String())
 	}
+	j = newJob(t, append([]string{"--pes", "2", "--checkpoint-dir", file}, short...)...).run(t)
+	if lines := strings.Split(strings.TrimSpace(j.stderr.String()), "\n"); j.code != 2 || lines[0] != "train: --checkpoint-dir "+file+": it exists and is not a directory" {
+		t.Fatalf("checkpoint dir that is a file: exit %d, stderr:\n%s", j.code, j.stderr.String())
+	}
 	j.clean(t)
 
 	if os.Geteuid() != 0 { // root writes into a mode-0500 directory anyway
