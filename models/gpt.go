@@ -155,16 +155,10 @@ func (m *GPT) declared() [][]ParamSpec {
 // Params lists wte, wpe, each block's parameters and ln_f's (the head's
 // weight is wte). Every 1-D parameter is exempt from weight decay.
 func (m *GPT) Params() []ParamSpec {
-	var out []ParamSpec
-	for _, specs := range m.declared() {
-		for _, p := range specs {
-			if p.TiedTo != "" {
-				continue
-			}
-			if len(p.Shape) == 1 {
-				p.NoDecay = true
-			}
-			out = append(out, p)
+	out := owned(m.declared())
+	for i := range out {
+		if len(out[i].Shape) == 1 {
+			out[i].NoDecay = true
 		}
 	}
 	return out
@@ -210,17 +204,8 @@ func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) 
 	m.first = make([]int, len(layers))
 	next := 2 // after wte and wpe
 	for i, l := range layers {
-		m.first[i] = next
-		b := Build{Engine: e, Batch: bt, In: []int{g.Width}, NeedInputGrad: true}
-		for k, p := range declared[i+1] {
-			u := uses[i+1][k]
-			b.Params = append(b.Params, params[u.index])
-			b.Grads = append(b.Grads, grads[u.index])
-			b.AddGrads = append(b.AddGrads, u.add)
-			if p.TiedTo == "" {
-				next++
-			}
-		}
+		b, n := layerBuild(Build{Engine: e, Batch: bt, In: []int{g.Width}, NeedInputGrad: true}, declared[i+1], uses[i+1], params, grads)
+		m.first[i], next = next, next+n
 		if _, err := l.Build(b); err != nil {
 			return err
 		}

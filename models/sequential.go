@@ -45,15 +45,42 @@ func (s *Sequential) Layers() []Layer { return s.layers }
 // Params declares every layer's parameters, layer by layer, leaving out
 // tied uses (their owner declares them).
 func (s *Sequential) Params() []ParamSpec {
-	var specs []ParamSpec
+	var declared [][]ParamSpec
 	for _, l := range s.layers {
-		for _, p := range l.Params() {
+		declared = append(declared, l.Params())
+	}
+	return owned(declared)
+}
+
+// owned lists the declared parameters that take arena space: all but the
+// tied uses, in order.
+func owned(declared [][]ParamSpec) []ParamSpec {
+	var out []ParamSpec
+	for _, specs := range declared {
+		for _, p := range specs {
 			if p.TiedTo == "" {
-				specs = append(specs, p)
+				out = append(out, p)
 			}
 		}
 	}
-	return specs
+	return out
+}
+
+// layerBuild completes base, a layer's Build, with the views of the
+// parameters it declares (specs, resolved by uses) and which of them it
+// adds its gradient to; owned counts the ones it owns.
+func layerBuild(base Build, specs []ParamSpec, uses []paramUse, params, grads []compute.Tensor) (b Build, owned int) {
+	b = base
+	for k, p := range specs {
+		u := uses[k]
+		b.Params = append(b.Params, params[u.index])
+		b.Grads = append(b.Grads, grads[u.index])
+		b.AddGrads = append(b.AddGrads, u.add)
+		if p.TiedTo == "" {
+			owned++
+		}
+	}
+	return b, owned
 }
 
 // Build binds each layer to its slice of the parameter and gradient views
@@ -87,17 +114,7 @@ func (s *Sequential) build(e compute.Engine, params, grads []compute.Tensor, bat
 	s.first, s.count = make([]int, len(s.layers)), make([]int, len(s.layers))
 	shape, next := s.in, 0
 	for i, l := range s.layers {
-		b := Build{Engine: e, Batch: batch, In: shape, NeedInputGrad: i > 0}
-		owned := 0
-		for k, p := range declared[i] {
-			u := uses[i][k]
-			b.Params = append(b.Params, params[u.index])
-			b.Grads = append(b.Grads, grads[u.index])
-			b.AddGrads = append(b.AddGrads, u.add)
-			if p.TiedTo == "" {
-				owned++
-			}
-		}
+		b, owned := layerBuild(Build{Engine: e, Batch: batch, In: shape, NeedInputGrad: i > 0}, declared[i], uses[i], params, grads)
 		s.first[i], s.count[i] = next, owned
 		out, err := l.Build(b)
 		if err != nil {
