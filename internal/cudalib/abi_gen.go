@@ -7,13 +7,15 @@ import (
 	"unsafe"
 )
 
-// The C ABI versions this package speaks: Load and OpenCompute refuse a
-// library built for others.
+// The C ABI versions this package speaks: Load, OpenCompute and OpenGPT
+// refuse a library built for others.
 const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 1
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
 	ComputeABIVersion = 3
+	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
+	GPTABIVersion = 1
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method

@@ -2,7 +2,7 @@
 // (sources and build script in cuda/), with dlopen and calls it through cgo.
 //
 // Nothing CUDA is needed to build this package: the cgo side includes only
-// <dlfcn.h> and cuda/symddp_cuda.h, and every entry point is bound with
+// <dlfcn.h> and the headers in cuda/, and every entry point is bound with
 // dlsym when the library is loaded. Built without cgo, Load always fails
 // with an error wrapping ErrUnavailable. The library itself is built on a
 // GPU host by cuda/build.sh.
@@ -18,8 +18,13 @@
 // CUDA or NVSHMEM call); errors.Is matches it against ErrNoDevice,
 // ErrTimeout, ErrNoMemory, ErrArgument or ErrState.
 //
+// The GPT-2 kernels (cuda/symddp_gpt.h, sdg_*) are GPT, opened on a Lib with
+// OpenGPT: launchers on raw device memory, whose tensors, streams, cuBLASLt
+// handles and plans are uintptrs. A failed launch returns a *GPTError with
+// sdg_last_error()'s message; errors.Is matches SDG_ERR_ARG to ErrArgument.
+//
 // The C side of every entry point (its table entry and wrapper), its Go
-// method for the compute entry points, the stand-ins for builds without cgo
+// method for the compute and GPT entry points, the stand-ins for builds without cgo
 // and the ABI versions are generated from the headers in cuda/ by
 // internal/cudalib/gen: after a change of a header, run go generate
 // ./internal/cudalib.

@@ -285,6 +285,16 @@ func (c *Context) DeviceName() (r0 string, err error) {
 	return
 }
 
+// Lib is the zero value without cgo.
+func (g *GPT) Lib() (r0 *Lib) {
+	return
+}
+
+// ABIVersion is the zero value without cgo.
+func (g *GPT) ABIVersion() (r0 int) {
+	return
+}
+
 // DevAlloc fails: the library needs cgo.
 func (c *Context) DevAlloc(bytes int) (r0 uintptr, err error) {
 	err = errNoCgo
@@ -498,5 +508,137 @@ func (c *Context) GraphLaunch(exec uint64, values StepValues) (err error) {
 // GraphDestroy fails: the library needs cgo.
 func (c *Context) GraphDestroy(exec uint64) (err error) {
 	err = errNoCgo
+	return
+}
+
+// LayernormForward fails: the library needs cgo.
+func (g *GPT) LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// LayernormBackwardScratchBytes is the zero value without cgo.
+func (g *GPT) LayernormBackwardScratchBytes(n int, c int) (r0 int) {
+	return
+}
+
+// LayernormBackward fails: the library needs cgo.
+func (g *GPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GeluForward fails: the library needs cgo.
+func (g *GPT) GeluForward(out uintptr, inp uintptr, n int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GeluBackward fails: the library needs cgo.
+func (g *GPT) GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// EmbedForward fails: the library needs cgo.
+func (g *GPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// EmbedBackwardScratchBytes is the zero value without cgo.
+func (g *GPT) EmbedBackwardScratchBytes(b int, t int, v int) (r0 int) {
+	return
+}
+
+// EmbedBackward fails: the library needs cgo.
+func (g *GPT) EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionForward fails: the library needs cgo.
+func (g *GPT) AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionBackwardScratchBytes is the zero value without cgo.
+func (g *GPT) AttentionBackwardScratchBytes(b int, t int, nh int) (r0 int) {
+	return
+}
+
+// AttentionBackward fails: the library needs cgo.
+func (g *GPT) AttentionBackward(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionMMASupported is the zero value without cgo.
+func (g *GPT) AttentionMMASupported(t int, c int, nh int) (r0 bool) {
+	return
+}
+
+// AttentionForwardWMMA fails: the library needs cgo.
+func (g *GPT) AttentionForwardWMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionBackwardWMMA fails: the library needs cgo.
+func (g *GPT) AttentionBackwardWMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionForwardMMA fails: the library needs cgo.
+func (g *GPT) AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionBackwardMMA fails: the library needs cgo.
+func (g *GPT) AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// Classifier fails: the library needs cgo.
+func (g *GPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AdamW fails: the library needs cgo.
+func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BiasBackwardScratchBytes is the zero value without cgo.
+func (g *GPT) BiasBackwardScratchBytes(n int, oc int) (r0 int) {
+	return
+}
+
+// BiasBackward fails: the library needs cgo.
+func (g *GPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GemmCreate fails: the library needs cgo.
+func (g *GPT) GemmCreate(lt uintptr, d GemmDesc) (r0 uintptr, err error) {
+	err = errNoCgo
+	return
+}
+
+// GemmRun fails: the library needs cgo.
+func (g *GPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GemmDestroy is the zero value without cgo.
+func (g *GPT) GemmDestroy(plan uintptr) {
 	return
 }

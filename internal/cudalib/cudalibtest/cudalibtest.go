@@ -16,8 +16,23 @@ import (
 
 // BuildFake compiles the fake library into a fresh temporary directory and
 // returns its path; every call gives a separate copy with its own state. The
-// test is skipped (one line) when there is no C compiler or no cgo.
+// test is skipped (one line) when there is no C compiler or no cgo. The fake
+// implements the runtime (fake_symddp_cuda.c) and the GPT kernels
+// (fake_symddp_gpt.c).
 func BuildFake(tb testing.TB) string {
+	tb.Helper()
+	return build(tb, "fake_symddp_cuda.c", "fake_symddp_gpt.c")
+}
+
+// BuildFakeRuntimeOnly is BuildFake without the GPT kernels: a library that
+// Load accepts and OpenGPT refuses.
+func BuildFakeRuntimeOnly(tb testing.TB) string {
+	tb.Helper()
+	return build(tb, "fake_symddp_cuda.c")
+}
+
+// build compiles the sources of testdata into a fake library.
+func build(tb testing.TB, sources ...string) string {
 	tb.Helper()
 	if !cudalib.Buildable() {
 		tb.Skip("fake GPU library: built without cgo")
@@ -33,10 +48,13 @@ func BuildFake(tb testing.TB) string {
 	if root == "" {
 		tb.Skip("fake GPU library: the module's sources are not here (run the test from inside the repository)")
 	}
-	src := filepath.Join(root, "internal", "cudalib", "testdata", "fake_symddp_cuda.c")
 	include := filepath.Join(root, "cuda")
 	out := filepath.Join(tb.TempDir(), "libsymddp_cuda.so")
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-Wl,-Bsymbolic", "-I"+include, src, "-o", out)
+	args := []string{"-shared", "-fPIC", "-O1", "-Wl,-Bsymbolic", "-I" + include}
+	for _, s := range sources {
+		args = append(args, filepath.Join(root, "internal", "cudalib", "testdata", s))
+	}
+	cmd := exec.Command(cc, append(args, "-lm", "-o", out)...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("cudalibtest: build the fake library: %v\n%s", err, msg)
 	}

@@ -14,12 +14,14 @@ type header struct {
 	version string // the name of its *_ABI_VERSION macro ("" if none)
 	abi     int    // its value
 	funcs   []cfunc
+	opaque  []string // the types declared typedef struct x_s x; without a body (plan handles)
 }
 
-// A cfunc is one entry point: int name(params); or const char *name(void);.
+// A cfunc is one entry point: int name(params); or const char *name(void);
+// (and, in the GPT header, size_t name(params); or void name(params);).
 type cfunc struct {
 	name   string
-	ret    string   // "int" or "const char *"
+	ret    string   // "int", "const char *", "size_t" or "void"
 	params []cparam // none for (void)
 	doc    []string // the lines of the comment right above it (or above its group)
 	header string   // the header's path
@@ -37,7 +39,8 @@ type cparam struct {
 }
 
 var (
-	reDecl    = regexp.MustCompile(`^(int|const char \*)\s*([a-z][a-z0-9_]*)\s*\(`)
+	reDecl    = regexp.MustCompile(`^(int|const char \*|size_t|void)\s*([a-z][a-z0-9_]*)\s*\(`)
+	reOpaque  = regexp.MustCompile(`^typedef\s+struct\s+[A-Za-z_][A-Za-z0-9_]*\s+([A-Za-z_][A-Za-z0-9_]*)\s*;$`)
 	reVersion = regexp.MustCompile(`^#define\s+([A-Z0-9_]+_ABI_VERSION)\s+([0-9]+)\s*$`)
 	reParam   = regexp.MustCompile(`^(const\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\**)\s*([A-Za-z_][A-Za-z0-9_]*)$`)
 )
@@ -45,7 +48,7 @@ var (
 // parseHeader reads the entry points of a header whose names start with
 // prefix. Declarations are what the header's own conventions make them:
 // at the start of a line, returning int (or const char * for the error
-// message), ending with ");" possibly on a later line. The comment
+// message; size_t or void in the GPT header), ending with ");" possibly on a later line. The comment
 // directly above a declaration, or above the run of declarations it
 // belongs to, is its doc.
 func parseHeader(path, src, prefix string) (*header, error) {
@@ -77,6 +80,11 @@ func parseHeader(path, src, prefix string) (*header, error) {
 		if m := reVersion.FindStringSubmatch(trim); m != nil {
 			h.version = m[1]
 			h.abi, _ = strconv.Atoi(m[2])
+			doc = nil
+			continue
+		}
+		if m := reOpaque.FindStringSubmatch(trim); m != nil {
+			h.opaque = append(h.opaque, m[1])
 			doc = nil
 			continue
 		}

@@ -20,7 +20,7 @@ var goNames = map[string]string{
 }
 
 // initialisms are words spelled otherwise than Title case in Go names.
-var initialisms = map[string]string{"htod": "HtoD", "dtoh": "DtoH", "abi": "ABI", "gpu": "GPU", "id": "ID"}
+var initialisms = map[string]string{"htod": "HtoD", "dtoh": "DtoH", "abi": "ABI", "gpu": "GPU", "id": "ID", "mma": "MMA", "wmma": "WMMA", "bf16": "BF16"}
 
 // goStructs are the structs that compute entry points take by pointer: the
 // Go type the method takes instead, and the hand-written method of Context
@@ -245,11 +245,11 @@ func writeImports(b *bytes.Buffer, body string) {
 }
 
 // abiGo is abi_gen.go: the ABI versions and the Device interface.
-func abiGo(lib, cmp []*header, ms []method) ([]byte, error) {
+func abiGo(hs []*header, ms []method) ([]byte, error) {
 	var body bytes.Buffer
-	versions := map[string]string{"SD_ABI_VERSION": "ABIVersion", "SDC_ABI_VERSION": "ComputeABIVersion"}
-	body.WriteString("\n// The C ABI versions this package speaks: Load and OpenCompute refuse a\n// library built for others.\nconst (\n")
-	for _, h := range append(append([]*header(nil), lib...), cmp...) {
+	versions := map[string]string{"SD_ABI_VERSION": "ABIVersion", "SDC_ABI_VERSION": "ComputeABIVersion", "SDG_ABI_VERSION": "GPTABIVersion"}
+	body.WriteString("\n// The C ABI versions this package speaks: Load, OpenCompute and OpenGPT\n// refuse a library built for others.\nconst (\n")
+	for _, h := range hs {
 		if h.version == "" {
 			continue
 		}

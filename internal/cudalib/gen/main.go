@@ -12,7 +12,9 @@
 //   - compute_gen.h and compute_gen_cgo.go: the same for the compute entry
 //     points (sdc_*), and one Context method per entry point, derived from
 //     its C declaration (see goParam for the rules);
-//   - abi_gen.go: the ABI versions that Load and OpenCompute check, and the
+//   - gpt_gen.h and gpt_gen_cgo.go: the same for the GPT kernels (sdg_*),
+//     one GPT method per entry point (see gptClassify for the rules);
+//   - abi_gen.go: the ABI versions that Load, OpenCompute and OpenGPT check, and the
 //     Device interface (the methods of Context that compute/cuda uses);
 //   - nocgo_gen.go: the stand-ins of every exported method of the cgo files
 //     for builds without cgo.
@@ -32,13 +34,14 @@ import (
 	"sort"
 )
 
-// A group is a table of entry points bound together: the runtime's (Lib) or
-// the compute context's (Compute, Context).
+// A group is a table of entry points bound together: the runtime's (Lib),
+// the compute context's (Compute, Context) or the GPT kernels' (GPT).
 type group int
 
 const (
 	libGroup group = iota
 	computeGroup
+	gptGroup
 )
 
 // An input is a header and the group its entry points join.
@@ -53,6 +56,7 @@ type input struct {
 var inputs = []input{
 	{path: "cuda/symddp_cuda.h", prefix: "sd_", group: libGroup},
 	{path: "cuda/symddp_compute.h", prefix: "sdc_", group: computeGroup},
+	{path: "cuda/symddp_gpt.h", prefix: "sdg_", group: gptGroup},
 }
 
 // outDir is where the generated files go, from the module root.
@@ -61,8 +65,10 @@ const outDir = "internal/cudalib"
 // handWritten are the files whose methods the no-cgo stand-ins mirror, and
 // the no-cgo files whose own definitions are not generated again.
 var (
-	cgoFiles   = []string{"lib_cgo.go", "compute_cgo.go"}
-	nocgoFiles = []string{"lib_nocgo.go", "compute_nocgo.go"}
+	cgoFiles   = []string{"lib_cgo.go", "compute_cgo.go", "gpt_cgo.go"}
+	nocgoFiles = []string{"lib_nocgo.go", "compute_nocgo.go", "gpt_nocgo.go"}
+	// genCgoFiles are the generated cgo files whose methods get stand-ins too.
+	genCgoFiles = []string{"compute_gen_cgo.go", "gpt_gen_cgo.go"}
 )
 
 func main() {
@@ -129,7 +135,7 @@ func moduleRoot() (string, error) {
 // generate reads the headers under root and returns the generated files by
 // name (in outDir), formatted.
 func generate(root string) (map[string][]byte, error) {
-	var lib, cmp []*header
+	var lib, cmp, gpt []*header
 	for _, in := range inputs {
 		src, err := os.ReadFile(filepath.Join(root, in.path))
 		if err != nil {
@@ -139,10 +145,13 @@ func generate(root string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if in.group == libGroup {
+		switch in.group {
+		case libGroup:
 			lib = append(lib, h)
-		} else {
+		case computeGroup:
 			cmp = append(cmp, h)
+		default:
+			gpt = append(gpt, h)
 		}
 	}
 	out := map[string][]byte{}
@@ -160,11 +169,25 @@ func generate(root string) (map[string][]byte, error) {
 	if out["compute_gen_cgo.go"], err = computeGo(cmp, methods); err != nil {
 		return nil, err
 	}
-	if out["abi_gen.go"], err = abiGo(lib, cmp, methods); err != nil {
+	if out["gpt_gen.h"], err = gptC(gpt); err != nil {
 		return nil, err
 	}
-	// The stand-ins mirror the hand-written cgo files and the generated one.
-	sources := map[string][]byte{"compute_gen_cgo.go": out["compute_gen_cgo.go"]}
+	gms, err := gptMethods(gpt)
+	if err != nil {
+		return nil, err
+	}
+	if out["gpt_gen_cgo.go"], err = gptGo(gms); err != nil {
+		return nil, err
+	}
+	all := append(append(append([]*header(nil), lib...), cmp...), gpt...)
+	if out["abi_gen.go"], err = abiGo(all, methods); err != nil {
+		return nil, err
+	}
+	// The stand-ins mirror the hand-written cgo files and the generated ones.
+	sources := map[string][]byte{}
+	for _, name := range genCgoFiles {
+		sources[name] = out[name]
+	}
 	for _, name := range append(append([]string(nil), cgoFiles...), nocgoFiles...) {
 		b, err := os.ReadFile(filepath.Join(root, outDir, name))
 		if err != nil {

@@ -15,8 +15,8 @@ import (
 // nocgoGo is nocgo_gen.go: for every exported function and method of the
 // cgo files that the hand-written no-cgo files do not define, a stand-in
 // with the same signature that returns zero values, and errNoCgo as its
-// error. sources holds the files by name: cgoFiles, nocgoFiles and the
-// generated compute_gen_cgo.go.
+// error. sources holds the files by name: cgoFiles, nocgoFiles and
+// genCgoFiles.
 func nocgoGo(sources map[string][]byte) ([]byte, error) {
 	fset := token.NewFileSet()
 	defined := map[string]bool{}
@@ -33,7 +33,7 @@ func nocgoGo(sources map[string][]byte) ([]byte, error) {
 	}
 	var body bytes.Buffer
 	imports := map[string]bool{}
-	for _, name := range append(append([]string(nil), cgoFiles...), "compute_gen_cgo.go") {
+	for _, name := range append(append([]string(nil), cgoFiles...), genCgoFiles...) {
 		f, err := parser.ParseFile(fset, name, sources[name], 0)
 		if err != nil {
 			return nil, err

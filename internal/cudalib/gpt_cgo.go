@@ -1,0 +1,148 @@
+//go:build cgo
+
+package cudalib
+
+/*
+#cgo LDFLAGS: -ldl
+#cgo CFLAGS: -I${SRCDIR}/../../cuda
+#include <stdio.h>
+#include <stdlib.h>
+#include "gpt_gen.h"
+
+// sdgw_open binds the GPT entry points of the library at path, which the
+// loader has already loaded (dlopen returns the same handle).
+static sdgw_table *sdgw_open(const char *path, char *err, size_t cap) {
+	void *h = sdw_dlopen(path, err, cap);
+	if (!h) return NULL;
+	sdgw_table *t = (sdgw_table *)calloc(1, sizeof *t);
+	if (!t) {
+		snprintf(err, cap, "out of memory");
+		return NULL;
+	}
+	if (sdw_bind(h, sdgw_names, SDGI_count, t->fn, err, cap)) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+*/
+import "C"
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// GPT is the GPT-2 kernels of the loaded library: the sdg_* entry points of
+// cuda/symddp_gpt.h, bound with dlsym on top of a Lib. Every method is one
+// launcher (generated, gpt_gen_cgo.go): device tensors, streams, cuBLASLt
+// handles and plans are uintptrs, shapes ints, and a failed launch returns a
+// *GPTError carrying sdg_last_error()'s message. Its methods may be called
+// from any goroutine (a plan from one at a time); no successful call
+// allocates Go memory.
+type GPT struct {
+	lib *Lib
+	t   *C.sdgw_table
+	// calls holds the C memory of calls (error message, host structs, plan
+	// outputs), so that a call passes no Go memory to C.
+	calls chan *C.sdgw_call
+}
+
+// gptCallCount is how many calls may be in flight at once before a call
+// allocates C memory of its own.
+const gptCallCount = 8
+
+var (
+	gptMu     sync.Mutex
+	gptLoaded = map[*Lib]*GPT{}
+)
+
+// OpenGPT binds the GPT entry points of l (once per Lib) and checks their
+// ABI version (sdg_abi_version against GPTABIVersion).
+func OpenGPT(l *Lib) (*GPT, error) {
+	if l == nil {
+		return nil, fmt.Errorf("%w: no library", ErrUnavailable)
+	}
+	gptMu.Lock()
+	defer gptMu.Unlock()
+	if g, ok := gptLoaded[l]; ok {
+		return g, nil
+	}
+	cpath := C.CString(l.Path())
+	defer C.free(unsafe.Pointer(cpath))
+	var buf [1024]byte
+	t := C.sdgw_open(cpath, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+	if t == nil {
+		msg := cstr(buf[:])
+		if strings.HasPrefix(msg, "sdg_") {
+			return nil, fmt.Errorf("%w: %s lacks the GPT entry points %s: rebuild it with cuda/build.sh", ErrUnavailable, l.Path(), msg)
+		}
+		return nil, fmt.Errorf("%w: load %s: %s", ErrUnavailable, l.Path(), msg)
+	}
+	if v := int(C.gw_sdg_abi_version(t)); v != GPTABIVersion {
+		C.free(unsafe.Pointer(t))
+		return nil, fmt.Errorf("%w: %s has GPT ABI %d, this program speaks %d: rebuild it with cuda/build.sh",
+			ErrUnavailable, l.Path(), v, GPTABIVersion)
+	}
+	g := &GPT{lib: l, t: t, calls: make(chan *C.sdgw_call, gptCallCount)}
+	for i := 0; i < gptCallCount; i++ {
+		g.calls <- newGPTCall() // lives as long as the loaded library
+	}
+	gptLoaded[l] = g
+	return g, nil
+}
+
+// Lib is the library the entry points belong to.
+func (g *GPT) Lib() *Lib { return g.lib }
+
+// ABIVersion is the library's sdg_abi_version().
+func (g *GPT) ABIVersion() int { return int(C.gw_sdg_abi_version(g.t)) }
+
+func newGPTCall() *C.sdgw_call {
+	return (*C.sdgw_call)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sdgw_call{}))))
+}
+
+// call is C memory for one call: from the pool, or its own when every one
+// is in use.
+func (g *GPT) call() *C.sdgw_call {
+	select {
+	case x := <-g.calls:
+		return x
+	default:
+		return newGPTCall()
+	}
+}
+
+// done gives x back to the pool (or frees it when the pool is full).
+func (g *GPT) done(x *C.sdgw_call) {
+	select {
+	case g.calls <- x:
+	default:
+		C.free(unsafe.Pointer(x))
+	}
+}
+
+// check turns a status into an error carrying the library's message, which
+// the wrapper copied into x on the failing thread.
+func (g *GPT) check(call string, x *C.sdgw_call, rc C.int) error {
+	if rc == 0 {
+		return nil
+	}
+	return &GPTError{Call: call, Code: GPTStatus(rc), Msg: C.GoString(&x.err[0])}
+}
+
+// setGemmDesc copies d into the call's C memory (sdg_gemm_desc).
+func setGemmDesc(x *C.sdgw_call, d GemmDesc) {
+	s := &x.in_sdg_gemm_desc
+	s.m, s.n, s.k = C.int32_t(d.M), C.int32_t(d.N), C.int32_t(d.K)
+	s.trans_a, s.trans_b = sdcFlag(d.TransA), sdcFlag(d.TransB)
+	s.batch = C.int32_t(d.Batch)
+	s.stride_a, s.stride_b, s.stride_c = C.int64_t(d.StrideA), C.int64_t(d.StrideB), C.int64_t(d.StrideC)
+	s.c_type, s.bias_type = C.int32_t(d.CType), C.int32_t(d.BiasType)
+	s.epilogue = C.int32_t(d.Epilogue)
+	s.accumulate = sdcFlag(d.Accumulate)
+	s.workspace_bytes = C.int64_t(d.WorkspaceBytes)
+}
