@@ -56,6 +56,31 @@ var (
 	computeLoaded = map[*Lib]*Compute{}
 )
 
+// bindTable opens the dlsym table of one header's entry points on l (open,
+// the generated *_open) and checks its ABI version (version) against want;
+// what names the table in messages ("compute"), prefix the entry points'
+// names, by which a missing one is told from another load error.
+func bindTable(l *Lib, what, prefix string, want int,
+	open func(path, buf *C.char, n C.size_t) unsafe.Pointer, version func(t unsafe.Pointer) int) (unsafe.Pointer, error) {
+	cpath := C.CString(l.Path())
+	defer C.free(unsafe.Pointer(cpath))
+	var buf [1024]byte
+	t := open(cpath, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+	if t == nil {
+		msg := cstr(buf[:])
+		if strings.HasPrefix(msg, prefix) {
+			return nil, fmt.Errorf("%w: %s lacks the %s entry points %s: rebuild it with cuda/build.sh", ErrUnavailable, l.Path(), what, msg)
+		}
+		return nil, fmt.Errorf("%w: load %s: %s", ErrUnavailable, l.Path(), msg)
+	}
+	if v := version(t); v != want {
+		C.free(t)
+		return nil, fmt.Errorf("%w: %s has %s ABI %d, this program speaks %d: rebuild it with cuda/build.sh",
+			ErrUnavailable, l.Path(), what, v, want)
+	}
+	return t, nil
+}
+
 // OpenCompute binds the compute entry points of l (once per Lib) and checks
 // their ABI version.
 func OpenCompute(l *Lib) (*Compute, error) {
@@ -67,23 +92,13 @@ func OpenCompute(l *Lib) (*Compute, error) {
 	if cp, ok := computeLoaded[l]; ok {
 		return cp, nil
 	}
-	cpath := C.CString(l.Path())
-	defer C.free(unsafe.Pointer(cpath))
-	var buf [1024]byte
-	t := C.sdcw_open(cpath, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
-	if t == nil {
-		msg := cstr(buf[:])
-		if strings.HasPrefix(msg, "sd") {
-			return nil, fmt.Errorf("%w: %s lacks the compute entry points %s: rebuild it with cuda/build.sh", ErrUnavailable, l.Path(), msg)
-		}
-		return nil, fmt.Errorf("%w: load %s: %s", ErrUnavailable, l.Path(), msg)
+	p, err := bindTable(l, "compute", "sd", ComputeABIVersion,
+		func(path, buf *C.char, n C.size_t) unsafe.Pointer { return unsafe.Pointer(C.sdcw_open(path, buf, n)) },
+		func(t unsafe.Pointer) int { return int(C.cw_sdc_abi_version((*C.sdcw_table)(t))) })
+	if err != nil {
+		return nil, err
 	}
-	if v := int(C.cw_sdc_abi_version(t)); v != ComputeABIVersion {
-		C.free(unsafe.Pointer(t))
-		return nil, fmt.Errorf("%w: %s has compute ABI %d, this program speaks %d: rebuild it with cuda/build.sh",
-			ErrUnavailable, l.Path(), v, ComputeABIVersion)
-	}
-	cp := &Compute{lib: l, t: t}
+	cp := &Compute{lib: l, t: (*C.sdcw_table)(p)}
 	computeLoaded[l] = cp
 	return cp, nil
 }

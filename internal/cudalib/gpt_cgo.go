@@ -31,7 +31,6 @@ import "C"
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"unsafe"
 )
@@ -71,23 +70,13 @@ func OpenGPT(l *Lib) (*GPT, error) {
 	if g, ok := gptLoaded[l]; ok {
 		return g, nil
 	}
-	cpath := C.CString(l.Path())
-	defer C.free(unsafe.Pointer(cpath))
-	var buf [1024]byte
-	t := C.sdgw_open(cpath, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
-	if t == nil {
-		msg := cstr(buf[:])
-		if strings.HasPrefix(msg, "sdg_") {
-			return nil, fmt.Errorf("%w: %s lacks the GPT entry points %s: rebuild it with cuda/build.sh", ErrUnavailable, l.Path(), msg)
-		}
-		return nil, fmt.Errorf("%w: load %s: %s", ErrUnavailable, l.Path(), msg)
+	p, err := bindTable(l, "GPT", "sdg_", GPTABIVersion,
+		func(path, buf *C.char, n C.size_t) unsafe.Pointer { return unsafe.Pointer(C.sdgw_open(path, buf, n)) },
+		func(t unsafe.Pointer) int { return int(C.gw_sdg_abi_version((*C.sdgw_table)(t))) })
+	if err != nil {
+		return nil, err
 	}
-	if v := int(C.gw_sdg_abi_version(t)); v != GPTABIVersion {
-		C.free(unsafe.Pointer(t))
-		return nil, fmt.Errorf("%w: %s has GPT ABI %d, this program speaks %d: rebuild it with cuda/build.sh",
-			ErrUnavailable, l.Path(), v, GPTABIVersion)
-	}
-	g := &GPT{lib: l, t: t, calls: make(chan *C.sdgw_call, gptCallCount)}
+	g := &GPT{lib: l, t: (*C.sdgw_table)(p), calls: make(chan *C.sdgw_call, gptCallCount)}
 	for i := 0; i < gptCallCount; i++ {
 		g.calls <- newGPTCall() // lives as long as the loaded library
 	}
