@@ -45,23 +45,7 @@
 
 #include "symddp_gpt.h"
 
-#define CK(call)                                                                                 \
-    do {                                                                                         \
-        cudaError_t e_ = (call);                                                                 \
-        if (e_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(100);                                                                           \
-        }                                                                                        \
-    } while (0)
-
-#define SG(call)                                                                                  \
-    do {                                                                                          \
-        int rc_ = (call);                                                                         \
-        if (rc_ != SDG_OK) {                                                                      \
-            fprintf(stderr, "%s:%d: %s: rc %d: %s\n", __FILE__, __LINE__, #call, rc_, sdg_last_error()); \
-            exit(101);                                                                            \
-        }                                                                                         \
-    } while (0)
+#include "check_macros.h"
 
 typedef __nv_bfloat16 bf16;
 

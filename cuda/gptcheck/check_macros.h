@@ -1,0 +1,26 @@
+// Fail-fast checks shared by the GPT kernel check (check.cu) and the step
+// harness (step.cu): a CUDA error exits 100, an sdg_* error 101, printing
+// file:line, the call and the message.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <cuda_runtime.h>
+#include "symddp_gpt.h"
+
+#define CK(call)                                                                                 \
+    do {                                                                                         \
+        cudaError_t e_ = (call);                                                                 \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(100);                                                                           \
+        }                                                                                        \
+    } while (0)
+
+#define SG(call)                                                                                  \
+    do {                                                                                          \
+        int rc_ = (call);                                                                         \
+        if (rc_ != SDG_OK) {                                                                      \
+            fprintf(stderr, "%s:%d: %s: rc %d: %s\n", __FILE__, __LINE__, #call, rc_, sdg_last_error()); \
+            exit(101);                                                                            \
+        }                                                                                         \
+    } while (0)
