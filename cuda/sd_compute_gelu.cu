@@ -4,7 +4,8 @@
  *
  * Each element does the float32 operations of compute/internal/tfmloops'
  * goGELU and goGELUBackward in their order, with their e^x (exp32: a
- * Cody-Waite reduction by ln 2 and a degree-7 Taylor polynomial, not expf),
+ * Cody-Waite reduction by ln 2 and a degree-7 Taylor polynomial in
+ * Estrin's order, not expf),
  * and with round-to-nearest intrinsics so that nvcc fuses no multiply and
  * add into an FMA: the GPU gives the CPU engine's bits.
  *
@@ -32,14 +33,16 @@ __device__ __forceinline__ float sdc_exp32(float x) {
     const float n = __fsub_rn(t, magic);
     float r = __fsub_rn(x, __fmul_rn(n, (float)0.693359375));
     r = __fsub_rn(r, __fmul_rn(n, (float)-2.12194440054690583e-4));
-    float p = (float)(1.0 / 5040);
-    p = __fadd_rn(__fmul_rn(p, r), (float)(1.0 / 720));
-    p = __fadd_rn(__fmul_rn(p, r), (float)(1.0 / 120));
-    p = __fadd_rn(__fmul_rn(p, r), (float)(1.0 / 24));
-    p = __fadd_rn(__fmul_rn(p, r), (float)(1.0 / 6));
-    p = __fadd_rn(__fmul_rn(p, r), 0.5f);
-    p = __fadd_rn(__fmul_rn(p, r), 1.0f);
-    p = __fadd_rn(__fmul_rn(p, r), 1.0f);
+    /* Estrin's scheme in tfmloops' order (loops.go, kernels.h) */
+    const float r2 = __fmul_rn(r, r);
+    const float a0 = __fadd_rn(r, 1.0f);
+    const float a1 = __fadd_rn(__fmul_rn(r, 1.0f / 6.0f), 0.5f);
+    const float a2 = __fadd_rn(__fmul_rn(r, 1.0f / 120.0f), 1.0f / 24.0f);
+    const float a3 = __fadd_rn(__fmul_rn(r, 1.0f / 5040.0f), 1.0f / 720.0f);
+    const float b0 = __fadd_rn(__fmul_rn(r2, a1), a0);
+    const float b1 = __fadd_rn(__fmul_rn(r2, a3), a2);
+    const float r4 = __fmul_rn(r2, r2);
+    const float p = __fadd_rn(__fmul_rn(r4, b1), b0);
     const int32_t ni = (int32_t)(__float_as_uint(t) - 0x4b400000u);
     return __fmul_rn(p, __uint_as_float((uint32_t)(ni + 127) << 23));
 }

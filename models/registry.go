@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/symddp/symddp/compute"
 )
 
 // Config is what a model is built from: the data's shapes and the
@@ -21,6 +23,9 @@ type Config struct {
 	// Layers, Heads, Width, Context and Vocab size a transformer (gpt);
 	// zero keeps the preset's value.
 	Layers, Heads, Width, Context, Vocab int
+	// Precision is how a transformer computes (compute.PrecisionAuto:
+	// bf16 on an engine that fuses it, compute.GPTFuser; fp32 elsewhere).
+	Precision compute.Precision
 	// Options are free-form settings for user models (key=value flags).
 	Options map[string]string
 }

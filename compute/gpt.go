@@ -1,0 +1,53 @@
+package compute
+
+// Precision is how a model computes: fp32 throughout, or bf16 activations
+// and GEMMs (fp32 accumulation) with fp32 master weights, gradients and
+// optimizer state.
+type Precision string
+
+// Precisions. PrecisionAuto lets the model pick: bf16 where the engine runs
+// the model fused in bf16 (GPTFuser), fp32 elsewhere.
+const (
+	PrecisionAuto Precision = ""
+	PrecisionF32  Precision = "fp32"
+	PrecisionBF16 Precision = "bf16"
+)
+
+// GPTFuser is offered by engines that run a whole GPT-2-style transformer
+// as one planned sequence of their own kernels (compute/cuda: bf16 kernels,
+// cuBLASLt GEMMs with fused epilogues, flash attention) instead of one
+// engine call per layer. models.GPT uses it in bf16.
+type GPTFuser interface {
+	// FuseGPT plans the model of shape s over params and grads, the
+	// views of models.GPT's parameters in its Params order (fp32 master
+	// weights and their gradients in the arenas). The plan allocates the
+	// activations of s.Rows sequences.
+	FuseGPT(s GPTShape, params, grads []Tensor) (FusedGPT, error)
+}
+
+// GPTShape is the shape of a fused GPT: Layers pre-LayerNorm blocks of
+// Heads heads over Width channels, Context positions, Vocab tokens, and
+// Rows sequences per micro-batch.
+type GPTShape struct {
+	Layers, Heads, Width, Context, Vocab int
+	Rows                                 int
+}
+
+// FusedGPT is a planned GPT: its forward with the loss, and its backward
+// into the gradient arena. The gradients are written (not added to), as a
+// model's Backward writes them.
+type FusedGPT interface {
+	// Forward reads tokens and targets (Rows·Context each, -1 targets
+	// ignored), computes the logits, the loss and its gradient (times
+	// scale), and adds to stats (3) the summed loss, 0 correct
+	// predictions (not counted by the fused classifier) and the number of
+	// counted targets.
+	Forward(tokens, targets Labels, scale float32, stats Tensor)
+	// Backward propagates the last Forward's loss to every parameter's
+	// gradient.
+	Backward()
+	// Describe says in one line what runs (kernels, precision).
+	Describe() string
+	// Close releases the plan's device memory and GEMM plans.
+	Close() error
+}
