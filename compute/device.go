@@ -21,10 +21,10 @@ type DeviceSteps interface {
 	Notice(msg string)
 	// Err is the first failure of an enqueued operation, if any.
 	Err() error
-	// NewStepPipeline allocates two batch slots for float inputs of shape
-	// sample (rows first), rows labels and extra float32 words, and a
-	// report of the given tensors copied out after every step.
-	NewStepPipeline(sample []int, extra int, report ...Tensor) (StepPipeline, error)
+	// NewStepPipeline allocates two batch slots that hold what s
+	// describes, and a report of the given tensors copied out after every
+	// step.
+	NewStepPipeline(s SlotSpec, report ...Tensor) (StepPipeline, error)
 	// SetHaltOnNonFinite makes a non-finite step latch a halt that turns
 	// every later update into a no-op.
 	SetHaltOnNonFinite(on bool)
@@ -52,17 +52,36 @@ type StepPipeline interface {
 	Close() error
 }
 
+// SlotSpec is what one batch slot of a StepPipeline holds: Rows rows of
+// inputs of shape Sample, float32 values or int32 token ids, Targets labels
+// per row and Extra float32 words.
+type SlotSpec struct {
+	Rows   int
+	Sample []int
+	// Tokens says the inputs are token ids (StepSlot.Tokens, Rows·Sample
+	// elements) instead of float values (StepSlot.X, (Rows, Sample...)).
+	Tokens bool
+	// Targets is the number of labels of a row: 1 (a class label, the
+	// default when 0) or one per position of a token window.
+	Targets int
+	Extra   int
+}
+
 // StepSlot is one batch slot of a StepPipeline.
 type StepSlot struct {
-	// X (rows, sample...), Y (rows) and Extra (extra words, nil when none)
-	// are the device tensors a step reads.
-	X     Tensor
-	Y     Labels
-	Extra Tensor
-	// HostX, HostY and HostExtra are pinned host memory for the next batch.
-	HostX     []float32
-	HostY     []int32
-	HostExtra []float32
+	// The device tensors a step reads: the inputs, X (Rows, Sample...) for
+	// float inputs or Tokens (Rows·Sample) for token ids, the other nil;
+	// the labels Y (Rows·Targets); Extra (Extra words, nil when none).
+	X      Tensor
+	Tokens Labels
+	Y      Labels
+	Extra  Tensor
+	// Pinned host memory for the next batch, laid out like the tensors
+	// above (HostX or HostTokens, the other nil).
+	HostX      []float32
+	HostTokens []int32
+	HostY      []int32
+	HostExtra  []float32
 }
 
 // StepGraph is a recorded step: Launch replays it with one step's values.

@@ -95,8 +95,8 @@ func (t *Trainer) newGPUSteps(total int) (*gpuSteps, error) {
 			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
 		}
 	}
-	xs := append([]int{t.micro}, t.spec.Input...)
-	pipe, err := e.NewStepPipeline(xs, ctrlWords, t.ctrlView, e.StatusTensor())
+	slots := compute.SlotSpec{Rows: t.micro, Sample: t.spec.Input, Tokens: t.spec.Tokens, Targets: t.spec.Targets, Extra: ctrlWords}
+	pipe, err := e.NewStepPipeline(slots, t.ctrlView, e.StatusTensor())
 	if err != nil {
 		return nil, fmt.Errorf("GPU step pipeline: %w", err)
 	}

@@ -17,15 +17,22 @@ func (e *Engine) StepGraphs() bool { return e.GraphsEnabled() }
 func (e *Engine) StatusSkipped() int { return cudalib.StatusSkipped }
 
 // NewStepPipeline is NewPipeline as a compute.StepPipeline.
-func (e *Engine) NewStepPipeline(sample []int, extra int, report ...compute.Tensor) (compute.StepPipeline, error) {
-	p, err := e.NewPipeline(sample, extra, report...)
+// The slot's absent tensors stay nil interfaces (not typed nil pointers).
+func (e *Engine) NewStepPipeline(spec compute.SlotSpec, report ...compute.Tensor) (compute.StepPipeline, error) {
+	p, err := e.NewPipeline(spec, report...)
 	if err != nil {
 		return nil, err
 	}
 	sp := &stepPipeline{Pipeline: p}
 	for i := range sp.slots {
 		s := p.Slot(i)
-		sp.slots[i] = compute.StepSlot{X: s.X, Y: s.Y, HostX: s.HostX, HostY: s.HostY, HostExtra: s.HostExtra}
+		sp.slots[i] = compute.StepSlot{Y: s.Y, HostX: s.HostX, HostTokens: s.HostTokens, HostY: s.HostY, HostExtra: s.HostExtra}
+		if s.X != nil {
+			sp.slots[i].X = s.X
+		}
+		if s.Tokens != nil {
+			sp.slots[i].Tokens = s.Tokens
+		}
 		if s.Extra != nil {
 			sp.slots[i].Extra = s.Extra
 		}

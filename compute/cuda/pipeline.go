@@ -10,18 +10,20 @@ import (
 
 // Pipeline feeds training steps with batches through pinned host memory and
 // the engine's copy stream, so that the copy of batch k+1 overlaps step k.
-// It has two slots; step k uses slot k%2, and a slot's device tensors (X,
-// Y, Extra) are what the step reads (a captured graph per slot).
+// It has two slots; step k uses slot k%2, and a slot's device tensors (X
+// or Tokens, Y, Extra) are what the step reads (a captured graph per slot).
 //
 // The protocol of one step on slot s, and what each call waits for:
 //
 //  1. Fill(s): the host waits for the event "copied[s]" of the slot's
 //     previous copy (two steps ago, long done): its pinned buffers are free.
-//     The caller writes the batch into HostX, HostY, HostExtra.
+//     The caller writes the batch into HostX (or HostTokens), HostY,
+//     HostExtra.
 //  2. Submit(s): the copy stream waits for "consumed[s]" (the step that read
 //     the slot's device tensors two steps ago is done with them), copies
-//     the pinned buffers to X, Y, Extra, and records "copied[s]"; the
-//     compute stream waits for "copied[s]". Nothing waits on the host.
+//     the pinned buffers to X (or Tokens), Y, Extra, and records
+//     "copied[s]"; the compute stream waits for "copied[s]". Nothing waits
+//     on the host.
 //  3. The caller enqueues the step (eagerly, or Graph.Launch).
 //  4. Release(s): the compute stream records "consumed[s]", copies the
 //     report tensors (given to NewPipeline: control words, update status)
@@ -44,27 +46,36 @@ type Pipeline struct {
 
 // Slot is one buffer of a Pipeline.
 type Slot struct {
-	// X (rows, sample...), Y (rows) and Extra (extra words, nil when none)
-	// are the device tensors a step reads.
-	X     *Tensor
-	Y     *Labels
-	Extra *Tensor
-	// HostX, HostY and HostExtra are pinned host memory for the next batch.
-	HostX     []float32
-	HostY     []int32
-	HostExtra []float32
+	// The device tensors a step reads: X (rows, sample...) for float
+	// inputs or Tokens (rows·sample) for token ids, the other nil; Y
+	// (rows·targets); Extra (extra words, nil when none).
+	X      *Tensor
+	Tokens *Labels
+	Y      *Labels
+	Extra  *Tensor
+	// Pinned host memory for the next batch, laid out like the tensors
+	// above (HostX or HostTokens, the other nil).
+	HostX      []float32
+	HostTokens []int32
+	HostY      []int32
+	HostExtra  []float32
 
 	report                         []float32 // pinned
 	copied, consumed, reported     uint64    // events
 	copyPending, consPending, repd bool
 }
 
-// NewPipeline allocates two slots for inputs of shape x (rows first), rows
-// labels and extra float32 words, and a report of the given device tensors
-// (copied out after every step). Call it at build time.
-func (e *Engine) NewPipeline(x []int, extra int, report ...compute.Tensor) (*Pipeline, error) {
+// NewPipeline allocates two slots that hold what s describes (float inputs
+// or token ids, s.Targets labels per row, s.Extra float32 words), and a
+// report of the given device tensors (copied out after every step). Call it
+// at build time.
+func (e *Engine) NewPipeline(s compute.SlotSpec, report ...compute.Tensor) (*Pipeline, error) {
+	rows, targets := s.Rows, max(s.Targets, 1)
+	x := append([]int{rows}, s.Sample...)
 	n := checkShape("NewPipeline", x)
-	rows := x[0]
+	if s.Targets < 0 || s.Extra < 0 {
+		panic(fmt.Sprintf("cuda: NewPipeline: %d targets per row and %d extra words", s.Targets, s.Extra))
+	}
 	p := &Pipeline{e: e}
 	for _, t := range report {
 		d := e.tensorOf("NewPipeline", t)
@@ -72,30 +83,34 @@ func (e *Engine) NewPipeline(x []int, extra int, report ...compute.Tensor) (*Pip
 		p.outLen += d.size
 	}
 	for i := range p.slots {
-		s := &p.slots[i]
-		s.X = e.Alloc(x...).(*Tensor)
-		s.Y = e.AllocLabels(rows).(*Labels)
-		if extra > 0 {
-			s.Extra = e.Alloc(extra).(*Tensor)
-		}
+		sl := &p.slots[i]
 		var err error
-		if s.HostX, err = pinned[float32](p, n); err != nil {
+		if s.Tokens {
+			sl.Tokens = e.AllocLabels(n).(*Labels)
+			sl.HostTokens, err = pinned[int32](p, n)
+		} else {
+			sl.X = e.Alloc(x...).(*Tensor)
+			sl.HostX, err = pinned[float32](p, n)
+		}
+		if err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
-		if s.HostY, err = pinned[int32](p, rows); err != nil {
+		sl.Y = e.AllocLabels(rows * targets).(*Labels)
+		if sl.HostY, err = pinned[int32](p, rows*targets); err != nil {
 			return nil, errors.Join(err, p.Close())
 		}
-		if extra > 0 {
-			if s.HostExtra, err = pinned[float32](p, extra); err != nil {
+		if s.Extra > 0 {
+			sl.Extra = e.Alloc(s.Extra).(*Tensor)
+			if sl.HostExtra, err = pinned[float32](p, s.Extra); err != nil {
 				return nil, errors.Join(err, p.Close())
 			}
 		}
 		if p.outLen > 0 {
-			if s.report, err = pinned[float32](p, p.outLen); err != nil {
+			if sl.report, err = pinned[float32](p, p.outLen); err != nil {
 				return nil, errors.Join(err, p.Close())
 			}
 		}
-		for _, ev := range []*uint64{&s.copied, &s.consumed, &s.reported} {
+		for _, ev := range []*uint64{&sl.copied, &sl.consumed, &sl.reported} {
 			if *ev, err = e.dev.EventCreate(); err != nil {
 				return nil, errors.Join(fmt.Errorf("cuda: NewPipeline: %w", err), p.Close())
 			}
@@ -137,8 +152,8 @@ func (p *Pipeline) Fill(i int) error {
 
 // Submit enqueues the copy of slot i's pinned buffers to its device
 // tensors on the copy stream and makes the compute stream wait for it
-// (step 2). The labels are also kept on the host for SoftmaxCrossEntropy's
-// checks.
+// (step 2). The labels and token ids are also kept in the host copies of
+// their Labels, as SetLabels keeps them, for SoftmaxCrossEntropy's checks.
 func (p *Pipeline) Submit(i int) error {
 	if p.e.capture.active {
 		return errors.New("cuda: Pipeline.Submit while capturing a CUDA graph")
@@ -152,8 +167,10 @@ func (p *Pipeline) Submit(i int) error {
 	if s.consPending {
 		err = d.WaitEvent(true, s.consumed)
 	}
-	if err == nil {
+	if err == nil && s.X != nil {
 		err = d.HtoD(true, s.X.ptr, unsafe.Pointer(unsafe.SliceData(s.HostX)), 4*len(s.HostX))
+	} else if err == nil {
+		err = d.HtoD(true, s.Tokens.ptr, unsafe.Pointer(unsafe.SliceData(s.HostTokens)), 4*len(s.HostTokens))
 	}
 	if err == nil {
 		err = d.HtoD(true, s.Y.ptr, unsafe.Pointer(unsafe.SliceData(s.HostY)), 4*len(s.HostY))
@@ -172,6 +189,9 @@ func (p *Pipeline) Submit(i int) error {
 		return p.fail("Submit", err)
 	}
 	copy(s.Y.host, s.HostY)
+	if s.Tokens != nil {
+		copy(s.Tokens.host, s.HostTokens)
+	}
 	return nil
 }
 
