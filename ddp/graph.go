@@ -11,13 +11,16 @@ import (
 )
 
 // The device step path. When the engine offers compute.DeviceSteps (the
-// CUDA engine), the arenas live in device memory, the model reads float
-// inputs with one label each and there is one micro-batch per step, the
-// trainer's strategy is the device step (gpuSteps) instead of hostStep:
+// CUDA engine), the arenas live in device memory and there is one
+// micro-batch per step, the trainer's strategy is the device step
+// (gpuSteps) instead of hostStep:
 //
 //   - batches go through the engine's Pipeline: gathered straight into
-//     pinned host memory, copied to the device on the copy stream while the
-//     previous step computes (two slots, step k uses slot k%2);
+//     pinned host memory (float inputs or token ids, a label per sample or
+//     a target per position), checked against the model's classes (a graph
+//     replayed on the device checks nothing), copied to the device on the
+//     copy stream while the previous step computes (two slots, step k uses
+//     slot k%2);
 //   - the step's device work (control words, forward, loss, backward, one
 //     allreduce of the whole gradient arena with the control words, the
 //     optimizer update with clipping and the non-finite check) is recorded
@@ -68,15 +71,12 @@ type gpuSteps struct {
 }
 
 // deviceStepBlocker says why t cannot take the device step path although
-// its engine offers it ("" when it can): options, the model's batches or
-// the comm backend. chooseStrategy then picks replicated steps, run
+// its engine offers it ("" when it can): options or the comm backend. chooseStrategy then picks replicated steps, run
 // eagerly on the device.
 func (t *Trainer) deviceStepBlocker() string {
 	switch {
 	case t.opts.Accumulate > 1:
 		return "gradient accumulation: eager steps without the pipeline"
-	case t.spec.Tokens || t.spec.Targets != 1:
-		return "the model reads tokens or targets per position: eager steps without the pipeline"
 	}
 	if _, ok := t.c.(enqueueAllReducer); !ok && t.c.NPEs() > 1 {
 		return fmt.Sprintf("the %s comm backend has no stream-ordered allreduce (AllReduceEnqueue): eager steps without the pipeline", t.c.Backend())
@@ -137,12 +137,10 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 	}
 	sl := p.Slot(slot)
 	sm.Batch(epoch, s, t.idx)
-	ds.GatherBatch(t.idx[:t.micro], datasets.Batch{X: sl.HostX, Y: sl.HostY})
-	classes := t.spec.Classes
-	for i, y := range sl.HostY {
-		if y != -1 && (y < 0 || int(y) >= classes) {
-			return stepResult{}, fmt.Errorf("step %d: sample %d has label %d, the model has %d classes", t.step+1, t.idx[i], y, classes)
-		}
+	b := datasets.Batch{X: sl.HostX, Tokens: sl.HostTokens, Y: sl.HostY}
+	ds.GatherBatch(t.idx[:t.micro], b)
+	if err := t.checkBatch(b); err != nil {
+		return stepResult{}, err
 	}
 	clear(sl.HostExtra)
 	if wantStop {
@@ -228,7 +226,7 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	e := g.e
 	sl := g.pipe.Slot(slot)
 	e.Copy(t.ctrlView, sl.Extra)
-	t.m.Forward(models.Inputs{X: sl.X, Targets: sl.Y}, scale, t.stats)
+	t.m.Forward(models.Inputs{X: sl.X, Tokens: sl.Tokens, Targets: sl.Y}, scale, t.stats)
 	t.m.Backward(nil)
 	if g.ar != nil {
 		if err := g.ar.AllReduceEnqueue(t.grads, 0, t.n+ctrlWords, comm.Sum); err != nil {
@@ -237,6 +235,33 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	}
 	if err := e.Update(t.o, t.pView, t.gView, t.step, lr, t.opts.ClipNorm); err != nil {
 		return fmt.Errorf("optimizer: %w", err)
+	}
+	return nil
+}
+
+// checkBatch checks step t.step+1's batch b (this PE's rows t.idx) before
+// it goes to the device, where a replayed graph checks nothing: token ids
+// must be in the vocabulary, targets -1 or one of the classes.
+func (t *Trainer) checkBatch(b datasets.Batch) error {
+	classes, step := t.spec.Classes, t.step+1
+	if t.spec.Tokens {
+		n := t.spec.InputSize()
+		for i, tok := range b.Tokens {
+			if tok < 0 || int(tok) >= classes {
+				return fmt.Errorf("step %d: sample %d has token %d at position %d, outside the vocabulary of %d tokens",
+					step, t.idx[i/n], tok, i%n, classes)
+			}
+		}
+	}
+	k := t.spec.Targets
+	for i, y := range b.Y {
+		if y != -1 && (y < 0 || int(y) >= classes) {
+			if k == 1 {
+				return fmt.Errorf("step %d: sample %d has label %d, the model has %d classes", step, t.idx[i], y, classes)
+			}
+			return fmt.Errorf("step %d: sample %d has target %d at position %d, the model has %d classes (or -1)",
+				step, t.idx[i/k], y, i%k, classes)
+		}
 	}
 	return nil
 }

@@ -18,8 +18,8 @@ import (
 //     arenas in host memory, the default on shm and mpi);
 //   - device: the engine runs the whole step on its device, recorded into a
 //     graph once and replayed (an engine that offers compute.DeviceSteps,
-//     graph.go); where the options, the model or the backend do not allow
-//     it (deviceStepBlocker), replicated steps run eagerly on the device and
+//     graph.go); where the options or the backend do not allow it
+//     (deviceStepBlocker), replicated steps run eagerly on the device and
 //     the engine says why.
 type strategy interface {
 	// name says which strategy runs, for the start-up log.
