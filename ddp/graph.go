@@ -17,10 +17,11 @@ import (
 //
 //   - batches go through the engine's Pipeline: gathered straight into
 //     pinned host memory (float inputs or token ids, a label per sample or
-//     a target per position), checked against the model's classes (a graph
-//     replayed on the device checks nothing), copied to the device on the
-//     copy stream while the previous step computes (two slots, step k uses
-//     slot k%2);
+//     a target per position; a batch of a MiB or more from an in-memory
+//     source by a few goroutines at once, datasets.Gatherer), checked
+//     against the model's classes (a graph replayed on the device checks
+//     nothing), copied to the device on the copy stream while the previous
+//     step computes (two slots, step k uses slot k%2);
 //   - the step's device work (control words, forward, loss, backward, one
 //     allreduce of the whole gradient arena with the control words, the
 //     optimizer update with clipping and the non-finite check) is recorded
@@ -59,6 +60,7 @@ type gpuSteps struct {
 	e          compute.DeviceSteps
 	ar         enqueueAllReducer // nil with one PE: nothing to reduce
 	pipe       compute.StepPipeline
+	gather     *datasets.Gatherer // batches into the pinned slots, large ones split over goroutines
 	graphs     [2]compute.StepGraph
 	repSkipped int  // the report's word that says the update was skipped
 	graph      bool // capture steps (engine's setting, off after a failed capture)
@@ -101,6 +103,7 @@ func (t *Trainer) newGPUSteps(total int) (*gpuSteps, error) {
 		return nil, fmt.Errorf("GPU step pipeline: %w", err)
 	}
 	g.pipe = pipe
+	g.gather = datasets.NewGatherer(t.spec)
 	e.SetHaltOnNonFinite(!t.opts.SkipNonFinite)
 	if err := e.ResetUpdateStatus(); err != nil {
 		return nil, err
@@ -108,10 +111,13 @@ func (t *Trainer) newGPUSteps(total int) (*gpuSteps, error) {
 	return g, nil
 }
 
-// close releases the pipeline and the graphs.
+// close releases the pipeline, the graphs and the gather's goroutines.
 func (g *gpuSteps) close() error {
 	if g == nil {
 		return nil
+	}
+	if g.gather != nil {
+		g.gather.Close()
 	}
 	var errs []error
 	for i, gr := range g.graphs {
@@ -138,7 +144,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 	sl := p.Slot(slot)
 	sm.Batch(epoch, s, t.idx)
 	b := datasets.Batch{X: sl.HostX, Tokens: sl.HostTokens, Y: sl.HostY}
-	ds.GatherBatch(t.idx[:t.micro], b)
+	g.gather.Gather(ds, t.idx[:t.micro], b)
 	if err := t.checkBatch(b); err != nil {
 		return stepResult{}, err
 	}
