@@ -179,6 +179,10 @@ func (r *peRun) run() (err error) {
 		return err
 	}
 	defer tr.Close()
+	if me == 0 && r.o.languageModel {
+		device, devices := jobDevices(c, r.local)
+		rep.mfu = newMFU(r.o, m, e, device, devices) // after ddp.New: the model is built
+	}
 	res, err := tr.Fit(ctx, train, test)
 	if err != nil && !errors.Is(err, ddp.ErrCheckpointSave) {
 		return err
