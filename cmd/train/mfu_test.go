@@ -192,3 +192,21 @@ func TestSyntheticTokensMFUInMetrics(t *testing.T) {
 	}
 	assert.Equal(t, 2, windows)
 }
+
+// TestMemoryCheckIsTheHostsOnTheCPU: a batch whose activations do not fit
+// in the host's memory is refused on the CPU, not on the GPU, whose
+// activations are in device memory.
+func TestMemoryCheckIsTheHostsOnTheCPU(t *testing.T) {
+	if memAvailable() <= 0 {
+		t.Skip("no /proc/meminfo")
+	}
+	g, err := models.New("gpt2", models.Config{})
+	require.NoError(t, err)
+	huge := int(memAvailable()/g.(*models.GPT).ActivationBytes(1)) + 16 // sequences beyond the host's memory
+	o := &options{pes: 1, accumulate: 1, batch: huge, model: "gpt2", backend: "auto"}
+	err = checkMemory(o, g.(*models.GPT))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "GiB of activations per PE")
+	o.backend = "nvshmem"
+	assert.NoError(t, checkMemory(o, g.(*models.GPT)))
+}

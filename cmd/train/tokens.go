@@ -149,11 +149,16 @@ func buildCorpus(dc *dataChoice) error {
 	return nil
 }
 
-// checkMemory refuses, before any PE starts, a language-model run whose
-// activations alone (models.GPT.ActivationBytes, for the micro-batch of
-// each of the host's PEs) need more memory than the host has available,
-// which would otherwise swap or be killed part-way.
+// checkMemory refuses, before any PE starts, a language-model run on the
+// CPU whose activations alone (models.GPT.ActivationBytes, for the
+// micro-batch of each of the host's PEs) need more memory than the host has
+// available, which would otherwise swap or be killed part-way. On the GPU
+// (--backend nvshmem) the activations are in device memory, not the host's:
+// the engine says when they do not fit.
 func checkMemory(o *options, g *models.GPT) error {
+	if o.backend == "nvshmem" {
+		return nil
+	}
 	micro := o.batch / (o.pes * o.accumulate)
 	avail := memAvailable()
 	if micro < 1 || avail <= 0 {
