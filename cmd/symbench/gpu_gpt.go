@@ -243,6 +243,10 @@ func gpuGPT(ctx context.Context, o gpuGPTOpts, w io.Writer) error {
 		if err == nil {
 			rows[i].ours, err = readGPTMetrics(metrics, o.warmup, o.warmup+o.steps, c.model().context)
 		}
+		if err == nil {
+			// said at once: a run cut short still has it in its log
+			fmt.Fprintf(w, "symddp %s batch %d: %.0f tokens/s%s\n", c.model().label, c.batch, rows[i].ours.tokensPerSec, mfuNote(rows[i].ours))
+		}
 		if err != nil {
 			err = fmt.Errorf("%s batch %d: train: %s", c.model().label, c.batch, trainFailure(err, stderr))
 			if i == 0 {
@@ -253,7 +257,7 @@ func gpuGPT(ctx context.Context, o gpuGPTOpts, w io.Writer) error {
 		}
 	}
 	if o.script != "" {
-		failed = append(failed, measureTorchGPT(ctx, o, rows)...)
+		failed = append(failed, measureTorchGPT(ctx, o, rows, w)...)
 	}
 	if err := printGPUGPTTable(w, rows); err != nil {
 		return err
@@ -270,7 +274,7 @@ func gpuGPT(ctx context.Context, o gpuGPTOpts, w io.Writer) error {
 
 // measureTorchGPT runs the PyTorch script once per preset, for all its
 // batches, and fills in the rows' torch columns; it returns what failed.
-func measureTorchGPT(ctx context.Context, o gpuGPTOpts, rows []gptGPURow) []error {
+func measureTorchGPT(ctx context.Context, o gpuGPTOpts, rows []gptGPURow, w io.Writer) []error {
 	var order []string
 	batches := map[string][]int{}
 	for _, r := range rows {
@@ -296,6 +300,9 @@ func measureTorchGPT(ctx context.Context, o gpuGPTOpts, rows []gptGPURow) []erro
 				}
 			}
 		}
+		for _, t := range res {
+			fmt.Fprintf(w, "torch %s batch %d %s: %.0f tokens/s, MFU %.1f%%\n", gptPresets[p].label, t.batch, t.mode, t.tokensPerSec, 100*t.mfu)
+		}
 		for _, l := range errLines {
 			failed = append(failed, fmt.Errorf("PyTorch: %s", l))
 		}
@@ -304,6 +311,14 @@ func measureTorchGPT(ctx context.Context, o gpuGPTOpts, rows []gptGPURow) []erro
 		}
 	}
 	return failed
+}
+
+// mfuNote is ", MFU 41.6% (bf16)" when train knew its GPU's peak.
+func mfuNote(r gptRun) string {
+	if r.mfu <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", MFU %.1f%% (%s)", 100*r.mfu, r.precision)
 }
 
 // trainFailure says in one line why a train run failed: train's own last

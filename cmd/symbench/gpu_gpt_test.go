@@ -106,6 +106,8 @@ func TestGPUGPTTable(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
+		"symddp gpt2 124M batch 16: 512000 tokens/s, MFU 41.6% (bf16)\n",
+		"torch gpt2 124M batch 32 compile: 470000 tokens/s, MFU 38.2%\n",
 		"GPU: NVIDIA H200 (device 0, 132 SMs)",
 		"    model  batch  symddp tokens/s         MFU  torch eager tokens/s  torch.compile tokens/s  symddp/compile           target\n",
 		// 512000 · 803478528 / 989e12 = 41.6%; 512000 / 500000 = 1.02
