@@ -60,6 +60,8 @@ type Engine struct {
 	capture captureState
 	opt     updater
 	status  *Tensor // the update status words (cudalib.Status*)
+	exempt  *Tensor // SetDecayExempt's mask (bytes), for Updates of exemptN elements
+	exemptN int
 
 	graphs  bool
 	fused   bool     // FuseLinear plans cuBLASLt GEMMs (Options.DisableFused, SYMDDP_CUDA_FUSED)
@@ -68,6 +70,7 @@ type Engine struct {
 	log     *slog.Logger
 	lib     *cudalib.Lib       // the library (nil on an emulated device)
 	gptk    cudalib.GPTKernels // FuseGPT's kernels (Options.GPTKernels, or bound from lib)
+	gpts    []*fusedGPT        // closed by Close
 	err     error              // the first failure of enqueued work
 	closed  bool
 }
@@ -281,6 +284,10 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	errs := []error{e.stage.free(e.dev)}
+	for _, f := range e.gpts {
+		errs = append(errs, f.Close())
+	}
+	e.gpts = nil
 	for _, p := range e.plans {
 		errs = append(errs, e.dev.LtPlanDestroy(p))
 	}

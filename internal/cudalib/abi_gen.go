@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 1
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 3
+	ComputeABIVersion = 4
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
 	GPTABIVersion = 2
 )
@@ -84,7 +84,7 @@ type Device interface {
 	// GeluBackward: sdc_gelu_backward.
 	GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error
 	// Update: sdc_update.
-	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, n int) error
+	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int) error
 	// ResetStatus: sdc_reset_status.
 	ResetStatus() error
 	// SetStep: sdc_set_step.

@@ -464,7 +464,7 @@ func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) (err er
 }
 
 // Update fails: the library needs cgo.
-func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, n int) (err error) {
+func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
