@@ -104,24 +104,35 @@ func TestGPTGradients(t *testing.T) {
 	}
 }
 
-// An engine without the transformer's operation groups fails the build
-// with one line naming the engine and the operation.
+// In fp32, an engine without the transformer's operation groups fails the
+// build with one line naming the engine and the operation; by default the
+// CUDA engine runs the model fused and says which shapes its kernels take.
 func TestGPTNeedsOperationGroups(t *testing.T) {
-	m, err := models.NewGPT("gpt", smallGPT)
-	require.NoError(t, err)
-	e := cudatest.NewEmulated(cuda.Options{})
-	specs := m.Params()
-	offsets, n := models.Layout(specs)
-	pt := e.Alloc(n).(*cuda.Tensor)
-	a := compute.Arena{Dev: pt.DevicePtr(), N: n}
-	var pv []compute.Tensor
-	for i, s := range specs {
-		pv = append(pv, e.View(a, offsets[i], s.Shape...))
+	build := func(p compute.Precision) error {
+		m, err := models.NewGPT("gpt", smallGPT)
+		require.NoError(t, err)
+		require.NoError(t, m.SetPrecision(p))
+		e := cudatest.NewEmulated(cuda.Options{})
+		specs := m.Params()
+		offsets, n := models.Layout(specs)
+		pt := e.Alloc(n).(*cuda.Tensor)
+		a := compute.Arena{Dev: pt.DevicePtr(), N: n}
+		var pv []compute.Tensor
+		for i, s := range specs {
+			pv = append(pv, e.View(a, offsets[i], s.Shape...))
+		}
+		return m.Build(e, pv, pv, 1)
 	}
-	err = m.Build(e, pv, pv, 1)
+	err := build(compute.PrecisionF32)
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing)
 	assert.Contains(t, err.Error(), "cuda")
+	err = build(compute.PrecisionAuto)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "head size of 32 or 64")
+	m, err := models.NewGPT("gpt", smallGPT)
+	require.NoError(t, err)
+	assert.ErrorContains(t, m.SetPrecision("fp16"), `precision "fp16"`)
 }
 
 func TestGPTConfigErrors(t *testing.T) {

@@ -373,16 +373,16 @@ func (d *Device) SumSquares(x uintptr, n int, timeout time.Duration) (float64, e
 // optim.SumSquares adds it, the clip factor of optim.ClipFactor), then the
 // CPU engine's update loops (vec.SGD, vec.SGDMomentum, vec.Adam), whose
 // order of float32 operations the kernels follow.
-func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) error {
+func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int) error {
 	if d.capture {
-		d.recorded = append(d.recorded, func() { d.update(o, v, useBlock, params, grads, state0, state1, n) })
+		d.recorded = append(d.recorded, func() { d.update(o, v, useBlock, params, grads, state0, state1, exempt, n) })
 		return nil
 	}
-	d.update(o, v, useBlock, params, grads, state0, state1, n)
+	d.update(o, v, useBlock, params, grads, state0, state1, exempt, n)
 	return nil
 }
 
-func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) {
+func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int) {
 	if useBlock {
 		v = d.block
 	}
@@ -415,20 +415,50 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 		vec.Scale(scaled, scale)
 		G = scaled
 	}
+	if v.First && o.Kind != cudalib.SGD {
+		clear(S0)
+		clear(S1)
+	}
+	if exempt == 0 {
+		d.updateRun(o, v, P, G, S0, S1, false)
+		return
+	}
+	// runs of elements with the same exemption, each as the optimizer
+	// with (or without) weight decay
+	words := d.mem(exempt, (n+3)/4)
+	mask := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
+	sub := func(x []float32, i, j int) []float32 {
+		if x == nil {
+			return nil
+		}
+		return x[i:j]
+	}
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && (mask[j] != 0) == (mask[i] != 0) {
+			j++
+		}
+		d.updateRun(o, v, P[i:j], G[i:j], sub(S0, i, j), sub(S1, i, j), mask[i] != 0)
+		i = j
+	}
+}
+
+// updateRun is one run of the update: exempt drops the weight decay.
+func (d *Device) updateRun(o cudalib.OptimArgs, v cudalib.StepValues, P, G, S0, S1 []float32, exempt bool) {
+	wd, decay := o.WeightDecay, v.Decay
+	if exempt {
+		wd, decay = 0, 1
+	}
 	switch {
 	case o.Kind == cudalib.SGD && S0 == nil:
-		vec.SGD(P, G, v.LR, o.WeightDecay)
+		vec.SGD(P, G, v.LR, wd)
 	case o.Kind == cudalib.SGD:
-		vec.SGDMomentum(P, G, S0, v.LR, o.WeightDecay, o.Momentum, o.Nesterov, v.First)
+		vec.SGDMomentum(P, G, S0, v.LR, wd, o.Momentum, o.Nesterov, v.First)
 	default:
-		if v.First {
-			clear(S0)
-			clear(S1)
-		}
-		a := vec.AdamArgs{Decay: v.Decay, Beta1: o.Beta1, Beta2: o.Beta2, C1: o.C1, C2: o.C2,
+		a := vec.AdamArgs{Decay: decay, Beta1: o.Beta1, Beta2: o.Beta2, C1: o.C1, C2: o.C2,
 			Eps: o.Eps, StepSize: v.StepSize, BC2Sqrt: v.BC2Sqrt}
 		if o.Kind == cudalib.Adam {
-			a.L2 = o.WeightDecay
+			a.L2 = wd
 		}
 		vec.Adam(P, G, S0, S1, &a)
 	}
