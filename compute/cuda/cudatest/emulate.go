@@ -32,9 +32,20 @@ import (
 // reference kernels. Streams and events are immediate; a captured "graph" is
 // the list of recorded operations, replayed by Launch with the step block's
 // new values. GEMM sums in float64, so results agree with the CPU engine to
-// float32 rounding, not bit for bit.
+// float32 rounding, not bit for bit. opts.GPTKernels left nil becomes the
+// device's emulated GPT kernels (Device.GPTKernels), so that the engine can
+// fuse a GPT.
 func NewEmulated(opts cuda.Options) *cuda.Engine {
-	return cuda.NewOnDevice(NewDevice(), opts)
+	d := NewDevice()
+	return cuda.NewOnDevice(d, emulatedOptions(d, opts))
+}
+
+// emulatedOptions is opts with d's GPT kernels where it names none.
+func emulatedOptions(d *Device, opts cuda.Options) cuda.Options {
+	if opts.GPTKernels == nil {
+		opts.GPTKernels = d.GPTKernels()
+	}
+	return opts
 }
 
 // Device is a compute context (cudalib.Device) emulated on the host: device
@@ -52,6 +63,7 @@ type Device struct {
 	nextID   uint64
 	lt       ltState
 	scratch  []float32 // room of the kernels that need some (see buffer)
+	gpt      *GPT      // GPTKernels, made when first asked for
 }
 
 var _ cudalib.Device = (*Device)(nil)
