@@ -40,6 +40,16 @@ type DeviceSteps interface {
 	EndStepCapture() (StepGraph, error)
 }
 
+// DecayExempter is offered by device engines whose Update can leave some
+// elements of the arena without weight decay (compute/cuda): ddp gives it
+// the spans of the parameters a model exempts (ParamSpec.NoDecay).
+type DecayExempter interface {
+	// SetDecayExempt makes later Updates of an arena of n elements apply
+	// the optimizer without weight decay to the elements of spans
+	// ([lo, hi) pairs).
+	SetDecayExempt(n int, spans [][2]int) error
+}
+
 // StepPipeline stages batches for DeviceSteps: slot i is filled on the
 // host, submitted (copied to the device), consumed by a step, released and
 // its report read.

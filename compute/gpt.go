@@ -46,6 +46,10 @@ type FusedGPT interface {
 	// Backward propagates the last Forward's loss to every parameter's
 	// gradient.
 	Backward()
+	// NextLogits runs the model on tokens (Rows·Context ids) and copies
+	// the logits of position row (Vocab of them) to dst as float32, waiting
+	// for the device: for sampling, not for training.
+	NextLogits(tokens Labels, row int, dst []float32) error
 	// Describe says in one line what runs (kernels, precision).
 	Describe() string
 	// Close releases the plan's device memory and GEMM plans.

@@ -66,6 +66,7 @@ struct sdc_update_args {
     sdc_step v;           /* by value (eager) */
     const sdc_step *blk;  /* or the step block (captured), when not NULL */
     const float *status;  /* the gradient check's verdict */
+    const uint8_t *exempt; /* n bytes, 1: no weight decay for that element (NULL: none exempt) */
 };
 
 /* The clipped gradient: g * scale when clipping is on (exactly g when scale is 1). */
@@ -81,8 +82,8 @@ static __device__ __forceinline__ float sdc_clip(float g, bool clip, float scale
  *   p = p - float32(lr*d)
  */
 static __device__ __forceinline__ void sdc_sgd(float &p, float g, float &buf, bool has_buf,
-                                               const sdc_optim &o, float lr, bool first) {
-    if (o.weight_decay != 0.0f) g = __fadd_rn(g, __fmul_rn(o.weight_decay, p));
+                                               const sdc_optim &o, float l2, float lr, bool first) {
+    if (l2 != 0.0f) g = __fadd_rn(g, __fmul_rn(l2, p));
     float d = g;
     if (has_buf) {
         const float b = first ? g : __fadd_rn(__fmul_rn(o.momentum, buf), g);
@@ -103,8 +104,8 @@ static __device__ __forceinline__ void sdc_sgd(float &p, float g, float &buf, bo
  * with m = v = 0 before step 1.
  */
 static __device__ __forceinline__ void sdc_adam(float &p, float g, float &m, float &v,
-                                                const sdc_optim &o, float l2, const sdc_step &s) {
-    const float pi = __fmul_rn(p, s.decay);
+                                                const sdc_optim &o, float l2, float decay, const sdc_step &s) {
+    const float pi = __fmul_rn(p, decay);
     if (l2 != 0.0f) g = __fadd_rn(g, __fmul_rn(l2, pi));
     const float m0 = s.first ? 0.0f : m, v0 = s.first ? 0.0f : v;
     const float mi = __fadd_rn(__fmul_rn(o.beta1, m0), __fmul_rn(o.c1, g));
@@ -122,13 +123,15 @@ static __device__ __forceinline__ void sdc_update_one(float *p, const float *g, 
                                                       const sdc_step &s, bool clip, float scale) {
     float pi = p[i];
     const float gi = sdc_clip(g[i], clip, scale);
+    const bool ex = a.exempt && a.exempt[i];
+    const float l2 = (KIND == SDC_ADAMW || ex) ? 0.0f : a.o.weight_decay;
     if (KIND == SDC_SGD) {
         float b = s0 ? s0[i] : 0.0f;
-        sdc_sgd(pi, gi, b, s0 != NULL, a.o, s.lr, s.first != 0);
+        sdc_sgd(pi, gi, b, s0 != NULL, a.o, l2, s.lr, s.first != 0);
         if (s0) s0[i] = b;
     } else {
         float m = s0[i], v = s1[i];
-        sdc_adam(pi, gi, m, v, a.o, KIND == SDC_ADAM ? a.o.weight_decay : 0.0f, s);
+        sdc_adam(pi, gi, m, v, a.o, l2, ex ? 1.0f : s.decay, s);
         s0[i] = m;
         s1[i] = v;
     }
@@ -160,13 +163,16 @@ __global__ void __launch_bounds__(SDC_OPT_THREADS)
         const float ge[4] = {gv.x, gv.y, gv.z, gv.w};
         float me[4] = {m.x, m.y, m.z, m.w};
         float ve[4] = {v.x, v.y, v.z, v.w};
+        const uchar4 ex = a.exempt ? ((const uchar4 *)a.exempt)[i] : make_uchar4(0, 0, 0, 0);
+        const bool exk[4] = {ex.x != 0, ex.y != 0, ex.z != 0, ex.w != 0};
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             const float gk = sdc_clip(ge[k], clip, scale);
+            const float l2 = (KIND == SDC_ADAMW || exk[k]) ? 0.0f : a.o.weight_decay;
             if (KIND == SDC_SGD)
-                sdc_sgd(pe[k], gk, me[k], s0 != NULL, a.o, s.lr, s.first != 0);
+                sdc_sgd(pe[k], gk, me[k], s0 != NULL, a.o, l2, s.lr, s.first != 0);
             else
-                sdc_adam(pe[k], gk, me[k], ve[k], a.o, KIND == SDC_ADAM ? a.o.weight_decay : 0.0f, s);
+                sdc_adam(pe[k], gk, me[k], ve[k], a.o, l2, exk[k] ? 1.0f : s.decay, s);
         }
         ((float4 *)p)[i] = make_float4(pe[0], pe[1], pe[2], pe[3]);
         if (s0) ((float4 *)s0)[i] = make_float4(me[0], me[1], me[2], me[3]);
@@ -197,7 +203,7 @@ bool sdc_update_step_node(const cudaKernelNodeParams *p, sdc_step_node *out) {
 
 extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step,
                           int32_t use_block, uint64_t params, uint64_t grads, uint64_t state0,
-                          uint64_t state1, int64_t n) {
+                          uint64_t state1, uint64_t exempt, int64_t n) {
     if (!c || !o || !step || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_update: bad arguments");
     const bool adam = o->kind == SDC_ADAM || o->kind == SDC_ADAMW;
     if (o->kind != SDC_SGD && !adam) return SD_FAIL(SD_ERR_ARG, "sdc_update: unknown optimizer kind %d", o->kind);
@@ -227,7 +233,8 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
     a.v = *step;
     a.blk = use_block ? (const sdc_step *)(uintptr_t)c->step : NULL;
     a.status = status;
-    const bool aligned = (params | grads | state0 | state1) % 16 == 0;
+    a.exempt = (const uint8_t *)(uintptr_t)exempt;
+    const bool aligned = (params | grads | state0 | state1) % 16 == 0 && exempt % 4 == 0;
     const int64_t n4 = aligned ? n / 4 : 0;
     const int64_t g2 = sdc_grid(n4 ? n4 : n, SDC_OPT_THREADS, c->sm_count, 16);
     float *p = (float *)(uintptr_t)params, *s0 = (float *)(uintptr_t)state0, *s1 = (float *)(uintptr_t)state1;

@@ -99,3 +99,39 @@ extern "C" int sdg_classifier(float *losses, void *logits, const int32_t *target
     SDG_LAUNCHED();
     return SDG_OK;
 }
+
+#define SDG_STATS_THREADS 1024
+
+/* One block: thread i sums rows i, i + 1024, ... in double, then a fixed tree. */
+__global__ void __launch_bounds__(SDG_STATS_THREADS)
+    sdg_loss_stats_kernel(float *__restrict__ stats, const float *__restrict__ losses,
+                          const int32_t *__restrict__ targets, int N) {
+    __shared__ double sm_l[SDG_STATS_THREADS], sm_c[SDG_STATS_THREADS];
+    double l = 0, c = 0;
+    for (int i = threadIdx.x; i < N; i += SDG_STATS_THREADS) {
+        l += (double)losses[i];
+        c += targets[i] != -1 ? 1.0 : 0.0;
+    }
+    sm_l[threadIdx.x] = l;
+    sm_c[threadIdx.x] = c;
+    __syncthreads();
+    for (int h = SDG_STATS_THREADS / 2; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h) {
+            sm_l[threadIdx.x] += sm_l[threadIdx.x + h];
+            sm_c[threadIdx.x] += sm_c[threadIdx.x + h];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        stats[0] += (float)sm_l[0];
+        stats[2] += (float)sm_c[0];
+    }
+}
+
+extern "C" int sdg_loss_stats(float *stats, const float *losses, const int32_t *targets, int N, void *stream) {
+    if (N <= 0) return SDG_FAIL(SDG_ERR_ARG, "sdg_loss_stats: N=%d", N);
+    if (!stats || !losses || !targets) return SDG_FAIL(SDG_ERR_ARG, "sdg_loss_stats: NULL pointer");
+    sdg_loss_stats_kernel<<<1, SDG_STATS_THREADS, 0, (cudaStream_t)stream>>>(stats, losses, targets, N);
+    SDG_LAUNCHED();
+    return SDG_OK;
+}

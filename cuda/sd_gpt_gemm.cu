@@ -57,6 +57,19 @@ static bool sdg_epi_has_aux(int e) {
     return e == SDG_EPI_GELU_AUX_BIAS || e == SDG_EPI_DGELU || e == SDG_EPI_DGELU_BGRAD;
 }
 
+extern "C" int sdg_lt_create(sdg_lt **lt) {
+    if (!lt) return SDG_FAIL(SDG_ERR_ARG, "sdg_lt_create: NULL");
+    cublasLtHandle_t h = NULL;
+    const cublasStatus_t st = cublasLtCreate(&h);
+    if (st != CUBLAS_STATUS_SUCCESS) return SDG_FAIL(SDG_ERR_BLAS, "cublasLtCreate: status %d", (int)st);
+    *lt = (sdg_lt *)h;
+    return SDG_OK;
+}
+
+extern "C" void sdg_lt_destroy(sdg_lt *lt) {
+    if (lt) cublasLtDestroy((cublasLtHandle_t)lt);
+}
+
 extern "C" void sdg_gemm_destroy(sdg_gemm *p) {
     if (!p) return;
     if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 3
+#define SDC_ABI_VERSION 4
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -315,10 +315,13 @@ int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, in
  * (grads themselves are not written). The update is the exact float32
  * sequence of optim's doc comments (round-to-nearest, no FMA contraction,
  * IEEE division and square root). Per-step values come from step (use_block =
- * 0) or from the step block (use_block = 1).
+ * 0) or from the step block (use_block = 1). exempt, when not 0, is n bytes
+ * of device memory: an element whose byte is not 0 gets no weight decay (the
+ * optimizer's sequence with weight_decay 0 and AdamW's decay 1), for models
+ * whose biases and norms do not decay.
  */
 int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, sdc_flag use_block,
-               uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, int64_t n);
+               uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n);
 /* Zeroes the update status (clears a halt). */
 int sdc_reset_status(const sdc_ctx *c);
 

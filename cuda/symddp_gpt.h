@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 1
+#define SDG_ABI_VERSION 2
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -99,6 +99,17 @@ int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, co
 int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dscale,
                    int write_grad, void *stream);
 
+/* ---- loss statistics (sd_gpt_classifier.cu) ----
+ * stats (3) fp32: stats[0] += the sum of losses (N) fp32, stats[2] += the number
+ * of targets (N) that are not -1; stats[1] is left as it is. One block, sums in
+ * double in a fixed order. */
+int sdg_loss_stats(float *stats, const float *losses, const int32_t *targets, int N, void *stream);
+
+/* ---- fp32 to bf16 (sd_gpt_cast.cu) ----
+ * out (n bf16) = inp (n fp32) rounded to nearest even (the bf16 copy of the
+ * master weights that the GEMMs read). */
+int sdg_cast_bf16(void *out, const float *inp, int64_t n, void *stream);
+
 /* ---- AdamW (sd_gpt_adamw.cu) ----
  * params, grads, m, v: n fp32; params_bf16 (n bf16, or NULL) receives the updated
  * params rounded. decay: one byte per chunk of chunk elements (element i decays
@@ -160,6 +171,10 @@ typedef struct {
     int64_t workspace_bytes;              /* what sdg_gemm_run will be given */
 } sdg_gemm_desc;
 typedef struct sdg_gemm_s sdg_gemm;
+/* A cuBLASLt handle for the plans (cublasLtCreate; sdg_lt_destroy frees it). */
+typedef struct sdg_lt_s sdg_lt;
+int sdg_lt_create(sdg_lt **lt);
+void sdg_lt_destroy(sdg_lt *lt);
 int sdg_gemm_create(sdg_gemm **plan, void *lt, const sdg_gemm_desc *d);
 int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
                  void *workspace, void *stream);

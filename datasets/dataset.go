@@ -48,6 +48,10 @@
 //   - [LoadShards](trainGlob, valGlob, T, vocab): llm.c's uint16 and uint32
 //     token shards, memory-mapped, headers and tokens checked at load.
 //   - [NewTokenSource]: token streams a program already holds.
+//   - [NewSyntheticTokens] and [SyntheticTokenSplit]: windows of one
+//     pseudo-random stream over any vocabulary, computed as they are
+//     gathered (no memory, no file), for measuring speed: nothing in them
+//     can be learnt.
 //
 // [DecodeBytes] and [QuoteBytes] print byte-level tokens; [BitsPerByte]
 // turns a byte-level loss in nats into bits per byte.

@@ -3,6 +3,7 @@ package ddp
 import (
 	"fmt"
 
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -15,8 +16,9 @@ import (
 // arena, as before. The exempt runs' optimizer is the registry's one of the
 // same Hyper().Kind with WeightDecay 0 (optim.New), so an optimizer of
 // one's own should be registered under its Kind to take part. The device
-// update (compute.DeviceSteps) decays every parameter: New refuses a model
-// with exempt parameters there unless the weight decay is 0.
+// update (compute.DeviceSteps) gets the exempt runs as a mask
+// (compute.DecayExempter, deviceExempt); an engine without one refuses a
+// model with exempt parameters unless the weight decay is 0.
 
 // updateSeg is a run [lo, hi) of the arena whose parameters all decay or
 // all do not, with its views of the state slots (made once).
@@ -79,6 +81,24 @@ func (t *Trainer) segments(noDecay optim.Optimizer, lo, hi int, state [][]float3
 		}
 	}
 	return segs
+}
+
+// deviceExempt hands the exempt runs of t.segs to a device engine's
+// update (compute.DecayExempter), which then runs them without weight
+// decay as applyUpdate does on the host.
+func (t *Trainer) deviceExempt() error {
+	ex, ok := t.e.(compute.DecayExempter)
+	if !ok {
+		return fmt.Errorf("model %s exempts some parameters from weight decay (ParamSpec.NoDecay), which the %s engine's device update does not do: set the weight decay to 0 or train on the CPU",
+			t.m.Name(), t.e.Name())
+	}
+	var spans [][2]int
+	for _, s := range t.segs {
+		if s.exempt {
+			spans = append(spans, [2]int{s.lo, s.hi})
+		}
+	}
+	return ex.SetDecayExempt(t.n, spans)
 }
 
 // applyUpdate runs the optimizer over segs: params and grads are the arena

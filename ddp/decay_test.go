@@ -75,17 +75,30 @@ func TestNoDecayExemptsParameters(t *testing.T) {
 	}
 }
 
-// The device update decays every parameter: a model with exempt ones is
-// refused there with one line, not trained differently from the CPU.
-func TestNoDecayRefusedOnDevice(t *testing.T) {
-	b := emulatedBackend(true)
-	defer b.done()
-	_, err := New(b.c, b.e, exemptMLP(t, func(p models.ParamSpec) bool { return len(p.Shape) == 1 }), adamw(t, 0.1), baseOptions())
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "exempts some parameters from weight decay")
-	// Without decay the same model trains there.
-	_, err = New(b.c, b.e, exemptMLP(t, func(p models.ParamSpec) bool { return len(p.Shape) == 1 }), adamw(t, 0), baseOptions())
-	require.NoError(t, err)
+// The device update takes the exempt runs as a mask: on the (emulated) GPU
+// step path, every parameter exempt with decay 0.5 gives the bits of decay
+// 0, and exempt biases end elsewhere than decayed ones, as on the host.
+func TestNoDecayOnDevice(t *testing.T) {
+	all := func(models.ParamSpec) bool { return true }
+	none := fitParams(t, emulatedBackend(true), exemptMLP(t, all), adamw(t, 0))
+	exemptAll := fitParams(t, emulatedBackend(true), exemptMLP(t, all), adamw(t, 0.5))
+	assert.Equal(t, none, exemptAll, "every parameter exempt: decay 0.5 must not change a bit")
+
+	biases := func(p models.ParamSpec) bool { return len(p.Shape) == 1 }
+	decayed := fitParams(t, emulatedBackend(true), exemptMLP(t, func(models.ParamSpec) bool { return false }), adamw(t, 0.5))
+	mixed := fitParams(t, emulatedBackend(true), exemptMLP(t, biases), adamw(t, 0.5))
+	host := fitParams(t, cpuBackend(t), exemptMLP(t, biases), adamw(t, 0.5))
+	specs := exemptMLP(t, biases).Params()
+	offsets, _ := models.Layout(specs)
+	for i, s := range specs {
+		lo, hi := offsets[i], offsets[i]+s.Size()
+		if s.NoDecay {
+			assert.NotEqual(t, decayed[lo:hi], mixed[lo:hi], "%s is exempt: its values must differ from the decayed run's", s.Name)
+		}
+		for j := lo; j < hi; j++ {
+			require.InDelta(t, host[j], mixed[j], 1e-4, "%s[%d]: the device run and the host run", s.Name, j-lo)
+		}
+	}
 }
 
 // badInit declares a Normal parameter without a deviation.

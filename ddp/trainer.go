@@ -120,11 +120,12 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 	if err != nil {
 		return nil, err
 	}
-	if noDecay != nil && t.pArena.Host == nil {
-		return nil, fmt.Errorf("model %s exempts some parameters from weight decay (ParamSpec.NoDecay), which the %s engine's device update does not do: set the weight decay to 0 or train on the CPU",
-			m.Name(), e.Name())
-	}
 	t.segs = t.segments(noDecay, 0, t.n, t.stateSlots)
+	if noDecay != nil && t.pArena.Host == nil {
+		if err := t.deviceExempt(); err != nil {
+			return nil, err
+		}
+	}
 	if t.sharder != nil {
 		t.shardSegs = t.segments(noDecay, t.shardLo, t.shardHi, t.stateShard)
 	}

@@ -39,7 +39,11 @@ func init() {
 					*o.dst = o.v
 				}
 			}
-			return NewGPT(name, g)
+			m, err := NewGPT(name, g)
+			if err != nil {
+				return nil, err
+			}
+			return m, m.SetPrecision(cfg.Precision)
 		})
 	}
 }
@@ -79,6 +83,10 @@ type GPT struct {
 	uses   [][]paramUse
 	first  []int // first owned parameter index of blocks[i]
 	lnf0   int   // first parameter index of ln_f
+
+	precision compute.Precision
+	fused     compute.FusedGPT // the engine's fused model (GPTFuser), when it runs
+	rows      int              // sequences per micro-batch (Build's)
 
 	e          compute.Engine
 	idx        compute.Indexing
@@ -126,6 +134,29 @@ func NewGPT(name string, g GPTConfig) (*GPT, error) {
 	m.head.TiedWeight, m.head.NoBias = "wte", true
 	return m, nil
 }
+
+// SetPrecision chooses how the model computes (before Build):
+// compute.PrecisionAuto (bf16 on an engine that fuses the model,
+// compute.GPTFuser, such as the CUDA engine; fp32 elsewhere),
+// compute.PrecisionBF16 (an error at Build on an engine that does not fuse
+// it) or compute.PrecisionF32 (the engine's operation groups; the CUDA
+// engine has not all of them).
+func (m *GPT) SetPrecision(p compute.Precision) error {
+	switch p {
+	case compute.PrecisionAuto, compute.PrecisionF32, compute.PrecisionBF16:
+		m.precision = p
+		return nil
+	}
+	return fmt.Errorf("precision %q: want bf16, fp32 or auto", string(p))
+}
+
+// Precision is what SetPrecision chose; after Build, what runs (bf16 or
+// fp32).
+func (m *GPT) Precision() compute.Precision { return m.precision }
+
+// Fused is the engine's fused model when the GPT runs fused (nil on the
+// per-layer path): Describe says what runs.
+func (m *GPT) Fused() compute.FusedGPT { return m.fused }
 
 // Config is the model's sizes.
 func (m *GPT) Config() GPTConfig { return m.cfg }
@@ -187,6 +218,29 @@ func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) 
 	if len(params) != len(specs) || len(grads) != len(specs) {
 		return fmt.Errorf("got %d parameter and %d gradient views, want %d of each", len(params), len(grads), len(specs))
 	}
+	if m.fused != nil {
+		return fmt.Errorf("built twice")
+	}
+	m.rows = rows
+	if fu, ok := e.(compute.GPTFuser); ok && m.precision != compute.PrecisionF32 {
+		g := m.cfg
+		f, err := fu.FuseGPT(compute.GPTShape{Layers: g.Layers, Heads: g.Heads, Width: g.Width, Context: g.Context, Vocab: g.Vocab, Rows: rows}, params, grads)
+		if err != nil {
+			return err
+		}
+		m.e, m.fused, m.precision = e, f, compute.PrecisionBF16
+		// the parameter index each block starts at (6 per block), for ready
+		m.first = make([]int, len(m.blocks))
+		for i := range m.first {
+			m.first[i] = 2 + 6*i
+		}
+		m.lnf0 = 2 + 6*len(m.blocks)
+		return nil
+	}
+	if m.precision == compute.PrecisionBF16 {
+		return fmt.Errorf("bf16 needs an engine that runs the GPT fused (the CUDA engine); engine %s computes in fp32", e.Name())
+	}
+	m.precision = compute.PrecisionF32
 	idx, err := compute.Require[compute.Indexing](e, "embedding lookup")
 	if err != nil {
 		return err
@@ -225,6 +279,10 @@ func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) 
 // Forward embeds in.Tokens (B·T), runs the blocks, the final norm and the
 // head, and the cross-entropy of the logits (B·T, V) against in.Targets.
 func (m *GPT) Forward(in Inputs, scale float32, stats compute.Tensor) {
+	if m.fused != nil {
+		m.fused.Forward(in.Tokens, in.Targets, scale, stats)
+		return
+	}
 	m.logits = m.forwardLogits(in.Tokens)
 	m.e.SoftmaxCrossEntropy(m.logits, in.Targets, m.dlogits, scale, stats)
 }
@@ -242,12 +300,24 @@ func (m *GPT) forwardLogits(tokens compute.Labels) compute.Tensor {
 }
 
 // Logits is the last Forward's logits (B·T, V): row b·T+t scores the token
-// after position t of sequence b.
+// after position t of sequence b (nil when the model runs fused: see
+// compute.FusedGPT.NextLogits).
 func (m *GPT) Logits() compute.Tensor { return m.logits }
 
 // Backward propagates the loss's gradient from the head to the embeddings,
 // calling ready as ln_f, each block and finally the embeddings finish.
 func (m *GPT) Backward(ready func(firstParam int)) {
+	if m.fused != nil {
+		m.fused.Backward()
+		if ready != nil { // every gradient is final once the fused backward is enqueued
+			ready(m.lnf0)
+			for i := len(m.first) - 1; i >= 0; i-- {
+				ready(m.first[i])
+			}
+			ready(0)
+		}
+		return
+	}
 	d := m.head.Backward(m.dlogits) // dwte = dlogitsᵀ·h (the head's use of wte)
 	d = m.lnf.Backward(d)
 	if ready != nil {

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/internal/gradcheck"
@@ -104,24 +106,35 @@ func TestGPTGradients(t *testing.T) {
 	}
 }
 
-// An engine without the transformer's operation groups fails the build
-// with one line naming the engine and the operation.
+// In fp32, an engine without the transformer's operation groups fails the
+// build with one line naming the engine and the operation; by default the
+// CUDA engine runs the model fused and says which shapes its kernels take.
 func TestGPTNeedsOperationGroups(t *testing.T) {
-	m, err := models.NewGPT("gpt", smallGPT)
-	require.NoError(t, err)
-	e := cudatest.NewEmulated(cuda.Options{})
-	specs := m.Params()
-	offsets, n := models.Layout(specs)
-	pt := e.Alloc(n).(*cuda.Tensor)
-	a := compute.Arena{Dev: pt.DevicePtr(), N: n}
-	var pv []compute.Tensor
-	for i, s := range specs {
-		pv = append(pv, e.View(a, offsets[i], s.Shape...))
+	build := func(p compute.Precision) error {
+		m, err := models.NewGPT("gpt", smallGPT)
+		require.NoError(t, err)
+		require.NoError(t, m.SetPrecision(p))
+		e := cudatest.NewEmulated(cuda.Options{})
+		specs := m.Params()
+		offsets, n := models.Layout(specs)
+		pt := e.Alloc(n).(*cuda.Tensor)
+		a := compute.Arena{Dev: pt.DevicePtr(), N: n}
+		var pv []compute.Tensor
+		for i, s := range specs {
+			pv = append(pv, e.View(a, offsets[i], s.Shape...))
+		}
+		return m.Build(e, pv, pv, 1)
 	}
-	err = m.Build(e, pv, pv, 1)
+	err := build(compute.PrecisionF32)
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing)
 	assert.Contains(t, err.Error(), "cuda")
+	err = build(compute.PrecisionAuto)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "head size of 32 or 64")
+	m, err := models.NewGPT("gpt", smallGPT)
+	require.NoError(t, err)
+	assert.ErrorContains(t, m.SetPrecision("fp16"), `precision "fp16"`)
 }
 
 func TestGPTConfigErrors(t *testing.T) {
@@ -139,4 +152,64 @@ func TestGPTConfigErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, n := models.Layout(m.Params())
 	assert.Equal(t, 124475904, n)
+}
+
+// The sampler of a model on the CUDA engine (emulated here) runs fused in
+// bf16: its logits at a position agree with the fp32 CPU engine's to bf16
+// precision, and Generate draws through them.
+func TestFusedSamplerMatchesCPU(t *testing.T) {
+	cfg := models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256}
+	m, err := models.NewGPT("gpt", cfg)
+	require.NoError(t, err)
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	params := make([]float32, n)
+	dst := make([][]float32, len(specs))
+	for i, s := range specs {
+		dst[i] = params[offsets[i] : offsets[i]+s.Size()]
+	}
+	models.InitParams(specs, 9, dst)
+	for i := range params {
+		params[i] *= 5 // logits well apart
+	}
+	ce, err := cpu.New(cpu.Options{Threads: 1})
+	require.NoError(t, err)
+	ge := cudatest.NewEmulated(cuda.Options{})
+	cs, err := models.NewSampler(m, ce, params)
+	require.NoError(t, err)
+	gs, err := models.NewSampler(m, ge, params)
+	require.NoError(t, err)
+	require.Nil(t, cs.Fused())
+	require.NotNil(t, gs.Fused(), "the CUDA engine's sampler runs fused")
+	assert.Equal(t, compute.PrecisionBF16, gs.Precision())
+
+	tok := make([]int32, cfg.Context)
+	for i := range tok {
+		tok[i] = int32((i*37 + 11) % cfg.Vocab)
+	}
+	ct, cy := ce.AllocLabels(cfg.Context), ce.AllocLabels(cfg.Context)
+	ce.SetLabels(ct, tok)
+	ce.SetLabels(cy, tok)
+	cs.Forward(models.Inputs{Tokens: ct, Targets: cy}, 1, ce.Alloc(3))
+	all := compute.HostData(cs.Logits())
+	gt := ge.AllocLabels(cfg.Context)
+	ge.SetLabels(gt, tok)
+	got := make([]float32, cfg.Vocab)
+	for _, row := range []int{0, 17, cfg.Context - 1} {
+		require.NoError(t, gs.Fused().NextLogits(gt, row, got))
+		want := all[row*cfg.Vocab : (row+1)*cfg.Vocab]
+		scale := 0.0
+		for _, v := range want {
+			scale = math.Max(scale, math.Abs(float64(v)))
+		}
+		for j := range want {
+			require.InDelta(t, want[j], got[j], 0.03*scale, "position %d, token %d", row, j)
+		}
+	}
+	out, err := gs.Generate(context.Background(), tok[:5], 6, models.SampleOptions{Temperature: 0.8, TopK: 5, Seed: 1})
+	require.NoError(t, err)
+	require.Len(t, out, 6)
+	again, err := gs.Generate(context.Background(), tok[:5], 6, models.SampleOptions{Temperature: 0.8, TopK: 5, Seed: 1})
+	require.NoError(t, err)
+	assert.Equal(t, out, again, "the same seed draws the same tokens")
 }

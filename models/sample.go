@@ -73,11 +73,14 @@ func (m *GPT) Generate(ctx context.Context, prompt []int32, n int, o SampleOptio
 	if o.Vocab > 0 && o.Vocab < V {
 		vocab = o.Vocab
 	}
-	rows := m.x0.Shape()[0]
+	rows := m.rows * T
 	tokens := m.e.AllocLabels(rows)
 	host := make([]int32, rows)
 	var logits []float32 // device engines: a host copy of the logits
-	if compute.HostData(m.logits) == nil {
+	switch {
+	case m.fused != nil:
+		logits = make([]float32, V) // one row
+	case compute.HostData(m.logits) == nil:
 		logits = make([]float32, rows*V)
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5a3b1e))
@@ -92,13 +95,21 @@ func (m *GPT) Generate(ctx context.Context, prompt []int32, n int, o SampleOptio
 		clear(host)
 		copy(host, window)
 		m.e.SetLabels(tokens, host)
-		out := m.forwardLogits(tokens)
-		all := compute.HostData(out) // host engines: no copy
-		if all == nil {
-			m.e.ReadTensor(logits, out)
-			all = logits
+		var row []float32
+		if m.fused != nil {
+			if err := m.fused.NextLogits(tokens, len(window)-1, logits); err != nil {
+				return text[len(prompt):], fmt.Errorf("generate: %w", err)
+			}
+			row = logits[:vocab]
+		} else {
+			out := m.forwardLogits(tokens)
+			all := compute.HostData(out) // host engines: no copy
+			if all == nil {
+				m.e.ReadTensor(logits, out)
+				all = logits
+			}
+			row = all[(len(window)-1)*V : (len(window)-1)*V+vocab]
 		}
-		row := all[(len(window)-1)*V : (len(window)-1)*V+vocab]
 		text = append(text, int32(draw(row, probs, order, o, rng)))
 	}
 	return text[len(prompt):], nil
@@ -155,12 +166,19 @@ func NewSampler(m *GPT, e compute.Engine, params []float32) (*GPT, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.precision = m.precision
 	specs := s.Params()
 	offsets, n := Layout(specs)
 	if len(params) != n {
 		return nil, fmt.Errorf("sampler for %s: %d parameter values, want %d", m.name, len(params), n)
 	}
 	pa, ga := compute.HostArena(params), compute.HostArena(make([]float32, n))
+	if _, device := e.(compute.DeviceSteps); device {
+		// the values go to arenas of the engine's memory
+		pt, gt := e.Alloc(n), e.Alloc(n)
+		e.SetTensor(pt, params)
+		pa, ga = deviceArena(pt), deviceArena(gt)
+	}
 	pv, gv := make([]compute.Tensor, len(specs)), make([]compute.Tensor, len(specs))
 	for i, sp := range specs {
 		pv[i], gv[i] = e.View(pa, offsets[i], sp.Shape...), e.View(ga, offsets[i], sp.Shape...)
@@ -169,6 +187,15 @@ func NewSampler(m *GPT, e compute.Engine, params []float32) (*GPT, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// deviceArena is a device engine's tensor as an arena.
+func deviceArena(t compute.Tensor) compute.Arena {
+	d, ok := t.(interface{ DevicePtr() uintptr })
+	if !ok {
+		panic(fmt.Sprintf("models: a device engine's tensor %T has no DevicePtr", t))
+	}
+	return compute.Arena{Dev: d.DevicePtr(), N: t.Size()}
 }
 
 // LoadParams reads the model's parameters from get (name, destination) into the

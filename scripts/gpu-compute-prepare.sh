@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepares, on the CPU machine, what scripts/gpu-compute-check.sh runs on the
-# GPU host (which has no Go toolchain) for the compute side of issue 7: the Go
+# Prepares, on the CPU machine, what scripts/gpu-compute-check.sh and
+# scripts/gpu-gpt-check.sh run on the GPU host (which has no Go toolchain)
+# for the compute side of issue 7 and the GPT of issue 20: the Go
 # test, train and bench binaries, built with cgo, xz-compressed into
 # .device/bin/ (git-ignored; the check script unpacks them), and the
 # Fashion-MNIST files into .device/data/fashion-mnist. Then checks what can be
@@ -10,10 +11,12 @@
 #   scripts/gpu-compute-prepare.sh --raw      # binaries uncompressed (about 4x larger)
 #
 # Binaries (stripped and xz-compressed: about 16 MB for the four):
-#   .device/bin/cuda.test.xz       go test -c ./compute/cuda   (conformance, optimizer bits, CPU-vs-GPU steps)
+#   .device/bin/cuda.test.xz       go test -c ./compute/cuda   (conformance, optimizer bits, CPU-vs-GPU steps, the fused GPT)
 #   .device/bin/ddp.test.xz        go test -c ./ddp            (the GPU step path against the CPU path)
-#   .device/bin/train.xz           go build ./cmd/train        (Fashion-MNIST runs, --backend nvshmem)
-#   .device/bin/symbench.xz        go build ./cmd/symbench     (gpu-train; also the comm backend's gpu-allreduce)
+#   .device/bin/train.xz           go build ./cmd/train        (Fashion-MNIST and gpt-tiny runs, --backend nvshmem)
+#   .device/bin/symbench.xz        go build ./cmd/symbench     (gpu-train, gpu-gpt; also the comm backend's gpu-allreduce)
+# gpu-gpt-check.sh needs no data beyond the repository: gpt-tiny trains on its
+# text files, GPT-2 on train's synthetic tokens.
 # Only these files are replaced: the comm backend's binaries in .device/bin
 # stay. Compression matters: what is carried to the GPU host is limited to
 # 64 MiB, and the data alone is 30 MB. gpu-compute-check.sh unpacks every
@@ -70,6 +73,7 @@ go vet "${pkgs[@]}"
 CGO_ENABLED=0 go build ./...
 CGO_ENABLED=0 go vet ./compute/... ./internal/cudalib/... ./ddp/...
 go test ./compute/... ./ddp/... ./models/... ./internal/cudalib/...
-python3 -m py_compile bench/torch_mlp_bench.py
+python3 -m py_compile bench/torch_mlp_bench.py scripts/torch_gpt_bench.py
 bash -n scripts/gpu-compute-check.sh
-echo "ready: run scripts/gpu-compute-check.sh on the GPU host with .device/bin and .device/data carried along"
+bash -n scripts/gpu-gpt-check.sh
+echo "ready: run scripts/gpu-compute-check.sh (with .device/data) or scripts/gpu-gpt-check.sh on the GPU host with .device/bin carried along"

@@ -7,6 +7,8 @@
 //	                             the speed-up, allreduce overlap and memory per PE
 //	symbench gpt-cpu [flags]     tokens/s of train --model gpt-tiny at --pes 1, 2, 4
 //	                             beside PyTorch DDP in the same run, memory per PE
+//	symbench gpu-gpt [flags]     tokens/s and MFU of train --backend nvshmem --model gpt2
+//	                             (and two byte models) beside PyTorch eager and torch.compile
 //	symbench all [flags]         all of them (GPU ones on a GPU host): a markdown
 //	                             report and a PNG plot in an output directory
 //

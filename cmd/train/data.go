@@ -17,7 +17,7 @@ type dataChoice struct {
 	dir    string // IDX directory; text file or directory
 	notice string // a warning to print once (fallback to synthetic)
 
-	// token data
+	// token data (vocab > 0)
 	context, vocab     int    // the model's
 	trainGlob, valGlob string // llmc
 	maxBytes           int64  // text: corpus cap (0: all)
@@ -87,9 +87,10 @@ type dataShare struct {
 // returned to the operating system.
 func loadData(dc dataChoice, seed uint64, limit int, sh dataShare) (train, test datasets.Source, err error) {
 	defer debug.FreeOSMemory()
+	if dc.vocab > 0 { // a language model's tokens
+		return loadTokenData(dc, seed)
+	}
 	switch dc.name {
-	case "text", "llmc":
-		return loadTokenData(dc, sh)
 	case "synthetic":
 		tr, te, err := datasets.SyntheticSplit(60000, 10000, 784, 10, seed)
 		if err != nil {

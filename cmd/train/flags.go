@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 
@@ -30,6 +31,8 @@ type options struct {
 	corpusMax                     string // cap of the text corpus
 	evalBatches                   int
 	sampleTokens                  int
+	precision                     string  // auto, fp32 or bf16 (compute.Precision)
+	peakTFLOPS                    float64 // --peak-tflops: the peak of one device for MFU (0: the table's)
 
 	epochs      int
 	maxSteps    int
@@ -73,6 +76,7 @@ type options struct {
 	maxRestarts int
 
 	languageModel bool // --model reads tokens (languageModelDefaults)
+	transformer   bool // --model is a models.GPT (--precision bf16 applies)
 
 	set func(name string) bool // whether a flag was given
 }
@@ -100,6 +104,7 @@ Examples:
   train --pes 2 --model gpt-tiny                     byte-level GPT on Go's source tree, 400 steps
   train --model gpt2 --dataset llmc --train-shards 'fineweb_train_*.bin' --val-shards 'fineweb_val_*.bin'
   train --pes 8 --checkpoint-dir ckpt --checkpoint-every 500 --max-restarts 3
+  train --backend nvshmem --model gpt2 --dataset synthetic --max-steps 100   GPT-2 124M's speed and MFU on a GPU
 
 Language models (gpt-tiny, gpt, gpt2) change the defaults below for every flag not given:
   --dataset text (Go's source tree), --batch-size 16, --max-steps 400, --optimizer adamw,
@@ -122,7 +127,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.backend, "backend", "auto", "comm backend: auto|shm|nvshmem|mpi (auto: mpi under mpirun, shm otherwise)")
 	fs.StringVar(&o.model, "model", "mlp", "model name (see --list-models)")
 	fs.StringVar(&o.hidden, "hidden", "", "hidden layer widths of the mlp, comma-separated (default 256,256)")
-	fs.StringVar(&o.dataset, "dataset", "fashion-mnist", "dataset: fashion-mnist|mnist|synthetic for classifiers; text|llmc for language models (default text for them)")
+	fs.StringVar(&o.dataset, "dataset", "fashion-mnist", "dataset: fashion-mnist|mnist|synthetic for classifiers; text|llmc|synthetic for language models (default text for them; synthetic: pseudo-random tokens over the model's vocabulary, computed as batches are gathered, for measuring speed: the loss stays near ln(vocabulary))")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory with the IDX files (default /usr/share/datasets/<dataset>); with --dataset text a text file or directory (default: Go's own source tree)")
 	fs.IntVar(&o.trainLimit, "train-limit", 0, "use only the first N training samples (0: all)")
 	fs.IntVar(&o.layers, "layers", 0, "transformer blocks of a gpt model (0: the preset's)")
@@ -132,6 +137,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.trainShards, "train-shards", "", "--dataset llmc: glob of llm.c training token shards (e.g. 'data/fineweb_train_*.bin')")
 	fs.StringVar(&o.valShards, "val-shards", "", "--dataset llmc: glob of llm.c validation token shards")
 	fs.StringVar(&o.corpusMax, "corpus-max", "0", "--dataset text: use at most this much of the corpus, e.g. 16MiB (0: all)")
+	fs.StringVar(&o.precision, "precision", "auto", "how a gpt model computes: auto (bf16 where the engine runs the whole GPT fused in bf16, the GPU engine of --backend nvshmem; fp32 elsewhere), bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights, gradients and optimizer state; GPU engine only), fp32 (fp32 throughout; the CPU engine's only mode). The mlp trains in fp32: auto or fp32")
+	fs.Float64Var(&o.peakTFLOPS, "peak-tflops", 0, "language models: the dense peak TFLOP/s of one GPU at the run's precision (of the host's CPUs on the CPU engine), against which MFU (model FLOPs utilisation: tokens/s x FLOPs per token / peak) is printed; default: the dense (not sparse) peak of a known GPU by its name (H200 and H100 SXM: bf16 989, fp32 67; H100 PCIe: 756, 51; A100: 312, 19.5), and no MFU on the CPU")
 
 	fs.IntVar(&o.epochs, "epochs", 5, "passes over the training set")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "stop after this many optimizer steps (0: no limit)")
@@ -220,6 +227,7 @@ func (o *options) languageModelDefaults() error {
 		return nil // an unknown model is reported where the model is built
 	}
 	o.languageModel = true
+	_, o.transformer = m.(*models.GPT)
 	def := func(name string, apply func()) {
 		if !o.set(name) {
 			apply()
@@ -245,8 +253,8 @@ func (o *options) languageModelDefaults() error {
 	def("eval-every", func() { o.evalEvery = 100 })
 	def("eval-batches", func() { o.evalBatches = 20 })
 	def("log-every", func() { o.logEvery = 20 })
-	if o.dataset != "text" && o.dataset != "llmc" {
-		return usagef("--dataset %s: model %s is a language model: use --dataset text (byte-level text) or llmc (llm.c token shards)", o.dataset, o.model)
+	if o.dataset != "text" && o.dataset != "llmc" && o.dataset != "synthetic" {
+		return usagef("--dataset %s: model %s is a language model: use --dataset text (byte-level text), llmc (llm.c token shards) or synthetic (pseudo-random tokens, for speed)", o.dataset, o.model)
 	}
 	return nil
 }
@@ -255,7 +263,45 @@ func (o *options) languageModelDefaults() error {
 // shapes are added where the data is loaded).
 func (o *options) modelConfig() models.Config {
 	hidden, _ := o.hiddenSizes()
-	return models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context}
+	return models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context,
+		Precision: o.computePrecision()}
+}
+
+// computePrecision is --precision as the models take it ("" for auto).
+func (o *options) computePrecision() compute.Precision {
+	if o.precision == "auto" {
+		return compute.PrecisionAuto
+	}
+	return compute.Precision(o.precision)
+}
+
+// checkPrecision checks --precision against the model and the backend, and
+// --peak-tflops.
+func (o *options) checkPrecision() error {
+	switch o.precision {
+	case "auto", "fp32", "bf16":
+	default:
+		return usagef("--precision %q: want auto, bf16 or fp32", o.precision)
+	}
+	if o.precision == "bf16" && !o.transformer && contains(models.Names(), o.model) { // an unknown model is reported where it is built
+		who := "model " + o.model
+		if o.model == "mlp" {
+			who = "the MLP"
+		}
+		return usagef("--precision bf16: %s trains in fp32 (bf16 is for the gpt models: gpt-tiny, gpt, gpt2); use --precision auto or fp32", who)
+	}
+	if o.precision == "bf16" && o.backend != "nvshmem" {
+		return usagef("--precision bf16 needs the GPU engine (--backend nvshmem); the CPU engine computes in fp32")
+	}
+	switch p := o.peakTFLOPS; {
+	case p < 0 || p != p || p > 1e9:
+		return usagef("--peak-tflops %g: want a positive peak in TFLOP/s, e.g. 989", p)
+	case o.set("peak-tflops") && p == 0:
+		return usagef("--peak-tflops 0: want a positive peak in TFLOP/s, e.g. 989 (leave it out for the table of known GPUs)")
+	case p > 0 && !o.languageModel:
+		return usagef("--peak-tflops: MFU is printed for the language models (gpt-tiny, gpt, gpt2), not for %s", o.model)
+	}
+	return nil
 }
 
 var (
@@ -345,6 +391,9 @@ func (o *options) validate() error {
 	}
 	if o.ckptEvery > 0 && o.ckptDir == "" {
 		return usagef("--checkpoint-every needs --checkpoint-dir")
+	}
+	if err := o.checkPrecision(); err != nil {
+		return err
 	}
 	if _, err := o.hiddenSizes(); err != nil {
 		return err

@@ -63,3 +63,18 @@ func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
 	spec.MPS = &launch.MPS{PEsPerGPU: perGPU, Control: control}
 	return nil
 }
+
+// jobDevices names the job's devices and counts them, for MFU: on the
+// nvshmem backend the GPU's name and the GPUs the PEs run on (local PEs per
+// host, sharing a host's GPUs when there are more PEs than GPUs); on the CPU
+// backends "" and the hosts.
+func jobDevices(c comm.Comm, local int) (name string, devices int) {
+	local = max(1, local)
+	hosts := (c.NPEs() + local - 1) / local
+	ic, ok := c.(interface{ Info() cudalib.Info })
+	if !ok {
+		return "", hosts
+	}
+	info := ic.Info()
+	return info.DeviceName, hosts * min(local, max(1, info.DeviceCount))
+}

@@ -179,6 +179,13 @@ func (r *peRun) run() (err error) {
 		return err
 	}
 	defer tr.Close()
+	if me == 0 && r.o.languageModel {
+		device, devices := jobDevices(c, r.local)
+		rep.mfu = newMFU(r.o, m, e, device, devices) // after ddp.New: the model is built
+		if g, ok := m.(*models.GPT); ok && g.Fused() != nil {
+			log.Info(fmt.Sprintf("model %s: %s", r.o.model, g.Fused().Describe())) // what runs, as the mlp's fused layers say it
+		}
+	}
 	res, err := tr.Fit(ctx, train, test)
 	if err != nil && !errors.Is(err, ddp.ErrCheckpointSave) {
 		return err

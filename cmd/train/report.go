@@ -35,7 +35,8 @@ type reporter struct {
 	last    ddp.LogInfo
 	failed  error // the first write to the metrics file that failed
 
-	optimizer string // "sgd, lr 0.05, cosine schedule", for the header
+	optimizer string  // "sgd, lr 0.05, cosine schedule", for the header
+	mfu       mfuInfo // a language model's FLOPs per token and the devices' peak
 }
 
 // newReporter opens the metrics file on PE 0: a new one, or the end of the
@@ -88,6 +89,10 @@ func (r *reporter) hooks() ddp.Hooks {
 			if s.Resumed != "" {
 				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
 			}
+			if m := r.mfu; m.peak > 0 {
+				fmt.Fprintf(r.errw, "MFU against %.4g TFLOP/s (%s): %.4g FLOPs per token (6N + 6LCT), computing in %s\n",
+					m.peak/1e12, m.peakSource, m.flopsPerToken, m.precision)
+			}
 			if !r.o.noProgress && isTerminal(r.out) {
 				r.bar = progressbar.NewOptions(s.TotalSteps,
 					progressbar.OptionSetWriter(r.out),
@@ -114,16 +119,20 @@ func (r *reporter) hooks() ddp.Hooks {
 			line := fmt.Sprintf("epoch %d step %d/%d loss %.4f acc %.2f%% lr %.4g %.0f samples/s",
 				l.Epoch+1, l.Step, r.start.TotalSteps, l.Loss, 100*l.Accuracy, l.LR, l.SamplesPerSec)
 			if r.o.languageModel {
-				line = fmt.Sprintf("step %d/%d loss %.4f lr %.4g %.0f tokens/s",
-					l.Step, r.start.TotalSteps, l.Loss, l.LR, l.TokensPerSec)
+				line = fmt.Sprintf("step %d/%d loss %.4f lr %.4g %.0f tokens/s%s",
+					l.Step, r.start.TotalSteps, l.Loss, l.LR, l.TokensPerSec, r.mfu.suffix(l.TokensPerSec))
 			}
 			if r.bar != nil {
 				r.bar.Describe(fmt.Sprintf("loss %.4f acc %.1f%%", l.Loss, 100*l.Accuracy))
 			} else {
 				fmt.Fprintln(r.out, line)
 			}
-			r.write(map[string]any{"step": l.Step, "epoch": l.Epoch + 1, "loss": l.Loss, "accuracy": l.Accuracy,
-				"samples_per_sec": l.SamplesPerSec, "tokens_per_sec": l.TokensPerSec, "elapsed": l.Elapsed.Seconds(), "lr": l.LR})
+			rec := map[string]any{"step": l.Step, "epoch": l.Epoch + 1, "loss": l.Loss, "accuracy": l.Accuracy,
+				"samples_per_sec": l.SamplesPerSec, "tokens_per_sec": l.TokensPerSec, "elapsed": l.Elapsed.Seconds(), "lr": l.LR}
+			if v, ok := r.mfu.of(l.TokensPerSec); ok {
+				rec["mfu"] = v
+			}
+			r.write(rec)
 		},
 		OnEpochEnd: func(e ddp.EpochInfo) {
 			if !e.Evaluated {
@@ -171,9 +180,10 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	if res.Stopped {
 		how = "stopped by signal"
 	}
-	if tokens := r.start.Tokens; tokens > 0 {
-		fmt.Fprintf(r.out, "%s: %s in %.1fs, %.0f tokens/s on %s (%s, %s)\n",
-			how, plural(res.Steps, "step"), res.Elapsed.Seconds(), res.SamplesPerSec*float64(tokens), plural(c.NPEs(), "PE"), c.Backend(), e.Name())
+	tokensPerSec := res.SamplesPerSec * float64(r.start.Tokens)
+	if r.start.Tokens > 0 {
+		fmt.Fprintf(r.out, "%s: %s in %.1fs, %.0f tokens/s on %s (%s, %s)%s\n",
+			how, plural(res.Steps, "step"), res.Elapsed.Seconds(), tokensPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name(), r.mfu.suffix(tokensPerSec))
 	} else {
 		fmt.Fprintf(r.out, "%s: %s (%s) in %.1fs, %.0f samples/s on %s (%s, %s)\n",
 			how, plural(res.Steps, "step"), plural(res.Epochs, "epoch"), res.Elapsed.Seconds(), res.SamplesPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name())
@@ -194,7 +204,14 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 		rec["test_loss"], rec["test_accuracy"] = res.Test.Loss, res.Test.Accuracy
 	}
 	if r.start.Tokens > 0 {
-		rec["tokens_per_sec"] = res.SamplesPerSec * float64(r.start.Tokens)
+		rec["tokens_per_sec"] = tokensPerSec
+	}
+	if m := r.mfu; m.flopsPerToken > 0 {
+		// what a reader of the log needs to compute MFU over any window
+		rec["flops_per_token"], rec["precision"] = m.flopsPerToken, string(m.precision)
+		if v, ok := m.of(tokensPerSec); ok {
+			rec["mfu"], rec["peak_flops"] = v, m.peak
+		}
 	}
 	r.write(rec)
 }

@@ -67,16 +67,37 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		}
 		tr.Close()
 		va.Close()
+	case "synthetic":
+		if o.set("train-shards") || o.set("val-shards") || o.set("data-dir") {
+			return dataChoice{}, usagef("--dataset synthetic makes its tokens: --data-dir, --train-shards and --val-shards go with text and llmc")
+		}
 	default:
-		return dataChoice{}, usagef("--dataset %s: model %s is a language model: use --dataset text or llmc", o.dataset, o.model)
+		return dataChoice{}, usagef("--dataset %s: model %s is a language model: use --dataset text, llmc or synthetic", o.dataset, o.model)
 	}
 	return dc, nil
 }
 
+// Synthetic token data (--dataset synthetic for a language model): windows of
+// one pseudo-random stream of the seed, computed as batches are gathered
+// (datasets.SyntheticTokens), enough of them for 4096 steps of 16 sequences
+// per epoch, and the validation windows that follow.
+const (
+	syntheticTokenWindows    = 1 << 16
+	syntheticTokenValWindows = 1024
+)
+
 // loadTokenData loads a language model's training and validation windows on
 // one PE: the corpus file that chooseTokenData built, or the shards, both
-// memory-mapped, so the PEs of a host share one copy of the pages.
-func loadTokenData(dc dataChoice, _ dataShare) (train, val datasets.Source, err error) {
+// memory-mapped, so the PEs of a host share one copy of the pages; or
+// synthetic windows, which need no memory.
+func loadTokenData(dc dataChoice, seed uint64) (train, val datasets.Source, err error) {
+	if dc.name == "synthetic" {
+		tr, va, err := datasets.SyntheticTokenSplit(syntheticTokenWindows, syntheticTokenValWindows, dc.context, dc.vocab, seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tr, va, nil
+	}
 	if dc.name == "llmc" {
 		tr, va, err := datasets.LoadShards(dc.trainGlob, dc.valGlob, dc.context, dc.vocab)
 		if err != nil {
@@ -128,11 +149,16 @@ func buildCorpus(dc *dataChoice) error {
 	return nil
 }
 
-// checkMemory refuses, before any PE starts, a language-model run whose
-// activations alone (models.GPT.ActivationBytes, for the micro-batch of
-// each of the host's PEs) need more memory than the host has available,
-// which would otherwise swap or be killed part-way.
+// checkMemory refuses, before any PE starts, a language-model run on the
+// CPU whose activations alone (models.GPT.ActivationBytes, for the
+// micro-batch of each of the host's PEs) need more memory than the host has
+// available, which would otherwise swap or be killed part-way. On the GPU
+// (--backend nvshmem) the activations are in device memory, not the host's:
+// the engine says when they do not fit.
 func checkMemory(o *options, g *models.GPT) error {
+	if o.backend == "nvshmem" {
+		return nil
+	}
 	micro := o.batch / (o.pes * o.accumulate)
 	avail := memAvailable()
 	if micro < 1 || avail <= 0 {

@@ -35,6 +35,10 @@ type captureState struct {
 	hasScale bool
 	hyper    optim.Hyper // the recorded optimizer update
 	updates  int
+	// frozen: the recorded loss scale is a kernel argument (the fused
+	// GPT's classifier), not a read of the step block, so every launch
+	// must bring the same scale.
+	frozen bool
 }
 
 func (c *captureState) fail(op string) {
@@ -97,7 +101,7 @@ func (e *Engine) EndCapture() (*Graph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: EndCapture: %w", err)
 	}
-	return &Graph{e: e, exec: exec, hyper: st.hyper, update: st.updates == 1}, nil
+	return &Graph{e: e, exec: exec, hyper: st.hyper, update: st.updates == 1, frozen: st.frozen, scale: st.scale}, nil
 }
 
 // Graph is a captured step, launched on the engine's stream.
@@ -106,6 +110,8 @@ type Graph struct {
 	exec   uint64
 	hyper  optim.Hyper
 	update bool // an optimizer update was recorded
+	frozen bool // scale is part of the graph (captureState.frozen)
+	scale  float32
 }
 
 // Launch enqueues the graph with v's values (given to the kernels that
@@ -113,6 +119,9 @@ type Graph struct {
 func (g *Graph) Launch(v StepValues) error {
 	if g.exec == 0 {
 		return errors.New("cuda: Launch of a closed graph")
+	}
+	if g.frozen && math.Float32bits(v.LossScale) != math.Float32bits(g.scale) {
+		return fmt.Errorf("cuda: Launch: loss scale %g, the captured step was recorded with %g (the fused GPT's classifier holds it): a batch with another number of targets needs --cuda-graph=false", v.LossScale, g.scale)
 	}
 	sv := cudalib.StepValues{LossScale: v.LossScale, Decay: 1}
 	if g.update {

@@ -38,6 +38,10 @@ type Options struct {
 	// Logger, when set, receives one Info line naming the engine and GPU,
 	// and the notices of Notice.
 	Logger *slog.Logger
+	// GPTKernels are the GPT kernels FuseGPT plans with; nil: the
+	// library's (cudalib.OpenGPT on Lib), bound when first needed. Tests
+	// give cudatest's emulated ones.
+	GPTKernels cudalib.GPTKernels
 }
 
 // Engine is the CUDA compute.Engine. Its methods panic on programmer error
@@ -56,13 +60,18 @@ type Engine struct {
 	capture captureState
 	opt     updater
 	status  *Tensor // the update status words (cudalib.Status*)
+	exempt  *Tensor // SetDecayExempt's mask (bytes), for Updates of exemptN elements
+	exemptN int
 
 	graphs  bool
 	fused   bool     // FuseLinear plans cuBLASLt GEMMs (Options.DisableFused, SYMDDP_CUDA_FUSED)
 	overlap bool     // fused layers run their dW GEMM on the side stream beside dx (SYMDDP_CUDA_OVERLAP)
 	plans   []uint64 // cuBLASLt plans, destroyed by Close
 	log     *slog.Logger
-	err     error // the first failure of enqueued work
+	lib     *cudalib.Lib       // the library (nil on an emulated device)
+	gptk    cudalib.GPTKernels // FuseGPT's kernels (Options.GPTKernels, or bound from lib)
+	gpts    []*fusedGPT        // closed by Close
+	err     error              // the first failure of enqueued work
 	closed  bool
 }
 
@@ -88,7 +97,11 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda engine: %w", err)
 	}
-	return newEngine(ctx, opts)
+	e, err := newEngine(ctx, opts)
+	if e != nil {
+		e.lib = lib
+	}
+	return e, err
 }
 
 // streamComm is implemented by comm backends on the GPU library
@@ -122,7 +135,7 @@ func NewOnDevice(dev cudalib.Device, opts Options) *Engine {
 
 // newEngine finishes an engine on a compute context.
 func newEngine(dev device, opts Options) (*Engine, error) {
-	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger}
+	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger, gptk: opts.GPTKernels}
 	e.fused = !opts.DisableFused && settings.Get(FusedEnv) != "0"
 	e.overlap = settings.Get(OverlapEnv) != "0"
 	if e.timeout <= 0 {
@@ -271,6 +284,10 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	errs := []error{e.stage.free(e.dev)}
+	for _, f := range e.gpts {
+		errs = append(errs, f.Close())
+	}
+	e.gpts = nil
 	for _, p := range e.plans {
 		errs = append(errs, e.dev.LtPlanDestroy(p))
 	}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/cudalib"
@@ -69,8 +70,38 @@ func (e *Engine) Update(o optim.Optimizer, params, grads compute.Tensor, step in
 		e.capture.hyper = h
 		e.capture.updates++
 	}
-	e.fail("Update", e.dev.Update(args, stepValues(h, step, lr), block, p.ptr, g.ptr, s0, s1, p.size))
+	var ex uintptr
+	if e.exempt != nil {
+		if e.exemptN != p.size {
+			return fmt.Errorf("cuda: Update of %d elements, the weight-decay exemptions (SetDecayExempt) are for %d", p.size, e.exemptN)
+		}
+		ex = e.exempt.ptr
+	}
+	e.fail("Update", e.dev.Update(args, stepValues(h, step, lr), block, p.ptr, g.ptr, s0, s1, ex, p.size))
 	return e.err
+}
+
+// SetDecayExempt makes every later Update of an arena of n elements leave
+// the elements of spans ([lo, hi) pairs) without weight decay: for them the
+// update is the optimizer's with weight decay 0, as ddp's host path runs
+// exempt parameters (ParamSpec.NoDecay). A mask of n bytes in device
+// memory, made once (call it at build time).
+func (e *Engine) SetDecayExempt(n int, spans [][2]int) error {
+	mask := make([]byte, 4*((n+3)/4))
+	for _, sp := range spans {
+		if sp[0] < 0 || sp[1] > n || sp[0] > sp[1] {
+			return fmt.Errorf("cuda: SetDecayExempt: span %v outside an arena of %d", sp, n)
+		}
+		for i := sp[0]; i < sp[1]; i++ {
+			mask[i] = 1
+		}
+	}
+	if e.exempt == nil || e.exemptN != n {
+		e.exempt = e.Alloc(len(mask) / 4).(*Tensor)
+	}
+	e.exemptN = n
+	e.SetTensor(e.exempt, unsafe.Slice((*float32)(unsafe.Pointer(&mask[0])), len(mask)/4))
+	return e.Sync()
 }
 
 // optimArgs translates an optimizer's hyperparameters for the kernels.

@@ -66,8 +66,47 @@ func updateValues(r *rand.Rand, n int) (p, g []float32) {
 // element off of a larger device arena, and on the host with o.Update
 // (after optim.ClipGlobalNorm when clip > 0), and compares the bits of the
 // parameters and the state after every step.
-func runUpdates(t *testing.T, e *cuda.Engine, o optim.Optimizer, n, off, steps int, clip float32) {
+//
+// With spans, the elements of spans are exempt from weight decay
+// (SetDecayExempt) and the host runs them with o's kind at weight decay 0.
+func runUpdates(t *testing.T, e *cuda.Engine, o optim.Optimizer, n, off, steps int, clip float32, spans [][2]int) {
 	t.Helper()
+	hostUpdate := func(p, g []float32, state [][]float32, step int, lr float32) { o.Update(p, g, state, step, lr) }
+	if spans != nil {
+		if err := e.SetDecayExempt(n, spans); err != nil {
+			t.Fatal(err)
+		}
+		h := o.Hyper()
+		h.WeightDecay = 0
+		o0, err := optim.New(h.Kind, h.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exempt := make([]bool, n)
+		for _, sp := range spans {
+			for i := sp[0]; i < sp[1]; i++ {
+				exempt[i] = true
+			}
+		}
+		hostUpdate = func(p, g []float32, state [][]float32, step int, lr float32) {
+			for i := 0; i < n; {
+				j := i + 1
+				for j < n && exempt[j] == exempt[i] {
+					j++
+				}
+				sub := make([][]float32, len(state))
+				for k := range state {
+					sub[k] = state[k][i:j:j]
+				}
+				oo := o
+				if exempt[i] {
+					oo = o0
+				}
+				oo.Update(p[i:j:j], g[i:j:j], sub, step, lr)
+				i = j
+			}
+		}
+	}
 	r := rand.New(rand.NewPCG(uint64(n), uint64(off)))
 	hp, hg := updateValues(r, n)
 	pArena := e.Alloc(n + off + 4).(*cuda.Tensor)
@@ -105,7 +144,7 @@ func runUpdates(t *testing.T, e *cuda.Engine, o optim.Optimizer, n, off, steps i
 			}
 			optim.Scale(g, want)
 		}
-		o.Update(hp, g, state, step, lr)
+		hostUpdate(hp, g, state, step, lr)
 		e.ReadTensor(got, pv)
 		compareBits(t, fmt.Sprintf("step %d: params", step), got, hp)
 		for i, s := range e.OptimizerState() {
@@ -135,9 +174,10 @@ func testUpdatesBitwise(t *testing.T, newEngine func(t *testing.T) *cuda.Engine)
 		for _, c := range []struct {
 			n, off int
 			clip   float32
-		}{{4099, 0, 0}, {1001, 1, 0}, {4099, 0, 0.5}} {
-			t.Run(fmt.Sprintf("%s/n=%d/off=%d/clip=%g", name, c.n, c.off, c.clip), func(t *testing.T) {
-				runUpdates(t, newEngine(t), o, c.n, c.off, 3, c.clip)
+			spans  [][2]int
+		}{{4099, 0, 0, nil}, {1001, 1, 0, nil}, {4099, 0, 0.5, nil}, {4099, 0, 0, [][2]int{{5, 900}, {2000, 2003}, {4000, 4099}}}} {
+			t.Run(fmt.Sprintf("%s/n=%d/off=%d/clip=%g/exempt=%d", name, c.n, c.off, c.clip, len(c.spans)), func(t *testing.T) {
+				runUpdates(t, newEngine(t), o, c.n, c.off, 3, c.clip, c.spans)
 			})
 		}
 	}

@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 1
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 3
+	ComputeABIVersion = 4
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 1
+	GPTABIVersion = 2
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -84,7 +84,7 @@ type Device interface {
 	// GeluBackward: sdc_gelu_backward.
 	GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error
 	// Update: sdc_update.
-	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, n int) error
+	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int) error
 	// ResetStatus: sdc_reset_status.
 	ResetStatus() error
 	// SetStep: sdc_set_step.
@@ -102,3 +102,65 @@ type Device interface {
 }
 
 var _ Device = (*Context)(nil)
+
+// GPTKernels is what compute/cuda's fused GPT needs of the GPT kernels: one
+// method per sdg_* launcher of the headers. *GPT is the real one;
+// compute/cuda/cudatest emulates them on the host.
+type GPTKernels interface {
+	// LayernormForward: sdg_layernorm_forward.
+	LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) error
+	// LayernormBackwardScratchBytes: sdg_layernorm_backward_scratch_bytes.
+	LayernormBackwardScratchBytes(n int, c int) int
+	// LayernormBackward: sdg_layernorm_backward.
+	LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error
+	// GeluForward: sdg_gelu_forward.
+	GeluForward(out uintptr, inp uintptr, n int, stream uintptr) error
+	// GeluBackward: sdg_gelu_backward.
+	GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) error
+	// EmbedForward: sdg_embed_forward.
+	EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error
+	// EmbedBackwardScratchBytes: sdg_embed_backward_scratch_bytes.
+	EmbedBackwardScratchBytes(b int, t int, v int) int
+	// EmbedBackward: sdg_embed_backward.
+	EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) error
+	// AttentionForward: sdg_attention_forward.
+	AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
+	// AttentionBackwardScratchBytes: sdg_attention_backward_scratch_bytes.
+	AttentionBackwardScratchBytes(b int, t int, nh int) int
+	// AttentionBackward: sdg_attention_backward.
+	AttentionBackward(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
+	// AttentionMMASupported: sdg_attention_mma_supported.
+	AttentionMMASupported(t int, c int, nh int) bool
+	// AttentionForwardWMMA: sdg_attention_forward_wmma.
+	AttentionForwardWMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
+	// AttentionBackwardWMMA: sdg_attention_backward_wmma.
+	AttentionBackwardWMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
+	// AttentionForwardMMA: sdg_attention_forward_mma.
+	AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
+	// AttentionBackwardMMA: sdg_attention_backward_mma.
+	AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
+	// Classifier: sdg_classifier.
+	Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error
+	// LossStats: sdg_loss_stats.
+	LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error
+	// CastBF16: sdg_cast_bf16.
+	CastBF16(out uintptr, inp uintptr, n int, stream uintptr) error
+	// AdamW: sdg_adamw.
+	AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error
+	// BiasBackwardScratchBytes: sdg_bias_backward_scratch_bytes.
+	BiasBackwardScratchBytes(n int, oc int) int
+	// BiasBackward: sdg_bias_backward.
+	BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) error
+	// LtCreate: sdg_lt_create.
+	LtCreate() (uintptr, error)
+	// LtDestroy: sdg_lt_destroy.
+	LtDestroy(lt uintptr)
+	// GemmCreate: sdg_gemm_create.
+	GemmCreate(lt uintptr, d GemmDesc) (uintptr, error)
+	// GemmRun: sdg_gemm_run.
+	GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error
+	// GemmDestroy: sdg_gemm_destroy.
+	GemmDestroy(plan uintptr)
+}
+
+var _ GPTKernels = (*GPT)(nil)

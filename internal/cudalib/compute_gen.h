@@ -171,7 +171,7 @@ static inline int cw_sdc_scale(SDCW, uint64_t x_, float s, int64_t n) { SDCR(SDC
 static inline int cw_sdc_sum_squares(SDCW, uint64_t x_, int64_t n, int64_t timeout_ns) { SDCR(SDCF(sdc_sum_squares, t)(&x->ctx, x_, n, timeout_ns, &x->out_double[0])); }
 static inline int cw_sdc_gelu(SDCW, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, y, x_, n)); }
 static inline int cw_sdc_gelu_backward(SDCW, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dx, dy, x_, n)); }
-static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, int64_t n) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, n)); }
+static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
 static inline int cw_sdc_set_step(SDCW) { SDCR(SDCF(sdc_set_step, t)(&x->ctx, &x->in_sdc_step)); }
 static inline int cw_sdc_capture_begin(SDCW) { SDCR(SDCF(sdc_capture_begin, t)(&x->ctx)); }

@@ -265,11 +265,14 @@ func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
 //	(grads themselves are not written). The update is the exact float32
 //	sequence of optim's doc comments (round-to-nearest, no FMA contraction,
 //	IEEE division and square root). Per-step values come from step (use_block =
-//	0) or from the step block (use_block = 1).
-func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, n int) error {
+//	0) or from the step block (use_block = 1). exempt, when not 0, is n bytes
+//	of device memory: an element whose byte is not 0 gets no weight decay (the
+//	optimizer's sequence with weight_decay 0 and AdamW's decay 1), for models
+//	whose biases and norms do not decay.
+func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int) error {
 	c.setOptim(o)
 	c.setStep(step)
-	return c.check("sdc_update", C.cw_sdc_update(c.cp.t, c.x, C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(params), C.uint64_t(grads), C.uint64_t(state0), C.uint64_t(state1), C.int64_t(n)))
+	return c.check("sdc_update", C.cw_sdc_update(c.cp.t, c.x, C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(params), C.uint64_t(grads), C.uint64_t(state0), C.uint64_t(state1), C.uint64_t(exempt), C.int64_t(n)))
 }
 
 // ResetStatus calls sdc_reset_status (cuda/symddp_compute.h).

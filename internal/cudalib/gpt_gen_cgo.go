@@ -236,6 +236,29 @@ func (g *GPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int,
 	return g.check("sdg_classifier", x, C.gw_sdg_classifier(g.t, x, C.uintptr_t(losses), C.uintptr_t(logits), C.uintptr_t(targets), C.int(n), C.int(v), C.int(vp), C.float(dscale), C.int(writeGrad), C.uintptr_t(stream)))
 }
 
+// LossStats calls sdg_loss_stats (cuda/symddp_gpt.h).
+//
+//	---- loss statistics (sd_gpt_classifier.cu) ----
+//	stats (3) fp32: stats[0] += the sum of losses (N) fp32, stats[2] += the number
+//	of targets (N) that are not -1; stats[1] is left as it is. One block, sums in
+//	double in a fixed order.
+func (g *GPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error {
+	x := g.call()
+	defer g.done(x)
+	return g.check("sdg_loss_stats", x, C.gw_sdg_loss_stats(g.t, x, C.uintptr_t(stats), C.uintptr_t(losses), C.uintptr_t(targets), C.int(n), C.uintptr_t(stream)))
+}
+
+// CastBF16 calls sdg_cast_bf16 (cuda/symddp_gpt.h).
+//
+//	---- fp32 to bf16 (sd_gpt_cast.cu) ----
+//	out (n bf16) = inp (n fp32) rounded to nearest even (the bf16 copy of the
+//	master weights that the GEMMs read).
+func (g *GPT) CastBF16(out uintptr, inp uintptr, n int, stream uintptr) error {
+	x := g.call()
+	defer g.done(x)
+	return g.check("sdg_cast_bf16", x, C.gw_sdg_cast_bf16(g.t, x, C.uintptr_t(out), C.uintptr_t(inp), C.int64_t(n), C.uintptr_t(stream)))
+}
+
 // AdamW calls sdg_adamw (cuda/symddp_gpt.h).
 func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error {
 	x := g.call()
@@ -263,6 +286,20 @@ func (g *GPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch u
 	x := g.call()
 	defer g.done(x)
 	return g.check("sdg_bias_backward", x, C.gw_sdg_bias_backward(g.t, x, C.uintptr_t(dbias), C.uintptr_t(dout), C.int(n), C.int(oc), C.uintptr_t(scratch), C.uintptr_t(stream)))
+}
+
+// LtCreate calls sdg_lt_create (cuda/symddp_gpt.h).
+func (g *GPT) LtCreate() (uintptr, error) {
+	x := g.call()
+	defer g.done(x)
+	x.out_sdg_lt[0] = nil
+	err := g.check("sdg_lt_create", x, C.gw_sdg_lt_create(g.t, x))
+	return uintptr(unsafe.Pointer(x.out_sdg_lt[0])), err
+}
+
+// LtDestroy calls sdg_lt_destroy (cuda/symddp_gpt.h).
+func (g *GPT) LtDestroy(lt uintptr) {
+	C.gw_sdg_lt_destroy(g.t, C.uintptr_t(lt))
 }
 
 // GemmCreate calls sdg_gemm_create (cuda/symddp_gpt.h).

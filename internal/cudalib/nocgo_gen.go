@@ -464,7 +464,7 @@ func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) (err er
 }
 
 // Update fails: the library needs cgo.
-func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, n int) (err error) {
+func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
@@ -609,6 +609,18 @@ func (g *GPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int,
 	return
 }
 
+// LossStats fails: the library needs cgo.
+func (g *GPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// CastBF16 fails: the library needs cgo.
+func (g *GPT) CastBF16(out uintptr, inp uintptr, n int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
 // AdamW fails: the library needs cgo.
 func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) (err error) {
 	err = errNoCgo
@@ -623,6 +635,17 @@ func (g *GPT) BiasBackwardScratchBytes(n int, oc int) (r0 int) {
 // BiasBackward fails: the library needs cgo.
 func (g *GPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) (err error) {
 	err = errNoCgo
+	return
+}
+
+// LtCreate fails: the library needs cgo.
+func (g *GPT) LtCreate() (r0 uintptr, err error) {
+	err = errNoCgo
+	return
+}
+
+// LtDestroy is the zero value without cgo.
+func (g *GPT) LtDestroy(lt uintptr) {
 	return
 }
 

@@ -32,9 +32,20 @@ import (
 // reference kernels. Streams and events are immediate; a captured "graph" is
 // the list of recorded operations, replayed by Launch with the step block's
 // new values. GEMM sums in float64, so results agree with the CPU engine to
-// float32 rounding, not bit for bit.
+// float32 rounding, not bit for bit. opts.GPTKernels left nil becomes the
+// device's emulated GPT kernels (Device.GPTKernels), so that the engine can
+// fuse a GPT.
 func NewEmulated(opts cuda.Options) *cuda.Engine {
-	return cuda.NewOnDevice(NewDevice(), opts)
+	d := NewDevice()
+	return cuda.NewOnDevice(d, emulatedOptions(d, opts))
+}
+
+// emulatedOptions is opts with d's GPT kernels where it names none.
+func emulatedOptions(d *Device, opts cuda.Options) cuda.Options {
+	if opts.GPTKernels == nil {
+		opts.GPTKernels = d.GPTKernels()
+	}
+	return opts
 }
 
 // Device is a compute context (cudalib.Device) emulated on the host: device
@@ -52,6 +63,7 @@ type Device struct {
 	nextID   uint64
 	lt       ltState
 	scratch  []float32 // room of the kernels that need some (see buffer)
+	gpt      *GPT      // GPTKernels, made when first asked for
 }
 
 var _ cudalib.Device = (*Device)(nil)
@@ -66,8 +78,9 @@ func (d *Device) buffer(n int) []float32 {
 }
 
 type allocation struct {
-	base uintptr
-	buf  []uint32
+	base  uintptr
+	buf   []uint32
+	bytes int // as asked of DevAlloc
 }
 
 // NewDevice returns an emulated device with nothing allocated but its
@@ -92,6 +105,27 @@ func (d *Device) mem(p uintptr, n int) []uint32 {
 		panic(fmt.Sprintf("emulated device: %d words at %#x outside an allocation of %d words", n, p, len(a.buf)))
 	}
 	return a.buf[off : off+n]
+}
+
+// bytesAt returns n bytes at device address p, which need not be aligned
+// (bf16 tensors are 2 bytes an element, so their sizes may be odd multiples
+// of 2 bytes); the n bytes must lie inside the DevAlloc size of one allocation.
+func (d *Device) bytesAt(p uintptr, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := sort.Search(len(d.allocs), func(i int) bool { return d.allocs[i].base > p }) - 1
+	if i < 0 {
+		panic(fmt.Sprintf("emulated device: address %#x not allocated", p))
+	}
+	a := d.allocs[i]
+	off := int(p - a.base)
+	if n < 0 || off+n > a.bytes {
+		panic(fmt.Sprintf("emulated device: %d bytes at %#x outside an allocation of %d bytes", n, p, a.bytes))
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(&a.buf[0]), off)), n)
 }
 
 func (d *Device) f32(p uintptr, n int) []float32 {
@@ -120,14 +154,21 @@ func (d *Device) DevAlloc(bytes int) (uintptr, error) {
 	if d.capture {
 		return 0, errors.New("emulated device: allocation while capturing")
 	}
-	buf := make([]uint32, (bytes+3)/4+1)
+	// 256-byte aligned, as cudaMalloc's: the GPT kernels want 16.
+	words := (bytes+3)/4 + 1
+	raw := make([]uint32, words+allocAlign/4)
+	skip := (allocAlign - int(uintptr(unsafe.Pointer(&raw[0]))%allocAlign)) % allocAlign / 4
+	buf := raw[skip : skip+words : skip+words]
 	base := uintptr(unsafe.Pointer(&buf[0]))
 	d.mu.Lock()
-	d.allocs = append(d.allocs, allocation{base: base, buf: buf})
+	d.allocs = append(d.allocs, allocation{base: base, buf: buf, bytes: bytes})
 	sort.Slice(d.allocs, func(i, j int) bool { return d.allocs[i].base < d.allocs[j].base })
 	d.mu.Unlock()
 	return base, nil
 }
+
+// allocAlign is the alignment of DevAlloc's addresses.
+const allocAlign = 256
 
 func (d *Device) DevFree(p uintptr) error {
 	d.mu.Lock()
@@ -147,21 +188,23 @@ func (d *Device) HostAlloc(bytes int) (unsafe.Pointer, error) {
 }
 func (d *Device) HostFree(p unsafe.Pointer) error { return nil }
 
+// Zero, Copy, HtoD and DtoH move every byte asked for (a bf16 tensor of
+// odd length is 2 bytes past a whole word).
 func (d *Device) Zero(dst uintptr, bytes int) error {
 	if d.capture {
-		d.recorded = append(d.recorded, func() { clear(d.mem(dst, bytes/4)) })
+		d.recorded = append(d.recorded, func() { clear(d.bytesAt(dst, bytes)) })
 		return nil
 	}
-	clear(d.mem(dst, bytes/4))
+	clear(d.bytesAt(dst, bytes))
 	return nil
 }
 
 func (d *Device) Copy(dst, src uintptr, bytes int) error {
 	if d.capture {
-		d.recorded = append(d.recorded, func() { copy(d.mem(dst, bytes/4), d.mem(src, bytes/4)) })
+		d.recorded = append(d.recorded, func() { copy(d.bytesAt(dst, bytes), d.bytesAt(src, bytes)) })
 		return nil
 	}
-	copy(d.mem(dst, bytes/4), d.mem(src, bytes/4))
+	copy(d.bytesAt(dst, bytes), d.bytesAt(src, bytes))
 	return nil
 }
 
@@ -175,7 +218,9 @@ func (d *Device) HtoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) e
 }
 
 func (d *Device) htoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) {
-	copy(d.mem(dst, bytes/4), unsafe.Slice((*uint32)(src), bytes/4))
+	if bytes > 0 {
+		copy(d.bytesAt(dst, bytes), unsafe.Slice((*byte)(src), bytes))
+	}
 }
 
 func (d *Device) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) error {
@@ -188,7 +233,9 @@ func (d *Device) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) e
 }
 
 func (d *Device) dtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) {
-	copy(unsafe.Slice((*uint32)(dst), bytes/4), d.mem(src, bytes/4))
+	if bytes > 0 {
+		copy(unsafe.Slice((*byte)(dst), bytes), d.bytesAt(src, bytes))
+	}
 }
 
 func (d *Device) EventCreate() (uint64, error) {
@@ -373,16 +420,16 @@ func (d *Device) SumSquares(x uintptr, n int, timeout time.Duration) (float64, e
 // optim.SumSquares adds it, the clip factor of optim.ClipFactor), then the
 // CPU engine's update loops (vec.SGD, vec.SGDMomentum, vec.Adam), whose
 // order of float32 operations the kernels follow.
-func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) error {
+func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int) error {
 	if d.capture {
-		d.recorded = append(d.recorded, func() { d.update(o, v, useBlock, params, grads, state0, state1, n) })
+		d.recorded = append(d.recorded, func() { d.update(o, v, useBlock, params, grads, state0, state1, exempt, n) })
 		return nil
 	}
-	d.update(o, v, useBlock, params, grads, state0, state1, n)
+	d.update(o, v, useBlock, params, grads, state0, state1, exempt, n)
 	return nil
 }
 
-func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1 uintptr, n int) {
+func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int) {
 	if useBlock {
 		v = d.block
 	}
@@ -415,20 +462,50 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 		vec.Scale(scaled, scale)
 		G = scaled
 	}
+	if v.First && o.Kind != cudalib.SGD {
+		clear(S0)
+		clear(S1)
+	}
+	if exempt == 0 {
+		d.updateRun(o, v, P, G, S0, S1, false)
+		return
+	}
+	// runs of elements with the same exemption, each as the optimizer
+	// with (or without) weight decay
+	words := d.mem(exempt, (n+3)/4)
+	mask := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
+	sub := func(x []float32, i, j int) []float32 {
+		if x == nil {
+			return nil
+		}
+		return x[i:j]
+	}
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && (mask[j] != 0) == (mask[i] != 0) {
+			j++
+		}
+		d.updateRun(o, v, P[i:j], G[i:j], sub(S0, i, j), sub(S1, i, j), mask[i] != 0)
+		i = j
+	}
+}
+
+// updateRun is one run of the update: exempt drops the weight decay.
+func (d *Device) updateRun(o cudalib.OptimArgs, v cudalib.StepValues, P, G, S0, S1 []float32, exempt bool) {
+	wd, decay := o.WeightDecay, v.Decay
+	if exempt {
+		wd, decay = 0, 1
+	}
 	switch {
 	case o.Kind == cudalib.SGD && S0 == nil:
-		vec.SGD(P, G, v.LR, o.WeightDecay)
+		vec.SGD(P, G, v.LR, wd)
 	case o.Kind == cudalib.SGD:
-		vec.SGDMomentum(P, G, S0, v.LR, o.WeightDecay, o.Momentum, o.Nesterov, v.First)
+		vec.SGDMomentum(P, G, S0, v.LR, wd, o.Momentum, o.Nesterov, v.First)
 	default:
-		if v.First {
-			clear(S0)
-			clear(S1)
-		}
-		a := vec.AdamArgs{Decay: v.Decay, Beta1: o.Beta1, Beta2: o.Beta2, C1: o.C1, C2: o.C2,
+		a := vec.AdamArgs{Decay: decay, Beta1: o.Beta1, Beta2: o.Beta2, C1: o.C1, C2: o.C2,
 			Eps: o.Eps, StepSize: v.StepSize, BC2Sqrt: v.BC2Sqrt}
 		if o.Kind == cudalib.Adam {
-			a.L2 = o.WeightDecay
+			a.L2 = wd
 		}
 		vec.Adam(P, G, S0, S1, &a)
 	}

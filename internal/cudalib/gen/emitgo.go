@@ -244,8 +244,9 @@ func writeImports(b *bytes.Buffer, body string) {
 	}
 }
 
-// abiGo is abi_gen.go: the ABI versions and the Device interface.
-func abiGo(hs []*header, ms []method) ([]byte, error) {
+// abiGo is abi_gen.go: the ABI versions and the Device and GPTKernels
+// interfaces.
+func abiGo(hs []*header, ms, gms []method) ([]byte, error) {
 	var body bytes.Buffer
 	versions := map[string]string{"SD_ABI_VERSION": "ABIVersion", "SDC_ABI_VERSION": "ComputeABIVersion", "SDG_ABI_VERSION": "GPTABIVersion"}
 	body.WriteString("\n// The C ABI versions this package speaks: Load, OpenCompute and OpenGPT\n// refuse a library built for others.\nconst (\n")
@@ -275,6 +276,16 @@ type Device interface {
 		fmt.Fprintf(&body, "\t// %s: %s.\n\t%s%s\n", m.name, m.f.name, m.name, m.signature())
 	}
 	body.WriteString("}\n\nvar _ Device = (*Context)(nil)\n")
+	body.WriteString(`
+// GPTKernels is what compute/cuda's fused GPT needs of the GPT kernels: one
+// method per sdg_* launcher of the headers. *GPT is the real one;
+// compute/cuda/cudatest emulates them on the host.
+type GPTKernels interface {
+`)
+	for _, m := range gms {
+		fmt.Fprintf(&body, "\t// %s: %s.\n\t%s%s\n", m.name, m.f.name, m.name, gptSignature(m))
+	}
+	body.WriteString("}\n\nvar _ GPTKernels = (*GPT)(nil)\n")
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "// %s\n\npackage cudalib\n\n", generatedLine)
 	writeImports(&b, body.String())

@@ -180,7 +180,7 @@ func generate(root string) (map[string][]byte, error) {
 		return nil, err
 	}
 	all := append(append(append([]*header(nil), lib...), cmp...), gpt...)
-	if out["abi_gen.go"], err = abiGo(all, methods); err != nil {
+	if out["abi_gen.go"], err = abiGo(all, methods, gms); err != nil {
 		return nil, err
 	}
 	// The stand-ins mirror the hand-written cgo files and the generated ones.

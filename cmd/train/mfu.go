@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/models"
+)
+
+// Model FLOPs utilisation (MFU) of a language model's run: the FLOPs the
+// model's training needs per token (gptFLOPsPerToken) times the tokens/s,
+// over the peak FLOP/s of the devices the job runs on. Only the model's
+// arithmetic counts, not what an implementation adds (recomputation,
+// padding), so runs of different programs compare.
+
+// gptFLOPsPerToken is the arithmetic of training on one token of a GPT of
+// shape g with params parameters, counted once (the head tied to wte is not
+// counted again): 6 per parameter (a multiply-add in the forward, two in
+// the backward; the embeddings counted as if they were GEMM weights, as
+// PaLM's appendix and nanoGPT count them), plus, per layer, attention's two
+// products over the context, QKᵀ and PV: 2·2·C·T forward for a full context,
+// three times that with the backward, 12·L·C·T, half of it under the causal
+// mask: 6·L·C·T. (nanoGPT's estimate_mfu counts the full 12·L·C·T.) The
+// PyTorch peer, scripts/torch_gpt_bench.py, counts the same.
+//
+// GPT-2 124M (N = 124,475,904 with the vocabulary padded to 50304, L = 12,
+// C = 768, T = 1024): 6N + 6LCT = 803,478,528 FLOPs per token.
+func gptFLOPsPerToken(g models.GPTConfig, params int) float64 {
+	return 6*float64(params) + 6*float64(g.Layers)*float64(g.Width)*float64(g.Context)
+}
+
+// devicePeak is the dense peak of a GPU in TFLOP/s, from NVIDIA's data
+// sheets: tensor-core bf16 without 2:4 sparsity (the sheets' headline
+// figure is twice this), and fp32 without TF32 (how the CUDA engine's fp32
+// GEMMs run).
+type devicePeak struct {
+	name       string // a substring of the name CUDA reports for the device
+	bf16, fp32 float64
+}
+
+// knownPeaks are matched in order against the device's name: the PCIe H100
+// before the SXM names; an H100 NVL matches none (no MFU without
+// --peak-tflops).
+var knownPeaks = []devicePeak{
+	{"H200", 989, 67},
+	{"H100 PCIe", 756, 51},
+	{"H100 SXM", 989, 67},
+	{"H100 80GB HBM3", 989, 67}, // what CUDA calls the SXM H100
+	{"A100", 312, 19.5},
+}
+
+// tablePeak is the dense peak TFLOP/s of the device named device at
+// precision p, and whether the device is in the table.
+func tablePeak(device string, p compute.Precision) (float64, bool) {
+	for _, k := range knownPeaks {
+		if strings.Contains(device, k.name) {
+			if p == compute.PrecisionBF16 {
+				return k.bf16, true
+			}
+			return k.fp32, true
+		}
+	}
+	return 0, false
+}
+
+// mfuInfo is what the reporter needs to print a language model's MFU.
+type mfuInfo struct {
+	flopsPerToken float64           // gptFLOPsPerToken; 0 for a model that is not a GPT
+	precision     compute.Precision // what the model runs in (runPrecision)
+	peak          float64           // FLOP/s of all the job's devices; 0: unknown, no MFU
+	peakSource    string            // "bf16 dense peak of 1 NVIDIA H200", for the start line
+}
+
+// of is the MFU at tokensPerSec, and whether there is one.
+func (m mfuInfo) of(tokensPerSec float64) (float64, bool) {
+	if m.peak <= 0 || m.flopsPerToken <= 0 || tokensPerSec <= 0 {
+		return 0, false
+	}
+	return tokensPerSec * m.flopsPerToken / m.peak, true
+}
+
+// suffix is ", MFU 40.6%" for a line that printed tokensPerSec, or "".
+func (m mfuInfo) suffix(tokensPerSec float64) string {
+	if v, ok := m.of(tokensPerSec); ok {
+		return fmt.Sprintf(", MFU %.1f%%", 100*v)
+	}
+	return ""
+}
+
+// newMFU describes the MFU of model m (built) on engine e: its FLOPs per
+// token, the precision it runs in, and the peak of the job's devices
+// (devices of them, each named device, "" for the CPU): --peak-tflops per
+// device, else the table's peak for a known GPU, else none.
+func newMFU(o *options, m models.Model, e compute.Engine, device string, devices int) mfuInfo {
+	g, ok := m.(*models.GPT)
+	if !ok {
+		return mfuInfo{}
+	}
+	info := mfuInfo{precision: runPrecision(o, m, e)}
+	n := 0
+	for _, p := range m.Params() {
+		n += p.Size()
+	}
+	info.flopsPerToken = gptFLOPsPerToken(g.Config(), n)
+	devices = max(1, devices)
+	per, what := o.peakTFLOPS, "--peak-tflops"
+	if per == 0 && device != "" {
+		if t, ok := tablePeak(device, info.precision); ok {
+			per, what = t, fmt.Sprintf("%s dense peak of %s", info.precision, plural(devices, device))
+			if devices == 1 {
+				what = fmt.Sprintf("%s dense peak of %s", info.precision, device)
+			}
+		}
+	}
+	if per > 0 {
+		info.peak = per * 1e12 * float64(devices)
+		info.peakSource = what
+	}
+	return info
+}
+
+// runPrecision is the precision model m computes in on engine e: fp32 for
+// a model that is not a GPT; what the built model says, when it says
+// (a Precision method); else --precision, and auto as compute.Precision
+// defines it: bf16 on an engine that fuses the GPT (compute.GPTFuser), fp32
+// elsewhere.
+func runPrecision(o *options, m models.Model, e compute.Engine) compute.Precision {
+	if _, ok := m.(*models.GPT); !ok {
+		return compute.PrecisionF32
+	}
+	if pm, ok := m.(interface{ Precision() compute.Precision }); ok && pm.Precision() != compute.PrecisionAuto {
+		return pm.Precision()
+	}
+	if p := o.computePrecision(); p != compute.PrecisionAuto {
+		return p
+	}
+	if _, ok := e.(compute.GPTFuser); ok {
+		return compute.PrecisionBF16
+	}
+	return compute.PrecisionF32
+}

@@ -1,0 +1,1095 @@
+package cudatest
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"unsafe"
+
+	"github.com/symddp/symddp/internal/cudalib"
+)
+
+// GPT is the GPT-2 kernels of cuda/symddp_gpt.h (cudalib.GPTKernels)
+// emulated on a Device: every launcher checks its arguments as the library
+// does (a bad one is a *cudalib.GPTError with Code GPTErrArg) and then runs
+// at once, or, while the device captures, is recorded and runs when the
+// graph is launched, reading the device memory of that moment (so AdamW's
+// hyperparameters are the ones written before the replay).
+//
+// Numerics: the spec is the CPU references of cuda/gptcheck/check.cu. bf16
+// is stored as uint16 (the upper half of a float32) and read exactly;
+// arithmetic between a launcher's loads and its stores is float64 (every
+// sum, including the GEMM's products, the softmaxes and GELU's tanh), except
+// AdamW, which does the kernel's float32 operations in its order. Every
+// value a kernel stores in bf16 is rounded to nearest even there (a NaN
+// becomes 0x7fc0, as check.cu's f2bf); fp32 results are rounded to float32
+// where stored, and an fp32 tensor that a kernel ADDS to gets the float64
+// sum rounded to float32, then added in float32 (the kernels add their
+// fp32 partial sum). The attention backward rounds P and dS to bf16 before
+// their products, as the kernels do (check.cu's bf16 emulation); the
+// forward's softmax is exact (the kernels' online softmax over tiles with a
+// bf16 P is not emulated). The three attention variants compute the same.
+//
+// Streams are ignored (the device is one in-order stream); workspaces and
+// scratch are only checked to lie inside an allocation (and the GPU's
+// alignment rules), never used.
+type GPT struct {
+	d *Device
+
+	mu     sync.Mutex
+	next   uintptr
+	lts    map[uintptr]bool
+	plans  map[uintptr]gemmPlan
+	reject map[cudalib.GPTEpilogue]bool
+	calls  map[string]int
+}
+
+var _ cudalib.GPTKernels = (*GPT)(nil)
+
+type gemmPlan struct {
+	lt uintptr
+	d  cudalib.GemmDesc
+}
+
+// GPTKernels returns the device's emulated GPT kernels (one *GPT per
+// device: assert the result to *GPT for Calls, LivePlans and
+// RejectEpilogue). Give them to cuda.Options.GPTKernels of an engine on
+// this device; NewEmulated does.
+func (d *Device) GPTKernels() cudalib.GPTKernels {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gpt == nil {
+		d.gpt = &GPT{d: d, next: 0x5d600000, lts: map[uintptr]bool{}, plans: map[uintptr]gemmPlan{},
+			reject: map[cudalib.GPTEpilogue]bool{}, calls: map[string]int{}}
+	}
+	return d.gpt
+}
+
+// Calls is how many times the launcher named call (its sdg_* name, e.g.
+// "sdg_gemm_run") has run: eager calls and graph replays, not recordings.
+func (g *GPT) Calls(call string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls[call]
+}
+
+// LivePlans is the number of GEMM plans created and not destroyed.
+func (g *GPT) LivePlans() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.plans)
+}
+
+// RejectEpilogue makes GemmCreate fail with GPTErrBLAS for epi from now on,
+// as a cuBLASLt without an algorithm for it does (DGELU_BGRAD, BGRAD_A on
+// some versions).
+func (g *GPT) RejectEpilogue(epi cudalib.GPTEpilogue) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reject[epi] = true
+}
+
+// launch runs f now, or records it while the device captures.
+func (g *GPT) launch(call string, f func()) error {
+	op := func() {
+		g.mu.Lock()
+		g.calls[call]++
+		g.mu.Unlock()
+		f()
+	}
+	if g.d.capture {
+		g.d.recorded = append(g.d.recorded, op)
+		return nil
+	}
+	op()
+	return nil
+}
+
+func argErr(call, format string, a ...any) error {
+	return &cudalib.GPTError{Call: call, Code: cudalib.GPTErrArg, Msg: "emulated: " + fmt.Sprintf(format, a...)}
+}
+
+func blasErr(call, format string, a ...any) error {
+	return &cudalib.GPTError{Call: call, Code: cudalib.GPTErrBLAS, Msg: "emulated: " + fmt.Sprintf(format, a...)}
+}
+
+// aligned16: not NULL and 16-byte aligned, as the bf16 vector loads want.
+func aligned16(p uintptr) bool { return p != 0 && p%16 == 0 }
+
+// ---- bf16 ----
+
+// bf16FromF32 rounds f to bf16 to nearest even (check.cu's f2bf).
+func bf16FromF32(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return 0x7fc0
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// bf16FromF64 rounds x to bf16 to nearest even in one step: x goes to
+// float32 rounded to odd (toward zero, the last bit set when inexact),
+// which keeps the second rounding from ever meeting a false tie.
+func bf16FromF64(x float64) uint16 {
+	if math.IsNaN(x) {
+		return 0x7fc0
+	}
+	f := float32(x)
+	if float64(f) != x && !math.IsInf(x, 0) {
+		u := math.Float32bits(f)
+		if math.Abs(float64(f)) > math.Abs(x) {
+			u-- // one step toward zero (sign and magnitude)
+		}
+		f = math.Float32frombits(u | 1)
+	}
+	return bf16FromF32(f)
+}
+
+func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+func bf16ToF64(h uint16) float64 { return float64(bf16ToF32(h)) }
+
+// ---- device memory by element ----
+
+func (d *Device) bf16At(p uintptr, n int) []uint16 {
+	if n == 0 {
+		return nil
+	}
+	if p%2 != 0 {
+		panic(fmt.Sprintf("emulated device: bf16 tensor at odd address %#x", p))
+	}
+	b := d.bytesAt(p, 2*n)
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n)
+}
+
+func (d *Device) f32At(p uintptr, n int) []float32 {
+	if n == 0 {
+		return nil
+	}
+	if p%4 != 0 {
+		panic(fmt.Sprintf("emulated device: fp32 tensor at %#x, not 4-byte aligned", p))
+	}
+	b := d.bytesAt(p, 4*n)
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
+}
+
+func (d *Device) i32At(p uintptr, n int) []int32 {
+	if n == 0 {
+		return nil
+	}
+	if p%4 != 0 {
+		panic(fmt.Sprintf("emulated device: int32 tensor at %#x, not 4-byte aligned", p))
+	}
+	b := d.bytesAt(p, 4*n)
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), n)
+}
+
+// loadBF16 is n bf16 at p as float64s.
+func (d *Device) loadBF16(p uintptr, n int) []float64 {
+	h := d.bf16At(p, n)
+	f := make([]float64, n)
+	for i, v := range h {
+		f[i] = bf16ToF64(v)
+	}
+	return f
+}
+
+// ---- GELU, tanh approximation (check.cu's gelu_ref, gelu_grad_ref) ----
+
+const geluK = 0.7978845608028654 // sqrt(2/pi)
+
+func gelu64(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(geluK*(x+0.044715*x*x*x)))
+}
+
+func geluGrad64(x float64) float64 {
+	t := math.Tanh(geluK * (x + 0.044715*x*x*x))
+	return 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*0.044715*x*x)
+}
+
+// ---- layernorm ----
+
+const lnEps = 1e-5
+
+func lnCheck(call string, n, c int, a, b, p uintptr) error {
+	if n <= 0 || c <= 0 || c%8 != 0 {
+		return argErr(call, "N=%d C=%d (C must be a positive multiple of 8)", n, c)
+	}
+	if !aligned16(a) || !aligned16(b) || !aligned16(p) {
+		return argErr(call, "NULL or not 16-byte aligned bf16 pointer")
+	}
+	return nil
+}
+
+func (g *GPT) LayernormForward(out, mean, rstd, inp, weight, bias uintptr, n, c int, stream uintptr) error {
+	const call = "sdg_layernorm_forward"
+	if err := lnCheck(call, n, c, out, inp, weight); err != nil {
+		return err
+	}
+	if !aligned16(bias) {
+		return argErr(call, "bias NULL or unaligned")
+	}
+	return g.launch(call, func() { g.layernormForward(out, mean, rstd, inp, weight, bias, n, c) })
+}
+
+// layernormForward: check.cu's reference (two passes, biased variance).
+func (g *GPT) layernormForward(out, mean, rstd, inp, weight, bias uintptr, n, c int) {
+	d := g.d
+	X, Y := d.bf16At(inp, n*c), d.bf16At(out, n*c)
+	w, b := d.loadBF16(weight, c), d.loadBF16(bias, c)
+	var M, R []float32
+	if mean != 0 {
+		M = d.f32At(mean, n)
+	}
+	if rstd != 0 {
+		R = d.f32At(rstd, n)
+	}
+	x := make([]float64, c)
+	for i := 0; i < n; i++ {
+		var mu float64
+		for j := range x {
+			x[j] = bf16ToF64(X[i*c+j])
+			mu += x[j]
+		}
+		mu /= float64(c)
+		var v float64
+		for _, xv := range x {
+			v += (xv - mu) * (xv - mu)
+		}
+		v /= float64(c)
+		rs := 1 / math.Sqrt(v+lnEps)
+		for j, xv := range x {
+			Y[i*c+j] = bf16FromF64((xv-mu)*rs*w[j] + b[j])
+		}
+		if M != nil {
+			M[i] = float32(mu)
+		}
+		if R != nil {
+			R[i] = float32(rs)
+		}
+	}
+}
+
+// LayernormBackwardScratchBytes: the library's size (partials of 2C floats
+// per block of 4 rows, at most 512 blocks); the emulation uses none.
+func (g *GPT) LayernormBackwardScratchBytes(n, c int) int {
+	if n <= 0 || c <= 0 {
+		return 0
+	}
+	return min((n+3)/4, 512) * 2 * c * 4
+}
+
+func (g *GPT) LayernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd uintptr, n, c int, scratch, stream uintptr) error {
+	const call = "sdg_layernorm_backward"
+	if err := lnCheck(call, n, c, dinp, dout, inp); err != nil {
+		return err
+	}
+	if !aligned16(weight) || dweight == 0 || dbias == 0 || mean == 0 || rstd == 0 || scratch == 0 {
+		return argErr(call, "NULL or unaligned argument")
+	}
+	if 4*2*c*4 > 200*1024 {
+		return argErr(call, "C=%d too large", c)
+	}
+	sb := g.LayernormBackwardScratchBytes(n, c)
+	return g.launch(call, func() {
+		g.d.bytesAt(scratch, sb)
+		g.layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, n, c)
+	})
+}
+
+// layernormBackward: check.cu's reference, from the saved fp32 mean and
+// rstd; dinp += the row's gradient (rounded to bf16 once, after the add),
+// dweight and dbias += the float64 sums over rows.
+func (g *GPT) layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd uintptr, n, c int) {
+	d := g.d
+	X, DY, DX := d.bf16At(inp, n*c), d.bf16At(dout, n*c), d.bf16At(dinp, n*c)
+	w := d.loadBF16(weight, c)
+	M, R := d.f32At(mean, n), d.f32At(rstd, n)
+	DW, DB := d.f32At(dweight, c), d.f32At(dbias, c)
+	sw, sb := make([]float64, c), make([]float64, c)
+	xh, dy := make([]float64, c), make([]float64, c)
+	for i := 0; i < n; i++ {
+		mu, rs := float64(M[i]), float64(R[i])
+		var sg, sgx float64
+		for j := 0; j < c; j++ {
+			xh[j] = (bf16ToF64(X[i*c+j]) - mu) * rs
+			dy[j] = bf16ToF64(DY[i*c+j])
+			gj := dy[j] * w[j]
+			sg += gj
+			sgx += gj * xh[j]
+		}
+		sg /= float64(c)
+		sgx /= float64(c)
+		for j := 0; j < c; j++ {
+			DX[i*c+j] = bf16FromF64(bf16ToF64(DX[i*c+j]) + (dy[j]*w[j]-sg-xh[j]*sgx)*rs)
+			sw[j] += dy[j] * xh[j]
+			sb[j] += dy[j]
+		}
+	}
+	for j := 0; j < c; j++ {
+		DW[j] += float32(sw[j])
+		DB[j] += float32(sb[j])
+	}
+}
+
+// ---- GELU ----
+
+func (g *GPT) GeluForward(out, inp uintptr, n int, stream uintptr) error {
+	const call = "sdg_gelu_forward"
+	if n < 0 || !aligned16(out) || !aligned16(inp) {
+		return argErr(call, "n=%d, NULL or unaligned pointer", n)
+	}
+	if n == 0 {
+		return nil
+	}
+	return g.launch(call, func() {
+		X, Y := g.d.bf16At(inp, n), g.d.bf16At(out, n)
+		for i, h := range X {
+			Y[i] = bf16FromF64(gelu64(bf16ToF64(h)))
+		}
+	})
+}
+
+// GeluBackward: dinp = dout * gelu'(inp), element by element (dinp may be
+// dout or inp).
+func (g *GPT) GeluBackward(dinp, inp, dout uintptr, n int, stream uintptr) error {
+	const call = "sdg_gelu_backward"
+	if n < 0 || !aligned16(dinp) || !aligned16(inp) || !aligned16(dout) {
+		return argErr(call, "n=%d, NULL or unaligned pointer", n)
+	}
+	if n == 0 {
+		return nil
+	}
+	return g.launch(call, func() {
+		X, DY, DX := g.d.bf16At(inp, n), g.d.bf16At(dout, n), g.d.bf16At(dinp, n)
+		for i := range DX {
+			DX[i] = bf16FromF64(bf16ToF64(DY[i]) * geluGrad64(bf16ToF64(X[i])))
+		}
+	})
+}
+
+// ---- token + position embedding ----
+
+func (g *GPT) EmbedForward(out, tokens, wte, wpe uintptr, b, t, c int, stream uintptr) error {
+	const call = "sdg_embed_forward"
+	if b <= 0 || t <= 0 || c <= 0 || c%8 != 0 {
+		return argErr(call, "B=%d T=%d C=%d (C a multiple of 8)", b, t, c)
+	}
+	if tokens == 0 || !aligned16(out) || !aligned16(wte) || !aligned16(wpe) {
+		return argErr(call, "NULL or unaligned pointer")
+	}
+	return g.launch(call, func() {
+		d := g.d
+		n := b * t
+		tok, Y, P := d.i32At(tokens, n), d.bf16At(out, n*c), d.bf16At(wpe, t*c)
+		for i := 0; i < n; i++ {
+			if tok[i] < 0 {
+				panic(fmt.Sprintf("emulated sdg_embed_forward: token %d at position %d", tok[i], i))
+			}
+			W := d.bf16At(wte+uintptr(int(tok[i])*c*2), c) // panics past the table
+			pos := (i % t) * c
+			for j := 0; j < c; j++ {
+				Y[i*c+j] = bf16FromF64(bf16ToF64(W[j]) + bf16ToF64(P[pos+j]))
+			}
+		}
+	})
+}
+
+func round256(x int) int { return (x + 255) &^ 255 }
+
+// EmbedBackwardScratchBytes: keys and positions as the library keeps them,
+// plus room as for its sort; the emulation uses none.
+func (g *GPT) EmbedBackwardScratchBytes(b, t, v int) int {
+	if b <= 0 || t <= 0 || v <= 0 {
+		return 0
+	}
+	return 4 * round256(4*b*t)
+}
+
+func (g *GPT) EmbedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int, scratch uintptr, scratchBytes int, stream uintptr) error {
+	const call = "sdg_embed_backward"
+	if b <= 0 || t <= 0 || c <= 0 || c%8 != 0 || v <= 0 {
+		return argErr(call, "B=%d T=%d C=%d V=%d", b, t, c, v)
+	}
+	if tokens == 0 || scratch == 0 || !aligned16(dwte) || !aligned16(dwpe) || !aligned16(dout) || scratch%256 != 0 {
+		return argErr(call, "NULL or unaligned pointer (scratch: 256 bytes)")
+	}
+	if want := g.EmbedBackwardScratchBytes(b, t, v); scratchBytes < want {
+		return argErr(call, "scratch of %d bytes, want %d", scratchBytes, want)
+	}
+	return g.launch(call, func() {
+		g.d.bytesAt(scratch, scratchBytes)
+		g.embedBackward(dwte, dwpe, dout, tokens, b, t, c, v)
+	})
+}
+
+// embedBackward: each token's row of dwte gets the sum of its positions'
+// dout rows (increasing position order, float64), each dwpe row the sum
+// over b in order.
+func (g *GPT) embedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int) {
+	d := g.d
+	n := b * t
+	tok, DY := d.i32At(tokens, n), d.bf16At(dout, n*c)
+	DWTE, DWPE := d.f32At(dwte, v*c), d.f32At(dwpe, t*c)
+	pos := make([]int, n)
+	for i := range pos {
+		if tok[i] < 0 || int(tok[i]) >= v {
+			panic(fmt.Sprintf("emulated sdg_embed_backward: token %d at position %d, V=%d", tok[i], i, v))
+		}
+		pos[i] = i
+	}
+	sort.SliceStable(pos, func(x, y int) bool { return tok[pos[x]] < tok[pos[y]] })
+	acc := make([]float64, c)
+	for r := 0; r < n; {
+		k := int(tok[pos[r]])
+		clear(acc)
+		for ; r < n && int(tok[pos[r]]) == k; r++ {
+			for j := range acc {
+				acc[j] += bf16ToF64(DY[pos[r]*c+j])
+			}
+		}
+		for j, s := range acc {
+			DWTE[k*c+j] += float32(s)
+		}
+	}
+	for p := 0; p < t; p++ {
+		clear(acc)
+		for bb := 0; bb < b; bb++ {
+			for j := range acc {
+				acc[j] += bf16ToF64(DY[(bb*t+p)*c+j])
+			}
+		}
+		for j, s := range acc {
+			DWPE[p*c+j] += float32(s)
+		}
+	}
+}
+
+// ---- causal self-attention ----
+
+// attCheck: the wmma kernels' shapes (head size 32 or 64, T a multiple of 64).
+func attCheck(call string, b, t, c, nh int) error {
+	if b <= 0 || t <= 0 || c <= 0 || nh <= 0 || c%nh != 0 {
+		return argErr(call, "B=%d T=%d C=%d NH=%d", b, t, c, nh)
+	}
+	if hs := c / nh; hs != 32 && hs != 64 {
+		return argErr(call, "head size %d (want 32 or 64)", hs)
+	}
+	if t%64 != 0 {
+		return argErr(call, "T=%d is not a multiple of 64", t)
+	}
+	if b*nh > 65535 {
+		return argErr(call, "B*NH=%d too large", b*nh)
+	}
+	return nil
+}
+
+// mmaCheck: the mma kernels' shapes (head size 64, T a multiple of 128).
+func mmaCheck(call string, b, t, c, nh int) error {
+	if b <= 0 || t <= 0 || c <= 0 || nh <= 0 || !mmaSupported(t, c, nh) {
+		return argErr(call, "B=%d T=%d C=%d NH=%d (want head size 64, T a multiple of 128)", b, t, c, nh)
+	}
+	if b*nh > 65535 {
+		return argErr(call, "B*NH=%d too large", b*nh)
+	}
+	return nil
+}
+
+func mmaSupported(t, c, nh int) bool { return t > 0 && nh > 0 && c == nh*64 && t%128 == 0 }
+
+func (g *GPT) AttentionMMASupported(t, c, nh int) bool { return mmaSupported(t, c, nh) }
+
+func (g *GPT) attentionForward(call string, check func(string, int, int, int, int) error, out, lse, qkv uintptr, b, t, c, nh int) error {
+	if err := check(call, b, t, c, nh); err != nil {
+		return err
+	}
+	if lse == 0 || !aligned16(out) || !aligned16(qkv) {
+		return argErr(call, "NULL or unaligned pointer")
+	}
+	return g.launch(call, func() { g.attentionFwd(out, lse, qkv, b, t, c, nh) })
+}
+
+func (g *GPT) AttentionForward(out, lse, qkv uintptr, b, t, c, nh int, stream uintptr) error {
+	check := attCheck
+	if mmaSupported(t, c, nh) {
+		check = mmaCheck
+	}
+	return g.attentionForward("sdg_attention_forward", check, out, lse, qkv, b, t, c, nh)
+}
+
+func (g *GPT) AttentionForwardWMMA(out, lse, qkv uintptr, b, t, c, nh int, stream uintptr) error {
+	return g.attentionForward("sdg_attention_forward_wmma", attCheck, out, lse, qkv, b, t, c, nh)
+}
+
+func (g *GPT) AttentionForwardMMA(out, lse, qkv uintptr, b, t, c, nh int, stream uintptr) error {
+	return g.attentionForward("sdg_attention_forward_mma", mmaCheck, out, lse, qkv, b, t, c, nh)
+}
+
+// attentionFwd: check.cu's attention_fwd_ref (exact softmax in float64 of
+// the scores scaled by 1/sqrt(hs)); out rounded to bf16, lse to float32.
+func (g *GPT) attentionFwd(out, lse, qkv uintptr, b, t, c, nh int) {
+	d := g.d
+	hs := c / nh
+	scale := 1 / math.Sqrt(float64(hs))
+	QKV := d.loadBF16(qkv, b*t*3*c)
+	O, L := d.bf16At(out, b*t*c), d.f32At(lse, b*nh*t)
+	p, o := make([]float64, t), make([]float64, hs)
+	for bb := 0; bb < b; bb++ {
+		for h := 0; h < nh; h++ {
+			for i := 0; i < t; i++ {
+				q := QKV[(bb*t+i)*3*c+h*hs:][:hs]
+				mx := math.Inf(-1)
+				for j := 0; j <= i; j++ {
+					k := QKV[(bb*t+j)*3*c+c+h*hs:][:hs]
+					var s float64
+					for x := range q {
+						s += q[x] * k[x]
+					}
+					p[j] = s * scale
+					mx = math.Max(mx, p[j])
+				}
+				var sum float64
+				for j := 0; j <= i; j++ {
+					p[j] = math.Exp(p[j] - mx)
+					sum += p[j]
+				}
+				L[(bb*nh+h)*t+i] = float32(mx + math.Log(sum))
+				clear(o)
+				for j := 0; j <= i; j++ {
+					v := QKV[(bb*t+j)*3*c+2*c+h*hs:][:hs]
+					for x := range o {
+						o[x] += p[j] / sum * v[x]
+					}
+				}
+				for x, ov := range o {
+					O[(bb*t+i)*c+h*hs+x] = bf16FromF64(ov)
+				}
+			}
+		}
+	}
+}
+
+// AttentionBackwardScratchBytes: the library's (D, one float per row).
+func (g *GPT) AttentionBackwardScratchBytes(b, t, nh int) int {
+	if b <= 0 || t <= 0 || nh <= 0 {
+		return 0
+	}
+	return b * nh * t * 4
+}
+
+func (g *GPT) attentionBackward(call string, check func(string, int, int, int, int) error, dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int, scratch uintptr) error {
+	if err := check(call, b, t, c, nh); err != nil {
+		return err
+	}
+	if lse == 0 || scratch == 0 || !aligned16(dqkv) || !aligned16(dout) || !aligned16(qkv) || !aligned16(out) {
+		return argErr(call, "NULL or unaligned pointer")
+	}
+	sb := g.AttentionBackwardScratchBytes(b, t, nh)
+	return g.launch(call, func() {
+		g.d.bytesAt(scratch, sb)
+		g.attentionBwd(dqkv, dout, qkv, out, lse, b, t, c, nh)
+	})
+}
+
+func (g *GPT) AttentionBackward(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int, scratch, stream uintptr) error {
+	check := attCheck
+	if mmaSupported(t, c, nh) {
+		check = mmaCheck
+	}
+	return g.attentionBackward("sdg_attention_backward", check, dqkv, dout, qkv, out, lse, b, t, c, nh, scratch)
+}
+
+func (g *GPT) AttentionBackwardWMMA(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int, scratch, stream uintptr) error {
+	return g.attentionBackward("sdg_attention_backward_wmma", attCheck, dqkv, dout, qkv, out, lse, b, t, c, nh, scratch)
+}
+
+func (g *GPT) AttentionBackwardMMA(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int, scratch, stream uintptr) error {
+	return g.attentionBackward("sdg_attention_backward_mma", mmaCheck, dqkv, dout, qkv, out, lse, b, t, c, nh, scratch)
+}
+
+// attentionBwd: check.cu's attention_bwd_ref with emulate on, from the out
+// and lse given: D_i = dout_i . out_i, P = exp(S scale - lse), dS = P (dP -
+// D) scale; P and dS rounded to bf16 (from float32, as __float2bfloat16)
+// before dV = P^T dout, dK = dS^T Q, dQ = dS K; sums in float64, dqkv
+// WRITTEN in bf16 (every element).
+func (g *GPT) attentionBwd(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int) {
+	d := g.d
+	hs := c / nh
+	scale := 1 / math.Sqrt(float64(hs))
+	QKV, DO, O := d.loadBF16(qkv, b*t*3*c), d.loadBF16(dout, b*t*c), d.loadBF16(out, b*t*c)
+	L := d.f32At(lse, b*nh*t)
+	G := make([]float64, b*t*3*c)
+	p, dp, pr, ds := make([]float64, t), make([]float64, t), make([]float64, t), make([]float64, t)
+	round := func(x float64) float64 { return bf16ToF64(bf16FromF32(float32(x))) }
+	for bb := 0; bb < b; bb++ {
+		for h := 0; h < nh; h++ {
+			for i := 0; i < t; i++ {
+				qrow := (bb*t+i)*3*c + h*hs
+				q := QKV[qrow:][:hs]
+				dO := DO[(bb*t+i)*c+h*hs:][:hs]
+				o := O[(bb*t+i)*c+h*hs:][:hs]
+				li := float64(L[(bb*nh+h)*t+i])
+				var D float64
+				for x := range dO {
+					D += dO[x] * o[x]
+				}
+				for j := 0; j <= i; j++ {
+					krow := (bb*t+j)*3*c + c + h*hs
+					k, v := QKV[krow:][:hs], QKV[krow+c:][:hs]
+					var s, tt float64
+					for x := range q {
+						s += q[x] * k[x]
+						tt += dO[x] * v[x]
+					}
+					p[j] = math.Exp(s*scale - li)
+					dp[j] = tt
+				}
+				for j := 0; j <= i; j++ {
+					pr[j] = round(p[j])
+					ds[j] = round(p[j] * (dp[j] - D) * scale)
+				}
+				dq := G[qrow:][:hs]
+				for j := 0; j <= i; j++ {
+					krow := (bb*t+j)*3*c + c + h*hs
+					k := QKV[krow:][:hs]
+					dk, dv := G[krow:][:hs], G[krow+c:][:hs]
+					for x := range dq {
+						dq[x] += ds[j] * k[x]
+						dk[x] += ds[j] * q[x]
+						dv[x] += pr[j] * dO[x]
+					}
+				}
+			}
+		}
+	}
+	DQKV := d.bf16At(dqkv, b*t*3*c)
+	for i, v := range G {
+		DQKV[i] = bf16FromF64(v)
+	}
+}
+
+// ---- fused softmax cross-entropy, loss statistics ----
+
+func (g *GPT) Classifier(losses, logits, targets uintptr, n, v, vp int, dscale float32, writeGrad int, stream uintptr) error {
+	const call = "sdg_classifier"
+	if n <= 0 || v <= 0 || vp < v || vp%8 != 0 {
+		return argErr(call, "N=%d V=%d Vp=%d (Vp >= V, a multiple of 8)", n, v, vp)
+	}
+	if losses == 0 || targets == 0 || !aligned16(logits) {
+		return argErr(call, "NULL or unaligned pointer")
+	}
+	return g.launch(call, func() { g.classifier(losses, logits, targets, n, v, vp, dscale, writeGrad != 0) })
+}
+
+// classifier: per row, lse = max + log(sum exp(x - max)) over the V real
+// columns in float64; loss = lse - x[target] (0 where the target is not in
+// [0,V), as the kernel: -1 is the ignored row); with writeGrad the row
+// becomes (exp(x - lse) - onehot) * dscale in bf16, 0 in the padding and in
+// ignored rows.
+func (g *GPT) classifier(losses, logits, targets uintptr, n, v, vp int, dscale float32, writeGrad bool) {
+	d := g.d
+	Ls, X, Tg := d.f32At(losses, n), d.bf16At(logits, n*vp), d.i32At(targets, n)
+	x := make([]float64, v)
+	for i := 0; i < n; i++ {
+		row := X[i*vp : (i+1)*vp]
+		mx := math.Inf(-1)
+		for j := range x {
+			x[j] = bf16ToF64(row[j])
+			mx = math.Max(mx, x[j])
+		}
+		var s float64
+		for _, xv := range x {
+			s += math.Exp(xv - mx)
+		}
+		lse := mx + math.Log(s)
+		tgt := int(Tg[i])
+		ignore := tgt < 0 || tgt >= v
+		if ignore {
+			Ls[i] = 0
+		} else {
+			Ls[i] = float32(lse - x[tgt])
+		}
+		if !writeGrad {
+			continue
+		}
+		for j := range row {
+			if ignore || j >= v {
+				row[j] = 0
+				continue
+			}
+			gj := math.Exp(x[j] - lse)
+			if j == tgt {
+				gj--
+			}
+			row[j] = bf16FromF64(gj * float64(dscale))
+		}
+	}
+}
+
+// LossStats: stats[0] += the float64 sum of losses, stats[2] += the count of
+// targets other than -1, each rounded to float32 then added.
+func (g *GPT) LossStats(stats, losses, targets uintptr, n int, stream uintptr) error {
+	const call = "sdg_loss_stats"
+	if n <= 0 {
+		return argErr(call, "N=%d", n)
+	}
+	if stats == 0 || losses == 0 || targets == 0 {
+		return argErr(call, "NULL pointer")
+	}
+	return g.launch(call, func() {
+		d := g.d
+		S, Ls, Tg := d.f32At(stats, 3), d.f32At(losses, n), d.i32At(targets, n)
+		var l, c float64
+		for i := 0; i < n; i++ {
+			l += float64(Ls[i])
+			if Tg[i] != -1 {
+				c++
+			}
+		}
+		S[0] += float32(l)
+		S[2] += float32(c)
+	})
+}
+
+// ---- fp32 to bf16 ----
+
+func (g *GPT) CastBF16(out, inp uintptr, n int, stream uintptr) error {
+	const call = "sdg_cast_bf16"
+	if n < 0 {
+		return argErr(call, "n=%d", n)
+	}
+	if n == 0 {
+		return nil
+	}
+	if out == 0 || inp == 0 {
+		return argErr(call, "NULL pointer")
+	}
+	return g.launch(call, func() {
+		X, Y := g.d.f32At(inp, n), g.d.bf16At(out, n)
+		for i, f := range X {
+			Y[i] = bf16FromF32(f)
+		}
+	})
+}
+
+// ---- AdamW ----
+
+// adamwHyperBytes is sizeof(sdg_adamw_hyper): six floats, step, pad.
+const adamwHyperBytes = 32
+
+func (g *GPT) AdamW(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int, hyper, stream uintptr) error {
+	const call = "sdg_adamw"
+	if n < 0 || params == 0 || grads == 0 || m == 0 || v == 0 || hyper == 0 || (decay != 0 && chunk <= 0) {
+		return argErr(call, "n=%d chunk=%d, or a NULL pointer", n, chunk)
+	}
+	if n == 0 {
+		return nil
+	}
+	return g.launch(call, func() { g.adamw(params, paramsBF16, grads, m, v, decay, chunk, n, hyper) })
+}
+
+// adamw: the kernel's float32 operations in its order, the hyperparameters
+// read from device memory now:
+//
+//	g = grad * grad_scale; p *= 1 - lr*wd (where the chunk decays)
+//	m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2
+//	p -= (lr / (1 - b1^step)) * m / (sqrt(v) / sqrt(1 - b2^step) + eps)
+func (g *GPT) adamw(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int, hyper uintptr) {
+	d := g.d
+	d.bytesAt(hyper, adamwHyperBytes)
+	h := d.f32At(hyper, 6)
+	lr, b1, b2, eps, wd, gs := h[0], h[1], h[2], h[3], h[4], h[5]
+	step := float32(d.i32At(hyper+24, 1)[0])
+	bc1 := 1 - float32(math.Pow(float64(b1), float64(step)))
+	bc2 := 1 - float32(math.Pow(float64(b2), float64(step)))
+	stepSize := lr / bc1
+	bc2Sqrt := float32(math.Sqrt(float64(bc2)))
+	shrink := 1 - lr*wd
+	P, G, M, V := d.f32At(params, n), d.f32At(grads, n), d.f32At(m, n), d.f32At(v, n)
+	var PB []uint16
+	if paramsBF16 != 0 {
+		PB = d.bf16At(paramsBF16, n)
+	}
+	var dec []byte
+	if decay != 0 {
+		dec = d.bytesAt(decay, (n+chunk-1)/chunk)
+	}
+	for i := 0; i < n; i++ {
+		gi := G[i] * gs
+		pi := P[i]
+		if dec == nil || dec[i/chunk] != 0 {
+			pi *= shrink
+		}
+		mi := float32(b1*M[i]) + float32((1-b1)*gi)
+		vi := float32(b2*V[i]) + float32(float32((1-b2)*gi)*gi)
+		pi -= float32(stepSize*mi) / (float32(math.Sqrt(float64(vi)))/bc2Sqrt + eps)
+		M[i], V[i], P[i] = mi, vi, pi
+		if PB != nil {
+			PB[i] = bf16FromF32(pi)
+		}
+	}
+}
+
+// ---- Linear bias gradient ----
+
+// BiasBackwardScratchBytes: the library's (partials of OC floats, at most
+// 64); the emulation uses none.
+func (g *GPT) BiasBackwardScratchBytes(n, oc int) int {
+	if n <= 0 || oc <= 0 {
+		return 0
+	}
+	return min(max((n+255)/256, 1), 64) * oc * 4
+}
+
+// BiasBackward: dbias += the float64 column sums of dout.
+func (g *GPT) BiasBackward(dbias, dout uintptr, n, oc int, scratch, stream uintptr) error {
+	const call = "sdg_bias_backward"
+	if n <= 0 || oc <= 0 || oc%8 != 0 {
+		return argErr(call, "N=%d OC=%d (OC a multiple of 8)", n, oc)
+	}
+	if dbias == 0 || scratch == 0 || !aligned16(dout) {
+		return argErr(call, "NULL or unaligned pointer")
+	}
+	sb := g.BiasBackwardScratchBytes(n, oc)
+	return g.launch(call, func() {
+		d := g.d
+		d.bytesAt(scratch, sb)
+		DY, DB := d.bf16At(dout, n*oc), d.f32At(dbias, oc)
+		s := make([]float64, oc)
+		for i := 0; i < n; i++ {
+			for j := range s {
+				s[j] += bf16ToF64(DY[i*oc+j])
+			}
+		}
+		for j, v := range s {
+			DB[j] += float32(v)
+		}
+	})
+}
+
+// ---- cuBLASLt handles and GEMM plans ----
+
+// handle is a fresh fake handle (never 0, never reused); g.mu held.
+func (g *GPT) handle() uintptr {
+	g.next += 16
+	return g.next
+}
+
+// LtCreate returns a fake cuBLASLt handle, valid until LtDestroy.
+func (g *GPT) LtCreate() (uintptr, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.handle()
+	g.lts[h] = true
+	return h, nil
+}
+
+func (g *GPT) LtDestroy(lt uintptr) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.lts, lt)
+}
+
+func epiHasBias(e cudalib.GPTEpilogue) bool {
+	return e != cudalib.GPTEpiNone && e != cudalib.GPTEpiDGELU
+}
+
+func epiHasAux(e cudalib.GPTEpilogue) bool {
+	return e == cudalib.GPTEpiGELUAuxBias || e == cudalib.GPTEpiDGELU || e == cudalib.GPTEpiDGELUBGrad
+}
+
+// GemmCreate checks d as sdg_gemm_create does (and lt, which must be a live
+// handle of these kernels) and returns a handle to a copy of it.
+func (g *GPT) GemmCreate(lt uintptr, d cudalib.GemmDesc) (uintptr, error) {
+	const call = "sdg_gemm_create"
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case lt == 0:
+		return 0, argErr(call, "NULL argument")
+	case !g.lts[lt]:
+		return 0, argErr(call, "lt %#x is not a live handle of LtCreate", lt)
+	case d.M <= 0 || d.N <= 0 || d.K <= 0 || d.Batch < 1 || d.WorkspaceBytes < 0:
+		return 0, argErr(call, "m=%d n=%d k=%d batch=%d workspace %d", d.M, d.N, d.K, d.Batch, d.WorkspaceBytes)
+	case d.Epilogue < cudalib.GPTEpiNone || d.Epilogue > cudalib.GPTEpiBGradA:
+		return 0, argErr(call, "unknown epilogue %d", d.Epilogue)
+	case (d.CType != cudalib.GPTBF16 && d.CType != cudalib.GPTF32) || (d.BiasType != cudalib.GPTBF16 && d.BiasType != cudalib.GPTF32):
+		return 0, argErr(call, "c_type %d, bias_type %d (want SDG_BF16 or SDG_F32)", d.CType, d.BiasType)
+	case d.Batch > 1 && d.Epilogue != cudalib.GPTEpiNone:
+		return 0, argErr(call, "batched GEMMs take no epilogue")
+	case d.Batch > 1 && (d.StrideA < 0 || d.StrideB < 0 || d.StrideC < 0):
+		return 0, argErr(call, "negative batch strides %d %d %d", d.StrideA, d.StrideB, d.StrideC)
+	case epiHasAux(d.Epilogue) && (d.N%8 != 0 || d.CType != cudalib.GPTBF16):
+		return 0, argErr(call, "GELU epilogues want n a multiple of 8 and a bf16 C (n=%d)", d.N)
+	case g.reject[d.Epilogue]:
+		return 0, blasErr(call, "cuBLASLt has no bf16 algorithm for epilogue %d (RejectEpilogue)", d.Epilogue)
+	}
+	h := g.handle()
+	g.plans[h] = gemmPlan{lt: lt, d: d}
+	return h, nil
+}
+
+func (g *GPT) GemmDestroy(plan uintptr) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.plans, plan)
+}
+
+// GemmRun checks its arguments as sdg_gemm_run does, and that lt is the
+// plan's (and live) and a, b and c 16-byte aligned as the plan's algorithm
+// wants (GPTErrBLAS otherwise); the workspace is not used.
+func (g *GPT) GemmRun(plan, lt, c, a, b, bias, aux, workspace, stream uintptr) error {
+	const call = "sdg_gemm_run"
+	g.mu.Lock()
+	p, ok := g.plans[plan]
+	live := g.lts[lt]
+	g.mu.Unlock()
+	e := p.d.Epilogue
+	switch {
+	case !ok:
+		return argErr(call, "no plan %#x", plan)
+	case lt == 0 || c == 0 || a == 0 || b == 0:
+		return argErr(call, "NULL argument")
+	case lt != p.lt:
+		return argErr(call, "plan made on lt %#x, run on lt %#x", p.lt, lt)
+	case !live:
+		return argErr(call, "lt %#x destroyed", lt)
+	case epiHasBias(e) && bias == 0:
+		return argErr(call, "epilogue %d without a bias vector", e)
+	case epiHasAux(e) && aux == 0:
+		return argErr(call, "epilogue %d without an aux matrix", e)
+	case a%16 != 0 || b%16 != 0 || c%16 != 0:
+		return blasErr(call, "cublasLtMatmul: operands less than 16-byte aligned (a %#x b %#x c %#x)", a, b, c)
+	}
+	return g.launch(call, func() { g.gemm(p.d, c, a, b, bias, aux) })
+}
+
+// gemm: row-major C (m,n) = op(A) op(B) with products summed in float64
+// (+ C when accumulating), the epilogue applied to that float64 value, C and
+// aux rounded once where stored; bias gradients are float64 sums of the
+// values before C's rounding (DGELU_BGRAD) or of op(A)'s elements (BGRAD_A),
+// rounded to bias_type where written.
+func (g *GPT) gemm(p cudalib.GemmDesc, c, a, b, bias, aux uintptr) {
+	d := g.d
+	m, n, k := p.M, p.N, p.K
+	opA, opBT, acc := make([]float64, m*k), make([]float64, n*k), make([]float64, m*n)
+	cSize := 2
+	if p.CType == cudalib.GPTF32 {
+		cSize = 4
+	}
+	for z := 0; z < p.Batch; z++ {
+		A := d.bf16At(a+uintptr(2*z*p.StrideA), m*k)
+		B := d.bf16At(b+uintptr(2*z*p.StrideB), k*n)
+		cz := c + uintptr(cSize*z*p.StrideC)
+		for i := 0; i < m; i++ {
+			for l := 0; l < k; l++ {
+				if p.TransA {
+					opA[i*k+l] = bf16ToF64(A[l*m+i])
+				} else {
+					opA[i*k+l] = bf16ToF64(A[i*k+l])
+				}
+			}
+		}
+		for j := 0; j < n; j++ {
+			for l := 0; l < k; l++ {
+				if p.TransB {
+					opBT[j*k+l] = bf16ToF64(B[j*k+l])
+				} else {
+					opBT[j*k+l] = bf16ToF64(B[l*n+j])
+				}
+			}
+		}
+		for i := 0; i < m; i++ {
+			ai := opA[i*k : (i+1)*k]
+			for j := 0; j < n; j++ {
+				bj := opBT[j*k : (j+1)*k]
+				var s float64
+				for l, av := range ai {
+					s += av * bj[l]
+				}
+				acc[i*n+j] = s
+			}
+		}
+		if p.Accumulate {
+			old := g.loadC(p.CType, cz, m*n)
+			for i := range acc {
+				acc[i] += old[i]
+			}
+		}
+		g.epilogue(p, acc, opA, bias, aux)
+		g.storeC(p.CType, cz, acc)
+	}
+}
+
+func (g *GPT) epilogue(p cudalib.GemmDesc, acc, opA []float64, bias, aux uintptr) {
+	d := g.d
+	m, n, k := p.M, p.N, p.K
+	switch p.Epilogue {
+	case cudalib.GPTEpiBias, cudalib.GPTEpiGELUBias, cudalib.GPTEpiGELUAuxBias:
+		bv := g.loadC(p.BiasType, bias, n)
+		var X []uint16
+		if p.Epilogue == cudalib.GPTEpiGELUAuxBias {
+			X = d.bf16At(aux, m*n)
+		}
+		for i := range acc {
+			pre := acc[i] + bv[i%n]
+			switch p.Epilogue {
+			case cudalib.GPTEpiBias:
+				acc[i] = pre
+			case cudalib.GPTEpiGELUBias:
+				acc[i] = gelu64(pre)
+			default:
+				X[i] = bf16FromF64(pre)
+				acc[i] = gelu64(pre)
+			}
+		}
+	case cudalib.GPTEpiDGELU, cudalib.GPTEpiDGELUBGrad:
+		pre := d.loadBF16(aux, m*n)
+		for i := range acc {
+			acc[i] *= geluGrad64(pre[i])
+		}
+		if p.Epilogue == cudalib.GPTEpiDGELUBGrad {
+			s := make([]float64, n)
+			for i, v := range acc {
+				s[i%n] += v
+			}
+			g.storeC(p.BiasType, bias, s)
+		}
+	case cudalib.GPTEpiBGradA:
+		s := make([]float64, m)
+		for i := range s {
+			for _, v := range opA[i*k : (i+1)*k] {
+				s[i] += v
+			}
+		}
+		g.storeC(p.BiasType, bias, s)
+	}
+}
+
+// loadC reads n elements of type t at p.
+func (g *GPT) loadC(t cudalib.GPTDType, p uintptr, n int) []float64 {
+	if t == cudalib.GPTBF16 {
+		return g.d.loadBF16(p, n)
+	}
+	f := make([]float64, n)
+	for i, v := range g.d.f32At(p, n) {
+		f[i] = float64(v)
+	}
+	return f
+}
+
+// storeC writes v at p as elements of type t (rounded to nearest even).
+func (g *GPT) storeC(t cudalib.GPTDType, p uintptr, v []float64) {
+	if t == cudalib.GPTBF16 {
+		h := g.d.bf16At(p, len(v))
+		for i, x := range v {
+			h[i] = bf16FromF64(x)
+		}
+		return
+	}
+	f := g.d.f32At(p, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+}

@@ -1,0 +1,539 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
+)
+
+// The fused GPT (compute.GPTFuser): models.GPT's whole forward and backward
+// as one planned sequence of the GPT kernels (cuda/symddp_gpt.h, sdg_*), in
+// bf16 with fp32 accumulation, over the fp32 master weights and gradients of
+// the arenas. What runs, per step:
+//
+//   - the masters cast to a bf16 copy (one kernel over the parameter span);
+//   - embedding, then per layer: LayerNorm, the QKV GEMM with its bias in
+//     the epilogue, flash attention (causal, scores never in memory), the
+//     attention projection GEMM with bias adding onto a copy of the
+//     residual stream (beta = 1), LayerNorm, the MLP's first GEMM with bias
+//     and GELU in the epilogue (the pre-activation kept for backward), its
+//     second GEMM with bias onto the residual; the final LayerNorm, the
+//     head GEMM against wte, and the fused classifier, which writes the
+//     loss per position and overwrites the bf16 logits with their gradient;
+//   - backward in reverse: dW GEMMs in fp32 straight into the gradient
+//     arena with the bias gradient in their epilogue (or sdg_bias_backward
+//     where cuBLASLt does not plan it), input-gradient GEMMs (the MLP's with
+//     GELU's derivative in the epilogue), LayerNorm and attention backward,
+//     and the embedding's deterministic scatter-add into dwte and dwpe.
+//
+// Activations are bf16 and kept per layer for backward (about 34·B·T·C
+// bytes a layer plus 2·B·T·V for the logits). Every reduction has a fixed
+// order, so a step repeats bit for bit. The step's loss scale goes into
+// the classifier by value: a captured graph holds it (Graph.Launch refuses
+// another, see captureState.frozen).
+
+// gptParamsPerLayer is how many parameters models.GPT declares per layer:
+// ln_1 (w, b), c_attn (w, b), attn.c_proj (w, b), ln_2 (w, b), c_fc (w, b),
+// mlp.c_proj (w, b).
+const gptParamsPerLayer = 12
+
+// Indices of a layer's parameters, after wte and wpe.
+const (
+	gpLN1W = iota
+	gpLN1B
+	gpQKVW
+	gpQKVB
+	gpAPW
+	gpAPB
+	gpLN2W
+	gpLN2B
+	gpFCW
+	gpFCB
+	gpFPW
+	gpFPB
+)
+
+// gptWorkspace is the cuBLASLt workspace of the plans.
+const gptWorkspace = 32 << 20
+
+type gptLayerAct struct {
+	ln1, qkv, att, res2, ln2, fpre, fgelu, res3 uintptr // bf16
+	mean1, rstd1, mean2, rstd2, lse             uintptr // fp32
+}
+
+type gptGemms struct {
+	qkv, ap, fc, fp, lm                                                    uintptr
+	lmDW, lmDinp, fpDW, fpDinp, fcDW, fcDinp, apDW, apDinp, qkvDW, qkvDinp uintptr
+	bgradFallback                                                          bool
+}
+
+// fusedGPT is a planned GPT on the engine.
+type fusedGPT struct {
+	e  *Engine
+	k  cudalib.GPTKernels
+	s  compute.GPTShape
+	lt uintptr
+
+	base, span uintptr // the parameters' fp32 span [base, base+span)
+	wb         uintptr // its bf16 copy (span/2 bytes)
+	p, g       []*Tensor
+	attention  string // which attention kernels run
+
+	enc, lnf, logits            uintptr // bf16
+	meanf, rstdf, losses        uintptr // fp32
+	dres, dln, dpre, datt, dqkv uintptr // bf16 backward buffers
+	attScratch, lnScratch       uintptr
+	embScratch, biasScratch, ws uintptr
+	embScratchBytes             int
+	layers                      []gptLayerAct
+	gm                          gptGemms
+	plans                       []uintptr
+	rowWords                    *Tensor   // NextLogits: one row of bf16 logits as fp32 words
+	rowHost                     []float32 // its host copy
+	tokens, targets             *Labels   // the last Forward's
+	closed                      bool
+}
+
+var _ compute.GPTFuser = (*Engine)(nil)
+
+// gptKernels returns the engine's GPT kernels, binding the library's on
+// first use.
+func (e *Engine) gptKernels() (cudalib.GPTKernels, error) {
+	if e.gptk != nil {
+		return e.gptk, nil
+	}
+	if e.lib == nil {
+		return nil, errors.New("no GPT kernels: the engine has no GPU library (pass Options.GPTKernels)")
+	}
+	g, err := cudalib.OpenGPT(e.lib)
+	if err != nil {
+		return nil, err
+	}
+	e.gptk = g
+	return g, nil
+}
+
+// FuseGPT plans models.GPT's forward and backward of shape s over its
+// parameter and gradient views (models.GPT's Params order) in bf16; see
+// the top of the file.
+func (e *Engine) FuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (compute.FusedGPT, error) {
+	f, err := e.fuseGPT(s, params, grads)
+	if err != nil {
+		if f != nil {
+			_ = f.Close()
+		}
+		return nil, fmt.Errorf("fused GPT on the GPU: %w", err)
+	}
+	return f, nil
+}
+
+func (e *Engine) fuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (*fusedGPT, error) {
+	L, C, NH, T, V, B := s.Layers, s.Width, s.Heads, s.Context, s.Vocab, s.Rows
+	switch {
+	case L < 1 || NH < 1 || C < 1 || T < 1 || V < 1 || B < 1:
+		return nil, fmt.Errorf("shape %+v", s)
+	case C%8 != 0:
+		return nil, fmt.Errorf("width %d: the bf16 kernels need a multiple of 8", C)
+	case C%NH != 0 || (C/NH != 32 && C/NH != 64):
+		return nil, fmt.Errorf("width %d over %d heads: the attention kernels need a head size of 32 or 64", C, NH)
+	case T%64 != 0:
+		return nil, fmt.Errorf("context %d: the attention kernels need a multiple of 64", T)
+	case V%8 != 0:
+		return nil, fmt.Errorf("vocabulary %d: the classifier needs a multiple of 8 (pad it, as gpt2's 50304)", V)
+	case int64(B)*int64(T)*int64(V) > math.MaxInt32 || int64(B)*int64(T)*4*int64(C) > math.MaxInt32:
+		return nil, fmt.Errorf("%d sequences of %d positions: too many for the kernels' 32-bit indices", B, T)
+	}
+	want := 2 + gptParamsPerLayer*L + 2
+	if len(params) != want || len(grads) != want {
+		return nil, fmt.Errorf("%d parameter and %d gradient views, want %d of each (models.GPT's Params)", len(params), len(grads), want)
+	}
+	k, err := e.gptKernels()
+	if err != nil {
+		return nil, err
+	}
+	f := &fusedGPT{e: e, k: k, s: s}
+	sizes := gptParamSizes(s)
+	f.p, f.g = make([]*Tensor, want), make([]*Tensor, want)
+	lo, hi := ^uintptr(0), uintptr(0)
+	for i := range params {
+		f.p[i], f.g[i] = e.tensorOf("FuseGPT", params[i]), e.tensorOf("FuseGPT", grads[i])
+		if f.p[i].size != sizes[i] || f.g[i].size != sizes[i] {
+			return nil, fmt.Errorf("parameter %d has %d elements (gradient %d), want %d: not models.GPT's layout", i, f.p[i].size, f.g[i].size, sizes[i])
+		}
+		lo, hi = min(lo, f.p[i].ptr), max(hi, f.p[i].ptr+uintptr(f.p[i].bytes()))
+	}
+	f.base, f.span = lo, hi-lo
+	for i, t := range f.p {
+		if (t.ptr-lo)%32 != 0 || f.g[i].ptr%16 != 0 {
+			return nil, fmt.Errorf("parameter %d is not 8-element aligned in the arena: the bf16 kernels need 16-byte alignment", i)
+		}
+	}
+	if f.lt, err = k.LtCreate(); err != nil {
+		return nil, err
+	}
+
+	N := B * T
+	bf := func(elems int) uintptr { return e.alloc("FuseGPT", 2*elems) }
+	fp := func(elems int) uintptr { return e.alloc("FuseGPT", 4*elems) }
+	f.wb = e.alloc("FuseGPT", int(f.span/2))
+	f.enc, f.lnf, f.logits = bf(N*C), bf(N*C), bf(N*V)
+	f.meanf, f.rstdf, f.losses = fp(N), fp(N), fp(N)
+	f.dres, f.dln, f.dpre, f.datt, f.dqkv = bf(N*C), bf(N*C), bf(4*N*C), bf(N*C), bf(3*N*C)
+	f.layers = make([]gptLayerAct, L)
+	for l := range f.layers {
+		f.layers[l] = gptLayerAct{
+			ln1: bf(N * C), qkv: bf(3 * N * C), att: bf(N * C), res2: bf(N * C), ln2: bf(N * C),
+			fpre: bf(4 * N * C), fgelu: bf(4 * N * C), res3: bf(N * C),
+			mean1: fp(N), rstd1: fp(N), mean2: fp(N), rstd2: fp(N), lse: fp(N * NH),
+		}
+	}
+	f.attScratch = e.alloc("FuseGPT", max(16, k.AttentionBackwardScratchBytes(B, T, NH)))
+	f.lnScratch = e.alloc("FuseGPT", max(16, k.LayernormBackwardScratchBytes(N, C)))
+	f.embScratchBytes = k.EmbedBackwardScratchBytes(B, T, V)
+	f.embScratch = e.alloc("FuseGPT", max(16, f.embScratchBytes))
+	f.biasScratch = e.alloc("FuseGPT", max(16, k.BiasBackwardScratchBytes(N, 4*C)))
+	f.ws = e.alloc("FuseGPT", gptWorkspace)
+	f.rowWords, f.rowHost = e.Alloc(V/2).(*Tensor), make([]float32, V/2)
+	e.gpts = append(e.gpts, f)
+	f.attention = "flash attention (wmma)"
+	if k.AttentionMMASupported(T, C, NH) {
+		f.attention = "flash attention (mma.sync)"
+	}
+	if err := f.planGemms(); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// gptParamSizes are the element counts of models.GPT's parameters.
+func gptParamSizes(s compute.GPTShape) []int {
+	C := s.Width
+	out := []int{s.Vocab * C, s.Context * C}
+	for range s.Layers {
+		out = append(out, C, C, 3*C*C, 3*C, C*C, C, C, C, 4*C*C, 4*C, C*4*C, C)
+	}
+	return append(out, C, C)
+}
+
+// plan makes one GEMM plan (must: an error when cuBLASLt has none).
+func (f *fusedGPT) plan(m, n, k int, ta, tb bool, ctype cudalib.GPTDType, epi cudalib.GPTEpilogue, acc bool) (uintptr, error) {
+	d := cudalib.GemmDesc{M: m, N: n, K: k, TransA: ta, TransB: tb, Batch: 1, CType: ctype, BiasType: ctype,
+		Epilogue: epi, Accumulate: acc, WorkspaceBytes: gptWorkspace}
+	p, err := f.k.GemmCreate(f.lt, d)
+	if err != nil {
+		return 0, err
+	}
+	f.plans = append(f.plans, p)
+	return p, nil
+}
+
+func (f *fusedGPT) planGemms() error {
+	N, C, V := f.s.Rows*f.s.Context, f.s.Width, f.s.Vocab
+	const b16, f32 = cudalib.GPTBF16, cudalib.GPTF32
+	g := &f.gm
+	var err error
+	for _, p := range []struct {
+		dst        *uintptr
+		m, n, k    int
+		ta, tb     bool
+		ct         cudalib.GPTDType
+		epi        cudalib.GPTEpilogue
+		accumulate bool
+	}{
+		{&g.qkv, N, 3 * C, C, false, true, b16, cudalib.GPTEpiBias, false},
+		{&g.ap, N, C, C, false, true, b16, cudalib.GPTEpiBias, true},
+		{&g.fc, N, 4 * C, C, false, true, b16, cudalib.GPTEpiGELUAuxBias, false},
+		{&g.fp, N, C, 4 * C, false, true, b16, cudalib.GPTEpiBias, true},
+		{&g.lm, N, V, C, false, true, b16, cudalib.GPTEpiNone, false},
+		{&g.lmDinp, N, C, V, false, false, b16, cudalib.GPTEpiNone, false},
+		{&g.lmDW, V, C, N, true, false, f32, cudalib.GPTEpiNone, false},
+		{&g.fpDinp, N, 4 * C, C, false, false, b16, cudalib.GPTEpiDGELU, false},
+		{&g.fcDinp, N, C, 4 * C, false, false, b16, cudalib.GPTEpiNone, false},
+		{&g.apDinp, N, C, C, false, false, b16, cudalib.GPTEpiNone, false},
+		{&g.qkvDinp, N, C, 3 * C, false, false, b16, cudalib.GPTEpiNone, false},
+	} {
+		if *p.dst, err = f.plan(p.m, p.n, p.k, p.ta, p.tb, p.ct, p.epi, p.accumulate); err != nil {
+			return err
+		}
+	}
+	// dW with the bias gradient in the epilogue where cuBLASLt plans it.
+	dws := []struct {
+		dst  *uintptr
+		m, n int
+	}{{&g.fpDW, C, 4 * C}, {&g.fcDW, 4 * C, C}, {&g.apDW, C, C}, {&g.qkvDW, 3 * C, C}}
+	for _, d := range dws {
+		if *d.dst, err = f.plan(d.m, d.n, N, true, false, f32, cudalib.GPTEpiBGradA, false); err != nil {
+			g.bgradFallback = true
+			break
+		}
+	}
+	if g.bgradFallback {
+		for _, d := range dws {
+			if *d.dst, err = f.plan(d.m, d.n, N, true, false, f32, cudalib.GPTEpiNone, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// w is the bf16 copy of parameter i; gr its fp32 gradient.
+func (f *fusedGPT) w(i int) uintptr  { return f.wb + (f.p[i].ptr-f.base)/2 }
+func (f *fusedGPT) gr(i int) uintptr { return f.g[i].ptr }
+
+// lp is the index of layer l's parameter j.
+func lp(l, j int) int { return 2 + gptParamsPerLayer*l + j }
+
+func (f *fusedGPT) gemm(plan, c, a, b, bias, aux uintptr) error {
+	return f.k.GemmRun(plan, f.lt, c, a, b, bias, aux, f.ws, f.e.info.Stream)
+}
+
+// linearDW writes dW (OC,IC) and db (OC) of a Linear from dout (N,OC) and its input x (N,IC).
+func (f *fusedGPT) linearDW(plan, dw, db, dout, x uintptr, oc int) error {
+	if !f.gm.bgradFallback {
+		return f.gemm(plan, dw, dout, x, db, 0)
+	}
+	if err := f.gemm(plan, dw, dout, x, 0, 0); err != nil {
+		return err
+	}
+	if err := f.e.dev.Zero(db, 4*oc); err != nil {
+		return err
+	}
+	return f.k.BiasBackward(db, dout, f.s.Rows*f.s.Context, oc, f.biasScratch, f.e.info.Stream)
+}
+
+// Describe says what runs.
+func (f *fusedGPT) Describe() string {
+	bg := "bias gradients in the dW GEMMs' epilogue"
+	if f.gm.bgradFallback {
+		bg = "bias gradients by sdg_bias_backward"
+	}
+	return fmt.Sprintf("fused GPT in bf16 (fp32 masters, gradients and accumulation): cuBLASLt GEMMs with bias/GELU epilogues, %s, %s, fused classifier", f.attention, bg)
+}
+
+// checkLabels checks that the host copies of l (as SetLabels or a
+// pipeline slot last wrote them) lie in [lo, V).
+func (f *fusedGPT) checkLabels(op string, l *Labels, lo int32) {
+	n := f.s.Rows * f.s.Context
+	if len(l.host) != n {
+		panic(fmt.Sprintf("cuda: %s: %d ids, the fused GPT was planned for %d (%d sequences of %d)", op, len(l.host), n, f.s.Rows, f.s.Context))
+	}
+	if f.e.capture.active {
+		return // a pipeline slot's ids are checked when filled
+	}
+	V := int32(f.s.Vocab)
+	for i, t := range l.host {
+		if t < lo || t >= V {
+			compute.PanicLabel("cuda", op, i, int(t), int(V))
+		}
+	}
+}
+
+// Forward runs the model to the loss; see compute.FusedGPT.
+func (f *fusedGPT) Forward(tokens, targets compute.Labels, scale float32, stats compute.Tensor) {
+	const op = "FusedGPT.Forward"
+	e := f.e
+	tok, tgt, st := e.labelsOf(op, tokens), e.labelsOf(op, targets), e.tensorOf(op, stats)
+	if st.size != 3 {
+		compute.PanicShape("cuda", op, "stats of 3 elements", st.shape)
+	}
+	f.checkLabels(op, tok, 0)
+	f.checkLabels(op, tgt, -1)
+	if e.capture.active {
+		e.capture.lossScale(scale)
+		e.capture.frozen = true
+	}
+	f.tokens, f.targets = tok, tgt
+	e.fail(op, f.forward(tok.ptr, true))
+	s := e.info.Stream
+	N := f.s.Rows * f.s.Context
+	e.fail(op, f.k.Classifier(f.losses, f.logits, tgt.ptr, N, f.s.Vocab, f.s.Vocab, scale, 1, s))
+	e.fail(op, f.k.LossStats(st.ptr, f.losses, tgt.ptr, N, s))
+}
+
+// forward enqueues the bf16 cast of the masters (cast) and the model up to
+// the logits.
+func (f *fusedGPT) forward(tokens uintptr, cast bool) error {
+	k, s := f.k, f.e.info.Stream
+	B, T, C, NH, N := f.s.Rows, f.s.Context, f.s.Width, f.s.Heads, f.s.Rows*f.s.Context
+	nc2 := 2 * N * C
+	if cast {
+		if err := k.CastBF16(f.wb, f.base, int(f.span/4), s); err != nil {
+			return err
+		}
+	}
+	if err := k.EmbedForward(f.enc, tokens, f.w(0), f.w(1), B, T, C, s); err != nil {
+		return err
+	}
+	x := f.enc
+	for l := range f.layers {
+		a := &f.layers[l]
+		if err := k.LayernormForward(a.ln1, a.mean1, a.rstd1, x, f.w(lp(l, gpLN1W)), f.w(lp(l, gpLN1B)), N, C, s); err != nil {
+			return err
+		}
+		if err := f.gemm(f.gm.qkv, a.qkv, a.ln1, f.w(lp(l, gpQKVW)), f.w(lp(l, gpQKVB)), 0); err != nil {
+			return err
+		}
+		if err := k.AttentionForward(a.att, a.lse, a.qkv, B, T, C, NH, s); err != nil {
+			return err
+		}
+		if err := f.e.dev.Copy(a.res2, x, nc2); err != nil {
+			return err
+		}
+		if err := f.gemm(f.gm.ap, a.res2, a.att, f.w(lp(l, gpAPW)), f.w(lp(l, gpAPB)), 0); err != nil {
+			return err
+		}
+		if err := k.LayernormForward(a.ln2, a.mean2, a.rstd2, a.res2, f.w(lp(l, gpLN2W)), f.w(lp(l, gpLN2B)), N, C, s); err != nil {
+			return err
+		}
+		if err := f.gemm(f.gm.fc, a.fgelu, a.ln2, f.w(lp(l, gpFCW)), f.w(lp(l, gpFCB)), a.fpre); err != nil {
+			return err
+		}
+		if err := f.e.dev.Copy(a.res3, a.res2, nc2); err != nil {
+			return err
+		}
+		if err := f.gemm(f.gm.fp, a.res3, a.fgelu, f.w(lp(l, gpFPW)), f.w(lp(l, gpFPB)), 0); err != nil {
+			return err
+		}
+		x = a.res3
+	}
+	nf := len(f.p) - 2
+	if err := k.LayernormForward(f.lnf, f.meanf, f.rstdf, x, f.w(nf), f.w(nf+1), N, C, s); err != nil {
+		return err
+	}
+	return f.gemm(f.gm.lm, f.logits, f.lnf, f.w(0), 0, 0)
+}
+
+// Backward propagates the last Forward's loss into the gradients.
+func (f *fusedGPT) Backward() {
+	if f.tokens == nil {
+		panic("cuda: FusedGPT.Backward before Forward")
+	}
+	f.e.fail("FusedGPT.Backward", f.backward())
+}
+
+func (f *fusedGPT) backward() error {
+	e, k, s := f.e, f.k, f.e.info.Stream
+	B, T, C, NH, N, V := f.s.Rows, f.s.Context, f.s.Width, f.s.Heads, f.s.Rows*f.s.Context, f.s.Vocab
+	nf := len(f.p) - 2
+	// the gradients kernels add to: wpe, the LayerNorms' (dwte is written by the head's dW first)
+	zero := []int{1, nf, nf + 1}
+	for l := range f.layers {
+		zero = append(zero, lp(l, gpLN1W), lp(l, gpLN1B), lp(l, gpLN2W), lp(l, gpLN2B))
+	}
+	for _, i := range zero {
+		if err := e.dev.Zero(f.g[i].ptr, f.g[i].bytes()); err != nil {
+			return err
+		}
+	}
+	top := f.enc
+	if len(f.layers) > 0 {
+		top = f.layers[len(f.layers)-1].res3
+	}
+	if err := f.gemm(f.gm.lmDW, f.gr(0), f.logits, f.lnf, 0, 0); err != nil { // dwte (V,C) written
+		return err
+	}
+	if err := f.gemm(f.gm.lmDinp, f.dln, f.logits, f.w(0), 0, 0); err != nil {
+		return err
+	}
+	if err := e.dev.Zero(f.dres, 2*N*C); err != nil {
+		return err
+	}
+	if err := k.LayernormBackward(f.dres, f.gr(nf), f.gr(nf+1), f.dln, top, f.w(nf), f.meanf, f.rstdf, N, C, f.lnScratch, s); err != nil {
+		return err
+	}
+	for l := len(f.layers) - 1; l >= 0; l-- {
+		a := &f.layers[l]
+		x := f.enc
+		if l > 0 {
+			x = f.layers[l-1].res3
+		}
+		steps := []func() error{
+			func() error {
+				return f.linearDW(f.gm.fpDW, f.gr(lp(l, gpFPW)), f.gr(lp(l, gpFPB)), f.dres, a.fgelu, C)
+			},
+			func() error { return f.gemm(f.gm.fpDinp, f.dpre, f.dres, f.w(lp(l, gpFPW)), 0, a.fpre) },
+			func() error {
+				return f.linearDW(f.gm.fcDW, f.gr(lp(l, gpFCW)), f.gr(lp(l, gpFCB)), f.dpre, a.ln2, 4*C)
+			},
+			func() error { return f.gemm(f.gm.fcDinp, f.dln, f.dpre, f.w(lp(l, gpFCW)), 0, 0) },
+			func() error {
+				return k.LayernormBackward(f.dres, f.gr(lp(l, gpLN2W)), f.gr(lp(l, gpLN2B)), f.dln, a.res2,
+					f.w(lp(l, gpLN2W)), a.mean2, a.rstd2, N, C, f.lnScratch, s)
+			},
+			func() error {
+				return f.linearDW(f.gm.apDW, f.gr(lp(l, gpAPW)), f.gr(lp(l, gpAPB)), f.dres, a.att, C)
+			},
+			func() error { return f.gemm(f.gm.apDinp, f.datt, f.dres, f.w(lp(l, gpAPW)), 0, 0) },
+			func() error {
+				return k.AttentionBackward(f.dqkv, f.datt, a.qkv, a.att, a.lse, B, T, C, NH, f.attScratch, s)
+			},
+			func() error {
+				return f.linearDW(f.gm.qkvDW, f.gr(lp(l, gpQKVW)), f.gr(lp(l, gpQKVB)), f.dqkv, a.ln1, 3*C)
+			},
+			func() error { return f.gemm(f.gm.qkvDinp, f.dln, f.dqkv, f.w(lp(l, gpQKVW)), 0, 0) },
+			func() error {
+				return k.LayernormBackward(f.dres, f.gr(lp(l, gpLN1W)), f.gr(lp(l, gpLN1B)), f.dln, x,
+					f.w(lp(l, gpLN1W)), a.mean1, a.rstd1, N, C, f.lnScratch, s)
+			},
+		}
+		for _, st := range steps {
+			if err := st(); err != nil {
+				return err
+			}
+		}
+	}
+	return k.EmbedBackward(f.gr(0), f.gr(1), f.dres, f.tokens.ptr, B, T, C, V, f.embScratch, f.embScratchBytes, s)
+}
+
+// NextLogits runs the model on tokens (Rows·Context ids; the masters cast
+// anew) and copies row row of its logits (Vocab) to dst as float32. It
+// waits for the device.
+func (f *fusedGPT) NextLogits(tokens compute.Labels, row int, dst []float32) error {
+	const op = "FusedGPT.NextLogits"
+	e := f.e
+	tok := e.labelsOf(op, tokens)
+	f.checkLabels(op, tok, 0)
+	V := f.s.Vocab
+	if row < 0 || row >= f.s.Rows*f.s.Context || len(dst) < V {
+		return fmt.Errorf("cuda: %s: row %d of %d, room for %d of %d logits", op, row, f.s.Rows*f.s.Context, len(dst), V)
+	}
+	if err := f.forward(tok.ptr, true); err != nil {
+		e.fail(op, err)
+		return e.err
+	}
+	if err := e.dev.Copy(f.rowWords.ptr, f.logits+uintptr(2*row*V), 2*V); err != nil {
+		e.fail(op, err)
+		return e.err
+	}
+	e.ReadTensor(f.rowHost, f.rowWords)
+	if err := e.Sync(); err != nil {
+		return err
+	}
+	for i, w := range f.rowHost { // little endian: element 2i is the low half of word i
+		u := math.Float32bits(w)
+		dst[2*i], dst[2*i+1] = math.Float32frombits(u<<16), math.Float32frombits(u&0xffff0000)
+	}
+	return nil
+}
+
+// Close releases the plans and the cuBLASLt handle; the device memory
+// stays with the engine's pool until the engine closes.
+func (f *fusedGPT) Close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	for _, p := range f.plans {
+		f.k.GemmDestroy(p)
+	}
+	f.plans = nil
+	if f.lt != 0 {
+		f.k.LtDestroy(f.lt)
+		f.lt = 0
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The GPU check of the GPT through the product (issue 20: the fused bf16
+# GPT-2 on the CUDA engine), run on the GPU host from the repository root:
+#
+#   scripts/gpu-gpt-check.sh [--budget SECONDS] [--rebuild] [--no-torch] [--text-dir DIR]
+#
+# It needs .device/bin/ from scripts/gpu-compute-prepare.sh (cuda.test,
+# train, symbench, built on the CPU machine: the GPU host has no Go; raw or
+# .xz, unpacked in place). Stages, each under `timeout`, later ones tried
+# even when earlier ones fail (but not without the library):
+#    1 environment      GPU, driver, nvcc, PyTorch
+#    2 build            cuda/build.sh -> build/libsymddp_cuda.so (when a cuda/
+#                       source is newer, or --rebuild)
+#    3 GPT tests        cuda.test -test.run 'GPT|Fused': the fused GPT and the
+#                       fused Linear layers on the GPU
+#    4 train 1 PE       train --backend nvshmem --pes 1 --model gpt-tiny
+#                       --dataset text --max-steps 300: byte-level text (the
+#                       repository's own files, --text-dir; the GPU host has no
+#                       Go source tree), validation loss every 100 steps, MFU
+#    5 train 8 PEs      the same with --pes 8 under the launcher's MPS daemon
+#                       (--mps on), 100 steps: the replicas-identical line
+#    6 bench            symbench gpu-gpt at GPT-2 124M batch 16 and 32: tokens/s
+#                       and MFU of train --backend nvshmem --pes 1 --dataset
+#                       synthetic beside scripts/torch_gpt_bench.py's eager and
+#                       torch.compile (--no-torch: symddp only)
+# Every command runs with NVSHMEM_DISABLE_NVLS=1; the whole run stays within
+# the budget (default 420 s): a stage that would not fit is skipped and
+# reported. Logs go to $OUT (else .device/out): gpt-env.log, gpt-build.log,
+# gpt-tests.log, gpt-train.log (and gpt-tiny-*.jsonl, the metrics logs),
+# gpt-bench.log and gpt-summary.txt, printed at the end with the table.
+set -u
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root" || exit 1
+budget="${GPU_CHECK_BUDGET:-420}"
+rebuild=0
+torch=1
+text="$root"
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+    --budget) budget="$2"; shift 2 ;;
+    --budget=*) budget="${1#*=}"; shift ;;
+    --rebuild) rebuild=1; shift ;;
+    --no-torch) torch=0; shift ;;
+    --text-dir) text="$2"; shift 2 ;;
+    --text-dir=*) text="${1#*=}"; shift ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    *) echo "gpu-gpt-check.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+outdir="${OUT:-$root/.device/out}"
+mkdir -p "$outdir"
+env_log="$outdir/gpt-env.log"
+build_log="$outdir/gpt-build.log"
+test_log="$outdir/gpt-tests.log"
+train_log="$outdir/gpt-train.log"
+bench_log="$outdir/gpt-bench.log"
+summary="$outdir/gpt-summary.txt"
+: >"$env_log"; : >"$build_log"; : >"$test_log"; : >"$train_log"; : >"$bench_log"; : >"$summary"
+start=$(date +%s)
+
+# shellcheck source=scripts/gpu-lib.sh
+. "$root/scripts/gpu-lib.sh"
+gpu_env
+
+note "GPU check of the GPT through train (issue 20), $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget}s"
+
+# ---- 1 environment ----
+{
+    echo "== nvidia-smi"; timeout 20 nvidia-smi || true
+    echo "== nvcc"; timeout 10 nvcc --version || true
+    echo "== NVSHMEM: ${NVSHMEM_HOME:-not found}"
+    echo "== python: ${PY:-none}"; [ -n "$PY" ] && timeout 60 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1
+    echo "== text: $text"
+    echo "== binaries"; ls -l "$root/.device/bin" 2>&1
+    echo "== environment"; env | grep -E '^(NVSHMEM|SYMDDP|CUDA|LD_LIBRARY)' | sort
+} >>"$env_log" 2>&1
+gpu="$(timeout 10 nvidia-smi -L 2>/dev/null | head -1)"
+note "GPU: ${gpu:-unknown (nvidia-smi -L said nothing)}"
+
+bin="$root/.device/bin"
+gpu_unpack "$bin"
+for b in cuda.test train symbench; do
+    [ -x "$bin/$b" ] || note "missing .device/bin/$b(.xz): run scripts/gpu-compute-prepare.sh on the CPU machine and carry .device/bin"
+done
+
+# ---- 2 build ----
+gpu_build "$build_log" "$rebuild"
+
+# ---- 3 the fused GPT's tests ----
+stage "cuda.test GPT|Fused" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
+    -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPT|Fused'
+grep -q 'no tests to run' "$test_log" && note "  (cuda.test has no test matching GPT|Fused yet)"
+
+# ---- 4, 5 gpt-tiny on byte-level text ----
+# The repository's own text (the corpus skips binaries and dot-directories);
+# the launcher builds the corpus file once and every PE maps it.
+tiny=(--backend nvshmem --model gpt-tiny --dataset text --data-dir "$text" --corpus-max 16MiB --no-progress --seed 1)
+stage "train tiny 1 PE, 300 steps" 120 "$train_log" "$bin/train" --pes 1 "${tiny[@]}" \
+    --max-steps 300 --sample-tokens 100 --metrics "$outdir/gpt-tiny-1pe.jsonl"
+stage "train tiny 8 PEs, MPS, 100 steps" 120 "$train_log" "$bin/train" --pes 8 --mps on "${tiny[@]}" \
+    --max-steps 100 --eval-every 50 --sample-tokens 0 --metrics "$outdir/gpt-tiny-8pe.jsonl"
+left=$(pgrep nvidia-cuda-mps | wc -l) # by process name: -f would also match command lines that mention it
+note "MPS processes left after the launcher-managed run: $left"
+
+# ---- 6 GPT-2 124M through the product beside PyTorch ----
+configs="gpt2/16,gpt2/32"
+bench=(gpu-gpt --train-bin "$bin/train" --configs "$configs" --warmup 10 --steps 50
+    --torch-steps 10 --torch-warmup 3 --timeout 200s)
+if [ "$torch" = 0 ] || [ -z "$PY" ]; then
+    bench+=(--torch-script none)
+    note "PyTorch columns skipped (--no-torch, or no python3)"
+else
+    bench+=(--python "$PY")
+fi
+stage "symbench gpu-gpt (gpt2, B=16, 32)" 280 "$bench_log" "$bin/symbench" "${bench[@]}"
+
+# ---- summary ----
+{
+    echo
+    echo "---- tests: failures (first 60 lines) ----"
+    grep -E -A6 '^\s*--- FAIL|^panic:|TIMED OUT|test timed out' "$test_log" | head -60
+    echo "---- tests: skips ----"
+    grep -E -B1 -- '--- SKIP' "$test_log" | grep -E '_test\.go:[0-9]+: ' | sed -E 's/^[[:space:]]+//' | sort | uniq -c | head -10
+    echo "---- training runs (gpt-tiny, byte-level text) ----"
+    grep -E '^(=====|\[pe 0\] )?(training |MFU against|step [0-9]+: val loss|done:|stopped|val loss|replicas|one replica|REPLICAS|train:|warning)|msg="model ' "$train_log" |
+        sed -E 's/^===== ([^(]*) \(.*/== \1/'
+    echo "---- GPT-2 124M: symddp (train) beside PyTorch ----"
+    sed -n '/symddp tokens\/s/,/^$/p' "$bench_log"
+    grep -E '^(GPU:|RESULT gpu-gpt|FUSION|failed:|symbench)' "$bench_log"
+    grep -q 'symddp tokens/s' "$bench_log" || grep -E '^(symddp|torch) .* tokens/s' "$bench_log" # a run cut short: what it measured
+    echo "(the whole bench output is in gpt-bench.log)"
+} >>"$summary" 2>&1
+echo
+echo "==================== GPT summary ($(elapsed)s) ===================="
+cat "$summary"
