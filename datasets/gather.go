@@ -8,7 +8,8 @@ import "runtime"
 // batch. Source alone does not promise it (a source may decode through
 // scratch memory of its own), so Gatherer splits only the batches of the
 // sources that say so. InMemory, ByteSamples and TokenSource do: they only
-// read memory that does not change while they are in use.
+// read memory that does not change while they are in use; so does
+// SyntheticTokens, whose tokens are a function of their position.
 type ConcurrentSource interface {
 	Source
 	// GathersConcurrently returns the source that makes the promise: the
@@ -27,6 +28,9 @@ func (d *ByteSamples) GathersConcurrently() Source { return d }
 
 // GathersConcurrently returns d: TokenSource is a ConcurrentSource.
 func (d *TokenSource) GathersConcurrently() Source { return d }
+
+// GathersConcurrently returns d: SyntheticTokens is a ConcurrentSource.
+func (d *SyntheticTokens) GathersConcurrently() Source { return d }
 
 // SplitBytes is the size of a batch (its inputs and targets as gathered,
 // 4 bytes a value) from which Gatherer splits it.

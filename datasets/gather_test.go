@@ -9,7 +9,7 @@ import (
 )
 
 // gatherSources are one source of each concurrent kind: float rows, byte
-// rows decoded by table, token windows.
+// rows decoded by table, token windows, computed token windows.
 func gatherSources(t *testing.T, dim int) map[string]Source {
 	t.Helper()
 	fl, err := Synthetic(600, dim, 10, 3)
@@ -33,7 +33,11 @@ func gatherSources(t *testing.T, dim int) map[string]Source {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]Source{"float": fl, "bytes": by, "tokens": tok}
+	syn, err := NewSyntheticTokens(600, dim, 50, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]Source{"float": fl, "bytes": by, "tokens": tok, "synthetic tokens": syn}
 }
 
 // batchFor is room for rows of src's samples.
