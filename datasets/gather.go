@@ -34,7 +34,7 @@ func (d *SyntheticTokens) GathersConcurrently() Source { return d }
 
 // SplitBytes is the size of a batch (its inputs and targets as gathered,
 // 4 bytes a value) from which Gatherer splits it.
-const SplitBytes = 1 << 20
+const SplitBytes = 256 << 10
 
 // maxGatherParts bounds the goroutines of one gather: a few saturate the
 // memory bandwidth a copy or a table decode needs.

@@ -95,9 +95,10 @@ func TestGathererMatchesGatherBatch(t *testing.T) {
 	}
 }
 
-// With the default threshold a Fashion-MNIST-sized batch of 512 rows
-// (1.6 MB) is split and one of 256 (0.8 MB) is not; other sources and
-// buffers too short are never split.
+// With the default threshold (256 KiB, runs of at least 128 KiB) a
+// Fashion-MNIST-sized batch of 64 rows (0.2 MB) is not split, one of 128
+// (0.4 MB) in 3 runs, 256 rows and more in 4; other sources and buffers too
+// short are never split.
 func TestGathererSplitsLargeBatches(t *testing.T) {
 	src := gatherSources(t, 784)["bytes"]
 	g := NewGatherer(src.Spec())
@@ -105,7 +106,7 @@ func TestGathererSplitsLargeBatches(t *testing.T) {
 	g.maxParts = 4
 	for _, c := range []struct {
 		rows, parts int
-	}{{256, 1}, {335, 2}, {512, 3}, {4096, 4}} {
+	}{{64, 1}, {128, 3}, {256, 4}, {4096, 4}} {
 		if got := g.parts(src, batchFor(src.Spec(), c.rows), c.rows); got != c.parts {
 			t.Errorf("%d rows of 784: %d runs, want %d", c.rows, got, c.parts)
 		}

@@ -81,7 +81,7 @@ note "GPU: ${gpu:-unknown (nvidia-smi -L said nothing)}"
 
 bin="$root/.device/bin"
 gpu_unpack "$bin"
-for b in cuda.test train symbench; do
+for b in cuda.test ddp.test train symbench; do
     [ -x "$bin/$b" ] || note "missing .device/bin/$b(.xz): run scripts/gpu-compute-prepare.sh on the CPU machine and carry .device/bin"
 done
 
@@ -92,6 +92,9 @@ gpu_build "$build_log" "$rebuild"
 stage "cuda.test GPT|Fused" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
     -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPT|Fused'
 grep -q 'no tests to run' "$test_log" && note "  (cuda.test has no test matching GPT|Fused yet)"
+stage "ddp.test FusedGPT (GPU vs CPU, 100 steps)" 150 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+    -test.v=true -test.count=1 -test.timeout=140s -test.run 'TestFusedGPTMatchesCPUGPU$'
+grep -E 'gpt_fused_test.go:[0-9]+: (loss cpu|fused GPT|validation)' "$test_log" | sed 's/^ */  /' >>"$summary"
 
 # ---- 4, 5 gpt-tiny on byte-level text ----
 # The repository's own text (the corpus skips binaries and dot-directories);
