@@ -123,86 +123,6 @@ __global__ void __launch_bounds__(SDG_LN_WARPS * 32)
     }
 }
 
-/* sdg_ln_bwd_kernel with each lane's dweight/dbias sums in registers (VPL
- * vectors of 8 per lane: C <= 256 * VPL) instead of shared memory, where the
- * lanes' 8-float strides made 8-way bank conflicts on every row. The same
- * additions in the same order: the same bits. */
-template <int VPL>
-__global__ void __launch_bounds__(SDG_LN_WARPS * 32)
-    sdg_ln_bwd_reg_kernel(bf16 *__restrict__ dinp, float *__restrict__ partial, const bf16 *__restrict__ dout,
-                          const bf16 *__restrict__ inp, const bf16 *__restrict__ w, const float *__restrict__ mean,
-                          const float *__restrict__ rstd, int N, int C) {
-    extern __shared__ float sdg_ln_smem[]; /* [SDG_LN_WARPS][2C] */
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int nv = C >> 3;
-    float aw[VPL][8], ab[VPL][8], wf[VPL][8];
-#pragma unroll
-    for (int j = 0; j < VPL; j++) {
-        const int i = lane + 32 * j;
-#pragma unroll
-        for (int k = 0; k < 8; k++) aw[j][k] = ab[j][k] = 0.f;
-        if (i < nv) sdg_load8(w + 8 * i, wf[j]);
-    }
-    for (int row = blockIdx.x * SDG_LN_WARPS + warp; row < N; row += gridDim.x * SDG_LN_WARPS) {
-        const bf16 *x = inp + (size_t)row * C;
-        const bf16 *dy = dout + (size_t)row * C;
-        bf16 *dx = dinp + (size_t)row * C;
-        const float mu = mean[row], rs = rstd[row];
-        float xf[VPL][8], df[VPL][8];
-        float sg = 0.f, sgx = 0.f;
-#pragma unroll
-        for (int j = 0; j < VPL; j++) {
-            const int i = lane + 32 * j;
-            if (i >= nv) continue;
-            sdg_load8(x + 8 * i, xf[j]);
-            sdg_load8(dy + 8 * i, df[j]);
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const float g = df[j][k] * wf[j][k];
-                sg += g;
-                sgx += g * (xf[j][k] - mu) * rs;
-            }
-        }
-        sg = sdg_warp_sum(sg) / (float)C;
-        sgx = sdg_warp_sum(sgx) / (float)C;
-#pragma unroll
-        for (int j = 0; j < VPL; j++) {
-            const int i = lane + 32 * j;
-            if (i >= nv) continue;
-            float r[8];
-            sdg_load8(dx + 8 * i, r);
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const float xh = (xf[j][k] - mu) * rs;
-                const float g = df[j][k] * wf[j][k];
-                r[k] += (g - sg - xh * sgx) * rs;
-                aw[j][k] += df[j][k] * xh;
-                ab[j][k] += df[j][k];
-            }
-            sdg_store8(dx + 8 * i, r);
-        }
-    }
-    float *acc = sdg_ln_smem + (size_t)warp * 2 * C;
-#pragma unroll
-    for (int j = 0; j < VPL; j++) {
-        const int i = lane + 32 * j;
-        if (i >= nv) continue;
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            acc[8 * i + k] = aw[j][k];
-            acc[C + 8 * i + k] = ab[j][k];
-        }
-    }
-    __syncthreads();
-    float *part = partial + (size_t)blockIdx.x * 2 * C;
-    for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) {
-        float s = 0.f;
-#pragma unroll
-        for (int k = 0; k < SDG_LN_WARPS; k++) s += sdg_ln_smem[(size_t)k * 2 * C + c];
-        part[c] = s;
-    }
-}
-
 __global__ void sdg_ln_bwd_reduce_kernel(float *__restrict__ dw, float *__restrict__ db,
                                          const float *__restrict__ partial, int G, int C) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -259,27 +179,8 @@ extern "C" int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, 
         SDG_CUDA(cudaFuncSetAttribute(sdg_ln_bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     }
     cudaStream_t s = (cudaStream_t)stream;
-    const int vpl = (C / 8 + 31) / 32; /* 8-vectors per lane */
-    bf16 *dx = (bf16 *)dinp;
-    float *part = (float *)scratch;
-    const bf16 *dy = (const bf16 *)dout, *x = (const bf16 *)inp, *w = (const bf16 *)weight;
-    if (vpl <= 4) {
-        /* the register kernels: C <= 1024 (GPT-2 up to 1024 wide) */
-        const void *fn = vpl <= 1 ? (const void *)sdg_ln_bwd_reg_kernel<1>
-                         : vpl == 2 ? (const void *)sdg_ln_bwd_reg_kernel<2>
-                         : vpl == 3 ? (const void *)sdg_ln_bwd_reg_kernel<3>
-                                    : (const void *)sdg_ln_bwd_reg_kernel<4>;
-        if (smem > 48 * 1024) SDG_CUDA(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        switch (vpl) {
-        case 0:
-        case 1: sdg_ln_bwd_reg_kernel<1><<<G, SDG_LN_WARPS * 32, smem, s>>>(dx, part, dy, x, w, mean, rstd, N, C); break;
-        case 2: sdg_ln_bwd_reg_kernel<2><<<G, SDG_LN_WARPS * 32, smem, s>>>(dx, part, dy, x, w, mean, rstd, N, C); break;
-        case 3: sdg_ln_bwd_reg_kernel<3><<<G, SDG_LN_WARPS * 32, smem, s>>>(dx, part, dy, x, w, mean, rstd, N, C); break;
-        default: sdg_ln_bwd_reg_kernel<4><<<G, SDG_LN_WARPS * 32, smem, s>>>(dx, part, dy, x, w, mean, rstd, N, C); break;
-        }
-    } else {
-        sdg_ln_bwd_kernel<<<G, SDG_LN_WARPS * 32, smem, s>>>(dx, part, dy, x, w, mean, rstd, N, C);
-    }
+    sdg_ln_bwd_kernel<<<G, SDG_LN_WARPS * 32, smem, s>>>((bf16 *)dinp, (float *)scratch, (const bf16 *)dout,
+                                                         (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
     SDG_LAUNCHED();
     sdg_ln_bwd_reduce_kernel<<<(2 * C + 255) / 256, 256, 0, s>>>(dweight, dbias, (const float *)scratch, G, C);
     SDG_LAUNCHED();
