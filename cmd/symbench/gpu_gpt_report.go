@@ -30,6 +30,7 @@ type gptRun struct {
 	tokensPerSec float64 // over the timed steps
 	mfu          float64 // 0: train knew no peak
 	precision    string  // what the model computed in
+	deviceBytes  int64   // PE 0's device memory (engine pool + arenas); 0: not reported
 }
 
 // readGPTMetrics reads train's metrics log: tokens/s between the logs at
@@ -49,6 +50,7 @@ func readGPTMetrics(metrics []byte, from, to, context int) (gptRun, error) {
 			FLOPsPerToken *float64 `json:"flops_per_token"`
 			PeakFLOPs     *float64 `json:"peak_flops"`
 			Precision     string   `json:"precision"`
+			DeviceBytes   int64    `json:"device_bytes"`
 		}
 		if json.Unmarshal(sc.Bytes(), &m) != nil || !m.Final {
 			continue // timedWindow checked the lines
@@ -56,7 +58,7 @@ func readGPTMetrics(metrics []byte, from, to, context int) (gptRun, error) {
 		if m.FLOPsPerToken == nil {
 			return r, fmt.Errorf("the metrics log's final record has no flops_per_token: is train older than symbench?")
 		}
-		r.precision = m.Precision
+		r.precision, r.deviceBytes = m.Precision, m.DeviceBytes
 		if m.PeakFLOPs != nil && *m.PeakFLOPs > 0 {
 			r.mfu = r.tokensPerSec * *m.FLOPsPerToken / *m.PeakFLOPs
 		}
@@ -72,6 +74,7 @@ type torchGPUGPT struct {
 	mode         string // eager, compile, fp32
 	tokensPerSec float64
 	mfu          float64
+	peakMemGiB   float64 // max_memory_allocated (0: not in the line)
 }
 
 // parseTorchGPUGPT reads the script's stdout: its "RESULT torch_gpt ..."
@@ -102,6 +105,7 @@ func parseTorchGPUGPT(out string) (results []torchGPUGPT, errLines []string) {
 		r.batch, err1 = strconv.Atoi(kv["batch"])
 		r.tokensPerSec, err2 = strconv.ParseFloat(kv["tokens_per_s"], 64)
 		r.mfu, err3 = strconv.ParseFloat(kv["mfu"], 64)
+		r.peakMemGiB, _ = strconv.ParseFloat(kv["peak_mem_gib"], 64)
 		if r.preset == "" || r.mode == "" || err1 != nil || err2 != nil || err3 != nil {
 			errLines = append(errLines, "unreadable line: "+text)
 			continue
@@ -122,7 +126,7 @@ func printGPUGPTTable(w io.Writer, rows []gptGPURow) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "model\tbatch\tsymddp tokens/s\tMFU\ttorch eager tokens/s\ttorch.compile tokens/s\tsymddp/compile\ttarget\t")
+	fmt.Fprintln(tw, "model\tbatch\tsymddp tokens/s\tMFU\ttorch eager tokens/s\ttorch.compile tokens/s\tsymddp/compile\ttarget\tsymddp GiB\tcompile GiB\t")
 	for _, r := range rows {
 		ours, mfu := "-", "-"
 		if r.err != nil {
@@ -143,8 +147,15 @@ func printGPUGPTTable(w io.Writer, rows []gptGPURow) error {
 				target += " not met"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.cfg.model().label, r.cfg.batch, ours, mfu,
-			torchCell(r.torch, "eager"), torchCell(r.torch, "compile"), ratio, target)
+		mem, tmem := "-", "-"
+		if r.err == nil && r.ours.deviceBytes > 0 {
+			mem = fmt.Sprintf("%.2f", float64(r.ours.deviceBytes)/(1<<30))
+		}
+		if t, ok := r.torch["compile"]; ok && t.peakMemGiB > 0 {
+			tmem = fmt.Sprintf("%.2f", t.peakMemGiB)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.cfg.model().label, r.cfg.batch, ours, mfu,
+			torchCell(r.torch, "eager"), torchCell(r.torch, "compile"), ratio, target, mem, tmem)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -40,7 +40,7 @@ func gptMetrics(b int, window float64, final string) []byte {
 }
 
 const (
-	gptFinal     = `{"elapsed":9,"final":true,"flops_per_token":803478528,"mfu":0.3,"peak_flops":989000000000000,"precision":"bf16","replicas_identical":true,"samples_per_sec":400,"step":120,"stopped":false,"tokens_per_sec":409600,"val_loss":10.9,"val_tokens":16384}`
+	gptFinal     = `{"elapsed":9,"final":true,"flops_per_token":803478528,"mfu":0.3,"peak_flops":989000000000000,"precision":"bf16","device_bytes":9663676416,"replicas_identical":true,"samples_per_sec":400,"step":120,"stopped":false,"tokens_per_sec":409600,"val_loss":10.9,"val_tokens":16384}`
 	gptGPUStderr = `msg="compute engine" engine=cuda/cublas gpu="NVIDIA H200 (device 0, 132 SMs), fp32 SGEMM without TF32, Linear layers fused into cuBLASLt epilogues, shared stream"
 msg="model gpt2: fused bf16 GPT: 12 layers, flash attention, cuBLASLt bf16 GEMMs"
 training gpt2: 124475904 parameters, 1 PE (nvshmem, cuda/cublas), global batch 16 (16 per PE per micro-batch), 120 steps
@@ -109,12 +109,12 @@ func TestGPUGPTTable(t *testing.T) {
 		"symddp gpt2 124M batch 16: 512000 tokens/s, MFU 41.6% (bf16)\n",
 		"torch gpt2 124M batch 32 compile: 470000 tokens/s, MFU 38.2%\n",
 		"GPU: NVIDIA H200 (device 0, 132 SMs)",
-		"    model  batch  symddp tokens/s         MFU  torch eager tokens/s  torch.compile tokens/s  symddp/compile           target\n",
+		"    model  batch  symddp tokens/s         MFU  torch eager tokens/s  torch.compile tokens/s  symddp/compile           target  symddp GiB  compile GiB\n",
 		// 512000 · 803478528 / 989e12 = 41.6%; 512000 / 500000 = 1.02
-		"gpt2 124M     16           512000  41.6% bf16                350000                  500000           1.02x  >= 1.1x not met\n",
+		"gpt2 124M     16           512000  41.6% bf16                350000                  500000           1.02x  >= 1.1x not met        9.00        20.00\n",
 		// 524288 / 470000 = 1.12
-		"gpt2 124M     32           524288  42.6% bf16                360000                  470000           1.12x      >= 1.1x met\n",
-		" gpt-tiny     64           failed           -                     -                       -               -          >= 1.1x\n",
+		"gpt2 124M     32           524288  42.6% bf16                360000                  470000           1.12x      >= 1.1x met        9.00        39.00\n",
+		" gpt-tiny     64           failed           -                     -                       -               -          >= 1.1x           -            -\n",
 		"RESULT gpu-gpt model=gpt2 batch=16 symddp=512000 mfu=0.416 precision=bf16 eager=350000 compile=500000\n",
 		"FUSION model=gpt2 batch=16: fused bf16 GPT: 12 layers, flash attention, cuBLASLt bf16 GEMMs\n",
 		"failed: gpt-tiny batch 64: train: out of GPU memory\n",
@@ -199,7 +199,7 @@ func TestParseTorchGPUGPT(t *testing.T) {
 	if len(res) != 4 || len(bad) != 1 || !strings.HasPrefix(bad[0], "unreadable line: RESULT torch_gpt preset=gpt2 batch=8") {
 		t.Fatalf("parseTorchGPUGPT: %d results, bad %q", len(res), bad)
 	}
-	if want := (torchGPUGPT{preset: "gpt2", batch: 32, mode: "compile", tokensPerSec: 470000, mfu: 0.382}); res[3] != want {
+	if want := (torchGPUGPT{preset: "gpt2", batch: 32, mode: "compile", tokensPerSec: 470000, mfu: 0.382, peakMemGiB: 39}); res[3] != want {
 		t.Errorf("result %+v, want %+v", res[3], want)
 	}
 }

@@ -195,6 +195,14 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples)\n", 100*res.Test.Accuracy, res.Test.Loss, res.Test.Samples)
 	}
 	fmt.Fprintln(r.out, res.Replicas)
+	var devBytes int64
+	if d, ok := e.(interface{ DeviceBytes() int64 }); ok {
+		// the engine's pool plus the arenas (parameters and gradients) in the symmetric heap
+		arenas := 8 * int64(r.start.Params)
+		devBytes = d.DeviceBytes() + arenas
+		fmt.Fprintf(r.out, "device memory of PE 0: %.2f GiB (%.2f GiB by the engine: activations, optimizer state, workspaces; %.2f GiB of parameter and gradient arenas)\n",
+			gib(devBytes), gib(d.DeviceBytes()), gib(arenas))
+	}
 	rec := map[string]any{"final": !res.Stopped, "stopped": res.Stopped, "step": res.Steps,
 		"samples_per_sec": res.SamplesPerSec, "elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical}
 	switch {
@@ -205,6 +213,9 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	}
 	if r.start.Tokens > 0 {
 		rec["tokens_per_sec"] = tokensPerSec
+	}
+	if devBytes > 0 {
+		rec["device_bytes"] = devBytes
 	}
 	if m := r.mfu; m.flopsPerToken > 0 {
 		// what a reader of the log needs to compute MFU over any window

@@ -297,8 +297,14 @@ func (e *Engine) Close() error {
 	return errors.Join(errs...)
 }
 
+// DeviceBytes is the device memory the engine has allocated (its pool's
+// chunks: activations, optimizer state, workspaces, the fused GPT's plans'
+// buffers), without the comm backend's arenas.
+func (e *Engine) DeviceBytes() int64 { return e.pool.bytes }
+
 // pool hands out device memory from chunks allocated with cudaMalloc.
 type pool struct {
+	bytes  int64 // of every chunk
 	chunks []uintptr
 	next   uintptr // first free byte of the last chunk
 	left   int     // bytes left in it
@@ -319,6 +325,7 @@ func (p *pool) take(d device, bytes int) (uintptr, error) {
 			return 0, err
 		}
 		p.chunks = append(p.chunks, ptr)
+		p.bytes += int64(size)
 		p.next, p.left = ptr, size
 	}
 	ptr := p.next
@@ -342,6 +349,6 @@ func (p *pool) free(d device) error {
 	for _, c := range p.chunks {
 		errs = append(errs, d.DevFree(c))
 	}
-	p.chunks, p.left = nil, 0
+	p.chunks, p.left, p.bytes = nil, 0, 0
 	return errors.Join(errs...)
 }

@@ -113,3 +113,27 @@ func testGraphReadsStepValues(t *testing.T, e *cuda.Engine) {
 		}
 	}
 }
+
+// DeviceBytes counts the pool's chunks: a first allocation takes one, a
+// large one a chunk of its own size, and Close gives them back.
+func TestDeviceBytes(t *testing.T) {
+	e := cudatest.NewEmulated(cuda.Options{})
+	if got := e.DeviceBytes(); got != 0 {
+		t.Fatalf("a fresh engine: %d bytes", got)
+	}
+	e.Alloc(10)
+	first := e.DeviceBytes()
+	if first < 4*10 {
+		t.Fatalf("after Alloc(10): %d bytes", first)
+	}
+	e.Alloc(40 << 20) // 160 MiB: more than a chunk
+	if got := e.DeviceBytes(); got < first+160<<20 {
+		t.Fatalf("after a 160 MiB Alloc: %d bytes, want at least %d", got, first+160<<20)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.DeviceBytes(); got != 0 {
+		t.Fatalf("after Close: %d bytes", got)
+	}
+}
