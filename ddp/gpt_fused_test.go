@@ -48,7 +48,7 @@ func fusedGPTRun(t *testing.T, b backend, steps int) ([]float64, Result, *models
 	oc.WeightDecay, oc.Beta2 = 0.1, 0.95
 	o, err := optim.New("adamw", oc)
 	require.NoError(t, err)
-	opts := Options{GlobalBatch: 8, Epochs: 1, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
+	opts := Options{GlobalBatch: 8, Epochs: 10, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
 	var losses []float64
 	opts.Hooks.OnLog = func(l LogInfo) { losses = append(losses, l.Loss) }
 	tr, err := New(b.c, b.e, m, o, opts)
@@ -93,7 +93,8 @@ func TestFusedGPTMatchesCPU(t *testing.T) {
 }
 
 // TestFusedGPTMatchesCPUGPU is TestFusedGPTMatchesCPU on the real GPU
-// (nvshmem comm of one PE), 100 steps.
+// (nvshmem comm of one PE), 300 steps: the bf16 loss curve stays within
+// 0.1 of the fp32 one at every step.
 func TestFusedGPTMatchesCPUGPU(t *testing.T) {
 	c, err := comm.Open("nvshmem", comm.Config{PE: 0, NPEs: 1, HeapSize: 256 << 20})
 	if err != nil {
@@ -105,12 +106,13 @@ func TestFusedGPTMatchesCPUGPU(t *testing.T) {
 		require.NoError(t, err)
 		return backend{c: c, e: e, done: func() {}}
 	}
-	const steps = 100
+	const steps = 300
 	cl, _, _ := fusedGPTRun(t, cpuBackend(t), steps)
 	gl, gres, m := fusedGPTRun(t, gpu(true), steps)
 	t.Log(m.Fused().Describe())
 	el, _, _ := fusedGPTRun(t, gpu(false), steps)
 	compareFused(t, cl, gl, 0.1)
+	require.Len(t, gl, steps)
 	require.Equal(t, gl, el, "graphs and eager steps give the same losses")
 	require.True(t, gres.Replicas.Identical)
 	t.Logf("validation loss %.4f", gres.Test.Loss)

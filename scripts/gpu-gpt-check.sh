@@ -92,7 +92,7 @@ gpu_build "$build_log" "$rebuild"
 stage "cuda.test GPT|Fused" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
     -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPT|Fused'
 grep -q 'no tests to run' "$test_log" && note "  (cuda.test has no test matching GPT|Fused yet)"
-stage "ddp.test FusedGPT (GPU vs CPU, 100 steps)" 150 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+stage "ddp.test FusedGPT (GPU vs CPU, 300 steps)" 150 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
     -test.v=true -test.count=1 -test.timeout=140s -test.run 'TestFusedGPTMatchesCPUGPU$'
 grep -E 'gpt_fused_test.go:[0-9]+: (loss cpu|fused GPT|validation)' "$test_log" | sed 's/^ */  /' >>"$summary"
 
@@ -108,7 +108,7 @@ left=$(pgrep nvidia-cuda-mps | wc -l) # by process name: -f would also match com
 note "MPS processes left after the launcher-managed run: $left"
 
 # ---- 6 GPT-2 124M through the product beside PyTorch ----
-configs="gpt2/16,gpt2/32"
+configs="gpt2/16,gpt2/32,tiny/64,small/64"
 bench=(gpu-gpt --train-bin "$bin/train" --configs "$configs" --warmup 10 --steps 50
     --torch-steps 10 --torch-warmup 3 --timeout 200s)
 if [ "$torch" = 0 ] || [ -z "$PY" ]; then
@@ -117,7 +117,7 @@ if [ "$torch" = 0 ] || [ -z "$PY" ]; then
 else
     bench+=(--python "$PY")
 fi
-stage "symbench gpu-gpt (gpt2, B=16, 32)" 280 "$bench_log" "$bin/symbench" "${bench[@]}"
+stage "symbench gpu-gpt (gpt2 B=16, 32; tiny, small B=64)" 300 "$bench_log" "$bin/symbench" "${bench[@]}"
 
 # ---- summary ----
 {
