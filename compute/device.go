@@ -1,6 +1,10 @@
 package compute
 
-import "github.com/symddp/symddp/optim"
+import (
+	"errors"
+
+	"github.com/symddp/symddp/optim"
+)
 
 // DeviceSteps is offered by engines that keep the arenas in device memory
 // and can run a whole training step there (compute/cuda): batches staged
@@ -93,6 +97,12 @@ type StepSlot struct {
 	HostY      []int32
 	HostExtra  []float32
 }
+
+// ErrStepScale is returned (wrapped) by StepGraph.Launch when the recorded
+// step holds its loss scale as a constant (a fused model's classifier) and
+// the launch brings another: the step must run eagerly (a batch with
+// another number of targets, such as an epoch's last).
+var ErrStepScale = errors.New("the recorded step holds another loss scale")
 
 // StepGraph is a recorded step: Launch replays it with one step's values.
 type StepGraph interface {

@@ -117,3 +117,33 @@ func TestFusedGPTMatchesCPUGPU(t *testing.T) {
 	require.True(t, gres.Replicas.Identical)
 	t.Logf("validation loss %.4f", gres.Test.Loss)
 }
+
+// An epoch's last, shorter batch has another loss scale than the one the
+// fused GPT's captured step holds: that step runs eagerly and the graphs go
+// on, so graph and eager runs still give the same losses.
+func TestFusedGPTPartialBatchWithGraphs(t *testing.T) {
+	run := func(graphs bool) []float64 {
+		b := emulatedBackend(graphs)
+		defer b.done()
+		text := fusedText()[:29*64+1] // 29 windows of 64: 3 batches of 8 and one of 5 an epoch
+		train, err := datasets.NewTokenSource([][]byte{text}, 64, 256)
+		require.NoError(t, err)
+		m, err := models.New("gpt", models.Config{Layers: 1, Heads: 2, Width: 64, Context: 64})
+		require.NoError(t, err)
+		o, err := optim.New("adamw", optim.Config{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1})
+		require.NoError(t, err)
+		var losses []float64
+		opts := Options{GlobalBatch: 8, Epochs: 3, Seed: 5, LR: 3e-3, LogEvery: 1}
+		opts.Hooks.OnLog = func(l LogInfo) { losses = append(losses, l.Loss) }
+		tr, err := New(b.c, b.e, m, o, opts)
+		require.NoError(t, err)
+		defer tr.Close()
+		require.Equal(t, "device", tr.Strategy())
+		_, err = tr.Fit(context.Background(), train, nil)
+		require.NoError(t, err)
+		return losses
+	}
+	g, e := run(true), run(false)
+	require.Len(t, g, 12)
+	require.Equal(t, e, g, "graphs (eager at each epoch's last batch) and eager steps")
+}

@@ -62,10 +62,11 @@ type gpuSteps struct {
 	pipe       compute.StepPipeline
 	gather     *datasets.Gatherer // batches into the pinned slots, large ones split over goroutines
 	graphs     [2]compute.StepGraph
-	repSkipped int  // the report's word that says the update was skipped
-	graph      bool // capture steps (engine's setting, off after a failed capture)
-	warm       bool // an eager step has run
-	n          int  // steps launched through this path
+	misses     [2]int // consecutive launches of a slot's graph refused for their loss scale
+	repSkipped int    // the report's word that says the update was skipped
+	graph      bool   // capture steps (engine's setting, off after a failed capture)
+	warm       bool   // an eager step has run
+	n          int    // steps launched through this path
 
 	pending     int // slot whose report is unread, -1 when none
 	pendingStep int
@@ -192,7 +193,26 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 func (g *gpuSteps) run(t *Trainer, slot int, scale, lr float32) error {
 	v := compute.StepValues{LossScale: scale, Step: t.step, LR: lr}
 	if gr := g.graphs[slot]; gr != nil {
-		return gr.Launch(v)
+		err := gr.Launch(v)
+		if !errors.Is(err, compute.ErrStepScale) {
+			if err == nil {
+				g.misses[slot] = 0
+			}
+			return err
+		}
+		// a batch with another number of targets (an epoch's last) in a
+		// graph that holds its loss scale: this step runs eagerly, and a
+		// slot whose graph misses twice in a row (recorded on such a
+		// batch) is recorded again at its next step
+		if g.misses[slot]++; g.misses[slot] >= 2 {
+			g.misses[slot] = 0
+			_ = gr.Close()
+			g.graphs[slot] = nil
+		}
+		if err := g.record(t, slot, scale, lr); err != nil {
+			return err
+		}
+		return g.e.Err()
 	}
 	if g.graph && g.warm {
 		gr, err := g.capture(t, slot, scale, lr)

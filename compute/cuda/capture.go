@@ -121,7 +121,7 @@ func (g *Graph) Launch(v StepValues) error {
 		return errors.New("cuda: Launch of a closed graph")
 	}
 	if g.frozen && math.Float32bits(v.LossScale) != math.Float32bits(g.scale) {
-		return fmt.Errorf("cuda: Launch: loss scale %g, the captured step was recorded with %g (the fused GPT's classifier holds it): a batch with another number of targets needs --cuda-graph=false", v.LossScale, g.scale)
+		return fmt.Errorf("cuda: Launch: loss scale %g, recorded with %g (the fused GPT's classifier holds it): %w", v.LossScale, g.scale, compute.ErrStepScale)
 	}
 	sv := cudalib.StepValues{LossScale: v.LossScale, Decay: 1}
 	if g.update {
