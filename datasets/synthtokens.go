@@ -82,22 +82,7 @@ func (d *SyntheticTokens) token(p uint64) int32 {
 //	b.Tokens is (len(idx), T), b.Y is (len(idx), T)
 func (d *SyntheticTokens) GatherBatch(idx []int, b Batch) {
 	t := d.context
-	if len(b.Tokens) < len(idx)*t || len(b.Y) < len(idx)*t {
-		panic(fmt.Sprintf("datasets: GatherBatch of %d windows of %d tokens into tokens of %d and targets of %d",
-			len(idx), t, len(b.Tokens), len(b.Y)))
-	}
-	for r, i := range idx {
-		x, y := b.Tokens[r*t:(r+1)*t], b.Y[r*t:(r+1)*t]
-		if i == -1 {
-			clear(x)
-			for j := range y {
-				y[j] = -1
-			}
-			continue
-		}
-		if i < 0 || i >= d.n {
-			panic(fmt.Sprintf("datasets: GatherBatch index %d outside [0, %d)", i, d.n))
-		}
+	gatherWindows(idx, b, t, d.n, func(i int, x, y []int32) {
 		p := d.first + uint64(i)*uint64(t)
 		prev := d.token(p)
 		for j := range x {
@@ -105,5 +90,5 @@ func (d *SyntheticTokens) GatherBatch(idx []int, b Batch) {
 			x[j], y[j] = prev, next
 			prev = next
 		}
-	}
+	})
 }

@@ -175,22 +175,7 @@ func (d *TokenSource) Mapped() bool { return len(d.maps) > 0 }
 //	b.Tokens is (len(idx), T), b.Y is (len(idx), T)
 func (d *TokenSource) GatherBatch(idx []int, b Batch) {
 	t := d.context
-	if len(b.Tokens) < len(idx)*t || len(b.Y) < len(idx)*t {
-		panic(fmt.Sprintf("datasets: GatherBatch of %d windows of %d tokens into tokens of %d and targets of %d",
-			len(idx), t, len(b.Tokens), len(b.Y)))
-	}
-	for r, i := range idx {
-		x, y := b.Tokens[r*t:(r+1)*t], b.Y[r*t:(r+1)*t]
-		if i == -1 {
-			clear(x)
-			for j := range y {
-				y[j] = -1
-			}
-			continue
-		}
-		if i < 0 || i >= d.Len() {
-			panic(fmt.Sprintf("datasets: GatherBatch index %d outside [0, %d)", i, d.Len()))
-		}
+	gatherWindows(idx, b, t, d.Len(), func(i int, x, y []int32) {
 		k := 0
 		if len(d.ends) > 1 {
 			k = sort.SearchInts(d.ends, i+1)
@@ -206,6 +191,31 @@ func (d *TokenSource) GatherBatch(idx []int, b Batch) {
 		default:
 			copyWindow(x, y, s.u32[lo:lo+t+1])
 		}
+	})
+}
+
+// gatherWindows is the frame of a token source's GatherBatch: it checks
+// b's room for len(idx) windows of t tokens, writes padding (tokens 0,
+// targets -1) for index -1, panics for an index outside [0, n), and calls
+// window for the rest with the window's rows of b.Tokens and b.Y.
+func gatherWindows(idx []int, b Batch, t, n int, window func(i int, x, y []int32)) {
+	if len(b.Tokens) < len(idx)*t || len(b.Y) < len(idx)*t {
+		panic(fmt.Sprintf("datasets: GatherBatch of %d windows of %d tokens into tokens of %d and targets of %d",
+			len(idx), t, len(b.Tokens), len(b.Y)))
+	}
+	for r, i := range idx {
+		x, y := b.Tokens[r*t:(r+1)*t], b.Y[r*t:(r+1)*t]
+		if i == -1 {
+			clear(x)
+			for j := range y {
+				y[j] = -1
+			}
+			continue
+		}
+		if i < 0 || i >= n {
+			panic(fmt.Sprintf("datasets: GatherBatch index %d outside [0, %d)", i, n))
+		}
+		window(i, x, y)
 	}
 }
 

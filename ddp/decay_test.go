@@ -53,18 +53,20 @@ func fitParams(t *testing.T, b backend, m models.Model, o optim.Optimizer) []flo
 	return tr.Params()
 }
 
-// Parameters marked NoDecay get no weight decay: with every parameter
-// exempt, AdamW with decay 0.5 gives the bits of decay 0; with the biases
-// exempt, the biases end elsewhere than in the run that decays them.
-func TestNoDecayExemptsParameters(t *testing.T) {
+// checkNoDecay trains on backends from newB: with every parameter exempt,
+// AdamW with decay 0.5 must give the bits of decay 0; with the biases
+// exempt, the biases must end elsewhere than in the run that decays them.
+// It returns the parameters of the biases-exempt run.
+func checkNoDecay(t *testing.T, newB func() backend) []float32 {
+	t.Helper()
 	all := func(models.ParamSpec) bool { return true }
-	none := fitParams(t, cpuBackend(t), exemptMLP(t, all), adamw(t, 0))
-	exemptAll := fitParams(t, cpuBackend(t), exemptMLP(t, all), adamw(t, 0.5))
+	none := fitParams(t, newB(), exemptMLP(t, all), adamw(t, 0))
+	exemptAll := fitParams(t, newB(), exemptMLP(t, all), adamw(t, 0.5))
 	assert.Equal(t, none, exemptAll, "every parameter exempt: decay 0.5 must not change a bit")
 
 	biases := func(p models.ParamSpec) bool { return len(p.Shape) == 1 }
-	decayed := fitParams(t, cpuBackend(t), exemptMLP(t, func(models.ParamSpec) bool { return false }), adamw(t, 0.5))
-	mixed := fitParams(t, cpuBackend(t), exemptMLP(t, biases), adamw(t, 0.5))
+	decayed := fitParams(t, newB(), exemptMLP(t, func(models.ParamSpec) bool { return false }), adamw(t, 0.5))
+	mixed := fitParams(t, newB(), exemptMLP(t, biases), adamw(t, 0.5))
 	specs := exemptMLP(t, biases).Params()
 	offsets, _ := models.Layout(specs)
 	for i, s := range specs {
@@ -73,31 +75,22 @@ func TestNoDecayExemptsParameters(t *testing.T) {
 			assert.NotEqual(t, decayed[lo:hi], mixed[lo:hi], "%s is exempt: its values must differ from the decayed run's", s.Name)
 		}
 	}
+	return mixed
+}
+
+// Parameters marked NoDecay get no weight decay (checkNoDecay) on the host.
+func TestNoDecayExemptsParameters(t *testing.T) {
+	checkNoDecay(t, func() backend { return cpuBackend(t) })
 }
 
 // The device update takes the exempt runs as a mask: on the (emulated) GPU
-// step path, every parameter exempt with decay 0.5 gives the bits of decay
-// 0, and exempt biases end elsewhere than decayed ones, as on the host.
+// step path checkNoDecay holds too, and the biases-exempt run ends near the
+// host's.
 func TestNoDecayOnDevice(t *testing.T) {
-	all := func(models.ParamSpec) bool { return true }
-	none := fitParams(t, emulatedBackend(true), exemptMLP(t, all), adamw(t, 0))
-	exemptAll := fitParams(t, emulatedBackend(true), exemptMLP(t, all), adamw(t, 0.5))
-	assert.Equal(t, none, exemptAll, "every parameter exempt: decay 0.5 must not change a bit")
-
-	biases := func(p models.ParamSpec) bool { return len(p.Shape) == 1 }
-	decayed := fitParams(t, emulatedBackend(true), exemptMLP(t, func(models.ParamSpec) bool { return false }), adamw(t, 0.5))
-	mixed := fitParams(t, emulatedBackend(true), exemptMLP(t, biases), adamw(t, 0.5))
-	host := fitParams(t, cpuBackend(t), exemptMLP(t, biases), adamw(t, 0.5))
-	specs := exemptMLP(t, biases).Params()
-	offsets, _ := models.Layout(specs)
-	for i, s := range specs {
-		lo, hi := offsets[i], offsets[i]+s.Size()
-		if s.NoDecay {
-			assert.NotEqual(t, decayed[lo:hi], mixed[lo:hi], "%s is exempt: its values must differ from the decayed run's", s.Name)
-		}
-		for j := lo; j < hi; j++ {
-			require.InDelta(t, host[j], mixed[j], 1e-4, "%s[%d]: the device run and the host run", s.Name, j-lo)
-		}
+	mixed := checkNoDecay(t, func() backend { return emulatedBackend(true) })
+	host := fitParams(t, cpuBackend(t), exemptMLP(t, func(p models.ParamSpec) bool { return len(p.Shape) == 1 }), adamw(t, 0.5))
+	for j := range host {
+		require.InDelta(t, host[j], mixed[j], 1e-4, "parameter %d: the device run and the host run", j)
 	}
 }
 

@@ -10,3 +10,6 @@ func ParseSafetensors(b []byte) error {
 	_, err := parseSafetensors(b)
 	return err
 }
+
+// CodeText is codeText, for the external tests.
+var CodeText = codeText

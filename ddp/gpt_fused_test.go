@@ -14,18 +14,24 @@ import (
 	"github.com/symddp/symddp/optim"
 )
 
-// fusedText is a byte stream a small GPT learns from in a few dozen steps.
-func fusedText() []byte {
+// codeText is size bytes of one-line Go functions, "func f" + a letter +
+// "(x int) int { return x * " + a digit + " }" with fn, arg and op in place
+// of "f", "x" and "*": a byte stream with structure a small GPT learns in a
+// few dozen steps (TestGPTPEsAgree's and the fused GPT's tests').
+func codeText(size int, fn, arg, op string) []byte {
 	var sb strings.Builder
-	for i := 0; sb.Len() < 96<<10; i++ {
-		sb.WriteString("func g")
+	for i := 0; sb.Len() < size; i++ {
+		sb.WriteString("func " + fn)
 		sb.WriteByte(byte('a' + i%26))
-		sb.WriteString("(y int) int { return y + ")
+		sb.WriteString("(" + arg + " int) int { return " + arg + " " + op + " ")
 		sb.WriteByte(byte('0' + i%10))
 		sb.WriteString(" }\n")
 	}
 	return []byte(sb.String())
 }
+
+// fusedText is the fused GPT's tests' text.
+func fusedText() []byte { return codeText(96<<10, "g", "y", "+") }
 
 // fusedGPTRun trains a 2-layer GPT (width 64, 2 heads of 32, context 64:
 // shapes the GPU's kernels take) on fusedText with AdamW (decay on the

@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,17 +19,7 @@ import (
 
 // smallText is a byte stream with structure a small GPT learns in a few
 // dozen steps.
-func smallText() []byte {
-	var sb strings.Builder
-	for i := 0; sb.Len() < 64<<10; i++ {
-		sb.WriteString("func f")
-		sb.WriteByte(byte('a' + i%26))
-		sb.WriteString("(x int) int { return x * ")
-		sb.WriteByte(byte('0' + i%10))
-		sb.WriteString(" }\n")
-	}
-	return []byte(sb.String())
-}
+func smallText() []byte { return ddp.CodeText(64<<10, "f", "x", "*") }
 
 // trainGPTIn trains a 2-layer GPT of width 32 on smallText with AdamW
 // (weight decay on matrices only) and clipping, and returns its record.

@@ -40,7 +40,7 @@
 set -u
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+cd "$root" || exit 1
 data=""
 budget="${GPU_CHECK_BUDGET:-330}"
 rebuild=0
@@ -76,20 +76,11 @@ start=$(date +%s)
 # shellcheck source=scripts/gpu-lib.sh
 . "$root/scripts/gpu-lib.sh"
 gpu_env
-NV="$NVSHMEM_HOME"
 
 note "GPU check of the compute side (issue 7), $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget}s"
 
 # ---- 1 environment ----
-{
-    echo "== nvidia-smi"; timeout 20 nvidia-smi || true
-    echo "== nvcc"; timeout 10 nvcc --version || true
-    echo "== NVSHMEM: ${NV:-not found}"
-    echo "== python: ${PY:-none}"; [ -n "$PY" ] && timeout 60 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1
-    echo "== data: $data"; ls -l "$data" 2>&1
-    echo "== binaries"; ls -l "$root/.device/bin" 2>&1
-    echo "== environment"; env | grep -E '^(NVSHMEM|SYMDDP|CUDA|LD_LIBRARY)' | sort
-} >>"$env_log" 2>&1
+gpu_env_report "$env_log" "== data: $data" "$(ls -l "$data" 2>&1)"
 note "GPU: $(timeout 10 nvidia-smi -L 2>/dev/null | head -1 || echo unknown); data: $data"
 
 # The binaries: raw in .device/bin, or unpacked there from .xz (all of them,

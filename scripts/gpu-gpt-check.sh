@@ -67,15 +67,7 @@ gpu_env
 note "GPU check of the GPT through train (issue 20), $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget}s"
 
 # ---- 1 environment ----
-{
-    echo "== nvidia-smi"; timeout 20 nvidia-smi || true
-    echo "== nvcc"; timeout 10 nvcc --version || true
-    echo "== NVSHMEM: ${NVSHMEM_HOME:-not found}"
-    echo "== python: ${PY:-none}"; [ -n "$PY" ] && timeout 60 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1
-    echo "== text: $text"
-    echo "== binaries"; ls -l "$root/.device/bin" 2>&1
-    echo "== environment"; env | grep -E '^(NVSHMEM|SYMDDP|CUDA|LD_LIBRARY)' | sort
-} >>"$env_log" 2>&1
+gpu_env_report "$env_log" "== text: $text"
 gpu="$(timeout 10 nvidia-smi -L 2>/dev/null | head -1)"
 note "GPU: ${gpu:-unknown (nvidia-smi -L said nothing)}"
 

@@ -31,6 +31,23 @@ gpu_env() {
     export LD_LIBRARY_PATH="${nv:+$nv/lib:}$cuda_root/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
 
+# gpu_env_report LOG [LINE...]: appends the GPU host's facts to LOG:
+# nvidia-smi, nvcc, NVSHMEM, PyTorch, the LINEs given, the carried binaries
+# and the environment (after gpu_env).
+gpu_env_report() {
+    local log="$1" line
+    shift
+    {
+        echo "== nvidia-smi"; timeout 20 nvidia-smi || true
+        echo "== nvcc"; timeout 10 nvcc --version || true
+        echo "== NVSHMEM: ${NVSHMEM_HOME:-not found}"
+        echo "== python: ${PY:-none}"; [ -n "$PY" ] && timeout 60 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1
+        for line in "$@"; do echo "$line"; done
+        echo "== binaries"; ls -l "$root/.device/bin" 2>&1
+        echo "== environment"; env | grep -E '^(NVSHMEM|SYMDDP|CUDA|LD_LIBRARY)' | sort
+    } >>"$log" 2>&1
+}
+
 # gpu_unpack DIR: unpacks every DIR/*.xz beside itself (kept), where the
 # unpacked file is missing or older (the prepare scripts compress what they
 # carry: the device tool moves at most 64 MiB).
