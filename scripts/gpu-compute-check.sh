@@ -86,10 +86,7 @@ note "GPU: $(timeout 10 nvidia-smi -L 2>/dev/null | head -1 || echo unknown); da
 # The binaries: raw in .device/bin, or unpacked there from .xz (all of them,
 # so that scripts/gpu-check.sh finds its own raw too).
 bin="$root/.device/bin"
-gpu_unpack "$bin"
-for b in cuda.test ddp.test train symbench; do
-    [ -x "$bin/$b" ] || note "missing .device/bin/$b(.xz): run scripts/gpu-compute-prepare.sh on the CPU machine and carry .device/bin"
-done
+gpu_binaries "$bin" cuda.test ddp.test train symbench
 
 # ---- 2 build ----
 gpu_build "$build_log" "$rebuild"

@@ -72,10 +72,7 @@ gpu="$(timeout 10 nvidia-smi -L 2>/dev/null | head -1)"
 note "GPU: ${gpu:-unknown (nvidia-smi -L said nothing)}"
 
 bin="$root/.device/bin"
-gpu_unpack "$bin"
-for b in cuda.test ddp.test train symbench; do
-    [ -x "$bin/$b" ] || note "missing .device/bin/$b(.xz): run scripts/gpu-compute-prepare.sh on the CPU machine and carry .device/bin"
-done
+gpu_binaries "$bin" cuda.test ddp.test train symbench
 
 # ---- 2 build ----
 gpu_build "$build_log" "$rebuild"

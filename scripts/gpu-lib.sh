@@ -48,6 +48,18 @@ gpu_env_report() {
     } >>"$log" 2>&1
 }
 
+# gpu_binaries DIR NAME...: gpu_unpack DIR, then a note for every NAME
+# missing there (built by scripts/gpu-compute-prepare.sh on the CPU
+# machine).
+gpu_binaries() {
+    local dir="$1" b
+    shift
+    gpu_unpack "$dir"
+    for b in "$@"; do
+        [ -x "$dir/$b" ] || note "missing .device/bin/$b(.xz): run scripts/gpu-compute-prepare.sh on the CPU machine and carry .device/bin"
+    done
+}
+
 # gpu_unpack DIR: unpacks every DIR/*.xz beside itself (kept), where the
 # unpacked file is missing or older (the prepare scripts compress what they
 # carry: the device tool moves at most 64 MiB).
