@@ -17,7 +17,7 @@ import (
 //
 //   - batches go through the engine's Pipeline: gathered straight into
 //     pinned host memory (float inputs or token ids, a label per sample or
-//     a target per position; a batch of a MiB or more from an in-memory
+//     a target per position; a batch of 256 KiB or more from an in-memory
 //     source by a few goroutines at once, datasets.Gatherer), checked
 //     against the model's classes (a graph replayed on the device checks
 //     nothing), copied to the device on the copy stream while the previous
@@ -74,8 +74,8 @@ type gpuSteps struct {
 }
 
 // deviceStepBlocker says why t cannot take the device step path although
-// its engine offers it ("" when it can): options or the comm backend. chooseStrategy then picks replicated steps, run
-// eagerly on the device.
+// its engine offers it ("" when it can): options or the comm backend.
+// chooseStrategy then picks replicated steps, run eagerly on the device.
 func (t *Trainer) deviceStepBlocker() string {
 	switch {
 	case t.opts.Accumulate > 1:
