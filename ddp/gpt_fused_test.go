@@ -39,6 +39,12 @@ func fusedText() []byte { return codeText(96<<10, "g", "y", "+") }
 // result.
 func fusedGPTRun(t *testing.T, b backend, steps int) ([]float64, Result, *models.GPT) {
 	t.Helper()
+	return fusedGPTRunWith(t, b, steps, 1)
+}
+
+// fusedGPTRunWith is fusedGPTRun with accumulate micro-batches a step.
+func fusedGPTRunWith(t *testing.T, b backend, steps, accumulate int) ([]float64, Result, *models.GPT) {
+	t.Helper()
 	defer b.done()
 	text := fusedText()
 	cut := len(text) * 9 / 10
@@ -54,7 +60,7 @@ func fusedGPTRun(t *testing.T, b backend, steps int) ([]float64, Result, *models
 	oc.WeightDecay, oc.Beta2 = 0.1, 0.95
 	o, err := optim.New("adamw", oc)
 	require.NoError(t, err)
-	opts := Options{GlobalBatch: 8, Epochs: 10, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
+	opts := Options{GlobalBatch: 8, Accumulate: accumulate, Epochs: 10, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
 	var losses []float64
 	opts.Hooks.OnLog = func(l LogInfo) { losses = append(losses, l.Loss) }
 	tr, err := New(b.c, b.e, m, o, opts)
@@ -96,6 +102,17 @@ func TestFusedGPTMatchesCPU(t *testing.T) {
 	compareFused(t, cl, gl, 0.05)
 	require.Equal(t, gl, el, "graphs and eager steps give the same losses")
 	require.True(t, gres.Replicas.Identical)
+}
+
+// With gradient accumulation the device path runs eager steps (no
+// pipeline): the fused GPT's gradients, written by each micro-batch's
+// backward, are summed by the trainer and train like the CPU path's.
+func TestFusedGPTAccumulates(t *testing.T) {
+	const steps = 6
+	cl, _, _ := fusedGPTRunWith(t, cpuBackend(t), steps, 2)
+	gl, _, m := fusedGPTRunWith(t, emulatedBackend(true), steps, 2)
+	require.NotNil(t, m.Fused())
+	compareFused(t, cl, gl, 0.05)
 }
 
 // TestFusedGPTMatchesCPUGPU is TestFusedGPTMatchesCPU on the real GPU
