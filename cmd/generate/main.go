@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
@@ -39,6 +40,8 @@ type options struct {
 	temperature  float64
 	topK         int
 	seed         uint64
+	device       string // cpu or gpu
+	gpuLib       string
 }
 
 // usageError is a bad command line (exit 2).
@@ -76,6 +79,8 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	fs.Float64Var(&o.temperature, "temperature", 0.8, "sampling temperature (0: always the most likely token)")
 	fs.IntVar(&o.topK, "top-k", 40, "draw from the K most likely tokens only (0: all)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the draws")
+	fs.StringVar(&o.device, "device", "cpu", "cpu, or gpu: the CUDA engine (the model runs fused in bf16; needs libsymddp_cuda.so, see --gpu-lib)")
+	fs.StringVar(&o.gpuLib, "gpu-lib", "", "path of libsymddp_cuda.so for --device gpu (default: SYMDDP_CUDA_LIB, next to the binary, or ./build)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
@@ -96,10 +101,76 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 		return nil, usageError{fmt.Errorf("--temperature %g: must not be negative", o.temperature)}
 	case o.topK < 0:
 		return nil, usageError{fmt.Errorf("--top-k %d: must not be negative", o.topK)}
+	case o.device != "cpu" && o.device != "gpu":
+		return nil, usageError{fmt.Errorf("--device %q: want cpu or gpu", o.device)}
 	case fs.Changed("prompt") && o.promptTokens != "":
 		return nil, usageError{errors.New("give --prompt (text) or --prompt-tokens (token ids), not both")}
 	}
 	return o, nil
+}
+
+// gpt2Tokens is GPT-2's real vocabulary (the gpt2 preset pads it to 50304).
+const gpt2Tokens = 50257
+
+// drawVocab is the number of tokens to draw from for a checkpoint of model
+// with vocab rows in wte: GPT-2's 50257 for the gpt2 preset's padded 50304
+// (the padding ids are never drawn), else 0 (all).
+func drawVocab(model string, vocab int) int {
+	if model == "gpt2" && vocab == models.GPT2.Vocab {
+		return gpt2Tokens
+	}
+	return 0
+}
+
+// newGPUEngine makes --device gpu's engine (tests put an emulated one in).
+var newGPUEngine = func(lib string) (compute.Engine, error) { return cuda.New(cuda.Options{LibPath: lib}) }
+
+// generateOnCPU samples on the CPU engine with m built over host arenas.
+func generateOnCPU(o *options, w *ddp.Weights, m *models.GPT, prompt []int32, so models.SampleOptions) ([]int32, error) {
+	e, err := cpu.New(cpu.Options{Threads: 0})
+	if err != nil {
+		return nil, err
+	}
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	pa, ga := compute.HostArena(make([]float32, n)), compute.HostArena(make([]float32, n))
+	var pv, gv []compute.Tensor
+	for i, s := range specs {
+		pv = append(pv, e.View(pa, offsets[i], s.Shape...))
+		gv = append(gv, e.View(ga, offsets[i], s.Shape...))
+	}
+	if err := m.Build(e, pv, gv, 1); err != nil {
+		return nil, err
+	}
+	if err := models.LoadParams(e, specs, pv, w.Read); err != nil {
+		return nil, err
+	}
+	return m.Generate(context.Background(), prompt, o.maxTokens, so)
+}
+
+// generateOnDevice samples on the CUDA engine: the checkpoint's values in
+// device memory, the model fused in bf16 (models.NewSampler).
+func generateOnDevice(o *options, w *ddp.Weights, m *models.GPT, prompt []int32, so models.SampleOptions) ([]int32, error) {
+	e, err := newGPUEngine(o.gpuLib)
+	if err != nil {
+		return nil, fmt.Errorf("--device gpu: %w", err)
+	}
+	if c, ok := e.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	params := make([]float32, n)
+	for i, s := range specs {
+		if err := w.Read(s.Name, params[offsets[i]:offsets[i]+s.Size()]); err != nil {
+			return nil, err
+		}
+	}
+	s, err := models.NewSampler(m, e, params)
+	if err != nil {
+		return nil, err
+	}
+	return s.Generate(context.Background(), prompt, o.maxTokens, so)
 }
 
 func generate(o *options, stdout io.Writer) error {
@@ -125,25 +196,13 @@ func generate(o *options, stdout io.Writer) error {
 	if len(prompt) > cfg.Context {
 		return usageError{fmt.Errorf("the prompt has %d tokens, more than the model's context of %d: shorten it", len(prompt), cfg.Context)}
 	}
-	e, err := cpu.New(cpu.Options{Threads: 0})
-	if err != nil {
-		return err
+	sample := models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed, Vocab: drawVocab(w.Model, cfg.Vocab)}
+	var out []int32
+	if o.device == "gpu" {
+		out, err = generateOnDevice(o, w, m, prompt, sample)
+	} else {
+		out, err = generateOnCPU(o, w, m, prompt, sample)
 	}
-	specs := m.Params()
-	offsets, n := models.Layout(specs)
-	pa, ga := compute.HostArena(make([]float32, n)), compute.HostArena(make([]float32, n))
-	var pv, gv []compute.Tensor
-	for i, s := range specs {
-		pv = append(pv, e.View(pa, offsets[i], s.Shape...))
-		gv = append(gv, e.View(ga, offsets[i], s.Shape...))
-	}
-	if err := m.Build(e, pv, gv, 1); err != nil {
-		return err
-	}
-	if err := models.LoadParams(e, specs, pv, w.Read); err != nil {
-		return err
-	}
-	out, err := m.Generate(context.Background(), prompt, o.maxTokens, models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/comm"
 	_ "github.com/symddp/symddp/comm/shm"
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
@@ -85,4 +88,33 @@ func TestGenerateErrors(t *testing.T) {
 	rc, _, stderr = runGenerate("--checkpoint", dir)
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, `holds model "mlp", which is not a language model`)
+}
+
+// --device gpu samples through the CUDA engine, here an emulated one: the
+// model runs fused in bf16, deterministic for a seed; a bad --device is a
+// usage error.
+func TestGenerateOnDevice(t *testing.T) {
+	newGPUEngine = func(string) (compute.Engine, error) { return cudatest.NewEmulated(cuda.Options{}), nil }
+	t.Cleanup(func() {
+		newGPUEngine = func(lib string) (compute.Engine, error) { return cuda.New(cuda.Options{LibPath: lib}) }
+	})
+	text := []byte(strings.Repeat("hello, world\n", 800))
+	train, err := datasets.NewTokenSource([][]byte{text}, 64, 256)
+	require.NoError(t, err)
+	dir := trainCheckpoint(t, "gpt", models.Config{Layers: 1, Heads: 2, Width: 64, Context: 64}, train)
+	rc, out1, stderr := runGenerate("--checkpoint", dir, "--device", "gpu", "--prompt", "hello", "--max-tokens", "10", "--seed", "4")
+	require.Equal(t, 0, rc, stderr)
+	assert.True(t, strings.HasPrefix(out1, "hello"), "the prompt comes first: %q", out1)
+	assert.Len(t, strings.TrimSuffix(out1, "\n"), len("hello")+10)
+	_, out2, _ := runGenerate("--checkpoint", dir, "--device", "gpu", "--prompt", "hello", "--max-tokens", "10", "--seed", "4")
+	assert.Equal(t, out1, out2, "the same seed draws the same tokens")
+	rc, _, stderr = runGenerate("--checkpoint", dir, "--device", "tpu")
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, `--device "tpu": want cpu or gpu`)
+}
+
+func TestDrawVocab(t *testing.T) {
+	assert.Equal(t, 50257, drawVocab("gpt2", 50304), "gpt2's padding is never drawn")
+	assert.Equal(t, 0, drawVocab("gpt2", 1000), "a gpt2 with another vocabulary: all of it")
+	assert.Equal(t, 0, drawVocab("gpt-tiny", 256))
 }
