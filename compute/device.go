@@ -44,6 +44,28 @@ type DeviceSteps interface {
 	EndStepCapture() (StepGraph, error)
 }
 
+// DeviceRows is offered by device engines that can keep a dataset's
+// samples in device memory and gather each batch there by index
+// (compute/cuda), so that a step copies indices instead of samples.
+type DeviceRows interface {
+	// UploadRows copies rows of cols values to the device: x (floats), or
+	// b (bytes) whose values are table[byte]. An upload of the same arrays
+	// again returns the rows already there.
+	UploadRows(x []float32, b []byte, table *[256]float32, cols int) (ResidentRows, error)
+	// GatherRows writes rows idx of r into dst (len(idx) rows of r's
+	// cols); an index of -1 gives a row of zeros. It can be recorded in a
+	// graph: idx is read on the device when the step runs.
+	GatherRows(dst Tensor, r ResidentRows, idx Labels)
+}
+
+// ResidentRows are a dataset's rows in device memory (DeviceRows).
+type ResidentRows interface {
+	// Rows and Cols are the array's shape; Bytes the device memory it takes.
+	Rows() int
+	Cols() int
+	Bytes() int64
+}
+
 // DecayExempter is offered by device engines whose Update can leave some
 // elements of the arena without weight decay (compute/cuda): ddp gives it
 // the spans of the parameters a model exempts (ParamSpec.NoDecay).

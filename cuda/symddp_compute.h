@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 4
+#define SDC_ABI_VERSION 5
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -292,6 +292,14 @@ int sdc_bias_act_backward(const sdc_ctx *c, uint64_t dy, uint64_t y, int64_t row
 int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labels, int64_t rows,
                      int64_t classes, uint64_t dlogits, float scale, sdc_flag use_block,
                      uint64_t stats);
+/*
+ * Row gather for a dataset resident in device memory: dst (rows, cols) fp32,
+ * row r = row idx[r] of src (idx: rows int32; -1 gives a row of zeros).
+ * src is (N, cols) fp32 when table is 0, else (N, cols) bytes whose values
+ * are table[byte] (table: 256 fp32), so dst holds the host gather's bits.
+ */
+int sdc_gather_rows(const sdc_ctx *c, uint64_t dst, uint64_t src, uint64_t table, uint64_t idx, int64_t rows,
+                    int64_t cols);
 /* dst (n) += src (n). */
 int sdc_accumulate(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
 /* x (n) *= s. */

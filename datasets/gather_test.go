@@ -219,3 +219,40 @@ func TestGathererDoesNotAllocate(t *testing.T) {
 		t.Errorf("a split gather allocates %v times", n)
 	}
 }
+
+// RowArrays gives the arrays GatherBatch reads: gathering by hand from them
+// is GatherBatch's result, for float and byte sources.
+func TestRowArraysMatchGatherBatch(t *testing.T) {
+	for name, src := range gatherSources(t, 784) {
+		rd, ok := src.(RowData)
+		if !ok {
+			continue
+		}
+		s, x, b, table, y := rd.RowArrays()
+		if s != src {
+			t.Fatalf("%s: RowArrays returns another source", name)
+		}
+		idx := []int{3, 0, -1, src.Len() - 1}
+		want := batchFor(src.Spec(), len(idx))
+		src.GatherBatch(idx, want)
+		cols := src.Spec().InputSize()
+		for r, i := range idx {
+			for j := 0; j < cols; j++ {
+				var v float32
+				if i >= 0 {
+					if x != nil {
+						v = x[i*cols+j]
+					} else {
+						v = table[b[i*cols+j]]
+					}
+				}
+				if want.X[r*cols+j] != v {
+					t.Fatalf("%s: row %d col %d: GatherBatch %v, RowArrays %v", name, r, j, want.X[r*cols+j], v)
+				}
+			}
+			if i >= 0 && want.Y[r] != y[i] {
+				t.Fatalf("%s: row %d label %d, RowArrays %d", name, r, want.Y[r], y[i])
+			}
+		}
+	}
+}

@@ -131,7 +131,7 @@ func TestHostStepDoesNotAllocate(t *testing.T) {
 	require.Equal(t, "replicated", tr.Strategy())
 	sm, err := datasets.NewShardSampler(train.Len(), opts.GlobalBatch, 1, 0, opts.Seed)
 	require.NoError(t, err)
-	require.NoError(t, tr.strat.prepare(tr, 100))
+	require.NoError(t, tr.strat.prepare(tr, 100, train))
 	s := 0
 	step := func() {
 		_, err := tr.strat.step(tr, sm, train, 0, s, false)

@@ -44,7 +44,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 			ShardedUpdate: t.ShardedUpdate(), Strategy: t.Strategy(), Tokens: t.tokensPerSample()})
 	}
 
-	if err := t.strat.prepare(t, total); err != nil {
+	if err := t.strat.prepare(t, total, train); err != nil {
 		return Result{}, err
 	}
 	defer func() { _ = t.strat.close() }()

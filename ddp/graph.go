@@ -57,16 +57,24 @@ const repStop = ctrlStop
 
 // gpuSteps is the device step path's state (one per Fit).
 type gpuSteps struct {
-	e          compute.DeviceSteps
-	ar         enqueueAllReducer // nil with one PE: nothing to reduce
-	pipe       compute.StepPipeline
-	gather     *datasets.Gatherer // batches into the pinned slots, large ones split over goroutines
-	graphs     [2]compute.StepGraph
-	misses     [2]int // consecutive launches of a slot's graph refused for their loss scale
-	repSkipped int    // the report's word that says the update was skipped
-	graph      bool   // capture steps (engine's setting, off after a failed capture)
-	warm       bool   // an eager step has run
-	n          int    // steps launched through this path
+	e      compute.DeviceSteps
+	ar     enqueueAllReducer // nil with one PE: nothing to reduce
+	pipe   compute.StepPipeline
+	gather *datasets.Gatherer // batches into the pinned slots, large ones split over goroutines
+	// With the training set in device memory (Options.DeviceData): its
+	// rows, the source they belong to, its labels on the host, and the
+	// batch the step gathers from them.
+	rows         compute.ResidentRows
+	rowSrc       datasets.Source
+	labels       []int32
+	x            compute.Tensor
+	residentNote string // what resident said ("" when the rows stay on the host)
+	graphs       [2]compute.StepGraph
+	misses       [2]int // consecutive launches of a slot's graph refused for their loss scale
+	repSkipped   int    // the report's word that says the update was skipped
+	graph        bool   // capture steps (engine's setting, off after a failed capture)
+	warm         bool   // an eager step has run
+	n            int    // steps launched through this path
 
 	pending     int // slot whose report is unread, -1 when none
 	pendingStep int
@@ -88,8 +96,9 @@ func (t *Trainer) deviceStepBlocker() string {
 }
 
 // newGPUSteps returns the device step path for t in a run of total steps
-// (deviceStepBlocker said yes). It allocates the pipeline's slots.
-func (t *Trainer) newGPUSteps(total int) (*gpuSteps, error) {
+// on train (deviceStepBlocker said yes). It allocates the pipeline's slots
+// and, where Options.DeviceData says so, puts train in device memory.
+func (t *Trainer) newGPUSteps(total int, train datasets.Source) (*gpuSteps, error) {
 	e := t.e.(compute.DeviceSteps)
 	g := &gpuSteps{e: e, graph: e.StepGraphs(), pending: -1, total: total, repSkipped: ctrlWords + e.StatusSkipped()}
 	if t.c.NPEs() > 1 {
@@ -99,6 +108,13 @@ func (t *Trainer) newGPUSteps(total int) (*gpuSteps, error) {
 		}
 	}
 	slots := compute.SlotSpec{Rows: t.micro, Sample: t.spec.Input, Tokens: t.spec.Tokens, Targets: t.spec.Targets, Extra: ctrlWords}
+	if err := g.resident(t, train); err != nil {
+		return nil, err
+	}
+	if g.rows != nil {
+		// the slots carry a row index per sample (as token ids) and its label
+		slots = compute.SlotSpec{Rows: t.micro, Sample: []int{1}, Tokens: true, Targets: 1, Extra: ctrlWords}
+	}
 	pipe, err := e.NewStepPipeline(slots, t.ctrlView, e.StatusTensor())
 	if err != nil {
 		return nil, fmt.Errorf("GPU step pipeline: %w", err)
@@ -110,6 +126,64 @@ func (t *Trainer) newGPUSteps(total int) (*gpuSteps, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// resident puts train in device memory when Options.DeviceData asks for it
+// and the engine, the model and the source allow it (see DeviceData): the
+// rows once (the engine keeps them for later runs), the labels checked
+// once, and the batch tensor the steps gather into.
+func (g *gpuSteps) resident(t *Trainer, train datasets.Source) error {
+	mode := t.opts.DeviceData
+	if mode == DeviceDataOff || train == nil {
+		return nil
+	}
+	why := ""
+	dr, ok := g.e.(compute.DeviceRows)
+	rd, isRows := train.(datasets.RowData)
+	var x []float32
+	var b []byte
+	var table *[256]float32
+	var y []int32
+	if isRows {
+		var src datasets.Source
+		src, x, b, table, y = rd.RowArrays()
+		isRows = src == train
+	}
+	cols := t.spec.InputSize()
+	size := int64(4 * len(x))
+	if b != nil {
+		size = int64(len(b))
+	}
+	switch {
+	case !ok:
+		why = "the engine cannot keep rows in device memory"
+	case t.spec.Tokens || t.spec.Targets != 1:
+		why = "the model reads tokens or targets per position"
+	case !isRows:
+		why = "the training set is not rows of one array in memory (datasets.RowData)"
+	case mode == DeviceDataAuto && size > DeviceDataMaxBytes:
+		why = fmt.Sprintf("the training set takes %d MiB, more than %d MiB", size>>20, int64(DeviceDataMaxBytes)>>20)
+	}
+	if why != "" {
+		if mode == DeviceDataOn {
+			return fmt.Errorf("the training set cannot stay in device memory: %s", why)
+		}
+		return nil
+	}
+	for i, l := range y {
+		if l < 0 || int(l) >= t.spec.Classes {
+			return fmt.Errorf("training sample %d has label %d, the model has %d classes", i, l, t.spec.Classes)
+		}
+	}
+	rows, err := dr.UploadRows(x, b, table, cols)
+	if err != nil {
+		return fmt.Errorf("training set into device memory: %w", err)
+	}
+	g.rows, g.rowSrc, g.labels = rows, train, y
+	g.x = g.e.Alloc(append([]int{t.micro}, t.spec.Input...)...)
+	g.residentNote = fmt.Sprintf("training set in device memory (%d rows, %.1f MiB): each step copies indices, the batch is gathered on the GPU", rows.Rows(), float64(rows.Bytes())/(1<<20))
+	g.e.Notice(g.residentNote)
+	return nil
 }
 
 // close releases the pipeline, the graphs and the gather's goroutines.
@@ -144,10 +218,23 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 	}
 	sl := p.Slot(slot)
 	sm.Batch(epoch, s, t.idx)
-	b := datasets.Batch{X: sl.HostX, Tokens: sl.HostTokens, Y: sl.HostY}
-	g.gather.Gather(ds, t.idx[:t.micro], b)
-	if err := t.checkBatch(b); err != nil {
-		return stepResult{}, err
+	if g.rows != nil && ds == g.rowSrc {
+		// indices and labels only: the rows are on the device (labels checked at upload)
+		for r, i := range t.idx[:t.micro] {
+			sl.HostTokens[r], sl.HostY[r] = int32(i), -1
+			if i >= 0 {
+				sl.HostY[r] = g.labels[i]
+			}
+		}
+	} else {
+		if g.rows != nil {
+			return stepResult{}, fmt.Errorf("step %d: the device step path holds another training set in device memory", t.step+1)
+		}
+		b := datasets.Batch{X: sl.HostX, Tokens: sl.HostTokens, Y: sl.HostY}
+		g.gather.Gather(ds, t.idx[:t.micro], b)
+		if err := t.checkBatch(b); err != nil {
+			return stepResult{}, err
+		}
 	}
 	clear(sl.HostExtra)
 	if wantStop {
@@ -252,7 +339,12 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	e := g.e
 	sl := g.pipe.Slot(slot)
 	e.Copy(t.ctrlView, sl.Extra)
-	t.m.Forward(models.Inputs{X: sl.X, Tokens: sl.Tokens, Targets: sl.Y}, scale, t.stats)
+	in := models.Inputs{X: sl.X, Tokens: sl.Tokens, Targets: sl.Y}
+	if g.rows != nil {
+		g.e.(compute.DeviceRows).GatherRows(g.x, g.rows, sl.Tokens)
+		in = models.Inputs{X: g.x, Targets: sl.Y}
+	}
+	t.m.Forward(in, scale, t.stats)
 	t.m.Backward(nil)
 	if g.ar != nil {
 		if err := g.ar.AllReduceEnqueue(t.grads, 0, t.n+ctrlWords, comm.Sum); err != nil {

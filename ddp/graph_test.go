@@ -318,7 +318,8 @@ func TestGPUPathOffForAccumulation(t *testing.T) {
 
 // After its warm-up, a step of the GPU path allocates nothing on the Go
 // side: float inputs, float inputs in a batch large enough for a split
-// gather (784 values by 512 rows, 1.6 MB), token ids.
+// gather (784 values by 512 rows, 1.6 MB), token ids, and the training set
+// in device memory (indices only).
 func TestGPUPathStepDoesNotAllocate(t *testing.T) {
 	small, _, err := datasets.SyntheticSplit(2000, 10, 20, 4, 7)
 	if err != nil {
@@ -338,16 +339,18 @@ func TestGPUPathStepDoesNotAllocate(t *testing.T) {
 		m     models.Model
 		data  datasets.Source
 		batch int
+		dev   DeviceDataMode
 	}{
-		{"float", mlp(20), small, 64},
-		{"split gather", mlp(784), large, 512},
-		{"tokens", &positionLM{T: lmT, V: lmV}, tokens, 64},
+		{"float", mlp(20), small, 64, DeviceDataOff},
+		{"split gather", mlp(784), large, 512, DeviceDataOff},
+		{"tokens", &positionLM{T: lmT, V: lmV}, tokens, 64, DeviceDataAuto},
+		{"resident", mlp(784), large, 512, DeviceDataOn},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
 			b := emulatedBackend(true)
 			opts := baseOptions()
-			opts.LogEvery, opts.GlobalBatch = 1000, c.batch
+			opts.LogEvery, opts.GlobalBatch, opts.DeviceData = 1000, c.batch, c.dev
 			tr, err := New(b.c, b.e, c.m, o, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -356,7 +359,7 @@ func TestGPUPathStepDoesNotAllocate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tr.strat.prepare(tr, tr.totalSteps(sm.StepsPerEpoch())); err != nil {
+			if err := tr.strat.prepare(tr, tr.totalSteps(sm.StepsPerEpoch()), c.data); err != nil {
 				t.Fatal(err)
 			}
 			defer tr.strat.close()

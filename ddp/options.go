@@ -50,6 +50,15 @@ type Options struct {
 	// own order either way.
 	ReplicatedUpdate bool
 
+	// DeviceData keeps the training set in device memory on the device
+	// step path, each batch gathered there by index, so that a step copies
+	// indices instead of samples: DeviceDataAuto (the default) when the
+	// engine can (compute.DeviceRows), the source is rows of one array
+	// (datasets.RowData) of float inputs with a label each, and they take
+	// at most DeviceDataMaxBytes; DeviceDataOn the same, an error when it
+	// cannot; DeviceDataOff never.
+	DeviceData DeviceDataMode
+
 	// LogEvery is the number of steps between metric reports (loss and
 	// accuracy reduced across PEs, OnLog hooks). Default 50.
 	LogEvery int
@@ -143,3 +152,18 @@ func (o *Options) lr(step int) float32 {
 	}
 	return o.LR
 }
+
+// DeviceDataMode says whether the device step path keeps the training set in
+// device memory (Options.DeviceData).
+type DeviceDataMode int
+
+// DeviceData modes.
+const (
+	DeviceDataAuto DeviceDataMode = iota
+	DeviceDataOff
+	DeviceDataOn
+)
+
+// DeviceDataMaxBytes is the largest training set DeviceDataAuto keeps in
+// device memory.
+const DeviceDataMaxBytes = 4 << 30

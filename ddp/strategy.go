@@ -24,8 +24,9 @@ import (
 type strategy interface {
 	// name says which strategy runs, for the start-up log.
 	name() string
-	// prepare readies the strategy for a run of total steps (Fit's start).
-	prepare(t *Trainer, total int) error
+	// prepare readies the strategy for a run of total steps on train
+	// (Fit's start).
+	prepare(t *Trainer, total int, train datasets.Source) error
 	// step runs optimizer step t.step+1 on global batch (epoch, s);
 	// wantStop is this PE's wish to stop after it.
 	step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error)
@@ -53,35 +54,39 @@ func (t *Trainer) Strategy() string { return t.strat.name() }
 
 type replicatedStrategy struct{}
 
-func (replicatedStrategy) name() string                    { return "replicated" }
-func (replicatedStrategy) prepare(_ *Trainer, _ int) error { return nil }
-func (replicatedStrategy) close() error                    { return nil }
+func (replicatedStrategy) name() string                                 { return "replicated" }
+func (replicatedStrategy) prepare(*Trainer, int, datasets.Source) error { return nil }
+func (replicatedStrategy) close() error                                 { return nil }
 func (replicatedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
 	return t.hostStep(sm, ds, epoch, s, wantStop, true, t.replicatedFinish)
 }
 
 type shardedStrategy struct{}
 
-func (shardedStrategy) name() string                    { return "sharded" }
-func (shardedStrategy) prepare(_ *Trainer, _ int) error { return nil }
-func (shardedStrategy) close() error                    { return nil }
+func (shardedStrategy) name() string                                 { return "sharded" }
+func (shardedStrategy) prepare(*Trainer, int, datasets.Source) error { return nil }
+func (shardedStrategy) close() error                                 { return nil }
 func (shardedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
 	return t.hostStep(sm, ds, epoch, s, wantStop, false, t.shardedFinish)
 }
 
 // deviceStrategy runs gpuSteps, made for each run by prepare.
 type deviceStrategy struct {
-	g *gpuSteps
+	g            *gpuSteps
+	residentNote string // the last run's notice of a training set in device memory ("" when none)
 }
 
 func (d *deviceStrategy) name() string { return "device" }
 
-func (d *deviceStrategy) prepare(t *Trainer, total int) error {
+func (d *deviceStrategy) prepare(t *Trainer, total int, train datasets.Source) error {
 	if err := d.close(); err != nil {
 		return err
 	}
-	g, err := t.newGPUSteps(total)
-	d.g = g
+	g, err := t.newGPUSteps(total, train)
+	d.g, d.residentNote = g, ""
+	if g != nil {
+		d.residentNote = g.residentNote
+	}
 	return err
 }
 

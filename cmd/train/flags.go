@@ -62,6 +62,7 @@ type options struct {
 	gpuLib      string
 	mps         string
 	cudaGraph   bool
+	deviceData  string // auto, on, off (ddp.Options.DeviceData)
 	logEvery    int
 	metrics     string
 	checkEvery  int
@@ -168,6 +169,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.gpuLib, "gpu-lib", "", "path of libsymddp_cuda.so (nvshmem backend; default $SYMDDP_CUDA_LIB, next to the binary, ./build)")
 	fs.StringVar(&o.mps, "mps", "auto", "CUDA MPS for PEs sharing a GPU: auto|on|off")
 	fs.BoolVar(&o.cudaGraph, "cuda-graph", true, "capture the training step in a CUDA graph (nvshmem backend)")
+	fs.StringVar(&o.deviceData, "data-on-device", "auto", "nvshmem backend: keep the training set in GPU memory and gather each batch there by index, so a step copies indices instead of samples: auto (when it is rows of float inputs with a label each, up to 4 GiB), on (an error when it cannot), off")
 
 	fs.IntVar(&o.logEvery, "log-every", 50, "steps between metric reports")
 	fs.StringVar(&o.metrics, "metrics", "", "write metrics as JSON lines to this file (PE 0)")
@@ -275,13 +277,18 @@ func (o *options) computePrecision() compute.Precision {
 	return compute.Precision(o.precision)
 }
 
-// checkPrecision checks --precision against the model and the backend, and
-// --peak-tflops.
+// checkPrecision checks --precision against the model and the backend,
+// --data-on-device and --peak-tflops.
 func (o *options) checkPrecision() error {
 	switch o.precision {
 	case "auto", "fp32", "bf16":
 	default:
 		return usagef("--precision %q: want auto, bf16 or fp32", o.precision)
+	}
+	switch o.deviceData {
+	case "auto", "on", "off":
+	default:
+		return usagef("--data-on-device %q: want auto, on or off", o.deviceData)
 	}
 	if o.precision == "bf16" && !o.transformer && contains(models.Names(), o.model) { // an unknown model is reported where it is built
 		who := "model " + o.model

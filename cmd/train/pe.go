@@ -165,7 +165,7 @@ func (r *peRun) run() (err error) {
 	tr, err := ddp.New(c, e, m, opt, ddp.Options{
 		GlobalBatch: r.o.batch, Accumulate: r.o.accumulate, Epochs: r.o.epochs, MaxSteps: r.o.maxSteps,
 		Seed: r.o.seed, Schedule: sched, ClipNorm: r.o.clipNorm,
-		BucketBytes: int(bucket), ReplicatedUpdate: !r.o.shardUpdate,
+		BucketBytes: int(bucket), ReplicatedUpdate: !r.o.shardUpdate, DeviceData: deviceDataMode(r.o.deviceData),
 		LogEvery: r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
 		EvalEvery: r.evalEveryEpochs(), EvalEverySteps: r.evalEverySteps(), EvalLimit: r.o.evalBatches * r.o.batch,
 		Checkpoint: ddp.CheckpointOptions{Dir: r.o.ckptDir, Every: r.o.ckptEvery, Keep: r.o.keepCkpt, Resume: r.o.resume},
@@ -306,4 +306,15 @@ func (r *peRun) totalSteps(n int) int {
 		total = r.o.maxSteps
 	}
 	return total
+}
+
+// deviceDataMode reads --data-on-device (checked at start-up).
+func deviceDataMode(s string) ddp.DeviceDataMode {
+	switch s {
+	case "on":
+		return ddp.DeviceDataOn
+	case "off":
+		return ddp.DeviceDataOff
+	}
+	return ddp.DeviceDataAuto
 }

@@ -71,6 +71,7 @@ type Engine struct {
 	lib     *cudalib.Lib       // the library (nil on an emulated device)
 	gptk    cudalib.GPTKernels // FuseGPT's kernels (Options.GPTKernels, or bound from lib)
 	gpts    []*fusedGPT        // closed by Close
+	rows    []*residentRows    // UploadRows' datasets
 	err     error              // the first failure of enqueued work
 	closed  bool
 }
@@ -287,7 +288,7 @@ func (e *Engine) Close() error {
 	for _, f := range e.gpts {
 		errs = append(errs, f.Close())
 	}
-	e.gpts = nil
+	e.gpts, e.rows = nil, nil
 	for _, p := range e.plans {
 		errs = append(errs, e.dev.LtPlanDestroy(p))
 	}

@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 1
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 4
+	ComputeABIVersion = 5
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
 	GPTABIVersion = 2
 )
@@ -73,6 +73,8 @@ type Device interface {
 	BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) error
 	// SoftmaxXent: sdc_softmax_xent.
 	SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error
+	// GatherRows: sdc_gather_rows.
+	GatherRows(dst uintptr, src uintptr, table uintptr, idx uintptr, rows int, cols int) error
 	// Accumulate: sdc_accumulate.
 	Accumulate(dst uintptr, src uintptr, n int) error
 	// Scale: sdc_scale.

@@ -39,6 +39,7 @@ enum {
 	SDCI_sdc_bias_act,
 	SDCI_sdc_bias_act_backward,
 	SDCI_sdc_softmax_xent,
+	SDCI_sdc_gather_rows,
 	SDCI_sdc_accumulate,
 	SDCI_sdc_scale,
 	SDCI_sdc_sum_squares,
@@ -83,6 +84,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_bias_act",
 	"sdc_bias_act_backward",
 	"sdc_softmax_xent",
+	"sdc_gather_rows",
 	"sdc_accumulate",
 	"sdc_scale",
 	"sdc_sum_squares",
@@ -166,6 +168,7 @@ static inline int cw_sdc_side_join(SDCW) { SDCR(SDCF(sdc_side_join, t)(&x->ctx))
 static inline int cw_sdc_bias_act(SDCW, uint64_t y, int64_t rows, int64_t cols, uint64_t bias, sdc_act act) { SDCR(SDCF(sdc_bias_act, t)(&x->ctx, y, rows, cols, bias, act)); }
 static inline int cw_sdc_bias_act_backward(SDCW, uint64_t dy, uint64_t y, int64_t rows, int64_t cols, uint64_t dbias, sdc_act act, sdc_flag accumulate) { SDCR(SDCF(sdc_bias_act_backward, t)(&x->ctx, dy, y, rows, cols, dbias, act, accumulate)); }
 static inline int cw_sdc_softmax_xent(SDCW, uint64_t logits, uint64_t labels, int64_t rows, int64_t classes, uint64_t dlogits, float scale, sdc_flag use_block, uint64_t stats) { SDCR(SDCF(sdc_softmax_xent, t)(&x->ctx, logits, labels, rows, classes, dlogits, scale, use_block, stats)); }
+static inline int cw_sdc_gather_rows(SDCW, uint64_t dst, uint64_t src, uint64_t table, uint64_t idx, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_gather_rows, t)(&x->ctx, dst, src, table, idx, rows, cols)); }
 static inline int cw_sdc_accumulate(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_accumulate, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_scale(SDCW, uint64_t x_, float s, int64_t n) { SDCR(SDCF(sdc_scale, t)(&x->ctx, x_, s, n)); }
 static inline int cw_sdc_sum_squares(SDCW, uint64_t x_, int64_t n, int64_t timeout_ns) { SDCR(SDCF(sdc_sum_squares, t)(&x->ctx, x_, n, timeout_ns, &x->out_double[0])); }

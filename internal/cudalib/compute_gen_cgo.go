@@ -219,6 +219,16 @@ func (c *Context) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes 
 	return c.check("sdc_softmax_xent", C.cw_sdc_softmax_xent(c.cp.t, c.x, C.uint64_t(logits), C.uint64_t(labels), C.int64_t(rows), C.int64_t(classes), C.uint64_t(dlogits), C.float(scale), C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(stats)))
 }
 
+// GatherRows calls sdc_gather_rows (cuda/symddp_compute.h).
+//
+//	Row gather for a dataset resident in device memory: dst (rows, cols) fp32,
+//	row r = row idx[r] of src (idx: rows int32; -1 gives a row of zeros).
+//	src is (N, cols) fp32 when table is 0, else (N, cols) bytes whose values
+//	are table[byte] (table: 256 fp32), so dst holds the host gather's bits.
+func (c *Context) GatherRows(dst uintptr, src uintptr, table uintptr, idx uintptr, rows int, cols int) error {
+	return c.check("sdc_gather_rows", C.cw_sdc_gather_rows(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(src), C.uint64_t(table), C.uint64_t(idx), C.int64_t(rows), C.int64_t(cols)))
+}
+
 // Accumulate calls sdc_accumulate (cuda/symddp_compute.h).
 //
 //	dst (n) += src (n).

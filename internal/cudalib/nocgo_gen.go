@@ -433,6 +433,12 @@ func (c *Context) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes 
 	return
 }
 
+// GatherRows fails: the library needs cgo.
+func (c *Context) GatherRows(dst uintptr, src uintptr, table uintptr, idx uintptr, rows int, cols int) (err error) {
+	err = errNoCgo
+	return
+}
+
 // Accumulate fails: the library needs cgo.
 func (c *Context) Accumulate(dst uintptr, src uintptr, n int) (err error) {
 	err = errNoCgo

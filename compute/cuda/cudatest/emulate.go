@@ -735,3 +735,40 @@ func (d *Device) ltMatmul(p cudalib.LtArgs, a, b, c uintptr) {
 		}
 	}
 }
+
+// GatherRows emulates sdc_gather_rows: dst row r = src row idx[r] (fp32,
+// or bytes through table), zeros for idx -1.
+func (d *Device) GatherRows(dst, src, table, idx uintptr, rows, cols int) error {
+	if rows < 0 || cols < 0 {
+		return fmt.Errorf("emulated sdc_gather_rows: %d rows of %d", rows, cols)
+	}
+	run := func() {
+		if rows == 0 || cols == 0 {
+			return
+		}
+		out, ix := d.f32(dst, rows*cols), d.i32(idx, rows)
+		var tab []float32
+		if table != 0 {
+			tab = d.f32(table, 256)
+		}
+		for r, i := range ix {
+			o := out[r*cols : (r+1)*cols]
+			switch {
+			case i < 0:
+				clear(o)
+			case tab != nil:
+				for j, b := range d.bytesAt(src+uintptr(int(i)*cols), cols) {
+					o[j] = tab[b]
+				}
+			default:
+				copy(o, d.f32(src+uintptr(4*int(i)*cols), cols))
+			}
+		}
+	}
+	if d.capture {
+		d.recorded = append(d.recorded, run)
+		return nil
+	}
+	run()
+	return nil
+}
