@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,36 @@ func openMetrics(o *options) (*os.File, error) {
 	return f, nil
 }
 
+// trimMetrics drops from the metrics log of a resumed run what came after
+// the checkpoint it resumes from (step above step, summaries, a line cut
+// short by a crash), so that a restart (--max-restarts, --resume) does not
+// log those steps twice. A failure is kept for the end, as a write's is.
+func (r *reporter) trimMetrics(step int) {
+	if r.metrics == nil {
+		return
+	}
+	data, err := os.ReadFile(r.o.metrics)
+	if err == nil {
+		var kept bytes.Buffer
+		for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+			var rec struct {
+				Step  *int  `json:"step"`
+				Final *bool `json:"final"`
+			}
+			if json.Unmarshal(line, &rec) != nil || rec.Step == nil || *rec.Step > step || rec.Final != nil || !bytes.HasSuffix(line, []byte("\n")) {
+				continue
+			}
+			kept.Write(line)
+		}
+		if err = r.metrics.Truncate(0); err == nil {
+			_, err = r.metrics.Write(kept.Bytes()) // O_APPEND: at the new end
+		}
+	}
+	if err != nil && r.failed == nil {
+		r.failed = fmt.Errorf("--metrics %s: dropping the steps after the checkpoint: %w", r.o.metrics, unwrapPath(err))
+	}
+}
+
 // isTerminal reports whether w is a terminal (progress bars only there).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -88,6 +119,7 @@ func (r *reporter) hooks() ddp.Hooks {
 				r.o.model, s.Params, plural(s.NPEs, "PE"), s.Backend, s.Engine, r.o.batch, s.MicroBatch, plural(s.TotalSteps, "step"), r.optimizer, update)
 			if s.Resumed != "" {
 				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
+				r.trimMetrics(s.StartStep)
 			}
 			if m := r.mfu; m.peak > 0 {
 				fmt.Fprintf(r.errw, "MFU against %.4g TFLOP/s (%s): %.4g FLOPs per token (6N + 6LCT), computing in %s\n",

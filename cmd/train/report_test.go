@@ -1,0 +1,47 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/ddp"
+)
+
+// A resumed run's metrics log keeps the records up to its checkpoint and
+// drops the rest of the attempt that failed (later steps, its summary, a
+// line cut short), so that a restart does not log those steps twice.
+func TestResumeTrimsMetrics(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	old := `{"step":10,"loss":2}
+{"step":20,"loss":1.5}
+{"step":20,"val_loss":1.6}
+{"step":30,"loss":1.2}
+{"final":false,"step":30,"stopped":true}
+{"step":40,"lo`
+	require.NoError(t, os.WriteFile(path, []byte(old), 0o644))
+	o := &options{metrics: path, resume: "latest", model: "mlp"}
+	r, err := newReporter(o, 0, io.Discard, io.Discard)
+	require.NoError(t, err)
+	r.hooks().OnStart(ddp.StartInfo{NPEs: 1, StartStep: 20, Resumed: "ckpt/step-20", TotalSteps: 50})
+	r.write(map[string]any{"step": 25, "loss": 1.4})
+	r.close()
+	require.NoError(t, r.failed)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, `{"step":10,"loss":2}
+{"step":20,"loss":1.5}
+{"step":20,"val_loss":1.6}
+{"loss":1.4,"step":25}
+`, string(got))
+	// without a resume the log starts anew
+	o.resume = ""
+	r, err = newReporter(o, 0, io.Discard, io.Discard)
+	require.NoError(t, err)
+	r.close()
+	got, _ = os.ReadFile(path)
+	require.True(t, strings.TrimSpace(string(got)) == "", "a new run truncates: %q", got)
+}
