@@ -94,6 +94,7 @@ type fusedGPT struct {
 	rowWords                    *Tensor   // NextLogits: one row of bf16 logits as fp32 words
 	rowHost                     []float32 // its host copy
 	tokens, targets             *Labels   // the last Forward's
+	zeroed                      []int     // the parameters whose gradients kernels add to
 	closed                      bool
 }
 
@@ -201,6 +202,13 @@ func (e *Engine) fuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (*f
 	f.attention = "flash attention (wmma)"
 	if k.AttentionMMASupported(T, C, NH) {
 		f.attention = "flash attention (mma.sync)"
+	}
+	// the gradients kernels add to, zeroed first: wpe, the LayerNorms'
+	// (dwte is written by the head's dW GEMM first)
+	nf := len(f.p) - 2
+	f.zeroed = []int{1, nf, nf + 1}
+	for l := range f.layers {
+		f.zeroed = append(f.zeroed, lp(l, gpLN1W), lp(l, gpLN1B), lp(l, gpLN2W), lp(l, gpLN2B))
 	}
 	if err := f.planGemms(); err != nil {
 		return f, err
@@ -419,12 +427,7 @@ func (f *fusedGPT) backward() error {
 	e, k, s := f.e, f.k, f.e.info.Stream
 	B, T, C, NH, N, V := f.s.Rows, f.s.Context, f.s.Width, f.s.Heads, f.s.Rows*f.s.Context, f.s.Vocab
 	nf := len(f.p) - 2
-	// the gradients kernels add to: wpe, the LayerNorms' (dwte is written by the head's dW first)
-	zero := []int{1, nf, nf + 1}
-	for l := range f.layers {
-		zero = append(zero, lp(l, gpLN1W), lp(l, gpLN1B), lp(l, gpLN2W), lp(l, gpLN2B))
-	}
-	for _, i := range zero {
+	for _, i := range f.zeroed {
 		if err := e.dev.Zero(f.g[i].ptr, f.g[i].bytes()); err != nil {
 			return err
 		}
@@ -451,39 +454,41 @@ func (f *fusedGPT) backward() error {
 		if l > 0 {
 			x = f.layers[l-1].res3
 		}
-		steps := []func() error{
-			func() error {
-				return f.linearDW(f.gm.fpDW, f.gr(lp(l, gpFPW)), f.gr(lp(l, gpFPB)), f.dres, a.fgelu, C)
-			},
-			func() error { return f.gemm(f.gm.fpDinp, f.dpre, f.dres, f.w(lp(l, gpFPW)), 0, a.fpre) },
-			func() error {
-				return f.linearDW(f.gm.fcDW, f.gr(lp(l, gpFCW)), f.gr(lp(l, gpFCB)), f.dpre, a.ln2, 4*C)
-			},
-			func() error { return f.gemm(f.gm.fcDinp, f.dln, f.dpre, f.w(lp(l, gpFCW)), 0, 0) },
-			func() error {
-				return k.LayernormBackward(f.dres, f.gr(lp(l, gpLN2W)), f.gr(lp(l, gpLN2B)), f.dln, a.res2,
-					f.w(lp(l, gpLN2W)), a.mean2, a.rstd2, N, C, f.lnScratch, s)
-			},
-			func() error {
-				return f.linearDW(f.gm.apDW, f.gr(lp(l, gpAPW)), f.gr(lp(l, gpAPB)), f.dres, a.att, C)
-			},
-			func() error { return f.gemm(f.gm.apDinp, f.datt, f.dres, f.w(lp(l, gpAPW)), 0, 0) },
-			func() error {
-				return k.AttentionBackward(f.dqkv, f.datt, a.qkv, a.att, a.lse, B, T, C, NH, f.attScratch, s)
-			},
-			func() error {
-				return f.linearDW(f.gm.qkvDW, f.gr(lp(l, gpQKVW)), f.gr(lp(l, gpQKVB)), f.dqkv, a.ln1, 3*C)
-			},
-			func() error { return f.gemm(f.gm.qkvDinp, f.dln, f.dqkv, f.w(lp(l, gpQKVW)), 0, 0) },
-			func() error {
-				return k.LayernormBackward(f.dres, f.gr(lp(l, gpLN1W)), f.gr(lp(l, gpLN1B)), f.dln, x,
-					f.w(lp(l, gpLN1W)), a.mean1, a.rstd1, N, C, f.lnScratch, s)
-			},
+		fp, fc, ap, qk := lp(l, gpFPW), lp(l, gpFCW), lp(l, gpAPW), lp(l, gpQKVW)
+		if err := f.linearDW(f.gm.fpDW, f.gr(fp), f.gr(fp+1), f.dres, a.fgelu, C); err != nil {
+			return err
 		}
-		for _, st := range steps {
-			if err := st(); err != nil {
-				return err
-			}
+		if err := f.gemm(f.gm.fpDinp, f.dpre, f.dres, f.w(fp), 0, a.fpre); err != nil {
+			return err
+		}
+		if err := f.linearDW(f.gm.fcDW, f.gr(fc), f.gr(fc+1), f.dpre, a.ln2, 4*C); err != nil {
+			return err
+		}
+		if err := f.gemm(f.gm.fcDinp, f.dln, f.dpre, f.w(fc), 0, 0); err != nil {
+			return err
+		}
+		if err := k.LayernormBackward(f.dres, f.gr(lp(l, gpLN2W)), f.gr(lp(l, gpLN2B)), f.dln, a.res2,
+			f.w(lp(l, gpLN2W)), a.mean2, a.rstd2, N, C, f.lnScratch, s); err != nil {
+			return err
+		}
+		if err := f.linearDW(f.gm.apDW, f.gr(ap), f.gr(ap+1), f.dres, a.att, C); err != nil {
+			return err
+		}
+		if err := f.gemm(f.gm.apDinp, f.datt, f.dres, f.w(ap), 0, 0); err != nil {
+			return err
+		}
+		if err := k.AttentionBackward(f.dqkv, f.datt, a.qkv, a.att, a.lse, B, T, C, NH, f.attScratch, s); err != nil {
+			return err
+		}
+		if err := f.linearDW(f.gm.qkvDW, f.gr(qk), f.gr(qk+1), f.dqkv, a.ln1, 3*C); err != nil {
+			return err
+		}
+		if err := f.gemm(f.gm.qkvDinp, f.dln, f.dqkv, f.w(qk), 0, 0); err != nil {
+			return err
+		}
+		if err := k.LayernormBackward(f.dres, f.gr(lp(l, gpLN1W)), f.gr(lp(l, gpLN1B)), f.dln, x,
+			f.w(lp(l, gpLN1W)), a.mean1, a.rstd1, N, C, f.lnScratch, s); err != nil {
+			return err
 		}
 	}
 	return k.EmbedBackward(f.gr(0), f.gr(1), f.dres, f.tokens.ptr, B, T, C, V, f.embScratch, f.embScratchBytes, s)
