@@ -91,15 +91,20 @@ func NewDevice() *Device {
 	return d
 }
 
-// mem returns n 32-bit words at device address p.
-func (d *Device) mem(p uintptr, n int) []uint32 {
+// allocation is the allocation that holds device address p.
+func (d *Device) allocation(p uintptr) allocation {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	i := sort.Search(len(d.allocs), func(i int) bool { return d.allocs[i].base > p }) - 1
 	if i < 0 {
 		panic(fmt.Sprintf("emulated device: address %#x not allocated", p))
 	}
-	a := d.allocs[i]
+	return d.allocs[i]
+}
+
+// mem returns n 32-bit words at device address p.
+func (d *Device) mem(p uintptr, n int) []uint32 {
+	a := d.allocation(p)
 	off := int(p-a.base) / 4
 	if int(p-a.base)%4 != 0 || off+n > len(a.buf) {
 		panic(fmt.Sprintf("emulated device: %d words at %#x outside an allocation of %d words", n, p, len(a.buf)))
@@ -114,13 +119,7 @@ func (d *Device) bytesAt(p uintptr, n int) []byte {
 	if n == 0 {
 		return nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	i := sort.Search(len(d.allocs), func(i int) bool { return d.allocs[i].base > p }) - 1
-	if i < 0 {
-		panic(fmt.Sprintf("emulated device: address %#x not allocated", p))
-	}
-	a := d.allocs[i]
+	a := d.allocation(p)
 	off := int(p - a.base)
 	if n < 0 || off+n > a.bytes {
 		panic(fmt.Sprintf("emulated device: %d bytes at %#x outside an allocation of %d bytes", n, p, a.bytes))
