@@ -13,3 +13,6 @@ func ParseSafetensors(b []byte) error {
 
 // CodeText is codeText, for the external tests.
 var CodeText = codeText
+
+// GPTSetup is gptSetup, for the external tests.
+var GPTSetup = gptSetup

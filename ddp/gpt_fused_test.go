@@ -30,6 +30,26 @@ func codeText(size int, fn, arg, op string) []byte {
 	return []byte(sb.String())
 }
 
+// gptSetup is what the GPT tests train with: text split 9:1 into train and
+// validation windows of cfg.Context bytes, the model gpt of cfg, and AdamW
+// with weight decay 0.1 (on matrices only) and beta2 0.95.
+func gptSetup(t *testing.T, text []byte, cfg models.Config) (train, val datasets.Source, m models.Model, o optim.Optimizer) {
+	t.Helper()
+	cut := len(text) * 9 / 10
+	train, err := datasets.NewTokenSource([][]byte{text[:cut]}, cfg.Context, 256)
+	require.NoError(t, err)
+	val, err = datasets.NewTokenSource([][]byte{text[cut:]}, cfg.Context, 256)
+	require.NoError(t, err)
+	m, err = models.New("gpt", cfg)
+	require.NoError(t, err)
+	oc, err := optim.DefaultConfig("adamw")
+	require.NoError(t, err)
+	oc.WeightDecay, oc.Beta2 = 0.1, 0.95
+	o, err = optim.New("adamw", oc)
+	require.NoError(t, err)
+	return train, val, m, o
+}
+
 // fusedText is the fused GPT's tests' text.
 func fusedText() []byte { return codeText(96<<10, "g", "y", "+") }
 
@@ -46,20 +66,7 @@ func fusedGPTRun(t *testing.T, b backend, steps int) ([]float64, Result, *models
 func fusedGPTRunWith(t *testing.T, b backend, steps, accumulate int) ([]float64, Result, *models.GPT) {
 	t.Helper()
 	defer b.done()
-	text := fusedText()
-	cut := len(text) * 9 / 10
-	const T = 64
-	train, err := datasets.NewTokenSource([][]byte{text[:cut]}, T, 256)
-	require.NoError(t, err)
-	val, err := datasets.NewTokenSource([][]byte{text[cut:]}, T, 256)
-	require.NoError(t, err)
-	m, err := models.New("gpt", models.Config{Layers: 2, Heads: 2, Width: 64, Context: T})
-	require.NoError(t, err)
-	oc, err := optim.DefaultConfig("adamw")
-	require.NoError(t, err)
-	oc.WeightDecay, oc.Beta2 = 0.1, 0.95
-	o, err := optim.New("adamw", oc)
-	require.NoError(t, err)
+	train, val, m, o := gptSetup(t, fusedText(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
 	opts := Options{GlobalBatch: 8, Accumulate: accumulate, Epochs: 10, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
 	var losses []float64
 	opts.Hooks.OnLog = func(l LogInfo) { losses = append(losses, l.Loss) }

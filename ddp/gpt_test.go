@@ -11,10 +11,8 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch/launchtest"
 	"github.com/symddp/symddp/compute/cpu"
-	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
-	"github.com/symddp/symddp/optim"
 )
 
 // smallText is a byte stream with structure a small GPT learns in a few
@@ -27,20 +25,7 @@ func trainGPTIn(t *testing.T, c comm.Comm, opts ddp.Options) record {
 	t.Helper()
 	e, err := cpu.New(cpu.Options{Threads: 1})
 	require.NoError(t, err)
-	text := smallText()
-	cut := len(text) * 9 / 10
-	const T = 16
-	train, err := datasets.NewTokenSource([][]byte{text[:cut]}, T, 256)
-	require.NoError(t, err)
-	val, err := datasets.NewTokenSource([][]byte{text[cut:]}, T, 256)
-	require.NoError(t, err)
-	m, err := models.New("gpt", models.Config{Layers: 2, Heads: 2, Width: 32, Context: T})
-	require.NoError(t, err)
-	oc, err := optim.DefaultConfig("adamw")
-	require.NoError(t, err)
-	oc.WeightDecay, oc.Beta2 = 0.1, 0.95
-	o, err := optim.New("adamw", oc)
-	require.NoError(t, err)
+	train, val, m, o := ddp.GPTSetup(t, smallText(), models.Config{Layers: 2, Heads: 2, Width: 32, Context: 16})
 	var rec record
 	opts.LogEvery, opts.ClipNorm, opts.EvalLimit = 1, 1, 64
 	opts.Hooks.OnLog = func(l ddp.LogInfo) { rec.Losses = append(rec.Losses, l.Loss) }
