@@ -206,9 +206,7 @@ func computeC(hs []*header) ([]byte, error) {
 	writeTable(&b, funcs, "SDCI_", "sdcw_names")
 	// The context's C memory: one field per struct type, as many output
 	// slots of each type as one entry point needs.
-	var structs []string
-	outs := map[string]int{}
-	var outOrder []string
+	var mem callMemory
 	strs := 0
 	all := make([][]cslot, len(funcs))
 	for i, f := range funcs {
@@ -220,21 +218,14 @@ func computeC(hs []*header) ([]byte, error) {
 			return nil, err
 		}
 		all[i] = slots
-		n, s := map[string]int{}, 0
+		mem.entry()
+		s := 0
 		for _, sl := range slots {
 			switch sl.kind {
 			case kStruct:
-				if !contains(structs, sl.p.base) {
-					structs = append(structs, sl.p.base)
-				}
+				mem.useStruct(sl.p.base)
 			case kOut:
-				n[sl.base]++
-				if n[sl.base] > outs[sl.base] {
-					if outs[sl.base] == 0 {
-						outOrder = append(outOrder, sl.base)
-					}
-					outs[sl.base] = n[sl.base]
-				}
+				mem.useOut(sl.base)
 			case kStr:
 				s++
 			}
@@ -257,14 +248,14 @@ typedef struct {
 typedef struct {
 	sdc_ctx ctx;
 `)
-	for _, s := range structs {
+	for _, s := range mem.structs {
 		fmt.Fprintf(&b, "\t%s in_%s;\n", s, s)
 	}
-	for _, o := range outOrder {
+	for _, o := range mem.outOrder {
 		if o == "void *" {
-			fmt.Fprintf(&b, "\tvoid *out_ptr[%d];\n", outs[o])
+			fmt.Fprintf(&b, "\tvoid *out_ptr[%d];\n", mem.outs[o])
 		} else {
-			fmt.Fprintf(&b, "\t%s out_%s[%d];\n", o, o, outs[o])
+			fmt.Fprintf(&b, "\t%s out_%s[%d];\n", o, o, mem.outs[o])
 		}
 	}
 	if strs > 0 {
@@ -326,4 +317,38 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// callMemory is what the C memory of a call (or of a context) holds, found
+// over the entry points: one field per struct type their slots use, and as
+// many output slots of each opaque type as one entry point writes.
+type callMemory struct {
+	structs  []string       // in order of first use
+	outOrder []string       // output types, in order of first use
+	outs     map[string]int // the most outputs of a type one entry point writes
+	n        map[string]int // the current entry point's
+}
+
+// entry starts counting the outputs of the next entry point.
+func (m *callMemory) entry() {
+	m.n = map[string]int{}
+	if m.outs == nil {
+		m.outs = map[string]int{}
+	}
+}
+
+func (m *callMemory) useStruct(base string) {
+	if !contains(m.structs, base) {
+		m.structs = append(m.structs, base)
+	}
+}
+
+func (m *callMemory) useOut(base string) {
+	m.n[base]++
+	if m.n[base] > m.outs[base] {
+		if m.outs[base] == 0 {
+			m.outOrder = append(m.outOrder, base)
+		}
+		m.outs[base] = m.n[base]
+	}
 }

@@ -217,18 +217,30 @@ func computeGo(hs []*header, ms []method) ([]byte, error) {
 			body.WriteString("\t" + s + "\n")
 		}
 		call := fmt.Sprintf("c.check(%q, C.cw_%s(%s))", m.f.name, m.f.name, strings.Join(append([]string{"c.cp.t", "c.x"}, m.args...), ", "))
-		if len(m.rets) == 0 {
-			fmt.Fprintf(&body, "\treturn %s\n}\n", call)
-			continue
-		}
-		fmt.Fprintf(&body, "\terr := %s\n\treturn %s, err\n}\n", call, strings.Join(m.rets, ", "))
+		writeCallReturn(&body, call, m.rets)
 	}
+	return cgoFile("compute_gen_cgo.go", "compute_gen.h", &body)
+}
+
+// writeCallReturn ends a generated method: return the checked call, or run
+// it and return the outputs with its error.
+func writeCallReturn(body *bytes.Buffer, call string, rets []string) {
+	if len(rets) == 0 {
+		fmt.Fprintf(body, "\treturn %s\n}\n", call)
+		return
+	}
+	fmt.Fprintf(body, "\terr := %s\n\treturn %s, err\n}\n", call, strings.Join(rets, ", "))
+}
+
+// cgoFile is a generated cgo file: the build constraint, the C preamble
+// including header, the imports body uses, then body.
+func cgoFile(name, header string, body *bytes.Buffer) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "// %s\n\n//go:build cgo\n\npackage cudalib\n\n", generatedLine)
-	b.WriteString("/*\n#include \"compute_gen.h\"\n*/\nimport \"C\"\n\n")
+	b.WriteString("/*\n#include \"" + header + "\"\n*/\nimport \"C\"\n\n")
 	writeImports(&b, body.String())
 	b.Write(body.Bytes())
-	return gofmt("compute_gen_cgo.go", b.Bytes())
+	return gofmt(name, b.Bytes())
 }
 
 // writeImports writes the imports of the standard packages that body uses.

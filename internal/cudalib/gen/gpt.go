@@ -154,24 +154,15 @@ func gptC(hs []*header) ([]byte, error) {
 `)
 	includeAll(&b, hs)
 	writeTable(&b, funcs, "SDGI_", "sdgw_names")
-	var structs, outs []string
-	nOut := map[string]int{}
+	var mem callMemory
 	for _, slots := range all {
-		n := map[string]int{}
+		mem.entry()
 		for _, sl := range slots {
 			switch sl.kind {
 			case gHost:
-				if !contains(structs, sl.p.base) {
-					structs = append(structs, sl.p.base)
-				}
+				mem.useStruct(sl.p.base)
 			case gHandle:
-				n[sl.base]++
-				if n[sl.base] > nOut[sl.base] {
-					if nOut[sl.base] == 0 {
-						outs = append(outs, sl.base)
-					}
-					nOut[sl.base] = n[sl.base]
-				}
+				mem.useOut(sl.base)
 			}
 		}
 	}
@@ -187,11 +178,11 @@ typedef struct {
 // The C memory of one call.
 typedef struct {
 `)
-	for _, s := range structs {
+	for _, s := range mem.structs {
 		fmt.Fprintf(&b, "\t%s in_%s;\n", s, s)
 	}
-	for _, o := range outs {
-		fmt.Fprintf(&b, "\t%s *out_%s[%d];\n", o, o, nOut[o])
+	for _, o := range mem.outOrder {
+		fmt.Fprintf(&b, "\t%s *out_%s[%d];\n", o, o, mem.outs[o])
 	}
 	b.WriteString(`	char err[1024];
 } sdgw_call;
@@ -361,16 +352,7 @@ func gptGo(ms []method) ([]byte, error) {
 			body.WriteString("\t" + s + "\n")
 		}
 		call := fmt.Sprintf("g.check(%q, x, %s(%s))", m.f.name, wrapper, strings.Join(append([]string{"g.t", "x"}, m.args...), ", "))
-		if len(m.rets) == 0 {
-			fmt.Fprintf(&body, "\treturn %s\n}\n", call)
-			continue
-		}
-		fmt.Fprintf(&body, "\terr := %s\n\treturn %s, err\n}\n", call, strings.Join(m.rets, ", "))
+		writeCallReturn(&body, call, m.rets)
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "// %s\n\n//go:build cgo\n\npackage cudalib\n\n", generatedLine)
-	b.WriteString("/*\n#include \"gpt_gen.h\"\n*/\nimport \"C\"\n\n")
-	writeImports(&b, body.String())
-	b.Write(body.Bytes())
-	return gofmt("gpt_gen_cgo.go", b.Bytes())
+	return cgoFile("gpt_gen_cgo.go", "gpt_gen.h", &body)
 }
