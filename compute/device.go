@@ -76,6 +76,24 @@ type DecayExempter interface {
 	SetDecayExempt(n int, spans [][2]int) error
 }
 
+// ShardedUpdater is offered by device engines that can apply the optimizer
+// to one shard of the arena (the sharded update, ZeRO-1, on the GPU): each
+// PE sums the squares of its shard of the reduced gradient (SumSquaresInto),
+// the PEs exchange those sums, and UpdateShard applies the step to the shard
+// with the verdict (skip, clip) of their sum, so that every PE decides alike.
+type ShardedUpdater interface {
+	// SumSquaresInto enqueues the float64 sum of the squares of x into dst
+	// (two float32 words of device memory holding the float64's bits).
+	SumSquaresInto(dst, x Tensor)
+	// UpdateShard is DeviceSteps.Update over params and grads, this PE's
+	// shard of elements [off, off+len) of the arena (off counts from the
+	// arena's start: the weight-decay exemptions of SetDecayExempt apply at
+	// off), with the optimizer state kept for the shard only, and the
+	// gradient check taken from partials: nparts float64 values at float32
+	// word offsets 0, stride, 2*stride, ... of partials, summed in that order.
+	UpdateShard(o optim.Optimizer, params, grads Tensor, off int, partials Tensor, nparts, stride int, step int, lr, clipNorm float32) error
+}
+
 // StepPipeline stages batches for DeviceSteps: slot i is filled on the
 // host, submitted (copied to the device), consumed by a step, released and
 // its report read.

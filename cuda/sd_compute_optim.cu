@@ -4,8 +4,10 @@
  *
  * 1. The gradient check: the sum of squares of grads (n) in double with a
  *    fixed order (sd_reduce.cuh: per-thread strided sums, a halving tree per
- *    block, the last block adds the partials the same way), then in the last
- *    block's thread 0:
+ *    block, the last block adds the partials the same way) or, for the
+ *    sharded update, the sum of the PEs' sums of squares of their shards
+ *    (nparts doubles, added from 0.0 in PE order by one thread, as ddp's
+ *    host path adds them), then in one thread the verdict (sdc_verdict):
  *      skip  = the sum is not finite (some gradient is NaN or Inf), or a
  *              halt is latched;
  *      scale = float32(max_norm / (norm + 1e-6)) when max_norm > 0 and
@@ -38,14 +40,9 @@
 
 /* ---- 1. gradient check ---- */
 
-__global__ void __launch_bounds__(SDC_OPT_THREADS)
-    sdc_grad_check_kernel(const float *__restrict__ g, int64_t n, double *partial,
-                          uint32_t *ticket_word, float max_norm, int32_t halt_on_skip,
-                          float *status) {
-    sdc_wait_prior_grid();
-    __shared__ double s[32];
-    double sum;
-    if (!sdc_sum_squares_grid(g, n, partial, ticket_word, s, &sum)) return;
+/* The verdict of the gradient check on the global sum of squares, into the
+ * status words: the one rule of both check kernels. */
+static __device__ void sdc_verdict(double sum, float max_norm, int32_t halt_on_skip, float *status) {
     const double norm = sqrt(sum);
     const bool halted = status[SDC_STATUS_HALTED] != 0.0f;
     const bool finite = isfinite(sum);
@@ -56,6 +53,28 @@ __global__ void __launch_bounds__(SDC_OPT_THREADS)
     status[SDC_STATUS_SCALE] = scale;
     status[SDC_STATUS_NORM] = (float)norm;
     status[SDC_STATUS_HALTED] = (halted || (skip && halt_on_skip)) ? 1.0f : 0.0f;
+}
+
+/* The check over the whole arena: its own sum of squares. */
+__global__ void __launch_bounds__(SDC_SUMSQ_THREADS)
+    sdc_grad_check_kernel(const float *__restrict__ g, int64_t n, double *partial,
+                          uint32_t *ticket_word, float max_norm, int32_t halt_on_skip,
+                          float *status) {
+    sdc_wait_prior_grid();
+    __shared__ double s[32];
+    double sum;
+    if (!sdc_sum_squares_grid(g, n, partial, ticket_word, s, &sum)) return;
+    sdc_verdict(sum, max_norm, halt_on_skip, status);
+}
+
+/* The check of the sharded update, one thread: the doubles at parts,
+ * parts + stride, ... (bytes), added from 0.0 in that order. */
+__global__ void sdc_parts_check_kernel(const char *parts, int32_t nparts, int64_t stride, float max_norm,
+                                       int32_t halt_on_skip, float *status) {
+    sdc_wait_prior_grid();
+    double sum = 0.0;
+    for (int32_t k = 0; k < nparts; k++) sum += __ldcg((const double *)(parts + (int64_t)k * stride));
+    sdc_verdict(sum, max_norm, halt_on_skip, status);
 }
 
 /* ---- 2. the updates, element by element ---- */
@@ -203,7 +222,8 @@ bool sdc_update_step_node(const cudaKernelNodeParams *p, sdc_step_node *out) {
 
 extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step,
                           int32_t use_block, uint64_t params, uint64_t grads, uint64_t state0,
-                          uint64_t state1, uint64_t exempt, int64_t n) {
+                          uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts,
+                          int64_t part_stride) {
     if (!c || !o || !step || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_update: bad arguments");
     const bool adam = o->kind == SDC_ADAM || o->kind == SDC_ADAMW;
     if (o->kind != SDC_SGD && !adam) return SD_FAIL(SD_ERR_ARG, "sdc_update: unknown optimizer kind %d", o->kind);
@@ -211,21 +231,27 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
     if (o->kind == SDC_SGD && (o->momentum != 0.0f) != (state0 != 0))
         return SD_FAIL(SD_ERR_ARG, "sdc_update: SGD with momentum %g and %s state slot", (double)o->momentum,
                        state0 ? "a" : "no");
-    if (n == 0) return SD_OK;
+    if (partials ? nparts < 1 || partials % sizeof(double) != 0 || part_stride % (int64_t)sizeof(double) != 0 ||
+                       (nparts > 1 && part_stride < (int64_t)sizeof(double))
+                 : nparts != 0 || part_stride != 0)
+        return SD_FAIL(SD_ERR_ARG, "sdc_update: %d partial sums at %#llx, %lld bytes apart", (int)nparts,
+                       (unsigned long long)partials, (long long)part_stride);
+    /* A shard may be empty; its PE still writes the verdict all PEs share. */
+    if (n == 0 && !partials) return SD_OK;
     SD_TRY(sdc_use_device(c->device));
     cudaStream_t st = (cudaStream_t)(uintptr_t)c->stream;
     float *status = (float *)(uintptr_t)c->status;
 
-    /* 1. The gradient check. Two blocks per SM at most: every block takes
-     * a ticket with an atomic on one word, and a thousand of them (one per
-     * 256 gradients of a small model) queued on it for microseconds. */
-    int64_t g1 = sdc_grid(n, SDC_OPT_THREADS, c->sm_count, 2);
-    const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
-    if (g1 > room) g1 = room;
-    SD_CUDA(sdc_launch(sdc_grad_check_kernel, dim3((unsigned)g1), dim3(SDC_OPT_THREADS), st,
-                       (const float *)(uintptr_t)grads, n, (double *)(uintptr_t)c->scratch,
-                       (uint32_t *)(uintptr_t)c->counters + SDC_NORM_COUNTER, o->max_norm, o->halt_on_skip,
-                       status));
+    /* 1. The gradient check. */
+    if (partials)
+        SD_CUDA(sdc_launch(sdc_parts_check_kernel, dim3(1), dim3(1), st, (const char *)(uintptr_t)partials, nparts,
+                           part_stride, o->max_norm, o->halt_on_skip, status));
+    else
+        SD_CUDA(sdc_launch(sdc_grad_check_kernel, dim3(sdc_sum_squares_blocks(c, n)), dim3(SDC_SUMSQ_THREADS), st,
+                           (const float *)(uintptr_t)grads, n, (double *)(uintptr_t)c->scratch,
+                           (uint32_t *)(uintptr_t)c->counters + SDC_NORM_COUNTER, o->max_norm, o->halt_on_skip,
+                           status));
+    if (n == 0) return SD_OK;
 
     /* 2. The update. */
     sdc_update_args a;

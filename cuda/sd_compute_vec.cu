@@ -3,8 +3,10 @@
  * x *= s, and the sum of squares in double with a fixed order.
  *
  * Sum of squares: G blocks of 256 threads in the fixed order of
- * sd_reduce.cuh. G depends only on n and the SM count, so the result is the
- * same bits on every run.
+ * sd_reduce.cuh. G depends only on n, the SM count and the scratch, so the
+ * result is the same bits on every run. sdc_sum_squares_enqueue leaves it in
+ * device memory (a shard's part of the sharded update's gradient check);
+ * sdc_sum_squares reads it back and waits.
  */
 #include "sd_compute.cuh"
 #include "sd_internal.h"
@@ -80,12 +82,25 @@ extern "C" int sdc_scale(const sdc_ctx *c, uint64_t x, float s, int64_t n) {
 }
 
 /* See the file comment. out receives the total. */
-__global__ void __launch_bounds__(SDC_VEC_THREADS)
+__global__ void __launch_bounds__(SDC_SUMSQ_THREADS)
     sdc_sumsq_kernel(const float *__restrict__ x, int64_t n, double *partial, uint32_t *ticket_word,
                      double *out) {
+    sdc_wait_prior_grid();
     __shared__ double s[32];
     double t;
     if (sdc_sum_squares_grid(x, n, partial, ticket_word, s, &t)) *out = t;
+}
+
+extern "C" int sdc_sum_squares_enqueue(const sdc_ctx *c, uint64_t x, int64_t n, uint64_t out) {
+    if (!c || n < 0 || !out || out % sizeof(double) != 0 || (n > 0 && !x))
+        return SD_FAIL(SD_ERR_ARG, "sdc_sum_squares_enqueue: bad arguments");
+    SD_TRY(sdc_use_device(c->device));
+    /* n == 0 runs too: one block that adds nothing writes 0. */
+    SD_CUDA(sdc_launch(sdc_sumsq_kernel, dim3(sdc_sum_squares_blocks(c, n)), dim3(SDC_SUMSQ_THREADS),
+                       (cudaStream_t)(uintptr_t)c->stream, (const float *)(uintptr_t)x, n,
+                       (double *)(uintptr_t)c->scratch, (uint32_t *)(uintptr_t)c->counters + SDC_SUMSQ_COUNTER,
+                       (double *)(uintptr_t)out));
+    return SD_OK;
 }
 
 extern "C" int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns,
@@ -93,19 +108,10 @@ extern "C" int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t 
     if (!c || !out || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_sum_squares: bad arguments");
     *out = 0;
     if (n == 0) return SD_OK;
-    SD_TRY(sdc_use_device(c->device));
+    SD_TRY(sdc_sum_squares_enqueue(c, x, n, c->result));
     cudaStream_t st = (cudaStream_t)(uintptr_t)c->stream;
-    unsigned g = (unsigned)sdc_grid(n, SDC_VEC_THREADS, c->sm_count, 2); /* one ticket per block */
-    const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
-    if ((int64_t)g > room) g = (unsigned)room;
-    double *res = (double *)(uintptr_t)c->result;
-    sdc_sumsq_kernel<<<g, SDC_VEC_THREADS, 0, st>>>((const float *)(uintptr_t)x, n,
-                                                    (double *)(uintptr_t)c->scratch,
-                                                    (uint32_t *)(uintptr_t)c->counters + SDC_SUMSQ_COUNTER,
-                                                    res);
-    SD_CUDA(cudaGetLastError());
     double *host = (double *)(uintptr_t)c->host_result;
-    SD_CUDA(cudaMemcpyAsync(host, res, sizeof(double), cudaMemcpyDeviceToHost, st));
+    SD_CUDA(cudaMemcpyAsync(host, (const double *)(uintptr_t)c->result, sizeof(double), cudaMemcpyDeviceToHost, st));
     SD_TRY(sdc_sync(c, timeout_ns));
     *out = *host;
     return SD_OK;

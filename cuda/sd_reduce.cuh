@@ -1,6 +1,9 @@
 /*
  * sd_reduce.cuh: the fixed-order sum of squares that the gradient check
- * (sd_compute_optim.cu) and sdc_sum_squares (sd_compute_vec.cu) share.
+ * (sd_compute_optim.cu), sdc_sum_squares and sdc_sum_squares_enqueue
+ * (sd_compute_vec.cu) share: the same kernel body and the same grid
+ * (sdc_sum_squares_blocks), so that all three add the same squares in the
+ * same order and a shard's sum is the gradient check's sum over that shard.
  *
  * Phase 1: thread t of block b squares elements b*T+t, +G*T, ... in index
  * order (in double: each square of a float is exact), the block adds its
@@ -14,6 +17,23 @@
 #pragma once
 
 #include <stdint.h>
+
+#include "sd_compute.cuh"
+#include "symddp_compute.h"
+
+/* Threads of a block of the sum of squares. */
+#define SDC_SUMSQ_THREADS 256
+
+/* Blocks of the sum of squares over n elements: two per SM at most (every
+ * block takes a ticket with an atomic on one word, and a thousand of them,
+ * one per 256 elements of a small model, queued on it for microseconds),
+ * and no more than the context's scratch holds partials for. */
+static inline unsigned sdc_sum_squares_blocks(const sdc_ctx *c, int64_t n) {
+    int64_t g = sdc_grid(n, SDC_SUMSQ_THREADS, c->sm_count, 2);
+    const int64_t room = c->scratch_bytes / (int64_t)sizeof(double);
+    if (g > room) g = room;
+    return (unsigned)g;
+}
 
 /* Sums v over a warp with an xor butterfly: every lane adds the same two
  * operands at every level (a + b and b + a are the same float), so every

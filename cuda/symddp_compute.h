@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 5
+#define SDC_ABI_VERSION 6
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -306,6 +306,14 @@ int sdc_accumulate(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
 int sdc_scale(const sdc_ctx *c, uint64_t x, float s, int64_t n);
 /* *out = sum of x[i]^2 over n elements in double, fixed order. Waits. */
 int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns, double *out);
+/*
+ * Enqueues *out = sum of x[i]^2 over n elements in double, out being device
+ * memory (8-byte aligned), added in the order of sdc_sum_squares and of
+ * sdc_update's gradient check over the same n; n == 0 writes 0. Does not
+ * wait; can be captured. The sharded update's part of the gradient check:
+ * each PE's sum over its shard (sdc_update's partials).
+ */
+int sdc_sum_squares_enqueue(const sdc_ctx *c, uint64_t x, int64_t n, uint64_t out);
 
 /* y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x. */
 int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n);
@@ -327,9 +335,20 @@ int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, in
  * of device memory: an element whose byte is not 0 gets no weight decay (the
  * optimizer's sequence with weight_decay 0 and AdamW's decay 1), for models
  * whose biases and norms do not decay.
+ *
+ * The sharded update (ZeRO-1): params, grads, exempt and the state slots are
+ * one PE's shard of n elements, and partials, when not 0, is where the PEs'
+ * sums of squares of their shards are (sdc_sum_squares_enqueue, gathered
+ * from every PE): nparts doubles at byte addresses partials + k*part_stride
+ * (8-byte aligned), k = 0 .. nparts-1. The gradient check then reads no
+ * gradient: one thread adds the doubles from 0.0 in order of k, and the
+ * same verdict follows (skip, halt, clip factor, norm), so that every PE
+ * decides alike. With n == 0 only the verdict is written. partials = 0
+ * (nparts = part_stride = 0): the check sums the squares of grads itself.
  */
 int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, sdc_flag use_block,
-               uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n);
+               uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n,
+               uint64_t partials, int32_t nparts, int64_t part_stride);
 /* Zeroes the update status (clears a halt). */
 int sdc_reset_status(const sdc_ctx *c);
 

@@ -32,25 +32,86 @@ type updater struct {
 // corrections, step 1) are read from the step block at launch time: step
 // and lr only serve to check the arguments.
 func (e *Engine) Update(o optim.Optimizer, params, grads compute.Tensor, step int, lr float32, clipNorm float32) error {
-	p, g := e.tensorOf("Update", params), e.tensorOf("Update", grads)
+	return e.update("Update", o, e.tensorOf("Update", params), e.tensorOf("Update", grads), shardCheck{}, step, lr, clipNorm)
+}
+
+var _ compute.ShardedUpdater = (*Engine)(nil)
+
+// SumSquaresInto enqueues the float64 sum of the squares of x's elements
+// into dst, two float32 words (8-byte aligned) that then hold the
+// float64's bits: the sum SumSquares returns and Update's gradient check
+// takes over the same elements, added in the same order. It does not wait
+// and can be recorded in a graph. For the sharded update: a PE's part of
+// the gradient check of UpdateShard.
+func (e *Engine) SumSquaresInto(dst, x compute.Tensor) {
+	d, s := e.tensorOf("SumSquaresInto", dst), e.tensorOf("SumSquaresInto", x)
+	if d.size != 2 {
+		compute.PanicShape("cuda", "SumSquaresInto", "a dst of 2 words (one float64)", d.shape)
+	}
+	if d.ptr%8 != 0 {
+		panic(fmt.Sprintf("cuda: SumSquaresInto: dst at %#x is not 8-byte aligned", d.ptr))
+	}
+	e.fail("SumSquaresInto", e.dev.SumSquaresEnqueue(s.ptr, s.size, d.ptr))
+}
+
+// UpdateShard is Update over one PE's shard of the arena (the sharded
+// update, ZeRO-1): params and grads are elements [off, off+len) of the
+// arena, the optimizer state is kept for those len elements only (so
+// OptimizerState returns tensors of len), the weight-decay exemptions of
+// SetDecayExempt, which must cover off+len, apply from element off, and the
+// gradient check does not read grads: it adds, from 0 in this order, the
+// nparts float64 values at float32 word offsets 0, stride, 2*stride, ... of
+// partials (each PE's SumSquaresInto of its shard, gathered from every PE
+// in PE order; the first 8-byte aligned, stride even), and decides from
+// their sum as Update does from its own, so that every PE skips, clips and
+// reports the same norm alike: the fold of ddp's host sharded update.
+//
+// While a graph is being captured, the step's values come from the step
+// block at launch time, as for Update; partials is read when the graph
+// runs.
+func (e *Engine) UpdateShard(o optim.Optimizer, params, grads compute.Tensor, off int, partials compute.Tensor, nparts, stride int, step int, lr, clipNorm float32) error {
+	const op = "UpdateShard"
+	p, g, q := e.tensorOf(op, params), e.tensorOf(op, grads), e.tensorOf(op, partials)
+	if off < 0 {
+		return fmt.Errorf("cuda: %s: shard at element %d", op, off)
+	}
+	if nparts < 1 || (nparts > 1 && stride < 2) || stride%2 != 0 || q.ptr%8 != 0 || (nparts-1)*stride+2 > q.size {
+		return fmt.Errorf("cuda: %s: %d float64 partial sums %d words apart in a tensor of %d words at %#x (want at least 1, 8-byte aligned, an even stride of 2 or more)",
+			op, nparts, stride, q.size, q.ptr)
+	}
+	return e.update(op, o, p, g, shardCheck{off: off, parts: q.ptr, nparts: nparts, strideBytes: 4 * stride}, step, lr, clipNorm)
+}
+
+// shardCheck is where UpdateShard's shard lies in the arena and where its
+// gradient check reads the PEs' sums; the zero value is Update's whole
+// arena, whose check sums its gradients itself.
+type shardCheck struct {
+	off                 int
+	parts               uintptr
+	nparts, strideBytes int
+}
+
+// update is Update and UpdateShard (sh): the checks of the arguments, the
+// optimizer state, and the kernels.
+func (e *Engine) update(op string, o optim.Optimizer, p, g *Tensor, sh shardCheck, step int, lr, clipNorm float32) error {
 	if p.size != g.size {
-		return fmt.Errorf("cuda: Update: %d gradients for %d parameters", g.size, p.size)
+		return fmt.Errorf("cuda: %s: %d gradients for %d parameters", op, g.size, p.size)
 	}
 	if step < 1 {
-		return fmt.Errorf("cuda: Update: step %d, steps count from 1", step)
+		return fmt.Errorf("cuda: %s: step %d, steps count from 1", op, step)
 	}
 	if !(lr >= 0) || math.IsInf(float64(lr), 1) {
-		return fmt.Errorf("cuda: Update: learning rate %g", lr)
+		return fmt.Errorf("cuda: %s: learning rate %g", op, lr)
 	}
 	if !(clipNorm >= 0) {
-		return fmt.Errorf("cuda: Update: clip norm %g", clipNorm)
+		return fmt.Errorf("cuda: %s: clip norm %g", op, clipNorm)
 	}
 	h := o.Hyper()
 	args, err := optimArgs(h, clipNorm)
 	if err != nil {
 		return err
 	}
-	slots, err := e.stateFor(o, p.size)
+	slots, err := e.stateFor(op, o, p.size)
 	if err != nil {
 		return err
 	}
@@ -65,19 +126,22 @@ func (e *Engine) Update(o optim.Optimizer, params, grads compute.Tensor, step in
 	if e.err != nil {
 		return e.err
 	}
+	var ex uintptr
+	if e.exempt != nil {
+		if sh.parts == 0 && e.exemptN != p.size {
+			return fmt.Errorf("cuda: %s of %d elements, the weight-decay exemptions (SetDecayExempt) are for %d", op, p.size, e.exemptN)
+		}
+		if sh.off+p.size > e.exemptN {
+			return fmt.Errorf("cuda: %s of elements [%d, %d), the weight-decay exemptions (SetDecayExempt) are for %d", op, sh.off, sh.off+p.size, e.exemptN)
+		}
+		ex = e.exempt.ptr + uintptr(sh.off) // a byte per element
+	}
 	block := e.capture.active
 	if block {
 		e.capture.hyper = h
 		e.capture.updates++
 	}
-	var ex uintptr
-	if e.exempt != nil {
-		if e.exemptN != p.size {
-			return fmt.Errorf("cuda: Update of %d elements, the weight-decay exemptions (SetDecayExempt) are for %d", p.size, e.exemptN)
-		}
-		ex = e.exempt.ptr
-	}
-	e.fail("Update", e.dev.Update(args, stepValues(h, step, lr), block, p.ptr, g.ptr, s0, s1, ex, p.size))
+	e.fail(op, e.dev.Update(args, stepValues(h, step, lr), block, p.ptr, g.ptr, s0, s1, ex, p.size, sh.parts, sh.nparts, sh.strideBytes))
 	return e.err
 }
 
@@ -126,18 +190,18 @@ func optimArgs(h optim.Hyper, clipNorm float32) (cudalib.OptimArgs, error) {
 }
 
 // stateFor returns the optimizer state for o over n parameters, allocating
-// it on first use.
-func (e *Engine) stateFor(o optim.Optimizer, n int) ([]*Tensor, error) {
+// it on first use (op names the caller in errors).
+func (e *Engine) stateFor(op string, o optim.Optimizer, n int) ([]*Tensor, error) {
 	u := &e.opt
 	if u.kind != "" {
 		if u.kind != o.Name() || u.n != n || len(u.slots) != o.Slots() {
-			return nil, fmt.Errorf("cuda: Update: the engine keeps state for %s over %d parameters (%d slots), not %s over %d (%d slots)",
-				u.kind, u.n, len(u.slots), o.Name(), n, o.Slots())
+			return nil, fmt.Errorf("cuda: %s: the engine keeps state for %s over %d parameters (%d slots), not %s over %d (%d slots)",
+				op, u.kind, u.n, len(u.slots), o.Name(), n, o.Slots())
 		}
 		return u.slots, nil
 	}
 	if e.capture.active {
-		return nil, fmt.Errorf("cuda: Update: the first update allocates the optimizer state and cannot be captured")
+		return nil, fmt.Errorf("cuda: %s: the first update allocates the optimizer state and cannot be captured", op)
 	}
 	u.kind, u.n = o.Name(), n
 	for i := 0; i < o.Slots(); i++ {
@@ -150,7 +214,7 @@ func (e *Engine) stateFor(o optim.Optimizer, n int) ([]*Tensor, error) {
 // parameters, for a checkpoint to restore before the first Update, and
 // returns it as OptimizerState does.
 func (e *Engine) AllocOptimizerState(o optim.Optimizer, n int) ([]compute.Tensor, error) {
-	if _, err := e.stateFor(o, n); err != nil {
+	if _, err := e.stateFor("AllocOptimizerState", o, n); err != nil {
 		return nil, err
 	}
 	return e.OptimizerState(), nil

@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 1
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 5
+	ComputeABIVersion = 6
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
 	GPTABIVersion = 2
 )
@@ -81,12 +81,14 @@ type Device interface {
 	Scale(x uintptr, s float32, n int) error
 	// SumSquares: sdc_sum_squares.
 	SumSquares(x uintptr, n int, timeout time.Duration) (float64, error)
+	// SumSquaresEnqueue: sdc_sum_squares_enqueue.
+	SumSquaresEnqueue(x uintptr, n int, out uintptr) error
 	// Gelu: sdc_gelu.
 	Gelu(y uintptr, x uintptr, n int) error
 	// GeluBackward: sdc_gelu_backward.
 	GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error
 	// Update: sdc_update.
-	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int) error
+	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.
 	ResetStatus() error
 	// SetStep: sdc_set_step.

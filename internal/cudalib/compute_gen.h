@@ -43,6 +43,7 @@ enum {
 	SDCI_sdc_accumulate,
 	SDCI_sdc_scale,
 	SDCI_sdc_sum_squares,
+	SDCI_sdc_sum_squares_enqueue,
 	SDCI_sdc_gelu,
 	SDCI_sdc_gelu_backward,
 	SDCI_sdc_update,
@@ -88,6 +89,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_accumulate",
 	"sdc_scale",
 	"sdc_sum_squares",
+	"sdc_sum_squares_enqueue",
 	"sdc_gelu",
 	"sdc_gelu_backward",
 	"sdc_update",
@@ -172,9 +174,10 @@ static inline int cw_sdc_gather_rows(SDCW, uint64_t dst, uint64_t src, uint64_t 
 static inline int cw_sdc_accumulate(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_accumulate, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_scale(SDCW, uint64_t x_, float s, int64_t n) { SDCR(SDCF(sdc_scale, t)(&x->ctx, x_, s, n)); }
 static inline int cw_sdc_sum_squares(SDCW, uint64_t x_, int64_t n, int64_t timeout_ns) { SDCR(SDCF(sdc_sum_squares, t)(&x->ctx, x_, n, timeout_ns, &x->out_double[0])); }
+static inline int cw_sdc_sum_squares_enqueue(SDCW, uint64_t x_, int64_t n, uint64_t out) { SDCR(SDCF(sdc_sum_squares_enqueue, t)(&x->ctx, x_, n, out)); }
 static inline int cw_sdc_gelu(SDCW, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, y, x_, n)); }
 static inline int cw_sdc_gelu_backward(SDCW, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dx, dy, x_, n)); }
-static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n)); }
+static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
 static inline int cw_sdc_set_step(SDCW) { SDCR(SDCF(sdc_set_step, t)(&x->ctx, &x->in_sdc_step)); }
 static inline int cw_sdc_capture_begin(SDCW) { SDCR(SDCF(sdc_capture_begin, t)(&x->ctx)); }

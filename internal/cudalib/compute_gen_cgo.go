@@ -251,6 +251,17 @@ func (c *Context) SumSquares(x uintptr, n int, timeout time.Duration) (float64, 
 	return float64(c.x.out_double[0]), err
 }
 
+// SumSquaresEnqueue calls sdc_sum_squares_enqueue (cuda/symddp_compute.h).
+//
+//	Enqueues *out = sum of x[i]^2 over n elements in double, out being device
+//	memory (8-byte aligned), added in the order of sdc_sum_squares and of
+//	sdc_update's gradient check over the same n; n == 0 writes 0. Does not
+//	wait; can be captured. The sharded update's part of the gradient check:
+//	each PE's sum over its shard (sdc_update's partials).
+func (c *Context) SumSquaresEnqueue(x uintptr, n int, out uintptr) error {
+	return c.check("sdc_sum_squares_enqueue", C.cw_sdc_sum_squares_enqueue(c.cp.t, c.x, C.uint64_t(x), C.int64_t(n), C.uint64_t(out)))
+}
+
 // Gelu calls sdc_gelu (cuda/symddp_compute.h).
 //
 //	y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x.
@@ -279,10 +290,20 @@ func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
 //	of device memory: an element whose byte is not 0 gets no weight decay (the
 //	optimizer's sequence with weight_decay 0 and AdamW's decay 1), for models
 //	whose biases and norms do not decay.
-func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int) error {
+//
+//	The sharded update (ZeRO-1): params, grads, exempt and the state slots are
+//	one PE's shard of n elements, and partials, when not 0, is where the PEs'
+//	sums of squares of their shards are (sdc_sum_squares_enqueue, gathered
+//	from every PE): nparts doubles at byte addresses partials + k*part_stride
+//	(8-byte aligned), k = 0 .. nparts-1. The gradient check then reads no
+//	gradient: one thread adds the doubles from 0.0 in order of k, and the
+//	same verdict follows (skip, halt, clip factor, norm), so that every PE
+//	decides alike. With n == 0 only the verdict is written. partials = 0
+//	(nparts = part_stride = 0): the check sums the squares of grads itself.
+func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error {
 	c.setOptim(o)
 	c.setStep(step)
-	return c.check("sdc_update", C.cw_sdc_update(c.cp.t, c.x, C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(params), C.uint64_t(grads), C.uint64_t(state0), C.uint64_t(state1), C.uint64_t(exempt), C.int64_t(n)))
+	return c.check("sdc_update", C.cw_sdc_update(c.cp.t, c.x, C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(params), C.uint64_t(grads), C.uint64_t(state0), C.uint64_t(state1), C.uint64_t(exempt), C.int64_t(n), C.uint64_t(partials), C.int32_t(nparts), C.int64_t(partStride)))
 }
 
 // ResetStatus calls sdc_reset_status (cuda/symddp_compute.h).

@@ -457,6 +457,12 @@ func (c *Context) SumSquares(x uintptr, n int, timeout time.Duration) (r0 float6
 	return
 }
 
+// SumSquaresEnqueue fails: the library needs cgo.
+func (c *Context) SumSquaresEnqueue(x uintptr, n int, out uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
 // Gelu fails: the library needs cgo.
 func (c *Context) Gelu(y uintptr, x uintptr, n int) (err error) {
 	err = errNoCgo
@@ -470,7 +476,7 @@ func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) (err er
 }
 
 // Update fails: the library needs cgo.
-func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int) (err error) {
+func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) (err error) {
 	err = errNoCgo
 	return
 }

@@ -11,6 +11,7 @@
 package cudatest
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -415,22 +416,68 @@ func (d *Device) SumSquares(x uintptr, n int, timeout time.Duration) (float64, e
 	return kernels.SumSquares(d.f32(x, n)), nil
 }
 
-// Update follows sdc_update: the gradient check (the sum of squares as
-// optim.SumSquares adds it, the clip factor of optim.ClipFactor), then the
-// CPU engine's update loops (vec.SGD, vec.SGDMomentum, vec.Adam), whose
-// order of float32 operations the kernels follow.
-func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int) error {
+// SumSquaresEnqueue follows sdc_sum_squares_enqueue: the sum as
+// optim.SumSquares adds it (Update's gradient check, so that emulated
+// shards combine exactly as ddp's host sharded update combines them),
+// stored as a float64 at out.
+func (d *Device) SumSquaresEnqueue(x uintptr, n int, out uintptr) error {
+	if out%8 != 0 || n < 0 {
+		return fmt.Errorf("emulated sdc_sum_squares_enqueue: %d elements into %#x", n, out)
+	}
 	if d.capture {
-		d.recorded = append(d.recorded, func() { d.update(o, v, useBlock, params, grads, state0, state1, exempt, n) })
+		d.recorded = append(d.recorded, func() { d.sumSquaresEnqueue(x, n, out) })
 		return nil
 	}
-	d.update(o, v, useBlock, params, grads, state0, state1, exempt, n)
+	d.sumSquaresEnqueue(x, n, out)
 	return nil
 }
 
-func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int) {
+func (d *Device) sumSquaresEnqueue(x uintptr, n int, out uintptr) {
+	var sum float64
+	if n > 0 {
+		sum = optim.SumSquares(d.f32(x, n))
+	}
+	binary.LittleEndian.PutUint64(d.bytesAt(out, 8), math.Float64bits(sum))
+}
+
+// Update follows sdc_update: the gradient check (the sum of squares as
+// optim.SumSquares adds it, or the sum from 0 of the nparts partial sums at
+// partials, partStride bytes apart; the clip factor of optim.ClipFactor),
+// then the CPU engine's update loops (vec.SGD, vec.SGDMomentum, vec.Adam),
+// whose order of float32 operations the kernels follow.
+func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int, partials uintptr, nparts, partStride int) error {
+	if partials != 0 && (nparts < 1 || partials%8 != 0 || partStride%8 != 0 || (nparts > 1 && partStride < 8)) ||
+		partials == 0 && (nparts != 0 || partStride != 0) {
+		return fmt.Errorf("emulated sdc_update: %d partial sums at %#x, %d bytes apart", nparts, partials, partStride)
+	}
+	if d.capture {
+		d.recorded = append(d.recorded, func() {
+			d.update(o, v, useBlock, params, grads, state0, state1, exempt, n, partials, nparts, partStride)
+		})
+		return nil
+	}
+	d.update(o, v, useBlock, params, grads, state0, state1, exempt, n, partials, nparts, partStride)
+	return nil
+}
+
+func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int, partials uintptr, nparts, partStride int) {
+	if n == 0 && partials == 0 {
+		return
+	}
 	if useBlock {
 		v = d.block
+	}
+	var sum float64
+	if partials == 0 {
+		sum = optim.SumSquares(d.f32(grads, n))
+	} else {
+		for k := range nparts {
+			sum += math.Float64frombits(binary.LittleEndian.Uint64(d.bytesAt(partials+uintptr(k*partStride), 8)))
+		}
+	}
+	skip, scale := d.verdict(o, sum)
+	if skip || n == 0 {
+		return
 	}
 	P, G := d.f32(params, n), d.f32(grads, n)
 	var S0, S1 []float32
@@ -439,20 +486,6 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 	}
 	if state1 != 0 {
 		S1 = d.f32(state1, n)
-	}
-	st := d.f32(d.status, cudalib.StatusWords)
-	sum := optim.SumSquares(G)
-	norm := math.Sqrt(sum)
-	halted := st[cudalib.StatusHalted] != 0
-	skip := halted || math.IsNaN(sum) || math.IsInf(sum, 0)
-	scale := float32(1)
-	if o.MaxNorm > 0 {
-		scale, _ = optim.ClipFactor(norm, o.MaxNorm)
-	}
-	st[cudalib.StatusSkipped], st[cudalib.StatusScale], st[cudalib.StatusNorm] = b2f(skip), scale, float32(norm)
-	st[cudalib.StatusHalted] = b2f(halted || (skip && o.HaltOnSkip))
-	if skip {
-		return
 	}
 	if o.MaxNorm > 0 {
 		// The kernels scale each gradient as they read it; grads stay.
@@ -470,9 +503,8 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 		return
 	}
 	// runs of elements with the same exemption, each as the optimizer
-	// with (or without) weight decay
-	words := d.mem(exempt, (n+3)/4)
-	mask := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
+	// with (or without) weight decay; a shard's mask need not be aligned
+	mask := d.bytesAt(exempt, n)
 	sub := func(x []float32, i, j int) []float32 {
 		if x == nil {
 			return nil
@@ -487,6 +519,23 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 		d.updateRun(o, v, P[i:j], G[i:j], sub(S0, i, j), sub(S1, i, j), mask[i] != 0)
 		i = j
 	}
+}
+
+// verdict is sdc_verdict: the status words from the global sum of squares
+// (skip when it is not finite or a halt is latched; the clip factor; the
+// norm). It returns whether the update is skipped and the clip factor.
+func (d *Device) verdict(o cudalib.OptimArgs, sum float64) (skip bool, scale float32) {
+	st := d.f32(d.status, cudalib.StatusWords)
+	norm := math.Sqrt(sum)
+	halted := st[cudalib.StatusHalted] != 0
+	skip = halted || math.IsNaN(sum) || math.IsInf(sum, 0)
+	scale = 1
+	if o.MaxNorm > 0 {
+		scale, _ = optim.ClipFactor(norm, o.MaxNorm)
+	}
+	st[cudalib.StatusSkipped], st[cudalib.StatusScale], st[cudalib.StatusNorm] = b2f(skip), scale, float32(norm)
+	st[cudalib.StatusHalted] = b2f(halted || (skip && o.HaltOnSkip))
+	return skip, scale
 }
 
 // updateRun is one run of the update: exempt drops the weight decay.
