@@ -18,6 +18,9 @@
 #                       against optim's Update bit for bit (sgd, momentum,
 #                       nesterov, adam, adamw, with and without weight decay,
 #                       aligned and not, clipped); non-finite skip and halt;
+#                       the sharded update (ZeRO-1: 3 shards, sums of squares
+#                       gathered, SGD momentum and AdamW against the host's
+#                       sharded update bit for bit, captured too);
 #                       20 mlp steps against the CPU engine (losses printed),
 #                       eager and replayed from a CUDA graph
 #    4 trainer test     ddp's GPU step path (pipeline, graphs) against the CPU path
@@ -52,7 +55,7 @@ while [ "$#" -gt 0 ]; do
     --budget) budget="$2"; shift 2 ;;
     --rebuild) rebuild=1; shift ;;
     --no-torch) torch=0; shift ;;
-    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "gpu-compute-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done

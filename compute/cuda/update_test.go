@@ -71,42 +71,12 @@ func updateValues(r *rand.Rand, n int) (p, g []float32) {
 // (SetDecayExempt) and the host runs them with o's kind at weight decay 0.
 func runUpdates(t *testing.T, e *cuda.Engine, o optim.Optimizer, n, off, steps int, clip float32, spans [][2]int) {
 	t.Helper()
-	hostUpdate := func(p, g []float32, state [][]float32, step int, lr float32) { o.Update(p, g, state, step, lr) }
 	if spans != nil {
 		if err := e.SetDecayExempt(n, spans); err != nil {
 			t.Fatal(err)
 		}
-		h := o.Hyper()
-		h.WeightDecay = 0
-		o0, err := optim.New(h.Kind, h.Config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exempt := make([]bool, n)
-		for _, sp := range spans {
-			for i := sp[0]; i < sp[1]; i++ {
-				exempt[i] = true
-			}
-		}
-		hostUpdate = func(p, g []float32, state [][]float32, step int, lr float32) {
-			for i := 0; i < n; {
-				j := i + 1
-				for j < n && exempt[j] == exempt[i] {
-					j++
-				}
-				sub := make([][]float32, len(state))
-				for k := range state {
-					sub[k] = state[k][i:j:j]
-				}
-				oo := o
-				if exempt[i] {
-					oo = o0
-				}
-				oo.Update(p[i:j:j], g[i:j:j], sub, step, lr)
-				i = j
-			}
-		}
 	}
+	hostUpdate := hostUpdater(t, o, spans)
 	r := rand.New(rand.NewPCG(uint64(n), uint64(off)))
 	hp, hg := updateValues(r, n)
 	pArena := e.Alloc(n + off + 4).(*cuda.Tensor)
@@ -144,12 +114,56 @@ func runUpdates(t *testing.T, e *cuda.Engine, o optim.Optimizer, n, off, steps i
 			}
 			optim.Scale(g, want)
 		}
-		hostUpdate(hp, g, state, step, lr)
+		hostUpdate(hp, g, state, 0, step, lr)
 		e.ReadTensor(got, pv)
 		compareBits(t, fmt.Sprintf("step %d: params", step), got, hp)
 		for i, s := range e.OptimizerState() {
 			e.ReadTensor(got, s)
 			compareBits(t, fmt.Sprintf("step %d: state %s", step, o.StateNames()[i]), got, state[i])
+		}
+	}
+}
+
+// hostUpdater returns o's update on the host of elements [off, off+len(p))
+// of an arena whose elements in spans are exempt from weight decay: runs of
+// exempt elements are updated by o's kind at weight decay 0, the others by o.
+func hostUpdater(t *testing.T, o optim.Optimizer, spans [][2]int) func(p, g []float32, state [][]float32, off, step int, lr float32) {
+	t.Helper()
+	if spans == nil {
+		return func(p, g []float32, state [][]float32, _, step int, lr float32) { o.Update(p, g, state, step, lr) }
+	}
+	h := o.Hyper()
+	h.WeightDecay = 0
+	o0, err := optim.New(h.Kind, h.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exempt := func(i int) bool {
+		for _, sp := range spans {
+			if sp[0] <= i && i < sp[1] {
+				return true
+			}
+		}
+		return false
+	}
+	return func(p, g []float32, state [][]float32, off, step int, lr float32) {
+		n := len(p)
+		for i := 0; i < n; {
+			ex := exempt(off + i)
+			j := i + 1
+			for j < n && exempt(off+j) == ex {
+				j++
+			}
+			sub := make([][]float32, len(state))
+			for k := range state {
+				sub[k] = state[k][i:j:j]
+			}
+			oo := o
+			if ex {
+				oo = o0
+			}
+			oo.Update(p[i:j:j], g[i:j:j], sub, step, lr)
+			i = j
 		}
 	}
 }
