@@ -233,7 +233,18 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
     if (scalar) E::store(mine + sbyte, sd_op<OP>::finish(sacc, npes_f));
 }
 
-/* ---- grid-stride pieces shared by two-shot, reduce ---- */
+/* ---- grid-stride pieces shared by two-shot, reduce, broadcast ---- */
+
+/*
+ * Stores x at byte at of the copies of the count PEs after me (me+1, me+2,
+ * ..., mod npes; count = npes ends with the own copy): every PE starts with
+ * another peer, which spreads the writes over the links.
+ */
+template <typename X>
+static __device__ __forceinline__ void sd_push(void *const *peers, int npes, int me, int count,
+                                               size_t at, const X &x) {
+    for (int i = 1; i <= count; i++) *(X *)((char *)peers[(me + i) % npes] + at) = x;
+}
 
 /*
  * Reduces the vectors {v0 + m*stride : m >= 0} below hi of the range at body
@@ -285,9 +296,7 @@ static __device__ __forceinline__ void sd_reduce_vectors(void *const *peers, int
                 for (int i = 0; i < V; i++) acc[u][i] = sd_op<OP>::finish(acc[u][i], npes_f);
                 const uint4 out = E::pack(acc[u]);
                 if (PUSH) {
-                    /* into every PE's copy, starting with the next PE's */
-                    for (int i = 1; i <= npes; i++)
-                        *(uint4 *)((char *)peers[(me + i) % npes] + body + vu * 16) = out;
+                    sd_push(peers, npes, me, npes, body + vu * 16, out); /* into every PE's copy */
                 } else {
                     *(uint4 *)(dst + body + vu * 16) = out;
                 }
@@ -296,9 +305,13 @@ static __device__ __forceinline__ void sd_reduce_vectors(void *const *peers, int
     }
 }
 
-/* Copies the vectors {v0 + m*stride} below hi from src + body to dst + body. */
-static __device__ __forceinline__ void sd_copy_vectors(const char *src, char *dst, size_t body, size_t v0,
-                                                size_t hi, size_t stride) {
+/*
+ * Loads the vectors {v0 + m*stride} below hi at byte body of src and hands
+ * each to store(byte offset, vector), which writes it wherever it goes.
+ */
+template <typename Store>
+static __device__ __forceinline__ void sd_copy_vectors(const char *src, size_t body, size_t v0,
+                                                       size_t hi, size_t stride, Store store) {
     for (size_t v = v0; v < hi; v += stride * SD_UNROLL) {
         uint4 x[SD_UNROLL];
 #pragma unroll
@@ -309,7 +322,7 @@ static __device__ __forceinline__ void sd_copy_vectors(const char *src, char *ds
 #pragma unroll
         for (int u = 0; u < SD_UNROLL; u++) {
             const size_t vu = v + (size_t)u * stride;
-            if (vu < hi) *(uint4 *)(dst + body + vu * 16) = x[u];
+            if (vu < hi) store(body + vu * 16, x[u]);
         }
     }
 }
@@ -378,7 +391,8 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
         const size_t body = r.off + r.head;
         const size_t stride = (size_t)gridDim.x * blockDim.x;
         const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-        sd_copy_vectors(src, mine, body, first, r.nvec, stride);
+        sd_copy_vectors(src, body, first, r.nvec, stride,
+                        [=](size_t at, const uint4 &x) { *(uint4 *)(mine + at) = x; });
         if (blockIdx.x == 0 && threadIdx.x < r.head + r.tail) {
             const size_t byte = r.off + sd_scalar_index<16>(r, threadIdx.x);
             mine[byte] = (char)__ldcg((const unsigned char *)(src + byte));
@@ -545,34 +559,43 @@ static int sd_allreduce_launch(sd_buf *b, size_t off, size_t n, int algo) {
     return SD_OK;
 }
 
+/*
+ * The reduce kernel over elements [off, off+n) into root's copy, its grid
+ * sized for span elements (n for a reduce); opid names it in timeout reports.
+ */
 template <typename T, int OP>
-static int sd_reduce_launch(sd_buf *b, size_t off, size_t n, int root) {
+static int sd_reduce_launch(sd_buf *b, size_t off, size_t n, int root, size_t span, int opid) {
     const sd_range r = sd_make_range(b, off, n, sizeof(T));
-    const unsigned g = sd_grid(r.nvec, (size_t)SD_THREADS * sd_elem<T>::U);
+    const size_t vecs = (span + sd_elem<T>::V - 1) / sd_elem<T>::V;
+    const unsigned g = sd_grid(vecs, (size_t)SD_THREADS * sd_elem<T>::U);
     sd_reduce_kernel<T, OP><<<g, SD_THREADS, 0, g_sd.stream>>>(
-        sd_sync_args(SD_OP_REDUCE), (void *const *)b->d_peers, (char *)b->base, r, root,
-        sd_npes_f());
+        sd_sync_args(opid), (void *const *)b->d_peers, (char *)b->base, r, root, sd_npes_f());
     SD_CUDA(cudaGetLastError());
     return SD_OK;
+}
+
+/* sd_reduce_launch of type T for the operator op. */
+template <typename T>
+static int sd_rooted_reduce(sd_buf *b, size_t off, size_t n, int op, int root, size_t span,
+                            int opid) {
+    switch (op) {
+    case SD_SUM: return sd_reduce_launch<T, SD_SUM>(b, off, n, root, span, opid);
+    case SD_MEAN: return sd_reduce_launch<T, SD_MEAN>(b, off, n, root, span, opid);
+    case SD_MAX: return sd_reduce_launch<T, SD_MAX>(b, off, n, root, span, opid);
+    case SD_MIN: return sd_reduce_launch<T, SD_MIN>(b, off, n, root, span, opid);
+    }
+    return SD_FAIL(SD_ERR_ARG, "unknown reduction operator %d", op);
 }
 
 /* Instantiates the kernels of type T for the operator op. */
 template <typename T>
 static int sd_reduce_any(sd_buf *b, size_t off, size_t n, int op, int algo, int root) {
-    if (root >= 0) {
-        switch (op) {
-        case SD_SUM: return sd_reduce_launch<T, SD_SUM>(b, off, n, root);
-        case SD_MEAN: return sd_reduce_launch<T, SD_MEAN>(b, off, n, root);
-        case SD_MAX: return sd_reduce_launch<T, SD_MAX>(b, off, n, root);
-        case SD_MIN: return sd_reduce_launch<T, SD_MIN>(b, off, n, root);
-        }
-    } else {
-        switch (op) {
-        case SD_SUM: return sd_allreduce_launch<T, SD_SUM>(b, off, n, algo);
-        case SD_MEAN: return sd_allreduce_launch<T, SD_MEAN>(b, off, n, algo);
-        case SD_MAX: return sd_allreduce_launch<T, SD_MAX>(b, off, n, algo);
-        case SD_MIN: return sd_allreduce_launch<T, SD_MIN>(b, off, n, algo);
-        }
+    if (root >= 0) return sd_rooted_reduce<T>(b, off, n, op, root, n, SD_OP_REDUCE);
+    switch (op) {
+    case SD_SUM: return sd_allreduce_launch<T, SD_SUM>(b, off, n, algo);
+    case SD_MEAN: return sd_allreduce_launch<T, SD_MEAN>(b, off, n, algo);
+    case SD_MAX: return sd_allreduce_launch<T, SD_MAX>(b, off, n, algo);
+    case SD_MIN: return sd_allreduce_launch<T, SD_MIN>(b, off, n, algo);
     }
     return SD_FAIL(SD_ERR_ARG, "unknown reduction operator %d", op);
 }
