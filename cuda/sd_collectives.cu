@@ -1,6 +1,7 @@
 /*
- * sd_collectives.cu: allreduce, reduce and broadcast kernels over nvshmem_ptr
- * peer pointers, synchronised by flags in symmetric memory.
+ * sd_collectives.cu: allreduce, reduce, broadcast, reduce-scatter and
+ * all-gather kernels over nvshmem_ptr peer pointers, synchronised by flags in
+ * symmetric memory.
  *
  * Protocol
  * --------
@@ -50,6 +51,15 @@
  * and Min follow Go's max and min (NaN wins, -0 < +0).
  * Reduce: phase 0, the root reduces in place from all PEs, phase 2.
  * Broadcast: phase 0, every non-root copies from the root, phase 2.
+ * Reduce-scatter: the reduce kernel with every PE its own root, over its own
+ * shard: phase 0, each PE reduces its shard from all PEs into its own copy
+ * (the fold above, so the bits of an allreduce), phase 2 (no PE writes into
+ * its buffer again while a peer still reads it). The shards are disjoint and
+ * each PE writes only its own, so no phase 1 is needed.
+ * All-gather: phase 0 (every shard is final), each PE pushes its shard into
+ * every peer's copy, phase 2 (every push has landed).
+ * The grid of both is sized by the largest shard, which every PE passes, not
+ * by the PE's own: the barriers need the same G on every PE.
  *
  * When some PE cannot reach a peer by pointer (another node), all PEs use
  * NVSHMEM's on-stream team collectives instead (sd_fallback_*), staged through
@@ -233,7 +243,7 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
     if (scalar) E::store(mine + sbyte, sd_op<OP>::finish(sacc, npes_f));
 }
 
-/* ---- grid-stride pieces shared by two-shot, reduce, broadcast ---- */
+/* ---- grid-stride pieces shared by two-shot, reduce, broadcast, all-gather ---- */
 
 /*
  * Stores x at byte at of the copies of the count PEs after me (me+1, me+2,
@@ -356,7 +366,7 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
     (void)sd_block_barrier(s, 2, epoch);
 }
 
-/* ---- reduce to a root ---- */
+/* ---- reduce to a root (and reduce-scatter: every PE its own root) ---- */
 
 template <typename T, int OP>
 __global__ void __launch_bounds__(SD_THREADS, 2)
@@ -397,6 +407,26 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
             const size_t byte = r.off + sd_scalar_index<16>(r, threadIdx.x);
             mine[byte] = (char)__ldcg((const unsigned char *)(src + byte));
         }
+    }
+    (void)sd_block_barrier(s, 2, epoch);
+}
+
+/* ---- all-gather (bytes): every PE pushes its shard r into every peer's copy ---- */
+
+__global__ void __launch_bounds__(SD_THREADS, 2)
+    sd_allgather_kernel(sd_sync s, void *const *peers, const char *mine, sd_range r) {
+    const uint64_t epoch = sd_block_epoch(s);
+    if (!sd_block_barrier(s, 0, epoch)) return;
+    const int npes = s.npes, me = s.me;
+    const size_t body = r.off + r.head;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    sd_copy_vectors(mine, body, first, r.nvec, stride, [=](size_t at, const uint4 &x) {
+        sd_push(peers, npes, me, npes - 1, at, x);
+    });
+    if (blockIdx.x == 0 && threadIdx.x < r.head + r.tail) {
+        const size_t byte = r.off + sd_scalar_index<16>(r, threadIdx.x);
+        sd_push(peers, npes, me, npes - 1, byte, (char)__ldcg((const unsigned char *)(mine + byte)));
     }
     (void)sd_block_barrier(s, 2, epoch);
 }
@@ -561,7 +591,9 @@ static int sd_allreduce_launch(sd_buf *b, size_t off, size_t n, int algo) {
 
 /*
  * The reduce kernel over elements [off, off+n) into root's copy, its grid
- * sized for span elements (n for a reduce); opid names it in timeout reports.
+ * sized for span elements (n for a reduce; the largest shard for a
+ * reduce-scatter, whose every PE is the root of its own shard); opid names
+ * it in timeout reports.
  */
 template <typename T, int OP>
 static int sd_reduce_launch(sd_buf *b, size_t off, size_t n, int root, size_t span, int opid) {
@@ -640,6 +672,53 @@ extern "C" int sd_broadcast_enqueue(sd_buf *b, size_t off, size_t bytes, int32_t
     const unsigned g = sd_grid(r.nvec, (size_t)SD_THREADS * SD_UNROLL);
     sd_broadcast_kernel<<<g, SD_THREADS, 0, g_sd.stream>>>(
         sd_sync_args(SD_OP_BROADCAST), (void *const *)b->d_peers, (char *)b->base, r, root);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+/*
+ * Checks the arguments of a sharded collective: this PE's shard [lo, hi) of
+ * b in elements of esize, no longer than span, the largest shard; every peer
+ * in pointer reach.
+ */
+static int sd_check_shard(const char *what, const sd_buf *b, size_t lo, size_t hi, size_t span,
+                          size_t esize) {
+    SD_TRY(sd_require_init(what));
+    if (hi < lo) return SD_FAIL(SD_ERR_ARG, "%s: shard [%zu, %zu) ends before it starts", what, lo, hi);
+    SD_TRY(sd_check_elems(what, b, lo, hi - lo, esize));
+    if (hi - lo > span)
+        return SD_FAIL(SD_ERR_ARG, "%s: shard [%zu, %zu) is longer than the largest shard (%zu)",
+                       what, lo, hi, span);
+    if (span > b->bytes / esize)
+        return SD_FAIL(SD_ERR_ARG, "%s: a largest shard of %zu elements in a %zu-element buffer",
+                       what, span, b->bytes / esize);
+    if (!g_sd.all_reachable)
+        return SD_FAIL(SD_ERR_ARG,
+                       "%s: the sharded collectives need every peer reachable by pointer "
+                       "(some peer is on another node, or SYMDDP_FORCE_NVSHMEM is set)",
+                       what);
+    return SD_OK;
+}
+
+extern "C" int sd_reduce_scatter_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span,
+                                         int32_t dtype, int32_t op) {
+    static const char what[] = "sd_reduce_scatter_enqueue";
+    SD_TRY(sd_check_shard(what, b, lo, hi, span, sd_elem_size(dtype)));
+    if (op < SD_SUM || op > SD_MIN) return SD_FAIL(SD_ERR_ARG, "%s: unknown operator %d", what, op);
+    if (span == 0) return SD_OK; /* every shard is empty: no PE launches */
+    if (dtype == SD_F32)
+        return sd_rooted_reduce<float>(b, lo, hi - lo, op, g_sd.pe, span, SD_OP_REDUCE_SCATTER);
+    return sd_rooted_reduce<__nv_bfloat16>(b, lo, hi - lo, op, g_sd.pe, span, SD_OP_REDUCE_SCATTER);
+}
+
+extern "C" int sd_allgather_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span) {
+    static const char what[] = "sd_allgather_enqueue";
+    SD_TRY(sd_check_shard(what, b, lo, hi, span, 1));
+    if (span == 0) return SD_OK;
+    const sd_range r = sd_make_range(b, lo, hi - lo, 1);
+    const unsigned g = sd_grid((span + 15) / 16, (size_t)SD_THREADS * SD_UNROLL);
+    sd_allgather_kernel<<<g, SD_THREADS, 0, g_sd.stream>>>(
+        sd_sync_args(SD_OP_ALLGATHER), (void *const *)b->d_peers, (const char *)b->base, r);
     SD_CUDA(cudaGetLastError());
     return SD_OK;
 }
