@@ -1,6 +1,7 @@
 /*
- * sd_collectives.cu: allreduce, reduce and broadcast kernels over nvshmem_ptr
- * peer pointers, synchronised by flags in symmetric memory.
+ * sd_collectives.cu: allreduce, reduce, broadcast, reduce-scatter and
+ * all-gather kernels over nvshmem_ptr peer pointers, synchronised by flags in
+ * symmetric memory.
  *
  * Protocol
  * --------
@@ -50,6 +51,15 @@
  * and Min follow Go's max and min (NaN wins, -0 < +0).
  * Reduce: phase 0, the root reduces in place from all PEs, phase 2.
  * Broadcast: phase 0, every non-root copies from the root, phase 2.
+ * Reduce-scatter: the reduce kernel with every PE its own root, over its own
+ * shard: phase 0, each PE reduces its shard from all PEs into its own copy
+ * (the fold above, so the bits of an allreduce), phase 2 (no PE writes into
+ * its buffer again while a peer still reads it). The shards are disjoint and
+ * each PE writes only its own, so no phase 1 is needed.
+ * All-gather: phase 0 (every shard is final), each PE pushes its shard into
+ * every peer's copy, phase 2 (every push has landed).
+ * The grid of both is sized by the largest shard, which every PE passes, not
+ * by the PE's own: the barriers need the same G on every PE.
  *
  * When some PE cannot reach a peer by pointer (another node), all PEs use
  * NVSHMEM's on-stream team collectives instead (sd_fallback_*), staged through
@@ -233,7 +243,18 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
     if (scalar) E::store(mine + sbyte, sd_op<OP>::finish(sacc, npes_f));
 }
 
-/* ---- grid-stride pieces shared by two-shot, reduce ---- */
+/* ---- grid-stride pieces shared by two-shot, reduce, broadcast, all-gather ---- */
+
+/*
+ * Stores x at byte at of the copies of the count PEs after me (me+1, me+2,
+ * ..., mod npes; count = npes ends with the own copy): every PE starts with
+ * another peer, which spreads the writes over the links.
+ */
+template <typename X>
+static __device__ __forceinline__ void sd_push(void *const *peers, int npes, int me, int count,
+                                               size_t at, const X &x) {
+    for (int i = 1; i <= count; i++) *(X *)((char *)peers[(me + i) % npes] + at) = x;
+}
 
 /*
  * Reduces the vectors {v0 + m*stride : m >= 0} below hi of the range at body
@@ -285,9 +306,7 @@ static __device__ __forceinline__ void sd_reduce_vectors(void *const *peers, int
                 for (int i = 0; i < V; i++) acc[u][i] = sd_op<OP>::finish(acc[u][i], npes_f);
                 const uint4 out = E::pack(acc[u]);
                 if (PUSH) {
-                    /* into every PE's copy, starting with the next PE's */
-                    for (int i = 1; i <= npes; i++)
-                        *(uint4 *)((char *)peers[(me + i) % npes] + body + vu * 16) = out;
+                    sd_push(peers, npes, me, npes, body + vu * 16, out); /* into every PE's copy */
                 } else {
                     *(uint4 *)(dst + body + vu * 16) = out;
                 }
@@ -296,9 +315,13 @@ static __device__ __forceinline__ void sd_reduce_vectors(void *const *peers, int
     }
 }
 
-/* Copies the vectors {v0 + m*stride} below hi from src + body to dst + body. */
-static __device__ __forceinline__ void sd_copy_vectors(const char *src, char *dst, size_t body, size_t v0,
-                                                size_t hi, size_t stride) {
+/*
+ * Loads the vectors {v0 + m*stride} below hi at byte body of src and hands
+ * each to store(byte offset, vector), which writes it wherever it goes.
+ */
+template <typename Store>
+static __device__ __forceinline__ void sd_copy_vectors(const char *src, size_t body, size_t v0,
+                                                       size_t hi, size_t stride, Store store) {
     for (size_t v = v0; v < hi; v += stride * SD_UNROLL) {
         uint4 x[SD_UNROLL];
 #pragma unroll
@@ -309,7 +332,7 @@ static __device__ __forceinline__ void sd_copy_vectors(const char *src, char *ds
 #pragma unroll
         for (int u = 0; u < SD_UNROLL; u++) {
             const size_t vu = v + (size_t)u * stride;
-            if (vu < hi) *(uint4 *)(dst + body + vu * 16) = x[u];
+            if (vu < hi) store(body + vu * 16, x[u]);
         }
     }
 }
@@ -343,7 +366,7 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
     (void)sd_block_barrier(s, 2, epoch);
 }
 
-/* ---- reduce to a root ---- */
+/* ---- reduce to a root (and reduce-scatter: every PE its own root) ---- */
 
 template <typename T, int OP>
 __global__ void __launch_bounds__(SD_THREADS, 2)
@@ -378,11 +401,32 @@ __global__ void __launch_bounds__(SD_THREADS, 2)
         const size_t body = r.off + r.head;
         const size_t stride = (size_t)gridDim.x * blockDim.x;
         const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-        sd_copy_vectors(src, mine, body, first, r.nvec, stride);
+        sd_copy_vectors(src, body, first, r.nvec, stride,
+                        [=](size_t at, const uint4 &x) { *(uint4 *)(mine + at) = x; });
         if (blockIdx.x == 0 && threadIdx.x < r.head + r.tail) {
             const size_t byte = r.off + sd_scalar_index<16>(r, threadIdx.x);
             mine[byte] = (char)__ldcg((const unsigned char *)(src + byte));
         }
+    }
+    (void)sd_block_barrier(s, 2, epoch);
+}
+
+/* ---- all-gather (bytes): every PE pushes its shard r into every peer's copy ---- */
+
+__global__ void __launch_bounds__(SD_THREADS, 2)
+    sd_allgather_kernel(sd_sync s, void *const *peers, const char *mine, sd_range r) {
+    const uint64_t epoch = sd_block_epoch(s);
+    if (!sd_block_barrier(s, 0, epoch)) return;
+    const int npes = s.npes, me = s.me;
+    const size_t body = r.off + r.head;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    sd_copy_vectors(mine, body, first, r.nvec, stride, [=](size_t at, const uint4 &x) {
+        sd_push(peers, npes, me, npes - 1, at, x);
+    });
+    if (blockIdx.x == 0 && threadIdx.x < r.head + r.tail) {
+        const size_t byte = r.off + sd_scalar_index<16>(r, threadIdx.x);
+        sd_push(peers, npes, me, npes - 1, byte, (char)__ldcg((const unsigned char *)(mine + byte)));
     }
     (void)sd_block_barrier(s, 2, epoch);
 }
@@ -545,34 +589,45 @@ static int sd_allreduce_launch(sd_buf *b, size_t off, size_t n, int algo) {
     return SD_OK;
 }
 
+/*
+ * The reduce kernel over elements [off, off+n) into root's copy, its grid
+ * sized for span elements (n for a reduce; the largest shard for a
+ * reduce-scatter, whose every PE is the root of its own shard); opid names
+ * it in timeout reports.
+ */
 template <typename T, int OP>
-static int sd_reduce_launch(sd_buf *b, size_t off, size_t n, int root) {
+static int sd_reduce_launch(sd_buf *b, size_t off, size_t n, int root, size_t span, int opid) {
     const sd_range r = sd_make_range(b, off, n, sizeof(T));
-    const unsigned g = sd_grid(r.nvec, (size_t)SD_THREADS * sd_elem<T>::U);
+    const size_t vecs = (span + sd_elem<T>::V - 1) / sd_elem<T>::V;
+    const unsigned g = sd_grid(vecs, (size_t)SD_THREADS * sd_elem<T>::U);
     sd_reduce_kernel<T, OP><<<g, SD_THREADS, 0, g_sd.stream>>>(
-        sd_sync_args(SD_OP_REDUCE), (void *const *)b->d_peers, (char *)b->base, r, root,
-        sd_npes_f());
+        sd_sync_args(opid), (void *const *)b->d_peers, (char *)b->base, r, root, sd_npes_f());
     SD_CUDA(cudaGetLastError());
     return SD_OK;
+}
+
+/* sd_reduce_launch of type T for the operator op. */
+template <typename T>
+static int sd_rooted_reduce(sd_buf *b, size_t off, size_t n, int op, int root, size_t span,
+                            int opid) {
+    switch (op) {
+    case SD_SUM: return sd_reduce_launch<T, SD_SUM>(b, off, n, root, span, opid);
+    case SD_MEAN: return sd_reduce_launch<T, SD_MEAN>(b, off, n, root, span, opid);
+    case SD_MAX: return sd_reduce_launch<T, SD_MAX>(b, off, n, root, span, opid);
+    case SD_MIN: return sd_reduce_launch<T, SD_MIN>(b, off, n, root, span, opid);
+    }
+    return SD_FAIL(SD_ERR_ARG, "unknown reduction operator %d", op);
 }
 
 /* Instantiates the kernels of type T for the operator op. */
 template <typename T>
 static int sd_reduce_any(sd_buf *b, size_t off, size_t n, int op, int algo, int root) {
-    if (root >= 0) {
-        switch (op) {
-        case SD_SUM: return sd_reduce_launch<T, SD_SUM>(b, off, n, root);
-        case SD_MEAN: return sd_reduce_launch<T, SD_MEAN>(b, off, n, root);
-        case SD_MAX: return sd_reduce_launch<T, SD_MAX>(b, off, n, root);
-        case SD_MIN: return sd_reduce_launch<T, SD_MIN>(b, off, n, root);
-        }
-    } else {
-        switch (op) {
-        case SD_SUM: return sd_allreduce_launch<T, SD_SUM>(b, off, n, algo);
-        case SD_MEAN: return sd_allreduce_launch<T, SD_MEAN>(b, off, n, algo);
-        case SD_MAX: return sd_allreduce_launch<T, SD_MAX>(b, off, n, algo);
-        case SD_MIN: return sd_allreduce_launch<T, SD_MIN>(b, off, n, algo);
-        }
+    if (root >= 0) return sd_rooted_reduce<T>(b, off, n, op, root, n, SD_OP_REDUCE);
+    switch (op) {
+    case SD_SUM: return sd_allreduce_launch<T, SD_SUM>(b, off, n, algo);
+    case SD_MEAN: return sd_allreduce_launch<T, SD_MEAN>(b, off, n, algo);
+    case SD_MAX: return sd_allreduce_launch<T, SD_MAX>(b, off, n, algo);
+    case SD_MIN: return sd_allreduce_launch<T, SD_MIN>(b, off, n, algo);
     }
     return SD_FAIL(SD_ERR_ARG, "unknown reduction operator %d", op);
 }
@@ -617,6 +672,53 @@ extern "C" int sd_broadcast_enqueue(sd_buf *b, size_t off, size_t bytes, int32_t
     const unsigned g = sd_grid(r.nvec, (size_t)SD_THREADS * SD_UNROLL);
     sd_broadcast_kernel<<<g, SD_THREADS, 0, g_sd.stream>>>(
         sd_sync_args(SD_OP_BROADCAST), (void *const *)b->d_peers, (char *)b->base, r, root);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+/*
+ * Checks the arguments of a sharded collective: this PE's shard [lo, hi) of
+ * b in elements of esize, no longer than span, the largest shard; every peer
+ * in pointer reach.
+ */
+static int sd_check_shard(const char *what, const sd_buf *b, size_t lo, size_t hi, size_t span,
+                          size_t esize) {
+    SD_TRY(sd_require_init(what));
+    if (hi < lo) return SD_FAIL(SD_ERR_ARG, "%s: shard [%zu, %zu) ends before it starts", what, lo, hi);
+    SD_TRY(sd_check_elems(what, b, lo, hi - lo, esize));
+    if (hi - lo > span)
+        return SD_FAIL(SD_ERR_ARG, "%s: shard [%zu, %zu) is longer than the largest shard (%zu)",
+                       what, lo, hi, span);
+    if (span > b->bytes / esize)
+        return SD_FAIL(SD_ERR_ARG, "%s: a largest shard of %zu elements in a %zu-element buffer",
+                       what, span, b->bytes / esize);
+    if (!g_sd.all_reachable)
+        return SD_FAIL(SD_ERR_ARG,
+                       "%s: the sharded collectives need every peer reachable by pointer "
+                       "(some peer is on another node, or SYMDDP_FORCE_NVSHMEM is set)",
+                       what);
+    return SD_OK;
+}
+
+extern "C" int sd_reduce_scatter_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span,
+                                         int32_t dtype, int32_t op) {
+    static const char what[] = "sd_reduce_scatter_enqueue";
+    SD_TRY(sd_check_shard(what, b, lo, hi, span, sd_elem_size(dtype)));
+    if (op < SD_SUM || op > SD_MIN) return SD_FAIL(SD_ERR_ARG, "%s: unknown operator %d", what, op);
+    if (span == 0) return SD_OK; /* every shard is empty: no PE launches */
+    if (dtype == SD_F32)
+        return sd_rooted_reduce<float>(b, lo, hi - lo, op, g_sd.pe, span, SD_OP_REDUCE_SCATTER);
+    return sd_rooted_reduce<__nv_bfloat16>(b, lo, hi - lo, op, g_sd.pe, span, SD_OP_REDUCE_SCATTER);
+}
+
+extern "C" int sd_allgather_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span) {
+    static const char what[] = "sd_allgather_enqueue";
+    SD_TRY(sd_check_shard(what, b, lo, hi, span, 1));
+    if (span == 0) return SD_OK;
+    const sd_range r = sd_make_range(b, lo, hi - lo, 1);
+    const unsigned g = sd_grid((span + 15) / 16, (size_t)SD_THREADS * SD_UNROLL);
+    sd_allgather_kernel<<<g, SD_THREADS, 0, g_sd.stream>>>(
+        sd_sync_args(SD_OP_ALLGATHER), (void *const *)b->d_peers, (const char *)b->base, r);
     SD_CUDA(cudaGetLastError());
     return SD_OK;
 }

@@ -39,7 +39,14 @@ struct sd_dev_status {
 };
 
 /* Operation names recorded in sd_dev_status.op. */
-enum { SD_OP_BARRIER = 1, SD_OP_ALLREDUCE = 2, SD_OP_REDUCE = 3, SD_OP_BROADCAST = 4 };
+enum {
+    SD_OP_BARRIER = 1,
+    SD_OP_ALLREDUCE = 2,
+    SD_OP_REDUCE = 3,
+    SD_OP_BROADCAST = 4,
+    SD_OP_REDUCE_SCATTER = 5,
+    SD_OP_ALLGATHER = 6
+};
 
 /*
  * The arguments every flag-synchronised kernel gets (by value).

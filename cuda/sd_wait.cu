@@ -27,6 +27,8 @@ static const char *sd_op_name(int op) {
     case SD_OP_ALLREDUCE: return "allreduce";
     case SD_OP_REDUCE: return "reduce";
     case SD_OP_BROADCAST: return "broadcast";
+    case SD_OP_REDUCE_SCATTER: return "reducescatter";
+    case SD_OP_ALLGATHER: return "allgather";
     }
     return "collective";
 }

@@ -17,8 +17,9 @@
  *     return at once; sd_stream_wait or an event waits for it with a deadline.
  *     Everything else returns when its work is complete.
  *   - Collectives (sd_alloc, sd_free, sd_barrier_enqueue, sd_allreduce_enqueue,
- *     sd_reduce_enqueue, sd_broadcast_enqueue, sd_allgather_u64, sd_finalize
- *     with collective = 1) must be called by every PE in the same order.
+ *     sd_reduce_enqueue, sd_broadcast_enqueue, sd_reduce_scatter_enqueue,
+ *     sd_allgather_enqueue, sd_allgather_u64, sd_finalize with collective = 1)
+ *     must be called by every PE in the same order.
  */
 #ifndef SYMDDP_CUDA_H
 #define SYMDDP_CUDA_H
@@ -31,7 +32,7 @@ extern "C" {
 #endif
 
 /* SD_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SD_ABI_VERSION 1
+#define SD_ABI_VERSION 2
 
 /* Status codes. */
 enum {
@@ -170,6 +171,22 @@ int sd_reduce_enqueue(sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t op
                       int32_t root);
 /* Copies root's bytes [off, off+bytes) of b to every PE (any element kind). */
 int sd_broadcast_enqueue(sd_buf *b, size_t off, size_t bytes, int32_t root);
+/*
+ * The two halves of an allreduce, for work on one shard of a buffer between
+ * them (a sharded optimizer update). Every PE passes its own shard [lo, hi),
+ * the shards of all PEs disjoint, and span, the length of the largest shard:
+ * the same on every PE (the kernels' grid depends on it alone). An empty
+ * shard still takes part; span 0 (every shard empty) does nothing. Both need
+ * every peer in pointer reach (sd_info.all_reachable): SD_ERR_ARG otherwise.
+ *
+ * sd_reduce_scatter_enqueue reduces elements [lo, hi) of dtype across all
+ * PEs into this PE's copy only, with the bits sd_allreduce_enqueue gives
+ * those elements; the rest of every copy is unchanged.
+ */
+int sd_reduce_scatter_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span, int32_t dtype,
+                              int32_t op);
+/* Copies this PE's bytes [lo, hi) of b into every other PE's copy (span in bytes too). */
+int sd_allgather_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span);
 
 /*
  * Collective, blocking: every PE contributes count (<= 8) uint64 words; all

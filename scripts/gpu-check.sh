@@ -13,7 +13,8 @@
 #    3 unit               loader and Go-side tests on the fake library
 #    4 conformance 1 PE   + GPU/runtime info
 #    5 bench 1 PE         fused allreduce 4 KiB .. 1 GiB against the copy bandwidth
-#    6 no MPS, 2 PEs      conformance and kernel checks in NVSHMEM's limited-MPG mode
+#    6 no MPS, 2 PEs      conformance and kernel checks (allreduce; reduce-scatter and
+#                         all-gather against it) in NVSHMEM's limited-MPG mode
 #    7 MPS                conformance with 2, 4 and 8 PEs, kernel checks with 4 and 8,
 #                         the NVSHMEM paths (forced) with 2 and 4, latency and
 #                         bandwidth with 2, 4 and 8 PEs beside NVSHMEM's reduction
@@ -96,7 +97,7 @@ stage "bench 1 PE bf16 4KiB..1GiB" 120 "$bench_log" "$bin/symbench" gpu-allreduc
 
 # ---- 6 no MPS, 2 PEs (limited MPG) ----
 nvtest "conformance 2 PEs, no MPS" 150 "$test_log" SYMDDP_GPU_PES=2 -- -test.run '^TestGPUConformance$'
-nvtest "kernels 2 PEs, no MPS" 120 "$test_log" SYMDDP_GPU_PES=2 -- -test.run '^TestGPUAllReduceKernels$'
+nvtest "kernels 2 PEs, no MPS" 120 "$test_log" SYMDDP_GPU_PES=2 -- -test.run '^(TestGPUAllReduceKernels|TestGPUShardedKernels)$'
 
 # ---- 7 MPS ----
 mps_pipe="/tmp/symddp-mps-pipe-$$"
@@ -133,7 +134,7 @@ if [ "$mps_up" = 1 ]; then
         nvtest "MPS conformance $n PEs" 90 "$test_log" $(mpsvars $n) -- -test.run '^TestGPUConformance$'
     done
     for n in 4 8; do
-        nvtest "MPS kernels $n PEs" 90 "$test_log" $(mpsvars $n) -- -test.run '^TestGPUAllReduceKernels$'
+        nvtest "MPS kernels $n PEs" 90 "$test_log" $(mpsvars $n) -- -test.run '^(TestGPUAllReduceKernels|TestGPUShardedKernels)$'
     done
     for n in 2 4; do
         nvtest "MPS NVSHMEM paths $n PEs" 90 "$test_log" $(mpsvars $n) -- -test.run '^TestGPUConformanceNVSHMEM$'

@@ -11,7 +11,8 @@
 #    1 environment     GPUs, driver, NVSHMEM
 #    2 build           cuda/build.sh -> build/libsymddp_cuda.so
 #    3 conformance     the comm conformance suite with one PE per GPU
-#    4 kernels         the allreduce kernel checks with one PE per GPU
+#    4 kernels         the allreduce kernel checks, and the reduce-scatter and
+#                      all-gather against the allreduce, with one PE per GPU
 #    5 symbench        symbench all --skip allreduce,train: the fused allreduce
 #                      beside NCCL (one table, busbw and ratio) and the
 #                      training benchmark beside PyTorch
@@ -67,7 +68,7 @@ gpu_build "$build_log" 0
 stage "conformance $gpus PEs (1 per GPU)" 90 "$test_log" env -C "$root/comm/nvshmem" SYMDDP_GPU_PES="$gpus" \
     "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=85s -test.run '^(TestGPUInfo|TestGPUConformance)$'
 stage "kernels $gpus PEs (1 per GPU)" 90 "$test_log" env -C "$root/comm/nvshmem" SYMDDP_GPU_PES="$gpus" \
-    "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=85s -test.run '^TestGPUAllReduceKernels$'
+    "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=85s -test.run '^(TestGPUAllReduceKernels|TestGPUShardedKernels)$'
 
 # ---- 5 symbench: allreduce beside NCCL, training beside PyTorch ----
 stage "symbench all (GPU steps)" 200 "$bench_log" "$bin/symbench" all --skip allreduce,train \

@@ -2,6 +2,7 @@ package nvshmem
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
@@ -70,7 +71,9 @@ func (c *Comm) access(op string, b comm.Buffer, off, n, pe int, kinds ...comm.Ki
 			ok = ok || sb.kind == k
 		}
 		if !ok {
-			return nil, fmt.Errorf("nvshmem: PE %d: %s: a %s buffer, want %v: %w", c.me, op, sb.kind, kinds, comm.ErrKind)
+			// A copy goes into the message: kinds itself escaping would put
+			// every caller's variadic slice on the heap.
+			return nil, fmt.Errorf("nvshmem: PE %d: %s: a %s buffer, want %v: %w", c.me, op, sb.kind, slices.Clone(kinds), comm.ErrKind)
 		}
 	}
 	if err := backend.CheckAccess(Name, c.me, op, sb, off, n, pe, c.npes); err != nil {

@@ -151,3 +151,108 @@ func (r *request) Wait() error {
 	}
 	return r.err
 }
+
+var _ comm.Sharder = (*Comm)(nil)
+
+// ReduceScatter reduces elements [off, off+n) of the Float32 or BFloat16
+// buffer b across PEs into this PE's shard (comm.Shard) of its own copy,
+// with AllReduce's arithmetic and bits; the rest of its copy is unchanged.
+func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
+	const name = "reducescatter"
+	if err := c.enqueueReduceScatter(name, b, off, n, op); err != nil {
+		return err
+	}
+	return c.waitStream(name)
+}
+
+// ReduceScatterEnqueue enqueues ReduceScatter on Stream() and returns at
+// once, with no event and no host wait, so that it can be captured in a
+// CUDA graph (as AllReduceEnqueue).
+func (c *Comm) ReduceScatterEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
+	return c.enqueueReduceScatter("reducescatter", b, off, n, op)
+}
+
+// enqueueReduceScatter checks a reduce-scatter's arguments and enqueues it:
+// the kernel, or, with a peer out of pointer reach, one Reduce per PE of
+// that PE's shard to it.
+func (c *Comm) enqueueReduceScatter(name string, b comm.Buffer, off, n int, op comm.Op) error {
+	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
+	if err != nil {
+		return err
+	}
+	return c.enqueueSharded(name, off, n,
+		func(lo, hi, span int) error { return c.lib.ReduceScatterEnqueue(sb.sym, lo, hi, span, dt, cop) },
+		func(p, lo, hi int) error { return c.lib.ReduceEnqueue(sb.sym, lo, hi-lo, dt, cop, p) })
+}
+
+// AllGather copies every PE's shard (comm.Shard) of elements [off, off+n)
+// of b (any kind) from that PE's copy into every PE's copy.
+func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
+	const name = "allgather"
+	if err := c.enqueueAllGather(name, b, off, n); err != nil {
+		return err
+	}
+	return c.waitStream(name)
+}
+
+// AllGatherEnqueue enqueues AllGather on Stream() and returns at once, with
+// no event and no host wait, so that it can be captured in a CUDA graph.
+func (c *Comm) AllGatherEnqueue(b comm.Buffer, off, n int) error {
+	return c.enqueueAllGather("allgather", b, off, n)
+}
+
+// enqueueAllGather checks an all-gather's arguments and enqueues it: the
+// kernel (in bytes), or, with a peer out of pointer reach, one Broadcast
+// per PE of its shard.
+func (c *Comm) enqueueAllGather(name string, b comm.Buffer, off, n int) error {
+	sb, err := c.access(name, b, off, n, c.me)
+	if err != nil {
+		return err
+	}
+	es := sb.kind.Size()
+	return c.enqueueSharded(name, off, n,
+		func(lo, hi, span int) error { return c.lib.AllGatherEnqueue(sb.sym, lo*es, hi*es, span*es) },
+		func(p, lo, hi int) error { return c.lib.BroadcastEnqueue(sb.sym, lo*es, (hi-lo)*es, p) })
+}
+
+// enqueueSharded enqueues a sharded collective over elements [off, off+n)
+// on a healthy Comm: nothing with one PE (its shard is the whole range,
+// already what the collective leaves); while every peer is in pointer
+// reach, kernel with this PE's shard [lo, hi) and the largest shard's
+// length; otherwise perPE for every PE p and its shard, in PE order (the
+// same calls on every PE).
+func (c *Comm) enqueueSharded(name string, off, n int, kernel func(lo, hi, span int) error, perPE func(p, lo, hi int) error) error {
+	if err := c.collective(name); err != nil {
+		return err
+	}
+	var err error
+	switch {
+	case c.npes == 1:
+	case c.info.AllReachable:
+		lo, hi, span := c.shard(off, n)
+		err = kernel(lo, hi, span)
+	default:
+		for p := 0; p < c.npes && err == nil; p++ {
+			lo, hi := comm.Shard(off, n, c.npes, p)
+			err = perPE(p, lo, hi)
+		}
+	}
+	if err != nil {
+		return c.fail(c.libErr(name, err))
+	}
+	return nil
+}
+
+// shard is this PE's shard [lo, hi) of elements [off, off+n) and span, the
+// length of the largest shard, which the kernels' grid is sized by: the
+// same on every PE, because every PE works it out from comm.Shard for all.
+func (c *Comm) shard(off, n int) (lo, hi, span int) {
+	for p := range c.npes {
+		plo, phi := comm.Shard(off, n, c.npes, p)
+		span = max(span, phi-plo)
+		if p == c.me {
+			lo, hi = plo, phi
+		}
+	}
+	return lo, hi, span
+}

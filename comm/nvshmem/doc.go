@@ -42,4 +42,14 @@
 // shm backend's bits: FixedOrder is true while every peer is reachable by
 // pointer), Mean divides it by float32(N), BFloat16 buffers are reduced in
 // float32 and rounded once.
+//
+// Comm is a comm.Sharder: ReduceScatter (Float32 or BFloat16) is the
+// allreduce's fold over this PE's shard (comm.Shard) only, written into
+// its own copy, so its bits are AllReduce's; AllGather (any kind) pushes
+// every PE's shard into every peer's copy. Each is one kernel between flag
+// barriers, its grid sized by the largest shard so that PEs with short or
+// empty shards run the same blocks. With a peer out of pointer reach they
+// become one Reduce, or one Broadcast, per PE of its shard. AllReduceEnqueue,
+// ReduceScatterEnqueue and AllGatherEnqueue only enqueue (no event, no host
+// wait), so that a CUDA graph can capture them.
 package nvshmem

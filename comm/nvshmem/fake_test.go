@@ -181,3 +181,99 @@ func TestOpenBadOneShotMax(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEnqueueAllocatesNothing: the enqueue-only collectives, which a
+// training step calls (and a CUDA graph captures) every step, allocate
+// nothing on the Go heap.
+func TestEnqueueAllocatesNothing(t *testing.T) {
+	c, _ := openFake(t)
+	b, err := c.Alloc(comm.Float32, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if err := c.AllReduceEnqueue(b, 3, 30, comm.Mean); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ReduceScatterEnqueue(b, 3, 30, comm.Mean); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllGatherEnqueue(b, 3, 30); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per enqueued collective, want 0", n)
+	}
+}
+
+// TestShardedFake: on one PE the sharded collectives leave the data as it
+// is and refuse bad arguments (kind, range, operator, foreign buffer) with
+// the comm package's errors, without leaving the runtime unusable; after
+// Close they fail with ErrClosed.
+func TestShardedFake(t *testing.T) {
+	c, _ := openFake(t)
+	b, err := c.Alloc(comm.Float32, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, 40)
+	for i := range want {
+		want[i] = float32(i) - 7.5
+	}
+	if err := c.PutFloat32(b, 0, want, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReduceScatter(b, 0, 40, comm.Max); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AllGather(b, 0, 40); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 40)
+	if err := c.GetFloat32(got, b, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("element %d is %v after one PE's reduce-scatter and all-gather, want %v", i, got[i], want[i])
+		}
+	}
+	bytes, err := c.Alloc(comm.Byte, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what string
+		err  error
+		is   error
+	}{
+		{"reduce-scatter of bytes", c.ReduceScatter(bytes, 0, 16, comm.Sum), comm.ErrKind},
+		{"reduce-scatter past the end", c.ReduceScatter(b, 30, 11, comm.Sum), comm.ErrBounds},
+		{"reduce-scatter with Op(9)", c.ReduceScatterEnqueue(b, 0, 4, comm.Op(9)), comm.ErrKind},
+		{"all-gather past the end", c.AllGatherEnqueue(bytes, 1, 16), comm.ErrBounds},
+		{"all-gather of a foreign buffer", c.AllGather(fakeBuffer{}, 0, 1), comm.ErrNotSymmetric},
+	} {
+		if !errors.Is(tc.err, tc.is) {
+			t.Errorf("%s: %v, want %v", tc.what, tc.err, tc.is)
+		}
+	}
+	// Byte buffers gather (any kind does).
+	if err := c.AllGather(bytes, 1, 15); err != nil {
+		t.Fatalf("all-gather of bytes: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReduceScatter(b, 0, 4, comm.Sum); !errors.Is(err, comm.ErrClosed) {
+		t.Fatalf("reduce-scatter after close: %v", err)
+	}
+	if err := c.AllGatherEnqueue(b, 0, 4); !errors.Is(err, comm.ErrClosed) {
+		t.Fatalf("all-gather after close: %v", err)
+	}
+}
+
+// fakeBuffer is a comm.Buffer that no Comm made.
+type fakeBuffer struct{}
+
+func (fakeBuffer) Kind() comm.Kind { return comm.Float32 }
+func (fakeBuffer) Len() int        { return 8 }

@@ -100,6 +100,23 @@ func TestGPUInfo(t *testing.T) {
 // tail, one vector, block and one-shot limits, owner slices), bit for bit
 // against the PE-order fold, and that elements outside the range stay.
 func TestGPUAllReduceKernels(t *testing.T) {
+	kernelJobs(t, kernelChecks, broadcastBytes)
+}
+
+// TestGPUShardedKernels checks the reduce-scatter and the all-gather
+// against the allreduce, bit for bit, on float32 and bfloat16 at the sizes
+// where shards have scalar heads and tails (odd lengths, odd offsets) and
+// where some PEs' shards are empty (fewer elements than PEs): each PE's
+// shard after ReduceScatter holds the allreduce's bits and the rest of its
+// copy its own data; AllGather after it leaves every PE with the
+// allreduce's result. Then byte all-gathers off 16-byte boundaries.
+func TestGPUShardedKernels(t *testing.T) {
+	kernelJobs(t, shardedChecks, allGatherBytes)
+}
+
+// kernelJobs runs a job of every PE count (gpuPEs) whose PEs run check on
+// a float32 and a bfloat16 buffer, then bytes.
+func kernelJobs(t *testing.T, check func(t *testing.T, c *Comm, kind comm.Kind), bytes func(t *testing.T, c *Comm)) {
 	lib := gpuLib(t)
 	for _, n := range gpuPEs(t) {
 		t.Run(fmt.Sprintf("NPEs=%d", n), func(t *testing.T) {
@@ -107,12 +124,76 @@ func TestGPUAllReduceKernels(t *testing.T) {
 			launchtest.Run(t, job, func(t *testing.T, c comm.Comm) {
 				nc := asComm(t, c)
 				for _, kind := range []comm.Kind{comm.Float32, comm.BFloat16} {
-					kernelChecks(t, nc, kind)
+					check(t, nc, kind)
 				}
-				broadcastBytes(t, nc)
+				bytes(t, nc)
 			})
 		})
 	}
+}
+
+func shardedChecks(t *testing.T, c *Comm, kind comm.Kind) {
+	const total = 65541 + 16
+	sizes := []int{1, 3, 7, 33, 4095, 65541}
+	offsets := []int{0, 5}
+	seed := 0x5ca + uint64(kind)
+	mine := make([]uint32, total)
+	for i := range mine {
+		mine[i] = toBits(kind, commtest.Value(seed, c.me, i))
+	}
+	b, err := c.Alloc(kind, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range sizes {
+		for _, off := range offsets {
+			lo, hi := comm.Shard(off, n, c.npes, c.me)
+			for _, op := range []comm.Op{comm.Sum, comm.Mean, comm.Max, comm.Min} {
+				what := fmt.Sprintf("PE %d: %s %s of [%d, %d) on %d PEs (shard [%d, %d))", c.me, kind, op, off, off+n, c.npes, lo, hi)
+				putBits(t, c, b, mine)
+				if err := c.AllReduce(b, off, n, op); err != nil {
+					t.Fatalf("%s: allreduce: %v", what, err)
+				}
+				reduced := getBits(t, c, b)
+				putBits(t, c, b, mine)
+				if err := c.ReduceScatter(b, off, n, op); err != nil {
+					t.Fatalf("%s: reduce-scatter: %v", what, err)
+				}
+				want := slices.Clone(mine)
+				copy(want[lo:hi], reduced[lo:hi])
+				if d := firstDiff(getBits(t, c, b), want); d != "" {
+					t.Fatalf("%s: reduce-scatter against the allreduce: %s", what, d)
+				}
+				if err := c.AllGather(b, off, n); err != nil {
+					t.Fatalf("%s: all-gather: %v", what, err)
+				}
+				if d := firstDiff(getBits(t, c, b), reduced); d != "" {
+					t.Fatalf("%s: reduce-scatter and all-gather against the allreduce: %s", what, d)
+				}
+			}
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Free(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// allGatherBytes gathers byte ranges that start and end off 16-byte
+// boundaries (and a range shorter than the PE count).
+func allGatherBytes(t *testing.T, c *Comm) {
+	ranges := [][2]int{{3, 4003}, {17, 20}, {0, byteLen}}
+	byteRounds(t, c, len(ranges), "all-gather", func(b comm.Buffer, k int) ([]byte, error) {
+		lo, hi := ranges[k][0], ranges[k][1]
+		want := bytePattern(c.me)
+		for p := range c.npes {
+			plo, phi := comm.Shard(lo, hi-lo, c.npes, p)
+			copy(want[plo:phi], bytePattern(p)[plo:phi])
+		}
+		return want, c.AllGather(b, lo, hi-lo)
+	})
 }
 
 // buffer contents as bits (float32 bits, or bfloat16 bits in the low half).
@@ -240,36 +321,52 @@ func kernelChecks(t *testing.T, c *Comm, kind comm.Kind) {
 // broadcastBytes broadcasts byte ranges that start and end off 16-byte
 // boundaries from every root.
 func broadcastBytes(t *testing.T, c *Comm) {
-	const n = 5000
-	b, err := c.Alloc(comm.Byte, n)
+	byteRounds(t, c, c.npes, "broadcast", func(b comm.Buffer, root int) ([]byte, error) {
+		want := bytePattern(c.me)
+		copy(want[3:4003], bytePattern(root)[3:4003])
+		return want, c.Broadcast(b, 3, 4000, root)
+	})
+}
+
+// byteLen is the length of the byte buffers of broadcastBytes and
+// allGatherBytes.
+const byteLen = 5000
+
+// bytePattern is PE pe's data in the byte checks.
+func bytePattern(pe int) []byte {
+	p := make([]byte, byteLen)
+	for i := range p {
+		p[i] = byte(pe*37 + i*11 + 1)
+	}
+	return p
+}
+
+// byteRounds runs rounds of a byte collective on a byteLen-byte buffer:
+// each round fills this PE's copy with its bytePattern, meets the peers,
+// runs the collective (round returns what the copy must hold after it) and
+// compares.
+func byteRounds(t *testing.T, c *Comm, rounds int, what string, round func(b comm.Buffer, k int) ([]byte, error)) {
+	b, err := c.Alloc(comm.Byte, byteLen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pattern := func(pe int) []byte {
-		p := make([]byte, n)
-		for i := range p {
-			p[i] = byte(pe*37 + i*11 + 1)
-		}
-		return p
-	}
-	for root := 0; root < c.npes; root++ {
-		if err := c.PutBytes(b, 0, pattern(c.me), c.me); err != nil {
+	for k := range rounds {
+		if err := c.PutBytes(b, 0, bytePattern(c.me), c.me); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Barrier(); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Broadcast(b, 3, 4000, root); err != nil {
-			t.Fatal(err)
+		want, err := round(b, k)
+		if err != nil {
+			t.Fatalf("PE %d: byte %s, round %d: %v", c.me, what, k, err)
 		}
-		got := make([]byte, n)
+		got := make([]byte, byteLen)
 		if err := c.GetBytes(got, b, 0, c.me); err != nil {
 			t.Fatal(err)
 		}
-		want := pattern(c.me)
-		copy(want[3:4003], pattern(root)[3:4003])
 		if string(got) != string(want) {
-			t.Fatalf("PE %d: byte broadcast of [3, 4003) from PE %d differs", c.me, root)
+			t.Fatalf("PE %d: byte %s, round %d, differs", c.me, what, k)
 		}
 	}
 	if err := c.Barrier(); err != nil {

@@ -385,6 +385,24 @@ func (l *Lib) BroadcastEnqueue(b *SymBuf, off, n int, root int) error {
 	})
 }
 
+// ReduceScatterEnqueue enqueues the reduction of this PE's shard, elements
+// [lo, hi) of dt, across PEs into this PE's copy; span is the largest
+// shard's length, the same on every PE.
+func (l *Lib) ReduceScatterEnqueue(b *SymBuf, lo, hi, span int, dt DType, op Op) error {
+	return l.call("sd_reduce_scatter_enqueue", func(e *C.char, c C.size_t) C.int {
+		return C.w_reduce_scatter_enqueue(l.t, e, c, b.h, C.size_t(lo), C.size_t(hi), C.size_t(span), C.int32_t(dt), C.int32_t(op))
+	})
+}
+
+// AllGatherEnqueue enqueues a copy of this PE's bytes [lo, hi) of b into
+// every other PE's copy; span is the largest shard's length in bytes, the
+// same on every PE.
+func (l *Lib) AllGatherEnqueue(b *SymBuf, lo, hi, span int) error {
+	return l.call("sd_allgather_enqueue", func(e *C.char, c C.size_t) C.int {
+		return C.w_allgather_enqueue(l.t, e, c, b.h, C.size_t(lo), C.size_t(hi), C.size_t(span))
+	})
+}
+
 // AllGatherU64 gathers every PE's words (at most 8), PE by PE; blocking,
 // with the library's deadline.
 func (l *Lib) AllGatherU64(mine []uint64, npes int) ([]uint64, error) {

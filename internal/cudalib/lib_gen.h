@@ -34,6 +34,8 @@ enum {
 	SDI_sd_allreduce_enqueue,
 	SDI_sd_reduce_enqueue,
 	SDI_sd_broadcast_enqueue,
+	SDI_sd_reduce_scatter_enqueue,
+	SDI_sd_allgather_enqueue,
 	SDI_sd_allgather_u64,
 	SDI_sd_allgather_u64_enqueue,
 	SDI_sd_allgather_u64_result,
@@ -81,6 +83,8 @@ static const char *const sdw_names[SDI_count] = {
 	"sd_allreduce_enqueue",
 	"sd_reduce_enqueue",
 	"sd_broadcast_enqueue",
+	"sd_reduce_scatter_enqueue",
+	"sd_allgather_enqueue",
 	"sd_allgather_u64",
 	"sd_allgather_u64_enqueue",
 	"sd_allgather_u64_result",
@@ -146,6 +150,8 @@ static inline int w_barrier_enqueue(SDW) { SDR(SDF(sd_barrier_enqueue, t)()); }
 static inline int w_allreduce_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t op, int32_t algo) { SDR(SDF(sd_allreduce_enqueue, t)(b, off, n, dtype, op, algo)); }
 static inline int w_reduce_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t op, int32_t root) { SDR(SDF(sd_reduce_enqueue, t)(b, off, n, dtype, op, root)); }
 static inline int w_broadcast_enqueue(SDW, sd_buf *b, size_t off, size_t bytes, int32_t root) { SDR(SDF(sd_broadcast_enqueue, t)(b, off, bytes, root)); }
+static inline int w_reduce_scatter_enqueue(SDW, sd_buf *b, size_t lo, size_t hi, size_t span, int32_t dtype, int32_t op) { SDR(SDF(sd_reduce_scatter_enqueue, t)(b, lo, hi, span, dtype, op)); }
+static inline int w_allgather_enqueue(SDW, sd_buf *b, size_t lo, size_t hi, size_t span) { SDR(SDF(sd_allgather_enqueue, t)(b, lo, hi, span)); }
 static inline int w_allgather_u64(SDW, const uint64_t *mine, int32_t count, uint64_t *all) { SDR(SDF(sd_allgather_u64, t)(mine, count, all)); }
 static inline int w_allgather_u64_enqueue(SDW, const uint64_t *mine, int32_t count) { SDR(SDF(sd_allgather_u64_enqueue, t)(mine, count)); }
 static inline int w_allgather_u64_result(SDW, uint64_t *all, int32_t count) { SDR(SDF(sd_allgather_u64_result, t)(all, count)); }

@@ -150,8 +150,21 @@ func TestEntryPointsRoundTrip(t *testing.T) {
 		if err := lib.AllReduceEnqueue(b, 0, 4, cudalib.Float32, cudalib.Sum, cudalib.Auto); err != nil {
 			t.Fatal(err)
 		}
+		if err := lib.ReduceScatterEnqueue(b, 0, 4, 4, cudalib.Float32, cudalib.Sum); err != nil {
+			t.Fatal(err)
+		}
+		if err := lib.AllGatherEnqueue(b, 0, 16, 16); err != nil {
+			t.Fatal(err)
+		}
 	}); n != 0 {
-		t.Fatalf("%v allocations per AllReduceEnqueue, want 0", n)
+		t.Fatalf("%v allocations per AllReduceEnqueue, ReduceScatterEnqueue and AllGatherEnqueue, want 0", n)
+	}
+	// A shard longer than the largest shard, or past the buffer, is refused.
+	if err := lib.ReduceScatterEnqueue(b, 0, 8, 4, cudalib.Float32, cudalib.Sum); !errors.Is(err, cudalib.ErrArgument) || !strings.HasPrefix(err.Error(), "sd_reduce_scatter_enqueue: ") {
+		t.Fatalf("reduce-scatter of a shard longer than span = %v", err)
+	}
+	if err := lib.AllGatherEnqueue(b, 60, 68, 8); !errors.Is(err, cudalib.ErrArgument) || !strings.HasPrefix(err.Error(), "sd_allgather_enqueue: ") {
+		t.Fatalf("all-gather past the buffer = %v", err)
 	}
 	err = lib.Put(b, 60, src, 0)
 	if !errors.Is(err, cudalib.ErrArgument) || err.Error() != "sd_put: fake: span past the buffer" {

@@ -143,6 +143,18 @@ func (l *Lib) BroadcastEnqueue(b *SymBuf, off, n int, root int) (err error) {
 	return
 }
 
+// ReduceScatterEnqueue fails: the library needs cgo.
+func (l *Lib) ReduceScatterEnqueue(b *SymBuf, lo, hi, span int, dt DType, op Op) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AllGatherEnqueue fails: the library needs cgo.
+func (l *Lib) AllGatherEnqueue(b *SymBuf, lo, hi, span int) (err error) {
+	err = errNoCgo
+	return
+}
+
 // AllGatherU64 fails: the library needs cgo.
 func (l *Lib) AllGatherU64(mine []uint64, npes int) (r0 []uint64, err error) {
 	err = errNoCgo

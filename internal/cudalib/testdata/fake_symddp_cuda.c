@@ -223,6 +223,27 @@ int sd_broadcast_enqueue(sd_buf *b, size_t off, size_t bytes, int32_t root) {
     return SD_OK;
 }
 
+/* The shard checks of the sharded collectives; one PE's shard is the whole range. */
+static int shard(const sd_buf *b, size_t lo, size_t hi, size_t largest, size_t es) {
+    if (!es) return fail(SD_ERR_ARG, "unknown element type");
+    if (hi < lo || hi - lo > largest) return fail(SD_ERR_ARG, "bad shard");
+    return span(b, lo * es, (hi - lo) * es);
+}
+
+int sd_reduce_scatter_enqueue(sd_buf *b, size_t lo, size_t hi, size_t largest, int32_t dtype, int32_t op) {
+    int rc = need_up();
+    if (!rc) rc = shard(b, lo, hi, largest, dtype == SD_F32 ? 4 : dtype == SD_BF16 ? 2 : 0);
+    if (rc) return rc;
+    if (op < SD_SUM || op > SD_MIN) return fail(SD_ERR_ARG, "unknown operator");
+    return SD_OK; /* one PE: its shard reduced over one PE is what it holds */
+}
+
+int sd_allgather_enqueue(sd_buf *b, size_t lo, size_t hi, size_t largest) {
+    int rc = need_up();
+    if (!rc) rc = shard(b, lo, hi, largest, 1);
+    return rc; /* one PE: no peer to copy to */
+}
+
 int sd_allgather_u64_enqueue(const uint64_t *mine, int32_t count) {
     int rc = need_up();
     if (rc) return rc;
