@@ -65,11 +65,15 @@ type ModelDescriber interface {
 
 // DeviceOptimizerState is implemented by device engines (see
 // DeviceUpdater) to expose the optimizer state they keep, one tensor per
-// state slot over the whole arena, in Optimizer.StateNames() order.
+// state slot over the whole arena (or over this PE's shard of it, with the
+// sharded device update), in Optimizer.StateNames() order.
 type DeviceOptimizerState interface {
-	// OptimizerState returns the state tensors, each as long as the
-	// parameter arena.
+	// OptimizerState returns the state tensors (nil before the first
+	// update or AllocOptimizerState).
 	OptimizerState() []compute.Tensor
+	// AllocOptimizerState allocates the state of o over n elements once,
+	// for a resume to fill before the first update, and returns it.
+	AllocOptimizerState(o optim.Optimizer, n int) ([]compute.Tensor, error)
 }
 
 // checkpointBytesHook, when set (by tests), is called as the data section
@@ -199,6 +203,9 @@ func (t *Trainer) ckptTensors(params []float32, state [][]float32) []stTensor {
 // gatherState assembles the whole optimizer state in every PE's copy when
 // the update is sharded (each PE keeps only its shard current).
 func (t *Trainer) gatherState() error {
+	if t.dshard != nil {
+		return t.dshard.gatherState(t)
+	}
 	if t.sharder == nil {
 		return nil
 	}
@@ -218,6 +225,9 @@ func (t *Trainer) stateHost() ([][]float32, error) {
 	}
 	if t.pArena.Host != nil {
 		return t.stateSlots, nil
+	}
+	if t.dshard != nil {
+		return t.dshard.state, nil // gathered by gatherState
 	}
 	ds, ok := t.e.(DeviceOptimizerState)
 	if !ok {

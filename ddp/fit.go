@@ -149,6 +149,9 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 	if res.Replicas, err = t.CheckReplicas(); err != nil {
 		return res, err
 	}
+	if res.DeviceBytes, err = t.gatherDeviceBytes(); err != nil {
+		return res, err
+	}
 	if !res.Replicas.Identical {
 		return res, fmt.Errorf("after training: %s", res.Replicas)
 	}

@@ -346,6 +346,9 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	}
 	t.m.Forward(in, scale, t.stats)
 	t.m.Backward(nil)
+	if t.dshard != nil {
+		return t.dshard.record(t, g.ar, lr)
+	}
 	if g.ar != nil {
 		if err := g.ar.AllReduceEnqueue(t.grads, 0, t.n+ctrlWords, comm.Sum); err != nil {
 			return fmt.Errorf("gradient allreduce: %w", err)

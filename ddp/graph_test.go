@@ -13,83 +13,10 @@ import (
 	"github.com/symddp/symddp/compute/blas"
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/compute/cuda"
-	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 )
-
-// devComm is a comm.Comm of one PE whose buffers live in the "device"
-// memory of an emulated CUDA engine, so that the trainer takes its GPU step
-// path on a machine without a GPU.
-type devComm struct{ e *cuda.Engine }
-
-type devBuf struct {
-	kind comm.Kind
-	n    int
-	t    *cuda.Tensor // Float32 buffers
-	host []byte       // other kinds
-}
-
-func (b *devBuf) Kind() comm.Kind    { return b.kind }
-func (b *devBuf) Len() int           { return b.n }
-func (b *devBuf) DevicePtr() uintptr { return b.t.DevicePtr() }
-
-func (c *devComm) MyPE() int       { return 0 }
-func (c *devComm) NPEs() int       { return 1 }
-func (c *devComm) Backend() string { return "emulated-device" }
-func (c *devComm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
-	if kind == comm.Float32 {
-		return &devBuf{kind: kind, n: n, t: c.e.Alloc(n).(*cuda.Tensor)}, nil
-	}
-	return &devBuf{kind: kind, n: n, host: make([]byte, n*kind.Size())}, nil
-}
-func (c *devComm) Free(b comm.Buffer) error { return nil }
-func (c *devComm) view(b comm.Buffer, off, n int) compute.Tensor {
-	d := b.(*devBuf)
-	return c.e.View(compute.Arena{Dev: d.t.DevicePtr(), N: d.n}, off, n)
-}
-func (c *devComm) PutFloat32(dst comm.Buffer, off int, src []float32, pe int) error {
-	c.e.SetTensor(c.view(dst, off, len(src)), src)
-	return nil
-}
-func (c *devComm) GetFloat32(dst []float32, src comm.Buffer, off int, pe int) error {
-	c.e.ReadTensor(dst, c.view(src, off, len(dst)))
-	return nil
-}
-func (c *devComm) PutBytes(dst comm.Buffer, off int, src []byte, pe int) error {
-	copy(dst.(*devBuf).host[off:], src)
-	return nil
-}
-func (c *devComm) GetBytes(dst []byte, src comm.Buffer, off int, pe int) error {
-	copy(dst, src.(*devBuf).host[off:])
-	return nil
-}
-func (c *devComm) P(dst comm.Buffer, off int, v float32, pe int) error {
-	return c.PutFloat32(dst, off, []float32{v}, pe)
-}
-func (c *devComm) G(src comm.Buffer, off int, pe int) (float32, error) {
-	var v [1]float32
-	err := c.GetFloat32(v[:], src, off, pe)
-	return v[0], err
-}
-func (c *devComm) PutSignal(comm.Buffer, int, []float32, comm.Buffer, int, uint64, comm.SignalOp, int) error {
-	return errors.New("devComm: no signals")
-}
-func (c *devComm) WaitUntil(comm.Buffer, int, comm.Cmp, uint64) error {
-	return errors.New("devComm: no signals")
-}
-func (c *devComm) Fence() error                                          { return nil }
-func (c *devComm) Quiet() error                                          { return nil }
-func (c *devComm) Barrier() error                                        { return nil }
-func (c *devComm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error { return nil }
-func (c *devComm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, error) {
-	return doneReq{}, nil
-}
-func (c *devComm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error { return nil }
-func (c *devComm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error { return nil }
-func (c *devComm) Broadcast(b comm.Buffer, off, n int, root int) error          { return nil }
-func (c *devComm) Close() error                                                 { return nil }
 
 type doneReq struct{}
 
@@ -116,10 +43,12 @@ func cpuBackend(t *testing.T) backend {
 	return backend{c: c, e: e, done: func() { _ = c.Close() }}
 }
 
-// emulatedBackend is an emulated CUDA engine over devComm.
+// emulatedBackend is an emulated CUDA engine over the comm of a one-PE
+// world, whose buffers live in the engine's "device" memory, so that the
+// trainer takes its GPU step path on a machine without a GPU.
 func emulatedBackend(graphs bool) backend {
-	ce := cudatest.NewEmulated(cuda.Options{DisableGraphs: !graphs})
-	return backend{c: &devComm{e: ce}, e: ce, done: func() {}}
+	w := newWorldOf(1, cuda.Options{DisableGraphs: !graphs})
+	return backend{c: w.comm(0), e: w.engs[0], done: func() {}}
 }
 
 // trainRun trains the mlp on synthetic data with opts on b and returns the
@@ -305,9 +234,9 @@ func TestGPUPathOffForAccumulation(t *testing.T) {
 	o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
 	opts := baseOptions()
 	opts.Accumulate = 2
-	ce := cudatest.NewEmulated(cuda.Options{})
+	w := newWorldOf(1, cuda.Options{})
 	m, _ := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{8}, Classes: 4})
-	tr, err := New(&devComm{e: ce}, ce, m, o, opts)
+	tr, err := New(w.comm(0), w.engs[0], m, o, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

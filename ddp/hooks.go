@@ -91,4 +91,8 @@ type Result struct {
 	Train         LogInfo       // the last window of training metrics
 	Replicas      ReplicaReport // the final replica check
 	Stopped       bool          // stopped early by a signal (context cancelled)
+	// DeviceBytes is each PE's device memory held by its engine at the end
+	// (activations, optimizer state, workspaces; the arenas in the
+	// symmetric heap not included), in PE order; nil for host engines.
+	DeviceBytes []int64
 }

@@ -47,7 +47,11 @@ type Options struct {
 	// reduce-scatter is the allreduce's own fold (shm; mpi in hierarchical
 	// mode) and there is no clipping (with it, the global norm is summed
 	// shard by shard, which can change its last bits); flat MPI adds in its
-	// own order either way.
+	// own order either way. On the device step path the update is sharded
+	// likewise where the backend reduce-scatters and all-gathers on the
+	// engine's stream (nvshmem) and the engine updates a shard
+	// (compute.ShardedUpdater); see zero.go. Each PE's engine then keeps
+	// the optimizer state of its shard only.
 	ReplicatedUpdate bool
 
 	// DeviceData keeps the training set in device memory on the device

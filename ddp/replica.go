@@ -42,34 +42,69 @@ func (r ReplicaReport) String() string {
 // all PEs. It is collective. The error is for communication failures; a
 // mismatch is reported in the result.
 func (t *Trainer) CheckReplicas() (ReplicaReport, error) {
-	h := hashFloat32s(t.Params())
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], h)
-	me := t.c.MyPE()
-	for pe := 0; pe < t.c.NPEs(); pe++ {
-		if err := t.c.PutBytes(t.hashes, 8*me, b[:], pe); err != nil {
-			return ReplicaReport{}, fmt.Errorf("replica check: %w", err)
-		}
-	}
-	if err := t.c.Barrier(); err != nil {
-		return ReplicaReport{}, fmt.Errorf("replica check: %w", err)
-	}
-	all := make([]byte, 8*t.c.NPEs())
-	if err := t.c.GetBytes(all, t.hashes, 0, me); err != nil {
-		return ReplicaReport{}, fmt.Errorf("replica check: %w", err)
-	}
-	// Nobody may overwrite the hashes until everyone has read them.
-	if err := t.c.Barrier(); err != nil {
+	all, err := t.gatherWords(hashFloat32s(t.Params()))
+	if err != nil {
 		return ReplicaReport{}, fmt.Errorf("replica check: %w", err)
 	}
 	r := ReplicaReport{Step: t.step, Hashes: make([]uint64, t.c.NPEs()), Identical: true}
 	for pe := range r.Hashes {
-		r.Hashes[pe] = binary.LittleEndian.Uint64(all[8*pe:])
+		r.Hashes[pe] = all[pe]
 		if r.Hashes[pe] != r.Hashes[0] {
 			r.Identical = false
 		}
 	}
 	return r, nil
+}
+
+// gatherWords gives every PE each PE's v, in PE order, through the hashes
+// buffer (collective).
+func (t *Trainer) gatherWords(v uint64) ([]uint64, error) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	me := t.c.MyPE()
+	for pe := 0; pe < t.c.NPEs(); pe++ {
+		if err := t.c.PutBytes(t.hashes, 8*me, b[:], pe); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.c.Barrier(); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 8*t.c.NPEs())
+	if err := t.c.GetBytes(raw, t.hashes, 0, me); err != nil {
+		return nil, err
+	}
+	// Nobody may overwrite the words until everyone has read them.
+	if err := t.c.Barrier(); err != nil {
+		return nil, err
+	}
+	out := make([]uint64, t.c.NPEs())
+	for pe := range out {
+		out[pe] = binary.LittleEndian.Uint64(raw[8*pe:])
+	}
+	return out, nil
+}
+
+// deviceBytes is implemented by device engines that count the device
+// memory they have allocated (compute/cuda).
+type deviceBytes interface{ DeviceBytes() int64 }
+
+// gatherDeviceBytes returns each PE's engine device memory (nil for host
+// engines; collective).
+func (t *Trainer) gatherDeviceBytes() ([]int64, error) {
+	d, ok := t.e.(deviceBytes)
+	if !ok {
+		return nil, nil
+	}
+	all, err := t.gatherWords(uint64(d.DeviceBytes()))
+	if err != nil {
+		return nil, fmt.Errorf("device memory report: %w", err)
+	}
+	out := make([]int64, len(all))
+	for i, w := range all {
+		out[i] = int64(w)
+	}
+	return out, nil
 }
 
 // hashFloat32s is FNV-1a over the bit patterns of s, one 32-bit word at a

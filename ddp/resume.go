@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/symddp/symddp/compute"
 )
 
 // ctlBytes is the size of the symmetric buffer through which PE 0 tells the
@@ -105,11 +107,23 @@ func (t *Trainer) installState(lc *loadedCheckpoint) error {
 	if slots == 0 {
 		return nil
 	}
-	var dev DeviceOptimizerState
+	// a device engine's state tensors, and the part of the (whole) slot
+	// staged in the gradient arena that they hold: all of it, or this PE's
+	// shard with the sharded device update
+	var dev []compute.Tensor
+	src := t.gView
 	if t.pArena.Host == nil {
-		var ok bool
-		if dev, ok = t.e.(DeviceOptimizerState); !ok {
+		ds, ok := t.e.(DeviceOptimizerState)
+		if !ok {
 			return fmt.Errorf("resume: engine %s cannot take optimizer state", t.e.Name())
+		}
+		n := t.n
+		if t.dshard != nil {
+			n, src = t.dshard.stateLen(), t.dshard.gSlot
+		}
+		var err error
+		if dev, err = ds.AllocOptimizerState(t.o, n); err != nil {
+			return fmt.Errorf("resume: %w", err)
 		}
 	}
 	for k := 0; k < slots; k++ {
@@ -123,7 +137,7 @@ func (t *Trainer) installState(lc *loadedCheckpoint) error {
 			return fmt.Errorf("resume: broadcast optimizer state: %w", err)
 		}
 		if dev != nil {
-			t.e.Copy(dev.OptimizerState()[k], t.gView)
+			t.e.Copy(dev[k], src)
 		} else {
 			t.e.ReadTensor(t.stateSlots[k], t.gView)
 		}

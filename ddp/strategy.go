@@ -17,7 +17,8 @@ import (
 //     an all-gather spreads the parameters (a comm.Sharder backend with the
 //     arenas in host memory, the default on shm and mpi);
 //   - device: the engine runs the whole step on its device, recorded into a
-//     graph once and replayed (an engine that offers compute.DeviceSteps,
+//     graph once and replayed, with the update sharded (ZeRO-1) where the
+//     backend and the engine can (zero.go) (an engine that offers compute.DeviceSteps,
 //     graph.go); where the options or the backend do not allow it
 //     (deviceStepBlocker), replicated steps run eagerly on the device and
 //     the engine says why.
@@ -34,22 +35,30 @@ type strategy interface {
 	close() error
 }
 
-func (t *Trainer) chooseStrategy() strategy {
+func (t *Trainer) chooseStrategy() (strategy, error) {
 	if t.sharder != nil {
-		return shardedStrategy{}
+		return shardedStrategy{}, nil
 	}
 	if e, ok := t.e.(compute.DeviceSteps); ok && t.pArena.Host == nil {
 		why := t.deviceStepBlocker()
 		if why == "" {
-			return &deviceStrategy{}
+			d, off, err := t.deviceSharding()
+			if err != nil {
+				return nil, err
+			}
+			if off != "" {
+				e.Notice("sharded update off, every PE updates the whole arena: " + off)
+			}
+			t.dshard = d
+			return &deviceStrategy{sharded: d != nil}, nil
 		}
 		e.Notice("GPU step path off: " + why)
 	}
-	return replicatedStrategy{}
+	return replicatedStrategy{}, nil
 }
 
 // Strategy names the trainer's gradient-sync strategy: "replicated",
-// "sharded" or "device".
+// "sharded", "device" or "device-sharded".
 func (t *Trainer) Strategy() string { return t.strat.name() }
 
 type replicatedStrategy struct{}
@@ -72,11 +81,17 @@ func (shardedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.S
 
 // deviceStrategy runs gpuSteps, made for each run by prepare.
 type deviceStrategy struct {
+	sharded      bool // the update is sharded (zero.go)
 	g            *gpuSteps
 	residentNote string // the last run's notice of a training set in device memory ("" when none)
 }
 
-func (d *deviceStrategy) name() string { return "device" }
+func (d *deviceStrategy) name() string {
+	if d.sharded {
+		return "device-sharded"
+	}
+	return "device"
+}
 
 func (d *deviceStrategy) prepare(t *Trainer, total int, train datasets.Source) error {
 	if err := d.close(); err != nil {

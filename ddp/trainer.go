@@ -68,6 +68,8 @@ type Trainer struct {
 	xchg             comm.Buffer // symmetric bytes, two halves of xchgRow per PE: step verdicts
 	xrow             []byte      // this PE's row of the step (its own allocation: cgo backends refuse memory holding Go pointers)
 	xall             []byte      // every PE's row, read back
+	// the sharded update on the device step path (zero.go); nil otherwise
+	dshard *deviceShard
 
 	metrics comm.Buffer // symmetric float32 scratch for reducing metrics
 	hashes  comm.Buffer // symmetric bytes, 8 per PE, for the replica check
@@ -135,7 +137,9 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 	if err := t.initParams(); err != nil {
 		return nil, err
 	}
-	t.strat = t.chooseStrategy()
+	if t.strat, err = t.chooseStrategy(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -229,7 +233,7 @@ func (t *Trainer) allocSharded(s comm.Sharder) error {
 
 // ShardedUpdate reports whether each PE updates only its shard of the
 // parameters (see Options.ReplicatedUpdate).
-func (t *Trainer) ShardedUpdate() bool { return t.sharder != nil }
+func (t *Trainer) ShardedUpdate() bool { return t.sharder != nil || t.dshard != nil }
 
 // arenaOf turns a symmetric buffer into an Arena the engine can view.
 func arenaOf(b comm.Buffer) (compute.Arena, error) {

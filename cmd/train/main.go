@@ -197,7 +197,7 @@ func modelHeap(o *options, backend string) (int64, error) {
 	const slack = 4 << 20 // metrics, replica hashes, alignment
 	// parameters and gradients, and up to two optimizer state slots where
 	// the sharded update keeps its state in the heap (host arenas: not on
-	// nvshmem, whose heap is GPU memory and whose update is not sharded)
+	// nvshmem, whose sharded update keeps its state in the engine's memory)
 	arrays := int64(2)
 	if o.shardUpdate && backend != "nvshmem" {
 		arrays = 4

@@ -228,12 +228,20 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	}
 	fmt.Fprintln(r.out, res.Replicas)
 	var devBytes int64
-	if d, ok := e.(interface{ DeviceBytes() int64 }); ok {
-		// the engine's pool plus the arenas (parameters and gradients) in the symmetric heap
+	if len(res.DeviceBytes) > 0 {
+		// each engine's pool plus the arenas (parameters and gradients) in the symmetric heap
 		arenas := 8 * int64(r.start.Params)
-		devBytes = d.DeviceBytes() + arenas
-		fmt.Fprintf(r.out, "device memory of PE 0: %.2f GiB (%.2f GiB by the engine: activations, optimizer state, workspaces; %.2f GiB of parameter and gradient arenas)\n",
-			gib(devBytes), gib(d.DeviceBytes()), gib(arenas))
+		devBytes = res.DeviceBytes[0] + arenas
+		if len(res.DeviceBytes) == 1 {
+			fmt.Fprintf(r.out, "device memory of PE 0: %.2f GiB (%.2f GiB by the engine: activations, optimizer state, workspaces; %.2f GiB of parameter and gradient arenas)\n",
+				gib(devBytes), gib(res.DeviceBytes[0]), gib(arenas))
+		} else {
+			fmt.Fprintf(r.out, "device memory per PE, by the engine (activations, optimizer state, workspaces) + %.3f GiB of parameter and gradient arenas each:", gib(arenas))
+			for pe, b := range res.DeviceBytes {
+				fmt.Fprintf(r.out, " PE %d %.3f", pe, gib(b))
+			}
+			fmt.Fprintln(r.out, " GiB")
+		}
 	}
 	rec := map[string]any{"final": !res.Stopped, "stopped": res.Stopped, "step": res.Steps,
 		"samples_per_sec": res.SamplesPerSec, "elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical}

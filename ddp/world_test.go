@@ -1,0 +1,256 @@
+package ddp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
+)
+
+// world is an emulated job of several PEs in one process, one goroutine and
+// one emulated CUDA engine each, so that the trainer takes its device step
+// path with several PEs on a machine without a GPU. Its comm (worldComm)
+// keeps every Float32 buffer in the "device" memory of its PE's engine and
+// runs each collective at once between the PEs' goroutines (the PEs meet at
+// a barrier, read their peers' memory, meet again, write their own), with
+// every sum the left fold over PE 0..N-1 in float32, as comm/nvshmem's
+// kernels add. The enqueued collectives run when called, so the engines
+// must run eagerly (graphs off: a recorded step would not replay them).
+type world struct {
+	npes int
+	devs []*cudatest.Device
+	engs []*cuda.Engine
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	arrived int
+	gen     int
+	bufs    [][]*wBuf // per PE, in allocation order (every PE allocates alike)
+}
+
+// newWorld is a world of npes PEs whose engines run eagerly.
+func newWorld(npes int) *world { return newWorldOf(npes, cuda.Options{DisableGraphs: true}) }
+
+// newWorldOf is a world of npes PEs whose engines have opts (graphs only
+// with one PE, whose collectives change nothing).
+func newWorldOf(npes int, opts cuda.Options) *world {
+	if npes > 1 && !opts.DisableGraphs {
+		panic("world: the collectives of several PEs cannot be recorded in a graph")
+	}
+	w := &world{npes: npes, bufs: make([][]*wBuf, npes)}
+	w.cond = sync.NewCond(&w.mu)
+	for range npes {
+		d := cudatest.NewDevice()
+		o := opts
+		if o.GPTKernels == nil {
+			o.GPTKernels = d.GPTKernels()
+		}
+		w.devs = append(w.devs, d)
+		w.engs = append(w.engs, cuda.NewOnDevice(d, o))
+	}
+	return w
+}
+
+// comm is PE pe's comm.
+func (w *world) comm(pe int) *worldComm { return &worldComm{w: w, pe: pe} }
+
+// barrier returns when every PE has called it.
+func (w *world) barrier() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g := w.gen
+	if w.arrived++; w.arrived == w.npes {
+		w.arrived, w.gen = 0, w.gen+1
+		w.cond.Broadcast()
+		return
+	}
+	for g == w.gen {
+		w.cond.Wait()
+	}
+}
+
+type wBuf struct {
+	kind comm.Kind
+	n    int
+	id   int     // allocation number, the same on every PE
+	ptr  uintptr // Float32: the engine's device memory
+	b    []byte  // the bytes (aliasing the device memory for Float32)
+}
+
+func (b *wBuf) Kind() comm.Kind    { return b.kind }
+func (b *wBuf) Len() int           { return b.n }
+func (b *wBuf) DevicePtr() uintptr { return b.ptr }
+
+type worldComm struct {
+	w  *world
+	pe int
+}
+
+var _ enqueueSharder = (*worldComm)(nil)
+var _ enqueueAllReducer = (*worldComm)(nil)
+
+func (c *worldComm) MyPE() int        { return c.pe }
+func (c *worldComm) NPEs() int        { return c.w.npes }
+func (c *worldComm) Backend() string  { return "emulated-devices" }
+func (c *worldComm) FixedOrder() bool { return true }
+func (c *worldComm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
+	w := c.w
+	w.mu.Lock()
+	b := &wBuf{kind: kind, n: n, id: len(w.bufs[c.pe])}
+	w.bufs[c.pe] = append(w.bufs[c.pe], b)
+	w.mu.Unlock()
+	if kind == comm.Float32 {
+		b.ptr = w.engs[c.pe].Alloc(n).(*cuda.Tensor).DevicePtr()
+		b.b = w.devs[c.pe].Bytes(b.ptr, 4*n)
+		clear(b.b)
+	} else {
+		b.b = make([]byte, n*kind.Size())
+	}
+	return b, nil
+}
+func (c *worldComm) Free(comm.Buffer) error { return nil }
+
+// on is PE pe's copy of b.
+func (c *worldComm) on(b comm.Buffer, pe int) *wBuf {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	return c.w.bufs[pe][b.(*wBuf).id]
+}
+
+func (c *worldComm) PutBytes(dst comm.Buffer, off int, src []byte, pe int) error {
+	copy(c.on(dst, pe).b[off:], src)
+	return nil
+}
+func (c *worldComm) GetBytes(dst []byte, src comm.Buffer, off int, pe int) error {
+	copy(dst, c.on(src, pe).b[off:])
+	return nil
+}
+func (c *worldComm) PutFloat32(dst comm.Buffer, off int, src []float32, pe int) error {
+	b := c.on(dst, pe).b[4*off:]
+	for i, v := range src {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return nil
+}
+func (c *worldComm) GetFloat32(dst []float32, src comm.Buffer, off int, pe int) error {
+	b := c.on(src, pe).b[4*off:]
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return nil
+}
+func (c *worldComm) P(dst comm.Buffer, off int, v float32, pe int) error {
+	return c.PutFloat32(dst, off, []float32{v}, pe)
+}
+func (c *worldComm) G(src comm.Buffer, off int, pe int) (float32, error) {
+	var v [1]float32
+	err := c.GetFloat32(v[:], src, off, pe)
+	return v[0], err
+}
+func (c *worldComm) PutSignal(comm.Buffer, int, []float32, comm.Buffer, int, uint64, comm.SignalOp, int) error {
+	return errors.New("worldComm: no signals")
+}
+func (c *worldComm) WaitUntil(comm.Buffer, int, comm.Cmp, uint64) error {
+	return errors.New("worldComm: no signals")
+}
+func (c *worldComm) Fence() error   { return nil }
+func (c *worldComm) Quiet() error   { return nil }
+func (c *worldComm) Barrier() error { c.w.barrier(); return nil }
+func (c *worldComm) Close() error   { return nil }
+
+// fold is elements [lo, hi) of Float32 buffer b reduced over every PE's
+// copy in PE order.
+func (c *worldComm) fold(b comm.Buffer, lo, hi int, op comm.Op) ([]float32, error) {
+	if b.Kind() != comm.Float32 {
+		return nil, fmt.Errorf("worldComm: reduction of a %v buffer", b.Kind())
+	}
+	out := make([]float32, hi-lo)
+	v := make([]float32, hi-lo)
+	for pe := range c.w.npes {
+		if err := c.GetFloat32(v, b, lo, pe); err != nil {
+			return nil, err
+		}
+		for i, x := range v {
+			switch {
+			case pe == 0:
+				out[i] = x
+			case op == comm.Max:
+				out[i] = max(out[i], x)
+			case op == comm.Min:
+				out[i] = min(out[i], x)
+			default:
+				out[i] += x
+			}
+		}
+	}
+	if op == comm.Mean {
+		for i := range out {
+			out[i] /= float32(c.w.npes)
+		}
+	}
+	return out, nil
+}
+
+// reduceInto reduces [lo, hi) of b and writes it into the copies of the
+// PEs that want it.
+func (c *worldComm) reduceInto(b comm.Buffer, lo, hi int, op comm.Op, want bool) error {
+	c.w.barrier()
+	r, err := c.fold(b, lo, hi, op)
+	c.w.barrier()
+	if err != nil || !want {
+		return err
+	}
+	return c.PutFloat32(b, lo, r, c.pe)
+}
+
+func (c *worldComm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
+	return c.reduceInto(b, off, off+n, op, true)
+}
+func (c *worldComm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
+	return c.AllReduce(b, off, n, op)
+}
+func (c *worldComm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, error) {
+	return doneReq{}, c.AllReduce(b, off, n, op)
+}
+func (c *worldComm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
+	return c.reduceInto(b, off, off+n, op, c.pe == root)
+}
+func (c *worldComm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
+	lo, hi := comm.Shard(off, n, c.w.npes, c.pe)
+	return c.reduceInto(b, lo, hi, op, true)
+}
+func (c *worldComm) ReduceScatterEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
+	return c.ReduceScatter(b, off, n, op)
+}
+
+// copyFrom copies elements [lo, hi) of b from PE pe's copy into this PE's.
+func (c *worldComm) copyFrom(b comm.Buffer, lo, hi, pe int) {
+	s := b.Kind().Size()
+	copy(c.on(b, c.pe).b[lo*s:hi*s], c.on(b, pe).b[lo*s:hi*s])
+}
+
+func (c *worldComm) Broadcast(b comm.Buffer, off, n int, root int) error {
+	c.w.barrier()
+	if c.pe != root {
+		c.copyFrom(b, off, off+n, root)
+	}
+	c.w.barrier()
+	return nil
+}
+func (c *worldComm) AllGather(b comm.Buffer, off, n int) error {
+	c.w.barrier()
+	for pe := range c.w.npes {
+		if pe != c.pe {
+			lo, hi := comm.Shard(off, n, c.w.npes, pe)
+			c.copyFrom(b, lo, hi, pe)
+		}
+	}
+	c.w.barrier()
+	return nil
+}
+func (c *worldComm) AllGatherEnqueue(b comm.Buffer, off, n int) error { return c.AllGather(b, off, n) }

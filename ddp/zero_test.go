@@ -1,0 +1,137 @@
+package ddp
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
+)
+
+// worldResult is one PE's outcome of a worldFit.
+type worldResult struct {
+	res      Result
+	err      error
+	params   []float32
+	strategy string
+	state    []int // lengths of the engine's optimizer state tensors
+}
+
+// worldFit trains the mlp on synthetic data on an emulated job of npes PEs
+// (world: each PE its own emulated CUDA engine) with AdamW and opts.
+func worldFit(t *testing.T, npes int, opts Options) []worldResult {
+	t.Helper()
+	train, test, err := datasets.SyntheticSplit(600, 100, 20, 4, 7)
+	require.NoError(t, err)
+	w := newWorld(npes)
+	out := make([]worldResult, npes)
+	var wg sync.WaitGroup
+	for pe := range npes {
+		wg.Go(func() {
+			r := &out[pe]
+			m, err := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{16, 16}, Classes: 4})
+			if err != nil {
+				r.err = err
+				return
+			}
+			o, err := optim.NewAdamW(optim.AdamWConfig{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1})
+			if err != nil {
+				r.err = err
+				return
+			}
+			tr, err := New(w.comm(pe), w.engs[pe], m, o, opts)
+			if err != nil {
+				r.err = err
+				return
+			}
+			defer tr.Close()
+			r.strategy = tr.Strategy()
+			r.res, r.err = tr.Fit(context.Background(), train, test)
+			r.params = tr.Params()
+			for _, s := range w.engs[pe].OptimizerState() {
+				r.state = append(r.state, s.Size())
+			}
+		})
+	}
+	wg.Wait()
+	for pe, r := range out {
+		require.NoError(t, r.err, "PE %d", pe)
+	}
+	return out
+}
+
+func zeroOptions() Options {
+	return Options{GlobalBatch: 48, Epochs: 1, MaxSteps: 12, LR: 3e-3, Seed: 5, LogEvery: 4}
+}
+
+// TestDeviceShardedUpdate: on the device step path with 3 PEs the update
+// is sharded (each PE keeps the AdamW state of its shard only) and, without
+// clipping, ends on the bits of the replicated device update; with
+// clipping, within float32 noise of it (the norm is summed shard by shard).
+func TestDeviceShardedUpdate(t *testing.T) {
+	const npes = 3
+	for _, clip := range []float32{0, 1e-3} {
+		opts := zeroOptions()
+		opts.ClipNorm = clip
+		sharded := worldFit(t, npes, opts)
+		opts.ReplicatedUpdate = true
+		replicated := worldFit(t, npes, opts)
+		n := len(sharded[0].params)
+		for pe := range npes {
+			s, r := sharded[pe], replicated[pe]
+			require.Equal(t, "device-sharded", s.strategy)
+			require.Equal(t, "device", r.strategy)
+			lo, hi := comm.Shard(0, n, npes, pe)
+			require.Equal(t, []int{hi - lo, hi - lo}, s.state, "PE %d: AdamW state of its shard only", pe)
+			require.Equal(t, []int{n, n}, r.state)
+			require.True(t, s.res.Replicas.Identical, s.res.Replicas.String())
+			require.Len(t, s.res.DeviceBytes, npes)
+			require.Equal(t, 12, s.res.Steps)
+		}
+		worst := 0.0
+		for i, v := range sharded[0].params {
+			d := math.Abs(float64(v - replicated[0].params[i]))
+			worst = max(worst, d)
+			if clip == 0 && math.Float32bits(v) != math.Float32bits(replicated[0].params[i]) {
+				t.Fatalf("no clipping: parameter %d is %v sharded, %v replicated", i, v, replicated[0].params[i])
+			}
+		}
+		t.Logf("clip %g: largest parameter difference sharded - replicated %.3g", clip, worst)
+		require.Less(t, worst, 1e-5)
+		require.InDelta(t, replicated[0].res.Test.Loss, sharded[0].res.Test.Loss, 1e-4)
+	}
+}
+
+// TestDeviceResumeIsExact: a device run checkpointed at step 6 and
+// resumed ends on the bits of the run never interrupted, on one PE (the
+// engine's AdamW state allocated for the resume) and sharded on 3 (the
+// state gathered from the PEs' shards for the checkpoint, each PE taking
+// its shard back on resume).
+func TestDeviceResumeIsExact(t *testing.T) {
+	for _, npes := range []int{1, 3} {
+		dir := filepath.Join(t.TempDir(), "ck")
+		opts := zeroOptions()
+		opts.ClipNorm = 1e-3
+		whole := worldFit(t, npes, opts)
+		first := opts
+		first.MaxSteps, first.Checkpoint = 6, CheckpointOptions{Dir: dir}
+		worldFit(t, npes, first)
+		second := opts
+		second.Checkpoint = CheckpointOptions{Dir: dir, Resume: "latest"}
+		resumed := worldFit(t, npes, second)
+		require.Equal(t, map[int]string{1: "device", 3: "device-sharded"}[npes], resumed[0].strategy)
+		require.Equal(t, 12, resumed[0].res.Steps)
+		for i, v := range whole[0].params {
+			if math.Float32bits(v) != math.Float32bits(resumed[0].params[i]) {
+				t.Fatalf("%d PEs, parameter %d: %v in one run, %v resumed at step 6", npes, i, v, resumed[0].params[i])
+			}
+		}
+	}
+}
