@@ -100,34 +100,12 @@ nvtest "conformance 2 PEs, no MPS" 150 "$test_log" SYMDDP_GPU_PES=2 -- -test.run
 nvtest "kernels 2 PEs, no MPS" 120 "$test_log" SYMDDP_GPU_PES=2 -- -test.run '^(TestGPUAllReduceKernels|TestGPUShardedKernels)$'
 
 # ---- 7 MPS ----
-mps_pipe="/tmp/symddp-mps-pipe-$$"
-mps_logdir="/tmp/symddp-mps-log-$$"
-mps_up=0
-stop_mps() {
-    if [ "$mps_up" = 1 ]; then
-        echo quit | CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" timeout 20 nvidia-cuda-mps-control >>"$mps_log" 2>&1
-        sleep 1
-        mps_up=0
-        cat "$mps_logdir"/*.log >>"$mps_log" 2>/dev/null
-    fi
-}
-trap stop_mps EXIT
+trap gpu_mps_stop EXIT
 if command -v nvidia-cuda-mps-control >/dev/null && [ $((budget - $(elapsed))) -gt 60 ]; then
-    mkdir -p "$mps_pipe" "$mps_logdir"
-    if CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$mps_logdir" nvidia-cuda-mps-control -d >>"$mps_log" 2>&1; then
-        mps_up=1
-        note "MPS daemon started (pipe $mps_pipe)"
-    else
-        note "MPS daemon did not start: see mps.log"
-    fi
+    gpu_mps_start "$mps_log"
 else
     note "MPS stages skipped (no nvidia-cuda-mps-control or no time left)"
 fi
-# mpsvars N: the variables of a stage whose N PEs run under MPS, 100/N % of
-# the SMs each.
-mpsvars() {
-    echo "CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$mps_logdir CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / $1)) SYMDDP_TEST_MPS=1 SYMDDP_GPU_PES=$1"
-}
 if [ "$mps_up" = 1 ]; then
     for n in 2 4 8; do
         # shellcheck disable=SC2046 # the variables are words without blanks
@@ -144,7 +122,7 @@ if [ "$mps_up" = 1 ]; then
         stage "MPS bench $n PEs 4KiB..256MiB" 90 "$bench_log" env $(mpsvars $n) \
             "$bin/symbench" gpu-allreduce --pes "$n" --min 4KiB --max 256MiB --algos auto --nvshmem --nvshmem-max 16MiB
     done
-    stop_mps
+    gpu_mps_stop
 fi
 
 # ---- 8 failures (no MPS) ----

@@ -112,6 +112,36 @@ stage() {
     return "$rc"
 }
 
+# gpu_mps_start LOG: starts an MPS daemon of this script's own (pipe and log
+# directories under /tmp) and sets mps_up=1 when it runs; gpu_mps_stop
+# stops it and appends its logs to LOG (trap it on EXIT); mpsvars N: the
+# variables of a stage whose N PEs run under that daemon, 100/N % of the
+# SMs each (SYMDDP_GPU_PES=N for the test binaries).
+mps_up=0
+gpu_mps_start() {
+    mps_log="$1"
+    mps_pipe="/tmp/symddp-mps-pipe-$$"
+    mps_logdir="/tmp/symddp-mps-log-$$"
+    mkdir -p "$mps_pipe" "$mps_logdir"
+    if CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$mps_logdir" nvidia-cuda-mps-control -d >>"$mps_log" 2>&1; then
+        mps_up=1
+        note "MPS daemon started (pipe $mps_pipe)"
+    else
+        note "MPS daemon did not start: see $(basename "$mps_log")"
+    fi
+}
+gpu_mps_stop() {
+    if [ "$mps_up" = 1 ]; then
+        echo quit | CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" timeout 20 nvidia-cuda-mps-control >>"$mps_log" 2>&1
+        sleep 1
+        mps_up=0
+        cat "$mps_logdir"/*.log >>"$mps_log" 2>/dev/null
+    fi
+}
+mpsvars() {
+    echo "CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$mps_logdir CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$((100 / $1)) SYMDDP_TEST_MPS=1 SYMDDP_GPU_PES=$1"
+}
+
 # gpu_build LOG FORCE: the build stage (cuda/build.sh into
 # build/libsymddp_cuda.so), when FORCE is 1, the library is missing or a
 # cuda/ source is newer; without a library the run ends here, with the
