@@ -158,3 +158,12 @@ type StepValues struct {
 	Step int
 	LR   float32
 }
+
+// BF16Caster is offered by device engines that convert between float32
+// tensors and bf16 values in device memory, for a gradient allreduce in
+// bf16 (ddp.Options.GradDType): round to nearest even one way, exact the
+// other. dst and src address len(tensor) bf16 values (2 bytes each).
+type BF16Caster interface {
+	CastToBF16(dst uintptr, src Tensor)
+	CastFromBF16(dst Tensor, src uintptr)
+}

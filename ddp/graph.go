@@ -350,8 +350,8 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 		return t.dshard.record(t, g.ar, lr)
 	}
 	if g.ar != nil {
-		if err := g.ar.AllReduceEnqueue(t.grads, 0, t.n+ctrlWords, comm.Sum); err != nil {
-			return fmt.Errorf("gradient allreduce: %w", err)
+		if err := t.reduceGrads(g.ar, nil, false, 0, t.n, t.gView); err != nil {
+			return err
 		}
 	}
 	if err := e.Update(t.o, t.pView, t.gView, t.step, lr, t.opts.ClipNorm); err != nil {

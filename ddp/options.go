@@ -3,6 +3,7 @@ package ddp
 import (
 	"fmt"
 
+	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -53,6 +54,13 @@ type Options struct {
 	// (compute.ShardedUpdater); see zero.go. Each PE's engine then keeps
 	// the optimizer state of its shard only.
 	ReplicatedUpdate bool
+
+	// GradDType is the type the gradients are reduced in across PEs:
+	// comm.Float32 (the default, also for 0) or comm.BFloat16, which halves
+	// the bytes of the reduction and rounds each PE's gradients and their
+	// sum to bf16 (the update stays fp32). bf16 needs the device step path
+	// (graddtype.go); New fails elsewhere.
+	GradDType comm.Kind
 
 	// DeviceData keeps the training set in device memory on the device
 	// step path, each batch gathered there by index, so that a step copies

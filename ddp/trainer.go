@@ -70,6 +70,8 @@ type Trainer struct {
 	xall             []byte      // every PE's row, read back
 	// the sharded update on the device step path (zero.go); nil otherwise
 	dshard *deviceShard
+	// the bf16 gradient buffer (graddtype.go); nil when gradients reduce in fp32
+	bf16 *bf16Grads
 
 	metrics comm.Buffer // symmetric float32 scratch for reducing metrics
 	hashes  comm.Buffer // symmetric bytes, 8 per PE, for the replica check
@@ -138,6 +140,10 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 		return nil, err
 	}
 	if t.strat, err = t.chooseStrategy(); err != nil {
+		return nil, err
+	}
+	_, device := t.strat.(*deviceStrategy)
+	if err := t.gradDTypeSetup(device); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -104,9 +104,10 @@ func (c *worldComm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 	b := &wBuf{kind: kind, n: n, id: len(w.bufs[c.pe])}
 	w.bufs[c.pe] = append(w.bufs[c.pe], b)
 	w.mu.Unlock()
-	if kind == comm.Float32 {
-		b.ptr = w.engs[c.pe].Alloc(n).(*cuda.Tensor).DevicePtr()
-		b.b = w.devs[c.pe].Bytes(b.ptr, 4*n)
+	if kind == comm.Float32 || kind == comm.BFloat16 {
+		words := (n*kind.Size() + 3) / 4
+		b.ptr = w.engs[c.pe].Alloc(words).(*cuda.Tensor).DevicePtr()
+		b.b = w.devs[c.pe].Bytes(b.ptr, 4*words)
 		clear(b.b)
 	} else {
 		b.b = make([]byte, n*kind.Size())
@@ -163,16 +164,44 @@ func (c *worldComm) Quiet() error   { return nil }
 func (c *worldComm) Barrier() error { c.w.barrier(); return nil }
 func (c *worldComm) Close() error   { return nil }
 
-// fold is elements [lo, hi) of Float32 buffer b reduced over every PE's
-// copy in PE order.
+// values reads elements [lo, lo+len(v)) of PE pe's copy of b, Float32 or
+// BFloat16 (widened).
+func (c *worldComm) values(v []float32, b comm.Buffer, lo, pe int) error {
+	if b.Kind() == comm.Float32 {
+		return c.GetFloat32(v, b, lo, pe)
+	}
+	raw := c.on(b, pe).b[2*lo:]
+	for i := range v {
+		v[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
+	}
+	return nil
+}
+
+// setValues writes v at element lo of this PE's copy of b, rounded to
+// nearest even for BFloat16.
+func (c *worldComm) setValues(b comm.Buffer, lo int, v []float32) error {
+	if b.Kind() == comm.Float32 {
+		return c.PutFloat32(b, lo, v, c.pe)
+	}
+	raw := c.on(b, c.pe).b[2*lo:]
+	for i, x := range v {
+		u := math.Float32bits(x)
+		u += 0x7fff + (u>>16)&1 // finite values only (gradients here)
+		binary.LittleEndian.PutUint16(raw[2*i:], uint16(u>>16))
+	}
+	return nil
+}
+
+// fold is elements [lo, hi) of Float32 or BFloat16 buffer b reduced over
+// every PE's copy in PE order, in float32.
 func (c *worldComm) fold(b comm.Buffer, lo, hi int, op comm.Op) ([]float32, error) {
-	if b.Kind() != comm.Float32 {
+	if b.Kind() != comm.Float32 && b.Kind() != comm.BFloat16 {
 		return nil, fmt.Errorf("worldComm: reduction of a %v buffer", b.Kind())
 	}
 	out := make([]float32, hi-lo)
 	v := make([]float32, hi-lo)
 	for pe := range c.w.npes {
-		if err := c.GetFloat32(v, b, lo, pe); err != nil {
+		if err := c.values(v, b, lo, pe); err != nil {
 			return nil, err
 		}
 		for i, x := range v {
@@ -205,7 +234,7 @@ func (c *worldComm) reduceInto(b comm.Buffer, lo, hi int, op comm.Op, want bool)
 	if err != nil || !want {
 		return err
 	}
-	return c.PutFloat32(b, lo, r, c.pe)
+	return c.setValues(b, lo, r)
 }
 
 func (c *worldComm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {

@@ -108,11 +108,8 @@ func (t *Trainer) deviceSharding() (*deviceShard, string, error) {
 // record enqueues the step's work after backward (see the top of the file).
 func (d *deviceShard) record(t *Trainer, ar enqueueAllReducer, lr float32) error {
 	npes := t.c.NPEs()
-	if err := d.s.ReduceScatterEnqueue(t.grads, 0, t.n, comm.Sum); err != nil {
-		return fmt.Errorf("gradient reduce-scatter: %w", err)
-	}
-	if err := ar.AllReduceEnqueue(t.grads, t.n, ctrlWords, comm.Sum); err != nil {
-		return fmt.Errorf("control words allreduce: %w", err)
+	if err := t.reduceGrads(ar, d.s, true, d.lo, d.hi, d.g); err != nil {
+		return err
 	}
 	d.u.SumSquaresInto(d.mine, d.g)
 	if err := d.s.AllGatherEnqueue(d.xchg, 0, partialStride*npes); err != nil {

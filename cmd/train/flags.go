@@ -32,6 +32,7 @@ type options struct {
 	evalBatches                   int
 	sampleTokens                  int
 	precision                     string  // auto, fp32 or bf16 (compute.Precision)
+	gradDType                     string  // fp32 or bf16: the gradients' type in the cross-PE reduction
 	peakTFLOPS                    float64 // --peak-tflops: the peak of one device for MFU (0: the table's)
 
 	epochs      int
@@ -139,6 +140,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.valShards, "val-shards", "", "--dataset llmc: glob of llm.c validation token shards")
 	fs.StringVar(&o.corpusMax, "corpus-max", "0", "--dataset text: use at most this much of the corpus, e.g. 16MiB (0: all)")
 	fs.StringVar(&o.precision, "precision", "auto", "how a gpt model computes: auto (bf16 where the engine runs the whole GPT fused in bf16, the GPU engine of --backend nvshmem; fp32 elsewhere), bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights, gradients and optimizer state; GPU engine only), fp32 (fp32 throughout; the CPU engine's only mode). The mlp trains in fp32: auto or fp32")
+	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the type gradients are summed across PEs in: fp32, or bf16 (half the bytes; each PE's gradients and their sum rounded to bf16, the update still fp32; GPU step path of --backend nvshmem only)")
 	fs.Float64Var(&o.peakTFLOPS, "peak-tflops", 0, "language models: the dense peak TFLOP/s of one GPU at the run's precision (of the host's CPUs on the CPU engine), against which MFU (model FLOPs utilisation: tokens/s x FLOPs per token / peak) is printed; default: the dense (not sparse) peak of a known GPU by its name (H200 and H100 SXM: bf16 989, fp32 67; H100 PCIe: 756, 51; A100: 312, 19.5), and no MFU on the CPU")
 
 	fs.IntVar(&o.epochs, "epochs", 5, "passes over the training set")
@@ -278,12 +280,20 @@ func (o *options) computePrecision() compute.Precision {
 }
 
 // checkPrecision checks --precision against the model and the backend,
-// --data-on-device and --peak-tflops.
+// --grad-dtype, --data-on-device and --peak-tflops.
 func (o *options) checkPrecision() error {
 	switch o.precision {
 	case "auto", "fp32", "bf16":
 	default:
 		return usagef("--precision %q: want auto, bf16 or fp32", o.precision)
+	}
+	switch o.gradDType {
+	case "fp32", "bf16":
+	default:
+		return usagef("--grad-dtype %q: want fp32 or bf16", o.gradDType)
+	}
+	if o.gradDType == "bf16" && o.backend != "nvshmem" {
+		return usagef("--grad-dtype bf16 needs the GPU step path (--backend nvshmem); the CPU backends sum gradients in fp32")
 	}
 	switch o.deviceData {
 	case "auto", "on", "off":

@@ -203,6 +203,9 @@ func modelHeap(o *options, backend string) (int64, error) {
 		arrays = 4
 	}
 	need := arrays*4*(n+64) + slack
+	if o.gradDType == "bf16" {
+		need += 2 * (n + 64) // the bf16 gradient buffer
+	}
 	return (need + (1<<20 - 1)) &^ (1<<20 - 1), nil
 }
 

@@ -115,6 +115,8 @@ func TestPrecisionErrors(t *testing.T) {
 		{[]string{"--model", "mlp", "--backend", "nvshmem", "--precision", "bf16"}, "--precision bf16: the MLP trains in fp32"},
 		{[]string{"--model", "gpt-tiny", "--precision", "fp16"}, `--precision "fp16": want auto, bf16 or fp32`},
 		{[]string{"--data-on-device", "maybe"}, `--data-on-device "maybe": want auto, on or off`},
+		{[]string{"--grad-dtype", "fp16"}, `--grad-dtype "fp16": want fp32 or bf16`},
+		{[]string{"--grad-dtype", "bf16"}, "--grad-dtype bf16 needs the GPU step path (--backend nvshmem)"},
 		{[]string{"--model", "gpt-tiny", "--peak-tflops", "-1"}, "--peak-tflops -1: want a positive peak"},
 		{[]string{"--model", "gpt-tiny", "--peak-tflops", "0"}, "--peak-tflops 0: want a positive peak"},
 		{[]string{"--model", "mlp", "--peak-tflops", "989"}, "--peak-tflops: MFU is printed for the language models"},

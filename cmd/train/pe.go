@@ -166,7 +166,8 @@ func (r *peRun) run() (err error) {
 		GlobalBatch: r.o.batch, Accumulate: r.o.accumulate, Epochs: r.o.epochs, MaxSteps: r.o.maxSteps,
 		Seed: r.o.seed, Schedule: sched, ClipNorm: r.o.clipNorm,
 		BucketBytes: int(bucket), ReplicatedUpdate: !r.o.shardUpdate, DeviceData: deviceDataMode(r.o.deviceData),
-		LogEvery: r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
+		GradDType: gradKind(r.o.gradDType),
+		LogEvery:  r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
 		EvalEvery: r.evalEveryEpochs(), EvalEverySteps: r.evalEverySteps(), EvalLimit: r.o.evalBatches * r.o.batch,
 		Checkpoint: ddp.CheckpointOptions{Dir: r.o.ckptDir, Every: r.o.ckptEvery, Keep: r.o.keepCkpt, Resume: r.o.resume},
 		Hooks:      hooks,
@@ -317,4 +318,12 @@ func deviceDataMode(s string) ddp.DeviceDataMode {
 		return ddp.DeviceDataOff
 	}
 	return ddp.DeviceDataAuto
+}
+
+// gradKind is --grad-dtype as ddp.Options.GradDType.
+func gradKind(s string) comm.Kind {
+	if s == "bf16" {
+		return comm.BFloat16
+	}
+	return comm.Float32
 }

@@ -1,0 +1,102 @@
+package ddp
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/compute"
+)
+
+// Gradients reduced in bf16 (Options.GradDType = comm.BFloat16) on the
+// device step path: after backward the engine rounds the fp32 gradient
+// arena into a symmetric bf16 buffer, the backend reduces that (in fp32,
+// widened, PE by PE, rounded to bf16 once: comm/nvshmem's kernels), and
+// the engine widens the result back into the arena (the whole of it, or
+// this PE's shard with the sharded update) before the update, which then
+// runs in fp32 as always. Half the bytes cross the links; the gradients
+// lose the low 16 bits of their mantissa. With one PE nothing is reduced
+// and nothing is rounded.
+
+// bf16Grads is the bf16 gradient buffer of a run that reduces in bf16.
+type bf16Grads struct {
+	buf comm.Buffer // symmetric, n bf16 values
+	ptr uintptr     // this PE's copy
+	c   compute.BF16Caster
+}
+
+// gradDTypeSetup checks Options.GradDType against the strategy chosen and
+// allocates the bf16 buffer where it applies (collective, like every
+// allocation in New).
+func (t *Trainer) gradDTypeSetup(device bool) error {
+	switch t.opts.GradDType {
+	case 0, comm.Float32:
+		return nil
+	case comm.BFloat16:
+	default:
+		return fmt.Errorf("gradient reduction in %v: only float32 and bfloat16", t.opts.GradDType)
+	}
+	if !device {
+		return fmt.Errorf("gradients reduced in bf16 need the GPU step path (the nvshmem backend on the CUDA engine, no gradient accumulation); this run reduces them on the %s path: use fp32", t.strat.name())
+	}
+	if t.c.NPEs() == 1 {
+		return nil
+	}
+	c, ok := t.e.(compute.BF16Caster)
+	if !ok {
+		return fmt.Errorf("the %s engine cannot round gradients to bf16", t.e.Name())
+	}
+	b, err := t.c.Alloc(comm.BFloat16, t.n)
+	if err != nil {
+		return fmt.Errorf("allocate the bf16 gradient buffer (%d values): %w", t.n, err)
+	}
+	db, ok := b.(comm.DeviceBuffer)
+	if !ok {
+		return fmt.Errorf("the %s backend's bf16 buffer is not in device memory", t.c.Backend())
+	}
+	t.bf16 = &bf16Grads{buf: b, ptr: db.DevicePtr(), c: c}
+	return nil
+}
+
+// reduceGrads enqueues the reduction of the gradient arena and the control
+// words after backward: an allreduce of the whole arena, or a
+// reduce-scatter leaving this PE's shard [lo, hi) reduced (scatter), in
+// fp32 or through the bf16 buffer.
+func (t *Trainer) reduceGrads(ar enqueueAllReducer, s enqueueSharder, scatter bool, lo, hi int, shard compute.Tensor) error {
+	red := func(b comm.Buffer, n int) error {
+		if scatter {
+			if err := s.ReduceScatterEnqueue(b, 0, n, comm.Sum); err != nil {
+				return fmt.Errorf("gradient reduce-scatter: %w", err)
+			}
+			return nil
+		}
+		if err := ar.AllReduceEnqueue(b, 0, n, comm.Sum); err != nil {
+			return fmt.Errorf("gradient allreduce: %w", err)
+		}
+		return nil
+	}
+	bf := t.bf16
+	if bf == nil {
+		if scatter {
+			if err := red(t.grads, t.n); err != nil {
+				return err
+			}
+		} else {
+			// one allreduce for the arena and the control words after it
+			return red(t.grads, t.n+ctrlWords)
+		}
+	} else {
+		bf.c.CastToBF16(bf.ptr, t.gView)
+		if err := red(bf.buf, t.n); err != nil {
+			return err
+		}
+		if scatter {
+			bf.c.CastFromBF16(shard, bf.ptr+2*uintptr(lo))
+		} else {
+			bf.c.CastFromBF16(t.gView, bf.ptr)
+		}
+	}
+	if err := ar.AllReduceEnqueue(t.grads, t.n, ctrlWords, comm.Sum); err != nil {
+		return fmt.Errorf("control words allreduce: %w", err)
+	}
+	return nil
+}
