@@ -17,9 +17,10 @@ import (
 //     an all-gather spreads the parameters (a comm.Sharder backend with the
 //     arenas in host memory, the default on shm and mpi);
 //   - device: the engine runs the whole step on its device, recorded into a
-//     graph once and replayed, with the update sharded (ZeRO-1) where the
-//     backend and the engine can (zero.go) (an engine that offers compute.DeviceSteps,
-//     graph.go); where the options or the backend do not allow it
+//     graph once and replayed (an engine that offers compute.DeviceSteps,
+//     graph.go), the update sharded (ZeRO-1) where the backend and the
+//     engine can and the options do not say otherwise (zero.go, named
+//     "device-sharded"); where the options or the backend do not allow it
 //     (deviceStepBlocker), replicated steps run eagerly on the device and
 //     the engine says why.
 type strategy interface {
