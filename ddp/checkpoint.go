@@ -51,6 +51,10 @@ type ckptMeta struct {
 	NPEs        int         `json:"npes"`
 	Seed        uint64      `json:"seed"`
 	Optimizer   optim.Hyper `json:"optimizer"`
+	// NextLR is the learning rate the writing run's schedule gives the
+	// step after Step, so that a resume under another schedule (another
+	// --max-steps, --epochs, --lr or warm-up) can say where it departs.
+	NextLR float32 `json:"next_lr,omitempty"`
 	// ModelConfig is what a model that describes itself (ModelDescriber)
 	// says of its sizes, so that a checkpoint can be rebuilt without the
 	// run's flags (the generate command).
@@ -141,7 +145,7 @@ func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
 	tensors := t.ckptTensors(params, state)
 	meta := ckptMeta{Format: ckptFormat, Model: t.m.Name(), Params: t.n, Step: t.step, Epoch: epoch,
 		StepInEpoch: stepInEpoch, GlobalBatch: t.opts.GlobalBatch, Accumulate: t.opts.Accumulate,
-		NPEs: t.c.NPEs(), Seed: t.opts.Seed, Optimizer: t.o.Hyper()}
+		NPEs: t.c.NPEs(), Seed: t.opts.Seed, Optimizer: t.o.Hyper(), NextLR: t.opts.lr(t.step + 1)}
 	if d, ok := t.m.(ModelDescriber); ok {
 		meta.ModelConfig = d.Describe()
 	}

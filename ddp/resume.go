@@ -178,6 +178,10 @@ func (t *Trainer) findCheckpoint(stepsPerEpoch int) (*loadedCheckpoint, ctlMsg) 
 				warns = append(warns, fmt.Sprintf("%s was written by %d PEs and resumes on %d: the global batches continue unchanged (docs/DESIGN.md), sums may round differently",
 					p, lc.meta.NPEs, t.c.NPEs()))
 			}
+			if next, here := lc.meta.NextLR, t.opts.lr(lc.meta.Step+1); next != 0 && next != here {
+				warns = append(warns, fmt.Sprintf("%s was written by a run whose schedule gives step %d a learning rate of %.6g; this run's gives it %.6g (another --max-steps, --epochs, --lr or --warmup-steps): the resumed steps follow this run's schedule",
+					p, lc.meta.Step+1, next, here))
+			}
 			return lc, ctlMsg{OK: true, Path: p, Step: lc.meta.Step, Warnings: warns}
 		}
 		if errors.Is(err, ErrMismatch) || want != "latest" || i == len(paths)-1 {

@@ -135,3 +135,29 @@ func TestDeviceResumeIsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeUnderAnotherSchedule: a resume whose schedule gives the next
+// step another learning rate than the run that wrote the checkpoint says
+// so (and resumes); under the same schedule it says nothing.
+func TestResumeUnderAnotherSchedule(t *testing.T) {
+	opts := zeroOptions()
+	for _, lr := range []float32{opts.LR, 2 * opts.LR} {
+		dir := filepath.Join(t.TempDir(), "ck")
+		first := opts
+		first.MaxSteps, first.Checkpoint = 6, CheckpointOptions{Dir: dir}
+		worldFit(t, 1, first)
+		var warns []string
+		again := opts
+		again.LR = lr
+		again.Checkpoint = CheckpointOptions{Dir: dir, Resume: "latest"}
+		again.Hooks.OnWarning = func(w string) { warns = append(warns, w) }
+		r := worldFit(t, 1, again)
+		require.Equal(t, 12, r[0].res.Steps)
+		if lr == opts.LR {
+			require.Empty(t, warns)
+			continue
+		}
+		require.Len(t, warns, 1)
+		require.Contains(t, warns[0], "gives step 7 a learning rate of 0.003; this run's gives it 0.006")
+	}
+}
