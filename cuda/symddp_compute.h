@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 6
+#define SDC_ABI_VERSION 7
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -319,6 +319,29 @@ int sdc_sum_squares_enqueue(const sdc_ctx *c, uint64_t x, int64_t n, uint64_t ou
 int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n);
 /* dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy. */
 int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
+
+/* ---- the GPT's operation groups in fp32 (compute.Norms, compute.Indexing, compute.Attention) ---- */
+
+/*
+ * Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
+ * mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
+ * variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
+ * The sums in compute/internal/tfmloops' order (eight lanes, its sum8) with
+ * the same round-to-nearest float32 operations and no FMA: the CPU engine's
+ * bits. y may not alias x.
+ */
+int sdc_layer_norm(const sdc_ctx *c, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x, uint64_t w,
+                   uint64_t b, int64_t rows, int64_t cols, float eps);
+/*
+ * Its backward from dy (rows x cols) and the forward's x, w, mean, rstd:
+ * dx, the gradient at x, is written (add_dx = 0) or added to dx (add_dx =
+ * 1); dw and db (cols) are overwritten with the sums over the rows of dy * n
+ * and dy, n = (x - m) * r, added in row order (one thread a column), likewise
+ * the CPU engine's bits. dx, dw and db may not alias each other or the inputs.
+ */
+int sdc_layer_norm_backward(const sdc_ctx *c, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x,
+                            uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols,
+                            sdc_flag add_dx);
 
 /* ---- optimizer ---- */
 

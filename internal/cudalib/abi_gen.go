@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 2
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 6
+	ComputeABIVersion = 7
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
 	GPTABIVersion = 2
 )
@@ -87,6 +87,10 @@ type Device interface {
 	Gelu(y uintptr, x uintptr, n int) error
 	// GeluBackward: sdc_gelu_backward.
 	GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error
+	// LayerNorm: sdc_layer_norm.
+	LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error
+	// LayerNormBackward: sdc_layer_norm_backward.
+	LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error
 	// Update: sdc_update.
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.

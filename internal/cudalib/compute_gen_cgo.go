@@ -276,6 +276,29 @@ func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
 	return c.check("sdc_gelu_backward", C.cw_sdc_gelu_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dy), C.uint64_t(x), C.int64_t(n)))
 }
 
+// LayerNorm calls sdc_layer_norm (cuda/symddp_compute.h).
+//
+//	Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
+//	mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
+//	variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
+//	The sums in compute/internal/tfmloops' order (eight lanes, its sum8) with
+//	the same round-to-nearest float32 operations and no FMA: the CPU engine's
+//	bits. y may not alias x.
+func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
+	return c.check("sdc_layer_norm", C.cw_sdc_layer_norm(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(mean), C.uint64_t(rstd), C.uint64_t(x), C.uint64_t(w), C.uint64_t(b), C.int64_t(rows), C.int64_t(cols), C.float(eps)))
+}
+
+// LayerNormBackward calls sdc_layer_norm_backward (cuda/symddp_compute.h).
+//
+//	Its backward from dy (rows x cols) and the forward's x, w, mean, rstd:
+//	dx, the gradient at x, is written (add_dx = 0) or added to dx (add_dx =
+//	1); dw and db (cols) are overwritten with the sums over the rows of dy * n
+//	and dy, n = (x - m) * r, added in row order (one thread a column), likewise
+//	the CPU engine's bits. dx, dw and db may not alias each other or the inputs.
+func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+	return c.check("sdc_layer_norm_backward", C.cw_sdc_layer_norm_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(mean), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx))))
+}
+
 // Update calls sdc_update (cuda/symddp_compute.h).
 //
 //	One optimizer step over a whole arena of n elements: params, grads and the

@@ -487,6 +487,18 @@ func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) (err er
 	return
 }
 
+// LayerNorm fails: the library needs cgo.
+func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) (err error) {
+	err = errNoCgo
+	return
+}
+
+// LayerNormBackward fails: the library needs cgo.
+func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) (err error) {
+	err = errNoCgo
+	return
+}
+
 // Update fails: the library needs cgo.
 func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) (err error) {
 	err = errNoCgo
