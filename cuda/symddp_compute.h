@@ -342,6 +342,23 @@ int sdc_layer_norm(const sdc_ctx *c, uint64_t y, uint64_t mean, uint64_t rstd, u
 int sdc_layer_norm_backward(const sdc_ctx *c, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x,
                             uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols,
                             sdc_flag add_dx);
+/*
+ * Rows of a table (table_rows x cols fp32) by int32 index (idx: rows): row i
+ * of dst (rows x cols) = table row idx[i] (accumulate = 0), or += it
+ * (accumulate = 1). An index of -1, or one outside the table (which the
+ * caller rules out), reads as a zero row: it gives zeros, or adds nothing.
+ */
+int sdc_index_gather(const sdc_ctx *c, uint64_t dst, uint64_t table, uint64_t idx, int64_t rows, int64_t cols,
+                     int64_t table_rows, sdc_flag accumulate);
+/*
+ * table row idx[i] += src row i (src: rows x cols) for every i, each element
+ * of the table adding its rows in order of i (a warp owns some table rows
+ * and 32 columns and walks the indices in order): the CPU engine's bits.
+ * An index of -1, or one outside the table, adds nothing. table may not
+ * alias src.
+ */
+int sdc_index_scatter_add(const sdc_ctx *c, uint64_t table, uint64_t src, uint64_t idx, int64_t rows,
+                          int64_t cols, int64_t table_rows);
 
 /* ---- optimizer ---- */
 

@@ -118,3 +118,38 @@ func testLayerNormMatchesCPU(t *testing.T, e *cuda.Engine) {
 		}
 	}
 }
+
+// The scatter-add adds each table element's rows in row order, as the CPU
+// engine does, and the gathers copy or add: the same bits, eager and
+// replayed, with indices repeated many times, padding, more table rows than
+// the kernel's groups and widths that are not a multiple of a warp.
+func TestIndexingMatchesCPUGPU(t *testing.T) { testIndexingMatchesCPU(t, gpuEngine(t)) }
+func TestIndexingMatchesCPUEmulated(t *testing.T) {
+	testIndexingMatchesCPU(t, cudatest.NewEmulated(cuda.Options{}))
+}
+
+func testIndexingMatchesCPU(t *testing.T, e *cuda.Engine) {
+	for _, sh := range [][3]int{{1, 1, 1}, {40, 5, 3}, {1000, 70, 200}, {300, 33, 7}} {
+		n, c, v := sh[0], sh[1], sh[2]
+		r := rand.New(rand.NewPCG(uint64(n), uint64(c)))
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(r.IntN(v+1)) - 1 // -1 .. v-1
+		}
+		sameBitsAsCPU(t, e, fmt.Sprintf("Indexing %d rows of %d, table of %d", n, c, v), func(en compute.Engine) (func(), []compute.Tensor) {
+			ix, err := compute.Require[compute.Indexing](en, "embedding lookup")
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx := en.AllocLabels(n)
+			en.SetLabels(idx, ids)
+			table, grad := filled(en, 1, 1, 0, v, c), filled(en, 2, 1e-3, 0, v, c)
+			dst, acc, src := filled(en, 0, 0, 0, n, c), filled(en, 3, 1, 0, n, c), filled(en, 4, 1, 0, n, c)
+			return func() {
+				ix.GatherRows(dst, table, idx, false)
+				ix.GatherRows(acc, table, idx, true)
+				ix.ScatterAddRows(grad, src, idx)
+			}, []compute.Tensor{dst, acc, grad}
+		})
+	}
+}

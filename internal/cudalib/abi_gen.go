@@ -91,6 +91,10 @@ type Device interface {
 	LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error
 	// LayerNormBackward: sdc_layer_norm_backward.
 	LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error
+	// IndexGather: sdc_index_gather.
+	IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error
+	// IndexScatterAdd: sdc_index_scatter_add.
+	IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error
 	// Update: sdc_update.
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.

@@ -48,6 +48,8 @@ enum {
 	SDCI_sdc_gelu_backward,
 	SDCI_sdc_layer_norm,
 	SDCI_sdc_layer_norm_backward,
+	SDCI_sdc_index_gather,
+	SDCI_sdc_index_scatter_add,
 	SDCI_sdc_update,
 	SDCI_sdc_reset_status,
 	SDCI_sdc_set_step,
@@ -96,6 +98,8 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_gelu_backward",
 	"sdc_layer_norm",
 	"sdc_layer_norm_backward",
+	"sdc_index_gather",
+	"sdc_index_scatter_add",
 	"sdc_update",
 	"sdc_reset_status",
 	"sdc_set_step",
@@ -183,6 +187,8 @@ static inline int cw_sdc_gelu(SDCW, uint64_t y, uint64_t x_, int64_t n) { SDCR(S
 static inline int cw_sdc_gelu_backward(SDCW, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dx, dy, x_, n)); }
 static inline int cw_sdc_layer_norm(SDCW, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x_, uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_layer_norm, t)(&x->ctx, y, mean, rstd, x_, w, b, rows, cols, eps)); }
 static inline int cw_sdc_layer_norm_backward(SDCW, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x_, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx) { SDCR(SDCF(sdc_layer_norm_backward, t)(&x->ctx, dx, dw, db, dy, x_, w, mean, rstd, rows, cols, add_dx)); }
+static inline int cw_sdc_index_gather(SDCW, uint64_t dst, uint64_t table, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows, sdc_flag accumulate) { SDCR(SDCF(sdc_index_gather, t)(&x->ctx, dst, table, idx, rows, cols, table_rows, accumulate)); }
+static inline int cw_sdc_index_scatter_add(SDCW, uint64_t table, uint64_t src, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows) { SDCR(SDCF(sdc_index_scatter_add, t)(&x->ctx, table, src, idx, rows, cols, table_rows)); }
 static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
 static inline int cw_sdc_set_step(SDCW) { SDCR(SDCF(sdc_set_step, t)(&x->ctx, &x->in_sdc_step)); }

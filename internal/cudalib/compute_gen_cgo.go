@@ -299,6 +299,27 @@ func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintp
 	return c.check("sdc_layer_norm_backward", C.cw_sdc_layer_norm_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(mean), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx))))
 }
 
+// IndexGather calls sdc_index_gather (cuda/symddp_compute.h).
+//
+//	Rows of a table (table_rows x cols fp32) by int32 index (idx: rows): row i
+//	of dst (rows x cols) = table row idx[i] (accumulate = 0), or += it
+//	(accumulate = 1). An index of -1, or one outside the table (which the
+//	caller rules out), reads as a zero row: it gives zeros, or adds nothing.
+func (c *Context) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error {
+	return c.check("sdc_index_gather", C.cw_sdc_index_gather(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(table), C.uint64_t(idx), C.int64_t(rows), C.int64_t(cols), C.int64_t(tableRows), C.sdc_flag(sdcFlag(accumulate))))
+}
+
+// IndexScatterAdd calls sdc_index_scatter_add (cuda/symddp_compute.h).
+//
+//	table row idx[i] += src row i (src: rows x cols) for every i, each element
+//	of the table adding its rows in order of i (a warp owns some table rows
+//	and 32 columns and walks the indices in order): the CPU engine's bits.
+//	An index of -1, or one outside the table, adds nothing. table may not
+//	alias src.
+func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error {
+	return c.check("sdc_index_scatter_add", C.cw_sdc_index_scatter_add(c.cp.t, c.x, C.uint64_t(table), C.uint64_t(src), C.uint64_t(idx), C.int64_t(rows), C.int64_t(cols), C.int64_t(tableRows)))
+}
+
 // Update calls sdc_update (cuda/symddp_compute.h).
 //
 //	One optimizer step over a whole arena of n elements: params, grads and the

@@ -499,6 +499,18 @@ func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintp
 	return
 }
 
+// IndexGather fails: the library needs cgo.
+func (c *Context) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) (err error) {
+	err = errNoCgo
+	return
+}
+
+// IndexScatterAdd fails: the library needs cgo.
+func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) (err error) {
+	err = errNoCgo
+	return
+}
+
 // Update fails: the library needs cgo.
 func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) (err error) {
 	err = errNoCgo
