@@ -192,6 +192,14 @@ int sdc_sync(const sdc_ctx *c, int64_t timeout_ns);
 int sdc_gemm(const sdc_ctx *c, sdc_flag trans_a, sdc_flag trans_b, int64_t m, int64_t n, int64_t k,
              float alpha, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, float beta,
              uint64_t cmat, int64_t ldc);
+/*
+ * sdc_gemm over batch matrices: product i reads A at a + i * stride_a, B at
+ * b + i * stride_b and writes C at cmat + i * stride_c (strides in
+ * elements). cublasSgemmStridedBatched, default math: fp32, no TF32.
+ */
+int sdc_gemm_batched(const sdc_ctx *c, sdc_flag trans_a, sdc_flag trans_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, uint64_t a, int64_t lda, int64_t stride_a, uint64_t b, int64_t ldb,
+                     int64_t stride_b, float beta, uint64_t cmat, int64_t ldc, int64_t stride_c, int64_t batch);
 
 /* ---- fused GEMMs (cuBLASLt epilogues) ---- */
 
@@ -359,6 +367,20 @@ int sdc_index_gather(const sdc_ctx *c, uint64_t dst, uint64_t table, uint64_t id
  */
 int sdc_index_scatter_add(const sdc_ctx *c, uint64_t table, uint64_t src, uint64_t idx, int64_t rows,
                           int64_t cols, int64_t table_rows);
+/*
+ * The causal softmax of attention, in place: p holds nmat matrices of t x t
+ * scores back to back; row i of each becomes the softmax of its first i + 1
+ * entries followed by zeros. tfmloops' SoftmaxCausal (the row's maximum and
+ * sum in eight lanes, its exp32): the CPU engine's bits.
+ */
+int sdc_softmax_causal(const sdc_ctx *c, uint64_t p, int64_t nmat, int64_t t);
+/*
+ * Its backward, in place: ds (p's layout) holds the gradient at
+ * sdc_softmax_causal's output p and becomes the gradient at its input,
+ * p * (ds - sum(p * ds)) over row i's first i + 1 entries, zeros after;
+ * likewise tfmloops' SoftmaxCausalBackward.
+ */
+int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64_t p, int64_t nmat, int64_t t);
 
 /* ---- optimizer ---- */
 

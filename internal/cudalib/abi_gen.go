@@ -57,6 +57,8 @@ type Device interface {
 	Sync(timeout time.Duration) error
 	// Gemm: sdc_gemm.
 	Gemm(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, cmat uintptr, ldc int) error
+	// GemmBatched: sdc_gemm_batched.
+	GemmBatched(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, strideA int, b uintptr, ldb int, strideB int, beta float32, cmat uintptr, ldc int, strideC int, batch int) error
 	// LtPlan: sdc_lt_plan_create.
 	LtPlan(args LtArgs) (uint64, error)
 	// LtPlanDestroy: sdc_lt_plan_destroy.
@@ -95,6 +97,10 @@ type Device interface {
 	IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error
 	// IndexScatterAdd: sdc_index_scatter_add.
 	IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error
+	// SoftmaxCausal: sdc_softmax_causal.
+	SoftmaxCausal(p uintptr, nmat int, t int) error
+	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
+	SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error
 	// Update: sdc_update.
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.

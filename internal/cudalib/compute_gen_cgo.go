@@ -130,6 +130,15 @@ func (c *Context) Gemm(transA bool, transB bool, m int, n int, k int, alpha floa
 	return c.check("sdc_gemm", C.cw_sdc_gemm(c.cp.t, c.x, C.sdc_flag(sdcFlag(transA)), C.sdc_flag(sdcFlag(transB)), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.float(alpha), C.uint64_t(a), C.int64_t(lda), C.uint64_t(b), C.int64_t(ldb), C.float(beta), C.uint64_t(cmat), C.int64_t(ldc)))
 }
 
+// GemmBatched calls sdc_gemm_batched (cuda/symddp_compute.h).
+//
+//	sdc_gemm over batch matrices: product i reads A at a + i * stride_a, B at
+//	b + i * stride_b and writes C at cmat + i * stride_c (strides in
+//	elements). cublasSgemmStridedBatched, default math: fp32, no TF32.
+func (c *Context) GemmBatched(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, strideA int, b uintptr, ldb int, strideB int, beta float32, cmat uintptr, ldc int, strideC int, batch int) error {
+	return c.check("sdc_gemm_batched", C.cw_sdc_gemm_batched(c.cp.t, c.x, C.sdc_flag(sdcFlag(transA)), C.sdc_flag(sdcFlag(transB)), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.float(alpha), C.uint64_t(a), C.int64_t(lda), C.int64_t(strideA), C.uint64_t(b), C.int64_t(ldb), C.int64_t(strideB), C.float(beta), C.uint64_t(cmat), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batch)))
+}
+
 // LtPlan calls sdc_lt_plan_create (cuda/symddp_compute.h).
 //
 //	Plans a GEMM with a fused epilogue on cuBLASLt at build time: descriptors,
@@ -318,6 +327,26 @@ func (c *Context) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int,
 //	alias src.
 func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error {
 	return c.check("sdc_index_scatter_add", C.cw_sdc_index_scatter_add(c.cp.t, c.x, C.uint64_t(table), C.uint64_t(src), C.uint64_t(idx), C.int64_t(rows), C.int64_t(cols), C.int64_t(tableRows)))
+}
+
+// SoftmaxCausal calls sdc_softmax_causal (cuda/symddp_compute.h).
+//
+//	The causal softmax of attention, in place: p holds nmat matrices of t x t
+//	scores back to back; row i of each becomes the softmax of its first i + 1
+//	entries followed by zeros. tfmloops' SoftmaxCausal (the row's maximum and
+//	sum in eight lanes, its exp32): the CPU engine's bits.
+func (c *Context) SoftmaxCausal(p uintptr, nmat int, t int) error {
+	return c.check("sdc_softmax_causal", C.cw_sdc_softmax_causal(c.cp.t, c.x, C.uint64_t(p), C.int64_t(nmat), C.int64_t(t)))
+}
+
+// SoftmaxCausalBackward calls sdc_softmax_causal_backward (cuda/symddp_compute.h).
+//
+//	Its backward, in place: ds (p's layout) holds the gradient at
+//	sdc_softmax_causal's output p and becomes the gradient at its input,
+//	p * (ds - sum(p * ds)) over row i's first i + 1 entries, zeros after;
+//	likewise tfmloops' SoftmaxCausalBackward.
+func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error {
+	return c.check("sdc_softmax_causal_backward", C.cw_sdc_softmax_causal_backward(c.cp.t, c.x, C.uint64_t(ds), C.uint64_t(p), C.int64_t(nmat), C.int64_t(t)))
 }
 
 // Update calls sdc_update (cuda/symddp_compute.h).

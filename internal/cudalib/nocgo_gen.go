@@ -397,6 +397,12 @@ func (c *Context) Gemm(transA bool, transB bool, m int, n int, k int, alpha floa
 	return
 }
 
+// GemmBatched fails: the library needs cgo.
+func (c *Context) GemmBatched(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, strideA int, b uintptr, ldb int, strideB int, beta float32, cmat uintptr, ldc int, strideC int, batch int) (err error) {
+	err = errNoCgo
+	return
+}
+
 // LtPlan fails: the library needs cgo.
 func (c *Context) LtPlan(args LtArgs) (r0 uint64, err error) {
 	err = errNoCgo
@@ -507,6 +513,18 @@ func (c *Context) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int,
 
 // IndexScatterAdd fails: the library needs cgo.
 func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// SoftmaxCausal fails: the library needs cgo.
+func (c *Context) SoftmaxCausal(p uintptr, nmat int, t int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// SoftmaxCausalBackward fails: the library needs cgo.
+func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) (err error) {
 	err = errNoCgo
 	return
 }
