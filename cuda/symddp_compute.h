@@ -382,6 +382,13 @@ int sdc_softmax_causal(const sdc_ctx *c, uint64_t p, int64_t nmat, int64_t t);
  */
 int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64_t p, int64_t nmat, int64_t t);
 
+/* ---- bf16 casts (a bf16 gradient allreduce) ---- */
+
+/* dst: n bf16 = src (n fp32) rounded to nearest even; every NaN gives 0x7fc0. */
+int sdc_cast_bf16(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
+/* dst: n fp32 = src (n bf16), exactly (the bf16 bits in the high half). */
+int sdc_cast_f32(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
+
 /* ---- optimizer ---- */
 
 /*

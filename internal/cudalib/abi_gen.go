@@ -101,6 +101,10 @@ type Device interface {
 	SoftmaxCausal(p uintptr, nmat int, t int) error
 	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
 	SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error
+	// CastBF16: sdc_cast_bf16.
+	CastBF16(dst uintptr, src uintptr, n int) error
+	// CastF32: sdc_cast_f32.
+	CastF32(dst uintptr, src uintptr, n int) error
 	// Update: sdc_update.
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.

@@ -53,6 +53,8 @@ enum {
 	SDCI_sdc_index_scatter_add,
 	SDCI_sdc_softmax_causal,
 	SDCI_sdc_softmax_causal_backward,
+	SDCI_sdc_cast_bf16,
+	SDCI_sdc_cast_f32,
 	SDCI_sdc_update,
 	SDCI_sdc_reset_status,
 	SDCI_sdc_set_step,
@@ -106,6 +108,8 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_index_scatter_add",
 	"sdc_softmax_causal",
 	"sdc_softmax_causal_backward",
+	"sdc_cast_bf16",
+	"sdc_cast_f32",
 	"sdc_update",
 	"sdc_reset_status",
 	"sdc_set_step",
@@ -198,6 +202,8 @@ static inline int cw_sdc_index_gather(SDCW, uint64_t dst, uint64_t table, uint64
 static inline int cw_sdc_index_scatter_add(SDCW, uint64_t table, uint64_t src, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows) { SDCR(SDCF(sdc_index_scatter_add, t)(&x->ctx, table, src, idx, rows, cols, table_rows)); }
 static inline int cw_sdc_softmax_causal(SDCW, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal, t)(&x->ctx, p, nmat, t_)); }
 static inline int cw_sdc_softmax_causal_backward(SDCW, uint64_t ds, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal_backward, t)(&x->ctx, ds, p, nmat, t_)); }
+static inline int cw_sdc_cast_bf16(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_bf16, t)(&x->ctx, dst, src, n)); }
+static inline int cw_sdc_cast_f32(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_f32, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
 static inline int cw_sdc_set_step(SDCW) { SDCR(SDCF(sdc_set_step, t)(&x->ctx, &x->in_sdc_step)); }

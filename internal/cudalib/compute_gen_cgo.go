@@ -349,6 +349,20 @@ func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) 
 	return c.check("sdc_softmax_causal_backward", C.cw_sdc_softmax_causal_backward(c.cp.t, c.x, C.uint64_t(ds), C.uint64_t(p), C.int64_t(nmat), C.int64_t(t)))
 }
 
+// CastBF16 calls sdc_cast_bf16 (cuda/symddp_compute.h).
+//
+//	dst: n bf16 = src (n fp32) rounded to nearest even; every NaN gives 0x7fc0.
+func (c *Context) CastBF16(dst uintptr, src uintptr, n int) error {
+	return c.check("sdc_cast_bf16", C.cw_sdc_cast_bf16(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(src), C.int64_t(n)))
+}
+
+// CastF32 calls sdc_cast_f32 (cuda/symddp_compute.h).
+//
+//	dst: n fp32 = src (n bf16), exactly (the bf16 bits in the high half).
+func (c *Context) CastF32(dst uintptr, src uintptr, n int) error {
+	return c.check("sdc_cast_f32", C.cw_sdc_cast_f32(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(src), C.int64_t(n)))
+}
+
 // Update calls sdc_update (cuda/symddp_compute.h).
 //
 //	One optimizer step over a whole arena of n elements: params, grads and the

@@ -529,6 +529,18 @@ func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) 
 	return
 }
 
+// CastBF16 fails: the library needs cgo.
+func (c *Context) CastBF16(dst uintptr, src uintptr, n int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// CastF32 fails: the library needs cgo.
+func (c *Context) CastF32(dst uintptr, src uintptr, n int) (err error) {
+	err = errNoCgo
+	return
+}
+
 // Update fails: the library needs cgo.
 func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) (err error) {
 	err = errNoCgo
