@@ -64,6 +64,7 @@ type Device struct {
 	nextID   uint64
 	lt       ltState
 	scratch  []float32 // room of the kernels that need some (see buffer)
+	sums     []float64 // a row of the GEMM's sums
 	gpt      *GPT      // GPTKernels, made when first asked for
 }
 
@@ -302,13 +303,33 @@ func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr
 		br, bc, bl, bj = n, k, 1, ldb
 	}
 	A, B, C := d.f32(a, extent(ar, ac, lda)), d.f32(b, extent(br, bc, ldb)), d.f32(c, extent(m, n, ldc))
+	// Every sum runs over l in order from 0 (the float64 products are
+	// exact): a row of sums at a time along op(b)'s rows when they are
+	// contiguous, one dot product at a time otherwise.
+	if cap(d.sums) < n {
+		d.sums = make([]float64, n)
+	}
+	s := d.sums[:n]
 	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s float64
-			for l, x, y := 0, i*ai, j*bj; l < k; l, x, y = l+1, x+al, y+bl {
-				s += float64(A[x]) * float64(B[y])
+		if !transB {
+			clear(s)
+			for l := 0; l < k; l++ {
+				x := float64(A[i*ai+l*al])
+				for j, y := range B[l*ldb : l*ldb+n] {
+					s[j] += x * float64(y)
+				}
 			}
-			v := float32(float64(alpha) * s)
+		} else {
+			for j := range s {
+				var sum float64
+				for l, x, y := 0, i*ai, j*bj; l < k; l, x, y = l+1, x+al, y+bl {
+					sum += float64(A[x]) * float64(B[y])
+				}
+				s[j] = sum
+			}
+		}
+		for j, sum := range s {
+			v := float32(float64(alpha) * sum)
 			if beta != 0 {
 				v += beta * C[i*ldc+j]
 			}
