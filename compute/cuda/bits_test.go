@@ -44,22 +44,7 @@ func sameBitsAsCPU(t *testing.T, e *cuda.Engine, what string, c bitsCase) {
 	want := read(ce, outs)
 	for _, graph := range []bool{false, true} {
 		run, outs := c(e)
-		if graph {
-			if err := e.BeginCapture(); err != nil {
-				t.Fatal(err)
-			}
-			run()
-			g, err := e.EndCapture()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			if err := g.Launch(cuda.StepValues{}); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			run()
-		}
+		runOn(t, e, graph, run)
 		for i, got := range read(e, outs) {
 			for j := range got {
 				if !sameBits(got[j], want[i][j]) {
@@ -67,6 +52,28 @@ func sameBitsAsCPU(t *testing.T, e *cuda.Engine, what string, c bitsCase) {
 				}
 			}
 		}
+	}
+}
+
+// runOn enqueues run's work on e: eagerly, or (graph) recorded into a
+// CUDA graph that is then launched once (and closed when t ends).
+func runOn(t *testing.T, e *cuda.Engine, graph bool, run func()) {
+	t.Helper()
+	if !graph {
+		run()
+		return
+	}
+	if err := e.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	g, err := e.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	if err := g.Launch(cuda.StepValues{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -77,22 +77,7 @@ func testCastBF16(t *testing.T, e *cuda.Engine) {
 			e.CastFromBF16(back, half.DevicePtr())
 			e.CastFromBF16(up, all.DevicePtr())
 		}
-		if graph {
-			if err := e.BeginCapture(); err != nil {
-				t.Fatal(err)
-			}
-			run()
-			g, err := e.EndCapture()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			if err := g.Launch(cuda.StepValues{}); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			run()
-		}
+		runOn(t, e, graph, run)
 		got := readBits(t, e, back)
 		for i, f := range src {
 			if want := uint32(refBF16(f)) << 16; got[i] != want {
