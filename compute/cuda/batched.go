@@ -12,16 +12,10 @@ func (e *Engine) GemmBatched(transA, transB bool, alpha float32, a, b compute.Te
 	const op = "GemmBatched"
 	ad, bd, cd := e.tensorOf(op, a), e.tensorOf(op, b), e.tensorOf(op, c)
 	as, bs, cs := ad.shape, bd.shape, cd.shape
-	if len(as) != 3 || len(bs) != 3 || len(cs) != 3 || as[0] != bs[0] || as[0] != cs[0] {
-		compute.PanicShapes("cuda", op, "a, b and c must be rank 3 with the same leading dimension", as, bs, cs)
-	}
-	m, n, k, ok := compute.GemmDims(transA, transB, as[1], as[2], bs[1], bs[2], cs[1], cs[2])
-	if !ok {
-		compute.PanicShapes("cuda", op, compute.GemmMismatch(transA, transB), as, bs, cs)
-	}
+	m, n, k, batch := compute.GemmBatchedDims("cuda", transA, transB, as, bs, cs)
 	if overlap(cd, ad) || overlap(cd, bd) {
 		compute.PanicShapes("cuda", op, "c overlaps a or b", as, bs, cs)
 	}
 	e.fail(op, e.dev.GemmBatched(transA, transB, m, n, k, alpha, ad.ptr, as[2], as[1]*as[2], bd.ptr, bs[2], bs[1]*bs[2],
-		beta, cd.ptr, cs[2], cs[1]*cs[2], as[0]))
+		beta, cd.ptr, cs[2], cs[1]*cs[2], batch))
 }
