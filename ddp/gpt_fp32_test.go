@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/models"
 )
 
@@ -25,6 +26,9 @@ func fp32GPTRun(t *testing.T, b backend, steps int) ([]float64, []float32, *mode
 	tr, err := New(b.c, b.e, m, o, opts)
 	require.NoError(t, err)
 	defer tr.Close()
+	if _, gpu := b.e.(*cuda.Engine); gpu {
+		require.Equal(t, "device", tr.Strategy(), "the CUDA engine takes the device step path")
+	}
 	_, err = tr.Fit(context.Background(), train, nil)
 	require.NoError(t, err)
 	g := m.(*models.GPT)
