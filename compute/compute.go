@@ -296,6 +296,21 @@ func GemmMismatch(transA, transB bool) string {
 	return what
 }
 
+// GemmBatchedDims returns GemmBatched's M, N and K and the batch for the
+// rank-3 shapes of a, b and c, and panics, with the engine's prefix, when
+// they are not three batches of the same length or do not fit.
+func GemmBatchedDims(engine string, transA, transB bool, as, bs, cs Shape) (m, n, k, batch int) {
+	const op = "GemmBatched"
+	if len(as) != 3 || len(bs) != 3 || len(cs) != 3 || as[0] != bs[0] || as[0] != cs[0] {
+		PanicShapes(engine, op, "a, b and c must be rank 3 with the same leading dimension", as, bs, cs)
+	}
+	m, n, k, ok := GemmDims(transA, transB, as[1], as[2], bs[1], bs[2], cs[1], cs[2])
+	if !ok {
+		PanicShapes(engine, op, GemmMismatch(transA, transB), as, bs, cs)
+	}
+	return m, n, k, as[0]
+}
+
 // The panics below are shared by the engines too: engine is their
 // messages' prefix ("cpu", "cuda"). They are out of line so that formatting
 // their messages costs nothing on the paths that do not fail.

@@ -15,6 +15,63 @@
  * entry point does this first. */
 static inline int sdc_use_device(int device) { return sd_use_device(device); }
 
+/*
+ * exp32 of compute/internal/tfmloops: e^x within a few ulps, x clamped to
+ * ±88: a Cody-Waite reduction by ln 2 and a degree-7 Taylor polynomial in
+ * Estrin's order, with round-to-nearest intrinsics (no FMA), so that the
+ * kernels that follow tfmloops' loops (GELU, the causal softmax) give the
+ * CPU engine's bits.
+ */
+static __device__ __forceinline__ float sdc_exp32(float x) {
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+    if (x > 88.0f) x = 88.0f;
+    if (x < -88.0f) x = -88.0f;
+    const float t = __fadd_rn(__fmul_rn(x, (float)1.4426950408889634), magic);
+    const float n = __fsub_rn(t, magic);
+    float r = __fsub_rn(x, __fmul_rn(n, (float)0.693359375));
+    r = __fsub_rn(r, __fmul_rn(n, (float)-2.12194440054690583e-4));
+    /* Estrin's scheme in tfmloops' order (loops.go, kernels.h) */
+    const float r2 = __fmul_rn(r, r);
+    const float a0 = __fadd_rn(r, 1.0f);
+    const float a1 = __fadd_rn(__fmul_rn(r, 1.0f / 6.0f), 0.5f);
+    const float a2 = __fadd_rn(__fmul_rn(r, 1.0f / 120.0f), 1.0f / 24.0f);
+    const float a3 = __fadd_rn(__fmul_rn(r, 1.0f / 5040.0f), 1.0f / 720.0f);
+    const float b0 = __fadd_rn(__fmul_rn(r2, a1), a0);
+    const float b1 = __fadd_rn(__fmul_rn(r2, a3), a2);
+    const float r4 = __fmul_rn(r2, r2);
+    const float p = __fadd_rn(__fmul_rn(r4, b1), b0);
+    const int32_t ni = (int32_t)(__float_as_uint(t) - 0x4b400000u);
+    return __fmul_rn(p, __uint_as_float((uint32_t)(ni + 127) << 23));
+}
+
+/*
+ * Rows in tfmloops' eight lanes. The row kernels (layer norm, the causal
+ * softmax) give a row to eight consecutive lanes of a warp, four rows a
+ * warp: lane a of the eight (threadIdx.x % 8) takes the elements a, a+8,
+ * a+16, ... of the row, as lane a of tfmloops' sum8 does. Every lane of the
+ * warp must call these (they shuffle within the eight), also the lanes of a
+ * row past the end.
+ *
+ * sdc_lanes8 returns the eight lanes' values v[0..7] on every lane of the
+ * eight; sdc_tree8 adds them as sum8 does, ((0+1)+(2+3))+((4+5)+(6+7)).
+ */
+static __device__ __forceinline__ void sdc_lanes8(float mine, float v[8]) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) v[i] = __shfl_sync(0xffffffffu, mine, i, 8);
+}
+
+static __device__ __forceinline__ float sdc_tree8(const float v[8]) {
+    return __fadd_rn(__fadd_rn(__fadd_rn(v[0], v[1]), __fadd_rn(v[2], v[3])),
+                     __fadd_rn(__fadd_rn(v[4], v[5]), __fadd_rn(v[6], v[7])));
+}
+
+/* sum8 of the lane partials mine: sdc_tree8 of sdc_lanes8. */
+static __device__ __forceinline__ float sdc_sum8(float mine) {
+    float v[8];
+    sdc_lanes8(mine, v);
+    return sdc_tree8(v);
+}
+
 /* Whether v fits the int that cuBLAS takes for a size. */
 static inline bool sdc_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 

@@ -3,9 +3,8 @@
  * forward and backward, element by element (compute.GELUs).
  *
  * Each element does the float32 operations of compute/internal/tfmloops'
- * goGELU and goGELUBackward in their order, with their e^x (exp32: a
- * Cody-Waite reduction by ln 2 and a degree-7 Taylor polynomial in
- * Estrin's order, not expf),
+ * goGELU and goGELUBackward in their order, with their e^x (sdc_exp32 of
+ * sd_compute.cuh, not expf),
  * and with round-to-nearest intrinsics so that nvcc fuses no multiply and
  * add into an FMA: the GPU gives the CPU engine's bits.
  *
@@ -23,29 +22,6 @@
 #define SDC_GELU_M2K ((float)(-2 * 0.7978845608028654))
 #define SDC_GELU_2K ((float)(2 * 0.7978845608028654))
 #define SDC_GELU_3C ((float)(3 * 0.044715))
-
-/* exp32 of compute/internal/tfmloops: e^x within a few ulps, x clamped to ±88. */
-__device__ __forceinline__ float sdc_exp32(float x) {
-    const float magic = 12582912.0f; /* 1.5 * 2^23 */
-    if (x > 88.0f) x = 88.0f;
-    if (x < -88.0f) x = -88.0f;
-    const float t = __fadd_rn(__fmul_rn(x, (float)1.4426950408889634), magic);
-    const float n = __fsub_rn(t, magic);
-    float r = __fsub_rn(x, __fmul_rn(n, (float)0.693359375));
-    r = __fsub_rn(r, __fmul_rn(n, (float)-2.12194440054690583e-4));
-    /* Estrin's scheme in tfmloops' order (loops.go, kernels.h) */
-    const float r2 = __fmul_rn(r, r);
-    const float a0 = __fadd_rn(r, 1.0f);
-    const float a1 = __fadd_rn(__fmul_rn(r, 1.0f / 6.0f), 0.5f);
-    const float a2 = __fadd_rn(__fmul_rn(r, 1.0f / 120.0f), 1.0f / 24.0f);
-    const float a3 = __fadd_rn(__fmul_rn(r, 1.0f / 5040.0f), 1.0f / 720.0f);
-    const float b0 = __fadd_rn(__fmul_rn(r2, a1), a0);
-    const float b1 = __fadd_rn(__fmul_rn(r2, a3), a2);
-    const float r4 = __fmul_rn(r2, r2);
-    const float p = __fadd_rn(__fmul_rn(r4, b1), b0);
-    const int32_t ni = (int32_t)(__float_as_uint(t) - 0x4b400000u);
-    return __fmul_rn(p, __uint_as_float((uint32_t)(ni + 127) << 23));
-}
 
 /* s = 1 / (1 + e), e = exp32(-2k (v + c v^3)); *e_out = e. */
 __device__ __forceinline__ float sdc_gelu_s(float v, float *e_out) {

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 6
+#define SDC_ABI_VERSION 7
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -192,6 +192,14 @@ int sdc_sync(const sdc_ctx *c, int64_t timeout_ns);
 int sdc_gemm(const sdc_ctx *c, sdc_flag trans_a, sdc_flag trans_b, int64_t m, int64_t n, int64_t k,
              float alpha, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, float beta,
              uint64_t cmat, int64_t ldc);
+/*
+ * sdc_gemm over batch matrices: product i reads A at a + i * stride_a, B at
+ * b + i * stride_b and writes C at cmat + i * stride_c (strides in
+ * elements). cublasSgemmStridedBatched, default math: fp32, no TF32.
+ */
+int sdc_gemm_batched(const sdc_ctx *c, sdc_flag trans_a, sdc_flag trans_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, uint64_t a, int64_t lda, int64_t stride_a, uint64_t b, int64_t ldb,
+                     int64_t stride_b, float beta, uint64_t cmat, int64_t ldc, int64_t stride_c, int64_t batch);
 
 /* ---- fused GEMMs (cuBLASLt epilogues) ---- */
 
@@ -319,6 +327,67 @@ int sdc_sum_squares_enqueue(const sdc_ctx *c, uint64_t x, int64_t n, uint64_t ou
 int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n);
 /* dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy. */
 int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
+
+/* ---- the GPT's operation groups in fp32 (compute.Norms, compute.Indexing, compute.Attention) ---- */
+
+/*
+ * Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
+ * mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
+ * variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
+ * The sums in compute/internal/tfmloops' order (eight lanes, its sum8) with
+ * the same round-to-nearest float32 operations and no FMA: the CPU engine's
+ * bits. y may not alias x.
+ */
+int sdc_layer_norm(const sdc_ctx *c, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x, uint64_t w,
+                   uint64_t b, int64_t rows, int64_t cols, float eps);
+/*
+ * Its backward from dy (rows x cols) and the forward's x, w, mean, rstd:
+ * dx, the gradient at x, is written (add_dx = 0) or added to dx (add_dx =
+ * 1); dw and db (cols) are overwritten with the sums over the rows of dy * n
+ * and dy, n = (x - m) * r, added in row order (one thread a column), likewise
+ * the CPU engine's bits. dx, dw and db may not alias each other or the inputs.
+ */
+int sdc_layer_norm_backward(const sdc_ctx *c, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x,
+                            uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols,
+                            sdc_flag add_dx);
+/*
+ * Rows of a table (table_rows x cols fp32) by int32 index (idx: rows): row i
+ * of dst (rows x cols) = table row idx[i] (accumulate = 0), or += it
+ * (accumulate = 1). An index of -1, or one outside the table (which the
+ * caller rules out), reads as a zero row: it gives zeros, or adds nothing.
+ */
+int sdc_index_gather(const sdc_ctx *c, uint64_t dst, uint64_t table, uint64_t idx, int64_t rows, int64_t cols,
+                     int64_t table_rows, sdc_flag accumulate);
+/*
+ * table row idx[i] += src row i (src: rows x cols) for every i, each element
+ * of the table adding its rows in order of i (a warp owns some table rows
+ * and 32 columns and walks the indices in order): the CPU engine's bits.
+ * An index of -1, or one outside the table, adds nothing. table may not
+ * alias src.
+ */
+int sdc_index_scatter_add(const sdc_ctx *c, uint64_t table, uint64_t src, uint64_t idx, int64_t rows,
+                          int64_t cols, int64_t table_rows);
+/*
+ * The causal softmax of attention, in place: p holds nmat matrices of t x t
+ * scores back to back; row i of each becomes the softmax of its first i + 1
+ * entries followed by zeros. tfmloops' SoftmaxCausal (the row's maximum and
+ * sum in eight lanes, its exp32): the CPU engine's bits.
+ */
+int sdc_softmax_causal(const sdc_ctx *c, uint64_t p, int64_t nmat, int64_t t);
+/*
+ * Its backward, in place: ds (p's layout) holds the gradient at
+ * sdc_softmax_causal's output p and becomes the gradient at its input,
+ * p * (ds - sum(p * ds)) over row i's first i + 1 entries, zeros after;
+ * likewise tfmloops' SoftmaxCausalBackward.
+ */
+int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64_t p, int64_t nmat, int64_t t);
+
+/* ---- bf16 casts (a bf16 gradient allreduce) ---- */
+
+/* dst: n bf16 = src (n fp32) rounded to nearest even; every NaN gives 0x7fc0. */
+int sdc_cast_bf16(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
+/* dst: n fp32 = src (n bf16), exactly (the bf16 bits in the high half). */
+int sdc_cast_f32(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
 
 /* ---- optimizer ---- */
 

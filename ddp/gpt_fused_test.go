@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/symddp/symddp/comm"
-	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
@@ -126,16 +124,7 @@ func TestFusedGPTAccumulates(t *testing.T) {
 // (nvshmem comm of one PE), 300 steps: the bf16 loss curve stays within
 // 0.1 of the fp32 one at every step.
 func TestFusedGPTMatchesCPUGPU(t *testing.T) {
-	c, err := comm.Open("nvshmem", comm.Config{PE: 0, NPEs: 1, HeapSize: 256 << 20})
-	if err != nil {
-		t.Skip("no GPU library: " + err.Error())
-	}
-	defer c.Close()
-	gpu := func(graphs bool) backend {
-		e, err := cuda.OnComm(c, cuda.Options{DisableGraphs: !graphs})
-		require.NoError(t, err)
-		return backend{c: c, e: e, done: func() {}}
-	}
+	gpu := gpuBackends(t, 256<<20)
 	const steps = 300
 	cl, _, _ := fusedGPTRun(t, cpuBackend(t), steps)
 	gl, gres, m := fusedGPTRun(t, gpu(true), steps)

@@ -106,30 +106,38 @@ func TestGPTGradients(t *testing.T) {
 	}
 }
 
-// In fp32, an engine without the transformer's operation groups fails the
-// build with one line naming the engine and the operation; by default the
-// CUDA engine runs the model fused and says which shapes its kernels take.
+// In fp32 the CUDA engine runs the model on its operation groups, and an
+// engine without them fails the build with one line naming the engine and
+// the operation; by default the CUDA engine runs the model fused and says
+// which shapes its kernels take.
 func TestGPTNeedsOperationGroups(t *testing.T) {
-	build := func(p compute.Precision) error {
+	// build builds the model on an emulated CUDA engine, seen through
+	// compute.Engine alone (none of its groups) when plain.
+	build := func(p compute.Precision, plain bool) error {
 		m, err := models.NewGPT("gpt", smallGPT)
 		require.NoError(t, err)
 		require.NoError(t, m.SetPrecision(p))
-		e := cudatest.NewEmulated(cuda.Options{})
+		ce := cudatest.NewEmulated(cuda.Options{})
 		specs := m.Params()
 		offsets, n := models.Layout(specs)
-		pt := e.Alloc(n).(*cuda.Tensor)
+		pt := ce.Alloc(n).(*cuda.Tensor)
 		a := compute.Arena{Dev: pt.DevicePtr(), N: n}
 		var pv []compute.Tensor
 		for i, s := range specs {
-			pv = append(pv, e.View(a, offsets[i], s.Shape...))
+			pv = append(pv, ce.View(a, offsets[i], s.Shape...))
+		}
+		var e compute.Engine = ce
+		if plain {
+			e = struct{ compute.Engine }{ce}
 		}
 		return m.Build(e, pv, pv, 1)
 	}
-	err := build(compute.PrecisionF32)
+	require.NoError(t, build(compute.PrecisionF32, false))
+	err := build(compute.PrecisionF32, true)
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing)
 	assert.Contains(t, err.Error(), "cuda")
-	err = build(compute.PrecisionAuto)
+	err = build(compute.PrecisionAuto, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "head size of 32 or 64")
 	m, err := models.NewGPT("gpt", smallGPT)

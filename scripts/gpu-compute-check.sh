@@ -14,7 +14,10 @@
 # earlier ones fail (but not without the library):
 #    1 environment      GPU, driver, nvcc, PyTorch
 #    2 build            cuda/build.sh -> build/libsymddp_cuda.so (when needed)
-#    3 engine tests     conformance suite on the CUDA engine; optimizer kernels
+#    3 engine tests     conformance suite on the CUDA engine (with the GPT's
+#                       operation groups in fp32: layer norm, GELU, gathers,
+#                       attention; their kernels against the CPU engine's
+#                       bits; the bf16 casts bit for bit); optimizer kernels
 #                       against optim's Update bit for bit (sgd, momentum,
 #                       nesterov, adam, adamw, with and without weight decay,
 #                       aligned and not, clipped); non-finite skip and halt;
@@ -55,7 +58,7 @@ while [ "$#" -gt 0 ]; do
     --budget) budget="$2"; shift 2 ;;
     --rebuild) rebuild=1; shift ;;
     --no-torch) torch=0; shift ;;
-    -h | --help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,45p' "$0"; exit 0 ;;
     *) echo "gpu-compute-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done

@@ -15,13 +15,7 @@ func (e *Engine) GemmBatched(transA, transB bool, alpha float32, a, b compute.Te
 	const op = "GemmBatched"
 	ad, bd, cd := data(op, a), data(op, b), data(op, c)
 	as, bs, cs := a.Shape(), b.Shape(), c.Shape()
-	if len(as) != 3 || len(bs) != 3 || len(cs) != 3 || as[0] != bs[0] || as[0] != cs[0] {
-		compute.PanicShapes("cpu", op, "a, b and c must be rank 3 with the same leading dimension", as, bs, cs)
-	}
-	m, n, k, ok := compute.GemmDims(transA, transB, as[1], as[2], bs[1], bs[2], cs[1], cs[2])
-	if !ok {
-		compute.PanicShapes("cpu", op, compute.GemmMismatch(transA, transB), as, bs, cs)
-	}
+	m, n, k, batch := compute.GemmBatchedDims("cpu", transA, transB, as, bs, cs)
 	if overlap(cd, ad) || overlap(cd, bd) {
 		compute.PanicShapes("cpu", op, "c overlaps a or b", as, bs, cs)
 	}
@@ -33,7 +27,7 @@ func (e *Engine) GemmBatched(transA, transB bool, alpha float32, a, b compute.Te
 		tB = gblas.Trans
 	}
 	na, nb, nc := as[1]*as[2], bs[1]*bs[2], cs[1]*cs[2]
-	for i := 0; i < as[0]; i++ {
+	for i := 0; i < batch; i++ {
 		e.blas.Sgemm(tA, tB, m, n, k, alpha, ad[i*na:i*na+na], as[2], bd[i*nb:i*nb+nb], bs[2],
 			beta, cd[i*nc:i*nc+nc], cs[2])
 	}

@@ -63,17 +63,18 @@ type Engine struct {
 	exempt  *Tensor // SetDecayExempt's mask (bytes), for Updates of exemptN elements
 	exemptN int
 
-	graphs  bool
-	fused   bool     // FuseLinear plans cuBLASLt GEMMs (Options.DisableFused, SYMDDP_CUDA_FUSED)
-	overlap bool     // fused layers run their dW GEMM on the side stream beside dx (SYMDDP_CUDA_OVERLAP)
-	plans   []uint64 // cuBLASLt plans, destroyed by Close
-	log     *slog.Logger
-	lib     *cudalib.Lib       // the library (nil on an emulated device)
-	gptk    cudalib.GPTKernels // FuseGPT's kernels (Options.GPTKernels, or bound from lib)
-	gpts    []*fusedGPT        // closed by Close
-	rows    []*residentRows    // UploadRows' datasets
-	err     error              // the first failure of enqueued work
-	closed  bool
+	graphs   bool
+	fused    bool     // FuseLinear plans cuBLASLt GEMMs (Options.DisableFused, SYMDDP_CUDA_FUSED)
+	overlap  bool     // fused layers run their dW GEMM on the side stream beside dx (SYMDDP_CUDA_OVERLAP)
+	plans    []uint64 // cuBLASLt plans, destroyed by Close
+	log      *slog.Logger
+	lib      *cudalib.Lib       // the library (nil on an emulated device)
+	gptk     cudalib.GPTKernels // FuseGPT's kernels (Options.GPTKernels, or bound from lib)
+	gpts     []*fusedGPT        // closed by Close
+	rows     []*residentRows    // UploadRows' datasets
+	attnGrad *Tensor            // the attention plans' shared scratch (CausalAttention)
+	err      error              // the first failure of enqueued work
+	closed   bool
 }
 
 var (

@@ -25,11 +25,18 @@ func gpuEngine(t testing.TB) *cuda.Engine {
 	return e
 }
 
-func TestConformanceGPU(t *testing.T) { computetest.Run(t, gpuEngine(t)) }
+// The conformance suite: the Engine's operations, then the operation
+// groups the engine has (compute/ops.go: the GPT's in fp32).
+func TestConformanceGPU(t *testing.T) { conformance(t, gpuEngine(t)) }
 
 // The emulated device runs the engine's own logic (shapes, pool, staging,
 // labels, panics) through the conformance suite on any machine.
-func TestConformanceEmulated(t *testing.T) { computetest.Run(t, cudatest.NewEmulated(cuda.Options{})) }
+func TestConformanceEmulated(t *testing.T) { conformance(t, cudatest.NewEmulated(cuda.Options{})) }
+
+func conformance(t *testing.T, e *cuda.Engine) {
+	computetest.Run(t, e)
+	t.Run("Groups", func(t *testing.T) { computetest.RunGroups(t, e) })
+}
 
 // Transfers larger than a staging chunk go through the ring in pieces.
 func TestLargeTransfersGPU(t *testing.T) { testLargeTransfers(t, gpuEngine(t)) }

@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 2
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 6
+	ComputeABIVersion = 7
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
 	GPTABIVersion = 2
 )
@@ -57,6 +57,8 @@ type Device interface {
 	Sync(timeout time.Duration) error
 	// Gemm: sdc_gemm.
 	Gemm(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, cmat uintptr, ldc int) error
+	// GemmBatched: sdc_gemm_batched.
+	GemmBatched(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, strideA int, b uintptr, ldb int, strideB int, beta float32, cmat uintptr, ldc int, strideC int, batch int) error
 	// LtPlan: sdc_lt_plan_create.
 	LtPlan(args LtArgs) (uint64, error)
 	// LtPlanDestroy: sdc_lt_plan_destroy.
@@ -87,6 +89,22 @@ type Device interface {
 	Gelu(y uintptr, x uintptr, n int) error
 	// GeluBackward: sdc_gelu_backward.
 	GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error
+	// LayerNorm: sdc_layer_norm.
+	LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error
+	// LayerNormBackward: sdc_layer_norm_backward.
+	LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error
+	// IndexGather: sdc_index_gather.
+	IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error
+	// IndexScatterAdd: sdc_index_scatter_add.
+	IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error
+	// SoftmaxCausal: sdc_softmax_causal.
+	SoftmaxCausal(p uintptr, nmat int, t int) error
+	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
+	SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error
+	// CastBF16: sdc_cast_bf16.
+	CastBF16(dst uintptr, src uintptr, n int) error
+	// CastF32: sdc_cast_f32.
+	CastF32(dst uintptr, src uintptr, n int) error
 	// Update: sdc_update.
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.

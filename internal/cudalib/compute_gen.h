@@ -31,6 +31,7 @@ enum {
 	SDCI_sdc_event_sync,
 	SDCI_sdc_sync,
 	SDCI_sdc_gemm,
+	SDCI_sdc_gemm_batched,
 	SDCI_sdc_lt_plan_create,
 	SDCI_sdc_lt_plan_destroy,
 	SDCI_sdc_lt_matmul,
@@ -46,6 +47,14 @@ enum {
 	SDCI_sdc_sum_squares_enqueue,
 	SDCI_sdc_gelu,
 	SDCI_sdc_gelu_backward,
+	SDCI_sdc_layer_norm,
+	SDCI_sdc_layer_norm_backward,
+	SDCI_sdc_index_gather,
+	SDCI_sdc_index_scatter_add,
+	SDCI_sdc_softmax_causal,
+	SDCI_sdc_softmax_causal_backward,
+	SDCI_sdc_cast_bf16,
+	SDCI_sdc_cast_f32,
 	SDCI_sdc_update,
 	SDCI_sdc_reset_status,
 	SDCI_sdc_set_step,
@@ -77,6 +86,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_event_sync",
 	"sdc_sync",
 	"sdc_gemm",
+	"sdc_gemm_batched",
 	"sdc_lt_plan_create",
 	"sdc_lt_plan_destroy",
 	"sdc_lt_matmul",
@@ -92,6 +102,14 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_sum_squares_enqueue",
 	"sdc_gelu",
 	"sdc_gelu_backward",
+	"sdc_layer_norm",
+	"sdc_layer_norm_backward",
+	"sdc_index_gather",
+	"sdc_index_scatter_add",
+	"sdc_softmax_causal",
+	"sdc_softmax_causal_backward",
+	"sdc_cast_bf16",
+	"sdc_cast_f32",
 	"sdc_update",
 	"sdc_reset_status",
 	"sdc_set_step",
@@ -162,6 +180,7 @@ static inline int cw_sdc_wait_event(SDCW, sdc_flag on_copy, sdc_handle event) { 
 static inline int cw_sdc_event_sync(SDCW, sdc_handle event, int64_t timeout_ns) { SDCR(SDCF(sdc_event_sync, t)(event, timeout_ns)); }
 static inline int cw_sdc_sync(SDCW, int64_t timeout_ns) { SDCR(SDCF(sdc_sync, t)(&x->ctx, timeout_ns)); }
 static inline int cw_sdc_gemm(SDCW, sdc_flag trans_a, sdc_flag trans_b, int64_t m, int64_t n, int64_t k, float alpha, uint64_t a, int64_t lda, uint64_t b, int64_t ldb, float beta, uint64_t cmat, int64_t ldc) { SDCR(SDCF(sdc_gemm, t)(&x->ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, cmat, ldc)); }
+static inline int cw_sdc_gemm_batched(SDCW, sdc_flag trans_a, sdc_flag trans_b, int64_t m, int64_t n, int64_t k, float alpha, uint64_t a, int64_t lda, int64_t stride_a, uint64_t b, int64_t ldb, int64_t stride_b, float beta, uint64_t cmat, int64_t ldc, int64_t stride_c, int64_t batch) { SDCR(SDCF(sdc_gemm_batched, t)(&x->ctx, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, cmat, ldc, stride_c, batch)); }
 static inline int cw_sdc_lt_plan_create(SDCW) { SDCR(SDCF(sdc_lt_plan_create, t)(&x->ctx, &x->in_sdc_lt_args, &x->out_sdc_handle[0])); }
 static inline int cw_sdc_lt_plan_destroy(SDCW, sdc_handle plan) { SDCR(SDCF(sdc_lt_plan_destroy, t)(plan)); }
 static inline int cw_sdc_lt_matmul(SDCW, sdc_handle plan, uint64_t a, uint64_t b, uint64_t cmat, sdc_flag side) { SDCR(SDCF(sdc_lt_matmul, t)(&x->ctx, plan, a, b, cmat, side)); }
@@ -177,6 +196,14 @@ static inline int cw_sdc_sum_squares(SDCW, uint64_t x_, int64_t n, int64_t timeo
 static inline int cw_sdc_sum_squares_enqueue(SDCW, uint64_t x_, int64_t n, uint64_t out) { SDCR(SDCF(sdc_sum_squares_enqueue, t)(&x->ctx, x_, n, out)); }
 static inline int cw_sdc_gelu(SDCW, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, y, x_, n)); }
 static inline int cw_sdc_gelu_backward(SDCW, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dx, dy, x_, n)); }
+static inline int cw_sdc_layer_norm(SDCW, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x_, uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_layer_norm, t)(&x->ctx, y, mean, rstd, x_, w, b, rows, cols, eps)); }
+static inline int cw_sdc_layer_norm_backward(SDCW, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x_, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx) { SDCR(SDCF(sdc_layer_norm_backward, t)(&x->ctx, dx, dw, db, dy, x_, w, mean, rstd, rows, cols, add_dx)); }
+static inline int cw_sdc_index_gather(SDCW, uint64_t dst, uint64_t table, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows, sdc_flag accumulate) { SDCR(SDCF(sdc_index_gather, t)(&x->ctx, dst, table, idx, rows, cols, table_rows, accumulate)); }
+static inline int cw_sdc_index_scatter_add(SDCW, uint64_t table, uint64_t src, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows) { SDCR(SDCF(sdc_index_scatter_add, t)(&x->ctx, table, src, idx, rows, cols, table_rows)); }
+static inline int cw_sdc_softmax_causal(SDCW, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal, t)(&x->ctx, p, nmat, t_)); }
+static inline int cw_sdc_softmax_causal_backward(SDCW, uint64_t ds, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal_backward, t)(&x->ctx, ds, p, nmat, t_)); }
+static inline int cw_sdc_cast_bf16(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_bf16, t)(&x->ctx, dst, src, n)); }
+static inline int cw_sdc_cast_f32(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_f32, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
 static inline int cw_sdc_set_step(SDCW) { SDCR(SDCF(sdc_set_step, t)(&x->ctx, &x->in_sdc_step)); }

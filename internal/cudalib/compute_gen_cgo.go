@@ -130,6 +130,15 @@ func (c *Context) Gemm(transA bool, transB bool, m int, n int, k int, alpha floa
 	return c.check("sdc_gemm", C.cw_sdc_gemm(c.cp.t, c.x, C.sdc_flag(sdcFlag(transA)), C.sdc_flag(sdcFlag(transB)), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.float(alpha), C.uint64_t(a), C.int64_t(lda), C.uint64_t(b), C.int64_t(ldb), C.float(beta), C.uint64_t(cmat), C.int64_t(ldc)))
 }
 
+// GemmBatched calls sdc_gemm_batched (cuda/symddp_compute.h).
+//
+//	sdc_gemm over batch matrices: product i reads A at a + i * stride_a, B at
+//	b + i * stride_b and writes C at cmat + i * stride_c (strides in
+//	elements). cublasSgemmStridedBatched, default math: fp32, no TF32.
+func (c *Context) GemmBatched(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, strideA int, b uintptr, ldb int, strideB int, beta float32, cmat uintptr, ldc int, strideC int, batch int) error {
+	return c.check("sdc_gemm_batched", C.cw_sdc_gemm_batched(c.cp.t, c.x, C.sdc_flag(sdcFlag(transA)), C.sdc_flag(sdcFlag(transB)), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.float(alpha), C.uint64_t(a), C.int64_t(lda), C.int64_t(strideA), C.uint64_t(b), C.int64_t(ldb), C.int64_t(strideB), C.float(beta), C.uint64_t(cmat), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batch)))
+}
+
 // LtPlan calls sdc_lt_plan_create (cuda/symddp_compute.h).
 //
 //	Plans a GEMM with a fused epilogue on cuBLASLt at build time: descriptors,
@@ -274,6 +283,84 @@ func (c *Context) Gelu(y uintptr, x uintptr, n int) error {
 //	dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy.
 func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
 	return c.check("sdc_gelu_backward", C.cw_sdc_gelu_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dy), C.uint64_t(x), C.int64_t(n)))
+}
+
+// LayerNorm calls sdc_layer_norm (cuda/symddp_compute.h).
+//
+//	Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
+//	mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
+//	variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
+//	The sums in compute/internal/tfmloops' order (eight lanes, its sum8) with
+//	the same round-to-nearest float32 operations and no FMA: the CPU engine's
+//	bits. y may not alias x.
+func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
+	return c.check("sdc_layer_norm", C.cw_sdc_layer_norm(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(mean), C.uint64_t(rstd), C.uint64_t(x), C.uint64_t(w), C.uint64_t(b), C.int64_t(rows), C.int64_t(cols), C.float(eps)))
+}
+
+// LayerNormBackward calls sdc_layer_norm_backward (cuda/symddp_compute.h).
+//
+//	Its backward from dy (rows x cols) and the forward's x, w, mean, rstd:
+//	dx, the gradient at x, is written (add_dx = 0) or added to dx (add_dx =
+//	1); dw and db (cols) are overwritten with the sums over the rows of dy * n
+//	and dy, n = (x - m) * r, added in row order (one thread a column), likewise
+//	the CPU engine's bits. dx, dw and db may not alias each other or the inputs.
+func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+	return c.check("sdc_layer_norm_backward", C.cw_sdc_layer_norm_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(mean), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx))))
+}
+
+// IndexGather calls sdc_index_gather (cuda/symddp_compute.h).
+//
+//	Rows of a table (table_rows x cols fp32) by int32 index (idx: rows): row i
+//	of dst (rows x cols) = table row idx[i] (accumulate = 0), or += it
+//	(accumulate = 1). An index of -1, or one outside the table (which the
+//	caller rules out), reads as a zero row: it gives zeros, or adds nothing.
+func (c *Context) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error {
+	return c.check("sdc_index_gather", C.cw_sdc_index_gather(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(table), C.uint64_t(idx), C.int64_t(rows), C.int64_t(cols), C.int64_t(tableRows), C.sdc_flag(sdcFlag(accumulate))))
+}
+
+// IndexScatterAdd calls sdc_index_scatter_add (cuda/symddp_compute.h).
+//
+//	table row idx[i] += src row i (src: rows x cols) for every i, each element
+//	of the table adding its rows in order of i (a warp owns some table rows
+//	and 32 columns and walks the indices in order): the CPU engine's bits.
+//	An index of -1, or one outside the table, adds nothing. table may not
+//	alias src.
+func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error {
+	return c.check("sdc_index_scatter_add", C.cw_sdc_index_scatter_add(c.cp.t, c.x, C.uint64_t(table), C.uint64_t(src), C.uint64_t(idx), C.int64_t(rows), C.int64_t(cols), C.int64_t(tableRows)))
+}
+
+// SoftmaxCausal calls sdc_softmax_causal (cuda/symddp_compute.h).
+//
+//	The causal softmax of attention, in place: p holds nmat matrices of t x t
+//	scores back to back; row i of each becomes the softmax of its first i + 1
+//	entries followed by zeros. tfmloops' SoftmaxCausal (the row's maximum and
+//	sum in eight lanes, its exp32): the CPU engine's bits.
+func (c *Context) SoftmaxCausal(p uintptr, nmat int, t int) error {
+	return c.check("sdc_softmax_causal", C.cw_sdc_softmax_causal(c.cp.t, c.x, C.uint64_t(p), C.int64_t(nmat), C.int64_t(t)))
+}
+
+// SoftmaxCausalBackward calls sdc_softmax_causal_backward (cuda/symddp_compute.h).
+//
+//	Its backward, in place: ds (p's layout) holds the gradient at
+//	sdc_softmax_causal's output p and becomes the gradient at its input,
+//	p * (ds - sum(p * ds)) over row i's first i + 1 entries, zeros after;
+//	likewise tfmloops' SoftmaxCausalBackward.
+func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error {
+	return c.check("sdc_softmax_causal_backward", C.cw_sdc_softmax_causal_backward(c.cp.t, c.x, C.uint64_t(ds), C.uint64_t(p), C.int64_t(nmat), C.int64_t(t)))
+}
+
+// CastBF16 calls sdc_cast_bf16 (cuda/symddp_compute.h).
+//
+//	dst: n bf16 = src (n fp32) rounded to nearest even; every NaN gives 0x7fc0.
+func (c *Context) CastBF16(dst uintptr, src uintptr, n int) error {
+	return c.check("sdc_cast_bf16", C.cw_sdc_cast_bf16(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(src), C.int64_t(n)))
+}
+
+// CastF32 calls sdc_cast_f32 (cuda/symddp_compute.h).
+//
+//	dst: n fp32 = src (n bf16), exactly (the bf16 bits in the high half).
+func (c *Context) CastF32(dst uintptr, src uintptr, n int) error {
+	return c.check("sdc_cast_f32", C.cw_sdc_cast_f32(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(src), C.int64_t(n)))
 }
 
 // Update calls sdc_update (cuda/symddp_compute.h).

@@ -397,6 +397,12 @@ func (c *Context) Gemm(transA bool, transB bool, m int, n int, k int, alpha floa
 	return
 }
 
+// GemmBatched fails: the library needs cgo.
+func (c *Context) GemmBatched(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, strideA int, b uintptr, ldb int, strideB int, beta float32, cmat uintptr, ldc int, strideC int, batch int) (err error) {
+	err = errNoCgo
+	return
+}
+
 // LtPlan fails: the library needs cgo.
 func (c *Context) LtPlan(args LtArgs) (r0 uint64, err error) {
 	err = errNoCgo
@@ -483,6 +489,54 @@ func (c *Context) Gelu(y uintptr, x uintptr, n int) (err error) {
 
 // GeluBackward fails: the library needs cgo.
 func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// LayerNorm fails: the library needs cgo.
+func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) (err error) {
+	err = errNoCgo
+	return
+}
+
+// LayerNormBackward fails: the library needs cgo.
+func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) (err error) {
+	err = errNoCgo
+	return
+}
+
+// IndexGather fails: the library needs cgo.
+func (c *Context) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) (err error) {
+	err = errNoCgo
+	return
+}
+
+// IndexScatterAdd fails: the library needs cgo.
+func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// SoftmaxCausal fails: the library needs cgo.
+func (c *Context) SoftmaxCausal(p uintptr, nmat int, t int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// SoftmaxCausalBackward fails: the library needs cgo.
+func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// CastBF16 fails: the library needs cgo.
+func (c *Context) CastBF16(dst uintptr, src uintptr, n int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// CastF32 fails: the library needs cgo.
+func (c *Context) CastF32(dst uintptr, src uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }

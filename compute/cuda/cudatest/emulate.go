@@ -64,6 +64,7 @@ type Device struct {
 	nextID   uint64
 	lt       ltState
 	scratch  []float32 // room of the kernels that need some (see buffer)
+	sums     []float64 // a row of the GEMM's sums
 	gpt      *GPT      // GPTKernels, made when first asked for
 }
 
@@ -263,29 +264,72 @@ func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr
 	return nil
 }
 
+// GemmBatched: Gemm over batch products at fixed strides (elements).
+func (d *Device) GemmBatched(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda, strideA int, b uintptr, ldb, strideB int, beta float32, c uintptr, ldc, strideC, batch int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() {
+			d.gemmBatched(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC, batch)
+		})
+		return nil
+	}
+	d.gemmBatched(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc, strideC, batch)
+	return nil
+}
+
+func (d *Device) gemmBatched(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda, strideA int, b uintptr, ldb, strideB int, beta float32, c uintptr, ldc, strideC, batch int) {
+	for i := 0; i < batch; i++ {
+		d.gemm(transA, transB, m, n, k, alpha, a+uintptr(4*i*strideA), lda, b+uintptr(4*i*strideB), ldb, beta, c+uintptr(4*i*strideC), ldc)
+	}
+}
+
+// extent is how many elements from its first a matrix of rows rows of cols
+// spans with rows ld elements apart (a head's slice of a wider tensor ends
+// before the row length does).
+func extent(rows, cols, ld int) int {
+	if rows == 0 || cols == 0 {
+		return 0
+	}
+	return (rows-1)*ld + cols
+}
+
 func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
-	ar, br := m, k
+	// op(a)[i][l] = A[i*ai+l*al], op(b)[l][j] = B[l*bl+j*bj]
+	ar, ac, ai, al := m, k, lda, 1
 	if transA {
-		ar = k
+		ar, ac, ai, al = k, m, 1, lda
 	}
+	br, bc, bl, bj := k, n, ldb, 1
 	if transB {
-		br = n
+		br, bc, bl, bj = n, k, 1, ldb
 	}
-	A, B, C := d.f32(a, ar*lda), d.f32(b, br*ldb), d.f32(c, m*ldc)
+	A, B, C := d.f32(a, extent(ar, ac, lda)), d.f32(b, extent(br, bc, ldb)), d.f32(c, extent(m, n, ldc))
+	// Every sum runs over l in order from 0 (the float64 products are
+	// exact): a row of sums at a time along op(b)'s rows when they are
+	// contiguous, one dot product at a time otherwise.
+	if cap(d.sums) < n {
+		d.sums = make([]float64, n)
+	}
+	s := d.sums[:n]
 	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s float64
+		if !transB {
+			clear(s)
 			for l := 0; l < k; l++ {
-				ai, bi := i*lda+l, l*ldb+j
-				if transA {
-					ai = l*lda + i
+				x := float64(A[i*ai+l*al])
+				for j, y := range B[l*ldb : l*ldb+n] {
+					s[j] += x * float64(y)
 				}
-				if transB {
-					bi = j*ldb + l
-				}
-				s += float64(A[ai]) * float64(B[bi])
 			}
-			v := float32(float64(alpha) * s)
+		} else {
+			for j := range s {
+				var sum float64
+				for l, x, y := 0, i*ai, j*bj; l < k; l, x, y = l+1, x+al, y+bl {
+					sum += float64(A[x]) * float64(B[y])
+				}
+				s[j] = sum
+			}
+		}
+		for j, sum := range s {
+			v := float32(float64(alpha) * sum)
 			if beta != 0 {
 				v += beta * C[i*ldc+j]
 			}

@@ -765,12 +765,7 @@ func (g *GPT) CastBF16(out, inp uintptr, n int, stream uintptr) error {
 	if out == 0 || inp == 0 {
 		return argErr(call, "NULL pointer")
 	}
-	return g.launch(call, func() {
-		X, Y := g.d.f32At(inp, n), g.d.bf16At(out, n)
-		for i, f := range X {
-			Y[i] = bf16FromF32(f)
-		}
-	})
+	return g.launch(call, func() { g.d.castBF16(out, inp, n) })
 }
 
 // ---- AdamW ----

@@ -1,0 +1,36 @@
+package cudatest
+
+// CastBF16 is sdc_cast_bf16: bf16FromF32 (round to nearest even, NaN to
+// 0x7fc0), the kernel's operations on the bits.
+func (d *Device) CastBF16(dst, src uintptr, n int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.castBF16(dst, src, n) })
+		return nil
+	}
+	d.castBF16(dst, src, n)
+	return nil
+}
+
+func (d *Device) castBF16(dst, src uintptr, n int) {
+	X, Y := d.f32At(src, n), d.bf16At(dst, n)
+	for i, f := range X {
+		Y[i] = bf16FromF32(f)
+	}
+}
+
+// CastF32 is sdc_cast_f32: the bf16 bits in the high half.
+func (d *Device) CastF32(dst, src uintptr, n int) error {
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.castF32(dst, src, n) })
+		return nil
+	}
+	d.castF32(dst, src, n)
+	return nil
+}
+
+func (d *Device) castF32(dst, src uintptr, n int) {
+	X, Y := d.bf16At(src, n), d.f32At(dst, n)
+	for i, h := range X {
+		Y[i] = bf16ToF32(h)
+	}
+}
