@@ -52,10 +52,10 @@ type DeviceRows interface {
 	// b (bytes) whose values are table[byte]. An upload of the same arrays
 	// again returns the rows already there.
 	UploadRows(x []float32, b []byte, table *[256]float32, cols int) (ResidentRows, error)
-	// GatherRows writes rows idx of r into dst (len(idx) rows of r's
+	// GatherResident writes rows idx of r into dst (len(idx) rows of r's
 	// cols); an index of -1 gives a row of zeros. It can be recorded in a
 	// graph: idx is read on the device when the step runs.
-	GatherRows(dst Tensor, r ResidentRows, idx Labels)
+	GatherResident(dst Tensor, r ResidentRows, idx Labels)
 }
 
 // ResidentRows are a dataset's rows in device memory (DeviceRows).

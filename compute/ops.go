@@ -92,30 +92,11 @@ func (e *MissingOpError) Error() string {
 	return fmt.Sprintf("engine %s has no %s (compute.%s)", e.Engine, e.Op, e.Group)
 }
 
-// GroupSource is offered by an engine that implements an operation group
-// on another value than itself, because a method of the group has the name
-// of another method of the engine: the CUDA engine's DeviceRows.GatherRows
-// and Indexing.GatherRows take different arguments. Require looks there
-// when the engine itself is not the group.
-type GroupSource interface {
-	// OpGroups returns the values that implement the engine's other
-	// groups (at build time: it may allocate).
-	OpGroups() []any
-}
-
-// Require returns e as the operation group G (or the value of e's
-// GroupSource that is G), or a *MissingOpError naming the engine and op
-// (the operation the caller needs, "layer norm") when e does not have it.
-// Models call it in Build.
+// Require returns e as the operation group G, or a *MissingOpError naming
+// the engine and op (the operation the caller needs, "layer norm") when e
+// does not have it. Models call it in Build.
 func Require[G any](e Engine, op string) (G, error) {
 	g, ok := e.(G)
-	if src, isSrc := e.(GroupSource); !ok && isSrc {
-		for _, v := range src.OpGroups() {
-			if g, ok = v.(G); ok {
-				break
-			}
-		}
-	}
 	if !ok {
 		name := fmt.Sprintf("%T", (*G)(nil))
 		name = strings.TrimPrefix(strings.TrimPrefix(name, "*"), "compute.")

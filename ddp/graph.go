@@ -341,7 +341,7 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	e.Copy(t.ctrlView, sl.Extra)
 	in := models.Inputs{X: sl.X, Tokens: sl.Tokens, Targets: sl.Y}
 	if g.rows != nil {
-		g.e.(compute.DeviceRows).GatherRows(g.x, g.rows, sl.Tokens)
+		g.e.(compute.DeviceRows).GatherResident(g.x, g.rows, sl.Tokens)
 		in = models.Inputs{X: g.x, Targets: sl.Y}
 	}
 	t.m.Forward(in, scale, t.stats)

@@ -6,30 +6,13 @@ import (
 	"github.com/symddp/symddp/compute"
 )
 
-// Indexing is the engine's compute.Indexing (the GPT's embeddings), on a
-// value of its own: its GatherRows takes a table where the engine's own
-// GatherRows (compute.DeviceRows) takes resident rows. compute.Require
-// finds it through the engine's OpGroups.
-type Indexing struct{ e *Engine }
-
-var (
-	_ compute.Indexing    = Indexing{}
-	_ compute.GroupSource = (*Engine)(nil)
-)
-
-// Indexing returns the engine's row gathers and scatters by index.
-func (e *Engine) Indexing() Indexing { return Indexing{e} }
-
-// OpGroups is the groups the engine implements on other values than
-// itself: its Indexing.
-func (e *Engine) OpGroups() []any { return []any{e.Indexing()} }
+var _ compute.Indexing = (*Engine)(nil)
 
 // check checks a (N,C) tensor of rows against a (V,C) table and N indices
 // (the values SetLabels last wrote, or the pipeline's, each -1 or a row of
 // the table), and returns their tensors, the rows' width and the table's
 // rows.
-func (x Indexing) check(op string, rowsT, table compute.Tensor, idx compute.Labels) (rd, td *Tensor, ix *Labels, c, v int) {
-	e := x.e
+func (e *Engine) indexCheck(op string, rowsT, table compute.Tensor, idx compute.Labels) (rd, td *Tensor, ix *Labels, c, v int) {
 	rd, n, c := e.rowsOf(op, rowsT)
 	td, v, tc := e.rowsOf(op, table)
 	ix = e.labelsOf(op, idx)
@@ -54,10 +37,10 @@ func (x Indexing) check(op string, rowsT, table compute.Tensor, idx compute.Labe
 // adds it when accumulate is true; idx[i] == -1 gives a zero row (adds
 // nothing). One kernel (sdc_index_gather), a block a row. An index outside
 // -1..V-1 panics, naming the row, before anything is enqueued.
-func (x Indexing) GatherRows(dst, table compute.Tensor, idx compute.Labels, accumulate bool) {
+func (e *Engine) GatherRows(dst, table compute.Tensor, idx compute.Labels, accumulate bool) {
 	const op = "GatherRows"
-	dd, td, ix, c, v := x.check(op, dst, table, idx)
-	x.e.fail(op, x.e.dev.IndexGather(dd.ptr, td.ptr, ix.ptr, dd.size/c, c, v, accumulate))
+	dd, td, ix, c, v := e.indexCheck(op, dst, table, idx)
+	e.fail(op, e.dev.IndexGather(dd.ptr, td.ptr, ix.ptr, dd.size/c, c, v, accumulate))
 }
 
 // ScatterAddRows adds each row i of src (N,C) to row idx[i] of table
@@ -65,10 +48,10 @@ func (x Indexing) GatherRows(dst, table compute.Tensor, idx compute.Labels, accu
 // CPU engine does (sdc_index_scatter_add: no atomics), so the sums have
 // the same bits on every run and on both engines. idx[i] == -1 adds
 // nothing; an index outside -1..V-1 panics, naming the row.
-func (x Indexing) ScatterAddRows(table, src compute.Tensor, idx compute.Labels) {
+func (e *Engine) ScatterAddRows(table, src compute.Tensor, idx compute.Labels) {
 	const op = "ScatterAddRows"
-	sd, td, ix, c, v := x.check(op, src, table, idx)
-	x.e.fail(op, x.e.dev.IndexScatterAdd(td.ptr, sd.ptr, ix.ptr, sd.size/c, c, v))
+	sd, td, ix, c, v := e.indexCheck(op, src, table, idx)
+	e.fail(op, e.dev.IndexScatterAdd(td.ptr, sd.ptr, ix.ptr, sd.size/c, c, v))
 }
 
 //go:noinline

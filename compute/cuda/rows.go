@@ -81,9 +81,9 @@ func (e *Engine) UploadRows(x []float32, b []byte, table *[256]float32, cols int
 	return r, nil
 }
 
-// GatherRows writes rows idx of r into dst (len(idx), cols): one kernel.
-func (e *Engine) GatherRows(dst compute.Tensor, r compute.ResidentRows, idx compute.Labels) {
-	const op = "GatherRows"
+// GatherResident writes rows idx of r into dst (len(idx), cols): one kernel.
+func (e *Engine) GatherResident(dst compute.Tensor, r compute.ResidentRows, idx compute.Labels) {
+	const op = "GatherResident"
 	d, rows, cols := e.matrix(op, dst)
 	rr, ok := r.(*residentRows)
 	if !ok || rr.e != e {

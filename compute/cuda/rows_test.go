@@ -58,17 +58,17 @@ func testGatherRows(t *testing.T, e *cuda.Engine) {
 	e.SetLabels(il, idx)
 	dst := e.Alloc(len(idx), cols)
 	got := make([]float32, len(idx)*cols)
-	e.GatherRows(dst, fr, il)
+	e.GatherResident(dst, fr, il)
 	e.ReadTensor(got, dst)
 	check("float rows", got, idx, func(i, j int) float32 { return x[i*cols+j] })
-	e.GatherRows(dst, br, il)
+	e.GatherResident(dst, br, il)
 	e.ReadTensor(got, dst)
 	check("byte rows", got, idx, func(i, j int) float32 { return table[b[i*cols+j]] })
 
 	if err := e.BeginCapture(); err != nil {
 		t.Fatal(err)
 	}
-	e.GatherRows(dst, br, il)
+	e.GatherResident(dst, br, il)
 	g, err := e.EndCapture()
 	if err != nil {
 		t.Fatal(err)
