@@ -16,7 +16,9 @@
 #                       same parameter hash expected: no clipping), gpt-tiny
 #                       on byte-level text, and GPT-2
 #                       124M on synthetic tokens (device memory per PE:
-#                       1/8 of the AdamW state each when sharded)
+#                       1/8 of the AdamW state each when sharded); gpt-tiny
+#                       with --grad-dtype bf16 (sharded and not) and with
+#                       --precision fp32 (the engine's operation groups)
 #
 # Usage: scripts/gpu-zero-check.sh [--budget SECONDS]; results in $OUT
 # (default .device/out): zero-summary.txt, zero-tests.log, zero-train.log.
@@ -29,7 +31,7 @@ while [ "$#" -gt 0 ]; do
     case "$1" in
     --budget) budget="$2"; shift 2 ;;
     --budget=*) budget="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "gpu-zero-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -86,6 +88,16 @@ for shard in true false; do
         --dataset text --data-dir "$root" --corpus-max 16MiB --max-steps 100 --eval-every 50 --sample-tokens 0 \
         --shard-update="$shard"
 done
+# gradients summed in bf16 (sharded and not: the same hash expected), and
+# the GPT in fp32 on the engine's operation groups, sharded
+for shard in true false; do
+    stage "gpt-tiny 8 PEs, grad-dtype bf16, shard-update=$shard" 90 "$train_log" "$bin/train" "${common[@]}" \
+        --model gpt-tiny --dataset text --data-dir "$root" --corpus-max 16MiB --max-steps 100 --eval-every 50 \
+        --sample-tokens 0 --grad-dtype bf16 --shard-update="$shard"
+done
+stage "gpt-tiny 8 PEs, precision fp32, sharded" 120 "$train_log" "$bin/train" "${common[@]}" --model gpt-tiny \
+    --dataset text --data-dir "$root" --corpus-max 16MiB --max-steps 100 --eval-every 50 --sample-tokens 0 \
+    --precision fp32
 for shard in true false; do
     stage "gpt2 8 PEs, synthetic, shard-update=$shard" 150 "$train_log" "$bin/train" "${common[@]}" --model gpt2 \
         --dataset synthetic --batch-size 8 --max-steps 10 --eval-every 0 --sample-tokens 0 --shard-update="$shard"
@@ -97,7 +109,7 @@ done
     echo "---- tests: failures (first 60 lines) ----"
     grep -E -A6 '^\s*--- FAIL|^panic:|TIMED OUT|test timed out' "$test_log" | head -60
     echo "---- training runs ----"
-    grep -E '^(=====|\[pe 0\] )?(training |done:|test accuracy|val loss|replicas|REPLICAS|device memory|msg="sharded|train:|warning)' "$train_log" |
+    grep -E '^(=====|\[pe 0\] )?(training |done:|test accuracy|val loss|replicas|REPLICAS|device memory|msg="sharded|msg="model |train:|warning)' "$train_log" |
         sed -E 's/^===== ([^(]*) \(.*/== \1/'
 } >>"$summary" 2>&1
 echo
