@@ -109,9 +109,10 @@ func TestFusedGPTMatchesCPU(t *testing.T) {
 	require.True(t, gres.Replicas.Identical)
 }
 
-// With gradient accumulation the device path runs eager steps (no
-// pipeline): the fused GPT's gradients, written by each micro-batch's
-// backward, are summed by the trainer and train like the CPU path's.
+// With gradient accumulation the device path runs every micro-batch of a
+// step in its graph: the fused GPT's gradients, written by each
+// micro-batch's backward, are summed on the device and train like the CPU
+// path's.
 func TestFusedGPTAccumulates(t *testing.T) {
 	const steps = 6
 	cl, _, _ := fusedGPTRunWith(t, cpuBackend(t), steps, 2)

@@ -11,11 +11,13 @@ import (
 )
 
 // The device step path. When the engine offers compute.DeviceSteps (the
-// CUDA engine), the arenas live in device memory and there is one
-// micro-batch per step, the trainer's strategy is the device step
-// (gpuSteps) instead of hostStep:
+// CUDA engine) and the arenas live in device memory, the trainer's
+// strategy is the device step (gpuSteps) instead of hostStep:
 //
-//   - batches go through the engine's Pipeline: gathered straight into
+//   - batches go through the engine's Pipeline (one per micro-batch of a
+//     step with Options.Accumulate > 1, the first carrying the control
+//     words and the report; the micro-batches' gradients are folded on
+//     the device as hostStep folds them): gathered straight into
 //     pinned host memory (float inputs or token ids, a label per sample or
 //     a target per position; a batch of 256 KiB or more from an in-memory
 //     source by a few goroutines at once, datasets.Gatherer), checked
@@ -58,9 +60,10 @@ const repStop = ctrlStop
 // gpuSteps is the device step path's state (one per Fit).
 type gpuSteps struct {
 	e      compute.DeviceSteps
-	ar     enqueueAllReducer // nil with one PE: nothing to reduce
-	pipe   compute.StepPipeline
-	gather *datasets.Gatherer // batches into the pinned slots, large ones split over goroutines
+	ar     enqueueAllReducer      // nil with one PE: nothing to reduce
+	pipe   compute.StepPipeline   // micro-batch 0's slots, the control words and the report
+	more   []compute.StepPipeline // micro-batches 1.. of a step (Options.Accumulate > 1)
+	gather *datasets.Gatherer     // batches into the pinned slots, large ones split over goroutines
 	// With the training set in device memory (Options.DeviceData): its
 	// rows, the source they belong to, its labels on the host, and the
 	// batch the step gathers from them.
@@ -85,10 +88,6 @@ type gpuSteps struct {
 // its engine offers it ("" when it can): options or the comm backend.
 // chooseStrategy then picks replicated steps, run eagerly on the device.
 func (t *Trainer) deviceStepBlocker() string {
-	switch {
-	case t.opts.Accumulate > 1:
-		return "gradient accumulation: eager steps without the pipeline"
-	}
 	if _, ok := t.c.(enqueueAllReducer); !ok && t.c.NPEs() > 1 {
 		return fmt.Sprintf("the %s comm backend has no stream-ordered allreduce (AllReduceEnqueue): eager steps without the pipeline", t.c.Backend())
 	}
@@ -120,6 +119,17 @@ func (t *Trainer) newGPUSteps(total int, train datasets.Source) (*gpuSteps, erro
 		return nil, fmt.Errorf("GPU step pipeline: %w", err)
 	}
 	g.pipe = pipe
+	for range t.opts.Accumulate - 1 {
+		// the other micro-batches' slots: inputs and labels only
+		more := slots
+		more.Extra = 0
+		p, err := e.NewStepPipeline(more)
+		if err != nil {
+			_ = g.close()
+			return nil, fmt.Errorf("GPU step pipeline (gradient accumulation): %w", err)
+		}
+		g.more = append(g.more, p)
+	}
 	g.gather = datasets.NewGatherer(t.spec)
 	e.SetHaltOnNonFinite(!t.opts.SkipNonFinite)
 	if err := e.ResetUpdateStatus(); err != nil {
@@ -204,6 +214,10 @@ func (g *gpuSteps) close() error {
 	if g.pipe != nil {
 		errs = append(errs, g.pipe.Close())
 	}
+	for _, p := range g.more {
+		errs = append(errs, p.Close())
+	}
+	g.more = nil
 	return errors.Join(errs...)
 }
 
@@ -212,36 +226,21 @@ func (g *gpuSteps) close() error {
 // reads the device next (hostReadAfter) or the step stops the run.
 func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
 	slot := g.n % 2
-	p := g.pipe
-	if err := p.Fill(slot); err != nil {
-		return stepResult{}, fmt.Errorf("step %d: %w", t.step+1, err)
-	}
-	sl := p.Slot(slot)
 	sm.Batch(epoch, s, t.idx)
-	if g.rows != nil && ds == g.rowSrc {
-		// indices and labels only: the rows are on the device (labels checked at upload)
-		for r, i := range t.idx[:t.micro] {
-			sl.HostTokens[r], sl.HostY[r] = int32(i), -1
-			if i >= 0 {
-				sl.HostY[r] = g.labels[i]
-			}
-		}
-	} else {
-		if g.rows != nil {
-			return stepResult{}, fmt.Errorf("step %d: the device step path holds another training set in device memory", t.step+1)
-		}
-		b := datasets.Batch{X: sl.HostX, Tokens: sl.HostTokens, Y: sl.HostY}
-		g.gather.Gather(ds, t.idx[:t.micro], b)
-		if err := t.checkBatch(b); err != nil {
+	for j := range t.opts.Accumulate {
+		if err := g.fill(t, j, slot, ds, t.idx[j*t.micro:(j+1)*t.micro]); err != nil {
 			return stepResult{}, err
 		}
 	}
+	sl := g.pipe.Slot(slot)
 	clear(sl.HostExtra)
 	if wantStop {
 		sl.HostExtra[ctrlStop] = 1
 	}
-	if err := p.Submit(slot); err != nil {
-		return stepResult{}, fmt.Errorf("step %d: %w", t.step+1, err)
+	for j := range t.opts.Accumulate {
+		if err := g.micro(j).Submit(slot); err != nil {
+			return stepResult{}, fmt.Errorf("step %d: %w", t.step+1, err)
+		}
 	}
 	t.step++
 	g.n++
@@ -250,8 +249,10 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 	if err := g.run(t, slot, scale, lr); err != nil {
 		return stepResult{}, fmt.Errorf("step %d: %w", t.step, err)
 	}
-	if err := p.Release(slot); err != nil {
-		return stepResult{}, fmt.Errorf("step %d: %w", t.step, err)
+	for j := range t.opts.Accumulate {
+		if err := g.micro(j).Release(slot); err != nil {
+			return stepResult{}, fmt.Errorf("step %d: %w", t.step, err)
+		}
 	}
 
 	var res stepResult
@@ -273,6 +274,41 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 		g.pending = -1
 	}
 	return res, nil
+}
+
+// micro is the pipeline of micro-batch j of a step.
+func (g *gpuSteps) micro(j int) compute.StepPipeline {
+	if j == 0 {
+		return g.pipe
+	}
+	return g.more[j-1]
+}
+
+// fill waits for slot of micro-batch j's pipeline and stages rows of ds
+// into it: their indices and labels when the rows are in device memory,
+// else the samples, checked.
+func (g *gpuSteps) fill(t *Trainer, j, slot int, ds datasets.Source, rows []int) error {
+	p := g.micro(j)
+	if err := p.Fill(slot); err != nil {
+		return fmt.Errorf("step %d: %w", t.step+1, err)
+	}
+	sl := p.Slot(slot)
+	if g.rows != nil && ds == g.rowSrc {
+		// indices and labels only: the rows are on the device (labels checked at upload)
+		for r, i := range rows {
+			sl.HostTokens[r], sl.HostY[r] = int32(i), -1
+			if i >= 0 {
+				sl.HostY[r] = g.labels[i]
+			}
+		}
+		return nil
+	}
+	if g.rows != nil {
+		return fmt.Errorf("step %d: the device step path holds another training set in device memory", t.step+1)
+	}
+	b := datasets.Batch{X: sl.HostX, Tokens: sl.HostTokens, Y: sl.HostY}
+	g.gather.Gather(ds, rows, b)
+	return t.checkBatch(b, rows)
 }
 
 // run enqueues the step's device work on slot: the slot's graph when there
@@ -337,15 +373,29 @@ func (g *gpuSteps) capture(t *Trainer, slot int, scale, lr float32) (compute.Ste
 // slot's tensors.
 func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	e := g.e
-	sl := g.pipe.Slot(slot)
-	e.Copy(t.ctrlView, sl.Extra)
-	in := models.Inputs{X: sl.X, Tokens: sl.Tokens, Targets: sl.Y}
-	if g.rows != nil {
-		g.e.(compute.DeviceRows).GatherResident(g.x, g.rows, sl.Tokens)
-		in = models.Inputs{X: g.x, Targets: sl.Y}
+	e.Copy(t.ctrlView, g.pipe.Slot(slot).Extra)
+	k := t.opts.Accumulate
+	for j := range k {
+		sl := g.micro(j).Slot(slot)
+		in := models.Inputs{X: sl.X, Tokens: sl.Tokens, Targets: sl.Y}
+		if g.rows != nil {
+			g.e.(compute.DeviceRows).GatherResident(g.x, g.rows, sl.Tokens)
+			in = models.Inputs{X: g.x, Targets: sl.Y}
+		}
+		t.m.Forward(in, scale, t.stats)
+		t.m.Backward(nil)
+		// the micro-batches' gradients folded as hostStep and its
+		// finish do: acc = g0 + g1 + ... + g(k-2), then g(k-1) += acc
+		switch {
+		case k == 1:
+		case j == 0:
+			e.Copy(t.acc, t.gView)
+		case j < k-1:
+			e.Accumulate(t.acc, t.gView)
+		default:
+			e.Accumulate(t.gView, t.acc)
+		}
 	}
-	t.m.Forward(in, scale, t.stats)
-	t.m.Backward(nil)
 	if t.dshard != nil {
 		return t.dshard.record(t, g.ar, lr)
 	}
@@ -360,17 +410,17 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	return nil
 }
 
-// checkBatch checks step t.step+1's batch b (this PE's rows t.idx) before
+// checkBatch checks step t.step+1's batch b (rows of the training set) before
 // it goes to the device, where a replayed graph checks nothing: token ids
 // must be in the vocabulary, targets -1 or one of the classes.
-func (t *Trainer) checkBatch(b datasets.Batch) error {
+func (t *Trainer) checkBatch(b datasets.Batch, rows []int) error {
 	classes, step := t.spec.Classes, t.step+1
 	if t.spec.Tokens {
 		n := t.spec.InputSize()
 		for i, tok := range b.Tokens {
 			if tok < 0 || int(tok) >= classes {
 				return fmt.Errorf("step %d: sample %d has token %d at position %d, outside the vocabulary of %d tokens",
-					step, t.idx[i/n], tok, i%n, classes)
+					step, rows[i/n], tok, i%n, classes)
 			}
 		}
 	}
@@ -378,10 +428,10 @@ func (t *Trainer) checkBatch(b datasets.Batch) error {
 	for i, y := range b.Y {
 		if y != -1 && (y < 0 || int(y) >= classes) {
 			if k == 1 {
-				return fmt.Errorf("step %d: sample %d has label %d, the model has %d classes", step, t.idx[i], y, classes)
+				return fmt.Errorf("step %d: sample %d has label %d, the model has %d classes", step, rows[i], y, classes)
 			}
 			return fmt.Errorf("step %d: sample %d has target %d at position %d, the model has %d classes (or -1)",
-				step, t.idx[i/k], y, i%k, classes)
+				step, rows[i/k], y, i%k, classes)
 		}
 	}
 	return nil

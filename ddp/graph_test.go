@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/symddp/symddp/comm"
 	_ "github.com/symddp/symddp/comm/shm"
@@ -230,19 +231,44 @@ func TestGPUPathReportsSkippedSteps(t *testing.T) {
 	}
 }
 
-func TestGPUPathOffForAccumulation(t *testing.T) {
-	o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
-	opts := baseOptions()
-	opts.Accumulate = 2
-	w := newWorldOf(1, cuda.Options{})
-	m, _ := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{8}, Classes: 4})
-	tr, err := New(w.comm(0), w.engs[0], m, o, opts)
-	if err != nil {
-		t.Fatal(err)
+// TestGPUPathAccumulates: with gradient accumulation the device step path
+// runs the micro-batches of a step in its graph (a pipeline each), with the
+// bits of the eager replicated path that ran them before (the same fold of
+// the micro-batches' gradients), graphs or not, training as the CPU does.
+func TestGPUPathAccumulates(t *testing.T) {
+	run := func(b backend, eager bool) ([]float64, Result, []float32, string) {
+		t.Helper()
+		defer b.done()
+		train, test, err := datasets.SyntheticSplit(600, 100, 20, 4, 7)
+		require.NoError(t, err)
+		o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+		m, _ := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{16, 16}, Classes: 4})
+		opts := baseOptions()
+		opts.Accumulate = 2
+		var losses []float64
+		opts.Hooks.OnLog = func(li LogInfo) { losses = append(losses, li.Loss) }
+		tr, err := New(b.c, b.e, m, o, opts)
+		require.NoError(t, err)
+		defer tr.Close()
+		if eager {
+			tr.strat = replicatedStrategy{} // the path accumulation took before
+		}
+		res, err := tr.Fit(context.Background(), train, test)
+		require.NoError(t, err)
+		return losses, res, tr.Params(), tr.Strategy()
 	}
-	if why := tr.deviceStepBlocker(); !strings.Contains(why, "gradient accumulation") || tr.Strategy() != "replicated" {
-		t.Errorf("with accumulation: blocker %q, strategy %s; want the replicated strategy and the reason", why, tr.Strategy())
+	cl, cres, cp, _ := run(cpuBackend(t), false)
+	gl, gres, gp, strat := run(emulatedBackend(true), false)
+	require.Equal(t, "device", strat)
+	el, _, ep, _ := run(emulatedBackend(false), false)
+	rl, _, rp, rstrat := run(emulatedBackend(false), true)
+	require.Equal(t, "replicated", rstrat)
+	require.Equal(t, gl, el, "graphs and eager device steps")
+	require.Equal(t, gl, rl, "the device path and the eager replicated path")
+	for i := range gp {
+		require.Equal(t, math.Float32bits(rp[i]), math.Float32bits(gp[i]), "parameter %d: device path %v, replicated path %v", i, gp[i], rp[i])
 	}
+	compareRuns(t, cl, gl, el, cp, gp, ep, cres, gres)
 }
 
 // After its warm-up, a step of the GPU path allocates nothing on the Go

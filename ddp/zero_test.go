@@ -73,13 +73,18 @@ func zeroOptions() Options {
 
 // TestDeviceShardedUpdate: on the device step path with 3 PEs the update
 // is sharded (each PE keeps the AdamW state of its shard only) and, without
-// clipping, ends on the bits of the replicated device update; with
-// clipping, within float32 noise of it (the norm is summed shard by shard).
+// clipping, ends on the bits of the replicated device update (with two
+// micro-batches a step too); with clipping, within float32 noise of it (the
+// norm is summed shard by shard).
 func TestDeviceShardedUpdate(t *testing.T) {
 	const npes = 3
-	for _, clip := range []float32{0, 1e-3} {
+	for _, tc := range []struct {
+		clip float32
+		acc  int
+	}{{0, 1}, {1e-3, 1}, {0, 2}} {
+		clip := tc.clip
 		opts := zeroOptions()
-		opts.ClipNorm = clip
+		opts.ClipNorm, opts.Accumulate = clip, tc.acc
 		sharded := worldFit(t, npes, opts)
 		opts.ReplicatedUpdate = true
 		replicated := worldFit(t, npes, opts)
@@ -103,7 +108,7 @@ func TestDeviceShardedUpdate(t *testing.T) {
 				t.Fatalf("no clipping: parameter %d is %v sharded, %v replicated", i, v, replicated[0].params[i])
 			}
 		}
-		t.Logf("clip %g: largest parameter difference sharded - replicated %.3g", clip, worst)
+		t.Logf("clip %g, %d micro-batches: largest parameter difference sharded - replicated %.3g", clip, tc.acc, worst)
 		require.Less(t, worst, 1e-5)
 		require.InDelta(t, replicated[0].res.Test.Loss, sharded[0].res.Test.Loss, 1e-4)
 	}
