@@ -92,7 +92,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 					return res, err
 				}
 				if !rep.Identical {
-					return res, fmt.Errorf("step %d: %s", t.step, rep)
+					return res, shared(fmt.Errorf("step %d: %s", t.step, rep))
 				}
 			}
 			if test != nil && t.evalDue(t.step) && t.step < total && !r.stop {
@@ -153,7 +153,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 		return res, err
 	}
 	if !res.Replicas.Identical {
-		return res, fmt.Errorf("after training: %s", res.Replicas)
+		return res, shared(fmt.Errorf("after training: %s", res.Replicas))
 	}
 	return res, saveErr
 }

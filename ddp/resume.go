@@ -79,7 +79,7 @@ func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 		}
 	}
 	if !got.OK {
-		return "", errors.New(got.Err)
+		return "", shared(errors.New(got.Err))
 	}
 	if got.Path == "" {
 		return "", nil

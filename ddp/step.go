@@ -23,6 +23,31 @@ type stepResult struct {
 // gradient is NaN or Inf and Options.SkipNonFinite is false.
 var ErrNonFinite = errors.New("loss or gradients are not finite")
 
+// sharedError marks an error that every PE of a job returns alike, having
+// reached it together: see Shared.
+type sharedError struct{ error }
+
+func (e sharedError) Unwrap() error { return e.error }
+
+// shared marks err as one every PE returns alike (nil stays nil).
+func shared(err error) error {
+	if err == nil {
+		return nil
+	}
+	return sharedError{err}
+}
+
+// Shared reports whether every PE of the job returns err alike, because
+// the PEs decided it together: a non-finite step (the reduced verdict), a
+// checkpoint PE 0 could not write (ErrCheckpointSave), a resume PE 0
+// refused, replicas found to differ. A job without a launcher to gather
+// its PEs' errors (mpirun) can print such an error on one rank only;
+// anything else (a PE's own I/O, memory, a peer lost) each PE reports.
+func Shared(err error) bool {
+	var s sharedError
+	return errors.As(err, &s) || errors.Is(err, ErrNonFinite) || errors.Is(err, ErrCheckpointSave)
+}
+
 // hostStep runs optimizer step number t.step+1 on global batch (epoch, s)
 // with the arenas in host memory or the micro-batches run eagerly: forward
 // and backward of each micro-batch, then finish, the strategy's reduction

@@ -23,6 +23,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
 	_ "github.com/symddp/symddp/comm/shm" // the default backend
+	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
 )
 
@@ -264,6 +265,17 @@ func fail(stderr io.Writer, err error) int {
 	if proc.Role == launch.LocalPE && proc.ReportFailure(err) {
 		return 1
 	}
+	if leftToRankZero(err) {
+		return 1
+	}
 	fmt.Fprintf(stderr, "train: %v\n", err)
 	return 1
+}
+
+// leftToRankZero reports whether this process, a rank of mpirun other
+// than 0, leaves err to rank 0 to print: an error every rank reaches
+// together (ddp.Shared), which would otherwise be printed once per rank
+// (our own launcher gathers its PEs' errors instead).
+func leftToRankZero(err error) bool {
+	return proc.Role == launch.MPIRank && proc.MPI.Rank != 0 && ddp.Shared(err)
 }

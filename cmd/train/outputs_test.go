@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/symddp/symddp/comm/launch"
+	"github.com/symddp/symddp/ddp"
 )
 
 // short is a run of 20 steps: enough to write, fail and report.
@@ -219,5 +224,35 @@ func TestSummaryWording(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout.String(), "done: 10 steps (1 epoch) in ") ||
 		!strings.Contains(stdout.String(), " on 1 PE (shm, ") {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestSharedErrorOncePerJob: under mpirun, an error every rank reaches
+// together (a non-finite step, a checkpoint PE 0 could not write) is
+// printed by rank 0 only; an error of a rank's own by every rank that has
+// it. All of them exit 1.
+func TestSharedErrorOncePerJob(t *testing.T) {
+	saved := proc
+	defer func() { proc = saved }()
+	nonFinite := fmt.Errorf("step 7: %w; lower the learning rate", ddp.ErrNonFinite)
+	notSaved := fmt.Errorf("%w at step 20 (PE 0 says): no space left on device", ddp.ErrCheckpointSave)
+	own := errors.New("read /data/x: input/output error")
+	for _, rank := range []int{0, 1} {
+		proc = launch.Process{Role: launch.MPIRank}
+		proc.MPI.Rank = rank
+		for _, err := range []error{nonFinite, notSaved, finishedError{notSaved}, own} {
+			var stderr bytes.Buffer
+			code := fail(&stderr, err)
+			want := "train: " + err.Error() + "\n"
+			if rank != 0 && ddp.Shared(err) {
+				want = ""
+			}
+			if code != 1 || stderr.String() != want {
+				t.Errorf("rank %d, %v: exit %d, stderr %q; want exit 1 and %q", rank, err, code, stderr.String(), want)
+			}
+		}
+	}
+	if ddp.Shared(own) || !ddp.Shared(finishedError{nonFinite}) {
+		t.Errorf("Shared: a rank's own error %v, a wrapped non-finite step %v", ddp.Shared(own), ddp.Shared(finishedError{nonFinite}))
 	}
 }

@@ -99,7 +99,7 @@ func (r *peRun) run() (err error) {
 			case errors.As(err, &fe) && proc.Role == launch.LocalPE:
 				code = exitFinished
 			}
-			if !proc.ReportFailure(err) {
+			if !proc.ReportFailure(err) && !leftToRankZero(err) {
 				fmt.Fprintf(r.stderr, "train: PE %d: %v\n", c.MyPE(), err)
 			}
 			err = reportedError{err, code}
