@@ -89,6 +89,30 @@ func TestLoadShards(t *testing.T) {
 	}
 }
 
+// TestLoadCheckedShards: the loader for shards already scanned checks the
+// headers and sizes again but not the tokens.
+func TestLoadCheckedShards(t *testing.T) {
+	dir := t.TempDir()
+	bad := shard16(1, 2, 300, 4, 5) // 300 is outside a byte vocabulary
+	long := shard16(1, 2, 3)
+	binary.LittleEndian.PutUint32(long[8:], 2)
+	writeFiles(t, dir, map[string][]byte{"t.bin": bad, "v.bin": shard16(1, 2, 3, 4), "long.bin": long})
+	tg, vg := filepath.Join(dir, "t.bin"), filepath.Join(dir, "v.bin")
+	if _, _, err := LoadShards(tg, vg, 2, 256); !errors.Is(err, ErrBadShard) {
+		t.Fatalf("LoadShards: %v, want the token outside the vocabulary", err)
+	}
+	train, val, err := LoadCheckedShards(tg, vg, 2, 256)
+	if err != nil {
+		t.Fatalf("LoadCheckedShards: %v", err)
+	}
+	train.Close()
+	val.Close()
+	_, _, err = LoadCheckedShards(filepath.Join(dir, "long.bin"), vg, 2, 256)
+	if !errors.Is(err, ErrBadShard) || !strings.Contains(err.Error(), "header declares 2 tokens") {
+		t.Fatalf("LoadCheckedShards of a bad header: %v", err)
+	}
+}
+
 func TestLoadShardsWithoutVal(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string][]byte{"a.bin": shard16(1, 2, 3)})

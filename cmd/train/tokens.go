@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 )
@@ -61,6 +62,9 @@ func chooseTokenData(o *options) (dataChoice, error) {
 			return dataChoice{}, usagef("--dataset llmc needs --train-shards and --val-shards (globs of llm.c .bin token shards)")
 		}
 		dc.trainGlob, dc.valGlob = o.trainShards, o.valShards
+		if proc.Role == launch.LocalPE {
+			break // the launcher checked every token before it started this PE
+		}
 		tr, va, err := datasets.LoadShards(dc.trainGlob, dc.valGlob, dc.context, dc.vocab)
 		if err != nil {
 			return dataChoice{}, usageError{err}
@@ -99,7 +103,9 @@ func loadTokenData(dc dataChoice, seed uint64) (train, val datasets.Source, err 
 		return tr, va, nil
 	}
 	if dc.name == "llmc" {
-		tr, va, err := datasets.LoadShards(dc.trainGlob, dc.valGlob, dc.context, dc.vocab)
+		// chooseTokenData scanned every token, in this process or in the
+		// launcher: the headers and sizes are checked again, the tokens not
+		tr, va, err := datasets.LoadCheckedShards(dc.trainGlob, dc.valGlob, dc.context, dc.vocab)
 		if err != nil {
 			return nil, nil, err
 		}
