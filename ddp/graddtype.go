@@ -58,42 +58,35 @@ func (t *Trainer) gradDTypeSetup(device bool) error {
 }
 
 // reduceGrads enqueues the reduction of the gradient arena and the control
-// words after backward: an allreduce of the whole arena, or a
-// reduce-scatter leaving this PE's shard [lo, hi) reduced (scatter), in
-// fp32 or through the bf16 buffer.
-func (t *Trainer) reduceGrads(ar enqueueAllReducer, s enqueueSharder, scatter bool, lo, hi int, shard compute.Tensor) error {
-	red := func(b comm.Buffer, n int) error {
-		if scatter {
-			if err := s.ReduceScatterEnqueue(b, 0, n, comm.Sum); err != nil {
-				return fmt.Errorf("gradient reduce-scatter: %w", err)
-			}
-			return nil
-		}
-		if err := ar.AllReduceEnqueue(b, 0, n, comm.Sum); err != nil {
+// words after backward: an allreduce of the whole arena, or, with the
+// sharded update d, a reduce-scatter that leaves this PE's shard reduced;
+// in fp32, or through the bf16 buffer.
+func (t *Trainer) reduceGrads(ar enqueueAllReducer, d *deviceShard) error {
+	bf := t.bf16
+	if bf == nil && d == nil {
+		// one allreduce for the arena and the control words after it
+		if err := ar.AllReduceEnqueue(t.grads, 0, t.n+ctrlWords, comm.Sum); err != nil {
 			return fmt.Errorf("gradient allreduce: %w", err)
 		}
 		return nil
 	}
-	bf := t.bf16
-	if bf == nil {
-		if scatter {
-			if err := red(t.grads, t.n); err != nil {
-				return err
-			}
-		} else {
-			// one allreduce for the arena and the control words after it
-			return red(t.grads, t.n+ctrlWords)
-		}
-	} else {
+	buf := t.grads
+	if bf != nil {
 		bf.c.CastToBF16(bf.ptr, t.gView)
-		if err := red(bf.buf, t.n); err != nil {
-			return err
+		buf = bf.buf
+	}
+	if d != nil {
+		if err := d.s.ReduceScatterEnqueue(buf, 0, t.n, comm.Sum); err != nil {
+			return fmt.Errorf("gradient reduce-scatter: %w", err)
 		}
-		if scatter {
-			bf.c.CastFromBF16(shard, bf.ptr+2*uintptr(lo))
-		} else {
-			bf.c.CastFromBF16(t.gView, bf.ptr)
-		}
+	} else if err := ar.AllReduceEnqueue(buf, 0, t.n, comm.Sum); err != nil {
+		return fmt.Errorf("gradient allreduce: %w", err)
+	}
+	switch {
+	case bf != nil && d != nil:
+		bf.c.CastFromBF16(d.g, bf.ptr+2*uintptr(d.lo))
+	case bf != nil:
+		bf.c.CastFromBF16(t.gView, bf.ptr)
 	}
 	if err := ar.AllReduceEnqueue(t.grads, t.n, ctrlWords, comm.Sum); err != nil {
 		return fmt.Errorf("control words allreduce: %w", err)

@@ -400,7 +400,7 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 		return t.dshard.record(t, g.ar, lr)
 	}
 	if g.ar != nil {
-		if err := t.reduceGrads(g.ar, nil, false, 0, t.n, t.gView); err != nil {
+		if err := t.reduceGrads(g.ar, nil); err != nil {
 			return err
 		}
 	}

@@ -119,7 +119,7 @@ func (t *Trainer) installState(lc *loadedCheckpoint) error {
 		}
 		n := t.n
 		if t.dshard != nil {
-			n, src = t.dshard.stateLen(), t.dshard.gSlot
+			n, src = t.dshard.stateLen(), t.dshard.g
 		}
 		var err error
 		if dev, err = ds.AllocOptimizerState(t.o, n); err != nil {

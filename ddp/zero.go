@@ -52,8 +52,7 @@ type deviceShard struct {
 	s      enqueueSharder
 	u      compute.ShardedUpdater
 	lo, hi int            // this PE's shard of the arenas
-	p, g   compute.Tensor // views of the shard in the parameter and gradient arenas
-	gSlot  compute.Tensor // the same shard of the gradient arena, as a staging view for the state
+	p, g   compute.Tensor // views of the shard in the parameter and gradient arenas (g also stages state shards for checkpoints)
 	xchg   comm.Buffer    // symmetric float32, partialStride words per PE
 	parts  compute.Tensor // the whole exchange buffer
 	mine   compute.Tensor // this PE's two words of it (a float64)
@@ -101,14 +100,13 @@ func (t *Trainer) deviceSharding() (*deviceShard, string, error) {
 	d.mine = t.e.View(xa, partialStride*me, 2)
 	d.p = t.e.View(t.pArena, d.lo, d.hi-d.lo)
 	d.g = t.e.View(t.gArena, d.lo, d.hi-d.lo)
-	d.gSlot = d.g
 	return d, "", nil
 }
 
 // record enqueues the step's work after backward (see the top of the file).
 func (d *deviceShard) record(t *Trainer, ar enqueueAllReducer, lr float32) error {
 	npes := t.c.NPEs()
-	if err := t.reduceGrads(ar, d.s, true, d.lo, d.hi, d.g); err != nil {
+	if err := t.reduceGrads(ar, d); err != nil {
 		return err
 	}
 	d.u.SumSquaresInto(d.mine, d.g)
@@ -149,7 +147,7 @@ func (d *deviceShard) gatherState(t *Trainer) error {
 		}
 	}
 	for k, st := range ts {
-		t.e.Copy(d.gSlot, st)
+		t.e.Copy(d.g, st)
 		if err := d.s.AllGather(t.grads, 0, t.n); err != nil {
 			return fmt.Errorf("gather optimizer state: %w", err)
 		}
