@@ -311,6 +311,52 @@ func GemmBatchedDims(engine string, transA, transB bool, as, bs, cs Shape) (m, n
 	return m, n, k, as[0]
 }
 
+// LayerNormDims checks the shapes of a LayerNorm for engine (y the size of
+// x, w and b one element per column of x's last dimension, mean and rstd
+// one per row) and returns x's rows and columns. The engines share it, so
+// that their checks and messages agree.
+func LayerNormDims(engine string, x, y, w, b, mean, rstd Shape) (rows, cols int) {
+	const op = "LayerNorm"
+	rows, cols = normRows(x)
+	if y.Size() != x.Size() {
+		PanicShapes(engine, op, "y must have the size of x", x, y)
+	}
+	if w.Size() != cols || b.Size() != cols {
+		PanicShapes(engine, op, "w and b must have one element per column of x", x, w, b)
+	}
+	normStats(engine, op, x, mean, rstd, rows)
+	return rows, cols
+}
+
+// LayerNormBackwardDims is LayerNormDims for a LayerNormBackward: dx and
+// dy the size of x, w, dw and db one element per column.
+func LayerNormBackwardDims(engine string, x, dx, dy, w, dw, db, mean, rstd Shape) (rows, cols int) {
+	const op = "LayerNormBackward"
+	rows, cols = normRows(x)
+	if dx.Size() != x.Size() || dy.Size() != x.Size() {
+		PanicShapes(engine, op, "dx and dy must have the size of x", x, dx, dy)
+	}
+	if w.Size() != cols || dw.Size() != cols || db.Size() != cols {
+		PanicShapes(engine, op, "w, dw and db must have one element per column of x", x, w, dw, db)
+	}
+	normStats(engine, op, x, mean, rstd, rows)
+	return rows, cols
+}
+
+// normRows is the rows (the product of all but the last dimension) and
+// columns (the last) of a layer norm's x.
+func normRows(x Shape) (rows, cols int) {
+	cols = x[len(x)-1]
+	return x.Size() / cols, cols
+}
+
+// normStats checks a layer norm's mean and rstd: one element per row of x.
+func normStats(engine, op string, x, mean, rstd Shape, rows int) {
+	if mean.Size() != rows || rstd.Size() != rows {
+		PanicShapes(engine, op, "mean and rstd must have one element per row of x", x, mean, rstd)
+	}
+}
+
 // The panics below are shared by the engines too: engine is their
 // messages' prefix ("cpu", "cuda"). They are out of line so that formatting
 // their messages costs nothing on the paths that do not fail.

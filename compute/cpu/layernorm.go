@@ -33,18 +33,9 @@ func anyOverlap(x []float32, ys ...[]float32) bool {
 // row. y may not overlap x.
 func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 	const op = "LayerNorm"
-	xd, rows, c := rowsOf(op, x)
-	yd, md, rd := data(op, y), data(op, mean), data(op, rstd)
+	rows, c := compute.LayerNormDims("cpu", x.Shape(), y.Shape(), w.Shape(), b.Shape(), mean.Shape(), rstd.Shape())
+	xd, yd, md, rd := data(op, x), data(op, y), data(op, mean), data(op, rstd)
 	wd, bd := data(op, w), data(op, b)
-	if len(yd) != len(xd) {
-		compute.PanicShapes("cpu", op, "y must have the size of x", x.Shape(), y.Shape())
-	}
-	if len(wd) != c || len(bd) != c {
-		compute.PanicShapes("cpu", op, "w and b must have one element per column of x", x.Shape(), w.Shape(), b.Shape())
-	}
-	if len(md) != rows || len(rd) != rows {
-		compute.PanicShapes("cpu", op, "mean and rstd must have one element per row of x", x.Shape(), mean.Shape(), rstd.Shape())
-	}
 	if overlap(yd, xd) {
 		compute.PanicShapes("cpu", op, "y overlaps x", x.Shape(), y.Shape())
 	}
@@ -57,19 +48,10 @@ func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 // is true. dx, dw and db may not overlap each other or the inputs.
 func (e *Engine) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd compute.Tensor, addDX bool) {
 	const op = "LayerNormBackward"
-	xd, rows, c := rowsOf(op, x)
-	dxd, dyd := data(op, dx), data(op, dy)
+	rows, c := compute.LayerNormBackwardDims("cpu", x.Shape(), dx.Shape(), dy.Shape(), w.Shape(), dw.Shape(), db.Shape(), mean.Shape(), rstd.Shape())
+	xd, dxd, dyd := data(op, x), data(op, dx), data(op, dy)
 	dwd, dbd, wd := data(op, dw), data(op, db), data(op, w)
 	md, rd := data(op, mean), data(op, rstd)
-	if len(dxd) != len(xd) || len(dyd) != len(xd) {
-		compute.PanicShapes("cpu", op, "dx and dy must have the size of x", x.Shape(), dx.Shape(), dy.Shape())
-	}
-	if len(wd) != c || len(dwd) != c || len(dbd) != c {
-		compute.PanicShapes("cpu", op, "w, dw and db must have one element per column of x", x.Shape(), w.Shape(), dw.Shape(), db.Shape())
-	}
-	if len(md) != rows || len(rd) != rows {
-		compute.PanicShapes("cpu", op, "mean and rstd must have one element per row of x", x.Shape(), mean.Shape(), rstd.Shape())
-	}
 	if overlap(dxd, dyd) || overlap(dxd, xd) {
 		compute.PanicShapes("cpu", op, "dx overlaps dy or x", dx.Shape(), dy.Shape(), x.Shape())
 	}

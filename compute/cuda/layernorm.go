@@ -29,18 +29,9 @@ func anyOverlap(a *Tensor, bs ...*Tensor) bool {
 // so both engines give the same bits. y may not overlap x.
 func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 	const op = "LayerNorm"
-	xd, rows, c := e.rowsOf(op, x)
-	yd, md, rd := e.tensorOf(op, y), e.tensorOf(op, mean), e.tensorOf(op, rstd)
+	xd, yd, md, rd := e.tensorOf(op, x), e.tensorOf(op, y), e.tensorOf(op, mean), e.tensorOf(op, rstd)
 	wd, bd := e.tensorOf(op, w), e.tensorOf(op, b)
-	if yd.size != xd.size {
-		compute.PanicShapes("cuda", op, "y must have the size of x", xd.shape, yd.shape)
-	}
-	if wd.size != c || bd.size != c {
-		compute.PanicShapes("cuda", op, "w and b must have one element per column of x", xd.shape, wd.shape, bd.shape)
-	}
-	if md.size != rows || rd.size != rows {
-		compute.PanicShapes("cuda", op, "mean and rstd must have one element per row of x", xd.shape, md.shape, rd.shape)
-	}
+	rows, c := compute.LayerNormDims("cuda", xd.shape, yd.shape, wd.shape, bd.shape, md.shape, rd.shape)
 	if overlap(yd, xd) {
 		compute.PanicShapes("cuda", op, "y overlaps x", xd.shape, yd.shape)
 	}
@@ -55,19 +46,10 @@ func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 // bits). dx, dw and db may not overlap each other or the inputs.
 func (e *Engine) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd compute.Tensor, addDX bool) {
 	const op = "LayerNormBackward"
-	xd, rows, c := e.rowsOf(op, x)
-	dxd, dyd := e.tensorOf(op, dx), e.tensorOf(op, dy)
+	xd, dxd, dyd := e.tensorOf(op, x), e.tensorOf(op, dx), e.tensorOf(op, dy)
 	dwd, dbd, wd := e.tensorOf(op, dw), e.tensorOf(op, db), e.tensorOf(op, w)
 	md, rd := e.tensorOf(op, mean), e.tensorOf(op, rstd)
-	if dxd.size != xd.size || dyd.size != xd.size {
-		compute.PanicShapes("cuda", op, "dx and dy must have the size of x", xd.shape, dxd.shape, dyd.shape)
-	}
-	if wd.size != c || dwd.size != c || dbd.size != c {
-		compute.PanicShapes("cuda", op, "w, dw and db must have one element per column of x", xd.shape, wd.shape, dwd.shape, dbd.shape)
-	}
-	if md.size != rows || rd.size != rows {
-		compute.PanicShapes("cuda", op, "mean and rstd must have one element per row of x", xd.shape, md.shape, rd.shape)
-	}
+	rows, c := compute.LayerNormBackwardDims("cuda", xd.shape, dxd.shape, dyd.shape, wd.shape, dwd.shape, dbd.shape, md.shape, rd.shape)
 	if anyOverlap(dxd, dyd, xd, wd, md, rd) {
 		compute.PanicShapes("cuda", op, "dx overlaps an input", dxd.shape, dyd.shape, xd.shape)
 	}
