@@ -172,7 +172,7 @@ func (c *worldComm) values(v []float32, b comm.Buffer, lo, pe int) error {
 	}
 	raw := c.on(b, pe).b[2*lo:]
 	for i := range v {
-		v[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
+		v[i] = cudatest.F32(binary.LittleEndian.Uint16(raw[2*i:]))
 	}
 	return nil
 }
@@ -185,9 +185,7 @@ func (c *worldComm) setValues(b comm.Buffer, lo int, v []float32) error {
 	}
 	raw := c.on(b, c.pe).b[2*lo:]
 	for i, x := range v {
-		u := math.Float32bits(x)
-		u += 0x7fff + (u>>16)&1 // finite values only (gradients here)
-		binary.LittleEndian.PutUint16(raw[2*i:], uint16(u>>16))
+		binary.LittleEndian.PutUint16(raw[2*i:], cudatest.BF16(x))
 	}
 	return nil
 }
