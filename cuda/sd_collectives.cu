@@ -549,14 +549,26 @@ static int sd_fallback_reduce(sd_buf *b, size_t off, size_t n, int op, int root)
     return SD_OK;
 }
 
+/*
+ * Broadcast through the staging buffer, chunk by chunk, between barriers: the
+ * first keeps the root's puts off a staging buffer that a peer still copies
+ * out of (the previous chunk, or the previous PE's broadcast of an
+ * all-gather), the second has every chunk arrived before it is copied out.
+ * Without them an all-gather of one broadcast per PE (2 PEs under MPS,
+ * SYMDDP_FORCE_NVSHMEM) left part of a shard with the staging buffer's old
+ * bytes (H200, 2026-12-02).
+ */
 static int sd_fallback_broadcast(sd_buf *b, size_t off, size_t bytes, int root) {
+    const bool many = g_sd.npes > 1;
     for (size_t k = 0; k < bytes; k += SD_STAGING_BYTES) {
         const size_t m = bytes - k < SD_STAGING_BYTES ? bytes - k : SD_STAGING_BYTES;
         char *p = (char *)b->base + off + k;
+        if (many) SD_TRY(sd_nvshmem_barrier(g_sd.stream));
         int rc = nvshmemx_broadcastmem_on_stream(NVSHMEM_TEAM_WORLD, g_sd.staging, p, m, root,
                                                  g_sd.stream);
         if (rc != 0)
             return SD_FAIL(SD_ERR, "nvshmemx_broadcastmem_on_stream(%zu) failed with status %d", m, rc);
+        if (many) SD_TRY(sd_nvshmem_barrier(g_sd.stream));
         if (g_sd.pe != root)
             SD_CUDA(cudaMemcpyAsync(p, g_sd.staging, m, cudaMemcpyDeviceToDevice, g_sd.stream));
     }

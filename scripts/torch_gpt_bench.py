@@ -107,7 +107,7 @@ def build_model(torch, L, H, C, T, V):
     return GPT().cuda()
 
 
-def run_one(torch, preset, L, H, C, T, V, B, mode, steps, warmup):
+def run_one(torch, preset, L, H, C, T, V, B, mode, steps, warmup, profile=0):
     fp32 = mode == "fp32"
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -154,6 +154,22 @@ def run_one(torch, preset, L, H, C, T, V, B, mode, steps, warmup):
           f"mode={mode} ms_per_step={ms:.2f} tokens_per_s={tokens_per_s:.0f} mfu={mfu:.3f} n_params={n_params} "
           f"flops_per_token={flops_per_token:.4g} peak_mem_gib={peak_gib:.2f} loss={loss.item():.4f} "
           f"warmup_s={warm_s:.1f} steps={steps}", flush=True)
+    if profile:
+        # the step's kernels: CUDA time per step of each, the largest first
+        from torch.profiler import ProfilerActivity, profile as tprofile
+        n = 5
+        with tprofile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(n):
+                step()
+            torch.cuda.synchronize()
+        rows = [(e.key, getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0)) / n, e.count / n)
+                for e in prof.key_averages()]
+        rows = [r for r in rows if r[1] > 0]
+        total = sum(r[1] for r in rows)
+        print(f"PROFILE preset={preset} batch={B} mode={mode}: kernels {total / 1e3:.2f} ms per step "
+              f"(timed {ms:.2f} ms)", flush=True)
+        for key, us, cnt in sorted(rows, key=lambda r: -r[1])[:profile]:
+            print(f"PROFILE {us:10.1f} us/step {cnt:6.1f}/step  {key[:120]}", flush=True)
     del model, fwd, opt, data, x, y
     if mode == "compile":
         torch._dynamo.reset()
@@ -170,6 +186,8 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="timed steps (default 20, --quick 6)")
     ap.add_argument("--warmup", type=int, default=0, help="warm-up steps (default 5, --quick 3)")
     ap.add_argument("--quick", action="store_true", help="few steps")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after timing, profile 5 steps (torch.profiler) and print the N kernels with the most CUDA time")
     a = ap.parse_args()
     import torch
 
@@ -203,7 +221,7 @@ def main():
             for B in (batches or p["batches"][mode]):
                 try:
                     run_one(torch, name, p["layers"], p["heads"], p["width"], p["context"], p["vocab"], B, mode,
-                            steps, warmup)
+                            steps, warmup, a.profile)
                 except Exception as e:  # one failed configuration must not hide the others
                     failed += 1
                     print(f"ERROR torch_gpt preset={name} batch={B} mode={mode}: {type(e).__name__}: {e}", flush=True)
