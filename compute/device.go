@@ -101,6 +101,10 @@ type StepPipeline interface {
 	Slot(i int) *StepSlot
 	Fill(i int) error
 	Submit(i int) error
+	// StoreReport enqueues the step's own copy of the report into slot
+	// i, as the step's last work (it may be captured in the step's
+	// graph); without it Release copies the report.
+	StoreReport(i int) error
 	Release(i int) error
 	Report(i int) ([]float32, error)
 	Close() error

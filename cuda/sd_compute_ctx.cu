@@ -219,6 +219,26 @@ extern "C" int sdc_dtoh(const sdc_ctx *c, int32_t on_copy, void *dst, uint64_t s
     return SD_OK;
 }
 
+/* Word copy into host memory by the device (one block; reports are a few words). */
+__global__ void sdc_store_host_kernel(uint32_t *dst, const uint32_t *__restrict__ src, size_t words) {
+    for (size_t i = threadIdx.x; i < words; i += blockDim.x) dst[i] = src[i];
+    __threadfence_system();
+}
+
+extern "C" int sdc_store_host(const sdc_ctx *c, void *dst, uint64_t src, size_t bytes) {
+    if (!bytes) return SD_OK;
+    if (!dst || !src || bytes % 4 || (uintptr_t)dst % 4 || src % 4)
+        return SD_FAIL(SD_ERR_ARG, "sdc_store_host: NULL or unaligned pointer, or %zu bytes (want a multiple of 4)",
+                       bytes);
+    SD_TRY(sdc_use_device(c->device));
+    const size_t words = bytes / 4;
+    const unsigned threads = words < 256 ? (unsigned)((words + 31) / 32 * 32) : 256u;
+    sdc_store_host_kernel<<<1, threads, 0, sdc_stream_of(c, 0)>>>((uint32_t *)dst, (const uint32_t *)(uintptr_t)src,
+                                                                 words);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
 /* ---- ordering and waiting ---- */
 
 extern "C" int sdc_event_create(uint64_t *event) {

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 7
+#define SDC_ABI_VERSION 8
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -163,6 +163,14 @@ int sdc_copy(const sdc_ctx *c, uint64_t dst, uint64_t src, size_t bytes);
  */
 int sdc_htod(const sdc_ctx *c, sdc_flag on_copy, uint64_t dst, const void *src, size_t bytes);
 int sdc_dtoh(const sdc_ctx *c, sdc_flag on_copy, void *dst, uint64_t src, size_t bytes);
+/*
+ * Device-to-host copy by a kernel on the stream: the device writes bytes (a
+ * multiple of 4) from src into pinned host memory dst (sdc_host_alloc's,
+ * reachable from the device at its host address under unified addressing).
+ * No copy engine: one small kernel, cheap inside a CUDA graph, for reports
+ * of a few words. The host sees the bytes once an event after it is done.
+ */
+int sdc_store_host(const sdc_ctx *c, void *dst, uint64_t src, size_t bytes);
 
 /* ---- ordering and waiting ---- */
 

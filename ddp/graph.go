@@ -32,7 +32,8 @@ import (
 //     rate (cuda.Graph.Launch); --cuda-graph=false, or a capture that
 //     fails, runs the same work eagerly;
 //   - nothing waits for the device inside a step: each step's report (the
-//     reduced control words and the update status) is read one step late,
+//     reduced control words and the update status, written into pinned
+//     memory by the step's last kernels: StepPipeline.StoreReport) is read one step late,
 //     or at once before Fit reads metrics, checks replicas, evaluates or
 //     ends, so that the host runs at most one step ahead.
 //
@@ -396,6 +397,17 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 			e.Accumulate(t.gView, t.acc)
 		}
 	}
+	if err := g.sync(t, lr); err != nil {
+		return err
+	}
+	// the device writes the report (control words, update status) into
+	// the slot's pinned memory as the step's last work, in its graph
+	return g.pipe.StoreReport(slot)
+}
+
+// sync enqueues the step's gradient synchronisation and update: the
+// sharded update, or the allreduce (with several PEs) and the update.
+func (g *gpuSteps) sync(t *Trainer, lr float32) error {
 	if t.dshard != nil {
 		return t.dshard.record(t, g.ar, lr)
 	}
@@ -404,7 +416,7 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 			return err
 		}
 	}
-	if err := e.Update(t.o, t.pView, t.gView, t.step, lr, t.opts.ClipNorm); err != nil {
+	if err := g.e.Update(t.o, t.pView, t.gView, t.step, lr, t.opts.ClipNorm); err != nil {
 		return fmt.Errorf("optimizer: %w", err)
 	}
 	return nil

@@ -27,7 +27,10 @@ import (
 //  3. The caller enqueues the step (eagerly, or Graph.Launch).
 //  4. Release(s): the compute stream records "consumed[s]", copies the
 //     report tensors (given to NewPipeline: control words, update status)
-//     into the slot's pinned report, and records "reported[s]".
+//     into the slot's pinned report, and records "reported[s]". A step
+//     that calls StoreReport(s) as its last work (inside its graph) has
+//     the device write the report itself; Release of such a slot only
+//     records the events.
 //  5. Report(s), any time before the slot's next Release: the host waits
 //     for "reported[s]" and reads the step's report.
 //
@@ -63,6 +66,7 @@ type Slot struct {
 	report                         []float32 // pinned
 	copied, consumed, reported     uint64    // events
 	copyPending, consPending, repd bool
+	stores                         bool // the step writes the report (StoreReport)
 }
 
 // NewPipeline allocates two slots that hold what s describes (float inputs
@@ -195,13 +199,33 @@ func (p *Pipeline) Submit(i int) error {
 	return nil
 }
 
+// StoreReport enqueues, on the stream, the device's own copy of the report
+// tensors into slot i's pinned report: one small kernel per tensor (no copy
+// engine), so that a step can end with it inside its CUDA graph. Once a
+// slot's report is stored this way, Release leaves the copy to the step.
+// Copies on the stream between graphs cost the small mlp's step about 11 us
+// of its 92 (H200, 2026-12-02: 2.77M samples/s with them, 3.13M without).
+func (p *Pipeline) StoreReport(i int) error {
+	s := &p.slots[i]
+	off := 0
+	for _, t := range p.outs {
+		if err := p.e.dev.StoreHost(unsafe.Pointer(&s.report[off]), t.ptr, t.bytes()); err != nil {
+			return p.fail("StoreReport", err)
+		}
+		off += t.size
+	}
+	s.stores = true
+	return nil
+}
+
 // Release marks the end of the step that read slot i and enqueues the copy
-// of the report tensors into the slot's pinned report (step 4).
+// of the report tensors into the slot's pinned report (step 4), unless the
+// step stores it (StoreReport).
 func (p *Pipeline) Release(i int) error {
 	s := &p.slots[i]
 	d := p.e.dev
 	err := d.EventRecord(false, s.consumed)
-	if err == nil {
+	if err == nil && !s.stores {
 		s.consPending = true
 		off := 0
 		for _, t := range p.outs {

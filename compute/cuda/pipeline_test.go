@@ -148,3 +148,66 @@ func panicOf(f func()) (msg string) {
 	f()
 	return ""
 }
+
+// A slot's report holds the report tensors as they were after the step:
+// copied by Release, or written by the step itself (StoreReport, here
+// inside a captured graph) and then left alone by Release.
+func TestPipelineReportGPU(t *testing.T) { testPipelineReport(t, gpuEngine(t)) }
+func TestPipelineReportEmulated(t *testing.T) {
+	testPipelineReport(t, cudatest.NewEmulated(cuda.Options{}))
+}
+
+func testPipelineReport(t *testing.T, e *cuda.Engine) {
+	ctrl, status := e.Alloc(3), e.Alloc(2)
+	p, err := e.NewStepPipeline(compute.SlotSpec{Rows: 1, Sample: []int{1}}, ctrl, status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	set := func(v float32) {
+		e.SetTensor(ctrl, []float32{v, v + 1, v + 2})
+		e.SetTensor(status, []float32{-v, -v - 1})
+	}
+	report := func(slot int) string {
+		if err := p.Release(slot); err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.Report(slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(r)
+	}
+	set(1)
+	if got, want := report(0), "[1 2 3 -1 -2]"; got != want {
+		t.Errorf("report copied by Release: %s, want %s", got, want)
+	}
+	// slot 1's step ends with the device's own copy, recorded in a graph
+	if err := e.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.StoreReport(1); err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	set(5) // after the capture: the launch copies what the tensors hold then
+	if err := g.Launch(compute.StepValues{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := report(1), "[5 6 7 -5 -6]"; got != want {
+		t.Errorf("report stored by the step's graph: %s, want %s", got, want)
+	}
+	// after the step, the tensors change; Release must not copy them over
+	// the stored report
+	set(9)
+	if got, want := report(1), "[5 6 7 -5 -6]"; got != want {
+		t.Errorf("report of a storing slot after Release: %s, want %s (Release copied again)", got, want)
+	}
+	if got, want := report(0), "[9 10 11 -9 -10]"; got != want {
+		t.Errorf("report of the other slot: %s, want %s", got, want)
+	}
+}

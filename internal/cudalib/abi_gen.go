@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 2
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 7
+	ComputeABIVersion = 8
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
 	GPTABIVersion = 2
 )
@@ -43,6 +43,8 @@ type Device interface {
 	HtoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) error
 	// DtoH: sdc_dtoh.
 	DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) error
+	// StoreHost: sdc_store_host.
+	StoreHost(dst unsafe.Pointer, src uintptr, bytes int) error
 	// EventCreate: sdc_event_create.
 	EventCreate() (uint64, error)
 	// EventDestroy: sdc_event_destroy.

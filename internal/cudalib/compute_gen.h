@@ -24,6 +24,7 @@ enum {
 	SDCI_sdc_copy,
 	SDCI_sdc_htod,
 	SDCI_sdc_dtoh,
+	SDCI_sdc_store_host,
 	SDCI_sdc_event_create,
 	SDCI_sdc_event_destroy,
 	SDCI_sdc_event_record,
@@ -79,6 +80,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_copy",
 	"sdc_htod",
 	"sdc_dtoh",
+	"sdc_store_host",
 	"sdc_event_create",
 	"sdc_event_destroy",
 	"sdc_event_record",
@@ -173,6 +175,7 @@ static inline int cw_sdc_zero(SDCW, uint64_t dst, size_t bytes) { SDCR(SDCF(sdc_
 static inline int cw_sdc_copy(SDCW, uint64_t dst, uint64_t src, size_t bytes) { SDCR(SDCF(sdc_copy, t)(&x->ctx, dst, src, bytes)); }
 static inline int cw_sdc_htod(SDCW, sdc_flag on_copy, uint64_t dst, const void *src, size_t bytes) { SDCR(SDCF(sdc_htod, t)(&x->ctx, on_copy, dst, src, bytes)); }
 static inline int cw_sdc_dtoh(SDCW, sdc_flag on_copy, void *dst, uint64_t src, size_t bytes) { SDCR(SDCF(sdc_dtoh, t)(&x->ctx, on_copy, dst, src, bytes)); }
+static inline int cw_sdc_store_host(SDCW, void *dst, uint64_t src, size_t bytes) { SDCR(SDCF(sdc_store_host, t)(&x->ctx, dst, src, bytes)); }
 static inline int cw_sdc_event_create(SDCW) { SDCR(SDCF(sdc_event_create, t)(&x->out_sdc_handle[0])); }
 static inline int cw_sdc_event_destroy(SDCW, sdc_handle event) { SDCR(SDCF(sdc_event_destroy, t)(event)); }
 static inline int cw_sdc_event_record(SDCW, sdc_flag on_copy, sdc_handle event) { SDCR(SDCF(sdc_event_record, t)(&x->ctx, on_copy, event)); }

@@ -76,6 +76,17 @@ func (c *Context) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) 
 	return c.check("sdc_dtoh", C.cw_sdc_dtoh(c.cp.t, c.x, C.sdc_flag(sdcFlag(onCopy)), dst, C.uint64_t(src), C.size_t(bytes)))
 }
 
+// StoreHost calls sdc_store_host (cuda/symddp_compute.h).
+//
+//	Device-to-host copy by a kernel on the stream: the device writes bytes (a
+//	multiple of 4) from src into pinned host memory dst (sdc_host_alloc's,
+//	reachable from the device at its host address under unified addressing).
+//	No copy engine: one small kernel, cheap inside a CUDA graph, for reports
+//	of a few words. The host sees the bytes once an event after it is done.
+func (c *Context) StoreHost(dst unsafe.Pointer, src uintptr, bytes int) error {
+	return c.check("sdc_store_host", C.cw_sdc_store_host(c.cp.t, c.x, dst, C.uint64_t(src), C.size_t(bytes)))
+}
+
 // EventCreate calls sdc_event_create (cuda/symddp_compute.h).
 //
 //	A CUDA event without timing.

@@ -355,6 +355,12 @@ func (c *Context) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) 
 	return
 }
 
+// StoreHost fails: the library needs cgo.
+func (c *Context) StoreHost(dst unsafe.Pointer, src uintptr, bytes int) (err error) {
+	err = errNoCgo
+	return
+}
+
 // EventCreate fails: the library needs cgo.
 func (c *Context) EventCreate() (r0 uint64, err error) {
 	err = errNoCgo

@@ -239,6 +239,15 @@ func (d *Device) dtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) {
 	}
 }
 
+// StoreHost is the device writing into host memory: DtoH on the stream,
+// with the C entry point's alignment checks.
+func (d *Device) StoreHost(dst unsafe.Pointer, src uintptr, bytes int) error {
+	if bytes%4 != 0 || uintptr(dst)%4 != 0 || src%4 != 0 {
+		return fmt.Errorf("emulated device: StoreHost of %d bytes at %p from %#x: want whole aligned words", bytes, dst, src)
+	}
+	return d.DtoH(false, dst, src, bytes)
+}
+
 func (d *Device) EventCreate() (uint64, error) {
 	d.nextID++
 	return d.nextID, nil
