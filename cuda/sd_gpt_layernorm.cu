@@ -10,13 +10,17 @@
  *   dinp. dw = sum over rows of dout * xhat, db = sum of dout: each warp sums its
  *   rows (row = block*W + warp, stepping by grid*W) in its own shared-memory row,
  *   the block adds its W rows in warp order into one partial per block, and a
- *   second kernel adds the partials in block order into dw and db. The grid
- *   depends only on N, so the order of every addition is fixed.
+ *   second kernel adds the partials into dw and db: each of its blocks takes 32
+ *   columns, its 8 warps sum every 8th partial in block order, and the 8 sums
+ *   are added in warp order. The grids depend only on N and C, so the order
+ *   of every addition is fixed.
+ *   A warp's shared row keeps channel 8i+k at k*(C/8)+i, so that the 32 lanes
+ *   (consecutive i) touch 32 consecutive words: no bank conflicts.
  */
 #include "sd_gpt.cuh"
 
 #define SDG_LN_WARPS 4                 /* warps per block, forward and backward */
-#define SDG_LN_MAX_BLOCKS 512          /* partials of the backward */
+#define SDG_LN_MAX_BLOCKS 1024         /* partials of the backward */
 #define SDG_LN_EPS 1e-5f
 
 __global__ void __launch_bounds__(SDG_LN_WARPS * 32)
@@ -100,15 +104,15 @@ __global__ void __launch_bounds__(SDG_LN_WARPS * 32)
             sdg_load8(dy + 8 * i, df);
             sdg_load8(w + 8 * i, wf);
             sdg_load8(dx + 8 * i, r);
-            float *aw = acc + 8 * i;
-            float *ab = acc + C + 8 * i;
+            float *aw = acc + i;
+            float *ab = acc + C + i;
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 const float xh = (xf[k] - mu) * rs;
                 const float g = df[k] * wf[k];
                 r[k] += (g - sg - xh * sgx) * rs;
-                aw[k] += df[k] * xh;
-                ab[k] += df[k];
+                aw[k * nv] += df[k] * xh;
+                ab[k * nv] += df[k];
             }
             sdg_store8(dx + 8 * i, r);
         }
@@ -116,23 +120,38 @@ __global__ void __launch_bounds__(SDG_LN_WARPS * 32)
     __syncthreads();
     float *part = partial + (size_t)blockIdx.x * 2 * C;
     for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) {
+        /* c is channel (c mod C) of dw (c < C) or db; its word in a row */
+        const int ch = c < C ? c : c - C;
+        const int at = (c < C ? 0 : C) + (ch & 7) * nv + (ch >> 3);
         float s = 0.f;
 #pragma unroll
-        for (int k = 0; k < SDG_LN_WARPS; k++) s += sdg_ln_smem[(size_t)k * 2 * C + c];
+        for (int k = 0; k < SDG_LN_WARPS; k++) s += sdg_ln_smem[(size_t)k * 2 * C + at];
         part[c] = s;
     }
 }
 
-__global__ void sdg_ln_bwd_reduce_kernel(float *__restrict__ dw, float *__restrict__ db,
-                                         const float *__restrict__ partial, int G, int C) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= 2 * C) return;
+#define SDG_LN_RED_WARPS 8
+
+/* grid (2C+31)/32, 32 x SDG_LN_RED_WARPS threads: column blockIdx.x*32 + lane */
+__global__ void __launch_bounds__(32 * SDG_LN_RED_WARPS)
+    sdg_ln_bwd_reduce_kernel(float *__restrict__ dw, float *__restrict__ db, const float *__restrict__ partial, int G,
+                             int C) {
+    __shared__ float sums[SDG_LN_RED_WARPS][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int c = blockIdx.x * 32 + lane;
     float s = 0.f;
-    for (int g = 0; g < G; g++) s += partial[(size_t)g * 2 * C + c];
+    if (c < 2 * C)
+        for (int g = warp; g < G; g += SDG_LN_RED_WARPS) s += partial[(size_t)g * 2 * C + c];
+    sums[warp][lane] = s;
+    __syncthreads();
+    if (warp != 0 || c >= 2 * C) return;
+    float t = 0.f;
+#pragma unroll
+    for (int k = 0; k < SDG_LN_RED_WARPS; k++) t += sums[k][lane];
     if (c < C)
-        dw[c] += s;
+        dw[c] += t;
     else
-        db[c - C] += s;
+        db[c - C] += t;
 }
 
 static int sdg_ln_blocks(int N) {
@@ -182,7 +201,8 @@ extern "C" int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, 
     sdg_ln_bwd_kernel<<<G, SDG_LN_WARPS * 32, smem, s>>>((bf16 *)dinp, (float *)scratch, (const bf16 *)dout,
                                                          (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
     SDG_LAUNCHED();
-    sdg_ln_bwd_reduce_kernel<<<(2 * C + 255) / 256, 256, 0, s>>>(dweight, dbias, (const float *)scratch, G, C);
+    sdg_ln_bwd_reduce_kernel<<<(2 * C + 31) / 32, 32 * SDG_LN_RED_WARPS, 0, s>>>(dweight, dbias,
+                                                                               (const float *)scratch, G, C);
     SDG_LAUNCHED();
     return SDG_OK;
 }
