@@ -38,6 +38,7 @@
 #include <cublasLt.h>
 
 #include "sd_compute.cuh"
+#include "sd_lt.cuh"
 #include "sd_internal.h"
 #include "symddp_compute.h"
 #include "sd_skinny.cuh"
@@ -98,80 +99,13 @@ static const char *sdc_epi_name(int32_t e) {
 /* Candidates in all: the heuristic's and their split-K variants. */
 #define SDC_LT_MAX_CANDIDATES 112
 
-/* Heuristic candidates whose split-K variants are tried, and the splits. */
-#define SDC_LT_SPLIT_BASES 6
-static const int32_t sdc_lt_splits[] = {2, 3, 4, 6, 8, 12, 16, 24, 32};
-/* A split gets at least this many of k's elements. */
-#define SDC_LT_MIN_SPLIT_K 16
-
 /* The GPU time one candidate is timed for, about; at most this many calls. */
 #define SDC_LT_TUNE_NS 1000000.0
 #define SDC_LT_TUNE_MAX_CALLS 50
 
-static bool sdc_lt_usable(const cublasLtMatmulHeuristicResult_t *r, size_t ws) {
-    return r->state == CUBLAS_STATUS_SUCCESS && r->workspaceSize <= ws;
-}
-
 /* A candidate replaces the heuristic's choice when it takes at most this
  * fraction of its time. */
 #define SDC_LT_TUNE_GAIN 0.9f
-
-/*
- * Adds split-K variants of the heuristic's first usable candidates to res
- * (found of them, room for cap), each checked by cublasLtMatmulAlgoCheck
- * against the plan and the workspace; returns the new count. Only when the
- * heuristic's own choice (res[first]) fills less than one wave of the GPU:
- * a GEMM with few output tiles (batch 256 against 256 or 784 outputs gives
- * 4 to 14 tiles of 128 x 128 on 132 SMs) then runs on a handful of SMs,
- * and splitting its k over more blocks is what fills the rest. Both
- * reduction schemes that keep the result deterministic for a fixed
- * algorithm are tried: in place (the output and counters in the workspace
- * order the parts; no extra kernel) and in the compute type (the parts in
- * the workspace, then a reduction kernel).
- */
-static int sdc_lt_split_variants(cublasLtHandle_t lt, const sdc_lt_plan_s *p, uint64_t k, size_t ws,
-                                 cublasLtMatmulHeuristicResult_t *res, int found, int first, int cap) {
-    if (first < 0 || res[first].wavesCount >= 1.0f) return found;
-    const uint32_t schemes[] = {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
-    int n = found, bases = 0;
-    for (int i = 0; i < found && bases < SDC_LT_SPLIT_BASES; i++) {
-        if (!sdc_lt_usable(&res[i], ws)) continue;
-        int32_t can_split = 0, cur = 1;
-        uint32_t mask = 0;
-        size_t got = 0;
-        if (cublasLtMatmulAlgoCapGetAttribute(&res[i].algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &can_split,
-                                              sizeof can_split, &got) != CUBLAS_STATUS_SUCCESS ||
-            !can_split ||
-            cublasLtMatmulAlgoCapGetAttribute(&res[i].algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &mask,
-                                              sizeof mask, &got) != CUBLAS_STATUS_SUCCESS ||
-            cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &cur, sizeof cur,
-                                                 &got) != CUBLAS_STATUS_SUCCESS ||
-            cur > 1)
-            continue; /* no split-K, or the heuristic split it already */
-        bases++;
-        for (size_t s = 0; s < sizeof sdc_lt_splits / sizeof sdc_lt_splits[0]; s++) {
-            const int32_t split = sdc_lt_splits[s];
-            if (k / (uint64_t)split < SDC_LT_MIN_SPLIT_K) break;
-            for (size_t r = 0; r < sizeof schemes / sizeof schemes[0]; r++) {
-                if (!(mask & schemes[r])) continue;
-                if (n >= cap) return n;
-                cublasLtMatmulHeuristicResult_t v;
-                memset(&v, 0, sizeof v);
-                v.algo = res[i].algo;
-                if (cublasLtMatmulAlgoConfigSetAttribute(&v.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
-                                                         sizeof split) != CUBLAS_STATUS_SUCCESS ||
-                    cublasLtMatmulAlgoConfigSetAttribute(&v.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                                         &schemes[r], sizeof schemes[r]) != CUBLAS_STATUS_SUCCESS ||
-                    cublasLtMatmulAlgoCheck(lt, p->desc, p->la, p->lb, p->lc, p->lc, &v.algo, &v) !=
-                        CUBLAS_STATUS_SUCCESS)
-                    continue;
-                v.state = CUBLAS_STATUS_SUCCESS;
-                if (v.workspaceSize <= ws) res[n++] = v;
-            }
-        }
-    }
-    return n;
-}
 
 /* Enqueues C = op(A) op(B) with the plan's descriptor and algorithm algo
  * (our a is cuBLASLt's B, our b its A: see the top of the file). */
@@ -338,7 +272,7 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
         const cublasLtHandle_t lt = (cublasLtHandle_t)(uintptr_t)c->lt;
         void *work = (void *)(uintptr_t)c->workspace;
         for (int i = 0; i < found; i++) {
-            if (!sdc_lt_usable(&res[i], ws)) continue;
+            if (!sd_lt_usable(&res[i], ws)) continue;
             tried++;
             /* One eager call: does the candidate run, and how many calls fill
              * about SDC_LT_TUNE_NS (launch overhead included, so at most). */
@@ -492,7 +426,7 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
                                               SDC_LT_CANDIDATES, res, &found));
         int first = -1;
         for (int i = 0; i < found && first < 0; i++)
-            if (sdc_lt_usable(&res[i], (size_t)ws)) first = i;
+            if (sd_lt_usable(&res[i], (size_t)ws)) first = i;
         if (first < 0) {
             rc = SD_FAIL(SD_ERR, "cuBLASLt has no fp32 algorithm for epilogue %s (%c%c, m=%lld n=%lld k=%lld) within %llu bytes of workspace",
                          sdc_epi_name(e), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
@@ -502,7 +436,8 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
         const char *tune = getenv("SYMDDP_CUDA_TUNE");
         int pick = first;
         if (!(tune && tune[0] == '0')) {
-            found = sdc_lt_split_variants(lt, p, k, (size_t)ws, res, found, first, SDC_LT_MAX_CANDIDATES);
+            found = sd_lt_split_variants(lt, p->desc, p->la, p->lb, p->lc, k, (size_t)ws, res, found, first,
+                                         SDC_LT_MAX_CANDIDATES);
             pick = sdc_lt_tune(c, p, g, a_rows * (uint64_t)g->lda, b_rows * (uint64_t)g->ldb,
                                lt_n * (uint64_t)g->ldc, res, found, first);
         }

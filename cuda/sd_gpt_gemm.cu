@@ -23,6 +23,7 @@
 #include <cublasLt.h>
 
 #include "sd_gpt.cuh"
+#include "sd_lt.cuh"
 
 struct sdg_gemm_s {
     cublasLtMatmulDesc_t desc;
@@ -30,6 +31,7 @@ struct sdg_gemm_s {
     cublasLtMatmulAlgo_t algo;
     size_t workspace; /* bytes the algorithm needs */
     sdg_gemm_desc d;
+    float first_us, best_us; /* sdg_gemm_tune's times */
 };
 
 #define SDG_LT(call)                                                                                      \
@@ -85,6 +87,27 @@ static int sdg_layout_batch(cublasLtMatrixLayout_t l, int32_t batch, int64_t str
     return SDG_OK;
 }
 
+/* The heuristic's first n algorithms for p's descriptors within the
+ * workspace p's desc promises, 16-byte aligned operands. */
+static cublasStatus_t sdg_heuristics(const sdg_gemm *p, cublasLtHandle_t lt, int n,
+                                     cublasLtMatmulHeuristicResult_t *res, int *found) {
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    const uint64_t ws = (uint64_t)p->d.workspace_bytes;
+    const uint32_t align = 16;
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; i++)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &align, sizeof align);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, n, res, found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    return st;
+}
+
 /* Fills p from d; p's handles are released by the caller on failure. */
 static int sdg_gemm_plan(sdg_gemm *p, cublasLtHandle_t lt, const sdg_gemm_desc *d) {
     const int e = d->epilogue;
@@ -130,26 +153,11 @@ static int sdg_gemm_plan(sdg_gemm *p, cublasLtHandle_t lt, const sdg_gemm_desc *
         if (rc != SDG_OK) return rc;
     }
 
-    cublasLtMatmulPreference_t pref = NULL;
-    SDG_LT(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = (uint64_t)d->workspace_bytes;
-    const uint32_t align = 16;
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                                             sizeof ws);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align, sizeof align);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align, sizeof align);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align, sizeof align);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align, sizeof align);
     cublasLtMatmulHeuristicResult_t res;
     memset(&res, 0, sizeof res);
     int found = 0;
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
+    const cublasStatus_t st = sdg_heuristics(p, lt, 1, &res, &found);
     if (st != CUBLAS_STATUS_SUCCESS)
         return SDG_FAIL(SDG_ERR_BLAS, "sdg_gemm_create (epilogue %s): heuristic: %s", sdg_epi_name(e),
                         cublasLtGetStatusString(st));
@@ -184,6 +192,78 @@ extern "C" int sdg_gemm_create(sdg_gemm **plan, void *lt, const sdg_gemm_desc *d
     }
     *plan = p;
     return SDG_OK;
+}
+
+#define SDG_TUNE_HEUR 16 /* heuristic candidates at most */
+#define SDG_TUNE_MAX 64  /* with their split-K variants */
+
+extern "C" int sdg_gemm_tune(sdg_gemm *p, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
+                             void *workspace, void *stream, int candidates, int reps) {
+    if (!p || !lt) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_tune: NULL argument");
+    if (candidates < 1 || reps < 1) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_tune: %d candidates, %d runs", candidates, reps);
+    cudaStream_t s = (cudaStream_t)stream;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    SDG_CUDA(cudaStreamIsCapturing(s, &cs));
+    if (cs != cudaStreamCaptureStatusNone) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_tune: the stream is capturing");
+    cublasLtMatmulHeuristicResult_t res[SDG_TUNE_MAX];
+    memset(res, 0, sizeof res);
+    int found = 0;
+    const cublasStatus_t st =
+        sdg_heuristics(p, (cublasLtHandle_t)lt, candidates < SDG_TUNE_HEUR ? candidates : SDG_TUNE_HEUR, res, &found);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return SDG_FAIL(SDG_ERR_BLAS, "sdg_gemm_tune: heuristic: %s", cublasLtGetStatusString(st));
+    /* a choice that fills less than a wave (a dW: few output tiles, k the tokens) also gets split-K variants */
+    found = sd_lt_split_variants((cublasLtHandle_t)lt, p->desc, p->la, p->lb, p->lc, (uint64_t)p->d.k,
+                                 (size_t)p->d.workspace_bytes, res, found, 0, SDG_TUNE_MAX);
+    cudaEvent_t t0, t1;
+    SDG_CUDA(cudaEventCreate(&t0));
+    if (cudaEventCreate(&t1) != cudaSuccess) {
+        cudaEventDestroy(t0);
+        return SDG_FAIL(SDG_ERR_CUDA, "sdg_gemm_tune: cudaEventCreate failed");
+    }
+    const cublasLtMatmulAlgo_t first = p->algo;
+    const size_t first_ws = p->workspace;
+    float best = 0.f, first_us = 0.f;
+    int picked = -1, rc = SDG_OK;
+    for (int i = 0; i < found && rc == SDG_OK; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > (size_t)p->d.workspace_bytes) continue;
+        p->algo = res[i].algo;
+        p->workspace = res[i].workspaceSize;
+        rc = sdg_gemm_run(p, lt, c, a, b, bias, aux, workspace, stream); /* warm-up; a failing algorithm: skipped */
+        if (rc != SDG_OK) {
+            rc = SDG_OK;
+            (void)cudaGetLastError();
+            continue;
+        }
+        if (cudaEventRecord(t0, s) != cudaSuccess) rc = SDG_FAIL(SDG_ERR_CUDA, "sdg_gemm_tune: cudaEventRecord");
+        for (int r = 0; r < reps && rc == SDG_OK; r++) rc = sdg_gemm_run(p, lt, c, a, b, bias, aux, workspace, stream);
+        float ms = 0.f;
+        if (rc == SDG_OK && (cudaEventRecord(t1, s) != cudaSuccess || cudaEventSynchronize(t1) != cudaSuccess ||
+                             cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess))
+            rc = SDG_FAIL(SDG_ERR_CUDA, "sdg_gemm_tune: timing failed");
+        const float us = 1000.f * ms / (float)reps;
+        if (i == 0) first_us = us;
+        if (rc == SDG_OK && (picked < 0 || us < best)) {
+            best = us;
+            picked = i;
+        }
+    }
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    if (rc != SDG_OK || picked < 0) {
+        p->algo = first;
+        p->workspace = first_ws;
+        return rc != SDG_OK ? rc : SDG_FAIL(SDG_ERR_BLAS, "sdg_gemm_tune: no algorithm ran");
+    }
+    p->algo = res[picked].algo;
+    p->workspace = res[picked].workspaceSize;
+    p->first_us = first_us;
+    p->best_us = best;
+    return SDG_OK;
+}
+
+extern "C" int sdg_gemm_tuned_ns(const sdg_gemm *p, int best) {
+    return !p ? 0 : (int)(1000.f * (best ? p->best_us : p->first_us));
 }
 
 extern "C" int sdg_gemm_run(sdg_gemm *p, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,

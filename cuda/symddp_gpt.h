@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 2
+#define SDG_ABI_VERSION 3
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -179,6 +179,18 @@ int sdg_gemm_create(sdg_gemm **plan, void *lt, const sdg_gemm_desc *d);
 int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
                  void *workspace, void *stream);
 void sdg_gemm_destroy(sdg_gemm *plan);
+/* Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+ * (the heuristic's first ones, and split-K variants of them when the first
+ * fills less than one wave of the GPU) on the operands given as to
+ * sdg_gemm_run, reps runs each after one warm-up, on stream (not while
+ * capturing: it waits for the stream), and keeps the fastest in the plan. c is overwritten, and
+ * accumulated into again and again when the plan accumulates: pass scratch
+ * of C's size when its contents matter. sdg_gemm_tuned_ns is the mean time
+ * in nanoseconds of the heuristic's first algorithm (best = 0) or of the
+ * kept one (best = 1) in the last tune, 0 before one. */
+int sdg_gemm_tune(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
+                  void *workspace, void *stream, int candidates, int reps);
+int sdg_gemm_tuned_ns(const sdg_gemm *plan, int best);
 
 #ifdef __cplusplus
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // The fused GPT (compute.GPTFuser): models.GPT's whole forward and backward
@@ -91,6 +93,11 @@ type fusedGPT struct {
 	layers                      []gptLayerAct
 	gm                          gptGemms
 	plans                       []uintptr
+	descs                       map[uintptr]cudalib.GemmDesc // each plan's, for tuning
+	tune, tuneLog               bool                         // time the plans' candidates at first use (SYMDDP_CUDA_TUNE)
+	tuned                       map[uintptr]bool
+	tuneC                       uintptr // scratch C of the accumulating plans while they are timed
+	tuneCBytes                  int
 	rowWords                    *Tensor   // NextLogits: one row of bf16 logits as fp32 words
 	rowHost                     []float32 // its host copy
 	tokens, targets             *Labels   // the last Forward's
@@ -210,6 +217,8 @@ func (e *Engine) fuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (*f
 	for l := range f.layers {
 		f.zeroed = append(f.zeroed, lp(l, gpLN1W), lp(l, gpLN1B), lp(l, gpLN2W), lp(l, gpLN2B))
 	}
+	f.tune = settings.Get(settings.CUDATune) != "0"
+	f.tuneLog = settings.Get(settings.CUDATuneLog) == "1"
 	if err := f.planGemms(); err != nil {
 		return f, err
 	}
@@ -235,6 +244,10 @@ func (f *fusedGPT) plan(m, n, k int, ta, tb bool, ctype cudalib.GPTDType, epi cu
 		return 0, err
 	}
 	f.plans = append(f.plans, p)
+	if f.descs == nil {
+		f.descs = map[uintptr]cudalib.GemmDesc{}
+	}
+	f.descs[p] = d
 	return p, nil
 }
 
@@ -295,8 +308,56 @@ func (f *fusedGPT) gr(i int) uintptr { return f.g[i].ptr }
 // lp is the index of layer l's parameter j.
 func lp(l, j int) int { return 2 + gptParamsPerLayer*l + j }
 
+// gemm runs plan. Its first run outside a capture (the eager warm-up step
+// before the step's graph is recorded) first times cuBLASLt's candidates
+// for it on these operands and keeps the fastest (sdg_gemm_tune), unless
+// SYMDDP_CUDA_TUNE=0; an accumulating plan (the residual adds) is timed
+// into scratch, so that the step's result is what one run gives. Measured
+// on the H200 at GPT-2 124M's shapes (B=16), the heuristic's choices
+// against the tuned ones: the MLP's input gradient with GELU's derivative
+// 197.5 -> 152.0 us, the attention projection's dW 65.4 -> 56.8 us, the
+// rest of a block's GEMMs 1-6% (2026-12-02, scripts/gpu-gpt-kernels-check.sh).
+// Every PE tunes on its own: that changes the rounding of its local
+// gradients, not the replicas (see sdc_lt_tune in cuda/sd_compute_lt.cu).
 func (f *fusedGPT) gemm(plan, c, a, b, bias, aux uintptr) error {
+	if f.tune && !f.tuned[plan] && !f.e.capture.active {
+		if err := f.tunePlan(plan, c, a, b, bias, aux); err != nil {
+			return err
+		}
+	}
 	return f.k.GemmRun(plan, f.lt, c, a, b, bias, aux, f.ws, f.e.info.Stream)
+}
+
+// gptTuneCandidates and gptTuneReps: how many of cuBLASLt's candidates a
+// plan's tuning times (split-K variants come on top for a dW's underfilling
+// choice), and how many runs each.
+const gptTuneCandidates, gptTuneReps = 8, 5
+
+func (f *fusedGPT) tunePlan(plan, c, a, b, bias, aux uintptr) error {
+	d := f.descs[plan]
+	if d.Accumulate {
+		bytes := 2 * d.M * d.N
+		if d.CType == cudalib.GPTF32 {
+			bytes *= 2
+		}
+		if bytes > f.tuneCBytes {
+			f.tuneC, f.tuneCBytes = f.e.alloc("FuseGPT", bytes), bytes
+		}
+		c = f.tuneC
+	}
+	if err := f.k.GemmTune(plan, f.lt, c, a, b, bias, aux, f.ws, f.e.info.Stream, gptTuneCandidates, gptTuneReps); err != nil {
+		return fmt.Errorf("tuning the %dx%dx%d GEMM: %w", d.M, d.N, d.K, err)
+	}
+	if f.tuned == nil {
+		f.tuned = map[uintptr]bool{}
+	}
+	f.tuned[plan] = true
+	if f.tuneLog {
+		fmt.Fprintf(os.Stderr, "cuda: GPT GEMM %dx%dx%d (epilogue %d%s): heuristic's choice %.1f us, kept %.1f us\n",
+			d.M, d.N, d.K, d.Epilogue, map[bool]string{true: ", accumulating"}[d.Accumulate],
+			float64(f.k.GemmTunedNs(plan, 0))/1e3, float64(f.k.GemmTunedNs(plan, 1))/1e3)
+	}
+	return nil
 }
 
 // linearDW writes dW (OC,IC) and db (OC) of a Linear from dout (N,OC) and its input x (N,IC).

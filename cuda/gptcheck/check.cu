@@ -12,7 +12,7 @@
  * results, 1e-4..1e-3 for fp32 ones); "repeat NAME bits identical|DIFFER" for
  * the reductions that promise the same bits every run; then "time NAME us
  * GB/s|TFLOP/s". Exit status: the number of failures (0: all passed).
- * --no-time skips the timings, --no-big the GPT-2-size checks.
+ * --no-time skips the timings, --no-big the GPT-2-size checks, --time-only every check.
  */
 #include <math.h>
 #include <stdint.h>
@@ -842,6 +842,13 @@ static void time_gemm(const char *name, int m, int n, int k, int ta, int tb, int
     }
     const double us = time_us([&] { SG(sdg_gemm_run(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream)); }, 20);
     report_fl(name, us, 2.0 * m * n * k);
+    /* the fastest of cuBLASLt's first 8 algorithms, timed there */
+    SG(sdg_gemm_tune(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream, 8, 10));
+    const double tuned = time_us([&] { SG(sdg_gemm_run(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream)); }, 20);
+    char label[160];
+    snprintf(label, sizeof label, "%s, tuned (tune: %.1f -> %.1f us)", name, sdg_gemm_tuned_ns(p, 0) / 1e3,
+             sdg_gemm_tuned_ns(p, 1) / 1e3);
+    report_fl(label, tuned, 2.0 * m * n * k);
     sdg_gemm_destroy(p);
 }
 
@@ -953,22 +960,38 @@ static void timings() {
         time_gemm("gemm fc dW 3072x768x16384 bgrad", 4 * C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
         time_gemm("gemm lm_head dinp 16384x768x50304", N, C, Vp, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, y.p, w.p, x.p, NULL, NULL);
         time_gemm("gemm lm_head dW 50304x768x16384", Vp, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, y.p, x.p, gw.p, NULL, NULL);
+        /* the rest of a block's GEMMs, and the fused ones without their epilogues (what fusing costs or saves) */
+        time_gemm("gemm attproj dinp 16384x768x768", N, C, C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fc dinp 16384x768x3072", N, C, 4 * C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm attproj dW 768x768x16384 bgrad", C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
+        /* B of this dW is (N, 4C): the aux buffer's size */
+        time_gemm("gemm fcproj dW 768x3072x16384 bgrad", C, 4 * C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, aux.p, gw.p, gb.p, NULL);
+        time_gemm("gemm qkv dW 2304x768x16384 (no bgrad)", 3 * C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm attproj dW 768x768x16384 (no bgrad)", C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm fcproj dW 768x3072x16384 (no bgrad)", C, 4 * C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, aux.p, gw.p, NULL, NULL);
+        time_gemm("gemm fc fwd 16384x3072x768 bias (no gelu)", N, 4 * C, C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm fc fwd 16384x3072x768 (no epilogue)", N, 4 * C, C, 0, 1, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fcproj dinp 16384x3072x768 (no dgelu)", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fc dW 3072x768x16384 (no bgrad)", 4 * C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm fc dW 3072x768x16384 bf16 out, no bgrad", 4 * C, C, N, 1, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
     }
 }
 
 int main(int argc, char **argv) {
-    bool do_time = true, big = true;
+    bool do_time = true, big = true, checks = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-time")) do_time = false;
         else if (!strcmp(argv[i], "--no-big")) big = false;
+        else if (!strcmp(argv[i], "--time-only")) checks = false;
         else {
-            fprintf(stderr, "usage: %s [--no-time] [--no-big]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--no-time] [--no-big] [--time-only]\n", argv[0]);
             return 2;
         }
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device %s, %d SMs, sdg ABI %d\n", prop.name, prop.multiProcessorCount, sdg_abi_version());
+    setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with stderr's in a log */
     CK(cudaStreamCreate(&g_stream)); /* blocking: ordered with the plain cudaMemcpy and cudaMemset calls */
     if (cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasLtCreate failed\n");
@@ -976,29 +999,32 @@ int main(int argc, char **argv) {
     }
     g_ws = new Dev(WS_BYTES);
 
-    printf("---- checks: gpt-tiny (B=4 T=128 C=128 NH=4 V=256) ----\n");
-    check_layernorm("tiny", 4 * 128, 128);
-    check_gelu("tiny", (int64_t)4 * 128 * 512 + 5);
-    check_embed("tiny", 4, 128, 128, 256);
-    check_attention("tiny hs32", 4, 128, 128, 4);
-    check_attention("6x384 hs64", 2, 256, 384, 6);
-    check_classifier("tiny", 512, 256, 256);
-    check_adamw("1M+3", 1000003);
-    check_gemm("tiny 512x384x128", 512, 384, 128);
-    check_gemm_batched("tiny", 4, 128, 64, 64);
-    check_bias("tiny 512x384", 512, 384);
-    if (big) {
-        printf("---- checks: GPT-2 124M sizes ----\n");
-        check_layernorm("gpt2 N=16384 C=768", 16384, 768);
-        check_gelu("gpt2 16384x3072", (int64_t)16384 * 3072);
-        check_embed("gpt2 B=16 T=1024 V=50257", 16, 1024, 768, 50257);
-        check_attention("gpt2 B=1 T=1024 NH=12", 1, 1024, 768, 12);
-        check_classifier("gpt2 N=256 V=50257 Vp=50304", 256, 50257, 50304);
-        check_gemm("gpt2 256x2304x768", 256, 2304, 768);
-        check_gemm("gpt2 256x768x3072", 256, 768, 3072);
-        check_bias("gpt2 16384x2304", 16384, 2304);
+    if (checks) {
+        printf("---- checks: gpt-tiny (B=4 T=128 C=128 NH=4 V=256) ----\n");
+        check_layernorm("tiny", 4 * 128, 128);
+        check_gelu("tiny", (int64_t)4 * 128 * 512 + 5);
+        check_embed("tiny", 4, 128, 128, 256);
+        check_attention("tiny hs32", 4, 128, 128, 4);
+        check_attention("6x384 hs64", 2, 256, 384, 6);
+        check_classifier("tiny", 512, 256, 256);
+        check_adamw("1M+3", 1000003);
+        check_gemm("tiny 512x384x128", 512, 384, 128);
+        check_gemm_batched("tiny", 4, 128, 64, 64);
+        check_bias("tiny 512x384", 512, 384);
+        if (big) {
+            printf("---- checks: GPT-2 124M sizes ----\n");
+            check_layernorm("gpt2 N=16384 C=768", 16384, 768);
+            check_gelu("gpt2 16384x3072", (int64_t)16384 * 3072);
+            check_embed("gpt2 B=16 T=1024 V=50257", 16, 1024, 768, 50257);
+            check_attention("gpt2 B=1 T=1024 NH=12", 1, 1024, 768, 12);
+            check_classifier("gpt2 N=256 V=50257 Vp=50304", 256, 50257, 50304);
+            check_gemm("gpt2 256x2304x768", 256, 2304, 768);
+            check_gemm("gpt2 256x768x3072", 256, 768, 3072);
+            check_bias("gpt2 16384x2304", 16384, 2304);
+        }
     }
     if (do_time) timings();
+    fflush(stdout);
     CK(cudaStreamSynchronize(g_stream));
     printf("==== %s: %d failure(s)\n", g_fail ? "FAIL" : "ALL PASS", g_fail);
     delete g_ws;

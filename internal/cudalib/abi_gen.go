@@ -15,7 +15,7 @@ const (
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
 	ComputeABIVersion = 8
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 2
+	GPTABIVersion = 3
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -185,6 +185,10 @@ type GPTKernels interface {
 	GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error
 	// GemmDestroy: sdg_gemm_destroy.
 	GemmDestroy(plan uintptr)
+	// GemmTune: sdg_gemm_tune.
+	GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) error
+	// GemmTunedNs: sdg_gemm_tuned_ns.
+	GemmTunedNs(plan uintptr, best int) int
 }
 
 var _ GPTKernels = (*GPT)(nil)

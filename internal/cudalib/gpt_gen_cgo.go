@@ -323,3 +323,35 @@ func (g *GPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr,
 func (g *GPT) GemmDestroy(plan uintptr) {
 	C.gw_sdg_gemm_destroy(g.t, C.uintptr_t(plan))
 }
+
+// GemmTune calls sdg_gemm_tune (cuda/symddp_gpt.h).
+//
+//	Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+//	(the heuristic's first ones, and split-K variants of them when the first
+//	fills less than one wave of the GPU) on the operands given as to
+//	sdg_gemm_run, reps runs each after one warm-up, on stream (not while
+//	capturing: it waits for the stream), and keeps the fastest in the plan. c is overwritten, and
+//	accumulated into again and again when the plan accumulates: pass scratch
+//	of C's size when its contents matter. sdg_gemm_tuned_ns is the mean time
+//	in nanoseconds of the heuristic's first algorithm (best = 0) or of the
+//	kept one (best = 1) in the last tune, 0 before one.
+func (g *GPT) GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) error {
+	x := g.call()
+	defer g.done(x)
+	return g.check("sdg_gemm_tune", x, C.gw_sdg_gemm_tune(g.t, x, C.uintptr_t(plan), C.uintptr_t(lt), C.uintptr_t(c), C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(bias), C.uintptr_t(aux), C.uintptr_t(workspace), C.uintptr_t(stream), C.int(candidates), C.int(reps)))
+}
+
+// GemmTunedNs calls sdg_gemm_tuned_ns (cuda/symddp_gpt.h).
+//
+//	Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+//	(the heuristic's first ones, and split-K variants of them when the first
+//	fills less than one wave of the GPU) on the operands given as to
+//	sdg_gemm_run, reps runs each after one warm-up, on stream (not while
+//	capturing: it waits for the stream), and keeps the fastest in the plan. c is overwritten, and
+//	accumulated into again and again when the plan accumulates: pass scratch
+//	of C's size when its contents matter. sdg_gemm_tuned_ns is the mean time
+//	in nanoseconds of the heuristic's first algorithm (best = 0) or of the
+//	kept one (best = 1) in the last tune, 0 before one.
+func (g *GPT) GemmTunedNs(plan uintptr, best int) int {
+	return int(C.gw_sdg_gemm_tuned_ns(g.t, C.uintptr_t(plan), C.int(best)))
+}

@@ -749,3 +749,14 @@ func (g *GPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr,
 func (g *GPT) GemmDestroy(plan uintptr) {
 	return
 }
+
+// GemmTune fails: the library needs cgo.
+func (g *GPT) GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GemmTunedNs is the zero value without cgo.
+func (g *GPT) GemmTunedNs(plan uintptr, best int) (r0 int) {
+	return
+}

@@ -931,6 +931,23 @@ func (g *GPT) GemmDestroy(plan uintptr) {
 	delete(g.plans, plan)
 }
 
+// GemmTune runs the plan as GemmRun does (reps times after a warm-up, once
+// for all candidates): the emulator has one algorithm, which it keeps.
+func (g *GPT) GemmTune(plan, lt, c, a, b, bias, aux, workspace, stream uintptr, candidates, reps int) error {
+	if candidates < 1 || reps < 1 {
+		return argErr("sdg_gemm_tune", "%d candidates, %d runs", candidates, reps)
+	}
+	for range reps + 1 {
+		if err := g.GemmRun(plan, lt, c, a, b, bias, aux, workspace, stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GemmTunedNs is 0: the emulator times nothing.
+func (g *GPT) GemmTunedNs(plan uintptr, best int) int { return 0 }
+
 // GemmRun checks its arguments as sdg_gemm_run does, and that lt is the
 // plan's (and live) and a, b and c 16-byte aligned as the plan's algorithm
 // wants (GPTErrBLAS otherwise); the workspace is not used.

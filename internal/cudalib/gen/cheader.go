@@ -39,10 +39,13 @@ type cparam struct {
 }
 
 var (
-	reDecl    = regexp.MustCompile(`^(int|const char \*|size_t|void)\s*([a-z][a-z0-9_]*)\s*\(`)
-	reOpaque  = regexp.MustCompile(`^typedef\s+struct\s+[A-Za-z_][A-Za-z0-9_]*\s+([A-Za-z_][A-Za-z0-9_]*)\s*;$`)
-	reVersion = regexp.MustCompile(`^#define\s+([A-Z0-9_]+_ABI_VERSION)\s+([0-9]+)\s*$`)
-	reParam   = regexp.MustCompile(`^(const\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\**)\s*([A-Za-z_][A-Za-z0-9_]*)$`)
+	reDecl = regexp.MustCompile(`^(int|const char \*|size_t|void)\s*([a-z][a-z0-9_]*)\s*\(`)
+	// reFuncLike is any declaration of a function at the start of a line,
+	// to refuse an entry point whose return type reDecl does not take.
+	reFuncLike = regexp.MustCompile(`^[a-z][a-z0-9_ ]*[ *]([a-z][a-z0-9_]*)\s*\(`)
+	reOpaque   = regexp.MustCompile(`^typedef\s+struct\s+[A-Za-z_][A-Za-z0-9_]*\s+([A-Za-z_][A-Za-z0-9_]*)\s*;$`)
+	reVersion  = regexp.MustCompile(`^#define\s+([A-Z0-9_]+_ABI_VERSION)\s+([0-9]+)\s*$`)
+	reParam    = regexp.MustCompile(`^(const\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\**)\s*([A-Za-z_][A-Za-z0-9_]*)$`)
 )
 
 // parseHeader reads the entry points of a header whose names start with
@@ -89,6 +92,12 @@ func parseHeader(path, src, prefix string) (*header, error) {
 			continue
 		}
 		m := reDecl.FindStringSubmatch(line)
+		if m == nil {
+			if f := reFuncLike.FindStringSubmatch(trim); f != nil && strings.HasPrefix(f[1], prefix) {
+				return nil, fmt.Errorf("%s: %s: a return type the generator does not know (int, const char *, size_t, void): %q",
+					path, f[1], trim)
+			}
+		}
 		if m == nil || !strings.HasPrefix(m[2], prefix) {
 			if trim == "" || !strings.HasPrefix(trim, "int ") {
 				doc = nil // a blank line or other code ends a comment's reach

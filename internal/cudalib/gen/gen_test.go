@@ -173,3 +173,15 @@ func TestGPTUnknownPointerFails(t *testing.T) {
 		}
 	}
 }
+
+// An entry point whose return type the generator does not know is refused
+// by name, not left out of the bindings without a word.
+func TestUnknownReturnTypeFails(t *testing.T) {
+	for _, decl := range []string{"float sdg_time(const sdg_gemm *p);\n", "double sdc_ratio(const sdc_ctx *c);\n"} {
+		prefix := decl[strings.Index(decl, " ")+1 : strings.Index(decl, "_")+1]
+		_, err := parseHeader("cuda/example.h", "int "+prefix+"ok(void);\n"+decl, prefix)
+		if err == nil || !strings.Contains(err.Error(), "return type") || !strings.Contains(err.Error(), prefix) {
+			t.Errorf("%q: parseHeader error %v, want one naming the entry point and its return type", decl, err)
+		}
+	}
+}

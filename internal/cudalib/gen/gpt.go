@@ -35,6 +35,7 @@ var gptDeviceStructs = map[string]bool{
 // not a status: the Go type and the conversion of the C value (%s).
 var gptValueReturns = map[string]goScalar{
 	"sdg_attention_mma_supported": {"bool", "", "%s != 0"},
+	"sdg_gemm_tuned_ns":           {"int", "", "int(%s)"},
 }
 
 // gptNames are the Go names of sdg_* entry points that are not the name in

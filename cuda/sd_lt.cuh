@@ -1,0 +1,78 @@
+/*
+ * sd_lt.cuh: what the two cuBLASLt planners (sd_compute_lt.cu's fp32 plans,
+ * sd_gpt_gemm.cu's bf16 ones) share when they choose an algorithm: the
+ * usable candidates and the split-K variants of an underfilling choice.
+ */
+#pragma once
+
+#include <string.h>
+
+#include <cublasLt.h>
+
+/* Heuristic candidates whose split-K variants are tried, and the splits. */
+#define SD_LT_SPLIT_BASES 6
+static const int32_t sd_lt_splits[] = {2, 3, 4, 6, 8, 12, 16, 24, 32};
+/* A split gets at least this many of k's elements. */
+#define SD_LT_MIN_SPLIT_K 16
+
+static inline bool sd_lt_usable(const cublasLtMatmulHeuristicResult_t *r, size_t ws) {
+    return r->state == CUBLAS_STATUS_SUCCESS && r->workspaceSize <= ws;
+}
+
+/*
+ * Adds split-K variants of the heuristic's first usable candidates to res
+ * (found of them, room for cap), each checked by cublasLtMatmulAlgoCheck
+ * against the plan (desc and its layouts) and the workspace; returns the
+ * new count. Only when the heuristic's own choice (res[first]) fills less than one wave of the GPU:
+ * a GEMM with few output tiles (batch 256 against 256 or 784 outputs gives
+ * 4 to 14 tiles of 128 x 128 on 132 SMs) then runs on a handful of SMs,
+ * and splitting its k over more blocks is what fills the rest. Both
+ * reduction schemes that keep the result deterministic for a fixed
+ * algorithm are tried: in place (the output and counters in the workspace
+ * order the parts; no extra kernel) and in the compute type (the parts in
+ * the workspace, then a reduction kernel).
+ */
+static inline int sd_lt_split_variants(cublasLtHandle_t lt, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+                                       cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, uint64_t k, size_t ws,
+                                       cublasLtMatmulHeuristicResult_t *res, int found, int first, int cap) {
+    if (first < 0 || res[first].wavesCount >= 1.0f) return found;
+    const uint32_t schemes[] = {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE};
+    int n = found, bases = 0;
+    for (int i = 0; i < found && bases < SD_LT_SPLIT_BASES; i++) {
+        if (!sd_lt_usable(&res[i], ws)) continue;
+        int32_t can_split = 0, cur = 1;
+        uint32_t mask = 0;
+        size_t got = 0;
+        if (cublasLtMatmulAlgoCapGetAttribute(&res[i].algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &can_split,
+                                              sizeof can_split, &got) != CUBLAS_STATUS_SUCCESS ||
+            !can_split ||
+            cublasLtMatmulAlgoCapGetAttribute(&res[i].algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &mask,
+                                              sizeof mask, &got) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &cur, sizeof cur,
+                                                 &got) != CUBLAS_STATUS_SUCCESS ||
+            cur > 1)
+            continue; /* no split-K, or the heuristic split it already */
+        bases++;
+        for (size_t s = 0; s < sizeof sd_lt_splits / sizeof sd_lt_splits[0]; s++) {
+            const int32_t split = sd_lt_splits[s];
+            if (k / (uint64_t)split < SD_LT_MIN_SPLIT_K) break;
+            for (size_t r = 0; r < sizeof schemes / sizeof schemes[0]; r++) {
+                if (!(mask & schemes[r])) continue;
+                if (n >= cap) return n;
+                cublasLtMatmulHeuristicResult_t v;
+                memset(&v, 0, sizeof v);
+                v.algo = res[i].algo;
+                if (cublasLtMatmulAlgoConfigSetAttribute(&v.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
+                                                         sizeof split) != CUBLAS_STATUS_SUCCESS ||
+                    cublasLtMatmulAlgoConfigSetAttribute(&v.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                         &schemes[r], sizeof schemes[r]) != CUBLAS_STATUS_SUCCESS ||
+                    cublasLtMatmulAlgoCheck(lt, desc, la, lb, lc, lc, &v.algo, &v) !=
+                        CUBLAS_STATUS_SUCCESS)
+                    continue;
+                v.state = CUBLAS_STATUS_SUCCESS;
+                if (v.workspaceSize <= ws) res[n++] = v;
+            }
+        }
+    }
+    return n;
+}
