@@ -111,7 +111,7 @@ var table = []Var{
 	{OneShotMax, "256 KiB", CUDA, "GPU allreduce: bytes up to which the one-shot algorithm is used"},
 	{MaxBlocks, "2 per SM (1 under MPS)", CUDA, "GPU allreduce: thread blocks per collective"},
 	{ForceNVSHMEM, "0", CUDA, "1: take NVSHMEM's collectives as if every peer were on another node (testing)"},
-	{CUDATune, "1", CUDA, "0: keep cuBLASLt's first heuristic choice instead of timing candidates (bits repeat run to run)"},
+	{CUDATune, "1", CUDA, "0: keep cuBLASLt's first heuristic choice instead of timing candidates (the compute plans at build time, the fused GPT's at its first step; bits repeat run to run)"},
 	{CUDATuneLog, "0", CUDA, "1: print every cuBLASLt tuning decision to stderr"},
 	{CUDAPDL, "1", CUDA, "0: launch the step's own kernels without programmatic dependent launch"},
 
