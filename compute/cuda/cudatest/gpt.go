@@ -272,12 +272,12 @@ func (g *GPT) layernormForward(out, mean, rstd, inp, weight, bias uintptr, n, c 
 }
 
 // LayernormBackwardScratchBytes: the library's size (partials of 2C floats
-// per block of 4 rows, at most 512 blocks); the emulation uses none.
+// per block of 4 rows, at most 1024 blocks); the emulation uses none.
 func (g *GPT) LayernormBackwardScratchBytes(n, c int) int {
 	if n <= 0 || c <= 0 {
 		return 0
 	}
-	return min((n+3)/4, 512) * 2 * c * 4
+	return min((n+3)/4, 1024) * 2 * c * 4
 }
 
 func (g *GPT) LayernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd uintptr, n, c int, scratch, stream uintptr) error {
