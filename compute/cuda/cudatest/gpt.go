@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/symddp/symddp/compute/internal/tfmloops"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -18,9 +19,12 @@ import (
 // hyperparameters are the ones written before the replay).
 //
 // Numerics: the spec is the CPU references of cuda/gptcheck/check.cu. bf16
-// is stored as uint16 (the upper half of a float32) and read exactly;
-// arithmetic between a launcher's loads and its stores is float64 (every
-// sum, including the GEMM's products, the softmaxes and GELU's tanh), except
+// is stored as uint16 (the upper half of a float32) and read exactly. The
+// layer norm and GELU (also in the GEMMs' epilogues) are the CPU engine's
+// own float32 loops (compute/internal/tfmloops) over the widened bf16
+// values, so that the emulator keeps no second Go copy of them; the rest
+// of a launcher's arithmetic between its loads and its stores is float64
+// (every sum, including the GEMM's products and the softmaxes), except
 // AdamW, which does the kernel's float32 operations in its order. Every
 // value a kernel stores in bf16 is rounded to nearest even there (a NaN
 // becomes 0x7fc0, as check.cu's f2bf); fp32 results are rounded to float32
@@ -195,17 +199,47 @@ func (d *Device) loadBF16(p uintptr, n int) []float64 {
 	return f
 }
 
-// ---- GELU, tanh approximation (check.cu's gelu_ref, gelu_grad_ref) ----
+// ---- bf16 through the CPU engine's float32 loops ----
 
-const geluK = 0.7978845608028654 // sqrt(2/pi)
-
-func gelu64(x float64) float64 {
-	return 0.5 * x * (1 + math.Tanh(geluK*(x+0.044715*x*x*x)))
+// widen is n bf16 at p as float32s (exact).
+func (d *Device) widen(p uintptr, n int) []float32 {
+	f := make([]float32, n)
+	for i, v := range d.bf16At(p, n) {
+		f[i] = bf16ToF32(v)
+	}
+	return f
 }
 
-func geluGrad64(x float64) float64 {
-	t := math.Tanh(geluK * (x + 0.044715*x*x*x))
-	return 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*0.044715*x*x)
+// narrow stores v into the bf16 h, rounded to nearest even.
+func narrow(h []uint16, v []float32) {
+	for i, x := range v {
+		h[i] = bf16FromF64(float64(x))
+	}
+}
+
+// gelu32 and geluGrad32 apply the CPU engine's GELU (tfmloops: the tanh
+// approximation) and its derivative to float64 values, in float32.
+func gelu32(v []float64) {
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	tfmloops.GELU(f, append([]float32(nil), f...))
+	for i, x := range f {
+		v[i] = float64(x)
+	}
+}
+
+// geluGrad32 multiplies each acc[i] by gelu'(pre[i]) (float32, tfmloops).
+func geluGrad32(acc, pre []float64) {
+	dy, x := make([]float32, len(acc)), make([]float32, len(acc))
+	for i := range acc {
+		dy[i], x[i] = float32(acc[i]), float32(pre[i])
+	}
+	tfmloops.GELUBackward(dy, dy, x)
+	for i, v := range dy {
+		acc[i] = float64(v)
+	}
 }
 
 // ---- layernorm ----
@@ -233,41 +267,19 @@ func (g *GPT) LayernormForward(out, mean, rstd, inp, weight, bias uintptr, n, c 
 	return g.launch(call, func() { g.layernormForward(out, mean, rstd, inp, weight, bias, n, c) })
 }
 
-// layernormForward: check.cu's reference (two passes, biased variance).
+// layernormForward: the CPU engine's loop (tfmloops.LayerNorm, float32) over
+// the widened bf16 input, weight and bias; y rounded to bf16, mean and rstd
+// stored when asked for.
 func (g *GPT) layernormForward(out, mean, rstd, inp, weight, bias uintptr, n, c int) {
 	d := g.d
-	X, Y := d.bf16At(inp, n*c), d.bf16At(out, n*c)
-	w, b := d.loadBF16(weight, c), d.loadBF16(bias, c)
-	var M, R []float32
+	y, M, R := make([]float32, n*c), make([]float32, n), make([]float32, n)
+	tfmloops.LayerNorm(y, M, R, d.widen(inp, n*c), d.widen(weight, c), d.widen(bias, c), n, c, lnEps)
+	narrow(d.bf16At(out, n*c), y)
 	if mean != 0 {
-		M = d.f32At(mean, n)
+		copy(d.f32At(mean, n), M)
 	}
 	if rstd != 0 {
-		R = d.f32At(rstd, n)
-	}
-	x := make([]float64, c)
-	for i := 0; i < n; i++ {
-		var mu float64
-		for j := range x {
-			x[j] = bf16ToF64(X[i*c+j])
-			mu += x[j]
-		}
-		mu /= float64(c)
-		var v float64
-		for _, xv := range x {
-			v += (xv - mu) * (xv - mu)
-		}
-		v /= float64(c)
-		rs := 1 / math.Sqrt(v+lnEps)
-		for j, xv := range x {
-			Y[i*c+j] = bf16FromF64((xv-mu)*rs*w[j] + b[j])
-		}
-		if M != nil {
-			M[i] = float32(mu)
-		}
-		if R != nil {
-			R[i] = float32(rs)
-		}
+		copy(d.f32At(rstd, n), R)
 	}
 }
 
@@ -298,38 +310,22 @@ func (g *GPT) LayernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, r
 	})
 }
 
-// layernormBackward: check.cu's reference, from the saved fp32 mean and
-// rstd; dinp += the row's gradient (rounded to bf16 once, after the add),
-// dweight and dbias += the float64 sums over rows.
+// layernormBackward: the CPU engine's loop (tfmloops.LayerNormBackward,
+// float32) from the saved fp32 mean and rstd: dinp += the row's gradient
+// (widened, added in float32, rounded to bf16 once), dweight and dbias +=
+// the sums over rows (summed from zero, then added, as the kernel adds its
+// partial sums).
 func (g *GPT) layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd uintptr, n, c int) {
 	d := g.d
-	X, DY, DX := d.bf16At(inp, n*c), d.bf16At(dout, n*c), d.bf16At(dinp, n*c)
-	w := d.loadBF16(weight, c)
-	M, R := d.f32At(mean, n), d.f32At(rstd, n)
+	dx := d.widen(dinp, n*c)
+	sw, sb := make([]float32, c), make([]float32, c)
+	tfmloops.LayerNormBackward(dx, sw, sb, d.widen(dout, n*c), d.widen(inp, n*c), d.widen(weight, c),
+		d.f32At(mean, n), d.f32At(rstd, n), n, c, true)
+	narrow(d.bf16At(dinp, n*c), dx)
 	DW, DB := d.f32At(dweight, c), d.f32At(dbias, c)
-	sw, sb := make([]float64, c), make([]float64, c)
-	xh, dy := make([]float64, c), make([]float64, c)
-	for i := 0; i < n; i++ {
-		mu, rs := float64(M[i]), float64(R[i])
-		var sg, sgx float64
-		for j := 0; j < c; j++ {
-			xh[j] = (bf16ToF64(X[i*c+j]) - mu) * rs
-			dy[j] = bf16ToF64(DY[i*c+j])
-			gj := dy[j] * w[j]
-			sg += gj
-			sgx += gj * xh[j]
-		}
-		sg /= float64(c)
-		sgx /= float64(c)
-		for j := 0; j < c; j++ {
-			DX[i*c+j] = bf16FromF64(bf16ToF64(DX[i*c+j]) + (dy[j]*w[j]-sg-xh[j]*sgx)*rs)
-			sw[j] += dy[j] * xh[j]
-			sb[j] += dy[j]
-		}
-	}
-	for j := 0; j < c; j++ {
-		DW[j] += float32(sw[j])
-		DB[j] += float32(sb[j])
+	for j := range c {
+		DW[j] += sw[j]
+		DB[j] += sb[j]
 	}
 }
 
@@ -344,10 +340,9 @@ func (g *GPT) GeluForward(out, inp uintptr, n int, stream uintptr) error {
 		return nil
 	}
 	return g.launch(call, func() {
-		X, Y := g.d.bf16At(inp, n), g.d.bf16At(out, n)
-		for i, h := range X {
-			Y[i] = bf16FromF64(gelu64(bf16ToF64(h)))
-		}
+		y := make([]float32, n)
+		tfmloops.GELU(y, g.d.widen(inp, n))
+		narrow(g.d.bf16At(out, n), y)
 	})
 }
 
@@ -362,10 +357,9 @@ func (g *GPT) GeluBackward(dinp, inp, dout uintptr, n int, stream uintptr) error
 		return nil
 	}
 	return g.launch(call, func() {
-		X, DY, DX := g.d.bf16At(inp, n), g.d.bf16At(dout, n), g.d.bf16At(dinp, n)
-		for i := range DX {
-			DX[i] = bf16FromF64(bf16ToF64(DY[i]) * geluGrad64(bf16ToF64(X[i])))
-		}
+		dx := g.d.widen(dout, n)
+		tfmloops.GELUBackward(dx, dx, g.d.widen(inp, n))
+		narrow(g.d.bf16At(dinp, n), dx)
 	})
 }
 
@@ -1045,22 +1039,16 @@ func (g *GPT) epilogue(p cudalib.GemmDesc, acc, opA []float64, bias, aux uintptr
 			X = d.bf16At(aux, m*n)
 		}
 		for i := range acc {
-			pre := acc[i] + bv[i%n]
-			switch p.Epilogue {
-			case cudalib.GPTEpiBias:
-				acc[i] = pre
-			case cudalib.GPTEpiGELUBias:
-				acc[i] = gelu64(pre)
-			default:
-				X[i] = bf16FromF64(pre)
-				acc[i] = gelu64(pre)
+			acc[i] += bv[i%n]
+			if X != nil {
+				X[i] = bf16FromF64(acc[i])
 			}
 		}
-	case cudalib.GPTEpiDGELU, cudalib.GPTEpiDGELUBGrad:
-		pre := d.loadBF16(aux, m*n)
-		for i := range acc {
-			acc[i] *= geluGrad64(pre[i])
+		if p.Epilogue != cudalib.GPTEpiBias {
+			gelu32(acc)
 		}
+	case cudalib.GPTEpiDGELU, cudalib.GPTEpiDGELUBGrad:
+		geluGrad32(acc, d.loadBF16(aux, m*n))
 		if p.Epilogue == cudalib.GPTEpiDGELUBGrad {
 			s := make([]float64, n)
 			for i, v := range acc {
