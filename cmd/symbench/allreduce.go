@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -28,6 +30,7 @@ type allReduceOpts struct {
 	mpi        string
 	mpirunArgs string
 	format     string
+	jsonOut    string // --json: the rows as JSON too (symbench all reads them)
 	timeout    time.Duration
 }
 
@@ -47,6 +50,7 @@ func parseAllReduceFlags(args []string) (allReduceOpts, error) {
 	fs.StringVar(&o.mpi, "mpi", "auto", "measure Open MPI too: auto (if mpicc and mpirun are found), on, off")
 	fs.StringVar(&o.mpirunArgs, "mpirun-args", "", "extra arguments for mpirun, such as \"--mca btl self,vader\"")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of every wait in the shm PEs")
+	fs.StringVar(&o.jsonOut, "json", "", "also write the rows as JSON to this file (checked before the measurements start)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -57,6 +61,57 @@ func parseAllReduceFlags(args []string) (allReduceOpts, error) {
 		return o, fmt.Errorf("--mpi %q: want auto, on or off", o.mpi)
 	}
 	return o, nil
+}
+
+// allReduceJSON is what --json writes: every row of the table, bandwidths
+// in GB/s (busbw), Open MPI's fields absent where it was not measured.
+type allReduceJSON struct {
+	Host string             `json:"host"`
+	Note string             `json:"note,omitempty"`
+	Rows []allReduceJSONRow `json:"rows"`
+}
+
+type allReduceJSONRow struct {
+	PEs        int      `json:"pes"`
+	Bytes      int64    `json:"bytes"`
+	ShmSeconds float64  `json:"shm_seconds"`
+	ShmBusBW   float64  `json:"shm_busbw_gbs"`
+	MPISeconds *float64 `json:"mpi_seconds,omitempty"`
+	MPIBusBW   *float64 `json:"mpi_busbw_gbs,omitempty"`
+}
+
+// allReduceRowsJSON turns the table's rows into what --json writes.
+func allReduceRowsJSON(host, note string, rows []row) allReduceJSON {
+	out := allReduceJSON{Host: host, Note: note, Rows: []allReduceJSONRow{}}
+	for _, r := range rows {
+		j := allReduceJSONRow{PEs: r.npes, Bytes: r.bytes, ShmSeconds: r.shm.seconds, ShmBusBW: busbw(r.bytes, r.npes, r.shm.seconds)}
+		if r.mpi != nil {
+			sec, bw := r.mpi.seconds, busbw(r.bytes, r.npes, r.mpi.seconds)
+			j.MPISeconds, j.MPIBusBW = &sec, &bw
+		}
+		out.Rows = append(out.Rows, j)
+	}
+	return out
+}
+
+// busbwPoints are the rows of a --json file as the suite's figure takes
+// them (Open MPI 0 where not measured).
+func (a allReduceJSON) busbwPoints() ([]busbwPoint, error) {
+	if len(a.Rows) == 0 {
+		return nil, errors.New("no allreduce rows")
+	}
+	pts := make([]busbwPoint, 0, len(a.Rows))
+	for _, r := range a.Rows {
+		if r.PEs < 1 || r.Bytes <= 0 || !(r.ShmBusBW > 0) {
+			return nil, fmt.Errorf("allreduce row %+v: want PEs, bytes and a shm busbw", r)
+		}
+		pt := busbwPoint{npes: r.PEs, bytes: r.Bytes, shm: r.ShmBusBW}
+		if r.MPIBusBW != nil {
+			pt.mpi = *r.MPIBusBW
+		}
+		pts = append(pts, pt)
+	}
+	return pts, nil
 }
 
 // sweepFlags declares on fs the flags that `symbench allreduce` and
@@ -175,6 +230,12 @@ func runAllReduce(args []string) error {
 	if isPE {
 		return allReducePE(cfg, backend, opts)
 	}
+	if opts.jsonOut != "" {
+		// an unwritable path fails now, not after the measurements
+		if err := os.WriteFile(opts.jsonOut, nil, 0o644); err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -214,7 +275,17 @@ func runAllReduce(args []string) error {
 			rows = append(rows, r)
 		}
 	}
-	return printTable(os.Stdout, opts, describeHost(mpi), rows, note)
+	host := describeHost(mpi)
+	if opts.jsonOut != "" {
+		b, err := json.MarshalIndent(allReduceRowsJSON(host, note, rows), "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(opts.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+	}
+	return printTable(os.Stdout, opts, host, rows, note)
 }
 
 // shmAllReduce runs the shm measurement in a job of n PEs of this binary and

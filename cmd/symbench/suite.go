@@ -49,7 +49,7 @@ func parseSuiteFlags(args []string) (suiteOpts, error) {
 	var o suiteOpts
 	fs := pflag.NewFlagSet("symbench all", pflag.ContinueOnError)
 	fs.StringVar(&o.out, "out", "symbench-results", "directory for the report (REPORT.md), the tables and the plot (plot.json, drawn into symbench.png)")
-	ar := fs.String("allreduce-args", "--reps 5", "arguments of `symbench allreduce` (always --format markdown)")
+	ar := fs.String("allreduce-args", "--reps 5", "arguments of `symbench allreduce` (always --format markdown --json)")
 	tr := fs.String("train-args", "", "arguments of `symbench train` (always --format markdown --json)")
 	gt := fs.String("gpu-train-args", "", "arguments of `symbench gpu-train`")
 	ga := fs.String("gpu-allreduce-args", "", "arguments of `symbench gpu-allreduce` (more than one GPU)")
@@ -129,10 +129,15 @@ func runSuite(args []string) error {
 		fmt.Fprintf(r, "## (a) allreduce: skipped (--skip)\n\n")
 	} else {
 		fmt.Fprintf(r, "## (a) allreduce busbw: shm beside Open MPI's MPI_Allreduce\n\n")
-		out, err := s.step("allreduce", append([]string{"allreduce", "--format", "markdown"}, o.allreduce...), "allreduce.md")
-		if err == nil {
-			if ar, err = parseAllReduceMarkdown(out); err != nil {
+		js := filepath.Join(o.out, "allreduce.json")
+		if _, err := s.step("allreduce", append([]string{"allreduce", "--format", "markdown", "--json", js}, o.allreduce...), "allreduce.md"); err == nil {
+			var rep allReduceJSON
+			if b, err := os.ReadFile(js); err != nil {
 				s.fail("allreduce", err)
+			} else if err := json.Unmarshal(b, &rep); err != nil {
+				s.fail("allreduce", fmt.Errorf("%s: %w", js, err))
+			} else if ar, err = rep.busbwPoints(); err != nil {
+				s.fail("allreduce", fmt.Errorf("%s: %w", js, err))
 			}
 		}
 	}
@@ -345,68 +350,6 @@ func nvidiaSMIList() ([]string, error) {
 		return nil, errors.New("nvidia-smi lists no GPU")
 	}
 	return names, nil
-}
-
-// parseAllReduceMarkdown reads the markdown table of `symbench allreduce`.
-func parseAllReduceMarkdown(out string) ([]busbwPoint, error) {
-	var pts []busbwPoint
-	col := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|-") || strings.HasPrefix(line, "|---") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
-		if len(col) == 0 {
-			for i, c := range cells {
-				col[c] = i
-			}
-			for _, want := range []string{"N", "size", "shm busbw", "MPI busbw"} {
-				if _, ok := col[want]; !ok {
-					return nil, fmt.Errorf("allreduce table without a %q column: %q", want, line)
-				}
-			}
-			continue
-		}
-		if len(cells) != len(col) {
-			return nil, fmt.Errorf("allreduce table row %q: %d cells, want %d", line, len(cells), len(col))
-		}
-		var pt busbwPoint
-		var err error
-		if pt.npes, err = strconv.Atoi(cells[col["N"]]); err != nil {
-			return nil, fmt.Errorf("allreduce table row %q: N: %w", line, err)
-		}
-		if pt.bytes, err = parseSize(strings.ReplaceAll(cells[col["size"]], " ", "")); err != nil {
-			return nil, fmt.Errorf("allreduce table row %q: %w", line, err)
-		}
-		if pt.shm, err = parseGBs(cells[col["shm busbw"]]); err != nil {
-			return nil, fmt.Errorf("allreduce table row %q: %w", line, err)
-		}
-		if pt.mpi, err = parseGBs(cells[col["MPI busbw"]]); err != nil {
-			return nil, fmt.Errorf("allreduce table row %q: %w", line, err)
-		}
-		pts = append(pts, pt)
-	}
-	if len(pts) == 0 {
-		return nil, errors.New("no allreduce table in the output")
-	}
-	return pts, nil
-}
-
-// parseGBs reads "4.88 GB/s"; "-" is 0 (not measured).
-func parseGBs(s string) (float64, error) {
-	if s == "-" {
-		return 0, nil
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "GB/s")), 64)
-	if err != nil {
-		return 0, fmt.Errorf("bandwidth %q: %w", s, err)
-	}
-	return v, nil
 }
 
 // allReduceLine matches the RESULT lines of gpu-allreduce --results (pes=)

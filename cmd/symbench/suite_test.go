@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -10,33 +11,52 @@ import (
 	"github.com/symddp/symddp/bench/plotspec"
 )
 
-// allReduceTable is the start of a table as `symbench allreduce --format
-// markdown` prints it, with Open MPI missing in one row.
-const allReduceTable = `allreduce, float32 sum in place; busbw = bytes·2(N−1)/N / time
-host: test
+// allReduceRows are rows as `symbench allreduce` measures them, with Open
+// MPI missing in one.
+func allReduceRows() []row {
+	mpi := func(s float64) *result { return &result{seconds: s} }
+	return []row{
+		{npes: 2, bytes: 4 << 10, shm: result{bytes: 4 << 10, seconds: 0.8e-6}, mpi: mpi(3.2e-6)},
+		{npes: 2, bytes: 64 << 20, shm: result{bytes: 64 << 20, seconds: 8.87e-3}},
+		{npes: 8, bytes: 1 << 20, shm: result{bytes: 1 << 20, seconds: 512.6e-6}, mpi: mpi(1.29e-3)},
+	}
+}
 
-| N | size | shm time | shm busbw | MPI time | MPI busbw | shm/MPI |
-|---:|---:|---:|---:|---:|---:|---:|
-| 2 | 4 KiB | 0.8 µs | 4.88 GB/s | 3.2 µs | 1.27 GB/s | 3.85× |
-| 2 | 64 MiB | 8.87 ms | 7.56 GB/s | - | - | - |
-| 8 | 1 MiB | 512.6 µs | 3.58 GB/s | 1.29 ms | 1.42 GB/s | 2.51× |
-`
-
-func TestParseAllReduceMarkdown(t *testing.T) {
-	pts, err := parseAllReduceMarkdown(allReduceTable)
+// What `symbench allreduce --json` writes is what `symbench all` reads back
+// for its figure: the same busbw as the table's, Open MPI 0 where it was not
+// measured; a file without rows, or a row without a bandwidth, is refused.
+func TestAllReduceJSONRoundTrip(t *testing.T) {
+	rows := allReduceRows()
+	b, err := json.Marshal(allReduceRowsJSON("test host", "", rows))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []busbwPoint{{2, 4 << 10, 4.88, 1.27}, {2, 64 << 20, 7.56, 0}, {8, 1 << 20, 3.58, 1.42}}
-	if !slices.Equal(pts, want) {
-		t.Errorf("parsed %+v, want %+v", pts, want)
+	var back allReduceJSON
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := parseAllReduceMarkdown("no table here\n"); err == nil {
-		t.Error("output without a table was accepted")
+	pts, err := back.busbwPoints()
+	if err != nil {
+		t.Fatal(err)
 	}
-	bad := strings.Replace(allReduceTable, "4.88 GB/s", "fast", 1)
-	if _, err := parseAllReduceMarkdown(bad); err == nil || !strings.Contains(err.Error(), `"fast"`) {
-		t.Errorf("bad cell: error %v", err)
+	for i, r := range rows {
+		want := busbwPoint{npes: r.npes, bytes: r.bytes, shm: busbw(r.bytes, r.npes, r.shm.seconds)}
+		if r.mpi != nil {
+			want.mpi = busbw(r.bytes, r.npes, r.mpi.seconds)
+		}
+		if pts[i] != want {
+			t.Errorf("row %d: %+v, want %+v", i, pts[i], want)
+		}
+	}
+	if pts[1].mpi != 0 || !strings.Contains(string(b), `"mpi_busbw_gbs"`) || strings.Count(string(b), `"mpi_seconds"`) != 2 {
+		t.Errorf("Open MPI's fields: %s", b)
+	}
+	if _, err := (allReduceJSON{}).busbwPoints(); err == nil {
+		t.Error("a file without rows was accepted")
+	}
+	back.Rows[0].ShmBusBW = 0
+	if _, err := back.busbwPoints(); err == nil {
+		t.Error("a row without a bandwidth was accepted")
 	}
 }
 
@@ -59,10 +79,7 @@ func TestCompareGPUResults(t *testing.T) {
 // mode from the one-thread baseline, the reference line and the marker of
 // one PE on every CPU; panels without data say so.
 func TestSuiteFigure(t *testing.T) {
-	pts, err := parseAllReduceMarkdown(allReduceTable)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pts := []busbwPoint{{2, 4 << 10, 4.88, 1.27}, {2, 64 << 20, 7.56, 0}, {8, 1 << 20, 3.58, 1.42}}
 	rep := fakeReport()
 	f := suiteFigure(pts, &rep)
 	if err := f.Check(); err != nil {
