@@ -3,7 +3,6 @@ package cudatest
 import (
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 	"unsafe"
 
@@ -20,9 +19,10 @@ import (
 //
 // Numerics: the spec is the CPU references of cuda/gptcheck/check.cu. bf16
 // is stored as uint16 (the upper half of a float32) and read exactly. The
-// layer norm and GELU (also in the GEMMs' epilogues) are the CPU engine's
-// own float32 loops (compute/internal/tfmloops) over the widened bf16
-// values, so that the emulator keeps no second Go copy of them; the rest
+// layer norm, GELU (also in the GEMMs' epilogues) and the embedding's
+// scatter-add are the CPU engine's own float32 loops
+// (compute/internal/tfmloops) over the widened bf16 values, so that the
+// emulator keeps no second Go copy of them; the rest
 // of a launcher's arithmetic between its loads and its stores is float64
 // (every sum, including the GEMM's products and the softmaxes), except
 // AdamW, which does the kernel's float32 operations in its order. Every
@@ -424,38 +424,29 @@ func (g *GPT) EmbedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int, sc
 func (g *GPT) embedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int) {
 	d := g.d
 	n := b * t
-	tok, DY := d.i32At(tokens, n), d.bf16At(dout, n*c)
-	DWTE, DWPE := d.f32At(dwte, v*c), d.f32At(dwpe, t*c)
-	pos := make([]int, n)
+	tok := d.i32At(tokens, n)
+	for i, k := range tok {
+		if k < 0 || int(k) >= v {
+			panic(fmt.Sprintf("emulated sdg_embed_backward: token %d at position %d, V=%d", k, i, v))
+		}
+	}
+	// The CPU engine's scatter-add (tfmloops, float32, rows in position
+	// order) into zeroed tables, then added once to the gradients: the
+	// kernel sums each token's rows (each position's) and adds the sum.
+	dy := d.widen(dout, n*c)
+	pos := make([]int32, n)
 	for i := range pos {
-		if tok[i] < 0 || int(tok[i]) >= v {
-			panic(fmt.Sprintf("emulated sdg_embed_backward: token %d at position %d, V=%d", tok[i], i, v))
-		}
-		pos[i] = i
+		pos[i] = int32(i % t)
 	}
-	sort.SliceStable(pos, func(x, y int) bool { return tok[pos[x]] < tok[pos[y]] })
-	acc := make([]float64, c)
-	for r := 0; r < n; {
-		k := int(tok[pos[r]])
-		clear(acc)
-		for ; r < n && int(tok[pos[r]]) == k; r++ {
-			for j := range acc {
-				acc[j] += bf16ToF64(DY[pos[r]*c+j])
-			}
-		}
-		for j, s := range acc {
-			DWTE[k*c+j] += float32(s)
-		}
-	}
-	for p := 0; p < t; p++ {
-		clear(acc)
-		for bb := 0; bb < b; bb++ {
-			for j := range acc {
-				acc[j] += bf16ToF64(DY[(bb*t+p)*c+j])
-			}
-		}
-		for j, s := range acc {
-			DWPE[p*c+j] += float32(s)
+	for _, u := range []struct {
+		grad []float32
+		idx  []int32
+		rows int
+	}{{d.f32At(dwte, v*c), tok, v}, {d.f32At(dwpe, t*c), pos, t}} {
+		sum := make([]float32, u.rows*c)
+		tfmloops.ScatterAddRows(sum, dy, u.idx, c)
+		for i, s := range sum {
+			u.grad[i] += s
 		}
 	}
 }
