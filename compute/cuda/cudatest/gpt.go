@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/symddp/symddp/compute/internal/kernels"
 	"github.com/symddp/symddp/compute/internal/tfmloops"
 	"github.com/symddp/symddp/internal/cudalib"
 )
@@ -19,10 +20,10 @@ import (
 //
 // Numerics: the spec is the CPU references of cuda/gptcheck/check.cu. bf16
 // is stored as uint16 (the upper half of a float32) and read exactly. The
-// layer norm, GELU (also in the GEMMs' epilogues) and the embedding's
-// scatter-add are the CPU engine's own float32 loops
-// (compute/internal/tfmloops) over the widened bf16 values, so that the
-// emulator keeps no second Go copy of them; the rest
+// layer norm, GELU (also in the GEMMs' epilogues), the embedding's
+// scatter-add and the classifier's row are the CPU engine's own loops
+// (compute/internal/tfmloops, compute/internal/kernels) over the widened
+// bf16 values, so that the emulator keeps no second Go copy of them; the rest
 // of a launcher's arithmetic between its loads and its stores is float64
 // (every sum, including the GEMM's products and the softmaxes), except
 // AdamW, which does the kernel's float32 operations in its order. Every
@@ -675,39 +676,27 @@ func (g *GPT) Classifier(losses, logits, targets uintptr, n, v, vp int, dscale f
 func (g *GPT) classifier(losses, logits, targets uintptr, n, v, vp int, dscale float32, writeGrad bool) {
 	d := g.d
 	Ls, X, Tg := d.f32At(losses, n), d.bf16At(logits, n*vp), d.i32At(targets, n)
-	x := make([]float64, v)
+	x, gr := make([]float32, v), make([]float32, v)
 	for i := 0; i < n; i++ {
 		row := X[i*vp : (i+1)*vp]
-		mx := math.Inf(-1)
-		for j := range x {
-			x[j] = bf16ToF64(row[j])
-			mx = math.Max(mx, x[j])
-		}
-		var s float64
-		for _, xv := range x {
-			s += math.Exp(xv - mx)
-		}
-		lse := mx + math.Log(s)
 		tgt := int(Tg[i])
-		ignore := tgt < 0 || tgt >= v
-		if ignore {
+		if tgt < 0 || tgt >= v { // ignored: no loss, no gradient
 			Ls[i] = 0
-		} else {
-			Ls[i] = float32(lse - x[tgt])
-		}
-		if !writeGrad {
+			if writeGrad {
+				clear(row)
+			}
 			continue
 		}
-		for j := range row {
-			if ignore || j >= v {
-				row[j] = 0
-				continue
-			}
-			gj := math.Exp(x[j] - lse)
-			if j == tgt {
-				gj--
-			}
-			row[j] = bf16FromF64(gj * float64(dscale))
+		for j := range x {
+			x[j] = bf16ToF32(row[j])
+		}
+		// the CPU engine's row (compute/internal/kernels): log-sum-exp in
+		// float64 from the widened logits, the gradient times dscale
+		loss, _ := kernels.SoftmaxXentRow(x, gr, tgt, dscale)
+		Ls[i] = float32(loss)
+		if writeGrad {
+			narrow(row[:v], gr)
+			clear(row[v:])
 		}
 	}
 }
