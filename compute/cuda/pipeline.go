@@ -207,14 +207,23 @@ func (p *Pipeline) Submit(i int) error {
 // of its 92 (H200, 2026-12-02: 2.77M samples/s with them, 3.13M without).
 func (p *Pipeline) StoreReport(i int) error {
 	s := &p.slots[i]
+	if err := p.eachReport(s, p.e.dev.StoreHost); err != nil {
+		return p.fail("StoreReport", err)
+	}
+	s.stores = true
+	return nil
+}
+
+// eachReport calls copyOut for every report tensor with its place in s's
+// pinned report.
+func (p *Pipeline) eachReport(s *Slot, copyOut func(dst unsafe.Pointer, src uintptr, bytes int) error) error {
 	off := 0
 	for _, t := range p.outs {
-		if err := p.e.dev.StoreHost(unsafe.Pointer(&s.report[off]), t.ptr, t.bytes()); err != nil {
-			return p.fail("StoreReport", err)
+		if err := copyOut(unsafe.Pointer(&s.report[off]), t.ptr, t.bytes()); err != nil {
+			return err
 		}
 		off += t.size
 	}
-	s.stores = true
 	return nil
 }
 
@@ -225,15 +234,9 @@ func (p *Pipeline) Release(i int) error {
 	s := &p.slots[i]
 	d := p.e.dev
 	err := d.EventRecord(false, s.consumed)
+	s.consPending = err == nil
 	if err == nil && !s.stores {
-		s.consPending = true
-		off := 0
-		for _, t := range p.outs {
-			if err = d.DtoH(false, unsafe.Pointer(&s.report[off]), t.ptr, t.bytes()); err != nil {
-				break
-			}
-			off += t.size
-		}
+		err = p.eachReport(s, func(dst unsafe.Pointer, src uintptr, bytes int) error { return d.DtoH(false, dst, src, bytes) })
 	}
 	if err == nil && p.outLen > 0 {
 		err = d.EventRecord(false, s.reported)
