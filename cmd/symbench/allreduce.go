@@ -231,9 +231,17 @@ func runAllReduce(args []string) error {
 		return allReducePE(cfg, backend, opts)
 	}
 	if opts.jsonOut != "" {
-		// an unwritable path fails now, not after the measurements
-		if err := os.WriteFile(opts.jsonOut, nil, 0o644); err != nil {
+		// an unwritable path fails now, not after the measurements; an
+		// existing file keeps its contents until the new rows replace them,
+		// and a new one is not left behind by a run that fails
+		_, statErr := os.Stat(opts.jsonOut)
+		f, err := os.OpenFile(opts.jsonOut, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
 			return fmt.Errorf("--json: %w", err)
+		}
+		f.Close()
+		if errors.Is(statErr, os.ErrNotExist) {
+			os.Remove(opts.jsonOut)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -353,9 +353,12 @@ func (f *fusedGPT) tunePlan(plan, c, a, b, bias, aux uintptr) error {
 	}
 	f.tuned[plan] = true
 	if f.tuneLog {
+		acc := ""
+		if d.Accumulate {
+			acc = ", accumulating"
+		}
 		fmt.Fprintf(os.Stderr, "cuda: GPT GEMM %dx%dx%d (epilogue %d%s): heuristic's choice %.1f us, kept %.1f us\n",
-			d.M, d.N, d.K, d.Epilogue, map[bool]string{true: ", accumulating"}[d.Accumulate],
-			float64(f.k.GemmTunedNs(plan, 0))/1e3, float64(f.k.GemmTunedNs(plan, 1))/1e3)
+			d.M, d.N, d.K, d.Epilogue, acc, float64(f.k.GemmTunedNs(plan, 0))/1e3, float64(f.k.GemmTunedNs(plan, 1))/1e3)
 	}
 	return nil
 }
