@@ -31,6 +31,11 @@ int sdg_fail(int code, const char *file, int line, const char *fmt, ...) __attri
 /* After a launch: the launch's configuration error, if any. */
 #define SDG_LAUNCHED() SDG_CUDA(cudaGetLastError())
 
+/* Scratch of sdg_attention_backward_mma (sd_gpt_attention_mma.cu): D and the
+ * bf16 dS^T tiles; sdg_attention_backward_scratch_bytes gives it where the
+ * mma kernels may run. */
+size_t sdg_am_backward_scratch_bytes(int B, int T, int NH);
+
 static inline bool sdg_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 /* 8 bf16 at p (16-byte aligned) as floats. */

@@ -483,8 +483,11 @@ extern "C" int sdg_attention_forward_wmma(void *out, float *lse, const void *qkv
     return sdg_att_forward_hs<32>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
 }
 
+/* D for the wmma kernels; where T would let the mma kernels run (head size 64,
+ * which this does not see), also what they need beside D */
 extern "C" size_t sdg_attention_backward_scratch_bytes(int B, int T, int NH) {
     if (B <= 0 || T <= 0 || NH <= 0) return 0;
+    if (sdg_attention_mma_supported(T, NH * 64, NH)) return sdg_am_backward_scratch_bytes(B, T, NH);
     return (size_t)B * NH * T * sizeof(float);
 }
 

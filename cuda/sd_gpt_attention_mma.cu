@@ -10,9 +10,10 @@
  *   A 16x16 row-major: a0 (g, 2c..2c+1), a1 (g+8, 2c..), a2 (g, 8+2c..), a3 (g+8, 8+2c..);
  *   B 16x8: b0 (k 2c..2c+1, n g), b1 (k 8+2c.., n g);  C 16x8: c0,c1 (g, 2c..), c2,c3 (g+8, 2c..).
  * A score accumulator pair (n-tiles 2s, 2s+1) is, packed to bf16, the A
- * fragment of k-step s of the next product (P V, P^T dO, dS K, ...), so P and
- * dS never go through shared memory. Shared tiles are rows of 64 bf16 padded to
- * 72 (144 bytes), so that the 8 rows an ldmatrix reads fall in distinct banks.
+ * fragment of k-step s of the next product (P V, P^T dO, dS^T Q), so P never
+ * goes through shared memory (dS^T does, on its way to the dQ kernel). Shared
+ * tiles are rows of 64 bf16 padded to 72 (144 bytes), so that the 8 rows an
+ * ldmatrix reads fall in distinct banks.
  * B operands: a tile stored [n][k] (K for Q K^T) is read by plain ldmatrix, a
  * tile stored [k][n] (V for P V) by ldmatrix.trans.
  *
@@ -21,16 +22,20 @@
  * fragments in registers), mask on the two diagonal tiles, x = S * scale *
  * log2(e), running max m and sum l per row (in log2 units), O = O * 2^(m_old -
  * m_new) + P V with P = 2^(x - m_new) rounded to bf16. out = O / l,
- * lse = (m + log2 l) ln 2. l sums the fp32 P.
- * backward, deterministic, no atomics, like the wmma version:
- *   D = rowsum(dout * out) (one warp per 4 rows... one thread per row);
- *   dK/dV (grid (T/64, B*NH), 4 warps x 16 keys, loop over 64-query tiles >= the
- *   key tile): S^T = K Q^T, dP^T = V dO^T, P^T = 2^(S^T scale log2e - lse log2e),
- *   dS^T = P^T (dP^T - D) scale; dV += P^T dO, dK += dS^T Q;
+ * lse = (m + log2 l) ln 2. l sums the fp32 P. 2^x is the SFU's ex2 with
+ * denormal results flushed to zero, and x = s * scale log2(e) - m one FFMA.
+ * backward, deterministic, no float atomics:
+ *   D = rowsum(dout * out) (one thread per row);
+ *   dK/dV (grid (T/64, B*NH), 4 warps x 16 keys, loop over 64-query tiles >=
+ *   the key tile): S^T = K Q^T, dP^T = V dO^T, P^T = 2^(S^T scale log2e -
+ *   lse log2e), dS^T = P^T (dP^T - D) scale; dV += P^T dO, dK += dS^T Q;
+ *   dS^T of each tile pair is also written, as bf16, to the scratch;
  *   dQ (grid (T/64, B*NH), 4 warps x 16 queries, loop over key tiles <= the
- *   query tile): S = Q K^T, dP = dO V^T, dS as above, dQ += dS K.
+ *   query tile): dQ += dS K from the stored dS^T: one product per tile pair
+ *   instead of three (S, dP and dS K again), for B*NH*T*(T+64)/2 bf16 of
+ *   scratch (213 MB at GPT-2's B=16).
  *   P and dS are rounded to bf16 for their products, as in the wmma kernels.
- * Each output element is summed by one thread in a fixed order: the bits repeat.
+ * Every output element is summed in a fixed order: the bits repeat.
  */
 #include <math.h>
 
@@ -81,6 +86,14 @@ static __device__ __forceinline__ void sdg_am_mma(float c[4], const uint32_t a[4
 static __device__ __forceinline__ uint32_t sdg_am_pack(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
+}
+
+/* 2^x on the special-function unit, denormal results flushed to zero (exp2f
+ * adds a range fix-up of three instructions around it without -ftz) */
+static __device__ __forceinline__ float sdg_am_ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
 }
 
 /* rows [0,rows) of 64 bf16 from global (rows ld apart) into a padded smem tile, by all threads */
@@ -193,26 +206,25 @@ __global__ void __launch_bounds__(SDG_AM_THREADS, 2)
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
                     const int row = wrow + mt * 16 + g + 8 * hf;
-                    float mx = -INFINITY;
+                    float mx = -INFINITY; /* of the raw scores: scale_log2 > 0 keeps the order */
 #pragma unroll
                     for (int j = 0; j < 8; j++)
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
-                            float x = s[mt][j][2 * hf + e] * scale_log2;
-                            if (diag && k0 + 8 * j + 2 * c + e > row) x = -INFINITY;
-                            s[mt][j][2 * hf + e] = x;
-                            mx = fmaxf(mx, x);
+                            if (diag && k0 + 8 * j + 2 * c + e > row) s[mt][j][2 * hf + e] = -INFINITY;
+                            mx = fmaxf(mx, s[mt][j][2 * hf + e]);
                         }
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    const float mn = fmaxf(m[mt][hf], mx); /* finite: key 0 <= every query */
-                    const float alpha = exp2f(m[mt][hf] - mn);
+                    /* finite: key 0 <= every query */
+                    const float mn = fmaxf(m[mt][hf], mx * scale_log2);
+                    const float alpha = sdg_am_ex2(m[mt][hf] - mn);
                     float ps = 0.f;
 #pragma unroll
                     for (int j = 0; j < 8; j++)
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
-                            const float p = exp2f(s[mt][j][2 * hf + e] - mn);
+                            const float p = sdg_am_ex2(fmaf(s[mt][j][2 * hf + e], scale_log2, -mn));
                             s[mt][j][2 * hf + e] = p;
                             ps += p;
                         }
@@ -289,14 +301,26 @@ __global__ void sdg_am_pre_kernel(float *__restrict__ D, const bf16 *__restrict_
     D[idx] = s;
 }
 
-/* smem of both backward kernels: 2 fixed tiles, 2 x 2 streamed tiles, 2 x 64 floats x 2 */
-static const size_t sdg_am_bwd_smem =
-    (size_t)6 * SDG_AM_BN * SDG_AM_LD * sizeof(bf16) + (size_t)4 * SDG_AM_BN * sizeof(float);
+/* dK and dV: the block of key tile kt (4 warps x 16 keys) loops over the
+ * query tiles qt >= kt. It also writes dS^T of every (kt, qt) tile pair,
+ * rounded to bf16 as its products use it, to ds (the scratch: tile (qt, kt)
+ * of head bh at bh * nT(nT+1)/2 + qt(qt+1)/2 + kt, 64 x 64 stored
+ * [key][query]), through shared memory so that the stores are whole 16-byte
+ * vectors; sdg_am_bwd_q_ds_kernel then needs one product per tile pair for
+ * dQ instead of three (S and dP computed again, then dS K): 428 against 478
+ * us at GPT-2's B=16 on the H200, the same bits.
+ * smem: K, V, dS^T, Q x 2, dout x 2 tiles, lse*log2e and D x 2 */
+static const size_t sdg_am_bwd_kv_smem =
+    (size_t)7 * SDG_AM_BN * SDG_AM_LD * sizeof(bf16) + (size_t)4 * SDG_AM_BN * sizeof(float);
+
+static __device__ __forceinline__ size_t sdg_am_ds_tile(int bh, int nT, int qt, int kt) {
+    return ((size_t)bh * (nT * (nT + 1) / 2) + qt * (qt + 1) / 2 + kt) * SDG_AM_BN * SDG_AM_BN;
+}
 
 __global__ void __launch_bounds__(SDG_AM_THREADS)
-    sdg_am_bwd_kv_kernel(bf16 *__restrict__ dqkv, const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
-                         const float *__restrict__ lse, const float *__restrict__ D, int T, int C, int NH,
-                         float scale_log2, float scale) {
+    sdg_am_bwd_kv_kernel(bf16 *__restrict__ dqkv, bf16 *__restrict__ ds, const bf16 *__restrict__ dout,
+                         const bf16 *__restrict__ qkv, const float *__restrict__ lse, const float *__restrict__ D,
+                         int T, int C, int NH, float scale_log2, float scale) {
     extern __shared__ __align__(128) unsigned char sdg_am_sm[];
     bf16 *sK = reinterpret_cast<bf16 *>(sdg_am_sm); /* [64][LD] */
     bf16 *sV = sK + SDG_AM_BN * SDG_AM_LD;
@@ -304,6 +328,7 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
     bf16 *sO = sQ + 2 * SDG_AM_BN * SDG_AM_LD;      /* dout, [2][64][LD] */
     float *sL = reinterpret_cast<float *>(sO + 2 * SDG_AM_BN * SDG_AM_LD); /* [2][64] lse * log2e */
     float *sD = sL + 2 * SDG_AM_BN;                                         /* [2][64] */
+    bf16 *sS = reinterpret_cast<bf16 *>(sD + 2 * SDG_AM_BN);                /* dS^T [key][query] */
     const int kt = blockIdx.x;
     const int nT = T / SDG_AM_BN;
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
@@ -378,7 +403,7 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
             for (int e = 0; e < 4; e++) {
                 const int col = 8 * j + 2 * c + (e & 1);
                 const int key = (e & 2) ? key_hi : key_lo;
-                float p = exp2f(st[j][e] * scale_log2 - tL[col]);
+                float p = sdg_am_ex2(fmaf(st[j][e], scale_log2, -tL[col]));
                 if (diag && q0 + col < key) p = 0.f;
                 st[j][e] = p;
                 dpt[j][e] = p * (dpt[j][e] - tD[col]) * scale;
@@ -406,7 +431,22 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
                 sdg_am_mma(dk[2 * jj + 1], sa, r2, r3);
             }
         }
-        __syncthreads(); /* the buffer is refilled by the next iteration's loads */
+        { /* dS^T to the scratch, through shared memory for whole 16-byte stores */
+            bf16 *w = sS + (warp * 16 + g) * SDG_AM_LD + 2 * c;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                *reinterpret_cast<uint32_t *>(w + 8 * j) = sdg_am_pack(dpt[j][0], dpt[j][1]);
+                *reinterpret_cast<uint32_t *>(w + 8 * SDG_AM_LD + 8 * j) = sdg_am_pack(dpt[j][2], dpt[j][3]);
+            }
+            __syncthreads();
+            bf16 *dst = ds + sdg_am_ds_tile(bh, nT, qt, kt);
+            for (int i = threadIdx.x; i < SDG_AM_BN * 8; i += SDG_AM_THREADS) {
+                const int r = i >> 3, col = (i & 7) * 8;
+                *reinterpret_cast<uint4 *>(dst + r * SDG_AM_BN + col) =
+                    *reinterpret_cast<const uint4 *>(sS + r * SDG_AM_LD + col);
+            }
+        }
+        __syncthreads(); /* the buffers are refilled by the next iteration */
     }
     bf16 *dkp = dqkv + ((size_t)b * T) * ld + C + h * SDG_AM_HS + 2 * c;
 #pragma unroll
@@ -420,106 +460,70 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
     }
 }
 
+/* dQ from the stored dS^T: the block of query tile qt (4 warps x 16 queries,
+ * last tiles first) loops over the key tiles kt <= qt, K and dS^T tiles
+ * brought in by cp.async, double buffered: dQ += dS K, A = dS read
+ * transposed from dS^T [key][query], B = K [key][d]. One product per tile
+ * pair, summed in key-tile order: the bits repeat. */
+static const size_t sdg_am_bwd_qds_smem = (size_t)4 * SDG_AM_BN * SDG_AM_LD * sizeof(bf16);
+
 __global__ void __launch_bounds__(SDG_AM_THREADS)
-    sdg_am_bwd_q_kernel(bf16 *__restrict__ dqkv, const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
-                        const float *__restrict__ lse, const float *__restrict__ D, int T, int C, int NH,
-                        float scale_log2, float scale) {
+    sdg_am_bwd_q_ds_kernel(bf16 *__restrict__ dqkv, const bf16 *__restrict__ ds, const bf16 *__restrict__ qkv, int T,
+                           int C, int NH) {
     extern __shared__ __align__(128) unsigned char sdg_am_sm[];
-    bf16 *sQ = reinterpret_cast<bf16 *>(sdg_am_sm); /* [64][LD] */
-    bf16 *sO = sQ + SDG_AM_BN * SDG_AM_LD;          /* dout */
-    bf16 *sK = sO + SDG_AM_BN * SDG_AM_LD;          /* [2][64][LD] */
-    bf16 *sV = sK + 2 * SDG_AM_BN * SDG_AM_LD;      /* [2][64][LD] */
+    bf16 *sK = reinterpret_cast<bf16 *>(sdg_am_sm); /* [2][64][LD] */
+    bf16 *sS = sK + 2 * SDG_AM_BN * SDG_AM_LD;      /* dS^T, [2][64][LD] */
+    const int nT = T / SDG_AM_BN;
     const int qt = gridDim.x - 1 - blockIdx.x;
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     const size_t ld = (size_t)3 * C;
-    const bf16 *base = qkv + (size_t)b * T * ld + h * SDG_AM_HS;
-    const int q0 = qt * SDG_AM_BN;
-
-    sdg_am_load<SDG_AM_BN>(sQ, base + (size_t)q0 * ld, ld);
-    sdg_am_load<SDG_AM_BN>(sO, dout + ((size_t)b * T + q0) * C + h * SDG_AM_HS, (size_t)C);
-    sdg_am_load<SDG_AM_BN>(sK, base + C, ld);
-    sdg_am_load<SDG_AM_BN>(sV, base + 2 * C, ld);
+    const bf16 *kbase = qkv + (size_t)b * T * ld + C + h * SDG_AM_HS;
+    const bf16 *sbase = ds + sdg_am_ds_tile(bh, nT, qt, 0); /* tiles (qt, 0..qt) are consecutive */
+    auto load = [&](int kt, int buf) {
+        sdg_am_load<SDG_AM_BN>(sK + buf * SDG_AM_BN * SDG_AM_LD, kbase + (size_t)kt * SDG_AM_BN * ld, ld);
+        sdg_am_load<SDG_AM_BN>(sS + buf * SDG_AM_BN * SDG_AM_LD, sbase + (size_t)kt * SDG_AM_BN * SDG_AM_BN,
+                               (size_t)SDG_AM_BN);
+    };
+    load(0, 0);
     sdg_am_commit();
-
-    const int q_lo = q0 + warp * 16 + g, q_hi = q_lo + 8; /* the thread's two queries (rows) */
-    const float l_lo = lse[(size_t)bh * T + q_lo] * SDG_AM_LOG2E, l_hi = lse[(size_t)bh * T + q_hi] * SDG_AM_LOG2E;
-    const float d_lo = D[(size_t)bh * T + q_lo], d_hi = D[(size_t)bh * T + q_hi];
-    uint32_t qf[4][4], of[4][4];
     float dq[8][4];
 #pragma unroll
     for (int j = 0; j < 8; j++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dq[j][e] = 0.f;
-
     for (int kt = 0; kt <= qt; kt++) {
         if (kt + 1 <= qt) {
-            const int nb = (kt + 1) & 1;
-            const bf16 *kb = base + (size_t)(kt + 1) * SDG_AM_BN * ld;
-            sdg_am_load<SDG_AM_BN>(sK + nb * SDG_AM_BN * SDG_AM_LD, kb + C, ld);
-            sdg_am_load<SDG_AM_BN>(sV + nb * SDG_AM_BN * SDG_AM_LD, kb + 2 * C, ld);
+            load(kt + 1, (kt + 1) & 1);
             sdg_am_commit();
             sdg_am_wait<1>();
         } else {
             sdg_am_wait<0>();
         }
         __syncthreads();
-        if (kt == 0) {
-            sdg_am_frag_a(qf, sQ, warp * 16, lane);
-            sdg_am_frag_a(of, sO, warp * 16, lane);
-        }
-        const bf16 *tK = sK + (kt & 1) * SDG_AM_BN * SDG_AM_LD, *tV = sV + (kt & 1) * SDG_AM_BN * SDG_AM_LD;
-        const int k0 = kt * SDG_AM_BN;
-        float s[8][4], dp[8][4];
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.f;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            uint32_t bk[8], bv[8];
-            sdg_am_frag_b_nk(bk, tK, 8 * j, lane);
-            sdg_am_frag_b_nk(bv, tV, 8 * j, lane);
-#pragma unroll
-            for (int ks = 0; ks < 4; ks++) {
-                sdg_am_mma(s[j], qf[ks], bk[2 * ks], bk[2 * ks + 1]);
-                sdg_am_mma(dp[j], of[ks], bv[2 * ks], bv[2 * ks + 1]);
-            }
-        }
-        const bool diag = kt == qt;
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int key = k0 + 8 * j + 2 * c + (e & 1);
-                const bool hi = (e & 2) != 0;
-                float p = exp2f(s[j][e] * scale_log2 - (hi ? l_hi : l_lo));
-                if (diag && key > (hi ? q_hi : q_lo)) p = 0.f;
-                s[j][e] = p * (dp[j][e] - (hi ? d_hi : d_lo)) * scale; /* dS */
-            }
-        /* dQ += dS K: k-steps over the 64 keys */
+        const bf16 *tK = sK + (kt & 1) * SDG_AM_BN * SDG_AM_LD, *tS = sS + (kt & 1) * SDG_AM_BN * SDG_AM_LD;
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
-            uint32_t sa[4];
-            sa[0] = sdg_am_pack(s[2 * ks][0], s[2 * ks][1]);
-            sa[1] = sdg_am_pack(s[2 * ks][2], s[2 * ks][3]);
-            sa[2] = sdg_am_pack(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-            sa[3] = sdg_am_pack(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+            uint32_t a[4];
+            sdg_am_ldsm4t(a[0], a[1], a[2], a[3],
+                          tS + (16 * ks + (lane & 7) + ((lane >> 4) << 3)) * SDG_AM_LD + warp * 16 +
+                              ((lane >> 3) & 1) * 8);
 #pragma unroll
             for (int jj = 0; jj < 4; jj++) {
                 uint32_t r0, r1, r2, r3;
                 sdg_am_frag_b_kn(r0, r1, r2, r3, tK, 16 * ks, 16 * jj, lane);
-                sdg_am_mma(dq[2 * jj], sa, r0, r1);
-                sdg_am_mma(dq[2 * jj + 1], sa, r2, r3);
+                sdg_am_mma(dq[2 * jj], a, r0, r1);
+                sdg_am_mma(dq[2 * jj + 1], a, r2, r3);
             }
         }
         __syncthreads(); /* the buffer is refilled by the next iteration's loads */
     }
-    bf16 *dqp = dqkv + ((size_t)b * T) * ld + h * SDG_AM_HS + 2 * c;
+    const int q_lo = qt * SDG_AM_BN + warp * 16 + g;
+    bf16 *dqp = dqkv + ((size_t)b * T + q_lo) * ld + h * SDG_AM_HS + 2 * c;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        *reinterpret_cast<__nv_bfloat162 *>(dqp + (size_t)q_lo * ld + 8 * j) = __floats2bfloat162_rn(dq[j][0], dq[j][1]);
-        *reinterpret_cast<__nv_bfloat162 *>(dqp + (size_t)q_hi * ld + 8 * j) = __floats2bfloat162_rn(dq[j][2], dq[j][3]);
+        *reinterpret_cast<__nv_bfloat162 *>(dqp + 8 * j) = __floats2bfloat162_rn(dq[j][0], dq[j][1]);
+        *reinterpret_cast<__nv_bfloat162 *>(dqp + 8 * ld + 8 * j) = __floats2bfloat162_rn(dq[j][2], dq[j][3]);
     }
 }
 
@@ -560,6 +564,14 @@ extern "C" int sdg_attention_forward_mma(void *out, float *lse, const void *qkv,
     return SDG_OK;
 }
 
+/* D (one float per row), then dS^T of every tile pair on or below the
+ * diagonal (64 x 64 bf16 each) */
+size_t sdg_am_backward_scratch_bytes(int B, int T, int NH) {
+    if (B <= 0 || T <= 0 || NH <= 0) return 0;
+    const size_t nT = (size_t)T / SDG_AM_BN, pairs = nT * (nT + 1) / 2;
+    return (size_t)B * NH * T * sizeof(float) + (size_t)B * NH * pairs * SDG_AM_BN * SDG_AM_BN * sizeof(bf16);
+}
+
 extern "C" int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, const void *out,
                                           const float *lse, int B, int T, int C, int NH, void *scratch, void *stream) {
     int rc = sdg_am_check("sdg_attention_backward_mma", B, T, C, NH);
@@ -567,26 +579,26 @@ extern "C" int sdg_attention_backward_mma(void *dqkv, const void *dout, const vo
     if (!dqkv || !dout || !qkv || !out || !lse || !scratch || !sdg_aligned16(dqkv) || !sdg_aligned16(dout) ||
         !sdg_aligned16(qkv) || !sdg_aligned16(out))
         return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward_mma: NULL or unaligned pointer");
-    static int done_kv = 0, done_q = 0;
-    rc = sdg_am_smem_attr((const void *)sdg_am_bwd_kv_kernel, sdg_am_bwd_smem, &done_kv);
-    if (rc != SDG_OK) return rc;
-    rc = sdg_am_smem_attr((const void *)sdg_am_bwd_q_kernel, sdg_am_bwd_smem, &done_q);
-    if (rc != SDG_OK) return rc;
     cudaStream_t s = (cudaStream_t)stream;
+    const size_t rows = (size_t)B * NH * T;
     float *D = (float *)scratch;
-    const int rows = B * NH * T;
-    sdg_am_pre_kernel<<<(rows + 255) / 256, 256, 0, s>>>(D, (const bf16 *)dout, (const bf16 *)out, B, T, C, NH);
+    sdg_am_pre_kernel<<<(unsigned)((rows + 255) / 256), 256, 0, s>>>(D, (const bf16 *)dout, (const bf16 *)out, B, T,
+                                                                     C, NH);
     SDG_LAUNCHED();
     const float scale = 1.f / sqrtf((float)SDG_AM_HS);
     const float scale_log2 = scale * SDG_AM_LOG2E;
     dim3 grid((unsigned)(T / SDG_AM_BN), (unsigned)(B * NH));
-    sdg_am_bwd_kv_kernel<<<grid, SDG_AM_THREADS, sdg_am_bwd_smem, s>>>((bf16 *)dqkv, (const bf16 *)dout,
-                                                                        (const bf16 *)qkv, lse, D, T, C, NH,
-                                                                        scale_log2, scale);
+    static int done_kv = 0, done_q = 0;
+    rc = sdg_am_smem_attr((const void *)sdg_am_bwd_kv_kernel, sdg_am_bwd_kv_smem, &done_kv);
+    if (rc != SDG_OK) return rc;
+    rc = sdg_am_smem_attr((const void *)sdg_am_bwd_q_ds_kernel, sdg_am_bwd_qds_smem, &done_q);
+    if (rc != SDG_OK) return rc;
+    bf16 *ds = (bf16 *)(D + rows);
+    sdg_am_bwd_kv_kernel<<<grid, SDG_AM_THREADS, sdg_am_bwd_kv_smem, s>>>(
+        (bf16 *)dqkv, ds, (const bf16 *)dout, (const bf16 *)qkv, lse, D, T, C, NH, scale_log2, scale);
     SDG_LAUNCHED();
-    sdg_am_bwd_q_kernel<<<grid, SDG_AM_THREADS, sdg_am_bwd_smem, s>>>((bf16 *)dqkv, (const bf16 *)dout,
-                                                                       (const bf16 *)qkv, lse, D, T, C, NH,
-                                                                       scale_log2, scale);
+    sdg_am_bwd_q_ds_kernel<<<grid, SDG_AM_THREADS, sdg_am_bwd_qds_smem, s>>>((bf16 *)dqkv, ds, (const bf16 *)qkv, T,
+                                                                            C, NH);
     SDG_LAUNCHED();
     return SDG_OK;
 }

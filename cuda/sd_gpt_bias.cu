@@ -1,7 +1,8 @@
 /*
- * sd_gpt_bias.cu: the bias gradient of a Linear layer, dbias (OC) fp32 +=
- * column sums of dout (N,OC) bf16, deterministically (symddp_gpt.h); the
- * fallback of the BGRAD_A GEMM epilogue where cuBLASLt lacks it.
+ * sd_gpt_bias.cu: the bias gradient of a Linear layer, dbias (OC) fp32 =
+ * column sums of dout (N,OC) bf16, deterministically (symddp_gpt.h). The
+ * fused GPT takes it beside plain dW GEMMs: at GPT-2's shapes it costs less
+ * than cuBLASLt's BGRAD_A epilogue adds to them (gptcheck's timings).
  *
  * Block (32 x 8 threads): lane x owns 8 columns (one 16-byte vector), row y
  * of the block sums rows blockIdx.y*8 + y, stepping by gridDim.y*8; the
@@ -53,7 +54,7 @@ __global__ void sdg_bias_bwd_reduce_kernel(float *__restrict__ dbias, const floa
     if (c >= OC) return;
     float s = 0.f;
     for (int g = 0; g < G; g++) s += partial[(size_t)g * OC + c];
-    dbias[c] += s;
+    dbias[c] = s;
 }
 
 extern "C" size_t sdg_bias_backward_scratch_bytes(int N, int OC) {

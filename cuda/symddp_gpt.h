@@ -82,7 +82,8 @@ int sdg_attention_backward(void *dqkv, const void *dout, const void *qkv, const 
  *     memory; hs 32 or 64, T a multiple of 64. The reference and fallback.
  *   mma (sd_gpt_attention_mma.cu): mma.sync m16n8k16 bf16 with the scores and
  *     the online softmax in registers, ldmatrix and cp.async double buffering;
- *     hs 64, T a multiple of 128. */
+ *     hs 64, T a multiple of 128; the backward keeps dS^T in the scratch
+ *     (B*NH*T*(T+64) bytes) for its dQ kernel. */
 int sdg_attention_mma_supported(int T, int C, int NH);
 int sdg_attention_forward_wmma(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
 int sdg_attention_backward_wmma(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
@@ -126,8 +127,9 @@ int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, fl
               int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream);
 
 /* ---- Linear bias gradient (sd_gpt_bias.cu) ----
- * dbias (OC) fp32 is ADDED the column sums of dout (N,OC) bf16 (OC a multiple of 8),
- * deterministically; for GEMMs whose BGRAD_A epilogue cuBLASLt does not plan.
+ * dbias (OC) fp32 = the column sums of dout (N,OC) bf16 (OC a multiple of 8),
+ * WRITTEN, deterministically; beside a dW GEMM without the BGRAD_A epilogue,
+ * which costs more at GPT-2's shapes than this kernel.
  * scratch: sdg_bias_backward_scratch_bytes. */
 size_t sdg_bias_backward_scratch_bytes(int N, int OC);
 int sdg_bias_backward(float *dbias, const void *dout, int N, int OC, void *scratch, void *stream);

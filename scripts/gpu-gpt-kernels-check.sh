@@ -13,7 +13,8 @@
 #    GPT-2 124M shapes -> $OUT/gpt-kernels.txt;
 # 3. runs gptstep: the whole GPT-2 124M training step in one CUDA graph at
 #    B=16 and B=32, the loss over 20 steps, ms/step, tokens/s, MFU, memory,
-#    then once more at B=16 on the wmma attention -> $OUT/gpt-step.txt;
+#    then at B=16 with one choice changed at a time (the bias gradients in
+#    the dW epilogue, untuned GEMMs, the wmma attention) -> $OUT/gpt-step.txt;
 # 4. with --torch only: scripts/torch_gpt_bench.py --quick for GPT-2 124M at
 #    batch 16, eager and torch.compile -> $OUT/torch-gpt.txt (--no-torch, the
 #    default, is still accepted).
@@ -114,11 +115,16 @@ if [ "$dostep" = 1 ] && [ "$stepbuilt" = 1 ]; then
     src=$?
     [ "$src" -ne 0 ] && status=1
     echo "gptstep exit $src, $(($(date +%s) - start)) s" >>"$slog"
-    # the same step on the wmma attention, for comparison (and a fallback figure)
-    timeout 90 "$root/build/gptstep" --batch 16 --attention wmma >>"$slog" 2>&1
-    src=$?
-    [ "$src" -ne 0 ] && status=1
-    echo "gptstep (wmma) exit $src, $(($(date +%s) - start)) s" >>"$slog"
+    # the same step with one choice changed each, for comparison: the bias
+    # gradients in the dW GEMMs' epilogue, the heuristic's GEMM algorithms,
+    # the wmma attention
+    for alt in "--bgrad-epilogue" "--no-tune" "--attention wmma"; do
+        # shellcheck disable=SC2086 # $alt is two words on purpose
+        timeout 90 "$root/build/gptstep" --batch 16 $alt >>"$slog" 2>&1
+        src=$?
+        [ "$src" -ne 0 ] && status=1
+        echo "gptstep ($alt) exit $src, $(($(date +%s) - start)) s" >>"$slog"
+    done
 fi
 
 # ---- 4 PyTorch baseline (--torch) ----

@@ -26,10 +26,12 @@ import (
 //     head GEMM against wte, and the fused classifier, which writes the
 //     loss per position and overwrites the bf16 logits with their gradient;
 //   - backward in reverse: dW GEMMs in fp32 straight into the gradient
-//     arena with the bias gradient in their epilogue (or sdg_bias_backward
-//     where cuBLASLt does not plan it), input-gradient GEMMs (the MLP's with
-//     GELU's derivative in the epilogue), LayerNorm and attention backward,
-//     and the embedding's deterministic scatter-add into dwte and dwpe.
+//     arena, the bias gradients by sdg_bias_backward beside them (cuBLASLt's
+//     BGRAD_A epilogue made the dW GEMMs slower by more than that kernel
+//     takes: 109 against 72 us a block at GPT-2's shapes on the H200),
+//     input-gradient GEMMs (the MLP's with GELU's derivative in the
+//     epilogue), LayerNorm and attention backward, and the embedding's
+//     deterministic scatter-add into dwte and dwpe.
 //
 // Activations are bf16 and kept per layer for backward (about 34·B·T·C
 // bytes a layer plus 2·B·T·V for the logits). Every reduction has a fixed
@@ -69,7 +71,6 @@ type gptLayerAct struct {
 type gptGemms struct {
 	qkv, ap, fc, fp, lm                                                    uintptr
 	lmDW, lmDinp, fpDW, fpDinp, fcDW, fcDinp, apDW, apDinp, qkvDW, qkvDinp uintptr
-	bgradFallback                                                          bool
 }
 
 // fusedGPT is a planned GPT on the engine.
@@ -275,27 +276,14 @@ func (f *fusedGPT) planGemms() error {
 		{&g.fcDinp, N, C, 4 * C, false, false, b16, cudalib.GPTEpiNone, false},
 		{&g.apDinp, N, C, C, false, false, b16, cudalib.GPTEpiNone, false},
 		{&g.qkvDinp, N, C, 3 * C, false, false, b16, cudalib.GPTEpiNone, false},
+		// dW; the bias gradients come from sdg_bias_backward (linearDW)
+		{&g.fpDW, C, 4 * C, N, true, false, f32, cudalib.GPTEpiNone, false},
+		{&g.fcDW, 4 * C, C, N, true, false, f32, cudalib.GPTEpiNone, false},
+		{&g.apDW, C, C, N, true, false, f32, cudalib.GPTEpiNone, false},
+		{&g.qkvDW, 3 * C, C, N, true, false, f32, cudalib.GPTEpiNone, false},
 	} {
 		if *p.dst, err = f.plan(p.m, p.n, p.k, p.ta, p.tb, p.ct, p.epi, p.accumulate); err != nil {
 			return err
-		}
-	}
-	// dW with the bias gradient in the epilogue where cuBLASLt plans it.
-	dws := []struct {
-		dst  *uintptr
-		m, n int
-	}{{&g.fpDW, C, 4 * C}, {&g.fcDW, 4 * C, C}, {&g.apDW, C, C}, {&g.qkvDW, 3 * C, C}}
-	for _, d := range dws {
-		if *d.dst, err = f.plan(d.m, d.n, N, true, false, f32, cudalib.GPTEpiBGradA, false); err != nil {
-			g.bgradFallback = true
-			break
-		}
-	}
-	if g.bgradFallback {
-		for _, d := range dws {
-			if *d.dst, err = f.plan(d.m, d.n, N, true, false, f32, cudalib.GPTEpiNone, false); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -365,13 +353,7 @@ func (f *fusedGPT) tunePlan(plan, c, a, b, bias, aux uintptr) error {
 
 // linearDW writes dW (OC,IC) and db (OC) of a Linear from dout (N,OC) and its input x (N,IC).
 func (f *fusedGPT) linearDW(plan, dw, db, dout, x uintptr, oc int) error {
-	if !f.gm.bgradFallback {
-		return f.gemm(plan, dw, dout, x, db, 0)
-	}
 	if err := f.gemm(plan, dw, dout, x, 0, 0); err != nil {
-		return err
-	}
-	if err := f.e.dev.Zero(db, 4*oc); err != nil {
 		return err
 	}
 	return f.k.BiasBackward(db, dout, f.s.Rows*f.s.Context, oc, f.biasScratch, f.e.info.Stream)
@@ -379,11 +361,7 @@ func (f *fusedGPT) linearDW(plan, dw, db, dout, x uintptr, oc int) error {
 
 // Describe says what runs.
 func (f *fusedGPT) Describe() string {
-	bg := "bias gradients in the dW GEMMs' epilogue"
-	if f.gm.bgradFallback {
-		bg = "bias gradients by sdg_bias_backward"
-	}
-	return fmt.Sprintf("fused GPT in bf16 (fp32 masters, gradients and accumulation): cuBLASLt GEMMs with bias/GELU epilogues, %s, %s, fused classifier", f.attention, bg)
+	return fmt.Sprintf("fused GPT in bf16 (fp32 masters, gradients and accumulation): cuBLASLt GEMMs with bias/GELU epilogues, %s, bias gradients by sdg_bias_backward, fused classifier", f.attention)
 }
 
 // checkLabels checks that the host copies of l (as SetLabels or a

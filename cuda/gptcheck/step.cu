@@ -4,6 +4,7 @@
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda cuda/gptcheck/step.cu cuda/sd_gpt_*.cu -lcublasLt -lcublas
  *   build/gptstep [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma]
+ *                 [--no-tune] [--bgrad-epilogue]
  *
  * Model: 12 layers, 12 heads, C=768, T=1024, vocabulary 50257 padded to 50304,
  * the token embedding tied to the head, GELU (tanh), pre-LayerNorm blocks.
@@ -59,6 +60,11 @@ typedef int (*att_bwd_fn)(void *, const void *, const void *, const void *, cons
 static att_fwd_fn g_att_fwd = sdg_attention_forward;
 static att_bwd_fn g_att_bwd = sdg_attention_backward;
 static const char *g_att_name = "auto";
+/* --no-tune: the heuristic's GEMM algorithms (else each plan's candidates are
+ * timed at its first run, outside the capture, as the product does);
+ * --bgrad-epilogue: the bias gradients in the dW GEMMs' BGRAD_A epilogue */
+static bool g_tune = true, g_bgrad_epilogue = false;
+static std::vector<sdg_gemm *> g_tuned;
 
 /* ---- small kernels of the harness ---- */
 static __device__ __forceinline__ uint64_t splitmix(uint64_t x) {
@@ -133,7 +139,6 @@ struct Gemms {
     sdg_gemm *qkv, *ap, *fc, *fp, *lm;                         /* forward */
     sdg_gemm *lm_dinp, *lm_dw;                                 /* head backward */
     sdg_gemm *fp_dw, *fp_dinp, *fc_dw, *fc_dinp, *ap_dw, *ap_dinp, *qkv_dw, *qkv_dinp;
-    bool bgrad_fallback; /* BGRAD_A not planned: dW without it, bias by sdg_bias_backward */
 };
 
 static sdg_gemm *mkplan(cublasLtHandle_t lt, int m, int n, int k, int ta, int tb, int ctype, int btype, int epi,
@@ -242,20 +247,13 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     g.fc_dinp = mkplan(lt, Nn, C, 4 * C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
     g.ap_dinp = mkplan(lt, Nn, C, C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
     g.qkv_dinp = mkplan(lt, Nn, C, 3 * C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.fp_dw = mkplan(lt, C, 4 * C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_BGRAD_A, 0, false);
-    g.fc_dw = mkplan(lt, 4 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_BGRAD_A, 0, false);
-    g.ap_dw = mkplan(lt, C, C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_BGRAD_A, 0, false);
-    g.qkv_dw = mkplan(lt, 3 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_BGRAD_A, 0, false);
-    g.bgrad_fallback = !g.fp_dw || !g.fc_dw || !g.ap_dw || !g.qkv_dw;
-    if (g.bgrad_fallback) {
-        printf("info BGRAD_A epilogue missing: dW without it, the bias gradients by sdg_bias_backward\n");
-        sdg_gemm *ps[4] = {g.fp_dw, g.fc_dw, g.ap_dw, g.qkv_dw};
-        for (sdg_gemm *p : ps) sdg_gemm_destroy(p);
-        g.fp_dw = mkplan(lt, C, 4 * C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_NONE, 0);
-        g.fc_dw = mkplan(lt, 4 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_NONE, 0);
-        g.ap_dw = mkplan(lt, C, C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_NONE, 0);
-        g.qkv_dw = mkplan(lt, 3 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_NONE, 0);
-    }
+    /* dW without the BGRAD_A epilogue, the bias gradients by sdg_bias_backward
+     * (--bgrad-epilogue: in the dW GEMMs' epilogue, for comparison) */
+    const int epi = g_bgrad_epilogue ? SDG_EPI_BGRAD_A : SDG_EPI_NONE;
+    g.fp_dw = mkplan(lt, C, 4 * C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
+    g.fc_dw = mkplan(lt, 4 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
+    g.ap_dw = mkplan(lt, C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
+    g.qkv_dw = mkplan(lt, 3 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
 }
 
 static void free_model(Model &M) {
@@ -267,6 +265,7 @@ static void free_model(Model &M) {
     sdg_gemm *gs[] = {M.g.qkv, M.g.ap, M.g.fc, M.g.fp, M.g.lm, M.g.lm_dinp, M.g.lm_dw, M.g.fp_dw, M.g.fp_dinp,
                       M.g.fc_dw, M.g.fc_dinp, M.g.ap_dw, M.g.ap_dinp, M.g.qkv_dw, M.g.qkv_dinp};
     for (sdg_gemm *p : gs) sdg_gemm_destroy(p);
+    g_tuned.clear();
 }
 
 /* GPT-2 initialisation (std 0.02, residual projections 0.02/sqrt(2L), LN 1 and 0, biases 0), the batch. */
@@ -317,17 +316,26 @@ static void init_model(Model &M) {
 }
 
 static void gemm(Model &M, sdg_gemm *p, void *c, const void *a, const void *b, void *bias = NULL, void *aux = NULL) {
+    cudaStreamCaptureStatus cs;
+    CK(cudaStreamIsCapturing(M.s, &cs));
+    bool tuned = false;
+    for (sdg_gemm *q : g_tuned) tuned = tuned || q == p;
+    if (g_tune && !tuned && cs == cudaStreamCaptureStatusNone) {
+        /* the residual GEMMs accumulate into C: timed into the (idle) dln buffer */
+        void *tc = (p == M.g.ap || p == M.g.fp) ? (void *)M.dln : c;
+        SG(sdg_gemm_tune(p, M.lt, tc, a, b, bias, aux, M.ws, M.s, 8, 5));
+        g_tuned.push_back(p);
+    }
     SG(sdg_gemm_run(p, M.lt, c, a, b, bias, aux, M.ws, M.s));
 }
 
 /* dW (and db) of a Linear from dout (N,OC) and its input x (N,IC). */
 static void linear_dw(Model &M, sdg_gemm *p, float *dw, float *db, const bf16 *dout, const bf16 *x, int OC) {
-    if (!M.g.bgrad_fallback) {
+    if (g_bgrad_epilogue) {
         gemm(M, p, dw, dout, x, db);
         return;
     }
     gemm(M, p, dw, dout, x);
-    CK(cudaMemsetAsync(db, 0, (size_t)OC * 4, M.s));
     SG(sdg_bias_backward(db, dout, M.N, OC, M.bias_scratch, M.s));
 }
 
@@ -503,8 +511,13 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "--attention auto, mma or wmma\n");
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--no-tune")) {
+            g_tune = false;
+        } else if (!strcmp(argv[i], "--bgrad-epilogue")) {
+            g_bgrad_epilogue = true;
         } else {
-            fprintf(stderr, "usage: %s [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma]\n",
+            fprintf(stderr, "usage: %s [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma] "
+                            "[--no-tune] [--bgrad-epilogue]\n",
                     argv[0]);
             return 2;
         }
@@ -515,8 +528,10 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device %s, %d SMs, sdg ABI %d, attention: %s (auto takes %s)\n", prop.name, prop.multiProcessorCount,
-           sdg_abi_version(), g_att_name, sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma");
+    printf("device %s, %d SMs, sdg ABI %d, attention: %s (auto takes %s), GEMMs %s, bias gradients %s\n", prop.name,
+           prop.multiProcessorCount, sdg_abi_version(), g_att_name,
+           sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma", g_tune ? "tuned at first use" : "heuristic's",
+           g_bgrad_epilogue ? "in the dW epilogue" : "by sdg_bias_backward");
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     cublasLtHandle_t lt;

@@ -158,7 +158,8 @@ func (g *GPT) AttentionBackward(dqkv uintptr, dout uintptr, qkv uintptr, out uin
 //	memory; hs 32 or 64, T a multiple of 64. The reference and fallback.
 //	mma (sd_gpt_attention_mma.cu): mma.sync m16n8k16 bf16 with the scores and
 //	the online softmax in registers, ldmatrix and cp.async double buffering;
-//	hs 64, T a multiple of 128.
+//	hs 64, T a multiple of 128; the backward keeps dS^T in the scratch
+//	(B*NH*T*(T+64) bytes) for its dQ kernel.
 func (g *GPT) AttentionMMASupported(t int, c int, nh int) bool {
 	return C.gw_sdg_attention_mma_supported(g.t, C.int(t), C.int(c), C.int(nh)) != 0
 }
@@ -171,7 +172,8 @@ func (g *GPT) AttentionMMASupported(t int, c int, nh int) bool {
 //	memory; hs 32 or 64, T a multiple of 64. The reference and fallback.
 //	mma (sd_gpt_attention_mma.cu): mma.sync m16n8k16 bf16 with the scores and
 //	the online softmax in registers, ldmatrix and cp.async double buffering;
-//	hs 64, T a multiple of 128.
+//	hs 64, T a multiple of 128; the backward keeps dS^T in the scratch
+//	(B*NH*T*(T+64) bytes) for its dQ kernel.
 func (g *GPT) AttentionForwardWMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
 	x := g.call()
 	defer g.done(x)
@@ -186,7 +188,8 @@ func (g *GPT) AttentionForwardWMMA(out uintptr, lse uintptr, qkv uintptr, b int,
 //	memory; hs 32 or 64, T a multiple of 64. The reference and fallback.
 //	mma (sd_gpt_attention_mma.cu): mma.sync m16n8k16 bf16 with the scores and
 //	the online softmax in registers, ldmatrix and cp.async double buffering;
-//	hs 64, T a multiple of 128.
+//	hs 64, T a multiple of 128; the backward keeps dS^T in the scratch
+//	(B*NH*T*(T+64) bytes) for its dQ kernel.
 func (g *GPT) AttentionBackwardWMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
 	x := g.call()
 	defer g.done(x)
@@ -201,7 +204,8 @@ func (g *GPT) AttentionBackwardWMMA(dqkv uintptr, dout uintptr, qkv uintptr, out
 //	memory; hs 32 or 64, T a multiple of 64. The reference and fallback.
 //	mma (sd_gpt_attention_mma.cu): mma.sync m16n8k16 bf16 with the scores and
 //	the online softmax in registers, ldmatrix and cp.async double buffering;
-//	hs 64, T a multiple of 128.
+//	hs 64, T a multiple of 128; the backward keeps dS^T in the scratch
+//	(B*NH*T*(T+64) bytes) for its dQ kernel.
 func (g *GPT) AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
 	x := g.call()
 	defer g.done(x)
@@ -216,7 +220,8 @@ func (g *GPT) AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, 
 //	memory; hs 32 or 64, T a multiple of 64. The reference and fallback.
 //	mma (sd_gpt_attention_mma.cu): mma.sync m16n8k16 bf16 with the scores and
 //	the online softmax in registers, ldmatrix and cp.async double buffering;
-//	hs 64, T a multiple of 128.
+//	hs 64, T a multiple of 128; the backward keeps dS^T in the scratch
+//	(B*NH*T*(T+64) bytes) for its dQ kernel.
 func (g *GPT) AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
 	x := g.call()
 	defer g.done(x)
@@ -269,8 +274,9 @@ func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr
 // BiasBackwardScratchBytes calls sdg_bias_backward_scratch_bytes (cuda/symddp_gpt.h).
 //
 //	---- Linear bias gradient (sd_gpt_bias.cu) ----
-//	dbias (OC) fp32 is ADDED the column sums of dout (N,OC) bf16 (OC a multiple of 8),
-//	deterministically; for GEMMs whose BGRAD_A epilogue cuBLASLt does not plan.
+//	dbias (OC) fp32 = the column sums of dout (N,OC) bf16 (OC a multiple of 8),
+//	WRITTEN, deterministically; beside a dW GEMM without the BGRAD_A epilogue,
+//	which costs more at GPT-2's shapes than this kernel.
 //	scratch: sdg_bias_backward_scratch_bytes.
 func (g *GPT) BiasBackwardScratchBytes(n int, oc int) int {
 	return int(C.gw_sdg_bias_backward_scratch_bytes(g.t, C.int(n), C.int(oc)))
@@ -279,8 +285,9 @@ func (g *GPT) BiasBackwardScratchBytes(n int, oc int) int {
 // BiasBackward calls sdg_bias_backward (cuda/symddp_gpt.h).
 //
 //	---- Linear bias gradient (sd_gpt_bias.cu) ----
-//	dbias (OC) fp32 is ADDED the column sums of dout (N,OC) bf16 (OC a multiple of 8),
-//	deterministically; for GEMMs whose BGRAD_A epilogue cuBLASLt does not plan.
+//	dbias (OC) fp32 = the column sums of dout (N,OC) bf16 (OC a multiple of 8),
+//	WRITTEN, deterministically; beside a dW GEMM without the BGRAD_A epilogue,
+//	which costs more at GPT-2's shapes than this kernel.
 //	scratch: sdg_bias_backward_scratch_bytes.
 func (g *GPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) error {
 	x := g.call()

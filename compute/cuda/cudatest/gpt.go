@@ -556,12 +556,19 @@ func (g *GPT) attentionFwd(out, lse, qkv uintptr, b, t, c, nh int) {
 	}
 }
 
-// AttentionBackwardScratchBytes: the library's (D, one float per row).
+// AttentionBackwardScratchBytes: the library's: D (one float per row) and,
+// where T lets the mma kernels run, their bf16 dS^T tiles (64 x 64, one per
+// pair of 64-row query and key tiles on or below the diagonal).
 func (g *GPT) AttentionBackwardScratchBytes(b, t, nh int) int {
 	if b <= 0 || t <= 0 || nh <= 0 {
 		return 0
 	}
-	return b * nh * t * 4
+	rows := b * nh * t
+	if mmaSupported(t, nh*64, nh) {
+		nt := t / 64
+		return rows*4 + b*nh*nt*(nt+1)/2*64*64*2
+	}
+	return rows * 4
 }
 
 func (g *GPT) attentionBackward(call string, check func(string, int, int, int, int) error, dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int, scratch uintptr) error {
@@ -811,7 +818,7 @@ func (g *GPT) BiasBackwardScratchBytes(n, oc int) int {
 	return min(max((n+255)/256, 1), 64) * oc * 4
 }
 
-// BiasBackward: dbias += the float64 column sums of dout.
+// BiasBackward: dbias = the float64 column sums of dout.
 func (g *GPT) BiasBackward(dbias, dout uintptr, n, oc int, scratch, stream uintptr) error {
 	const call = "sdg_bias_backward"
 	if n <= 0 || oc <= 0 || oc%8 != 0 {
@@ -832,7 +839,7 @@ func (g *GPT) BiasBackward(dbias, dout uintptr, n, oc int, scratch, stream uintp
 			}
 		}
 		for j, v := range s {
-			DB[j] += float32(v)
+			DB[j] = float32(v)
 		}
 	})
 }
