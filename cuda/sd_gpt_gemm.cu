@@ -266,21 +266,34 @@ extern "C" int sdg_gemm_tuned_ns(const sdg_gemm *p, int best) {
     return !p ? 0 : (int)(1000.f * (best ? p->best_us : p->first_us));
 }
 
-extern "C" int sdg_gemm_run(sdg_gemm *p, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
-                            void *workspace, void *stream) {
-    if (!p || !lt || !c || !a || !b) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run: NULL argument");
+/* d = op(A) op(B) [+ epilogue] [+ c when the plan accumulates]; c = d in place */
+static int sdg_gemm_enqueue(const char *what, sdg_gemm *p, void *lt, void *d, const void *c, const void *a,
+                            const void *b, void *bias, void *aux, void *workspace, void *stream) {
+    if (!p || !lt || !d || !c || !a || !b) return SDG_FAIL(SDG_ERR_ARG, "%s: NULL argument", what);
     const int e = p->d.epilogue;
     if (sdg_epi_has_bias(e)) {
-        if (!bias) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run: epilogue %s without a bias vector", sdg_epi_name(e));
+        if (!bias) return SDG_FAIL(SDG_ERR_ARG, "%s: epilogue %s without a bias vector", what, sdg_epi_name(e));
         SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     }
     if (sdg_epi_has_aux(e)) {
-        if (!aux) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run: epilogue %s without an aux matrix", sdg_epi_name(e));
+        if (!aux) return SDG_FAIL(SDG_ERR_ARG, "%s: epilogue %s without an aux matrix", what, sdg_epi_name(e));
         SDG_LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
     }
-    if (p->workspace > 0 && !workspace) return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run: the algorithm needs a workspace");
+    if (p->workspace > 0 && !workspace) return SDG_FAIL(SDG_ERR_ARG, "%s: the algorithm needs a workspace", what);
     const float alpha = 1.f, beta = p->d.accumulate ? 1.f : 0.f;
-    SDG_LT(cublasLtMatmul((cublasLtHandle_t)lt, p->desc, &alpha, b, p->la, a, p->lb, &beta, c, p->lc, c, p->lc,
+    SDG_LT(cublasLtMatmul((cublasLtHandle_t)lt, p->desc, &alpha, b, p->la, a, p->lb, &beta, c, p->lc, d, p->lc,
                           &p->algo, workspace, p->workspace, (cudaStream_t)stream));
     return SDG_OK;
+}
+
+extern "C" int sdg_gemm_run(sdg_gemm *p, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
+                            void *workspace, void *stream) {
+    return sdg_gemm_enqueue("sdg_gemm_run", p, lt, c, c, a, b, bias, aux, workspace, stream);
+}
+
+extern "C" int sdg_gemm_run_into(sdg_gemm *p, void *lt, void *d, const void *c, const void *a, const void *b,
+                                 void *bias, void *aux, void *workspace, void *stream) {
+    if (p && !p->d.accumulate)
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_gemm_run_into: the plan does not accumulate, so it reads no C");
+    return sdg_gemm_enqueue("sdg_gemm_run_into", p, lt, d, c, a, b, bias, aux, workspace, stream);
 }

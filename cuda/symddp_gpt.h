@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 3
+#define SDG_ABI_VERSION 4
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -180,6 +180,11 @@ void sdg_lt_destroy(sdg_lt *lt);
 int sdg_gemm_create(sdg_gemm **plan, void *lt, const sdg_gemm_desc *d);
 int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
                  void *workspace, void *stream);
+/* For a plan that accumulates: d = op(A) op(B) [+ bias] + c, c read and d
+ * written (of C's shape and type; d may be c), so that a residual add needs
+ * no copy of the residual into the output first. */
+int sdg_gemm_run_into(sdg_gemm *plan, void *lt, void *d, const void *c, const void *a, const void *b, void *bias,
+                      void *aux, void *workspace, void *stream);
 void sdg_gemm_destroy(sdg_gemm *plan);
 /* Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
  * (the heuristic's first ones, and split-K variants of them when the first

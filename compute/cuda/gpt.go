@@ -19,10 +19,11 @@ import (
 //   - the masters cast to a bf16 copy (one kernel over the parameter span);
 //   - embedding, then per layer: LayerNorm, the QKV GEMM with its bias in
 //     the epilogue, flash attention (causal, scores never in memory), the
-//     attention projection GEMM with bias adding onto a copy of the
-//     residual stream (beta = 1), LayerNorm, the MLP's first GEMM with bias
-//     and GELU in the epilogue (the pre-activation kept for backward), its
-//     second GEMM with bias onto the residual; the final LayerNorm, the
+//     attention projection GEMM with bias reading the residual stream as its
+//     C (beta = 1) and writing the next one (sdg_gemm_run_into: no copy of
+//     the residual first), LayerNorm, the MLP's first GEMM with bias and
+//     GELU in the epilogue (the pre-activation kept for backward), its
+//     second GEMM with bias onto the residual likewise; the final LayerNorm, the
 //     head GEMM against wte, and the fused classifier, which writes the
 //     loss per position and overwrites the bf16 logits with their gradient;
 //   - backward in reverse: dW GEMMs in fp32 straight into the gradient
@@ -316,6 +317,17 @@ func (f *fusedGPT) gemm(plan, c, a, b, bias, aux uintptr) error {
 	return f.k.GemmRun(plan, f.lt, c, a, b, bias, aux, f.ws, f.e.info.Stream)
 }
 
+// gemmInto runs an accumulating plan (a residual add) with C read from c and
+// the result written to d, tuned at its first use as gemm does.
+func (f *fusedGPT) gemmInto(plan, d, c, a, b, bias uintptr) error {
+	if f.tune && !f.tuned[plan] && !f.e.capture.active {
+		if err := f.tunePlan(plan, d, a, b, bias, 0); err != nil {
+			return err
+		}
+	}
+	return f.k.GemmRunInto(plan, f.lt, d, c, a, b, bias, 0, f.ws, f.e.info.Stream)
+}
+
 // gptTuneCandidates and gptTuneReps: how many of cuBLASLt's candidates a
 // plan's tuning times (split-K variants come on top for a dW's underfilling
 // choice), and how many runs each.
@@ -409,7 +421,6 @@ func (f *fusedGPT) Forward(tokens, targets compute.Labels, scale float32, stats 
 func (f *fusedGPT) forward(tokens uintptr, cast bool) error {
 	k, s := f.k, f.e.info.Stream
 	B, T, C, NH, N := f.s.Rows, f.s.Context, f.s.Width, f.s.Heads, f.s.Rows*f.s.Context
-	nc2 := 2 * N * C
 	if cast {
 		if err := k.CastBF16(f.wb, f.base, int(f.span/4), s); err != nil {
 			return err
@@ -430,10 +441,7 @@ func (f *fusedGPT) forward(tokens uintptr, cast bool) error {
 		if err := k.AttentionForward(a.att, a.lse, a.qkv, B, T, C, NH, s); err != nil {
 			return err
 		}
-		if err := f.e.dev.Copy(a.res2, x, nc2); err != nil {
-			return err
-		}
-		if err := f.gemm(f.gm.ap, a.res2, a.att, f.w(lp(l, gpAPW)), f.w(lp(l, gpAPB)), 0); err != nil {
+		if err := f.gemmInto(f.gm.ap, a.res2, x, a.att, f.w(lp(l, gpAPW)), f.w(lp(l, gpAPB))); err != nil {
 			return err
 		}
 		if err := k.LayernormForward(a.ln2, a.mean2, a.rstd2, a.res2, f.w(lp(l, gpLN2W)), f.w(lp(l, gpLN2B)), N, C, s); err != nil {
@@ -442,10 +450,7 @@ func (f *fusedGPT) forward(tokens uintptr, cast bool) error {
 		if err := f.gemm(f.gm.fc, a.fgelu, a.ln2, f.w(lp(l, gpFCW)), f.w(lp(l, gpFCB)), a.fpre); err != nil {
 			return err
 		}
-		if err := f.e.dev.Copy(a.res3, a.res2, nc2); err != nil {
-			return err
-		}
-		if err := f.gemm(f.gm.fp, a.res3, a.fgelu, f.w(lp(l, gpFPW)), f.w(lp(l, gpFPB)), 0); err != nil {
+		if err := f.gemmInto(f.gm.fp, a.res3, a.res2, a.fgelu, f.w(lp(l, gpFPW)), f.w(lp(l, gpFPB))); err != nil {
 			return err
 		}
 		x = a.res3

@@ -15,7 +15,7 @@ const (
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
 	ComputeABIVersion = 8
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 3
+	GPTABIVersion = 4
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -183,6 +183,8 @@ type GPTKernels interface {
 	GemmCreate(lt uintptr, d GemmDesc) (uintptr, error)
 	// GemmRun: sdg_gemm_run.
 	GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error
+	// GemmRunInto: sdg_gemm_run_into.
+	GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error
 	// GemmDestroy: sdg_gemm_destroy.
 	GemmDestroy(plan uintptr)
 	// GemmTune: sdg_gemm_tune.

@@ -40,6 +40,7 @@ enum {
 	SDGI_sdg_lt_destroy,
 	SDGI_sdg_gemm_create,
 	SDGI_sdg_gemm_run,
+	SDGI_sdg_gemm_run_into,
 	SDGI_sdg_gemm_destroy,
 	SDGI_sdg_gemm_tune,
 	SDGI_sdg_gemm_tuned_ns,
@@ -75,6 +76,7 @@ static const char *const sdgw_names[SDGI_count] = {
 	"sdg_lt_destroy",
 	"sdg_gemm_create",
 	"sdg_gemm_run",
+	"sdg_gemm_run_into",
 	"sdg_gemm_destroy",
 	"sdg_gemm_tune",
 	"sdg_gemm_tuned_ns",
@@ -138,6 +140,7 @@ static inline int gw_sdg_lt_create(SDGW) { SDGR(SDGF(sdg_lt_create, t)(&x->out_s
 static inline void gw_sdg_lt_destroy(const sdgw_table *t, uintptr_t lt) { SDGF(sdg_lt_destroy, t)((sdg_lt *)lt); }
 static inline int gw_sdg_gemm_create(SDGW, uintptr_t lt) { SDGR(SDGF(sdg_gemm_create, t)(&x->out_sdg_gemm[0], (void *)lt, &x->in_sdg_gemm_desc)); }
 static inline int gw_sdg_gemm_run(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream) { SDGR(SDGF(sdg_gemm_run, t)((sdg_gemm *)plan, (void *)lt, (void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream)); }
+static inline int gw_sdg_gemm_run_into(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t d, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream) { SDGR(SDGF(sdg_gemm_run_into, t)((sdg_gemm *)plan, (void *)lt, (void *)d, (const void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream)); }
 static inline void gw_sdg_gemm_destroy(const sdgw_table *t, uintptr_t plan) { SDGF(sdg_gemm_destroy, t)((sdg_gemm *)plan); }
 static inline int gw_sdg_gemm_tune(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream, int candidates, int reps) { SDGR(SDGF(sdg_gemm_tune, t)((sdg_gemm *)plan, (void *)lt, (void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream, candidates, reps)); }
 static inline int gw_sdg_gemm_tuned_ns(const sdgw_table *t, uintptr_t plan, int best) { return SDGF(sdg_gemm_tuned_ns, t)((const sdg_gemm *)plan, best); }

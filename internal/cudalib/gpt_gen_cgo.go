@@ -326,7 +326,22 @@ func (g *GPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr,
 	return g.check("sdg_gemm_run", x, C.gw_sdg_gemm_run(g.t, x, C.uintptr_t(plan), C.uintptr_t(lt), C.uintptr_t(c), C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(bias), C.uintptr_t(aux), C.uintptr_t(workspace), C.uintptr_t(stream)))
 }
 
+// GemmRunInto calls sdg_gemm_run_into (cuda/symddp_gpt.h).
+//
+//	For a plan that accumulates: d = op(A) op(B) [+ bias] + c, c read and d
+//	written (of C's shape and type; d may be c), so that a residual add needs
+//	no copy of the residual into the output first.
+func (g *GPT) GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
+	x := g.call()
+	defer g.done(x)
+	return g.check("sdg_gemm_run_into", x, C.gw_sdg_gemm_run_into(g.t, x, C.uintptr_t(plan), C.uintptr_t(lt), C.uintptr_t(d), C.uintptr_t(c), C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(bias), C.uintptr_t(aux), C.uintptr_t(workspace), C.uintptr_t(stream)))
+}
+
 // GemmDestroy calls sdg_gemm_destroy (cuda/symddp_gpt.h).
+//
+//	For a plan that accumulates: d = op(A) op(B) [+ bias] + c, c read and d
+//	written (of C's shape and type; d may be c), so that a residual add needs
+//	no copy of the residual into the output first.
 func (g *GPT) GemmDestroy(plan uintptr) {
 	C.gw_sdg_gemm_destroy(g.t, C.uintptr_t(plan))
 }

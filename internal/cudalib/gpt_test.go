@@ -166,6 +166,12 @@ func TestGPTRoundTrip(t *testing.T) {
 		"epilogue=3 accumulate=1 workspace_bytes=1048576 lt=0xabc c=0xc0 a=0xa0 b=0xb0 bias=0xb1 aux=0xa1 workspace=0xf0"; got != want {
 		t.Fatalf("log %q\nwant %q", got, want)
 	}
+	if err := g.GemmRunInto(plan, 0xabc, 0xd0, 0xc0, 0xa0, 0xb0, 0xb1, 0xa1, 0xf0, stream); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := log(), "sdg_gemm_run_into d=0xd0 c=0xc0"; !strings.HasPrefix(got, want) {
+		t.Fatalf("log %q\nwant it to start %q", got, want)
+	}
 	if err := g.GemmRun(plan, 0xdef, 0xc0, 0xa0, 0xb0, 0, 0, 0xf0, stream); err == nil ||
 		err.Error() != "sdg_gemm_run: fake: plan made with cuBLASLt handle 0xabc, run with 0xdef" {
 		t.Fatalf("GemmRun with another handle = %v", err)

@@ -745,6 +745,12 @@ func (g *GPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr,
 	return
 }
 
+// GemmRunInto fails: the library needs cgo.
+func (g *GPT) GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
 // GemmDestroy is the zero value without cgo.
 func (g *GPT) GemmDestroy(plan uintptr) {
 	return

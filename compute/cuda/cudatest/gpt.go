@@ -934,6 +934,39 @@ func (g *GPT) GemmTunedNs(plan uintptr, best int) int { return 0 }
 // wants (GPTErrBLAS otherwise); the workspace is not used.
 func (g *GPT) GemmRun(plan, lt, c, a, b, bias, aux, workspace, stream uintptr) error {
 	const call = "sdg_gemm_run"
+	p, err := g.gemmPlan(call, plan, lt, c, c, a, b, bias, aux)
+	if err != nil {
+		return err
+	}
+	return g.launch(call, func() { g.gemm(p.d, c, a, b, bias, aux) })
+}
+
+// GemmRunInto: GemmRun of an accumulating plan with C read from c and the
+// result written to d (c copied to d first, then accumulated into).
+func (g *GPT) GemmRunInto(plan, lt, d, c, a, b, bias, aux, workspace, stream uintptr) error {
+	const call = "sdg_gemm_run_into"
+	p, err := g.gemmPlan(call, plan, lt, d, c, a, b, bias, aux)
+	if err != nil {
+		return err
+	}
+	if !p.d.Accumulate {
+		return argErr(call, "the plan does not accumulate, so it reads no C")
+	}
+	return g.launch(call, func() {
+		elem := 2
+		if p.d.CType == cudalib.GPTF32 {
+			elem = 4
+		}
+		for z := range p.d.Batch {
+			off, n := uintptr(z*int(p.d.StrideC)*elem), p.d.M*p.d.N*elem
+			copy(g.d.bytesAt(d+off, n), g.d.bytesAt(c+off, n))
+		}
+		g.gemm(p.d, d, a, b, bias, aux)
+	})
+}
+
+// gemmPlan checks the arguments of a plan's run (d is written, c read).
+func (g *GPT) gemmPlan(call string, plan, lt, d, c, a, b, bias, aux uintptr) (gemmPlan, error) {
 	g.mu.Lock()
 	p, ok := g.plans[plan]
 	live := g.lts[lt]
@@ -941,21 +974,21 @@ func (g *GPT) GemmRun(plan, lt, c, a, b, bias, aux, workspace, stream uintptr) e
 	e := p.d.Epilogue
 	switch {
 	case !ok:
-		return argErr(call, "no plan %#x", plan)
-	case lt == 0 || c == 0 || a == 0 || b == 0:
-		return argErr(call, "NULL argument")
+		return p, argErr(call, "no plan %#x", plan)
+	case lt == 0 || d == 0 || c == 0 || a == 0 || b == 0:
+		return p, argErr(call, "NULL argument")
 	case lt != p.lt:
-		return argErr(call, "plan made on lt %#x, run on lt %#x", p.lt, lt)
+		return p, argErr(call, "plan made on lt %#x, run on lt %#x", p.lt, lt)
 	case !live:
-		return argErr(call, "lt %#x destroyed", lt)
+		return p, argErr(call, "lt %#x destroyed", lt)
 	case epiHasBias(e) && bias == 0:
-		return argErr(call, "epilogue %d without a bias vector", e)
+		return p, argErr(call, "epilogue %d without a bias vector", e)
 	case epiHasAux(e) && aux == 0:
-		return argErr(call, "epilogue %d without an aux matrix", e)
-	case a%16 != 0 || b%16 != 0 || c%16 != 0:
-		return blasErr(call, "cublasLtMatmul: operands less than 16-byte aligned (a %#x b %#x c %#x)", a, b, c)
+		return p, argErr(call, "epilogue %d without an aux matrix", e)
+	case a%16 != 0 || b%16 != 0 || c%16 != 0 || d%16 != 0:
+		return p, blasErr(call, "cublasLtMatmul: operands less than 16-byte aligned (a %#x b %#x c %#x d %#x)", a, b, c, d)
 	}
-	return g.launch(call, func() { g.gemm(p.d, c, a, b, bias, aux) })
+	return p, nil
 }
 
 // gemm: row-major C (m,n) = op(A) op(B) with products summed in float64

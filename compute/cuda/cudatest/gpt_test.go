@@ -863,6 +863,34 @@ func gemmName(epi cudalib.GPTEpilogue, ta, tb bool, ct, bt cudalib.GPTDType, acc
 	return s
 }
 
+// TestGPTGemmRunInto: an accumulating plan run into another output reads C
+// and leaves it; a plan that does not accumulate is refused.
+func TestGPTGemmRunInto(t *testing.T) {
+	g := newGPU(t)
+	lt, err := g.k.LtCreate()
+	g.ok(err)
+	const m, n, k = 4, 8, 3
+	a, w, c0, bias := g.randBF(m*k, 1, 0), g.randBF(n*k, 1, 0), g.randBF(m*n, 1, 0), g.randBF(n, 0.5, 0)
+	pa, pw, pc, pbias, pd, ws := g.bf(a), g.bf(w), g.bf(c0), g.bf(bias), g.alloc(2*m*n), g.alloc(1024)
+	desc := cudalib.GemmDesc{M: m, N: n, K: k, TransB: true, Batch: 1, CType: cudalib.GPTBF16,
+		BiasType: cudalib.GPTBF16, Epilogue: cudalib.GPTEpiBias, Accumulate: true, WorkspaceBytes: 1024}
+	plan, err := g.k.GemmCreate(lt, desc)
+	g.ok(err)
+	g.ok(g.k.GemmRunInto(plan, lt, pd, pc, pa, pw, pbias, 0, ws, 1))
+	ref := gemmRef(a, w, m, n, k, false, true)
+	for i := range ref {
+		ref[i] += bias[i%n] + c0[i]
+	}
+	near(t, "d = A W^T + bias + c", g.readBF(pd, m*n), ref, bf16Tol, 1e-8)
+	near(t, "c kept", g.readBF(pc, m*n), c0, 0, 0)
+	desc.Accumulate = false
+	plain, err := g.k.GemmCreate(lt, desc)
+	g.ok(err)
+	wantArg(t, "does not accumulate", g.k.GemmRunInto(plain, lt, pd, pc, pa, pw, pbias, 0, ws, 1))
+	g.k.GemmDestroy(plan)
+	g.k.GemmDestroy(plain)
+}
+
 func TestGPTGemmBatched(t *testing.T) {
 	g := newGPU(t)
 	lt, err := g.k.LtCreate()

@@ -293,6 +293,14 @@ int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b
     return SDG_OK;
 }
 
+int sdg_gemm_run_into(sdg_gemm *plan, void *lt, void *d, const void *c, const void *a, const void *b, void *bias,
+                      void *aux, void *workspace, void *stream) {
+    if (!plan) return gfail(SDG_ERR_ARG, "NULL plan");
+    if (!plan->d.accumulate) return gfail(SDG_ERR_ARG, "the plan does not accumulate, so it reads no C");
+    glog(stream, "sdg_gemm_run_into d=0x%lx c=0x%lx", P(d), P(c));
+    return sdg_gemm_run(plan, lt, d, a, b, bias, aux, workspace, stream);
+}
+
 void sdg_gemm_destroy(sdg_gemm *plan) { free(plan); }
 
 int sdg_gemm_tune(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
