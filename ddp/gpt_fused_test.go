@@ -95,6 +95,41 @@ func compareFused(t *testing.T, cpu, gpu []float64, tol float64) {
 	t.Logf("loss cpu %.4f -> %.4f, fused %.4f -> %.4f, largest difference %.4f over %d steps", cpu[0], cpu[n], gpu[0], gpu[n], worst, len(cpu))
 }
 
+// compareFusedCurve is compareFused for a long run: the mean losses of
+// every 10 consecutive steps stay within 0.05 of each other, and each
+// step's within spike. Late in a long run the per-step loss (8 sequences)
+// jumps by up to about 0.1 at single steps with rounding alone: two GPU
+// runs of the same code that differed only in cuBLASLt's algorithms (timed
+// picks) were 0.092 apart at one step of 300 (2026-12-02).
+func compareFusedCurve(t *testing.T, cpu, gpu []float64, spike float64) {
+	t.Helper()
+	require.Equal(t, len(cpu), len(gpu))
+	const window, tol = 10, 0.05
+	worst, worstMean := 0.0, 0.0
+	for i := range cpu {
+		d := math.Abs(cpu[i] - gpu[i])
+		worst = math.Max(worst, d)
+		if d > spike {
+			t.Errorf("step %d: loss %.5f on the CPU (fp32), %.5f fused (bf16): differ by more than %g", i+1, cpu[i], gpu[i], spike)
+		}
+	}
+	for i := 0; i+window <= len(cpu); i++ {
+		c, g := 0.0, 0.0
+		for j := i; j < i+window; j++ {
+			c, g = c+cpu[j], g+gpu[j]
+		}
+		d := math.Abs(c-g) / window
+		worstMean = math.Max(worstMean, d)
+		if d > tol {
+			t.Errorf("steps %d-%d: mean loss %.5f on the CPU (fp32), %.5f fused (bf16): differ by more than %g", i+1, i+window, c/window, g/window, tol)
+		}
+	}
+	n := len(cpu) - 1
+	require.Less(t, gpu[n], 0.8*gpu[0], "the fused run learns")
+	t.Logf("loss cpu %.4f -> %.4f, fused %.4f -> %.4f, largest difference %.4f at a step, %.4f of %d-step means, over %d steps",
+		cpu[0], cpu[n], gpu[0], gpu[n], worst, worstMean, window, len(cpu))
+}
+
 // TestFusedGPTMatchesCPU: models.GPT on the (emulated) CUDA engine runs
 // fused in bf16 and trains like the fp32 CPU path, with and without CUDA
 // graphs (which give the same bits).
@@ -123,15 +158,20 @@ func TestFusedGPTAccumulates(t *testing.T) {
 
 // TestFusedGPTMatchesCPUGPU is TestFusedGPTMatchesCPU on the real GPU
 // (nvshmem comm of one PE), 300 steps: the bf16 loss curve stays within
-// 0.1 of the fp32 one at every step.
+// 0.05 of the fp32 one in 10-step means and within 0.2 at every step, and
+// graphs give the eager steps' bits.
 func TestFusedGPTMatchesCPUGPU(t *testing.T) {
+	// Both runs keep cuBLASLt's heuristic choices: plans timed at first use
+	// can pick other algorithms in the two runs (timing noise), and then
+	// their first steps already differ in the last bits.
+	t.Setenv("SYMDDP_CUDA_TUNE", "0")
 	gpu := gpuBackends(t, 256<<20)
 	const steps = 300
 	cl, _, _ := fusedGPTRun(t, cpuBackend(t), steps)
 	gl, gres, m := fusedGPTRun(t, gpu(true), steps)
 	t.Log(m.Fused().Describe())
 	el, _, _ := fusedGPTRun(t, gpu(false), steps)
-	compareFused(t, cl, gl, 0.1)
+	compareFusedCurve(t, cl, gl, 0.2)
 	require.Len(t, gl, steps)
 	require.Equal(t, gl, el, "graphs and eager steps give the same losses")
 	require.True(t, gres.Replicas.Identical)
