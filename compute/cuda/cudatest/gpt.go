@@ -9,6 +9,7 @@ import (
 	"github.com/symddp/symddp/compute/internal/kernels"
 	"github.com/symddp/symddp/compute/internal/tfmloops"
 	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/vec"
 )
 
 // GPT is the GPT-2 kernels of cuda/symddp_gpt.h (cudalib.GPTKernels)
@@ -766,7 +767,8 @@ func (g *GPT) AdamW(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int
 }
 
 // adamw: the kernel's float32 operations in its order, the hyperparameters
-// read from device memory now:
+// read from device memory now: the CPU engine's Adam loop (internal/vec,
+// AdamW's decoupled decay per chunk) over the gradients times grad_scale:
 //
 //	g = grad * grad_scale; p *= 1 - lr*wd (where the chunk decays)
 //	m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2
@@ -779,30 +781,31 @@ func (g *GPT) adamw(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int
 	step := float32(d.i32At(hyper+24, 1)[0])
 	bc1 := 1 - float32(math.Pow(float64(b1), float64(step)))
 	bc2 := 1 - float32(math.Pow(float64(b2), float64(step)))
-	stepSize := lr / bc1
-	bc2Sqrt := float32(math.Sqrt(float64(bc2)))
-	shrink := 1 - lr*wd
+	a := vec.AdamArgs{Beta1: b1, Beta2: b2, C1: 1 - b1, C2: 1 - b2, Eps: eps, StepSize: lr / bc1,
+		BC2Sqrt: float32(math.Sqrt(float64(bc2)))}
 	P, G, M, V := d.f32At(params, n), d.f32At(grads, n), d.f32At(m, n), d.f32At(v, n)
-	var PB []uint16
-	if paramsBF16 != 0 {
-		PB = d.bf16At(paramsBF16, n)
-	}
 	var dec []byte
 	if decay != 0 {
 		dec = d.bytesAt(decay, (n+chunk-1)/chunk)
+	} else {
+		chunk = n // one chunk, decaying
 	}
-	for i := 0; i < n; i++ {
-		gi := G[i] * gs
-		pi := P[i]
-		if dec == nil || dec[i/chunk] != 0 {
-			pi *= shrink
+	scaled := make([]float32, chunk)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		for i := lo; i < hi; i++ {
+			scaled[i-lo] = G[i] * gs
 		}
-		mi := float32(b1*M[i]) + float32((1-b1)*gi)
-		vi := float32(b2*V[i]) + float32(float32((1-b2)*gi)*gi)
-		pi -= float32(stepSize*mi) / (float32(math.Sqrt(float64(vi)))/bc2Sqrt + eps)
-		M[i], V[i], P[i] = mi, vi, pi
-		if PB != nil {
-			PB[i] = bf16FromF32(pi)
+		a.Decay = 1
+		if dec == nil || dec[lo/chunk] != 0 {
+			a.Decay = 1 - lr*wd
+		}
+		vec.Adam(P[lo:hi], scaled[:hi-lo], M[lo:hi], V[lo:hi], &a)
+	}
+	if paramsBF16 != 0 {
+		PB := d.bf16At(paramsBF16, n)
+		for i, p := range P {
+			PB[i] = bf16FromF32(p)
 		}
 	}
 }
