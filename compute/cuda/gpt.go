@@ -309,10 +309,8 @@ func lp(l, j int) int { return 2 + gptParamsPerLayer*l + j }
 // Every PE tunes on its own: that changes the rounding of its local
 // gradients, not the replicas (see sdc_lt_tune in cuda/sd_compute_lt.cu).
 func (f *fusedGPT) gemm(plan, c, a, b, bias, aux uintptr) error {
-	if f.tune && !f.tuned[plan] && !f.e.capture.active {
-		if err := f.tunePlan(plan, c, a, b, bias, aux); err != nil {
-			return err
-		}
+	if err := f.tuneFirst(plan, c, a, b, bias, aux); err != nil {
+		return err
 	}
 	return f.k.GemmRun(plan, f.lt, c, a, b, bias, aux, f.ws, f.e.info.Stream)
 }
@@ -320,12 +318,18 @@ func (f *fusedGPT) gemm(plan, c, a, b, bias, aux uintptr) error {
 // gemmInto runs an accumulating plan (a residual add) with C read from c and
 // the result written to d, tuned at its first use as gemm does.
 func (f *fusedGPT) gemmInto(plan, d, c, a, b, bias uintptr) error {
-	if f.tune && !f.tuned[plan] && !f.e.capture.active {
-		if err := f.tunePlan(plan, d, a, b, bias, 0); err != nil {
-			return err
-		}
+	if err := f.tuneFirst(plan, d, a, b, bias, 0); err != nil {
+		return err
 	}
 	return f.k.GemmRunInto(plan, f.lt, d, c, a, b, bias, 0, f.ws, f.e.info.Stream)
+}
+
+// tuneFirst tunes plan at its first run outside a capture (see gemm).
+func (f *fusedGPT) tuneFirst(plan, c, a, b, bias, aux uintptr) error {
+	if !f.tune || f.tuned[plan] || f.e.capture.active {
+		return nil
+	}
+	return f.tunePlan(plan, c, a, b, bias, aux)
 }
 
 // gptTuneCandidates and gptTuneReps: how many of cuBLASLt's candidates a

@@ -941,11 +941,11 @@ func (g *GPT) GemmRun(plan, lt, c, a, b, bias, aux, workspace, stream uintptr) e
 	if err != nil {
 		return err
 	}
-	return g.launch(call, func() { g.gemm(p.d, c, a, b, bias, aux) })
+	return g.launch(call, func() { g.gemm(p.d, c, c, a, b, bias, aux) })
 }
 
 // GemmRunInto: GemmRun of an accumulating plan with C read from c and the
-// result written to d (c copied to d first, then accumulated into).
+// result written to d.
 func (g *GPT) GemmRunInto(plan, lt, d, c, a, b, bias, aux, workspace, stream uintptr) error {
 	const call = "sdg_gemm_run_into"
 	p, err := g.gemmPlan(call, plan, lt, d, c, a, b, bias, aux)
@@ -955,17 +955,7 @@ func (g *GPT) GemmRunInto(plan, lt, d, c, a, b, bias, aux, workspace, stream uin
 	if !p.d.Accumulate {
 		return argErr(call, "the plan does not accumulate, so it reads no C")
 	}
-	return g.launch(call, func() {
-		elem := 2
-		if p.d.CType == cudalib.GPTF32 {
-			elem = 4
-		}
-		for z := range p.d.Batch {
-			off, n := uintptr(z*int(p.d.StrideC)*elem), p.d.M*p.d.N*elem
-			copy(g.d.bytesAt(d+off, n), g.d.bytesAt(c+off, n))
-		}
-		g.gemm(p.d, d, a, b, bias, aux)
-	})
+	return g.launch(call, func() { g.gemm(p.d, d, c, a, b, bias, aux) })
 }
 
 // gemmPlan checks the arguments of a plan's run (d is written, c read).
@@ -994,13 +984,13 @@ func (g *GPT) gemmPlan(call string, plan, lt, d, c, a, b, bias, aux uintptr) (ge
 	return p, nil
 }
 
-// gemm: row-major C (m,n) = op(A) op(B) with products summed in float64
-// (+ C when accumulating), the epilogue applied to that float64 value, C and
-// aux rounded once where stored; bias gradients are float64 sums of the
+// gemm: row-major D (m,n) = op(A) op(B) with products summed in float64
+// (+ C, read at c, when accumulating; d is c but for sdg_gemm_run_into), the
+// epilogue applied to that float64 value, D and aux rounded once where stored; bias gradients are float64 sums of the
 // values before C's rounding (DGELU_BGRAD) or of op(A)'s elements (BGRAD_A),
 // rounded to bias_type where written.
-func (g *GPT) gemm(p cudalib.GemmDesc, c, a, b, bias, aux uintptr) {
-	d := g.d
+func (g *GPT) gemm(p cudalib.GemmDesc, d, c, a, b, bias, aux uintptr) {
+	dev := g.d
 	m, n, k := p.M, p.N, p.K
 	opA, opBT, acc := make([]float64, m*k), make([]float64, n*k), make([]float64, m*n)
 	cSize := 2
@@ -1008,9 +998,10 @@ func (g *GPT) gemm(p cudalib.GemmDesc, c, a, b, bias, aux uintptr) {
 		cSize = 4
 	}
 	for z := 0; z < p.Batch; z++ {
-		A := d.bf16At(a+uintptr(2*z*p.StrideA), m*k)
-		B := d.bf16At(b+uintptr(2*z*p.StrideB), k*n)
-		cz := c + uintptr(cSize*z*p.StrideC)
+		A := dev.bf16At(a+uintptr(2*z*p.StrideA), m*k)
+		B := dev.bf16At(b+uintptr(2*z*p.StrideB), k*n)
+		off := uintptr(cSize * z * p.StrideC)
+		cz, dz := c+off, d+off
 		for i := 0; i < m; i++ {
 			for l := 0; l < k; l++ {
 				if p.TransA {
@@ -1047,7 +1038,7 @@ func (g *GPT) gemm(p cudalib.GemmDesc, c, a, b, bias, aux uintptr) {
 			}
 		}
 		g.epilogue(p, acc, opA, bias, aux)
-		g.storeC(p.CType, cz, acc)
+		g.storeC(p.CType, dz, acc)
 	}
 }
 
