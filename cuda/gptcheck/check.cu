@@ -993,6 +993,8 @@ static void timings() {
         CK(cudaMemset(db.p, 0, db.bytes));
         double us = time_us([&] { SG(sdg_bias_backward(db.f(), d.p, N, 4 * C, scratch.p, g_stream)); }, 50);
         report_bw("bias_bwd (16384 x 3072)", us, 2.0 * N * 4 * C);
+        us = time_us([&] { SG(sdg_bias_backward(db.f(), d.p, N, C, scratch.p, g_stream)); }, 50);
+        report_bw("bias_bwd (16384 x 768)", us, 2.0 * N * C);
     }
     {
         Dev x((size_t)N * 4 * C * 2), w((size_t)Vp * C * 2), y((size_t)N * Vp * 2), bias(4 * C * 2), aux((size_t)N * 4 * C * 2),
@@ -1006,6 +1008,8 @@ static void timings() {
         time_gemm("gemm fcproj fwd 16384x768x3072 bias", N, C, 4 * C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
         time_gemm("gemm lm_head fwd 16384x50304x768", N, Vp, C, 0, 1, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
         time_gemm("gemm fcproj dinp 16384x3072x768 dgelu", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_DGELU, 0, x.p, w.p, y.p, NULL, aux.p);
+        /* the MLP's bias gradient (bf16) in the same GEMM's epilogue, against dgelu + bias_bwd (16384 x 3072) */
+        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu+bgrad", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_DGELU_BGRAD, 0, x.p, w.p, y.p, bias.p, aux.p);
         time_gemm("gemm qkv dinp 16384x768x2304", N, C, 3 * C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
         time_gemm("gemm qkv dW 2304x768x16384 bgrad", 3 * C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
         time_gemm("gemm fc dW 3072x768x16384 bgrad", 4 * C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
@@ -1062,6 +1066,7 @@ int main(int argc, char **argv) {
         check_gemm("tiny 512x384x128", 512, 384, 128);
         check_gemm_batched("tiny", 4, 128, 64, 64);
         check_bias("tiny 512x384", 512, 384);
+        check_bias("ragged 1000x40", 1000, 40); /* a last chunk of 40 rows, 40 columns of a 256-column block */
         if (big) {
             printf("---- checks: GPT-2 124M sizes ----\n");
             check_layernorm("gpt2 N=16384 C=768", 16384, 768);
@@ -1072,6 +1077,7 @@ int main(int argc, char **argv) {
             check_gemm("gpt2 256x2304x768", 256, 2304, 768);
             check_gemm("gpt2 256x768x3072", 256, 768, 3072);
             check_bias("gpt2 16384x2304", 16384, 2304);
+            check_bias("long 40000x768", 40000, 768); /* 512 chunks of 80 rows, the last 12 empty */
         }
     }
     if (do_time) timings();

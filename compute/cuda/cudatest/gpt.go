@@ -812,13 +812,13 @@ func (g *GPT) adamw(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int
 
 // ---- Linear bias gradient ----
 
-// BiasBackwardScratchBytes: the library's (partials of OC floats, at most
-// 64); the emulation uses none.
+// BiasBackwardScratchBytes: the library's (partials of OC floats, one per
+// chunk of 64 rows, at most 512); the emulation uses none.
 func (g *GPT) BiasBackwardScratchBytes(n, oc int) int {
 	if n <= 0 || oc <= 0 {
 		return 0
 	}
-	return min(max((n+255)/256, 1), 64) * oc * 4
+	return min(max((n+63)/64, 1), 512) * oc * 4
 }
 
 // BiasBackward: dbias = the float64 column sums of dout.
