@@ -4,7 +4,7 @@
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda cuda/gptcheck/step.cu cuda/sd_gpt_*.cu -lcublasLt -lcublas
  *   build/gptstep [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma]
- *                 [--no-tune] [--bgrad-epilogue]
+ *                 [--no-tune] [--bgrad-epilogue] [--breakdown]
  *
  * Model: 12 layers, 12 heads, C=768, T=1024, vocabulary 50257 padded to 50304,
  * the token embedding tied to the head, GELU (tanh), pre-LayerNorm blocks.
@@ -31,6 +31,9 @@
  * MFU = tokens/s * (6 N + 6 L C T) / 989e12 with N the parameters counted once
  * (124,475,904 with the padded vocabulary), and device memory from
  * cudaMemGetInfo before allocating and after the first replay.
+ * --breakdown: after the timing, two more steps run eagerly with a CUDA event
+ * after every operation; the second one's times are summed per operation
+ * (12 layers together) and printed, largest first, beside their sum.
  */
 #include <math.h>
 #include <stdint.h>
@@ -38,6 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <cublasLt.h>
@@ -65,6 +71,21 @@ static const char *g_att_name = "auto";
  * --bgrad-epilogue: the bias gradients in the dW GEMMs' BGRAD_A epilogue */
 static bool g_tune = true, g_bgrad_epilogue = false;
 static std::vector<sdg_gemm *> g_tuned;
+
+/* --breakdown: an event after each operation of an eager step, with its name */
+static bool g_breakdown = false, g_marking = false;
+struct Mark {
+    const char *name;
+    cudaEvent_t ev;
+};
+static std::vector<Mark> g_marks;
+static void mark(cudaStream_t s, const char *name) {
+    if (!g_marking) return;
+    cudaEvent_t e;
+    CK(cudaEventCreate(&e));
+    CK(cudaEventRecord(e, s));
+    g_marks.push_back({name, e});
+}
 
 /* ---- small kernels of the harness ---- */
 static __device__ __forceinline__ uint64_t splitmix(uint64_t x) {
@@ -341,13 +362,17 @@ static void gemm_into(Model &M, sdg_gemm *p, void *d, const void *c, const void 
 }
 
 /* dW (and db) of a Linear from dout (N,OC) and its input x (N,IC). */
-static void linear_dw(Model &M, sdg_gemm *p, float *dw, float *db, const bf16 *dout, const bf16 *x, int OC) {
+static void linear_dw(Model &M, sdg_gemm *p, float *dw, float *db, const bf16 *dout, const bf16 *x, int OC,
+                      const char *dwname, const char *dbname) {
     if (g_bgrad_epilogue) {
         gemm(M, p, dw, dout, x, db);
+        mark(M.s, dwname);
         return;
     }
     gemm(M, p, dw, dout, x);
+    mark(M.s, dwname);
     SG(sdg_bias_backward(db, dout, M.N, OC, M.bias_scratch, M.s));
+    mark(M.s, dbname);
 }
 
 /* The whole step, enqueued on M.s (captured once, replayed). */
@@ -358,14 +383,17 @@ static void step(Model &M) {
     const size_t NC = (size_t)N * C;
     step_inc_kernel<<<1, 1, 0, s>>>(M.hyper);
     CK(cudaGetLastError());
+    mark(s, "start");
     /* the gradients that kernels add to: wpe, ln1 w+b, ln2 w+b, lnf w+b (each pair adjacent) */
     CK(cudaMemsetAsync(M.gr(P_WPE), 0, P.size[P_WPE] * 4, s));
     CK(cudaMemsetAsync(M.gr(P_LN1W), 0, 2 * P.size[P_LN1W] * 4, s));
     CK(cudaMemsetAsync(M.gr(P_LN2W), 0, 2 * P.size[P_LN2W] * 4, s));
     CK(cudaMemsetAsync(M.gr(P_LNFW), 0, 2 * P.size[P_LNFW] * 4, s));
+    mark(s, "step counter, memsets");
 
     /* ---- forward ---- */
     SG(sdg_embed_forward(M.enc, M.tokens, M.w(P_WTE), M.w(P_WPE), B, T, C, s));
+    mark(s, "embedding forward");
     for (int l = 0; l < L; l++) {
         const bf16 *x = l == 0 ? M.enc : M.res3 + (size_t)(l - 1) * NC;
         bf16 *ln1 = M.ln1 + l * NC, *qkv = M.qkv + l * NC * 3, *att = M.att + l * NC, *res2 = M.res2 + l * NC;
@@ -373,52 +401,78 @@ static void step(Model &M) {
         bf16 *res3 = M.res3 + l * NC;
         SG(sdg_layernorm_forward(ln1, M.mean1 + (size_t)l * N, M.rstd1 + (size_t)l * N, x, M.w(P_LN1W) + l * C,
                                  M.w(P_LN1B) + l * C, N, C, s));
+        mark(s, "layernorm forward");
         gemm(M, M.g.qkv, qkv, ln1, M.w(P_QKVW) + (size_t)l * 3 * C * C, (void *)(M.w(P_QKVB) + l * 3 * C));
+        mark(s, "qkv GEMM +bias");
         SG(g_att_fwd(att, M.lse + (size_t)l * N * NH, qkv, B, T, C, NH, s));
+        mark(s, "attention forward");
         gemm_into(M, M.g.ap, res2, x, att, M.w(P_APW) + (size_t)l * C * C, (void *)(M.w(P_APB) + l * C));
+        mark(s, "attproj GEMM +bias+residual");
         SG(sdg_layernorm_forward(ln2, M.mean2 + (size_t)l * N, M.rstd2 + (size_t)l * N, res2, M.w(P_LN2W) + l * C,
                                  M.w(P_LN2B) + l * C, N, C, s));
+        mark(s, "layernorm forward");
         gemm(M, M.g.fc, fgelu, ln2, M.w(P_FCW) + (size_t)l * 4 * C * C, (void *)(M.w(P_FCB) + l * 4 * C), fpre);
+        mark(s, "fc GEMM +bias+GELU(aux)");
         gemm_into(M, M.g.fp, res3, res2, fgelu, M.w(P_FPW) + (size_t)l * 4 * C * C, (void *)(M.w(P_FPB) + l * C));
+        mark(s, "fcproj GEMM +bias+residual");
     }
     const bf16 *top = M.res3 + (size_t)(L - 1) * NC;
     SG(sdg_layernorm_forward(M.lnf, M.meanf, M.rstdf, top, M.w(P_LNFW), M.w(P_LNFB), N, C, s));
+    mark(s, "layernorm forward");
     gemm(M, M.g.lm, M.logits, M.lnf, M.w(P_WTE));
+    mark(s, "head GEMM");
     SG(sdg_classifier(M.losses, M.logits, M.targets, N, V, Vp, 1.f / (float)N, 1, s));
     mean_kernel<<<1, 1024, 0, s>>>(M.loss, M.losses, N);
     CK(cudaGetLastError());
+    mark(s, "classifier, mean loss");
 
     /* ---- backward ---- */
     gemm(M, M.g.lm_dw, M.gr(P_WTE), M.logits, M.lnf);  /* dwte written (Vp x C) */
+    mark(s, "head dW GEMM");
     gemm(M, M.g.lm_dinp, M.dln, M.logits, M.w(P_WTE)); /* dlnf */
+    mark(s, "head dinp GEMM");
     CK(cudaMemsetAsync(M.dres, 0, NC * 2, s));
     SG(sdg_layernorm_backward(M.dres, M.gr(P_LNFW), M.gr(P_LNFB), M.dln, top, M.w(P_LNFW), M.meanf, M.rstdf, N, C,
                               M.ln_scratch, s));
+    mark(s, "layernorm backward");
     for (int l = L - 1; l >= 0; l--) {
         const bf16 *x = l == 0 ? M.enc : M.res3 + (size_t)(l - 1) * NC;
         bf16 *ln1 = M.ln1 + l * NC, *qkv = M.qkv + l * NC * 3, *att = M.att + l * NC, *res2 = M.res2 + l * NC;
         bf16 *ln2 = M.ln2 + l * NC, *fpre = M.fpre + l * NC * 4, *fgelu = M.fgelu + l * NC * 4;
-        linear_dw(M, M.g.fp_dw, M.gr(P_FPW) + (size_t)l * 4 * C * C, M.gr(P_FPB) + l * C, M.dres, fgelu, C);
+        linear_dw(M, M.g.fp_dw, M.gr(P_FPW) + (size_t)l * 4 * C * C, M.gr(P_FPB) + l * C, M.dres, fgelu, C,
+                  "fcproj dW GEMM", "bias backward");
         gemm(M, M.g.fp_dinp, M.dpre, M.dres, M.w(P_FPW) + (size_t)l * 4 * C * C, NULL, fpre);
-        linear_dw(M, M.g.fc_dw, M.gr(P_FCW) + (size_t)l * 4 * C * C, M.gr(P_FCB) + l * 4 * C, M.dpre, ln2, 4 * C);
+        mark(s, "fcproj dinp GEMM +dGELU");
+        linear_dw(M, M.g.fc_dw, M.gr(P_FCW) + (size_t)l * 4 * C * C, M.gr(P_FCB) + l * 4 * C, M.dpre, ln2, 4 * C,
+                  "fc dW GEMM", "bias backward");
         gemm(M, M.g.fc_dinp, M.dln, M.dpre, M.w(P_FCW) + (size_t)l * 4 * C * C);
+        mark(s, "fc dinp GEMM");
         SG(sdg_layernorm_backward(M.dres, M.gr(P_LN2W) + l * C, M.gr(P_LN2B) + l * C, M.dln, res2,
                                   M.w(P_LN2W) + l * C, M.mean2 + (size_t)l * N, M.rstd2 + (size_t)l * N, N, C,
                                   M.ln_scratch, s));
-        linear_dw(M, M.g.ap_dw, M.gr(P_APW) + (size_t)l * C * C, M.gr(P_APB) + l * C, M.dres, att, C);
+        mark(s, "layernorm backward");
+        linear_dw(M, M.g.ap_dw, M.gr(P_APW) + (size_t)l * C * C, M.gr(P_APB) + l * C, M.dres, att, C,
+                  "attproj dW GEMM", "bias backward");
         gemm(M, M.g.ap_dinp, M.datt, M.dres, M.w(P_APW) + (size_t)l * C * C);
+        mark(s, "attproj dinp GEMM");
         SG(g_att_bwd(M.dqkv, M.datt, qkv, att, M.lse + (size_t)l * N * NH, B, T, C, NH, M.att_scratch,
                                   s));
-        linear_dw(M, M.g.qkv_dw, M.gr(P_QKVW) + (size_t)l * 3 * C * C, M.gr(P_QKVB) + l * 3 * C, M.dqkv, ln1, 3 * C);
+        mark(s, "attention backward");
+        linear_dw(M, M.g.qkv_dw, M.gr(P_QKVW) + (size_t)l * 3 * C * C, M.gr(P_QKVB) + l * 3 * C, M.dqkv, ln1, 3 * C,
+                  "qkv dW GEMM", "bias backward");
         gemm(M, M.g.qkv_dinp, M.dln, M.dqkv, M.w(P_QKVW) + (size_t)l * 3 * C * C);
+        mark(s, "qkv dinp GEMM");
         SG(sdg_layernorm_backward(M.dres, M.gr(P_LN1W) + l * C, M.gr(P_LN1B) + l * C, M.dln, x, M.w(P_LN1W) + l * C,
                                   M.mean1 + (size_t)l * N, M.rstd1 + (size_t)l * N, N, C, M.ln_scratch, s));
+        mark(s, "layernorm backward");
     }
     SG(sdg_embed_backward(M.gr(P_WTE), M.gr(P_WPE), M.dres, M.tokens, B, T, C, Vp, M.emb_scratch,
                           M.emb_scratch_bytes, s));
+    mark(s, "embedding backward");
 
     /* ---- AdamW ---- */
     SG(sdg_adamw(M.params, M.wb, M.grads, M.m, M.v, M.decay, C, P.total, M.hyper, s));
+    mark(s, "AdamW (+bf16 copy)");
 }
 
 static float read_loss(Model &M) {
@@ -426,6 +480,37 @@ static float read_loss(Model &M) {
     CK(cudaStreamSynchronize(M.s));
     CK(cudaMemcpy(&l, M.loss, 4, cudaMemcpyDeviceToHost));
     return l;
+}
+
+/* --breakdown: two eager steps with an event after each operation; the
+ * second one's intervals summed per name, largest first. */
+static void breakdown(Model &M, float graph_ms) {
+    std::vector<std::pair<std::string, double>> sums;
+    double total = 0;
+    for (int rep = 0; rep < 2; rep++) {
+        for (Mark &m : g_marks) CK(cudaEventDestroy(m.ev));
+        g_marks.clear();
+        g_marking = true;
+        step(M);
+        g_marking = false;
+        CK(cudaStreamSynchronize(M.s));
+    }
+    for (size_t i = 1; i < g_marks.size(); i++) {
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, g_marks[i - 1].ev, g_marks[i].ev));
+        total += ms;
+        size_t j = 0;
+        while (j < sums.size() && sums[j].first != g_marks[i].name) j++;
+        if (j == sums.size()) sums.push_back({g_marks[i].name, 0.0});
+        sums[j].second += ms;
+    }
+    std::sort(sums.begin(), sums.end(), [](const std::pair<std::string, double> &a,
+                                           const std::pair<std::string, double> &b) { return a.second > b.second; });
+    printf("breakdown B=%d (an eager step, events between operations; the graph's step %.2f ms):\n", M.B, graph_ms);
+    for (auto &p : sums) printf("  %-32s %8.3f ms  %5.1f%%\n", p.first.c_str(), p.second, 100 * p.second / total);
+    printf("  %-32s %8.3f ms\n", "sum", total);
+    for (Mark &m : g_marks) CK(cudaEventDestroy(m.ev));
+    g_marks.clear();
 }
 
 /* Returns 0 when the loss fell as it must. */
@@ -488,6 +573,7 @@ static int run(int B, int steps, int timed, cublasLtHandle_t lt, cudaStream_t s)
            B, (double)(free0 - free1) / (1 << 30), (double)total / (1 << 30));
     float lossT = read_loss(M);
     printf("loss after %d more steps: %.4f\n", 3 + timed, lossT);
+    if (g_breakdown) breakdown(M, ms);
 
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
@@ -524,9 +610,11 @@ int main(int argc, char **argv) {
             g_tune = false;
         } else if (!strcmp(argv[i], "--bgrad-epilogue")) {
             g_bgrad_epilogue = true;
+        } else if (!strcmp(argv[i], "--breakdown")) {
+            g_breakdown = true;
         } else {
             fprintf(stderr, "usage: %s [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma] "
-                            "[--no-tune] [--bgrad-epilogue]\n",
+                            "[--no-tune] [--bgrad-epilogue] [--breakdown]\n",
                     argv[0]);
             return 2;
         }
