@@ -309,13 +309,7 @@ func (t *Trainer) build() error {
 // broadcasts them, so that every replica starts from PE 0's bits.
 func (t *Trainer) initParams() error {
 	if t.c.MyPE() == 0 {
-		host := make([]float32, t.n)
-		dst := make([][]float32, len(t.specs))
-		for i, s := range t.specs {
-			dst[i] = host[t.offsets[i] : t.offsets[i]+s.Size()]
-		}
-		models.InitParams(t.specs, t.opts.Seed, dst)
-		t.e.SetTensor(t.pView, host)
+		t.e.SetTensor(t.pView, models.InitArena(t.specs, t.opts.Seed))
 		if err := t.e.Sync(); err != nil {
 			return fmt.Errorf("initialise parameters: %w", err)
 		}

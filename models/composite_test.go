@@ -56,12 +56,7 @@ func build(t *testing.T, e compute.Engine, m models.Model, rows int) *built {
 		pv = append(pv, e.View(pa, offsets[i], s.Shape...))
 		gv = append(gv, e.View(ga, offsets[i], s.Shape...))
 	}
-	host := make([]float32, n)
-	dst := make([][]float32, len(specs))
-	for i, s := range specs {
-		dst[i] = host[offsets[i] : offsets[i]+s.Size()]
-	}
-	models.InitParams(specs, 7, dst)
+	host := models.InitArena(specs, 7)
 	b := &built{e: e, m: m, p: e.View(pa, 0, n), g: e.View(ga, 0, n), n: n, host: host, grad: make([]float32, n)}
 	e.SetTensor(b.p, host)
 	require.NoError(t, m.Build(e, pv, gv, rows))

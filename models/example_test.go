@@ -23,12 +23,7 @@ func ExampleMLP() {
 	}
 	fmt.Println("parameters:", total)
 
-	params, grads := make([]float32, total), make([]float32, total)
-	dst := make([][]float32, len(specs))
-	for i, p := range specs {
-		dst[i] = params[offsets[i] : offsets[i]+p.Size()]
-	}
-	models.InitParams(specs, 1, dst)
+	params, grads := models.InitArena(specs, 1), make([]float32, total)
 	e, err := cpu.New(cpu.Options{BLAS: blas.Gonum, Threads: 1})
 	if err != nil {
 		panic(err)

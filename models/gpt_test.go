@@ -169,14 +169,7 @@ func TestFusedSamplerMatchesCPU(t *testing.T) {
 	cfg := models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256}
 	m, err := models.NewGPT("gpt", cfg)
 	require.NoError(t, err)
-	specs := m.Params()
-	offsets, n := models.Layout(specs)
-	params := make([]float32, n)
-	dst := make([][]float32, len(specs))
-	for i, s := range specs {
-		dst[i] = params[offsets[i] : offsets[i]+s.Size()]
-	}
-	models.InitParams(specs, 9, dst)
+	params := models.InitArena(m.Params(), 9)
 	for i := range params {
 		params[i] *= 5 // logits well apart
 	}

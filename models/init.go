@@ -19,6 +19,19 @@ func Layout(specs []ParamSpec) (offsets []int, total int) {
 	return offsets, total
 }
 
+// InitArena returns a whole parameter arena laid out by Layout, every
+// parameter initialised by InitParams from seed.
+func InitArena(specs []ParamSpec, seed uint64) []float32 {
+	offsets, n := Layout(specs)
+	arena := make([]float32, n)
+	dst := make([][]float32, len(specs))
+	for i, s := range specs {
+		dst[i] = arena[offsets[i] : offsets[i]+s.Size()]
+	}
+	InitParams(specs, seed, dst)
+	return arena
+}
+
 // InitParams fills dst[i], one slice per parameter (views of an arena laid
 // out by Layout, typically), with the initial values of parameter i: zeros,
 // or He or Xavier draws scaled by the fans,

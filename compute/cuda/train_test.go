@@ -36,12 +36,7 @@ func newMLPRun(t *testing.T, e compute.Engine, batch int, seed uint64) *mlpRun {
 	}
 	specs := m.Params()
 	offsets, total := models.Layout(specs)
-	host := make([]float32, total)
-	dst := make([][]float32, len(specs))
-	for i, s := range specs {
-		dst[i] = host[offsets[i] : offsets[i]+s.Size()]
-	}
-	models.InitParams(specs, seed, dst)
+	host := models.InitArena(specs, seed)
 	r := &mlpRun{e: e, m: m, n: total}
 	var pa, ga compute.Arena
 	if ce, ok := e.(*cuda.Engine); ok {

@@ -324,12 +324,7 @@ func TestConvNetGradientThroughModel(t *testing.T) {
 	}
 	specs := m.Params()
 	offsets, total := models.Layout(specs)
-	params, grads := make([]float32, total), make([]float32, total)
-	dst := make([][]float32, len(specs))
-	for i, s := range specs {
-		dst[i] = params[offsets[i] : offsets[i]+s.Size()]
-	}
-	models.InitParams(specs, 3, dst)
+	params, grads := models.InitArena(specs, 3), make([]float32, total)
 	var pv, gv []compute.Tensor
 	for i, s := range specs {
 		pv = append(pv, e.View(compute.HostArena(params), offsets[i], s.Shape...))
