@@ -120,7 +120,7 @@ if [ "$dostep" = 1 ] && [ "$stepbuilt" = 1 ]; then
     # GEMM algorithms (gptstep also takes --bgrad-epilogue and --attention
     # wmma: 32.49 and 45.05 ms against 32.00 ms at B=16 on 2026-12-02)
     for alt in "--no-tune"; do
-        # shellcheck disable=SC2086 # $alt is two words on purpose
+        # shellcheck disable=SC2086 # an $alt may be two words (--attention wmma)
         timeout 90 "$root/build/gptstep" --batch 16 $alt >>"$slog" 2>&1
         src=$?
         [ "$src" -ne 0 ] && status=1
