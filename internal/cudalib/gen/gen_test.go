@@ -96,7 +96,7 @@ func TestUnknownParameterFails(t *testing.T) {
 
 // A GPT launcher is one line too: device pointers, the stream and plans are
 // uintptrs, a host struct its Go type, a plan output a result, size_t and
-// void returns no error.
+// void returns no error; the fake library gets a default of the launcher.
 func TestGPTEntryPoints(t *testing.T) {
 	src := `#define SDG_ABI_VERSION 4
 typedef struct sdg_gemm_s sdg_gemm;
@@ -129,6 +129,17 @@ void sdg_gemm_destroy(sdg_gemm *plan);
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("methods\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// the fake library's default: only the launcher (int, with a stream)
+	fake, err := fakeGPTC([]*header{h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFake := "__attribute__((weak)) int sdg_scale_bf16(void *y, const float *x, int64_t n, float s, void *stream) {\n" +
+		"    fake_sdg_log(stream, \"sdg_scale_bf16 y=0x%lx x=0x%lx n=%lld s=%g\", (unsigned long)(uintptr_t)y, (unsigned long)(uintptr_t)x, (long long)n, (double)s);\n" +
+		"    return SDG_OK;\n}\n"
+	if !strings.Contains(string(fake), wantFake) || strings.Count(string(fake), "__attribute__((weak))") != 1 {
+		t.Errorf("fake_gpt_gen.c: want exactly\n%s\ngot\n%s", wantFake, fake)
 	}
 	c, err := gptC([]*header{h})
 	if err != nil {

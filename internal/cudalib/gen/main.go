@@ -17,7 +17,10 @@
 //   - abi_gen.go: the ABI versions that Load, OpenCompute and OpenGPT check, and the
 //     Device interface (the methods of Context that compute/cuda uses);
 //   - nocgo_gen.go: the stand-ins of every exported method of the cgo files
-//     for builds without cgo.
+//     for builds without cgo;
+//   - testdata/fake_gpt_gen.c: the fake library's default GPT launchers
+//     (weak: they log their arguments; fake_symddp_gpt.c overrides those
+//     that check or compute).
 //
 // A new entry point is one declaration in its header (and its definition in
 // cuda/*.cu); a new header is one line in inputs. TestGeneratedFilesCurrent
@@ -177,6 +180,9 @@ func generate(root string) (map[string][]byte, error) {
 		return nil, err
 	}
 	if out["gpt_gen_cgo.go"], err = gptGo(gms); err != nil {
+		return nil, err
+	}
+	if out[fakeGPTFile], err = fakeGPTC(gpt); err != nil {
 		return nil, err
 	}
 	all := append(append(append([]*header(nil), lib...), cmp...), gpt...)

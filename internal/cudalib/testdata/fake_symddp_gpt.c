@@ -11,8 +11,11 @@
  * name and arguments ("sdg_gelu_forward out=0x.. inp=0x.. n=8"), so a test
  * sees what arrived. sdg_adamw computes its update for real (fp32, on the
  * hyperparameters it reads from "device" memory); the other launchers only
- * log. The *_scratch_bytes functions return made-up sizes of their
- * arguments (see each).
+ * log. A launcher that only logs is not written here: fake_gpt_gen.c, which
+ * go generate ./internal/cudalib writes from the header, has a weak default
+ * of every launcher (log, SDG_OK) that a definition here replaces. The
+ * *_scratch_bytes functions return made-up sizes of their arguments (see
+ * each).
  *
  * Environment knobs, read when called:
  *   FAKE_SDG_ABI=n     sdg_abi_version returns n
@@ -39,8 +42,9 @@ static int gfail(int code, const char *fmt, ...) {
     return code;
 }
 
-/* glog appends one line to the stream's log (nothing when stream is NULL). */
-static void glog(void *stream, const char *fmt, ...) {
+/* fake_sdg_log appends one line to the stream's log (nothing when stream is
+ * NULL); fake_gpt_gen.c's default launchers call it too. */
+void fake_sdg_log(void *stream, const char *fmt, ...) {
     if (!stream) return;
     char *log = (char *)stream;
     size_t used = strnlen(log, FAKE_SDG_LOG_CAP);
@@ -72,45 +76,13 @@ static int check_c(int C) {
 int sdg_layernorm_forward(void *out, float *mean, float *rstd, const void *inp, const void *weight,
                           const void *bias, int N, int C, void *stream) {
     if (check_c(C)) return SDG_ERR_ARG;
-    glog(stream, "sdg_layernorm_forward out=0x%lx mean=0x%lx rstd=0x%lx inp=0x%lx weight=0x%lx bias=0x%lx N=%d C=%d",
+    fake_sdg_log(stream, "sdg_layernorm_forward out=0x%lx mean=0x%lx rstd=0x%lx inp=0x%lx weight=0x%lx bias=0x%lx N=%d C=%d",
          P(out), P(mean), P(rstd), P(inp), P(weight), P(bias), N, C);
     return SDG_OK;
 }
 
 /* Made up: one fp32 pair per channel per 32 rows. */
 size_t sdg_layernorm_backward_scratch_bytes(int N, int C) { return (size_t)((N + 31) / 32) * (size_t)C * 8; }
-
-int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, const void *dout, const void *inp,
-                           const void *weight, const float *mean, const float *rstd, int N, int C, void *scratch,
-                           void *stream) {
-    if (check_c(C)) return SDG_ERR_ARG;
-    if (!scratch) return gfail(SDG_ERR_ARG, "no scratch");
-    glog(stream,
-         "sdg_layernorm_backward dinp=0x%lx dweight=0x%lx dbias=0x%lx dout=0x%lx inp=0x%lx weight=0x%lx mean=0x%lx "
-         "rstd=0x%lx N=%d C=%d scratch=0x%lx",
-         P(dinp), P(dweight), P(dbias), P(dout), P(inp), P(weight), P(mean), P(rstd), N, C, P(scratch));
-    return SDG_OK;
-}
-
-int sdg_gelu_forward(void *out, const void *inp, int64_t n, void *stream) {
-    if (n < 0) return gfail(SDG_ERR_ARG, "n=%lld", (long long)n);
-    glog(stream, "sdg_gelu_forward out=0x%lx inp=0x%lx n=%lld", P(out), P(inp), (long long)n);
-    return SDG_OK;
-}
-
-int sdg_gelu_backward(void *dinp, const void *inp, const void *dout, int64_t n, void *stream) {
-    if (n < 0) return gfail(SDG_ERR_ARG, "n=%lld", (long long)n);
-    glog(stream, "sdg_gelu_backward dinp=0x%lx inp=0x%lx dout=0x%lx n=%lld", P(dinp), P(inp), P(dout), (long long)n);
-    return SDG_OK;
-}
-
-int sdg_embed_forward(void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C,
-                      void *stream) {
-    if (check_c(C)) return SDG_ERR_ARG;
-    glog(stream, "sdg_embed_forward out=0x%lx tokens=0x%lx wte=0x%lx wpe=0x%lx B=%d T=%d C=%d", P(out), P(tokens),
-         P(wte), P(wpe), B, T, C);
-    return SDG_OK;
-}
 
 /* Made up: keys and values of a radix sort, and one count per token. */
 size_t sdg_embed_backward_scratch_bytes(int B, int T, int V) { return (size_t)B * T * 16 + (size_t)V * 4; }
@@ -120,7 +92,7 @@ int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, const int32_t
     if (check_c(C)) return SDG_ERR_ARG;
     size_t need = sdg_embed_backward_scratch_bytes(B, T, V);
     if (scratch_bytes < need) return gfail(SDG_ERR_ARG, "scratch of %zu bytes, need %zu", scratch_bytes, need);
-    glog(stream, "sdg_embed_backward dwte=0x%lx dwpe=0x%lx dout=0x%lx tokens=0x%lx B=%d T=%d C=%d V=%d scratch=0x%lx/%zu",
+    fake_sdg_log(stream, "sdg_embed_backward dwte=0x%lx dwpe=0x%lx dout=0x%lx tokens=0x%lx B=%d T=%d C=%d V=%d scratch=0x%lx/%zu",
          P(dwte), P(dwpe), P(dout), P(tokens), B, T, C, V, P(scratch), scratch_bytes);
     return SDG_OK;
 }
@@ -140,7 +112,7 @@ int sdg_attention_mma_supported(int T, int C, int NH) { return NH > 0 && C % NH 
 static int attn_fwd(const char *impl, void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                     void *stream) {
     if (check_attention(impl, T, C, NH)) return SDG_ERR_ARG;
-    glog(stream, "sdg_attention_forward/%s out=0x%lx lse=0x%lx qkv=0x%lx B=%d T=%d C=%d NH=%d", impl, P(out), P(lse),
+    fake_sdg_log(stream, "sdg_attention_forward/%s out=0x%lx lse=0x%lx qkv=0x%lx B=%d T=%d C=%d NH=%d", impl, P(out), P(lse),
          P(qkv), B, T, C, NH);
     return SDG_OK;
 }
@@ -148,7 +120,7 @@ static int attn_fwd(const char *impl, void *out, float *lse, const void *qkv, in
 static int attn_bwd(const char *impl, void *dqkv, const void *dout, const void *qkv, const void *out,
                     const float *lse, int B, int T, int C, int NH, void *scratch, void *stream) {
     if (check_attention(impl, T, C, NH)) return SDG_ERR_ARG;
-    glog(stream,
+    fake_sdg_log(stream,
          "sdg_attention_backward/%s dqkv=0x%lx dout=0x%lx qkv=0x%lx out=0x%lx lse=0x%lx B=%d T=%d C=%d NH=%d "
          "scratch=0x%lx",
          impl, P(dqkv), P(dout), P(qkv), P(out), P(lse), B, T, C, NH, P(scratch));
@@ -186,14 +158,6 @@ int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, co
     return attn_bwd("mma", dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
 }
 
-int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dscale,
-                   int write_grad, void *stream) {
-    if (Vp % 8 || V > Vp) return gfail(SDG_ERR_ARG, "V=%d Vp=%d: Vp must be a multiple of 8 and at least V", V, Vp);
-    glog(stream, "sdg_classifier losses=0x%lx logits=0x%lx targets=0x%lx N=%d V=%d Vp=%d dscale=%g write_grad=%d",
-         P(losses), P(logits), P(targets), N, V, Vp, dscale, write_grad);
-    return SDG_OK;
-}
-
 int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay,
               int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream) {
     if (!params || !grads || !m || !v || !hyper) return gfail(SDG_ERR_ARG, "NULL tensor or hyperparameters");
@@ -217,32 +181,13 @@ int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, fl
             ((uint16_t *)params_bf16)[i] = (uint16_t)(u >> 16);
         }
     }
-    glog(stream, "sdg_adamw params=0x%lx params_bf16=0x%lx grads=0x%lx m=0x%lx v=0x%lx decay=0x%lx chunk=%lld n=%lld hyper=0x%lx",
+    fake_sdg_log(stream, "sdg_adamw params=0x%lx params_bf16=0x%lx grads=0x%lx m=0x%lx v=0x%lx decay=0x%lx chunk=%lld n=%lld hyper=0x%lx",
          P(params), P(params_bf16), P(grads), P(m), P(v), P(decay), (long long)chunk, (long long)n, P(hyper));
     return SDG_OK;
 }
 
 /* Made up: one fp32 per column per 64 rows. */
 size_t sdg_bias_backward_scratch_bytes(int N, int OC) { return (size_t)((N + 63) / 64) * (size_t)OC * 4; }
-
-int sdg_bias_backward(float *dbias, const void *dout, int N, int OC, void *scratch, void *stream) {
-    if (OC % 8) return gfail(SDG_ERR_ARG, "OC=%d is not a multiple of 8", OC);
-    glog(stream, "sdg_bias_backward dbias=0x%lx dout=0x%lx N=%d OC=%d scratch=0x%lx", P(dbias), P(dout), N, OC,
-         P(scratch));
-    return SDG_OK;
-}
-
-int sdg_loss_stats(float *stats, const float *losses, const int32_t *targets, int N, void *stream) {
-    if (N <= 0) return gfail(SDG_ERR_ARG, "N=%d", N);
-    glog(stream, "sdg_loss_stats stats=0x%lx losses=0x%lx targets=0x%lx N=%d", P(stats), P(losses), P(targets), N);
-    return SDG_OK;
-}
-
-int sdg_cast_bf16(void *out, const float *inp, int64_t n, void *stream) {
-    if (n < 0) return gfail(SDG_ERR_ARG, "n=%lld", (long long)n);
-    glog(stream, "sdg_cast_bf16 out=0x%lx inp=0x%lx n=%lld", P(out), P(inp), (long long)n);
-    return SDG_OK;
-}
 
 /* A fake cuBLASLt handle: a distinct address the plans remember. */
 static char fake_lt_handles[4];
@@ -283,7 +228,7 @@ int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b
     const sdg_gemm_desc *d = &plan->d;
     if (d->workspace_bytes > 0 && !workspace)
         return gfail(SDG_ERR_ARG, "the plan wants %lld bytes of workspace, got none", (long long)d->workspace_bytes);
-    glog(stream,
+    fake_sdg_log(stream,
          "sdg_gemm_run m=%d n=%d k=%d trans_a=%d trans_b=%d batch=%d strides=%lld,%lld,%lld c_type=%d bias_type=%d "
          "epilogue=%d accumulate=%d workspace_bytes=%lld lt=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx "
          "workspace=0x%lx",
@@ -297,7 +242,7 @@ int sdg_gemm_run_into(sdg_gemm *plan, void *lt, void *d, const void *c, const vo
                       void *aux, void *workspace, void *stream) {
     if (!plan) return gfail(SDG_ERR_ARG, "NULL plan");
     if (!plan->d.accumulate) return gfail(SDG_ERR_ARG, "the plan does not accumulate, so it reads no C");
-    glog(stream, "sdg_gemm_run_into d=0x%lx c=0x%lx", P(d), P(c));
+    fake_sdg_log(stream, "sdg_gemm_run_into d=0x%lx c=0x%lx", P(d), P(c));
     return sdg_gemm_run(plan, lt, d, a, b, bias, aux, workspace, stream);
 }
 
@@ -306,7 +251,7 @@ void sdg_gemm_destroy(sdg_gemm *plan) { free(plan); }
 int sdg_gemm_tune(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
                   void *workspace, void *stream, int candidates, int reps) {
     if (!plan) return gfail(SDG_ERR_ARG, "NULL plan");
-    glog(stream, "sdg_gemm_tune candidates=%d reps=%d c=0x%lx", candidates, reps, P(c));
+    fake_sdg_log(stream, "sdg_gemm_tune candidates=%d reps=%d c=0x%lx", candidates, reps, P(c));
     return sdg_gemm_run(plan, lt, c, a, b, bias, aux, workspace, stream);
 }
 
