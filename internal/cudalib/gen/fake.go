@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"strings"
 )
 
 // fakeGPTFile is the generated part of the fake library's GPT kernels
@@ -46,8 +47,8 @@ void fake_sdg_log(void *stream, const char *fmt, ...);
 				format = append(format, p.name+"="+spec)
 				args = append(args, arg)
 			}
-			fmt.Fprintf(&b, "\n__attribute__((weak)) int %s(%s) {\n", f.name, join(decl, ", "))
-			fmt.Fprintf(&b, "    fake_sdg_log(stream, %q", f.name+" "+join(format, " "))
+			fmt.Fprintf(&b, "\n__attribute__((weak)) int %s(%s) {\n", f.name, strings.Join(decl, ", "))
+			fmt.Fprintf(&b, "    fake_sdg_log(stream, %q", f.name+" "+strings.Join(format, " "))
 			for _, a := range args {
 				fmt.Fprintf(&b, ", %s", a)
 			}
@@ -84,15 +85,4 @@ func fakeLogArg(p cparam) (spec, arg string, err error) {
 		return "%zu", p.name, nil
 	}
 	return "", "", fmt.Errorf("parameter %s: no log format for %s (fakeLogArg)", p.name, p.ctype)
-}
-
-func join(s []string, sep string) string {
-	var b bytes.Buffer
-	for i, x := range s {
-		if i > 0 {
-			b.WriteString(sep)
-		}
-		b.WriteString(x)
-	}
-	return b.String()
 }
