@@ -2,6 +2,7 @@ package compute
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/symddp/symddp/optim"
 )
@@ -141,6 +142,29 @@ type StepSlot struct {
 	HostY      []int32
 	HostExtra  []float32
 }
+
+// ErrDeviceMemory is what a device engine's build-time allocations give when
+// the device has no room left: wrapped in the error of a build that returns
+// one (a fused model's), and in the *DeviceMemoryError that Alloc, which
+// returns no error, panics with. ddp's trainer turns that panic, at build
+// time, into an error of its New.
+var ErrDeviceMemory = errors.New("out of device memory")
+
+// DeviceMemoryError is the panic value of a device engine's Alloc (or
+// AllocLabels) that the device refused for lack of memory.
+type DeviceMemoryError struct {
+	Engine string // the engine's name
+	Op     string // what allocated
+	Bytes  int64  // what it asked for
+	Err    error  // the device's error
+}
+
+func (e *DeviceMemoryError) Error() string {
+	return fmt.Sprintf("%s: %s: %d bytes: %v: %v", e.Engine, e.Op, e.Bytes, ErrDeviceMemory, e.Err)
+}
+
+// Unwrap gives ErrDeviceMemory and the device's error.
+func (e *DeviceMemoryError) Unwrap() []error { return []error{ErrDeviceMemory, e.Err} }
 
 // ErrStepScale is returned (wrapped) by StepGraph.Launch when the recorded
 // step holds its loss scale as a constant (a fused model's classifier) and

@@ -94,10 +94,11 @@ func (d *deviceStrategy) name() string {
 	return "device"
 }
 
-func (d *deviceStrategy) prepare(t *Trainer, total int, train datasets.Source) error {
+func (d *deviceStrategy) prepare(t *Trainer, total int, train datasets.Source) (err error) {
 	if err := d.close(); err != nil {
 		return err
 	}
+	defer func() { deviceMemory(recover(), &err, "the GPU step path's buffers") }()
 	g, err := t.newGPUSteps(total, train)
 	d.g, d.residentNote = g, ""
 	if g != nil {

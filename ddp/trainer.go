@@ -252,7 +252,26 @@ func arenaOf(b comm.Buffer) (compute.Arena, error) {
 	return compute.Arena{}, fmt.Errorf("symmetric buffer %T is neither in host nor in device memory", b)
 }
 
-func (t *Trainer) build() error {
+// deviceMemory turns r, what a deferred recover() returned, into *err when
+// it is a device engine's refusal to allocate for lack of memory (its Alloc
+// returns no error: it panics with a *compute.DeviceMemoryError), so that a
+// GPU that is full ends New or Fit with an error instead of a crash; any
+// other panic goes on.
+func deviceMemory(r any, err *error, what string) {
+	if r == nil {
+		return
+	}
+	dm, ok := r.(*compute.DeviceMemoryError)
+	if !ok {
+		panic(r)
+	}
+	*err = fmt.Errorf("%s: %w", what, dm)
+}
+
+func (t *Trainer) build() (err error) {
+	defer func() {
+		deviceMemory(recover(), &err, fmt.Sprintf("build model %s for %d rows", t.m.Name(), t.micro))
+	}()
 	e := t.e
 	t.spec = t.m.Data()
 	if t.spec.Targets < 1 || t.spec.Classes < 1 || t.spec.InputSize() < 1 {

@@ -84,6 +84,9 @@ func (r *peRun) run() (err error) {
 		return fmt.Errorf("open %s backend: %w", r.backend, err)
 	}
 	defer func() {
+		if errors.Is(err, compute.ErrDeviceMemory) {
+			err = fmt.Errorf("%w; %s", err, deviceMemoryHint(r.o))
+		}
 		var ue usageError
 		var se stoppedError
 		isUsage := errors.As(err, &ue)
@@ -326,4 +329,18 @@ func gradKind(s string) comm.Kind {
 		return comm.BFloat16
 	}
 	return comm.Float32
+}
+
+// deviceMemoryHint is what to do when the GPU had no room for the run (the
+// build or the first step): the activations grow with the rows a PE holds
+// at once.
+func deviceMemoryHint(o *options) string {
+	pes, acc := max(o.pes, 1), max(o.accumulate, 1)
+	ctx := ""
+	if o.languageModel {
+		ctx = ", a shorter --context"
+	}
+	return fmt.Sprintf("the GPU has no room for this run: each PE holds %d rows at once (--batch-size %d over %d PEs and --accumulate %d); "+
+		"a smaller --batch-size, a larger --accumulate (the same global batch in more, smaller micro-batches)%s or fewer PEs on one GPU needs less",
+		o.batch/(pes*acc), o.batch, pes, acc, ctx)
 }

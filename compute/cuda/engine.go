@@ -240,19 +240,34 @@ func (e *Engine) AllocLabels(n int) compute.Labels {
 }
 
 // alloc takes zeroed device memory from the pool; it panics when the
-// device has none left (there is no error to return at build time).
+// device refuses (there is no error to return at build time): with a
+// *compute.DeviceMemoryError when it has no room left, which ddp's trainer
+// turns into an error.
 func (e *Engine) alloc(op string, bytes int) uintptr {
-	if e.capture.active {
-		panic(fmt.Sprintf("cuda: %s while capturing a CUDA graph: allocate at build time", op))
-	}
-	p, err := e.pool.take(e.dev, bytes)
-	if err == nil {
-		err = e.dev.Zero(p, bytes)
+	p, err := e.tryAlloc(op, bytes)
+	if errors.Is(err, compute.ErrDeviceMemory) {
+		panic(err)
 	}
 	if err != nil {
 		panicDevice(op, err)
 	}
 	return p
+}
+
+// tryAlloc is alloc returning the device's refusal: a
+// *compute.DeviceMemoryError when it has no room left.
+func (e *Engine) tryAlloc(op string, bytes int) (uintptr, error) {
+	if e.capture.active {
+		panic(fmt.Sprintf("cuda: %s while capturing a CUDA graph: allocate at build time", op))
+	}
+	p, err := e.pool.take(e.dev, bytes)
+	if errors.Is(err, cudalib.ErrNoMemory) {
+		return 0, &compute.DeviceMemoryError{Engine: e.Name(), Op: op, Bytes: int64(bytes), Err: err}
+	}
+	if err == nil {
+		err = e.dev.Zero(p, bytes)
+	}
+	return p, err
 }
 
 // Sync waits until every operation issued so far is complete, and returns

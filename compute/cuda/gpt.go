@@ -186,9 +186,24 @@ func (e *Engine) fuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (*f
 	}
 
 	N := B * T
-	bf := func(elems int) uintptr { return e.alloc("FuseGPT", 2*elems) }
-	fp := func(elems int) uintptr { return e.alloc("FuseGPT", 4*elems) }
-	f.wb = e.alloc("FuseGPT", int(f.span/2))
+	// Every buffer is asked for even after the device refused one, so that
+	// the error says how much the whole model needs.
+	var need int64
+	var aerr error
+	alloc := func(bytes int) uintptr {
+		need += int64(bytes)
+		if aerr != nil {
+			return 0
+		}
+		p, err := e.tryAlloc("FuseGPT", bytes)
+		if err != nil {
+			aerr = err
+		}
+		return p
+	}
+	bf := func(elems int) uintptr { return alloc(2 * elems) }
+	fp := func(elems int) uintptr { return alloc(4 * elems) }
+	f.wb = alloc(int(f.span / 2))
 	f.enc, f.lnf, f.logits = bf(N*C), bf(N*C), bf(N*V)
 	f.meanf, f.rstdf, f.losses = fp(N), fp(N), fp(N)
 	f.dres, f.dln, f.dpre, f.datt, f.dqkv = bf(N*C), bf(N*C), bf(4*N*C), bf(N*C), bf(3*N*C)
@@ -200,12 +215,16 @@ func (e *Engine) fuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (*f
 			mean1: fp(N), rstd1: fp(N), mean2: fp(N), rstd2: fp(N), lse: fp(N * NH),
 		}
 	}
-	f.attScratch = e.alloc("FuseGPT", max(16, k.AttentionBackwardScratchBytes(B, T, NH)))
-	f.lnScratch = e.alloc("FuseGPT", max(16, k.LayernormBackwardScratchBytes(N, C)))
+	f.attScratch = alloc(max(16, k.AttentionBackwardScratchBytes(B, T, NH)))
+	f.lnScratch = alloc(max(16, k.LayernormBackwardScratchBytes(N, C)))
 	f.embScratchBytes = k.EmbedBackwardScratchBytes(B, T, V)
-	f.embScratch = e.alloc("FuseGPT", max(16, f.embScratchBytes))
-	f.biasScratch = e.alloc("FuseGPT", max(16, k.BiasBackwardScratchBytes(N, 4*C)))
-	f.ws = e.alloc("FuseGPT", gptWorkspace)
+	f.embScratch = alloc(max(16, f.embScratchBytes))
+	f.biasScratch = alloc(max(16, k.BiasBackwardScratchBytes(N, 4*C)))
+	f.ws = alloc(gptWorkspace)
+	if aerr != nil {
+		return f, fmt.Errorf("%d sequences of %d tokens need about %.2f GiB of device memory for activations and scratch (a bf16 copy of the weights included), beyond the parameters: %w",
+			B, T, float64(need)/(1<<30), aerr)
+	}
 	f.rowWords, f.rowHost = e.Alloc(V/2).(*Tensor), make([]float32, V/2)
 	e.gpts = append(e.gpts, f)
 	f.attention = "flash attention (wmma)"

@@ -66,6 +66,24 @@ type Device struct {
 	scratch  []float32 // room of the kernels that need some (see buffer)
 	sums     []float64 // a row of the GEMM's sums
 	gpt      *GPT      // GPTKernels, made when first asked for
+	limit    int64     // SetMemoryLimit's bytes (0: none)
+	used     int64     // bytes allocated now
+}
+
+// SetMemoryLimit makes DevAlloc refuse, wrapping cudalib.ErrNoMemory as the
+// library does when cudaMalloc fails, an allocation that would take the
+// bytes in use past bytes (0: no limit): a GPU that is full.
+func (d *Device) SetMemoryLimit(bytes int64) {
+	d.mu.Lock()
+	d.limit = bytes
+	d.mu.Unlock()
+}
+
+// MemoryUsed is the bytes allocated now.
+func (d *Device) MemoryUsed() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.used
 }
 
 var _ cudalib.Device = (*Device)(nil)
@@ -155,6 +173,14 @@ func (d *Device) DevAlloc(bytes int) (uintptr, error) {
 	if d.capture {
 		return 0, errors.New("emulated device: allocation while capturing")
 	}
+	d.mu.Lock()
+	if d.limit > 0 && d.used+int64(bytes) > d.limit {
+		used := d.used
+		d.mu.Unlock()
+		return 0, fmt.Errorf("emulated device: %d bytes asked with %d of %d in use: %w", bytes, used, d.limit, cudalib.ErrNoMemory)
+	}
+	d.used += int64(bytes)
+	d.mu.Unlock()
 	// 256-byte aligned, as cudaMalloc's: the GPT kernels want 16.
 	words := (bytes+3)/4 + 1
 	raw := make([]uint32, words+allocAlign/4)
@@ -177,6 +203,7 @@ func (d *Device) DevFree(p uintptr) error {
 	for i, a := range d.allocs {
 		if a.base == p {
 			d.allocs = append(d.allocs[:i], d.allocs[i+1:]...)
+			d.used -= int64(a.bytes)
 			return nil
 		}
 	}

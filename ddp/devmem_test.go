@@ -1,0 +1,44 @@
+package ddp
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
+)
+
+// A GPU without room for the model's activations ends New with an error
+// that says what ran out (errors.Is compute.ErrDeviceMemory), not with the
+// engine's panic: Alloc returns no error, so the trainer's build recovers
+// the *compute.DeviceMemoryError it panics with.
+func TestNewOutOfDeviceMemory(t *testing.T) {
+	w := newWorldOf(1, cuda.Options{DisableGraphs: true})
+	d := w.devs[0]
+	// room for the engine's first 64 MiB pool chunk (the arenas), not for a
+	// 2048 x 16384 activation (128 MiB)
+	d.SetMemoryLimit(d.MemoryUsed() + 100<<20)
+	m, err := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{16384}, Classes: 4})
+	require.NoError(t, err)
+	o, err := optim.NewSGD(optim.SGDConfig{})
+	require.NoError(t, err)
+	tr, err := New(w.comm(0), w.engs[0], m, o, Options{GlobalBatch: 2048, Epochs: 1, LR: 0.1, Seed: 1})
+	require.Nil(t, tr)
+	require.Error(t, err)
+	require.True(t, errors.Is(err, compute.ErrDeviceMemory), "%v", err)
+	require.Contains(t, err.Error(), "build model mlp for 2048 rows")
+	var dm *compute.DeviceMemoryError
+	require.True(t, errors.As(err, &dm))
+	require.EqualValues(t, 2048*16384*4, dm.Bytes, "the activation the device refused")
+
+	// the same model with room builds
+	m, err = models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{16384}, Classes: 4})
+	require.NoError(t, err)
+	w = newWorldOf(1, cuda.Options{DisableGraphs: true})
+	tr, err = New(w.comm(0), w.engs[0], m, o, Options{GlobalBatch: 2048, Epochs: 1, LR: 0.1, Seed: 1})
+	require.NoError(t, err)
+	require.NoError(t, tr.Close())
+}
