@@ -1,5 +1,7 @@
 package compute
 
+import "errors"
+
 // Precision is how a model computes: fp32 throughout, or bf16 activations
 // and GEMMs (fp32 accumulation) with fp32 master weights, gradients and
 // optimizer state.
@@ -12,6 +14,11 @@ const (
 	PrecisionF32  Precision = "fp32"
 	PrecisionBF16 Precision = "bf16"
 )
+
+// ErrFusedShape is what FuseGPT's refusal of a shape its kernels do not
+// take wraps (a head size, a context length, a width): models.GPT at
+// PrecisionAuto then runs the engine's fp32 operation groups instead.
+var ErrFusedShape = errors.New("a shape the fused kernels do not take")
 
 // GPTFuser is offered by engines that run a whole GPT-2-style transformer
 // as one planned sequence of their own kernels (compute/cuda: bf16 kernels,

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -86,6 +87,7 @@ type GPT struct {
 
 	precision compute.Precision
 	fused     compute.FusedGPT // the engine's fused model (GPTFuser), when it runs
+	unfused   error            // why an engine that fuses GPTs does not run this one (auto precision)
 	rows      int              // sequences per micro-batch (Build's)
 
 	e          compute.Engine
@@ -158,6 +160,12 @@ func (m *GPT) Precision() compute.Precision { return m.precision }
 // per-layer path): Describe says what runs.
 func (m *GPT) Fused() compute.FusedGPT { return m.fused }
 
+// Unfused says why the model runs in fp32 on the per-layer path of an
+// engine that runs GPTs fused: at compute.PrecisionAuto a shape its fused
+// kernels do not take (compute.ErrFusedShape: a head size, a context
+// length) falls back to the engine's fp32 operation groups. nil otherwise.
+func (m *GPT) Unfused() error { return m.unfused }
+
 // Config is the model's sizes.
 func (m *GPT) Config() GPTConfig { return m.cfg }
 
@@ -225,17 +233,21 @@ func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) 
 	if fu, ok := e.(compute.GPTFuser); ok && m.precision != compute.PrecisionF32 {
 		g := m.cfg
 		f, err := fu.FuseGPT(compute.GPTShape{Layers: g.Layers, Heads: g.Heads, Width: g.Width, Context: g.Context, Vocab: g.Vocab, Rows: rows}, params, grads)
-		if err != nil {
+		switch {
+		case err == nil:
+			m.e, m.fused, m.precision = e, f, compute.PrecisionBF16
+			// the parameter index each block starts at (6 per block), for ready
+			m.first = make([]int, len(m.blocks))
+			for i := range m.first {
+				m.first[i] = 2 + 6*i
+			}
+			m.lnf0 = 2 + 6*len(m.blocks)
+			return nil
+		case m.precision == compute.PrecisionAuto && errors.Is(err, compute.ErrFusedShape):
+			m.unfused = err // fp32 on the engine's operation groups, below
+		default:
 			return err
 		}
-		m.e, m.fused, m.precision = e, f, compute.PrecisionBF16
-		// the parameter index each block starts at (6 per block), for ready
-		m.first = make([]int, len(m.blocks))
-		for i := range m.first {
-			m.first[i] = 2 + 6*i
-		}
-		m.lnf0 = 2 + 6*len(m.blocks)
-		return nil
 	}
 	if m.precision == compute.PrecisionBF16 {
 		return fmt.Errorf("bf16 needs an engine that runs the GPT fused (the CUDA engine); engine %s computes in fp32", e.Name())

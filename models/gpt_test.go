@@ -108,41 +108,55 @@ func TestGPTGradients(t *testing.T) {
 
 // In fp32 the CUDA engine runs the model on its operation groups, and an
 // engine without them fails the build with one line naming the engine and
-// the operation; by default the CUDA engine runs the model fused and says
-// which shapes its kernels take.
+// the operation; in bf16 the CUDA engine runs the model fused and says
+// which shapes its kernels take, and by default (auto) a shape they do not
+// take runs the fp32 groups.
 func TestGPTNeedsOperationGroups(t *testing.T) {
-	// build builds the model on an emulated CUDA engine, seen through
-	// compute.Engine alone (none of its groups) when plain.
 	build := func(p compute.Precision, plain bool) error {
-		m, err := models.NewGPT("gpt", smallGPT)
-		require.NoError(t, err)
-		require.NoError(t, m.SetPrecision(p))
-		ce := cudatest.NewEmulated(cuda.Options{})
-		specs := m.Params()
-		offsets, n := models.Layout(specs)
-		pt := ce.Alloc(n).(*cuda.Tensor)
-		a := compute.Arena{Dev: pt.DevicePtr(), N: n}
-		var pv []compute.Tensor
-		for i, s := range specs {
-			pv = append(pv, ce.View(a, offsets[i], s.Shape...))
-		}
-		var e compute.Engine = ce
-		if plain {
-			e = struct{ compute.Engine }{ce}
-		}
-		return m.Build(e, pv, pv, 1)
+		_, err := buildOn(t, p, plain)
+		return err
 	}
 	require.NoError(t, build(compute.PrecisionF32, false))
 	err := build(compute.PrecisionF32, true)
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing)
 	assert.Contains(t, err.Error(), "cuda")
-	err = build(compute.PrecisionAuto, false)
-	require.Error(t, err)
+	// a shape the fused kernels do not take (head size 4): bf16 is refused,
+	// auto runs the fp32 operation groups and says why
+	err = build(compute.PrecisionBF16, false)
+	require.ErrorIs(t, err, compute.ErrFusedShape)
 	assert.Contains(t, err.Error(), "head size of 32 or 64")
-	m, err := models.NewGPT("gpt", smallGPT)
+	m, err := buildOn(t, compute.PrecisionAuto, false)
+	require.NoError(t, err)
+	assert.Equal(t, compute.PrecisionF32, m.Precision())
+	assert.Nil(t, m.Fused())
+	require.ErrorIs(t, m.Unfused(), compute.ErrFusedShape)
+	assert.Contains(t, m.Unfused().Error(), "head size of 32 or 64")
+	m, err = models.NewGPT("gpt", smallGPT)
 	require.NoError(t, err)
 	assert.ErrorContains(t, m.SetPrecision("fp16"), `precision "fp16"`)
+}
+
+// buildOn builds smallGPT at precision p on an emulated CUDA engine, seen
+// through compute.Engine alone (none of its groups) when plain.
+func buildOn(t *testing.T, p compute.Precision, plain bool) (*models.GPT, error) {
+	m, err := models.NewGPT("gpt", smallGPT)
+	require.NoError(t, err)
+	require.NoError(t, m.SetPrecision(p))
+	ce := cudatest.NewEmulated(cuda.Options{})
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	pt := ce.Alloc(n).(*cuda.Tensor)
+	a := compute.Arena{Dev: pt.DevicePtr(), N: n}
+	var pv []compute.Tensor
+	for i, s := range specs {
+		pv = append(pv, ce.View(a, offsets[i], s.Shape...))
+	}
+	var e compute.Engine = ce
+	if plain {
+		e = struct{ compute.Engine }{ce}
+	}
+	return m, m.Build(e, pv, pv, 1)
 }
 
 func TestGPTConfigErrors(t *testing.T) {

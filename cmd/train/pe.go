@@ -188,6 +188,8 @@ func (r *peRun) run() (err error) {
 		rep.mfu = newMFU(r.o, m, e, device, devices) // after ddp.New: the model is built
 		if g, ok := m.(*models.GPT); ok && g.Fused() != nil {
 			log.Info(fmt.Sprintf("model %s: %s", r.o.model, g.Fused().Describe())) // what runs, as the mlp's fused layers say it
+		} else if ok && g.Unfused() != nil {
+			log.Warn(fmt.Sprintf("model %s runs in fp32 on the engine's per-layer operations, not fused in bf16 (much slower): %v", r.o.model, g.Unfused()))
 		}
 	}
 	res, err := tr.Fit(ctx, train, test)

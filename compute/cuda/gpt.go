@@ -146,15 +146,15 @@ func (e *Engine) fuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (*f
 	case L < 1 || NH < 1 || C < 1 || T < 1 || V < 1 || B < 1:
 		return nil, fmt.Errorf("shape %+v", s)
 	case C%8 != 0:
-		return nil, fmt.Errorf("width %d: the bf16 kernels need a multiple of 8", C)
+		return nil, fmt.Errorf("%w: width %d: the bf16 kernels need a multiple of 8", compute.ErrFusedShape, C)
 	case C%NH != 0 || (C/NH != 32 && C/NH != 64):
-		return nil, fmt.Errorf("width %d over %d heads: the attention kernels need a head size of 32 or 64", C, NH)
+		return nil, fmt.Errorf("%w: width %d over %d heads: the attention kernels need a head size of 32 or 64", compute.ErrFusedShape, C, NH)
 	case T%64 != 0:
-		return nil, fmt.Errorf("context %d: the attention kernels need a multiple of 64", T)
+		return nil, fmt.Errorf("%w: context %d: the attention kernels need a multiple of 64", compute.ErrFusedShape, T)
 	case V%8 != 0:
-		return nil, fmt.Errorf("vocabulary %d: the classifier needs a multiple of 8 (pad it, as gpt2's 50304)", V)
+		return nil, fmt.Errorf("%w: vocabulary %d: the classifier needs a multiple of 8 (pad it, as gpt2's 50304)", compute.ErrFusedShape, V)
 	case int64(B)*int64(T)*int64(V) > math.MaxInt32 || int64(B)*int64(T)*4*int64(C) > math.MaxInt32:
-		return nil, fmt.Errorf("%d sequences of %d positions: too many for the kernels' 32-bit indices", B, T)
+		return nil, fmt.Errorf("%w: %d sequences of %d positions: too many for the kernels' 32-bit indices", compute.ErrFusedShape, B, T)
 	}
 	want := 2 + gptParamsPerLayer*L + 2
 	if len(params) != want || len(grads) != want {
