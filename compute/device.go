@@ -146,8 +146,8 @@ type StepSlot struct {
 // ErrDeviceMemory is what a device engine's build-time allocations give when
 // the device has no room left: wrapped in the error of a build that returns
 // one (a fused model's), and in the *DeviceMemoryError that Alloc, which
-// returns no error, panics with. ddp's trainer turns that panic, at build
-// time, into an error of its New.
+// returns no error, panics with. ddp's trainer turns that panic into an
+// error of New (the model's build) or Fit (the GPU step path's buffers).
 var ErrDeviceMemory = errors.New("out of device memory")
 
 // DeviceMemoryError is the panic value of a device engine's Alloc (or
