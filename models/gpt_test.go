@@ -228,3 +228,18 @@ func TestFusedSamplerMatchesCPU(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, out, again, "the same seed draws the same tokens")
 }
+
+// A sampler on a GPU without room for it: an error that wraps
+// compute.ErrDeviceMemory, not the engine's panic.
+func TestSamplerOutOfDeviceMemory(t *testing.T) {
+	cfg := models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256}
+	m, err := models.NewGPT("gpt", cfg)
+	require.NoError(t, err)
+	d := cudatest.NewDevice()
+	e := cuda.NewOnDevice(d, cuda.Options{GPTKernels: d.GPTKernels()})
+	d.SetMemoryLimit(d.MemoryUsed() + 1<<20) // not the engine's first 64 MiB pool chunk
+	s, err := models.NewSampler(m, e, models.InitArena(m.Params(), 1))
+	require.Nil(t, s)
+	require.ErrorIs(t, err, compute.ErrDeviceMemory)
+	assert.Contains(t, err.Error(), "sampler for gpt")
+}

@@ -160,8 +160,19 @@ func draw(row []float32, probs []float64, order []int, o SampleOptions, rng *ran
 // NewSampler returns a copy of m built for one sequence on e over the
 // given parameter values (a trainer's Params, in m's Params order), for
 // Generate: a model built for a training micro-batch runs every sequence
-// of it for each token.
-func NewSampler(m *GPT, e compute.Engine, params []float32) (*GPT, error) {
+// of it for each token. A device without room for it gives an error
+// wrapping compute.ErrDeviceMemory (the engine's Alloc panics with a
+// *compute.DeviceMemoryError; other panics go on).
+func NewSampler(m *GPT, e compute.Engine, params []float32) (_ *GPT, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			dm, ok := r.(*compute.DeviceMemoryError)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("sampler for %s: %w", m.name, dm)
+		}
+	}()
 	s, err := NewGPT(m.name, m.cfg)
 	if err != nil {
 		return nil, err
