@@ -146,8 +146,9 @@ type StepSlot struct {
 // ErrDeviceMemory is what a device engine's build-time allocations give when
 // the device has no room left: wrapped in the error of a build that returns
 // one (a fused model's), and in the *DeviceMemoryError that Alloc, which
-// returns no error, panics with. ddp's trainer turns that panic into an
-// error of New (the model's build) or Fit (the GPU step path's buffers).
+// returns no error, panics with. RecoverDeviceMemory turns that panic into
+// an error: ddp's New (the model's build) and Fit (the GPU step path's
+// buffers) and models.NewSampler do.
 var ErrDeviceMemory = errors.New("out of device memory")
 
 // DeviceMemoryError is the panic value of a device engine's Alloc (or
@@ -165,6 +166,23 @@ func (e *DeviceMemoryError) Error() string {
 
 // Unwrap gives ErrDeviceMemory and the device's error.
 func (e *DeviceMemoryError) Unwrap() []error { return []error{ErrDeviceMemory, e.Err} }
+
+// RecoverDeviceMemory turns r, what a deferred recover() returned, into
+// *err ("what: " and the *DeviceMemoryError) when it is a device engine's
+// refusal to allocate for lack of memory; any other panic goes on. Use it
+// where a build that allocates with Alloc returns an error:
+//
+//	defer func() { compute.RecoverDeviceMemory(recover(), &err, "build") }()
+func RecoverDeviceMemory(r any, err *error, what string) {
+	if r == nil {
+		return
+	}
+	dm, ok := r.(*DeviceMemoryError)
+	if !ok {
+		panic(r)
+	}
+	*err = fmt.Errorf("%s: %w", what, dm)
+}
 
 // ErrStepScale is returned (wrapped) by StepGraph.Launch when the recorded
 // step holds its loss scale as a constant (a fused model's classifier) and

@@ -98,7 +98,7 @@ func (d *deviceStrategy) prepare(t *Trainer, total int, train datasets.Source) (
 	if err := d.close(); err != nil {
 		return err
 	}
-	defer func() { deviceMemory(recover(), &err, "the GPU step path's buffers") }()
+	defer func() { compute.RecoverDeviceMemory(recover(), &err, "the GPU step path's buffers") }()
 	g, err := t.newGPUSteps(total, train)
 	d.g, d.residentNote = g, ""
 	if g != nil {

@@ -252,25 +252,10 @@ func arenaOf(b comm.Buffer) (compute.Arena, error) {
 	return compute.Arena{}, fmt.Errorf("symmetric buffer %T is neither in host nor in device memory", b)
 }
 
-// deviceMemory turns r, what a deferred recover() returned, into *err when
-// it is a device engine's refusal to allocate for lack of memory (its Alloc
-// returns no error: it panics with a *compute.DeviceMemoryError), so that a
-// GPU that is full ends New or Fit with an error instead of a crash; any
-// other panic goes on.
-func deviceMemory(r any, err *error, what string) {
-	if r == nil {
-		return
-	}
-	dm, ok := r.(*compute.DeviceMemoryError)
-	if !ok {
-		panic(r)
-	}
-	*err = fmt.Errorf("%s: %w", what, dm)
-}
-
 func (t *Trainer) build() (err error) {
 	defer func() {
-		deviceMemory(recover(), &err, fmt.Sprintf("build model %s for %d rows", t.m.Name(), t.micro))
+		// a GPU that is full ends New with an error, not the engine's panic
+		compute.RecoverDeviceMemory(recover(), &err, fmt.Sprintf("build model %s for %d rows", t.m.Name(), t.micro))
 	}()
 	e := t.e
 	t.spec = t.m.Data()

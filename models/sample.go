@@ -164,15 +164,7 @@ func draw(row []float32, probs []float64, order []int, o SampleOptions, rng *ran
 // wrapping compute.ErrDeviceMemory (the engine's Alloc panics with a
 // *compute.DeviceMemoryError; other panics go on).
 func NewSampler(m *GPT, e compute.Engine, params []float32) (_ *GPT, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			dm, ok := r.(*compute.DeviceMemoryError)
-			if !ok {
-				panic(r)
-			}
-			err = fmt.Errorf("sampler for %s: %w", m.name, dm)
-		}
-	}()
+	defer func() { compute.RecoverDeviceMemory(recover(), &err, "sampler for "+m.name) }()
 	s, err := NewGPT(m.name, m.cfg)
 	if err != nil {
 		return nil, err
