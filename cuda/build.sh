@@ -48,15 +48,19 @@ else
     host_lib="-l:$host_so"
 fi
 
+# ---- cuDNN (optional) ----
+. "$src/cudnn.sh"
+
 echo "nvcc:    $NVCC ($("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
 echo "nvshmem: $NV"
 echo "arch:    $arch"
+echo "cudnn:   ${cudnn_root:-not found (the fused attention is ours alone; set CUDNN_HOME)}"
 
 mkdir -p "$obj"
 rm -f "$obj"/*.o "$out/dlink.o" "$out/libsymddp_cuda.so"
 
 # ---- compile every .cu in parallel ----
-flags=(-O3 -std=c++17 -arch="$arch" -rdc=true -Xcompiler -fPIC -lineinfo -I"$NV/include" -I"$src")
+flags=(-O3 -std=c++17 -arch="$arch" -rdc=true -Xcompiler -fPIC -lineinfo -I"$NV/include" -I"$src" "${cudnn_cflags[@]}")
 pids=()
 names=()
 for f in "$src"/*.cu; do
@@ -77,7 +81,7 @@ done
 # ---- device link, then the shared library ----
 "$NVCC" -arch="$arch" -dlink -Xcompiler -fPIC "$obj"/*.o -L"$NV/lib" -lnvshmem_device -o "$out/dlink.o"
 "$NVCC" -shared -arch="$arch" "$obj"/*.o "$out/dlink.o" \
-    -L"$NV/lib" "$host_lib" -lnvshmem_device -L"$cuda_lib" -lcublasLt -lcublas -lcudart \
+    -L"$NV/lib" "$host_lib" -lnvshmem_device -L"$cuda_lib" -lcublasLt -lcublas -lcudart "${cudnn_ldflags[@]}" \
     -Xlinker -rpath="$NV/lib" -Xlinker -rpath="$cuda_lib" \
     -o "$out/libsymddp_cuda.so"
 

@@ -36,11 +36,19 @@ int sdg_fail(int code, const char *file, int line, const char *fmt, ...) __attri
  * mma kernels may run. */
 size_t sdg_am_backward_scratch_bytes(int B, int T, int NH);
 
+/* Which attention the entry points take (sd_gpt_attention_cudnn.cu):
+ * SYMDDP_ATTENTION=auto (or unset): cuDNN's where its plans build, else ours;
+ * cudnn: cuDNN's or an error saying why not; own (or anything else): ours.
+ * sdg_attention_use_cudnn builds the plans on first use unless the stream is
+ * being captured. */
+enum { SDG_ATT_AUTO = 0, SDG_ATT_CUDNN = 1, SDG_ATT_OWN = 2 };
+int sdg_attention_mode(void);
+int sdg_attention_use_cudnn(int B, int T, int C, int NH, void *stream);
+
 static inline bool sdg_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-/* 8 bf16 at p (16-byte aligned) as floats. */
-static __device__ __forceinline__ void sdg_load8(const bf16 *p, float f[8]) {
-    uint4 u = *reinterpret_cast<const uint4 *>(p);
+/* 8 bf16 packed in a 16-byte vector as floats. */
+static __device__ __forceinline__ void sdg_unpack8(const uint4 u, float f[8]) {
     const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -48,6 +56,11 @@ static __device__ __forceinline__ void sdg_load8(const bf16 *p, float f[8]) {
         f[2 * i] = t.x;
         f[2 * i + 1] = t.y;
     }
+}
+
+/* 8 bf16 at p (16-byte aligned) as floats. */
+static __device__ __forceinline__ void sdg_load8(const bf16 *p, float f[8]) {
+    sdg_unpack8(*reinterpret_cast<const uint4 *>(p), f);
 }
 
 /* 8 floats rounded to bf16 at p (16-byte aligned). */

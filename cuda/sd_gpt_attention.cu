@@ -483,11 +483,12 @@ extern "C" int sdg_attention_forward_wmma(void *out, float *lse, const void *qkv
     return sdg_att_forward_hs<32>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
 }
 
-/* D for the wmma kernels; where T would let the mma kernels run (head size 64,
- * which this does not see), also what they need beside D */
-extern "C" size_t sdg_attention_backward_scratch_bytes(int B, int T, int NH) {
+/* D for the wmma kernels; where the mma kernels may run, also what they need
+ * beside D; where cuDNN's attention is taken, its workspace instead */
+extern "C" size_t sdg_attention_backward_scratch_bytes(int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || NH <= 0) return 0;
-    if (sdg_attention_mma_supported(T, NH * 64, NH)) return sdg_am_backward_scratch_bytes(B, T, NH);
+    if (sdg_attention_use_cudnn(B, T, C, NH, NULL)) return sdg_attention_cudnn_scratch_bytes(B, T, C, NH);
+    if (sdg_attention_mma_supported(T, C, NH)) return sdg_am_backward_scratch_bytes(B, T, NH);
     return (size_t)B * NH * T * sizeof(float);
 }
 
@@ -510,15 +511,20 @@ extern "C" int sdg_attention_backward_wmma(void *dqkv, const void *dout, const v
     return sdg_att_backward_hs<32>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, B, T, C, NH, s);
 }
 
-/* The entry points: the mma kernels where they apply (sd_gpt_attention_mma.cu), else wmma. */
+/* The entry points: cuDNN's where sdg_attention_use_cudnn says so, else the
+ * mma kernels where they apply (sd_gpt_attention_mma.cu), else wmma. */
 extern "C" int sdg_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                                      void *stream) {
+    if (sdg_attention_use_cudnn(B, T, C, NH, stream))
+        return sdg_attention_forward_cudnn(out, lse, qkv, B, T, C, NH, stream);
     if (sdg_attention_mma_supported(T, C, NH)) return sdg_attention_forward_mma(out, lse, qkv, B, T, C, NH, stream);
     return sdg_attention_forward_wmma(out, lse, qkv, B, T, C, NH, stream);
 }
 
 extern "C" int sdg_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                       int B, int T, int C, int NH, void *scratch, void *stream) {
+    if (sdg_attention_use_cudnn(B, T, C, NH, stream))
+        return sdg_attention_backward_cudnn(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
     if (sdg_attention_mma_supported(T, C, NH))
         return sdg_attention_backward_mma(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
     return sdg_attention_backward_wmma(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 4
+#define SDG_ABI_VERSION 5
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -73,7 +73,7 @@ int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, const int32_t
  * backward: dqkv (B,T,3C) bf16 is WRITTEN (not added to); scratch:
  * sdg_attention_backward_scratch_bytes. */
 int sdg_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
-size_t sdg_attention_backward_scratch_bytes(int B, int T, int NH);
+size_t sdg_attention_backward_scratch_bytes(int B, int T, int C, int NH);
 int sdg_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
                            int T, int C, int NH, void *scratch, void *stream);
 /* Two implementations side by side; the two above take the mma one where it
@@ -91,6 +91,19 @@ int sdg_attention_backward_wmma(void *dqkv, const void *dout, const void *qkv, c
 int sdg_attention_forward_mma(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
 int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                int B, int T, int C, int NH, void *scratch, void *stream);
+/*   cudnn (sd_gpt_attention_cudnn.cu): cuDNN's fused attention engines through
+ *     its backend graph API, where the library was built with cuDNN; hs a
+ *     multiple of 8 up to 128. Plans are built per shape on first use (by
+ *     sdg_attention_cudnn_supported or the scratch query, never while a stream
+ *     is captured); the scratch holds its workspace
+ *     (sdg_attention_cudnn_scratch_bytes). The entry points above take it
+ *     where its plans build, unless SYMDDP_ATTENTION=own (SYMDDP_ATTENTION=cudnn:
+ *     always, failing with the reason where it cannot). */
+int sdg_attention_cudnn_supported(int B, int T, int C, int NH);
+size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH);
+int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
+int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
+                                 int B, int T, int C, int NH, void *scratch, void *stream);
 
 /* ---- fused softmax cross-entropy (sd_gpt_classifier.cu) ----
  * logits (N,Vp) bf16, of which columns [0,V) are real; targets (N) int32, -1: row ignored.

@@ -64,15 +64,16 @@ status=0
 } >>"$log" 2>&1
 
 # ---- 1 build ----
-echo "== build" >>"$log"
+. "$root/cuda/cudnn.sh"
+echo "== build (cuDNN: ${cudnn_root:-not found})" >>"$log"
 # check and step in parallel, both with every kernel
-timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
+timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" "${cudnn_cflags[@]}" \
     "$root/cuda/gptcheck/step.cu" "$root"/cuda/sd_gpt_*.cu \
-    -L"$cuda_root/lib64" -lcublasLt -lcublas -o "$root/build/gptstep" >"$root/build/gptstep.log" 2>&1 &
+    -L"$cuda_root/lib64" -lcublasLt -lcublas "${cudnn_ldflags[@]}" -o "$root/build/gptstep" >"$root/build/gptstep.log" 2>&1 &
 steppid=$!
-if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
+if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" "${cudnn_cflags[@]}" \
     "$root/cuda/gptcheck/check.cu" "$root"/cuda/sd_gpt_*.cu \
-    -L"$cuda_root/lib64" -lcublasLt -lcublas -o "$root/build/gptcheck" >>"$log" 2>&1; then
+    -L"$cuda_root/lib64" -lcublasLt -lcublas "${cudnn_ldflags[@]}" -o "$root/build/gptcheck" >>"$log" 2>&1; then
     echo "BUILD FAIL: check.cu" | tee -a "$log"
     wait "$steppid"
     cat "$log"
@@ -91,7 +92,7 @@ pids=()
 for f in "$root"/cuda/sd_gpt_*.cu; do
     n="$(basename "$f" .cu)"
     ( timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -rdc=true -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings \
-        -I"$root/cuda" -c "$f" -o "$tmp/$n.o" >"$tmp/$n.log" 2>&1 && echo "ok   $n.cu (-rdc, -Werror)" >>"$tmp/$n.log" ||
+        -I"$root/cuda" "${cudnn_cflags[@]}" -c "$f" -o "$tmp/$n.o" >"$tmp/$n.log" 2>&1 && echo "ok   $n.cu (-rdc, -Werror)" >>"$tmp/$n.log" ||
         echo "WARN $n.cu does not compile warning-free with -rdc (cuda/build.sh and cuda/localcheck would see it)" >>"$tmp/$n.log" ) &
     pids+=($!)
 done

@@ -215,7 +215,7 @@ func (e *Engine) fuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (*f
 			mean1: fp(N), rstd1: fp(N), mean2: fp(N), rstd2: fp(N), lse: fp(N * NH),
 		}
 	}
-	f.attScratch = alloc(max(16, k.AttentionBackwardScratchBytes(B, T, NH)))
+	f.attScratch = alloc(max(16, k.AttentionBackwardScratchBytes(B, T, C, NH)))
 	f.lnScratch = alloc(max(16, k.LayernormBackwardScratchBytes(N, C)))
 	f.embScratchBytes = k.EmbedBackwardScratchBytes(B, T, V)
 	f.embScratch = alloc(max(16, f.embScratchBytes))
@@ -230,6 +230,9 @@ func (e *Engine) fuseGPT(s compute.GPTShape, params, grads []compute.Tensor) (*f
 	f.attention = "flash attention (wmma)"
 	if k.AttentionMMASupported(T, C, NH) {
 		f.attention = "flash attention (mma.sync)"
+	}
+	if cudnnAttention(k, B, T, C, NH) {
+		f.attention = "flash attention (cuDNN)"
 	}
 	// the gradients kernels add to, zeroed first: wpe, the LayerNorms'
 	// (dwte is written by the head's dW GEMM first)
@@ -611,4 +614,16 @@ func (f *fusedGPT) Close() error {
 		f.lt = 0
 	}
 	return nil
+}
+
+// cudnnAttention says whether the library's attention entry points take
+// cuDNN's fused attention at this shape: where the library was built with
+// cuDNN and its plans build, unless SYMDDP_ATTENTION asks for ours (the rule
+// of cuda/sd_gpt.cuh).
+func cudnnAttention(k cudalib.GPTKernels, B, T, C, NH int) bool {
+	switch settings.Get(settings.Attention) {
+	case "", "auto", "cudnn":
+		return k.AttentionCUDNNSupported(B, T, C, NH)
+	}
+	return false
 }

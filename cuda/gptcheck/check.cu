@@ -472,14 +472,14 @@ typedef int (*att_bwd_fn)(void *, const void *, const void *, const void *, cons
  * scale moves whole terms, far outside either bound.
  */
 static void check_attention_impl(const char *impl, const char *tag, att_fwd_fn fwd, att_bwd_fn bwd, int B, int T, int C,
-                                 int NH) {
+                                 int NH, size_t scratch_bytes, bool must_repeat = true) {
     char name[128];
     std::vector<uint16_t> hqkv, hdo;
     std::vector<float> qkv, dout;
     rnd_bf16(hqkv, qkv, (size_t)B * T * 3 * C, 1.0f);
     rnd_bf16(hdo, dout, (size_t)B * T * C, 1.0f);
     Dev dqkv_in(hqkv.size() * 2), dout_d((size_t)B * T * C * 2), dlse((size_t)B * NH * T * 4),
-        ddo(hdo.size() * 2), ddqkv(hqkv.size() * 2), scratch(sdg_attention_backward_scratch_bytes(B, T, NH));
+        ddo(hdo.size() * 2), ddqkv(hqkv.size() * 2), scratch(scratch_bytes > 16 ? scratch_bytes : 16);
     up(dqkv_in, hqkv); up(ddo, hdo);
     CK(cudaMemsetAsync(dout_d.p, 0xff, dout_d.bytes, g_stream));
     CK(cudaMemsetAsync(dlse.p, 0xff, dlse.bytes, g_stream));
@@ -528,19 +528,51 @@ static void check_attention_impl(const char *impl, const char *tag, att_fwd_fn f
                impl, tag, over);
     }
     snprintf(name, sizeof name, "attention_bwd %s %s", impl, tag);
-    repeat_check(name, got_dq[0].data(), got_dq[1].data(), hqkv.size() * 2);
+    if (must_repeat)
+        repeat_check(name, got_dq[0].data(), got_dq[1].data(), hqkv.size() * 2);
+    else
+        printf("info %s: bits %s between two calls (this form does not promise it)\n", name,
+               memcmp(got_dq[0].data(), got_dq[1].data(), hqkv.size() * 2) ? "differ" : "repeat");
 }
 
+/* the scratch our kernels need, whichever attention the entry points take */
+static size_t own_attention_scratch(int B, int T, int C, int NH) {
+    setenv("SYMDDP_ATTENTION", "own", 1);
+    const size_t n = sdg_attention_backward_scratch_bytes(B, T, C, NH);
+    unsetenv("SYMDDP_ATTENTION");
+    return n;
+}
+
+/* cuDNN's backward forms (sd_gpt_attention_cudnn.cu): the default first;
+ * accum2 and det must repeat their bits, accum need not */
+static const char *const g_cudnn_forms[3] = {"accum2", "det", "accum"};
+
 static void check_attention(const char *tag, int B, int T, int C, int NH) {
-    const uint64_t before = g_rng; /* both versions see the same data */
-    check_attention_impl("wmma", tag, sdg_attention_forward_wmma, sdg_attention_backward_wmma, B, T, C, NH);
+    const uint64_t before = g_rng; /* every version sees the same data */
+    const size_t own = own_attention_scratch(B, T, C, NH);
+    check_attention_impl("wmma", tag, sdg_attention_forward_wmma, sdg_attention_backward_wmma, B, T, C, NH, own);
     const uint64_t after = g_rng;
     if (sdg_attention_mma_supported(T, C, NH)) {
         g_rng = before;
-        check_attention_impl("mma", tag, sdg_attention_forward_mma, sdg_attention_backward_mma, B, T, C, NH);
+        check_attention_impl("mma", tag, sdg_attention_forward_mma, sdg_attention_backward_mma, B, T, C, NH, own);
     } else {
         printf("info attention mma %s: shape not supported by the mma kernels (wmma only)\n", tag);
     }
+    for (int f = 0; f < 3; f++) {
+        setenv("SYMDDP_CUDNN_BWD", g_cudnn_forms[f], 1);
+        char impl[32];
+        snprintf(impl, sizeof impl, "cudnn-%s", g_cudnn_forms[f]);
+        if (sdg_attention_cudnn_supported(B, T, C, NH)) {
+            g_rng = before;
+            check_attention_impl(impl, tag, sdg_attention_forward_cudnn, sdg_attention_backward_cudnn, B, T, C, NH,
+                                 sdg_attention_cudnn_scratch_bytes(B, T, C, NH), f < 2);
+        } else {
+            Dev dummy(256); /* not supported: the call fails before it reads them, with the reason */
+            (void)sdg_attention_forward_cudnn(dummy.p, dummy.f(), dummy.p, B, T, C, NH, g_stream);
+            printf("info attention %s %s: not available: %s\n", impl, tag, sdg_last_error());
+        }
+    }
+    unsetenv("SYMDDP_CUDNN_BWD");
     g_rng = after;
 }
 
@@ -912,7 +944,7 @@ static void timings() {
     }
     {
         Dev qkv((size_t)N * 3 * C * 2), out((size_t)N * C * 2), lse((size_t)B * NH * T * 4), dout((size_t)N * C * 2),
-            dqkv((size_t)N * 3 * C * 2), scratch(sdg_attention_backward_scratch_bytes(B, T, NH));
+            dqkv((size_t)N * 3 * C * 2), scratch(own_attention_scratch(B, T, C, NH));
         fill_bf16(qkv, (size_t)N * 3 * C, 1.f); fill_bf16(dout, (size_t)N * C, 1.f);
         const double fwd_flops = 4.0 * B * NH * (double)T * T * (C / NH) / 2.0; /* causal half */
         struct { const char *name; att_fwd_fn fwd; att_bwd_fn bwd; } impls[2] = {
@@ -930,6 +962,42 @@ static void timings() {
             snprintf(nm, sizeof nm, "attention_bwd %s (2.5x fwd FLOPs)", impls[v].name);
             report_fl(nm, us, 2.5 * fwd_flops);
         }
+        for (int f = 0; f < 3; f++) {
+            setenv("SYMDDP_CUDNN_BWD", g_cudnn_forms[f], 1);
+            if (!sdg_attention_cudnn_supported(B, T, C, NH)) continue;
+            Dev cs(sdg_attention_cudnn_scratch_bytes(B, T, C, NH));
+            char nm[96];
+            double us = time_us([&] { SG(sdg_attention_forward_cudnn(out.p, lse.f(), qkv.p, B, T, C, NH, g_stream)); }, 20);
+            snprintf(nm, sizeof nm, "attention_fwd cudnn (causal FLOPs)");
+            if (f == 0) report_fl(nm, us, fwd_flops);
+            us = time_us([&] {
+                SG(sdg_attention_backward_cudnn(dqkv.p, dout.p, qkv.p, out.p, lse.f(), B, T, C, NH, cs.p, g_stream));
+            }, 20);
+            snprintf(nm, sizeof nm, "attention_bwd cudnn-%s (2.5x fwd FLOPs, scratch %.0f MB)", g_cudnn_forms[f],
+                     cs.bytes / 1e6);
+            report_fl(nm, us, 2.5 * fwd_flops);
+            /* the default form's bits must repeat over many calls (it is
+             * not documented as deterministic: this is what shows it) */
+            const size_t n3 = (size_t)N * 3 * C;
+            const int reps = f == 0 ? 50 : 2;
+            std::vector<uint16_t> first, again;
+            int differ = 0;
+            for (int rep = 0; rep < reps; rep++) {
+                CK(cudaMemsetAsync(dqkv.p, 0xff, dqkv.bytes, g_stream));
+                SG(sdg_attention_backward_cudnn(dqkv.p, dout.p, qkv.p, out.p, lse.f(), B, T, C, NH, cs.p, g_stream));
+                (rep == 0 ? first : again) = down<uint16_t>(dqkv, n3);
+                if (rep > 0 && memcmp(first.data(), again.data(), n3 * 2) != 0) differ++;
+            }
+            snprintf(nm, sizeof nm, "attention_bwd cudnn-%s B=16 T=1024, %d calls", g_cudnn_forms[f], reps);
+            if (f < 2) {
+                printf("repeat %-40s %d of %d calls differ from the first %s\n", nm, differ, reps - 1,
+                       differ ? "FAIL" : "PASS");
+                if (differ) g_fail++;
+            } else {
+                printf("info %s: %d of %d calls differ from the first\n", nm, differ, reps - 1);
+            }
+        }
+        unsetenv("SYMDDP_CUDNN_BWD");
         if (sdg_attention_mma_supported(T, C, NH)) {
             /* at this size too the mma backward's bits must repeat, and agree
              * with the wmma kernels' within bf16 rounding */

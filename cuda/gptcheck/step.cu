@@ -244,7 +244,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     M.dpre = (bf16 *)dmalloc(N * 4 * C * 2);
     M.datt = (bf16 *)dmalloc(N * C * 2);
     M.dqkv = (bf16 *)dmalloc(N * 3 * C * 2);
-    M.att_scratch = dmalloc(sdg_attention_backward_scratch_bytes(B, T, NH));
+    M.att_scratch = dmalloc(sdg_attention_backward_scratch_bytes(B, T, C, NH));
     M.ln_scratch = dmalloc(sdg_layernorm_backward_scratch_bytes(M.N, C));
     M.emb_scratch_bytes = sdg_embed_backward_scratch_bytes(B, T, Vp);
     if (!M.emb_scratch_bytes) {
@@ -596,14 +596,21 @@ int main(int argc, char **argv) {
             timed = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--attention") && i + 1 < argc) {
             g_att_name = argv[++i];
+            /* the scratch query follows SYMDDP_ATTENTION */
             if (!strcmp(g_att_name, "mma")) {
                 g_att_fwd = sdg_attention_forward_mma;
                 g_att_bwd = sdg_attention_backward_mma;
+                setenv("SYMDDP_ATTENTION", "own", 1);
             } else if (!strcmp(g_att_name, "wmma")) {
                 g_att_fwd = sdg_attention_forward_wmma;
                 g_att_bwd = sdg_attention_backward_wmma;
+                setenv("SYMDDP_ATTENTION", "own", 1);
+            } else if (!strcmp(g_att_name, "cudnn")) {
+                g_att_fwd = sdg_attention_forward_cudnn;
+                g_att_bwd = sdg_attention_backward_cudnn;
+                setenv("SYMDDP_ATTENTION", "cudnn", 1);
             } else if (strcmp(g_att_name, "auto") != 0) {
-                fprintf(stderr, "--attention auto, mma or wmma\n");
+                fprintf(stderr, "--attention auto, cudnn, mma or wmma\n");
                 return 2;
             }
         } else if (!strcmp(argv[i], "--no-tune")) {
@@ -613,7 +620,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--breakdown")) {
             g_breakdown = true;
         } else {
-            fprintf(stderr, "usage: %s [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma] "
+            fprintf(stderr, "usage: %s [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|cudnn|mma|wmma] "
                             "[--no-tune] [--bgrad-epilogue] [--breakdown]\n",
                     argv[0]);
             return 2;
@@ -625,9 +632,10 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device %s, %d SMs, sdg ABI %d, attention: %s (auto takes %s), GEMMs %s, bias gradients %s\n", prop.name,
-           prop.multiProcessorCount, sdg_abi_version(), g_att_name,
-           sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma", g_tune ? "tuned at first use" : "heuristic's",
+    printf("device %s, %d SMs, sdg ABI %d, attention: %s (auto takes cuDNN's where its plans build (%s at B=16), "
+           "else %s), GEMMs %s, bias gradients %s\n",
+           prop.name, prop.multiProcessorCount, sdg_abi_version(), g_att_name,
+           sdg_attention_cudnn_supported(16, T, C, NH) ? "yes" : "no", sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma", g_tune ? "tuned at first use" : "heuristic's",
            g_bgrad_epilogue ? "in the dW epilogue" : "by sdg_bias_backward");
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -15,7 +15,7 @@ const (
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
 	ComputeABIVersion = 8
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 4
+	GPTABIVersion = 5
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -150,7 +150,7 @@ type GPTKernels interface {
 	// AttentionForward: sdg_attention_forward.
 	AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardScratchBytes: sdg_attention_backward_scratch_bytes.
-	AttentionBackwardScratchBytes(b int, t int, nh int) int
+	AttentionBackwardScratchBytes(b int, t int, c int, nh int) int
 	// AttentionBackward: sdg_attention_backward.
 	AttentionBackward(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
 	// AttentionMMASupported: sdg_attention_mma_supported.
@@ -163,6 +163,14 @@ type GPTKernels interface {
 	AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardMMA: sdg_attention_backward_mma.
 	AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
+	// AttentionCUDNNSupported: sdg_attention_cudnn_supported.
+	AttentionCUDNNSupported(b int, t int, c int, nh int) bool
+	// AttentionCUDNNScratchBytes: sdg_attention_cudnn_scratch_bytes.
+	AttentionCUDNNScratchBytes(b int, t int, c int, nh int) int
+	// AttentionForwardCUDNN: sdg_attention_forward_cudnn.
+	AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
+	// AttentionBackwardCUDNN: sdg_attention_backward_cudnn.
+	AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
 	// Classifier: sdg_classifier.
 	Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error
 	// LossStats: sdg_loss_stats.

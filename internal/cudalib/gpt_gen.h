@@ -30,6 +30,10 @@ enum {
 	SDGI_sdg_attention_backward_wmma,
 	SDGI_sdg_attention_forward_mma,
 	SDGI_sdg_attention_backward_mma,
+	SDGI_sdg_attention_cudnn_supported,
+	SDGI_sdg_attention_cudnn_scratch_bytes,
+	SDGI_sdg_attention_forward_cudnn,
+	SDGI_sdg_attention_backward_cudnn,
 	SDGI_sdg_classifier,
 	SDGI_sdg_loss_stats,
 	SDGI_sdg_cast_bf16,
@@ -66,6 +70,10 @@ static const char *const sdgw_names[SDGI_count] = {
 	"sdg_attention_backward_wmma",
 	"sdg_attention_forward_mma",
 	"sdg_attention_backward_mma",
+	"sdg_attention_cudnn_supported",
+	"sdg_attention_cudnn_scratch_bytes",
+	"sdg_attention_forward_cudnn",
+	"sdg_attention_backward_cudnn",
 	"sdg_classifier",
 	"sdg_loss_stats",
 	"sdg_cast_bf16",
@@ -123,13 +131,17 @@ static inline int gw_sdg_embed_forward(SDGW, uintptr_t out, uintptr_t tokens, ui
 static inline size_t gw_sdg_embed_backward_scratch_bytes(const sdgw_table *t, int B, int T, int V) { return SDGF(sdg_embed_backward_scratch_bytes, t)(B, T, V); }
 static inline int gw_sdg_embed_backward(SDGW, uintptr_t dwte, uintptr_t dwpe, uintptr_t dout, uintptr_t tokens, int B, int T, int C, int V, uintptr_t scratch, size_t scratch_bytes, uintptr_t stream) { SDGR(SDGF(sdg_embed_backward, t)((float *)dwte, (float *)dwpe, (const void *)dout, (const int32_t *)tokens, B, T, C, V, (void *)scratch, scratch_bytes, (void *)stream)); }
 static inline int gw_sdg_attention_forward(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
-static inline size_t gw_sdg_attention_backward_scratch_bytes(const sdgw_table *t, int B, int T, int NH) { return SDGF(sdg_attention_backward_scratch_bytes, t)(B, T, NH); }
+static inline size_t gw_sdg_attention_backward_scratch_bytes(const sdgw_table *t, int B, int T, int C, int NH) { return SDGF(sdg_attention_backward_scratch_bytes, t)(B, T, C, NH); }
 static inline int gw_sdg_attention_backward(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }
 static inline int gw_sdg_attention_mma_supported(const sdgw_table *t, int T, int C, int NH) { return SDGF(sdg_attention_mma_supported, t)(T, C, NH); }
 static inline int gw_sdg_attention_forward_wmma(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward_wmma, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
 static inline int gw_sdg_attention_backward_wmma(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward_wmma, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }
 static inline int gw_sdg_attention_forward_mma(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward_mma, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
 static inline int gw_sdg_attention_backward_mma(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward_mma, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }
+static inline int gw_sdg_attention_cudnn_supported(const sdgw_table *t, int B, int T, int C, int NH) { return SDGF(sdg_attention_cudnn_supported, t)(B, T, C, NH); }
+static inline size_t gw_sdg_attention_cudnn_scratch_bytes(const sdgw_table *t, int B, int T, int C, int NH) { return SDGF(sdg_attention_cudnn_scratch_bytes, t)(B, T, C, NH); }
+static inline int gw_sdg_attention_forward_cudnn(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward_cudnn, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
+static inline int gw_sdg_attention_backward_cudnn(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward_cudnn, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }
 static inline int gw_sdg_classifier(SDGW, uintptr_t losses, uintptr_t logits, uintptr_t targets, int N, int V, int Vp, float dscale, int write_grad, uintptr_t stream) { SDGR(SDGF(sdg_classifier, t)((float *)losses, (void *)logits, (const int32_t *)targets, N, V, Vp, dscale, write_grad, (void *)stream)); }
 static inline int gw_sdg_loss_stats(SDGW, uintptr_t stats, uintptr_t losses, uintptr_t targets, int N, uintptr_t stream) { SDGR(SDGF(sdg_loss_stats, t)((float *)stats, (const float *)losses, (const int32_t *)targets, N, (void *)stream)); }
 static inline int gw_sdg_cast_bf16(SDGW, uintptr_t out, uintptr_t inp, int64_t n, uintptr_t stream) { SDGR(SDGF(sdg_cast_bf16, t)((void *)out, (const float *)inp, n, (void *)stream)); }

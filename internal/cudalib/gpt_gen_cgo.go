@@ -132,8 +132,8 @@ func (g *GPT) AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t i
 //	scaled scores (1/sqrt(hs)). hs = C/NH must be 32 or 64; T a multiple of 64.
 //	backward: dqkv (B,T,3C) bf16 is WRITTEN (not added to); scratch:
 //	sdg_attention_backward_scratch_bytes.
-func (g *GPT) AttentionBackwardScratchBytes(b int, t int, nh int) int {
-	return int(C.gw_sdg_attention_backward_scratch_bytes(g.t, C.int(b), C.int(t), C.int(nh)))
+func (g *GPT) AttentionBackwardScratchBytes(b int, t int, c int, nh int) int {
+	return int(C.gw_sdg_attention_backward_scratch_bytes(g.t, C.int(b), C.int(t), C.int(c), C.int(nh)))
 }
 
 // AttentionBackward calls sdg_attention_backward (cuda/symddp_gpt.h).
@@ -226,6 +226,66 @@ func (g *GPT) AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out 
 	x := g.call()
 	defer g.done(x)
 	return g.check("sdg_attention_backward_mma", x, C.gw_sdg_attention_backward_mma(g.t, x, C.uintptr_t(dqkv), C.uintptr_t(dout), C.uintptr_t(qkv), C.uintptr_t(out), C.uintptr_t(lse), C.int(b), C.int(t), C.int(c), C.int(nh), C.uintptr_t(scratch), C.uintptr_t(stream)))
+}
+
+// AttentionCUDNNSupported calls sdg_attention_cudnn_supported (cuda/symddp_gpt.h).
+//
+//	cudnn (sd_gpt_attention_cudnn.cu): cuDNN's fused attention engines through
+//	its backend graph API, where the library was built with cuDNN; hs a
+//	multiple of 8 up to 128. Plans are built per shape on first use (by
+//	sdg_attention_cudnn_supported or the scratch query, never while a stream
+//	is captured); the scratch holds its workspace
+//	(sdg_attention_cudnn_scratch_bytes). The entry points above take it
+//	where its plans build, unless SYMDDP_ATTENTION=own (SYMDDP_ATTENTION=cudnn:
+//	always, failing with the reason where it cannot).
+func (g *GPT) AttentionCUDNNSupported(b int, t int, c int, nh int) bool {
+	return C.gw_sdg_attention_cudnn_supported(g.t, C.int(b), C.int(t), C.int(c), C.int(nh)) != 0
+}
+
+// AttentionCUDNNScratchBytes calls sdg_attention_cudnn_scratch_bytes (cuda/symddp_gpt.h).
+//
+//	cudnn (sd_gpt_attention_cudnn.cu): cuDNN's fused attention engines through
+//	its backend graph API, where the library was built with cuDNN; hs a
+//	multiple of 8 up to 128. Plans are built per shape on first use (by
+//	sdg_attention_cudnn_supported or the scratch query, never while a stream
+//	is captured); the scratch holds its workspace
+//	(sdg_attention_cudnn_scratch_bytes). The entry points above take it
+//	where its plans build, unless SYMDDP_ATTENTION=own (SYMDDP_ATTENTION=cudnn:
+//	always, failing with the reason where it cannot).
+func (g *GPT) AttentionCUDNNScratchBytes(b int, t int, c int, nh int) int {
+	return int(C.gw_sdg_attention_cudnn_scratch_bytes(g.t, C.int(b), C.int(t), C.int(c), C.int(nh)))
+}
+
+// AttentionForwardCUDNN calls sdg_attention_forward_cudnn (cuda/symddp_gpt.h).
+//
+//	cudnn (sd_gpt_attention_cudnn.cu): cuDNN's fused attention engines through
+//	its backend graph API, where the library was built with cuDNN; hs a
+//	multiple of 8 up to 128. Plans are built per shape on first use (by
+//	sdg_attention_cudnn_supported or the scratch query, never while a stream
+//	is captured); the scratch holds its workspace
+//	(sdg_attention_cudnn_scratch_bytes). The entry points above take it
+//	where its plans build, unless SYMDDP_ATTENTION=own (SYMDDP_ATTENTION=cudnn:
+//	always, failing with the reason where it cannot).
+func (g *GPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
+	x := g.call()
+	defer g.done(x)
+	return g.check("sdg_attention_forward_cudnn", x, C.gw_sdg_attention_forward_cudnn(g.t, x, C.uintptr_t(out), C.uintptr_t(lse), C.uintptr_t(qkv), C.int(b), C.int(t), C.int(c), C.int(nh), C.uintptr_t(stream)))
+}
+
+// AttentionBackwardCUDNN calls sdg_attention_backward_cudnn (cuda/symddp_gpt.h).
+//
+//	cudnn (sd_gpt_attention_cudnn.cu): cuDNN's fused attention engines through
+//	its backend graph API, where the library was built with cuDNN; hs a
+//	multiple of 8 up to 128. Plans are built per shape on first use (by
+//	sdg_attention_cudnn_supported or the scratch query, never while a stream
+//	is captured); the scratch holds its workspace
+//	(sdg_attention_cudnn_scratch_bytes). The entry points above take it
+//	where its plans build, unless SYMDDP_ATTENTION=own (SYMDDP_ATTENTION=cudnn:
+//	always, failing with the reason where it cannot).
+func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
+	x := g.call()
+	defer g.done(x)
+	return g.check("sdg_attention_backward_cudnn", x, C.gw_sdg_attention_backward_cudnn(g.t, x, C.uintptr_t(dqkv), C.uintptr_t(dout), C.uintptr_t(qkv), C.uintptr_t(out), C.uintptr_t(lse), C.int(b), C.int(t), C.int(c), C.int(nh), C.uintptr_t(scratch), C.uintptr_t(stream)))
 }
 
 // Classifier calls sdg_classifier (cuda/symddp_gpt.h).

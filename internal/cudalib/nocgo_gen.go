@@ -648,7 +648,7 @@ func (g *GPT) AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t i
 }
 
 // AttentionBackwardScratchBytes is the zero value without cgo.
-func (g *GPT) AttentionBackwardScratchBytes(b int, t int, nh int) (r0 int) {
+func (g *GPT) AttentionBackwardScratchBytes(b int, t int, c int, nh int) (r0 int) {
 	return
 }
 
@@ -683,6 +683,28 @@ func (g *GPT) AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, 
 
 // AttentionBackwardMMA fails: the library needs cgo.
 func (g *GPT) AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionCUDNNSupported is the zero value without cgo.
+func (g *GPT) AttentionCUDNNSupported(b int, t int, c int, nh int) (r0 bool) {
+	return
+}
+
+// AttentionCUDNNScratchBytes is the zero value without cgo.
+func (g *GPT) AttentionCUDNNScratchBytes(b int, t int, c int, nh int) (r0 int) {
+	return
+}
+
+// AttentionForwardCUDNN fails: the library needs cgo.
+func (g *GPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionBackwardCUDNN fails: the library needs cgo.
+func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

@@ -80,6 +80,10 @@ const (
 	CUDATune     = "SYMDDP_CUDA_TUNE"
 	CUDATuneLog  = "SYMDDP_CUDA_TUNE_LOG"
 	CUDAPDL      = "SYMDDP_CUDA_PDL"
+	Attention    = "SYMDDP_ATTENTION"
+	CUDNNBwd     = "SYMDDP_CUDNN_BWD"
+	CUDNNLog     = "SYMDDP_CUDNN_LOG"
+	NoCUDNN      = "SYMDDP_NO_CUDNN"
 	LaunchTest   = "SYMDDP_LAUNCHTEST"
 	LaunchTestN  = "SYMDDP_LAUNCHTEST_N"
 	MPITest      = "SYMDDP_MPITEST"
@@ -114,6 +118,10 @@ var table = []Var{
 	{CUDATune, "1", CUDA, "0: keep cuBLASLt's first heuristic choice instead of timing candidates (the compute plans at build time, the fused GPT's at its first step; bits repeat run to run)"},
 	{CUDATuneLog, "0", CUDA, "1: print every cuBLASLt tuning decision to stderr"},
 	{CUDAPDL, "1", CUDA, "0: launch the step's own kernels without programmatic dependent launch"},
+	{Attention, "auto", CUDA, "the fused GPT's attention: auto (cuDNN's fused attention where the library was built with cuDNN and its plans build for the shape, else ours), cudnn (cuDNN's, or an error saying why not), own (ours: mma.sync, or wmma)"},
+	{CUDNNBwd, "accum2", CUDA, "cuDNN attention's backward form: accum2, det (dP in a workspace, B*NH*T*T bf16) or accum (its bits differ call to call); cuda/sd_gpt_attention_cudnn.cu"},
+	{CUDNNLog, "0", CUDA, "1: print the cuDNN engines tried and chosen for attention to stderr"},
+	{NoCUDNN, "0", Test, "1: cuda/build.sh and the check scripts build the library without cuDNN even where they find it"},
 
 	{LaunchTest, "", Test, "marks a test binary that comm/launch/launchtest started as a PE, and its job"},
 	{LaunchTestN, "", Test, "launchtest.Bench: the parent benchmark's b.N"},

@@ -487,6 +487,17 @@ func mmaSupported(t, c, nh int) bool { return t > 0 && nh > 0 && c == nh*64 && t
 
 func (g *GPT) AttentionMMASupported(t, c, nh int) bool { return mmaSupported(t, c, nh) }
 
+// The emulated device is a library built without cuDNN: no plans, and the
+// cuDNN launchers say so, as the library's stubs do.
+func (g *GPT) AttentionCUDNNSupported(b, t, c, nh int) bool   { return false }
+func (g *GPT) AttentionCUDNNScratchBytes(b, t, c, nh int) int { return 0 }
+func (g *GPT) AttentionForwardCUDNN(out, lse, qkv uintptr, b, t, c, nh int, stream uintptr) error {
+	return argErr("sdg_attention_forward_cudnn", "this library was built without cuDNN")
+}
+func (g *GPT) AttentionBackwardCUDNN(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int, scratch, stream uintptr) error {
+	return argErr("sdg_attention_backward_cudnn", "this library was built without cuDNN")
+}
+
 func (g *GPT) attentionForward(call string, check func(string, int, int, int, int) error, out, lse, qkv uintptr, b, t, c, nh int) error {
 	if err := check(call, b, t, c, nh); err != nil {
 		return err
@@ -557,15 +568,16 @@ func (g *GPT) attentionFwd(out, lse, qkv uintptr, b, t, c, nh int) {
 	}
 }
 
-// AttentionBackwardScratchBytes: the library's: D (one float per row) and,
-// where T lets the mma kernels run, their bf16 dS^T tiles (64 x 64, one per
-// pair of 64-row query and key tiles on or below the diagonal).
-func (g *GPT) AttentionBackwardScratchBytes(b, t, nh int) int {
+// AttentionBackwardScratchBytes: the library's built without cuDNN (the
+// emulated device has none): D (one float per row) and, where the mma kernels
+// run, their bf16 dS^T tiles (64 x 64, one per pair of 64-row query and key
+// tiles on or below the diagonal).
+func (g *GPT) AttentionBackwardScratchBytes(b, t, c, nh int) int {
 	if b <= 0 || t <= 0 || nh <= 0 {
 		return 0
 	}
 	rows := b * nh * t
-	if mmaSupported(t, nh*64, nh) {
+	if mmaSupported(t, c, nh) {
 		nt := t / 64
 		return rows*4 + b*nh*nt*(nt+1)/2*64*64*2
 	}
@@ -579,7 +591,7 @@ func (g *GPT) attentionBackward(call string, check func(string, int, int, int, i
 	if lse == 0 || scratch == 0 || !aligned16(dqkv) || !aligned16(dout) || !aligned16(qkv) || !aligned16(out) {
 		return argErr(call, "NULL or unaligned pointer")
 	}
-	sb := g.AttentionBackwardScratchBytes(b, t, nh)
+	sb := g.AttentionBackwardScratchBytes(b, t, c, nh)
 	return g.launch(call, func() {
 		g.d.bytesAt(scratch, sb)
 		g.attentionBwd(dqkv, dout, qkv, out, lse, b, t, c, nh)

@@ -485,7 +485,7 @@ func TestGPTAttention(t *testing.T) {
 	qkv, dout := g.randBF(b*tt*3*c, 1, 0), g.randBF(b*tt*c, 1, 0)
 	pqkv, pdo := g.bf(qkv), g.bf(dout)
 	pout, plse, pdq := g.alloc(2*b*tt*c), g.alloc(4*b*nh*tt), g.alloc(2*b*tt*3*c)
-	scratch := g.alloc(g.k.AttentionBackwardScratchBytes(b, tt, nh))
+	scratch := g.alloc(g.k.AttentionBackwardScratchBytes(b, tt, c, nh))
 	if g.k.AttentionMMASupported(tt, c, nh) {
 		t.Fatal("mma supported at head size 32")
 	}
@@ -527,7 +527,7 @@ func TestGPTAttentionMMA(t *testing.T) {
 	qkv, dout := g.randBF(b*tt*3*c, 1, 0), g.randBF(b*tt*c, 1, 0)
 	pqkv, pdo := g.bf(qkv), g.bf(dout)
 	pout, plse, pdq := g.alloc(2*b*tt*c), g.alloc(4*b*nh*tt), g.alloc(2*b*tt*3*c)
-	scratch := g.alloc(g.k.AttentionBackwardScratchBytes(b, tt, nh))
+	scratch := g.alloc(g.k.AttentionBackwardScratchBytes(b, tt, c, nh))
 	var res [3][]uint16
 	for v, f := range []struct {
 		fwd func(out, lse, qkv uintptr, b, t, c, nh int, stream uintptr) error

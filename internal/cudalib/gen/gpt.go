@@ -34,8 +34,9 @@ var gptDeviceStructs = map[string]bool{
 // gptValueReturns are the sdg_* entry points whose int result is a value,
 // not a status: the Go type and the conversion of the C value (%s).
 var gptValueReturns = map[string]goScalar{
-	"sdg_attention_mma_supported": {"bool", "", "%s != 0"},
-	"sdg_gemm_tuned_ns":           {"int", "", "int(%s)"},
+	"sdg_attention_mma_supported":   {"bool", "", "%s != 0"},
+	"sdg_attention_cudnn_supported": {"bool", "", "%s != 0"},
+	"sdg_gemm_tuned_ns":             {"int", "", "int(%s)"},
 }
 
 // gptNames are the Go names of sdg_* entry points that are not the name in

@@ -70,6 +70,16 @@ __attribute__((weak)) int sdg_attention_backward_mma(void *dqkv, const void *dou
     return SDG_OK;
 }
 
+__attribute__((weak)) int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream) {
+    fake_sdg_log(stream, "sdg_attention_forward_cudnn out=0x%lx lse=0x%lx qkv=0x%lx B=%d T=%d C=%d NH=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, (unsigned long)(uintptr_t)qkv, B, T, C, NH);
+    return SDG_OK;
+}
+
+__attribute__((weak)) int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH, void *scratch, void *stream) {
+    fake_sdg_log(stream, "sdg_attention_backward_cudnn dqkv=0x%lx dout=0x%lx qkv=0x%lx out=0x%lx lse=0x%lx B=%d T=%d C=%d NH=%d scratch=0x%lx", (unsigned long)(uintptr_t)dqkv, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)qkv, (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, B, T, C, NH, (unsigned long)(uintptr_t)scratch);
+    return SDG_OK;
+}
+
 __attribute__((weak)) int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dscale, int write_grad, void *stream) {
     fake_sdg_log(stream, "sdg_classifier losses=0x%lx logits=0x%lx targets=0x%lx N=%d V=%d Vp=%d dscale=%g write_grad=%d", (unsigned long)(uintptr_t)losses, (unsigned long)(uintptr_t)logits, (unsigned long)(uintptr_t)targets, N, V, Vp, (double)dscale, write_grad);
     return SDG_OK;

@@ -108,6 +108,15 @@ static int check_attention(const char *impl, int T, int C, int NH) {
 }
 
 int sdg_attention_mma_supported(int T, int C, int NH) { return NH > 0 && C % NH == 0 && C / NH == 64 && T % 128 == 0; }
+/* a library built without cuDNN: its launchers come from fake_gpt_gen.c */
+int sdg_attention_cudnn_supported(int B, int T, int C, int NH) {
+    (void)B, (void)T, (void)C, (void)NH;
+    return 0;
+}
+size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH) {
+    (void)B, (void)T, (void)C, (void)NH;
+    return 0;
+}
 
 static int attn_fwd(const char *impl, void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                     void *stream) {
@@ -132,7 +141,10 @@ int sdg_attention_forward(void *out, float *lse, const void *qkv, int B, int T, 
 }
 
 /* Made up: one fp32 per row of every head. */
-size_t sdg_attention_backward_scratch_bytes(int B, int T, int NH) { return (size_t)B * NH * T * 4; }
+size_t sdg_attention_backward_scratch_bytes(int B, int T, int C, int NH) {
+    (void)C;
+    return (size_t)B * NH * T * 4;
+}
 
 int sdg_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
                            int T, int C, int NH, void *scratch, void *stream) {

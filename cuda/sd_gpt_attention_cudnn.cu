@@ -1,0 +1,711 @@
+/*
+ * sd_gpt_attention_cudnn.cu: causal self-attention by cuDNN's fused (flash)
+ * attention engines (symddp_gpt.h), reached through cuDNN's backend graph API.
+ *
+ * Why: on the H200 our mma.sync kernels take 135 + 428 us a layer at GPT-2's
+ * shapes (B=16), cuDNN's wgmma kernels 87 + 282 us in PyTorch's compiled step
+ * (docs/GPU.md); attention is the gap between our step and 1.1x torch.compile.
+ *
+ * How: the GPU host has cuDNN 9 (headers and libcudnn.so.9, in PyTorch's pip
+ * environment) but not cudnn-frontend, so the two operation graphs that
+ * cuDNN's SDPA engines recognise are written out here with the backend API,
+ * one descriptor at a time. Layout (ours, as the other attention kernels):
+ * qkv (B,T,3C) bf16, out and dout (B,T,C) bf16, lse (B,NH,T) fp32 natural-log
+ * logsumexp of the scaled scores; so cuDNN's "stats" are our lse and the two
+ * implementations can be mixed (gptcheck checks both ways).
+ *
+ * forward graph: S = Q K^T; S *= 1/sqrt(hs); causal mask (row index >= column
+ * index, else the lowest float, by GEN_INDEX, CMP_GE, BINARY_SELECT); m = max
+ * over the row; E = exp(S - m); l = sum E; lse = m + log l; P = E / l (bf16);
+ * O = P V.
+ * backward graph: Dsum = rowsum(dO * O); S as above, masked; E = exp(S - lse);
+ * dV = E^T dO; dP = dO V^T; dS = E (dP - Dsum) / sqrt(hs); dK = dS^T Q; dQ =
+ * dS K. Three forms of the dQ product (SYMDDP_CUDNN_BWD):
+ *   accum2 (default): dQ summed by the engine in an fp32 tensor of ours and
+ *     cast by an IDENTITY, the row sum of dO * O a tensor of its own (the form
+ *     of newer cudnn-frontends): the fastest (280 us against 305 for det at
+ *     GPT-2's B=16 on the H200), and its bits repeated in every check
+ *     (gptcheck calls it 50 times at B=16 and fails if any call differs);
+ *   det: dQ written by the product itself, the engine keeping dP in its
+ *     workspace (B*NH*T*T bf16: 403 MB at B=16) and summing in a fixed
+ *     order, the form cudnn-frontend takes for "deterministic";
+ *   accum: as accum2 but the fp32 dQ F16x16-reordered and zeroed here before
+ *     each call (older frontends): its bits differ between calls (atomics).
+ * Plans are built once per shape and form (sdg_attention_cudnn_supported,
+ * called by sdg_attention_backward_scratch_bytes before any step, so never
+ * while a stream is captured) and kept for the life of the process; the
+ * backward's workspace, Dsum and the fp32 dQ live in the caller's scratch.
+ *
+ * Built only when cuda/build.sh (or the check scripts) find cuDNN and define
+ * SD_WITH_CUDNN; otherwise every entry point says it is not available.
+ * SYMDDP_CUDNN_LOG=1 prints the engines tried and chosen to stderr.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_gpt.cuh"
+
+#ifdef SD_WITH_CUDNN
+#include <cudnn.h>
+
+#include <float.h>
+#include <mutex>
+
+#define SDN_MAX_DESC 192
+#define SDN_MAX_OPS 40
+
+enum { SDN_BWD_DET = 0, SDN_BWD_ACCUM = 1, SDN_BWD_ACCUM2 = 2 };
+
+/* uids of the tensors a variant pack names */
+enum {
+    SDN_Q = 1, SDN_K, SDN_V, SDN_O, SDN_STATS, SDN_DO, SDN_DQ, SDN_DK, SDN_DV, SDN_SCALE, SDN_NEGINF, SDN_ONE,
+    SDN_DSUM, SDN_DQACC, SDN_FIRST_VIRTUAL = 100
+};
+
+/* One graph under construction: every descriptor made is kept (a plan may
+ * refer to them) and the first failure is remembered. */
+struct sdn_build {
+    cudnnBackendDescriptor_t keep[SDN_MAX_DESC];
+    int nkeep;
+    cudnnBackendDescriptor_t ops[SDN_MAX_OPS];
+    int nops;
+    int64_t next_uid;
+    int failed;
+    char why[640];
+};
+
+static void sdn_failf(sdn_build *b, const char *what, cudnnStatus_t st) {
+    if (b->failed) return;
+    b->failed = 1;
+    char last[384] = "";
+    cudnnGetLastErrorString(last, sizeof last);
+    snprintf(b->why, sizeof b->why, "%s: %s%s%s", what, cudnnGetErrorString(st), last[0] ? ": " : "", last);
+}
+
+static cudnnBackendDescriptor_t sdn_new(sdn_build *b, cudnnBackendDescriptorType_t t) {
+    if (b->failed) return NULL;
+    if (b->nkeep >= SDN_MAX_DESC) {
+        b->failed = 1;
+        snprintf(b->why, sizeof b->why, "too many cuDNN descriptors");
+        return NULL;
+    }
+    cudnnBackendDescriptor_t d = NULL;
+    cudnnStatus_t st = cudnnBackendCreateDescriptor(t, &d);
+    if (st != CUDNN_STATUS_SUCCESS) {
+        sdn_failf(b, "cudnnBackendCreateDescriptor", st);
+        return NULL;
+    }
+    b->keep[b->nkeep++] = d;
+    return d;
+}
+
+#define SDN_SET(b, d, attr, type, n, p)                                                                  \
+    do {                                                                                               \
+        if (!(b)->failed) {                                                                            \
+            cudnnStatus_t st_ = cudnnBackendSetAttribute((d), (attr), (type), (n), (p));              \
+            if (st_ != CUDNN_STATUS_SUCCESS) sdn_failf((b), "set " #attr, st_);                        \
+        }                                                                                              \
+    } while (0)
+
+static void sdn_fin(sdn_build *b, cudnnBackendDescriptor_t d, const char *what) {
+    if (b->failed) return;
+    cudnnStatus_t st = cudnnBackendFinalize(d);
+    if (st != CUDNN_STATUS_SUCCESS) sdn_failf(b, what, st);
+}
+
+/* A 4-d tensor; uid 0 takes the next virtual uid. */
+static cudnnBackendDescriptor_t sdn_tensor(sdn_build *b, int64_t uid, cudnnDataType_t dt, const int64_t dim[4],
+                                           const int64_t stride[4], bool is_virtual, bool by_value = false,
+                                           bool reorder16 = false) {
+    cudnnBackendDescriptor_t t = sdn_new(b, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    if (!t) return NULL;
+    if (uid == 0) uid = b->next_uid++;
+    int64_t align = 16;
+    SDN_SET(b, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    SDN_SET(b, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+    SDN_SET(b, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
+    SDN_SET(b, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dim);
+    SDN_SET(b, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, stride);
+    SDN_SET(b, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
+    if (by_value) SDN_SET(b, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+    if (reorder16) {
+        cudnnBackendTensorReordering_t r = CUDNN_TENSOR_REORDERING_F16x16;
+        SDN_SET(b, t, CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 1, &r);
+    }
+    sdn_fin(b, t, "finalize tensor");
+    return t;
+}
+
+static void sdn_add_op(sdn_build *b, cudnnBackendDescriptor_t op, const char *what) {
+    sdn_fin(b, op, what);
+    if (b->failed) return;
+    if (b->nops >= SDN_MAX_OPS) {
+        b->failed = 1;
+        snprintf(b->why, sizeof b->why, "too many cuDNN operations");
+        return;
+    }
+    b->ops[b->nops++] = op;
+}
+
+/* y = mode(x[, b2[, t]]) with the given compute type; axis >= 0 for GEN_INDEX */
+static void sdn_pw(sdn_build *b, cudnnPointwiseMode_t mode, cudnnDataType_t prec, cudnnBackendDescriptor_t x,
+                   cudnnBackendDescriptor_t b2, cudnnBackendDescriptor_t t, cudnnBackendDescriptor_t y,
+                   int64_t axis = -1) {
+    cudnnBackendDescriptor_t pw = sdn_new(b, CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    if (!pw) return;
+    SDN_SET(b, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    SDN_SET(b, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (axis >= 0) SDN_SET(b, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+    sdn_fin(b, pw, "finalize pointwise");
+    cudnnBackendDescriptor_t op = sdn_new(b, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    if (!op) return;
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    if (b2) SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b2);
+    if (t) SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    sdn_add_op(b, op, "finalize pointwise operation");
+}
+
+static void sdn_matmul(sdn_build *b, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t bm,
+                       cudnnBackendDescriptor_t c) {
+    cudnnBackendDescriptor_t mm = sdn_new(b, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    if (!mm) return;
+    cudnnDataType_t f = CUDNN_DATA_FLOAT;
+    SDN_SET(b, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
+    sdn_fin(b, mm, "finalize matmul");
+    cudnnBackendDescriptor_t op = sdn_new(b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    if (!op) return;
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bm);
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
+    sdn_add_op(b, op, "finalize matmul operation");
+}
+
+static void sdn_reduce(sdn_build *b, cudnnReduceTensorOp_t how, cudnnBackendDescriptor_t x,
+                       cudnnBackendDescriptor_t y) {
+    cudnnBackendDescriptor_t rd = sdn_new(b, CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    if (!rd) return;
+    cudnnDataType_t f = CUDNN_DATA_FLOAT;
+    SDN_SET(b, rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how);
+    SDN_SET(b, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
+    sdn_fin(b, rd, "finalize reduction");
+    cudnnBackendDescriptor_t op = sdn_new(b, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    if (!op) return;
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd);
+    sdn_add_op(b, op, "finalize reduction operation");
+}
+
+static void sdn_reshape(sdn_build *b, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+    cudnnBackendDescriptor_t op = sdn_new(b, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    if (!op) return;
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    SDN_SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    sdn_add_op(b, op, "finalize reshape operation");
+}
+
+/* The tensors both graphs share, and the masked, scaled scores S (virtual). */
+struct sdn_shape {
+    int64_t B, T, C, NH, hs;
+};
+
+static void sdn_dims(int64_t d[4], int64_t a, int64_t b2, int64_t c, int64_t e) {
+    d[0] = a, d[1] = b2, d[2] = c, d[3] = e;
+}
+
+/* S = mask(Q K^T * scale), float, virtual */
+static cudnnBackendDescriptor_t sdn_scores(sdn_build *b, const sdn_shape &s, cudnnBackendDescriptor_t q,
+                                           cudnnBackendDescriptor_t kt, cudnnBackendDescriptor_t scale,
+                                           cudnnBackendDescriptor_t neginf) {
+    int64_t dS[4], sS[4];
+    sdn_dims(dS, s.B, s.NH, s.T, s.T);
+    sdn_dims(sS, s.NH * s.T * s.T, s.T * s.T, s.T, 1);
+    cudnnBackendDescriptor_t s0 = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_matmul(b, q, kt, s0);
+    cudnnBackendDescriptor_t s1 = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, s0, scale, NULL, s1);
+    cudnnBackendDescriptor_t row = sdn_tensor(b, 0, CUDNN_DATA_INT32, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, s1, NULL, NULL, row, 2);
+    cudnnBackendDescriptor_t col = sdn_tensor(b, 0, CUDNN_DATA_INT32, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, s1, NULL, NULL, col, 3);
+    cudnnBackendDescriptor_t keep = sdn_tensor(b, 0, CUDNN_DATA_BOOLEAN, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, col, NULL, keep);
+    cudnnBackendDescriptor_t s2 = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, s1, neginf, keep, s2);
+    return s2;
+}
+
+static void sdn_common(sdn_build *b, const sdn_shape &s, cudnnBackendDescriptor_t *q, cudnnBackendDescriptor_t *kt,
+                       cudnnBackendDescriptor_t *stats, cudnnBackendDescriptor_t *scale,
+                       cudnnBackendDescriptor_t *neginf) {
+    const int64_t ld = 3 * s.C; /* qkv row */
+    int64_t d[4], st[4], one[4] = {1, 1, 1, 1};
+    sdn_dims(d, s.B, s.NH, s.T, s.hs);
+    sdn_dims(st, s.T * ld, s.hs, ld, 1);
+    *q = sdn_tensor(b, SDN_Q, CUDNN_DATA_BFLOAT16, d, st, false);
+    sdn_dims(d, s.B, s.NH, s.hs, s.T);
+    sdn_dims(st, s.T * ld, s.hs, 1, ld);
+    *kt = sdn_tensor(b, SDN_K, CUDNN_DATA_BFLOAT16, d, st, false);
+    sdn_dims(d, s.B, s.NH, s.T, 1);
+    sdn_dims(st, s.NH * s.T, s.T, 1, 1);
+    *stats = sdn_tensor(b, SDN_STATS, CUDNN_DATA_FLOAT, d, st, false);
+    *scale = sdn_tensor(b, SDN_SCALE, CUDNN_DATA_FLOAT, one, one, false, true);
+    *neginf = sdn_tensor(b, SDN_NEGINF, CUDNN_DATA_FLOAT, one, one, false, true);
+}
+
+static void sdn_forward_graph(sdn_build *b, const sdn_shape &s) {
+    cudnnBackendDescriptor_t q, kt, stats, scale, neginf;
+    sdn_common(b, s, &q, &kt, &stats, &scale, &neginf);
+    const int64_t ld = 3 * s.C;
+    int64_t d[4], st[4], dS[4], sS[4], dR[4], sR[4];
+    sdn_dims(d, s.B, s.NH, s.T, s.hs);
+    sdn_dims(st, s.T * ld, s.hs, ld, 1);
+    cudnnBackendDescriptor_t v = sdn_tensor(b, SDN_V, CUDNN_DATA_BFLOAT16, d, st, false);
+    sdn_dims(st, s.T * s.C, s.hs, s.C, 1);
+    cudnnBackendDescriptor_t o = sdn_tensor(b, SDN_O, CUDNN_DATA_BFLOAT16, d, st, false);
+
+    cudnnBackendDescriptor_t sc = sdn_scores(b, s, q, kt, scale, neginf);
+    sdn_dims(dS, s.B, s.NH, s.T, s.T);
+    sdn_dims(sS, s.NH * s.T * s.T, s.T * s.T, s.T, 1);
+    sdn_dims(dR, s.B, s.NH, s.T, 1);
+    sdn_dims(sR, s.NH * s.T, s.T, 1, 1);
+    cudnnBackendDescriptor_t mx = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dR, sR, true);
+    sdn_reduce(b, CUDNN_REDUCE_TENSOR_MAX, sc, mx);
+    cudnnBackendDescriptor_t sub = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, sc, mx, NULL, sub);
+    cudnnBackendDescriptor_t e = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, sub, NULL, NULL, e);
+    cudnnBackendDescriptor_t sum = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dR, sR, true);
+    sdn_reduce(b, CUDNN_REDUCE_TENSOR_ADD, e, sum);
+    cudnnBackendDescriptor_t lg = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dR, sR, true);
+    sdn_pw(b, CUDNN_POINTWISE_LOG, CUDNN_DATA_FLOAT, sum, NULL, NULL, lg);
+    sdn_pw(b, CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, mx, lg, NULL, stats);
+    cudnnBackendDescriptor_t p = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_DIV, CUDNN_DATA_FLOAT, e, sum, NULL, p);
+    sdn_matmul(b, p, v, o);
+}
+
+static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
+    cudnnBackendDescriptor_t q, kt, stats, scale, neginf;
+    sdn_common(b, s, &q, &kt, &stats, &scale, &neginf);
+    const int64_t ld = 3 * s.C;
+    int64_t d[4], st[4], dS[4], sS[4], dSt[4], sSt[4], dR[4], sR[4], one4[4] = {1, 1, 1, 1};
+    sdn_dims(d, s.B, s.NH, s.hs, s.T);
+    sdn_dims(st, s.T * ld, s.hs, 1, ld);
+    cudnnBackendDescriptor_t vt = sdn_tensor(b, SDN_V, CUDNN_DATA_BFLOAT16, d, st, false);
+    sdn_dims(d, s.B, s.NH, s.T, s.hs);
+    sdn_dims(st, s.T * s.C, s.hs, s.C, 1);
+    cudnnBackendDescriptor_t o = sdn_tensor(b, SDN_O, CUDNN_DATA_BFLOAT16, d, st, false);
+    cudnnBackendDescriptor_t dO = sdn_tensor(b, SDN_DO, CUDNN_DATA_BFLOAT16, d, st, false);
+    sdn_dims(st, s.T * ld, s.hs, ld, 1);
+    cudnnBackendDescriptor_t dQ = sdn_tensor(b, SDN_DQ, CUDNN_DATA_BFLOAT16, d, st, false);
+    cudnnBackendDescriptor_t dK = sdn_tensor(b, SDN_DK, CUDNN_DATA_BFLOAT16, d, st, false);
+    cudnnBackendDescriptor_t dV = sdn_tensor(b, SDN_DV, CUDNN_DATA_BFLOAT16, d, st, false);
+    cudnnBackendDescriptor_t one = sdn_tensor(b, SDN_ONE, CUDNN_DATA_FLOAT, one4, one4, false, true);
+    sdn_dims(dS, s.B, s.NH, s.T, s.T);
+    sdn_dims(sS, s.NH * s.T * s.T, s.T * s.T, s.T, 1);
+    sdn_dims(dSt, s.B, s.NH, s.T, s.T);
+    sdn_dims(sSt, s.NH * s.T * s.T, s.T * s.T, 1, s.T);
+    sdn_dims(dR, s.B, s.NH, s.T, 1);
+    sdn_dims(sR, s.NH * s.T, s.T, 1, 1);
+
+    /* Dsum = rowsum(dO * O) */
+    int64_t sOO[4];
+    sdn_dims(sOO, s.NH * s.T * s.hs, s.T * s.hs, s.NH * s.hs, 1);
+    cudnnBackendDescriptor_t oo = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, d, sOO, true);
+    sdn_pw(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, dO, o, NULL, oo);
+    cudnnBackendDescriptor_t rs = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dR, sR, true);
+    sdn_reduce(b, CUDNN_REDUCE_TENSOR_ADD, oo, rs);
+    cudnnBackendDescriptor_t dsum =
+        sdn_tensor(b, variant == SDN_BWD_ACCUM2 ? SDN_DSUM : 0, CUDNN_DATA_FLOAT, dR, sR, variant != SDN_BWD_ACCUM2);
+    sdn_pw(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, rs, one, NULL, dsum);
+
+    /* E = exp(mask(S) - lse); dV = E^T dO */
+    cudnnBackendDescriptor_t sc = sdn_scores(b, s, q, kt, scale, neginf);
+    cudnnBackendDescriptor_t sm = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, sc, stats, NULL, sm);
+    cudnnBackendDescriptor_t e = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, sm, NULL, NULL, e);
+    cudnnBackendDescriptor_t et = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dSt, sSt, true);
+    sdn_reshape(b, e, et);
+    sdn_matmul(b, et, dO, dV);
+
+    /* dS = E (dO V^T - Dsum) scale */
+    cudnnBackendDescriptor_t dp = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_matmul(b, dO, vt, dp);
+    if (variant != SDN_BWD_ACCUM2) {
+        cudnnBackendDescriptor_t dp1 = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+        sdn_pw(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, dp, one, NULL, dp1);
+        dp = dp1;
+    }
+    cudnnBackendDescriptor_t dp2 = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, dp, dsum, NULL, dp2);
+    cudnnBackendDescriptor_t ds0 = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, dp2, e, NULL, ds0);
+    cudnnBackendDescriptor_t ds = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
+    sdn_pw(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, ds0, scale, NULL, ds);
+
+    /* dK = dS^T Q */
+    cudnnBackendDescriptor_t dst = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dSt, sSt, true);
+    sdn_reshape(b, ds, dst);
+    sdn_matmul(b, dst, q, dK);
+
+    /* dQ = dS K */
+    int64_t dK4[4], sK4[4];
+    sdn_dims(dK4, s.B, s.NH, s.T, s.hs);
+    sdn_dims(sK4, s.T * ld, s.hs, ld, 1);
+    cudnnBackendDescriptor_t k = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dK4, sK4, true);
+    sdn_reshape(b, kt, k);
+    if (variant == SDN_BWD_DET) {
+        sdn_matmul(b, ds, k, dQ);
+    } else {
+        int64_t sA[4];
+        sdn_dims(sA, s.NH * s.T * s.hs, s.T * s.hs, s.hs, 1);
+        cudnnBackendDescriptor_t acc =
+            sdn_tensor(b, SDN_DQACC, CUDNN_DATA_FLOAT, dK4, sA, false, false, variant == SDN_BWD_ACCUM);
+        sdn_matmul(b, ds, k, acc);
+        sdn_pw(b, CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, acc, NULL, NULL, dQ);
+    }
+}
+
+static int sdn_log_on(void) {
+    const char *e = getenv("SYMDDP_CUDNN_LOG");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+/* Operation graph, heuristics (mode A, then the fallback list), the first
+ * engine configuration whose plan finalizes. */
+static cudnnBackendDescriptor_t sdn_plan(sdn_build *b, cudnnHandle_t h, const char *name, int64_t *ws) {
+    cudnnBackendDescriptor_t g = sdn_new(b, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    SDN_SET(b, g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+    SDN_SET(b, g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, b->nops, b->ops);
+    sdn_fin(b, g, "finalize operation graph");
+    if (b->failed) return NULL;
+    const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+    char first[640] = "";
+    for (int m = 0; m < 2; m++) {
+        cudnnBackendDescriptor_t heur = sdn_new(b, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+        SDN_SET(b, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g);
+        SDN_SET(b, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m]);
+        sdn_fin(b, heur, "finalize heuristics");
+        if (b->failed) return NULL;
+        int64_t n = 0;
+        cudnnStatus_t st = cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL);
+        if (st != CUDNN_STATUS_SUCCESS) {
+            sdn_failf(b, "heuristics results", st);
+            return NULL;
+        }
+        if (n > 16) n = 16;
+        cudnnBackendDescriptor_t cfg[16];
+        for (int64_t i = 0; i < n; i++) cfg[i] = sdn_new(b, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        if (b->failed) return NULL;
+        int64_t got = 0;
+        st = cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got,
+                                      cfg);
+        if (st != CUDNN_STATUS_SUCCESS) {
+            sdn_failf(b, "heuristics results", st);
+            return NULL;
+        }
+        for (int64_t i = 0; i < got; i++) {
+            cudnnBackendDescriptor_t plan = sdn_new(b, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+            SDN_SET(b, plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+            SDN_SET(b, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]);
+            if (b->failed) return NULL;
+            st = cudnnBackendFinalize(plan);
+            if (st != CUDNN_STATUS_SUCCESS) {
+                if (!first[0]) {
+                    char last[384] = "";
+                    cudnnGetLastErrorString(last, sizeof last);
+                    snprintf(first, sizeof first, "plan: %s%s%s", cudnnGetErrorString(st), last[0] ? ": " : "",
+                             last);
+                }
+                if (sdn_log_on()) fprintf(stderr, "symddp cudnn %s: mode %d engine config %lld: %s\n", name, m,
+                                          (long long)i, cudnnGetErrorString(st));
+                continue;
+            }
+            *ws = 0;
+            int64_t cnt = 0;
+            cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt, ws);
+            if (sdn_log_on()) {
+                int64_t idx = -1, nn = 0;
+                cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+                cudnnBackendDescriptor_t eng = sdn_new(b, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+                if (eng &&
+                    cudnnBackendGetAttribute(cfg[i], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                             &cnt, &eng) == CUDNN_STATUS_SUCCESS) {
+                    cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &cnt, &idx);
+                    if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                                 CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &nn,
+                                                 notes) != CUDNN_STATUS_SUCCESS)
+                        nn = 0;
+                }
+                int nondet = 0;
+                for (int64_t j = 0; j < nn; j++) nondet |= notes[j] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
+                fprintf(stderr,
+                        "symddp cudnn %s: mode %d engine config %lld (engine %lld, %lld numerical note(s)%s) chosen, "
+                        "workspace %lld\n",
+                        name, m, (long long)i, (long long)idx, (long long)nn, nondet ? ", NONDETERMINISTIC" : "",
+                        (long long)*ws);
+            }
+            return plan;
+        }
+    }
+    b->failed = 1;
+    snprintf(b->why, sizeof b->why, "%s: no engine takes the graph%s%s", name, first[0] ? "; first refusal: " : "",
+             first);
+    return NULL;
+}
+
+/* ---- the per-shape cache ---- */
+struct sdn_entry {
+    int B, T, C, NH, variant;
+    int ok;
+    char why[700];
+    cudnnBackendDescriptor_t fwd, bwd;
+    int64_t fwd_ws_bytes, bwd_ws_bytes;
+    void *fwd_ws;
+};
+
+#define SDN_CACHE 16
+static sdn_entry g_sdn[SDN_CACHE];
+static int g_sdn_n;
+static cudnnHandle_t g_sdn_handle;
+static int g_sdn_device = -1;
+static std::mutex g_sdn_mu;
+static const float g_sdn_neginf = -FLT_MAX, g_sdn_one = 1.f;
+
+static int sdn_variant(void) {
+    const char *e = getenv("SYMDDP_CUDNN_BWD");
+    if (e && !strcmp(e, "det")) return SDN_BWD_DET;
+    if (e && !strcmp(e, "accum")) return SDN_BWD_ACCUM;
+    return SDN_BWD_ACCUM2;
+}
+
+static size_t sdn_align(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* bytes of the backward's scratch: workspace, Dsum, the fp32 dQ */
+static size_t sdn_bwd_scratch(const sdn_entry *e) {
+    size_t n = 256 + sdn_align((size_t)e->bwd_ws_bytes); /* 256: the scratch's start aligned up */
+    n += sdn_align((size_t)e->B * e->NH * e->T * sizeof(float));
+    if (e->variant != SDN_BWD_DET) n += sdn_align((size_t)e->B * e->NH * e->T * (e->C / e->NH) * sizeof(float));
+    return n;
+}
+
+static void sdn_build_entry(sdn_entry *e) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        snprintf(e->why, sizeof e->why, "cudaGetDevice failed");
+        return;
+    }
+    if (!g_sdn_handle || g_sdn_device != dev) {
+        cudnnStatus_t st = cudnnCreate(&g_sdn_handle);
+        if (st != CUDNN_STATUS_SUCCESS) {
+            g_sdn_handle = NULL;
+            snprintf(e->why, sizeof e->why, "cudnnCreate: %s", cudnnGetErrorString(st));
+            return;
+        }
+        g_sdn_device = dev;
+    }
+    sdn_shape s = {e->B, e->T, e->C, e->NH, e->C / e->NH};
+    sdn_build *fb = (sdn_build *)calloc(1, sizeof(sdn_build)), *bb = (sdn_build *)calloc(1, sizeof(sdn_build));
+    if (!fb || !bb) {
+        free(fb), free(bb);
+        snprintf(e->why, sizeof e->why, "out of host memory");
+        return;
+    }
+    fb->next_uid = bb->next_uid = SDN_FIRST_VIRTUAL;
+    sdn_forward_graph(fb, s);
+    e->fwd = sdn_plan(fb, g_sdn_handle, "forward", &e->fwd_ws_bytes);
+    if (!fb->failed) {
+        sdn_backward_graph(bb, s, e->variant);
+        e->bwd = sdn_plan(bb, g_sdn_handle, "backward", &e->bwd_ws_bytes);
+    }
+    if (fb->failed || bb->failed) {
+        snprintf(e->why, sizeof e->why, "cuDNN attention %s graph: %s", fb->failed ? "forward" : "backward",
+                 fb->failed ? fb->why : bb->why);
+    } else if (e->fwd_ws_bytes > 0 && cudaMalloc(&e->fwd_ws, (size_t)e->fwd_ws_bytes) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(e->why, sizeof e->why, "cuDNN attention: no room for the forward's %lld-byte workspace",
+                 (long long)e->fwd_ws_bytes);
+    } else {
+        e->ok = 1;
+    }
+    /* the descriptors stay alive with the plans (the graphs are small) */
+    free(fb);
+    free(bb);
+}
+
+/* The entry for this shape and the current backward form, built on first use. */
+static sdn_entry *sdn_get(int B, int T, int C, int NH, bool may_build) {
+    const int variant = sdn_variant();
+    std::lock_guard<std::mutex> lk(g_sdn_mu);
+    for (int i = 0; i < g_sdn_n; i++) {
+        sdn_entry *e = &g_sdn[i];
+        if (e->B == B && e->T == T && e->C == C && e->NH == NH && e->variant == variant) return e;
+    }
+    if (!may_build || g_sdn_n == SDN_CACHE) return NULL;
+    sdn_entry *e = &g_sdn[g_sdn_n++];
+    memset(e, 0, sizeof *e);
+    e->B = B, e->T = T, e->C = C, e->NH = NH, e->variant = variant;
+    if (B <= 0 || T <= 0 || NH <= 0 || C <= 0 || C % NH != 0 || (C / NH) % 8 != 0 || C / NH > 128)
+        snprintf(e->why, sizeof e->why, "cuDNN attention: B=%d T=%d C=%d NH=%d not supported", B, T, C, NH);
+    else
+        sdn_build_entry(e);
+    return e;
+}
+
+static int sdn_exec(sdn_entry *e, cudnnBackendDescriptor_t plan, int n, const int64_t *uids, void **ptrs, void *ws,
+                    cudaStream_t stream, const char *what) {
+    cudnnStatus_t st = cudnnSetStream(g_sdn_handle, stream);
+    if (st != CUDNN_STATUS_SUCCESS) return SDG_FAIL(SDG_ERR_CUDA, "%s: cudnnSetStream: %s", what, cudnnGetErrorString(st));
+    cudnnBackendDescriptor_t vp = NULL;
+    st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(g_sdn_handle, plan, vp);
+    if (vp) cudnnBackendDestroyDescriptor(vp);
+    (void)e;
+    if (st != CUDNN_STATUS_SUCCESS) {
+        char last[384] = "";
+        cudnnGetLastErrorString(last, sizeof last);
+        return SDG_FAIL(SDG_ERR_CUDA, "%s: %s%s%s", what, cudnnGetErrorString(st), last[0] ? ": " : "", last);
+    }
+    SDG_LAUNCHED();
+    return SDG_OK;
+}
+
+extern "C" int sdg_attention_cudnn_supported(int B, int T, int C, int NH) {
+    sdn_entry *e = sdn_get(B, T, C, NH, true);
+    return e && e->ok;
+}
+
+int sdg_attention_use_cudnn(int B, int T, int C, int NH, void *stream) {
+    const int mode = sdg_attention_mode();
+    if (mode == SDG_ATT_OWN) return 0;
+    if (mode == SDG_ATT_CUDNN) return 1;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing((cudaStream_t)stream, &cs);
+    sdn_entry *e = sdn_get(B, T, C, NH, cs == cudaStreamCaptureStatusNone);
+    return e && e->ok;
+}
+
+extern "C" size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH) {
+    sdn_entry *e = sdn_get(B, T, C, NH, true);
+    return e && e->ok ? sdn_bwd_scratch(e) : 0;
+}
+
+static sdn_entry *sdn_ready(const char *what, int B, int T, int C, int NH, cudaStream_t s, int *rc) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(s, &cs);
+    sdn_entry *e = sdn_get(B, T, C, NH, cs == cudaStreamCaptureStatusNone);
+    if (!e) {
+        *rc = SDG_FAIL(SDG_ERR_ARG,
+                       "%s: no cuDNN plan for B=%d T=%d C=%d NH=%d and the stream is being captured "
+                       "(call sdg_attention_backward_scratch_bytes first)",
+                       what, B, T, C, NH);
+        return NULL;
+    }
+    if (!e->ok) {
+        *rc = SDG_FAIL(SDG_ERR_ARG, "%s: %s", what, e->why);
+        return NULL;
+    }
+    return e;
+}
+
+extern "C" int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                                           void *stream) {
+    if (!out || !lse || !qkv || !sdg_aligned16(out) || !sdg_aligned16(qkv))
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_forward_cudnn: NULL or unaligned pointer");
+    cudaStream_t s = (cudaStream_t)stream;
+    int rc = SDG_OK;
+    sdn_entry *e = sdn_ready("sdg_attention_forward_cudnn", B, T, C, NH, s, &rc);
+    if (!e) return rc;
+    const float scale = 1.f / sqrtf((float)(C / NH));
+    bf16 *q = (bf16 *)qkv;
+    const int64_t uids[] = {SDN_Q, SDN_K, SDN_V, SDN_O, SDN_STATS, SDN_SCALE, SDN_NEGINF};
+    void *ptrs[] = {q, q + C, q + 2 * C, out, lse, (void *)&scale, (void *)&g_sdn_neginf};
+    return sdn_exec(e, e->fwd, 7, uids, ptrs, e->fwd_ws, s, "sdg_attention_forward_cudnn");
+}
+
+extern "C" int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out,
+                                            const float *lse, int B, int T, int C, int NH, void *scratch,
+                                            void *stream) {
+    if (!dqkv || !dout || !qkv || !out || !lse || !scratch || !sdg_aligned16(dqkv) || !sdg_aligned16(dout) ||
+        !sdg_aligned16(qkv) || !sdg_aligned16(out))
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward_cudnn: NULL or unaligned pointer");
+    cudaStream_t s = (cudaStream_t)stream;
+    int rc = SDG_OK;
+    sdn_entry *e = sdn_ready("sdg_attention_backward_cudnn", B, T, C, NH, s, &rc);
+    if (!e) return rc;
+    const float scale = 1.f / sqrtf((float)(C / NH));
+    char *ws = (char *)(((uintptr_t)scratch + 255) & ~(uintptr_t)255);
+    char *dsum = ws + sdn_align((size_t)e->bwd_ws_bytes);
+    char *acc = dsum + sdn_align((size_t)B * NH * T * sizeof(float));
+    if (e->variant == SDN_BWD_ACCUM)
+        SDG_CUDA(cudaMemsetAsync(acc, 0, (size_t)B * NH * T * (C / NH) * sizeof(float), s));
+    bf16 *q = (bf16 *)qkv, *dq = (bf16 *)dqkv;
+    int64_t uids[16] = {SDN_Q, SDN_K, SDN_V, SDN_O, SDN_DO, SDN_STATS, SDN_DQ, SDN_DK, SDN_DV, SDN_SCALE,
+                        SDN_NEGINF, SDN_ONE};
+    void *ptrs[16] = {q,  q + C,      q + 2 * C,       (void *)out,         (void *)dout, (void *)lse,
+                      dq, dq + C, dq + 2 * C, (void *)&scale, (void *)&g_sdn_neginf, (void *)&g_sdn_one};
+    int n = 12;
+    if (e->variant == SDN_BWD_ACCUM2) uids[n] = SDN_DSUM, ptrs[n++] = dsum;
+    if (e->variant != SDN_BWD_DET) uids[n] = SDN_DQACC, ptrs[n++] = acc;
+    return sdn_exec(e, e->bwd, n, uids, ptrs, ws, s, "sdg_attention_backward_cudnn");
+}
+
+#endif /* SD_WITH_CUDNN */
+
+/* SYMDDP_ATTENTION: auto (or unset), cudnn, own */
+int sdg_attention_mode(void) {
+    const char *e = getenv("SYMDDP_ATTENTION");
+    if (!e || !*e || !strcmp(e, "auto")) return SDG_ATT_AUTO;
+    if (!strcmp(e, "cudnn")) return SDG_ATT_CUDNN;
+    return SDG_ATT_OWN;
+}
+
+#ifndef SD_WITH_CUDNN
+
+int sdg_attention_use_cudnn(int B, int T, int C, int NH, void *stream) {
+    (void)B, (void)T, (void)C, (void)NH, (void)stream;
+    return sdg_attention_mode() == SDG_ATT_CUDNN; /* so that the cuDNN launcher says why not */
+}
+
+extern "C" int sdg_attention_cudnn_supported(int B, int T, int C, int NH) {
+    (void)B, (void)T, (void)C, (void)NH;
+    return 0;
+}
+
+extern "C" size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH) {
+    (void)B, (void)T, (void)C, (void)NH;
+    return 0;
+}
+
+extern "C" int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                                           void *stream) {
+    (void)out, (void)lse, (void)qkv, (void)B, (void)T, (void)C, (void)NH, (void)stream;
+    return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_forward_cudnn: this library was built without cuDNN "
+                                 "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)");
+}
+
+extern "C" int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out,
+                                            const float *lse, int B, int T, int C, int NH, void *scratch,
+                                            void *stream) {
+    (void)dqkv, (void)dout, (void)qkv, (void)out, (void)lse, (void)B, (void)T, (void)C, (void)NH, (void)scratch,
+        (void)stream;
+    return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward_cudnn: this library was built without cuDNN "
+                                 "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)");
+}
+
+#endif /* SD_WITH_CUDNN */
