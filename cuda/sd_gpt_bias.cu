@@ -56,13 +56,10 @@ __global__ void __launch_bounds__(32 * SDG_BIAS_ROWS)
                 u[i] = *reinterpret_cast<const uint4 *>(p + (size_t)(r + i * SDG_BIAS_ROWS) * OC);
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u[i]);
+                float f[8];
+                sdg_unpack8(u[i], f);
 #pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    const float2 t = __bfloat1622float2(h[k]);
-                    acc[2 * k] += t.x;
-                    acc[2 * k + 1] += t.y;
-                }
+                for (int k = 0; k < 8; k++) acc[k] += f[k];
             }
         }
         for (; r < r1; r += SDG_BIAS_ROWS) {
