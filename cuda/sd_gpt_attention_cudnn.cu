@@ -21,16 +21,17 @@
  * backward graph: Dsum = rowsum(dO * O); S as above, masked; E = exp(S - lse);
  * dV = E^T dO; dP = dO V^T; dS = E (dP - Dsum) / sqrt(hs); dK = dS^T Q; dQ =
  * dS K. Three forms of the dQ product (SYMDDP_CUDNN_BWD):
- *   accum2 (default): dQ summed by the engine in an fp32 tensor of ours and
- *     cast by an IDENTITY, the row sum of dO * O a tensor of its own (the form
- *     of newer cudnn-frontends): the fastest (280 us against 305 for det at
- *     GPT-2's B=16 on the H200), and its bits repeated in every check
- *     (gptcheck calls it 50 times at B=16 and fails if any call differs);
- *   det: dQ written by the product itself, the engine keeping dP in its
- *     workspace (B*NH*T*T bf16: 403 MB at B=16) and summing in a fixed
- *     order, the form cudnn-frontend takes for "deterministic";
- *   accum: as accum2 but the fp32 dQ F16x16-reordered and zeroed here before
- *     each call (older frontends): its bits differ between calls (atomics).
+ *   det (default): dQ written by the product itself, the engine keeping dP
+ *     in its workspace (B*NH*T*T bf16: 403 MB at GPT-2's B=16) and summing
+ *     in a fixed order, the form cudnn-frontend takes for "deterministic":
+ *     the bits repeat (gptcheck calls it 50 times at B=16);
+ *   accum2: dQ summed by the engine in an fp32 tensor of ours (zeroed here
+ *     before each call) and cast by an IDENTITY, the row sum of dO * O a
+ *     tensor of its own (the form of newer cudnn-frontends): 283 us against
+ *     307 for det at B=16 on the H200, but its bits differ between calls
+ *     (49 of 50 calls differed from the first);
+ *   accum: as accum2 with the fp32 dQ F16x16-reordered and the row sum
+ *     virtual (older frontends); its bits differ between calls too.
  * Plans are built once per shape and form (sdg_attention_cudnn_supported,
  * called by sdg_attention_backward_scratch_bytes before any step, so never
  * while a stream is captured) and kept for the life of the process; the
@@ -482,9 +483,9 @@ static const float g_sdn_neginf = -FLT_MAX, g_sdn_one = 1.f;
 
 static int sdn_variant(void) {
     const char *e = getenv("SYMDDP_CUDNN_BWD");
-    if (e && !strcmp(e, "det")) return SDN_BWD_DET;
     if (e && !strcmp(e, "accum")) return SDN_BWD_ACCUM;
-    return SDN_BWD_ACCUM2;
+    if (e && !strcmp(e, "accum2")) return SDN_BWD_ACCUM2;
+    return SDN_BWD_DET;
 }
 
 static size_t sdn_align(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -652,7 +653,7 @@ extern "C" int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const 
     char *ws = (char *)(((uintptr_t)scratch + 255) & ~(uintptr_t)255);
     char *dsum = ws + sdn_align((size_t)e->bwd_ws_bytes);
     char *acc = dsum + sdn_align((size_t)B * NH * T * sizeof(float));
-    if (e->variant == SDN_BWD_ACCUM)
+    if (e->variant != SDN_BWD_DET) /* the engine adds into it */
         SDG_CUDA(cudaMemsetAsync(acc, 0, (size_t)B * NH * T * (C / NH) * sizeof(float), s));
     bf16 *q = (bf16 *)qkv, *dq = (bf16 *)dqkv;
     int64_t uids[16] = {SDN_Q, SDN_K, SDN_V, SDN_O, SDN_DO, SDN_STATS, SDN_DQ, SDN_DK, SDN_DV, SDN_SCALE,

@@ -119,7 +119,7 @@ var table = []Var{
 	{CUDATuneLog, "0", CUDA, "1: print every cuBLASLt tuning decision to stderr"},
 	{CUDAPDL, "1", CUDA, "0: launch the step's own kernels without programmatic dependent launch"},
 	{Attention, "auto", CUDA, "the fused GPT's attention: auto (cuDNN's fused attention where the library was built with cuDNN and its plans build for the shape, else ours), cudnn (cuDNN's, or an error saying why not), own (ours: mma.sync, or wmma)"},
-	{CUDNNBwd, "accum2", CUDA, "cuDNN attention's backward form: accum2, det (dP in a workspace, B*NH*T*T bf16) or accum (its bits differ call to call); cuda/sd_gpt_attention_cudnn.cu"},
+	{CUDNNBwd, "det", CUDA, "cuDNN attention's backward form: det (dP in a workspace of B*NH*T*T bf16; the bits repeat), accum2 or accum (an fp32 dQ the engine adds into: about 8% faster, the bits differ call to call); cuda/sd_gpt_attention_cudnn.cu"},
 	{CUDNNLog, "0", CUDA, "1: print the cuDNN engines tried and chosen for attention to stderr"},
 	{NoCUDNN, "0", Test, "1: cuda/build.sh and the check scripts build the library without cuDNN even where they find it"},
 
