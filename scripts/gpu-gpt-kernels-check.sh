@@ -9,7 +9,7 @@
 #    build/gptcheck and build/gptstep, and compile-checks each sd_gpt_*.cu as
 #    cuda/build.sh compiles it (-rdc, warnings as errors like cuda/localcheck);
 # 2. runs gptcheck: every kernel against its CPU reference at gpt-tiny and
-#    GPT-2 124M sizes (both attention versions, wmma and mma), then timings at
+#    GPT-2 124M sizes (every attention version: wmma, mma and, where cuDNN was found, cuDNN's three backward forms), then timings at
 #    GPT-2 124M shapes -> $OUT/gpt-kernels.txt;
 # 3. runs gptstep: the whole GPT-2 124M training step in one CUDA graph at
 #    B=16 and B=32, the loss over 20 steps, ms/step, tokens/s, MFU, memory,
