@@ -24,7 +24,7 @@
  *   det (default): dQ written by the product itself, the engine keeping dP
  *     in its workspace (B*NH*T*T bf16: 403 MB at GPT-2's B=16) and summing
  *     in a fixed order, the form cudnn-frontend takes for "deterministic":
- *     the bits repeat (gptcheck calls it 50 times at B=16);
+ *     its bits repeat (gptcheck's timings compare 50 calls at B=16);
  *   accum2: dQ summed by the engine in an fp32 tensor of ours (zeroed here
  *     before each call) and cast by an IDENTITY, the row sum of dO * O a
  *     tensor of its own (the form of newer cudnn-frontends): 283 us against
