@@ -29,7 +29,7 @@
  *     before each call) and cast by an IDENTITY, the row sum of dO * O a
  *     tensor of its own (the form of newer cudnn-frontends): 283 us against
  *     307 for det at B=16 on the H200, but its bits differ between calls
- *     (49 of 50 calls differed from the first);
+ *     (in 50 calls, all 49 after the first differed from it);
  *   accum: as accum2 with the fp32 dQ F16x16-reordered and the row sum
  *     virtual (older frontends); its bits differ between calls too.
  * Plans are built once per shape and form (sdg_attention_cudnn_supported,
