@@ -465,7 +465,8 @@ static cudnnBackendDescriptor_t sdn_plan(sdn_build *b, cudnnHandle_t h, const ch
 
 /* ---- the per-shape cache ---- */
 struct sdn_entry {
-    int B, T, C, NH, variant;
+    int dev, B, T, C, NH, variant;
+    cudnnHandle_t h; /* the device's handle the plans were built with */
     int ok;
     char why[700];
     cudnnBackendDescriptor_t fwd, bwd;
@@ -476,8 +477,8 @@ struct sdn_entry {
 #define SDN_CACHE 16
 static sdn_entry g_sdn[SDN_CACHE];
 static int g_sdn_n;
-static cudnnHandle_t g_sdn_handle;
-static int g_sdn_device = -1;
+#define SDN_DEVICES 64
+static cudnnHandle_t g_sdn_handles[SDN_DEVICES]; /* one per device, made on first use */
 static std::mutex g_sdn_mu;
 static const float g_sdn_neginf = -FLT_MAX, g_sdn_one = 1.f;
 
@@ -499,20 +500,19 @@ static size_t sdn_bwd_scratch(const sdn_entry *e) {
 }
 
 static void sdn_build_entry(sdn_entry *e) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) {
-        snprintf(e->why, sizeof e->why, "cudaGetDevice failed");
+    if (e->dev < 0 || e->dev >= SDN_DEVICES) {
+        snprintf(e->why, sizeof e->why, "cuDNN attention: device %d", e->dev);
         return;
     }
-    if (!g_sdn_handle || g_sdn_device != dev) {
-        cudnnStatus_t st = cudnnCreate(&g_sdn_handle);
+    if (!g_sdn_handles[e->dev]) {
+        cudnnStatus_t st = cudnnCreate(&g_sdn_handles[e->dev]);
         if (st != CUDNN_STATUS_SUCCESS) {
-            g_sdn_handle = NULL;
+            g_sdn_handles[e->dev] = NULL;
             snprintf(e->why, sizeof e->why, "cudnnCreate: %s", cudnnGetErrorString(st));
             return;
         }
-        g_sdn_device = dev;
     }
+    e->h = g_sdn_handles[e->dev];
     sdn_shape s = {e->B, e->T, e->C, e->NH, e->C / e->NH};
     sdn_build *fb = (sdn_build *)calloc(1, sizeof(sdn_build)), *bb = (sdn_build *)calloc(1, sizeof(sdn_build));
     if (!fb || !bb) {
@@ -522,10 +522,10 @@ static void sdn_build_entry(sdn_entry *e) {
     }
     fb->next_uid = bb->next_uid = SDN_FIRST_VIRTUAL;
     sdn_forward_graph(fb, s);
-    e->fwd = sdn_plan(fb, g_sdn_handle, "forward", &e->fwd_ws_bytes);
+    e->fwd = sdn_plan(fb, e->h, "forward", &e->fwd_ws_bytes);
     if (!fb->failed) {
         sdn_backward_graph(bb, s, e->variant);
-        e->bwd = sdn_plan(bb, g_sdn_handle, "backward", &e->bwd_ws_bytes);
+        e->bwd = sdn_plan(bb, e->h, "backward", &e->bwd_ws_bytes);
     }
     if (fb->failed || bb->failed) {
         snprintf(e->why, sizeof e->why, "cuDNN attention %s graph: %s", fb->failed ? "forward" : "backward",
@@ -537,6 +537,7 @@ static void sdn_build_entry(sdn_entry *e) {
     } else {
         e->ok = 1;
     }
+    if (!e->ok && sdn_log_on()) fprintf(stderr, "symddp cudnn: not taken: %s\n", e->why);
     /* the descriptors stay alive with the plans (the graphs are small) */
     free(fb);
     free(bb);
@@ -545,15 +546,20 @@ static void sdn_build_entry(sdn_entry *e) {
 /* The entry for this shape and the current backward form, built on first use. */
 static sdn_entry *sdn_get(int B, int T, int C, int NH, bool may_build) {
     const int variant = sdn_variant();
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
     std::lock_guard<std::mutex> lk(g_sdn_mu);
     for (int i = 0; i < g_sdn_n; i++) {
         sdn_entry *e = &g_sdn[i];
-        if (e->B == B && e->T == T && e->C == C && e->NH == NH && e->variant == variant) return e;
+        if (e->dev == dev && e->B == B && e->T == T && e->C == C && e->NH == NH && e->variant == variant) return e;
     }
     if (!may_build || g_sdn_n == SDN_CACHE) return NULL;
     sdn_entry *e = &g_sdn[g_sdn_n++];
     memset(e, 0, sizeof *e);
-    e->B = B, e->T = T, e->C = C, e->NH = NH, e->variant = variant;
+    e->dev = dev, e->B = B, e->T = T, e->C = C, e->NH = NH, e->variant = variant;
     if (B <= 0 || T <= 0 || NH <= 0 || C <= 0 || C % NH != 0 || (C / NH) % 8 != 0 || C / NH > 128)
         snprintf(e->why, sizeof e->why, "cuDNN attention: B=%d T=%d C=%d NH=%d not supported", B, T, C, NH);
     else
@@ -563,7 +569,7 @@ static sdn_entry *sdn_get(int B, int T, int C, int NH, bool may_build) {
 
 static int sdn_exec(sdn_entry *e, cudnnBackendDescriptor_t plan, int n, const int64_t *uids, void **ptrs, void *ws,
                     cudaStream_t stream, const char *what) {
-    cudnnStatus_t st = cudnnSetStream(g_sdn_handle, stream);
+    cudnnStatus_t st = cudnnSetStream(e->h, stream);
     if (st != CUDNN_STATUS_SUCCESS) return SDG_FAIL(SDG_ERR_CUDA, "%s: cudnnSetStream: %s", what, cudnnGetErrorString(st));
     cudnnBackendDescriptor_t vp = NULL;
     st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
@@ -574,9 +580,8 @@ static int sdn_exec(sdn_entry *e, cudnnBackendDescriptor_t plan, int n, const in
     if (st == CUDNN_STATUS_SUCCESS)
         st = cudnnBackendSetAttribute(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
     if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp);
-    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(g_sdn_handle, plan, vp);
+    if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(e->h, plan, vp);
     if (vp) cudnnBackendDestroyDescriptor(vp);
-    (void)e;
     if (st != CUDNN_STATUS_SUCCESS) {
         char last[384] = "";
         cudnnGetLastErrorString(last, sizeof last);
