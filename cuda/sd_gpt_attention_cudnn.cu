@@ -54,7 +54,6 @@
 #include <float.h>
 #include <mutex>
 
-#define SDN_MAX_DESC 192
 #define SDN_MAX_OPS 40
 
 enum { SDN_BWD_DET = 0, SDN_BWD_ACCUM = 1, SDN_BWD_ACCUM2 = 2 };
@@ -65,11 +64,10 @@ enum {
     SDN_DSUM, SDN_DQACC, SDN_FIRST_VIRTUAL = 100
 };
 
-/* One graph under construction: every descriptor made is kept (a plan may
- * refer to them) and the first failure is remembered. */
+/* One graph under construction: its operations and the first failure. The
+ * descriptors made are never destroyed: a plan may refer to them, and plans
+ * live as long as the process (one graph per shape and form). */
 struct sdn_build {
-    cudnnBackendDescriptor_t keep[SDN_MAX_DESC];
-    int nkeep;
     cudnnBackendDescriptor_t ops[SDN_MAX_OPS];
     int nops;
     int64_t next_uid;
@@ -87,18 +85,12 @@ static void sdn_failf(sdn_build *b, const char *what, cudnnStatus_t st) {
 
 static cudnnBackendDescriptor_t sdn_new(sdn_build *b, cudnnBackendDescriptorType_t t) {
     if (b->failed) return NULL;
-    if (b->nkeep >= SDN_MAX_DESC) {
-        b->failed = 1;
-        snprintf(b->why, sizeof b->why, "too many cuDNN descriptors");
-        return NULL;
-    }
     cudnnBackendDescriptor_t d = NULL;
     cudnnStatus_t st = cudnnBackendCreateDescriptor(t, &d);
     if (st != CUDNN_STATUS_SUCCESS) {
         sdn_failf(b, "cudnnBackendCreateDescriptor", st);
         return NULL;
     }
-    b->keep[b->nkeep++] = d;
     return d;
 }
 
@@ -139,7 +131,14 @@ static cudnnBackendDescriptor_t sdn_tensor(sdn_build *b, int64_t uid, cudnnDataT
     return t;
 }
 
-static void sdn_add_op(sdn_build *b, cudnnBackendDescriptor_t op, const char *what) {
+/* An operation of type t whose attributes attr[i] are the descriptors d[i]
+ * (NULL ones left unset), finalized and added to the graph. */
+static void sdn_op(sdn_build *b, cudnnBackendDescriptorType_t t, int n, const cudnnBackendAttributeName_t *attr,
+                   const cudnnBackendDescriptor_t *d, const char *what) {
+    cudnnBackendDescriptor_t op = sdn_new(b, t);
+    if (!op) return;
+    for (int i = 0; i < n; i++)
+        if (d[i]) SDN_SET(b, op, attr[i], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d[i]);
     sdn_fin(b, op, what);
     if (b->failed) return;
     if (b->nops >= SDN_MAX_OPS) {
@@ -160,14 +159,12 @@ static void sdn_pw(sdn_build *b, cudnnPointwiseMode_t mode, cudnnDataType_t prec
     SDN_SET(b, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
     if (axis >= 0) SDN_SET(b, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
     sdn_fin(b, pw, "finalize pointwise");
-    cudnnBackendDescriptor_t op = sdn_new(b, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-    if (!op) return;
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    if (b2) SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b2);
-    if (t) SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    sdn_add_op(b, op, "finalize pointwise operation");
+    const cudnnBackendAttributeName_t attr[] = {
+        CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+        CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_ATTR_OPERATION_POINTWISE_TDESC,
+        CUDNN_ATTR_OPERATION_POINTWISE_YDESC};
+    const cudnnBackendDescriptor_t d[] = {pw, x, b2, t, y};
+    sdn_op(b, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, 5, attr, d, "finalize pointwise operation");
 }
 
 static void sdn_matmul(sdn_build *b, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t bm,
@@ -177,13 +174,10 @@ static void sdn_matmul(sdn_build *b, cudnnBackendDescriptor_t a, cudnnBackendDes
     cudnnDataType_t f = CUDNN_DATA_FLOAT;
     SDN_SET(b, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
     sdn_fin(b, mm, "finalize matmul");
-    cudnnBackendDescriptor_t op = sdn_new(b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-    if (!op) return;
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bm);
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
-    sdn_add_op(b, op, "finalize matmul operation");
+    const cudnnBackendAttributeName_t attr[] = {CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
+                                                CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_ATTR_OPERATION_MATMUL_DESC};
+    const cudnnBackendDescriptor_t d[] = {a, bm, c, mm};
+    sdn_op(b, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, 4, attr, d, "finalize matmul operation");
 }
 
 static void sdn_reduce(sdn_build *b, cudnnReduceTensorOp_t how, cudnnBackendDescriptor_t x,
@@ -194,38 +188,43 @@ static void sdn_reduce(sdn_build *b, cudnnReduceTensorOp_t how, cudnnBackendDesc
     SDN_SET(b, rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how);
     SDN_SET(b, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
     sdn_fin(b, rd, "finalize reduction");
-    cudnnBackendDescriptor_t op = sdn_new(b, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-    if (!op) return;
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd);
-    sdn_add_op(b, op, "finalize reduction operation");
+    const cudnnBackendAttributeName_t attr[] = {CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
+                                                CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
+                                                CUDNN_ATTR_OPERATION_REDUCTION_DESC};
+    const cudnnBackendDescriptor_t d[] = {x, y, rd};
+    sdn_op(b, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, 3, attr, d, "finalize reduction operation");
 }
 
 static void sdn_reshape(sdn_build *b, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
-    cudnnBackendDescriptor_t op = sdn_new(b, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
-    if (!op) return;
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    SDN_SET(b, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-    sdn_add_op(b, op, "finalize reshape operation");
+    const cudnnBackendAttributeName_t attr[] = {CUDNN_ATTR_OPERATION_RESHAPE_XDESC,
+                                                CUDNN_ATTR_OPERATION_RESHAPE_YDESC};
+    const cudnnBackendDescriptor_t d[] = {x, y};
+    sdn_op(b, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, 2, attr, d, "finalize reshape operation");
 }
-
-/* The tensors both graphs share, and the masked, scaled scores S (virtual). */
-struct sdn_shape {
-    int64_t B, T, C, NH, hs;
-};
 
 static void sdn_dims(int64_t d[4], int64_t a, int64_t b2, int64_t c, int64_t e) {
     d[0] = a, d[1] = b2, d[2] = c, d[3] = e;
 }
 
+/* A shape and the layouts of its virtual tensors: scores (B,NH,T,T) packed
+ * (sS) or as their transpose (sSt), row values (B,NH,T,1). */
+struct sdn_shape {
+    int64_t B, T, C, NH, hs;
+    int64_t dS[4], sS[4], sSt[4], dR[4], sR[4];
+    sdn_shape(int64_t b, int64_t t, int64_t c, int64_t nh) : B(b), T(t), C(c), NH(nh), hs(c / nh) {
+        sdn_dims(dS, B, NH, T, T);
+        sdn_dims(sS, NH * T * T, T * T, T, 1);
+        sdn_dims(sSt, NH * T * T, T * T, 1, T);
+        sdn_dims(dR, B, NH, T, 1);
+        sdn_dims(sR, NH * T, T, 1, 1);
+    }
+};
+
 /* S = mask(Q K^T * scale), float, virtual */
 static cudnnBackendDescriptor_t sdn_scores(sdn_build *b, const sdn_shape &s, cudnnBackendDescriptor_t q,
                                            cudnnBackendDescriptor_t kt, cudnnBackendDescriptor_t scale,
                                            cudnnBackendDescriptor_t neginf) {
-    int64_t dS[4], sS[4];
-    sdn_dims(dS, s.B, s.NH, s.T, s.T);
-    sdn_dims(sS, s.NH * s.T * s.T, s.T * s.T, s.T, 1);
+    const int64_t *dS = s.dS, *sS = s.sS;
     cudnnBackendDescriptor_t s0 = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
     sdn_matmul(b, q, kt, s0);
     cudnnBackendDescriptor_t s1 = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
@@ -252,9 +251,7 @@ static void sdn_common(sdn_build *b, const sdn_shape &s, cudnnBackendDescriptor_
     sdn_dims(d, s.B, s.NH, s.hs, s.T);
     sdn_dims(st, s.T * ld, s.hs, 1, ld);
     *kt = sdn_tensor(b, SDN_K, CUDNN_DATA_BFLOAT16, d, st, false);
-    sdn_dims(d, s.B, s.NH, s.T, 1);
-    sdn_dims(st, s.NH * s.T, s.T, 1, 1);
-    *stats = sdn_tensor(b, SDN_STATS, CUDNN_DATA_FLOAT, d, st, false);
+    *stats = sdn_tensor(b, SDN_STATS, CUDNN_DATA_FLOAT, s.dR, s.sR, false);
     *scale = sdn_tensor(b, SDN_SCALE, CUDNN_DATA_FLOAT, one, one, false, true);
     *neginf = sdn_tensor(b, SDN_NEGINF, CUDNN_DATA_FLOAT, one, one, false, true);
 }
@@ -263,7 +260,8 @@ static void sdn_forward_graph(sdn_build *b, const sdn_shape &s) {
     cudnnBackendDescriptor_t q, kt, stats, scale, neginf;
     sdn_common(b, s, &q, &kt, &stats, &scale, &neginf);
     const int64_t ld = 3 * s.C;
-    int64_t d[4], st[4], dS[4], sS[4], dR[4], sR[4];
+    const int64_t *dS = s.dS, *sS = s.sS, *dR = s.dR, *sR = s.sR;
+    int64_t d[4], st[4];
     sdn_dims(d, s.B, s.NH, s.T, s.hs);
     sdn_dims(st, s.T * ld, s.hs, ld, 1);
     cudnnBackendDescriptor_t v = sdn_tensor(b, SDN_V, CUDNN_DATA_BFLOAT16, d, st, false);
@@ -271,10 +269,6 @@ static void sdn_forward_graph(sdn_build *b, const sdn_shape &s) {
     cudnnBackendDescriptor_t o = sdn_tensor(b, SDN_O, CUDNN_DATA_BFLOAT16, d, st, false);
 
     cudnnBackendDescriptor_t sc = sdn_scores(b, s, q, kt, scale, neginf);
-    sdn_dims(dS, s.B, s.NH, s.T, s.T);
-    sdn_dims(sS, s.NH * s.T * s.T, s.T * s.T, s.T, 1);
-    sdn_dims(dR, s.B, s.NH, s.T, 1);
-    sdn_dims(sR, s.NH * s.T, s.T, 1, 1);
     cudnnBackendDescriptor_t mx = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dR, sR, true);
     sdn_reduce(b, CUDNN_REDUCE_TENSOR_MAX, sc, mx);
     cudnnBackendDescriptor_t sub = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
@@ -295,7 +289,8 @@ static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
     cudnnBackendDescriptor_t q, kt, stats, scale, neginf;
     sdn_common(b, s, &q, &kt, &stats, &scale, &neginf);
     const int64_t ld = 3 * s.C;
-    int64_t d[4], st[4], dS[4], sS[4], dSt[4], sSt[4], dR[4], sR[4], one4[4] = {1, 1, 1, 1};
+    const int64_t *dS = s.dS, *sS = s.sS, *sSt = s.sSt, *dR = s.dR, *sR = s.sR;
+    int64_t d[4], st[4], one4[4] = {1, 1, 1, 1};
     sdn_dims(d, s.B, s.NH, s.hs, s.T);
     sdn_dims(st, s.T * ld, s.hs, 1, ld);
     cudnnBackendDescriptor_t vt = sdn_tensor(b, SDN_V, CUDNN_DATA_BFLOAT16, d, st, false);
@@ -308,12 +303,6 @@ static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
     cudnnBackendDescriptor_t dK = sdn_tensor(b, SDN_DK, CUDNN_DATA_BFLOAT16, d, st, false);
     cudnnBackendDescriptor_t dV = sdn_tensor(b, SDN_DV, CUDNN_DATA_BFLOAT16, d, st, false);
     cudnnBackendDescriptor_t one = sdn_tensor(b, SDN_ONE, CUDNN_DATA_FLOAT, one4, one4, false, true);
-    sdn_dims(dS, s.B, s.NH, s.T, s.T);
-    sdn_dims(sS, s.NH * s.T * s.T, s.T * s.T, s.T, 1);
-    sdn_dims(dSt, s.B, s.NH, s.T, s.T);
-    sdn_dims(sSt, s.NH * s.T * s.T, s.T * s.T, 1, s.T);
-    sdn_dims(dR, s.B, s.NH, s.T, 1);
-    sdn_dims(sR, s.NH * s.T, s.T, 1, 1);
 
     /* Dsum = rowsum(dO * O) */
     int64_t sOO[4];
@@ -332,7 +321,7 @@ static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
     sdn_pw(b, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, sc, stats, NULL, sm);
     cudnnBackendDescriptor_t e = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
     sdn_pw(b, CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, sm, NULL, NULL, e);
-    cudnnBackendDescriptor_t et = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dSt, sSt, true);
+    cudnnBackendDescriptor_t et = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dS, sSt, true);
     sdn_reshape(b, e, et);
     sdn_matmul(b, et, dO, dV);
 
@@ -352,7 +341,7 @@ static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
     sdn_pw(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, ds0, scale, NULL, ds);
 
     /* dK = dS^T Q */
-    cudnnBackendDescriptor_t dst = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dSt, sSt, true);
+    cudnnBackendDescriptor_t dst = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dS, sSt, true);
     sdn_reshape(b, ds, dst);
     sdn_matmul(b, dst, q, dK);
 
@@ -513,7 +502,7 @@ static void sdn_build_entry(sdn_entry *e) {
         }
     }
     e->h = g_sdn_handles[e->dev];
-    sdn_shape s = {e->B, e->T, e->C, e->NH, e->C / e->NH};
+    const sdn_shape s(e->B, e->T, e->C, e->NH);
     sdn_build *fb = (sdn_build *)calloc(1, sizeof(sdn_build)), *bb = (sdn_build *)calloc(1, sizeof(sdn_build));
     if (!fb || !bb) {
         free(fb), free(bb);
