@@ -569,7 +569,16 @@ static void check_attention(const char *tag, int B, int T, int C, int NH) {
         } else {
             Dev dummy(256); /* not supported: the call fails before it reads them, with the reason */
             (void)sdg_attention_forward_cudnn(dummy.p, dummy.f(), dummy.p, B, T, C, NH, g_stream);
-            printf("info attention %s %s: not available: %s\n", impl, tag, sdg_last_error());
+#ifdef SD_WITH_CUDNN
+            /* built with cuDNN, the default form must build: the entry
+             * points would fall back to our kernels without a word */
+            const bool must = f == 0;
+#else
+            const bool must = false;
+#endif
+            printf("%s attention %s %s: not available: %s\n", must ? "check FAIL:" : "info", impl, tag,
+                   sdg_last_error());
+            if (must) g_fail++;
         }
     }
     unsetenv("SYMDDP_CUDNN_BWD");
