@@ -77,6 +77,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 				return res, err
 			}
 			res.Samples += int64(sm.Labelled(s))
+			res.DeviceWait += r.waited
 			win.samples += int64(sm.Labelled(s))
 			if h := t.opts.Hooks.OnStep; h != nil {
 				h(StepInfo{Step: t.step, Epoch: epoch, StepInEpoch: s, LR: t.opts.lr(t.step), Skipped: r.skipped})

@@ -3,6 +3,7 @@ package ddp
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
@@ -228,8 +229,9 @@ func (g *gpuSteps) close() error {
 func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
 	slot := g.n % 2
 	sm.Batch(epoch, s, t.idx)
+	var res stepResult
 	for j := range t.opts.Accumulate {
-		if err := g.fill(t, j, slot, ds, t.idx[j*t.micro:(j+1)*t.micro]); err != nil {
+		if err := g.fill(t, j, slot, ds, t.idx[j*t.micro:(j+1)*t.micro], &res.waited); err != nil {
 			return stepResult{}, err
 		}
 	}
@@ -256,9 +258,8 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 		}
 	}
 
-	var res stepResult
 	if g.pending >= 0 {
-		r, err := g.read(t, g.pending, g.pendingStep)
+		r, err := g.read(t, g.pending, g.pendingStep, &res.waited)
 		if err != nil {
 			return res, err
 		}
@@ -266,7 +267,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 	}
 	g.pending, g.pendingStep = slot, t.step
 	if res.stop || t.hostReadAfter(t.step, s, sm.StepsPerEpoch(), g.total) {
-		r, err := g.read(t, slot, t.step)
+		r, err := g.read(t, slot, t.step, &res.waited)
 		if err != nil {
 			return res, err
 		}
@@ -285,12 +286,15 @@ func (g *gpuSteps) micro(j int) compute.StepPipeline {
 	return g.more[j-1]
 }
 
-// fill waits for slot of micro-batch j's pipeline and stages rows of ds
-// into it: their indices and labels when the rows are in device memory,
-// else the samples, checked.
-func (g *gpuSteps) fill(t *Trainer, j, slot int, ds datasets.Source, rows []int) error {
+// fill waits for slot of micro-batch j's pipeline (adding the wait to
+// *waited) and stages rows of ds into it: their indices and labels when
+// the rows are in device memory, else the samples, checked.
+func (g *gpuSteps) fill(t *Trainer, j, slot int, ds datasets.Source, rows []int, waited *time.Duration) error {
 	p := g.micro(j)
-	if err := p.Fill(slot); err != nil {
+	t0 := time.Now()
+	err := p.Fill(slot)
+	*waited += time.Since(t0)
+	if err != nil {
 		return fmt.Errorf("step %d: %w", t.step+1, err)
 	}
 	sl := p.Slot(slot)
@@ -449,10 +453,12 @@ func (t *Trainer) checkBatch(b datasets.Batch, rows []int) error {
 	return nil
 }
 
-// read waits for slot's report of step step and turns it into the step's
-// result, or ErrNonFinite.
-func (g *gpuSteps) read(t *Trainer, slot, step int) (stepResult, error) {
+// read waits for slot's report of step step (adding the wait to *waited)
+// and turns it into the step's result, or ErrNonFinite.
+func (g *gpuSteps) read(t *Trainer, slot, step int, waited *time.Duration) (stepResult, error) {
+	t0 := time.Now()
 	rep, err := g.pipe.Report(slot)
+	*waited += time.Since(t0)
 	if err != nil {
 		return stepResult{}, fmt.Errorf("step %d: %w", step, err)
 	}

@@ -120,6 +120,10 @@ func compareRuns(t *testing.T, cl, gl, el []float64, cp, gp, ep []float32, cres,
 			t.Fatalf("param %d: %v with graphs, %v without", i, gp[i], ep[i])
 		}
 	}
+	// the host's waits for the device are timed on the device path only
+	if cres.DeviceWait != 0 || gres.DeviceWait < 0 || gres.DeviceWait > gres.Elapsed {
+		t.Errorf("host waited %v of %v on the CPU path, %v of %v on the GPU path", cres.DeviceWait, cres.Elapsed, gres.DeviceWait, gres.Elapsed)
+	}
 	if math.Abs(cres.Test.Accuracy-gres.Test.Accuracy) > 0.02 || !gres.Replicas.Identical {
 		t.Errorf("test accuracy %v on the CPU, %v on the GPU path (replicas %v)", cres.Test.Accuracy, gres.Test.Accuracy, gres.Replicas)
 	}

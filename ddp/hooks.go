@@ -95,4 +95,10 @@ type Result struct {
 	// (activations, optimizer state, workspaces; the arenas in the
 	// symmetric heap not included), in PE order; nil for host engines.
 	DeviceBytes []int64
+	// DeviceWait is how long this PE's host blocked on the device inside
+	// its steps on the device step path (for a free pipeline slot, for a
+	// step's report): Elapsed less DeviceWait is the host's own share of
+	// the run. Near Elapsed, the device bounds the steps; near zero, the
+	// host (the data pipeline, the launches) does. Zero on host engines.
+	DeviceWait time.Duration
 }

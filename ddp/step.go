@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
@@ -17,6 +18,9 @@ import (
 type stepResult struct {
 	stop    bool // some PE asked to stop: this was the last step
 	skipped bool // non-finite loss or gradients, update skipped
+	// waited is how long the host blocked on the device inside the step
+	// (the device step path: a pipeline slot, a step's report); 0 elsewhere
+	waited time.Duration
 }
 
 // ErrNonFinite is returned (wrapped with the step number) when a loss or a

@@ -203,6 +203,21 @@ func (r *reporter) write(v map[string]any) {
 	}
 }
 
+// deviceWaitLine says how much of the run PE 0's host spent waiting for
+// the device on the GPU step path, and so which of the two bounds the
+// steps; "" when it did not wait (host engines, eager device steps).
+func deviceWaitLine(res ddp.Result) string {
+	if res.DeviceWait <= 0 || res.Elapsed <= 0 {
+		return ""
+	}
+	f := res.DeviceWait.Seconds() / res.Elapsed.Seconds()
+	bound := "the GPU bounds the steps"
+	if f < 0.2 {
+		bound = "the host bounds the steps: its data pipeline and launches take about as long as the GPU's step"
+	}
+	return fmt.Sprintf("host waited for the GPU %.0f%% of the run (%.2fs): %s", 100*f, res.DeviceWait.Seconds(), bound)
+}
+
 // summary prints the final lines of a run.
 func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	if r.bar != nil {
@@ -225,6 +240,9 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 		fmt.Fprintf(r.out, "val loss %.4f%s (%d tokens)\n", res.Test.Loss, r.bpb(res.Test.Loss), res.Test.Samples)
 	case res.Test.Samples > 0:
 		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples)\n", 100*res.Test.Accuracy, res.Test.Loss, res.Test.Samples)
+	}
+	if line := deviceWaitLine(res); line != "" {
+		fmt.Fprintln(r.out, line)
 	}
 	fmt.Fprintln(r.out, res.Replicas)
 	var devBytes int64
@@ -253,6 +271,9 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	}
 	if r.start.Tokens > 0 {
 		rec["tokens_per_sec"] = tokensPerSec
+	}
+	if res.DeviceWait > 0 && res.Elapsed > 0 {
+		rec["device_wait_frac"] = res.DeviceWait.Seconds() / res.Elapsed.Seconds()
 	}
 	if devBytes > 0 {
 		rec["device_bytes"] = devBytes
