@@ -202,3 +202,370 @@ type GPTKernels interface {
 }
 
 var _ GPTKernels = (*GPT)(nil)
+
+// UnemulatedDevice gives every compute entry point of Device that a host
+// emulation does not define: it fails with ErrNotEmulated. Embed it.
+type UnemulatedDevice struct{}
+
+// DevAlloc fails: sdc_dev_alloc is not emulated.
+func (UnemulatedDevice) DevAlloc(bytes int) (uintptr, error) {
+	return *new(uintptr), notEmulated("sdc_dev_alloc")
+}
+
+// DevFree fails: sdc_dev_free is not emulated.
+func (UnemulatedDevice) DevFree(ptr uintptr) error { return notEmulated("sdc_dev_free") }
+
+// HostAlloc fails: sdc_host_alloc is not emulated.
+func (UnemulatedDevice) HostAlloc(bytes int) (unsafe.Pointer, error) {
+	return *new(unsafe.Pointer), notEmulated("sdc_host_alloc")
+}
+
+// HostFree fails: sdc_host_free is not emulated.
+func (UnemulatedDevice) HostFree(ptr unsafe.Pointer) error { return notEmulated("sdc_host_free") }
+
+// Zero fails: sdc_zero is not emulated.
+func (UnemulatedDevice) Zero(dst uintptr, bytes int) error { return notEmulated("sdc_zero") }
+
+// Copy fails: sdc_copy is not emulated.
+func (UnemulatedDevice) Copy(dst uintptr, src uintptr, bytes int) error {
+	return notEmulated("sdc_copy")
+}
+
+// HtoD fails: sdc_htod is not emulated.
+func (UnemulatedDevice) HtoD(onCopy bool, dst uintptr, src unsafe.Pointer, bytes int) error {
+	return notEmulated("sdc_htod")
+}
+
+// DtoH fails: sdc_dtoh is not emulated.
+func (UnemulatedDevice) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) error {
+	return notEmulated("sdc_dtoh")
+}
+
+// StoreHost fails: sdc_store_host is not emulated.
+func (UnemulatedDevice) StoreHost(dst unsafe.Pointer, src uintptr, bytes int) error {
+	return notEmulated("sdc_store_host")
+}
+
+// EventCreate fails: sdc_event_create is not emulated.
+func (UnemulatedDevice) EventCreate() (uint64, error) {
+	return *new(uint64), notEmulated("sdc_event_create")
+}
+
+// EventDestroy fails: sdc_event_destroy is not emulated.
+func (UnemulatedDevice) EventDestroy(event uint64) error { return notEmulated("sdc_event_destroy") }
+
+// EventRecord fails: sdc_event_record is not emulated.
+func (UnemulatedDevice) EventRecord(onCopy bool, event uint64) error {
+	return notEmulated("sdc_event_record")
+}
+
+// WaitEvent fails: sdc_wait_event is not emulated.
+func (UnemulatedDevice) WaitEvent(onCopy bool, event uint64) error {
+	return notEmulated("sdc_wait_event")
+}
+
+// EventSync fails: sdc_event_sync is not emulated.
+func (UnemulatedDevice) EventSync(event uint64, timeout time.Duration) error {
+	return notEmulated("sdc_event_sync")
+}
+
+// Sync fails: sdc_sync is not emulated.
+func (UnemulatedDevice) Sync(timeout time.Duration) error { return notEmulated("sdc_sync") }
+
+// Gemm fails: sdc_gemm is not emulated.
+func (UnemulatedDevice) Gemm(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, cmat uintptr, ldc int) error {
+	return notEmulated("sdc_gemm")
+}
+
+// GemmBatched fails: sdc_gemm_batched is not emulated.
+func (UnemulatedDevice) GemmBatched(transA bool, transB bool, m int, n int, k int, alpha float32, a uintptr, lda int, strideA int, b uintptr, ldb int, strideB int, beta float32, cmat uintptr, ldc int, strideC int, batch int) error {
+	return notEmulated("sdc_gemm_batched")
+}
+
+// LtPlan fails: sdc_lt_plan_create is not emulated.
+func (UnemulatedDevice) LtPlan(args LtArgs) (uint64, error) {
+	return *new(uint64), notEmulated("sdc_lt_plan_create")
+}
+
+// LtPlanDestroy fails: sdc_lt_plan_destroy is not emulated.
+func (UnemulatedDevice) LtPlanDestroy(plan uint64) error { return notEmulated("sdc_lt_plan_destroy") }
+
+// LtMatmul fails: sdc_lt_matmul is not emulated.
+func (UnemulatedDevice) LtMatmul(plan uint64, a uintptr, b uintptr, cmat uintptr, side bool) error {
+	return notEmulated("sdc_lt_matmul")
+}
+
+// SideFork fails: sdc_side_fork is not emulated.
+func (UnemulatedDevice) SideFork() error { return notEmulated("sdc_side_fork") }
+
+// SideJoin fails: sdc_side_join is not emulated.
+func (UnemulatedDevice) SideJoin() error { return notEmulated("sdc_side_join") }
+
+// BiasAct fails: sdc_bias_act is not emulated.
+func (UnemulatedDevice) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activation) error {
+	return notEmulated("sdc_bias_act")
+}
+
+// BiasActBackward fails: sdc_bias_act_backward is not emulated.
+func (UnemulatedDevice) BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) error {
+	return notEmulated("sdc_bias_act_backward")
+}
+
+// SoftmaxXent fails: sdc_softmax_xent is not emulated.
+func (UnemulatedDevice) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
+	return notEmulated("sdc_softmax_xent")
+}
+
+// GatherRows fails: sdc_gather_rows is not emulated.
+func (UnemulatedDevice) GatherRows(dst uintptr, src uintptr, table uintptr, idx uintptr, rows int, cols int) error {
+	return notEmulated("sdc_gather_rows")
+}
+
+// Accumulate fails: sdc_accumulate is not emulated.
+func (UnemulatedDevice) Accumulate(dst uintptr, src uintptr, n int) error {
+	return notEmulated("sdc_accumulate")
+}
+
+// Scale fails: sdc_scale is not emulated.
+func (UnemulatedDevice) Scale(x uintptr, s float32, n int) error { return notEmulated("sdc_scale") }
+
+// SumSquares fails: sdc_sum_squares is not emulated.
+func (UnemulatedDevice) SumSquares(x uintptr, n int, timeout time.Duration) (float64, error) {
+	return *new(float64), notEmulated("sdc_sum_squares")
+}
+
+// SumSquaresEnqueue fails: sdc_sum_squares_enqueue is not emulated.
+func (UnemulatedDevice) SumSquaresEnqueue(x uintptr, n int, out uintptr) error {
+	return notEmulated("sdc_sum_squares_enqueue")
+}
+
+// Gelu fails: sdc_gelu is not emulated.
+func (UnemulatedDevice) Gelu(y uintptr, x uintptr, n int) error { return notEmulated("sdc_gelu") }
+
+// GeluBackward fails: sdc_gelu_backward is not emulated.
+func (UnemulatedDevice) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
+	return notEmulated("sdc_gelu_backward")
+}
+
+// LayerNorm fails: sdc_layer_norm is not emulated.
+func (UnemulatedDevice) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
+	return notEmulated("sdc_layer_norm")
+}
+
+// LayerNormBackward fails: sdc_layer_norm_backward is not emulated.
+func (UnemulatedDevice) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+	return notEmulated("sdc_layer_norm_backward")
+}
+
+// IndexGather fails: sdc_index_gather is not emulated.
+func (UnemulatedDevice) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error {
+	return notEmulated("sdc_index_gather")
+}
+
+// IndexScatterAdd fails: sdc_index_scatter_add is not emulated.
+func (UnemulatedDevice) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error {
+	return notEmulated("sdc_index_scatter_add")
+}
+
+// SoftmaxCausal fails: sdc_softmax_causal is not emulated.
+func (UnemulatedDevice) SoftmaxCausal(p uintptr, nmat int, t int) error {
+	return notEmulated("sdc_softmax_causal")
+}
+
+// SoftmaxCausalBackward fails: sdc_softmax_causal_backward is not emulated.
+func (UnemulatedDevice) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error {
+	return notEmulated("sdc_softmax_causal_backward")
+}
+
+// CastBF16 fails: sdc_cast_bf16 is not emulated.
+func (UnemulatedDevice) CastBF16(dst uintptr, src uintptr, n int) error {
+	return notEmulated("sdc_cast_bf16")
+}
+
+// CastF32 fails: sdc_cast_f32 is not emulated.
+func (UnemulatedDevice) CastF32(dst uintptr, src uintptr, n int) error {
+	return notEmulated("sdc_cast_f32")
+}
+
+// Update fails: sdc_update is not emulated.
+func (UnemulatedDevice) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error {
+	return notEmulated("sdc_update")
+}
+
+// ResetStatus fails: sdc_reset_status is not emulated.
+func (UnemulatedDevice) ResetStatus() error { return notEmulated("sdc_reset_status") }
+
+// SetStep fails: sdc_set_step is not emulated.
+func (UnemulatedDevice) SetStep(values StepValues) error { return notEmulated("sdc_set_step") }
+
+// CaptureBegin fails: sdc_capture_begin is not emulated.
+func (UnemulatedDevice) CaptureBegin() error { return notEmulated("sdc_capture_begin") }
+
+// CaptureEnd fails: sdc_capture_end is not emulated.
+func (UnemulatedDevice) CaptureEnd() (uint64, error) {
+	return *new(uint64), notEmulated("sdc_capture_end")
+}
+
+// Capturing fails: sdc_capturing is not emulated.
+func (UnemulatedDevice) Capturing() (bool, error) { return *new(bool), notEmulated("sdc_capturing") }
+
+// GraphLaunch fails: sdc_graph_launch is not emulated.
+func (UnemulatedDevice) GraphLaunch(exec uint64, values StepValues) error {
+	return notEmulated("sdc_graph_launch")
+}
+
+// GraphDestroy fails: sdc_graph_destroy is not emulated.
+func (UnemulatedDevice) GraphDestroy(exec uint64) error { return notEmulated("sdc_graph_destroy") }
+
+// UnemulatedGPT gives every launcher of GPTKernels that a host emulation
+// does not define: those with a status fail with ErrNotEmulated, the others
+// return zero values. Embed it.
+type UnemulatedGPT struct{}
+
+// LayernormForward: sdg_layernorm_forward is not emulated.
+func (UnemulatedGPT) LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) error {
+	return notEmulated("sdg_layernorm_forward")
+}
+
+// LayernormBackwardScratchBytes: sdg_layernorm_backward_scratch_bytes is not emulated.
+func (UnemulatedGPT) LayernormBackwardScratchBytes(n int, c int) int { return *new(int) }
+
+// LayernormBackward: sdg_layernorm_backward is not emulated.
+func (UnemulatedGPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error {
+	return notEmulated("sdg_layernorm_backward")
+}
+
+// GeluForward: sdg_gelu_forward is not emulated.
+func (UnemulatedGPT) GeluForward(out uintptr, inp uintptr, n int, stream uintptr) error {
+	return notEmulated("sdg_gelu_forward")
+}
+
+// GeluBackward: sdg_gelu_backward is not emulated.
+func (UnemulatedGPT) GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) error {
+	return notEmulated("sdg_gelu_backward")
+}
+
+// EmbedForward: sdg_embed_forward is not emulated.
+func (UnemulatedGPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error {
+	return notEmulated("sdg_embed_forward")
+}
+
+// EmbedBackwardScratchBytes: sdg_embed_backward_scratch_bytes is not emulated.
+func (UnemulatedGPT) EmbedBackwardScratchBytes(b int, t int, v int) int { return *new(int) }
+
+// EmbedBackward: sdg_embed_backward is not emulated.
+func (UnemulatedGPT) EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) error {
+	return notEmulated("sdg_embed_backward")
+}
+
+// AttentionForward: sdg_attention_forward is not emulated.
+func (UnemulatedGPT) AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
+	return notEmulated("sdg_attention_forward")
+}
+
+// AttentionBackwardScratchBytes: sdg_attention_backward_scratch_bytes is not emulated.
+func (UnemulatedGPT) AttentionBackwardScratchBytes(b int, t int, c int, nh int) int { return *new(int) }
+
+// AttentionBackward: sdg_attention_backward is not emulated.
+func (UnemulatedGPT) AttentionBackward(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
+	return notEmulated("sdg_attention_backward")
+}
+
+// AttentionMMASupported: sdg_attention_mma_supported is not emulated.
+func (UnemulatedGPT) AttentionMMASupported(t int, c int, nh int) bool { return *new(bool) }
+
+// AttentionForwardWMMA: sdg_attention_forward_wmma is not emulated.
+func (UnemulatedGPT) AttentionForwardWMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
+	return notEmulated("sdg_attention_forward_wmma")
+}
+
+// AttentionBackwardWMMA: sdg_attention_backward_wmma is not emulated.
+func (UnemulatedGPT) AttentionBackwardWMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
+	return notEmulated("sdg_attention_backward_wmma")
+}
+
+// AttentionForwardMMA: sdg_attention_forward_mma is not emulated.
+func (UnemulatedGPT) AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
+	return notEmulated("sdg_attention_forward_mma")
+}
+
+// AttentionBackwardMMA: sdg_attention_backward_mma is not emulated.
+func (UnemulatedGPT) AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
+	return notEmulated("sdg_attention_backward_mma")
+}
+
+// AttentionCUDNNSupported: sdg_attention_cudnn_supported is not emulated.
+func (UnemulatedGPT) AttentionCUDNNSupported(b int, t int, c int, nh int) bool { return *new(bool) }
+
+// AttentionCUDNNScratchBytes: sdg_attention_cudnn_scratch_bytes is not emulated.
+func (UnemulatedGPT) AttentionCUDNNScratchBytes(b int, t int, c int, nh int) int { return *new(int) }
+
+// AttentionForwardCUDNN: sdg_attention_forward_cudnn is not emulated.
+func (UnemulatedGPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
+	return notEmulated("sdg_attention_forward_cudnn")
+}
+
+// AttentionBackwardCUDNN: sdg_attention_backward_cudnn is not emulated.
+func (UnemulatedGPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
+	return notEmulated("sdg_attention_backward_cudnn")
+}
+
+// Classifier: sdg_classifier is not emulated.
+func (UnemulatedGPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error {
+	return notEmulated("sdg_classifier")
+}
+
+// LossStats: sdg_loss_stats is not emulated.
+func (UnemulatedGPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error {
+	return notEmulated("sdg_loss_stats")
+}
+
+// CastBF16: sdg_cast_bf16 is not emulated.
+func (UnemulatedGPT) CastBF16(out uintptr, inp uintptr, n int, stream uintptr) error {
+	return notEmulated("sdg_cast_bf16")
+}
+
+// AdamW: sdg_adamw is not emulated.
+func (UnemulatedGPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error {
+	return notEmulated("sdg_adamw")
+}
+
+// BiasBackwardScratchBytes: sdg_bias_backward_scratch_bytes is not emulated.
+func (UnemulatedGPT) BiasBackwardScratchBytes(n int, oc int) int { return *new(int) }
+
+// BiasBackward: sdg_bias_backward is not emulated.
+func (UnemulatedGPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) error {
+	return notEmulated("sdg_bias_backward")
+}
+
+// LtCreate: sdg_lt_create is not emulated.
+func (UnemulatedGPT) LtCreate() (uintptr, error) { return *new(uintptr), notEmulated("sdg_lt_create") }
+
+// LtDestroy: sdg_lt_destroy is not emulated.
+func (UnemulatedGPT) LtDestroy(lt uintptr) {}
+
+// GemmCreate: sdg_gemm_create is not emulated.
+func (UnemulatedGPT) GemmCreate(lt uintptr, d GemmDesc) (uintptr, error) {
+	return *new(uintptr), notEmulated("sdg_gemm_create")
+}
+
+// GemmRun: sdg_gemm_run is not emulated.
+func (UnemulatedGPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
+	return notEmulated("sdg_gemm_run")
+}
+
+// GemmRunInto: sdg_gemm_run_into is not emulated.
+func (UnemulatedGPT) GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
+	return notEmulated("sdg_gemm_run_into")
+}
+
+// GemmDestroy: sdg_gemm_destroy is not emulated.
+func (UnemulatedGPT) GemmDestroy(plan uintptr) {}
+
+// GemmTune: sdg_gemm_tune is not emulated.
+func (UnemulatedGPT) GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) error {
+	return notEmulated("sdg_gemm_tune")
+}
+
+// GemmTunedNs: sdg_gemm_tuned_ns is not emulated.
+func (UnemulatedGPT) GemmTunedNs(plan uintptr, best int) int { return *new(int) }

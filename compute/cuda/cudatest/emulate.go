@@ -54,6 +54,9 @@ func emulatedOptions(d *Device, opts cuda.Options) cuda.Options {
 // cuda.NewOnDevice to look at what the engine asked of it (LtCalls,
 // SideCalls) or to make it refuse some plans (RejectEpilogue).
 type Device struct {
+	// an entry point not emulated below fails with cudalib.ErrNotEmulated
+	cudalib.UnemulatedDevice
+
 	mu       sync.Mutex
 	allocs   []allocation // sorted by base
 	status   uintptr

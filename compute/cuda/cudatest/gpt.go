@@ -41,6 +41,9 @@ import (
 // scratch are only checked to lie inside an allocation (and the GPU's
 // alignment rules), never used.
 type GPT struct {
+	// a launcher not emulated below fails with cudalib.ErrNotEmulated
+	cudalib.UnemulatedGPT
+
 	d *Device
 
 	mu     sync.Mutex

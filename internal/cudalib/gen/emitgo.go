@@ -298,9 +298,55 @@ type GPTKernels interface {
 		fmt.Fprintf(&body, "\t// %s: %s.\n\t%s%s\n", m.name, m.f.name, m.name, gptSignature(m))
 	}
 	body.WriteString("}\n\nvar _ GPTKernels = (*GPT)(nil)\n")
+	writeUnemulated(&body, ms, gms)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "// %s\n\npackage cudalib\n\n", generatedLine)
 	writeImports(&b, body.String())
 	b.Write(body.Bytes())
 	return gofmt("abi_gen.go", b.Bytes())
+}
+
+// writeUnemulated writes UnemulatedDevice and UnemulatedGPT: every method of
+// Device and GPTKernels answering ErrNotEmulated (zero values besides, and
+// nothing for a launcher without a status). A host emulation embeds them,
+// so that a new entry point needs nothing of it until a test of it runs
+// there.
+func writeUnemulated(body *bytes.Buffer, ms, gms []method) {
+	zeros := func(types []string, entry string) string {
+		var rs []string
+		for _, t := range types {
+			rs = append(rs, "*new("+t+")")
+		}
+		if entry != "" {
+			rs = append(rs, "notEmulated(\""+entry+"\")")
+		}
+		if len(rs) == 0 {
+			return ""
+		}
+		return "return " + strings.Join(rs, ", ")
+	}
+	body.WriteString(`
+// UnemulatedDevice gives every compute entry point of Device that a host
+// emulation does not define: it fails with ErrNotEmulated. Embed it.
+type UnemulatedDevice struct{}
+`)
+	for _, m := range ms {
+		fmt.Fprintf(body, "\n// %s fails: %s is not emulated.\nfunc (UnemulatedDevice) %s%s { %s }\n", m.name, m.f.name, m.name, m.signature(), zeros(m.results, m.f.name))
+	}
+	body.WriteString(`
+// UnemulatedGPT gives every launcher of GPTKernels that a host emulation
+// does not define: those with a status fail with ErrNotEmulated, the others
+// return zero values. Embed it.
+type UnemulatedGPT struct{}
+`)
+	for _, m := range gms {
+		var ret string
+		switch {
+		case gptStatus(m.f):
+			ret = zeros(m.results, m.f.name)
+		case m.f.ret != "void":
+			ret = zeros([]string{gptResult(m.f).goType}, "")
+		}
+		fmt.Fprintf(body, "\n// %s: %s is not emulated.\nfunc (UnemulatedGPT) %s%s { %s }\n", m.name, m.f.name, m.name, gptSignature(m), ret)
+	}
 }

@@ -14,8 +14,10 @@
 //     its C declaration (see goParam for the rules);
 //   - gpt_gen.h and gpt_gen_cgo.go: the same for the GPT kernels (sdg_*),
 //     one GPT method per entry point (see gptClassify for the rules);
-//   - abi_gen.go: the ABI versions that Load, OpenCompute and OpenGPT check, and the
-//     Device interface (the methods of Context that compute/cuda uses);
+//   - abi_gen.go: the ABI versions that Load, OpenCompute and OpenGPT check, the
+//     Device and GPTKernels interfaces (the methods of Context and GPT that
+//     compute/cuda uses), and UnemulatedDevice and UnemulatedGPT, which a
+//     host emulation embeds for the entry points it does not emulate;
 //   - nocgo_gen.go: the stand-ins of every exported method of the cgo files
 //     for builds without cgo;
 //   - testdata/fake_gpt_gen.c: the fake library's default GPT launchers

@@ -1,0 +1,24 @@
+package cudalib
+
+import (
+	"errors"
+	"testing"
+)
+
+// What a host emulation does not define answers ErrNotEmulated, naming the
+// entry point; a launcher's value is its zero.
+func TestUnemulated(t *testing.T) {
+	err := UnemulatedDevice{}.Zero(1, 4)
+	if !errors.Is(err, ErrNotEmulated) || err.Error() != "sdc_zero: not emulated on the host" {
+		t.Errorf("UnemulatedDevice.Zero: %v", err)
+	}
+	if p, err := (UnemulatedDevice{}).DevAlloc(64); p != 0 || !errors.Is(err, ErrNotEmulated) {
+		t.Errorf("UnemulatedDevice.DevAlloc: %#x, %v", p, err)
+	}
+	if err := (UnemulatedGPT{}).GeluForward(1, 2, 3, 0); !errors.Is(err, ErrNotEmulated) {
+		t.Errorf("UnemulatedGPT.GeluForward: %v", err)
+	}
+	if n := (UnemulatedGPT{}).LayernormBackwardScratchBytes(8, 8); n != 0 {
+		t.Errorf("UnemulatedGPT.LayernormBackwardScratchBytes: %d", n)
+	}
+}
