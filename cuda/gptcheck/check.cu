@@ -162,6 +162,8 @@ static void report_fl(const char *name, double us, double flops) {
 }
 
 /* ================= layernorm ================= */
+extern "C" int sdg_ln_force_generic; /* sd_gpt_layernorm.cu: 1 = the forward's generic form */
+
 static void check_layernorm(const char *tag, int N, int C) {
     char name[96];
     std::vector<uint16_t> hx, hw, hb, hdy, hr;
@@ -236,6 +238,22 @@ static void check_layernorm(const char *tag, int N, int C) {
     compare_v(name, got_db[0], rdb, 1e-4, 1e-4);
     snprintf(name, sizeof name, "layernorm_bwd %s", tag);
     repeat_check(name, got_dw[0].data(), got_dw[1].data(), C * 4);
+
+    /* rows of up to 1024 channels take the forward's register form: the
+     * generic form's bits */
+    const std::vector<float> reg_out = down_bf16(dout, (size_t)N * C), reg_mean = down<float>(dmean, N),
+                             reg_rstd = down<float>(drstd, N);
+    sdg_ln_force_generic = 1;
+    SG(sdg_layernorm_forward(dout.p, dmean.f(), drstd.f(), dx.p, dwt.p, dbs.p, N, C, g_stream));
+    const std::vector<float> gen_out = down_bf16(dout, (size_t)N * C), gen_mean = down<float>(dmean, N),
+                             gen_rstd = down<float>(drstd, N);
+    sdg_ln_force_generic = 0;
+    const bool same = !memcmp(reg_out.data(), gen_out.data(), (size_t)N * C * 4) &&
+                      !memcmp(reg_mean.data(), gen_mean.data(), N * 4) && !memcmp(reg_rstd.data(), gen_rstd.data(), N * 4);
+    snprintf(name, sizeof name, "layernorm_fwd %s: %s form against the generic one", tag,
+             (C / 8 + 31) / 32 <= 4 ? "register" : "generic");
+    printf("check %-60s bits %s\n", name, same ? "identical PASS" : "DIFFER FAIL");
+    if (!same) g_fail++;
 }
 
 /* ================= gelu ================= */
@@ -920,9 +938,13 @@ static void timings() {
             dx((size_t)N * C * 2), dw(C * 4), db(C * 4), scratch(sdg_layernorm_backward_scratch_bytes(N, C));
         fill_bf16(x, (size_t)N * C, 1.f); fill_bf16(w, C, 1.f); fill_bf16(b, C, 1.f); fill_bf16(dy, (size_t)N * C, 1.f);
         CK(cudaMemset(dx.p, 0, dx.bytes)); CK(cudaMemset(dw.p, 0, dw.bytes)); CK(cudaMemset(db.p, 0, db.bytes));
-        double us = time_us([&] { SG(sdg_layernorm_forward(y.p, mean.f(), rstd.f(), x.p, w.p, b.p, N, C, g_stream)); }, 50);
-        report_bw("layernorm_fwd (N=16384, C=768)", us, 2.0 * N * C * 2);
-        us = time_us([&] {
+        for (int generic = 0; generic < 2; generic++) {
+            sdg_ln_force_generic = generic;
+            double us = time_us([&] { SG(sdg_layernorm_forward(y.p, mean.f(), rstd.f(), x.p, w.p, b.p, N, C, g_stream)); }, 50);
+            report_bw(generic ? "layernorm_fwd, generic form" : "layernorm_fwd (N=16384, C=768)", us, 2.0 * N * C * 2);
+        }
+        sdg_ln_force_generic = 0;
+        const double us = time_us([&] {
             SG(sdg_layernorm_backward(dx.p, dw.f(), db.f(), dy.p, x.p, w.p, mean.f(), rstd.f(), N, C, scratch.p, g_stream));
         }, 50);
         report_bw("layernorm_bwd", us, 4.0 * N * C * 2);
@@ -1133,6 +1155,9 @@ int main(int argc, char **argv) {
     if (checks) {
         printf("---- checks: gpt-tiny (B=4 T=128 C=128 NH=4 V=256) ----\n");
         check_layernorm("tiny", 4 * 128, 128);
+        check_layernorm("6x384 N=300", 300, 384);   /* two vectors a lane, rows not a multiple of the block's */
+        check_layernorm("C=1000 N=70", 70, 1000);   /* four, the last lanes idle */
+        check_layernorm("C=1600 N=40", 40, 1600);   /* the generic form (GPT-2 XL's width) */
         check_gelu("tiny", (int64_t)4 * 128 * 512 + 5);
         check_embed("tiny", 4, 128, 128, 256);
         check_attention("tiny hs32", 4, 128, 128, 4);
