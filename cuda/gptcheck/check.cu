@@ -604,6 +604,8 @@ static void check_attention(const char *tag, int B, int T, int C, int NH) {
 }
 
 /* ================= classifier ================= */
+extern "C" int sdg_cls_threads; /* sd_gpt_classifier.cu: the block size to time (0: the default) */
+
 static void check_classifier(const char *tag, int N, int V, int Vp) {
     char name[96];
     std::vector<uint16_t> hl((size_t)N * Vp);
@@ -634,10 +636,18 @@ static void check_classifier(const char *tag, int N, int V, int Vp) {
         rloss[i] = lse - x[tgt[i]];
         for (int j = 0; j < V; j++) rg[(size_t)i * Vp + j] = (exp(x[j] - lse) - (j == tgt[i] ? 1.0 : 0.0)) * dscale;
     }
-    snprintf(name, sizeof name, "classifier.loss %s", tag);
-    compare_v(name, down<float>(dloss, N), rloss, 1e-4, 1e-4);
-    snprintf(name, sizeof name, "classifier.dlogits %s", tag);
-    compare_v(name, down_bf16(dl, rg.size()), rg, 1e-2, 1e-2);
+    for (int threads : {0, 512, 1024}) { /* the default block size (256), then the others gptcheck times */
+        if (threads) {
+            sdg_cls_threads = threads;
+            up(dl, hl);
+            SG(sdg_classifier(dloss.f(), dl.p, dt.i(), N, V, Vp, dscale, 1, g_stream));
+            sdg_cls_threads = 0;
+        }
+        snprintf(name, sizeof name, "classifier.loss %s%s", tag, threads == 512 ? " (512 thr)" : threads ? " (1024 thr)" : "");
+        compare_v(name, down<float>(dloss, N), rloss, 1e-4, 1e-4);
+        snprintf(name, sizeof name, "classifier.dlogits %s%s", tag, threads == 512 ? " (512 thr)" : threads ? " (1024 thr)" : "");
+        compare_v(name, down_bf16(dl, rg.size()), rg, 1e-2, 1e-2);
+    }
 }
 
 /* ================= adamw ================= */
@@ -1069,7 +1079,16 @@ static void timings() {
         for (int i = 0; i < N; i++) t[i] = (int32_t)(rnd_u32() % (uint32_t)V);
         up(tgt, t);
         double us = time_us([&] { SG(sdg_classifier(loss.f(), logits.p, tgt.i(), N, V, Vp, 1.f / N, 1, g_stream)); }, 10);
-        report_bw("classifier (fwd+bwd, in place)", us, 3.0 * N * Vp * 2);
+        report_bw("classifier (fwd+bwd, in place, 256 threads a block)", us, 3.0 * N * Vp * 2);
+        /* the other block sizes: rows in flight per SM against threads per row */
+        for (int threads : {512, 1024}) {
+            sdg_cls_threads = threads;
+            us = time_us([&] { SG(sdg_classifier(loss.f(), logits.p, tgt.i(), N, V, Vp, 1.f / N, 1, g_stream)); }, 10);
+            char label[64];
+            snprintf(label, sizeof label, "classifier, %d threads a block", threads);
+            report_bw(label, us, 3.0 * N * Vp * 2);
+        }
+        sdg_cls_threads = 0;
     }
     {
         const int64_t n = 124475904; /* GPT-2 124M with the padded vocabulary */
