@@ -643,9 +643,10 @@ static void check_classifier(const char *tag, int N, int V, int Vp) {
             SG(sdg_classifier(dloss.f(), dl.p, dt.i(), N, V, Vp, dscale, 1, g_stream));
             sdg_cls_threads = 0;
         }
-        snprintf(name, sizeof name, "classifier.loss %s%s", tag, threads == 512 ? " (512 thr)" : threads ? " (1024 thr)" : "");
+        const char *size = threads == 512 ? " (512 thr)" : threads ? " (1024 thr)" : "";
+        snprintf(name, sizeof name, "classifier.loss %s%s", tag, size);
         compare_v(name, down<float>(dloss, N), rloss, 1e-4, 1e-4);
-        snprintf(name, sizeof name, "classifier.dlogits %s%s", tag, threads == 512 ? " (512 thr)" : threads ? " (1024 thr)" : "");
+        snprintf(name, sizeof name, "classifier.dlogits %s%s", tag, size);
         compare_v(name, down_bf16(dl, rg.size()), rg, 1e-2, 1e-2);
     }
 }

@@ -490,10 +490,9 @@ func mmaSupported(t, c, nh int) bool { return t > 0 && nh > 0 && c == nh*64 && t
 
 func (g *GPT) AttentionMMASupported(t, c, nh int) bool { return mmaSupported(t, c, nh) }
 
-// The emulated device is a library built without cuDNN: no plans, and the
+// The emulated device is a library built without cuDNN: no plans
+// (UnemulatedGPT's AttentionCUDNNSupported is false, its scratch 0), and the
 // cuDNN launchers say so, as the library's stubs do.
-func (g *GPT) AttentionCUDNNSupported(b, t, c, nh int) bool   { return false }
-func (g *GPT) AttentionCUDNNScratchBytes(b, t, c, nh int) int { return 0 }
 func (g *GPT) AttentionForwardCUDNN(out, lse, qkv uintptr, b, t, c, nh int, stream uintptr) error {
 	return argErr("sdg_attention_forward_cudnn", "this library was built without cuDNN")
 }
