@@ -38,7 +38,8 @@ func finalHash(t *testing.T, j *job) string {
 
 // runKilling runs j and, each time PE 0 logs a step at or past the next of
 // targets, SIGKILLs the PE that pick chooses (found by pid among the
-// launcher's children). It returns the kills, "PE p at step s".
+// launcher's children), at most once a generation of PEs. It returns the
+// kills, "PE p at step s".
 func runKilling(t *testing.T, j *job, targets []int, pick func() int) []string {
 	t.Helper()
 	pr, pw := io.Pipe()
@@ -47,6 +48,7 @@ func runKilling(t *testing.T, j *job, targets []int, pick func() int) []string {
 		t.Fatal(err)
 	}
 	var kills []string
+	dead := map[int]bool{} // the pids of the generations killed
 	done := make(chan bool)
 	go func() {
 		defer close(done)
@@ -60,9 +62,23 @@ func runKilling(t *testing.T, j *job, targets []int, pick func() int) []string {
 			if step < targets[len(kills)] {
 				continue
 			}
+			// The lines lag the PEs: a line read after a kill may come from
+			// the generation being torn down. Kill only when every PE found
+			// is of a new generation, so that each kill costs a restart.
+			pids := pePIDs(t, j.cmd.Process.Pid)
+			stale := false
+			for _, p := range pids {
+				stale = stale || dead[p]
+			}
+			if stale {
+				continue
+			}
 			pe := pick()
-			if pid := pePIDs(t, j.cmd.Process.Pid)[pe]; pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			if pid := pids[pe]; pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
 				kills = append(kills, fmt.Sprintf("PE %d at step %d", pe, step))
+				for _, p := range pids {
+					dead[p] = true
+				}
 			}
 		}
 	}()
