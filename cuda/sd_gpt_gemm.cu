@@ -220,17 +220,21 @@ extern "C" int sdg_gemm_tune(sdg_gemm *p, void *lt, void *c, const void *a, cons
      * head (16384x768x50304, H200, 2026-12-02) gptcheck timed the plan's
      * 1610.6 us, the tuner the longer list's first 1740.4 us, kept as "the
      * heuristic's", and the tuned plan 1886.6 us. */
-    bool listed = false;
-    for (int i = 0; i < found && !listed; i++) listed = !memcmp(&res[i].algo, &p->algo, sizeof p->algo);
-    if (!listed) {
-        if (found == SDG_TUNE_MAX) found--;
-        memmove(&res[1], &res[0], (size_t)found * sizeof res[0]);
-        memset(&res[0], 0, sizeof res[0]);
-        res[0].algo = p->algo;
-        res[0].workspaceSize = p->workspace;
-        res[0].state = CUBLAS_STATUS_SUCCESS;
-        found++;
+    int at = -1;
+    for (int i = 0; i < found && at < 0; i++)
+        if (!memcmp(&res[i].algo, &p->algo, sizeof p->algo)) at = i;
+    cublasLtMatmulHeuristicResult_t own;
+    if (at >= 0) {
+        own = res[at]; /* listed further down: moved to the front */
+    } else {
+        memset(&own, 0, sizeof own);
+        own.algo = p->algo;
+        own.workspaceSize = p->workspace;
+        own.state = CUBLAS_STATUS_SUCCESS;
+        at = found < SDG_TUNE_MAX ? found++ : found - 1; /* the last one makes room when the list is full */
     }
+    memmove(&res[1], &res[0], (size_t)at * sizeof res[0]);
+    res[0] = own;
     cudaEvent_t t0, t1;
     SDG_CUDA(cudaEventCreate(&t0));
     if (cudaEventCreate(&t1) != cudaSuccess) {
