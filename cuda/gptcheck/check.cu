@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <string>
 #include <vector>
 
 #include <cublasLt.h>
@@ -553,12 +554,25 @@ static void check_attention_impl(const char *impl, const char *tag, att_fwd_fn f
                memcmp(got_dq[0].data(), got_dq[1].data(), hqkv.size() * 2) ? "differ" : "repeat");
 }
 
+/* An environment variable that a check sets for a while: the value the user
+ * gave (or its absence) comes back when the guard goes out of scope. */
+struct EnvGuard {
+    const char *name;
+    bool had;
+    std::string was;
+    explicit EnvGuard(const char *n) : name(n), had(getenv(n) != NULL), was(had ? getenv(n) : "") {}
+    void set(const char *v) const { setenv(name, v, 1); }
+    ~EnvGuard() {
+        if (had) setenv(name, was.c_str(), 1);
+        else unsetenv(name);
+    }
+};
+
 /* the scratch our kernels need, whichever attention the entry points take */
 static size_t own_attention_scratch(int B, int T, int C, int NH) {
-    setenv("SYMDDP_ATTENTION", "own", 1);
-    const size_t n = sdg_attention_backward_scratch_bytes(B, T, C, NH);
-    unsetenv("SYMDDP_ATTENTION");
-    return n;
+    EnvGuard att("SYMDDP_ATTENTION");
+    att.set("own");
+    return sdg_attention_backward_scratch_bytes(B, T, C, NH);
 }
 
 /* cuDNN's backward forms (sd_gpt_attention_cudnn.cu): the default, det,
@@ -576,8 +590,9 @@ static void check_attention(const char *tag, int B, int T, int C, int NH) {
     } else {
         printf("info attention mma %s: shape not supported by the mma kernels (wmma only)\n", tag);
     }
+    EnvGuard form("SYMDDP_CUDNN_BWD");
     for (int f = 0; f < 3; f++) {
-        setenv("SYMDDP_CUDNN_BWD", g_cudnn_forms[f], 1);
+        form.set(g_cudnn_forms[f]);
         char impl[32];
         snprintf(impl, sizeof impl, "cudnn-%s", g_cudnn_forms[f]);
         if (sdg_attention_cudnn_supported(B, T, C, NH)) {
@@ -599,7 +614,6 @@ static void check_attention(const char *tag, int B, int T, int C, int NH) {
             if (must) g_fail++;
         }
     }
-    unsetenv("SYMDDP_CUDNN_BWD");
     g_rng = after;
 }
 
@@ -1004,8 +1018,10 @@ static void timings() {
             snprintf(nm, sizeof nm, "attention_bwd %s (2.5x fwd FLOPs)", impls[v].name);
             report_fl(nm, us, 2.5 * fwd_flops);
         }
+        {
+        EnvGuard form("SYMDDP_CUDNN_BWD");
         for (int f = 0; f < 3; f++) {
-            setenv("SYMDDP_CUDNN_BWD", g_cudnn_forms[f], 1);
+            form.set(g_cudnn_forms[f]);
             if (!sdg_attention_cudnn_supported(B, T, C, NH)) continue;
             Dev cs(sdg_attention_cudnn_scratch_bytes(B, T, C, NH));
             char nm[96];
@@ -1038,7 +1054,7 @@ static void timings() {
                 printf("info %s: %d of %d calls differ from the first\n", nm, differ, reps - 1);
             }
         }
-        unsetenv("SYMDDP_CUDNN_BWD");
+        } /* the user's SYMDDP_CUDNN_BWD is back */
         if (sdg_attention_mma_supported(T, C, NH)) {
             /* at this size too the mma backward's bits must repeat, and agree
              * with the wmma kernels' within bf16 rounding */
