@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -11,20 +10,13 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/petest"
 	"github.com/symddp/symddp/internal/syncbuf"
 )
 
-// envRunMain makes the test binary run the command instead of the tests:
-// the tests set it, ddp.Launch re-executes the binary as the PEs, and they
-// get here with the command's arguments.
-const envRunMain = "CONVNET_TEST_RUN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(envRunMain) != "" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+// TestMain: ddp.Launch re-executes the test binary as the PEs, which run
+// main.
+func TestMain(m *testing.M) { petest.Main(m, main) }
 
 // report is what PE 0 printed.
 type report struct {
@@ -46,7 +38,6 @@ var (
 // returns what PE 0 reported.
 func runCommand(t *testing.T, args ...string) report {
 	t.Helper()
-	t.Setenv(envRunMain, "1") // for the PEs; this process is already past TestMain
 	var out, errs syncbuf.Buffer
 	if code := run(args, &out, &errs); code != 0 {
 		t.Fatalf("convnet %s: exit status %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out.String(), errs.String())

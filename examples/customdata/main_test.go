@@ -1,26 +1,18 @@
 package main
 
 import (
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/symddp/symddp/internal/petest"
 	"github.com/symddp/symddp/internal/syncbuf"
 )
 
-// envRunMain makes the test binary run the command instead of the tests:
-// the tests set it, ddp.Launch re-executes the binary as the PEs, and they
-// get here with the command's arguments.
-const envRunMain = "CUSTOMDATA_TEST_RUN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(envRunMain) != "" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+// TestMain: ddp.Launch re-executes the test binary as the PEs, which run
+// main.
+func TestMain(m *testing.M) { petest.Main(m, main) }
 
 var (
 	logLine     = regexp.MustCompile(`step +\d+ +loss ([0-9.]+) +accuracy`)
@@ -31,7 +23,6 @@ var (
 func TestSpiralsTrainOnSeveralPEs(t *testing.T) {
 	for _, pes := range []int{2, 4} {
 		t.Run(strconv.Itoa(pes)+"PEs", func(t *testing.T) {
-			t.Setenv(envRunMain, "1") // for the PEs
 			args := []string{"--pes", strconv.Itoa(pes), "--log-every", "20"}
 			var out, errs syncbuf.Buffer
 			if code := run(args, &out, &errs); code != 0 {

@@ -9,20 +9,13 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/internal/petest"
 	"github.com/symddp/symddp/internal/syncbuf"
 )
 
-// envRunMain makes the test binary run the program instead of the tests:
-// the test sets it, ddp.Launch re-executes the binary as the PEs, and they
-// get here.
-const envRunMain = "TEXTGPT_TEST_RUN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(envRunMain) != "" {
-		main()
-	}
-	os.Exit(m.Run())
-}
+// TestMain: ddp.Launch re-executes the test binary as the PEs, which run
+// main.
+func TestMain(m *testing.M) { petest.Main(m, main) }
 
 // TestREADMEShowsThisProgram: the README's library example is this
 // program's train function as it is, so that what a reader copies builds.
@@ -69,7 +62,6 @@ func TestTrainsOnTwoPEs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains for about 15 s")
 	}
-	t.Setenv(envRunMain, "1") // for the PEs
 	var out, errs syncbuf.Buffer
 	if err := ddp.Launch(context.Background(), ddp.Job{PEs: 2, Stdout: &out, Stderr: &errs}, train); err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errs.String())
