@@ -23,7 +23,7 @@
 #                       (--mps on), 100 steps: the replicas-identical line
 #    6 bench            symbench gpu-gpt at GPT-2 124M batch 16 and 32: tokens/s
 #                       and MFU of train --backend nvshmem --pes 1 --dataset
-#                       synthetic beside scripts/torch_gpt_bench.py's eager and
+#                       synthetic beside bench/torch_gpt_bench.py's eager and
 #                       torch.compile (--no-torch: symddp only)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1; the whole run stays within
 # the budget (default 420 s): a stage that would not fit is skipped and

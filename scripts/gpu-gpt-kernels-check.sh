@@ -16,7 +16,7 @@
 #    the step's time per operation (--breakdown, from an eager step),
 #    then at B=16 with one choice changed at a time (the bias gradients in
 #    the dW epilogue, untuned GEMMs, the wmma attention) -> $OUT/gpt-step.txt;
-# 4. with --torch only: scripts/torch_gpt_bench.py --quick for GPT-2 124M at
+# 4. with --torch only: bench/torch_gpt_bench.py --quick for GPT-2 124M at
 #    batch 16, eager and torch.compile -> $OUT/torch-gpt.txt (--no-torch, the
 #    default, is still accepted).
 # Output goes to $OUT when set, else .device/out. Exits non-zero when a build
@@ -136,7 +136,7 @@ if [ "$torch" = 1 ]; then
     if [ -n "$PY" ]; then
         left=$((360 - ($(date +%s) - start)))
         [ "$left" -lt 60 ] && left=60
-        timeout "$left" "$PY" scripts/torch_gpt_bench.py --preset gpt2 --batch 16 --modes eager,compile --quick >"$tlog" 2>&1 ||
+        timeout "$left" "$PY" bench/torch_gpt_bench.py --preset gpt2 --batch 16 --modes eager,compile --quick >"$tlog" 2>&1 ||
             echo "torch bench exit $? (see $tlog)" >>"$log"
     else
         echo "no python3 with torch: PyTorch baseline skipped" >"$tlog"

@@ -21,14 +21,14 @@ import (
 // synthetic` (ddp's step: the batch copied to the GPU every step, the fused
 // GPT's forward and backward, AdamW), read from train's metrics log after
 // the warm-up steps, beside PyTorch's step on the same shapes, eager and
-// torch.compile (scripts/torch_gpt_bench.py: bf16 autocast, fused AdamW,
+// torch.compile (bench/torch_gpt_bench.py: bf16 autocast, fused AdamW,
 // the batch resident on the GPU).
 func init() {
 	register("gpu-gpt", "GPT tokens/s and MFU of train --backend nvshmem --pes 1 beside PyTorch eager and torch.compile (needs libsymddp_cuda.so and a GPU)", runGPUGPT)
 }
 
 // gptPreset is a model shape that both sides have: train's flags for it
-// and scripts/torch_gpt_bench.py's preset of the same shape.
+// and bench/torch_gpt_bench.py's preset of the same shape.
 type gptPreset struct {
 	label   string   // the table's model column
 	torch   string   // torch_gpt_bench.py --preset
@@ -111,7 +111,7 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	fs.IntVar(&o.device, "device", -1, "GPU to use, through CUDA_VISIBLE_DEVICES (-1: GPU 0 of the visible ones)")
 	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to run (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
 	fs.StringVar(&o.python, "python", defaultPython(), "Python with PyTorch and CUDA")
-	fs.StringVar(&o.script, "torch-script", "", "PyTorch peer (default: scripts/torch_gpt_bench.py of the module holding the working directory); \"none\": symddp only")
+	fs.StringVar(&o.script, "torch-script", "", "PyTorch peer (default: bench/torch_gpt_bench.py of the module holding the working directory); \"none\": symddp only")
 	fs.IntVar(&o.torchSteps, "torch-steps", 20, "the PyTorch script's timed steps")
 	fs.IntVar(&o.torchWarmup, "torch-warmup", 5, "the PyTorch script's warm-up steps (torch.compile compiles in the first)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "deadline of one train run, and of one PyTorch run (every batch of a model)")
@@ -144,7 +144,7 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	case "none":
 		o.script = ""
 	case "":
-		o.script = filepath.Join(moduleRoot(), "scripts", "torch_gpt_bench.py")
+		o.script = filepath.Join(moduleRoot(), "bench", "torch_gpt_bench.py")
 		if !fileExists(o.script) {
 			return o, fmt.Errorf("no PyTorch peer at %s: run symbench inside the symddp module, or pass --torch-script PATH (or none)", o.script)
 		}

@@ -67,7 +67,7 @@ func readGPTMetrics(metrics []byte, from, to, context int) (gptRun, error) {
 	return r, fmt.Errorf("no final record in the metrics log")
 }
 
-// torchGPUGPT is one RESULT line of scripts/torch_gpt_bench.py.
+// torchGPUGPT is one RESULT line of bench/torch_gpt_bench.py.
 type torchGPUGPT struct {
 	preset       string
 	batch        int

@@ -22,7 +22,7 @@ import (
 // products over the context, QKᵀ and PV: 2·2·C·T forward for a full context,
 // three times that with the backward, 12·L·C·T, half of it under the causal
 // mask: 6·L·C·T. (nanoGPT's estimate_mfu counts the full 12·L·C·T.) The
-// PyTorch peer, scripts/torch_gpt_bench.py, counts the same.
+// PyTorch peer, bench/torch_gpt_bench.py, counts the same.
 //
 // GPT-2 124M (N = 124,475,904 with the vocabulary padded to 50304, L = 12,
 // C = 768, T = 1024): 6N + 6LCT = 803,478,528 FLOPs per token.

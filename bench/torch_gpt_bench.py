@@ -5,7 +5,7 @@ positions, tied input/output embedding, F.scaled_dot_product_attention with
 is_causal=True, fused AdamW), synthetic tokens resident on the GPU, timed
 with CUDA events after a warm-up.
 
-    /opt/torch/.venv/bin/python3 scripts/torch_gpt_bench.py [--preset all|gpt2|tiny|small]
+    /opt/torch/.venv/bin/python3 bench/torch_gpt_bench.py [--preset all|gpt2|tiny|small]
         [--modes eager,compile,fp32] [--batch 16,32] [--layers L --heads H --width C
         --context T --vocab V] [--steps N] [--warmup N] [--quick]
 
