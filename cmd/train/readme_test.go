@@ -58,10 +58,10 @@ func TestREADMEFlagTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(readme), "## The train command\n")
-	section, _, _ = strings.Cut(section, "\n## ")
 	if !ok {
 		t.Fatal(`README.md has no "## The train command" section`)
 	}
+	section, _, _ = strings.Cut(section, "\n## ")
 	defaults := helpDefaults(t)
 	row := regexp.MustCompile("(?m)^\\| (`--[^|]*) \\| ([^|]*) \\|")
 	flagName := regexp.MustCompile("`--([a-z0-9-]+)")

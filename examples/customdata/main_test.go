@@ -29,14 +29,7 @@ func TestSpiralsTrainOnSeveralPEs(t *testing.T) {
 				t.Fatalf("customdata %v: exit status %d\nstdout:\n%s\nstderr:\n%s", args, code, out.String(), errs.String())
 			}
 			text := out.String()
-			var losses []float64
-			for _, m := range logLine.FindAllStringSubmatch(text, -1) {
-				v, _ := strconv.ParseFloat(m[1], 64)
-				losses = append(losses, v)
-			}
-			if len(losses) < 2 {
-				t.Fatalf("fewer than two log lines in:\n%s", text)
-			}
+			losses := petest.Losses(t, logLine, text)
 			first, last := losses[0], losses[len(losses)-1]
 			t.Logf("training loss %.4f -> %.4f", first, last)
 			if !(last < first/10) {

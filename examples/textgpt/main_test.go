@@ -49,7 +49,7 @@ func TestREADMEShowsThisProgram(t *testing.T) {
 
 var (
 	// the launcher puts "[pe 0] " before each line of PE 0
-	logLine = regexp.MustCompile(`(?m)^\[pe 0\] step (\d+) loss ([0-9.]+) \d+ tokens/s$`)
+	logLine = regexp.MustCompile(`(?m)^\[pe 0\] step \d+ loss ([0-9.]+) \d+ tokens/s$`)
 	valLine = regexp.MustCompile(`(?m)^\[pe 0\] val loss ([0-9.]+) \(([0-9.]+) bits per byte\); replicas identical on both PEs \(step 100, parameter hash [0-9a-f]{16}\)$`)
 )
 
@@ -67,14 +67,7 @@ func TestTrainsOnTwoPEs(t *testing.T) {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errs.String())
 	}
 	text := out.String()
-	var losses []float64
-	for _, m := range logLine.FindAllStringSubmatch(text, -1) {
-		v, _ := strconv.ParseFloat(m[2], 64)
-		losses = append(losses, v)
-	}
-	if len(losses) < 2 {
-		t.Fatalf("fewer than two log lines in:\n%s", text)
-	}
+	losses := petest.Losses(t, logLine, text)
 	first, last := losses[0], losses[len(losses)-1]
 	t.Logf("training loss %.3f -> %.3f over %d log lines", first, last, len(losses))
 	if !(last < first-0.3) {

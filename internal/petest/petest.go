@@ -5,6 +5,8 @@ package petest
 
 import (
 	"os"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/symddp/symddp/comm"
@@ -20,4 +22,23 @@ func Main(m *testing.M, main func()) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// Losses returns the value of line's first group in each of its matches in
+// text (a training log's losses, in order); t fails when fewer than two
+// lines match, as a fall cannot be judged from one.
+func Losses(t *testing.T, line *regexp.Regexp, text string) []float64 {
+	t.Helper()
+	var losses []float64
+	for _, m := range line.FindAllStringSubmatch(text, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatalf("log line %q: %v", m[0], err)
+		}
+		losses = append(losses, v)
+	}
+	if len(losses) < 2 {
+		t.Fatalf("fewer than two log lines in:\n%s", text)
+	}
+	return losses
 }
