@@ -11,8 +11,8 @@
  *   rows (row = block*W + warp, stepping by grid*W) in its own shared-memory row,
  *   the block adds its W rows in warp order into one partial per block, and a
  *   second kernel adds the partials into dw and db: each of its blocks takes 32
- *   columns, its 8 warps sum every 8th partial in block order, and the 8 sums
- *   are added in warp order. The grids depend only on N and C, so the order
+ *   columns, its 32 warps sum every 32nd partial in block order, and the 32
+ *   sums are added in warp order. The grids depend only on N and C, so the order
  *   of every addition is fixed.
  *   A warp's shared row keeps channel 8i+k at k*(C/8)+i, so that the 32 lanes
  *   (consecutive i) touch 32 consecutive words: no bank conflicts.
@@ -23,7 +23,9 @@
  * bits (gptcheck compares the two): 15.4 against 19.4 us at 16384 x 768 on the
  * H200 (2026-12-02). The same for the backward (x, dy and the residual
  * gradient in registers) took 51.9 us against the generic 49.2 (130
- * registers a thread, half the blocks per SM), so the backward has one form.
+ * registers a thread, half the blocks per SM); kept packed as bf16 in 64
+ * registers, 43.4 us against the generic 43.6 (2026-12-02, both with the
+ * reduction below): the backward has one form.
  */
 #include "sd_gpt.cuh"
 
@@ -177,9 +179,13 @@ __global__ void __launch_bounds__(SDG_LN_WARPS * 32)
     }
 }
 
-#define SDG_LN_RED_WARPS 8
+#define SDG_LN_RED_WARPS 32
+#define SDG_LN_RED_BATCH 8
 
-/* grid (2C+31)/32, 32 x SDG_LN_RED_WARPS threads: column blockIdx.x*32 + lane */
+/* grid (2C+31)/32, 32 x SDG_LN_RED_WARPS threads: column blockIdx.x*32 + lane.
+ * Warp w adds partials w, w + W, w + 2W, ... in that order, loading
+ * SDG_LN_RED_BATCH of them before adding them (the partials are in L2: with
+ * one load in flight per add, 8 warps took a latency per partial each). */
 __global__ void __launch_bounds__(32 * SDG_LN_RED_WARPS)
     sdg_ln_bwd_reduce_kernel(float *__restrict__ dw, float *__restrict__ db, const float *__restrict__ partial, int G,
                              int C) {
@@ -187,8 +193,19 @@ __global__ void __launch_bounds__(32 * SDG_LN_RED_WARPS)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int c = blockIdx.x * 32 + lane;
     float s = 0.f;
-    if (c < 2 * C)
-        for (int g = warp; g < G; g += SDG_LN_RED_WARPS) s += partial[(size_t)g * 2 * C + c];
+    if (c < 2 * C) {
+        const float *p = partial + c;
+        const size_t step = (size_t)SDG_LN_RED_WARPS * 2 * C;
+        int g = warp;
+        for (; g + (SDG_LN_RED_BATCH - 1) * SDG_LN_RED_WARPS < G; g += SDG_LN_RED_BATCH * SDG_LN_RED_WARPS) {
+            float v[SDG_LN_RED_BATCH];
+#pragma unroll
+            for (int u = 0; u < SDG_LN_RED_BATCH; u++) v[u] = p[(size_t)g * 2 * C + u * step];
+#pragma unroll
+            for (int u = 0; u < SDG_LN_RED_BATCH; u++) s += v[u];
+        }
+        for (; g < G; g += SDG_LN_RED_WARPS) s += p[(size_t)g * 2 * C];
+    }
     sums[warp][lane] = s;
     __syncthreads();
     if (warp != 0 || c >= 2 * C) return;
