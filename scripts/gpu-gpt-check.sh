@@ -103,9 +103,12 @@ left=$(pgrep nvidia-cuda-mps | wc -l) # by process name: -f would also match com
 note "MPS processes left after the launcher-managed run: $left"
 
 # ---- 6 GPT-2 124M through the product beside PyTorch ----
+# 100 timed steps of ours, 30 of PyTorch's: a GPT-2 step's speed swings by
+# about 4% over some 20 steps on the H200 (docs/GPU.md, fourteenth session), so
+# a shorter run measures where in the swing it fell.
 configs="gpt2/16,gpt2/32,tiny/64,small/64"
-bench=(gpu-gpt --train-bin "$bin/train" --configs "$configs" --warmup 10 --steps 50
-    --torch-steps 10 --torch-warmup 3 --timeout 200s)
+bench=(gpu-gpt --train-bin "$bin/train" --configs "$configs" --warmup 10 --steps 100
+    --torch-steps 30 --torch-warmup 3 --timeout 200s)
 if [ "$torch" = 0 ] || [ -z "$PY" ]; then
     bench+=(--torch-script none)
     note "PyTorch columns skipped (--no-torch, or no python3)"
