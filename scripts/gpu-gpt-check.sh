@@ -24,7 +24,9 @@
 #    6 bench            symbench gpu-gpt at GPT-2 124M batch 16 and 32: tokens/s
 #                       and MFU of train --backend nvshmem --pes 1 --dataset
 #                       synthetic beside bench/torch_gpt_bench.py's eager and
-#                       torch.compile (--no-torch: symddp only)
+#                       torch.compile (--no-torch: symddp only), with the
+#                       GPU's clocks, power and clock-limiting reasons sampled
+#                       beside it (gpt-clocks.csv, a line in the summary)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1; the whole run stays within
 # the budget (default 420 s): a stage that would not fit is skipped and
 # reported. Logs go to $OUT (else .device/out): gpt-env.log, gpt-build.log,
@@ -46,7 +48,7 @@ while [ "$#" -gt 0 ]; do
     --no-torch) torch=0; shift ;;
     --text-dir) text="$2"; shift 2 ;;
     --text-dir=*) text="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "gpu-gpt-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -115,7 +117,9 @@ if [ "$torch" = 0 ] || [ -z "$PY" ]; then
 else
     bench+=(--python "$PY")
 fi
+gpu_clocks_start "$outdir/gpt-clocks.csv"
 stage "symbench gpu-gpt (gpt2 B=16, 32; tiny, small B=64)" 300 "$bench_log" "$bin/symbench" "${bench[@]}"
+gpu_clocks_stop
 
 # ---- summary ----
 {

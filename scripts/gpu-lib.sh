@@ -112,6 +112,52 @@ stage() {
     return "$rc"
 }
 
+# gpu_clocks_start FILE: samples the GPU's SM clock (MHz), power draw and
+# limit (W), temperature and the reasons the driver gives for holding the
+# clocks down (a bit mask: 0x4 the power cap, 0x20/0x40 thermal, 0x1 idle)
+# every 250 ms into FILE, until gpu_clocks_stop, which adds a line to the
+# summary: the clock's range and median, the largest power draw against the
+# limit, and the commonest reasons with their share of the samples. Nothing
+# happens without nvidia-smi.
+clocks_pid=""
+gpu_clocks_start() {
+    clocks_file="$1"
+    clocks_pid=""
+    command -v nvidia-smi >/dev/null || return 0
+    local field
+    for field in clocks_event_reasons.active clocks_throttle_reasons.active; do
+        timeout 10 nvidia-smi --query-gpu="$field" --format=csv,noheader >/dev/null 2>&1 || continue
+        nvidia-smi --query-gpu=clocks.sm,power.draw,power.limit,temperature.gpu,"$field" \
+            --format=csv,noheader,nounits -lms 250 >"$clocks_file" 2>&1 &
+        clocks_pid=$!
+        return 0
+    done
+}
+gpu_clocks_stop() {
+    [ -n "$clocks_pid" ] || return 0
+    kill "$clocks_pid" 2>/dev/null
+    wait "$clocks_pid" 2>/dev/null
+    clocks_pid=""
+    local rows n
+    rows="$(grep -E '^[0-9]+, ' "$clocks_file" | tr -d ' ')"
+    n="$(printf '%s\n' "$rows" | grep -c .)"
+    if [ "$n" = 0 ]; then
+        note "GPU clocks: no samples (see $(basename "$clocks_file"))"
+        return 0
+    fi
+    local clk lo med hi pw lim temp reasons
+    clk="$(printf '%s\n' "$rows" | cut -d, -f1 | sort -n)"
+    lo="$(printf '%s\n' "$clk" | head -1)"
+    hi="$(printf '%s\n' "$clk" | tail -1)"
+    med="$(printf '%s\n' "$clk" | sed -n "$(((n + 1) / 2))p")"
+    pw="$(printf '%s\n' "$rows" | cut -d, -f2 | sort -g | tail -1)"
+    lim="$(printf '%s\n' "$rows" | cut -d, -f3 | head -1)"
+    temp="$(printf '%s\n' "$rows" | cut -d, -f4 | sort -n | tail -1)"
+    reasons="$(printf '%s\n' "$rows" | cut -d, -f5 | sort | uniq -c | sort -rn | head -3 |
+        awk -v n="$n" '{ printf "%s%s %d%%", (i++ ? ", " : ""), $2, 100 * $1 / n }')"
+    note "GPU clocks over $n samples: SM ${lo}-${hi} MHz (median $med), power up to ${pw} W of ${lim}, up to ${temp} C; reasons $reasons"
+}
+
 # gpu_mps_start LOG: starts an MPS daemon of this script's own (pipe and log
 # directories under /tmp) and sets mps_up=1 when it runs; gpu_mps_stop
 # stops it and appends its logs to LOG (trap it on EXIT); mpsvars N: the
