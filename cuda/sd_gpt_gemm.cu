@@ -216,10 +216,11 @@ extern "C" int sdg_gemm_tune(sdg_gemm *p, void *lt, void *c, const void *a, cons
     found = sd_lt_split_variants((cublasLtHandle_t)lt, p->desc, p->la, p->lb, p->lc, (uint64_t)p->d.k,
                                  (size_t)p->d.workspace_bytes, res, found, 0, SDG_TUNE_MAX);
     /* The plan's own algorithm (the one-candidate query's choice) is the first
-     * timed: the longer query's first candidate need not be it. At GPT-2's
-     * head (16384x768x50304, H200, 2026-12-02) gptcheck timed the plan's
-     * 1610.6 us, the tuner the longer list's first 1740.4 us, kept as "the
-     * heuristic's", and the tuned plan 1886.6 us. */
+     * timed, so that "the heuristic's" time is the plan's: the longer query's
+     * first candidate need not be it. (The slower head GEMMs that led here,
+     * 1610.6 us before tuning and 1886.6 after, were the GPU's clocks after a
+     * run of large GEMMs: the same algorithm timed 1576.3 us, then 1879.2 us,
+     * on the H200 on 2026-12-02.) */
     int at = -1;
     for (int i = 0; i < found && at < 0; i++)
         if (!memcmp(&res[i].algo, &p->algo, sizeof p->algo)) at = i;

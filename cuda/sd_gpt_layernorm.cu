@@ -21,11 +21,11 @@
  * registers from one load instead of reading the row again for each of the
  * three passes. It adds in the generic form's order, so it gives the same
  * bits (gptcheck compares the two): 15.4 against 19.4 us at 16384 x 768 on the
- * H200 (2026-12-02). The same for the backward (x, dy and the residual
- * gradient in registers) took 51.9 us against the generic 49.2 (130
- * registers a thread, half the blocks per SM); kept packed as bf16 in 64
- * registers, 43.4 us against the generic 43.6 (2026-12-02, both with the
- * reduction below): the backward has one form.
+ * H200 (2026-12-02). The backward has one form: with x, dy and the
+ * residual gradient in registers as floats it took 51.9 us against the
+ * generic 49.2 (130 registers a thread, half the blocks per SM), and with
+ * them packed as bf16 in 64 registers 43.4 us against 43.6 (2026-12-02, both
+ * with the reduction below).
  */
 #include "sd_gpt.cuh"
 

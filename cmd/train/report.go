@@ -207,15 +207,24 @@ func (r *reporter) write(v map[string]any) {
 // the device on the GPU step path, and so which of the two bounds the
 // steps; "" when it did not wait (host engines, eager device steps).
 func deviceWaitLine(res ddp.Result) string {
-	if res.DeviceWait <= 0 || res.Elapsed <= 0 {
+	f, ok := deviceWaitFrac(res)
+	if !ok {
 		return ""
 	}
-	f := res.DeviceWait.Seconds() / res.Elapsed.Seconds()
 	bound := "the GPU bounds the steps"
 	if f < 0.2 {
 		bound = "the host bounds the steps: its data pipeline and launches take about as long as the GPU's step"
 	}
 	return fmt.Sprintf("host waited for the GPU %.0f%% of the run (%.2fs): %s", 100*f, res.DeviceWait.Seconds(), bound)
+}
+
+// deviceWaitFrac is the share of the run that the host waited for the
+// device; false when it never waited.
+func deviceWaitFrac(res ddp.Result) (float64, bool) {
+	if res.DeviceWait <= 0 || res.Elapsed <= 0 {
+		return 0, false
+	}
+	return res.DeviceWait.Seconds() / res.Elapsed.Seconds(), true
 }
 
 // summary prints the final lines of a run.
@@ -272,8 +281,8 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	if r.start.Tokens > 0 {
 		rec["tokens_per_sec"] = tokensPerSec
 	}
-	if res.DeviceWait > 0 && res.Elapsed > 0 {
-		rec["device_wait_frac"] = res.DeviceWait.Seconds() / res.Elapsed.Seconds()
+	if f, ok := deviceWaitFrac(res); ok {
+		rec["device_wait_frac"] = f
 	}
 	if devBytes > 0 {
 		rec["device_bytes"] = devBytes
