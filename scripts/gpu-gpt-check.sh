@@ -105,12 +105,13 @@ left=$(pgrep nvidia-cuda-mps | wc -l) # by process name: -f would also match com
 note "MPS processes left after the launcher-managed run: $left"
 
 # ---- 6 GPT-2 124M through the product beside PyTorch ----
-# 100 timed steps of ours, 30 of PyTorch's: a GPT-2 step's speed swings by
-# about 4% over some 20 steps on the H200 (docs/GPU.md, fourteenth session), so
-# a shorter run measures where in the swing it fell.
+# 10 warm-up and 100 timed steps on both sides (symbench gives PyTorch's run
+# ours). At GPT-2 size the H200 reaches its 700 W limit a second or two into
+# a run and lowers its SM clock from 1980 to about 1550-1700 MHz (the clocks
+# line below; docs/GPU.md, fifteenth session): a peer timed over fewer steps
+# than ours would run at higher clocks.
 configs="gpt2/16,gpt2/32,tiny/64,small/64"
-bench=(gpu-gpt --train-bin "$bin/train" --configs "$configs" --warmup 10 --steps 100
-    --torch-steps 30 --torch-warmup 3 --timeout 200s)
+bench=(gpu-gpt --train-bin "$bin/train" --configs "$configs" --warmup 10 --steps 100 --timeout 200s)
 if [ "$torch" = 0 ] || [ -z "$PY" ]; then
     bench+=(--torch-script none)
     note "PyTorch columns skipped (--no-torch, or no python3)"

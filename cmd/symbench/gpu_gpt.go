@@ -112,14 +112,20 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to run (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
 	fs.StringVar(&o.python, "python", defaultPython(), "Python with PyTorch and CUDA")
 	fs.StringVar(&o.script, "torch-script", "", "PyTorch peer (default: bench/torch_gpt_bench.py of the module holding the working directory); \"none\": symddp only")
-	fs.IntVar(&o.torchSteps, "torch-steps", 20, "the PyTorch script's timed steps")
-	fs.IntVar(&o.torchWarmup, "torch-warmup", 5, "the PyTorch script's warm-up steps (torch.compile compiles in the first)")
+	fs.IntVar(&o.torchSteps, "torch-steps", 0, "the PyTorch script's timed steps (default: --steps; a GPU that reaches its power limit slows after a second or two, so both sides run as long)")
+	fs.IntVar(&o.torchWarmup, "torch-warmup", 0, "the PyTorch script's warm-up steps, torch.compile compiling in the first (default: --warmup)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "deadline of one train run, and of one PyTorch run (every batch of a model)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if !fs.Changed("torch-steps") {
+		o.torchSteps = o.steps
+	}
+	if !fs.Changed("torch-warmup") {
+		o.torchWarmup = o.warmup
 	}
 	for _, s := range *cfgs {
 		c, err := parseGPTGPUConfig(s)

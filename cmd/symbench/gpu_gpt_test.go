@@ -101,7 +101,7 @@ func TestGPUGPTTable(t *testing.T) {
 	if len(trained) != 3 || !strings.Contains(trained[0], "--backend nvshmem --pes 1 --model gpt2 --batch-size 16 --dataset synthetic --precision bf16 ") {
 		t.Errorf("train runs %q", trained)
 	}
-	if want := []string{"--preset gpt2 --batch 16,32 --modes eager,compile --steps 20 --warmup 5", "--preset tiny --batch 64 --modes eager,compile --steps 20 --warmup 5"}; !slices.Equal(torched, want) {
+	if want := []string{"--preset gpt2 --batch 16,32 --modes eager,compile --steps 100 --warmup 20", "--preset tiny --batch 64 --modes eager,compile --steps 100 --warmup 20"}; !slices.Equal(torched, want) {
 		t.Errorf("torch runs %q, want %q", torched, want)
 	}
 	got := out.String()
@@ -159,6 +159,19 @@ func TestGPUGPTFailsAtOnce(t *testing.T) {
 		if _, err := parseGPUGPTFlags(append([]string{"--torch-script", "none"}, bad...)); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// TestGPUGPTTorchSteps: the PyTorch side is timed over as many steps as
+// ours unless told otherwise, so that both run as long (and as hot).
+func TestGPUGPTTorchSteps(t *testing.T) {
+	o := gpuGPTTestOpts(t, "--warmup", "10", "--steps", "40")
+	if o.torchSteps != 40 || o.torchWarmup != 10 {
+		t.Errorf("defaults: PyTorch %d timed and %d warm-up steps, want 40 and 10", o.torchSteps, o.torchWarmup)
+	}
+	o = gpuGPTTestOpts(t, "--warmup", "10", "--steps", "40", "--torch-steps", "7", "--torch-warmup", "3")
+	if o.torchSteps != 7 || o.torchWarmup != 3 {
+		t.Errorf("given: PyTorch %d timed and %d warm-up steps, want 7 and 3", o.torchSteps, o.torchWarmup)
 	}
 }
 
