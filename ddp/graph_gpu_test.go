@@ -14,7 +14,7 @@ import (
 // is a CUDA engine sharing the comm's stream. NVSHMEM starts once per
 // process, so the runs of a test share the comm, which closes when t ends,
 // and a process runs one such test.
-func gpuBackends(t *testing.T, heapBytes int64) func(graphs bool) backend {
+func gpuBackends(t testing.TB, heapBytes int64) func(graphs bool) backend {
 	t.Helper()
 	c, err := comm.Open("nvshmem", comm.Config{PE: 0, NPEs: 1, HeapSize: heapBytes})
 	if err != nil {

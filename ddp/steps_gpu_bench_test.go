@@ -1,0 +1,143 @@
+package ddp
+
+import (
+	"context"
+	"testing"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
+)
+
+// BenchmarkMLPStepGPU times the small MLP's device step (784-256-256-10,
+// batch 256, SGD with momentum, the training set in device memory: what
+// symbench gpu-train runs through train) on the GPU, whole and in parts:
+//
+//   - fit: Fit's steps, pipeline and all (ns/op is one step);
+//   - graph/train: the step's own graph replayed back to back, no pipeline;
+//   - graph/base: a graph of forward, backward and update only, on a batch
+//     already on the device (what a loop with a resident batch runs);
+//   - graph/base+gather, +ctrl, +report: base with one of the train
+//     graph's other parts (the batch's gather, the control words' copy, the
+//     report's store into pinned memory).
+//
+// The parts are recorded from a running Fit (a hook at its step 100), so
+// they use its tensors; their launches change the parameters, which does
+// not matter here. Without a GPU library it skips.
+func BenchmarkMLPStepGPU(b *testing.B) {
+	gpu := gpuBackends(b, 512<<20)
+	train, _, err := datasets.SyntheticSplit(60000, 100, 784, 10, 7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	newTrainer := func(hook func(tr *Trainer, step int)) *Trainer {
+		be := gpu(true)
+		m, err := models.New("mlp", models.Config{Input: []int{784}, Hidden: []int{256, 256}, Classes: 10})
+		if err != nil {
+			b.Fatal(err)
+		}
+		o, err := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var tr *Trainer
+		opts := Options{GlobalBatch: 256, Epochs: 1 << 20, LR: 0.01, Seed: 1, LogEvery: 1 << 20, DeviceData: DeviceDataOn}
+		opts.Hooks.OnStep = func(si StepInfo) { hook(tr, si.Step) }
+		if tr, err = New(be.c, be.e, m, o, opts); err != nil {
+			b.Fatal(err)
+		}
+		if tr.Strategy() != "device" {
+			b.Fatalf("strategy %s, want device", tr.Strategy())
+		}
+		return tr
+	}
+	const warm = 100
+	b.Run("fit", func(b *testing.B) {
+		tr := newTrainer(func(tr *Trainer, step int) {
+			if step == warm {
+				_ = tr.e.(*cuda.Engine).Sync()
+				b.ResetTimer()
+			}
+		})
+		defer tr.Close()
+		tr.opts.MaxSteps = warm + b.N
+		if _, err := tr.Fit(context.Background(), train, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+	})
+	var parts func(tr *Trainer)
+	tr := newTrainer(func(tr *Trainer, step int) {
+		if step == warm {
+			parts(tr)
+		}
+	})
+	defer tr.Close()
+	tr.opts.MaxSteps = warm + 10
+	parts = func(tr *Trainer) {
+		e := tr.e.(*cuda.Engine)
+		g := tr.strat.(*deviceStrategy).g
+		if g == nil || g.graphs[0] == nil || g.rows == nil {
+			b.Fatal("no step graph of slot 0 with resident rows at step 100")
+		}
+		sl := g.pipe.Slot(0)
+		scale := float32(1) / float32(tr.micro)
+		v := compute.StepValues{LossScale: scale, Step: tr.step, LR: 0.01}
+		replay := func(name string, gr compute.StepGraph) {
+			b.Run(name, func(b *testing.B) {
+				if err := e.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for range b.N {
+					if err := gr.Launch(v); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := e.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		replay("graph/train", g.graphs[0])
+		record := func(gather, ctrl, report bool) compute.StepGraph {
+			if err := g.e.BeginCapture(); err != nil {
+				b.Fatal(err)
+			}
+			if ctrl {
+				e.Copy(tr.ctrlView, sl.Extra)
+			}
+			if gather {
+				e.GatherResident(g.x, g.rows, sl.Tokens)
+			}
+			tr.m.Forward(models.Inputs{X: g.x, Targets: sl.Y}, scale, tr.stats)
+			tr.m.Backward(nil)
+			uerr := e.Update(tr.o, tr.pView, tr.gView, tr.step, 0.01, 0)
+			if report && uerr == nil {
+				uerr = g.pipe.StoreReport(0)
+			}
+			gr, err := g.e.EndStepCapture()
+			if uerr != nil || err != nil {
+				b.Fatal(uerr, err)
+			}
+			return gr
+		}
+		for _, p := range []struct {
+			name                 string
+			gather, ctrl, report bool
+		}{{"graph/base", false, false, false}, {"graph/base+gather", true, false, false},
+			{"graph/base+ctrl", false, true, false}, {"graph/base+report", false, false, true},
+			{"graph/all", true, true, true}} {
+			gr := record(p.gather, p.ctrl, p.report)
+			replay(p.name, gr)
+			if err := gr.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if _, err := tr.Fit(context.Background(), train, nil); err != nil {
+		b.Fatal(err)
+	}
+}
