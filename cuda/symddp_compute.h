@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 8
+#define SDC_ABI_VERSION 9
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -165,12 +165,14 @@ int sdc_htod(const sdc_ctx *c, sdc_flag on_copy, uint64_t dst, const void *src, 
 int sdc_dtoh(const sdc_ctx *c, sdc_flag on_copy, void *dst, uint64_t src, size_t bytes);
 /*
  * Device-to-host copy by a kernel on the stream: the device writes bytes (a
- * multiple of 4) from src into pinned host memory dst (sdc_host_alloc's,
- * reachable from the device at its host address under unified addressing).
- * No copy engine: one small kernel, cheap inside a CUDA graph, for reports
- * of a few words. The host sees the bytes once an event after it is done.
+ * multiple of 4) from src, then bytes2 (0 or a multiple of 4) from src2, into
+ * pinned host memory dst (sdc_host_alloc's, reachable from the device at its
+ * host address under unified addressing), back to back. No copy engine: one
+ * small kernel, cheap inside a CUDA graph, for reports of a few words from
+ * two places. The host sees the bytes once it has waited for an event
+ * recorded after the kernel.
  */
-int sdc_store_host(const sdc_ctx *c, void *dst, uint64_t src, size_t bytes);
+int sdc_store_host(const sdc_ctx *c, void *dst, uint64_t src, size_t bytes, uint64_t src2, size_t bytes2);
 
 /* ---- ordering and waiting ---- */
 

@@ -17,6 +17,9 @@ import (
 //
 //   - fit: Fit's steps, pipeline and all (ns/op is one step);
 //   - graph/train: the step's own graph replayed back to back, no pipeline;
+//   - pipeline/graphs: the step's graphs with the pipeline's copies and
+//     events between them; +reports: the host also waits for each step's
+//     report one step late, as Fit does;
 //   - graph/base: a graph of forward, backward and update only, on a batch
 //     already on the device (what a loop with a resident batch runs);
 //   - graph/base+gather, +ctrl, +report: base with one of the train
@@ -102,6 +105,41 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 			})
 		}
 		replay("graph/train", g.graphs[0])
+		// the step's graphs with the pipeline's stream work between them
+		// (copies on the copy stream, events), the host reading each
+		// report one step late as Fit does or not at all
+		piped := func(name string, reports bool) {
+			b.Run(name, func(b *testing.B) {
+				if err := e.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := range b.N {
+					s := i % 2
+					err := g.pipe.Fill(s)
+					if err == nil {
+						err = g.pipe.Submit(s)
+					}
+					if err == nil {
+						err = g.graphs[s].Launch(v)
+					}
+					if err == nil {
+						err = g.pipe.Release(s)
+					}
+					if err == nil && reports && i > 0 {
+						_, err = g.pipe.Report(1 - s)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := e.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		piped("pipeline/graphs", false)
+		piped("pipeline/graphs+reports", true)
 		record := func(gather, ctrl, report bool) compute.StepGraph {
 			if err := g.e.BeginCapture(); err != nil {
 				b.Fatal(err)

@@ -30,7 +30,7 @@ import (
 //     into the slot's pinned report, and records "reported[s]". A step
 //     that calls StoreReport(s) as its last work (inside its graph) has
 //     the device write the report itself; Release of such a slot only
-//     records the events.
+//     records "consumed[s]", which then stands for "reported[s]" too.
 //  5. Report(s), any time before the slot's next Release: the host waits
 //     for "reported[s]" and reads the step's report.
 //
@@ -65,6 +65,7 @@ type Slot struct {
 
 	report                         []float32 // pinned
 	copied, consumed, reported     uint64    // events
+	repEv                          uint64    // the event Report waits for: reported, or consumed when the step stores the report
 	copyPending, consPending, repd bool
 	stores                         bool // the step writes the report (StoreReport)
 }
@@ -200,15 +201,27 @@ func (p *Pipeline) Submit(i int) error {
 }
 
 // StoreReport enqueues, on the stream, the device's own copy of the report
-// tensors into slot i's pinned report: one small kernel per tensor (no copy
-// engine), so that a step can end with it inside its CUDA graph. Once a
+// tensors into slot i's pinned report: one small kernel per two tensors (no
+// copy engine), so that a step can end with it inside its CUDA graph. Once a
 // slot's report is stored this way, Release leaves the copy to the step.
 // Copies on the stream between graphs cost the small mlp's step about 11 us
-// of its 92 (H200, 2026-12-02: 2.77M samples/s with them, 3.13M without).
+// of its 92 (H200, 2026-12-02: 2.77M samples/s with them, 3.13M without);
+// its two report kernels inside the graph cost 3.3-3.6 us more (ddp's
+// BenchmarkMLPStepGPU), which is why the tensors go two to a kernel.
 func (p *Pipeline) StoreReport(i int) error {
 	s := &p.slots[i]
-	if err := p.eachReport(s, p.e.dev.StoreHost); err != nil {
-		return p.fail("StoreReport", err)
+	off := 0
+	for k := 0; k < len(p.outs); k += 2 {
+		a := p.outs[k]
+		var src2 uintptr
+		var n2 int
+		if k+1 < len(p.outs) {
+			src2, n2 = p.outs[k+1].ptr, p.outs[k+1].size
+		}
+		if err := p.e.dev.StoreHost(unsafe.Pointer(&s.report[off]), a.ptr, a.bytes(), src2, 4*n2); err != nil {
+			return p.fail("StoreReport", err)
+		}
+		off += a.size + n2
 	}
 	s.stores = true
 	return nil
@@ -235,12 +248,19 @@ func (p *Pipeline) Release(i int) error {
 	d := p.e.dev
 	err := d.EventRecord(false, s.consumed)
 	s.consPending = err == nil
-	if err == nil && !s.stores {
+	s.repEv = s.reported
+	switch {
+	case err != nil || p.outLen == 0:
+	case s.stores:
+		// the step wrote its report: the report is ready when the step is
+		// done, so the host waits for "consumed" (an event less a step)
+		s.repEv, s.repd = s.consumed, true
+	default:
 		err = p.eachReport(s, func(dst unsafe.Pointer, src uintptr, bytes int) error { return d.DtoH(false, dst, src, bytes) })
-	}
-	if err == nil && p.outLen > 0 {
-		err = d.EventRecord(false, s.reported)
-		s.repd = err == nil
+		if err == nil {
+			err = d.EventRecord(false, s.reported)
+			s.repd = err == nil
+		}
 	}
 	if err != nil {
 		return p.fail("Release", err)
@@ -254,7 +274,7 @@ func (p *Pipeline) Release(i int) error {
 func (p *Pipeline) Report(i int) ([]float32, error) {
 	s := &p.slots[i]
 	if s.repd {
-		if err := p.e.dev.EventSync(s.reported, p.e.timeout); err != nil {
+		if err := p.e.dev.EventSync(s.repEv, p.e.timeout); err != nil {
 			return nil, p.fail("Report", err)
 		}
 		s.repd = false

@@ -210,4 +210,27 @@ func testPipelineReport(t *testing.T, e *cuda.Engine) {
 	if got, want := report(0), "[9 10 11 -9 -10]"; got != want {
 		t.Errorf("report of the other slot: %s, want %s", got, want)
 	}
+	// three report tensors: two to a store kernel, then the third alone
+	a, b, c := e.Alloc(1), e.Alloc(2), e.Alloc(1)
+	p3, err := e.NewStepPipeline(compute.SlotSpec{Rows: 1, Sample: []int{1}}, a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p3.Close()
+	e.SetTensor(a, []float32{1})
+	e.SetTensor(b, []float32{2, 3})
+	e.SetTensor(c, []float32{4})
+	if err := p3.StoreReport(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p3.Release(0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := p3.Report(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(r), "[1 2 3 4]"; got != want {
+		t.Errorf("report of three tensors stored by the step: %s, want %s", got, want)
+	}
 }

@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 2
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 8
+	ComputeABIVersion = 9
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
 	GPTABIVersion = 5
 )
@@ -44,7 +44,7 @@ type Device interface {
 	// DtoH: sdc_dtoh.
 	DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) error
 	// StoreHost: sdc_store_host.
-	StoreHost(dst unsafe.Pointer, src uintptr, bytes int) error
+	StoreHost(dst unsafe.Pointer, src uintptr, bytes int, src2 uintptr, bytes2 int) error
 	// EventCreate: sdc_event_create.
 	EventCreate() (uint64, error)
 	// EventDestroy: sdc_event_destroy.
@@ -242,7 +242,7 @@ func (UnemulatedDevice) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes
 }
 
 // StoreHost fails: sdc_store_host is not emulated.
-func (UnemulatedDevice) StoreHost(dst unsafe.Pointer, src uintptr, bytes int) error {
+func (UnemulatedDevice) StoreHost(dst unsafe.Pointer, src uintptr, bytes int, src2 uintptr, bytes2 int) error {
 	return notEmulated("sdc_store_host")
 }
 

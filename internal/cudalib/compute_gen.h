@@ -175,7 +175,7 @@ static inline int cw_sdc_zero(SDCW, uint64_t dst, size_t bytes) { SDCR(SDCF(sdc_
 static inline int cw_sdc_copy(SDCW, uint64_t dst, uint64_t src, size_t bytes) { SDCR(SDCF(sdc_copy, t)(&x->ctx, dst, src, bytes)); }
 static inline int cw_sdc_htod(SDCW, sdc_flag on_copy, uint64_t dst, const void *src, size_t bytes) { SDCR(SDCF(sdc_htod, t)(&x->ctx, on_copy, dst, src, bytes)); }
 static inline int cw_sdc_dtoh(SDCW, sdc_flag on_copy, void *dst, uint64_t src, size_t bytes) { SDCR(SDCF(sdc_dtoh, t)(&x->ctx, on_copy, dst, src, bytes)); }
-static inline int cw_sdc_store_host(SDCW, void *dst, uint64_t src, size_t bytes) { SDCR(SDCF(sdc_store_host, t)(&x->ctx, dst, src, bytes)); }
+static inline int cw_sdc_store_host(SDCW, void *dst, uint64_t src, size_t bytes, uint64_t src2, size_t bytes2) { SDCR(SDCF(sdc_store_host, t)(&x->ctx, dst, src, bytes, src2, bytes2)); }
 static inline int cw_sdc_event_create(SDCW) { SDCR(SDCF(sdc_event_create, t)(&x->out_sdc_handle[0])); }
 static inline int cw_sdc_event_destroy(SDCW, sdc_handle event) { SDCR(SDCF(sdc_event_destroy, t)(event)); }
 static inline int cw_sdc_event_record(SDCW, sdc_flag on_copy, sdc_handle event) { SDCR(SDCF(sdc_event_record, t)(&x->ctx, on_copy, event)); }

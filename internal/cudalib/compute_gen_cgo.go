@@ -79,12 +79,14 @@ func (c *Context) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) 
 // StoreHost calls sdc_store_host (cuda/symddp_compute.h).
 //
 //	Device-to-host copy by a kernel on the stream: the device writes bytes (a
-//	multiple of 4) from src into pinned host memory dst (sdc_host_alloc's,
-//	reachable from the device at its host address under unified addressing).
-//	No copy engine: one small kernel, cheap inside a CUDA graph, for reports
-//	of a few words. The host sees the bytes once an event after it is done.
-func (c *Context) StoreHost(dst unsafe.Pointer, src uintptr, bytes int) error {
-	return c.check("sdc_store_host", C.cw_sdc_store_host(c.cp.t, c.x, dst, C.uint64_t(src), C.size_t(bytes)))
+//	multiple of 4) from src, then bytes2 (0 or a multiple of 4) from src2, into
+//	pinned host memory dst (sdc_host_alloc's, reachable from the device at its
+//	host address under unified addressing), back to back. No copy engine: one
+//	small kernel, cheap inside a CUDA graph, for reports of a few words from
+//	two places. The host sees the bytes once it has waited for an event
+//	recorded after the kernel.
+func (c *Context) StoreHost(dst unsafe.Pointer, src uintptr, bytes int, src2 uintptr, bytes2 int) error {
+	return c.check("sdc_store_host", C.cw_sdc_store_host(c.cp.t, c.x, dst, C.uint64_t(src), C.size_t(bytes), C.uint64_t(src2), C.size_t(bytes2)))
 }
 
 // EventCreate calls sdc_event_create (cuda/symddp_compute.h).

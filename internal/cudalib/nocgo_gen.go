@@ -356,7 +356,7 @@ func (c *Context) DtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) 
 }
 
 // StoreHost fails: the library needs cgo.
-func (c *Context) StoreHost(dst unsafe.Pointer, src uintptr, bytes int) (err error) {
+func (c *Context) StoreHost(dst unsafe.Pointer, src uintptr, bytes int, src2 uintptr, bytes2 int) (err error) {
 	err = errNoCgo
 	return
 }

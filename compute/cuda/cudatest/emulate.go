@@ -269,13 +269,17 @@ func (d *Device) dtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) {
 	}
 }
 
-// StoreHost is the device writing into host memory: DtoH on the stream,
-// with the C entry point's alignment checks.
-func (d *Device) StoreHost(dst unsafe.Pointer, src uintptr, bytes int) error {
-	if bytes%4 != 0 || uintptr(dst)%4 != 0 || src%4 != 0 {
-		return fmt.Errorf("emulated device: StoreHost of %d bytes at %p from %#x: want whole aligned words", bytes, dst, src)
+// StoreHost is the device writing into host memory: src's bytes then
+// src2's, DtoH on the stream, with the C entry point's checks.
+func (d *Device) StoreHost(dst unsafe.Pointer, src uintptr, bytes int, src2 uintptr, bytes2 int) error {
+	if dst == nil || (bytes > 0 && src == 0) || (bytes2 > 0 && src2 == 0) || bytes%4 != 0 || bytes2%4 != 0 ||
+		uintptr(dst)%4 != 0 || src%4 != 0 || src2%4 != 0 {
+		return fmt.Errorf("emulated device: StoreHost of %d and %d bytes at %p from %#x and %#x: want whole aligned words", bytes, bytes2, dst, src, src2)
 	}
-	return d.DtoH(false, dst, src, bytes)
+	if err := d.DtoH(false, dst, src, bytes); err != nil {
+		return err
+	}
+	return d.DtoH(false, unsafe.Add(dst, bytes), src2, bytes2)
 }
 
 func (d *Device) EventCreate() (uint64, error) {
