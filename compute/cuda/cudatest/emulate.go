@@ -272,6 +272,9 @@ func (d *Device) dtoH(onCopy bool, dst unsafe.Pointer, src uintptr, bytes int) {
 // StoreHost is the device writing into host memory: src's bytes then
 // src2's, DtoH on the stream, with the C entry point's checks.
 func (d *Device) StoreHost(dst unsafe.Pointer, src uintptr, bytes int, src2 uintptr, bytes2 int) error {
+	if bytes == 0 && bytes2 == 0 {
+		return nil
+	}
 	if dst == nil || (bytes > 0 && src == 0) || (bytes2 > 0 && src2 == 0) || bytes%4 != 0 || bytes2%4 != 0 ||
 		uintptr(dst)%4 != 0 || src%4 != 0 || src2%4 != 0 {
 		return fmt.Errorf("emulated device: StoreHost of %d and %d bytes at %p from %#x and %#x: want whole aligned words", bytes, bytes2, dst, src, src2)
