@@ -15,13 +15,19 @@ import "fmt"
 // So every sample is seen exactly once per epoch, the shards of a step are
 // disjoint, and the global batches do not depend on P.
 //
-// A ShardSampler caches the order of the last epoch it was asked for; it is
-// not safe for concurrent use.
+// A ShardSampler caches the order of the last epoch it was asked for, and
+// of one more that Prefetch computes in the background; it is not safe for
+// concurrent use.
 type ShardSampler struct {
 	n, batch, pes, pe int
 	seed              uint64
 	order             []int // the order of epoch cachedEpoch; nil: identity
 	cachedEpoch       int   // -1 before the first Batch
+	// Prefetch's order: of epoch spareEpoch once spareDone is closed; nil
+	// channel when none is pending
+	spare      []int
+	spareEpoch int
+	spareDone  chan struct{}
 }
 
 // NewShardSampler returns the sampler of PE pe of pes for a dataset of n
@@ -102,17 +108,51 @@ func (s *ShardSampler) Batch(epoch, step int, dst []int) {
 	}
 }
 
+// Prefetch starts computing the order of epoch in a goroutine, so that the
+// epoch's first Batch finds it ready instead of computing it then (O(N):
+// about 145 us for 60000 samples on one core; a GPU step of the small MLP
+// at batch 4096 takes 260 us). That Batch waits for it if it is not done.
+// The first call allocates a second order of N ints. It does nothing for
+// evaluation samplers, for a negative epoch or for the cached one.
+func (s *ShardSampler) Prefetch(epoch int) {
+	if s.order == nil || epoch < 0 || epoch == s.cachedEpoch || (s.spareDone != nil && s.spareEpoch == epoch) {
+		return
+	}
+	if s.spareDone != nil {
+		<-s.spareDone // the goroutine still writes s.spare
+	}
+	if s.spare == nil {
+		s.spare = make([]int, s.n)
+	}
+	done := make(chan struct{})
+	s.spareEpoch, s.spareDone = epoch, done
+	go func(order []int, seed uint64) {
+		epochOrder(order, seed, epoch)
+		close(done)
+	}(s.spare, s.seed)
+}
+
 // prepare makes s.order the order of epoch.
 func (s *ShardSampler) prepare(epoch int) {
 	if s.order == nil || s.cachedEpoch == epoch {
 		return
 	}
-	for i := range s.order {
-		s.order[i] = i
+	if s.spareDone != nil && s.spareEpoch == epoch {
+		<-s.spareDone
+		s.order, s.spare, s.spareDone = s.spare, s.order, nil
+	} else {
+		epochOrder(s.order, s.seed, epoch)
 	}
-	r := newRNG(s.seed, domainEpochOrder, uint64(epoch))
-	shuffle(&r, s.order)
 	s.cachedEpoch = epoch
+}
+
+// epochOrder writes the order of epoch, from seed, into order.
+func epochOrder(order []int, seed uint64, epoch int) {
+	for i := range order {
+		order[i] = i
+	}
+	r := newRNG(seed, domainEpochOrder, uint64(epoch))
+	shuffle(&r, order)
 }
 
 // Labelled is the number of rows of global step step that are not padding,

@@ -126,6 +126,42 @@ func TestShardSamplerCacheFollowsTheEpoch(t *testing.T) {
 	}
 }
 
+// Prefetch changes no batch: an epoch's batches are the same whether its
+// order was computed in the background or not, when the prefetched epoch is
+// the next one, another one, or asked for twice.
+func TestShardSamplerPrefetchGivesTheSameBatches(t *testing.T) {
+	plain, _ := NewShardSampler(97, 8, 2, 1, 5)
+	pre, _ := NewShardSampler(97, 8, 2, 1, 5)
+	want, got := make([]int, 4), make([]int, 4)
+	check := func(epoch int) {
+		t.Helper()
+		for step := range plain.StepsPerEpoch() {
+			plain.Batch(epoch, step, want)
+			pre.Batch(epoch, step, got)
+			if !slices.Equal(want, got) {
+				t.Fatalf("epoch %d step %d: %v with Prefetch, %v without", epoch, step, got, want)
+			}
+		}
+	}
+	check(0)
+	pre.Prefetch(1)
+	pre.Prefetch(1)
+	check(1)
+	pre.Prefetch(5) // not the next epoch asked for
+	check(2)
+	check(5)
+	pre.Prefetch(5) // the cached epoch: nothing to do
+	pre.Prefetch(6)
+	pre.Prefetch(7) // replaces 6 once 6 is done
+	check(7)
+	check(6)
+	ev, _ := NewEvalSampler(10, 5, 1, 0)
+	ev.Prefetch(1)
+	if ev.spareDone != nil || ev.spare != nil {
+		t.Error("Prefetch of an evaluation sampler started work")
+	}
+}
+
 func TestShardSamplerLabelled(t *testing.T) {
 	s, _ := NewShardSampler(103, 16, 4, 2, 0)
 	if s.StepsPerEpoch() != 7 || s.LocalBatch() != 4 || s.GlobalBatch() != 16 || s.Len() != 103 {
