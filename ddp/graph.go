@@ -266,7 +266,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 		res.stop, res.skipped = r.stop, r.skipped // the previous step's report (see the top of the file)
 	}
 	g.pending, g.pendingStep = slot, t.step
-	if res.stop || t.hostReadAfter(t.step, s, sm.StepsPerEpoch(), g.total) {
+	if res.stop || t.hostReadAfter(t.step, epoch, s, sm.StepsPerEpoch(), g.total) {
 		r, err := g.read(t, slot, t.step, &res.waited)
 		if err != nil {
 			return res, err

@@ -338,3 +338,30 @@ func TestGPUPathStepDoesNotAllocate(t *testing.T) {
 		})
 	}
 }
+
+// The device step path waits for an epoch's last step only when Fit
+// evaluates after that epoch; other epochs end without a host read, and
+// the run's last step always has one.
+func TestHostReadAtEpochEnd(t *testing.T) {
+	tr := &Trainer{opts: Options{LogEvery: 1000, EvalEvery: 2}}
+	const spe, total = 10, 40
+	last := func(epoch int) bool { return tr.hostReadAfter((epoch+1)*spe, epoch, spe-1, spe, total) }
+	for epoch := range 3 {
+		if last(epoch) {
+			t.Errorf("no test set: a read after epoch %d", epoch)
+		}
+	}
+	tr.fitTest = true
+	for epoch, want := range []bool{false, true, false, true} {
+		if got := last(epoch); got != want {
+			t.Errorf("EvalEvery 2: read after epoch %d %v, want %v", epoch, got, want)
+		}
+	}
+	tr.opts.EvalEvery = 0
+	if last(1) || !last(3) {
+		t.Errorf("EvalEvery 0: reads after epochs 1 and 3 (the run's end) %v and %v, want false and true", last(1), last(3))
+	}
+	if tr.hostReadAfter(15, 1, 4, spe, total) {
+		t.Error("a read in the middle of an epoch")
+	}
+}

@@ -46,6 +46,8 @@ type Trainer struct {
 	acc            compute.Tensor // gradient accumulation (Accumulate > 1)
 	accArena       compute.Arena
 
+	fitTest bool // the running Fit has a test set (epochEvalDue)
+
 	micro  int           // rows of one forward on this PE
 	spec   datasets.Spec // the batches the model reads
 	in     models.Inputs // the micro-batch on the engine
