@@ -3,8 +3,8 @@
  * report of a wait that gave up (which PEs had not arrived).
  *
  * The host never blocks in the driver: it polls cudaStreamQuery /
- * cudaEventQuery, spinning for the first microseconds and then sleeping with
- * a growing interval, until the work is done or the deadline passes. After the
+ * cudaEventQuery, spinning for the first millisecond (sd_spin_ns) and then
+ * sleeping with a growing interval, until the work is done or the deadline passes. After the
  * work is done it checks the mapped word the kernels set when one of their
  * in-kernel waits gave up (see sd_flags.cuh).
  */
@@ -57,6 +57,28 @@ static int sd_check_device_status(const char *what) {
 }
 
 /* Polls query(handle) until it is no longer cudaErrorNotReady or the deadline passes. */
+/*
+ * How long a wait spins before it sleeps: SYMDDP_CUDA_SPIN_US microseconds
+ * (default 1000). The training step's host reads step k's report just after
+ * launching step k+1, so its wait is about a step long; a step that ends
+ * while the host sleeps is seen late, by a nanosleep's timer slack (50 us
+ * for an ordinary Linux thread, whatever the nap asked for), and the host's
+ * work for the next launch then starts late too. On the H200 `train` with
+ * the small mlp (80 us steps, batch 256) ran 3.05M samples/s with 20 us of
+ * spinning and 3.11M with 1000 (symbench gpu-train, two runs each, 2026-12-02).
+ * A millisecond covers the short steps that are sensitive to it; longer
+ * waits sleep after it, as before.
+ */
+static int64_t sd_spin_ns(void) {
+    static const int64_t ns = [] {
+        const char *v = getenv("SYMDDP_CUDA_SPIN_US");
+        char *end = NULL;
+        const long long us = v && *v ? strtoll(v, &end, 10) : -1;
+        return (int64_t)(us >= 0 && end && *end == '\0' ? us : 1000) * 1000;
+    }();
+    return ns;
+}
+
 template <typename Query>
 static int sd_poll(Query query, int64_t timeout_ns, const char *what) {
     const int64_t start = sd_now_ns();
@@ -73,7 +95,7 @@ static int sd_poll(Query query, int64_t timeout_ns, const char *what) {
             return SD_FAIL(SD_ERR_TIMEOUT, "%s: PE %d: GPU work not finished after %.3f s", what,
                            g_sd.pe, (double)waited / 1e9);
         }
-        if (waited > 20000) { /* spin 20 us, then sleep 1 us doubling up to 200 us */
+        if (waited > sd_spin_ns()) { /* spin, then sleep 1 us doubling up to 200 us */
             nap = nap ? (nap * 2 > 200000 ? 200000 : nap * 2) : 1000;
             struct timespec ts = {0, (long)nap};
             nanosleep(&ts, NULL);

@@ -80,6 +80,7 @@ const (
 	CUDATune     = "SYMDDP_CUDA_TUNE"
 	CUDATuneLog  = "SYMDDP_CUDA_TUNE_LOG"
 	CUDAPDL      = "SYMDDP_CUDA_PDL"
+	CUDASpin     = "SYMDDP_CUDA_SPIN_US"
 	Attention    = "SYMDDP_ATTENTION"
 	CUDNNBwd     = "SYMDDP_CUDNN_BWD"
 	CUDNNLog     = "SYMDDP_CUDNN_LOG"
@@ -118,6 +119,7 @@ var table = []Var{
 	{CUDATune, "1", CUDA, "0: keep cuBLASLt's first heuristic choice instead of timing candidates (the compute plans at build time, the fused GPT's at its first step; bits repeat run to run)"},
 	{CUDATuneLog, "0", CUDA, "1: print every cuBLASLt tuning decision to stderr"},
 	{CUDAPDL, "1", CUDA, "0: launch the step's own kernels without programmatic dependent launch"},
+	{CUDASpin, "1000", CUDA, "microseconds a host wait for GPU work (a step's report, a stream) spins before it sleeps; sleeps wake late by the timer slack, about 50 us"},
 	{Attention, "auto", CUDA, "the fused GPT's attention: auto (cuDNN's fused attention where the library was built with cuDNN and its plans build for the shape, else ours), cudnn (cuDNN's, or an error saying why not), own (ours: mma.sync, or wmma)"},
 	{CUDNNBwd, "det", CUDA, "cuDNN attention's backward form: det (dP in a workspace of B*NH*T*T bf16; the bits repeat), accum2 or accum (an fp32 dQ the engine adds into: about 8% faster, the bits differ call to call); cuda/sd_gpt_attention_cudnn.cu"},
 	{CUDNNLog, "0", CUDA, "1: print the cuDNN engines tried and chosen for attention to stderr"},
