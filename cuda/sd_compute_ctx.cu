@@ -228,6 +228,7 @@ extern "C" int sdc_dtoh(const sdc_ctx *c, int32_t on_copy, void *dst, uint64_t s
  * timed apart). */
 __global__ void sdc_store_host_kernel(uint32_t *dst, const uint32_t *__restrict__ src, size_t words,
                                       const uint32_t *__restrict__ src2, size_t words2) {
+    sdc_wait_prior_grid();
     for (size_t i = threadIdx.x; i < words + words2; i += blockDim.x) dst[i] = i < words ? src[i] : src2[i - words];
 }
 
@@ -242,9 +243,8 @@ extern "C" int sdc_store_host(const sdc_ctx *c, void *dst, uint64_t src, size_t 
     SD_TRY(sdc_use_device(c->device));
     const size_t words = bytes / 4 + bytes2 / 4;
     const unsigned threads = words < 256 ? (unsigned)((words + 31) / 32 * 32) : 256u;
-    sdc_store_host_kernel<<<1, threads, 0, sdc_stream_of(c, 0)>>>(
-        (uint32_t *)dst, (const uint32_t *)(uintptr_t)src, bytes / 4, (const uint32_t *)(uintptr_t)src2, bytes2 / 4);
-    SD_CUDA(cudaGetLastError());
+    SD_CUDA(sdc_launch(sdc_store_host_kernel, dim3(1), dim3(threads), sdc_stream_of(c, 0), (uint32_t *)dst,
+                       (const uint32_t *)(uintptr_t)src, bytes / 4, (const uint32_t *)(uintptr_t)src2, bytes2 / 4));
     return SD_OK;
 }
 
