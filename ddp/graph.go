@@ -27,7 +27,9 @@ import (
 //     step computes (two slots, step k uses slot k%2);
 //   - the step's device work (control words, forward, loss, backward, one
 //     allreduce of the whole gradient arena with the control words, the
-//     optimizer update with clipping and the non-finite check) is recorded
+//     optimizer update with clipping and the non-finite check; with one PE
+//     the control words stay on the host, as there is nothing to reduce
+//     them with, and the graph is a copy shorter) is recorded
 //     once per slot into a CUDA graph after one eager warm-up step, and
 //     then launched with the step's loss scale, step number and learning
 //     rate (cuda.Graph.Launch); --cuda-graph=false, or a capture that
@@ -56,7 +58,8 @@ type enqueueAllReducer interface {
 	AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error
 }
 
-// report layout: the control words, then the update status.
+// report layout: the control words, then the update status (the status
+// alone with one PE: gpuSteps.ctrlLocal).
 const repStop = ctrlStop
 
 // gpuSteps is the device step path's state (one per Fit).
@@ -80,6 +83,11 @@ type gpuSteps struct {
 	graph        bool   // capture steps (engine's setting, off after a failed capture)
 	warm         bool   // an eager step has run
 	n            int    // steps launched through this path
+	// With one PE the control words do not go through the device (their
+	// reduction would be the PE's own words): the report is the update
+	// status alone, and a slot's stop request is kept here.
+	ctrlLocal bool
+	stops     [2]bool
 
 	pending     int // slot whose report is unread, -1 when none
 	pendingStep int
@@ -102,21 +110,26 @@ func (t *Trainer) deviceStepBlocker() string {
 func (t *Trainer) newGPUSteps(total int, train datasets.Source) (*gpuSteps, error) {
 	e := t.e.(compute.DeviceSteps)
 	g := &gpuSteps{e: e, graph: e.StepGraphs(), pending: -1, total: total, repSkipped: ctrlWords + e.StatusSkipped()}
+	extra, report := ctrlWords, []compute.Tensor{t.ctrlView, e.StatusTensor()}
+	if t.c.NPEs() == 1 {
+		g.ctrlLocal, g.repSkipped = true, e.StatusSkipped()
+		extra, report = 0, report[1:]
+	}
 	if t.c.NPEs() > 1 {
 		g.ar = t.c.(enqueueAllReducer)
 		if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() && g.graph {
 			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
 		}
 	}
-	slots := compute.SlotSpec{Rows: t.micro, Sample: t.spec.Input, Tokens: t.spec.Tokens, Targets: t.spec.Targets, Extra: ctrlWords}
+	slots := compute.SlotSpec{Rows: t.micro, Sample: t.spec.Input, Tokens: t.spec.Tokens, Targets: t.spec.Targets, Extra: extra}
 	if err := g.resident(t, train); err != nil {
 		return nil, err
 	}
 	if g.rows != nil {
 		// the slots carry a row index per sample (as token ids) and its label
-		slots = compute.SlotSpec{Rows: t.micro, Sample: []int{1}, Tokens: true, Targets: 1, Extra: ctrlWords}
+		slots = compute.SlotSpec{Rows: t.micro, Sample: []int{1}, Tokens: true, Targets: 1, Extra: extra}
 	}
-	pipe, err := e.NewStepPipeline(slots, t.ctrlView, e.StatusTensor())
+	pipe, err := e.NewStepPipeline(slots, report...)
 	if err != nil {
 		return nil, fmt.Errorf("GPU step pipeline: %w", err)
 	}
@@ -236,8 +249,9 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 		}
 	}
 	sl := g.pipe.Slot(slot)
+	g.stops[slot] = wantStop
 	clear(sl.HostExtra)
-	if wantStop {
+	if wantStop && !g.ctrlLocal {
 		sl.HostExtra[ctrlStop] = 1
 	}
 	for j := range t.opts.Accumulate {
@@ -378,7 +392,9 @@ func (g *gpuSteps) capture(t *Trainer, slot int, scale, lr float32) (compute.Ste
 // slot's tensors.
 func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	e := g.e
-	e.Copy(t.ctrlView, g.pipe.Slot(slot).Extra)
+	if !g.ctrlLocal {
+		e.Copy(t.ctrlView, g.pipe.Slot(slot).Extra)
+	}
 	k := t.opts.Accumulate
 	for j := range k {
 		sl := g.micro(j).Slot(slot)
@@ -462,7 +478,10 @@ func (g *gpuSteps) read(t *Trainer, slot, step int, waited *time.Duration) (step
 	if err != nil {
 		return stepResult{}, fmt.Errorf("step %d: %w", step, err)
 	}
-	r := stepResult{stop: rep[repStop] > 0, skipped: rep[g.repSkipped] != 0}
+	r := stepResult{stop: g.stops[slot], skipped: rep[g.repSkipped] != 0}
+	if !g.ctrlLocal {
+		r.stop = rep[repStop] > 0
+	}
 	if r.skipped && !t.opts.SkipNonFinite {
 		return r, fmt.Errorf("step %d: %w; lower the learning rate, clip gradients (--clip-norm) or pass --skip-nonfinite",
 			step, ErrNonFinite)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -180,6 +181,64 @@ func TestGPUPathStops(t *testing.T) {
 	_, cres, _, err := trainRun(t, cpuBackend(t), o, baseOptions(), 3)
 	if err != nil || !cres.Stopped || cres.Steps != 4 {
 		t.Errorf("CPU path: stopped %v after %d steps (%v); want stopped after 4", cres.Stopped, cres.Steps, err)
+	}
+}
+
+// TestGPUPathStopRidesWithTheControlWords: with several PEs a stop asked
+// for on one PE reaches the others through the control words, reduced with
+// the gradients on the device, and every PE stops after the same step; with
+// one PE the words stay on the host (the slots carry none) and the stop
+// takes effect as late as with several.
+func TestGPUPathStopRidesWithTheControlWords(t *testing.T) {
+	train, test, err := datasets.SyntheticSplit(600, 100, 20, 4, 7)
+	require.NoError(t, err)
+	for _, npes := range []int{1, 2} {
+		w := newWorld(npes)
+		res := make([]Result, npes)
+		errs := make([]error, npes)
+		extra := make([]int, npes) // control words a step's slot carries
+		var wg sync.WaitGroup
+		for pe := range npes {
+			wg.Go(func() {
+				m, err := models.New("mlp", models.Config{Input: []int{20}, Hidden: []int{16, 16}, Classes: 4})
+				if err != nil {
+					errs[pe] = err
+					return
+				}
+				o, _ := optim.NewSGD(optim.SGDConfig{Momentum: 0.9})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var tr *Trainer
+				opts := baseOptions()
+				opts.Hooks.OnStep = func(si StepInfo) {
+					if si.Step == 1 {
+						if x := tr.strat.(*deviceStrategy).g.pipe.Slot(0).Extra; x != nil {
+							extra[pe] = x.Size()
+						}
+					}
+					if si.Step == 3 && pe == npes-1 {
+						cancel()
+					}
+				}
+				if tr, err = New(w.comm(pe), w.engs[pe], m, o, opts); err != nil {
+					errs[pe] = err
+					return
+				}
+				defer tr.Close()
+				res[pe], errs[pe] = tr.Fit(ctx, train, test)
+			})
+		}
+		wg.Wait()
+		for pe := range npes {
+			require.NoError(t, errs[pe], "%d PEs, PE %d", npes, pe)
+			require.True(t, res[pe].Stopped, "%d PEs, PE %d", npes, pe)
+			require.Equal(t, 5, res[pe].Steps, "%d PEs, PE %d: stop asked after step 3 on PE %d", npes, pe, npes-1)
+			want := ctrlWords
+			if npes == 1 {
+				want = 0
+			}
+			require.Equal(t, want, extra[pe], "%d PEs, PE %d: control words in a slot", npes, pe)
+		}
 	}
 }
 
@@ -365,3 +424,4 @@ func TestHostReadAtEpochEnd(t *testing.T) {
 		t.Error("a read in the middle of an epoch")
 	}
 }
+

@@ -23,8 +23,10 @@ import (
 //   - graph/base: a graph of forward, backward and update only, on a batch
 //     already on the device (what a loop with a resident batch runs);
 //   - graph/base+gather, +ctrl, +report: base with one of the train
-//     graph's other parts (the batch's gather, the control words' copy, the
-//     report's store into pinned memory).
+//     graph's other parts (the batch's gather, the report's store into
+//     pinned memory) or of what a step with several PEs adds (the control
+//     words' copy into the gradient arena: with one PE they stay on the
+//     host).
 //
 // The parts are recorded from a running Fit (a hook at its step 100), so
 // they use its tensors; their launches change the parameters, which does
@@ -90,6 +92,7 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 			b.Fatal("no step graph of slot 0 with resident rows at step 100")
 		}
 		sl := g.pipe.Slot(0)
+		ctrlSrc := e.Alloc(ctrlWords) // stands for a slot's control words (several PEs)
 		scale := float32(1) / float32(tr.micro)
 		v := compute.StepValues{LossScale: scale, Step: tr.step, LR: 0.01}
 		replay := func(name string, gr compute.StepGraph) {
@@ -149,7 +152,7 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 				b.Fatal(err)
 			}
 			if ctrl {
-				e.Copy(tr.ctrlView, sl.Extra)
+				e.Copy(tr.ctrlView, ctrlSrc)
 			}
 			if gather {
 				e.GatherResident(g.x, g.rows, sl.Tokens)
