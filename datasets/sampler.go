@@ -28,6 +28,7 @@ type ShardSampler struct {
 	spare      []int
 	spareEpoch int
 	spareDone  chan struct{}
+	inline     int // epoch orders Batch computed itself (InlineOrders)
 }
 
 // NewShardSampler returns the sampler of PE pe of pes for a dataset of n
@@ -114,6 +115,12 @@ func (s *ShardSampler) Batch(epoch, step int, dst []int) {
 // at batch 4096 takes 260 us). That Batch waits for it if it is not done.
 // The first call allocates a second order of N ints. It does nothing for
 // evaluation samplers, for a negative epoch or for the cached one.
+//
+// One order is prefetched at a time: Prefetch of another epoch replaces a
+// pending one that no Batch has taken yet. So ask for epoch e+1 once epoch
+// e's first Batch has been made (Fit does, after each epoch's first step),
+// not before: asked for at the start of epoch e, epoch e+1's order would
+// replace epoch e's, which Batch would then compute itself.
 func (s *ShardSampler) Prefetch(epoch int) {
 	if s.order == nil || epoch < 0 || epoch == s.cachedEpoch || (s.spareDone != nil && s.spareEpoch == epoch) {
 		return
@@ -142,9 +149,15 @@ func (s *ShardSampler) prepare(epoch int) {
 		s.order, s.spare, s.spareDone = s.spare, s.order, nil
 	} else {
 		epochOrder(s.order, s.seed, epoch)
+		s.inline++
 	}
 	s.cachedEpoch = epoch
 }
+
+// InlineOrders is the number of epochs whose order Batch computed itself,
+// on the caller's goroutine, because no Prefetch had it ready: 1 in a run
+// that prefetches every epoch after the first (a diagnostic).
+func (s *ShardSampler) InlineOrders() int { return s.inline }
 
 // epochOrder writes the order of epoch, from seed, into order.
 func epochOrder(order []int, seed uint64, epoch int) {

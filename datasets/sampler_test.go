@@ -162,6 +162,35 @@ func TestShardSamplerPrefetchGivesTheSameBatches(t *testing.T) {
 	}
 }
 
+// TestShardSamplerPrefetchIsTaken: Prefetch(e+1) after epoch e's first
+// Batch (as Fit calls it) leaves Batch only the first epoch's order to
+// compute; asked for before that first Batch, the prefetch of e+1 replaces
+// e's and every epoch is computed inline.
+func TestShardSamplerPrefetchIsTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		afterFirst bool
+		inline     int
+	}{{"after the epoch's first batch", true, 1}, {"before it", false, 4}} {
+		s, _ := NewShardSampler(97, 8, 2, 1, 5)
+		dst := make([]int, 4)
+		for epoch := range 4 {
+			if !tc.afterFirst {
+				s.Prefetch(epoch + 1)
+			}
+			for step := range s.StepsPerEpoch() {
+				s.Batch(epoch, step, dst)
+				if tc.afterFirst && step == 0 {
+					s.Prefetch(epoch + 1)
+				}
+			}
+		}
+		if s.InlineOrders() != tc.inline {
+			t.Errorf("Prefetch %s: %d epoch orders computed by Batch, want %d", tc.name, s.InlineOrders(), tc.inline)
+		}
+	}
+}
+
 func TestShardSamplerLabelled(t *testing.T) {
 	s, _ := NewShardSampler(103, 16, 4, 2, 0)
 	if s.StepsPerEpoch() != 7 || s.LocalBatch() != 4 || s.GlobalBatch() != 16 || s.Len() != 103 {

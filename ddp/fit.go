@@ -72,13 +72,16 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 	stopped := false
 	epoch := start / spe
 	for ; epoch < t.opts.Epochs && t.step < total && !stopped; epoch++ {
-		if (epoch+1)*spe < total {
-			sm.Prefetch(epoch + 1) // the next epoch's order, shuffled while this one trains
-		}
-		for s := t.step - epoch*spe; s < spe && t.step < total; s++ {
+		for s, first := t.step-epoch*spe, true; s < spe && t.step < total; s, first = s+1, false {
 			r, err := t.strat.step(t, sm, train, epoch, s, ctx.Err() != nil)
 			if err != nil {
 				return res, err
+			}
+			if first && (epoch+1)*spe < total {
+				// the next epoch's order, shuffled while this one trains:
+				// asked for after this epoch's first batch, which took the
+				// order prefetched for it (ShardSampler.Prefetch)
+				sm.Prefetch(epoch + 1)
 			}
 			res.Samples += int64(sm.Labelled(s))
 			res.DeviceWait += r.waited

@@ -2,7 +2,11 @@ package ddp
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
@@ -19,7 +23,8 @@ import (
 //   - graph/train: the step's own graph replayed back to back, no pipeline;
 //   - pipeline/graphs: the step's graphs with the pipeline's copies and
 //     events between them; +reports: the host also waits for each step's
-//     report one step late, as Fit does;
+//     report one step late, as Fit does; +values: and each launch has its
+//     own step values (step number, learning rate), as in Fit;
 //   - graph/base: a graph of forward, backward and update only, on a batch
 //     already on the device (what a loop with a resident batch runs);
 //   - graph/base+gather, +ctrl, +report: base with one of the train
@@ -60,11 +65,24 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 	}
 	const warm = 100
 	b.Run("fit", func(b *testing.B) {
+		// Beside ns/op: the host's time between steps (from one OnStep
+		// to the next) above 2x the median, as steps and as ns per step,
+		// and the steps in their epochs where that happened (logged).
+		var last time.Time
+		var gaps []time.Duration
+		var at []int
 		tr := newTrainer(func(tr *Trainer, step int) {
+			now := time.Now()
+			if step > warm && step <= warm+b.N {
+				gaps = append(gaps, now.Sub(last))
+				at = append(at, step)
+			}
+			last = now
 			switch step {
 			case warm:
 				_ = tr.e.(*cuda.Engine).Sync()
 				b.ResetTimer()
+				last = time.Now()
 			case warm + b.N:
 				// the last step: its device work, not Fit's ending
 				_ = tr.e.(*cuda.Engine).Sync()
@@ -73,9 +91,32 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 		})
 		defer tr.Close()
 		tr.opts.MaxSteps = warm + b.N
-		if _, err := tr.Fit(context.Background(), train, nil); err != nil {
+		gaps, at = make([]time.Duration, 0, b.N), make([]int, 0, b.N)
+		res, err := tr.Fit(context.Background(), train, nil)
+		if err != nil {
 			b.Fatal(err)
 		}
+		sorted := slices.Clone(gaps)
+		slices.Sort(sorted)
+		if len(sorted) == 0 {
+			return
+		}
+		med := sorted[len(sorted)/2]
+		spe := (train.Len() + 255) / 256 // steps per epoch at batch 256
+		var long time.Duration
+		var where []string
+		for i, d := range gaps {
+			if d > 2*med {
+				long += d - med
+				if len(where) < 12 {
+					where = append(where, fmt.Sprintf("%d (epoch step %d): %v", at[i], (at[i]-1)%spe, d.Round(time.Microsecond)))
+				}
+			}
+		}
+		b.ReportMetric(float64(med.Nanoseconds()), "median-gap-ns")
+		b.ReportMetric(float64(long.Nanoseconds())/float64(b.N), "long-gap-ns/op")
+		b.ReportMetric(float64(res.DeviceWait.Nanoseconds())/float64(res.Steps), "wait-ns/op")
+		b.Logf("%d steps, median host gap %v, gaps over twice that at steps %s", b.N, med, strings.Join(where, ", "))
 	})
 	var parts func(tr *Trainer)
 	tr := newTrainer(func(tr *Trainer, step int) {
@@ -115,7 +156,7 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 		// the step's graphs with the pipeline's stream work between them
 		// (copies on the copy stream, events), the host reading each
 		// report one step late as Fit does or not at all
-		piped := func(name string, reports bool) {
+		piped := func(name string, reports, values bool) {
 			b.Run(name, func(b *testing.B) {
 				if err := e.Sync(); err != nil {
 					b.Fatal(err)
@@ -127,8 +168,12 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 					if err == nil {
 						err = g.pipe.Submit(s)
 					}
+					vi := v
+					if values { // each launch its own step and learning rate, as in Fit
+						vi.Step, vi.LR = v.Step+i, 0.01*float32(1+i%7)/7
+					}
 					if err == nil {
-						err = g.graphs[s].Launch(v)
+						err = g.graphs[s].Launch(vi)
 					}
 					if err == nil {
 						err = g.pipe.Release(s)
@@ -145,8 +190,9 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 				}
 			})
 		}
-		piped("pipeline/graphs", false)
-		piped("pipeline/graphs+reports", true)
+		piped("pipeline/graphs", false, false)
+		piped("pipeline/graphs+reports", true, false)
+		piped("pipeline/graphs+reports+values", true, true)
 		record := func(gather, ctrl, report bool) compute.StepGraph {
 			if err := g.e.BeginCapture(); err != nil {
 				b.Fatal(err)
