@@ -34,7 +34,8 @@
 #                       --pes 1, eager and CUDA graph, of 784-256-256-10 at
 #                       batch 256 and 4096, 784-1024x4-10 at 1024,
 #                       784-4096x4-10 at 4096, fp32 without TF32
-#    8 PyTorch          bench/torch_mlp_bench.py: the same four, same run
+#    8 PyTorch          bench/torch_mlp_bench.py: the same four, same run (graph: one
+#                       resident batch; fed: a new batch each step, as train)
 #    9 train CPU        train --backend shm --pes 8 on the same data, for the
 #                       CPU path's accuracy beside the GPU's (if time is left)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1 and under `timeout`; the
@@ -156,17 +157,19 @@ stage "train CPU shm 8 PEs" 100 "$train_log" "$bin/train" --backend shm --pes 8 
         sed -E 's/^===== ([^(]*) \(.*/== \1/'
     echo "---- bench: samples/s, fp32 without TF32, one GPU ----"
     grep -E '^RESULT (symddp|torch) ' "$bench_log" | awk '
-        { who = $2; key = ""; e = ""; g = "";
+        { who = $2; key = ""; e = ""; g = ""; f = "";
           for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "model") m = kv[2]; else if (kv[1] == "batch") b = kv[2];
-                                      else if (kv[1] == "eager") e = kv[2]; else if (kv[1] == "graph") g = kv[2] }
+                                      else if (kv[1] == "eager") e = kv[2]; else if (kv[1] == "graph") g = kv[2];
+                                      else if (kv[1] == "fed") f = kv[2] }
           key = m " " b; if (!(key in seen)) { seen[key] = 1; order[n++] = key }
-          E[who, key] = e; G[who, key] = g }
+          E[who, key] = e; G[who, key] = g; F[who, key] = f }
         END {
-          printf "%-30s %6s %14s %14s %14s %14s %9s  %s\n", "model", "batch", "symddp eager", "symddp graph", "torch eager", "torch graph", "graph/pt", "target"
+          printf "%-30s %6s %14s %14s %14s %14s %14s %9s %9s  %s\n", "model", "batch", "symddp eager", "symddp graph", "torch eager", "torch graph", "torch fed", "graph/pt", "graph/fed", "target"
           for (i = 0; i < n; i++) { split(order[i], mb, " "); k = order[i]
             r = (G["torch", k] > 0 && G["symddp", k] > 0) ? sprintf("%.2fx", G["symddp", k] / G["torch", k]) : "-"
+            rf = (F["torch", k] > 0 && G["symddp", k] > 0) ? sprintf("%.2fx", G["symddp", k] / F["torch", k]) : "-"
             t = (mb[1] ~ /^784-256-/) ? ">= 2x" : (mb[1] ~ /4096/) ? ">= 0.95x" : ""
-            printf "%-30s %6s %14s %14s %14s %14s %9s  %s\n", mb[1], mb[2], E["symddp", k], G["symddp", k], E["torch", k], G["torch", k], r, t } }'
+            printf "%-30s %6s %14s %14s %14s %14s %14s %9s %9s  %s\n", mb[1], mb[2], E["symddp", k], G["symddp", k], E["torch", k], G["torch", k], F["torch", k], r, rf, t } }'
     echo "(the tables of both benchmarks are in compute-bench.log)"
 } >>"$summary" 2>&1
 echo
