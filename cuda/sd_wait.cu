@@ -4,9 +4,9 @@
  *
  * The host never blocks in the driver: it polls cudaStreamQuery /
  * cudaEventQuery, spinning for the first millisecond (sd_spin_ns) and then
- * sleeping with a growing interval, until the work is done or the deadline passes. After the
- * work is done it checks the mapped word the kernels set when one of their
- * in-kernel waits gave up (see sd_flags.cuh).
+ * sleeping with a growing interval, until the work is done or the deadline
+ * passes. After the work is done it checks the mapped word the kernels set
+ * when one of their in-kernel waits gave up (see sd_flags.cuh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +56,6 @@ static int sd_check_device_status(const char *what) {
                    (double)g_sd.timeout_ns / 1e9, st.peer);
 }
 
-/* Polls query(handle) until it is no longer cudaErrorNotReady or the deadline passes. */
 /*
  * How long a wait spins before it sleeps: SYMDDP_CUDA_SPIN_US microseconds
  * (default 1000). The training step's host reads step k's report just after
@@ -79,6 +78,7 @@ static int64_t sd_spin_ns(void) {
     return ns;
 }
 
+/* Polls query(handle) until it is no longer cudaErrorNotReady or the deadline passes. */
 template <typename Query>
 static int sd_poll(Query query, int64_t timeout_ns, const char *what) {
     const int64_t start = sd_now_ns();

@@ -114,8 +114,7 @@ func (t *Trainer) newGPUSteps(total int, train datasets.Source) (*gpuSteps, erro
 	if t.c.NPEs() == 1 {
 		g.ctrlLocal, g.repSkipped = true, e.StatusSkipped()
 		extra, report = 0, report[1:]
-	}
-	if t.c.NPEs() > 1 {
+	} else {
 		g.ar = t.c.(enqueueAllReducer)
 		if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() && g.graph {
 			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
