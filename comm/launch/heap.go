@@ -44,8 +44,10 @@ func createHeap(dir string) (string, error) {
 
 // removeStale removes the entries prefix<pid>-* of dir whose launcher pid is
 // no longer running: what a job killed with SIGKILL left behind. before, if
-// not nil, is called on each first. It returns the paths it removed.
-func removeStale(dir, prefix string, before func(path string)) ([]string, error) {
+// not nil, is called on each first, and an entry it returns false for is
+// kept (for a later launcher that can deal with it). It returns the paths
+// it removed.
+func removeStale(dir, prefix string, before func(path string) bool) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(dir, prefix+"*-*"))
 	if err != nil {
 		return nil, err
@@ -59,8 +61,8 @@ func removeStale(dir, prefix string, before func(path string)) ([]string, error)
 		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processExists(pid) {
 			continue
 		}
-		if before != nil {
-			before(m)
+		if before != nil && !before(m) {
+			continue
 		}
 		if err := os.RemoveAll(m); err != nil {
 			errs = append(errs, err)

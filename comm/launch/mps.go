@@ -129,15 +129,20 @@ func (d *mpsDaemon) stop() error {
 	return fmt.Errorf("launch: the MPS daemon of %s did not quit", d.pipe)
 }
 
-// stopStaleMPS stops the daemon a killed launcher left in runDir, if any.
-func stopStaleMPS(runDir string) {
+// stopStaleMPS stops the daemon a killed launcher left in runDir, if any,
+// and reports whether runDir may go: not while a daemon runs that this
+// process cannot stop (its nvidia-cuda-mps-control is not on this PATH, or
+// the daemon did not quit). Removing the directory would remove the only
+// way to find that daemon, its control pipe; kept, the next launcher that
+// can stop it does.
+func stopStaleMPS(runDir string) bool {
 	d := mpsDaemonIn(runDir)
 	if !d.running() {
-		return
+		return true
 	}
 	var err error
 	if d.control, err = MPSControl(); err != nil {
-		return
+		return false
 	}
-	_ = d.stop()
+	return d.stop() == nil
 }

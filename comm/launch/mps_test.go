@@ -161,6 +161,53 @@ func TestKilledLauncherLeavesNoDaemon(t *testing.T) {
 	}
 }
 
+// TestStaleDaemonKeptUntilStopped: a killed launcher's run directory whose
+// MPS daemon still runs is kept by a launcher that cannot stop the daemon
+// (no nvidia-cuda-mps-control on its PATH: another user's job, a job on the
+// CPU backends), so that the next launcher that can still finds the daemon
+// through it; that one stops the daemon and removes the directory. (Under
+// go test ./..., another package's launcher used to remove the directory
+// first and leave the daemon to run: TestKilledLauncherLeavesNoDaemon
+// failed now and then.)
+func TestStaleDaemonKeptUntilStopped(t *testing.T) {
+	fakeMPS(t)
+	withControl := os.Getenv("PATH")
+	dir := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	runDir := filepath.Join(dir, runDirPrefix+strconv.Itoa(dead.Process.Pid)+"-0123")
+	d := mpsDaemonIn(runDir)
+	for _, p := range []string{d.pipe, d.logs} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := exec.Command("nvidia-cuda-mps-control", "-d")
+	start.Env = append(os.Environ(), d.env()...)
+	if out, err := start.CombinedOutput(); err != nil {
+		t.Fatalf("fake daemon: %v: %s", err, out)
+	}
+	daemon := daemonPid(t, d.pipe)
+
+	t.Setenv("PATH", t.TempDir()) // no control binary
+	if removed, err := removeStale(dir, runDirPrefix, stopStaleMPS); err != nil || len(removed) != 0 {
+		t.Fatalf("without a control binary removeStale removed %v (%v), want nothing", removed, err)
+	}
+	if _, err := os.Stat(d.pipe); err != nil || !alive(daemon) {
+		t.Fatalf("without a control binary: pipe directory %v, daemon %d running %v; want both kept", err, daemon, alive(daemon))
+	}
+
+	t.Setenv("PATH", withControl)
+	if removed, err := removeStale(dir, runDirPrefix, stopStaleMPS); err != nil || len(removed) != 1 || removed[0] != runDir {
+		t.Fatalf("with the control binary removeStale removed %v (%v), want %s", removed, err, runDir)
+	}
+	if !gone(daemon) {
+		t.Fatalf("the stale daemon %d still runs after a launcher that can stop it", daemon)
+	}
+}
+
 // TestMPSMissing: asking for MPS without the binary is an error saying so.
 func TestMPSMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
