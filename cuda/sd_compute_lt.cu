@@ -48,13 +48,16 @@ struct sdc_lt_plan_s {
     cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our b), B (our a), C = D */
     cublasLtMatmulAlgo_t algo;
     size_t workspace; /* bytes the algorithm needs */
-    int32_t own;      /* SDC_SKINNY_*: the project's own kernel instead of cuBLASLt (sd_skinny.cuh) */
+    int32_t own;      /* SDC_SKINNY_* or SDC_OWN_TILED: the project's own kernel instead of cuBLASLt (sd_skinny.cuh) */
     int32_t sm_count; /* for the own kernel's grid */
+    void *own_scratch; /* device, zeroed: the tiled kernel's (sdc_tiled_scratch_bytes), or NULL */
+    int64_t own_scratch_bytes;
     sdc_lt_args g;    /* what the plan was made for: epilogue, alignments, the own kernel's shapes and pointers */
 };
 
 static void sdc_lt_free(sdc_lt_plan_s *p) {
     if (!p) return;
+    if (p->own_scratch) cudaFree(p->own_scratch);
     if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
     if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
     if (p->la) cublasLtMatrixLayoutDestroy(p->la);
@@ -107,6 +110,45 @@ static const char *sdc_epi_name(int32_t e) {
  * fraction of its time. */
 #define SDC_LT_TUNE_GAIN 0.9f
 
+/* Which own kernels the tuner considers (SYMDDP_CUDA_OWN_GEMM, read at each
+ * plan, as SYMDDP_CUDA_TUNE is): SDC_OWN_OFF ("0") none; SDC_OWN_TIMED (the
+ * default) each that fits, timed against cuBLASLt's pick; SDC_OWN_FORCE
+ * ("tiled") the tiled kernel without a split of k on every plan it fits,
+ * SDC_OWN_FORCE_SPLIT ("tiled-split") with the largest split it would try,
+ * untimed, also with SYMDDP_CUDA_TUNE=0 (for tests: a plan it disagrees with
+ * fails). */
+enum { SDC_OWN_OFF = 0, SDC_OWN_TIMED = 1, SDC_OWN_FORCE = 2, SDC_OWN_FORCE_SPLIT = 3 };
+static int sdc_own_mode(void) {
+    const char *v = getenv("SYMDDP_CUDA_OWN_GEMM");
+    if (v && strcmp(v, "0") == 0) return SDC_OWN_OFF;
+    if (v && strcmp(v, "tiled") == 0) return SDC_OWN_FORCE;
+    if (v && strcmp(v, "tiled-split") == 0) return SDC_OWN_FORCE_SPLIT;
+    return SDC_OWN_TIMED;
+}
+
+/* An own kernel as the plan keeps it: SDC_SKINNY_N, SDC_SKINNY_K, or
+ * SDC_OWN_TILED with its split of k in the bits above the low byte. */
+static int sdc_own_tiled(int split) { return SDC_OWN_TILED | (split > 1 ? split << 8 : 0); }
+static int sdc_own_kind(int own) { return own & 0xff; }
+static int sdc_own_split(int own) { return own >> 8 > 1 ? own >> 8 : 1; }
+
+static const char *sdc_own_name(int own, char *buf, size_t n) {
+    switch (sdc_own_kind(own)) {
+    case SDC_SKINNY_N: return "skinny-n";
+    case SDC_SKINNY_K: return "skinny-k";
+    case SDC_OWN_TILED: snprintf(buf, n, "tiled/%d", sdc_own_split(own)); return buf;
+    }
+    return "none";
+}
+
+/* Enqueues the plan's GEMM with own kernel own on st. */
+static cudaError_t sdc_own_launch(const sdc_lt_plan_s *p, int own, const void *A, const void *B, void *C,
+                                  cudaStream_t st) {
+    if (sdc_own_kind(own) == SDC_OWN_TILED)
+        return sdc_tiled_launch(&p->g, sdc_own_split(own), p->own_scratch, p->own_scratch_bytes, A, B, C, st);
+    return sdc_skinny_launch(own, &p->g, p->sm_count, A, B, C, st);
+}
+
 /* Enqueues C = op(A) op(B) with the plan's descriptor and algorithm algo
  * (our a is cuBLASLt's B, our b its A: see the top of the file). */
 static cublasStatus_t sdc_lt_call(cublasLtHandle_t lt, const sdc_lt_plan_s *p, const cublasLtMatmulAlgo_t *algo,
@@ -118,11 +160,11 @@ static cublasStatus_t sdc_lt_call(cublasLtHandle_t lt, const sdc_lt_plan_s *p, c
 }
 
 /* Enqueues the plan's GEMM on operands A (our a), B (our b), C with
- * candidate r, or with the own kernel own (SDC_SKINNY_*) when it is not
- * SDC_SKINNY_NONE; false when it cannot be enqueued. */
+ * candidate r, or with the own kernel own (SDC_SKINNY_*, SDC_OWN_TILED) when
+ * it is not SDC_SKINNY_NONE; false when it cannot be enqueued. */
 static bool sdc_lt_enqueue(cublasLtHandle_t lt, const sdc_lt_plan_s *p, const cublasLtMatmulHeuristicResult_t *r,
                            int own, const void *A, const void *B, void *C, void *work, cudaStream_t stream) {
-    if (own != SDC_SKINNY_NONE) return sdc_skinny_launch(own, &p->g, p->sm_count, A, B, C, stream) == cudaSuccess;
+    if (own != SDC_SKINNY_NONE) return sdc_own_launch(p, own, A, B, C, stream) == cudaSuccess;
     return sdc_lt_call(lt, p, &r->algo, r->workspaceSize, A, B, C, work, stream) == CUBLAS_STATUS_SUCCESS;
 }
 
@@ -178,40 +220,66 @@ static double sdc_lt_diff(const float *x, const float *y, int64_t rows, int64_t 
  * is off by O(1). */
 #define SDC_LT_OWN_TOL 1e-3
 
+/* Whether bit j of row i of the mask at h (aux_ld bits a row) is set. */
+static bool sdc_lt_bit(const uint8_t *h, int64_t aux_ld, int64_t i, int64_t j) {
+    const int64_t bit = i * aux_ld + j;
+    return (h[bit >> 3] >> (bit & 7)) & 1u;
+}
+
 /*
  * Checks the own kernel own against cuBLASLt's candidate r on random
  * operands (A, B and C are the tuner's scratch; the plan's mask, when it
  * reads one, is filled with random bits first: the layer's forward writes it
- * before any real use). Returns true when C (and the bias gradient, for
- * SDC_EPI_DRELU_BGRAD) agree within SDC_LT_OWN_TOL.
+ * before any real use). Returns true when C and the bias gradient
+ * (SDC_EPI_DRELU_BGRAD: n column sums, SDC_EPI_BGRAD_A: m row sums) agree
+ * within SDC_LT_OWN_TOL and, for SDC_EPI_BIAS_RELU_AUX, the masks agree
+ * bit for bit wherever both results are clear of zero or both zero.
  */
 static bool sdc_lt_own_agrees(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
                               const cublasLtMatmulHeuristicResult_t *r, int own, void *A, void *B, void *C,
                               uint64_t a_words, uint64_t b_words, void *work, cudaStream_t stream, double *worst) {
     const sdc_lt_args *g = &p->g;
-    const bool bgrad = g->epilogue == SDC_EPI_DRELU_BGRAD;
+    const int64_t nb = g->epilogue == SDC_EPI_DRELU_BGRAD ? g->n : g->epilogue == SDC_EPI_BGRAD_A ? g->m : 0;
+    const bool mask_out = g->epilogue == SDC_EPI_BIAS_RELU_AUX;
+    const int64_t mask_bytes = mask_out ? g->aux_ld / 8 * g->m : 0;
     const int64_t c_elems = g->m * g->ldc;
-    float *h = (float *)malloc((size_t)(2 * c_elems + 2 * g->n) * sizeof(float));
+    const void *bias = (const void *)(uintptr_t)g->bias, *aux = (const void *)(uintptr_t)g->aux;
+    float *h = (float *)malloc((size_t)(2 * c_elems + 2 * nb) * sizeof(float) + (size_t)(2 * mask_bytes));
     if (!h) return false;
-    float *ref = h, *got = h + c_elems, *ref_b = h + 2 * c_elems, *got_b = ref_b + g->n;
+    float *ref = h, *got = h + c_elems, *ref_b = h + 2 * c_elems, *got_b = ref_b + nb;
+    uint8_t *ref_m = (uint8_t *)(got_b + nb), *got_m = ref_m + mask_bytes;
     bool ok = sdc_fill_random(A, (int64_t)a_words, 0x5eed0001u, 1, stream) == cudaSuccess &&
               sdc_fill_random(B, (int64_t)b_words, 0x5eed0002u, 1, stream) == cudaSuccess;
     if (ok && g->aux && g->epilogue == SDC_EPI_DRELU_BGRAD)
         ok = sdc_fill_random((void *)(uintptr_t)g->aux, g->aux_ld / 32 * g->m, 0x5eed0003u, 0, stream) ==
              cudaSuccess;
     ok = ok && sdc_lt_enqueue(lt, p, r, SDC_SKINNY_NONE, A, B, C, work, stream) &&
-         sdc_lt_fetch(ref, C, g->m, g->ldc, stream) &&
-         (!bgrad || sdc_lt_fetch(ref_b, (const void *)(uintptr_t)g->bias, 1, g->n, stream)) &&
+         sdc_lt_fetch(ref, C, g->m, g->ldc, stream) && (!nb || sdc_lt_fetch(ref_b, bias, 1, nb, stream)) &&
+         (!mask_bytes || sdc_lt_fetch((float *)ref_m, aux, 1, mask_bytes / 4, stream)) &&
          cudaMemsetAsync(C, 0, (size_t)c_elems * sizeof(float), stream) == cudaSuccess &&
+         (!mask_bytes || cudaMemsetAsync((void *)aux, 0, (size_t)mask_bytes, stream) == cudaSuccess) &&
          sdc_lt_enqueue(lt, p, r, own, A, B, C, work, stream) && sdc_lt_fetch(got, C, g->m, g->ldc, stream) &&
-         (!bgrad || sdc_lt_fetch(got_b, (const void *)(uintptr_t)g->bias, 1, g->n, stream));
+         (!nb || sdc_lt_fetch(got_b, bias, 1, nb, stream)) &&
+         (!mask_bytes || sdc_lt_fetch((float *)got_m, aux, 1, mask_bytes / 4, stream));
     if (ok) {
         *worst = sdc_lt_diff(got, ref, g->m, g->n, g->ldc);
-        if (bgrad) {
-            const double wb = sdc_lt_diff(got_b, ref_b, 1, g->n, g->n);
+        if (nb) {
+            const double wb = sdc_lt_diff(got_b, ref_b, 1, nb, nb);
             if (!(wb <= *worst)) *worst = wb;
         }
         ok = *worst <= SDC_LT_OWN_TOL;
+        /* A result clear of zero was positive before the ReLU in both: set
+         * in both masks; both zero: clear in both. Results within the
+         * tolerance of zero may differ in sign. */
+        for (int64_t i = 0; ok && mask_bytes && i < g->m; i++)
+            for (int64_t j = 0; ok && j < g->n; j++) {
+                const float x = ref[i * g->ldc + j], y = got[i * g->ldc + j];
+                const bool rb = sdc_lt_bit(ref_m, g->aux_ld, i, j), ob = sdc_lt_bit(got_m, g->aux_ld, i, j);
+                if ((x > SDC_LT_OWN_TOL && !(rb && ob)) || (x == 0 && y == 0 && (rb || ob))) {
+                    *worst = INFINITY;
+                    ok = false;
+                }
+            }
     }
     free(h);
     cudaGetLastError();
@@ -239,11 +307,32 @@ static bool sdc_lt_own_agrees(cublasLtHandle_t lt, const sdc_lt_plan_s *p,
  * differently, so its bits may differ between runs: SYMDDP_CUDA_TUNE=0
  * keeps the heuristic's choice for reproducible runs.
  * SYMDDP_CUDA_TUNE_LOG=1 prints every decision to stderr.
+ *
+ * The project's own kernels (sd_skinny.cuh) that fit the plan are checked
+ * and timed after cuBLASLt's candidates (sdc_own_mode). time_lt false
+ * (SYMDDP_CUDA_TUNE=0 with the tiled kernel forced) leaves cuBLASLt's
+ * candidates untimed and the heuristic's choice as the pick; own_diff gets
+ * the largest difference an own kernel's check found.
  */
 static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g, uint64_t a_elems,
                        uint64_t b_elems, uint64_t c_elems, const cublasLtMatmulHeuristicResult_t *res,
-                       int found, int first) {
-    if (found < 2) return first;
+                       int found, int first, bool time_lt, double *own_diff) {
+    /* The own kernels to consider (sdc_own_mode). */
+    const int mode = sdc_own_mode();
+    const bool forced = mode == SDC_OWN_FORCE || mode == SDC_OWN_FORCE_SPLIT;
+    int kinds[4], nkinds = 0;
+    if (mode == SDC_OWN_TIMED && sdc_skinny_kind(g) != SDC_SKINNY_NONE) kinds[nkinds++] = sdc_skinny_kind(g);
+    if (mode != SDC_OWN_OFF && sdc_tiled_fits(g)) {
+        /* The splits the plan's scratch holds: 1, 2, ... up to the largest
+         * worth trying (forced: just the one asked for). */
+        const int max_split = sdc_tiled_max_split(g, p->sm_count);
+        for (int sp = mode == SDC_OWN_FORCE_SPLIT ? max_split : 1; sp <= max_split && nkinds < 4; sp *= 2) {
+            if (sdc_tiled_scratch_bytes(g, sp) > p->own_scratch_bytes) break;
+            kinds[nkinds++] = sdc_own_tiled(sp);
+            if (mode == SDC_OWN_FORCE) break;
+        }
+    }
+    if (found < 2 && nkinds == 0) return first;
     cudaStream_t stream = (cudaStream_t)(uintptr_t)c->stream;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
@@ -257,9 +346,8 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
     const size_t cbytes = (c_elems * 4 + round - 1) / round * round;
     char *scratch = NULL;
     cudaEvent_t t0 = NULL, t1 = NULL;
-    int pick = first, fastest = -1, own = SDC_SKINNY_NONE;
-    float best = -1, first_us = -1, own_us = -1;
-    double own_diff = -1;
+    int pick = first, fastest = -1;
+    float best = -1, first_us = -1, own_us[4] = {-1, -1, -1, -1};
     int timed = 0, tried = 0;
     if (cudaMalloc((void **)&scratch, abytes + bbytes + cbytes) != cudaSuccess ||
         cudaMemsetAsync(scratch, 0, abytes + bbytes + cbytes, stream) != cudaSuccess ||
@@ -271,7 +359,7 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
         void *C = scratch + abytes + bbytes;
         const cublasLtHandle_t lt = (cublasLtHandle_t)(uintptr_t)c->lt;
         void *work = (void *)(uintptr_t)c->workspace;
-        for (int i = 0; i < found; i++) {
+        for (int i = 0; time_lt && i < found; i++) {
             if (!sd_lt_usable(&res[i], ws)) continue;
             tried++;
             /* One eager call: does the candidate run, and how many calls fill
@@ -297,18 +385,29 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
         /* Leave the heuristic's choice only for a clear gain, so that the
          * same job picks the same algorithms run after run. */
         if (fastest >= 0 && (first_us < 0 || best < SDC_LT_TUNE_GAIN * first_us)) pick = fastest;
-        /* The project's own kernel, when one fits the shapes: first checked
+        /* The project's own kernels that fit the shapes: each first checked
          * against cuBLASLt's pick on random operands, then timed the same
-         * way; it replaces the pick for the same clear gain. */
-        own = sdc_skinny_kind(g);
-        if (own != SDC_SKINNY_NONE && pick >= 0 && timed > 0) {
-            if (!sdc_lt_own_agrees(lt, p, &res[pick], own, (void *)A, (void *)B, C, a_elems, b_elems, work, stream,
-                                   &own_diff)) {
-                own_us = -2; /* disagrees: not used */
-            } else {
-                own_us = sdc_lt_time_graph(lt, p, NULL, own, A, B, C, work, stream, SDC_LT_TUNE_MAX_CALLS, t0, t1);
-                const float pick_us = pick == first ? first_us : best;
-                if (own_us > 0 && own_us < SDC_LT_TUNE_GAIN * pick_us) p->own = own;
+         * way; the faster replaces the pick for the same clear gain (forced:
+         * the tiled one, untimed). */
+        const float pick_us = pick == first ? first_us : best;
+        float own_best = -1;
+        for (int q = 0; q < nkinds && pick >= 0 && (timed > 0 || !time_lt); q++) {
+            double diff = -1;
+            const bool agrees = sdc_lt_own_agrees(lt, p, &res[pick], kinds[q], (void *)A, (void *)B, C, a_elems,
+                                                  b_elems, work, stream, &diff);
+            if (diff > *own_diff) *own_diff = diff;
+            if (!agrees) {
+                own_us[q] = -2; /* disagrees: not used */
+                continue;
+            }
+            if (forced) {
+                p->own = kinds[q];
+                continue;
+            }
+            own_us[q] = sdc_lt_time_graph(lt, p, NULL, kinds[q], A, B, C, work, stream, SDC_LT_TUNE_MAX_CALLS, t0, t1);
+            if (own_us[q] > 0 && own_us[q] < SDC_LT_TUNE_GAIN * pick_us && (own_best < 0 || own_us[q] < own_best)) {
+                own_best = own_us[q];
+                p->own = kinds[q];
             }
         }
         /* Not one candidate ran (the loop went to its end: a failure of
@@ -332,14 +431,20 @@ done:
         if (pick >= 0)
             cublasLtMatmulAlgoConfigGetAttribute(&res[pick].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
                                                  sizeof split, &got);
-        char own_note[96] = "";
-        if (own != SDC_SKINNY_NONE)
-            snprintf(own_note, sizeof own_note, "; own %s kernel %s", own == SDC_SKINNY_N ? "skinny-n" : "skinny-k",
-                     own_us == -2 ? "disagrees with cuBLASLt: not used" : p->own ? "picked instead" : "not faster");
-        fprintf(stderr, "symddp: cuBLASLt %s %c%c m=%lld n=%lld k=%lld: %d of %d candidates timed in a graph, fastest #%d %.1f us, heuristic's #%d %.1f us (%.2f waves): picked #%d (split-K %d)%s; own %.1f us, diff %.2g\n",
+        char own_note[320] = "";
+        int at = 0;
+        for (int q = 0; q < nkinds && at < (int)sizeof own_note; q++) {
+            char name[32];
+            at += snprintf(own_note + at, sizeof own_note - (size_t)at, "; own %s %.1f us %s",
+                           sdc_own_name(kinds[q], name, sizeof name), own_us[q],
+                           own_us[q] == -2       ? "disagrees with cuBLASLt: not used"
+                           : p->own == kinds[q] ? "picked instead"
+                                                : "not faster");
+        }
+        fprintf(stderr, "symddp: cuBLASLt %s %c%c m=%lld n=%lld k=%lld: %d of %d candidates timed in a graph, fastest #%d %.1f us, heuristic's #%d %.1f us (%.2f waves): picked #%d (split-K %d)%s; own diff %.2g\n",
                 sdc_epi_name(g->epilogue), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
                 (long long)g->n, (long long)g->k, timed, found, fastest, best, first, first_us,
-                res[first].wavesCount, pick, (int)split, own_note, own_us, own_diff);
+                res[first].wavesCount, pick, (int)split, own_note, *own_diff);
     }
     return pick;
 }
@@ -381,6 +486,23 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
     if (!p) return SD_FAIL(SD_ERR_NO_MEMORY, "sdc_lt_plan_create: out of host memory");
     p->g = *g;
     p->sm_count = c->sm_count;
+    const char *tune = getenv("SYMDDP_CUDA_TUNE");
+    const int own_mode = sdc_own_mode();
+    const bool tuning = !(tune && tune[0] == '0');
+    const bool force = own_mode == SDC_OWN_FORCE || own_mode == SDC_OWN_FORCE_SPLIT;
+    if ((tuning || force) && own_mode != SDC_OWN_OFF && sdc_tiled_fits(g)) {
+        const int64_t bytes = sdc_tiled_scratch_bytes(g, sdc_tiled_max_split(g, c->sm_count));
+        if (bytes > 0) {
+            if (cudaMalloc(&p->own_scratch, (size_t)bytes) != cudaSuccess ||
+                cudaMemset(p->own_scratch, 0, (size_t)bytes) != cudaSuccess) {
+                cudaGetLastError(); /* then the tiled kernel is not considered for this plan */
+                if (p->own_scratch) cudaFree(p->own_scratch);
+                p->own_scratch = NULL;
+            } else {
+                p->own_scratch_bytes = bytes;
+            }
+        }
+    }
     {
         /* Our b is cuBLASLt's A, our a its B (see the top of the file). */
         const cublasOperation_t op_lt_a = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -433,13 +555,19 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
                          (long long)g->n, (long long)g->k, (unsigned long long)ws);
             goto fail;
         }
-        const char *tune = getenv("SYMDDP_CUDA_TUNE");
         int pick = first;
-        if (!(tune && tune[0] == '0')) {
+        double own_diff = -1;
+        if (tuning)
             found = sd_lt_split_variants(lt, p->desc, p->la, p->lb, p->lc, k, (size_t)ws, res, found, first,
                                          SDC_LT_MAX_CANDIDATES);
+        if (tuning || force)
             pick = sdc_lt_tune(c, p, g, a_rows * (uint64_t)g->lda, b_rows * (uint64_t)g->ldb,
-                               lt_n * (uint64_t)g->ldc, res, found, first);
+                               lt_n * (uint64_t)g->ldc, res, found, first, tuning, &own_diff);
+        if (pick >= 0 && force && sdc_tiled_fits(g) && sdc_own_kind(p->own) != SDC_OWN_TILED) {
+            rc = SD_FAIL(SD_ERR, "SYMDDP_CUDA_OWN_GEMM=%s: the tiled kernel was not used for epilogue %s (%c%c, m=%lld n=%lld k=%lld): it differs from cuBLASLt by %.3g (at most %g), or could not run",
+                         own_mode == SDC_OWN_FORCE ? "tiled" : "tiled-split", sdc_epi_name(e), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
+                         (long long)g->n, (long long)g->k, own_diff, SDC_LT_OWN_TOL);
+            goto fail;
         }
         if (pick < 0) {
             rc = SD_FAIL(SD_ERR, "none of cuBLASLt's %d fp32 algorithms for epilogue %s (%c%c, m=%lld n=%lld k=%lld) ran",
@@ -478,9 +606,8 @@ extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64
                        p->g.align_b, p->g.align_c);
     SD_TRY(sdc_use_device(c->device));
     if (p->own != SDC_SKINNY_NONE) {
-        SD_CUDA(sdc_skinny_launch(p->own, &p->g, p->sm_count, (const void *)(uintptr_t)a,
-                                  (const void *)(uintptr_t)b, (void *)(uintptr_t)cmat,
-                                  (cudaStream_t)(uintptr_t)(side ? c->side_stream : c->stream)));
+        SD_CUDA(sdc_own_launch(p, p->own, (const void *)(uintptr_t)a, (const void *)(uintptr_t)b,
+                               (void *)(uintptr_t)cmat, (cudaStream_t)(uintptr_t)(side ? c->side_stream : c->stream)));
         return SD_OK;
     }
     cublasStatus_t st =

@@ -257,3 +257,48 @@ func TestFusedMatchesUnfusedGPU(t *testing.T) {
 	t.Log("fused:   " + fused.fusion)
 	sameTraining(t, "fused on the GPU", fused, unfused)
 }
+
+// The project's tiled GEMM (cuda/sd_compute_tiled.cu), forced on every
+// fused GEMM of the mlp (every transpose and epilogue the step uses: bias
+// and ReLU with its mask, the ReLU derivative with the column sums, the
+// row sums of the weight gradient), without and with k split over blocks,
+// trains as the unfused path, and its bits are neither cuBLASLt's nor, split,
+// the unsplit kernel's: each ran. A plan where it disagrees with cuBLASLt
+// on random operands fails to build, which fails the test.
+func TestFusedTiledGEMMGPU(t *testing.T) {
+	gpuEngine(t)
+	t.Setenv("SYMDDP_CUDA_TUNE", "0")
+	engine := func(opts cuda.Options) *cuda.Engine {
+		e, err := cuda.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	}
+	unfused := runFusedMLP(t, engine(cuda.Options{Device: -1, DisableFused: true}), 256, 20, false)
+	lt := engine(cuda.Options{Device: -1})
+	if !lt.FusedEnabled() {
+		t.Skip("fused layers are off (" + cuda.FusedEnv + "=0)")
+	}
+	prev := runFusedMLP(t, lt, 256, 20, false)
+	sameTraining(t, "cuBLASLt", prev, unfused)
+	prevName := "cuBLASLt"
+	for _, mode := range []string{"tiled", "tiled-split"} {
+		t.Setenv("SYMDDP_CUDA_OWN_GEMM", mode)
+		got := runFusedMLP(t, engine(cuda.Options{Device: -1}), 256, 20, false)
+		wantFusion(t, got.fusion, prev.fusion)
+		sameTraining(t, mode, got, unfused)
+		same := 0
+		for i := range got.params {
+			if math.Float32bits(got.params[i]) == math.Float32bits(prev.params[i]) {
+				same++
+			}
+		}
+		if same == len(got.params) {
+			t.Errorf("%s gave %s's bits in all %d parameters: it did not run", mode, prevName, same)
+		}
+		t.Logf("%s: %d of %d parameters have %s's bits", mode, same, len(got.params), prevName)
+		prev, prevName = got, mode
+	}
+}

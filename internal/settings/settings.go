@@ -79,6 +79,7 @@ const (
 	ForceNVSHMEM = "SYMDDP_FORCE_NVSHMEM"
 	CUDATune     = "SYMDDP_CUDA_TUNE"
 	CUDATuneLog  = "SYMDDP_CUDA_TUNE_LOG"
+	CUDAOwnGEMM  = "SYMDDP_CUDA_OWN_GEMM"
 	CUDAPDL      = "SYMDDP_CUDA_PDL"
 	CUDASpin     = "SYMDDP_CUDA_SPIN_US"
 	Attention    = "SYMDDP_ATTENTION"
@@ -118,6 +119,7 @@ var table = []Var{
 	{ForceNVSHMEM, "0", CUDA, "1: take NVSHMEM's collectives as if every peer were on another node (testing)"},
 	{CUDATune, "1", CUDA, "0: keep cuBLASLt's first heuristic choice instead of timing candidates (the compute plans at build time, the fused GPT's at its first step; bits repeat run to run)"},
 	{CUDATuneLog, "0", CUDA, "1: print every cuBLASLt tuning decision to stderr"},
+	{CUDAOwnGEMM, "1", CUDA, "the project's own fp32 GEMM kernels beside cuBLASLt's in the compute plans: 1 (each that fits, checked against cuBLASLt and kept when at least 10% faster), 0 (none), tiled or tiled-split (the tiled kernel, without or with its largest split of k over blocks, on every plan it fits, untimed, also with SYMDDP_CUDA_TUNE=0; a plan where it disagrees with cuBLASLt fails: for tests)"},
 	{CUDAPDL, "1", CUDA, "0: launch the step's own kernels without programmatic dependent launch"},
 	{CUDASpin, "1000", CUDA, "microseconds a host wait for GPU work (a step's report, a stream) spins before it sleeps; sleeps wake late by the timer slack, about 50 us"},
 	{Attention, "auto", CUDA, "the fused GPT's attention: auto (cuDNN's fused attention where the library was built with cuDNN and its plans build for the shape, else ours), cudnn (cuDNN's, or an error saying why not), own (ours: mma.sync, or wmma)"},
