@@ -565,9 +565,15 @@ extern "C" int sdc_lt_plan_create(const sdc_ctx *c, const sdc_lt_args *g, uint64
                                lt_n * (uint64_t)g->ldc, res, found, first, tuning, &own_diff);
         if (pick >= 0 && force && sdc_tiled_fits(g) && sdc_own_kind(p->own) != SDC_OWN_TILED) {
             rc = SD_FAIL(SD_ERR, "SYMDDP_CUDA_OWN_GEMM=%s: the tiled kernel was not used for epilogue %s (%c%c, m=%lld n=%lld k=%lld): it differs from cuBLASLt by %.3g (at most %g), or could not run",
-                         own_mode == SDC_OWN_FORCE ? "tiled" : "tiled-split", sdc_epi_name(e), g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m,
-                         (long long)g->n, (long long)g->k, own_diff, SDC_LT_OWN_TOL);
+                         own_mode == SDC_OWN_FORCE ? "tiled" : "tiled-split", sdc_epi_name(e),
+                         g->trans_a ? 'T' : 'N', g->trans_b ? 'T' : 'N', (long long)g->m, (long long)g->n,
+                         (long long)g->k, own_diff, SDC_LT_OWN_TOL);
             goto fail;
+        }
+        if (p->own_scratch && sdc_own_kind(p->own) != SDC_OWN_TILED) { /* not picked: give it back */
+            cudaFree(p->own_scratch);
+            p->own_scratch = NULL;
+            p->own_scratch_bytes = 0;
         }
         if (pick < 0) {
             rc = SD_FAIL(SD_ERR, "none of cuBLASLt's %d fp32 algorithms for epilogue %s (%c%c, m=%lld n=%lld k=%lld) ran",

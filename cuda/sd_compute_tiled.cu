@@ -224,7 +224,8 @@ __global__ void __launch_bounds__(SDC_TILE_THREADS, 2)
         const float *all = sc.tiles + tile * gridDim.z * (SDC_TILE * SDC_TILE);
         for (int rr = warp; rr < SDC_TILE; rr += rows_per_warp_step) {
             float v = 0.0f;
-            for (unsigned z = 0; z < gridDim.z; z++) v += __ldcg(all + z * (SDC_TILE * SDC_TILE) + rr * SDC_TILE + lane);
+            for (unsigned z = 0; z < gridDim.z; z++)
+                v += __ldcg(all + z * (SDC_TILE * SDC_TILE) + rr * SDC_TILE + lane);
             red[rr * SDC_TILE_PAD + lane] = v;
         }
     }
