@@ -387,8 +387,11 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
         if (fastest >= 0 && (first_us < 0 || best < SDC_LT_TUNE_GAIN * first_us)) pick = fastest;
         /* The project's own kernels that fit the shapes: each first checked
          * against cuBLASLt's pick on random operands, then timed the same
-         * way; the faster replaces the pick for the same clear gain (forced:
-         * the tiled one, untimed). */
+         * way; the fastest replaces the pick for the same clear gain. A
+         * split of k (more blocks, handing partial tiles over) replaces the
+         * own kernel before it only for that gain too, so that near-ties
+         * resolve the same way run after run (forced: the tiled one,
+         * untimed). */
         const float pick_us = pick == first ? first_us : best;
         float own_best = -1;
         for (int q = 0; q < nkinds && pick >= 0 && (timed > 0 || !time_lt); q++) {
@@ -405,7 +408,8 @@ static int sdc_lt_tune(const sdc_ctx *c, sdc_lt_plan_s *p, const sdc_lt_args *g,
                 continue;
             }
             own_us[q] = sdc_lt_time_graph(lt, p, NULL, kinds[q], A, B, C, work, stream, SDC_LT_TUNE_MAX_CALLS, t0, t1);
-            if (own_us[q] > 0 && own_us[q] < SDC_LT_TUNE_GAIN * pick_us && (own_best < 0 || own_us[q] < own_best)) {
+            if (own_us[q] > 0 && own_us[q] < SDC_LT_TUNE_GAIN * pick_us &&
+                (own_best < 0 || own_us[q] < (sdc_own_split(kinds[q]) > 1 ? SDC_LT_TUNE_GAIN : 1.0f) * own_best)) {
                 own_best = own_us[q];
                 p->own = kinds[q];
             }

@@ -40,7 +40,11 @@
 #define SDC_TILE_THREADS (SDC_TILE_GROUPS * 64)
 /* Each of a slab's two operand tiles, per thread. */
 #define SDC_TILE_LOADS (SDC_TILE * SDC_TILE_K / SDC_TILE_THREADS)
-#define SDC_TILE_PAD (SDC_TILE + 1)
+/* Row length of the slabs in shared memory: 16-byte rows, so that a thread
+ * reads its four values of a row as one float4 (a quarter of the shared
+ * loads of scalar reads, which bounded the kernel); the transposing stores
+ * of a k-contiguous operand then meet 4-way bank conflicts, once a slab. */
+#define SDC_TILE_PAD (SDC_TILE + 4)
 
 /*
  * A thread's walk over a slab's operand tile (SDC_TILE x SDC_TILE_K
@@ -158,7 +162,7 @@ __global__ void __launch_bounds__(SDC_TILE_THREADS, 2)
                      uint32_t *aux, int64_t aux_ld, sdc_tiled_scratch sc) {
     sdc_wait_prior_grid();
     /* The slabs, then (after the last one) the groups' partial tiles. */
-    __shared__ float smem[2 * SDC_TILE_K * SDC_TILE_PAD];
+    __shared__ __align__(16) float smem[2 * SDC_TILE_K * SDC_TILE_PAD];
     __shared__ bool last;
     static_assert(SDC_TILE_GROUPS * SDC_TILE * SDC_TILE_PAD <= 2 * SDC_TILE_K * SDC_TILE_PAD, "partials fit");
     float *as = smem, *bs = smem + SDC_TILE_K * SDC_TILE_PAD;
@@ -181,13 +185,11 @@ __global__ void __launch_bounds__(SDC_TILE_THREADS, 2)
         if (k0 + SDC_TILE_K < k_end)
             sdc_tile_load<TA, TB>(a, lda, b, ldb, m, n, k_end, i0, j0, k0 + SDC_TILE_K, ra, rb);
         const int kk0 = grp * (SDC_TILE_K / SDC_TILE_GROUPS);
-#pragma unroll 4
+#pragma unroll 1 /* more would spill at 64 registers */
         for (int kk = kk0; kk < kk0 + SDC_TILE_K / SDC_TILE_GROUPS; kk++) {
-            float av[4], bv[4];
-#pragma unroll
-            for (int r = 0; r < 4; r++) av[r] = as[kk * SDC_TILE_PAD + ty * 4 + r];
-#pragma unroll
-            for (int q = 0; q < 4; q++) bv[q] = bs[kk * SDC_TILE_PAD + tx * 4 + q];
+            const float4 a4 = *reinterpret_cast<const float4 *>(as + kk * SDC_TILE_PAD + ty * 4);
+            const float4 b4 = *reinterpret_cast<const float4 *>(bs + kk * SDC_TILE_PAD + tx * 4);
+            const float av[4] = {a4.x, a4.y, a4.z, a4.w}, bv[4] = {b4.x, b4.y, b4.z, b4.w};
 #pragma unroll
             for (int r = 0; r < 4; r++)
 #pragma unroll
