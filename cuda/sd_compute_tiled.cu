@@ -15,6 +15,10 @@
  *     then added in group order;
  *   - the next slab's loads are issued before the current slab is used, so
  *     a tile waits out about k / 128 memory latencies;
+ *   - with k split over 2 or 4 blocks a tile (the tuner tries it when few
+ *     tiles leave SMs idle), each block stores its partial tile in the
+ *     plan's scratch and the tile's last block adds them in split order
+ *     before the epilogue;
  *   - the epilogue gives a warp one row of the tile at a time, a lane one
  *     column: the bias, the ReLU with its mask (a warp's ballot is one 32-bit
  *     word of it), the ReLU derivative read from the mask;
