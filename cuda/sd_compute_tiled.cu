@@ -322,16 +322,10 @@ cudaError_t sdc_tiled_launch(const sdc_lt_args *g, int split, void *scratch, int
     const float *A = (const float *)a, *B = (const float *)b;
     float *C = (float *)cm, *bias = (float *)(uintptr_t)g->bias;
     uint32_t *aux = (uint32_t *)(uintptr_t)g->aux;
-    const int m = (int)g->m, n = (int)g->n, k = (int)g->k, e = g->epilogue;
-    if (!g->trans_a && !g->trans_b)
-        return sdc_launch(sdc_tiled_kernel<false, false>, grid, block, st, A, g->lda, B, g->ldb, C, g->ldc, m, n, k,
-                          k_split, e, bias, aux, g->aux_ld, sc);
-    if (!g->trans_a && g->trans_b)
-        return sdc_launch(sdc_tiled_kernel<false, true>, grid, block, st, A, g->lda, B, g->ldb, C, g->ldc, m, n, k,
-                          k_split, e, bias, aux, g->aux_ld, sc);
-    if (g->trans_a && !g->trans_b)
-        return sdc_launch(sdc_tiled_kernel<true, false>, grid, block, st, A, g->lda, B, g->ldb, C, g->ldc, m, n, k,
-                          k_split, e, bias, aux, g->aux_ld, sc);
-    return sdc_launch(sdc_tiled_kernel<true, true>, grid, block, st, A, g->lda, B, g->ldb, C, g->ldc, m, n, k,
-                      k_split, e, bias, aux, g->aux_ld, sc);
+    void (*kernel)(const float *, int64_t, const float *, int64_t, float *, int64_t, int, int, int, int, int, float *,
+                   uint32_t *, int64_t, sdc_tiled_scratch) =
+        g->trans_a ? (g->trans_b ? sdc_tiled_kernel<true, true> : sdc_tiled_kernel<true, false>)
+                   : (g->trans_b ? sdc_tiled_kernel<false, true> : sdc_tiled_kernel<false, false>);
+    return sdc_launch(kernel, grid, block, st, A, g->lda, B, g->ldb, C, g->ldc, (int)g->m, (int)g->n, (int)g->k,
+                      k_split, (int)g->epilogue, bias, aux, g->aux_ld, sc);
 }
