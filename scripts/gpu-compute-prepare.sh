@@ -68,7 +68,7 @@ if command -v nvcc >/dev/null; then
 else
     echo "nvcc not found: skipped the compile check of cuda/*.cu"
 fi
-pkgs=(./compute/... ./internal/cudalib/... ./ddp/... ./cmd/train/ ./cmd/symbench/)
+pkgs=(./compute/... ./internal/cudalib/... ./ddp/... ./traincmd/ ./cmd/symbench/)
 go vet "${pkgs[@]}"
 CGO_ENABLED=0 go build ./...
 CGO_ENABLED=0 go vet ./compute/... ./internal/cudalib/... ./ddp/...

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"bytes"
@@ -90,7 +90,7 @@ func trainBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "train")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/symddp/symddp/cmd/train").CombinedOutput()
 		if err != nil {
 			buildErr = err
 			t.Logf("%s", out)

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"os"
@@ -53,7 +53,7 @@ func sameDefault(readme, help string) bool {
 // exists, and a default the table gives as one word per flag is the one
 // --help prints, so that the table cannot drift from the command.
 func TestREADMEFlagTable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package traincmd
 
 import (
 	"errors"
@@ -80,7 +80,8 @@ type options struct {
 	languageModel bool // --model reads tokens (languageModelDefaults)
 	transformer   bool // --model is a models.GPT (--precision bf16 applies)
 
-	set func(name string) bool // whether a flag was given
+	set  func(name string) bool // whether a flag was given
+	args []string               // the command line, for the PEs the launcher starts
 }
 
 // usageError is a bad command line: exit code 2.

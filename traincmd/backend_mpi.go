@@ -1,6 +1,6 @@
 //go:build mpi
 
-package main
+package traincmd
 
 // The mpi comm backend, for runs under mpirun; only in binaries built with
 // -tags mpi (go build -tags mpi ./cmd/train), which need an MPI library.

@@ -1,0 +1,301 @@
+// Package traincmd is the train command as a library: the flags, the PE
+// launcher, mpirun's jobs, restarts and the reports, behind one call. The
+// train binary is `func main() { os.Exit(traincmd.Main()) }`; a program that
+// registers its own models (models.Register) or datasets (datasets.Register)
+// and then calls Main is the same command with those available to --model
+// and --dataset, since every PE it starts is that program again (as torchrun
+// runs the user's script, here the user's binary runs the command):
+//
+//	func main() {
+//		models.Register("mynet", newMyNet)
+//		os.Exit(traincmd.Main())
+//	}
+//
+// Run it with `--help` for the flags. Exit status: 0 on success, 2 for a bad
+// command line, 128 + the signal when stopped by one (130 SIGINT, 143
+// SIGTERM), the failed PE's status when a PE failed (after --max-restarts
+// restarts), 1 otherwise.
+package traincmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/launch"
+	_ "github.com/symddp/symddp/comm/shm" // the default backend
+	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/models"
+)
+
+// Main runs the train command on the process's arguments and returns its
+// exit status, for os.Exit. Register models and datasets before calling it.
+func Main() int {
+	return Run(os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Run is Main with the arguments (without the program name) and the output
+// streams given. The PEs it starts are this executable again (os.Args[0]
+// with the same arguments), so whatever the program registered before
+// calling Run is there in every PE.
+func Run(args []string, stdout, stderr io.Writer) int {
+	return run(args, stdout, stderr)
+}
+
+// proc is this process's role in the job (launch.Detect), set by run.
+var proc launch.Process
+
+// run is the whole command; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	proc = launch.Process{}
+	o, err := parseFlags(args, stdout)
+	if o != nil {
+		o.args = args // what every PE is started with
+	}
+	switch {
+	case errors.Is(err, errHelp):
+		return 0
+	case errors.Is(err, errListModels):
+		fmt.Fprintln(stdout, strings.Join(models.Names(), "\n"))
+		return 0
+	case err != nil:
+		return fail(stderr, err)
+	}
+	if proc, err = launch.Detect(); err != nil {
+		return fail(stderr, err)
+	}
+	if proc.Role == launch.MPIRank && proc.MPI.Size > 0 {
+		// mpirun decided the job size; check --pes against it before
+		// anything that depends on it (the batch size)
+		if o.set("pes") && o.pes != proc.MPI.Size {
+			return fail(stderr, usagef("--pes %d does not match the %d processes mpirun started (drop --pes under mpirun)", o.pes, proc.MPI.Size))
+		}
+		o.pes = proc.MPI.Size
+	}
+	if err := o.validate(); err != nil {
+		return fail(stderr, err)
+	}
+	return fail(stderr, dispatch(o, stdout, stderr))
+}
+
+// dispatch runs this process's role: a PE started by our launcher, a PE
+// started by mpirun, or the launcher itself.
+func dispatch(o *options, stdout, stderr io.Writer) error {
+	switch proc.Role {
+	case launch.LocalPE:
+		dc, err := chooseData(o)
+		if err != nil {
+			return err
+		}
+		dc.notice = "" // the launcher said it once
+		cfg := proc.Config
+		r := &peRun{o: o, dc: dc, cfg: cfg, backend: proc.Backend, localPE: cfg.PE, local: cfg.NPEs, stdout: stdout, stderr: stderr}
+		return r.run()
+	case launch.MPIRank:
+		return runUnderMPI(o, proc.MPI, stdout, stderr)
+	}
+	return launchLocal(o, stdout, stderr)
+}
+
+// launchLocal checks what can be checked once, then runs the PEs: in this
+// process for one PE on the shm backend, as child processes otherwise
+// (started again after a failure, up to --max-restarts times).
+func launchLocal(o *options, stdout, stderr io.Writer) error {
+	backend := o.backend
+	if backend == "auto" {
+		backend = "shm"
+	}
+	if backend == "mpi" {
+		return usagef("--backend mpi needs an MPI launcher: run `mpirun -np %d train --backend mpi ...`", o.pes)
+	}
+	dc, err := chooseData(o)
+	if err != nil {
+		return err
+	}
+	heap, err := heapSize(o, backend)
+	if err != nil {
+		return err
+	}
+	if err := checkOutputs(o); err != nil {
+		return err
+	}
+	if o.pes == 1 && backend == "shm" && o.maxRestarts == 0 {
+		r := &peRun{o: o, dc: dc, cfg: comm.Config{PE: 0, NPEs: 1, HeapSize: heap, Timeout: o.timeout},
+			backend: backend, local: 1, stdout: stdout, stderr: stderr}
+		return r.run()
+	}
+	args := o.args
+	if dc.notice != "" {
+		fmt.Fprintln(stderr, "warning:", dc.notice)
+		args = append(append([]string{}, args...), "--dataset", "synthetic")
+	}
+	if cpus := runtime.NumCPU(); backend == "shm" && o.pes > cpus {
+		fmt.Fprintf(stderr, "note: %d PEs on %d CPUs take turns on them, and every allreduce waits for the PEs that are not running: expect fewer samples/s than with --pes %d (fine for trying data parallelism out)\n",
+			o.pes, cpus, cpus)
+	}
+	spec := launch.Spec{Args: args, NPEs: o.pes, Backend: backend, HeapSize: heap, Timeout: o.timeout,
+		Stdout: stdout, Stderr: stderr, ForwardSignals: true}
+	if backend == "nvshmem" {
+		if err := prepareGPULaunch(o, &spec, stderr); err != nil {
+			return err
+		}
+	}
+	return runWithRestarts(o, spec, stderr)
+}
+
+// runUnderMPI runs this process as one PE of an mpirun job.
+func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error {
+	backend := o.backend
+	if backend == "auto" {
+		backend = "mpi"
+	}
+	if backend == "shm" {
+		return usagef("--backend shm cannot run under mpirun (its PEs are started by train itself): use --backend mpi, or run train --pes N without mpirun")
+	}
+	if o.maxRestarts > 0 {
+		return usagef("--max-restarts: under mpirun, mpirun starts and stops the PEs; run mpirun in a loop with --resume latest instead (docs/FAULTS.md)")
+	}
+	if backend == "mpi" && !contains(comm.Backends(), "mpi") {
+		return errors.New("this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train` (needs libopenmpi-dev), or run train --pes N without mpirun")
+	}
+	dc, err := chooseData(o)
+	if err != nil {
+		return err
+	}
+	if mpi.Rank != 0 {
+		dc.notice = ""
+	} else if err := checkOutputs(o); err != nil {
+		return err
+	}
+	heap, err := heapSize(o, backend)
+	if err != nil {
+		return err
+	}
+	local := mpi.LocalRank
+	if local < 0 {
+		local = mpi.Rank
+	}
+	perHost := mpi.Size
+	if mpi.LocalSize > 0 {
+		perHost = mpi.LocalSize // PEs on this host, for the threads per PE
+	}
+	cfg := comm.Config{PE: mpi.Rank, NPEs: mpi.Size, HeapSize: heap, Timeout: o.timeout}
+	if backend == "nvshmem" && o.gpuLib != "" {
+		cfg.Options = map[string]string{"lib": o.gpuLib} // what --pes N passes as SYMDDP_CUDA_LIB
+	}
+	r := &peRun{o: o, dc: dc, cfg: cfg, backend: backend, localPE: local, local: max(1, perHost), stdout: stdout, stderr: stderr}
+	return r.run()
+}
+
+// heapSize is --heap-size, or what the model needs (modelHeap).
+func heapSize(o *options, backend string) (int64, error) {
+	if o.heapSize != "" {
+		return parseBytes("--heap-size", o.heapSize, false)
+	}
+	return modelHeap(o, backend)
+}
+
+// modelHeap is what the model's arenas need of the heap, plus room for the
+// trainer's small buffers, whatever --heap-size says.
+func modelHeap(o *options, backend string) (int64, error) {
+	if !contains(models.Names(), o.model) {
+		return 0, usagef("--model %q: unknown model (known: %s)", o.model, strings.Join(models.Names(), ", "))
+	}
+	m, err := models.New(o.model, o.modelConfig())
+	if err != nil {
+		return 0, usageError{err}
+	}
+	n := int64(0)
+	for _, p := range m.Params() {
+		n += int64(p.Size())
+	}
+	const slack = 4 << 20 // metrics, replica hashes, alignment
+	// parameters and gradients, and up to two optimizer state slots where
+	// the sharded update keeps its state in the heap (host arenas: not on
+	// nvshmem, whose sharded update keeps its state in the engine's memory)
+	arrays := int64(2)
+	if o.shardUpdate && backend != "nvshmem" {
+		arrays = 4
+	}
+	need := arrays*4*(n+64) + slack
+	if o.gradDType == "bf16" {
+		need += 2 * (n + 64) // the bf16 gradient buffer
+	}
+	return (need + (1<<20 - 1)) &^ (1<<20 - 1), nil
+}
+
+// exitPEUsage is a PE's exit status for a bad command line; the launcher
+// turns it into 2. (A PE cannot use 2 itself: that is a Go panic's status.)
+const exitPEUsage = 64
+
+// fail prints err in one line and returns the exit status. A PE that our
+// launcher started hands its error to the launcher instead, which prints it
+// once for the job (launch.Process.ReportFailure); under mpirun, a bad
+// command line is printed by rank 0 only.
+func fail(stderr io.Writer, err error) int {
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	var pe *launch.PEError
+	var rep reportedError
+	var stop stoppedError
+	var intr *launch.InterruptedError
+	switch {
+	case errors.As(err, &rep):
+		return rep.code
+	case errors.As(err, &ue):
+		switch {
+		case proc.Role == launch.LocalPE:
+			if !proc.ReportFailure(err) {
+				fmt.Fprintf(stderr, "train: %v\n", err)
+			}
+			return exitPEUsage
+		case proc.Role == launch.MPIRank && proc.MPI.Rank != 0:
+			return 2
+		}
+		fmt.Fprintf(stderr, "train: %v\nRun 'train --help' for the flags.\n", err)
+		return 2
+	case errors.As(err, &stop):
+		return 128 + int(stop.sig)
+	case errors.As(err, &intr):
+		fmt.Fprintf(stderr, "train: stopped by %s\n", unix.SignalName(intr.Signal))
+		return 128 + int(intr.Signal)
+	case errors.As(err, &pe):
+		switch {
+		case pe.ExitCode == exitPEUsage && pe.Reason != "":
+			fmt.Fprintf(stderr, "train: %s\nRun 'train --help' for the flags.\n", pe.Reason)
+			return 2
+		case pe.ExitCode == exitPEUsage:
+			fmt.Fprintf(stderr, "train: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		if pe.Signal == 0 && (pe.ExitCode == 2 || pe.ExitCode == exitFinished) { // 2: a Go panic in the PE
+			return 1
+		}
+		return pe.ExitStatus()
+	}
+	if proc.Role == launch.LocalPE && proc.ReportFailure(err) {
+		return 1
+	}
+	if leftToRankZero(err) {
+		return 1
+	}
+	fmt.Fprintf(stderr, "train: %v\n", err)
+	return 1
+}
+
+// leftToRankZero reports whether this process, a rank of mpirun other
+// than 0, leaves err to rank 0 to print: an error every rank reaches
+// together (ddp.Shared), which would otherwise be printed once per rank
+// (our own launcher gathers its PEs' errors instead).
+func leftToRankZero(err error) bool {
+	return proc.Role == launch.MPIRank && proc.MPI.Rank != 0 && ddp.Shared(err)
+}
