@@ -59,6 +59,8 @@ type ckptMeta struct {
 	// says of its sizes, so that a checkpoint can be rebuilt without the
 	// run's flags (the generate command).
 	ModelConfig map[string]int `json:"model_config,omitempty"`
+	// Recipe is Options.Recipe: how the writing run was configured.
+	Recipe map[string]any `json:"recipe,omitempty"`
 }
 
 // ModelDescriber is implemented by models whose sizes cannot all be read
@@ -145,7 +147,7 @@ func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
 	tensors := t.ckptTensors(params, state)
 	meta := ckptMeta{Format: ckptFormat, Model: t.m.Name(), Params: t.n, Step: t.step, Epoch: epoch,
 		StepInEpoch: stepInEpoch, GlobalBatch: t.opts.GlobalBatch, Accumulate: t.opts.Accumulate,
-		NPEs: t.c.NPEs(), Seed: t.opts.Seed, Optimizer: t.o.Hyper(), NextLR: t.opts.lr(t.step + 1)}
+		NPEs: t.c.NPEs(), Seed: t.opts.Seed, Optimizer: t.o.Hyper(), NextLR: t.opts.lr(t.step + 1), Recipe: t.opts.Recipe}
 	if d, ok := t.m.(ModelDescriber); ok {
 		meta.ModelConfig = d.Describe()
 	}

@@ -92,6 +92,11 @@ type Options struct {
 
 	// Checkpoint configures saving and resuming; zero means no checkpoints.
 	Checkpoint CheckpointOptions
+	// Recipe is what the caller wants checkpoints to record of how the run
+	// was configured (train's resolved recipe: every hyperparameter of the
+	// optimizer, schedule, clipping and batch), written as JSON into the
+	// checkpoint's metadata under "recipe"; nil records nothing.
+	Recipe map[string]any
 
 	// Hooks are called on every PE; see Hooks.
 	Hooks Hooks

@@ -77,8 +77,10 @@ type options struct {
 	faultInject string
 	maxRestarts int
 
-	languageModel bool // --model reads tokens (languageModelDefaults)
-	transformer   bool // --model is a models.GPT (--precision bf16 applies)
+	languageModel bool            // --model reads tokens (languageModelDefaults)
+	modelDefault  map[string]bool // flags the model's defaults set (languageModelDefaults)
+	recipe        recipe          // the resolved recipe (resolve, in validate)
+	transformer   bool            // --model is a models.GPT (--precision bf16 applies)
 
 	set  func(name string) bool // whether a flag was given
 	args []string               // the command line, for the PEs the launcher starts
@@ -111,8 +113,9 @@ Examples:
 
 Language models (gpt-tiny, gpt, gpt2) change the defaults below for every flag not given:
   --dataset text (Go's source tree), --batch-size 16, --max-steps 400, --optimizer adamw,
-  --weight-decay 0.1 (matrices only), --beta2 0.95, --warmup-steps 20 (a tenth of shorter runs),
-  --clip-norm 1, --eval-every 100 (steps), --eval-batches 20, --log-every 20.
+  with adamw --weight-decay 0.1 (matrices only) and --beta2 0.95, --warmup-steps 20 (a tenth of
+  shorter runs), --clip-norm 1, --eval-every 100 (steps), --eval-batches 20, --log-every 20.
+  The start-up header prints the whole recipe the run uses; checkpoints record it.
 
 Flags:
 `
@@ -150,12 +153,12 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&o.accumulate, "accumulate", 1, "micro-batches per optimizer step (gradient accumulation)")
 	fs.Float32Var(&o.lr, "lr", 0, "learning rate (default 0.05 for sgd, 0.001 for adam and adamw)")
 	fs.StringVar(&o.optimizer, "optimizer", "sgd", "optimizer: "+strings.Join(optim.Names(), "|"))
-	fs.Float32Var(&o.momentum, "momentum", 0.9, "SGD momentum (0: none)")
+	fs.Float32Var(&o.momentum, "momentum", 0.9, "momentum of sgd (0: none)")
 	fs.BoolVar(&o.nesterov, "nesterov", false, "SGD with Nesterov momentum")
-	fs.Float32Var(&o.weightDecay, "weight-decay", 0, "weight decay (L2 for sgd and adam, decoupled for adamw; adamw default 0.01)")
-	fs.Float32Var(&o.beta1, "beta1", 0.9, "Adam beta1")
-	fs.Float32Var(&o.beta2, "beta2", 0.999, "Adam beta2")
-	fs.Float32Var(&o.eps, "eps", 1e-8, "Adam epsilon")
+	fs.Float32Var(&o.weightDecay, "weight-decay", 0, "weight decay (L2 for sgd and adam, decoupled for adamw; default 0, adamw 0.01, language models with adamw 0.1 on matrices)")
+	fs.Float32Var(&o.beta1, "beta1", 0.9, "beta1 of adam and adamw")
+	fs.Float32Var(&o.beta2, "beta2", 0.999, "beta2 of adam and adamw (language models with adamw: 0.95)")
+	fs.Float32Var(&o.eps, "eps", 1e-8, "epsilon of adam and adamw")
 	fs.StringVar(&o.schedule, "schedule", "cosine", "learning-rate schedule: "+strings.Join(optim.ScheduleNames(), "|"))
 	fs.IntVar(&o.warmup, "warmup-steps", 0, "linear warm-up steps before the schedule")
 	fs.IntVar(&o.stepSize, "step-size", 1000, "steps between decays of the step schedule")
@@ -233,9 +236,11 @@ func (o *options) languageModelDefaults() error {
 	}
 	o.languageModel = true
 	_, o.transformer = m.(*models.GPT)
+	o.modelDefault = map[string]bool{}
 	def := func(name string, apply func()) {
 		if !o.set(name) {
 			apply()
+			o.modelDefault[name] = true
 		}
 	}
 	def("dataset", func() { o.dataset = "text" })
@@ -246,8 +251,10 @@ func (o *options) languageModelDefaults() error {
 		}
 	})
 	def("optimizer", func() { o.optimizer = "adamw" })
-	def("weight-decay", func() { o.weightDecay = 0.1 })
-	def("beta2", func() { o.beta2 = 0.95 })
+	if o.optimizer == "adamw" { // GPT-2's AdamW; another optimizer keeps its own defaults
+		def("weight-decay", func() { o.weightDecay = 0.1 })
+		def("beta2", func() { o.beta2 = 0.95 })
+	}
 	def("warmup-steps", func() {
 		o.warmup = 20
 		if o.maxSteps > 0 {
@@ -342,14 +349,8 @@ func (o *options) validate() error {
 		return usagef("--epochs %d: must be at least 1", o.epochs)
 	case o.maxSteps < 0:
 		return usagef("--max-steps %d: must not be negative", o.maxSteps)
-	case o.lr < 0 || o.lr != o.lr:
-		return usagef("--lr %g: must be positive", o.lr)
 	case o.momentum < 0 || o.momentum >= 1:
 		return usagef("--momentum %g: must be in [0, 1)", o.momentum)
-	case o.weightDecay < 0:
-		return usagef("--weight-decay %g: must not be negative", o.weightDecay)
-	case o.clipNorm < 0:
-		return usagef("--clip-norm %g: must not be negative", o.clipNorm)
 	case o.logEvery < 1:
 		return usagef("--log-every %d: must be at least 1", o.logEvery)
 	case o.checkEvery < 0 || o.evalEvery < 0 || o.ckptEvery < 0 || o.evalBatches < 0 || o.sampleTokens < 0:
@@ -413,6 +414,11 @@ func (o *options) validate() error {
 	if err := o.checkPrecision(); err != nil {
 		return err
 	}
+	rc, err := o.resolve()
+	if err != nil {
+		return err
+	}
+	o.recipe = rc
 	if _, err := o.hiddenSizes(); err != nil {
 		return err
 	}

@@ -134,13 +134,13 @@ func (r *peRun) run() (err error) {
 	if err != nil {
 		return usageError{err}
 	}
-	opt, err := r.optimizer()
+	rc := r.o.recipe
+	opt, err := optim.New(rc.Optimizer, rc.Hyper) // checked in resolve
 	if err != nil {
 		return usageError{err}
 	}
 	steps := r.totalSteps(train.Len())
-	sched, err := optim.NewSchedule(r.o.schedule, optim.ScheduleConfig{
-		LR: r.lr(), Warmup: r.o.warmup, Total: steps, StepSize: r.o.stepSize, Gamma: r.o.gamma, MinLR: r.o.minLR})
+	sched, err := rc.schedule(steps)
 	if err != nil {
 		return usageError{err}
 	}
@@ -153,7 +153,7 @@ func (r *peRun) run() (err error) {
 		return err
 	}
 	defer rep.close()
-	rep.optimizer = fmt.Sprintf("%s, lr %g, %s schedule", r.o.optimizer, r.lr(), r.o.schedule)
+	rep.recipe = rc.describe(m.Params(), steps, c.NPEs())
 	if r.dc.notice != "" && me == 0 {
 		fmt.Fprintln(r.stderr, "warning:", r.dc.notice)
 	}
@@ -166,8 +166,8 @@ func (r *peRun) run() (err error) {
 		hooks = faults.wrap(hooks, me, train)
 	}
 	tr, err := ddp.New(c, e, m, opt, ddp.Options{
-		GlobalBatch: r.o.batch, Accumulate: r.o.accumulate, Epochs: r.o.epochs, MaxSteps: r.o.maxSteps,
-		Seed: r.o.seed, Schedule: sched, ClipNorm: r.o.clipNorm,
+		GlobalBatch: rc.Batch, Accumulate: rc.Accum, Epochs: rc.Epochs, MaxSteps: rc.MaxSteps,
+		Seed: r.o.seed, Schedule: sched, ClipNorm: rc.ClipNorm, Recipe: rc.record(steps),
 		BucketBytes: int(bucket), ReplicatedUpdate: !r.o.shardUpdate, DeviceData: deviceDataMode(r.o.deviceData),
 		GradDType: gradKind(r.o.gradDType),
 		LogEvery:  r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
@@ -267,49 +267,13 @@ func (r *peRun) evalEverySteps() int {
 	return r.o.evalEvery
 }
 
-// lr is --lr or the optimizer's usual default.
-func (r *peRun) lr() float32 {
-	if r.o.lr > 0 {
-		return r.o.lr
-	}
-	if r.o.optimizer == "sgd" {
-		return 0.05
-	}
-	return 1e-3
-}
-
-// optimizer starts from the optimizer's defaults and overrides what the
-// user set on the command line.
-func (r *peRun) optimizer() (optim.Optimizer, error) {
-	o := r.o
-	c, err := optim.DefaultConfig(o.optimizer)
-	if err != nil {
-		return nil, err
-	}
-	if o.optimizer == "sgd" {
-		c.Momentum, c.Nesterov = o.momentum, o.nesterov
-	}
-	if o.set("weight-decay") || o.optimizer != "adamw" {
-		c.WeightDecay = o.weightDecay
-	}
-	if o.set("beta1") {
-		c.Beta1 = o.beta1
-	}
-	if o.set("beta2") {
-		c.Beta2 = o.beta2
-	}
-	if o.set("eps") {
-		c.Eps = o.eps
-	}
-	return optim.New(o.optimizer, c)
-}
-
 // totalSteps is the number of optimizer steps of the run.
 func (r *peRun) totalSteps(n int) int {
-	spe := (n + r.o.batch - 1) / r.o.batch
-	total := r.o.epochs * spe
-	if r.o.maxSteps > 0 && (r.o.maxSteps < total || total == 0) {
-		total = r.o.maxSteps
+	rc := r.o.recipe
+	spe := (n + rc.Batch - 1) / rc.Batch
+	total := rc.Epochs * spe
+	if rc.MaxSteps > 0 && (rc.MaxSteps < total || total == 0) {
+		total = rc.MaxSteps
 	}
 	return total
 }

@@ -36,8 +36,8 @@ type reporter struct {
 	last    ddp.LogInfo
 	failed  error // the first write to the metrics file that failed
 
-	optimizer string  // "sgd, lr 0.05, cosine schedule", for the header
-	mfu       mfuInfo // a language model's FLOPs per token and the devices' peak
+	recipe string  // the resolved recipe in one line (recipe.describe), for the header
+	mfu    mfuInfo // a language model's FLOPs per token and the devices' peak
 }
 
 // newReporter opens the metrics file on PE 0: a new one, or the end of the
@@ -115,8 +115,9 @@ func (r *reporter) hooks() ddp.Hooks {
 			if s.ShardedUpdate {
 				update = ", optimizer sharded over the PEs"
 			}
-			fmt.Fprintf(r.errw, "training %s: %d parameters, %s (%s, %s), global batch %d (%d per PE per micro-batch), %s, %s%s\n",
-				r.o.model, s.Params, plural(s.NPEs, "PE"), s.Backend, s.Engine, r.o.batch, s.MicroBatch, plural(s.TotalSteps, "step"), r.optimizer, update)
+			fmt.Fprintf(r.errw, "training %s: %d parameters, %s (%s, %s), global batch %d (%d per PE per micro-batch), %s%s\n",
+				r.o.model, s.Params, plural(s.NPEs, "PE"), s.Backend, s.Engine, r.o.recipe.Batch, s.MicroBatch, plural(s.TotalSteps, "step"), update)
+			fmt.Fprintf(r.errw, "recipe: %s\n", r.recipe)
 			if s.Resumed != "" {
 				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
 				r.trimMetrics(s.StartStep)
