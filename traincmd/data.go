@@ -7,15 +7,19 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
+	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/datasets"
 )
 
 // dataChoice is the dataset a run will use, decided once (in the launcher)
 // and passed to the PEs as flags, so that every PE loads the same thing.
 type dataChoice struct {
-	name   string // fashion-mnist, mnist, synthetic, text or llmc
-	dir    string // IDX directory; text file or directory
-	notice string // a warning to print once (fallback to synthetic)
+	name   string            // fashion-mnist, mnist, synthetic, text, llmc or a registered dataset
+	opts   map[string]string // a registered dataset's --data-opt
+	seed   uint64            // a registered dataset's seed (--seed)
+	loader datasets.Loader   // a registered dataset's (nil: a built-in one)
+	dir    string            // IDX directory; text file or directory
+	notice string            // a warning to print once (fallback to synthetic)
 
 	// token data (vocab > 0)
 	context, vocab     int    // the model's
@@ -32,6 +36,9 @@ var defaultDataDir = datasets.DefaultDir
 // explicitly; an explicit --dataset or --data-dir without the files is a
 // usage error that says how to get them.
 func chooseData(o *options) (dataChoice, error) {
+	if l, ok := datasets.Registered(o.dataset); ok {
+		return chooseRegistered(o, l)
+	}
 	if o.languageModel {
 		return chooseTokenData(o)
 	}
@@ -64,6 +71,31 @@ func chooseData(o *options) (dataChoice, error) {
 		"%v; %s. Training on synthetic data instead (--dataset synthetic to silence this).", err, ni.Hint())}, nil
 }
 
+// chooseRegistered checks a dataset the program registered: the launcher
+// loads it once, so that a bad --data-dir or --data-opt is one line before
+// any PE starts, and the model is sized from its samples (o.dataSpec).
+func chooseRegistered(o *options, l datasets.Loader) (dataChoice, error) {
+	dc := dataChoice{name: o.dataset, dir: o.dataDir, opts: o.dataOpts, seed: o.seed, loader: l}
+	if proc.Role == launch.LocalPE {
+		return dc, nil // the launcher loaded it
+	}
+	tr, te, err := l(datasets.LoadConfig{Dir: o.dataDir, Seed: o.seed, Options: o.dataOpts})
+	if err != nil {
+		return dataChoice{}, usagef("--dataset %s: %v", o.dataset, err)
+	}
+	spec := tr.Spec()
+	switch {
+	case te == nil:
+		return dataChoice{}, usagef("--dataset %s: its loader returned no test samples", o.dataset)
+	case spec.Tokens && !o.languageModel:
+		return dataChoice{}, usagef("--dataset %s holds token windows; model %s is a classifier", o.dataset, o.model)
+	case !spec.Tokens && o.languageModel:
+		return dataChoice{}, usagef("--dataset %s holds float samples; model %s is a language model (it reads tokens)", o.dataset, o.model)
+	}
+	o.dataSpec = &spec
+	return dc, nil
+}
+
 // dataShare is how a PE may share the training data with the other PEs of
 // its host.
 type dataShare struct {
@@ -87,6 +119,13 @@ type dataShare struct {
 // returned to the operating system.
 func loadData(dc dataChoice, seed uint64, limit int, sh dataShare) (train, test datasets.Source, err error) {
 	defer debug.FreeOSMemory()
+	if dc.loader != nil {
+		tr, te, err := dc.loader(datasets.LoadConfig{Dir: dc.dir, Seed: dc.seed, Options: dc.opts})
+		if err != nil {
+			return nil, nil, fmt.Errorf("dataset %s: %w", dc.name, err)
+		}
+		return tr, te, nil
+	}
 	if dc.vocab > 0 { // a language model's tokens
 		return loadTokenData(dc, seed)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 
@@ -25,6 +26,9 @@ type options struct {
 	dataset    string
 	dataDir    string
 	trainLimit int
+	modelOpts  map[string]string // --model-opt key=value: models.Config.Options
+	dataOpts   map[string]string // --data-opt key=value: datasets.LoadConfig.Options
+	dataSpec   *datasets.Spec    // a registered dataset's samples, read by chooseData in the launcher
 
 	layers, heads, width, context int    // transformer sizes (0: the preset's)
 	trainShards, valShards        string // llm.c token shard globs
@@ -136,6 +140,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.dataset, "dataset", "fashion-mnist", "dataset: fashion-mnist|mnist|synthetic for classifiers; text|llmc|synthetic for language models (default text for them; synthetic: pseudo-random tokens over the model's vocabulary, computed as batches are gathered, for measuring speed: the loss stays near ln(vocabulary))")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory with the IDX files (default /usr/share/datasets/<dataset>); with --dataset text a text file or directory (default: Go's own source tree)")
 	fs.IntVar(&o.trainLimit, "train-limit", 0, "use only the first N training samples (0: all)")
+	modelOpts := fs.StringArray("model-opt", nil, "key=value setting for the model (models.Config.Options of a model a program registered; repeatable)")
+	dataOpts := fs.StringArray("data-opt", nil, "key=value setting for a dataset a program registered (datasets.LoadConfig.Options; repeatable)")
 	fs.IntVar(&o.layers, "layers", 0, "transformer blocks of a gpt model (0: the preset's)")
 	fs.IntVar(&o.heads, "heads", 0, "attention heads of a gpt model (0: the preset's)")
 	fs.IntVar(&o.width, "width", 0, "embedding width of a gpt model (0: the preset's)")
@@ -217,6 +223,13 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		return nil, usagef("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
 	o.set = func(name string) bool { return fs.Changed(name) }
+	var err error
+	if o.modelOpts, err = keyValues("--model-opt", *modelOpts); err != nil {
+		return nil, err
+	}
+	if o.dataOpts, err = keyValues("--data-opt", *dataOpts); err != nil {
+		return nil, err
+	}
 	if err := o.languageModelDefaults(); err != nil {
 		return nil, err
 	}
@@ -230,7 +243,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 // shorter run) then cosine,
 // clipping at norm 1, validation every 100 steps on 20 batches.
 func (o *options) languageModelDefaults() error {
-	m, err := models.New(o.model, models.Config{}) // the preset: bad sizes are reported where the model is built
+	m, err := models.New(o.model, models.Config{Options: o.modelOpts}) // the preset: bad sizes are reported where the model is built
 	if err != nil || !m.Data().Tokens {
 		return nil // an unknown model is reported where the model is built
 	}
@@ -265,7 +278,7 @@ func (o *options) languageModelDefaults() error {
 	def("eval-every", func() { o.evalEvery = 100 })
 	def("eval-batches", func() { o.evalBatches = 20 })
 	def("log-every", func() { o.logEvery = 20 })
-	if o.dataset != "text" && o.dataset != "llmc" && o.dataset != "synthetic" {
+	if _, registered := datasets.Registered(o.dataset); o.dataset != "text" && o.dataset != "llmc" && o.dataset != "synthetic" && !registered {
 		return usagef("--dataset %s: model %s is a language model: use --dataset text (byte-level text), llmc (llm.c token shards) or synthetic (pseudo-random tokens, for speed)", o.dataset, o.model)
 	}
 	return nil
@@ -275,8 +288,12 @@ func (o *options) languageModelDefaults() error {
 // shapes are added where the data is loaded).
 func (o *options) modelConfig() models.Config {
 	hidden, _ := o.hiddenSizes()
-	return models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context,
-		Precision: o.computePrecision()}
+	cfg := models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context,
+		Precision: o.computePrecision(), Options: o.modelOpts}
+	if s := o.dataSpec; s != nil && !s.Tokens {
+		cfg.Input, cfg.Classes = s.Input, s.Classes
+	}
+	return cfg
 }
 
 // computePrecision is --precision as the models take it ("" for auto).
@@ -386,10 +403,16 @@ func (o *options) validate() error {
 	default:
 		return usagef("--backend %q: want auto, shm, nvshmem or mpi", o.backend)
 	}
-	switch o.dataset {
-	case "fashion-mnist", "mnist", "synthetic", "text", "llmc":
-	default:
-		return usagef("--dataset %q: want fashion-mnist, mnist or synthetic (classifiers), text or llmc (language models)", o.dataset)
+	if _, registered := datasets.Registered(o.dataset); !registered {
+		switch o.dataset {
+		case "fashion-mnist", "mnist", "synthetic", "text", "llmc":
+		default:
+			extra := ""
+			if names := datasets.RegisteredNames(); len(names) > 0 {
+				extra = "; registered by this program: " + strings.Join(names, ", ")
+			}
+			return usagef("--dataset %q: want fashion-mnist, mnist or synthetic (classifiers), text or llmc (language models)%s", o.dataset, extra)
+		}
 	}
 	switch o.mps {
 	case "auto", "on", "off":
@@ -456,6 +479,25 @@ func (o *options) hiddenSizes() ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// keyValues parses repeated key=value flags into a map (nil for none).
+func keyValues(flag string, list []string) (map[string]string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(list))
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usagef("%s %q: want key=value", flag, kv)
+		}
+		if _, dup := m[k]; dup {
+			return nil, usagef("%s: %s given twice", flag, k)
+		}
+		m[k] = v
+	}
+	return m, nil
 }
 
 // parseBytes reads sizes like 4096, 64KiB, 1MiB, 2G.
