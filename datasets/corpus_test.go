@@ -131,7 +131,7 @@ func TestLoadCorpusErrors(t *testing.T) {
 		{"truncated", good[:len(good)-1], 4,
 			"load corpus DIR/c.bin: header declares 285 training and 15 validation bytes but the file holds 299 after the header (truncated?)"},
 		{"context too long", good, 20,
-			"load text DIR/c.bin: validation part (0 files, 15 bytes): 15 tokens in 1 streams hold no window of 21 tokens: use more data or a shorter context"},
+			"load text DIR/c.bin: validation part (0 files, 15 bytes): 15 tokens in 1 stream holds no window of 21 tokens: use more data or a shorter context"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

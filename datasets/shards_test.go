@@ -161,7 +161,7 @@ func TestLoadShardsErrors(t *testing.T) {
 		{name: "token outside vocabulary", shard: shard32(1, 2, 50257, 3), vocab: 50257,
 			want: "load shards: read DIR/t.bin: bad token shard: token 50257 at position 2 is outside the vocabulary of 50257", bad: true},
 		{name: "no window", shard: shard16(1, 2),
-			want: `load shards: train shards "DIR/t.bin": 2 tokens in 1 streams hold no window of 3 tokens: use more data or a shorter context`},
+			want: `load shards: train shards "DIR/t.bin": 2 tokens in 1 stream holds no window of 3 tokens: use more data or a shorter context`},
 		{name: "empty train glob", train: "DIR/none-*.bin",
 			want: `load shards: train glob "DIR/none-*.bin" matches no files`},
 		{name: "bad pattern", train: "DIR/[",

@@ -123,7 +123,7 @@ func TestLoadTextErrors(t *testing.T) {
 		{"binary only", binOnly, 4, TextOptions{}, "load text: text corpus: no text files in DIR/x.bin (1 binary files skipped)"},
 		{"missing", filepath.Join(dir, "nope"), 4, TextOptions{}, "load text: text corpus: lstat DIR/nope: no such file or directory"},
 		{"too small", filepath.Join(dir, "tiny.txt"), 4, TextOptions{},
-			"load text DIR/tiny.txt: training part (0 files, 2 bytes): 2 tokens in 1 streams hold no window of 5 tokens: use more data or a shorter context"},
+			"load text DIR/tiny.txt: training part (0 files, 2 bytes): 2 tokens in 1 stream holds no window of 5 tokens: use more data or a shorter context"},
 		{"cap", dir, 4, TextOptions{MaxBytes: -1}, "load text: text corpus cap of -1 bytes: must be 0 (none) or positive"},
 		{"every", dir, 4, TextOptions{ValEvery: 1}, "load text: text corpus: validation every 1 files: want 2 or more"},
 		{"context", dir, 0, TextOptions{}, "load text: context of 0 tokens: must be positive"},

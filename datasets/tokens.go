@@ -96,8 +96,12 @@ func newTokenSource(segs []tokenSegment, context, vocab int) (*TokenSource, erro
 		d.ends[k] = n
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%d tokens in %d streams hold no window of %d tokens: use more data or a shorter context",
-			d.tokens, len(segs), context+1)
+		streams := fmt.Sprintf("%d streams hold", len(segs))
+		if len(segs) == 1 {
+			streams = "1 stream holds"
+		}
+		return nil, fmt.Errorf("%d tokens in %s no window of %d tokens: use more data or a shorter context",
+			d.tokens, streams, context+1)
 	}
 	return d, nil
 }

@@ -113,10 +113,10 @@ func (t *Trainer) checkpoint(epoch, stepInEpoch int) error {
 		return fmt.Errorf("checkpoint at step %d: %w", t.step, err)
 	}
 	if werr != nil {
-		return fmt.Errorf("%w at step %d: %w", ErrCheckpointSave, t.step, werr)
+		return sharedFrom(0, fmt.Errorf("%w at step %d: %w", ErrCheckpointSave, t.step, werr))
 	}
-	if !got.OK {
-		return fmt.Errorf("%w at step %d (PE 0 says): %s", ErrCheckpointSave, t.step, got.Err)
+	if !got.OK { // the same words as PE 0's error
+		return sharedFrom(0, fmt.Errorf("%w at step %d: %s", ErrCheckpointSave, t.step, got.Err))
 	}
 	if h := t.opts.Hooks.OnCheckpoint; h != nil {
 		h(got.Path, t.step)

@@ -79,7 +79,7 @@ func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 		}
 	}
 	if !got.OK {
-		return "", shared(errors.New(got.Err))
+		return "", sharedFrom(0, errors.New(got.Err)) // PE 0 read it
 	}
 	if got.Path == "" {
 		return "", nil

@@ -28,17 +28,30 @@ type stepResult struct {
 var ErrNonFinite = errors.New("loss or gradients are not finite")
 
 // sharedError marks an error that every PE of a job returns alike, having
-// reached it together: see Shared.
-type sharedError struct{ error }
+// decided it together. origin is the PE whose own action failed (PE 0,
+// which reads and writes checkpoints), -1 when the verdict is the job's.
+type sharedError struct {
+	error
+	origin int
+}
 
 func (e sharedError) Unwrap() error { return e.error }
 
+// OriginPE is the PE whose action the error is about, -1 for none; the
+// launcher names it (comm/launch.ReportFailure).
+func (e sharedError) OriginPE() int { return e.origin }
+
 // shared marks err as one every PE returns alike (nil stays nil).
 func shared(err error) error {
+	return sharedFrom(-1, err)
+}
+
+// sharedFrom marks err as one every PE returns alike, about what PE pe did.
+func sharedFrom(pe int, err error) error {
 	if err == nil {
 		return nil
 	}
-	return sharedError{err}
+	return sharedError{err, pe}
 }
 
 // Shared reports whether every PE of the job returns err alike, because

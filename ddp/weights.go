@@ -20,16 +20,40 @@ type Weights struct {
 	f    *stFile
 }
 
+// latestIntact is the newest intact checkpoint of dir, or an error that
+// says why there is none: no checkpoint files at all, or why the newest
+// one fails its checks (and how many older ones fail too).
+func latestIntact(dir string) (string, error) {
+	paths, err := listCheckpoints(dir)
+	if err != nil {
+		return "", fmt.Errorf("checkpoints in %s: %w", dir, err)
+	}
+	if len(paths) == 0 {
+		return "", fmt.Errorf("no checkpoint in %s: train writes %s<step>%s files there with --checkpoint-dir", dir, ckptPrefix, ckptSuffix)
+	}
+	var newest error
+	for _, p := range paths {
+		_, err := verifyCheckpoint(p)
+		if err == nil {
+			return p, nil
+		}
+		if newest == nil {
+			newest = fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	if len(paths) == 1 {
+		return "", fmt.Errorf("no intact checkpoint in %s: %w", dir, newest)
+	}
+	return "", fmt.Errorf("none of the %d checkpoints in %s is intact; the newest, %w", len(paths), dir, newest)
+}
+
 // ReadWeights reads a checkpoint file, or the newest intact checkpoint of a
 // checkpoint directory (LatestCheckpoint), and verifies its SHA-256.
 func ReadWeights(path string) (*Weights, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		latest, _, err := LatestCheckpoint(path)
+		latest, err := latestIntact(path)
 		if err != nil {
 			return nil, fmt.Errorf("read weights: %w", err)
-		}
-		if latest == "" {
-			return nil, fmt.Errorf("read weights: no intact checkpoint in %s", path)
 		}
 		path = latest
 	}

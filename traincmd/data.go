@@ -52,7 +52,7 @@ func chooseData(o *options) (dataChoice, error) {
 	if dir == "" {
 		d, err := defaultDataDir(o.dataset)
 		if err != nil {
-			return dataChoice{}, usagef("--dataset %s: %v", o.dataset, err)
+			return dataChoice{}, inputf("--dataset %s: %v", o.dataset, err)
 		}
 		dir = d
 	}
@@ -62,10 +62,10 @@ func chooseData(o *options) (dataChoice, error) {
 	}
 	var ni *datasets.NotInstalledError
 	if !errors.As(err, &ni) {
-		return dataChoice{}, fmt.Errorf("dataset %s in %s: %w", o.dataset, dir, err)
+		return dataChoice{}, inputf("dataset %s in %s: %w", o.dataset, dir, err)
 	}
 	if o.set("dataset") || o.set("data-dir") {
-		return dataChoice{}, usagef("%v; %s", err, ni.Hint())
+		return dataChoice{}, inputf("%v; %s", err, ni.Hint())
 	}
 	return dataChoice{name: "synthetic", notice: fmt.Sprintf(
 		"%v; %s. Training on synthetic data instead (--dataset synthetic to silence this).", err, ni.Hint())}, nil
@@ -81,7 +81,7 @@ func chooseRegistered(o *options, l datasets.Loader) (dataChoice, error) {
 	}
 	tr, te, err := l(datasets.LoadConfig{Dir: o.dataDir, Seed: o.seed, Options: o.dataOpts})
 	if err != nil {
-		return dataChoice{}, usagef("--dataset %s: %v", o.dataset, err)
+		return dataChoice{}, inputf("--dataset %s: %v", o.dataset, err)
 	}
 	spec := tr.Spec()
 	switch {

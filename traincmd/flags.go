@@ -90,13 +90,27 @@ type options struct {
 	args []string               // the command line, for the PEs the launcher starts
 }
 
-// usageError is a bad command line: exit code 2.
-type usageError struct{ err error }
+// usageError is a bad command line: exit code 2. With input set it is a
+// problem with the run's files rather than its flags (data that is missing
+// or malformed, an output path that cannot be written): exit code 2 too,
+// without the pointer to --help.
+type usageError struct {
+	err   error
+	input bool
+}
 
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+func usagef(format string, a ...any) error { return usageError{err: fmt.Errorf(format, a...)} }
+
+// inputf is a usage error about the run's files (usageError.input).
+func inputf(format string, a ...any) error {
+	return usageError{err: fmt.Errorf(format, a...), input: true}
+}
+
+// inputErr marks err as a usage error about the run's files.
+func inputErr(err error) error { return usageError{err: err, input: true} }
 
 const usageHead = `train: data-parallel training on a symmetric heap.
 
@@ -205,7 +219,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	helpEnv := fs.Bool("help-env", false, "list the SYMDDP_* environment variables and exit")
 
 	if err := fs.Parse(args); err != nil {
-		return nil, usageError{err}
+		return nil, usageError{err: err}
 	}
 	if *help {
 		fmt.Fprint(stdout, usageHead)

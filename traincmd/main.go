@@ -209,7 +209,7 @@ func modelHeap(o *options, backend string) (int64, error) {
 	}
 	m, err := models.New(o.model, o.modelConfig())
 	if err != nil {
-		return 0, usageError{err}
+		return 0, usageError{err: err}
 	}
 	n := int64(0)
 	for _, p := range m.Params() {
@@ -230,9 +230,24 @@ func modelHeap(o *options, backend string) (int64, error) {
 	return (need + (1<<20 - 1)) &^ (1<<20 - 1), nil
 }
 
-// exitPEUsage is a PE's exit status for a bad command line; the launcher
-// turns it into 2. (A PE cannot use 2 itself: that is a Go panic's status.)
-const exitPEUsage = 64
+// exitPEUsage is a PE's exit status for a bad command line, exitPEInput
+// for unusable input or output files (usageError.input); the launcher turns
+// both into 2. (A PE cannot use 2 itself: that is a Go panic's status.)
+const (
+	exitPEUsage = 64
+	exitPEInput = 65
+)
+
+// helpLine follows a bad command line (not a problem with files).
+const helpLine = "Run 'train --help' for the flags.\n"
+
+// peExit is the exit status of a PE whose run failed with the usage error ue.
+func peExit(ue usageError) int {
+	if ue.input {
+		return exitPEInput
+	}
+	return exitPEUsage
+}
 
 // fail prints err in one line and returns the exit status. A PE that our
 // launcher started hands its error to the launcher instead, which prints it
@@ -256,11 +271,14 @@ func fail(stderr io.Writer, err error) int {
 			if !proc.ReportFailure(err) {
 				fmt.Fprintf(stderr, "train: %v\n", err)
 			}
-			return exitPEUsage
+			return peExit(ue)
 		case proc.Role == launch.MPIRank && proc.MPI.Rank != 0:
 			return 2
 		}
-		fmt.Fprintf(stderr, "train: %v\nRun 'train --help' for the flags.\n", err)
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		if !ue.input {
+			fmt.Fprint(stderr, helpLine)
+		}
 		return 2
 	case errors.As(err, &stop):
 		return 128 + int(stop.sig)
@@ -270,9 +288,12 @@ func fail(stderr io.Writer, err error) int {
 	case errors.As(err, &pe):
 		switch {
 		case pe.ExitCode == exitPEUsage && pe.Reason != "":
-			fmt.Fprintf(stderr, "train: %s\nRun 'train --help' for the flags.\n", pe.Reason)
+			fmt.Fprintf(stderr, "train: %s\n%s", pe.Reason, helpLine)
 			return 2
-		case pe.ExitCode == exitPEUsage:
+		case pe.ExitCode == exitPEInput && pe.Reason != "":
+			fmt.Fprintf(stderr, "train: %s\n", pe.Reason)
+			return 2
+		case pe.ExitCode == exitPEUsage || pe.ExitCode == exitPEInput:
 			fmt.Fprintf(stderr, "train: %v\n", err)
 			return 2
 		}

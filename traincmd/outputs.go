@@ -10,18 +10,25 @@ import (
 // write can be written: the metrics file can be opened, and the checkpoint
 // directory exists (it is created) and takes a file. A run must not train
 // for hours and then lose its results at the first save. Each failure is a
-// usage error (exit 2).
+// usage error (exit 2); so is a --resume file that does not exist.
 func checkOutputs(o *options) error {
+	if o.resume != "" && o.resume != "latest" {
+		// a checkpoint file named by the user: a missing one is one line
+		// here, not every PE's error after it started
+		if _, err := os.Stat(o.resume); err != nil {
+			return inputf("--resume %s: %v", o.resume, unwrapPath(err))
+		}
+	}
 	if o.ckptDir != "" {
 		if err := probeDir(o.ckptDir); err != nil {
-			return usagef("--checkpoint-dir %s: %v", o.ckptDir, err)
+			return inputf("--checkpoint-dir %s: %v", o.ckptDir, err)
 		}
 	}
 	if o.metrics != "" {
 		_, statErr := os.Stat(o.metrics)
 		f, err := os.OpenFile(o.metrics, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
-			return usagef("--metrics %s: %v", o.metrics, unwrapPath(err))
+			return inputf("--metrics %s: %v", o.metrics, unwrapPath(err))
 		}
 		f.Close()
 		if errors.Is(statErr, os.ErrNotExist) {

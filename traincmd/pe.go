@@ -98,7 +98,7 @@ func (r *peRun) run() (err error) {
 			var fe finishedError
 			switch {
 			case isUsage:
-				code = exitPEUsage
+				code = peExit(ue)
 			case errors.As(err, &fe) && proc.Role == launch.LocalPE:
 				code = exitFinished
 			}
@@ -132,17 +132,17 @@ func (r *peRun) run() (err error) {
 	}
 	m, err := models.New(r.o.model, cfg)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	rc := r.o.recipe
 	opt, err := optim.New(rc.Optimizer, rc.Hyper) // checked in resolve
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	steps := r.totalSteps(train.Len())
 	sched, err := rc.schedule(steps)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	bucket, _ := parseBytes("--bucket-size", r.o.bucketSize, true)
 	if bucket == 0 {
@@ -159,7 +159,7 @@ func (r *peRun) run() (err error) {
 	}
 	faults, err := parseFault(r.o.faultInject)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	hooks := rep.hooks()
 	if faults != nil {
@@ -201,7 +201,7 @@ func (r *peRun) run() (err error) {
 	if me == 0 {
 		rep.summary(res, c, e)
 		if g, ok := m.(*models.GPT); ok && r.o.sampleTokens > 0 && !res.Stopped && err == nil {
-			if serr := rep.sample(ctx, g, e, tr.Params(), test, r.dc.name == "text", r.o.sampleTokens, r.o.seed); serr != nil {
+			if serr := rep.sample(ctx, g, e, tr.Params(), test, r.o.sampleTokens, r.o.seed); serr != nil {
 				res.Stopped = true // exit as a stopped run: 130 or 143
 			}
 		}

@@ -108,7 +108,7 @@ func (o *options) resolve() (recipe, error) {
 		return recipe{}, usagef("--weight-decay %g: must not be negative", c.WeightDecay)
 	}
 	if _, err := optim.New(rc.Optimizer, rc.Hyper); err != nil {
-		return recipe{}, usageError{err}
+		return recipe{}, usageError{err: err}
 	}
 
 	switch {
@@ -134,7 +134,7 @@ func (o *options) resolve() (recipe, error) {
 		return recipe{}, usagef("--clip-norm %g: must not be negative", rc.ClipNorm)
 	}
 	if _, err := rc.schedule(max(rc.MaxSteps, rc.Warmup+1)); err != nil {
-		return recipe{}, usageError{err}
+		return recipe{}, usageError{err: err}
 	}
 	return rc, nil
 }

@@ -238,12 +238,13 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 		how = "stopped by signal"
 	}
 	tokensPerSec := res.SamplesPerSec * float64(r.start.Tokens)
+	steps := stepsDone(res.Steps, r.start.StartStep)
 	if r.start.Tokens > 0 {
 		fmt.Fprintf(r.out, "%s: %s in %.1fs, %.0f tokens/s on %s (%s, %s)%s\n",
-			how, plural(res.Steps, "step"), res.Elapsed.Seconds(), tokensPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name(), r.mfu.suffix(tokensPerSec))
+			how, steps, res.Elapsed.Seconds(), tokensPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name(), r.mfu.suffix(tokensPerSec))
 	} else {
 		fmt.Fprintf(r.out, "%s: %s (%s) in %.1fs, %.0f samples/s on %s (%s, %s)\n",
-			how, plural(res.Steps, "step"), plural(res.Epochs, "epoch"), res.Elapsed.Seconds(), res.SamplesPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name())
+			how, steps, epochs(res.Steps, r.start.StepsPerEpoch), res.Elapsed.Seconds(), res.SamplesPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name())
 	}
 	switch {
 	case res.Test.Samples > 0 && r.o.languageModel:
@@ -310,8 +311,10 @@ func (r *reporter) bpb(loss float64) string {
 // the validation window in the middle of the validation data.
 //
 // It samples from a copy of the model built for one sequence over the
-// trained parameters; a signal (ctx) stops it and is returned.
-func (r *reporter) sample(ctx context.Context, g *models.GPT, e compute.Engine, params []float32, val datasets.Source, text bool, n int, seed uint64) error {
+// trained parameters; a signal (ctx) stops it and is returned. A byte-level
+// model's sample is text, whatever data it trained on, as generate prints
+// it; a larger vocabulary's, token ids.
+func (r *reporter) sample(ctx context.Context, g *models.GPT, e compute.Engine, params []float32, val datasets.Source, n int, seed uint64) error {
 	const promptLen = 32
 	spec := val.Spec()
 	b := datasets.Batch{Tokens: make([]int32, spec.InputSize()), Y: make([]int32, spec.InputSize()*spec.Targets)}
@@ -331,7 +334,7 @@ func (r *reporter) sample(ctx context.Context, g *models.GPT, e compute.Engine, 
 		fmt.Fprintln(r.errw, "warning: sample:", err)
 		return nil
 	}
-	if text {
+	if spec.Classes <= 256 { // a byte-level model, from text or from shards: as generate prints it
 		fmt.Fprintf(r.out, "sample (temperature 0.8, top-k 40) after %s:\n%s\n", datasets.QuoteBytes(prompt), datasets.DecodeBytes(out))
 		return nil
 	}
@@ -348,6 +351,28 @@ func (r *reporter) close() {
 		}
 		r.metrics = nil
 	}
+}
+
+// stepsDone is what this run trained: "400 steps", or after a resume at
+// step 100 "300 steps (101-400, resumed at 100)".
+func stepsDone(last, start int) string {
+	if start <= 0 {
+		return plural(last, "step")
+	}
+	return fmt.Sprintf("%s (%d-%d, resumed at %d)", plural(last-start, "step"), start+1, last, start)
+}
+
+// epochs is how far step reached in epochs: "5 epochs", or "0.09 epochs"
+// part-way through one.
+func epochs(step, perEpoch int) string {
+	if perEpoch <= 0 || step%perEpoch == 0 {
+		n := 0
+		if perEpoch > 0 {
+			n = step / perEpoch
+		}
+		return plural(n, "epoch")
+	}
+	return fmt.Sprintf("%.2g epochs", float64(step)/float64(perEpoch))
 }
 
 // plural is "1 step", "2 steps".

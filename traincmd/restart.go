@@ -35,7 +35,7 @@ func runWithRestarts(o *options, spec launch.Spec, stderr io.Writer) error {
 		err := launch.Run(context.Background(), spec)
 		var pe *launch.PEError
 		if err == nil || restarts >= o.maxRestarts || errors.Is(err, launch.ErrInterrupted) ||
-			!errors.As(err, &pe) || pe.ExitCode == exitPEUsage || pe.ExitCode == exitFinished {
+			!errors.As(err, &pe) || pe.ExitCode == exitPEUsage || pe.ExitCode == exitPEInput || pe.ExitCode == exitFinished {
 			return err
 		}
 		ckpt, step, cerr := ddp.LatestCheckpoint(o.ckptDir)

@@ -21,7 +21,7 @@ import (
 func chooseTokenData(o *options) (dataChoice, error) {
 	m, err := models.New(o.model, o.modelConfig())
 	if err != nil {
-		return dataChoice{}, usageError{err}
+		return dataChoice{}, usageError{err: err}
 	}
 	spec := m.Data()
 	dc := dataChoice{name: o.dataset, context: spec.Input[0], vocab: spec.Classes}
@@ -42,12 +42,12 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		if dc.dir == "" {
 			d, err := datasets.DefaultTextDir()
 			if err != nil {
-				return dataChoice{}, usagef("--dataset text: %v", err)
+				return dataChoice{}, inputf("--dataset text: %v", err)
 			}
 			dc.dir = d
 		}
 		if _, err := os.Stat(dc.dir); err != nil {
-			return dataChoice{}, usagef("--data-dir %s: %v", dc.dir, err)
+			return dataChoice{}, inputf("--data-dir %s: %v", dc.dir, err)
 		}
 		n, err := parseBytes("--corpus-max", o.corpusMax, true)
 		if err != nil {
@@ -55,7 +55,7 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		}
 		dc.maxBytes = n
 		if err := buildCorpus(&dc); err != nil {
-			return dataChoice{}, usageError{err}
+			return dataChoice{}, inputErr(err)
 		}
 	case "llmc":
 		if o.trainShards == "" || o.valShards == "" {
@@ -67,7 +67,7 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		}
 		tr, va, err := datasets.LoadShards(dc.trainGlob, dc.valGlob, dc.context, dc.vocab)
 		if err != nil {
-			return dataChoice{}, usageError{err}
+			return dataChoice{}, inputErr(err)
 		}
 		tr.Close()
 		va.Close()

@@ -47,6 +47,10 @@ type options struct {
 // usageError is a bad command line (exit 2).
 type usageError struct{ error }
 
+// fileError is a checkpoint that cannot be used (exit 2, without the
+// pointer to --help: the flags were fine).
+type fileError struct{ error }
+
 func run(args []string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stdout)
 	if errors.Is(err, pflag.ErrHelp) {
@@ -58,8 +62,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "generate:", err)
 		var ue usageError
-		if errors.As(err, &ue) {
+		var fe fileError
+		switch {
+		case errors.As(err, &ue):
 			fmt.Fprintln(stderr, "Run 'generate --help' for the flags.")
+			return 2
+		case errors.As(err, &fe):
 			return 2
 		}
 		return 1
@@ -176,10 +184,10 @@ func generateOnDevice(o *options, w *ddp.Weights, m *models.GPT, prompt []int32,
 func generate(o *options, stdout io.Writer) error {
 	w, err := ddp.ReadWeights(o.checkpoint)
 	if err != nil {
-		return usageError{err}
+		return fileError{err}
 	}
 	if w.Config == nil {
-		return usageError{fmt.Errorf("%s holds model %q, which is not a language model (it records no sizes): generate samples from gpt, gpt-tiny and gpt2 checkpoints", w.Path, w.Model)}
+		return fileError{fmt.Errorf("%s holds model %q, which is not a language model (it records no sizes): generate samples from gpt, gpt-tiny and gpt2 checkpoints", w.Path, w.Model)}
 	}
 	cfg, err := models.GPTConfigOf(w.Config)
 	if err != nil {

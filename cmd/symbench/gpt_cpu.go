@@ -140,7 +140,7 @@ func runGPTCPU(args []string) error {
 // change of the machine's load affects both alike.
 func measureGPTCPU(ctx context.Context, bin string, o gptCPUOpts, progress io.Writer) (gptCPUReport, error) {
 	rep := gptCPUReport{Date: time.Now().Format("2006-01-02 15:04 MST"), Host: describeHost(nil), PerPE: o.perPE,
-		Warmup: o.warmup, Steps: o.steps, Reps: o.reps, CPUs: runtime.NumCPU(), Torch: o.script != ""}
+		Warmup: o.warmup, Steps: o.steps, Reps: o.reps, CPUs: runtime.NumCPU(), Torch: o.script != "", StartLoad: loadAverage()}
 	rep.Rows = make([]gptCPURow, len(o.pes))
 	for i, p := range o.pes {
 		rep.Rows[i].PEs = p

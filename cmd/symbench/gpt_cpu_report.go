@@ -123,8 +123,9 @@ type gptCPUReport struct {
 	Steps        int
 	Reps         int
 	CPUs         int
-	Torch        bool   // PyTorch was measured
-	TorchVersion string // from the script's header
+	StartLoad    float64 // 1-minute load average before the first run: the host's own quiet
+	Torch        bool    // PyTorch was measured
+	TorchVersion string  // from the script's header
 	TorchParams  int
 	Rows         []gptCPURow
 	Commands     []string
@@ -237,8 +238,24 @@ func tokensCell(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// gptCPUVerdicts says whether each target was met.
+// quietLoad is the most load (the 1-minute average before the runs, and
+// the CPUs other processes kept busy during them) under which a comparison
+// on a small host means something: above it the verdicts are withheld.
+const quietLoad = 0.3
+
+// gptCPUVerdicts says whether each target was met, or why no verdict is
+// given: a host that was not quiet.
 func gptCPUVerdicts(rep gptCPUReport) []string {
+	var other []float64
+	for _, r := range rep.Rows {
+		for _, run := range r.Ours {
+			other = append(other, run.Run.OtherCores)
+		}
+	}
+	if rep.StartLoad > quietLoad || (len(other) > 0 && median(other) > quietLoad) {
+		return []string{fmt.Sprintf("no verdicts: the host was not quiet (load average %.2f before the first run, other processes %.2f CPUs during train's runs; both must be at most %.1f): run again when nothing else runs",
+			rep.StartLoad, median(other), quietLoad)}
+	}
 	var out []string
 	for _, t := range gptCPUTargets {
 		line := fmt.Sprintf("target symddp >= %gx PyTorch at %d PE", t.ratio, t.pes)
@@ -280,6 +297,7 @@ func printGPTCPUReport(w io.Writer, format string, rep gptCPUReport) error {
 		fmt.Fprintln(w, "PyTorch: not measured (--torch-script none)")
 	}
 	fmt.Fprintf(w, "host: %s\ndate: %s\n", rep.Host, rep.Date)
+	fmt.Fprintf(w, "load: 1-minute load average %.2f before the first run\n", rep.StartLoad)
 	fmt.Fprintln(w, gptLoadLine(rep))
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "tokens/s (medians) and memory per PE (the worst PE; arenas: parameters + gradients + Adam's two moments, in float32, the moments 1/PEs each when sharded):")

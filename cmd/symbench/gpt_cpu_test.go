@@ -141,6 +141,17 @@ func TestGPTCPUVerdicts(t *testing.T) {
 	if got := gptCPUVerdicts(rep); !slices.Equal(got, want) {
 		t.Errorf("verdicts %q, want %q", got, want)
 	}
+	// a busy host gives no verdict
+	rep.StartLoad = 0.9
+	want = []string{"no verdicts: the host was not quiet (load average 0.90 before the first run, other processes 0.00 CPUs during train's runs; both must be at most 0.3): run again when nothing else runs"}
+	if got := gptCPUVerdicts(rep); !slices.Equal(got, want) {
+		t.Errorf("verdicts %q, want %q", got, want)
+	}
+	rep.StartLoad = 0.1
+	rep.Rows[0].Ours[0].Run.OtherCores = 0.5
+	if got := gptCPUVerdicts(rep); len(got) != 1 || !strings.HasPrefix(got[0], "no verdicts: the host was not quiet (load average 0.10 before the first run, other processes 0.50 CPUs") {
+		t.Errorf("verdicts %q, want none for other processes' 0.5 CPUs", got)
+	}
 }
 
 // TestPrintGPTCPUReport: the markdown table and the RESULT lines come out.

@@ -26,6 +26,19 @@ type failureReport struct {
 	// PeerFailed is true when this PE failed because a peer did
 	// (comm.ErrPeerFailed): the peer's failure is the news.
 	PeerFailed bool `json:"peer_failed,omitempty"`
+	// Origin is the PE the error is about (OriginError), when it is not
+	// the reporting PE's own: every PE fails alike when PE 0 cannot read a
+	// checkpoint, and the launcher names PE 0.
+	Origin *int `json:"origin,omitempty"`
+}
+
+// OriginError is an error every PE of a job returns alike about what one
+// PE did (ddp's checkpoint errors: PE 0 reads and writes them). A PE that
+// reports it (ReportFailure) names OriginPE as the one that failed, unless
+// it is negative.
+type OriginError interface {
+	error
+	OriginPE() int
 }
 
 func failurePath(runDir string, pe int) string {
@@ -41,6 +54,11 @@ func (p Process) ReportFailure(err error) bool {
 		return false
 	}
 	rep := failureReport{Error: err.Error(), PeerFailed: errors.Is(err, comm.ErrPeerFailed)}
+	var oe OriginError
+	if errors.As(err, &oe) && oe.OriginPE() >= 0 {
+		pe := oe.OriginPE()
+		rep.Origin = &pe
+	}
 	var te *comm.TimeoutError
 	if errors.As(err, &te) {
 		rep.Missing = te.Missing

@@ -199,6 +199,9 @@ func (j *job) blame(failed []failedPE) *PEError {
 		rep := readFailure(j.cfg.RunDir, f.pe)
 		if rep != nil {
 			e.Reason, e.Stderr = rep.Error, nil
+			if rep.Origin != nil {
+				e.PE = *rep.Origin // the PE whose action failed; every PE says the same
+			}
 		}
 		if f.byLauncher {
 			continue

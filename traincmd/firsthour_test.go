@@ -1,0 +1,127 @@
+package traincmd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runTrain runs the train binary with args and returns its exit status,
+// stdout and stderr.
+func runTrain(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(trainBinary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return exitCode(t, cmd.Run()), stdout.String(), stderr.String()
+}
+
+// TestCheckpointErrorNamesPE0: every PE fails alike when the checkpoint to
+// resume from is damaged, and the one line says that PE 0, which read it,
+// failed (not whichever PE exited first), without the pointer to --help.
+func TestCheckpointErrorNamesPE0(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--pes", "3", "--dataset", "synthetic", "--hidden", "16", "--batch-size", "48", "--max-steps", "4",
+		"--checkpoint-dir", dir, "--no-progress", "--eval-every", "0"}
+	code, _, stderr := runTrain(t, nil, args...)
+	require.Equal(t, 0, code, stderr)
+	ckpts, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.safetensors"))
+	require.Len(t, ckpts, 1)
+	f, err := os.OpenFile(ckpts[0], os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("damage"), 4096)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	for range 3 { // which PE exits first varies from run to run
+		code, _, stderr = runTrain(t, nil, append(args, "--max-steps", "8", "--resume", "latest")...)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, "train: PE 0 failed: load checkpoint "+ckpts[0]+": checkpoint file is corrupt: SHA-256")
+		assert.NotContains(t, stderr, "PE 1 failed")
+		assert.NotContains(t, stderr, "PE 2 failed")
+		assert.NotContains(t, stderr, "Run 'train --help'")
+	}
+}
+
+// TestFileErrorsHaveNoHelpLine: a problem with the run's files is one line
+// and exit 2 before any PE starts, without the pointer to --help, which
+// belongs to mistakes in the flags.
+func TestFileErrorsHaveNoHelpLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--data-dir", dir}, "train-images-idx3-ubyte"},
+		{[]string{"--model", "gpt-tiny", "--data-dir", filepath.Join(dir, "none")}, "--data-dir " + filepath.Join(dir, "none") + ": stat"},
+		{[]string{"--resume", filepath.Join(dir, "ckpt.safetensors")}, "--resume " + filepath.Join(dir, "ckpt.safetensors") + ": no such file or directory"},
+		{[]string{"--metrics", filepath.Join(dir, "no", "m.jsonl")}, "--metrics " + filepath.Join(dir, "no", "m.jsonl") + ": no such file or directory"},
+		{[]string{"--model", "gpt-tiny", "--dataset", "llmc", "--train-shards", filepath.Join(dir, "*.bin"), "--val-shards", filepath.Join(dir, "*.bin")}, "matches no file"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != 2 || !strings.Contains(lines[0], tc.want) || len(lines) != 1 {
+			t.Errorf("train %s: exit %d, stderr %q; want exit 2 and one line containing %q (no --help pointer)",
+				strings.Join(tc.args, " "), code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestResumedSummary: the summary of a resumed run counts the steps it
+// trained, not the step it reached; a run shorter than an epoch says how
+// much of one it did.
+func TestResumedSummary(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--pes", "2", "--dataset", "synthetic", "--hidden", "16", "--batch-size", "64",
+		"--checkpoint-dir", dir, "--no-progress", "--eval-every", "0"}
+	code, stdout, stderr := runTrain(t, nil, append(args, "--max-steps", "10")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "done: 10 steps (0.011 epochs) in ") // 938 steps an epoch
+	code, stdout, stderr = runTrain(t, nil, append(args, "--max-steps", "16", "--resume", "latest")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "done: 6 steps (11-16, resumed at 10) (0.017 epochs) in ")
+}
+
+func TestStepsAndEpochsWording(t *testing.T) {
+	assert.Equal(t, "400 steps", stepsDone(400, 0))
+	assert.Equal(t, "1 step", stepsDone(1, 0))
+	assert.Equal(t, "300 steps (101-400, resumed at 100)", stepsDone(400, 100))
+	assert.Equal(t, "1 step (401-401, resumed at 400)", stepsDone(401, 400))
+	assert.Equal(t, "5 epochs", epochs(1175, 235))
+	assert.Equal(t, "1 epoch", epochs(235, 235))
+	assert.Equal(t, "0.085 epochs", epochs(20, 235))
+	assert.Equal(t, "2.5 epochs", epochs(50, 20))
+	assert.Equal(t, "0 epochs", epochs(0, 0))
+}
+
+// TestByteModelOnShardsSamplesText: a byte-level model trained on llm.c
+// shards prints its end-of-run sample as text, as generate does for the
+// same checkpoint, not as token ids.
+func TestByteModelOnShardsSamplesText(t *testing.T) {
+	dir := t.TempDir()
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog\n", 200)
+	for _, name := range []string{"train.bin", "val.bin"} {
+		hdr := make([]int32, 256)
+		hdr[0], hdr[1], hdr[2] = 20240520, 1, int32(len(text))
+		var b bytes.Buffer
+		require.NoError(t, binary.Write(&b, binary.LittleEndian, hdr))
+		for i := range len(text) {
+			require.NoError(t, binary.Write(&b, binary.LittleEndian, uint16(text[i])))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644))
+	}
+	code, stdout, stderr := runTrain(t, nil, "--pes", "2", "--model", "gpt", "--layers", "1", "--width", "16", "--heads", "2",
+		"--context", "16", "--dataset", "llmc", "--train-shards", filepath.Join(dir, "train.bin"), "--val-shards",
+		filepath.Join(dir, "val.bin"), "--max-steps", "4", "--eval-batches", "1", "--sample-tokens", "10", "--no-progress")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "sample (temperature 0.8, top-k 40) after \"")
+	assert.NotContains(t, stdout, "token ids")
+}
