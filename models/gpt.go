@@ -49,6 +49,26 @@ func init() {
 	}
 }
 
+// FLOPsPerToken is the arithmetic of training on one token, counted once
+// (the head tied to wte is not counted again): 6 per parameter (a
+// multiply-add in the forward, two in the backward; the embeddings counted
+// as if they were GEMM weights, as PaLM's appendix and nanoGPT count them),
+// plus, per layer, attention's two products over the context, QKᵀ and PV:
+// 2·2·C·T forward for a full context, three times that with the backward,
+// 12·L·C·T, half of it under the causal mask: 6·L·C·T. (nanoGPT's
+// estimate_mfu counts the full 12·L·C·T.) The PyTorch peer,
+// bench/torch_gpt_bench.py, counts the same. GPT-2 124M (N = 124,475,904
+// with the vocabulary padded to 50304, L = 12, C = 768, T = 1024):
+// 6N + 6LCT = 803,478,528 FLOPs per token.
+func (m *GPT) FLOPsPerToken() float64 {
+	n := 0
+	for _, p := range m.Params() {
+		n += p.Size()
+	}
+	g := m.cfg
+	return 6*float64(n) + 6*float64(g.Layers)*float64(g.Width)*float64(g.Context)
+}
+
 // Validate checks that the sizes fit together.
 func (g GPTConfig) Validate() error {
 	switch {

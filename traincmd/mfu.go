@@ -9,26 +9,10 @@ import (
 )
 
 // Model FLOPs utilisation (MFU) of a language model's run: the FLOPs the
-// model's training needs per token (gptFLOPsPerToken) times the tokens/s,
-// over the peak FLOP/s of the devices the job runs on. Only the model's
-// arithmetic counts, not what an implementation adds (recomputation,
-// padding), so runs of different programs compare.
-
-// gptFLOPsPerToken is the arithmetic of training on one token of a GPT of
-// shape g with params parameters, counted once (the head tied to wte is not
-// counted again): 6 per parameter (a multiply-add in the forward, two in
-// the backward; the embeddings counted as if they were GEMM weights, as
-// PaLM's appendix and nanoGPT count them), plus, per layer, attention's two
-// products over the context, QKᵀ and PV: 2·2·C·T forward for a full context,
-// three times that with the backward, 12·L·C·T, half of it under the causal
-// mask: 6·L·C·T. (nanoGPT's estimate_mfu counts the full 12·L·C·T.) The
-// PyTorch peer, bench/torch_gpt_bench.py, counts the same.
-//
-// GPT-2 124M (N = 124,475,904 with the vocabulary padded to 50304, L = 12,
-// C = 768, T = 1024): 6N + 6LCT = 803,478,528 FLOPs per token.
-func gptFLOPsPerToken(g models.GPTConfig, params int) float64 {
-	return 6*float64(params) + 6*float64(g.Layers)*float64(g.Width)*float64(g.Context)
-}
+// model's training needs per token (models.FLOPsCounter) times the
+// tokens/s, over the peak FLOP/s of the devices the job runs on. Only the
+// model's arithmetic counts, not what an implementation adds
+// (recomputation, padding), so runs of different programs compare.
 
 // devicePeak is the dense peak of a GPU in TFLOP/s, from NVIDIA's data
 // sheets: tensor-core bf16 without 2:4 sparsity (the sheets' headline
@@ -66,7 +50,7 @@ func tablePeak(device string, p compute.Precision) (float64, bool) {
 
 // mfuInfo is what the reporter needs to print a language model's MFU.
 type mfuInfo struct {
-	flopsPerToken float64           // gptFLOPsPerToken; 0 for a model that is not a GPT
+	flopsPerToken float64           // models.FLOPsCounter's; 0 for a model that does not say
 	precision     compute.Precision // what the model runs in (runPrecision)
 	peak          float64           // FLOP/s of all the job's devices; 0: unknown, no MFU
 	peakSource    string            // "bf16 dense peak of 1 NVIDIA H200", for the start line
@@ -93,16 +77,11 @@ func (m mfuInfo) suffix(tokensPerSec float64) string {
 // (devices of them, each named device, "" for the CPU): --peak-tflops per
 // device, else the table's peak for a known GPU, else none.
 func newMFU(o *options, m models.Model, e compute.Engine, device string, devices int) mfuInfo {
-	g, ok := m.(*models.GPT)
+	fc, ok := m.(models.FLOPsCounter)
 	if !ok {
 		return mfuInfo{}
 	}
-	info := mfuInfo{precision: runPrecision(o, m, e)}
-	n := 0
-	for _, p := range m.Params() {
-		n += p.Size()
-	}
-	info.flopsPerToken = gptFLOPsPerToken(g.Config(), n)
+	info := mfuInfo{precision: runPrecision(o, m, e), flopsPerToken: fc.FLOPsPerToken()}
 	devices = max(1, devices)
 	per, what := o.peakTFLOPS, "--peak-tflops"
 	if per == 0 && device != "" {
@@ -120,16 +99,17 @@ func newMFU(o *options, m models.Model, e compute.Engine, device string, devices
 	return info
 }
 
-// runPrecision is the precision model m computes in on engine e: fp32 for
-// a model that is not a GPT; what the built model says, when it says
-// (a Precision method); else --precision, and auto as compute.Precision
-// defines it: bf16 on an engine that fuses the GPT (compute.GPTFuser), fp32
+// runPrecision is the precision model m computes in on engine e: what the
+// built model says, when it says (a Precision method); fp32 for a model
+// that does not; else --precision, and auto as compute.Precision defines
+// it: bf16 on an engine that fuses the GPT (compute.GPTFuser), fp32
 // elsewhere.
 func runPrecision(o *options, m models.Model, e compute.Engine) compute.Precision {
-	if _, ok := m.(*models.GPT); !ok {
+	pm, ok := m.(interface{ Precision() compute.Precision })
+	if !ok {
 		return compute.PrecisionF32
 	}
-	if pm, ok := m.(interface{ Precision() compute.Precision }); ok && pm.Precision() != compute.PrecisionAuto {
+	if pm.Precision() != compute.PrecisionAuto {
 		return pm.Precision()
 	}
 	if p := o.computePrecision(); p != compute.PrecisionAuto {

@@ -28,9 +28,11 @@ func TestGPTFLOPsPerToken(t *testing.T) {
 		n += p.Size()
 	}
 	require.Equal(t, 124475904, n, "GPT-2 124M's parameters, the tied head counted once")
-	assert.Equal(t, 803478528.0, gptFLOPsPerToken(models.GPT2, n))
+	assert.Equal(t, 803478528.0, m.(models.FLOPsCounter).FLOPsPerToken())
 	// gpt-tiny: 842,496 parameters; 6N + 6·4·128·128
-	assert.Equal(t, 6*842496.0+6*4*128*128, gptFLOPsPerToken(models.GPTTiny, 842496))
+	tiny, err := models.New("gpt-tiny", models.Config{})
+	require.NoError(t, err)
+	assert.Equal(t, 6*842496.0+6*4*128*128, tiny.(models.FLOPsCounter).FLOPsPerToken())
 }
 
 func TestTablePeak(t *testing.T) {
@@ -207,9 +209,9 @@ func TestMemoryCheckIsTheHostsOnTheCPU(t *testing.T) {
 	require.NoError(t, err)
 	huge := int(memAvailable()/g.(*models.GPT).ActivationBytes(1)) + 16 // sequences beyond the host's memory
 	o := &options{pes: 1, accumulate: 1, batch: huge, model: "gpt2", backend: "auto"}
-	err = checkMemory(o, g.(*models.GPT))
+	err = checkMemory(o, g.(*models.GPT), 1024)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "GiB of activations per PE")
 	o.backend = "nvshmem"
-	assert.NoError(t, checkMemory(o, g.(*models.GPT)))
+	assert.NoError(t, checkMemory(o, g.(*models.GPT), 1024))
 }

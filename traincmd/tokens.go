@@ -25,8 +25,8 @@ func chooseTokenData(o *options) (dataChoice, error) {
 	}
 	spec := m.Data()
 	dc := dataChoice{name: o.dataset, context: spec.Input[0], vocab: spec.Classes}
-	if g, ok := m.(*models.GPT); ok {
-		if err := checkMemory(o, g); err != nil {
+	if a, ok := m.(models.ActivationSizer); ok {
+		if err := checkMemory(o, a, spec.Input[0]); err != nil {
 			return dataChoice{}, err
 		}
 	}
@@ -156,12 +156,12 @@ func buildCorpus(dc *dataChoice) error {
 }
 
 // checkMemory refuses, before any PE starts, a language-model run on the
-// CPU whose activations alone (models.GPT.ActivationBytes, for the
+// CPU whose activations alone (models.ActivationSizer, for the
 // micro-batch of each of the host's PEs) need more memory than the host has
 // available, which would otherwise swap or be killed part-way. On the GPU
 // (--backend nvshmem) the activations are in device memory, not the host's:
 // the engine says when they do not fit.
-func checkMemory(o *options, g *models.GPT) error {
+func checkMemory(o *options, g models.ActivationSizer, context int) error {
 	if o.backend == "nvshmem" {
 		return nil
 	}
@@ -173,7 +173,7 @@ func checkMemory(o *options, g *models.GPT) error {
 	per := g.ActivationBytes(micro)
 	if need := per * int64(o.pes); need > avail {
 		return usagef("model %s at %d sequences of %d tokens per PE needs about %.1f GiB of activations per PE (%.1f GiB for %s), more than the %.1f GiB this host has available: split the batch with --accumulate, or use a smaller --batch-size or --context",
-			o.model, micro, g.Config().Context, gib(per), gib(need), plural(o.pes, "PE"), gib(avail))
+			o.model, micro, context, gib(per), gib(need), plural(o.pes, "PE"), gib(avail))
 	}
 	return nil
 }
