@@ -42,7 +42,8 @@ func main() {
 	}
 }
 
-// writePNG draws f's panels side by side into a PNG at path.
+// writePNG draws f's panels into a PNG at path: side by side, or in rows
+// of f.Columns.
 func writePNG(path string, f plotspec.Figure) error {
 	if err := f.Check(); err != nil {
 		return err
@@ -50,20 +51,28 @@ func writePNG(path string, f plotspec.Figure) error {
 	if len(f.Panels) == 0 {
 		return fmt.Errorf("%s: the figure has no panels", path)
 	}
-	row := make([]*plot.Plot, len(f.Panels))
+	rows, cols := f.Grid()
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols) // nil: an empty tile after the last panel
+	}
 	for i, p := range f.Panels {
 		var err error
-		if row[i], err = panel(p); err != nil {
+		if grid[i/cols][i%cols], err = panel(p); err != nil {
 			return err
 		}
 	}
 	img := vgimg.NewWith(vgimg.UseWH(vg.Length(f.Width)*vg.Inch, vg.Length(f.Height)*vg.Inch), vgimg.UseDPI(f.DPI))
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Millimeter * 8, PadTop: vg.Millimeter * 2,
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 8, PadY: vg.Millimeter * 8, PadTop: vg.Millimeter * 2,
 		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
-	canvases := plot.Align([][]*plot.Plot{row}, tiles, dc)
-	for i, p := range row {
-		p.Draw(canvases[0][i])
+	canvases := plot.Align(grid, tiles, dc)
+	for r, row := range grid {
+		for c, p := range row {
+			if p != nil {
+				p.Draw(canvases[r][c])
+			}
+		}
 	}
 	w, err := os.Create(path)
 	if err != nil {
@@ -114,7 +123,11 @@ func panel(s plotspec.Panel) (*plot.Plot, error) {
 		}
 		line.LineStyle.Color, line.LineStyle.Width, line.LineStyle.Dashes = c, vg.Points(1.5), dashes
 		glyphs.GlyphStyle.Color, glyphs.GlyphStyle.Radius = c, vg.Points(2)
-		p.Add(line, glyphs)
+		if l.NoGlyphs {
+			p.Add(line)
+		} else {
+			p.Add(line, glyphs)
+		}
 		p.Legend.Add(l.Name, line)
 	}
 	for _, m := range s.Markers {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"image"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -71,4 +72,57 @@ func TestReadWritten(t *testing.T) {
 	if len(f.Panels) != 2 || f.Panels[0].Lines[1].Dashes[0] != 5 || f.Panels[1].Markers[0].At.Y != 6e4 || f.Panels[1].Lines[0].Color != plotspec.Grey {
 		t.Errorf("read back %+v", f)
 	}
+}
+
+// TestWritePNGGrid: with Columns the panels fill rows left to right, and
+// the tile after the last panel stays blank.
+func TestWritePNGGrid(t *testing.T) {
+	f := figure()
+	f.Width, f.Height, f.Columns = 8, 6, 2
+	f.Panels = append(f.Panels, f.Panels[1])
+	f.Panels[2].Title = "third"
+	f.Panels[0].Lines[0].NoGlyphs = true
+	path := filepath.Join(t.TempDir(), "grid.png")
+	if err := writePNG(path, f); err != nil {
+		t.Fatal(err)
+	}
+	img := decodePNG(t, path)
+	if b := img.Bounds(); b.Dx() != 8*96 || b.Dy() != 6*96 {
+		t.Fatalf("image of %v, want 768x576", b)
+	}
+	inked := func(x0, y0, x1, y1 int) int {
+		n := 0
+		for y := y0; y < y1; y++ {
+			for x := x0; x < x1; x++ {
+				if r, g, b, _ := img.At(x, y).RGBA(); r&g&b < 0xf000 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	w, h := 8*96, 6*96
+	for name, q := range map[string][4]int{"top left": {0, 0, w / 2, h / 2}, "top right": {w / 2, 0, w, h / 2}, "bottom left": {0, h / 2, w / 2, h}} {
+		if inked(q[0], q[1], q[2], q[3]) == 0 {
+			t.Errorf("%s tile: blank, want a panel", name)
+		}
+	}
+	if n := inked(w/2+10, h/2+10, w, h); n != 0 {
+		t.Errorf("bottom right tile: %d pixels drawn, want none", n)
+	}
+}
+
+// decodePNG reads the PNG at path.
+func decodePNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	r, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	img, err := png.Decode(r)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return img
 }
