@@ -38,14 +38,17 @@ func (f Figure) Grid() (rows, cols int) {
 
 // Panel is one chart.
 type Panel struct {
-	Title   string   `json:"title"`
-	XLabel  string   `json:"x_label"`
-	YLabel  string   `json:"y_label"`
-	LogX    bool     `json:"log_x,omitempty"`
-	XTicks  []Tick   `json:"x_ticks,omitempty"` // empty: chosen by the plotter
-	YFrom0  bool     `json:"y_from_0,omitempty"`
-	Lines   []Line   `json:"lines,omitempty"`
-	Markers []Marker `json:"markers,omitempty"`
+	Title  string `json:"title"`
+	XLabel string `json:"x_label"`
+	YLabel string `json:"y_label"`
+	LogX   bool   `json:"log_x,omitempty"`
+	XTicks []Tick `json:"x_ticks,omitempty"` // empty: chosen by the plotter
+	YFrom0 bool   `json:"y_from_0,omitempty"`
+	// LegendAbove raises the top of the y axis so that the legend, in
+	// the top left corner, lies above every line instead of over them.
+	LegendAbove bool     `json:"legend_above,omitempty"`
+	Lines       []Line   `json:"lines,omitempty"`
+	Markers     []Marker `json:"markers,omitempty"`
 }
 
 // Tick is a labelled position on an axis.

@@ -41,7 +41,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestWriteRead(t *testing.T) {
-	f := Figure{Width: 6, Height: 4, DPI: 72, Columns: 2, Panels: []Panel{{Title: "t", XTicks: []Tick{{Value: 1, Label: "1"}},
+	f := Figure{Width: 6, Height: 4, DPI: 72, Columns: 2, Panels: []Panel{{Title: "t", XTicks: []Tick{{Value: 1, Label: "1"}}, LegendAbove: true,
 		Lines:   []Line{{Name: "l", Color: Grey, Dashes: []float64{2, 3}, NoGlyphs: true, Points: []Point{{X: 1, Y: 2}}}},
 		Markers: []Marker{{Name: "m", At: Point{X: 1, Y: 3}}}}}}
 	path := filepath.Join(t.TempDir(), "plot.json")

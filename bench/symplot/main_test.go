@@ -3,10 +3,16 @@ package main
 import (
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/symddp/symddp/bench/plotspec"
 )
@@ -125,4 +131,48 @@ func decodePNG(t *testing.T, path string) image.Image {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return img
+}
+
+// TestLegendAbove: a panel with LegendAbove gets a y axis tall enough that
+// its highest point lies below the legend; one without keeps its range.
+func TestLegendAbove(t *testing.T) {
+	line := plotspec.Line{Name: "a rather long run name", Points: []plotspec.Point{{X: 0, Y: 4.5}, {X: 10, Y: 3}, {X: 20, Y: 2.5}}}
+	f := plotspec.Figure{Width: 12, Height: 4, DPI: 96, Panels: []plotspec.Panel{
+		{Title: "raised", LegendAbove: true, Lines: []plotspec.Line{line, line}},
+		{Title: "as is", Lines: []plotspec.Line{line}},
+	}}
+	grid := [][]*plot.Plot{make([]*plot.Plot, 2)}
+	for i, s := range f.Panels {
+		var err error
+		if grid[0][i], err = panel(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img := vgimg.NewWith(vgimg.UseWH(12*vg.Inch, 4*vg.Inch), vgimg.UseDPI(96))
+	canvases := plot.Align(grid, draw.Tiles{Rows: 1, Cols: 2}, draw.New(img))
+	if !raiseForLegends(f, grid, canvases) {
+		t.Fatal("no panel raised")
+	}
+	p := grid[0][0]
+	data := p.DataCanvas(canvases[0][0])
+	legendBottom := data.Max.Y - p.Legend.Rectangle(data).Size().Y // the legend's top is at or above the data's
+	highest := data.Min.Y + data.Size().Y*vg.Length((4.5-p.Y.Min)/(p.Y.Max-p.Y.Min))
+	if p.Y.Min != 2.5 || highest >= legendBottom {
+		t.Errorf("y from %g to %g: the highest point at %v, the legend's bottom at %v", p.Y.Min, p.Y.Max, highest, legendBottom)
+	}
+	if q := grid[0][1]; q.Y.Min != 2.5 || q.Y.Max != 4.5 {
+		t.Errorf("panel without LegendAbove: y from %g to %g, want 2.5 to 4.5", q.Y.Min, q.Y.Max)
+	}
+}
+
+// TestOneYValue: a panel whose points share one y value spans 10% around
+// it, not gonum's [y-1, y+1].
+func TestOneYValue(t *testing.T) {
+	p, err := panel(plotspec.Panel{Lines: []plotspec.Line{{Name: "l", Points: []plotspec.Point{{X: 200, Y: 0.4}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(p.Y.Min-0.36) > 1e-12 || math.Abs(p.Y.Max-0.44) > 1e-12 {
+		t.Errorf("y from %g to %g, want 0.36 to 0.44", p.Y.Min, p.Y.Max)
+	}
 }
