@@ -30,7 +30,8 @@ type panelSpec struct {
 // Figure describes runs as panels against step: training loss, validation
 // (or test) loss, test accuracy, learning rate and throughput (tokens/s
 // when every run is a language model's, samples/s otherwise), one line per
-// run named by labels[i]. A panel no run has a point for is left out.
+// run named by labels[i], the legend above the lines. A panel no run has a
+// point for is left out.
 // Each run keeps its colour in every panel.
 func Figure(runs []Run, labels []string) (plotspec.Figure, error) {
 	if len(runs) == 0 {
@@ -41,7 +42,7 @@ func Figure(runs []Run, labels []string) (plotspec.Figure, error) {
 	}
 	var panels []plotspec.Panel
 	for _, ps := range panelSpecs(runs) {
-		p := plotspec.Panel{Title: ps.title, XLabel: "step", YLabel: ps.yLabel, YFrom0: ps.from0}
+		p := plotspec.Panel{Title: ps.title, XLabel: "step", YLabel: ps.yLabel, YFrom0: ps.from0, LegendAbove: true}
 		for i, r := range runs {
 			pts := firstSeries(r, ps.metrics)
 			if len(pts) == 0 {

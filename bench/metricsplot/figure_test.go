@@ -34,7 +34,7 @@ func TestFigureLanguageModels(t *testing.T) {
 		t.Errorf("figure %gx%g in at %d dpi in %d columns, want 12x8 at 96 in 2", f.Width, f.Height, f.DPI, f.Columns)
 	}
 	for _, p := range f.Panels {
-		if p.XLabel != "step" || len(p.Lines) != 2 || p.Lines[0].Name != "lr 1e-3" || p.Lines[1].Name != "resumed" ||
+		if p.XLabel != "step" || !p.LegendAbove || len(p.Lines) != 2 || p.Lines[0].Name != "lr 1e-3" || p.Lines[1].Name != "resumed" ||
 			p.Lines[0].Color != 0 || p.Lines[1].Color != 1 || p.Lines[0].NoGlyphs {
 			t.Errorf("panel %q: x label %q, lines %+v", p.Title, p.XLabel, p.Lines)
 		}

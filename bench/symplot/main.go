@@ -1,7 +1,9 @@
-// Command symplot draws a figure that `symbench all` described (plot.json,
-// a plotspec.Figure) into a PNG:
+// Command symplot draws figures into PNGs: one that `symbench all`
+// described (plot.json, a plotspec.Figure), or the metrics logs of training
+// runs (`train --metrics`), one line per run, to compare them by eye:
 //
 //	symplot -in plot.json -out symbench.png
+//	symplot metrics -out runs.png [-label NAME]... a.jsonl [b.jsonl ...]
 //
 // It is a module of its own so that gonum/plot, and the font, PDF and LaTeX
 // modules that come with it, are not in symddp's go.mod: symbench runs it
@@ -9,9 +11,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 
@@ -25,22 +29,47 @@ import (
 	"github.com/symddp/symddp/bench/plotspec"
 )
 
-func main() {
-	in := flag.String("in", "", "figure to draw (JSON, as symbench all writes it)")
-	out := flag.String("out", "", "PNG to write")
-	flag.Parse()
-	if *in == "" || *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: symplot -in plot.json -out plot.png")
-		os.Exit(2)
+const usage = `usage:
+  symplot -in plot.json -out plot.png
+	draw the figure that symbench all described
+  symplot metrics -out runs.png [-label NAME]... a.jsonl [b.jsonl ...]
+	draw train --metrics logs against step, one line per log: training
+	loss, validation (or test) loss, test accuracy, learning rate and
+	throughput; run symplot metrics -h for more
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+// run is symplot with args, its errors written to stderr; it returns the
+// exit status: 0, 1 for a file it could not read or write, 2 for bad usage.
+func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "metrics" {
+		return runMetrics(args[1:], stderr)
+	}
+	fs := flag.NewFlagSet("symplot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	in := fs.String("in", "", "figure to draw (JSON, as symbench all writes it)")
+	out := fs.String("out", "", "PNG to write")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *in == "" || *out == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: symplot -in plot.json -out plot.png")
+		return 2
 	}
 	f, err := plotspec.Read(*in)
 	if err == nil {
 		err = writePNG(*out, f)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "symplot: %v\n", err)
-		os.Exit(1)
+		fmt.Fprintf(stderr, "symplot: %v\n", err)
+		return 1
 	}
+	return 0
 }
 
 // writePNG draws f's panels into a PNG at path: side by side, or in rows
