@@ -14,24 +14,41 @@ import (
 	"os"
 )
 
-// Figure is panels side by side in one image.
+// Figure is panels in one image: side by side, or in rows of Columns.
 type Figure struct {
-	Width  float64 `json:"width_in"`  // inches
-	Height float64 `json:"height_in"` // inches
-	DPI    int     `json:"dpi"`
-	Panels []Panel `json:"panels"`
+	Width   float64 `json:"width_in"`  // inches
+	Height  float64 `json:"height_in"` // inches
+	DPI     int     `json:"dpi"`
+	Columns int     `json:"columns,omitempty"` // panels per row; 0: all in one row
+	Panels  []Panel `json:"panels"`
+}
+
+// Grid is the figure's rows and columns of panels.
+func (f Figure) Grid() (rows, cols int) {
+	n := len(f.Panels)
+	if n == 0 {
+		return 0, 0
+	}
+	cols = f.Columns
+	if cols <= 0 || cols > n {
+		cols = n
+	}
+	return (n + cols - 1) / cols, cols
 }
 
 // Panel is one chart.
 type Panel struct {
-	Title   string   `json:"title"`
-	XLabel  string   `json:"x_label"`
-	YLabel  string   `json:"y_label"`
-	LogX    bool     `json:"log_x,omitempty"`
-	XTicks  []Tick   `json:"x_ticks,omitempty"` // empty: chosen by the plotter
-	YFrom0  bool     `json:"y_from_0,omitempty"`
-	Lines   []Line   `json:"lines,omitempty"`
-	Markers []Marker `json:"markers,omitempty"`
+	Title  string `json:"title"`
+	XLabel string `json:"x_label"`
+	YLabel string `json:"y_label"`
+	LogX   bool   `json:"log_x,omitempty"`
+	XTicks []Tick `json:"x_ticks,omitempty"` // empty: chosen by the plotter
+	YFrom0 bool   `json:"y_from_0,omitempty"`
+	// LegendAbove raises the top of the y axis so that the legend, in
+	// the top left corner, lies above every line instead of over them.
+	LegendAbove bool     `json:"legend_above,omitempty"`
+	Lines       []Line   `json:"lines,omitempty"`
+	Markers     []Marker `json:"markers,omitempty"`
 }
 
 // Tick is a labelled position on an axis.
@@ -43,12 +60,14 @@ type Tick struct {
 // Grey is the Color of a reference line.
 const Grey = -1
 
-// Line is a named line through points, with a glyph at each.
+// Line is a named line through points, with a glyph at each unless
+// NoGlyphs (a line of many points reads better without).
 type Line struct {
-	Name   string    `json:"name"`
-	Color  int       `json:"color"`            // index into the plotter's palette, or Grey
-	Dashes []float64 `json:"dashes,omitempty"` // on, off lengths in points; empty: solid
-	Points []Point   `json:"points"`
+	Name     string    `json:"name"`
+	Color    int       `json:"color"`            // index into the plotter's palette, or Grey
+	Dashes   []float64 `json:"dashes,omitempty"` // on, off lengths in points; empty: solid
+	NoGlyphs bool      `json:"no_glyphs,omitempty"`
+	Points   []Point   `json:"points"`
 }
 
 // Marker is a single named point, drawn as a cross.
@@ -68,6 +87,9 @@ type Point struct {
 func (f Figure) Check() error {
 	if f.Width <= 0 || f.Height <= 0 || f.DPI <= 0 {
 		return fmt.Errorf("plot: size %gx%g in at %d dpi", f.Width, f.Height, f.DPI)
+	}
+	if f.Columns < 0 {
+		return fmt.Errorf("plot: %d columns", f.Columns)
 	}
 	bad := func(p Panel, pt Point) bool {
 		return math.IsNaN(pt.X) || math.IsInf(pt.X, 0) || math.IsNaN(pt.Y) || math.IsInf(pt.Y, 0) || (p.LogX && pt.X <= 0)

@@ -22,6 +22,7 @@ func TestCheck(t *testing.T) {
 		"NaN y":              {func(f *Figure) { f.Panels[0].Lines[0].Points[1].Y = math.NaN() }, `line "l"`},
 		"Inf marker":         {func(f *Figure) { f.Panels[0].Markers = []Marker{{Name: "m", At: Point{X: math.Inf(1), Y: 1}}} }, `marker "m"`},
 		"no size":            {func(f *Figure) { f.DPI = 0 }, "dpi"},
+		"negative columns":   {func(f *Figure) { f.Columns = -1 }, "columns"},
 	} {
 		f := ok
 		f.Panels = []Panel{ok.Panels[0]}
@@ -40,8 +41,8 @@ func TestCheck(t *testing.T) {
 }
 
 func TestWriteRead(t *testing.T) {
-	f := Figure{Width: 6, Height: 4, DPI: 72, Panels: []Panel{{Title: "t", XTicks: []Tick{{Value: 1, Label: "1"}},
-		Lines:   []Line{{Name: "l", Color: Grey, Dashes: []float64{2, 3}, Points: []Point{{X: 1, Y: 2}}}},
+	f := Figure{Width: 6, Height: 4, DPI: 72, Columns: 2, Panels: []Panel{{Title: "t", XTicks: []Tick{{Value: 1, Label: "1"}}, LegendAbove: true,
+		Lines:   []Line{{Name: "l", Color: Grey, Dashes: []float64{2, 3}, NoGlyphs: true, Points: []Point{{X: 1, Y: 2}}}},
 		Markers: []Marker{{Name: "m", At: Point{X: 1, Y: 3}}}}}}
 	path := filepath.Join(t.TempDir(), "plot.json")
 	if err := f.Write(path); err != nil {
@@ -53,5 +54,18 @@ func TestWriteRead(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, f) {
 		t.Errorf("read %+v, wrote %+v", got, f)
+	}
+}
+
+// TestGrid: Columns panels per row, the last row partly filled; no Columns
+// (what symbench writes) is one row.
+func TestGrid(t *testing.T) {
+	for _, c := range []struct{ panels, columns, rows, cols int }{
+		{4, 0, 1, 4}, {4, 2, 2, 2}, {5, 3, 2, 3}, {2, 3, 1, 2}, {1, 2, 1, 1}, {0, 2, 0, 0},
+	} {
+		f := Figure{Columns: c.columns, Panels: make([]Panel, c.panels)}
+		if r, k := f.Grid(); r != c.rows || k != c.cols {
+			t.Errorf("%d panels, %d columns: grid %dx%d, want %dx%d", c.panels, c.columns, r, k, c.rows, c.cols)
+		}
 	}
 }

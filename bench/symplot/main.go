@@ -1,7 +1,9 @@
-// Command symplot draws a figure that `symbench all` described (plot.json,
-// a plotspec.Figure) into a PNG:
+// Command symplot draws figures into PNGs: one that `symbench all`
+// described (plot.json, a plotspec.Figure), or the metrics logs of training
+// runs (`train --metrics`), one line per run, to compare them by eye:
 //
 //	symplot -in plot.json -out symbench.png
+//	symplot metrics -out runs.png [-label NAME]... a.jsonl [b.jsonl ...]
 //
 // It is a module of its own so that gonum/plot, and the font, PDF and LaTeX
 // modules that come with it, are not in symddp's go.mod: symbench runs it
@@ -9,9 +11,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"image/color"
+	"io"
+	"math"
 	"os"
 
 	"gonum.org/v1/plot"
@@ -24,25 +29,51 @@ import (
 	"github.com/symddp/symddp/bench/plotspec"
 )
 
-func main() {
-	in := flag.String("in", "", "figure to draw (JSON, as symbench all writes it)")
-	out := flag.String("out", "", "PNG to write")
-	flag.Parse()
-	if *in == "" || *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: symplot -in plot.json -out plot.png")
-		os.Exit(2)
+const usage = `usage:
+  symplot -in plot.json -out plot.png
+	draw the figure that symbench all described
+  symplot metrics -out runs.png [-label NAME]... a.jsonl [b.jsonl ...]
+	draw train --metrics logs against step, one line per log: training
+	loss, validation (or test) loss, test accuracy, learning rate and
+	throughput; run symplot metrics -h for more
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+// run is symplot with args, its errors written to stderr; it returns the
+// exit status: 0, 1 for a file it could not read or write, 2 for bad usage.
+func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "metrics" {
+		return runMetrics(args[1:], stderr)
+	}
+	fs := flag.NewFlagSet("symplot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	in := fs.String("in", "", "figure to draw (JSON, as symbench all writes it)")
+	out := fs.String("out", "", "PNG to write")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *in == "" || *out == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: symplot -in plot.json -out plot.png")
+		return 2
 	}
 	f, err := plotspec.Read(*in)
 	if err == nil {
 		err = writePNG(*out, f)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "symplot: %v\n", err)
-		os.Exit(1)
+		fmt.Fprintf(stderr, "symplot: %v\n", err)
+		return 1
 	}
+	return 0
 }
 
-// writePNG draws f's panels side by side into a PNG at path.
+// writePNG draws f's panels into a PNG at path: side by side, or in rows
+// of f.Columns.
 func writePNG(path string, f plotspec.Figure) error {
 	if err := f.Check(); err != nil {
 		return err
@@ -50,20 +81,31 @@ func writePNG(path string, f plotspec.Figure) error {
 	if len(f.Panels) == 0 {
 		return fmt.Errorf("%s: the figure has no panels", path)
 	}
-	row := make([]*plot.Plot, len(f.Panels))
+	rows, cols := f.Grid()
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols) // nil: an empty tile after the last panel
+	}
 	for i, p := range f.Panels {
 		var err error
-		if row[i], err = panel(p); err != nil {
+		if grid[i/cols][i%cols], err = panel(p); err != nil {
 			return err
 		}
 	}
 	img := vgimg.NewWith(vgimg.UseWH(vg.Length(f.Width)*vg.Inch, vg.Length(f.Height)*vg.Inch), vgimg.UseDPI(f.DPI))
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Millimeter * 8, PadTop: vg.Millimeter * 2,
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 8, PadY: vg.Millimeter * 8, PadTop: vg.Millimeter * 2,
 		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
-	canvases := plot.Align([][]*plot.Plot{row}, tiles, dc)
-	for i, p := range row {
-		p.Draw(canvases[0][i])
+	canvases := plot.Align(grid, tiles, dc)
+	if raiseForLegends(f, grid, canvases) {
+		canvases = plot.Align(grid, tiles, dc) // the y tick labels may have changed width
+	}
+	for r, row := range grid {
+		for c, p := range row {
+			if p != nil {
+				p.Draw(canvases[r][c])
+			}
+		}
 	}
 	w, err := os.Create(path)
 	if err != nil {
@@ -74,6 +116,28 @@ func writePNG(path string, f plotspec.Figure) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return w.Close()
+}
+
+// raiseForLegends raises the top of the y axis of each panel of f that
+// asks for LegendAbove so that its legend, as tall on canvas c as it is,
+// lies above the data; it reports whether it changed any.
+func raiseForLegends(f plotspec.Figure, grid [][]*plot.Plot, canvases [][]draw.Canvas) bool {
+	changed := false
+	for i, s := range f.Panels {
+		p, c := grid[i/len(grid[0])][i%len(grid[0])], canvases[i/len(grid[0])][i%len(grid[0])]
+		if !s.LegendAbove || p.Y.Max <= p.Y.Min {
+			continue // no data
+		}
+		data := p.DataCanvas(c)
+		legend := p.Legend.Rectangle(data).Size().Y + p.Legend.TextStyle.FontExtents().Descent + vg.Points(4)
+		frac := float64(legend / data.Size().Y)
+		if frac <= 0 || frac > 0.6 {
+			continue // no legend, or one that leaves no room for the data
+		}
+		p.Y.Max += (p.Y.Max - p.Y.Min) * frac / (1 - frac)
+		changed = true
+	}
+	return changed
 }
 
 // panel is one chart of the figure.
@@ -92,6 +156,7 @@ func panel(s plotspec.Panel) (*plot.Plot, error) {
 		}
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
+	p.Y.Tick.Marker = trimmedTicks{}
 	if s.YFrom0 {
 		p.Y.Min = 0
 	}
@@ -114,7 +179,11 @@ func panel(s plotspec.Panel) (*plot.Plot, error) {
 		}
 		line.LineStyle.Color, line.LineStyle.Width, line.LineStyle.Dashes = c, vg.Points(1.5), dashes
 		glyphs.GlyphStyle.Color, glyphs.GlyphStyle.Radius = c, vg.Points(2)
-		p.Add(line, glyphs)
+		if l.NoGlyphs {
+			p.Add(line)
+		} else {
+			p.Add(line, glyphs)
+		}
 		p.Legend.Add(l.Name, line)
 	}
 	for _, m := range s.Markers {
@@ -126,6 +195,12 @@ func panel(s plotspec.Panel) (*plot.Plot, error) {
 		sc.GlyphStyle.Radius = vg.Points(5)
 		p.Add(sc)
 		p.Legend.Add(m.Name, sc)
+	}
+	if p.Y.Min == p.Y.Max && p.Y.Min != 0 {
+		// One y value: gonum would widen the range to [y-1, y+1] whatever
+		// the scale (a loss of 0.4 between -0.6 and 1.4); widen it by 10%.
+		d := math.Abs(p.Y.Min) / 10
+		p.Y.Min, p.Y.Max = p.Y.Min-d, p.Y.Max+d
 	}
 	if s.LogX && p.X.Min == p.X.Max && p.X.Min > 0 {
 		// One x value: gonum would widen the range to [x-1, x+1], which
