@@ -235,7 +235,7 @@ func modelHeap(o *options, backend string) (int64, error) {
 // both into 2. (A PE cannot use 2 itself: that is a Go panic's status.)
 const (
 	exitPEUsage = 64
-	exitPEInput = 65
+	exitPEInput = 66 // 65 is exitFinished
 )
 
 // helpLine follows a bad command line (not a problem with files).

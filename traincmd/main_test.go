@@ -119,7 +119,7 @@ func TestTrainEndToEnd(t *testing.T) {
 		}
 	}
 	// the header says what optimizes
-	if want := "40 steps, sgd, lr 0.05, constant schedule"; !strings.Contains(stderr.String(), want) {
+	if want := "recipe: sgd (momentum 0.9, no weight decay), lr 0.05, constant, no clipping, global batch 64 = 2 PEs x 32"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 	b, err := os.ReadFile(metrics)

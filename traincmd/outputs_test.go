@@ -29,7 +29,7 @@ func TestMetricsUnwritable(t *testing.T) {
 	missing := filepath.Join(dir, "nonexistent", "m.jsonl")
 	j := newJob(t, append([]string{"--pes", "2", "--metrics", missing}, short...)...).run(t)
 	lines := strings.Split(strings.TrimSpace(j.stderr.String()), "\n")
-	if j.code != 2 || len(lines) != 2 || lines[0] != "train: --metrics "+missing+": no such file or directory" {
+	if j.code != 2 || len(lines) != 1 || lines[0] != "train: --metrics "+missing+": no such file or directory" {
 		t.Fatalf("missing directory: exit %d, stderr:\n%s\nwant exit 2 and one line", j.code, j.stderr.String())
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
@@ -62,7 +62,7 @@ func TestCheckpointDirUnwritable(t *testing.T) {
 	bad := filepath.Join(file, "ckpt")
 	j := newJob(t, append([]string{"--pes", "2", "--checkpoint-dir", bad}, short...)...).run(t)
 	lines := strings.Split(strings.TrimSpace(j.stderr.String()), "\n")
-	if j.code != 2 || len(lines) != 2 || lines[0] != "train: --checkpoint-dir "+bad+": cannot create it: not a directory" {
+	if j.code != 2 || len(lines) != 1 || lines[0] != "train: --checkpoint-dir "+bad+": cannot create it: not a directory" {
 		t.Fatalf("checkpoint dir under a file: exit %d, stderr:\n%s\nwant exit 2 and one line", j.code, j.stderr.String())
 	}
 	j = newJob(t, append([]string{"--pes", "2", "--checkpoint-dir", file}, short...)...).run(t)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,9 +79,15 @@ func TestGenerateErrors(t *testing.T) {
 	rc, _, stderr := runGenerate()
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, "--checkpoint is required")
-	rc, _, stderr = runGenerate("--checkpoint", t.TempDir())
+	empty := t.TempDir()
+	rc, _, stderr = runGenerate("--checkpoint", empty)
 	assert.Equal(t, 2, rc)
-	assert.Contains(t, stderr, "no intact checkpoint in")
+	assert.Contains(t, stderr, "no checkpoint in "+empty+": train writes ckpt-<step>.safetensors files there with --checkpoint-dir")
+	assert.NotContains(t, stderr, "--help", "a missing checkpoint is not a mistake in the flags")
+	require.NoError(t, os.WriteFile(filepath.Join(empty, "ckpt-000000007.safetensors"), []byte("not a checkpoint"), 0o644))
+	rc, _, stderr = runGenerate("--checkpoint", empty)
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, "no intact checkpoint in "+empty+": "+filepath.Join(empty, "ckpt-000000007.safetensors")+": checkpoint file is corrupt")
 	// A classifier's checkpoint records no sizes: generate says what it
 	// samples from.
 	train, _, err := datasets.SyntheticSplit(64, 16, 8, 3, 1)

@@ -66,20 +66,21 @@ func TestOwnModelThroughTrain(t *testing.T) {
 // what was registered.
 func TestOwnFlagsErrors(t *testing.T) {
 	for _, tc := range []struct {
-		args []string
-		want string
+		args  []string
+		want  string
+		lines int // 2: a mistake in the flags, with the pointer to --help; 1: a problem with the data
 	}{
-		{[]string{"--model", "resmlp", "--dataset", "rings", "--model-opt", "blocks=x"}, "--model-opt blocks=x: want a positive integer"},
-		{[]string{"--model", "resmlp", "--dataset", "rings", "--model-opt", "depth=3"}, "--model-opt depth: resmlp takes width and blocks"},
-		{[]string{"--model", "resmlp", "--dataset", "rings", "--model-opt", "blocks"}, `--model-opt "blocks": want key=value`},
-		{[]string{"--model", "resmlp", "--dataset", "rings", "--data-opt", "rings=1"}, "--dataset rings: --data-opt rings=1: want an integer of at least 2"},
-		{[]string{"--model", "resmlp", "--dataset", "circles"}, `--dataset "circles": want fashion-mnist, mnist or synthetic (classifiers), text or llmc (language models); registered by this program: rings`},
-		{[]string{"--model", "gpt-tiny", "--dataset", "rings"}, "--dataset rings holds float samples; model gpt-tiny is a language model"},
+		{[]string{"--model", "resmlp", "--dataset", "rings", "--model-opt", "blocks=x"}, "--model-opt blocks=x: want a positive integer", 2},
+		{[]string{"--model", "resmlp", "--dataset", "rings", "--model-opt", "depth=3"}, "--model-opt depth: resmlp takes width and blocks", 2},
+		{[]string{"--model", "resmlp", "--dataset", "rings", "--model-opt", "blocks"}, `--model-opt "blocks": want key=value`, 2},
+		{[]string{"--model", "resmlp", "--dataset", "rings", "--data-opt", "rings=1"}, "--dataset rings: --data-opt rings=1: want an integer of at least 2", 1},
+		{[]string{"--model", "resmlp", "--dataset", "circles"}, `--dataset "circles": want fashion-mnist, mnist or synthetic (classifiers), text or llmc (language models); registered by this program: rings`, 2},
+		{[]string{"--model", "gpt-tiny", "--dataset", "rings"}, "--dataset rings holds float samples; model gpt-tiny is a language model", 2},
 	} {
 		var out, errs syncbuf.Buffer
 		code := traincmd.Run(tc.args, &out, &errs)
 		lines := strings.Split(strings.TrimSpace(errs.String()), "\n")
-		if code != 2 || !strings.Contains(lines[0], tc.want) || len(lines) != 2 {
+		if code != 2 || !strings.Contains(lines[0], tc.want) || len(lines) != tc.lines {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line containing %q", tc.args, code, errs.String(), tc.want)
 		}
 	}
