@@ -17,16 +17,28 @@ type GPTConfig struct {
 }
 
 // GPT presets: the registry's "gpt-tiny" (a byte-level model that trains on
-// a laptop's CPU) and "gpt2" (GPT-2 124M, vocabulary padded from 50257 to
-// 50304, a multiple of 64, as GPUs prefer). "gpt" is gpt-tiny's shape,
-// meant to be sized with Config's fields.
+// a laptop's CPU) and the GPT-2 family, "gpt2" (124M), "gpt2-medium"
+// (350M), "gpt2-large" (774M) and "gpt2-xl" (1.5B), with OpenAI's sizes,
+// a context of 1024 and GPT-2's vocabulary of GPT2Tokens padded to 50304,
+// a multiple of 64, as GPUs prefer. "gpt" is gpt-tiny's shape, meant to be
+// sized with Config's fields. Config.Vocab replaces any preset's
+// vocabulary, for tokens of another tokenizer.
 var (
-	GPTTiny = GPTConfig{Layers: 4, Heads: 4, Width: 128, Context: 128, Vocab: 256}
-	GPT2    = GPTConfig{Layers: 12, Heads: 12, Width: 768, Context: 1024, Vocab: 50304}
+	GPTTiny    = GPTConfig{Layers: 4, Heads: 4, Width: 128, Context: 128, Vocab: 256}
+	GPT2       = GPTConfig{Layers: 12, Heads: 12, Width: 768, Context: 1024, Vocab: 50304}
+	GPT2Medium = GPTConfig{Layers: 24, Heads: 16, Width: 1024, Context: 1024, Vocab: 50304}
+	GPT2Large  = GPTConfig{Layers: 36, Heads: 20, Width: 1280, Context: 1024, Vocab: 50304}
+	GPT2XL     = GPTConfig{Layers: 48, Heads: 25, Width: 1600, Context: 1024, Vocab: 50304}
 )
 
+// GPT2Tokens is the number of tokens of GPT-2's tokenizer; the gpt2 presets
+// pad it to GPT2.Vocab rows, and ids GPT2Tokens and above never occur.
+const GPT2Tokens = 50257
+
 func init() {
-	for name, preset := range map[string]GPTConfig{"gpt": GPTTiny, "gpt-tiny": GPTTiny, "gpt2": GPT2} {
+	presets := map[string]GPTConfig{"gpt": GPTTiny, "gpt-tiny": GPTTiny,
+		"gpt2": GPT2, "gpt2-medium": GPT2Medium, "gpt2-large": GPT2Large, "gpt2-xl": GPT2XL}
+	for name, preset := range presets {
 		Register(name, func(cfg Config) (Model, error) {
 			g := preset
 			for _, o := range []struct {
