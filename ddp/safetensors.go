@@ -26,11 +26,31 @@ var ErrCorrupt = errors.New("checkpoint file is corrupt")
 // reader allocate gigabytes.
 const maxHeader = 64 << 20
 
-// stTensor is one float32 tensor to write.
+// stTensor is one tensor to write: Data encoded as DType (F32 when empty,
+// BF16 or F16, rounded to nearest even), or Raw, bytes written as they are
+// under DType (any dtype).
 type stTensor struct {
 	Name  string
 	Shape []int
 	Data  []float32
+	DType string
+	Raw   []byte
+}
+
+// dtype is the dtype t is written as.
+func (t stTensor) dtype() string {
+	if t.DType == "" {
+		return "F32"
+	}
+	return t.DType
+}
+
+// bytes is the size of t's data in the file.
+func (t stTensor) bytes() int64 {
+	if t.Raw != nil {
+		return int64(len(t.Raw))
+	}
+	return int64(dtypeSize(t.dtype())) * int64(len(t.Data))
 }
 
 // stEntry is one tensor of a parsed file.
@@ -47,7 +67,7 @@ type stFile struct {
 	Data    []byte // the data section
 }
 
-// writeSafetensors writes tensors (F32, in the given order) and meta to w.
+// writeSafetensors writes tensors (in the given order) and meta to w.
 func writeSafetensors(w io.Writer, meta map[string]string, tensors []stTensor) error {
 	header := map[string]any{}
 	if len(meta) > 0 {
@@ -61,11 +81,15 @@ func writeSafetensors(w io.Writer, meta map[string]string, tensors []stTensor) e
 		if _, dup := header[t.Name]; dup {
 			return fmt.Errorf("safetensors: tensor %q twice", t.Name)
 		}
-		if n := shapeSize(t.Shape); n != len(t.Data) {
-			return fmt.Errorf("safetensors: tensor %q: shape %v holds %d values, data has %d", t.Name, t.Shape, n, len(t.Data))
+		dt := t.dtype()
+		if t.Raw == nil && dt != "F32" && dt != "BF16" && dt != "F16" {
+			return fmt.Errorf("safetensors: tensor %q: cannot encode float32 values as %s", t.Name, dt)
 		}
-		end := off + 4*int64(len(t.Data))
-		header[t.Name] = stEntry{DType: "F32", Shape: t.Shape, DataOffsets: []int64{off, end}}
+		if n, size := shapeSize(t.Shape), dtypeSize(dt); size == 0 || int64(n)*int64(size) != t.bytes() {
+			return fmt.Errorf("safetensors: tensor %q: shape %v of %s does not fit its %d bytes", t.Name, t.Shape, dt, t.bytes())
+		}
+		end := off + t.bytes()
+		header[t.Name] = stEntry{DType: dt, Shape: t.Shape, DataOffsets: []int64{off, end}}
 		off = end
 	}
 	js, err := json.Marshal(header)
@@ -85,9 +109,26 @@ func writeSafetensors(w io.Writer, meta map[string]string, tensors []stTensor) e
 	}
 	buf := make([]byte, 0, 1<<16)
 	for _, t := range tensors {
+		if t.Raw != nil {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+			if _, err := w.Write(t.Raw); err != nil {
+				return err
+			}
+			continue
+		}
 		for _, v := range t.Data {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-			if len(buf) == cap(buf) {
+			switch t.dtype() {
+			case "BF16":
+				buf = binary.LittleEndian.AppendUint16(buf, bf16FromF32(v))
+			case "F16":
+				buf = binary.LittleEndian.AppendUint16(buf, f16FromF32(v))
+			default:
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			}
+			if len(buf) >= cap(buf)-4 {
 				if _, err := w.Write(buf); err != nil {
 					return err
 				}
@@ -183,6 +224,38 @@ func (f *stFile) float32s(name string, dst []float32) error {
 	}
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+	}
+	return nil
+}
+
+// floats decodes tensor name, F32, BF16 or F16, into dst, which must have
+// its size; errors name the tensor.
+func (f *stFile) floats(name string, dst []float32) error {
+	e, ok := f.Entries[name]
+	if !ok {
+		return fmt.Errorf("tensor %q is missing", name)
+	}
+	src := f.Data[e.DataOffsets[0]:e.DataOffsets[1]]
+	size := dtypeSize(e.DType)
+	if e.DType != "F32" && e.DType != "BF16" && e.DType != "F16" {
+		return fmt.Errorf("tensor %q is %s, want F32, BF16 or F16", name, e.DType)
+	}
+	if len(src) != size*len(dst) {
+		return fmt.Errorf("tensor %q has %d values, want %d", name, len(src)/size, len(dst))
+	}
+	switch e.DType {
+	case "F32":
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	case "BF16":
+		for i := range dst {
+			dst[i] = bf16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		}
+	case "F16":
+		for i := range dst {
+			dst[i] = f16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		}
 	}
 	return nil
 }
