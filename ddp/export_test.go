@@ -16,3 +16,9 @@ var CodeText = codeText
 
 // GPTSetup is gptSetup, for the external tests.
 var GPTSetup = gptSetup
+
+// HashFloat32s is the replica check's hash, for the external tests.
+var HashFloat32s = hashFloat32s
+
+// WriteTestCheckpoint is writeTestCheckpoint, for the external tests.
+var WriteTestCheckpoint = writeTestCheckpoint
