@@ -322,6 +322,8 @@ func TestOptionErrors(t *testing.T) {
 		{ddp.Options{GlobalBatch: 10, Accumulate: 3, LR: 1}, "use 9 or 12"},
 		{ddp.Options{GlobalBatch: 8}, "learning rate"},
 		{ddp.Options{GlobalBatch: 8, LR: 1, ClipNorm: -1}, "clip norm"},
+		{ddp.Options{GlobalBatch: 8, LR: 1, InitFrom: "hf", Checkpoint: ddp.CheckpointOptions{Dir: "ck", Resume: "latest"}},
+			"init from hf and resume from latest: a resumed run continues its checkpoint's weights; give one of the two"},
 	} {
 		_, err := ddp.New(c, e, m, o, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -108,6 +108,14 @@
 // another PE count. Cancelling Fit's context (Launch cancels it on SIGINT or
 // SIGTERM) stops every PE after the same step and writes a final checkpoint.
 //
+// # Pretrained weights
+//
+// Options.InitFrom starts a run from other weights with fresh optimizer
+// state, step count and data (fine-tuning): a Hugging Face GPT2LMHeadModel
+// directory or a symddp checkpoint, read by PE 0 ([ReadInitWeights]) and
+// broadcast; a fault is an [InitError] on every PE. [ExportHFGPT2] writes a
+// GPT checkpoint in Hugging Face's layout (the export command).
+//
 // # Errors
 //
 // Errors carry the step number. A NaN or Inf loss or gradient stops Fit

@@ -90,6 +90,15 @@ type Options struct {
 	// EvalLimit evaluates on the first EvalLimit test samples only (0: all).
 	EvalLimit int
 
+	// InitFrom starts training from the parameters of a Hugging Face
+	// GPT-2 directory or a symddp checkpoint instead of the seed's
+	// initialisation: weights only, the optimizer state, step count,
+	// schedule and data start fresh (fine-tuning). See ReadInitWeights for
+	// what it reads and checks. PE 0 reads it in New and broadcasts it;
+	// when it cannot, every PE's New returns the same *InitError. It
+	// cannot be combined with Checkpoint.Resume.
+	InitFrom string
+
 	// Checkpoint configures saving and resuming; zero means no checkpoints.
 	Checkpoint CheckpointOptions
 	// Recipe is what the caller wants checkpoints to record of how the run
@@ -159,6 +168,8 @@ func (o *Options) validate(npes int) error {
 		return fmt.Errorf("log, replica-check, eval and checkpoint intervals must not be negative")
 	case o.Checkpoint.Keep < 1:
 		return fmt.Errorf("keep-checkpoints %d: must be at least 1", o.Checkpoint.Keep)
+	case o.InitFrom != "" && o.Checkpoint.Resume != "":
+		return fmt.Errorf("init from %s and resume from %s: a resumed run continues its checkpoint's weights; give one of the two", o.InitFrom, o.Checkpoint.Resume)
 	}
 	return nil
 }

@@ -311,10 +311,15 @@ func (t *Trainer) build() (err error) {
 	return nil
 }
 
-// initParams initialises the parameters on PE 0 from the seed and
-// broadcasts them, so that every replica starts from PE 0's bits.
+// initParams initialises the parameters on PE 0, from the seed or from
+// Options.InitFrom (initFrom), and broadcasts them, so that every replica
+// starts from PE 0's bits.
 func (t *Trainer) initParams() error {
-	if t.c.MyPE() == 0 {
+	if t.opts.InitFrom != "" {
+		if err := t.initFrom(); err != nil {
+			return err
+		}
+	} else if t.c.MyPE() == 0 {
 		t.e.SetTensor(t.pView, models.InitArena(t.specs, t.opts.Seed))
 		if err := t.e.Sync(); err != nil {
 			return fmt.Errorf("initialise parameters: %w", err)
