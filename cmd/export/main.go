@@ -1,0 +1,119 @@
+// Command export writes a GPT checkpoint of train in Hugging Face's
+// GPT2LMHeadModel layout, for transformers, PyTorch or any safetensors
+// reader:
+//
+//	export --checkpoint ckpt --out gpt2-finetuned [--dtype bf16]
+//
+// It reads the newest valid checkpoint of a directory (or the file named)
+// and writes model.safetensors (the parameters as "transformer.<GPT-2
+// name>", the blocks' matrices transposed to Conv1D's layout, the
+// vocabulary cut back to GPT-2's 50257 tokens for the gpt2 presets' padded
+// 50304, no lm_head: it is tied to wte) and config.json (GPT2Config) into
+// --out. train --init-from reads such a directory back. docs/GPT.md has
+// the mapping.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/symddp/symddp/ddp"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+type options struct {
+	checkpoint string
+	out        string
+	dtype      string
+	vocab      int
+	overwrite  bool
+}
+
+// usageError is a bad command line or input (exit 2).
+type usageError struct{ error }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stdout)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = export(o, stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "export:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func parse(args []string, stdout io.Writer) (*options, error) {
+	o := &options{}
+	fs := pflag.NewFlagSet("export", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.checkpoint, "checkpoint", "", "checkpoint file, or a --checkpoint-dir of train (its newest valid checkpoint)")
+	fs.StringVar(&o.out, "out", "", "directory to write model.safetensors and config.json into (created if missing)")
+	fs.StringVar(&o.dtype, "dtype", "f32", "type of the tensors written: f32, or bf16 (half the size, each value rounded to nearest even)")
+	fs.IntVar(&o.vocab, "vocab", 0, "rows of wte to write, config.json's vocab_size (0: GPT-2's 50257 for a model with the gpt2 presets' 50304 rows, else all)")
+	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the model.safetensors and config.json that --out already holds")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return nil, usageError{err}
+	}
+	if *help {
+		fmt.Fprint(stdout, "export: write a GPT checkpoint of train in Hugging Face's GPT2LMHeadModel layout.\n\nUsage:\n  export --checkpoint DIR|FILE --out DIR [flags]\n\nFlags:\n")
+		fmt.Fprint(stdout, fs.FlagUsages())
+		return nil, pflag.ErrHelp
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, usageError{fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))}
+	case o.checkpoint == "":
+		return nil, usageError{errors.New("--checkpoint is required: a checkpoint file or directory written by train --checkpoint-dir")}
+	case o.out == "":
+		return nil, usageError{errors.New("--out is required: the directory to write model.safetensors and config.json into")}
+	case o.dtype != "f32" && o.dtype != "bf16":
+		return nil, usageError{fmt.Errorf("--dtype %q: want f32 or bf16", o.dtype)}
+	case o.vocab < 0:
+		return nil, usageError{fmt.Errorf("--vocab %d: must not be negative", o.vocab)}
+	}
+	return o, nil
+}
+
+func export(o *options, stdout io.Writer) error {
+	if err := ddp.CheckExportDir(o.out, o.overwrite); err != nil {
+		return usageError{fmt.Errorf("--out: %w", err)}
+	}
+	w, err := ddp.ReadWeights(o.checkpoint)
+	if err != nil {
+		return usageError{err}
+	}
+	res, err := ddp.ExportHFGPT2(w, o.out, ddp.HFExportOptions{DType: strings.ToUpper(o.dtype), Vocab: o.vocab, Overwrite: o.overwrite})
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	switch {
+	case errors.As(err, &pathErr) || errors.As(err, &linkErr):
+		return err // the checkpoint was fine: writing --out failed
+	case err != nil:
+		return usageError{err} // not a GPT, a --vocab it does not have
+	}
+	g := res.Config
+	fmt.Fprintf(stdout, "wrote %s/model.safetensors (%d tensors, %s, %.1f MiB) and config.json: model %s of step %d, %d layers, %d heads, width %d, context %d, vocabulary %d",
+		res.Dir, res.Tensors, strings.ToLower(res.DType), float64(res.Bytes)/(1<<20), res.Model, w.Step, g.Layers, g.Heads, g.Width, g.Context, res.Vocab)
+	if res.Vocab != g.Vocab {
+		fmt.Fprintf(stdout, " (of %d rows)", g.Vocab)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}

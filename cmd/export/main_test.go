@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/comm"
+	_ "github.com/symddp/symddp/comm/shm"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
+)
+
+// trainCheckpoint trains model for a few AdamW steps on one PE (every
+// parameter moves off its initial value) and returns its checkpoint
+// directory.
+func trainCheckpoint(t *testing.T, model string, cfg models.Config, train datasets.Source) string {
+	t.Helper()
+	dir := t.TempDir()
+	c, err := comm.Open("shm", comm.Config{NPEs: 1})
+	require.NoError(t, err)
+	defer c.Close()
+	e, err := cpu.New(cpu.Options{Threads: 1})
+	require.NoError(t, err)
+	m, err := models.New(model, cfg)
+	require.NoError(t, err)
+	o, err := optim.New("adamw", optim.Config{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8})
+	require.NoError(t, err)
+	tr, err := ddp.New(c, e, m, o, ddp.Options{GlobalBatch: 4, MaxSteps: 5, LR: 1e-2, Checkpoint: ddp.CheckpointOptions{Dir: dir}})
+	require.NoError(t, err)
+	_, err = tr.Fit(context.Background(), train, nil)
+	require.NoError(t, err)
+	require.NoError(t, tr.Close())
+	return dir
+}
+
+func runExport(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	rc := run(args, &out, &errb)
+	return rc, out.String(), errb.String()
+}
+
+func byteText(t *testing.T, context int) datasets.Source {
+	t.Helper()
+	src, err := datasets.NewTokenSource([][]byte{[]byte(strings.Repeat("func f(x int) int { return x * 2 }\n", 60))}, context, 256)
+	require.NoError(t, err)
+	return src
+}
+
+func TestExportCommand(t *testing.T) {
+	ck := trainCheckpoint(t, "gpt", models.Config{Layers: 2, Heads: 2, Width: 16, Context: 8}, byteText(t, 8))
+	out := filepath.Join(t.TempDir(), "hf")
+	rc, stdout, stderr := runExport("--checkpoint", ck, "--out", out, "--dtype", "bf16")
+	require.Equal(t, 0, rc, stderr)
+	assert.Regexp(t, `^wrote .*/hf/model.safetensors \(28 tensors, bf16, 0\.0 MiB\) and config.json: model gpt of step 5, 2 layers, 2 heads, width 16, context 8, vocabulary 256\n$`, stdout)
+	for _, f := range []string{"model.safetensors", "config.json"} {
+		_, err := os.Stat(filepath.Join(out, f))
+		require.NoError(t, err, f)
+	}
+
+	rc, _, stderr = runExport("--checkpoint", ck, "--out", out)
+	assert.Equal(t, 2, rc)
+	assert.Equal(t, "export: --out: "+out+" already holds model.safetensors (overwrite it, or write to another directory)\n", stderr)
+	rc, _, stderr = runExport("--checkpoint", ck, "--out", out, "--overwrite")
+	assert.Equal(t, 0, rc, stderr)
+	rc, _, stderr = runExport("--checkpoint", ck, "--out", t.TempDir(), "--vocab", "300")
+	assert.Equal(t, 2, rc)
+	assert.Equal(t, "export: vocabulary 300: the model has 256 rows in wte\n", stderr)
+	rc, _, stderr = runExport("--checkpoint", ck)
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, "--out is required")
+	rc, _, stderr = runExport("--checkpoint", ck, "--out", out, "--dtype", "f16")
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, `--dtype "f16": want f32 or bf16`)
+
+	// a classifier's checkpoint: one line saying it is not a GPT
+	train, _, err := datasets.SyntheticSplit(64, 16, 8, 3, 1)
+	require.NoError(t, err)
+	mlp := trainCheckpoint(t, "mlp", models.Config{Input: []int{8}, Classes: 3, Hidden: []int{4}}, train)
+	rc, _, stderr = runExport("--checkpoint", mlp, "--out", t.TempDir())
+	assert.Equal(t, 2, rc)
+	assert.Regexp(t, `^export: .*ckpt-000000005.safetensors holds model "mlp", which is not a GPT \(it records no sizes\): only GPT checkpoints export to the Hugging Face GPT-2 layout\n$`, stderr)
+}
+
+// ourLogits are the CPU engine's logits of tokens for the GPT of name and
+// cfg with parameters arena, the first vocab columns of each row, and the
+// token Generate picks greedily after them.
+func ourLogits(t *testing.T, name string, cfg models.GPTConfig, arena []float32, tokens []int32, vocab int) ([]float32, int32) {
+	t.Helper()
+	m, err := models.NewGPT(name, cfg)
+	require.NoError(t, err)
+	e, err := cpu.New(cpu.Options{Threads: 1})
+	require.NoError(t, err)
+	s, err := models.NewSampler(m, e, arena)
+	require.NoError(t, err)
+	T := cfg.Context
+	in := models.Inputs{Tokens: e.AllocLabels(T), Targets: e.AllocLabels(T)}
+	toks, none := make([]int32, T), make([]int32, T)
+	copy(toks, tokens)
+	for i := range none {
+		none[i] = -1
+	}
+	e.SetLabels(in.Tokens, toks)
+	e.SetLabels(in.Targets, none)
+	s.Forward(in, 1, e.Alloc(3))
+	all := compute.HostData(s.Logits())
+	out := make([]float32, 0, len(tokens)*vocab)
+	for r := range tokens {
+		out = append(out, all[r*cfg.Vocab:r*cfg.Vocab+vocab]...)
+	}
+	next, err := s.Generate(context.Background(), tokens, 1, models.SampleOptions{Temperature: 0, Vocab: vocab})
+	require.NoError(t, err)
+	return out, next[0]
+}
+
+// checkResult is the check script's report.
+type checkResult struct {
+	Tokens, Vocab int
+	ArgmaxLast    int     `json:"argmax_last"`
+	MaxAbsDiff    float64 `json:"max_abs_diff"`
+	MaxAbsLogit   float64 `json:"max_abs_logit"`
+	Rel           float64
+	OK            bool
+}
+
+// torchCheck runs bench/hf_gpt2_check.py on the exported dir: PyTorch's
+// GPT-2 forward over the file, against our logits.
+func torchCheck(t *testing.T, dir string, tokens []int32, logits []float32, rtol float64) checkResult {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "ours.f32")
+	b := make([]byte, 4*len(logits))
+	for i, v := range logits {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	require.NoError(t, os.WriteFile(f, b, 0o644))
+	ids := make([]string, len(tokens))
+	for i, v := range tokens {
+		ids[i] = strconv.Itoa(int(v))
+	}
+	cmd := exec.Command("/usr/bin/python3", "../../bench/hf_gpt2_check.py", "--hf", dir, "--tokens", strings.Join(ids, ","),
+		"--logits", f, "--rtol", strconv.FormatFloat(rtol, 'g', -1, 64))
+	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("hf_gpt2_check.py: %s", bytes.TrimSpace(out))
+	var r checkResult
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r), "%s", out)
+	require.NoError(t, err, "%s", out)
+	return r
+}
+
+// PyTorch, reading the exported safetensors itself and running GPT-2's
+// forward with Conv1D weights, computes the logits symddp computes for
+// the checkpoint, within 1e-4 of the largest logit in fp32, and picks the
+// token Generate picks; in bf16 it matches the weights symddp imports from
+// the same file, and the fp32 model within bf16's rounding.
+func TestTorchReadsExport(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
+		t.Skipf("no PyTorch for /usr/bin/python3 (Debian's python3-torch): %v", err)
+	}
+	gpt2Stream := make([]uint16, 4000)
+	for i := range gpt2Stream {
+		gpt2Stream[i] = uint16((i*7919 + i*i*31) % models.GPT2Tokens)
+	}
+	gpt2Data, err := datasets.NewTokenSource([][]uint16{gpt2Stream}, 8, models.GPT2.Vocab)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name  string
+		cfg   models.Config
+		data  datasets.Source
+		dtype string
+		vocab int // of the export
+	}{
+		{"bytes", models.Config{Layers: 2, Heads: 2, Width: 32, Context: 16}, byteText(t, 16), "f32", 256},
+		{"gpt2-vocab", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 8, Vocab: models.GPT2.Vocab}, gpt2Data, "f32", models.GPT2Tokens},
+		{"bf16", models.Config{Layers: 2, Heads: 2, Width: 32, Context: 16}, byteText(t, 16), "bf16", 256},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ck := trainCheckpoint(t, "gpt", c.cfg, c.data)
+			hf := filepath.Join(t.TempDir(), "hf")
+			rc, _, stderr := runExport("--checkpoint", ck, "--out", hf, "--dtype", c.dtype)
+			require.Equal(t, 0, rc, stderr)
+
+			w, err := ddp.ReadWeights(ck)
+			require.NoError(t, err)
+			g, err := models.GPTConfigOf(w.Config)
+			require.NoError(t, err)
+			m, err := models.NewGPT("gpt", g)
+			require.NoError(t, err)
+			specs := m.Params()
+			offsets, n := models.Layout(specs)
+			trained := make([]float32, n)
+			for i, s := range specs {
+				require.NoError(t, w.Read(s.Name, trained[offsets[i]:offsets[i]+s.Size()]))
+			}
+			tokens := []int32{3, 17, 200, 42, 9, 255, 1}
+			if c.vocab > 256 {
+				tokens = []int32{50256, 464, 3290, 318, 257, 50000, 11}
+			}
+			ours, next := ourLogits(t, "gpt", g, trained, tokens, c.vocab)
+			if c.dtype == "f32" {
+				r := torchCheck(t, hf, tokens, ours, 1e-4)
+				assert.True(t, r.OK)
+				assert.Equal(t, c.vocab, r.Vocab)
+				assert.Equal(t, int(next), r.ArgmaxLast, "PyTorch's most likely next token is Generate's")
+				return
+			}
+			// bf16: the values symddp imports from the file give PyTorch's logits
+			imported, err := ddp.ReadInitWeights(hf, m)
+			require.NoError(t, err)
+			fromFile, _ := ourLogits(t, "gpt", g, imported, tokens, c.vocab)
+			r := torchCheck(t, hf, tokens, fromFile, 1e-4)
+			assert.True(t, r.OK)
+			// and the fp32 model's to within bf16's rounding of every weight
+			// (8 bits of mantissa, compounded over the layers: 4.2e-2 here)
+			r = torchCheck(t, hf, tokens, ours, 1e-1)
+			assert.True(t, r.OK)
+			assert.Greater(t, r.Rel, 1e-6, "bf16 rounding shows in the logits")
+		})
+	}
+}
