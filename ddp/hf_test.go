@@ -246,6 +246,12 @@ func TestHFImportVariants(t *testing.T) {
 	got, err := ReadInitWeights(bare, m)
 	require.NoError(t, err)
 	assert.Equal(t, arena, got)
+	// the directory may be named by either of its files
+	for _, f := range []string{hfConfigFile, hfModelFile} {
+		got, err := ReadInitWeights(filepath.Join(bare, f), m)
+		require.NoError(t, err, f)
+		assert.Equal(t, arena, got, f)
+	}
 
 	for _, dt := range []string{"F16", "BF16"} {
 		half := rewriteHF(t, dir, func(ts []stTensor) []stTensor {

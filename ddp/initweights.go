@@ -18,8 +18,8 @@ import (
 // (Options.InitFrom). path is either
 //
 //   - a Hugging Face GPT2LMHeadModel directory: config.json and
-//     model.safetensors (or a .safetensors file other than a ckpt-* one
-//     with a config.json beside it), for a GPT (models.GPT). Its sizes
+//     model.safetensors (or its config.json, or a safetensors file other
+//     than a ckpt-* one with a config.json beside it), for a GPT. Its sizes
 //     must be the model's (n_layer, n_head, n_embd), its n_positions at
 //     least the model's context (wpe's first rows are used) and its
 //     vocab_size at most the model's vocabulary (wte's rows above it are
@@ -57,8 +57,11 @@ func hfSource(path string) (dir, file string, ok bool) {
 	dir, file = path, filepath.Join(path, hfModelFile)
 	if !fi.IsDir() {
 		dir, file = filepath.Dir(path), path
-		if strings.HasPrefix(filepath.Base(path), ckptPrefix) {
+		switch base := filepath.Base(path); {
+		case strings.HasPrefix(base, ckptPrefix):
 			return "", "", false
+		case base == hfConfigFile:
+			file = filepath.Join(dir, hfModelFile)
 		}
 	}
 	_, err = os.Stat(filepath.Join(dir, hfConfigFile))
