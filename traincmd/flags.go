@@ -31,6 +31,8 @@ type options struct {
 	dataSpec   *datasets.Spec    // a registered dataset's samples, read by chooseData in the launcher
 
 	layers, heads, width, context int    // transformer sizes (0: the preset's)
+	vocab                         int    // --vocab: a gpt model's vocabulary (0: the preset's)
+	initFrom                      string // --init-from: weights to start from (ddp.Options.InitFrom)
 	trainShards, valShards        string // llm.c token shard globs
 	corpusMax                     string // cap of the text corpus
 	evalBatches                   int
@@ -160,6 +162,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&o.heads, "heads", 0, "attention heads of a gpt model (0: the preset's)")
 	fs.IntVar(&o.width, "width", 0, "embedding width of a gpt model (0: the preset's)")
 	fs.IntVar(&o.context, "context", 0, "context length (tokens) of a gpt model (0: the preset's)")
+	fs.IntVar(&o.vocab, "vocab", 0, "vocabulary of a gpt model: token ids 0..N-1, for shards of another tokenizer (0: the preset's, 256 for gpt and gpt-tiny, 50304 for the gpt2 family)")
+	fs.StringVar(&o.initFrom, "init-from", "", "start from these weights with fresh optimizer state, step, schedule and data (fine-tuning): a Hugging Face GPT2LMHeadModel directory (config.json + model.safetensors) or a symddp checkpoint file or --checkpoint-dir; not with --resume")
 	fs.StringVar(&o.trainShards, "train-shards", "", "--dataset llmc: glob of llm.c training token shards (e.g. 'data/fineweb_train_*.bin')")
 	fs.StringVar(&o.valShards, "val-shards", "", "--dataset llmc: glob of llm.c validation token shards")
 	fs.StringVar(&o.corpusMax, "corpus-max", "0", "--dataset text: use at most this much of the corpus, e.g. 16MiB (0: all)")
@@ -302,7 +306,7 @@ func (o *options) languageModelDefaults() error {
 // shapes are added where the data is loaded).
 func (o *options) modelConfig() models.Config {
 	hidden, _ := o.hiddenSizes()
-	cfg := models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context,
+	cfg := models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context, Vocab: o.vocab,
 		Precision: o.computePrecision(), Options: o.modelOpts}
 	if s := o.dataSpec; s != nil && !s.Tokens {
 		cfg.Input, cfg.Classes = s.Input, s.Classes
@@ -390,8 +394,12 @@ func (o *options) validate() error {
 		return usagef("--hidden sizes the mlp; model %s is sized with --layers, --heads, --width and --context", o.model)
 	case o.languageModel && o.set("train-limit"):
 		return usagef("--train-limit applies to classifiers; for model %s shorten the text with --corpus-max", o.model)
-	case !o.languageModel && (o.set("layers") || o.set("heads") || o.set("width") || o.set("context")):
-		return usagef("--layers, --heads, --width and --context size a gpt model, not %s", o.model)
+	case !o.languageModel && (o.set("layers") || o.set("heads") || o.set("width") || o.set("context") || o.set("vocab")):
+		return usagef("--layers, --heads, --width, --context and --vocab size a language model, not %s", o.model)
+	case o.vocab < 0:
+		return usagef("--vocab %d: must be positive (0: the model's own)", o.vocab)
+	case o.initFrom != "" && o.resume != "":
+		return usagef("--init-from and --resume: --resume continues a run with its own weights; give one of them")
 	case o.keepCkpt < 1:
 		return usagef("--keep-checkpoints %d: must be at least 1", o.keepCkpt)
 	case o.threads < 0:

@@ -24,6 +24,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"text/tabwriter"
 
 	"golang.org/x/sys/unix"
 
@@ -62,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errHelp):
 		return 0
 	case errors.Is(err, errListModels):
-		fmt.Fprintln(stdout, strings.Join(models.Names(), "\n"))
+		listModels(stdout)
 		return 0
 	case err != nil:
 		return fail(stderr, err)
@@ -82,6 +83,55 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	return fail(stderr, dispatch(o, stdout, stderr))
+}
+
+// listModels prints every registered model with its parameters and an
+// estimate of its memory per PE at the default batch of one PE (256
+// samples and SGD with momentum for a classifier; 16 sequences and AdamW for
+// a language model): fp32 arenas, optimizer state and, where the model
+// states it, the CPU engine's activations.
+func listModels(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "model\tparameters\tmemory per PE (estimate: fp32 on the CPU engine; the GPU's bf16 path needs less)")
+	for _, name := range models.Names() {
+		m, err := models.New(name, models.Config{})
+		if err != nil {
+			fmt.Fprintf(tw, "%s\t-\t(needs settings: %v)\n", name, err)
+			continue
+		}
+		batch, slots, opt := 256, 1, "sgd"
+		if m.Data().Tokens {
+			batch, slots, opt = 16, 2, "adamw"
+		}
+		f := models.FootprintOf(m, batch, slots)
+		mem := fmt.Sprintf("%s at %d samples a step, %s", memSize(f.Bytes()), batch, opt)
+		if f.ActivationBytes < 0 {
+			mem = fmt.Sprintf("%s + activations, %s", memSize(f.Bytes()), opt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, paramCount(f.Params), mem)
+	}
+	tw.Flush()
+}
+
+// memSize is n bytes in MiB below a GiB, in GiB above.
+func memSize(n int64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", gib(n))
+}
+
+// paramCount is 842,496 as "842.5K", 124,475,904 as "124.5M".
+func paramCount(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fK", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
 }
 
 // dispatch runs this process's role: a PE started by our launcher, a PE

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -58,7 +59,9 @@ func TestHelpAndListModels(t *testing.T) {
 		t.Fatalf("--help: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 	stdout.Reset()
-	if code := run([]string{"--list-models"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "mlp") {
+	if code := run([]string{"--list-models"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "mlp ") ||
+		!regexp.MustCompile(`gpt2 +124\.5M +35\.04 GiB at 16 samples a step, adamw\n`).MatchString(stdout.String()) ||
+		!regexp.MustCompile(`gpt2-xl +1\.56B `).MatchString(stdout.String()) {
 		t.Fatalf("--list-models: exit %d, output %q", code, stdout.String())
 	}
 }

@@ -19,6 +19,11 @@ func checkOutputs(o *options) error {
 			return inputf("--resume %s: %v", o.resume, unwrapPath(err))
 		}
 	}
+	if o.initFrom != "" {
+		if _, err := os.Stat(o.initFrom); err != nil {
+			return inputf("--init-from %s: %v", o.initFrom, unwrapPath(err))
+		}
+	}
 	if o.ckptDir != "" {
 		if err := probeDir(o.ckptDir); err != nil {
 			return inputf("--checkpoint-dir %s: %v", o.ckptDir, err)

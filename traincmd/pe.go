@@ -172,12 +172,17 @@ func (r *peRun) run() (err error) {
 		GradDType: gradKind(r.o.gradDType),
 		LogEvery:  r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
 		EvalEvery: r.evalEveryEpochs(), EvalEverySteps: r.evalEverySteps(), EvalLimit: r.o.evalBatches * r.o.batch,
+		InitFrom:   r.o.initFrom,
 		Checkpoint: ddp.CheckpointOptions{Dir: r.o.ckptDir, Every: r.o.ckptEvery, Keep: r.o.keepCkpt, Resume: r.o.resume},
 		Hooks:      hooks,
 	})
 	if need, _ := modelHeap(r.o, r.backend); errors.Is(err, comm.ErrHeapExhausted) && r.o.heapSize != "" && need > r.cfg.HeapSize {
 		return usagef("--heap-size %s is too small for this model, which needs about %s per PE: raise it (or leave it unset to size the heap from the model)",
 			r.o.heapSize, sizeString(need))
+	}
+	var ie *ddp.InitError
+	if errors.As(err, &ie) {
+		return inputErr(err) // one line, exit 2; the launcher names PE 0, which read it
 	}
 	if err != nil {
 		return err

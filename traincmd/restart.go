@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/ddp"
@@ -48,9 +49,25 @@ func runWithRestarts(o *options, spec launch.Spec, stderr io.Writer) error {
 		if ckpt != "" {
 			from = fmt.Sprintf("from %s (step %d)", ckpt, step)
 			// the last --resume on the command line is the one that counts
-			spec.Args = append(append([]string{}, base...), "--resume", ckpt)
+			// the checkpoint holds the weights now: --init-from started them
+			spec.Args = append(withoutFlag(base, "init-from"), "--resume", ckpt)
 		}
 		fmt.Fprintf(stderr, "train: restart %d of %d: starting %s again %s\n",
 			restarts+1, o.maxRestarts, plural(o.pes, "PE"), from)
 	}
+}
+
+// withoutFlag is args without --name's occurrences (--name V and --name=V).
+func withoutFlag(args []string, name string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--"+name:
+			i++ // its value
+		case strings.HasPrefix(a, "--"+name+"="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -163,3 +163,11 @@ func TestRestartsRunOut(t *testing.T) {
 	}
 	j.clean(t)
 }
+
+func TestWithoutFlag(t *testing.T) {
+	got := withoutFlag([]string{"--pes", "2", "--init-from", "hf", "--lr", "1e-4", "--init-from=x", "--init-from-not", "y"}, "init-from")
+	want := []string{"--pes", "2", "--lr", "1e-4", "--init-from-not", "y"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("withoutFlag: %q, want %q", got, want)
+	}
+}

@@ -85,7 +85,7 @@ func TestOwnFlagsErrors(t *testing.T) {
 		}
 	}
 	var out, errs syncbuf.Buffer
-	if code := traincmd.Run([]string{"--list-models"}, &out, &errs); code != 0 || !strings.Contains(out.String(), "resmlp\n") {
+	if code := traincmd.Run([]string{"--list-models"}, &out, &errs); code != 0 || !strings.Contains(out.String(), "resmlp ") {
 		t.Errorf("--list-models: exit %d, %q lacks resmlp", code, out.String())
 	}
 }
