@@ -15,8 +15,11 @@ import (
 
 // A corpus file, as BuildCorpus writes it: a header of corpusHeaderBytes
 // (the magic "SDTEXT01", a little-endian uint32 n, n bytes of CorpusInfo as
-// JSON, zeros), then the training bytes, then the validation bytes. The
-// header is a page, so the data is page-aligned in a mapping.
+// JSON, zeros), then the training bytes, then the validation bytes; for a
+// corpus of tokens (CorpusInfo.Tokenizer set), the training tokens, then
+// the validation tokens, little-endian, uint16 or, for a vocabulary over
+// 65536, uint32. The header is a page, so the data is page-aligned in a
+// mapping.
 const (
 	corpusMagic       = "SDTEXT01"
 	corpusVersion     = 1 // goes into the fingerprint: a new layout rebuilds old files
@@ -26,11 +29,12 @@ const (
 // CorpusFile is a name for the corpus file in a job's run directory.
 const CorpusFile = "text-corpus.bin"
 
-// BuildCorpus writes the byte-level text corpus of src ("" means
-// DefaultTextDir(), Go's source tree) into the file dst, made as LoadText
-// makes it, unless dst already holds it: then it only lists the files
-// (paths, sizes, modification times) and compares that fingerprint and the
-// options with dst's header. A stale, foreign or damaged dst is rebuilt; the
+// BuildCorpus writes the text corpus of src ("" means DefaultTextDir(),
+// Go's source tree) into the file dst, made as LoadText makes it (bytes, or
+// the tokens of opts.Tokenizer, encoded on GOMAXPROCS goroutines), unless
+// dst already holds it: then it only lists the files (paths, sizes,
+// modification times) and compares that fingerprint and the options, the
+// tokenizer included, with dst's header. A stale, foreign or damaged dst is rebuilt; the
 // new file is written beside dst and renamed over it when complete, so a
 // reader never sees a partial file. The returned info says what dst holds
 // and whether it was built now.
@@ -54,7 +58,11 @@ func BuildCorpus(dst, src string, opts TextOptions) (CorpusInfo, error) {
 		old.Fingerprint == fingerprint(root, files, opts) {
 		return old, nil
 	}
-	info, err := writeCorpus(dst, root, files, opts)
+	write := writeCorpus
+	if !isByteLevel(opts.Tokenizer) {
+		write = writeTokenCorpus
+	}
+	info, err := write(dst, root, files, opts)
 	if err != nil {
 		return CorpusInfo{}, fmt.Errorf("build corpus %s: %w", dst, err)
 	}
@@ -158,6 +166,9 @@ func parseCorpusHeader(head []byte, size int64) (CorpusInfo, error) {
 	if err := json.Unmarshal(head[12:12+n], &info); err != nil {
 		return info, fmt.Errorf("header description: %w", err)
 	}
+	if info.Tokenizer != "" {
+		return info, checkTokenCorpusSize(info, size)
+	}
 	if info.TrainBytes < 0 || info.ValBytes < 0 || corpusHeaderBytes+info.TrainBytes+info.ValBytes != size {
 		return info, fmt.Errorf("header declares %d training and %d validation bytes but the file holds %d after the header (truncated?)",
 			info.TrainBytes, info.ValBytes, size-corpusHeaderBytes)
@@ -166,8 +177,9 @@ func parseCorpusHeader(head []byte, size int64) (CorpusInfo, error) {
 }
 
 // LoadCorpus memory-maps a corpus file BuildCorpus wrote and returns the
-// windows of context bytes (vocabulary 256) of its training and validation
-// parts. Each part has its own mapping of the file, so each can be closed
+// windows of context tokens of its training and validation parts: bytes
+// (vocabulary 256), or the tokens of the corpus's tokenizer (vocabulary
+// CorpusInfo.Vocab, 50257 for gpt2). Each part has its own mapping of the file, so each can be closed
 // on its own. It does not look at the source files: BuildCorpus decides
 // whether the file is stale.
 func LoadCorpus(path string, context int) (train, val *TokenSource, err error) {
@@ -204,8 +216,12 @@ func LoadCorpus(path string, context int) (train, val *TokenSource, err error) {
 	if err != nil {
 		return fail(fmt.Errorf("load corpus %s: %w", path, err))
 	}
-	cut := corpusHeaderBytes + info.TrainBytes
-	train, val, err = textSources(path, info, maps[0].data[corpusHeaderBytes:cut:cut], maps[1].data[cut:], context)
+	if info.Tokenizer != "" {
+		train, val, err = tokenCorpusSources(path, info, maps[0].data, maps[1].data, context)
+	} else {
+		cut := corpusHeaderBytes + info.TrainBytes
+		train, val, err = textSources(path, info, maps[0].data[corpusHeaderBytes:cut:cut], maps[1].data[cut:], context)
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -40,21 +40,27 @@
 //     or a directory read recursively in sorted order, binary files skipped;
 //     one text file in [TextOptions].ValEvery (20) is validation data. With
 //     no path, Go's own source tree ([DefaultTextDir], ~100 MiB), which
-//     every machine that builds symddp has.
+//     every machine that builds symddp has. With [TextOptions].Tokenizer
+//     (NewTokenizer("gpt2"): GPT-2's BPE, vocabulary 50257, built in, no
+//     download) the windows are of its tokens, each file a document led by
+//     <|endoftext|>.
 //   - [BuildCorpus] and [LoadCorpus]: the same text written once per job into
 //     one file in the run directory, then memory-mapped by every PE, so a
 //     host holds one copy. BuildCorpus rebuilds a stale file and does
 //     nothing (a listing of the tree, ~50 ms for Go's) when it is current.
 //   - [LoadShards](trainGlob, valGlob, T, vocab): llm.c's uint16 and uint32
 //     token shards, memory-mapped, headers and tokens checked at load.
+//     [TokenizeText] encodes text files in parallel and [ShardWriter]
+//     writes such shards (the tokenize command is the two together).
 //   - [NewTokenSource]: token streams a program already holds.
 //   - [NewSyntheticTokens] and [SyntheticTokenSplit]: windows of one
 //     pseudo-random stream over any vocabulary, computed as they are
 //     gathered (no memory, no file), for measuring speed: nothing in them
 //     can be learnt.
 //
-// [DecodeBytes] and [QuoteBytes] print byte-level tokens; [BitsPerByte]
-// turns a byte-level loss in nats into bits per byte.
+// [DecodeBytes] and [QuoteBytes] print byte-level tokens; a [Tokenizer]
+// decodes the tokens it made; [BitsPerByte] turns a byte-level loss in nats
+// into bits per byte.
 //
 // # Shards and batches
 //

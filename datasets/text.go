@@ -18,8 +18,14 @@ import (
 	"time"
 )
 
-// TextOptions says how LoadText and BuildCorpus make a byte-level corpus.
+// TextOptions says how LoadText and BuildCorpus make a text corpus.
 type TextOptions struct {
+	// Tokenizer encodes the text; nil (or the byte tokenizer) means
+	// byte-level text, vocabulary 256, files concatenated as they are.
+	// Another tokenizer (NewTokenizer("gpt2")) makes a corpus of its tokens,
+	// vocabulary Tokenizer.Vocab(), each file a document led by the
+	// tokenizer's EOT; see TokenizeText.
+	Tokenizer Tokenizer
 	// MaxBytes caps the corpus, both parts together, at its first
 	// MaxBytes bytes in file order (the last file read may be cut); 0 means
 	// no cap. Tests use a few MiB of the Go tree.
@@ -52,8 +58,9 @@ func (o TextOptions) withDefaults() (TextOptions, error) {
 	return o, nil
 }
 
-// CorpusInfo describes a byte-level text corpus: where it came from and how
-// it was split. BuildCorpus records it in the corpus file's header.
+// CorpusInfo describes a text corpus: where it came from, how it was split
+// and, for a corpus of tokens, how it was encoded. BuildCorpus records it in
+// the corpus file's header.
 type CorpusInfo struct {
 	// Source is the file or directory read, absolute, symbolic links
 	// resolved.
@@ -76,6 +83,13 @@ type CorpusInfo struct {
 	ValBytes   int64 `json:"val_bytes"`
 	// Split says in words how the validation part was chosen.
 	Split string `json:"split"`
+	// Tokenizer and Vocab name the tokenizer of a corpus of tokens and its
+	// vocabulary; TrainTokens and ValTokens count the tokens of each part.
+	// All four are empty for byte-level text, whose tokens are its bytes.
+	Tokenizer   string `json:"tokenizer,omitempty"`
+	Vocab       int    `json:"vocab,omitempty"`
+	TrainTokens int64  `json:"train_tokens,omitempty"`
+	ValTokens   int64  `json:"val_tokens,omitempty"`
 	// Built reports that BuildCorpus wrote the file in this call (false:
 	// the file was up to date). It is not stored.
 	Built bool `json:"-"`
@@ -195,6 +209,11 @@ func fingerprint(root string, files []textFile, opts TextOptions) string {
 		binary.LittleEndian.PutUint64(num[8:], uint64(f.mtime))
 		h.Write(num[:])
 	}
+	if !isByteLevel(opts.Tokenizer) {
+		// after the byte-level fields, so that a byte corpus keeps its
+		// fingerprint
+		fmt.Fprintf(h, "\x00tokens %d\x00%s\x00%d", tokenCorpusVersion, opts.Tokenizer.Name(), opts.Tokenizer.Vocab())
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -293,14 +312,16 @@ type readOnly struct{ r io.Reader }
 
 func (r readOnly) Read(p []byte) (int, error) { return r.r.Read(p) }
 
-// LoadText reads a byte-level text corpus into memory and returns its
-// windows of context bytes (vocabulary 256): path is a text file or a
-// directory read recursively ("" means DefaultTextDir(), Go's source tree).
-// Files are taken in file order (each directory's entries sorted by name,
-// depth first), skipping binary files (a NUL byte in the first 8 KiB),
-// names starting with "." and symbolic links, and concatenated; every
-// opts.ValEvery-th text file is validation data (see TextOptions). The
-// split depends on the files and options alone, not on the PE count.
+// LoadText reads a text corpus into memory and returns its windows of
+// context tokens: path is a text file or a directory read recursively (""
+// means DefaultTextDir(), Go's source tree). Files are taken in file order
+// (each directory's entries sorted by name, depth first), skipping binary
+// files (a NUL byte in the first 8 KiB), names starting with "." and
+// symbolic links, and concatenated; every opts.ValEvery-th text file is
+// validation data (see TextOptions). The split depends on the files and
+// options alone, not on the PE count. By default the tokens are the bytes
+// (vocabulary 256); with opts.Tokenizer they are its tokens, each file led
+// by its EOT (see TokenizeText), encoded on GOMAXPROCS goroutines.
 //
 // Every process that calls LoadText holds its own copy; the PEs of a job
 // should share one file instead: BuildCorpus once per job, then LoadCorpus
@@ -315,6 +336,9 @@ func LoadText(path string, context int, opts TextOptions) (train, val *TokenSour
 	root, files, err := listTextFiles(path, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("load text: %w", err)
+	}
+	if !isByteLevel(opts.Tokenizer) {
+		return loadTokenText(root, files, context, opts)
 	}
 	var trainBuf, valBuf bytes.Buffer
 	info, err := collectText(root, files, opts, &trainBuf, &valBuf)
