@@ -5,11 +5,19 @@
 //
 // It reads the newest valid checkpoint of a directory (or the file named),
 // rebuilds the model from the sizes the checkpoint records, and continues
-// the prompt one token at a time on one PE (the CPU engine), with
-// --temperature, --top-k and --seed. A byte-level model (vocabulary 256)
-// takes the prompt as text and prints text; a model with a larger
-// vocabulary (GPT-2's tokens, from llm.c shards) takes --prompt-tokens and
-// prints token ids, since symddp has no GPT-2 tokenizer.
+// the prompt one token at a time on one PE (the CPU engine, or the CUDA one
+// with --device gpu), with --temperature, --top-k and --seed. The prompt is
+// text and so is the sample, through the model's tokenizer (--tokenizer
+// auto): bytes for a byte-level model (vocabulary 256); GPT-2's BPE for a
+// model with GPT-2's vocabulary (50257, or the gpt2 preset's 50304, trained
+// on llm.c shards or tokenized text), whose prompt follows <|endoftext|>,
+// as every document of such data does, and whose sample is drawn from the
+// 50257 real tokens only:
+//
+//	generate --checkpoint ckpt --prompt 'The dog' --max-tokens 50
+//
+// --prompt-tokens gives the prompt as token ids instead; --tokenizer none
+// prints the sample as token ids.
 package main
 
 import (
@@ -18,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +34,6 @@ import (
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/compute/cuda"
-	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
 )
@@ -35,7 +43,9 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 type options struct {
 	checkpoint   string
 	prompt       string
+	promptSet    bool // --prompt was given
 	promptTokens string
+	tokenizer    string // auto, byte, gpt2 or none
 	maxTokens    int
 	temperature  float64
 	topK         int
@@ -81,8 +91,9 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.checkpoint, "checkpoint", "", "checkpoint file, or a --checkpoint-dir of train (its newest valid checkpoint)")
-	fs.StringVar(&o.prompt, "prompt", "\n", "text to continue (byte-level models)")
-	fs.StringVar(&o.promptTokens, "prompt-tokens", "", "token ids to continue, comma-separated (models with a larger vocabulary)")
+	fs.StringVar(&o.prompt, "prompt", "", "text to continue (default: a newline for a byte-level model, a new document for GPT-2's vocabulary)")
+	fs.StringVar(&o.promptTokens, "prompt-tokens", "", "token ids to continue, comma-separated, instead of --prompt")
+	fs.StringVar(&o.tokenizer, "tokenizer", "auto", "auto (byte for a vocabulary of 256, gpt2 for 50257 to 50304, else none), byte, gpt2, or none: token ids out")
 	fs.IntVar(&o.maxTokens, "max-tokens", 200, "tokens to generate")
 	fs.Float64Var(&o.temperature, "temperature", 0.8, "sampling temperature (0: always the most likely token)")
 	fs.IntVar(&o.topK, "top-k", 40, "draw from the K most likely tokens only (0: all)")
@@ -93,6 +104,7 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
 	}
+	o.promptSet = fs.Changed("prompt")
 	if *help {
 		fmt.Fprint(stdout, "generate: sample from a language model checkpoint written by train.\n\nUsage:\n  generate --checkpoint DIR|FILE [--prompt TEXT] [flags]\n\nFlags:\n")
 		fmt.Fprint(stdout, fs.FlagUsages())
@@ -113,21 +125,10 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 		return nil, usageError{fmt.Errorf("--device %q: want cpu or gpu", o.device)}
 	case fs.Changed("prompt") && o.promptTokens != "":
 		return nil, usageError{errors.New("give --prompt (text) or --prompt-tokens (token ids), not both")}
+	case !slices.Contains([]string{"auto", "byte", "gpt2", "none"}, o.tokenizer):
+		return nil, usageError{fmt.Errorf("--tokenizer %q: want auto, byte, gpt2 or none", o.tokenizer)}
 	}
 	return o, nil
-}
-
-// gpt2Tokens is GPT-2's real vocabulary (the gpt2 preset pads it to 50304).
-const gpt2Tokens = 50257
-
-// drawVocab is the number of tokens to draw from for a checkpoint of model
-// with vocab rows in wte: GPT-2's 50257 for the gpt2 preset's padded 50304
-// (the padding ids are never drawn), else 0 (all).
-func drawVocab(model string, vocab int) int {
-	if model == "gpt2" && vocab == models.GPT2.Vocab {
-		return gpt2Tokens
-	}
-	return 0
 }
 
 // newGPUEngine makes --device gpu's engine (tests put an emulated one in).
@@ -197,14 +198,18 @@ func generate(o *options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prompt, err := promptOf(o, cfg.Vocab)
+	tok, err := chooseTokenizer(o.tokenizer, cfg.Vocab)
+	if err != nil {
+		return usageError{err}
+	}
+	prompt, shown, err := promptOf(o, tok, cfg.Vocab)
 	if err != nil {
 		return usageError{err}
 	}
 	if len(prompt) > cfg.Context {
 		return usageError{fmt.Errorf("the prompt has %d tokens, more than the model's context of %d: shorten it", len(prompt), cfg.Context)}
 	}
-	sample := models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed, Vocab: drawVocab(w.Model, cfg.Vocab)}
+	sample := models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed, Vocab: drawVocab(tok, cfg.Vocab)}
 	var out []int32
 	if o.device == "gpu" {
 		out, err = generateOnDevice(o, w, m, prompt, sample)
@@ -214,8 +219,12 @@ func generate(o *options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Vocab <= 256 {
-		fmt.Fprint(stdout, datasets.DecodeBytes(prompt), datasets.DecodeBytes(out), "\n")
+	if tok != nil {
+		text, err := display(tok, out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, shown, text, "\n")
 		return nil
 	}
 	ids := make([]string, len(out))
@@ -224,33 +233,4 @@ func generate(o *options, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, strings.Join(ids, ","))
 	return nil
-}
-
-// promptOf turns the prompt flags into tokens.
-func promptOf(o *options, vocab int) ([]int32, error) {
-	if o.promptTokens != "" {
-		var toks []int32
-		for _, f := range strings.Split(o.promptTokens, ",") {
-			v, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || v < 0 || v >= vocab {
-				return nil, fmt.Errorf("--prompt-tokens: %q is not a token id in [0, %d)", f, vocab)
-			}
-			toks = append(toks, int32(v))
-		}
-		return toks, nil
-	}
-	if vocab < 256 {
-		return nil, fmt.Errorf("the model's vocabulary of %d is not byte-level: give --prompt-tokens", vocab)
-	}
-	if vocab > 256 {
-		return nil, fmt.Errorf("the model's vocabulary has %d tokens (not bytes): give --prompt-tokens", vocab)
-	}
-	if o.prompt == "" {
-		return nil, errors.New("--prompt is empty")
-	}
-	toks := make([]int32, len(o.prompt))
-	for i := 0; i < len(o.prompt); i++ {
-		toks[i] = int32(o.prompt[i])
-	}
-	return toks, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,6 +74,57 @@ func TestGenerateFromCheckpoint(t *testing.T) {
 	rc, _, stderr = runGenerate("--checkpoint", dir, "--prompt-tokens", "1,300")
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, `"300" is not a token id in [0, 256)`)
+	rc, _, stderr = runGenerate("--checkpoint", dir, "--tokenizer", "gpt2")
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, "--tokenizer gpt2 has 50257 tokens, more than the model's vocabulary of 256")
+	rc, _, stderr = runGenerate("--checkpoint", dir, "--tokenizer", "none")
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, "--tokenizer none: give the prompt as --prompt-tokens")
+	rc, ids, stderr := runGenerate("--checkpoint", dir, "--tokenizer", "none", "--prompt-tokens", "104,101", "--max-tokens", "3")
+	require.Equal(t, 0, rc, stderr)
+	assert.Len(t, strings.Split(strings.TrimSpace(ids), ","), 3, "--tokenizer none prints the sample's ids: %q", ids)
+}
+
+// A model with GPT-2's vocabulary (the gpt2 preset's 50304, here one small
+// layer) takes the prompt as text, encoded after <|endoftext|>, and prints
+// text: the decoding of the ids it draws, all of them GPT-2 tokens.
+func TestGenerateGPT2Text(t *testing.T) {
+	tok, err := datasets.NewTokenizer("gpt2")
+	require.NoError(t, err)
+	doc := append([]int32{50256}, tok.Encode("The dog was found in a field near the intersection.\n")...)
+	var stream []uint16
+	for range 60 {
+		for _, id := range doc {
+			stream = append(stream, uint16(id))
+		}
+	}
+	train, err := datasets.NewTokenSource([][]uint16{stream}, 16, 50304)
+	require.NoError(t, err)
+	dir := trainCheckpoint(t, "gpt2", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 16}, train)
+
+	rc, text, stderr := runGenerate("--checkpoint", dir, "--prompt", "The dog", "--max-tokens", "8", "--temperature", "0")
+	require.Equal(t, 0, rc, stderr)
+	assert.True(t, strings.HasPrefix(text, "The dog"), "the prompt comes first: %q", text)
+	// "The dog" is [464, 3290] (transformers' GPT-2 generation test).
+	rc, idText, stderr := runGenerate("--checkpoint", dir, "--prompt-tokens", "50256,464,3290", "--max-tokens", "8", "--temperature", "0", "--tokenizer", "none")
+	require.Equal(t, 0, rc, stderr)
+	var ids []int32
+	for _, f := range strings.Split(strings.TrimSpace(idText), ",") {
+		v, err := strconv.Atoi(f)
+		require.NoError(t, err)
+		assert.Less(t, v, 50257, "a padding id was drawn")
+		ids = append(ids, int32(v))
+	}
+	require.Len(t, ids, 8)
+	sample, err := tok.Decode(ids)
+	require.NoError(t, err)
+	assert.Equal(t, "The dog"+sample+"\n", text, "the text is the decoding of the drawn ids")
+	rc, withEOT, stderr := runGenerate("--checkpoint", dir, "--prompt-tokens", "50256,464,3290", "--max-tokens", "8", "--temperature", "0")
+	require.Equal(t, 0, rc, stderr)
+	assert.Equal(t, "<|endoftext|>The dog"+sample+"\n", withEOT, "--prompt-tokens are printed decoded")
+	rc, unconditional, stderr := runGenerate("--checkpoint", dir, "--max-tokens", "4", "--seed", "2")
+	require.Equal(t, 0, rc, stderr)
+	assert.NotEmpty(t, strings.TrimSpace(unconditional), "no prompt: a new document")
 }
 
 func TestGenerateErrors(t *testing.T) {
@@ -122,7 +174,17 @@ func TestGenerateOnDevice(t *testing.T) {
 }
 
 func TestDrawVocab(t *testing.T) {
-	assert.Equal(t, 50257, drawVocab("gpt2", 50304), "gpt2's padding is never drawn")
-	assert.Equal(t, 0, drawVocab("gpt2", 1000), "a gpt2 with another vocabulary: all of it")
-	assert.Equal(t, 0, drawVocab("gpt-tiny", 256))
+	draw := func(vocab int) int {
+		t.Helper()
+		tok, err := chooseTokenizer("auto", vocab)
+		require.NoError(t, err)
+		return drawVocab(tok, vocab)
+	}
+	assert.Equal(t, 50257, draw(50304), "gpt2's padding is never drawn")
+	assert.Equal(t, 0, draw(50257), "GPT-2's vocabulary unpadded: all of it")
+	assert.Equal(t, 0, draw(1000), "a vocabulary of no tokenizer: all of it")
+	assert.Equal(t, 0, draw(256))
+	byteTok, err := chooseTokenizer("byte", 50304)
+	require.NoError(t, err)
+	assert.Equal(t, 256, drawVocab(byteTok, 50304), "bytes only from a byte tokenizer")
 }
