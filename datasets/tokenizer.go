@@ -88,3 +88,17 @@ func (byteLevel) Decode(tokens []int32) (string, error) {
 	}
 	return string(b), nil
 }
+
+// TokenizerForVocab names the tokenizer whose tokens a model of vocab
+// token ids reads, for tools that take text in or print text out: "byte"
+// for a vocabulary of 256, "gpt2" for 50257 up to 50304 (GPT-2's, padded to
+// a multiple of 64 as the gpt2 models pad it), "" when it is neither.
+func TokenizerForVocab(vocab int) string {
+	switch {
+	case vocab == 256:
+		return ByteTokenizer
+	case vocab >= gpt2Vocab && vocab <= 50304:
+		return GPT2Tokenizer
+	}
+	return ""
+}

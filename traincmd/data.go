@@ -25,6 +25,7 @@ type dataChoice struct {
 	context, vocab     int    // the model's
 	trainGlob, valGlob string // llmc
 	maxBytes           int64  // text: corpus cap (0: all)
+	tokenizer          string // text: byte or gpt2 (datasets.NewTokenizer)
 	corpus             string // text: the corpus file built from dir (corpusFile)
 }
 

@@ -35,6 +35,7 @@ type options struct {
 	initFrom                      string // --init-from: weights to start from (ddp.Options.InitFrom)
 	trainShards, valShards        string // llm.c token shard globs
 	corpusMax                     string // cap of the text corpus
+	tokenizer                     string // --tokenizer for --dataset text: byte or gpt2 (default by model)
 	evalBatches                   int
 	sampleTokens                  int
 	precision                     string  // auto, fp32 or bf16 (compute.Precision)
@@ -166,6 +167,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.initFrom, "init-from", "", "start from these weights with fresh optimizer state, step, schedule and data (fine-tuning): a Hugging Face GPT2LMHeadModel directory (config.json + model.safetensors) or a symddp checkpoint file or --checkpoint-dir; not with --resume")
 	fs.StringVar(&o.trainShards, "train-shards", "", "--dataset llmc: glob of llm.c training token shards (e.g. 'data/fineweb_train_*.bin')")
 	fs.StringVar(&o.valShards, "val-shards", "", "--dataset llmc: glob of llm.c validation token shards")
+	fs.StringVar(&o.tokenizer, "tokenizer", "auto", "--dataset text: how text becomes tokens: byte (256 byte values), gpt2 (GPT-2's BPE, 50257 tokens, offline; each file one document after <|endoftext|>), or auto (gpt2 for models whose vocabulary holds GPT-2's tokens, the gpt2 family; byte otherwise)")
 	fs.StringVar(&o.corpusMax, "corpus-max", "0", "--dataset text: use at most this much of the corpus, e.g. 16MiB (0: all)")
 	fs.StringVar(&o.precision, "precision", "auto", "how a gpt model computes: auto (bf16 where the engine runs the whole GPT fused in bf16, the GPU engine of --backend nvshmem; fp32 elsewhere), bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights, gradients and optimizer state; GPU engine only), fp32 (fp32 throughout; the CPU engine's only mode). The mlp trains in fp32: auto or fp32")
 	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the type gradients are summed across PEs in: fp32, or bf16 (half the bytes; each PE's gradients and their sum rounded to bf16, the update still fp32; GPU step path of --backend nvshmem only)")

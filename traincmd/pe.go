@@ -16,6 +16,7 @@ import (
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
@@ -154,6 +155,7 @@ func (r *peRun) run() (err error) {
 	}
 	defer rep.close()
 	rep.recipe = rc.describe(m.Params(), steps, c.NPEs())
+	rep.byteText = r.dc.name == "text" && (r.dc.tokenizer == "" || r.dc.tokenizer == datasets.ByteTokenizer)
 	if r.dc.notice != "" && me == 0 {
 		fmt.Fprintln(r.stderr, "warning:", r.dc.notice)
 	}

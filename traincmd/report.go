@@ -36,8 +36,9 @@ type reporter struct {
 	last    ddp.LogInfo
 	failed  error // the first write to the metrics file that failed
 
-	recipe string  // the resolved recipe in one line (recipe.describe), for the header
-	mfu    mfuInfo // a language model's FLOPs per token and the devices' peak
+	recipe   string  // the resolved recipe in one line (recipe.describe), for the header
+	byteText bool    // byte-level text (--dataset text, byte tokenizer): losses in bits per byte too
+	mfu      mfuInfo // a language model's FLOPs per token and the devices' peak
 }
 
 // newReporter opens the metrics file on PE 0: a new one, or the end of the
@@ -299,9 +300,10 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	r.write(rec)
 }
 
-// bpb is ", N bits per byte" for byte-level text, "" otherwise.
+// bpb is ", N bits per byte" for byte-level text, "" otherwise (a token
+// of GPT-2's BPE is several bytes).
 func (r *reporter) bpb(loss float64) string {
-	if r.o.dataset != "text" {
+	if !r.byteText {
 		return ""
 	}
 	return fmt.Sprintf(", %.3f bits per byte", datasets.BitsPerByte(loss))
@@ -312,20 +314,31 @@ func (r *reporter) bpb(loss float64) string {
 //
 // It samples from a copy of the model built for one sequence over the
 // trained parameters; a signal (ctx) stops it and is returned. A byte-level
-// model's sample is text, whatever data it trained on, as generate prints
-// it; a larger vocabulary's, token ids.
+// model's sample is text, whatever data it trained on, and so is one of
+// GPT-2's tokens, as generate prints them; another vocabulary's, token ids.
 func (r *reporter) sample(ctx context.Context, g *models.GPT, e compute.Engine, params []float32, val datasets.Source, n int, seed uint64) error {
 	const promptLen = 32
 	spec := val.Spec()
 	b := datasets.Batch{Tokens: make([]int32, spec.InputSize()), Y: make([]int32, spec.InputSize()*spec.Targets)}
 	val.GatherBatch([]int{val.Len() / 2}, b) // mid-corpus: the first file may be unusual (a Go tree starts with testdata)
 	prompt := b.Tokens[:min(promptLen, len(b.Tokens))]
+	// the model's tokenizer, as generate chooses it: the sample is text
+	// for a byte-level model and for GPT-2's tokens, drawn from the real
+	// tokens only (not the padding of 50304), and token ids otherwise
+	var tok datasets.Tokenizer
+	if name := datasets.TokenizerForVocab(spec.Classes); name != "" {
+		tok, _ = datasets.NewTokenizer(name)
+	}
+	vocab := spec.Classes
+	if tok != nil {
+		vocab = min(vocab, tok.Vocab())
+	}
 	s, err := models.NewSampler(g, e, params)
 	if err != nil {
 		fmt.Fprintln(r.errw, "warning: sample:", err)
 		return nil
 	}
-	out, err := s.Generate(ctx, prompt, n, models.SampleOptions{Temperature: 0.8, TopK: 40, Seed: seed, Vocab: spec.Classes})
+	out, err := s.Generate(ctx, prompt, n, models.SampleOptions{Temperature: 0.8, TopK: 40, Seed: seed, Vocab: vocab})
 	if ctx.Err() != nil {
 		fmt.Fprintln(r.out, "sample stopped by a signal")
 		return ctx.Err()
@@ -334,9 +347,17 @@ func (r *reporter) sample(ctx context.Context, g *models.GPT, e compute.Engine, 
 		fmt.Fprintln(r.errw, "warning: sample:", err)
 		return nil
 	}
-	if spec.Classes <= 256 { // a byte-level model, from text or from shards: as generate prints it
+	switch {
+	case tok != nil && tok.Name() == datasets.ByteTokenizer: // from text or from shards: as generate prints it
 		fmt.Fprintf(r.out, "sample (temperature 0.8, top-k 40) after %s:\n%s\n", datasets.QuoteBytes(prompt), datasets.DecodeBytes(out))
 		return nil
+	case tok != nil:
+		p, perr := tok.Decode(prompt)
+		o, oerr := tok.Decode(out)
+		if perr == nil && oerr == nil {
+			fmt.Fprintf(r.out, "sample (%s tokens, temperature 0.8, top-k 40) after %q:\n%s\n", tok.Name(), p, o)
+			return nil
+		}
 	}
 	fmt.Fprintf(r.out, "sample (token ids, temperature 0.8, top-k 40) after %v:\n%v\n", prompt, out)
 	return nil

@@ -35,9 +35,11 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		if o.set("train-shards") || o.set("val-shards") {
 			return dataChoice{}, usagef("--train-shards and --val-shards go with --dataset llmc")
 		}
-		if dc.vocab < 256 {
-			return dataChoice{}, usagef("--dataset text is byte-level (256 tokens) but model %s has a vocabulary of %d", o.model, dc.vocab)
+		name, err := textTokenizer(o, dc.vocab)
+		if err != nil {
+			return dataChoice{}, err
 		}
+		dc.tokenizer = name
 		dc.dir = o.dataDir
 		if dc.dir == "" {
 			d, err := datasets.DefaultTextDir()
@@ -58,6 +60,9 @@ func chooseTokenData(o *options) (dataChoice, error) {
 			return dataChoice{}, inputErr(err)
 		}
 	case "llmc":
+		if o.set("tokenizer") {
+			return dataChoice{}, usagef("--tokenizer goes with --dataset text: llm.c shards hold tokens already")
+		}
 		if o.trainShards == "" || o.valShards == "" {
 			return dataChoice{}, usagef("--dataset llmc needs --train-shards and --val-shards (globs of llm.c .bin token shards)")
 		}
@@ -79,6 +84,27 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		return dataChoice{}, usagef("--dataset %s: model %s is a language model: use --dataset text, llmc or synthetic", o.dataset, o.model)
 	}
 	return dc, nil
+}
+
+// textTokenizer is --tokenizer for a model of vocab tokens: auto is
+// datasets.TokenizerForVocab's choice (gpt2 for the gpt2 family), byte for a
+// vocabulary it does not know; a tokenizer whose ids the model cannot take
+// is a usage error.
+func textTokenizer(o *options, vocab int) (string, error) {
+	name := o.tokenizer
+	if name == "auto" {
+		if name = datasets.TokenizerForVocab(vocab); name == "" {
+			name = datasets.ByteTokenizer // any vocabulary of 256 or more takes bytes
+		}
+	}
+	tok, err := datasets.NewTokenizer(name)
+	if err != nil {
+		return "", usagef("--tokenizer %q: want auto, %s", o.tokenizer, strings.Join(datasets.TokenizerNames, " or "))
+	}
+	if vocab < tok.Vocab() {
+		return "", usagef("--dataset text with --tokenizer %s has %d tokens but model %s a vocabulary of %d: use --tokenizer byte, or a larger --vocab", name, tok.Vocab(), o.model, vocab)
+	}
+	return name, nil
 }
 
 // Synthetic token data (--dataset synthetic for a language model): windows of
@@ -139,9 +165,19 @@ func buildCorpus(dc *dataChoice) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		dir = os.TempDir()
 	}
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", abs, dc.maxBytes)))
-	dc.corpus = filepath.Join(dir, fmt.Sprintf("text-%x.bin", h[:8]))
-	info, err := datasets.BuildCorpus(dc.corpus, dc.dir, datasets.TextOptions{MaxBytes: dc.maxBytes})
+	key := fmt.Sprintf("%s\x00%d", abs, dc.maxBytes)
+	opts := datasets.TextOptions{MaxBytes: dc.maxBytes}
+	if dc.tokenizer != "" && dc.tokenizer != datasets.ByteTokenizer {
+		key += "\x00" + dc.tokenizer // byte corpora keep their names of before
+		if opts.Tokenizer, err = datasets.NewTokenizer(dc.tokenizer); err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("text-%x.bin", sha256Prefix(key)))); err != nil {
+			fmt.Fprintf(os.Stderr, "tokenizing %s with %s's BPE once (cached in %s; Go's source tree takes a minute or two on 2 cores)\n", dc.dir, dc.tokenizer, dir)
+		}
+	}
+	dc.corpus = filepath.Join(dir, fmt.Sprintf("text-%x.bin", sha256Prefix(key)))
+	info, err := datasets.BuildCorpus(dc.corpus, dc.dir, opts)
 	if err != nil {
 		return fmt.Errorf("--dataset text from %s: %w", dc.dir, err)
 	}
@@ -153,6 +189,12 @@ func buildCorpus(dc *dataChoice) error {
 	tr.Close()
 	va.Close()
 	return nil
+}
+
+// sha256Prefix is the first 8 bytes of key's SHA-256.
+func sha256Prefix(key string) []byte {
+	h := sha256.Sum256([]byte(key))
+	return h[:8]
 }
 
 // checkMemory refuses, before any PE starts, a language-model run on the

@@ -9,21 +9,13 @@ import (
 	"github.com/symddp/symddp/datasets"
 )
 
-// gpt2Tokens is GPT-2's real vocabulary (the gpt2 preset pads it to 50304).
-const gpt2Tokens = 50257
-
 // chooseTokenizer returns the tokenizer of --tokenizer for a model with
 // vocab tokens, or nil for token ids in and out: auto is byte for a
 // vocabulary of 256, gpt2 for 50257 to 50304 (GPT-2's, padded as the gpt2
 // preset pads it), none otherwise.
 func chooseTokenizer(name string, vocab int) (datasets.Tokenizer, error) {
 	if name == "auto" {
-		switch {
-		case vocab == 256:
-			name = datasets.ByteTokenizer
-		case vocab >= gpt2Tokens && vocab <= 50304:
-			name = datasets.GPT2Tokenizer
-		default:
+		if name = datasets.TokenizerForVocab(vocab); name == "" {
 			name = "none"
 		}
 	}

@@ -1,0 +1,42 @@
+package traincmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTextWithGPT2Tokens: --dataset text for a model with GPT-2's
+// vocabulary takes GPT-2's BPE by default (auto), reports no bits per byte
+// (a token is several bytes) and samples text; a byte-level model refuses
+// --tokenizer gpt2, whose ids it cannot take.
+func TestTextWithGPT2Tokens(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "text")
+	require.NoError(t, os.Mkdir(text, 0o755))
+	for i, s := range []string{"the quick brown fox jumps over the lazy dog. ", "func main() { fmt.Println(\"hello, world\") }\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(text, string(rune('a'+i))+".txt"), []byte(strings.Repeat(s, 400)), 0o644))
+	}
+	code, stdout, stderr := runTrain(t, []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache")},
+		"--pes", "2", "--model", "gpt", "--vocab", "50304", "--layers", "1", "--width", "16", "--heads", "2", "--context", "16",
+		"--data-dir", text, "--max-steps", "3", "--eval-batches", "1", "--sample-tokens", "5", "--no-progress")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "tokenizing "+text+" with gpt2's BPE once")
+	assert.Contains(t, stdout, "sample (gpt2 tokens, temperature 0.8, top-k 40) after \"")
+	assert.NotContains(t, stdout, "bits per byte")
+	assert.Contains(t, stdout, "val loss ")
+
+	var out, errs bytes.Buffer
+	code = run([]string{"--model", "gpt-tiny", "--tokenizer", "gpt2", "--data-dir", text}, &out, &errs)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs.String(), "--dataset text with --tokenizer gpt2 has 50257 tokens but model gpt-tiny a vocabulary of 256: use --tokenizer byte, or a larger --vocab")
+	errs.Reset()
+	code = run([]string{"--model", "gpt-tiny", "--tokenizer", "bpe", "--data-dir", text}, &out, &errs)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs.String(), `--tokenizer "bpe": want auto, byte or gpt2`)
+}
