@@ -15,8 +15,9 @@
 // allocates on the hot path.
 //
 // Beyond the Engine interface, operations come in groups (ops.go: Norms,
-// GELUs, Indexing, BatchedMatMul, Attention) that an engine implements when
-// it has them; a model asks for them with [Require] at build time.
+// GELUs, Indexing, BatchedMatMul, Attention; ops_llama.go: RMSNorms,
+// SwiGLUs, Rotary, GroupedAttention) that an engine implements when it has
+// them; a model asks for them with [Require] at build time.
 //
 // Operations on matrices (Gemm, BiasAct, BiasActBackward,
 // SoftmaxCrossEntropy) read a tensor of rank above 2 as the matrix

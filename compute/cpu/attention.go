@@ -29,12 +29,10 @@ func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan
 	}
 	hs := s.C / s.Heads
 	return &attentionPlan{
-		blas:  e.blas,
-		s:     s,
-		hs:    hs,
-		scale: float32(1 / math.Sqrt(float64(hs))),
-		att:   make([]float32, s.B*s.Heads*s.T*s.T),
-		dp:    make([]float32, min(attnBlock, s.T)*s.T),
+		s:    s,
+		hs:   hs,
+		head: newAttnHead(e.blas, s.T, hs),
+		att:  make([]float32, s.B*s.Heads*s.T*s.T),
 	}, nil
 }
 
@@ -44,15 +42,12 @@ func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan
 // Like the engine, a plan may be used by one goroutine at a time (its
 // probabilities and scratch are its own).
 type attentionPlan struct {
-	blas  *blas.BLAS
-	s     compute.AttentionSpec
-	hs    int
-	scale float32
+	s    compute.AttentionSpec
+	hs   int
+	head attnHead
 	// att is (B,Heads,T,T): the softmax probabilities of the last Forward,
 	// zero above the diagonal.
 	att []float32
-	// dp is (min(attnBlock,T),T): a block's gradient at P, then at S.
-	dp []float32
 }
 
 // check returns the memory of the (B,T,3C) and (B,T,C) tensors of a call.
@@ -78,27 +73,14 @@ func (p *attentionPlan) Forward(out, qkv compute.Tensor) {
 	for b := 0; b < p.s.B; b++ {
 		for h := 0; h < H; h++ {
 			q := qd[b*T*ld+h*hs:] // query t at q[t*ld:], its key at C, its value at 2C
-			k, v := q[C:], q[2*C:]
-			o := od[b*T*C+h*hs:]
 			att := p.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
-			for r0 := 0; r0 < T; r0 += attnBlock {
-				rows := min(attnBlock, T-r0)
-				keys := r0 + rows
-				pr := att[r0*T:]
-				// pr (rows,keys) = scale · q[r0:keys] · k[0:keys]ᵀ
-				p.blas.Sgemm(gblas.NoTrans, gblas.Trans, rows, keys, hs, p.scale, q[r0*ld:], ld, k, ld, 0, pr, T)
-				tfmloops.SoftmaxCausal(pr, T, r0, rows, keys)
-				// o[r0:keys] (rows,hs) = pr · v[0:keys]
-				p.blas.Sgemm(gblas.NoTrans, gblas.NoTrans, rows, hs, keys, 1, pr, T, v, ld, 0, o[r0*C:], C)
-			}
+			p.head.forward(att, q, ld, q[C:], q[2*C:], ld, od[b*T*C+h*hs:], C)
 		}
 	}
 }
 
 // Backward writes dqkv (B,T,3C) from dout (B,T,C), using the probabilities
-// of the last Forward (which must have run on this qkv). The blocks run last
-// to first: the last one reaches every key, so its dK and dV products
-// overwrite them (beta 0) and the earlier blocks add to them.
+// of the last Forward (which must have run on this qkv).
 func (p *attentionPlan) Backward(dqkv, dout, qkv compute.Tensor) {
 	dqd, dod := p.check("attention Backward", dqkv, dout)
 	qd, _ := p.check("attention Backward", qkv, dout)
@@ -107,33 +89,74 @@ func (p *attentionPlan) Backward(dqkv, dout, qkv compute.Tensor) {
 	}
 	T, C, H, hs := p.s.T, p.s.C, p.s.Heads, p.hs
 	ld := 3 * C
-	last := (T - 1) / attnBlock * attnBlock
 	for b := 0; b < p.s.B; b++ {
 		for h := 0; h < H; h++ {
 			q := qd[b*T*ld+h*hs:]
-			k, v := q[C:], q[2*C:]
 			dq := dqd[b*T*ld+h*hs:]
-			dk, dv := dq[C:], dq[2*C:]
-			do := dod[b*T*C+h*hs:]
 			att := p.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
-			for r0 := last; r0 >= 0; r0 -= attnBlock {
-				rows := min(attnBlock, T-r0)
-				keys := r0 + rows
-				beta := float32(1)
-				if r0 == last {
-					beta = 0
-				}
-				pr, dor := att[r0*T:], do[r0*C:]
-				// dp (rows,keys) = do[r0:keys] · v[0:keys]ᵀ
-				p.blas.Sgemm(gblas.NoTrans, gblas.Trans, rows, keys, hs, 1, dor, C, v, ld, 0, p.dp, T)
-				// dv[0:keys] (+)= prᵀ · do[r0:keys]
-				p.blas.Sgemm(gblas.Trans, gblas.NoTrans, keys, hs, rows, 1, pr, T, dor, C, beta, dv, ld)
-				tfmloops.SoftmaxCausalBackward(p.dp, pr, T, r0, rows, keys)
-				// dq[r0:keys] = scale · ds · k[0:keys]
-				p.blas.Sgemm(gblas.NoTrans, gblas.NoTrans, rows, hs, keys, p.scale, p.dp, T, k, ld, 0, dq[r0*ld:], ld)
-				// dk[0:keys] (+)= scale · dsᵀ · q[r0:keys]
-				p.blas.Sgemm(gblas.Trans, gblas.NoTrans, keys, hs, rows, p.scale, p.dp, T, q[r0*ld:], ld, beta, dk, ld)
-			}
+			p.head.backward(att, q, ld, q[C:], q[2*C:], ld, dod[b*T*C+h*hs:], C, dq, dq[C:], dq[2*C:], true)
 		}
+	}
+}
+
+// attnHead is attention of one head of one sequence, on the BLAS: the
+// part that the multi-head and the grouped plans share. Its slices start
+// at the head's first channel of position 0; a row's next position is a
+// leading dimension further.
+type attnHead struct {
+	blas  *blas.BLAS
+	t, hs int
+	scale float32
+	// dp is (min(attnBlock,T),T): a block's gradient at P, then at S.
+	dp []float32
+}
+
+func newAttnHead(b *blas.BLAS, t, hs int) attnHead {
+	return attnHead{blas: b, t: t, hs: hs, scale: float32(1 / math.Sqrt(float64(hs))), dp: make([]float32, min(attnBlock, t)*t)}
+}
+
+// forward computes o (T,hs, leading dimension ldo) from q (ldq), and k, v
+// (ldkv), and writes the probabilities att (T,T) block by block: S =
+// Q·Kᵀ/√hs, P = causal softmax of S, o = P·V.
+func (a *attnHead) forward(att, q []float32, ldq int, k, v []float32, ldkv int, o []float32, ldo int) {
+	T, hs := a.t, a.hs
+	for r0 := 0; r0 < T; r0 += attnBlock {
+		rows := min(attnBlock, T-r0)
+		keys := r0 + rows
+		pr := att[r0*T:]
+		// pr (rows,keys) = scale · q[r0:keys] · k[0:keys]ᵀ
+		a.blas.Sgemm(gblas.NoTrans, gblas.Trans, rows, keys, hs, a.scale, q[r0*ldq:], ldq, k, ldkv, 0, pr, T)
+		tfmloops.SoftmaxCausal(pr, T, r0, rows, keys)
+		// o[r0:keys] (rows,hs) = pr · v[0:keys]
+		a.blas.Sgemm(gblas.NoTrans, gblas.NoTrans, rows, hs, keys, 1, pr, T, v, ldkv, 0, o[r0*ldo:], ldo)
+	}
+}
+
+// backward writes dq (ldq) and dk, dv (ldkv) of the head from do (ldo) and
+// the forward's att, q, k, v. The blocks run last to first: the last one
+// reaches every key, so its dK and dV products overwrite them (beta 0) when
+// first is true, and every other product adds to them (a key/value head
+// that several query heads share gets its first query head's with first
+// set, the others' without).
+func (a *attnHead) backward(att, q []float32, ldq int, k, v []float32, ldkv int, do []float32, ldo int, dq, dk, dv []float32, first bool) {
+	T, hs := a.t, a.hs
+	last := (T - 1) / attnBlock * attnBlock
+	for r0 := last; r0 >= 0; r0 -= attnBlock {
+		rows := min(attnBlock, T-r0)
+		keys := r0 + rows
+		beta := float32(1)
+		if first && r0 == last {
+			beta = 0
+		}
+		pr, dor := att[r0*T:], do[r0*ldo:]
+		// dp (rows,keys) = do[r0:keys] · v[0:keys]ᵀ
+		a.blas.Sgemm(gblas.NoTrans, gblas.Trans, rows, keys, hs, 1, dor, ldo, v, ldkv, 0, a.dp, T)
+		// dv[0:keys] (+)= prᵀ · do[r0:keys]
+		a.blas.Sgemm(gblas.Trans, gblas.NoTrans, keys, hs, rows, 1, pr, T, dor, ldo, beta, dv, ldkv)
+		tfmloops.SoftmaxCausalBackward(a.dp, pr, T, r0, rows, keys)
+		// dq[r0:keys] = scale · ds · k[0:keys]
+		a.blas.Sgemm(gblas.NoTrans, gblas.NoTrans, rows, hs, keys, a.scale, a.dp, T, k, ldkv, 0, dq[r0*ldq:], ldq)
+		// dk[0:keys] (+)= scale · dsᵀ · q[r0:keys]
+		a.blas.Sgemm(gblas.Trans, gblas.NoTrans, keys, hs, rows, a.scale, a.dp, T, q[r0*ldq:], ldq, beta, dk, ldkv)
 	}
 }

@@ -1,7 +1,8 @@
 // Package tfmloops holds the row loops of a transformer block on the CPU:
 // layer normalisation, the GELU activation and the causal softmax of
 // attention, forward and backward, and the row gathers and scatters of
-// embeddings. compute/cpu runs them; their Go versions
+// embeddings; and, Go only for now (llama.go), a Llama block's RMSNorm,
+// SwiGLU and rotary embedding. compute/cpu runs them; their Go versions
 // are plain reference code that another engine's emulation may reuse.
 //
 // Each loop has two implementations that give the same bits, as in

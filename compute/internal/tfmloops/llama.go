@@ -1,0 +1,163 @@
+package tfmloops
+
+// The loops of a Llama block: RMSNorm, SwiGLU's elementwise part and the
+// rotary embedding. They are Go only for now (no C variant): what runs is
+// the reference. They follow the package's rules all the same (explicit
+// float32 rounding, sums in sum8's lanes, exp32), so that a C version can
+// give the same bits.
+
+// sumSquares8 is Σ x² in sum8's order.
+func sumSquares8(x []float32) float32 {
+	var a0, a1, a2, a3, a4, a5, a6, a7 float32
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		q := x[i : i+8 : i+8]
+		a0 += float32(q[0] * q[0])
+		a1 += float32(q[1] * q[1])
+		a2 += float32(q[2] * q[2])
+		a3 += float32(q[3] * q[3])
+		a4 += float32(q[4] * q[4])
+		a5 += float32(q[5] * q[5])
+		a6 += float32(q[6] * q[6])
+		a7 += float32(q[7] * q[7])
+	}
+	s := ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+	for ; i < len(x); i++ {
+		s += float32(x[i] * x[i])
+	}
+	return s
+}
+
+// RMSNorm normalises each of the rows of x (rows × c, row-major) into y:
+// r = 1/sqrt(Σx²/c + eps), y = (x·r)·w; it writes rstd (rows). y may not
+// be x.
+func RMSNorm(y, rstd, x, w []float32, rows, c int, eps float32) {
+	if rows <= 0 || c <= 0 {
+		panicArgs("RMSNorm", rows, c)
+	}
+	atLeast("RMSNorm", rows*c, len(y), len(x))
+	atLeast("RMSNorm", rows, len(rstd))
+	atLeast("RMSNorm", c, len(w))
+	w = w[:c:c]
+	fc := float32(c)
+	for i := 0; i < rows; i++ {
+		xr, yr := x[i*c:i*c+c:i*c+c], y[i*c:i*c+c:i*c+c]
+		rs := rstd32(sumSquares8(xr)/fc, eps)
+		for j, v := range xr {
+			yr[j] = float32(float32(v*rs) * w[j])
+		}
+		rstd[i] = rs
+	}
+}
+
+// RMSNormBackward takes dy (rows × c) and RMSNorm's x, w and rstd, adds
+// the rows' shares dy·n (n = x·rstd) to dw (c) in row order (callers that
+// want it overwritten clear it first) and sets dx (rows × c), or adds to it
+// when addDX is true: with g = w·dy, dx = (g - n·Σ(g·n)/c)·rstd. dx may
+// not be dy.
+func RMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool) {
+	if rows <= 0 || c <= 0 {
+		panicArgs("RMSNormBackward", rows, c)
+	}
+	atLeast("RMSNormBackward", rows*c, len(dx), len(dy), len(x))
+	atLeast("RMSNormBackward", rows, len(rstd))
+	atLeast("RMSNormBackward", c, len(w), len(dw))
+	w, dw = w[:c:c], dw[:c:c]
+	fc := float32(c)
+	for i := 0; i < rows; i++ {
+		xr, dyr, dxr := x[i*c:i*c+c:i*c+c], dy[i*c:i*c+c:i*c+c], dx[i*c:i*c+c:i*c+c]
+		rs := rstd[i]
+		// Σ g·n over the row, in sum8's order.
+		var a [8]float32
+		j := 0
+		for ; j+8 <= c; j += 8 {
+			for l := range 8 {
+				g := float32(w[j+l] * dyr[j+l])
+				a[l] += float32(g * float32(xr[j+l]*rs))
+			}
+		}
+		s := ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+		for ; j < c; j++ {
+			g := float32(w[j] * dyr[j])
+			s += float32(g * float32(xr[j]*rs))
+		}
+		m := s / fc
+		for j, v := range xr {
+			n := float32(v * rs)
+			d := dyr[j]
+			g := float32(w[j] * d)
+			gx := float32(g-float32(n*m)) * rs
+			if addDX {
+				dxr[j] += gx
+			} else {
+				dxr[j] = gx
+			}
+			dw[j] += float32(n * d)
+		}
+	}
+}
+
+// SwiGLU sets y[i] = silu(a[i])·b[i] for every i of a, silu(a) = a·σ(a)
+// with σ(a) = 1/(1+e^-a). y may not be a or b.
+func SwiGLU(y, a, b []float32) {
+	atLeast("SwiGLU", len(a), len(y), len(b))
+	y, b = y[:len(a)], b[:len(a)]
+	for i, v := range a {
+		s := 1 / (1 + exp32(-v))
+		y[i] = float32(v*s) * b[i]
+	}
+}
+
+// SwiGLUBackward sets da[i] = dy[i]·b[i]·silu'(a[i]) and db[i] =
+// dy[i]·silu(a[i]), with silu'(a) = σ + a·σ·(1-σ) and 1-σ computed as
+// e^-a·σ (precise where σ is near 1). da may be dy; db may not.
+func SwiGLUBackward(da, db, dy, a, b []float32) {
+	atLeast("SwiGLUBackward", len(a), len(da), len(db), len(dy), len(b))
+	da, db, dy, b = da[:len(a)], db[:len(a)], dy[:len(a)], b[:len(a)]
+	for i, v := range a {
+		e := exp32(-v)
+		s := 1 / (1 + e)
+		d := dy[i]
+		db[i] = float32(float32(v*s) * d)
+		q := float32(e * s)
+		q = float32(q * s)
+		q = float32(q * v)
+		da[i] = float32(d*b[i]) * (s + q)
+	}
+}
+
+// Rotate turns the heads of x (rows of width channels, heads of hs
+// channels side by side, hs even) into y, row r at position r mod t:
+// channel i < hs/2 of a head with channel i+hs/2 by the angle whose cosine
+// and sine are cos[p·hs/2+i] and sin[p·hs/2+i] at position p,
+//
+//	y[i]      = x[i]·cos - x[i+hs/2]·sin
+//	y[i+hs/2] = x[i+hs/2]·cos + x[i]·sin
+//
+// or by the opposite angle when inverse is true (the gradient). y may be x.
+func Rotate(y, x, cos, sin []float32, rows, width, hs, t int, inverse bool) {
+	if rows <= 0 || width <= 0 || hs <= 0 || hs%2 != 0 || width%hs != 0 || t <= 0 {
+		panicArgs("Rotate", rows, width, hs, t)
+	}
+	half := hs / 2
+	atLeast("Rotate", rows*width, len(y), len(x))
+	atLeast("Rotate", t*half, len(cos), len(sin))
+	for r := 0; r < rows; r++ {
+		p := r % t
+		c, s := cos[p*half:p*half+half:p*half+half], sin[p*half:p*half+half:p*half+half]
+		xr, yr := x[r*width:r*width+width:r*width+width], y[r*width:r*width+width:r*width+width]
+		for h := 0; h < width; h += hs {
+			x0, x1 := xr[h:h+half:h+half], xr[h+half:h+hs:h+hs]
+			y0, y1 := yr[h:h+half:h+half], yr[h+half:h+hs:h+hs]
+			for i := range half {
+				a, b := x0[i], x1[i]
+				ci, si := c[i], s[i]
+				if inverse {
+					si = -si
+				}
+				y0[i] = float32(a*ci) - float32(b*si)
+				y1[i] = float32(b*ci) + float32(a*si)
+			}
+		}
+	}
+}

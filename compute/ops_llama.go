@@ -1,0 +1,146 @@
+package compute
+
+// The operation groups of a Llama-style block (models.Llama): RMSNorm,
+// rotary position embedding, SwiGLU's elementwise part and attention with
+// fewer key/value heads than query heads. Like the groups of ops.go, an
+// engine implements those it has and a model asks for them with Require.
+
+// RMSNorms is root-mean-square normalisation over the last dimension, as
+// Llama normalises: no centring and no bias.
+type RMSNorms interface {
+	// RMSNorm normalises each row of x (R,C): y = x·rstd·w with
+	// rstd = 1/sqrt(mean(x²)+eps) computed in fp32, w (C); it writes rstd
+	// (R) for RMSNormBackward. y may not overlap x.
+	RMSNorm(y, rstd, x, w Tensor, eps float32)
+	// RMSNormBackward takes dy (R,C), the gradient at y, writes dw (C)
+	// (overwriting it) and the gradient at x into dx (R,C): added to what
+	// dx holds when addDX is true (a residual stream's gradient),
+	// overwriting it otherwise.
+	RMSNormBackward(dx, dw, dy, x, w, rstd Tensor, addDX bool)
+}
+
+// SwiGLUs is the elementwise part of a SwiGLU feed-forward layer,
+// silu(a)⊙b with silu(a) = a·σ(a); the three projections around it are
+// Gemm.
+type SwiGLUs interface {
+	// SwiGLU computes y = silu(a)·b element by element; y, a and b have
+	// the same size, and y may not overlap a or b.
+	SwiGLU(y, a, b Tensor)
+	// SwiGLUBackward takes dy, the gradient at y, and writes the gradients
+	// da = dy·b·silu'(a) and db = dy·silu(a) (overwriting them). da may be
+	// dy; db may not overlap dy, a, b or da.
+	SwiGLUBackward(da, db, dy, a, b Tensor)
+}
+
+// Rotary is rotary position embedding (RoPE) of queries and keys.
+type Rotary interface {
+	// RotaryEmbedding prepares the rotation of rows at positions
+	// 0..T-1 (its cos and sin table) at build time; it fails, saying why,
+	// when the head size is odd or a size is below 1.
+	RotaryEmbedding(s RotarySpec) (RotaryPlan, error)
+}
+
+// RotarySpec is a rotary embedding: positions 0..T-1, heads of HeadSize
+// (even) channels, base Theta (Llama 2: 10000, Llama 3: 500000).
+//
+// The convention is Hugging Face's rotate_half (also GPT-NeoX's): a head's
+// channel i in the first half turns with channel i+HeadSize/2 by the angle
+// t·Theta^(-2i/HeadSize) at position t:
+//
+//	y[i]       = x[i]·cos - x[i+hs/2]·sin
+//	y[i+hs/2]  = x[i+hs/2]·cos + x[i]·sin
+//
+// (Meta's original code turns adjacent pairs (2i, 2i+1) instead; Hugging
+// Face's converter permutes the rows of q_proj and k_proj between the two.)
+// With this convention q_proj and k_proj are stored as LlamaForCausalLM
+// stores them, so a checkpoint goes to and from Hugging Face unpermuted.
+type RotarySpec struct {
+	T, HeadSize int
+	Theta       float64
+}
+
+// RotaryPlan rotates tensors of one prepared RotarySpec. Its methods
+// allocate nothing.
+type RotaryPlan interface {
+	// Forward sets y to x rotated. x is (R, n·HeadSize) for any n (rows of
+	// n heads side by side, such as (B,T,Heads·HeadSize)), R a multiple of
+	// T: row r is at position r mod T. y has x's size; it may be x (in
+	// place) but may not otherwise overlap it.
+	Forward(y, x Tensor)
+	// Backward sets dx to the gradient at x from dy, the gradient at y:
+	// the inverse rotation. dx may be dy.
+	Backward(dx, dy Tensor)
+}
+
+// GroupedAttention is causal self-attention with grouped key/value heads
+// (GQA): Heads query heads share KVHeads key/value heads, query heads
+// g·h..g·h+g-1 reading key/value head h, g = Heads/KVHeads (the order of
+// Hugging Face's repeat_kv). The keys and values are read where they are,
+// never copied per query head. KVHeads == Heads is multi-head attention and
+// KVHeads == 1 multi-query attention.
+//
+// Queries, keys and values come in three tensors, as three projections
+// (Llama's q_proj, k_proj, v_proj) write them: the CPU engine's BLAS reads
+// each with its own leading dimension, so no layout interleaves them.
+type GroupedAttention interface {
+	// GroupedCausalAttention prepares attention for a batch of shape s at
+	// build time (its scratch memory); it fails, saying why, when the
+	// engine cannot run that shape or Heads is not a multiple of KVHeads.
+	GroupedCausalAttention(s GroupedAttentionSpec) (GroupedAttentionPlan, error)
+}
+
+// GroupedAttentionSpec is the shape of a GroupedCausalAttention: B
+// sequences of T positions, Heads query heads and KVHeads key/value heads
+// of HeadSize channels.
+type GroupedAttentionSpec struct {
+	B, T, Heads, KVHeads, HeadSize int
+}
+
+// GroupedAttentionPlan runs one prepared grouped attention shape. Its
+// methods allocate nothing.
+type GroupedAttentionPlan interface {
+	// Forward reads q (B,T,Heads·hs), k and v (B,T,KVHeads·hs), head h at
+	// columns h·hs..(h+1)·hs-1, and writes out (B,T,Heads·hs): per query
+	// head h softmax(q_h·k_jᵀ/√hs, causal)·v_j with j = h/(Heads/KVHeads),
+	// heads side by side. It keeps what Backward needs.
+	Forward(out, q, k, v Tensor)
+	// Backward takes dout (B,T,Heads·hs) and the forward's q, k, v and
+	// writes dq, dk, dv (their shapes), overwriting them: a key/value
+	// head's gradient sums its group's query heads.
+	Backward(dq, dk, dv, dout, q, k, v Tensor)
+}
+
+// RMSNormDims checks the shapes of an RMSNorm for engine (y the size of x,
+// w one element per column of x's last dimension, rstd one per row) and
+// returns x's rows and columns.
+func RMSNormDims(engine string, x, y, w, rstd Shape) (rows, cols int) {
+	const op = "RMSNorm"
+	rows, cols = normRows(x)
+	if y.Size() != x.Size() {
+		PanicShapes(engine, op, "y must have the size of x", x, y)
+	}
+	if w.Size() != cols {
+		PanicShapes(engine, op, "w must have one element per column of x", x, w)
+	}
+	if rstd.Size() != rows {
+		PanicShapes(engine, op, "rstd must have one element per row of x", x, rstd)
+	}
+	return rows, cols
+}
+
+// RMSNormBackwardDims is RMSNormDims for an RMSNormBackward: dx and dy the
+// size of x, w and dw one element per column.
+func RMSNormBackwardDims(engine string, x, dx, dy, w, dw, rstd Shape) (rows, cols int) {
+	const op = "RMSNormBackward"
+	rows, cols = normRows(x)
+	if dx.Size() != x.Size() || dy.Size() != x.Size() {
+		PanicShapes(engine, op, "dx and dy must have the size of x", x, dx, dy)
+	}
+	if w.Size() != cols || dw.Size() != cols {
+		PanicShapes(engine, op, "w and dw must have one element per column of x", x, w, dw)
+	}
+	if rstd.Size() != rows {
+		PanicShapes(engine, op, "rstd must have one element per row of x", x, rstd)
+	}
+	return rows, cols
+}
