@@ -40,6 +40,9 @@ func init() {
 		"gpt2": GPT2, "gpt2-medium": GPT2Medium, "gpt2-large": GPT2Large, "gpt2-xl": GPT2XL}
 	for name, preset := range presets {
 		Register(name, func(cfg Config) (Model, error) {
+			if err := noLlamaSettings(cfg); err != nil {
+				return nil, err
+			}
 			g := preset
 			for _, o := range []struct {
 				dst *int
@@ -79,6 +82,19 @@ func (m *GPT) FLOPsPerToken() float64 {
 	}
 	g := m.cfg
 	return 6*float64(n) + 6*float64(g.Layers)*float64(g.Width)*float64(g.Context)
+}
+
+// noLlamaSettings refuses a Config that sets what only a Llama has.
+func noLlamaSettings(cfg Config) error {
+	switch {
+	case cfg.KVHeads > 0:
+		return fmt.Errorf("key/value heads %d: a GPT's attention has no grouped key/value heads (llama has)", cfg.KVHeads)
+	case cfg.RopeTheta > 0:
+		return fmt.Errorf("rope theta %g: a GPT has learnt positions, no rotary embedding (llama has)", cfg.RopeTheta)
+	case cfg.FFNHidden > 0:
+		return fmt.Errorf("SwiGLU hidden width %d: a GPT's MLP is 4x its width (llama's is sized)", cfg.FFNHidden)
+	}
+	return nil
 }
 
 // Validate checks that the sizes fit together.

@@ -20,9 +20,16 @@ type Config struct {
 	// Hidden are the widths of the hidden layers; empty means the model's
 	// default (256, 256 for mlp).
 	Hidden []int
-	// Layers, Heads, Width, Context and Vocab size a transformer (gpt);
-	// zero keeps the preset's value.
+	// Layers, Heads, Width, Context and Vocab size a transformer (gpt,
+	// llama); zero keeps the preset's value.
 	Layers, Heads, Width, Context, Vocab int
+	// KVHeads is a Llama's number of key/value heads (grouped-query
+	// attention: Heads must be a multiple of it), FFNHidden its SwiGLU
+	// hidden width and RopeTheta its rotary embedding's base; zero keeps
+	// the preset's value (for FFNHidden: Llama's rule from the width). A
+	// GPT has none of them and refuses them.
+	KVHeads, FFNHidden int
+	RopeTheta          float64
 	// Precision is how a transformer computes (compute.PrecisionAuto:
 	// bf16 on an engine that fuses it, compute.GPTFuser; fp32 elsewhere).
 	Precision compute.Precision
@@ -109,6 +116,10 @@ func (c Config) withDefaults() (Config, error) {
 	if out.Layers < 0 || out.Heads < 0 || out.Width < 0 || out.Context < 0 || out.Vocab < 0 {
 		return Config{}, fmt.Errorf("layers %d, heads %d, width %d, context %d, vocabulary %d: must not be negative",
 			out.Layers, out.Heads, out.Width, out.Context, out.Vocab)
+	}
+	if out.KVHeads < 0 || out.FFNHidden < 0 || out.RopeTheta < 0 {
+		return Config{}, fmt.Errorf("key/value heads %d, SwiGLU hidden width %d, rope theta %g: must not be negative",
+			out.KVHeads, out.FFNHidden, out.RopeTheta)
 	}
 	return out, nil
 }

@@ -42,6 +42,24 @@ type SampleOptions struct {
 // the model's context.
 var ErrPromptTooLong = errors.New("prompt longer than the model's context")
 
+// LanguageModel is a model that writes text: built, it continues a prompt
+// (Generate), and NewSampler builds a copy of it for one sequence. GPT and
+// Llama are language models.
+type LanguageModel interface {
+	Model
+	// Generate continues prompt by n tokens, drawn one at a time from the
+	// built model's next-token distribution (see GPT.Generate).
+	Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error)
+	// Fresh returns a new model of the same sizes and settings (the
+	// precision a build chose included), not built.
+	Fresh() (LanguageModel, error)
+}
+
+var (
+	_ LanguageModel = (*GPT)(nil)
+	_ LanguageModel = (*Llama)(nil)
+)
+
 // Generate continues prompt by n tokens, drawn one at a time from the
 // model's next-token distribution. The model must be built (for any number
 // of sequences; it uses the first). When the text outgrows the context the
@@ -57,32 +75,82 @@ func (m *GPT) Generate(ctx context.Context, prompt []int32, n int, o SampleOptio
 	if m.e == nil {
 		return nil, errors.New("generate: the model is not built")
 	}
-	T, V := m.cfg.Context, m.cfg.Vocab
+	V := m.cfg.Vocab
+	var buf []float32
+	next := func(tokens compute.Labels, row int) ([]float32, error) {
+		if m.fused == nil {
+			return logitsRow(m.e, m.forwardLogits(tokens), row, V, &buf), nil
+		}
+		if buf == nil {
+			buf = make([]float32, V) // one row
+		}
+		return buf, m.fused.NextLogits(tokens, row, buf)
+	}
+	return generate(ctx, m.e, m.cfg.Context, V, m.rows, next, prompt, n, o)
+}
+
+// Generate continues prompt by n tokens as GPT.Generate does.
+func (m *Llama) Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error) {
+	if m.e == nil {
+		return nil, errors.New("generate: the model is not built")
+	}
+	V := m.cfg.Vocab
+	var buf []float32
+	next := func(tokens compute.Labels, row int) ([]float32, error) {
+		return logitsRow(m.e, m.forwardLogits(tokens), row, V, &buf), nil
+	}
+	return generate(ctx, m.e, m.cfg.Context, V, m.rows, next, prompt, n, o)
+}
+
+// Fresh returns a new GPT of m's sizes and precision, not built.
+func (m *GPT) Fresh() (LanguageModel, error) {
+	s, err := NewGPT(m.name, m.cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.precision = m.precision
+	return s, nil
+}
+
+// Fresh returns a new Llama of m's sizes, not built.
+func (m *Llama) Fresh() (LanguageModel, error) { return NewLlama(m.name, m.cfg) }
+
+// logitsRow is row of logits (rows of v): the tensor's own memory on a
+// host engine, else a copy of all of it in *buf (allocated once).
+func logitsRow(e compute.Engine, logits compute.Tensor, row, v int, buf *[]float32) []float32 {
+	all := compute.HostData(logits) // host engines: no copy
+	if all == nil {
+		if *buf == nil {
+			*buf = make([]float32, logits.Size())
+		}
+		e.ReadTensor(*buf, logits)
+		all = *buf
+	}
+	return all[row*v : (row+1)*v]
+}
+
+// generate is Generate for a model of context t and vocabulary v built on
+// e for rows sequences: next runs the model on tokens (rows·t ids) and
+// returns the logits of position row of the first sequence.
+func generate(ctx context.Context, e compute.Engine, t, v, rows int, next func(tokens compute.Labels, row int) ([]float32, error),
+	prompt []int32, n int, o SampleOptions) ([]int32, error) {
 	if len(prompt) == 0 {
 		return nil, errors.New("generate: an empty prompt")
 	}
-	if len(prompt) > T {
-		return nil, fmt.Errorf("generate: %w (%d tokens, context %d)", ErrPromptTooLong, len(prompt), T)
+	if len(prompt) > t {
+		return nil, fmt.Errorf("generate: %w (%d tokens, context %d)", ErrPromptTooLong, len(prompt), t)
 	}
-	for _, t := range prompt {
-		if t < 0 || int(t) >= V {
-			return nil, fmt.Errorf("generate: prompt token %d outside the vocabulary of %d", t, V)
+	for _, tok := range prompt {
+		if tok < 0 || int(tok) >= v {
+			return nil, fmt.Errorf("generate: prompt token %d outside the vocabulary of %d", tok, v)
 		}
 	}
-	vocab := V
-	if o.Vocab > 0 && o.Vocab < V {
+	vocab := v
+	if o.Vocab > 0 && o.Vocab < v {
 		vocab = o.Vocab
 	}
-	rows := m.rows * T
-	tokens := m.e.AllocLabels(rows)
-	host := make([]int32, rows)
-	var logits []float32 // device engines: a host copy of the logits
-	switch {
-	case m.fused != nil:
-		logits = make([]float32, V) // one row
-	case compute.HostData(m.logits) == nil:
-		logits = make([]float32, rows*V)
-	}
+	tokens := e.AllocLabels(rows * t)
+	host := make([]int32, rows*t)
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5a3b1e))
 	text := slices.Clone(prompt)
 	probs := make([]float64, vocab)
@@ -91,26 +159,15 @@ func (m *GPT) Generate(ctx context.Context, prompt []int32, n int, o SampleOptio
 		if err := ctx.Err(); err != nil {
 			return text[len(prompt):], err
 		}
-		window := text[max(0, len(text)-T):]
+		window := text[max(0, len(text)-t):]
 		clear(host)
 		copy(host, window)
-		m.e.SetLabels(tokens, host)
-		var row []float32
-		if m.fused != nil {
-			if err := m.fused.NextLogits(tokens, len(window)-1, logits); err != nil {
-				return text[len(prompt):], fmt.Errorf("generate: %w", err)
-			}
-			row = logits[:vocab]
-		} else {
-			out := m.forwardLogits(tokens)
-			all := compute.HostData(out) // host engines: no copy
-			if all == nil {
-				m.e.ReadTensor(logits, out)
-				all = logits
-			}
-			row = all[(len(window)-1)*V : (len(window)-1)*V+vocab]
+		e.SetLabels(tokens, host)
+		row, err := next(tokens, len(window)-1)
+		if err != nil {
+			return text[len(prompt):], fmt.Errorf("generate: %w", err)
 		}
-		text = append(text, int32(draw(row, probs, order, o, rng)))
+		text = append(text, int32(draw(row[:vocab], probs, order, o, rng)))
 	}
 	return text[len(prompt):], nil
 }
@@ -163,17 +220,16 @@ func draw(row []float32, probs []float64, order []int, o SampleOptions, rng *ran
 // of it for each token. A device without room for it gives an error
 // wrapping compute.ErrDeviceMemory (the engine's Alloc panics with a
 // *compute.DeviceMemoryError; other panics go on).
-func NewSampler(m *GPT, e compute.Engine, params []float32) (_ *GPT, err error) {
-	defer func() { compute.RecoverDeviceMemory(recover(), &err, "sampler for "+m.name) }()
-	s, err := NewGPT(m.name, m.cfg)
+func NewSampler(m LanguageModel, e compute.Engine, params []float32) (_ LanguageModel, err error) {
+	defer func() { compute.RecoverDeviceMemory(recover(), &err, "sampler for "+m.Name()) }()
+	s, err := m.Fresh()
 	if err != nil {
 		return nil, err
 	}
-	s.precision = m.precision
 	specs := s.Params()
 	offsets, n := Layout(specs)
 	if len(params) != n {
-		return nil, fmt.Errorf("sampler for %s: %d parameter values, want %d", m.name, len(params), n)
+		return nil, fmt.Errorf("sampler for %s: %d parameter values, want %d", m.Name(), len(params), n)
 	}
 	pa, ga := compute.HostArena(params), compute.HostArena(make([]float32, n))
 	if _, device := e.(compute.DeviceSteps); device {
@@ -190,6 +246,24 @@ func NewSampler(m *GPT, e compute.Engine, params []float32) (_ *GPT, err error) 
 		return nil, err
 	}
 	return s, nil
+}
+
+// LanguageModelOf returns the language model, not built, that a
+// checkpoint of model name records with config (its Describe map): a
+// Llama when config has key/value heads, a GPT otherwise.
+func LanguageModelOf(name string, config map[string]int) (LanguageModel, error) {
+	if _, ok := config["kv_heads"]; ok {
+		l, err := LlamaConfigOf(config)
+		if err != nil {
+			return nil, err
+		}
+		return NewLlama(name, l)
+	}
+	g, err := GPTConfigOf(config)
+	if err != nil {
+		return nil, err
+	}
+	return NewGPT(name, g)
 }
 
 // deviceArena is a device engine's tensor as an arena.
