@@ -243,6 +243,9 @@ func (m *Llama) build(e compute.Engine, params, grads []compute.Tensor, rows int
 	if err != nil {
 		return err
 	}
+	if err := requireLlamaOps(e); err != nil {
+		return err
+	}
 	declared := m.declared()
 	uses, err := resolveTies(declared)
 	if err != nil {
@@ -265,6 +268,29 @@ func (m *Llama) build(e compute.Engine, params, grads []compute.Tensor, rows int
 	m.x0 = e.Alloc(bt, l.Width)
 	m.dlogits = e.Alloc(bt, l.Vocab)
 	return nil
+}
+
+// requireLlamaOps asks e for a Llama block's operation groups, so that an
+// engine without one fails the build naming the operation and not the
+// first layer that needs it.
+func requireLlamaOps(e compute.Engine) error {
+	for _, err := range []error{
+		require[compute.RMSNorms](e, "RMSNorm"),
+		require[compute.Rotary](e, "rotary embedding"),
+		require[compute.GroupedAttention](e, "grouped-query attention"),
+		require[compute.SwiGLUs](e, "SwiGLU"),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// require is compute.Require's error alone.
+func require[G any](e compute.Engine, op string) error {
+	_, err := compute.Require[G](e, op)
+	return err
 }
 
 // Forward embeds in.Tokens (B·T), runs the blocks, the final norm and the
