@@ -157,7 +157,11 @@ type Llama struct {
 	logits, dlogits compute.Tensor // (B·T, V)
 }
 
-var _ Model = (*Llama)(nil)
+var (
+	_ Model           = (*Llama)(nil)
+	_ FLOPsCounter    = (*Llama)(nil)
+	_ ActivationSizer = (*Llama)(nil)
+)
 
 // embedName is the token embedding's parameter name.
 const embedName = "model.embed_tokens.weight"

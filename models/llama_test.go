@@ -282,8 +282,8 @@ func TestLlamaDescribesItself(t *testing.T) {
 	l := m.(*models.Llama)
 	_, n := models.Layout(m.Params())
 	assert.Equal(t, 6*float64(n)+6*4*128*128, l.FLOPsPerToken())
-	var flops interface{ FLOPsPerToken() float64 } = l
-	var sizer interface{ ActivationBytes(seqs int) int64 } = l
+	var flops models.FLOPsCounter = l
+	var sizer models.ActivationSizer = l
 	assert.Positive(t, flops.FLOPsPerToken())
 	// 8 sequences of 128 (R = 1024), C = 128, K = 64, F = 352, H = 4,
 	// V = 256: per layer 20RC + 5RK + 5RF + 2R + B·H·T², plus 4RC + R + 2RV.
