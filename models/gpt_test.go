@@ -194,9 +194,9 @@ func TestFusedSamplerMatchesCPU(t *testing.T) {
 	require.NoError(t, err)
 	gs, err := models.NewSampler(m, ge, params)
 	require.NoError(t, err)
-	require.Nil(t, cs.(*models.GPT).Fused())
-	require.NotNil(t, gs.(*models.GPT).Fused(), "the CUDA engine's sampler runs fused")
-	assert.Equal(t, compute.PrecisionBF16, gs.(*models.GPT).Precision())
+	require.Nil(t, cs.Fused())
+	require.NotNil(t, gs.Fused(), "the CUDA engine's sampler runs fused")
+	assert.Equal(t, compute.PrecisionBF16, gs.Precision())
 
 	tok := make([]int32, cfg.Context)
 	for i := range tok {
@@ -206,12 +206,12 @@ func TestFusedSamplerMatchesCPU(t *testing.T) {
 	ce.SetLabels(ct, tok)
 	ce.SetLabels(cy, tok)
 	cs.Forward(models.Inputs{Tokens: ct, Targets: cy}, 1, ce.Alloc(3))
-	all := compute.HostData(cs.(*models.GPT).Logits())
+	all := compute.HostData(cs.Logits())
 	gt := ge.AllocLabels(cfg.Context)
 	ge.SetLabels(gt, tok)
 	got := make([]float32, cfg.Vocab)
 	for _, row := range []int{0, 17, cfg.Context - 1} {
-		require.NoError(t, gs.(*models.GPT).Fused().NextLogits(gt, row, got))
+		require.NoError(t, gs.Fused().NextLogits(gt, row, got))
 		want := all[row*cfg.Vocab : (row+1)*cfg.Vocab]
 		scale := 0.0
 		for _, v := range want {

@@ -349,4 +349,14 @@ func TestLlamaSampler(t *testing.T) {
 	assert.Equal(t, []int32{int32(best)}, greedy)
 	_, err = s.Generate(context.Background(), make([]int32, 9), 1, models.SampleOptions{})
 	assert.ErrorIs(t, err, models.ErrPromptTooLong)
+
+	// through the interface, as a trainer that knows no model type holds it
+	var lm models.LanguageModel = m
+	si, err := models.NewSampler(lm, e, r.p)
+	require.NoError(t, err)
+	viaInterface, err := si.Generate(context.Background(), prompt, 12, models.SampleOptions{Temperature: 0.9, TopK: 5, Seed: 2})
+	require.NoError(t, err)
+	assert.Equal(t, out, viaInterface)
+	_, err = models.NewSampler(lm, e, r.p[1:])
+	assert.ErrorContains(t, err, "sampler for llama: ")
 }

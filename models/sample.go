@@ -217,19 +217,25 @@ func draw(row []float32, probs []float64, order []int, o SampleOptions, rng *ran
 // NewSampler returns a copy of m built for one sequence on e over the
 // given parameter values (a trainer's Params, in m's Params order), for
 // Generate: a model built for a training micro-batch runs every sequence
-// of it for each token. A device without room for it gives an error
-// wrapping compute.ErrDeviceMemory (the engine's Alloc panics with a
+// of it for each token. The copy has m's type: a *GPT for a *GPT, a
+// LanguageModel for a LanguageModel. A device without room for it gives an
+// error wrapping compute.ErrDeviceMemory (the engine's Alloc panics with a
 // *compute.DeviceMemoryError; other panics go on).
-func NewSampler(m LanguageModel, e compute.Engine, params []float32) (_ LanguageModel, err error) {
+func NewSampler[M LanguageModel](m M, e compute.Engine, params []float32) (_ M, err error) {
+	var none M
 	defer func() { compute.RecoverDeviceMemory(recover(), &err, "sampler for "+m.Name()) }()
-	s, err := m.Fresh()
+	fresh, err := m.Fresh()
 	if err != nil {
-		return nil, err
+		return none, err
+	}
+	s, ok := fresh.(M)
+	if !ok {
+		return none, fmt.Errorf("sampler for %s: Fresh made a %T, not a %T", m.Name(), fresh, m)
 	}
 	specs := s.Params()
 	offsets, n := Layout(specs)
 	if len(params) != n {
-		return nil, fmt.Errorf("sampler for %s: %d parameter values, want %d", m.Name(), len(params), n)
+		return none, fmt.Errorf("sampler for %s: %d parameter values, want %d", m.Name(), len(params), n)
 	}
 	pa, ga := compute.HostArena(params), compute.HostArena(make([]float32, n))
 	if _, device := e.(compute.DeviceSteps); device {
@@ -243,7 +249,7 @@ func NewSampler(m LanguageModel, e compute.Engine, params []float32) (_ Language
 		pv[i], gv[i] = e.View(pa, offsets[i], sp.Shape...), e.View(ga, offsets[i], sp.Shape...)
 	}
 	if err := s.Build(e, pv, gv, 1); err != nil {
-		return nil, err
+		return none, err
 	}
 	return s, nil
 }
