@@ -30,12 +30,14 @@ type options struct {
 	dataOpts   map[string]string // --data-opt key=value: datasets.LoadConfig.Options
 	dataSpec   *datasets.Spec    // a registered dataset's samples, read by chooseData in the launcher
 
-	layers, heads, width, context int    // transformer sizes (0: the preset's)
-	vocab                         int    // --vocab: a gpt model's vocabulary (0: the preset's)
-	initFrom                      string // --init-from: weights to start from (ddp.Options.InitFrom)
-	trainShards, valShards        string // llm.c token shard globs
-	corpusMax                     string // cap of the text corpus
-	tokenizer                     string // --tokenizer for --dataset text: byte or gpt2 (default by model)
+	layers, heads, width, context int     // transformer sizes (0: the preset's)
+	vocab                         int     // --vocab: a language model's vocabulary (0: the preset's)
+	kvHeads, ffnHidden            int     // a llama's key/value heads and SwiGLU width (0: the preset's)
+	ropeTheta                     float64 // a llama's rotary base (0: the preset's)
+	initFrom                      string  // --init-from: weights to start from (ddp.Options.InitFrom)
+	trainShards, valShards        string  // llm.c token shard globs
+	corpusMax                     string  // cap of the text corpus
+	tokenizer                     string  // --tokenizer for --dataset text: byte or gpt2 (default by model)
 	evalBatches                   int
 	sampleTokens                  int
 	precision                     string  // auto, fp32 or bf16 (compute.Precision)
@@ -132,7 +134,8 @@ Examples:
   train --pes 8 --checkpoint-dir ckpt --checkpoint-every 500 --max-restarts 3
   train --backend nvshmem --model gpt2 --dataset synthetic --max-steps 100   GPT-2 124M's speed and MFU on a GPU
 
-Language models (gpt-tiny, gpt, gpt2) change the defaults below for every flag not given:
+Language models (gpt-tiny, gpt, the gpt2 family, llama-tiny, llama, llama-124m, llama3-1b)
+change the defaults below for every flag not given:
   --dataset text (Go's source tree), --batch-size 16, --max-steps 400, --optimizer adamw,
   with adamw --weight-decay 0.1 (matrices only) and --beta2 0.95, --warmup-steps 20 (a tenth of
   shorter runs), --clip-norm 1, --eval-every 100 (steps), --eval-batches 20, --log-every 20.
@@ -159,10 +162,13 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&o.trainLimit, "train-limit", 0, "use only the first N training samples (0: all)")
 	modelOpts := fs.StringArray("model-opt", nil, "key=value setting for the model (models.Config.Options of a model a program registered; repeatable)")
 	dataOpts := fs.StringArray("data-opt", nil, "key=value setting for a dataset a program registered (datasets.LoadConfig.Options; repeatable)")
-	fs.IntVar(&o.layers, "layers", 0, "transformer blocks of a gpt model (0: the preset's)")
-	fs.IntVar(&o.heads, "heads", 0, "attention heads of a gpt model (0: the preset's)")
-	fs.IntVar(&o.width, "width", 0, "embedding width of a gpt model (0: the preset's)")
-	fs.IntVar(&o.context, "context", 0, "context length (tokens) of a gpt model (0: the preset's)")
+	fs.IntVar(&o.layers, "layers", 0, "transformer blocks of a gpt or llama model (0: the preset's)")
+	fs.IntVar(&o.heads, "heads", 0, "attention (query) heads of a gpt or llama model (0: the preset's)")
+	fs.IntVar(&o.kvHeads, "kv-heads", 0, "key/value heads of a llama model (grouped-query attention: --heads a multiple of it; 0: the preset's)")
+	fs.IntVar(&o.width, "width", 0, "embedding width of a gpt or llama model (0: the preset's)")
+	fs.IntVar(&o.ffnHidden, "ffn-hidden", 0, "SwiGLU hidden width of a llama model (0: the preset's, from the width as Llama rounds it)")
+	fs.Float64Var(&o.ropeTheta, "rope-theta", 0, "rotary embedding base of a llama model (0: the preset's; Llama 3 uses 500000)")
+	fs.IntVar(&o.context, "context", 0, "context length (tokens) of a gpt or llama model (0: the preset's)")
 	fs.IntVar(&o.vocab, "vocab", 0, "vocabulary of a gpt model: token ids 0..N-1, for shards of another tokenizer (0: the preset's, 256 for gpt and gpt-tiny, 50304 for the gpt2 family)")
 	fs.StringVar(&o.initFrom, "init-from", "", "start from these weights with fresh optimizer state, step, schedule and data (fine-tuning): a Hugging Face GPT2LMHeadModel directory (config.json + model.safetensors) or a symddp checkpoint file or --checkpoint-dir; not with --resume")
 	fs.StringVar(&o.trainShards, "train-shards", "", "--dataset llmc: glob of llm.c training token shards (e.g. 'data/fineweb_train_*.bin')")
@@ -309,6 +315,7 @@ func (o *options) languageModelDefaults() error {
 func (o *options) modelConfig() models.Config {
 	hidden, _ := o.hiddenSizes()
 	cfg := models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context, Vocab: o.vocab,
+		KVHeads: o.kvHeads, FFNHidden: o.ffnHidden, RopeTheta: o.ropeTheta,
 		Precision: o.computePrecision(), Options: o.modelOpts}
 	if s := o.dataSpec; s != nil && !s.Tokens {
 		cfg.Input, cfg.Classes = s.Input, s.Classes
@@ -396,8 +403,9 @@ func (o *options) validate() error {
 		return usagef("--hidden sizes the mlp; model %s is sized with --layers, --heads, --width and --context", o.model)
 	case o.languageModel && o.set("train-limit"):
 		return usagef("--train-limit applies to classifiers; for model %s shorten the text with --corpus-max", o.model)
-	case !o.languageModel && (o.set("layers") || o.set("heads") || o.set("width") || o.set("context") || o.set("vocab")):
-		return usagef("--layers, --heads, --width, --context and --vocab size a language model, not %s", o.model)
+	case !o.languageModel && (o.set("layers") || o.set("heads") || o.set("width") || o.set("context") || o.set("vocab") ||
+		o.set("kv-heads") || o.set("ffn-hidden") || o.set("rope-theta")):
+		return usagef("--layers, --heads, --width, --context, --vocab, --kv-heads, --ffn-hidden and --rope-theta size a language model, not %s", o.model)
 	case o.vocab < 0:
 		return usagef("--vocab %d: must be positive (0: the model's own)", o.vocab)
 	case o.initFrom != "" && o.resume != "":

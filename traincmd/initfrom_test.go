@@ -34,7 +34,7 @@ func TestInitFrom(t *testing.T) {
 	}{
 		{[]string{"--init-from", dir, "--resume", "latest", "--checkpoint-dir", dir}, "--init-from and --resume: --resume continues a run with its own weights; give one of them", 2},
 		{[]string{"--init-from", filepath.Join(dir, "none")}, "--init-from " + filepath.Join(dir, "none") + ": no such file or directory", 1},
-		{[]string{"--vocab", "300"}, "--layers, --heads, --width, --context and --vocab size a language model, not mlp", 2},
+		{[]string{"--vocab", "300"}, "--layers, --heads, --width, --context, --vocab, --kv-heads, --ffn-hidden and --rope-theta size a language model, not mlp", 2},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)

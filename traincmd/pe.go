@@ -207,7 +207,7 @@ func (r *peRun) run() (err error) {
 	// print them, then fail
 	if me == 0 {
 		rep.summary(res, c, e)
-		if g, ok := m.(*models.GPT); ok && r.o.sampleTokens > 0 && !res.Stopped && err == nil {
+		if g, ok := m.(models.LanguageModel); ok && r.o.sampleTokens > 0 && !res.Stopped && err == nil {
 			if serr := rep.sample(ctx, g, e, tr.Params(), test, r.o.sampleTokens, r.o.seed); serr != nil {
 				res.Stopped = true // exit as a stopped run: 130 or 143
 			}

@@ -316,7 +316,7 @@ func (r *reporter) bpb(loss float64) string {
 // trained parameters; a signal (ctx) stops it and is returned. A byte-level
 // model's sample is text, whatever data it trained on, and so is one of
 // GPT-2's tokens, as generate prints them; another vocabulary's, token ids.
-func (r *reporter) sample(ctx context.Context, g *models.GPT, e compute.Engine, params []float32, val datasets.Source, n int, seed uint64) error {
+func (r *reporter) sample(ctx context.Context, g models.LanguageModel, e compute.Engine, params []float32, val datasets.Source, n int, seed uint64) error {
 	const promptLen = 32
 	spec := val.Spec()
 	b := datasets.Batch{Tokens: make([]int32, spec.InputSize()), Y: make([]int32, spec.InputSize()*spec.Targets)}

@@ -135,7 +135,7 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 var newGPUEngine = func(lib string) (compute.Engine, error) { return cuda.New(cuda.Options{LibPath: lib}) }
 
 // generateOnCPU samples on the CPU engine with m built over host arenas.
-func generateOnCPU(o *options, w *ddp.Weights, m *models.GPT, prompt []int32, so models.SampleOptions) ([]int32, error) {
+func generateOnCPU(o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
 	e, err := cpu.New(cpu.Options{Threads: 0})
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func generateOnCPU(o *options, w *ddp.Weights, m *models.GPT, prompt []int32, so
 
 // generateOnDevice samples on the CUDA engine: the checkpoint's values in
 // device memory, the model fused in bf16 (models.NewSampler).
-func generateOnDevice(o *options, w *ddp.Weights, m *models.GPT, prompt []int32, so models.SampleOptions) ([]int32, error) {
+func generateOnDevice(o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
 	e, err := newGPUEngine(o.gpuLib)
 	if err != nil {
 		return nil, fmt.Errorf("--device gpu: %w", err)
@@ -188,16 +188,14 @@ func generate(o *options, stdout io.Writer) error {
 		return fileError{err}
 	}
 	if w.Config == nil {
-		return fileError{fmt.Errorf("%s holds model %q, which is not a language model (it records no sizes): generate samples from gpt, gpt-tiny and gpt2 checkpoints", w.Path, w.Model)}
+		return fileError{fmt.Errorf("%s holds model %q, which is not a language model (it records no sizes): generate samples from the gpt and llama models' checkpoints", w.Path, w.Model)}
 	}
-	cfg, err := models.GPTConfigOf(w.Config)
+	m, err := models.LanguageModelOf(w.Model, w.Config)
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.Path, err)
 	}
-	m, err := models.NewGPT(w.Model, cfg)
-	if err != nil {
-		return err
-	}
+	spec := m.Data()
+	cfg := struct{ Vocab, Context int }{spec.Classes, spec.Input[0]}
 	tok, err := chooseTokenizer(o.tokenizer, cfg.Vocab)
 	if err != nil {
 		return usageError{err}
