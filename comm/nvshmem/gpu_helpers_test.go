@@ -20,6 +20,7 @@ import (
 //	SYMDDP_GPU_PES    PE counts of the multi-PE tests, e.g. "1,2,4,8" (default)
 //	SYMDDP_TEST_MPS   set to 1 when an MPS daemon serves the PEs: enables the
 //	                  NVSHMEM-collective fallback test, disables the SIGKILL test
+//	SYMDDP_DESYNC_CHECK  passed on to the PEs (off: the desync tests skip)
 
 // gpuLib returns the real library, or skips the test with one line.
 func gpuLib(t *testing.T) *cudalib.Lib {
@@ -38,7 +39,7 @@ func gpuLib(t *testing.T) *cudalib.Lib {
 // process's (the launcher drops SYMDDP_* variables, so they are passed here).
 func gpuEnv(lib *cudalib.Lib) []string {
 	env := []string{cudalib.EnvLib + "=" + lib.Path(), "NVSHMEM_DISABLE_NVLS=1"}
-	for _, name := range []string{"SYMDDP_ONE_SHOT_MAX", "SYMDDP_MAX_BLOCKS", "SYMDDP_TEST_MPS"} {
+	for _, name := range []string{"SYMDDP_ONE_SHOT_MAX", "SYMDDP_MAX_BLOCKS", "SYMDDP_TEST_MPS", "SYMDDP_DESYNC_CHECK"} {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
