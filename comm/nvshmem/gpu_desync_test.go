@@ -24,7 +24,7 @@ import (
 const desyncDeadline = 20 * time.Second
 
 // desyncPEs are the PE counts of the desync jobs: gpuPEs without 1.
-func desyncPEs(t *testing.T) []int {
+func desyncPEs(t testing.TB) []int {
 	var out []int
 	for _, n := range gpuPEs(t) {
 		if n >= 2 {
@@ -244,5 +244,71 @@ func graphDesync(t *testing.T, c *Comm) {
 	checkAll("after the mismatched replay")
 	if err := c.Barrier(); !errors.Is(err, comm.ErrDesync) {
 		t.Errorf("PE %d: a barrier after the graph's desync: %v, want the desync", c.me, err)
+	}
+}
+
+// BenchmarkGPUDesyncCheck measures what the desync check costs the
+// latency-bound collectives, in jobs of every PE count of 2 or more, with
+// the check on and off (SYMDDP_DESYNC_CHECK): a barrier and a one-shot
+// allreduce of 4 KiB, as the GPU runs them back to back (Kernel: CUDA events
+// around b.N of them, what a CUDA graph of a training step sees) and as the
+// host calls them one by one (each waited for). Under MPS with several PEs
+// on one GPU, or with a GPU per PE; ns/op is PE 0's.
+func BenchmarkGPUDesyncCheck(b *testing.B) {
+	lib := gpuLib(b)
+	const n4KiB = 1024
+	for _, n := range desyncPEs(b) {
+		for _, check := range []string{"on", "off"} {
+			job := launchtest.Job{NPEs: n, Backend: Name, Timeout: time.Minute,
+				Env: append(gpuEnv(lib), comm.EnvDesyncCheck+"="+check)}
+			b.Run(fmt.Sprintf("NPEs=%d/check=%s", n, check), func(b *testing.B) {
+				b.Run("BarrierKernel", func(b *testing.B) {
+					launchtest.Bench(b, job, func(b *testing.B, c comm.Comm) {
+						d, err := asComm(b, c).TimeBarrier(50, b.N)
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.ReportMetric(float64(d.Nanoseconds()), "ns/op")
+					})
+				})
+				b.Run("AllReduce4KiBKernel", func(b *testing.B) {
+					launchtest.Bench(b, job, func(b *testing.B, c comm.Comm) {
+						nc := asComm(b, c)
+						buf, err := c.Alloc(comm.Float32, n4KiB)
+						if err != nil {
+							b.Fatal(err)
+						}
+						d, err := nc.TimeAllReduce(buf, n4KiB, comm.Sum, AlgoOneShot, 50, b.N)
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.ReportMetric(float64(d.Nanoseconds()), "ns/op")
+					})
+				})
+				b.Run("Barrier", func(b *testing.B) {
+					launchtest.Bench(b, job, func(b *testing.B, c comm.Comm) {
+						for i := 0; i < b.N; i++ {
+							if err := c.Barrier(); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				})
+				b.Run("AllReduce4KiB", func(b *testing.B) {
+					launchtest.Bench(b, job, func(b *testing.B, c comm.Comm) {
+						buf, err := c.Alloc(comm.Float32, n4KiB)
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							if err := c.AllReduce(buf, 0, n4KiB, comm.Sum); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				})
+			})
+		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 //	SYMDDP_DESYNC_CHECK  passed on to the PEs (off: the desync tests skip)
 
 // gpuLib returns the real library, or skips the test with one line.
-func gpuLib(t *testing.T) *cudalib.Lib {
+func gpuLib(t testing.TB) *cudalib.Lib {
 	t.Helper()
 	lib, err := cudalib.Load("")
 	if err != nil {
@@ -48,7 +48,7 @@ func gpuEnv(lib *cudalib.Lib) []string {
 }
 
 // gpuPEs are the PE counts of the multi-PE tests.
-func gpuPEs(t *testing.T) []int {
+func gpuPEs(t testing.TB) []int {
 	v := os.Getenv("SYMDDP_GPU_PES")
 	if v == "" {
 		return []int{1, 2, 4, 8}
@@ -67,7 +67,7 @@ func gpuPEs(t *testing.T) []int {
 func underMPS() bool { return os.Getenv("SYMDDP_TEST_MPS") == "1" }
 
 // asComm is c as this package's Comm.
-func asComm(t *testing.T, c comm.Comm) *Comm {
+func asComm(t testing.TB, c comm.Comm) *Comm {
 	t.Helper()
 	nc, ok := c.(*Comm)
 	if !ok {
