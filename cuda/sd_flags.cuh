@@ -55,32 +55,42 @@ static __device__ __forceinline__ uint64_t sd_block_epoch(const sd_sync &s) {
  * deadline; 1: peer arrived in another collective) and tells the host
  * through the mapped word.
  */
-static __device__ __noinline__ void sd_give_up(const sd_sync &s, int phase, int peer, uint64_t epoch,
-                                               int desync) {
-    if (atomicCAS(&s.status->failed, 0, 1) == 0) {
-        s.status->phase = phase;
-        s.status->block = (int32_t)blockIdx.x;
-        s.status->peer = peer;
-        s.status->epoch = epoch;
-        s.status->op = s.op;
-        s.status->desync = desync;
+static __device__ __noinline__ void sd_record_give_up(sd_dev_status *status, volatile int32_t *host_failed,
+                                                      int op, int phase, int peer, uint64_t epoch,
+                                                      int desync) {
+    if (atomicCAS(&status->failed, 0, 1) == 0) {
+        status->phase = phase;
+        status->block = (int32_t)blockIdx.x;
+        status->peer = peer;
+        status->epoch = epoch;
+        status->op = op;
+        status->desync = desync;
         __threadfence_system();
-        *(volatile int32_t *)&s.status->recorded = 1;
+        *(volatile int32_t *)&status->recorded = 1;
         __threadfence_system();
     }
-    *s.host_failed = 1;
+    *host_failed = 1;
     __threadfence_system();
+}
+
+/* sd_record_give_up for the kernel of s. (The record takes s's fields by
+ * value: a reference to s in a call that is not inlined would copy the
+ * whole argument block to local memory in every thread of every kernel.) */
+static __device__ __forceinline__ void sd_give_up(const sd_sync &s, int phase, int peer, uint64_t epoch,
+                                                  int desync) {
+    sd_record_give_up(s.status, s.host_failed, s.op, phase, peer, epoch, desync);
 }
 
 /* Whether the call in slot (written by a peer, read after its flag) is this
  * kernel's, all words but the first (the number, which a replayed graph
- * keeps from its capture). */
+ * keeps from its capture). The loads are independent (no short-circuit), so
+ * they cost one trip to memory. */
 static __device__ __forceinline__ bool sd_same_call(const sd_sync &s, const uint64_t *slot) {
-    bool same = true;
+    uint64_t diff = 0;
 #pragma unroll
     for (int w = 1; w < SD_CALL_WORDS; w++)
-        same = same && (uint64_t)__ldcg((const unsigned long long *)slot + w) == s.call[w];
-    return same;
+        diff |= (uint64_t)__ldcg((const unsigned long long *)slot + w) ^ s.call[w];
+    return diff == 0;
 }
 
 /*
@@ -111,13 +121,14 @@ static __device__ __forceinline__ bool sd_block_barrier(const sd_sync &s, int ph
     const int b = (int)blockIdx.x;
     const bool check = phase == 0 && s.check;
     for (int j = (int)threadIdx.x; j < s.npes; j += (int)blockDim.x) {
+        uint64_t *const area = s.peer_flags[j]; /* loaded before the fence, not after it */
         if (check) {
-            uint64_t *slot = s.peer_flags[j] + s.calls_off + sd_call_index(epoch, b, s.me, s.npes);
+            uint64_t *slot = area + s.calls_off + sd_call_index(epoch, b, s.me, s.npes);
 #pragma unroll
             for (int w = 0; w < SD_CALL_WORDS; w++) slot[w] = s.call[w];
         }
         __threadfence_system();
-        sd_store_release_sys(s.peer_flags[j] + sd_flag_index(phase, b, s.me, s.npes), epoch);
+        sd_store_release_sys(area + sd_flag_index(phase, b, s.me, s.npes), epoch);
     }
     int ok = 1, differs = -1;
     for (int j = (int)threadIdx.x; ok && j < s.npes; j += (int)blockDim.x) {
