@@ -6,21 +6,22 @@
 # is skipped and says so):
 #
 #    1 build            cuda/build.sh (build/libsymddp_cuda.so) when stale
-#    2 MPS 8 PEs        TestGPUDesync (every commtest.DesyncCases case in a
+#    2 MPS 8, 3, 2 PEs  TestGPUDesync (every commtest.DesyncCases case in a
 #                       job of its own) and TestGPUDesyncInGraph (a replayed
-#                       CUDA graph), then TestGPUConformance with the check
-#                       on (no false desync in any collective)
-#    3 MPS 2, 3 PEs     TestGPUDesyncEndsJob (the launcher's line),
-#                       TestGPUDesyncNVSHMEM (peers forced out of pointer
-#                       reach: the comparison on the host)
-#    4 cost             BenchmarkGPUDesyncCheck at 2 and 8 PEs under MPS:
+#                       CUDA graph) at 8 PEs, TestGPUDesyncEndsJob (the
+#                       launcher's line) at 3, TestGPUDesyncNVSHMEM (peers
+#                       forced out of pointer reach: the comparison on the
+#                       host) at 2
+#    3 cost             BenchmarkGPUDesyncCheck at 2 and 8 PEs under MPS:
 #                       barrier and 4 KiB allreduce as kernels back to back
 #                       (what a step's graph sees), check on and off
-#    5 no MPS, 2 PEs    TestGPUDesync and TestGPUDesyncInGraph in NVSHMEM's
+#    4 GPT-2            train --model gpt2 --pes 8 --mps on, synthetic
+#                       tokens, 100 steps, SYMDDP_DESYNC_CHECK off then on:
+#                       tokens/s of steps 26-100
+#    5 MPS 8 PEs        TestGPUConformance with the check on (no false
+#                       desync in any collective)
+#    6 no MPS, 2 PEs    TestGPUDesync and TestGPUDesyncInGraph in NVSHMEM's
 #                       limited-MPG mode
-#    6 GPT-2            train --model gpt2 --pes 8 --mps on, synthetic
-#                       tokens, 40 steps, SYMDDP_DESYNC_CHECK off then on:
-#                       tokens/s of steps 11-40
 #
 # Usage: scripts/gpu-desync-check.sh [--budget SECONDS] [--stages LIST]
 # (default 540 s; LIST: some of tests,cost,gpt2, default all three: e.g.
@@ -39,7 +40,7 @@ while [ "$#" -gt 0 ]; do
     --budget=*) budget="${1#*=}"; shift ;;
     --stages) stages="$2"; shift 2 ;;
     --stages=*) stages="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-desync-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -79,7 +80,7 @@ nvtest() {
         -test.v=true -test.count=1 -test.timeout="$((limit - 5))s" "$@"
 }
 
-# ---- 2, 3, 4 under this script's MPS daemon ----
+# ---- 2, 3 under this script's MPS daemon ----
 trap gpu_mps_stop EXIT
 if want tests || want cost; then
     gpu_mps_start "$mps_log"
@@ -88,8 +89,6 @@ if [ "$mps_up" = 1 ] && want tests; then
     # shellcheck disable=SC2046 # the variables are words without blanks
     nvtest "MPS 8 PEs: desync cases, graph" 120 "$test_log" $(mpsvars 8) -- \
         -test.run '^(TestGPUDesync|TestGPUDesyncInGraph)$'
-    # shellcheck disable=SC2046
-    nvtest "MPS 8 PEs: conformance, check on" 90 "$test_log" $(mpsvars 8) -- -test.run '^TestGPUConformance$'
     # shellcheck disable=SC2046
     nvtest "MPS 3 PEs: job ends on a desync" 60 "$test_log" $(mpsvars 3) -- -test.run '^TestGPUDesyncEndsJob$'
     # shellcheck disable=SC2046
@@ -104,22 +103,32 @@ if [ "$mps_up" = 1 ] && want cost; then
 fi
 gpu_mps_stop
 
-# ---- 5 no MPS ----
-if want tests; then
-    nvtest "no MPS 2 PEs: desync cases, graph" 120 "$test_log" SYMDDP_GPU_PES=2 -- \
-        -test.run '^(TestGPUDesync|TestGPUDesyncInGraph)$'
-fi
-
-# ---- 6 GPT-2 at 8 PEs under the launcher's MPS daemon, check off then on ----
+# ---- 4 GPT-2 at 8 PEs under the launcher's MPS daemon, check off then on ----
 if want gpt2; then
     for check in off on; do
         # SYMDDP_CUDA_TUNE=0: cuBLASLt's heuristic GEMMs, a shorter start and
         # the same kernels in both runs
         stage "GPT-2 8 PEs, check $check" 150 "$train_log" env SYMDDP_DESYNC_CHECK=$check SYMDDP_CUDA_TUNE=0 \
             "$bin/train" --backend nvshmem --pes 8 --mps on --gpu-lib "$root/build/libsymddp_cuda.so" \
-            --no-progress --model gpt2 --dataset synthetic --batch-size 8 --max-steps 40 --log-every 10 \
+            --no-progress --model gpt2 --dataset synthetic --batch-size 8 --max-steps 100 --log-every 25 \
             --eval-every 0 --sample-tokens 0 --seed 1
     done
+fi
+
+# ---- 5 the conformance suite at 8 PEs under MPS with the check on ----
+if want tests; then
+    gpu_mps_start "$mps_log"
+    if [ "$mps_up" = 1 ]; then
+        # shellcheck disable=SC2046
+        nvtest "MPS 8 PEs: conformance, check on" 90 "$test_log" $(mpsvars 8) -- -test.run '^TestGPUConformance$'
+        gpu_mps_stop
+    fi
+fi
+
+# ---- 6 no MPS ----
+if want tests; then
+    nvtest "no MPS 2 PEs: desync cases, graph" 120 "$test_log" SYMDDP_GPU_PES=2 -- \
+        -test.run '^(TestGPUDesync|TestGPUDesyncInGraph)$'
 fi
 
 # ---- summary ----
@@ -132,8 +141,8 @@ fi
         sed -E 's/^[[:space:]]+[a-z_]+_test\.go:[0-9]+: //' | sort | uniq -c | head -10
     echo "---- cost: ns/op of PE 0 (check on against off) ----"
     grep -E '^BenchmarkGPUDesyncCheck/' "$bench_log"
-    echo "---- GPT-2 8 PEs: tokens/s (steps 20, 30, 40; check off, then on) ----"
-    grep -E '^=====|step (20|30|40)/40 |tokens/s on ' "$train_log" | sed -E 's/^===== ([^(]*) \(.*/== \1/'
+    echo "---- GPT-2 8 PEs: tokens/s (steps 50, 75, 100; check off, then on) ----"
+    grep -E '^=====|step (50|75|100)/100 |tokens/s on ' "$train_log" | sed -E 's/^===== ([^(]*) \(.*/== \1/'
 } >>"$summary" 2>&1
 echo
 echo "==================== desync summary ($(elapsed)s) ===================="
