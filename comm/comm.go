@@ -51,13 +51,14 @@
 // # Desync detection
 //
 // Collectives must be called by every PE in the same order with the same
-// arguments. Backends that check it (shm and mpi; see [DesyncChecking])
-// compare a fingerprint of every collective at its entry — its number, the
-// operation, the reduction operator or root, the buffer and the range — and
-// a PE whose call differs from its peers' ends the collective on every PE at
-// once with an error wrapping ErrDesync that names the PEs and their calls,
-// instead of a hang until the deadline or silently mixed data. The error is
-// sticky: the runtime is unusable afterwards, as after a timeout.
+// arguments. Backends that check it (shm, mpi and nvshmem; see
+// [DesyncChecking]) compare a fingerprint of every collective at its entry —
+// its number, the operation, the reduction operator or root, the buffer and
+// the range — and a PE whose call differs from its peers' ends the
+// collective on every PE at once with an error wrapping ErrDesync that names
+// the PEs and their calls, instead of a hang until the deadline or silently
+// mixed data. The error is sticky: the runtime is unusable afterwards, as
+// after a timeout.
 package comm
 
 import (

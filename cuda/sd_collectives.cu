@@ -25,6 +25,21 @@
  * the blocks of the same index on other PEs, never on other blocks of their
  * own grid, so no grid-wide synchronisation (or co-residency) is needed.
  *
+ * Desync: with the check on (sd_set_call), every kernel carries the
+ * fingerprint of its collective in its arguments, and at phase 0 each block
+ * stores it into call slot [epoch % 2][b][me] of every PE before the flag,
+ * and compares every peer's after the flag (sd_block_barrier). PEs in
+ * different collectives meet at phase 0 anyway: every kernel starts with
+ * that barrier and has a block 0, so block 0 of any two kernels at the same
+ * position in their PEs' sequences meet with the same epoch. The block that
+ * finds another call records it like a timeout (status->desync) once every
+ * peer's call of its row has arrived, and stops before moving data; the
+ * other blocks see the failure and stop, and so does every kernel queued
+ * after them (sd_block_epoch). The host decodes the row (sd_wait.cu). A slot
+ * is rewritten two epochs of its block later, which no peer reaches before
+ * this PE has passed phase 0 of the epoch between, so the row a block reads
+ * is its epoch's.
+ *
  * One-shot allreduce (small buffers): block b owns vectors
  * [b*T*K, (b+1)*T*K) of the range (T threads, K vectors per thread).
  *   phase 0 barrier: every PE's data is ready (its earlier stream work is done);

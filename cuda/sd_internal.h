@@ -18,6 +18,8 @@
 #define SD_MAX_BLOCKS 512
 /* Flag phases: entry, middle and exit barrier of a collective kernel. */
 #define SD_PHASES 3
+/* Parities of the call slots: a block's slot is rewritten two of its epochs later. */
+#define SD_CALL_PARITIES 2
 /* Words per PE in the control area (sd_allgather_u64). */
 #define SD_CTRL_WORDS 8
 /* Staging area for transfers to peers that pointers cannot reach. */
@@ -27,14 +29,20 @@
 /* The symmetric heap room the library takes for itself beyond the user's. */
 #define SD_RESERVED_HEAP_BYTES ((int64_t)64 << 20)
 
-/* What an in-kernel wait that gave up leaves behind (device memory). */
+/*
+ * What an in-kernel wait that gave up leaves behind (device memory): a peer
+ * that did not arrive by the deadline, or (desync = 1) peers that arrived
+ * in another collective (the calls are in the block's row of call slots).
+ */
 struct sd_dev_status {
     int32_t failed;  /* 0, or 1 once any wait of any kernel gave up */
     int32_t phase;   /* the phase of the first wait that gave up */
     int32_t block;   /* its block */
-    int32_t peer;    /* the first peer it did not see */
+    int32_t peer;    /* the first peer it did not see, or whose call differed */
     uint64_t epoch;  /* the epoch it waited for */
     int32_t op;      /* SD_OP_* of the kernel */
+    int32_t desync;  /* 1: the peers' calls differed (not a timeout) */
+    int32_t recorded; /* 1 once the fields above are written (failed is set first) */
     int32_t pad;
 };
 
@@ -49,9 +57,13 @@ enum {
 };
 
 /*
- * The arguments every flag-synchronised kernel gets (by value).
+ * The arguments every flag-synchronised kernel gets (by value, so a CUDA
+ * graph keeps the call it was captured with).
  *   flags layout on every PE: uint64 [SD_PHASES][SD_MAX_BLOCKS][npes];
  *   slot [p][b][j] holds the last epoch PE j's block b announced at phase p.
+ *   call slots, calls_off words after the flags on every PE:
+ *   uint64 [SD_CALL_PARITIES][SD_MAX_BLOCKS][npes][SD_CALL_WORDS]; slot
+ *   [e % 2][b][j] holds the call of PE j's block b at its epoch e (phase 0).
  */
 struct sd_sync {
     uint64_t *const *peer_flags; /* [npes] each PE's flag area, as this PE sees it */
@@ -61,7 +73,10 @@ struct sd_sync {
     volatile int32_t *host_failed; /* mapped host word, set with status->failed */
     int32_t me, npes;
     uint64_t timeout_ns;
-    int32_t op; /* SD_OP_* */
+    int32_t op;    /* SD_OP_* */
+    int32_t check; /* 1: compare call with the peers' at phase 0 (sd_set_call) */
+    uint64_t calls_off;           /* words from a flag area to its call slots */
+    uint64_t call[SD_CALL_WORDS]; /* this PE's fingerprint of the collective */
 };
 
 /* A symmetric allocation. */
@@ -88,9 +103,12 @@ struct sd_state {
     uint64_t timeout_ns;
     size_t one_shot_max;
 
-    unsigned char *area;   /* symmetric: flags | ctrl | staging */
+    unsigned char *area;   /* symmetric: flags | call slots | ctrl | staging */
     size_t area_bytes;
     uint64_t *flags;       /* == area */
+    uint64_t *calls;       /* the call slots (sd_sync) */
+    int check;             /* the desync check is on (sd_set_call) */
+    uint64_t call[SD_CALL_WORDS]; /* the fingerprint the next flag kernels carry */
     uint64_t *ctrl;        /* [npes][SD_CTRL_WORDS] */
     void *staging;         /* SD_STAGING_BYTES */
     uint64_t **h_peer_area; /* [npes] nvshmem_ptr(area, j) */
@@ -153,6 +171,13 @@ sd_sync sd_sync_args(int op);
 /* Offset of slot [phase][block][pe] in a flag area. */
 static inline __host__ __device__ size_t sd_flag_index(int phase, int block, int pe, int npes) {
     return ((size_t)phase * SD_MAX_BLOCKS + (size_t)block) * (size_t)npes + (size_t)pe;
+}
+
+/* Offset (words) of the call slot of PE pe's block at epoch in the call slots. */
+static inline __host__ __device__ size_t sd_call_index(uint64_t epoch, int block, int pe, int npes) {
+    return (((size_t)(epoch % SD_CALL_PARITIES) * SD_MAX_BLOCKS + (size_t)block) * (size_t)npes +
+            (size_t)pe) *
+           SD_CALL_WORDS;
 }
 
 /* Launches the one-block flag barrier (sd_barrier.cu). */

@@ -9,7 +9,8 @@
  *   2. cudaSetDevice(local_pe % device count), so PE i of a host uses GPU
  *      i mod GPUs (several PEs share a GPU when there are more PEs than GPUs);
  *   3. nvshmemx_init_attr with the unique id (or nvshmem_init under mpirun);
- *   4. one symmetric area: flag slots, control words and a staging buffer;
+ *   4. one symmetric area: flag slots, call slots (desync detection), control
+ *      words and a staging buffer;
  *   5. agreement of all PEs (through the control words) on the ABI, the job
  *      size, the block count of collective kernels and whether every peer is
  *      reachable by pointer, so that every PE picks the same algorithms.
@@ -60,7 +61,17 @@ sd_sync sd_sync_args(int op) {
     s.npes = g_sd.npes;
     s.timeout_ns = g_sd.timeout_ns;
     s.op = op;
+    s.check = g_sd.check;
+    s.calls_off = (uint64_t)(g_sd.calls - g_sd.flags);
+    for (int w = 0; w < SD_CALL_WORDS; w++) s.call[w] = g_sd.call[w];
     return s;
+}
+
+extern "C" int sd_set_call(uint64_t seq, uint64_t what, uint64_t buf, uint64_t off, uint64_t n) {
+    const uint64_t w[SD_CALL_WORDS] = {seq, what, buf, off, n};
+    g_sd.check = seq != 0;
+    for (int i = 0; i < SD_CALL_WORDS; i++) g_sd.call[i] = g_sd.check ? w[i] : 0;
+    return SD_OK;
 }
 
 extern "C" int sd_device_count(int32_t *count) {
@@ -157,18 +168,21 @@ static int sd_start_nvshmem(const sd_init_args *a) {
 static int sd_setup_area(void) {
     const size_t np = (size_t)g_sd.npes;
     const size_t flag_bytes = (size_t)SD_PHASES * SD_MAX_BLOCKS * np * sizeof(uint64_t);
+    const size_t call_bytes = (size_t)SD_CALL_PARITIES * SD_MAX_BLOCKS * np * SD_CALL_WORDS * sizeof(uint64_t);
     const size_t ctrl_bytes = np * SD_CTRL_WORDS * sizeof(uint64_t);
     const size_t align = 256;
     const size_t flag_room = (flag_bytes + align - 1) / align * align;
+    const size_t call_room = (call_bytes + align - 1) / align * align;
     const size_t ctrl_room = (ctrl_bytes + align - 1) / align * align;
-    g_sd.area_bytes = flag_room + ctrl_room + SD_STAGING_BYTES;
+    g_sd.area_bytes = flag_room + call_room + ctrl_room + SD_STAGING_BYTES;
     g_sd.area = (unsigned char *)nvshmem_malloc(g_sd.area_bytes);
     if (!g_sd.area)
         return SD_FAIL(SD_ERR_NO_MEMORY, "nvshmem_malloc(%zu) for the sync area returned NULL",
                        g_sd.area_bytes);
     g_sd.flags = (uint64_t *)g_sd.area;
-    g_sd.ctrl = (uint64_t *)(g_sd.area + flag_room);
-    g_sd.staging = g_sd.area + flag_room + ctrl_room;
+    g_sd.calls = (uint64_t *)(g_sd.area + flag_room);
+    g_sd.ctrl = (uint64_t *)(g_sd.area + flag_room + call_room);
+    g_sd.staging = g_sd.area + flag_room + call_room + ctrl_room;
     SD_CUDA(cudaMemset(g_sd.area, 0, g_sd.area_bytes));
     SD_CUDA(cudaDeviceSynchronize());
 
@@ -364,7 +378,8 @@ extern "C" int sd_finalize(int32_t collective) {
     g_sd.h_gather_in = g_sd.h_gather_out = NULL;
     g_sd.h_peer_area = NULL;
     g_sd.area = NULL;
-    g_sd.flags = g_sd.ctrl = NULL;
+    g_sd.flags = g_sd.calls = g_sd.ctrl = NULL;
+    g_sd.check = 0;
     g_sd.staging = NULL;
     return SD_OK;
 }

@@ -6,13 +6,16 @@
  * cudaEventQuery, spinning for the first millisecond (sd_spin_ns) and then
  * sleeping with a growing interval, until the work is done or the deadline
  * passes. After the work is done it checks the mapped word the kernels set
- * when one of their in-kernel waits gave up (see sd_flags.cuh).
+ * when one of their in-kernel waits gave up (see sd_flags.cuh): a timeout,
+ * or peers found in another collective (a desync: the PEs' calls, read from
+ * the row of call slots the kernel compared, go into the message).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "sd_desync.h"
 #include "sd_internal.h"
 
 static int64_t sd_now_ns(void) {
@@ -37,18 +40,66 @@ static const char *sd_op_name(int op) {
  * before init and after finalize, when there is no word. */
 static inline bool sd_kernel_gave_up(void) { return g_sd.h_failed && *(volatile int32_t *)g_sd.h_failed; }
 
-/* Fails with SD_ERR_TIMEOUT when a kernel reported a wait that gave up. */
+/* Copies bytes of device memory at src to the host, on the side stream: the
+ * legacy default stream could queue the read behind unrelated work, and the
+ * main one behind a kernel that still waits. */
+static cudaError_t sd_read_side(void *dst, const void *src, size_t bytes) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g_sd.side);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g_sd.side);
+    return e;
+}
+
+/* The kernels' record of the first wait that gave up (zeroes if unreadable).
+ * The block that records it sets failed first and recorded last; the mapped
+ * word may tell the host in between, so a record being written is read
+ * again (for up to about 0.1 s: it takes microseconds). */
+static sd_dev_status sd_read_status(void) {
+    sd_dev_status st;
+    for (int tries = 0;; tries++) {
+        memset(&st, 0, sizeof st);
+        if (sd_read_side(&st, g_sd.d_status, sizeof st) != cudaSuccess) {
+            (void)cudaGetLastError();
+            memset(&st, 0, sizeof st);
+            return st;
+        }
+        if (!st.failed || st.recorded || tries >= 1000) return st;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The calls of every PE in the row of call slots where st's block found a
+ * desync, into calls[npes * SD_CALL_WORDS]. */
+static cudaError_t sd_read_calls(const sd_dev_status &st, uint64_t *calls) {
+    const size_t row = sd_call_index(st.epoch, st.block, 0, g_sd.npes);
+    return sd_read_side(calls, g_sd.calls + row, (size_t)g_sd.npes * SD_CALL_WORDS * sizeof(uint64_t));
+}
+
+/* Fails with SD_ERR_DESYNC: st says a kernel found a peer in another collective. */
+static int sd_desync_failure(const char *what, const sd_dev_status &st) {
+    const size_t n = (size_t)g_sd.npes * SD_CALL_WORDS;
+    uint64_t *calls = (uint64_t *)calloc(n, sizeof(uint64_t));
+    char text[768];
+    text[0] = 0;
+    if (!calls || sd_read_calls(st, calls) != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(text, sizeof text, "PE %d's call differs (the calls could not be read)", st.peer);
+    } else if (!sd_desync_describe(text, sizeof text, calls, g_sd.npes)) {
+        snprintf(text, sizeof text, "PE %d's call differs, but the calls read back alike", st.peer);
+    }
+    free(calls);
+    return SD_FAIL(SD_ERR_DESYNC, "%s: PE %d: %s: %s: PEs called different collectives (desync)", what,
+                   g_sd.pe, sd_op_name(st.op), text);
+}
+
+/* Fails with SD_ERR_TIMEOUT (or SD_ERR_DESYNC) when a kernel reported a wait
+ * that gave up. */
 static int sd_check_device_status(const char *what) {
     if (!sd_kernel_gave_up()) return SD_OK;
     g_sd.failed = 1;
-    sd_dev_status st;
-    memset(&st, 0, sizeof st);
-    /* On the side stream, as sd_timeout_info reads it: the legacy default
-     * stream could queue the read behind unrelated work. */
-    if (cudaMemcpyAsync(&st, g_sd.d_status, sizeof st, cudaMemcpyDeviceToHost, g_sd.side) != cudaSuccess ||
-        cudaStreamSynchronize(g_sd.side) != cudaSuccess)
-        (void)cudaGetLastError();
+    const sd_dev_status st = sd_read_status();
     snprintf(g_sd.timeout_op, sizeof g_sd.timeout_op, "%s", sd_op_name(st.op));
+    if (st.failed && st.desync) return sd_desync_failure(what, st);
     return SD_FAIL(SD_ERR_TIMEOUT,
                    "%s: PE %d: an in-kernel wait of %s (phase %d, block %d) gave up after %.3f s "
                    "without PE %d",
@@ -132,6 +183,22 @@ extern "C" int sd_event_query(uint64_t event, int32_t *done) {
     return sd_query_result(cudaEventQuery((cudaEvent_t)(uintptr_t)event), done, "event");
 }
 
+extern "C" int sd_desync_info(uint64_t *calls, int32_t cap, int32_t *npes, char *op, size_t op_cap) {
+    if (!npes || (cap > 0 && !calls)) return SD_FAIL(SD_ERR_ARG, "sd_desync_info: NULL argument");
+    *npes = 0;
+    if (op && op_cap) op[0] = 0;
+    if (!g_sd.calls || !g_sd.npes) return SD_OK;
+    const sd_dev_status st = sd_read_status();
+    if (!st.failed || !st.desync) return SD_OK;
+    if (cap < g_sd.npes * SD_CALL_WORDS)
+        return SD_FAIL(SD_ERR_ARG, "sd_desync_info: room for %d words, %d PEs need %d", cap, g_sd.npes,
+                       g_sd.npes * SD_CALL_WORDS);
+    SD_CUDA(sd_read_calls(st, calls));
+    *npes = g_sd.npes;
+    if (op && op_cap) snprintf(op, op_cap, "%s", sd_op_name(st.op));
+    return SD_OK;
+}
+
 extern "C" int sd_abandon(void) {
     g_sd.failed = 1;
     if (!g_sd.timeout_op[0]) snprintf(g_sd.timeout_op, sizeof g_sd.timeout_op, "host wait");
@@ -172,10 +239,7 @@ extern "C" int sd_timeout_info(int32_t *missing, int32_t cap, int32_t *count, ch
     if (!count) return SD_FAIL(SD_ERR_ARG, "sd_timeout_info: NULL count");
     *count = 0;
     if (!g_sd.flags || !g_sd.npes) return SD_OK;
-    sd_dev_status st;
-    memset(&st, 0, sizeof st);
-    SD_CUDA(cudaMemcpyAsync(&st, g_sd.d_status, sizeof st, cudaMemcpyDeviceToHost, g_sd.side));
-    SD_CUDA(cudaStreamSynchronize(g_sd.side));
+    const sd_dev_status st = sd_read_status();
     int phase = 0, block = 0;
     uint64_t epoch = 0;
     if (st.failed) {

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /* SD_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SD_ABI_VERSION 2
+#define SD_ABI_VERSION 3
 
 /* Status codes. */
 enum {
@@ -42,8 +42,13 @@ enum {
     SD_ERR_TIMEOUT = 3,   /* a wait passed its deadline (see sd_timeout_info) */
     SD_ERR_NO_MEMORY = 4, /* symmetric heap or device memory exhausted */
     SD_ERR_ARG = 5,       /* bad argument */
-    SD_ERR_STATE = 6      /* not initialised, initialised twice, or failed before */
+    SD_ERR_STATE = 6,     /* not initialised, initialised twice, or failed before */
+    SD_ERR_DESYNC = 7     /* PEs met in different collectives (see sd_set_call, sd_desync_info) */
 };
+
+/* Words of a collective's fingerprint (sd_set_call): desync.Words of
+ * comm/internal/desync, which encodes them. */
+#define SD_CALL_WORDS 5
 
 /* Element types (the numbers match comm.Kind). */
 enum { SD_F32 = 1, SD_BF16 = 2 };
@@ -198,15 +203,44 @@ int sd_allgather_u64(const uint64_t *mine, int32_t count, uint64_t *all);
 int sd_allgather_u64_enqueue(const uint64_t *mine, int32_t count);
 int sd_allgather_u64_result(uint64_t *all, int32_t count);
 
+/* ---- desync detection ---- */
+
+/*
+ * The fingerprint of the collective the next flag kernels belong to, as
+ * comm/internal/desync encodes it: seq (its number, 1 for the first),
+ * what (operation, operator, element kind, root), buf (the buffer's
+ * number), off and n (the element range). Every flag kernel launched (or
+ * captured into a CUDA graph) from now on carries it: at its entry barrier
+ * each block publishes it to every peer beside its flag and compares the
+ * peers' with it (all words but seq, which a replayed graph keeps from its
+ * capture). A block that finds another call stops before touching data,
+ * every kernel of this PE stops with it, and the wait fails with
+ * SD_ERR_DESYNC and the calls in its message (sd_desync_info gives them as
+ * words). seq = 0 turns the check off (the default after sd_init); every PE
+ * must agree on that. Peers out of pointer reach use NVSHMEM's collectives,
+ * which carry no fingerprint: the caller compares calls itself there (with
+ * sd_allgather_u64).
+ */
+int sd_set_call(uint64_t seq, uint64_t what, uint64_t buf, uint64_t off, uint64_t n);
+/*
+ * After SD_ERR_DESYNC: the fingerprints of the collective where the PEs
+ * differed, SD_CALL_WORDS words per PE in PE order, into calls[0..cap) (at
+ * most cap / SD_CALL_WORDS PEs), *npes the number of PEs, and the name of
+ * the operation that found it in op[op_cap]. *npes is 0 when no desync
+ * was found.
+ */
+int sd_desync_info(uint64_t *calls, int32_t cap, int32_t *npes, char *op, size_t op_cap);
+
 /* ---- waiting ---- */
 
 /*
  * Waits until everything enqueued on the stream is done, or timeout_ns passed.
- * SD_ERR_TIMEOUT also when an in-kernel wait gave up.
+ * SD_ERR_TIMEOUT also when an in-kernel wait gave up; SD_ERR_DESYNC when a
+ * kernel found peers in another collective.
  */
 int sd_stream_wait(int64_t timeout_ns);
 /* Sets *done to 1 when everything enqueued is done, else 0, without waiting;
- * SD_ERR_TIMEOUT when an in-kernel wait gave up. */
+ * SD_ERR_TIMEOUT when an in-kernel wait gave up, SD_ERR_DESYNC as sd_stream_wait. */
 int sd_stream_query(int32_t *done);
 /* Records an event on the stream. */
 int sd_event_record(uint64_t *event);

@@ -16,6 +16,8 @@
 #    6 no MPS, 2 PEs      conformance and kernel checks (allreduce; reduce-scatter and
 #                         all-gather against it) in NVSHMEM's limited-MPG mode
 #    7 MPS                conformance with 2, 4 and 8 PEs, kernel checks with 4 and 8,
+#                         the desync cases and a desync in a replayed CUDA graph
+#                         with 8 (scripts/gpu-desync-check.sh runs more of it),
 #                         the NVSHMEM paths (forced) with 2 and 4, latency and
 #                         bandwidth with 2, 4 and 8 PEs beside NVSHMEM's reduction
 #    8 failures           deadline naming the missing PE, a peer that exits, SIGKILL
@@ -114,6 +116,8 @@ if [ "$mps_up" = 1 ]; then
     for n in 4 8; do
         nvtest "MPS kernels $n PEs" 90 "$test_log" $(mpsvars $n) -- -test.run '^(TestGPUAllReduceKernels|TestGPUShardedKernels)$'
     done
+    # shellcheck disable=SC2046
+    nvtest "MPS desync 8 PEs" 90 "$test_log" $(mpsvars 8) -- -test.run '^(TestGPUDesync|TestGPUDesyncInGraph)$'
     for n in 2 4; do
         nvtest "MPS NVSHMEM paths $n PEs" 90 "$test_log" $(mpsvars $n) -- -test.run '^TestGPUConformanceNVSHMEM$'
     done

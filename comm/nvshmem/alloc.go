@@ -8,6 +8,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -35,6 +36,9 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 		return nil, err
 	}
 	if err := backend.CheckAlloc(Name, c.me, kind, n); err != nil {
+		return nil, err
+	}
+	if err := c.enter(op, desync.Call{Op: desync.Alloc}, true); err != nil {
 		return nil, err
 	}
 	c.reqSeq++
@@ -72,6 +76,9 @@ func (c *Comm) Free(b comm.Buffer) error {
 	}
 	sb, err := c.lookup(op, b)
 	if err != nil {
+		return err
+	}
+	if err := c.enter(op, desync.Call{Op: desync.Free}, true); err != nil {
 		return err
 	}
 	c.reqSeq++

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -54,6 +55,9 @@ func (c *Comm) TimeAllReduce(b comm.Buffer, n int, op comm.Op, algo Algo, warmup
 	if err := c.collective(name); err != nil {
 		return 0, err
 	}
+	if err := c.enter(name, sb.call(desync.AllReduce, 0, n, op, 0), true); err != nil {
+		return 0, err
+	}
 	d, err := c.lib.TimeAllReduce(sb.sym, n, dt, cop, algo, warmup, iters)
 	if err != nil {
 		return 0, c.fail(c.libErr(name, err))
@@ -65,6 +69,9 @@ func (c *Comm) TimeAllReduce(b comm.Buffer, n int, op comm.Op, algo Algo, warmup
 func (c *Comm) TimeBarrier(warmup, iters int) (time.Duration, error) {
 	const name = "time_barrier"
 	if err := c.collective(name); err != nil {
+		return 0, err
+	}
+	if err := c.enter(name, desync.Call{Op: desync.Barrier}, true); err != nil {
 		return 0, err
 	}
 	d, err := c.lib.TimeBarrier(warmup, iters)

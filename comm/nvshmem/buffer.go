@@ -6,6 +6,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -37,6 +38,12 @@ func (b *buffer) DevicePtr() uintptr {
 		return 0
 	}
 	return b.sym.Ptr()
+}
+
+// call is the fingerprint of collective coll over elements [off, off+n) of
+// b (desync.Call, numbered by Comm.enter); red and root where coll has them.
+func (b *buffer) call(coll desync.Coll, off, n int, red comm.Op, root int) desync.Call {
+	return desync.Call{Op: coll, Red: red, Root: root, Kind: b.kind, Buf: b.id, Off: off, N: n}
 }
 
 // lookup returns b as a live buffer of this Comm, or an error wrapping

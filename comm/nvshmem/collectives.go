@@ -3,6 +3,7 @@ package nvshmem
 import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -10,10 +11,14 @@ import (
 // synchronising through flags in symmetric memory. Puts are complete when
 // they return, so they are visible after it.
 func (c *Comm) Barrier() error {
-	if err := c.collective("barrier"); err != nil {
+	const name = "barrier"
+	if err := c.collective(name); err != nil {
 		return err
 	}
-	return c.barrier("barrier")
+	if err := c.enter(name, desync.Call{Op: desync.Barrier}, true); err != nil {
+		return err
+	}
+	return c.barrier(name)
 }
 
 // AllReduce reduces elements [off, off+n) of the Float32 or BFloat16 buffer
@@ -26,21 +31,28 @@ func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
 // allReduce is AllReduce with the algorithm chosen (tests, benchmarks).
 func (c *Comm) allReduce(b comm.Buffer, off, n int, op comm.Op, algo cudalib.Algo) error {
 	const name = "allreduce"
-	if err := c.enqueueAllReduce(name, b, off, n, op, algo); err != nil {
+	if err := c.enqueueAllReduce(name, b, off, n, op, algo, true); err != nil {
 		return err
 	}
 	return c.waitStream(name)
 }
 
 // enqueueAllReduce checks an allreduce's arguments and enqueues it on the
-// stream (AllReduce, IAllReduce, AllReduceEnqueue).
-func (c *Comm) enqueueAllReduce(name string, b comm.Buffer, off, n int, op comm.Op, algo cudalib.Algo) error {
+// stream (AllReduce, IAllReduce, AllReduceEnqueue); waits says whether the
+// caller then waits for it on the host.
+func (c *Comm) enqueueAllReduce(name string, b comm.Buffer, off, n int, op comm.Op, algo cudalib.Algo, waits bool) error {
 	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
 	if err != nil {
 		return err
 	}
 	if err := c.collective(name); err != nil {
 		return err
+	}
+	if err := c.enter(name, sb.call(desync.AllReduce, off, n, op, 0), waits); err != nil {
+		return err
+	}
+	if n == 0 {
+		return c.meetEmpty(name)
 	}
 	if err := c.lib.AllReduceEnqueue(sb.sym, off, n, dt, cop, algo); err != nil {
 		return c.fail(c.libErr(name, err))
@@ -53,7 +65,7 @@ func (c *Comm) enqueueAllReduce(name string, b comm.Buffer, off, n int, op comm.
 // later run after it (one stream).
 func (c *Comm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, error) {
 	const name = "iallreduce"
-	if err := c.enqueueAllReduce(name, b, off, n, op, cudalib.Auto); err != nil {
+	if err := c.enqueueAllReduce(name, b, off, n, op, cudalib.Auto, false); err != nil {
 		return nil, err
 	}
 	ev, err := c.lib.EventRecord()
@@ -70,7 +82,7 @@ func (c *Comm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, 
 // the compute around it. Errors of the kernel surface at the next
 // synchronising call.
 func (c *Comm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
-	return c.enqueueAllReduce("allreduce", b, off, n, op, cudalib.Auto)
+	return c.enqueueAllReduce("allreduce", b, off, n, op, cudalib.Auto, false)
 }
 
 // Reduce reduces [off, off+n) of b across PEs into root's copy, with the
@@ -84,8 +96,16 @@ func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
 	if err := c.collective(name); err != nil {
 		return err
 	}
-	if err := c.lib.ReduceEnqueue(sb.sym, off, n, dt, cop, root); err != nil {
-		return c.fail(c.libErr(name, err))
+	if err := c.enter(name, sb.call(desync.Reduce, off, n, op, root), true); err != nil {
+		return err
+	}
+	if n == 0 {
+		err = c.meetEmpty(name)
+	} else if err = c.lib.ReduceEnqueue(sb.sym, off, n, dt, cop, root); err != nil {
+		err = c.fail(c.libErr(name, err))
+	}
+	if err != nil {
+		return err
 	}
 	return c.waitStream(name)
 }
@@ -101,9 +121,17 @@ func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	if err := c.collective(name); err != nil {
 		return err
 	}
+	if err := c.enter(name, sb.call(desync.Broadcast, off, n, 0, root), true); err != nil {
+		return err
+	}
 	es := sb.kind.Size()
-	if err := c.lib.BroadcastEnqueue(sb.sym, off*es, n*es, root); err != nil {
-		return c.fail(c.libErr(name, err))
+	if n == 0 {
+		err = c.meetEmpty(name)
+	} else if err = c.lib.BroadcastEnqueue(sb.sym, off*es, n*es, root); err != nil {
+		err = c.fail(c.libErr(name, err))
+	}
+	if err != nil {
+		return err
 	}
 	return c.waitStream(name)
 }
@@ -159,7 +187,7 @@ var _ comm.Sharder = (*Comm)(nil)
 // with AllReduce's arithmetic and bits; the rest of its copy is unchanged.
 func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 	const name = "reducescatter"
-	if err := c.enqueueReduceScatter(name, b, off, n, op); err != nil {
+	if err := c.enqueueReduceScatter(name, b, off, n, op, true); err != nil {
 		return err
 	}
 	return c.waitStream(name)
@@ -169,18 +197,18 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 // once, with no event and no host wait, so that it can be captured in a
 // CUDA graph (as AllReduceEnqueue).
 func (c *Comm) ReduceScatterEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
-	return c.enqueueReduceScatter("reducescatter", b, off, n, op)
+	return c.enqueueReduceScatter("reducescatter", b, off, n, op, false)
 }
 
 // enqueueReduceScatter checks a reduce-scatter's arguments and enqueues it:
 // the kernel, or, with a peer out of pointer reach, one Reduce per PE of
-// that PE's shard to it.
-func (c *Comm) enqueueReduceScatter(name string, b comm.Buffer, off, n int, op comm.Op) error {
+// that PE's shard to it. waits: the caller then waits on the host.
+func (c *Comm) enqueueReduceScatter(name string, b comm.Buffer, off, n int, op comm.Op, waits bool) error {
 	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
 	if err != nil {
 		return err
 	}
-	return c.enqueueSharded(name, off, n,
+	return c.enqueueSharded(name, sb.call(desync.ReduceScatter, off, n, op, 0), waits, off, n,
 		func(lo, hi, span int) error { return c.lib.ReduceScatterEnqueue(sb.sym, lo, hi, span, dt, cop) },
 		func(p, lo, hi int) error { return c.lib.ReduceEnqueue(sb.sym, lo, hi-lo, dt, cop, p) })
 }
@@ -189,7 +217,7 @@ func (c *Comm) enqueueReduceScatter(name string, b comm.Buffer, off, n int, op c
 // of b (any kind) from that PE's copy into every PE's copy.
 func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
 	const name = "allgather"
-	if err := c.enqueueAllGather(name, b, off, n); err != nil {
+	if err := c.enqueueAllGather(name, b, off, n, true); err != nil {
 		return err
 	}
 	return c.waitStream(name)
@@ -198,36 +226,41 @@ func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
 // AllGatherEnqueue enqueues AllGather on Stream() and returns at once, with
 // no event and no host wait, so that it can be captured in a CUDA graph.
 func (c *Comm) AllGatherEnqueue(b comm.Buffer, off, n int) error {
-	return c.enqueueAllGather("allgather", b, off, n)
+	return c.enqueueAllGather("allgather", b, off, n, false)
 }
 
 // enqueueAllGather checks an all-gather's arguments and enqueues it: the
 // kernel (in bytes), or, with a peer out of pointer reach, one Broadcast
-// per PE of its shard.
-func (c *Comm) enqueueAllGather(name string, b comm.Buffer, off, n int) error {
+// per PE of its shard. waits: the caller then waits on the host.
+func (c *Comm) enqueueAllGather(name string, b comm.Buffer, off, n int, waits bool) error {
 	sb, err := c.access(name, b, off, n, c.me)
 	if err != nil {
 		return err
 	}
 	es := sb.kind.Size()
-	return c.enqueueSharded(name, off, n,
+	return c.enqueueSharded(name, sb.call(desync.AllGather, off, n, 0, 0), waits, off, n,
 		func(lo, hi, span int) error { return c.lib.AllGatherEnqueue(sb.sym, lo*es, hi*es, span*es) },
 		func(p, lo, hi int) error { return c.lib.BroadcastEnqueue(sb.sym, lo*es, (hi-lo)*es, p) })
 }
 
-// enqueueSharded enqueues a sharded collective over elements [off, off+n)
-// on a healthy Comm: nothing with one PE (its shard is the whole range,
-// already what the collective leaves); while every peer is in pointer
-// reach, kernel with this PE's shard [lo, hi) and the largest shard's
-// length; otherwise perPE for every PE p and its shard, in PE order (the
-// same calls on every PE).
-func (c *Comm) enqueueSharded(name string, off, n int, kernel func(lo, hi, span int) error, perPE func(p, lo, hi int) error) error {
+// enqueueSharded enqueues a sharded collective (its fingerprint call) over
+// elements [off, off+n) on a healthy Comm: nothing with one PE (its shard
+// is the whole range, already what the collective leaves) or no elements;
+// while every peer is in pointer reach, kernel with this PE's shard [lo,
+// hi) and the largest shard's length; otherwise perPE for every PE p and
+// its shard, in PE order (the same calls on every PE).
+func (c *Comm) enqueueSharded(name string, call desync.Call, waits bool, off, n int, kernel func(lo, hi, span int) error, perPE func(p, lo, hi int) error) error {
 	if err := c.collective(name); err != nil {
+		return err
+	}
+	if err := c.enter(name, call, waits); err != nil {
 		return err
 	}
 	var err error
 	switch {
 	case c.npes == 1:
+	case n == 0:
+		return c.meetEmpty(name)
 	case c.info.AllReachable:
 		lo, hi, span := c.shard(off, n)
 		err = kernel(lo, hi, span)

@@ -52,4 +52,15 @@
 // become one Reduce, or one Broadcast, per PE of its shard. AllReduceEnqueue,
 // ReduceScatterEnqueue and AllGatherEnqueue only enqueue (no event, no host
 // wait), so that a CUDA graph can capture them.
+//
+// # Desync
+//
+// PEs that call different collectives (comm.ErrDesync) are caught as on
+// shm, unless SYMDDP_DESYNC_CHECK is off (every PE must agree; Open checks):
+// each collective's fingerprint travels in the arguments of its kernels,
+// whose entry barrier compares every peer's with it before any data moves,
+// so a training step replayed from a CUDA graph is checked too, at no extra
+// round trip. With a peer out of pointer reach the calls that wait on the
+// host are compared with one allgather first. See desync.go and
+// docs/FAULTS.md.
 package nvshmem

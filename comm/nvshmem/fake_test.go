@@ -184,25 +184,32 @@ func TestOpenBadOneShotMax(t *testing.T) {
 
 // TestEnqueueAllocatesNothing: the enqueue-only collectives, which a
 // training step calls (and a CUDA graph captures) every step, allocate
-// nothing on the Go heap.
+// nothing on the Go heap, with the desync check off and on (their
+// fingerprints handed to the library).
 func TestEnqueueAllocatesNothing(t *testing.T) {
 	c, _ := openFake(t)
 	b, err := c.Alloc(comm.Float32, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(20, func() {
-		if err := c.AllReduceEnqueue(b, 3, 30, comm.Mean); err != nil {
-			t.Fatal(err)
+	for _, check := range []bool{false, true} {
+		c.check = check
+		if n := testing.AllocsPerRun(20, func() {
+			if err := c.AllReduceEnqueue(b, 3, 30, comm.Mean); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.ReduceScatterEnqueue(b, 3, 30, comm.Mean); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.AllGatherEnqueue(b, 3, 30); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Fatalf("desync check %v: %v allocations per enqueued collective, want 0", check, n)
 		}
-		if err := c.ReduceScatterEnqueue(b, 3, 30, comm.Mean); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.AllGatherEnqueue(b, 3, 30); err != nil {
-			t.Fatal(err)
-		}
-	}); n != 0 {
-		t.Fatalf("%v allocations per enqueued collective, want 0", n)
+	}
+	if c.calls != 60+3 { // AllocsPerRun runs its function once more to warm up
+		t.Fatalf("%d calls numbered with the check on, want 63", c.calls)
 	}
 }
 

@@ -20,9 +20,10 @@ import (
 //	SYMDDP_GPU_PES    PE counts of the multi-PE tests, e.g. "1,2,4,8" (default)
 //	SYMDDP_TEST_MPS   set to 1 when an MPS daemon serves the PEs: enables the
 //	                  NVSHMEM-collective fallback test, disables the SIGKILL test
+//	SYMDDP_DESYNC_CHECK  passed on to the PEs (off: the desync tests skip)
 
 // gpuLib returns the real library, or skips the test with one line.
-func gpuLib(t *testing.T) *cudalib.Lib {
+func gpuLib(t testing.TB) *cudalib.Lib {
 	t.Helper()
 	lib, err := cudalib.Load("")
 	if err != nil {
@@ -38,7 +39,7 @@ func gpuLib(t *testing.T) *cudalib.Lib {
 // process's (the launcher drops SYMDDP_* variables, so they are passed here).
 func gpuEnv(lib *cudalib.Lib) []string {
 	env := []string{cudalib.EnvLib + "=" + lib.Path(), "NVSHMEM_DISABLE_NVLS=1"}
-	for _, name := range []string{"SYMDDP_ONE_SHOT_MAX", "SYMDDP_MAX_BLOCKS", "SYMDDP_TEST_MPS"} {
+	for _, name := range []string{"SYMDDP_ONE_SHOT_MAX", "SYMDDP_MAX_BLOCKS", "SYMDDP_TEST_MPS", "SYMDDP_DESYNC_CHECK"} {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
@@ -47,7 +48,7 @@ func gpuEnv(lib *cudalib.Lib) []string {
 }
 
 // gpuPEs are the PE counts of the multi-PE tests.
-func gpuPEs(t *testing.T) []int {
+func gpuPEs(t testing.TB) []int {
 	v := os.Getenv("SYMDDP_GPU_PES")
 	if v == "" {
 		return []int{1, 2, 4, 8}
@@ -66,7 +67,7 @@ func gpuPEs(t *testing.T) []int {
 func underMPS() bool { return os.Getenv("SYMDDP_TEST_MPS") == "1" }
 
 // asComm is c as this package's Comm.
-func asComm(t *testing.T, c comm.Comm) *Comm {
+func asComm(t testing.TB, c comm.Comm) *Comm {
 	t.Helper()
 	nc, ok := c.(*Comm)
 	if !ok {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/backend"
+	"github.com/symddp/symddp/comm/internal/desync"
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
@@ -38,6 +39,9 @@ type Comm struct {
 	heapUsed int64
 	reqSeq   uint64 // collective requests (Alloc, Free) made
 	bufSeq   uint64 // buffers allocated: a buffer's id, the same on every PE
+	check    bool   // compare the PEs' collective calls (comm.DesyncChecking; desync.go)
+	calls    uint64 // collectives entered with the check on: the number in desync.Call
+	callBuf  []uint64
 
 	closed  bool
 	broken  error // the failure that made collectives unusable
@@ -70,6 +74,10 @@ func open(cfg comm.Config, boot bootstrap) (*Comm, error) {
 	cfg, err := defaults(cfg)
 	if err != nil {
 		return nil, err
+	}
+	check, err := comm.DesyncChecking()
+	if err != nil {
+		return nil, fmt.Errorf("nvshmem: PE %d: %w", boot.pe, err)
 	}
 	lib, err := cudalib.Load(cfg.Options["lib"])
 	if err != nil {
@@ -125,6 +133,12 @@ func open(cfg comm.Config, boot bootstrap) (*Comm, error) {
 		if err := lib.SetOneShotMax(oneShotMax); err != nil {
 			return nil, c.abandonOpen(fmt.Errorf("nvshmem: PE %d: %w", c.me, err))
 		}
+	}
+	if c.npes > 1 {
+		if err := c.agreeCheck(check); err != nil {
+			return nil, c.abandonOpen(err)
+		}
+		c.check = check
 	}
 	return c, nil
 }
@@ -182,7 +196,11 @@ func (c *Comm) Close() error {
 	}
 	collective := c.broken == nil
 	if collective {
-		if berr := c.barrier("close"); berr != nil {
+		berr := c.enter("close", desync.Call{Op: desync.Close}, true)
+		if berr == nil {
+			berr = c.barrier("close")
+		}
+		if berr != nil {
 			err, collective = berr, false
 		}
 	}

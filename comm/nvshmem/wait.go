@@ -88,8 +88,9 @@ func (c *Comm) poll(op string, ready func() (bool, error), device bool) error {
 }
 
 // libErr turns a library error into the comm package's terms: a
-// *comm.TimeoutError naming the PEs that did not arrive (and the runtime
-// unusable), comm.ErrUnavailable for a missing GPU, context otherwise.
+// *comm.TimeoutError naming the PEs that did not arrive, or comm.ErrDesync
+// naming the PEs' calls (and the runtime unusable after either),
+// comm.ErrUnavailable for a missing GPU, context otherwise.
 func (c *Comm) libErr(op string, err error) error {
 	switch {
 	case err == nil:
@@ -97,6 +98,15 @@ func (c *Comm) libErr(op string, err error) error {
 	case errors.Is(err, cudalib.ErrTimeout):
 		missing, _, _ := c.lib.TimeoutInfo(c.npes)
 		return c.fail(&comm.TimeoutError{PE: c.me, Op: op, Missing: missing, Deadline: c.timeout})
+	case errors.Is(err, cudalib.ErrDesync):
+		return c.fail(c.desyncError(op, err))
+	case errors.Is(err, cudalib.ErrState):
+		// The library refuses collectives after a failure; when a wait of
+		// another caller (the compute engine's, for a training step replayed
+		// from a CUDA graph) saw a desync, say that.
+		if d := c.pastDesync(op); d != nil {
+			return c.fail(d)
+		}
 	case errors.Is(err, cudalib.ErrNoDevice):
 		return fmt.Errorf("nvshmem: PE %d: %s: %w: %w", c.me, op, comm.ErrUnavailable, err)
 	}

@@ -24,8 +24,9 @@ for f in "$src"/*.cu; do
         status=1
     fi
 done
-# The C ABI headers must also be plain C (cgo includes them).
-for h in symddp_cuda.h symddp_compute.h; do
+# The C ABI headers must also be plain C (cgo includes them), and so must
+# sd_desync.h (the Go tests' fake library includes it).
+for h in symddp_cuda.h symddp_compute.h sd_desync.h; do
     if gcc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c "$src/$h"; then
         echo "ok   $h (C11)"
     else

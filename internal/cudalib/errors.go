@@ -16,6 +16,7 @@ var (
 	ErrNoMemory    = errors.New("cudalib: out of memory")
 	ErrArgument    = errors.New("cudalib: bad argument")
 	ErrState       = errors.New("cudalib: runtime in the wrong state")
+	ErrDesync      = errors.New("cudalib: PEs met in different collectives")
 )
 
 // Status codes of the C ABI (SD_OK, SD_ERR_*).
@@ -27,6 +28,7 @@ const (
 	statusNoMemory = 4
 	statusArg      = 5
 	statusState    = 6
+	statusDesync   = 7
 )
 
 // Error is a failed library call: the entry point, its status code and the
@@ -57,6 +59,8 @@ func (e *Error) Unwrap() error {
 		return ErrArgument
 	case statusState:
 		return ErrState
+	case statusDesync:
+		return ErrDesync
 	}
 	return nil
 }

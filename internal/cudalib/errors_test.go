@@ -15,6 +15,7 @@ func TestErrorWrapsStatusSentinel(t *testing.T) {
 		{statusNoMemory, ErrNoMemory},
 		{statusArg, ErrArgument},
 		{statusState, ErrState},
+		{statusDesync, ErrDesync},
 	} {
 		err := callError("sd_x", c.status, "sd_x.cu:1: boom")
 		if !errors.Is(err, c.want) {

@@ -437,6 +437,37 @@ func (l *Lib) AllGatherU64Result(all []uint64, count int) error {
 	})
 }
 
+// SetCall makes w the fingerprint of the collective that the flag kernels
+// enqueued from now on belong to (sd_set_call): each compares it with every
+// peer's at its entry barrier, and a wait fails with ErrDesync when they
+// differ. w[0] is the call's number; 0 turns the check off.
+func (l *Lib) SetCall(w [CallWords]uint64) error {
+	return l.call("sd_set_call", func(e *C.char, c C.size_t) C.int {
+		return C.w_set_call(l.t, e, c, C.uint64_t(w[0]), C.uint64_t(w[1]), C.uint64_t(w[2]), C.uint64_t(w[3]), C.uint64_t(w[4]))
+	})
+}
+
+// DesyncInfo gives, after a wait failed with ErrDesync, every PE's
+// fingerprint of the collective where the PEs differed (PE by PE, at most
+// maxPEs) and the operation whose kernel found it; no calls when none was
+// found.
+func (l *Lib) DesyncInfo(maxPEs int) (calls [][CallWords]uint64, op string, err error) {
+	words := make([]C.uint64_t, max(maxPEs, 1)*CallWords)
+	var n C.int32_t
+	var opBuf [32]byte
+	err = l.call("sd_desync_info", func(e *C.char, c C.size_t) C.int {
+		return C.w_desync_info(l.t, e, c, &words[0], C.int32_t(len(words)), &n, (*C.char)(unsafe.Pointer(&opBuf[0])), C.size_t(len(opBuf)))
+	})
+	for p := 0; p < int(n) && (p+1)*CallWords <= len(words); p++ {
+		var w [CallWords]uint64
+		for i := range w {
+			w[i] = uint64(words[p*CallWords+i])
+		}
+		calls = append(calls, w)
+	}
+	return calls, cstr(opBuf[:]), err
+}
+
 // StreamWait waits for the stream's work with a deadline.
 func (l *Lib) StreamWait(timeout time.Duration) error {
 	return l.call("sd_stream_wait", func(e *C.char, c C.size_t) C.int {

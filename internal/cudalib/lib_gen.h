@@ -39,6 +39,8 @@ enum {
 	SDI_sd_allgather_u64,
 	SDI_sd_allgather_u64_enqueue,
 	SDI_sd_allgather_u64_result,
+	SDI_sd_set_call,
+	SDI_sd_desync_info,
 	SDI_sd_stream_wait,
 	SDI_sd_stream_query,
 	SDI_sd_event_record,
@@ -88,6 +90,8 @@ static const char *const sdw_names[SDI_count] = {
 	"sd_allgather_u64",
 	"sd_allgather_u64_enqueue",
 	"sd_allgather_u64_result",
+	"sd_set_call",
+	"sd_desync_info",
 	"sd_stream_wait",
 	"sd_stream_query",
 	"sd_event_record",
@@ -155,6 +159,8 @@ static inline int w_allgather_enqueue(SDW, sd_buf *b, size_t lo, size_t hi, size
 static inline int w_allgather_u64(SDW, const uint64_t *mine, int32_t count, uint64_t *all) { SDR(SDF(sd_allgather_u64, t)(mine, count, all)); }
 static inline int w_allgather_u64_enqueue(SDW, const uint64_t *mine, int32_t count) { SDR(SDF(sd_allgather_u64_enqueue, t)(mine, count)); }
 static inline int w_allgather_u64_result(SDW, uint64_t *all, int32_t count) { SDR(SDF(sd_allgather_u64_result, t)(all, count)); }
+static inline int w_set_call(SDW, uint64_t seq, uint64_t what, uint64_t buf, uint64_t off, uint64_t n) { SDR(SDF(sd_set_call, t)(seq, what, buf, off, n)); }
+static inline int w_desync_info(SDW, uint64_t *calls, int32_t cap_, int32_t *npes, char *op, size_t op_cap) { SDR(SDF(sd_desync_info, t)(calls, cap_, npes, op, op_cap)); }
 static inline int w_stream_wait(SDW, int64_t timeout_ns) { SDR(SDF(sd_stream_wait, t)(timeout_ns)); }
 static inline int w_stream_query(SDW, int32_t *done) { SDR(SDF(sd_stream_query, t)(done)); }
 static inline int w_event_record(SDW, uint64_t *event) { SDR(SDF(sd_event_record, t)(event)); }

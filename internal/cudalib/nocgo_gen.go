@@ -173,6 +173,18 @@ func (l *Lib) AllGatherU64Result(all []uint64, count int) (err error) {
 	return
 }
 
+// SetCall fails: the library needs cgo.
+func (l *Lib) SetCall(w [CallWords]uint64) (err error) {
+	err = errNoCgo
+	return
+}
+
+// DesyncInfo fails: the library needs cgo.
+func (l *Lib) DesyncInfo(maxPEs int) (r0 [][CallWords]uint64, r1 string, err error) {
+	err = errNoCgo
+	return
+}
+
 // StreamWait fails: the library needs cgo.
 func (l *Lib) StreamWait(timeout time.Duration) (err error) {
 	err = errNoCgo

@@ -12,6 +12,10 @@ const LibName = "libsymddp_cuda.so"
 // EnvLib names the environment variable that holds the library's path.
 const EnvLib = settings.CUDALib
 
+// CallWords is the number of words of a collective's fingerprint
+// (SD_CALL_WORDS; Lib.SetCall).
+const CallWords = 5
+
 // DType is the element type of a reduction (SD_F32, SD_BF16).
 type DType int32
 

@@ -10,19 +10,57 @@
  *   FAKE_SD_ABI=n          sd_abi_version returns n
  *   FAKE_SD_TIMEOUT=1      queries of the stream and events fail with
  *                          SD_ERR_TIMEOUT and sd_timeout_info names PE 1
+ *   FAKE_SD_DESYNC=CALLS   as if peers 1, 2, ... had made the calls CALLS
+ *                          (SD_CALL_WORDS numbers each, comma-separated; PEs
+ *                          separated by ';'): with the desync check on
+ *                          (sd_set_call), queries of the stream and events
+ *                          fail with SD_ERR_DESYNC and sd_desync_info gives
+ *                          the calls after this PE's own; an allgather of
+ *                          SD_CALL_WORDS words gives them after this PE's
+ *   FAKE_SD_CALL_LOG=FILE  every sd_set_call appends "call" and its words to
+ *                          FILE, and every collective enqueued "op" and its
+ *                          name, one line each
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sd_desync.h"
 #include "symddp_cuda.h"
 
-static __thread char fake_err[512];
+static __thread char fake_err[1024];
 static int fake_up, fake_done, fake_failed, fake_pending;
 static uint64_t fake_gather[8];
 static int fake_gather_count;
 static uint64_t fake_next_event = 1;
+static uint64_t fake_call[SD_CALL_WORDS]; /* sd_set_call's words */
+static int fake_check;
+static const char *fake_op = "collective"; /* the last collective enqueued */
+/* The desync reported (FAKE_SD_DESYNC): every PE's call, this PE's first. */
+#define FAKE_MAX_PES 16
+static uint64_t fake_calls[FAKE_MAX_PES * SD_CALL_WORDS];
+static int fake_desync_pes;
+
+static int desync_calls(void);
+
+/* Appends a line to FAKE_SD_CALL_LOG, if set. */
+static void log_line(const char *line) {
+    const char *log = getenv("FAKE_SD_CALL_LOG");
+    if (!log || !*log) return;
+    FILE *f = fopen(log, "a");
+    if (!f) return;
+    fprintf(f, "%s\n", line);
+    fclose(f);
+}
+
+/* Notes the collective enqueued (sd_desync_info's operation, the log). */
+static void enqueued(const char *op) {
+    char line[64];
+    fake_op = op;
+    snprintf(line, sizeof line, "op %s", op);
+    log_line(line);
+}
 
 struct sd_buf {
     unsigned char *base;
@@ -190,7 +228,10 @@ int sd_read_u64(const sd_buf *b, size_t off, uint64_t *value) {
 
 int sd_quiet(void) { return need_up(); }
 
-int sd_barrier_enqueue(void) { return need_up(); }
+int sd_barrier_enqueue(void) {
+    enqueued("barrier");
+    return need_up();
+}
 
 static int elems(const sd_buf *b, size_t off, size_t n, int32_t dtype) {
     size_t es = dtype == SD_F32 ? 4 : dtype == SD_BF16 ? 2 : 0;
@@ -199,6 +240,7 @@ static int elems(const sd_buf *b, size_t off, size_t n, int32_t dtype) {
 }
 
 int sd_allreduce_enqueue(sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t op, int32_t algo) {
+    enqueued("allreduce");
     int rc = need_up();
     if (!rc) rc = elems(b, off, n, dtype);
     if (rc) return rc;
@@ -208,6 +250,7 @@ int sd_allreduce_enqueue(sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t
 }
 
 int sd_reduce_enqueue(sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t op, int32_t root) {
+    enqueued("reduce");
     int rc = need_up();
     if (!rc) rc = elems(b, off, n, dtype);
     if (rc) return rc;
@@ -216,6 +259,7 @@ int sd_reduce_enqueue(sd_buf *b, size_t off, size_t n, int32_t dtype, int32_t op
 }
 
 int sd_broadcast_enqueue(sd_buf *b, size_t off, size_t bytes, int32_t root) {
+    enqueued("broadcast");
     int rc = need_up();
     if (!rc) rc = span(b, off, bytes);
     if (rc) return rc;
@@ -231,6 +275,7 @@ static int shard(const sd_buf *b, size_t lo, size_t hi, size_t largest, size_t e
 }
 
 int sd_reduce_scatter_enqueue(sd_buf *b, size_t lo, size_t hi, size_t largest, int32_t dtype, int32_t op) {
+    enqueued("reducescatter");
     int rc = need_up();
     if (!rc) rc = shard(b, lo, hi, largest, dtype == SD_F32 ? 4 : dtype == SD_BF16 ? 2 : 0);
     if (rc) return rc;
@@ -239,12 +284,14 @@ int sd_reduce_scatter_enqueue(sd_buf *b, size_t lo, size_t hi, size_t largest, i
 }
 
 int sd_allgather_enqueue(sd_buf *b, size_t lo, size_t hi, size_t largest) {
+    enqueued("allgather");
     int rc = need_up();
     if (!rc) rc = shard(b, lo, hi, largest, 1);
     return rc; /* one PE: no peer to copy to */
 }
 
 int sd_allgather_u64_enqueue(const uint64_t *mine, int32_t count) {
+    enqueued("allgather_u64");
     int rc = need_up();
     if (rc) return rc;
     if (count < 1 || count > 8) return fail(SD_ERR_ARG, "count");
@@ -259,6 +306,12 @@ int sd_allgather_u64_result(uint64_t *all, int32_t count) {
     if (!fake_pending || count != fake_gather_count) return fail(SD_ERR_STATE, "no allgather");
     memcpy(all, fake_gather, (size_t)count * 8);
     fake_pending = 0;
+    if (count == SD_CALL_WORDS) { /* the peers' calls of FAKE_SD_DESYNC */
+        const int pes = desync_calls();
+        for (int p = 1; p < pes; p++)
+            memcpy(all + (size_t)p * SD_CALL_WORDS, fake_calls + (size_t)p * SD_CALL_WORDS,
+                   SD_CALL_WORDS * sizeof(uint64_t));
+    }
     return SD_OK;
 }
 
@@ -267,10 +320,44 @@ int sd_allgather_u64(const uint64_t *mine, int32_t count, uint64_t *all) {
     return rc ? rc : sd_allgather_u64_result(all, count);
 }
 
+/* Reads FAKE_SD_DESYNC's calls of PEs 1, 2, ... after this PE's own into
+ * fake_calls; the number of PEs, or 0 when the variable is unset or bad. */
+static int desync_calls(void) {
+    const char *v = getenv("FAKE_SD_DESYNC");
+    if (!v || !*v) return 0;
+    memcpy(fake_calls, fake_call, sizeof fake_call);
+    int pes = 1, w = 0;
+    while (*v && pes < FAKE_MAX_PES) {
+        char *end = NULL;
+        fake_calls[pes * SD_CALL_WORDS + w] = strtoull(v, &end, 0);
+        if (end == v) return 0;
+        v = end;
+        if (++w == SD_CALL_WORDS) {
+            w = 0;
+            pes++;
+            if (*v == ';') v++;
+        } else if (*v == ',') {
+            v++;
+        } else {
+            return 0;
+        }
+    }
+    return w == 0 ? pes : 0;
+}
+
 static int query(int32_t *done) {
     if (env_on("FAKE_SD_TIMEOUT")) {
         fake_failed = 1;
         return fail(SD_ERR_TIMEOUT, "an in-kernel wait of barrier gave up without PE 1");
+    }
+    if (fake_check && (fake_desync_pes = desync_calls()) > 0) {
+        fake_failed = 1;
+        char text[768], msg[1024];
+        if (!sd_desync_describe(text, sizeof text, fake_calls, fake_desync_pes))
+            snprintf(text, sizeof text, "the calls read back alike");
+        snprintf(msg, sizeof msg, "stream: PE 0: %s: %s: PEs called different collectives (desync)", fake_op,
+                 text);
+        return fail(SD_ERR_DESYNC, msg);
     }
     *done = 1;
     return SD_OK;
@@ -314,6 +401,29 @@ int sd_timeout_info(int32_t *missing, int32_t cap, int32_t *count, char *op, siz
         *count = 1;
         if (op && op_cap) snprintf(op, op_cap, "barrier");
     }
+    return SD_OK;
+}
+
+int sd_set_call(uint64_t seq, uint64_t what, uint64_t buf, uint64_t off, uint64_t n) {
+    const uint64_t w[SD_CALL_WORDS] = {seq, what, buf, off, n};
+    fake_check = seq != 0;
+    memcpy(fake_call, w, sizeof w);
+    char line[160];
+    snprintf(line, sizeof line, "call %llu %llu %llu %llu %llu", (unsigned long long)seq,
+             (unsigned long long)what, (unsigned long long)buf, (unsigned long long)off,
+             (unsigned long long)n);
+    log_line(line);
+    return SD_OK;
+}
+
+int sd_desync_info(uint64_t *calls, int32_t cap, int32_t *npes, char *op, size_t op_cap) {
+    *npes = 0;
+    if (op && op_cap) op[0] = 0;
+    if (!fake_desync_pes) return SD_OK;
+    if (cap < fake_desync_pes * SD_CALL_WORDS) return fail(SD_ERR_ARG, "sd_desync_info: no room");
+    memcpy(calls, fake_calls, (size_t)fake_desync_pes * SD_CALL_WORDS * sizeof(uint64_t));
+    *npes = fake_desync_pes;
+    if (op && op_cap) snprintf(op, op_cap, "%s", fake_op);
     return SD_OK;
 }
 
