@@ -70,9 +70,26 @@ func BuildCorpus(dst, src string, opts TextOptions) (CorpusInfo, error) {
 	return info, nil
 }
 
-// writeCorpus writes the corpus to a temporary file beside dst and renames
-// it to dst.
-func writeCorpus(dst, root string, files []textFile, opts TextOptions) (info CorpusInfo, err error) {
+// writeCorpus writes the byte corpus to a temporary file beside dst and
+// renames it to dst.
+func writeCorpus(dst, root string, files []textFile, opts TextOptions) (CorpusInfo, error) {
+	return writeCorpusFile(dst, func(w io.Writer) (CorpusInfo, error) {
+		var val bytes.Buffer
+		info, err := collectText(root, files, opts, w, &val)
+		if err != nil {
+			return info, err
+		}
+		_, err = val.WriteTo(w)
+		return info, err
+	})
+}
+
+// writeCorpusFile makes a corpus file: a temporary file beside dst, room
+// for the header, what body writes after it (the training part, then the
+// validation part), the header of the info body returns, and a rename to
+// dst, so that a reader never sees a partial file. On an error the
+// temporary file is removed.
+func writeCorpusFile(dst string, body func(w io.Writer) (CorpusInfo, error)) (info CorpusInfo, err error) {
 	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
 	if err != nil {
 		return info, err
@@ -87,12 +104,8 @@ func writeCorpus(dst, root string, files []textFile, opts TextOptions) (info Cor
 	if _, err := w.Write(make([]byte, corpusHeaderBytes)); err != nil {
 		return info, fmt.Errorf("write %s: %w", out.Name(), err)
 	}
-	var val bytes.Buffer
-	if info, err = collectText(root, files, opts, w, &val); err != nil {
+	if info, err = body(w); err != nil {
 		return info, err
-	}
-	if _, err := val.WriteTo(w); err != nil {
-		return info, fmt.Errorf("write %s: %w", out.Name(), err)
 	}
 	if err := w.Flush(); err != nil {
 		return info, fmt.Errorf("write %s: %w", out.Name(), err)

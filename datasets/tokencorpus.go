@@ -1,11 +1,9 @@
 package datasets
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 )
 
 // tokenCorpusVersion goes into the fingerprint of a corpus of tokens: a new
@@ -38,7 +36,7 @@ func appendTokensLE(b []byte, tokens []int32, width int) []byte {
 // temporary file beside dst and renames it to dst: the training tokens are
 // written as they come, the validation tokens (a twentieth by default) are
 // held until the end.
-func writeTokenCorpus(dst, root string, files []textFile, opts TextOptions) (info CorpusInfo, err error) {
+func writeTokenCorpus(dst, root string, files []textFile, opts TextOptions) (CorpusInfo, error) {
 	parts, info, err := planText(root, files, opts)
 	if err != nil {
 		return info, err
@@ -46,54 +44,29 @@ func writeTokenCorpus(dst, root string, files []textFile, opts TextOptions) (inf
 	tok := opts.Tokenizer
 	info.Tokenizer, info.Vocab = tok.Name(), tok.Vocab()
 	width := tokenWidth(info.Vocab)
-	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
-	if err != nil {
-		return info, err
-	}
-	defer func() {
-		if err != nil {
-			out.Close()
-			os.Remove(out.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(out, 1<<20)
-	if _, err := w.Write(make([]byte, corpusHeaderBytes)); err != nil {
-		return info, fmt.Errorf("write %s: %w", out.Name(), err)
-	}
-	var val, buf []byte
-	err = encodeParts(parts, tok, 0, false, func(p textPart, tokens []int32) error {
-		if p.val {
-			info.ValTokens += int64(len(tokens))
-			val = appendTokensLE(val, tokens, width)
+	return writeCorpusFile(dst, func(w io.Writer) (CorpusInfo, error) {
+		var val, buf []byte
+		err := encodeParts(parts, tok, 0, false, func(p textPart, tokens []int32) error {
+			if p.val {
+				info.ValTokens += int64(len(tokens))
+				val = appendTokensLE(val, tokens, width)
+				return nil
+			}
+			info.TrainTokens += int64(len(tokens))
+			buf = appendTokensLE(buf[:0], tokens, width)
+			if _, err := w.Write(buf); err != nil {
+				return fmt.Errorf("write %s: %w", dst, err)
+			}
 			return nil
+		})
+		if err != nil {
+			return info, err
 		}
-		info.TrainTokens += int64(len(tokens))
-		buf = appendTokensLE(buf[:0], tokens, width)
-		if _, err := w.Write(buf); err != nil {
-			return fmt.Errorf("write %s: %w", out.Name(), err)
+		if _, err := w.Write(val); err != nil {
+			return info, fmt.Errorf("write %s: %w", dst, err)
 		}
-		return nil
+		return info, nil
 	})
-	if err != nil {
-		return info, err
-	}
-	if _, err := w.Write(val); err != nil {
-		return info, fmt.Errorf("write %s: %w", out.Name(), err)
-	}
-	if err := w.Flush(); err != nil {
-		return info, fmt.Errorf("write %s: %w", out.Name(), err)
-	}
-	head, err := encodeCorpusHeader(info)
-	if err != nil {
-		return info, err
-	}
-	if _, err := out.WriteAt(head, 0); err != nil {
-		return info, fmt.Errorf("write %s: %w", out.Name(), err)
-	}
-	if err := out.Close(); err != nil {
-		return info, fmt.Errorf("write %s: %w", out.Name(), err)
-	}
-	return info, os.Rename(out.Name(), dst)
 }
 
 // checkTokenCorpusSize checks the header of a corpus of tokens against the
