@@ -16,7 +16,6 @@ import (
 type dataChoice struct {
 	name   string            // fashion-mnist, mnist, synthetic, text, llmc or a registered dataset
 	opts   map[string]string // a registered dataset's --data-opt
-	seed   uint64            // a registered dataset's seed (--seed)
 	loader datasets.Loader   // a registered dataset's (nil: a built-in one)
 	dir    string            // IDX directory; text file or directory
 	notice string            // a warning to print once (fallback to synthetic)
@@ -76,7 +75,7 @@ func chooseData(o *options) (dataChoice, error) {
 // loads it once, so that a bad --data-dir or --data-opt is one line before
 // any PE starts, and the model is sized from its samples (o.dataSpec).
 func chooseRegistered(o *options, l datasets.Loader) (dataChoice, error) {
-	dc := dataChoice{name: o.dataset, dir: o.dataDir, opts: o.dataOpts, seed: o.seed, loader: l}
+	dc := dataChoice{name: o.dataset, dir: o.dataDir, opts: o.dataOpts, loader: l}
 	if proc.Role == launch.LocalPE {
 		return dc, nil // the launcher loaded it
 	}
@@ -121,7 +120,7 @@ type dataShare struct {
 func loadData(dc dataChoice, seed uint64, limit int, sh dataShare) (train, test datasets.Source, err error) {
 	defer debug.FreeOSMemory()
 	if dc.loader != nil {
-		tr, te, err := dc.loader(datasets.LoadConfig{Dir: dc.dir, Seed: dc.seed, Options: dc.opts})
+		tr, te, err := dc.loader(datasets.LoadConfig{Dir: dc.dir, Seed: seed, Options: dc.opts})
 		if err != nil {
 			return nil, nil, fmt.Errorf("dataset %s: %w", dc.name, err)
 		}

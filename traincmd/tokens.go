@@ -167,16 +167,18 @@ func buildCorpus(dc *dataChoice) error {
 	}
 	key := fmt.Sprintf("%s\x00%d", abs, dc.maxBytes)
 	opts := datasets.TextOptions{MaxBytes: dc.maxBytes}
-	if dc.tokenizer != "" && dc.tokenizer != datasets.ByteTokenizer {
+	byteLevel := dc.tokenizer == "" || dc.tokenizer == datasets.ByteTokenizer
+	if !byteLevel {
 		key += "\x00" + dc.tokenizer // byte corpora keep their names of before
 		if opts.Tokenizer, err = datasets.NewTokenizer(dc.tokenizer); err != nil {
 			return err
 		}
-		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("text-%x.bin", sha256Prefix(key)))); err != nil {
-			fmt.Fprintf(os.Stderr, "tokenizing %s with %s's BPE once (cached in %s; Go's source tree takes a minute or two on 2 cores)\n", dc.dir, dc.tokenizer, dir)
-		}
 	}
-	dc.corpus = filepath.Join(dir, fmt.Sprintf("text-%x.bin", sha256Prefix(key)))
+	h := sha256.Sum256([]byte(key))
+	dc.corpus = filepath.Join(dir, fmt.Sprintf("text-%x.bin", h[:8]))
+	if _, err := os.Stat(dc.corpus); err != nil && !byteLevel {
+		fmt.Fprintf(os.Stderr, "tokenizing %s with %s's BPE once (cached in %s; Go's source tree takes a minute or two on 2 cores)\n", dc.dir, dc.tokenizer, dir)
+	}
 	info, err := datasets.BuildCorpus(dc.corpus, dc.dir, opts)
 	if err != nil {
 		return fmt.Errorf("--dataset text from %s: %w", dc.dir, err)
@@ -189,12 +191,6 @@ func buildCorpus(dc *dataChoice) error {
 	tr.Close()
 	va.Close()
 	return nil
-}
-
-// sha256Prefix is the first 8 bytes of key's SHA-256.
-func sha256Prefix(key string) []byte {
-	h := sha256.Sum256([]byte(key))
-	return h[:8]
 }
 
 // checkMemory refuses, before any PE starts, a language-model run on the
