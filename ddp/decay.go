@@ -2,8 +2,8 @@ package ddp
 
 import (
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 
-	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -16,8 +16,8 @@ import (
 // arena, as before. The exempt runs' optimizer is the registry's one of the
 // same Hyper().Kind with WeightDecay 0 (optim.New), so an optimizer of
 // one's own should be registered under its Kind to take part. The device
-// update (compute.DeviceSteps) gets the exempt runs as a mask
-// (compute.DecayExempter, deviceExempt); an engine without one refuses a
+// update (devicestep.Engine) gets the exempt runs as a mask
+// (devicestep.DecayExempter, deviceExempt); an engine without one refuses a
 // model with exempt parameters unless the weight decay is 0.
 
 // updateSeg is a run [lo, hi) of the arena whose parameters all decay or
@@ -84,10 +84,10 @@ func (t *Trainer) segments(noDecay optim.Optimizer, lo, hi int, state [][]float3
 }
 
 // deviceExempt hands the exempt runs of t.segs to a device engine's
-// update (compute.DecayExempter), which then runs them without weight
+// update (devicestep.DecayExempter), which then runs them without weight
 // decay as applyUpdate does on the host.
 func (t *Trainer) deviceExempt() error {
-	ex, ok := t.e.(compute.DecayExempter)
+	ex, ok := t.e.(devicestep.DecayExempter)
 	if !ok {
 		return fmt.Errorf("model %s exempts some parameters from weight decay (ParamSpec.NoDecay), which the %s engine's device update does not do: set the weight decay to 0 or train on the CPU",
 			t.m.Name(), t.e.Name())

@@ -2,9 +2,9 @@ package ddp
 
 import (
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 
 	"github.com/symddp/symddp/comm"
-	"github.com/symddp/symddp/compute"
 )
 
 // Gradients reduced in bf16 (Options.GradDType = comm.BFloat16) on the
@@ -21,7 +21,7 @@ import (
 type bf16Grads struct {
 	buf comm.Buffer // symmetric, n bf16 values
 	ptr uintptr     // this PE's copy
-	c   compute.BF16Caster
+	c   devicestep.BF16Caster
 }
 
 // gradDTypeSetup checks Options.GradDType against the strategy chosen and
@@ -41,7 +41,7 @@ func (t *Trainer) gradDTypeSetup(device bool) error {
 	if t.c.NPEs() == 1 {
 		return nil
 	}
-	c, ok := t.e.(compute.BF16Caster)
+	c, ok := t.e.(devicestep.BF16Caster)
 	if !ok {
 		return fmt.Errorf("the %s engine cannot round gradients to bf16", t.e.Name())
 	}

@@ -3,6 +3,7 @@ package ddp
 import (
 	"errors"
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 	"time"
 
 	"github.com/symddp/symddp/comm"
@@ -11,7 +12,7 @@ import (
 	"github.com/symddp/symddp/models"
 )
 
-// The device step path. When the engine offers compute.DeviceSteps (the
+// The device step path. When the engine offers devicestep.Engine (the
 // CUDA engine) and the arenas live in device memory, the trainer's
 // strategy is the device step (gpuSteps) instead of hostStep:
 //
@@ -64,11 +65,11 @@ const repStop = ctrlStop
 
 // gpuSteps is the device step path's state (one per Fit).
 type gpuSteps struct {
-	e      compute.DeviceSteps
-	ar     enqueueAllReducer      // nil with one PE: nothing to reduce
-	pipe   compute.StepPipeline   // micro-batch 0's slots, the control words and the report
-	more   []compute.StepPipeline // micro-batches 1.. of a step (Options.Accumulate > 1)
-	gather *datasets.Gatherer     // batches into the pinned slots, large ones split over goroutines
+	e      devicestep.Engine
+	ar     enqueueAllReducer     // nil with one PE: nothing to reduce
+	pipe   devicestep.Pipeline   // micro-batch 0's slots, the control words and the report
+	more   []devicestep.Pipeline // micro-batches 1.. of a step (Options.Accumulate > 1)
+	gather *datasets.Gatherer    // batches into the pinned slots, large ones split over goroutines
 	// With the training set in device memory (Options.DeviceData): its
 	// rows, the source they belong to, its labels on the host, and the
 	// batch the step gathers from them.
@@ -77,7 +78,7 @@ type gpuSteps struct {
 	labels       []int32
 	x            compute.Tensor
 	residentNote string // what resident said ("" when the rows stay on the host)
-	graphs       [2]compute.StepGraph
+	graphs       [2]devicestep.Graph
 	misses       [2]int // consecutive launches of a slot's graph refused for their loss scale
 	repSkipped   int    // the report's word that says the update was skipped
 	graph        bool   // capture steps (engine's setting, off after a failed capture)
@@ -108,7 +109,7 @@ func (t *Trainer) deviceStepBlocker() string {
 // on train (deviceStepBlocker said yes). It allocates the pipeline's slots
 // and, where Options.DeviceData says so, puts train in device memory.
 func (t *Trainer) newGPUSteps(total int, train datasets.Source) (*gpuSteps, error) {
-	e := t.e.(compute.DeviceSteps)
+	e := t.e.(devicestep.Engine)
 	g := &gpuSteps{e: e, graph: e.StepGraphs(), pending: -1, total: total, repSkipped: ctrlWords + e.StatusSkipped()}
 	extra, report := ctrlWords, []compute.Tensor{t.ctrlView, e.StatusTensor()}
 	if t.c.NPEs() == 1 {
@@ -120,13 +121,13 @@ func (t *Trainer) newGPUSteps(total int, train datasets.Source) (*gpuSteps, erro
 			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
 		}
 	}
-	slots := compute.SlotSpec{Rows: t.micro, Sample: t.spec.Input, Tokens: t.spec.Tokens, Targets: t.spec.Targets, Extra: extra}
+	slots := devicestep.SlotSpec{Rows: t.micro, Sample: t.spec.Input, Tokens: t.spec.Tokens, Targets: t.spec.Targets, Extra: extra}
 	if err := g.resident(t, train); err != nil {
 		return nil, err
 	}
 	if g.rows != nil {
 		// the slots carry a row index per sample (as token ids) and its label
-		slots = compute.SlotSpec{Rows: t.micro, Sample: []int{1}, Tokens: true, Targets: 1, Extra: extra}
+		slots = devicestep.SlotSpec{Rows: t.micro, Sample: []int{1}, Tokens: true, Targets: 1, Extra: extra}
 	}
 	pipe, err := e.NewStepPipeline(slots, report...)
 	if err != nil {
@@ -292,7 +293,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 }
 
 // micro is the pipeline of micro-batch j of a step.
-func (g *gpuSteps) micro(j int) compute.StepPipeline {
+func (g *gpuSteps) micro(j int) devicestep.Pipeline {
 	if j == 0 {
 		return g.pipe
 	}
@@ -332,10 +333,10 @@ func (g *gpuSteps) fill(t *Trainer, j, slot int, ds datasets.Source, rows []int,
 // run enqueues the step's device work on slot: the slot's graph when there
 // is one, else eagerly, capturing the slot's graph first when it is time.
 func (g *gpuSteps) run(t *Trainer, slot int, scale, lr float32) error {
-	v := compute.StepValues{LossScale: scale, Step: t.step, LR: lr}
+	v := devicestep.Values{LossScale: scale, Step: t.step, LR: lr}
 	if gr := g.graphs[slot]; gr != nil {
 		err := gr.Launch(v)
-		if !errors.Is(err, compute.ErrStepScale) {
+		if !errors.Is(err, devicestep.ErrLossScale) {
 			if err == nil {
 				g.misses[slot] = 0
 			}
@@ -372,7 +373,7 @@ func (g *gpuSteps) run(t *Trainer, slot int, scale, lr float32) error {
 }
 
 // capture records the step's work on slot into a graph.
-func (g *gpuSteps) capture(t *Trainer, slot int, scale, lr float32) (compute.StepGraph, error) {
+func (g *gpuSteps) capture(t *Trainer, slot int, scale, lr float32) (devicestep.Graph, error) {
 	if err := g.e.BeginCapture(); err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ type Options struct {
 	// own order either way. On the device step path the update is sharded
 	// likewise where the backend reduce-scatters and all-gathers on the
 	// engine's stream (nvshmem) and the engine updates a shard
-	// (compute.ShardedUpdater); see zero.go. Each PE's engine then keeps
+	// (devicestep.ShardedUpdater); see zero.go. Each PE's engine then keeps
 	// the optimizer state of its shard only.
 	ReplicatedUpdate bool
 

@@ -3,12 +3,12 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
@@ -139,8 +139,8 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 		sl := g.pipe.Slot(0)
 		ctrlSrc := e.Alloc(ctrlWords) // stands for a slot's control words (several PEs)
 		scale := float32(1) / float32(tr.micro)
-		v := compute.StepValues{LossScale: scale, Step: tr.step, LR: 0.01}
-		replay := func(name string, gr compute.StepGraph) {
+		v := devicestep.Values{LossScale: scale, Step: tr.step, LR: 0.01}
+		replay := func(name string, gr devicestep.Graph) {
 			b.Run(name, func(b *testing.B) {
 				if err := e.Sync(); err != nil {
 					b.Fatal(err)
@@ -197,7 +197,7 @@ func BenchmarkMLPStepGPU(b *testing.B) {
 		piped("pipeline/graphs", false, false)
 		piped("pipeline/graphs+reports", true, false)
 		piped("pipeline/graphs+reports+values", true, true)
-		record := func(gather, ctrl, report bool) compute.StepGraph {
+		record := func(gather, ctrl, report bool) devicestep.Graph {
 			if err := g.e.BeginCapture(); err != nil {
 				b.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package ddp
 import (
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/ddp/devicestep"
 )
 
 // strategy is how a step's gradients are summed across PEs and applied,
@@ -17,7 +18,7 @@ import (
 //     an all-gather spreads the parameters (a comm.Sharder backend with the
 //     arenas in host memory, the default on shm and mpi);
 //   - device: the engine runs the whole step on its device, recorded into a
-//     graph once and replayed (an engine that offers compute.DeviceSteps,
+//     graph once and replayed (an engine that offers devicestep.Engine,
 //     graph.go), the update sharded (ZeRO-1) where the backend and the
 //     engine can and the options do not say otherwise (zero.go, named
 //     "device-sharded"); where the options or the backend do not allow it
@@ -40,7 +41,7 @@ func (t *Trainer) chooseStrategy() (strategy, error) {
 	if t.sharder != nil {
 		return shardedStrategy{}, nil
 	}
-	if e, ok := t.e.(compute.DeviceSteps); ok && t.pArena.Host == nil {
+	if e, ok := t.e.(devicestep.Engine); ok && t.pArena.Host == nil {
 		why := t.deviceStepBlocker()
 		if why == "" {
 			d, off, err := t.deviceSharding()

@@ -2,6 +2,7 @@ package ddp
 
 import (
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
@@ -10,7 +11,7 @@ import (
 // The sharded update (ZeRO-1) on the device step path. Where the comm
 // backend reduce-scatters and all-gathers on the engine's stream
 // (enqueueSharder: comm/nvshmem) and the engine updates one shard of the
-// arena (compute.ShardedUpdater: compute/cuda), a step's device work after
+// arena (devicestep.ShardedUpdater: compute/cuda), a step's device work after
 // backward is, instead of one allreduce and an update of the whole arena:
 //
 //   - a reduce-scatter of the gradient arena: PE p ends with the reduced
@@ -50,7 +51,7 @@ const partialStride = comm.ShardAlign
 // deviceShard is the state of the sharded device update.
 type deviceShard struct {
 	s      enqueueSharder
-	u      compute.ShardedUpdater
+	u      devicestep.ShardedUpdater
 	lo, hi int            // this PE's shard of the arenas
 	p, g   compute.Tensor // views of the shard in the parameter and gradient arenas (g also stages state shards for checkpoints)
 	xchg   comm.Buffer    // symmetric float32, partialStride words per PE
@@ -76,7 +77,7 @@ func (t *Trainer) deviceSharding() (*deviceShard, string, error) {
 	if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() {
 		return nil, "some PE is not reachable by pointer (the sharded collectives need every peer)", nil
 	}
-	u, ok := t.e.(compute.ShardedUpdater)
+	u, ok := t.e.(devicestep.ShardedUpdater)
 	if !ok {
 		return nil, fmt.Sprintf("the %s engine cannot update a shard of the arena", t.e.Name()), nil
 	}

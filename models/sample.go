@@ -237,13 +237,10 @@ func NewSampler[M LanguageModel](m M, e compute.Engine, params []float32) (_ M, 
 	if len(params) != n {
 		return none, fmt.Errorf("sampler for %s: %d parameter values, want %d", m.Name(), len(params), n)
 	}
-	pa, ga := compute.HostArena(params), compute.HostArena(make([]float32, n))
-	if _, device := e.(compute.DeviceSteps); device {
-		// the values go to arenas of the engine's memory
-		pt, gt := e.Alloc(n), e.Alloc(n)
-		e.SetTensor(pt, params)
-		pa, ga = deviceArena(pt), deviceArena(gt)
-	}
+	// the values go to arenas in the engine's memory (host or device)
+	pt, gt := e.Alloc(n), e.Alloc(n)
+	e.SetTensor(pt, params)
+	pa, ga := arenaOf(pt), arenaOf(gt)
 	pv, gv := make([]compute.Tensor, len(specs)), make([]compute.Tensor, len(specs))
 	for i, sp := range specs {
 		pv[i], gv[i] = e.View(pa, offsets[i], sp.Shape...), e.View(ga, offsets[i], sp.Shape...)
@@ -272,11 +269,14 @@ func LanguageModelOf(name string, config map[string]int) (LanguageModel, error) 
 	return NewGPT(name, g)
 }
 
-// deviceArena is a device engine's tensor as an arena.
-func deviceArena(t compute.Tensor) compute.Arena {
+// arenaOf is an engine tensor (host or device memory) as an arena.
+func arenaOf(t compute.Tensor) compute.Arena {
+	if h := compute.HostData(t); h != nil {
+		return compute.HostArena(h)
+	}
 	d, ok := t.(interface{ DevicePtr() uintptr })
 	if !ok {
-		panic(fmt.Sprintf("models: a device engine's tensor %T has no DevicePtr", t))
+		panic(fmt.Sprintf("models: engine tensor %T is neither host memory nor has a DevicePtr", t))
 	}
 	return compute.Arena{Dev: d.DevicePtr(), N: t.Size()}
 }

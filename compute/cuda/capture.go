@@ -3,10 +3,10 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 	"math"
 	"runtime"
 
-	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/cudalib"
 	"github.com/symddp/symddp/optim"
 )
@@ -56,7 +56,7 @@ func (c *captureState) lossScale(s float32) {
 
 // StepValues are the values one launch of a captured step brings
 // (LossScale is SoftmaxCrossEntropy's scale).
-type StepValues = compute.StepValues
+type StepValues = devicestep.Values
 
 // BeginCapture starts recording the engine's work into a CUDA graph. The
 // calling goroutine stays on its OS thread until EndCapture.
@@ -121,7 +121,7 @@ func (g *Graph) Launch(v StepValues) error {
 		return errors.New("cuda: Launch of a closed graph")
 	}
 	if g.frozen && math.Float32bits(v.LossScale) != math.Float32bits(g.scale) {
-		return fmt.Errorf("cuda: Launch: loss scale %g, recorded with %g (the fused GPT's classifier holds it): %w", v.LossScale, g.scale, compute.ErrStepScale)
+		return fmt.Errorf("cuda: Launch: loss scale %g, recorded with %g (the fused GPT's classifier holds it): %w", v.LossScale, g.scale, devicestep.ErrLossScale)
 	}
 	sv := cudalib.StepValues{LossScale: v.LossScale, Decay: 1}
 	if g.update {

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 	"unsafe"
 
 	"github.com/symddp/symddp/compute"
@@ -74,7 +75,7 @@ type Slot struct {
 // or token ids, s.Targets labels per row, s.Extra float32 words), and a
 // report of the given device tensors (copied out after every step). Call it
 // at build time.
-func (e *Engine) NewPipeline(s compute.SlotSpec, report ...compute.Tensor) (*Pipeline, error) {
+func (e *Engine) NewPipeline(s devicestep.SlotSpec, report ...compute.Tensor) (*Pipeline, error) {
 	rows, targets := s.Rows, max(s.Targets, 1)
 	x := append([]int{rows}, s.Sample...)
 	n := checkShape("NewPipeline", x)

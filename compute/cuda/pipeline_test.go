@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestPipelineTokensEmulated(t *testing.T) {
 
 func testPipelineTokens(t *testing.T, e *cuda.Engine) {
 	const rows, T, C = 2, 3, 8
-	p, err := e.NewStepPipeline(compute.SlotSpec{Rows: rows, Sample: []int{T}, Tokens: true, Targets: T, Extra: 1})
+	p, err := e.NewStepPipeline(devicestep.SlotSpec{Rows: rows, Sample: []int{T}, Tokens: true, Targets: T, Extra: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func testPipelineTokens(t *testing.T, e *cuda.Engine) {
 // no token room.
 func TestPipelineFloatEmulated(t *testing.T) {
 	e := cudatest.NewEmulated(cuda.Options{})
-	p, err := e.NewStepPipeline(compute.SlotSpec{Rows: 3, Sample: []int{2, 2}, Extra: 2})
+	p, err := e.NewStepPipeline(devicestep.SlotSpec{Rows: 3, Sample: []int{2, 2}, Extra: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestPipelineReportEmulated(t *testing.T) {
 
 func testPipelineReport(t *testing.T, e *cuda.Engine) {
 	ctrl, status := e.Alloc(3), e.Alloc(2)
-	p, err := e.NewStepPipeline(compute.SlotSpec{Rows: 1, Sample: []int{1}}, ctrl, status)
+	p, err := e.NewStepPipeline(devicestep.SlotSpec{Rows: 1, Sample: []int{1}}, ctrl, status)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func testPipelineReport(t *testing.T, e *cuda.Engine) {
 	}
 	defer g.Close()
 	set(5) // after the capture: the launch copies what the tensors hold then
-	if err := g.Launch(compute.StepValues{}); err != nil {
+	if err := g.Launch(devicestep.Values{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := report(1), "[5 6 7 -5 -6]"; got != want {
@@ -212,7 +213,7 @@ func testPipelineReport(t *testing.T, e *cuda.Engine) {
 	}
 	// three report tensors: two to a store kernel, then the third alone
 	a, b, c := e.Alloc(1), e.Alloc(2), e.Alloc(1)
-	p3, err := e.NewStepPipeline(compute.SlotSpec{Rows: 1, Sample: []int{1}}, a, b, c)
+	p3, err := e.NewStepPipeline(devicestep.SlotSpec{Rows: 1, Sample: []int{1}}, a, b, c)
 	if err != nil {
 		t.Fatal(err)
 	}

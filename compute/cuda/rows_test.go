@@ -1,10 +1,10 @@
 package cuda_test
 
 import (
+	"github.com/symddp/symddp/ddp/devicestep"
 	"math"
 	"testing"
 
-	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/compute/cuda/cudatest"
 )
@@ -84,7 +84,7 @@ func testGatherRowsOf(t *testing.T, e *cuda.Engine, cols int) {
 	defer g.Close()
 	idx2 := []int32{1, 2, 3, -1, 30}
 	e.SetLabels(il, idx2)
-	if err := g.Launch(compute.StepValues{}); err != nil {
+	if err := g.Launch(devicestep.Values{}); err != nil {
 		t.Fatal(err)
 	}
 	e.ReadTensor(got, dst)

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"github.com/symddp/symddp/ddp/devicestep"
 	"math"
 	"unsafe"
 
@@ -35,7 +36,7 @@ func (e *Engine) Update(o optim.Optimizer, params, grads compute.Tensor, step in
 	return e.update("Update", o, e.tensorOf("Update", params), e.tensorOf("Update", grads), shardCheck{}, step, lr, clipNorm)
 }
 
-var _ compute.ShardedUpdater = (*Engine)(nil)
+var _ devicestep.ShardedUpdater = (*Engine)(nil)
 
 // SumSquaresInto enqueues the float64 sum of the squares of x's elements
 // into dst, two float32 words (8-byte aligned) that then hold the
