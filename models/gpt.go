@@ -214,6 +214,19 @@ func (m *GPT) Fused() compute.FusedGPT { return m.fused }
 // length) falls back to the engine's fp32 operation groups. nil otherwise.
 func (m *GPT) Unfused() error { return m.unfused }
 
+// BuildReport says what runs after Build (BuildReporter): the fused
+// model's description, or a warning when a shape the fused kernels do not
+// take fell back to fp32 on the engine's operation groups.
+func (m *GPT) BuildReport() (string, bool) {
+	switch {
+	case m.fused != nil:
+		return m.fused.Describe(), false
+	case m.unfused != nil:
+		return fmt.Sprintf("runs in fp32 on the engine's per-layer operations, not fused in bf16 (much slower): %v", m.unfused), true
+	}
+	return "", false
+}
+
 // Config is the model's sizes.
 func (m *GPT) Config() GPTConfig { return m.cfg }
 

@@ -86,10 +86,10 @@ type options struct {
 	faultInject string
 	maxRestarts int
 
-	languageModel bool            // --model reads tokens (languageModelDefaults)
-	modelDefault  map[string]bool // flags the model's defaults set (languageModelDefaults)
+	languageModel bool            // --model reads tokens (modelDefaults)
+	modelDefault  map[string]bool // flags the model's defaults set (modelDefaults)
 	recipe        recipe          // the resolved recipe (resolve, in validate)
-	transformer   bool            // --model is a models.GPT (--precision bf16 applies)
+	precisions    bool            // --model chooses its precision (models.PrecisionSetter: --precision bf16 applies)
 
 	set  func(name string) bool // whether a flag was given
 	args []string               // the command line, for the PEs the launcher starts
@@ -256,54 +256,55 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	if o.dataOpts, err = keyValues("--data-opt", *dataOpts); err != nil {
 		return nil, err
 	}
-	if err := o.languageModelDefaults(); err != nil {
+	if err := o.modelDefaults(); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// languageModelDefaults gives a token model (gpt, gpt-tiny, gpt2) the
-// defaults GPT-2 and nanoGPT train with, for each flag the user did not
-// set: text data, 400 steps of 16 sequences, AdamW (lr 1e-3, betas 0.9 and
-// 0.95, weight decay 0.1 on matrices), 20 warm-up steps (a tenth of a
-// shorter run) then cosine,
-// clipping at norm 1, validation every 100 steps on 20 batches.
-func (o *options) languageModelDefaults() error {
+// modelDefaults gives the model's training defaults (models.DefaultsOf:
+// its own, or models.LanguageModelDefaults for a model that reads tokens)
+// to each flag the user did not set, and notes which it set (recipe.go
+// resolves the rest).
+func (o *options) modelDefaults() error {
 	m, err := models.New(o.model, models.Config{Options: o.modelOpts}) // the preset: bad sizes are reported where the model is built
-	if err != nil || !m.Data().Tokens {
+	if err != nil {
 		return nil // an unknown model is reported where the model is built
 	}
-	o.languageModel = true
-	_, o.transformer = m.(*models.GPT)
+	_, o.precisions = m.(models.PrecisionSetter)
+	o.languageModel = m.Data().Tokens
+	d, ok := models.DefaultsOf(m)
+	if !ok {
+		return nil
+	}
 	o.modelDefault = map[string]bool{}
-	def := func(name string, apply func()) {
-		if !o.set(name) {
+	def := func(name string, has bool, apply func()) {
+		if has && !o.set(name) {
 			apply()
 			o.modelDefault[name] = true
 		}
 	}
-	def("dataset", func() { o.dataset = "text" })
-	def("batch-size", func() { o.batch = 16 })
-	def("max-steps", func() {
-		if !o.set("epochs") {
-			o.maxSteps = 400
-		}
-	})
-	def("optimizer", func() { o.optimizer = "adamw" })
-	if o.optimizer == "adamw" { // GPT-2's AdamW; another optimizer keeps its own defaults
-		def("weight-decay", func() { o.weightDecay = 0.1 })
-		def("beta2", func() { o.beta2 = 0.95 })
+	def("dataset", d.Dataset != "", func() { o.dataset = d.Dataset })
+	def("batch-size", d.Batch > 0, func() { o.batch = d.Batch })
+	def("max-steps", d.Steps > 0 && !o.set("epochs"), func() { o.maxSteps = d.Steps })
+	def("optimizer", d.Optimizer != "", func() { o.optimizer = d.Optimizer })
+	if o.optimizer == d.Optimizer { // another optimizer keeps its own defaults
+		def("weight-decay", d.WeightDecay > 0, func() { o.weightDecay = d.WeightDecay })
+		def("beta2", d.Beta2 > 0, func() { o.beta2 = d.Beta2 })
 	}
-	def("warmup-steps", func() {
-		o.warmup = 20
+	def("warmup-steps", d.WarmupSteps > 0, func() {
+		o.warmup = d.WarmupSteps
 		if o.maxSteps > 0 {
-			o.warmup = min(20, o.maxSteps/10) // a short run warms up for a tenth of it
+			o.warmup = min(d.WarmupSteps, o.maxSteps/10) // a short run warms up for a tenth of it
 		}
 	})
-	def("clip-norm", func() { o.clipNorm = 1 })
-	def("eval-every", func() { o.evalEvery = 100 })
-	def("eval-batches", func() { o.evalBatches = 20 })
-	def("log-every", func() { o.logEvery = 20 })
+	def("clip-norm", d.ClipNorm > 0, func() { o.clipNorm = d.ClipNorm })
+	def("eval-every", d.EvalEvery > 0, func() { o.evalEvery = d.EvalEvery })
+	def("eval-batches", d.EvalBatches > 0, func() { o.evalBatches = d.EvalBatches })
+	def("log-every", d.LogEvery > 0, func() { o.logEvery = d.LogEvery })
+	if !o.languageModel {
+		return nil
+	}
 	if _, registered := datasets.Registered(o.dataset); o.dataset != "text" && o.dataset != "llmc" && o.dataset != "synthetic" && !registered {
 		return usagef("--dataset %s: model %s is a language model: use --dataset text (byte-level text), llmc (llm.c token shards) or synthetic (pseudo-random tokens, for speed)", o.dataset, o.model)
 	}
@@ -352,12 +353,12 @@ func (o *options) checkPrecision() error {
 	default:
 		return usagef("--data-on-device %q: want auto, on or off", o.deviceData)
 	}
-	if o.precision == "bf16" && !o.transformer && contains(models.Names(), o.model) { // an unknown model is reported where it is built
+	if o.precision == "bf16" && !o.precisions && contains(models.Names(), o.model) { // an unknown model is reported where it is built
 		who := "model " + o.model
 		if o.model == "mlp" {
 			who = "the MLP"
 		}
-		return usagef("--precision bf16: %s trains in fp32 (bf16 is for the gpt models: gpt-tiny, gpt, gpt2); use --precision auto or fp32", who)
+		return usagef("--precision bf16: %s trains in fp32 (bf16 is for models that choose their precision, models.PrecisionSetter: the gpt models); use --precision auto or fp32", who)
 	}
 	if o.precision == "bf16" && o.backend != "nvshmem" {
 		return usagef("--precision bf16 needs the GPU engine (--backend nvshmem); the CPU engine computes in fp32")

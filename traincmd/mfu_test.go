@@ -207,11 +207,11 @@ func TestMemoryCheckIsTheHostsOnTheCPU(t *testing.T) {
 	}
 	g, err := models.New("gpt2", models.Config{})
 	require.NoError(t, err)
-	huge := int(memAvailable()/g.(*models.GPT).ActivationBytes(1)) + 16 // sequences beyond the host's memory
+	huge := int(memAvailable()/g.(models.ActivationSizer).ActivationBytes(1)) + 16 // sequences beyond the host's memory
 	o := &options{pes: 1, accumulate: 1, batch: huge, model: "gpt2", backend: "auto"}
-	err = checkMemory(o, g.(*models.GPT), 1024)
+	err = checkMemory(o, g.(models.ActivationSizer), 1024)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "GiB of activations per PE")
 	o.backend = "nvshmem"
-	assert.NoError(t, checkMemory(o, g.(*models.GPT), 1024))
+	assert.NoError(t, checkMemory(o, g.(models.ActivationSizer), 1024))
 }

@@ -12,7 +12,7 @@ import (
 // recipe is the run's training recipe: every hyperparameter of the
 // optimizer, the schedule, clipping and the batch, resolved once (resolve)
 // from what the user typed, the model's defaults (a language model's,
-// languageModelDefaults) and the optimizer's own defaults, in that order.
+// modelDefaults) and the optimizer's own defaults, in that order.
 // Everything that builds the run or prints it reads this, never the flag
 // variables, so a default cannot be applied in one place and lost in
 // another.

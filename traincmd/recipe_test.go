@@ -70,6 +70,43 @@ func TestClassifierRecipe(t *testing.T) {
 	}
 }
 
+// ownDefaults is an mlp with training defaults of its own
+// (models.Defaulter), as a library user's model may have.
+type ownDefaults struct{ models.Model }
+
+func (ownDefaults) TrainingDefaults() models.TrainingDefaults {
+	return models.TrainingDefaults{Batch: 64, Optimizer: "adamw", WeightDecay: 0.05, Beta2: 0.98, ClipNorm: 0.5}
+}
+
+// TestModelDefaultsRecipe: a registered model that states its own training
+// defaults gets them in the resolved recipe, the typed flags still win, and
+// the precision check asks the model (models.PrecisionSetter), not its type.
+func TestModelDefaultsRecipe(t *testing.T) {
+	models.Register("mlp-own-defaults", func(cfg models.Config) (models.Model, error) {
+		m, err := models.New("mlp", cfg)
+		return ownDefaults{m}, err
+	})
+	rc := resolved(t, "--model", "mlp-own-defaults")
+	if h := rc.Hyper; rc.Optimizer != "adamw" || h.WeightDecay != 0.05 || h.Beta2 != 0.98 || rc.ClipNorm != 0.5 || rc.Batch != 64 {
+		t.Errorf("the model's own defaults: %+v, want adamw, weight decay 0.05, beta2 0.98, clipping at 0.5, batch 64", rc)
+	}
+	rc = resolved(t, "--model", "mlp-own-defaults", "--beta2", "0.9", "--batch-size", "32")
+	if rc.Hyper.Beta2 != 0.9 || rc.Batch != 32 || rc.Hyper.WeightDecay != 0.05 {
+		t.Errorf("typed flags over the model's defaults: %+v, want beta2 0.9, batch 32, weight decay 0.05", rc)
+	}
+	// the optimizer's hyperparameters belong to the model's optimizer only
+	if rc := resolved(t, "--model", "mlp-own-defaults", "--optimizer", "adam"); rc.Hyper.Beta2 != 0.999 || rc.Hyper.WeightDecay != 0 {
+		t.Errorf("with adam: %+v, want Adam's own beta2 0.999 and no weight decay", rc)
+	}
+	o, err := parseFlags([]string{"--model", "mlp-own-defaults", "--backend", "nvshmem", "--precision", "bf16"}, io.Discard)
+	if err == nil {
+		err = o.validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "trains in fp32") {
+		t.Errorf("--precision bf16 for a model that does not choose its precision: %v, want a usage error saying it trains in fp32", err)
+	}
+}
+
 // TestRecipeContradictions: values out of range and flags that the chosen
 // optimizer or schedule would ignore are usage errors, reported by the
 // launcher before any PE starts (one line, exit 2).
