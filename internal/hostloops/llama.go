@@ -1,10 +1,10 @@
-package tfmloops
+package hostloops
 
 // The loops of a Llama block: RMSNorm, SwiGLU's elementwise part and the
 // rotary embedding. They are Go only for now (no C variant): what runs is
 // the reference. They follow the package's rules all the same (explicit
-// float32 rounding, sums in sum8's lanes, exp32), so that a C version can
-// give the same bits.
+// float32 rounding, sums in sum8's lanes, exp32: lanes.go), so that a C
+// version can give the same bits.
 
 // sumSquares8 is Σ x² in sum8's order.
 func sumSquares8(x []float32) float32 {
