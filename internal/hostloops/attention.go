@@ -77,23 +77,7 @@ func goSoftmaxCausalBackward(ds, p []float32, ld, r0, rows, width int) {
 		row := ds[i*ld : i*ld+width : i*ld+width]
 		pr := p[i*ld : i*ld+n : i*ld+n]
 		g := row[:n:n]
-		var a0, a1, a2, a3, a4, a5, a6, a7 float32
-		j := 0
-		for ; j+8 <= n; j += 8 {
-			q, d := pr[j:j+8:j+8], g[j:j+8:j+8]
-			a0 += float32(q[0] * d[0])
-			a1 += float32(q[1] * d[1])
-			a2 += float32(q[2] * d[2])
-			a3 += float32(q[3] * d[3])
-			a4 += float32(q[4] * d[4])
-			a5 += float32(q[5] * d[5])
-			a6 += float32(q[6] * d[6])
-			a7 += float32(q[7] * d[7])
-		}
-		s := ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
-		for ; j < n; j++ {
-			s += float32(pr[j] * g[j])
-		}
+		s := dot8(pr, g)
 		for j, q := range pr {
 			g[j] = q * (g[j] - s)
 		}

@@ -83,6 +83,30 @@ func rstd32(v, eps float32) float32 {
 	return 1 / float32(math.Sqrt(float64(v+eps)))
 }
 
+// dot8 returns Σ a[i]·b[i] over a (b at least as long) in sum8's order,
+// each product rounded to float32 before it is added.
+func dot8(a, b []float32) float32 {
+	b = b[:len(a):len(a)]
+	var a0, a1, a2, a3, a4, a5, a6, a7 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		p, q := a[i:i+8:i+8], b[i:i+8:i+8]
+		a0 += float32(p[0] * q[0])
+		a1 += float32(p[1] * q[1])
+		a2 += float32(p[2] * q[2])
+		a3 += float32(p[3] * q[3])
+		a4 += float32(p[4] * q[4])
+		a5 += float32(p[5] * q[5])
+		a6 += float32(p[6] * q[6])
+		a7 += float32(p[7] * q[7])
+	}
+	s := ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+	for ; i < len(a); i++ {
+		s += float32(a[i] * b[i])
+	}
+	return s
+}
+
 // max8 is the maximum of x (at least one element) in eight lanes like sum8:
 // a lane takes v when v > its maximum.
 func max8(x []float32) float32 {

@@ -2,6 +2,7 @@ package hostloops
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -30,5 +31,21 @@ func TestExp32(t *testing.T) {
 	}
 	if math.IsInf(float64(exp32(88)), 0) {
 		t.Errorf("exp32(88) overflows")
+	}
+}
+
+// dot8 is sum8 over the products rounded to float32: the order of every
+// eight-lane dot product here (RMSNorm's Σx², the softmax backward's Σp·dp).
+func TestDot8IsSum8OfProducts(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range append(widths, 0, 4099) {
+		a, b := randRows(r, n, true, 2), randRows(r, n, true, 2)
+		p := make([]float32, n)
+		for i := range p {
+			p[i] = a[i] * b[i]
+		}
+		if got, want := dot8(a, b), sum8(p); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("n=%d: dot8 %v, sum8 of the products %v", n, got, want)
+		}
 	}
 }
