@@ -36,15 +36,20 @@ const (
 	gelu3C  = 3 * geluC
 )
 
-// goGELU uses 0.5·(1+tanh(u)) = 1/(1+e^(-2u)): y = x·s with s that
-// logistic function of 2u, u = √(2/π)·(x+0.044715·x³).
+// geluExpArg is the argument -2u of e^(-2u), u = √(2/π)·(v+0.044715·v³),
+// in GELU's tanh approximation: 0.5·(1+tanh(u)) = 1/(1+e^(-2u)), the gate
+// s that gives gelu(v) = v·s.
+func geluExpArg(v float32) float32 {
+	z := float32(v * v)
+	z = float32(z * v)
+	z = v + float32(geluC*z)
+	return float32(geluM2K * z)
+}
+
 func goGELU(y, x []float32) {
 	y = y[:len(x)]
 	for i, v := range x {
-		z := float32(v * v)
-		z = float32(z * v)
-		z = v + float32(geluC*z)
-		e := exp32(float32(geluM2K * z))
+		e := exp32(geluExpArg(v))
 		s := 1 / (1 + e)
 		y[i] = v * s
 	}
@@ -55,11 +60,8 @@ func goGELU(y, x []float32) {
 func goGELUBackward(dx, dy, x []float32) {
 	dx, dy = dx[:len(x)], dy[:len(x)]
 	for i, v := range x {
-		z := float32(v * v)
-		a := float32(gelu3C*z) + 1
-		z = float32(z * v)
-		z = v + float32(geluC*z)
-		e := exp32(float32(geluM2K * z))
+		a := float32(gelu3C*float32(v*v)) + 1
+		e := exp32(geluExpArg(v))
 		s := 1 / (1 + e)
 		q := float32(s * e)
 		q = float32(q * s)

@@ -3,13 +3,18 @@
 // The C loops of gelu.go: each element's IEEE float operations in the Go
 // loops' order. rows.c compiles them once per instruction set.
 
+// gelu_exp_arg_ is geluExpArg of gelu.go: -2u, u = √(2/π)·(v+0.044715·v³).
+static inline float SDH_NAME(gelu_exp_arg_)(float v) {
+	float z = v * v;
+	z = z * v;
+	z = v + 0.044715f * z;
+	return -1.5957691216057308f * z;
+}
+
 static void SDH_NAME(gelu)(float *y, const float *x, long n) {
 	for (long i = 0; i < n; i++) {
 		float v = x[i];
-		float z = v * v;
-		z = z * v;
-		z = v + 0.044715f * z;
-		float e = SDH_NAME(exp_)(-1.5957691216057308f * z);
+		float e = SDH_NAME(exp_)(SDH_NAME(gelu_exp_arg_)(v));
 		float s = 1.0f / (1.0f + e);
 		y[i] = v * s;
 	}
@@ -19,11 +24,8 @@ static void SDH_NAME(gelu)(float *y, const float *x, long n) {
 static void SDH_NAME(gelu_backward)(float *dx, const float *dy, const float *x, long n) {
 	for (long i = 0; i < n; i++) {
 		float v = x[i];
-		float z = v * v;
-		float a = 0.134145f * z + 1.0f;
-		z = z * v;
-		z = v + 0.044715f * z;
-		float e = SDH_NAME(exp_)(-1.5957691216057308f * z);
+		float a = 0.134145f * (v * v) + 1.0f;
+		float e = SDH_NAME(exp_)(SDH_NAME(gelu_exp_arg_)(v));
 		float s = 1.0f / (1.0f + e);
 		float q = s * e;
 		q = q * s;
