@@ -23,6 +23,9 @@ func TestShortSlicesPanic(t *testing.T) {
 		"SoftmaxCausal":     func() { SoftmaxCausal(s(15), 8, 0, 2, 8) },
 		"SoftmaxCausalRows": func() { SoftmaxCausal(s(64), 8, 5, 4, 8) },
 		"SoftmaxBackward":   func() { SoftmaxCausalBackward(s(16), s(15), 8, 0, 2, 8) },
+		"GatherRows":        func() { GatherRows(s(3), s(8), []int32{0, 1}, 2, false) },
+		"GatherRowsWidth":   func() { GatherRows(s(4), s(8), []int32{0}, 0, false) },
+		"ScatterAddRows":    func() { ScatterAddRows(s(8), s(3), []int32{0, 1}, 2) },
 	} {
 		func() {
 			defer func() {

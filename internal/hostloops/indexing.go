@@ -3,9 +3,16 @@ package hostloops
 // The row gathers and scatter-adds of embeddings. The C loops are in
 // indexing.h.
 
-// badIndex returns the first i whose idx[i] is neither -1 nor below v, or
-// -1 when there is none.
-func badIndex(idx []int32, v int) int {
+// checkIndexed checks the arguments of a gather or scatter over rows of c:
+// it panics unless c > 0 and rows (the gathered or scattered side) holds
+// len(idx) of them, and returns the first i whose idx[i] is neither -1 nor
+// a row of table, or -1 when there is none.
+func checkIndexed(op string, rows, table []float32, idx []int32, c int) int {
+	if c <= 0 {
+		panicArgs(op, c)
+	}
+	atLeast(op, len(idx)*c, len(rows))
+	v := len(table) / c
 	for i, k := range idx {
 		if k < -1 || int(k) >= v {
 			return i
@@ -19,11 +26,7 @@ func badIndex(idx []int32, v int) int {
 // When some idx[i] is neither -1 nor a row of table it does nothing and
 // returns the first such i; otherwise it returns -1.
 func GatherRows(dst, table []float32, idx []int32, c int, accumulate bool) (bad int) {
-	if c <= 0 {
-		panicArgs("GatherRows", c)
-	}
-	atLeast("GatherRows", len(idx)*c, len(dst))
-	if bad = badIndex(idx, len(table)/c); bad >= 0 || len(idx) == 0 {
+	if bad = checkIndexed("GatherRows", dst, table, idx, c); bad >= 0 || len(idx) == 0 {
 		return bad
 	}
 	if !useC {
@@ -39,11 +42,7 @@ func GatherRows(dst, table []float32, idx []int32, c int, accumulate bool) (bad 
 // nor a row of table it does nothing and returns the first such i;
 // otherwise it returns -1. table may not overlap src.
 func ScatterAddRows(table, src []float32, idx []int32, c int) (bad int) {
-	if c <= 0 {
-		panicArgs("ScatterAddRows", c)
-	}
-	atLeast("ScatterAddRows", len(idx)*c, len(src))
-	if bad = badIndex(idx, len(table)/c); bad >= 0 || len(idx) == 0 {
+	if bad = checkIndexed("ScatterAddRows", src, table, idx, c); bad >= 0 || len(idx) == 0 {
 		return bad
 	}
 	if !useC {
