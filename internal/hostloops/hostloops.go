@@ -43,8 +43,9 @@
 // either way for slices shorter than minC: a cgo call costs about as much
 // as that many elements.
 //
-// The functions check slice lengths (the C code must not run past a slice)
-// and panic on a short one; shapes are the callers' to check.
+// The functions with a C variant check slice lengths (the C code must not
+// run past a slice) and panic on a short one; shapes are the callers' to
+// check.
 package hostloops
 
 import (

@@ -1,8 +1,8 @@
 package hostloops
 
 // The element-wise folds of the gradients and the CPU backends' reductions,
-// the finite check and the norm's sum of squares. The C loops are in
-// vector.h.
+// the finite check, and the sum of squares of gradient clipping's norm (Go
+// only: float64 sums). The C loops are in vector.h.
 
 // Sum2 sets dst[i] = a[i] + b[i].
 func Sum2(dst, a, b []float32) {
