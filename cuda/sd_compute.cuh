@@ -16,10 +16,10 @@
 static inline int sdc_use_device(int device) { return sd_use_device(device); }
 
 /*
- * exp32 of compute/internal/tfmloops: e^x within a few ulps, x clamped to
+ * exp32 of internal/hostloops: e^x within a few ulps, x clamped to
  * ±88: a Cody-Waite reduction by ln 2 and a degree-7 Taylor polynomial in
  * Estrin's order, with round-to-nearest intrinsics (no FMA), so that the
- * kernels that follow tfmloops' loops (GELU, the causal softmax) give the
+ * kernels that follow hostloops' loops (GELU, the causal softmax) give the
  * CPU engine's bits.
  */
 static __device__ __forceinline__ float sdc_exp32(float x) {
@@ -30,7 +30,7 @@ static __device__ __forceinline__ float sdc_exp32(float x) {
     const float n = __fsub_rn(t, magic);
     float r = __fsub_rn(x, __fmul_rn(n, (float)0.693359375));
     r = __fsub_rn(r, __fmul_rn(n, (float)-2.12194440054690583e-4));
-    /* Estrin's scheme in tfmloops' order (loops.go, kernels.h) */
+    /* Estrin's scheme in hostloops' order (lanes.go, lanes.h) */
     const float r2 = __fmul_rn(r, r);
     const float a0 = __fadd_rn(r, 1.0f);
     const float a1 = __fadd_rn(__fmul_rn(r, 1.0f / 6.0f), 0.5f);
@@ -45,10 +45,10 @@ static __device__ __forceinline__ float sdc_exp32(float x) {
 }
 
 /*
- * Rows in tfmloops' eight lanes. The row kernels (layer norm, the causal
+ * Rows in hostloops' eight lanes. The row kernels (layer norm, the causal
  * softmax) give a row to eight consecutive lanes of a warp, four rows a
  * warp: lane a of the eight (threadIdx.x % 8) takes the elements a, a+8,
- * a+16, ... of the row, as lane a of tfmloops' sum8 does. Every lane of the
+ * a+16, ... of the row, as lane a of hostloops' sum8 does. Every lane of the
  * warp must call these (they shuffle within the eight), also the lanes of a
  * row past the end.
  *

@@ -5,7 +5,7 @@
  *
  * p is nmat matrices of t x t back to back, row i of each the scores of
  * query i against keys 0..t-1. A row goes to eight lanes of a warp
- * (sd_compute.cuh), which do compute/internal/tfmloops' goSoftmaxCausal and
+ * (sd_compute.cuh), which do internal/hostloops' goSoftmaxCausal and
  * goSoftmaxCausalBackward (for a whole matrix: r0 0, width t) in their
  * order: the maximum and the sums in sum8's eight lanes and tail, e^x by
  * exp32, round-to-nearest intrinsics. Lane a reads and writes only the

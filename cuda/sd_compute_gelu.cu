@@ -2,7 +2,7 @@
  * sd_compute_gelu.cu: GELU in GPT-2's tanh approximation over float32,
  * forward and backward, element by element (compute.GELUs).
  *
- * Each element does the float32 operations of compute/internal/tfmloops'
+ * Each element does the float32 operations of internal/hostloops'
  * goGELU and goGELUBackward in their order, with their e^x (sdc_exp32 of
  * sd_compute.cuh, not expf),
  * and with round-to-nearest intrinsics so that nvcc fuses no multiply and
@@ -17,7 +17,7 @@
 
 #define SDC_GELU_THREADS 256
 
-/* tfmloops' constants, rounded to float32 as Go's untyped constants are. */
+/* hostloops' constants, rounded to float32 as Go's untyped constants are. */
 #define SDC_GELU_C ((float)0.044715)
 #define SDC_GELU_M2K ((float)(-2 * 0.7978845608028654))
 #define SDC_GELU_2K ((float)(2 * 0.7978845608028654))

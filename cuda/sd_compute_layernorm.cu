@@ -3,7 +3,7 @@
  * (compute.Norms), forward and backward, with the CPU engine's bits.
  *
  * A row goes to eight lanes of a warp (sd_compute.cuh), which do
- * compute/internal/tfmloops' goLayerNorm and goLayerNormBackward in their
+ * internal/hostloops' goLayerNorm and goLayerNormBackward in their
  * order: lane a sums the elements a, a+8, ... of the row's leading multiple
  * of eight, the eight partials are added as ((0+1)+(2+3))+((4+5)+(6+7)), and
  * the elements past the multiple of eight are added one by one after them

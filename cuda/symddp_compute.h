@@ -344,7 +344,7 @@ int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, in
  * Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
  * mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
  * variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
- * The sums in compute/internal/tfmloops' order (eight lanes, its sum8) with
+ * The sums in internal/hostloops' order (eight lanes, its sum8) with
  * the same round-to-nearest float32 operations and no FMA: the CPU engine's
  * bits. y may not alias x.
  */
@@ -380,7 +380,7 @@ int sdc_index_scatter_add(const sdc_ctx *c, uint64_t table, uint64_t src, uint64
 /*
  * The causal softmax of attention, in place: p holds nmat matrices of t x t
  * scores back to back; row i of each becomes the softmax of its first i + 1
- * entries followed by zeros. tfmloops' SoftmaxCausal (the row's maximum and
+ * entries followed by zeros. hostloops' SoftmaxCausal (the row's maximum and
  * sum in eight lanes, its exp32): the CPU engine's bits.
  */
 int sdc_softmax_causal(const sdc_ctx *c, uint64_t p, int64_t nmat, int64_t t);
@@ -388,7 +388,7 @@ int sdc_softmax_causal(const sdc_ctx *c, uint64_t p, int64_t nmat, int64_t t);
  * Its backward, in place: ds (p's layout) holds the gradient at
  * sdc_softmax_causal's output p and becomes the gradient at its input,
  * p * (ds - sum(p * ds)) over row i's first i + 1 entries, zeros after;
- * likewise tfmloops' SoftmaxCausalBackward.
+ * likewise hostloops' SoftmaxCausalBackward.
  */
 int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64_t p, int64_t nmat, int64_t t);
 

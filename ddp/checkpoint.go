@@ -19,7 +19,7 @@ import (
 	"strings"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -137,7 +137,7 @@ func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
 	}
 	removeTemps(dir)
 	params := t.Params()
-	if !vec.AllFinite(params) {
+	if !hostloops.AllFinite(params) {
 		return "", fmt.Errorf("refusing to write a checkpoint: the parameters hold NaN or Inf")
 	}
 	state, err := t.stateHost()
@@ -367,7 +367,7 @@ func (t *Trainer) loadCheckpoint(path string) (*loadedCheckpoint, error) {
 			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
 		}
 	}
-	if !vec.AllFinite(lc.params) {
+	if !hostloops.AllFinite(lc.params) {
 		return nil, fmt.Errorf("load checkpoint %s: %w: the parameters hold NaN or Inf", path, ErrCorrupt)
 	}
 	for _, name := range t.o.StateNames() {

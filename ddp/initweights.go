@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 	"github.com/symddp/symddp/models"
 )
 
@@ -179,7 +179,7 @@ func hfTensor(f *stFile, name string, want []int) ([]float32, error) {
 	if err := f.floats(name, vals); err != nil {
 		return nil, err
 	}
-	if !vec.AllFinite(vals) {
+	if !hostloops.AllFinite(vals) {
 		return nil, fmt.Errorf("tensor %q holds NaN or Inf", name)
 	}
 	return vals, nil
@@ -212,7 +212,7 @@ func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[strin
 			return nil, fmt.Errorf("%s: %w", w.Path, err)
 		}
 	}
-	if !vec.AllFinite(arena) {
+	if !hostloops.AllFinite(arena) {
 		return nil, fmt.Errorf("%s: the parameters hold NaN or Inf", w.Path)
 	}
 	return arena, nil

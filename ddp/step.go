@@ -10,7 +10,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -163,7 +163,7 @@ func (t *Trainer) replicatedFinish(epoch, s int) (stepResult, error) {
 	e.ReadTensor(t.ctrl[:], t.ctrlView)
 	res := stepResult{stop: t.ctrl[ctrlStop] > 0}
 	nonFinite := t.ctrl[ctrlNonFinite] > 0
-	if host && !nonFinite && !vec.AllFinite(t.gArena.Host[:t.n]) {
+	if host && !nonFinite && !hostloops.AllFinite(t.gArena.Host[:t.n]) {
 		// The reduced gradients are identical on every PE, so every PE
 		// reaches the same verdict without communicating.
 		nonFinite = true
@@ -221,7 +221,7 @@ func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
 		row[2] = flagByte(math.IsNaN(ss) || math.IsInf(ss, 0))
 		binary.LittleEndian.PutUint64(row[8:], math.Float64bits(ss))
 	} else {
-		row[2] = flagByte(!vec.AllFinite(g))
+		row[2] = flagByte(!hostloops.AllFinite(g))
 	}
 	me := t.c.MyPE()
 	half := (step & 1) * len(t.xall) // see xchgRow

@@ -1,6 +1,6 @@
 package optim
 
-import "github.com/symddp/symddp/internal/vec"
+import "github.com/symddp/symddp/internal/hostloops"
 
 // AdamConfig configures Adam. [DefaultAdamConfig] gives PyTorch's defaults;
 // the zero value is invalid (Eps must be > 0).
@@ -92,6 +92,6 @@ func adamUpdate(p, g, m, v []float32, step int, h Hyper, l2 float32, s StepScala
 		clear(m)
 		clear(v)
 	}
-	vec.Adam(p, g, m, v, &vec.AdamArgs{Decay: s.Decay, L2: l2, Beta1: h.Beta1, Beta2: h.Beta2,
+	hostloops.Adam(p, g, m, v, &hostloops.AdamArgs{Decay: s.Decay, L2: l2, Beta1: h.Beta1, Beta2: h.Beta2,
 		C1: 1 - h.Beta1, C2: 1 - h.Beta2, Eps: h.Eps, StepSize: s.StepSize, BC2Sqrt: s.BC2Sqrt})
 }

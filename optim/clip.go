@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 // Gradient clipping by global norm (Pascanu et al., 2013, "On the difficulty
@@ -75,5 +75,5 @@ func ClipFactor(norm float64, maxNorm float32) (scale float32, clip bool) {
 
 // Scale multiplies every element of x by s, in float32.
 func Scale(x []float32, s float32) {
-	vec.Scale(x, s)
+	hostloops.Scale(x, s)
 }

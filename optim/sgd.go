@@ -3,7 +3,7 @@ package optim
 import (
 	"fmt"
 
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 // SGDConfig configures SGD. Its zero value is PyTorch's default: plain SGD
@@ -80,8 +80,8 @@ func (o *SGD) Hyper() Hyper {
 func (o *SGD) Update(params, grads []float32, state [][]float32, step int, lr float32) {
 	checkUpdate("sgd", o.Slots(), params, grads, state, step, lr)
 	if o.c.Momentum == 0 {
-		vec.SGD(params, grads, lr, o.c.WeightDecay)
+		hostloops.SGD(params, grads, lr, o.c.WeightDecay)
 		return
 	}
-	vec.SGDMomentum(params, grads, state[0], lr, o.c.WeightDecay, o.c.Momentum, o.c.Nesterov, step == 1)
+	hostloops.SGDMomentum(params, grads, state[0], lr, o.c.WeightDecay, o.c.Momentum, o.c.Nesterov, step == 1)
 }

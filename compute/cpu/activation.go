@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 // BiasAct computes y = act(y + bias) in place. y is (B,N), bias is (N) or nil.
@@ -15,7 +15,7 @@ func (e *Engine) BiasAct(y, bias compute.Tensor, act compute.Activation) {
 		compute.PanicShapes("cpu", "BiasAct", "bias must have one element per column of y", y.Shape(), bias.Shape())
 	}
 	checkAct("BiasAct", act)
-	vec.BiasAct(yd, bd, rows, n, act == compute.ReLU)
+	hostloops.BiasAct(yd, bd, rows, n, act == compute.ReLU)
 }
 
 // BiasActBackward computes dy *= act'(y) in place, where y (B,N) is the
@@ -35,7 +35,7 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 	if act == compute.ReLU {
 		// ReLU's output is 0 exactly where its input was <= 0: there the
 		// gradient is 0 (the subgradient at 0 is taken as 0).
-		vec.ReLUMask(dd, yd)
+		hostloops.ReLUMask(dd, yd)
 	}
 	if db == nil {
 		return
@@ -43,7 +43,7 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 	if !accumulate {
 		clear(db)
 	}
-	vec.ColSums(db, dd, rows, n)
+	hostloops.ColSums(db, dd, rows, n)
 }
 
 func checkAct(op string, act compute.Activation) {

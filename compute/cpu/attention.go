@@ -6,7 +6,7 @@ import (
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/blas"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 	gblas "gonum.org/v1/gonum/blas"
 )
 
@@ -38,7 +38,7 @@ func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan
 
 // attentionPlan is causal self-attention for one shape, per sequence and
 // head: S = Q·Kᵀ/√hs on the BLAS, reading Q and K straight out of qkv with
-// a leading dimension of 3C; P = causal softmax of S (tfmloops); out = P·V.
+// a leading dimension of 3C; P = causal softmax of S (hostloops); out = P·V.
 // Like the engine, a plan may be used by one goroutine at a time (its
 // probabilities and scratch are its own).
 type attentionPlan struct {
@@ -126,7 +126,7 @@ func (a *attnHead) forward(att, q []float32, ldq int, k, v []float32, ldkv int, 
 		pr := att[r0*T:]
 		// pr (rows,keys) = scale · q[r0:keys] · k[0:keys]ᵀ
 		a.blas.Sgemm(gblas.NoTrans, gblas.Trans, rows, keys, hs, a.scale, q[r0*ldq:], ldq, k, ldkv, 0, pr, T)
-		tfmloops.SoftmaxCausal(pr, T, r0, rows, keys)
+		hostloops.SoftmaxCausal(pr, T, r0, rows, keys)
 		// o[r0:keys] (rows,hs) = pr · v[0:keys]
 		a.blas.Sgemm(gblas.NoTrans, gblas.NoTrans, rows, hs, keys, 1, pr, T, v, ldkv, 0, o[r0*ldo:], ldo)
 	}
@@ -153,7 +153,7 @@ func (a *attnHead) backward(att, q []float32, ldq int, k, v []float32, ldkv int,
 		a.blas.Sgemm(gblas.NoTrans, gblas.Trans, rows, keys, hs, 1, dor, ldo, v, ldkv, 0, a.dp, T)
 		// dv[0:keys] (+)= prᵀ · do[r0:keys]
 		a.blas.Sgemm(gblas.Trans, gblas.NoTrans, keys, hs, rows, 1, pr, T, dor, ldo, beta, dv, ldkv)
-		tfmloops.SoftmaxCausalBackward(a.dp, pr, T, r0, rows, keys)
+		hostloops.SoftmaxCausalBackward(a.dp, pr, T, r0, rows, keys)
 		// dq[r0:keys] = scale · ds · k[0:keys]
 		a.blas.Sgemm(gblas.NoTrans, gblas.NoTrans, rows, hs, keys, a.scale, a.dp, T, k, ldkv, 0, dq[r0*ldq:], ldq)
 		// dk[0:keys] (+)= scale · dsᵀ · q[r0:keys]

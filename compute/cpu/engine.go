@@ -11,7 +11,7 @@ import (
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/blas"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 	"gorgonia.org/tensor"
 )
 
@@ -57,7 +57,7 @@ func New(opts Options) (*Engine, error) {
 	tensor.Use(b)
 	e := &Engine{blas: b}
 	if opts.Logger != nil {
-		opts.Logger.Info("compute engine", "engine", e.Name(), "blas", e.Describe(), "loops", vec.Impl())
+		opts.Logger.Info("compute engine", "engine", e.Name(), "blas", e.Describe(), "loops", hostloops.Impl())
 	}
 	return e, nil
 }

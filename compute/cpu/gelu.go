@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 var _ compute.GELUs = (*Engine)(nil)
@@ -19,7 +19,7 @@ func (e *Engine) GELU(y, x compute.Tensor) {
 	if overlap(yd, xd) {
 		compute.PanicShapes("cpu", op, "y overlaps x", x.Shape(), y.Shape())
 	}
-	tfmloops.GELU(yd, xd)
+	hostloops.GELU(yd, xd)
 }
 
 // GELUBackward computes dx = dy·gelu'(x); dx may be dy (it is then updated
@@ -34,5 +34,5 @@ func (e *Engine) GELUBackward(dx, dy, x compute.Tensor) {
 	if overlap(dxd, xd) || (!same && overlap(dxd, dyd)) {
 		compute.PanicShapes("cpu", op, "dx overlaps x, or dy without being dy", dx.Shape(), dy.Shape(), x.Shape())
 	}
-	tfmloops.GELUBackward(dxd, dyd, xd)
+	hostloops.GELUBackward(dxd, dyd, xd)
 }

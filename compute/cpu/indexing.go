@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 var _ compute.Indexing = (*Engine)(nil)
@@ -34,7 +34,7 @@ func checkIndexing(op string, rowsT, table compute.Tensor, idx compute.Labels) (
 func (e *Engine) GatherRows(dst, table compute.Tensor, idx compute.Labels, accumulate bool) {
 	const op = "GatherRows"
 	dd, td, ix, c, v := checkIndexing(op, dst, table, idx)
-	if i := tfmloops.GatherRows(dd, td, ix, c, accumulate); i >= 0 {
+	if i := hostloops.GatherRows(dd, td, ix, c, accumulate); i >= 0 {
 		panicIndex(op, i, ix[i], v)
 	}
 }
@@ -46,7 +46,7 @@ func (e *Engine) GatherRows(dst, table compute.Tensor, idx compute.Labels, accum
 func (e *Engine) ScatterAddRows(table, src compute.Tensor, idx compute.Labels) {
 	const op = "ScatterAddRows"
 	sd, td, ix, c, v := checkIndexing(op, src, table, idx)
-	if i := tfmloops.ScatterAddRows(td, sd, ix, c); i >= 0 {
+	if i := hostloops.ScatterAddRows(td, sd, ix, c); i >= 0 {
 		panicIndex(op, i, ix[i], v)
 	}
 }

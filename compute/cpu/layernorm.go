@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 var _ compute.Norms = (*Engine)(nil)
@@ -39,7 +39,7 @@ func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 	if overlap(yd, xd) {
 		compute.PanicShapes("cpu", op, "y overlaps x", x.Shape(), y.Shape())
 	}
-	tfmloops.LayerNorm(yd, md, rd, xd, wd, bd, rows, c, eps)
+	hostloops.LayerNorm(yd, md, rd, xd, wd, bd, rows, c, eps)
 }
 
 // LayerNormBackward takes dy (R,C) and LayerNorm's x, w, mean and rstd,
@@ -61,5 +61,5 @@ func (e *Engine) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd compute.Tens
 	}
 	clear(dwd)
 	clear(dbd)
-	tfmloops.LayerNormBackward(dxd, dwd, dbd, dyd, xd, wd, md, rd, rows, c, addDX)
+	hostloops.LayerNormBackward(dxd, dwd, dbd, dyd, xd, wd, md, rd, rows, c, addDX)
 }

@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 var _ compute.RMSNorms = (*Engine)(nil)
@@ -18,7 +18,7 @@ func (e *Engine) RMSNorm(y, rstd, x, w compute.Tensor, eps float32) {
 	if overlap(yd, xd) {
 		compute.PanicShapes("cpu", op, "y overlaps x", x.Shape(), y.Shape())
 	}
-	tfmloops.RMSNorm(yd, rd, xd, wd, rows, c, eps)
+	hostloops.RMSNorm(yd, rd, xd, wd, rows, c, eps)
 }
 
 // RMSNormBackward takes dy (R,C) and RMSNorm's x, w and rstd, overwrites
@@ -37,5 +37,5 @@ func (e *Engine) RMSNormBackward(dx, dw, dy, x, w, rstd compute.Tensor, addDX bo
 		compute.PanicShapes("cpu", op, "dw overlaps another tensor", dw.Shape())
 	}
 	clear(dwd)
-	tfmloops.RMSNormBackward(dxd, dwd, dyd, xd, wd, rd, rows, c, addDX)
+	hostloops.RMSNormBackward(dxd, dwd, dyd, xd, wd, rd, rows, c, addDX)
 }

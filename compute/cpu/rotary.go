@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 var _ compute.Rotary = (*Engine)(nil)
@@ -48,7 +48,7 @@ func (p *rotaryPlan) run(op string, y, x compute.Tensor, inverse bool) {
 	if &yd[0] != &xd[0] && overlap(yd, xd) {
 		compute.PanicShapes("cpu", op, "the tensors overlap without being the same", xs, y.Shape())
 	}
-	tfmloops.Rotate(yd, xd, p.cos, p.sin, len(xd)/width, width, p.s.HeadSize, p.s.T, inverse)
+	hostloops.Rotate(yd, xd, p.cos, p.sin, len(xd)/width, width, p.s.HeadSize, p.s.T, inverse)
 }
 
 // Forward sets y to x rotated; y may be x.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/internal/kernels"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 // SoftmaxCrossEntropy reads logits (B,C) and labels (B), writes
@@ -47,7 +47,7 @@ func (e *Engine) SoftmaxCrossEntropy(logits compute.Tensor, labels compute.Label
 		if y < 0 || y >= classes {
 			compute.PanicLabel("cpu", op, i, y, classes)
 		}
-		l, hit := kernels.SoftmaxXentRow(xr, gr, y, scale)
+		l, hit := hostloops.SoftmaxXentRow(xr, gr, y, scale)
 		loss += l
 		if hit {
 			correct++

@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 var _ compute.SwiGLUs = (*Engine)(nil)
@@ -18,7 +18,7 @@ func (e *Engine) SwiGLU(y, a, b compute.Tensor) {
 	if anyOverlap(yd, ad, bd) {
 		compute.PanicShapes("cpu", op, "y overlaps a or b", y.Shape(), a.Shape(), b.Shape())
 	}
-	tfmloops.SwiGLU(yd, ad, bd)
+	hostloops.SwiGLU(yd, ad, bd)
 }
 
 // SwiGLUBackward writes da = dy·b·silu'(a) and db = dy·silu(a). da may be
@@ -35,5 +35,5 @@ func (e *Engine) SwiGLUBackward(da, db, dy, a, b compute.Tensor) {
 	if anyOverlap(dad, ad, bd, dbd) || (!same && overlap(dad, dyd)) || anyOverlap(dbd, dyd, ad, bd) {
 		compute.PanicShapes("cpu", op, "da or db overlaps another tensor (da may be dy)", da.Shape(), db.Shape(), dy.Shape())
 	}
-	tfmloops.SwiGLUBackward(dad, dbd, dyd, ad, bd)
+	hostloops.SwiGLUBackward(dad, dbd, dyd, ad, bd)
 }

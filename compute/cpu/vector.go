@@ -2,8 +2,7 @@ package cpu
 
 import (
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/compute/internal/kernels"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 // Accumulate computes dst += src; they must have the same size.
@@ -12,16 +11,16 @@ func (e *Engine) Accumulate(dst, src compute.Tensor) {
 	if len(d) != len(s) {
 		compute.PanicShapes("cpu", "Accumulate", "dst and src must have the same size", dst.Shape(), src.Shape())
 	}
-	vec.Acc1(d, s)
+	hostloops.Acc1(d, s)
 }
 
 // Scale computes t *= s.
 func (e *Engine) Scale(t compute.Tensor, s float32) {
-	vec.Scale(data("Scale", t), s)
+	hostloops.Scale(data("Scale", t), s)
 }
 
 // SumSquares returns the sum of the squares of t's elements, accumulated in
 // float64 in index order (so the result is deterministic).
 func (e *Engine) SumSquares(t compute.Tensor) float64 {
-	return kernels.SumSquares(data("SumSquares", t))
+	return hostloops.SumSquares(data("SumSquares", t))
 }

@@ -8,10 +8,10 @@ import (
 
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/compute/cuda/cudatest"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
-// The attention plans' causal softmax and its backward do tfmloops'
+// The attention plans' causal softmax and its backward do hostloops'
 // float32 operations in its order (the CPU engine's loops): the same bits,
 // for sizes below, at and past a multiple of eight, with ties, large and
 // infinite scores (a query's own score -inf stays finite elsewhere).
@@ -42,8 +42,8 @@ func testSoftmaxCausalMatchesCPU(t *testing.T, e *cuda.Engine) {
 		}
 		wantP, wantG := append([]float32(nil), s...), append([]float32(nil), g...)
 		for m := 0; m < nmat; m++ {
-			tfmloops.SoftmaxCausal(wantP[m*T*T:(m+1)*T*T], T, 0, T, T)
-			tfmloops.SoftmaxCausalBackward(wantG[m*T*T:(m+1)*T*T], wantP[m*T*T:(m+1)*T*T], T, 0, T, T)
+			hostloops.SoftmaxCausal(wantP[m*T*T:(m+1)*T*T], T, 0, T, T)
+			hostloops.SoftmaxCausalBackward(wantG[m*T*T:(m+1)*T*T], wantP[m*T*T:(m+1)*T*T], T, 0, T, T)
 		}
 		p, ds := e.Alloc(n).(*cuda.Tensor), e.Alloc(n).(*cuda.Tensor)
 		e.SetTensor(p, s)
@@ -60,7 +60,7 @@ func testSoftmaxCausalMatchesCPU(t *testing.T, e *cuda.Engine) {
 		what := fmt.Sprintf("%d matrices of %d", nmat, T)
 		for i := range gotP {
 			if !sameBits(gotP[i], wantP[i]) || !sameBits(gotG[i], wantG[i]) {
-				t.Fatalf("%s: row %d, key %d: p %v, ds %v; tfmloops %v, %v", what, i/T, i%T, gotP[i], gotG[i], wantP[i], wantG[i])
+				t.Fatalf("%s: row %d, key %d: p %v, ds %v; hostloops %v, %v", what, i/T, i%T, gotP[i], gotG[i], wantP[i], wantG[i])
 			}
 		}
 	}

@@ -303,7 +303,7 @@ func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
 //	Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
 //	mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
 //	variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
-//	The sums in compute/internal/tfmloops' order (eight lanes, its sum8) with
+//	The sums in internal/hostloops' order (eight lanes, its sum8) with
 //	the same round-to-nearest float32 operations and no FMA: the CPU engine's
 //	bits. y may not alias x.
 func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
@@ -346,7 +346,7 @@ func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows 
 //
 //	The causal softmax of attention, in place: p holds nmat matrices of t x t
 //	scores back to back; row i of each becomes the softmax of its first i + 1
-//	entries followed by zeros. tfmloops' SoftmaxCausal (the row's maximum and
+//	entries followed by zeros. hostloops' SoftmaxCausal (the row's maximum and
 //	sum in eight lanes, its exp32): the CPU engine's bits.
 func (c *Context) SoftmaxCausal(p uintptr, nmat int, t int) error {
 	return c.check("sdc_softmax_causal", C.cw_sdc_softmax_causal(c.cp.t, c.x, C.uint64_t(p), C.int64_t(nmat), C.int64_t(t)))
@@ -357,7 +357,7 @@ func (c *Context) SoftmaxCausal(p uintptr, nmat int, t int) error {
 //	Its backward, in place: ds (p's layout) holds the gradient at
 //	sdc_softmax_causal's output p and becomes the gradient at its input,
 //	p * (ds - sum(p * ds)) over row i's first i + 1 entries, zeros after;
-//	likewise tfmloops' SoftmaxCausalBackward.
+//	likewise hostloops' SoftmaxCausalBackward.
 func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error {
 	return c.check("sdc_softmax_causal_backward", C.cw_sdc_softmax_causal_backward(c.cp.t, c.x, C.uint64_t(ds), C.uint64_t(p), C.int64_t(nmat), C.int64_t(t)))
 }

@@ -107,7 +107,7 @@ var table = []Var{
 	{HeapDir, "/dev/shm, else the temporary directory", Go, "where shm heap files go (a tmpfs)"},
 	{DesyncCheck, "on", Go, "off: do not compare the PEs' collective calls (desync detection, docs/FAULTS.md); every PE must agree"},
 	{BLAS, "auto", Go, "the CPU engine's GEMMs: auto, openblas or gonum"},
-	{Vec, "c (AVX2 where present)", Go, "go: the pure-Go element-wise loops instead of the C ones (internal/vec; same bits)"},
+	{Vec, "c (AVX2 where present)", Go, "go: the pure-Go element-wise loops instead of the C ones (internal/hostloops; same bits)"},
 	{CUDALib, "next to the binary, then ./build", Go, "the path of libsymddp_cuda.so (train --gpu-lib)"},
 	{CUDAFused, "1", Go, "0: no cuBLASLt-fused Linear layers on the GPU"},
 	{CUDAOverlap, "1", Go, "0: a fused layer's weight-gradient GEMM runs after, not beside, its input-gradient GEMM"},

@@ -2,12 +2,12 @@
 // share (comm/shm, and comm/mpi's shared-memory step within a host): each
 // element of a Sum is the float32 left fold ((x0 + x1) + x2) + ... over PEs
 // 0, 1, ..., N-1, so every backend that uses it gives the same bits. The
-// sums run internal/vec's loops. Every input is at least len(dst) long.
+// sums run internal/hostloops' loops. Every input is at least len(dst) long.
 package fold
 
 import (
 	"github.com/symddp/symddp/comm"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 // Fold reduces ins (the PEs' copies of one chunk, in PE order) into acc:
@@ -20,14 +20,14 @@ func Fold(acc []float32, ins [][]float32, op comm.Op) {
 		if len(ins) == 1 {
 			copy(acc, ins[0])
 		} else {
-			vec.Sum2(acc, ins[0], ins[1])
+			hostloops.Sum2(acc, ins[0], ins[1])
 			q = 2
 		}
 		for ; q+2 <= len(ins); q += 2 {
-			vec.Acc2(acc, ins[q], ins[q+1])
+			hostloops.Acc2(acc, ins[q], ins[q+1])
 		}
 		if q < len(ins) {
-			vec.Acc1(acc, ins[q])
+			hostloops.Acc1(acc, ins[q])
 		}
 	case comm.Max:
 		copy(acc, ins[0])

@@ -1,8 +1,8 @@
 package cudatest
 
-import "github.com/symddp/symddp/compute/internal/tfmloops"
+import "github.com/symddp/symddp/internal/hostloops"
 
-// SoftmaxCausal is sdc_softmax_causal: tfmloops.SoftmaxCausal over each of
+// SoftmaxCausal is sdc_softmax_causal: hostloops.SoftmaxCausal over each of
 // the nmat matrices (the CPU engine's loop over its blocks of rows gives
 // the same bits as over the whole matrix).
 func (d *Device) SoftmaxCausal(p uintptr, nmat, t int) error {
@@ -17,12 +17,12 @@ func (d *Device) SoftmaxCausal(p uintptr, nmat, t int) error {
 func (d *Device) softmaxCausal(p uintptr, nmat, t int) {
 	P := d.f32(p, nmat*t*t)
 	for i := 0; i < nmat; i++ {
-		tfmloops.SoftmaxCausal(P[i*t*t:(i+1)*t*t], t, 0, t, t)
+		hostloops.SoftmaxCausal(P[i*t*t:(i+1)*t*t], t, 0, t, t)
 	}
 }
 
 // SoftmaxCausalBackward is sdc_softmax_causal_backward:
-// tfmloops.SoftmaxCausalBackward over each matrix.
+// hostloops.SoftmaxCausalBackward over each matrix.
 func (d *Device) SoftmaxCausalBackward(ds, p uintptr, nmat, t int) error {
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.softmaxCausalBackward(ds, p, nmat, t) })
@@ -35,6 +35,6 @@ func (d *Device) SoftmaxCausalBackward(ds, p uintptr, nmat, t int) error {
 func (d *Device) softmaxCausalBackward(ds, p uintptr, nmat, t int) {
 	DS, P := d.f32(ds, nmat*t*t), d.f32(p, nmat*t*t)
 	for i := 0; i < nmat; i++ {
-		tfmloops.SoftmaxCausalBackward(DS[i*t*t:(i+1)*t*t], P[i*t*t:(i+1)*t*t], t, 0, t, t)
+		hostloops.SoftmaxCausalBackward(DS[i*t*t:(i+1)*t*t], P[i*t*t:(i+1)*t*t], t, 0, t, t)
 	}
 }

@@ -3,10 +3,10 @@
 // the GPU) on machines without a GPU, library or cgo.
 //
 // The device's kernels are the host loops the CPU engine runs
-// (compute/internal/kernels, internal/vec, compute/internal/tfmloops), in the
-// order of float operations the CUDA kernels follow, so the emulator keeps no
-// arithmetic of its own except what only the GPU does: the GEMM (sums in
-// float64) and the epilogues of cuBLASLt's fused GEMMs. computetest's float64
+// (internal/hostloops), in the order of float operations the CUDA kernels
+// follow, so the emulator keeps no arithmetic of its own except what only
+// the GPU does: the GEMM (sums in float64) and the epilogues of cuBLASLt's
+// fused GEMMs. computetest's float64
 // references stay the independent check of both engines.
 package cudatest
 
@@ -21,9 +21,8 @@ import (
 	"unsafe"
 
 	"github.com/symddp/symddp/compute/cuda"
-	"github.com/symddp/symddp/compute/internal/kernels"
 	"github.com/symddp/symddp/internal/cudalib"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -393,14 +392,14 @@ func (d *Device) BiasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Ac
 	return nil
 }
 
-// biasAct is the CPU engine's loop (vec.BiasAct): y + bias, then Go's
+// biasAct is the CPU engine's loop (hostloops.BiasAct): y + bias, then Go's
 // max(·, 0) for ReLU, as sdc_bias_act.
 func (d *Device) biasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Activation) {
 	var bs []float32
 	if bias != 0 {
 		bs = d.f32(bias, cols)
 	}
-	vec.BiasAct(d.f32(y, rows*cols), bs, rows, cols, act == cudalib.ReLU)
+	hostloops.BiasAct(d.f32(y, rows*cols), bs, rows, cols, act == cudalib.ReLU)
 }
 
 func (d *Device) BiasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) error {
@@ -412,14 +411,14 @@ func (d *Device) BiasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, a
 	return nil
 }
 
-// biasActBackward masks dy where the ReLU's output is <= 0 (vec.ReLUMask)
-// and sums the columns of dy from 0 in row order (vec.ColSums); with
+// biasActBackward masks dy where the ReLU's output is <= 0 (hostloops.ReLUMask)
+// and sums the columns of dy from 0 in row order (hostloops.ColSums); with
 // accumulate the sums are added to dbias after, as sdc_bias_act_backward
 // does.
 func (d *Device) biasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) {
 	DY := d.f32(dy, rows*cols)
 	if act == cudalib.ReLU {
-		vec.ReLUMask(DY, d.f32(y, rows*cols))
+		hostloops.ReLUMask(DY, d.f32(y, rows*cols))
 	}
 	if dbias == 0 {
 		return
@@ -427,13 +426,13 @@ func (d *Device) biasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, a
 	db := d.f32(dbias, cols)
 	if !accumulate {
 		clear(db)
-		vec.ColSums(db, DY, rows, cols)
+		hostloops.ColSums(db, DY, rows, cols)
 		return
 	}
 	sums := d.buffer(cols)
 	clear(sums)
-	vec.ColSums(sums, DY, rows, cols)
-	vec.Acc1(sums, db) // (column sum) + dbias
+	hostloops.ColSums(sums, DY, rows, cols)
+	hostloops.Acc1(sums, db) // (column sum) + dbias
 	copy(db, sums)
 }
 
@@ -461,7 +460,7 @@ func (d *Device) softmaxXent(logits, labels uintptr, rows, classes int, dlogits 
 			clear(g)
 			continue
 		}
-		l, hit := kernels.SoftmaxXentRow(x, g, y, scale)
+		l, hit := hostloops.SoftmaxXentRow(x, g, y, scale)
 		loss += l
 		if hit {
 			correct++
@@ -483,7 +482,7 @@ func (d *Device) Accumulate(dst, src uintptr, n int) error {
 }
 
 func (d *Device) accumulate(dst, src uintptr, n int) {
-	vec.Acc1(d.f32(dst, n), d.f32(src, n))
+	hostloops.Acc1(d.f32(dst, n), d.f32(src, n))
 }
 
 func (d *Device) Scale(x uintptr, s float32, n int) error {
@@ -496,14 +495,14 @@ func (d *Device) Scale(x uintptr, s float32, n int) error {
 }
 
 func (d *Device) scale(x uintptr, s float32, n int) {
-	vec.Scale(d.f32(x, n), s)
+	hostloops.Scale(d.f32(x, n), s)
 }
 
 func (d *Device) SumSquares(x uintptr, n int, timeout time.Duration) (float64, error) {
 	if d.capture {
 		return 0, errors.New("emulated device: SumSquares while capturing")
 	}
-	return kernels.SumSquares(d.f32(x, n)), nil
+	return hostloops.SumSquares(d.f32(x, n)), nil
 }
 
 // SumSquaresEnqueue follows sdc_sum_squares_enqueue: the sum as
@@ -533,7 +532,7 @@ func (d *Device) sumSquaresEnqueue(x uintptr, n int, out uintptr) {
 // Update follows sdc_update: the gradient check (the sum of squares as
 // optim.SumSquares adds it, or the sum from 0 of the nparts partial sums at
 // partials, partStride bytes apart; the clip factor of optim.ClipFactor),
-// then the CPU engine's update loops (vec.SGD, vec.SGDMomentum, vec.Adam),
+// then the CPU engine's update loops (hostloops.SGD, hostloops.SGDMomentum, hostloops.Adam),
 // whose order of float32 operations the kernels follow.
 func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int, partials uintptr, nparts, partStride int) error {
 	if partials != 0 && (nparts < 1 || partials%8 != 0 || partStride%8 != 0 || (nparts > 1 && partStride < 8)) ||
@@ -581,7 +580,7 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 		// The kernels scale each gradient as they read it; grads stay.
 		scaled := d.buffer(n)
 		copy(scaled, G)
-		vec.Scale(scaled, scale)
+		hostloops.Scale(scaled, scale)
 		G = scaled
 	}
 	if v.First && o.Kind != cudalib.SGD {
@@ -636,16 +635,16 @@ func (d *Device) updateRun(o cudalib.OptimArgs, v cudalib.StepValues, P, G, S0, 
 	}
 	switch {
 	case o.Kind == cudalib.SGD && S0 == nil:
-		vec.SGD(P, G, v.LR, wd)
+		hostloops.SGD(P, G, v.LR, wd)
 	case o.Kind == cudalib.SGD:
-		vec.SGDMomentum(P, G, S0, v.LR, wd, o.Momentum, o.Nesterov, v.First)
+		hostloops.SGDMomentum(P, G, S0, v.LR, wd, o.Momentum, o.Nesterov, v.First)
 	default:
-		a := vec.AdamArgs{Decay: decay, Beta1: o.Beta1, Beta2: o.Beta2, C1: o.C1, C2: o.C2,
+		a := hostloops.AdamArgs{Decay: decay, Beta1: o.Beta1, Beta2: o.Beta2, C1: o.C1, C2: o.C2,
 			Eps: o.Eps, StepSize: v.StepSize, BC2Sqrt: v.BC2Sqrt}
 		if o.Kind == cudalib.Adam {
 			a.L2 = wd
 		}
-		vec.Adam(P, G, S0, S1, &a)
+		hostloops.Adam(P, G, S0, S1, &a)
 	}
 }
 
@@ -821,7 +820,7 @@ func (d *Device) ltMatmul(p cudalib.LtArgs, a, b, c uintptr) {
 		relu := p.Epilogue != cudalib.EpiBias
 		for i := 0; i < p.M; i++ {
 			row := C[i*p.LDC : i*p.LDC+p.N]
-			vec.BiasAct(row, bias, 1, p.N, relu)
+			hostloops.BiasAct(row, bias, 1, p.N, relu)
 			if mask == nil || !relu {
 				continue
 			}
@@ -847,11 +846,11 @@ func (d *Device) ltMatmul(p cudalib.LtArgs, a, b, c uintptr) {
 		db := d.f32(p.Bias, p.N)
 		clear(db)
 		if p.LDC == p.N {
-			vec.ColSums(db, C, p.M, p.N)
+			hostloops.ColSums(db, C, p.M, p.N)
 			break
 		}
 		for i := 0; i < p.M; i++ {
-			vec.ColSums(db, C[i*p.LDC:i*p.LDC+p.N], 1, p.N)
+			hostloops.ColSums(db, C[i*p.LDC:i*p.LDC+p.N], 1, p.N)
 		}
 	case cudalib.EpiBGradA:
 		// Row sums of op(a) (M,K); op(a) is aᵀ when TransA (a stored (K,M)).

@@ -6,10 +6,8 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/symddp/symddp/compute/internal/kernels"
-	"github.com/symddp/symddp/compute/internal/tfmloops"
 	"github.com/symddp/symddp/internal/cudalib"
-	"github.com/symddp/symddp/internal/vec"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 // GPT is the GPT-2 kernels of cuda/symddp_gpt.h (cudalib.GPTKernels)
@@ -23,11 +21,11 @@ import (
 // is stored as uint16 (the upper half of a float32) and read exactly. The
 // layer norm, GELU (also in the GEMMs' epilogues), the embedding's
 // scatter-add and the classifier's row are the CPU engine's own loops
-// (compute/internal/tfmloops, compute/internal/kernels) over the widened
-// bf16 values, so that the emulator keeps no second Go copy of them; the rest
-// of a launcher's arithmetic between its loads and its stores is float64
-// (every sum, including the GEMM's products and the softmaxes), except
-// AdamW, which does the kernel's float32 operations in its order. Every
+// (internal/hostloops) over the widened bf16 values, so that the emulator
+// keeps no second Go copy of them; the rest of a launcher's arithmetic
+// between its loads and its stores is float64 (every sum, including the
+// GEMM's products and the softmaxes), except AdamW, which does the
+// kernel's float32 operations in its order. Every
 // value a kernel stores in bf16 is rounded to nearest even there (a NaN
 // becomes 0x7fc0, as check.cu's f2bf); fp32 results are rounded to float32
 // where stored, and an fp32 tensor that a kernel ADDS to gets the float64
@@ -222,26 +220,26 @@ func narrow(h []uint16, v []float32) {
 	}
 }
 
-// gelu32 and geluGrad32 apply the CPU engine's GELU (tfmloops: the tanh
+// gelu32 and geluGrad32 apply the CPU engine's GELU (hostloops: the tanh
 // approximation) and its derivative to float64 values, in float32.
 func gelu32(v []float64) {
 	f := make([]float32, len(v))
 	for i, x := range v {
 		f[i] = float32(x)
 	}
-	tfmloops.GELU(f, append([]float32(nil), f...))
+	hostloops.GELU(f, append([]float32(nil), f...))
 	for i, x := range f {
 		v[i] = float64(x)
 	}
 }
 
-// geluGrad32 multiplies each acc[i] by gelu'(pre[i]) (float32, tfmloops).
+// geluGrad32 multiplies each acc[i] by gelu'(pre[i]) (float32, hostloops).
 func geluGrad32(acc, pre []float64) {
 	dy, x := make([]float32, len(acc)), make([]float32, len(acc))
 	for i := range acc {
 		dy[i], x[i] = float32(acc[i]), float32(pre[i])
 	}
-	tfmloops.GELUBackward(dy, dy, x)
+	hostloops.GELUBackward(dy, dy, x)
 	for i, v := range dy {
 		acc[i] = float64(v)
 	}
@@ -272,13 +270,13 @@ func (g *GPT) LayernormForward(out, mean, rstd, inp, weight, bias uintptr, n, c 
 	return g.launch(call, func() { g.layernormForward(out, mean, rstd, inp, weight, bias, n, c) })
 }
 
-// layernormForward: the CPU engine's loop (tfmloops.LayerNorm, float32) over
+// layernormForward: the CPU engine's loop (hostloops.LayerNorm, float32) over
 // the widened bf16 input, weight and bias; y rounded to bf16, mean and rstd
 // stored when asked for.
 func (g *GPT) layernormForward(out, mean, rstd, inp, weight, bias uintptr, n, c int) {
 	d := g.d
 	y, M, R := make([]float32, n*c), make([]float32, n), make([]float32, n)
-	tfmloops.LayerNorm(y, M, R, d.widen(inp, n*c), d.widen(weight, c), d.widen(bias, c), n, c, lnEps)
+	hostloops.LayerNorm(y, M, R, d.widen(inp, n*c), d.widen(weight, c), d.widen(bias, c), n, c, lnEps)
 	narrow(d.bf16At(out, n*c), y)
 	if mean != 0 {
 		copy(d.f32At(mean, n), M)
@@ -315,7 +313,7 @@ func (g *GPT) LayernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, r
 	})
 }
 
-// layernormBackward: the CPU engine's loop (tfmloops.LayerNormBackward,
+// layernormBackward: the CPU engine's loop (hostloops.LayerNormBackward,
 // float32) from the saved fp32 mean and rstd: dinp += the row's gradient
 // (widened, added in float32, rounded to bf16 once), dweight and dbias +=
 // the sums over rows (summed from zero, then added, as the kernel adds its
@@ -324,7 +322,7 @@ func (g *GPT) layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, r
 	d := g.d
 	dx := d.widen(dinp, n*c)
 	sw, sb := make([]float32, c), make([]float32, c)
-	tfmloops.LayerNormBackward(dx, sw, sb, d.widen(dout, n*c), d.widen(inp, n*c), d.widen(weight, c),
+	hostloops.LayerNormBackward(dx, sw, sb, d.widen(dout, n*c), d.widen(inp, n*c), d.widen(weight, c),
 		d.f32At(mean, n), d.f32At(rstd, n), n, c, true)
 	narrow(d.bf16At(dinp, n*c), dx)
 	DW, DB := d.f32At(dweight, c), d.f32At(dbias, c)
@@ -346,7 +344,7 @@ func (g *GPT) GeluForward(out, inp uintptr, n int, stream uintptr) error {
 	}
 	return g.launch(call, func() {
 		y := make([]float32, n)
-		tfmloops.GELU(y, g.d.widen(inp, n))
+		hostloops.GELU(y, g.d.widen(inp, n))
 		narrow(g.d.bf16At(out, n), y)
 	})
 }
@@ -363,7 +361,7 @@ func (g *GPT) GeluBackward(dinp, inp, dout uintptr, n int, stream uintptr) error
 	}
 	return g.launch(call, func() {
 		dx := g.d.widen(dout, n)
-		tfmloops.GELUBackward(dx, dx, g.d.widen(inp, n))
+		hostloops.GELUBackward(dx, dx, g.d.widen(inp, n))
 		narrow(g.d.bf16At(dinp, n), dx)
 	})
 }
@@ -435,7 +433,7 @@ func (g *GPT) embedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int) {
 			panic(fmt.Sprintf("emulated sdg_embed_backward: token %d at position %d, V=%d", k, i, v))
 		}
 	}
-	// The CPU engine's scatter-add (tfmloops, float32, rows in position
+	// The CPU engine's scatter-add (hostloops, float32, rows in position
 	// order) into zeroed tables, then added once to the gradients: the
 	// kernel sums each token's rows (each position's) and adds the sum.
 	dy := d.widen(dout, n*c)
@@ -449,7 +447,7 @@ func (g *GPT) embedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int) {
 		rows int
 	}{{d.f32At(dwte, v*c), tok, v}, {d.f32At(dwpe, t*c), pos, t}} {
 		sum := make([]float32, u.rows*c)
-		tfmloops.ScatterAddRows(sum, dy, u.idx, c)
+		hostloops.ScatterAddRows(sum, dy, u.idx, c)
 		for i, s := range sum {
 			u.grad[i] += s
 		}
@@ -712,9 +710,9 @@ func (g *GPT) classifier(losses, logits, targets uintptr, n, v, vp int, dscale f
 		for j := range x {
 			x[j] = bf16ToF32(row[j])
 		}
-		// the CPU engine's row (compute/internal/kernels): log-sum-exp in
+		// the CPU engine's row (internal/hostloops): log-sum-exp in
 		// float64 from the widened logits, the gradient times dscale
-		loss, _ := kernels.SoftmaxXentRow(x, gr, tgt, dscale)
+		loss, _ := hostloops.SoftmaxXentRow(x, gr, tgt, dscale)
 		Ls[i] = float32(loss)
 		if writeGrad {
 			narrow(row[:v], gr)
@@ -781,7 +779,7 @@ func (g *GPT) AdamW(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int
 }
 
 // adamw: the kernel's float32 operations in its order, the hyperparameters
-// read from device memory now: the CPU engine's Adam loop (internal/vec,
+// read from device memory now: the CPU engine's Adam loop (internal/hostloops,
 // AdamW's decoupled decay per chunk) over the gradients times grad_scale:
 //
 //	g = grad * grad_scale; p *= 1 - lr*wd (where the chunk decays)
@@ -795,7 +793,7 @@ func (g *GPT) adamw(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int
 	step := float32(d.i32At(hyper+24, 1)[0])
 	bc1 := 1 - float32(math.Pow(float64(b1), float64(step)))
 	bc2 := 1 - float32(math.Pow(float64(b2), float64(step)))
-	a := vec.AdamArgs{Beta1: b1, Beta2: b2, C1: 1 - b1, C2: 1 - b2, Eps: eps, StepSize: lr / bc1,
+	a := hostloops.AdamArgs{Beta1: b1, Beta2: b2, C1: 1 - b1, C2: 1 - b2, Eps: eps, StepSize: lr / bc1,
 		BC2Sqrt: float32(math.Sqrt(float64(bc2)))}
 	P, G, M, V := d.f32At(params, n), d.f32At(grads, n), d.f32At(m, n), d.f32At(v, n)
 	var dec []byte
@@ -814,7 +812,7 @@ func (g *GPT) adamw(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int
 		if dec == nil || dec[lo/chunk] != 0 {
 			a.Decay = 1 - lr*wd
 		}
-		vec.Adam(P[lo:hi], scaled[:hi-lo], M[lo:hi], V[lo:hi], &a)
+		hostloops.Adam(P[lo:hi], scaled[:hi-lo], M[lo:hi], V[lo:hi], &a)
 	}
 	if paramsBF16 != 0 {
 		PB := d.bf16At(paramsBF16, n)

@@ -3,11 +3,11 @@ package cudatest
 import (
 	"fmt"
 
-	"github.com/symddp/symddp/compute/internal/tfmloops"
+	"github.com/symddp/symddp/internal/hostloops"
 )
 
 // IndexGather is sdc_index_gather: the CPU engine's loop
-// (tfmloops.GatherRows). An index outside the table, which the engine
+// (hostloops.GatherRows). An index outside the table, which the engine
 // rules out before it calls, panics here (the kernel reads it as -1).
 func (d *Device) IndexGather(dst, table, idx uintptr, rows, cols, tableRows int, accumulate bool) error {
 	if d.capture {
@@ -23,10 +23,10 @@ func (d *Device) indexGather(dst, table, idx uintptr, rows, cols, tableRows int,
 		return
 	}
 	ix := d.i32(idx, rows)
-	badIndex("sdc_index_gather", ix, tfmloops.GatherRows(d.f32(dst, rows*cols), d.f32(table, tableRows*cols), ix, cols, accumulate))
+	badIndex("sdc_index_gather", ix, hostloops.GatherRows(d.f32(dst, rows*cols), d.f32(table, tableRows*cols), ix, cols, accumulate))
 }
 
-// IndexScatterAdd is sdc_index_scatter_add: tfmloops.ScatterAddRows, which
+// IndexScatterAdd is sdc_index_scatter_add: hostloops.ScatterAddRows, which
 // adds in row order as the kernel does.
 func (d *Device) IndexScatterAdd(table, src, idx uintptr, rows, cols, tableRows int) error {
 	if d.capture {
@@ -42,7 +42,7 @@ func (d *Device) indexScatterAdd(table, src, idx uintptr, rows, cols, tableRows 
 		return
 	}
 	ix := d.i32(idx, rows)
-	badIndex("sdc_index_scatter_add", ix, tfmloops.ScatterAddRows(d.f32(table, tableRows*cols), d.f32(src, rows*cols), ix, cols))
+	badIndex("sdc_index_scatter_add", ix, hostloops.ScatterAddRows(d.f32(table, tableRows*cols), d.f32(src, rows*cols), ix, cols))
 }
 
 // badIndex panics when the loop found row bad's index outside the table.

@@ -1,8 +1,8 @@
 package cudatest
 
-import "github.com/symddp/symddp/compute/internal/tfmloops"
+import "github.com/symddp/symddp/internal/hostloops"
 
-// LayerNorm is sdc_layer_norm: the CPU engine's loop (tfmloops.LayerNorm),
+// LayerNorm is sdc_layer_norm: the CPU engine's loop (hostloops.LayerNorm),
 // whose float32 operations and order of addition the kernel follows.
 func (d *Device) LayerNorm(y, mean, rstd, x, w, b uintptr, rows, cols int, eps float32) error {
 	if d.capture {
@@ -15,11 +15,11 @@ func (d *Device) LayerNorm(y, mean, rstd, x, w, b uintptr, rows, cols int, eps f
 
 func (d *Device) layerNorm(y, mean, rstd, x, w, b uintptr, rows, cols int, eps float32) {
 	n := rows * cols
-	tfmloops.LayerNorm(d.f32(y, n), d.f32(mean, rows), d.f32(rstd, rows), d.f32(x, n), d.f32(w, cols), d.f32(b, cols), rows, cols, eps)
+	hostloops.LayerNorm(d.f32(y, n), d.f32(mean, rows), d.f32(rstd, rows), d.f32(x, n), d.f32(w, cols), d.f32(b, cols), rows, cols, eps)
 }
 
 // LayerNormBackward is sdc_layer_norm_backward: dw and db cleared, then
-// tfmloops.LayerNormBackward (dw and db summed in row order, as the kernel's
+// hostloops.LayerNormBackward (dw and db summed in row order, as the kernel's
 // one thread a column adds them).
 func (d *Device) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd uintptr, rows, cols int, addDX bool) error {
 	if d.capture {
@@ -35,5 +35,5 @@ func (d *Device) layerNormBackward(dx, dw, db, dy, x, w, mean, rstd uintptr, row
 	dwd, dbd := d.f32(dw, cols), d.f32(db, cols)
 	clear(dwd)
 	clear(dbd)
-	tfmloops.LayerNormBackward(d.f32(dx, n), dwd, dbd, d.f32(dy, n), d.f32(x, n), d.f32(w, cols), d.f32(mean, rows), d.f32(rstd, rows), rows, cols, addDX)
+	hostloops.LayerNormBackward(d.f32(dx, n), dwd, dbd, d.f32(dy, n), d.f32(x, n), d.f32(w, cols), d.f32(mean, rows), d.f32(rstd, rows), rows, cols, addDX)
 }

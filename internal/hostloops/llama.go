@@ -1,32 +1,10 @@
-package tfmloops
+package hostloops
 
 // The loops of a Llama block: RMSNorm, SwiGLU's elementwise part and the
 // rotary embedding. They are Go only for now (no C variant): what runs is
 // the reference. They follow the package's rules all the same (explicit
-// float32 rounding, sums in sum8's lanes, exp32), so that a C version can
-// give the same bits.
-
-// sumSquares8 is Σ x² in sum8's order.
-func sumSquares8(x []float32) float32 {
-	var a0, a1, a2, a3, a4, a5, a6, a7 float32
-	i := 0
-	for ; i+8 <= len(x); i += 8 {
-		q := x[i : i+8 : i+8]
-		a0 += float32(q[0] * q[0])
-		a1 += float32(q[1] * q[1])
-		a2 += float32(q[2] * q[2])
-		a3 += float32(q[3] * q[3])
-		a4 += float32(q[4] * q[4])
-		a5 += float32(q[5] * q[5])
-		a6 += float32(q[6] * q[6])
-		a7 += float32(q[7] * q[7])
-	}
-	s := ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
-	for ; i < len(x); i++ {
-		s += float32(x[i] * x[i])
-	}
-	return s
-}
+// float32 rounding, sums in sum8's lanes, exp32: lanes.go), so that a C
+// version can give the same bits.
 
 // RMSNorm normalises each of the rows of x (rows × c, row-major) into y:
 // r = 1/sqrt(Σx²/c + eps), y = (x·r)·w; it writes rstd (rows). y may not
@@ -42,7 +20,7 @@ func RMSNorm(y, rstd, x, w []float32, rows, c int, eps float32) {
 	fc := float32(c)
 	for i := 0; i < rows; i++ {
 		xr, yr := x[i*c:i*c+c:i*c+c], y[i*c:i*c+c:i*c+c]
-		rs := rstd32(sumSquares8(xr)/fc, eps)
+		rs := rstd32(dot8(xr, xr)/fc, eps)
 		for j, v := range xr {
 			yr[j] = float32(float32(v*rs) * w[j])
 		}

@@ -1,21 +1,9 @@
-// Package kernels holds the host loops that the CPU engine (compute/cpu)
-// runs and that the CUDA engine's emulated device (compute/cuda/cudatest)
-// runs as reference kernels, so that both do the same float
-// operations in the same order. They work on slices, check nothing and
-// allocate nothing. (The element-wise loops both run are internal/vec's.)
-package kernels
+package hostloops
 
 import "math"
 
-// SumSquares returns the sum of the squares of x's elements, accumulated in
-// float64 in index order.
-func SumSquares(x []float32) float64 {
-	var sum float64
-	for _, v := range x {
-		sum += float64(v) * float64(v)
-	}
-	return sum
-}
+// The classifier's loss: softmax cross-entropy over one row of logits, in
+// float64 where it sums (Go only: it runs once per row, after the GEMMs).
 
 // SoftmaxXentRow writes g = (softmax(x) - onehot(y)) * scale for one row of
 // logits x with label y (0 <= y < len(x); g has at least len(x) elements),
