@@ -155,7 +155,11 @@ type GPT struct {
 	dlogits    compute.Tensor // (B·T, V)
 }
 
-var _ Model = (*GPT)(nil)
+var (
+	_ Model           = (*GPT)(nil)
+	_ Recomputer      = (*GPT)(nil)
+	_ ActivationSizer = (*GPT)(nil)
+)
 
 // NewGPT returns a GPT of the given sizes.
 func NewGPT(name string, g GPTConfig) (*GPT, error) {

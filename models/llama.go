@@ -166,6 +166,7 @@ var (
 	_ Model           = (*Llama)(nil)
 	_ FLOPsCounter    = (*Llama)(nil)
 	_ ActivationSizer = (*Llama)(nil)
+	_ Recomputer      = (*Llama)(nil)
 )
 
 // embedName is the token embedding's parameter name.

@@ -193,10 +193,14 @@ func (r *peRun) run() (err error) {
 	if me == 0 && r.o.languageModel {
 		device, devices := jobDevices(c, r.local)
 		rep.mfu = newMFU(r.o, m, e, device, devices) // after ddp.New: the model is built
-		if g, ok := m.(*models.GPT); ok && g.Fused() != nil {
+		g, ok := m.(*models.GPT)
+		if ok && g.Fused() != nil {
 			log.Info(fmt.Sprintf("model %s: %s", r.o.model, g.Fused().Describe())) // what runs, as the mlp's fused layers say it
 		} else if ok && g.Unfused() != nil {
 			log.Warn(fmt.Sprintf("model %s runs in fp32 on the engine's per-layer operations, not fused in bf16 (much slower): %v", r.o.model, g.Unfused()))
+		}
+		if !ok || g.Fused() == nil { // the estimate is the per-layer path's
+			rep.activations = activationNote(r.o, m, cfg, rc.Batch/(c.NPEs()*rc.Accum))
 		}
 	}
 	res, err := tr.Fit(ctx, train, test)
