@@ -46,13 +46,14 @@ func (a *CausalSelfAttention) Build(b Build) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
-	plan, err := at.CausalAttention(compute.AttentionSpec{B: b.Batch / a.t, T: a.t, C: a.c, Heads: a.heads})
+	spec := compute.AttentionSpec{B: b.Batch / a.t, T: a.t, C: a.c, Heads: a.heads}
+	plan, err := SharedPlan(b, spec, func() (compute.AttentionPlan, error) { return at.CausalAttention(spec) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
 	a.plan = plan
-	a.y = b.Engine.Alloc(b.Batch, a.c)
-	a.dqkv = b.Engine.Alloc(b.Batch, 3*a.c)
+	a.y = b.Alloc(b.Batch, a.c)
+	a.dqkv = b.Alloc(b.Batch, 3*a.c)
 	return []int{a.c}, nil
 }
 

@@ -14,9 +14,18 @@ type FLOPsCounter interface {
 	FLOPsPerToken() float64
 }
 
+// Recomputer is a model that recomputes activations in backward
+// (Config.Recompute) and says in which mode it was built, so that train
+// refuses a mode that a model would ignore.
+type Recomputer interface {
+	Recompute() Recompute
+}
+
 // ActivationSizer is a model that states the memory its activations take
 // for a micro-batch of seqs sequences (or samples) on the CPU engine, in
-// bytes, so that train can refuse a run that does not fit before it starts.
+// bytes (in the recompute mode it was built with, when it is a
+// Recomputer), so that train can refuse a run that does not fit before it
+// starts.
 type ActivationSizer interface {
 	ActivationBytes(seqs int) int64
 }

@@ -56,8 +56,8 @@ func TestFootprintOf(t *testing.T) {
 	act := m.(*models.GPT).ActivationBytes(8)
 	assert.Equal(t, act, f.ActivationBytes)
 	assert.Equal(t, f.ArenaBytes+act, f.Bytes())
-	// docs/GPT.md: gpt-tiny at 8 sequences holds about 74 MiB of activations
-	assert.InDelta(t, 74, float64(act)/(1<<20), 1)
+	// docs/GPT.md: gpt-tiny at 8 sequences holds about 76 MiB of activations
+	assert.InDelta(t, 76, float64(act)/(1<<20), 1)
 
 	mlp, err := models.New("mlp", models.Config{})
 	require.NoError(t, err)

@@ -59,6 +59,9 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
+			if err := m.SetRecompute(cfg.Recompute); err != nil {
+				return nil, err
+			}
 			return m, m.SetPrecision(cfg.Precision)
 		})
 	}
@@ -121,17 +124,19 @@ func (g GPTConfig) Validate() error {
 // is GPT-2's: N(0, 0.02) for weights and embeddings, residual output
 // projections (attn.c_proj, mlp.c_proj) scaled by 1/sqrt(2·Layers), zero
 // biases, unit norm gains. Biases, norm parameters and the position table
-// are exempt from weight decay (ParamSpec.NoDecay).
+// are exempt from weight decay (ParamSpec.NoDecay). SetRecompute trades
+// the activations' memory for arithmetic on the per-layer path.
 type GPT struct {
 	name string
 	cfg  GPTConfig
 
-	blocks []Layer // the residual blocks, two per layer
-	lnf    *LayerNorm
-	head   *Linear // tied to wte
-	uses   [][]paramUse
-	first  []int // first owned parameter index of blocks[i]
-	lnf0   int   // first parameter index of ln_f
+	blocks    []Layer // the residual blocks, two per layer; one checkpoint per layer with RecomputeBlock
+	recompute Recompute
+	lnf       *LayerNorm
+	head      *Linear // tied to wte
+	uses      [][]paramUse
+	first     []int // first owned parameter index of blocks[i]
+	lnf0      int   // first parameter index of ln_f
 
 	precision compute.Precision
 	fused     compute.FusedGPT // the engine's fused model (GPTFuser), when it runs
@@ -150,40 +155,78 @@ type GPT struct {
 	dlogits    compute.Tensor // (B·T, V)
 }
 
-var _ Model = (*GPT)(nil)
+var (
+	_ Model           = (*GPT)(nil)
+	_ Recomputer      = (*GPT)(nil)
+	_ ActivationSizer = (*GPT)(nil)
+)
 
 // NewGPT returns a GPT of the given sizes.
 func NewGPT(name string, g GPTConfig) (*GPT, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err // models.New names the model
 	}
-	m := &GPT{name: name, cfg: g}
-	c := g.Width
+	m := &GPT{name: name, cfg: g, recompute: RecomputeNone}
+	m.blocks = m.makeBlocks()
+	m.lnf = NewLayerNorm("ln_f", g.Width)
+	m.head = NewLinear("lm_head", g.Width, g.Vocab, compute.Identity)
+	m.head.TiedWeight, m.head.NoBias = "wte", true
+	return m, nil
+}
+
+// makeBlocks composes the layers' blocks for m's recompute mode: per
+// layer x + attn(ln_1(x)) and x + mlp(ln_2(x)), both in one checkpoint
+// with RecomputeBlock, every MLP's GELU output in one shared buffer with
+// RecomputeGELU.
+func (m *GPT) makeBlocks() []Layer {
+	g, c := m.cfg, m.cfg.Width
 	proj := 0.02 / math.Sqrt(2*float64(g.Layers))
 	linear := func(name string, in, out int, std float64) *Linear {
 		l := NewLinear(name, in, out, compute.Identity)
 		l.WeightInit, l.WeightStd = Normal, std
 		return l
 	}
+	pool, hidden := recomputePools(m.recompute)
+	var blocks []Layer
 	for i := 0; i < g.Layers; i++ {
 		h := fmt.Sprintf("h.%d.", i)
-		m.blocks = append(m.blocks,
-			NewResidual(h+"attn",
-				NewLayerNorm(h+"ln_1", c),
-				linear(h+"attn.c_attn", c, 3*c, 0.02),
-				NewCausalSelfAttention(h+"attn", g.Context, c, g.Heads),
-				linear(h+"attn.c_proj", c, c, proj)),
-			NewResidual(h+"mlp",
-				NewLayerNorm(h+"ln_2", c),
-				linear(h+"mlp.c_fc", c, 4*c, 0.02),
-				NewGELU(),
-				linear(h+"mlp.c_proj", 4*c, c, proj)))
+		mlp := NewGELUMLP(h+"mlp", c, 4*c, 0.02, proj)
+		mlp.SharedHidden = hidden
+		attn := NewResidual(h+"attn",
+			NewLayerNorm(h+"ln_1", c),
+			linear(h+"attn.c_attn", c, 3*c, 0.02),
+			NewCausalSelfAttention(h+"attn", g.Context, c, g.Heads),
+			linear(h+"attn.c_proj", c, c, proj))
+		ffn := NewResidual(h+"mlp", NewLayerNorm(h+"ln_2", c), mlp)
+		if pool != nil {
+			blocks = append(blocks, NewCheckpoint(fmt.Sprintf("h.%d", i), pool, attn, ffn))
+		} else {
+			blocks = append(blocks, attn, ffn)
+		}
 	}
-	m.lnf = NewLayerNorm("ln_f", c)
-	m.head = NewLinear("lm_head", c, g.Vocab, compute.Identity)
-	m.head.TiedWeight, m.head.NoBias = "wte", true
-	return m, nil
+	return blocks
 }
+
+// SetRecompute chooses which activations the model recomputes in backward
+// (before Build): RecomputeNone (or ""), RecomputeGELU or RecomputeBlock.
+// It runs on the per-layer path only: an engine that would run the model
+// fused in bf16 (auto or bf16 precision on a compute.GPTFuser) fails the
+// build.
+func (m *GPT) SetRecompute(r Recompute) error {
+	r, err := ParseRecompute(string(r))
+	if err != nil {
+		return err
+	}
+	if m.e != nil {
+		return fmt.Errorf("recompute %s: the model is built already", r)
+	}
+	m.recompute = r
+	m.blocks = m.makeBlocks()
+	return nil
+}
+
+// Recompute is the mode SetRecompute chose.
+func (m *GPT) Recompute() Recompute { return m.recompute }
 
 // SetPrecision chooses how the model computes (before Build):
 // compute.PrecisionAuto (bf16 on an engine that fuses the model,
@@ -291,6 +334,14 @@ func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) 
 		return fmt.Errorf("built twice")
 	}
 	m.rows = rows
+	if _, ok := e.(compute.GPTFuser); ok && m.precision != compute.PrecisionF32 && m.recompute != RecomputeNone {
+		p := "auto"
+		if m.precision != compute.PrecisionAuto {
+			p = string(m.precision)
+		}
+		return fmt.Errorf("recompute %s runs on the per-layer path: set precision fp32 (at precision %s engine %s runs the model fused in bf16, which keeps activations of its own)",
+			m.recompute, p, e.Name())
+	}
 	if fu, ok := e.(compute.GPTFuser); ok && m.precision != compute.PrecisionF32 {
 		g := m.cfg
 		f, err := fu.FuseGPT(compute.GPTShape{Layers: g.Layers, Heads: g.Heads, Width: g.Width, Context: g.Context, Vocab: g.Vocab, Rows: rows}, params, grads)
@@ -413,14 +464,30 @@ func (m *GPT) Backward(ready func(firstParam int)) {
 	}
 }
 
-// ActivationBytes estimates the activations a build for seqs sequences
-// allocates on the CPU engine, in bytes (docs/GPT.md's table: per layer
-// 32·R·C + B·H·T² floats with R = B·T rows, plus R·C for the embeddings and
-// 2·R·V for the head's logits and their gradient).
+// ActivationBytes is what a build for seqs sequences allocates for its
+// activations on the CPU engine, in bytes, in m's recompute mode
+// (docs/GPT.md's table). With R = B·T rows, one layer keeps
+// 32·R·C + 4·R + B·H·T² floats (the probabilities B·H·T² in attention's
+// plan), and the model 4·R·C + 3·R + 2·R·V besides (the embeddings and
+// positions, ln_f, the head's input gradient, the logits and their
+// gradient). RecomputeGELU keeps one GELU output (R,4C) for all layers
+// instead of one each; RecomputeBlock keeps one layer's activations for
+// all, each layer's output (R,C) and the layers' alternating input
+// gradients (two of R·C). Not counted: attention's scratch of 64 rows of T
+// per plan.
 func (m *GPT) ActivationBytes(seqs int) int64 {
 	g := m.cfg
 	b, t, c, h, v := int64(seqs), int64(g.Context), int64(g.Width), int64(g.Heads), int64(g.Vocab)
-	r := b * t
-	perLayer := 32*r*c + b*h*t*t
-	return 4 * (int64(g.Layers)*perLayer + r*c + 2*r*v)
+	r, layers := b*t, int64(g.Layers)
+	layer := 32*r*c + 4*r + b*h*t*t
+	var n int64
+	switch m.recompute {
+	case RecomputeGELU:
+		n = layers*(layer-4*r*c) + 4*r*c
+	case RecomputeBlock:
+		n = layers*r*c + layer + min(layers, 2)*r*c
+	default:
+		n = layers * layer
+	}
+	return 4 * (n + 4*r*c + 3*r + 2*r*v)
 }

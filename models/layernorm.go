@@ -62,10 +62,10 @@ func (l *LayerNorm) Build(b Build) ([]int, error) {
 	l.norms = n
 	l.rows = b.Batch * size(b.In) / l.c
 	l.w, l.b, l.dw, l.db = b.Params[0], b.Params[1], b.Grads[0], b.Grads[1]
-	l.y = b.Engine.Alloc(l.rows, l.c)
-	l.mean, l.rstd = b.Engine.Alloc(l.rows), b.Engine.Alloc(l.rows)
+	l.y = b.Alloc(l.rows, l.c)
+	l.mean, l.rstd = b.Alloc(l.rows), b.Alloc(l.rows)
 	l.needInGrad = b.NeedInputGrad
-	l.dx = b.Engine.Alloc(l.rows, l.c) // also without NeedInputGrad: the kernel writes it
+	l.dx = b.Alloc(l.rows, l.c) // also without NeedInputGrad: the kernel writes it
 	return b.In, nil
 }
 
@@ -107,7 +107,7 @@ func (g *GELU) Build(b Build) ([]int, error) {
 		return nil, err
 	}
 	g.gelu = f
-	g.y = b.Engine.Alloc(append([]int{b.Batch}, b.In...)...)
+	g.y = b.Alloc(append([]int{b.Batch}, b.In...)...)
 	return b.In, nil
 }
 

@@ -89,11 +89,11 @@ func (l *Linear) Build(b Build) ([]int, error) {
 	if !l.NoBias {
 		l.b, l.db = b.Params[1], b.Grads[1]
 	}
-	l.y = l.e.Alloc(b.Batch, l.out)
+	l.y = b.Alloc(b.Batch, l.out)
 	l.needInGrad = b.NeedInputGrad
 	l.dx = nil
 	if l.needInGrad {
-		l.dx = l.e.Alloc(append([]int{b.Batch}, b.In...)...)
+		l.dx = b.Alloc(append([]int{b.Batch}, b.In...)...)
 	}
 	l.addW, l.addB = b.AddGrad(0), b.AddGrad(1)
 	l.fused, l.unfuse = nil, ""

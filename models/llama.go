@@ -70,7 +70,11 @@ func init() {
 			if cfg.Precision != compute.PrecisionAuto && cfg.Precision != compute.PrecisionF32 {
 				return nil, fmt.Errorf("precision %q: want fp32 or auto", string(cfg.Precision))
 			}
-			return NewLlama(name, l)
+			m, err := NewLlama(name, l)
+			if err != nil {
+				return nil, err
+			}
+			return m, m.SetRecompute(cfg.Recompute)
 		})
 	}
 }
@@ -141,12 +145,13 @@ type Llama struct {
 	name string
 	cfg  LlamaConfig
 
-	blocks []Layer // the residual blocks, two per layer
-	norm   *RMSNorm
-	head   *Linear
-	first  []int // first owned parameter index of blocks[i]
-	norm0  int   // parameter index of model.norm.weight
-	rows   int   // sequences per micro-batch (Build's)
+	blocks    []Layer // the residual blocks, two per layer; one checkpoint per layer with RecomputeBlock
+	recompute Recompute
+	norm      *RMSNorm
+	head      *Linear
+	first     []int // first owned parameter index of blocks[i]
+	norm0     int   // parameter index of model.norm.weight
+	rows      int   // sequences per micro-batch (Build's)
 
 	e               compute.Engine
 	idx             compute.Indexing
@@ -161,6 +166,7 @@ var (
 	_ Model           = (*Llama)(nil)
 	_ FLOPsCounter    = (*Llama)(nil)
 	_ ActivationSizer = (*Llama)(nil)
+	_ Recomputer      = (*Llama)(nil)
 )
 
 // embedName is the token embedding's parameter name.
@@ -172,27 +178,62 @@ func NewLlama(name string, l LlamaConfig) (*Llama, error) {
 		return nil, err // models.New names the model
 	}
 	l.FFNHidden = l.FFN()
-	m := &Llama{name: name, cfg: l}
-	c, eps := l.Width, l.eps()
-	const std = 0.02
-	out := std / math.Sqrt(2*float64(l.Layers))
-	for i := 0; i < l.Layers; i++ {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		m.blocks = append(m.blocks,
-			NewResidual(p+"self_attn",
-				NewRMSNorm(p+"input_layernorm", c, eps),
-				NewGroupedSelfAttention(p+"self_attn", l.Context, c, l.Heads, l.KVHeads, l.RopeTheta, std, out)),
-			NewResidual(p+"mlp",
-				NewRMSNorm(p+"post_attention_layernorm", c, eps),
-				NewSwiGLUMLP(p+"mlp", c, l.FFNHidden, std, out)))
-	}
-	m.norm = NewRMSNorm("model.norm", c, eps)
-	m.head = normalLinear("lm_head", c, l.Vocab, std)
+	m := &Llama{name: name, cfg: l, recompute: RecomputeNone}
+	m.blocks = m.makeBlocks()
+	m.norm = NewRMSNorm("model.norm", l.Width, l.eps())
+	m.head = normalLinear("lm_head", l.Width, l.Vocab, 0.02)
 	if l.TiedEmbeddings {
 		m.head.TiedWeight = embedName
 	}
 	return m, nil
 }
+
+// makeBlocks composes the layers' blocks for m's recompute mode: per
+// layer x + attn(rmsnorm(x)) and x + swiglu(rmsnorm(x)), both in one
+// checkpoint with RecomputeBlock, every MLP's silu(gate)·up in one shared
+// buffer with RecomputeGELU.
+func (m *Llama) makeBlocks() []Layer {
+	l := m.cfg
+	c, eps := l.Width, l.eps()
+	const std = 0.02
+	out := std / math.Sqrt(2*float64(l.Layers))
+	pool, hidden := recomputePools(m.recompute)
+	var blocks []Layer
+	for i := 0; i < l.Layers; i++ {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		mlp := NewSwiGLUMLP(p+"mlp", c, l.FFNHidden, std, out)
+		mlp.SharedHidden = hidden
+		attn := NewResidual(p+"self_attn",
+			NewRMSNorm(p+"input_layernorm", c, eps),
+			NewGroupedSelfAttention(p+"self_attn", l.Context, c, l.Heads, l.KVHeads, l.RopeTheta, std, out))
+		ffn := NewResidual(p+"mlp", NewRMSNorm(p+"post_attention_layernorm", c, eps), mlp)
+		if pool != nil {
+			blocks = append(blocks, NewCheckpoint(fmt.Sprintf("model.layers.%d", i), pool, attn, ffn))
+		} else {
+			blocks = append(blocks, attn, ffn)
+		}
+	}
+	return blocks
+}
+
+// SetRecompute chooses which activations the model recomputes in backward
+// (before Build): RecomputeNone (or ""), RecomputeGELU (SwiGLU's output,
+// silu(gate)·up) or RecomputeBlock.
+func (m *Llama) SetRecompute(r Recompute) error {
+	r, err := ParseRecompute(string(r))
+	if err != nil {
+		return err
+	}
+	if m.e != nil {
+		return fmt.Errorf("recompute %s: the model is built already", r)
+	}
+	m.recompute = r
+	m.blocks = m.makeBlocks()
+	return nil
+}
+
+// Recompute is the mode SetRecompute chose.
+func (m *Llama) Recompute() Recompute { return m.recompute }
 
 // Name is the registry name.
 func (m *Llama) Name() string { return m.name }
@@ -357,19 +398,33 @@ func (m *Llama) FLOPsPerToken() float64 {
 	return 6*float64(n) + 6*float64(l.Layers)*float64(l.Width)*float64(l.Context)
 }
 
-// ActivationBytes estimates the activations a build for seqs sequences
-// allocates on the CPU engine, in bytes (docs/LLAMA.md's table: per layer
-// 20·R·C + 5·R·K + 5·R·F + 2·R + B·H·T² floats with R = B·T rows, K the
-// key/value width KVHeads·C/Heads and F SwiGLU's hidden width; plus
-// 4·R·C + R for the embedding, the final norm and the head's input
-// gradient, and 2·R·V for the logits and their gradient).
+// ActivationBytes is what a build for seqs sequences allocates for its
+// activations on the CPU engine, in bytes, in m's recompute mode
+// (docs/LLAMA.md's table): per layer 20·R·C + 5·R·K + 5·R·F + 2·R +
+// B·H·T² floats with R = B·T rows, K the key/value width
+// KVHeads·C/Heads and F SwiGLU's hidden width; plus 4·R·C + R for the
+// embedding, the final norm and the head's input gradient, and 2·R·V for
+// the logits and their gradient. RecomputeGELU keeps one silu(gate)·up
+// (R,F) for all layers instead of one each; RecomputeBlock keeps one
+// layer's activations for all, each layer's output (R,C) and the layers'
+// alternating input gradients (two of R·C). Not counted: the rotary
+// tables (T·C/Heads per plan) and attention's scratch.
 func (m *Llama) ActivationBytes(seqs int) int64 {
 	l := m.cfg
 	b, t, c, h := int64(seqs), int64(l.Context), int64(l.Width), int64(l.Heads)
 	k, f, v := int64(l.KVHeads)*c/h, int64(l.FFNHidden), int64(l.Vocab)
-	r := b * t
-	perLayer := 20*r*c + 5*r*k + 5*r*f + 2*r + b*h*t*t
-	return 4 * (int64(l.Layers)*perLayer + 4*r*c + r + 2*r*v)
+	r, layers := b*t, int64(l.Layers)
+	layer := 20*r*c + 5*r*k + 5*r*f + 2*r + b*h*t*t
+	var n int64
+	switch m.recompute {
+	case RecomputeGELU:
+		n = layers*(layer-r*f) + r*f
+	case RecomputeBlock:
+		n = layers*r*c + layer + min(layers, 2)*r*c
+	default:
+		n = layers * layer
+	}
+	return 4 * (n + 4*r*c + r + 2*r*v)
 }
 
 // Describe gives the model's sizes (ddp.ModelDescriber), so that a

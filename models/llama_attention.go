@@ -73,11 +73,13 @@ func (a *GroupedSelfAttention) Build(b Build) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
-	if a.rope, err = ro.RotaryEmbedding(compute.RotarySpec{T: a.t, HeadSize: a.hs, Theta: a.theta}); err != nil {
+	rs := compute.RotarySpec{T: a.t, HeadSize: a.hs, Theta: a.theta}
+	if a.rope, err = SharedPlan(b, rs, func() (compute.RotaryPlan, error) { return ro.RotaryEmbedding(rs) }); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
 	spec := compute.GroupedAttentionSpec{B: b.Batch / a.t, T: a.t, Heads: a.heads, KVHeads: a.kv, HeadSize: a.hs}
-	if a.plan, err = ga.GroupedCausalAttention(spec); err != nil {
+	a.plan, err = SharedPlan(b, spec, func() (compute.GroupedAttentionPlan, error) { return ga.GroupedCausalAttention(spec) })
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
 	for i, l := range []*Linear{a.qp, a.kp, a.vp, a.op} {
@@ -85,14 +87,14 @@ func (a *GroupedSelfAttention) Build(b Build) ([]int, error) {
 		if l == a.op {
 			in, need = []int{a.heads * a.hs}, true
 		}
-		if _, err := l.Build(subBuild(b, i, in, need)); err != nil {
+		if _, err := l.Build(b.part(in, i, i+1, need)); err != nil {
 			return nil, err
 		}
 	}
 	e, r, qw, kw := b.Engine, b.Batch, a.heads*a.hs, a.kv*a.hs
 	a.e, a.needInGrad = e, b.NeedInputGrad
-	a.qr, a.kr, a.att = e.Alloc(r, qw), e.Alloc(r, kw), e.Alloc(r, qw)
-	a.dq, a.dk, a.dv = e.Alloc(r, qw), e.Alloc(r, kw), e.Alloc(r, kw)
+	a.qr, a.kr, a.att = b.Alloc(r, qw), b.Alloc(r, kw), b.Alloc(r, qw)
+	a.dq, a.dk, a.dv = b.Alloc(r, qw), b.Alloc(r, kw), b.Alloc(r, kw)
 	return []int{a.c}, nil
 }
 

@@ -27,6 +27,16 @@
 // ParamSpec.TiedTo naming the other's: it is stored once in the arena and
 // its gradient is the sum of both uses ([Build.AddGrads]).
 //
+// # Recomputing activations
+//
+// A [Checkpoint] holds layers whose activations are recomputed in
+// backward instead of kept from forward: it keeps its input and output,
+// its layers allocate from a [ScratchPool] that every checkpoint of the
+// pool shares, and its Backward runs their Forward again before their
+// Backward. L checkpointed blocks then hold one block's activations plus
+// L outputs, for about one more forward a step; the gradients are the
+// same bits. GPT and Llama take it as Config.Recompute ([Recompute]).
+//
 // # Writing a layer
 //
 // A Layer implements four methods:
@@ -34,8 +44,10 @@
 //   - Params declares its parameters, in the order they take in the arenas.
 //   - Build receives the engine, the micro-batch size, the shape of one
 //     input sample and views of its parameters and gradients; it keeps the
-//     views, allocates its activations and returns the shape of one output
-//     sample. Build is the only place that allocates. A layer that needs an
+//     views, allocates its activations (with Build.Alloc, and plans that
+//     hold activations with SharedPlan, so that they share memory inside a
+//     [Checkpoint]) and returns the shape of one output sample. Build is
+//     the only place that allocates. A layer that needs an
 //     operation group (compute.Norms, compute.Attention, ...) asks for it
 //     here with compute.Require, so that an engine without it fails the
 //     build with one line.
@@ -132,6 +144,11 @@ type Build struct {
 	// Backward runs: Backward adds to it instead of overwriting it. nil
 	// means false for all.
 	AddGrads []bool
+	// Scratch, when set, is where the layer's activations come from
+	// (Alloc): memory that other parts of the model share, because a
+	// Checkpoint recomputes them. A composite layer passes it on to the
+	// layers it builds. nil: the engine's memory, the layer's own.
+	Scratch *Scratch
 }
 
 // AddGrad reports AddGrads[k] (false when AddGrads is nil).

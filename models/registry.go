@@ -33,6 +33,10 @@ type Config struct {
 	// Precision is how a transformer computes (compute.PrecisionAuto:
 	// bf16 on an engine that fuses it, compute.GPTFuser; fp32 elsewhere).
 	Precision compute.Precision
+	// Recompute is which activations a transformer recomputes in backward
+	// instead of keeping them ("" or RecomputeNone: none). A model without
+	// transformer blocks refuses any other mode.
+	Recompute Recompute
 	// Options are free-form settings for user models (key=value flags).
 	Options map[string]string
 }
@@ -117,6 +121,11 @@ func (c Config) withDefaults() (Config, error) {
 		return Config{}, fmt.Errorf("layers %d, heads %d, width %d, context %d, vocabulary %d: must not be negative",
 			out.Layers, out.Heads, out.Width, out.Context, out.Vocab)
 	}
+	r, err := ParseRecompute(string(out.Recompute))
+	if err != nil {
+		return Config{}, err
+	}
+	out.Recompute = r
 	if out.KVHeads < 0 || out.FFNHidden < 0 || out.RopeTheta < 0 {
 		return Config{}, fmt.Errorf("key/value heads %d, SwiGLU hidden width %d, rope theta %g: must not be negative",
 			out.KVHeads, out.FFNHidden, out.RopeTheta)

@@ -22,7 +22,7 @@ func (r *ReLU) Build(b Build) ([]int, error) {
 		return nil, err
 	}
 	r.e, r.needInGrad = b.Engine, b.NeedInputGrad
-	r.y = r.e.Alloc(append([]int{b.Batch}, b.In...)...)
+	r.y = b.Alloc(append([]int{b.Batch}, b.In...)...)
 	return append([]int(nil), b.In...), nil
 }
 

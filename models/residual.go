@@ -53,17 +53,9 @@ func (r *Residual) Build(b Build) ([]int, error) {
 	shape, next := b.In, 0
 	for i, l := range r.layers {
 		k := len(l.Params())
-		lb := Build{
-			Engine: b.Engine, Batch: b.Batch, In: shape,
-			Params: b.Params[next : next+k], Grads: b.Grads[next : next+k],
-			// The first layer's input gradient is the block's, less the
-			// identity's share: needed exactly when the block's is.
-			NeedInputGrad: i > 0 || b.NeedInputGrad,
-		}
-		if b.AddGrads != nil {
-			lb.AddGrads = b.AddGrads[next : next+k]
-		}
-		out, err := l.Build(lb)
+		// The first layer's input gradient is the block's, less the
+		// identity's share: needed exactly when the block's is.
+		out, err := l.Build(b.part(shape, next, next+k, i > 0 || b.NeedInputGrad))
 		if err != nil {
 			return nil, fmt.Errorf("%s: layer %d: %w", r.name, i, err)
 		}
@@ -74,10 +66,10 @@ func (r *Residual) Build(b Build) ([]int, error) {
 	}
 	r.e, r.needInGrad = b.Engine, b.NeedInputGrad
 	full := append([]int{b.Batch}, b.In...)
-	r.y = r.e.Alloc(full...)
+	r.y = b.Alloc(full...)
 	r.dx = nil
 	if r.needInGrad {
-		r.dx = r.e.Alloc(full...)
+		r.dx = b.Alloc(full...)
 	}
 	return b.In, nil
 }

@@ -56,7 +56,7 @@ func (l *RMSNorm) Build(b Build) ([]int, error) {
 	}
 	rows := b.Batch * size(b.In) / l.c
 	l.norms, l.w, l.dw = n, b.Params[0], b.Grads[0]
-	l.y, l.dx, l.rstd = b.Engine.Alloc(rows, l.c), b.Engine.Alloc(rows, l.c), b.Engine.Alloc(rows)
+	l.y, l.dx, l.rstd = b.Alloc(rows, l.c), b.Alloc(rows, l.c), b.Alloc(rows)
 	l.needInGrad = b.NeedInputGrad
 	return b.In, nil
 }

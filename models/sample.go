@@ -102,18 +102,31 @@ func (m *Llama) Generate(ctx context.Context, prompt []int32, n int, o SampleOpt
 	return generate(ctx, m.e, m.cfg.Context, V, m.rows, next, prompt, n, o)
 }
 
-// Fresh returns a new GPT of m's sizes and precision, not built.
+// Fresh returns a new GPT of m's sizes, precision and recompute mode, not
+// built.
 func (m *GPT) Fresh() (LanguageModel, error) {
 	s, err := NewGPT(m.name, m.cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.precision = m.precision
+	if err := s.SetRecompute(m.recompute); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// Fresh returns a new Llama of m's sizes, not built.
-func (m *Llama) Fresh() (LanguageModel, error) { return NewLlama(m.name, m.cfg) }
+// Fresh returns a new Llama of m's sizes and recompute mode, not built.
+func (m *Llama) Fresh() (LanguageModel, error) {
+	s, err := NewLlama(m.name, m.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.SetRecompute(m.recompute); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
 // logitsRow is row of logits (rows of v): the tensor's own memory on a
 // host engine, else a copy of all of it in *buf (allocated once).

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
@@ -12,6 +13,14 @@ import (
 // and ".down_proj.weight" (C,F), as Hugging Face's LlamaMLP names them. It
 // needs the engine's compute.SwiGLUs.
 type SwiGLUMLP struct {
+	// SharedHidden, when set before Build, is where silu(a)·b (rows, F),
+	// the widest of the layer's activations, lives: memory that the pool's
+	// other layers share, so it is not kept after Forward, and Backward
+	// recomputes it from a and b before down_proj's backward reads it
+	// (Recompute "gelu": a Llama's counterpart of llm.c's GELU recompute).
+	// nil: the layer keeps its own.
+	SharedHidden *ScratchPool
+
 	name           string
 	c, hidden      int
 	gate, up, down *Linear
@@ -63,24 +72,31 @@ func (m *SwiGLUMLP) Build(b Build) ([]int, error) {
 		if l == m.down {
 			in, need = []int{m.hidden}, true
 		}
-		if _, err := l.Build(subBuild(b, i, in, need)); err != nil {
+		if _, err := l.Build(b.part(in, i, i+1, need)); err != nil {
 			return nil, err
 		}
 	}
 	m.e, m.sw, m.needInGrad = b.Engine, sw, b.NeedInputGrad
-	m.h, m.db = b.Engine.Alloc(b.Batch, m.hidden), b.Engine.Alloc(b.Batch, m.hidden)
+	if m.h, err = hiddenAlloc(b, m.SharedHidden, m.hidden); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	m.db = b.Alloc(b.Batch, m.hidden)
 	return []int{m.c}, nil
 }
 
-// subBuild is the Build of the i-th of a composite layer's bias-free
-// Linear layers (one parameter each) on input shape in.
-func subBuild(b Build, i int, in []int, needInGrad bool) Build {
-	sb := Build{Engine: b.Engine, Batch: b.Batch, In: in, NeedInputGrad: needInGrad,
-		Params: b.Params[i : i+1], Grads: b.Grads[i : i+1]}
-	if b.AddGrads != nil {
-		sb.AddGrads = b.AddGrads[i : i+1]
+// hiddenAlloc allocates an MLP's hidden activation (Batch, hidden): from
+// shared when set, a part of its own in that pool, from b otherwise.
+func hiddenAlloc(b Build, shared *ScratchPool, hidden int) (compute.Tensor, error) {
+	if shared == nil {
+		return b.Alloc(b.Batch, hidden), nil
 	}
-	return sb
+	if b.Scratch != nil && b.Scratch.pool == shared {
+		return nil, errors.New("the shared hidden activation's pool is the one of the checkpoint around the layer: give it a pool of its own")
+	}
+	if err := shared.bind(b.Engine); err != nil {
+		return nil, err
+	}
+	return shared.Scratch().Alloc(b.Engine, b.Batch, hidden), nil
 }
 
 // Forward computes down(silu(gate(x))·up(x)) for x (B, C).
@@ -91,8 +107,12 @@ func (m *SwiGLUMLP) Forward(x compute.Tensor) compute.Tensor {
 }
 
 // Backward writes the three weights' gradients and returns dx (B, C), the
-// sum of what goes through gate_proj and up_proj.
+// sum of what goes through gate_proj and up_proj; with SharedHidden it
+// first recomputes silu(a)·b, which down_proj's weight gradient reads.
 func (m *SwiGLUMLP) Backward(dy compute.Tensor) compute.Tensor {
+	if m.SharedHidden != nil {
+		m.sw.SwiGLU(m.h, m.gate.y, m.up.y)
+	}
 	dh := m.down.Backward(dy)
 	m.sw.SwiGLUBackward(dh, m.db, dh, m.gate.y, m.up.y) // dh becomes the gradient at a
 	dx := m.gate.Backward(dh)

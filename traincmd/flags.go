@@ -41,6 +41,7 @@ type options struct {
 	evalBatches                   int
 	sampleTokens                  int
 	precision                     string  // auto, fp32 or bf16 (compute.Precision)
+	recompute                     string  // none, gelu or block (models.Recompute)
 	gradDType                     string  // fp32 or bf16: the gradients' type in the cross-PE reduction
 	peakTFLOPS                    float64 // --peak-tflops: the peak of one device for MFU (0: the table's)
 
@@ -176,6 +177,11 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.tokenizer, "tokenizer", "auto", "--dataset text: how text becomes tokens: byte (256 byte values), gpt2 (GPT-2's BPE, 50257 tokens, offline; each file one document after <|endoftext|>), or auto (gpt2 for models whose vocabulary holds GPT-2's tokens, the gpt2 family; byte otherwise)")
 	fs.StringVar(&o.corpusMax, "corpus-max", "0", "--dataset text: use at most this much of the corpus, e.g. 16MiB (0: all)")
 	fs.StringVar(&o.precision, "precision", "auto", "how a gpt model computes: auto (bf16 where the engine runs the whole GPT fused in bf16, the GPU engine of --backend nvshmem; fp32 elsewhere), bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights, gradients and optimizer state; GPU engine only), fp32 (fp32 throughout; the CPU engine's only mode). The mlp trains in fp32: auto or fp32")
+	fs.StringVar(&o.recompute, "recompute", "none", "activations a gpt or llama model recomputes in backward instead of keeping them from forward; the trained bits are the same in every mode: "+
+		"none (keep them all); "+
+		"gelu (keep the MLP's widest activation, the GELU's output of 4x the width, a llama's SwiGLU output, in one buffer for all layers and recompute it in backward: one elementwise pass per layer, almost free; gpt2 at 16 sequences: 31.3 GiB of activations instead of 33.3); "+
+		"block (keep each block's input, the residual stream, and the activations of one block in memory all blocks share; each block's backward runs its forward again first: about one more forward of every block a step, a third more of the blocks' arithmetic; gpt2 at 16 sequences: 9.2 GiB, most of it the logits). "+
+		"The start-up header and --list-models give the activations with and without it. On the per-layer path only: with --backend nvshmem a gpt model needs --precision fp32")
 	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the type gradients are summed across PEs in: fp32, or bf16 (half the bytes; each PE's gradients and their sum rounded to bf16, the update still fp32; GPU step path of --backend nvshmem only)")
 	fs.Float64Var(&o.peakTFLOPS, "peak-tflops", 0, "language models: the dense peak TFLOP/s of one GPU at the run's precision (of the host's CPUs on the CPU engine), against which MFU (model FLOPs utilisation: tokens/s x FLOPs per token / peak) is printed; default: the dense (not sparse) peak of a known GPU by its name (H200 and H100 SXM: bf16 989, fp32 67; H100 PCIe: 756, 51; A100: 312, 19.5), and no MFU on the CPU")
 
@@ -243,7 +249,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		return nil, errHelp
 	}
 	if *listModels {
-		return nil, errListModels
+		return o, errListModels // with --recompute, which it sizes the models for
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q (flags start with --)", fs.Arg(0))
@@ -317,7 +323,7 @@ func (o *options) modelConfig() models.Config {
 	hidden, _ := o.hiddenSizes()
 	cfg := models.Config{Hidden: hidden, Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context, Vocab: o.vocab,
 		KVHeads: o.kvHeads, FFNHidden: o.ffnHidden, RopeTheta: o.ropeTheta,
-		Precision: o.computePrecision(), Options: o.modelOpts}
+		Precision: o.computePrecision(), Recompute: models.Recompute(o.recompute), Options: o.modelOpts}
 	if s := o.dataSpec; s != nil && !s.Tokens {
 		cfg.Input, cfg.Classes = s.Input, s.Classes
 	}
@@ -370,6 +376,37 @@ func (o *options) checkPrecision() error {
 		return usagef("--peak-tflops 0: want a positive peak in TFLOP/s, e.g. 989 (leave it out for the table of known GPUs)")
 	case p > 0 && !o.languageModel:
 		return usagef("--peak-tflops: MFU is printed for the language models (gpt-tiny, gpt, gpt2), not for %s", o.model)
+	}
+	return nil
+}
+
+// checkRecompute checks --recompute against the model and the path it
+// runs on: a model that does not recompute (it is no models.Recomputer, or
+// ignores the mode) and a gpt that the GPU runs fused in bf16 refuse any
+// mode but none.
+func (o *options) checkRecompute() error {
+	r, err := models.ParseRecompute(o.recompute)
+	if err != nil {
+		return usagef("--recompute %q: want none, gelu or block", o.recompute)
+	}
+	if r == models.RecomputeNone || !contains(models.Names(), o.model) { // an unknown model is reported where it is built
+		return nil
+	}
+	plain := o.modelConfig()
+	plain.Recompute = models.RecomputeNone
+	if _, err := models.New(o.model, plain); err != nil {
+		return nil // reported where the model is built
+	}
+	m, err := models.New(o.model, o.modelConfig())
+	if err != nil {
+		return usageError{err: err} // "model mlp: recompute block: ..."
+	}
+	if rm, ok := m.(models.Recomputer); !ok || rm.Recompute() != r {
+		return usagef("--recompute %s: model %s does not recompute activations (the gpt and llama models do)", r, o.model)
+	}
+	if o.precisions && o.backend == "nvshmem" && o.precision != "fp32" {
+		return usagef("--recompute %s: with --backend nvshmem and --precision %s model %s runs fused in bf16, which keeps activations of its own and recomputes none: add --precision fp32 to recompute on the per-layer path, or leave --recompute out",
+			r, o.precision, o.model)
 	}
 	return nil
 }
@@ -468,6 +505,9 @@ func (o *options) validate() error {
 		return usagef("--checkpoint-every needs --checkpoint-dir")
 	}
 	if err := o.checkPrecision(); err != nil {
+		return err
+	}
+	if err := o.checkRecompute(); err != nil {
 		return err
 	}
 	rc, err := o.resolve()

@@ -63,7 +63,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errHelp):
 		return 0
 	case errors.Is(err, errListModels):
-		listModels(stdout)
+		r, err := models.ParseRecompute(o.recompute)
+		if err != nil {
+			return fail(stderr, usagef("--recompute %q: want none, gelu or block", o.recompute))
+		}
+		listModels(stdout, r)
 		return 0
 	case err != nil:
 		return fail(stderr, err)
@@ -89,8 +93,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // estimate of its memory per PE at the default batch of one PE (256
 // samples and SGD with momentum for a classifier; 16 sequences and AdamW for
 // a language model): fp32 arenas, optimizer state and, where the model
-// states it, the CPU engine's activations.
-func listModels(w io.Writer) {
+// states it, the CPU engine's activations, in recompute mode r for the
+// models that recompute (models.Recomputer), with the other figure beside
+// it: without recomputing, or with --recompute block when r is none.
+func listModels(w io.Writer, r models.Recompute) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "model\tparameters\tmemory per PE (estimate: fp32 on the CPU engine; the GPU's bf16 path needs less)")
 	for _, name := range models.Names() {
@@ -107,6 +113,20 @@ func listModels(w io.Writer) {
 		mem := fmt.Sprintf("%s at %d samples a step, %s", memSize(f.Bytes()), batch, opt)
 		if f.ActivationBytes < 0 {
 			mem = fmt.Sprintf("%s + activations, %s", memSize(f.Bytes()), opt)
+		}
+		alt := r
+		if alt == models.RecomputeNone {
+			alt = models.RecomputeBlock
+		}
+		if am, err := models.New(name, models.Config{Recompute: alt}); err == nil && f.ActivationBytes >= 0 {
+			if rm, ok := am.(models.Recomputer); ok && rm.Recompute() == alt {
+				fa := models.FootprintOf(am, batch, slots)
+				if r == models.RecomputeNone {
+					mem += fmt.Sprintf("; --recompute block: %s", memSize(fa.Bytes()))
+				} else {
+					mem = fmt.Sprintf("%s at %d samples a step, %s, --recompute %s (%s without)", memSize(fa.Bytes()), batch, opt, r, memSize(f.Bytes()))
+				}
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, paramCount(f.Params), mem)
 	}

@@ -30,6 +30,10 @@ type recipe struct {
 	Accum     int          // micro-batches per optimizer step
 	Epochs    int          // passes over the training set (MaxSteps may cut them short)
 	MaxSteps  int          // 0: no limit
+	// Recompute is the activations a transformer recomputes in backward
+	// (--recompute): not the trained bits, which every mode keeps, but the
+	// memory and arithmetic of a step, which a checkpoint records as well.
+	Recompute models.Recompute
 }
 
 // optimizerUses says which optimizers read a hyperparameter flag: setting
@@ -62,6 +66,11 @@ func (o *options) resolve() (recipe, error) {
 	rc := recipe{Optimizer: o.optimizer, Schedule: o.schedule, Warmup: o.warmup, StepSize: o.stepSize,
 		Gamma: o.gamma, MinLR: o.minLR, ClipNorm: o.clipNorm, Batch: o.batch, Accum: o.accumulate,
 		Epochs: o.epochs, MaxSteps: o.maxSteps}
+	r, err := models.ParseRecompute(o.recompute)
+	if err != nil {
+		return recipe{}, usagef("--recompute %q: want none, gelu or block", o.recompute)
+	}
+	rc.Recompute = r
 	for _, u := range optimizerUses {
 		if o.set(u.flag) && !contains(u.kinds, o.optimizer) {
 			return recipe{}, usagef("--%s applies to %s, not to --optimizer %s", u.flag, strings.Join(u.kinds, " and "), o.optimizer)
@@ -226,5 +235,5 @@ func (rc recipe) record(total int) map[string]any {
 		"beta1": rc.Hyper.Beta1, "beta2": rc.Hyper.Beta2, "eps": rc.Hyper.Eps, "weight_decay": rc.Hyper.WeightDecay,
 		"lr": rc.LR, "schedule": rc.Schedule, "warmup_steps": rc.Warmup, "min_lr": rc.MinLR, "step_size": rc.StepSize,
 		"gamma": rc.Gamma, "clip_norm": rc.ClipNorm, "global_batch": rc.Batch, "accumulate": rc.Accum,
-		"epochs": rc.Epochs, "max_steps": rc.MaxSteps, "total_steps": total}
+		"epochs": rc.Epochs, "max_steps": rc.MaxSteps, "total_steps": total, "recompute": string(rc.Recompute)}
 }

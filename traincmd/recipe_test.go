@@ -31,7 +31,7 @@ func TestLanguageModelRecipe(t *testing.T) {
 	rc := resolved(t, "--pes", "2", "--model", "gpt-tiny")
 	want := recipe{Optimizer: "adamw", Hyper: optim.Config{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1},
 		LR: 1e-3, Schedule: "cosine", Warmup: 20, StepSize: 1000, Gamma: 0.1, ClipNorm: 1, Batch: 16, Accum: 1,
-		Epochs: 5, MaxSteps: 400}
+		Epochs: 5, MaxSteps: 400, Recompute: models.RecomputeNone}
 	if rc != want {
 		t.Errorf("gpt-tiny's recipe\n got %+v\nwant %+v", rc, want)
 	}
@@ -60,7 +60,7 @@ func TestLanguageModelRecipe(t *testing.T) {
 func TestClassifierRecipe(t *testing.T) {
 	rc := resolved(t, "--pes", "4")
 	want := recipe{Optimizer: "sgd", Hyper: optim.Config{Momentum: 0.9}, LR: 0.05, Schedule: "cosine",
-		StepSize: 1000, Gamma: 0.1, Batch: 256, Accum: 1, Epochs: 5}
+		StepSize: 1000, Gamma: 0.1, Batch: 256, Accum: 1, Epochs: 5, Recompute: models.RecomputeNone}
 	if rc != want {
 		t.Errorf("mlp's recipe\n got %+v\nwant %+v", rc, want)
 	}

@@ -36,9 +36,10 @@ type reporter struct {
 	last    ddp.LogInfo
 	failed  error // the first write to the metrics file that failed
 
-	recipe   string  // the resolved recipe in one line (recipe.describe), for the header
-	byteText bool    // byte-level text (--dataset text, byte tokenizer): losses in bits per byte too
-	mfu      mfuInfo // a language model's FLOPs per token and the devices' peak
+	recipe      string  // the resolved recipe in one line (recipe.describe), for the header
+	activations string  // the activations' estimate (activationNote), for the header; "" for none
+	byteText    bool    // byte-level text (--dataset text, byte tokenizer): losses in bits per byte too
+	mfu         mfuInfo // a language model's FLOPs per token and the devices' peak
 }
 
 // newReporter opens the metrics file on PE 0: a new one, or the end of the
@@ -119,6 +120,9 @@ func (r *reporter) hooks() ddp.Hooks {
 			fmt.Fprintf(r.errw, "training %s: %d parameters, %s (%s, %s), global batch %d (%d per PE per micro-batch), %s%s\n",
 				r.o.model, s.Params, plural(s.NPEs, "PE"), s.Backend, s.Engine, r.o.recipe.Batch, s.MicroBatch, plural(s.TotalSteps, "step"), update)
 			fmt.Fprintf(r.errw, "recipe: %s\n", r.recipe)
+			if r.activations != "" {
+				fmt.Fprintln(r.errw, r.activations)
+			}
 			if s.Resumed != "" {
 				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
 				r.trimMetrics(s.StartStep)

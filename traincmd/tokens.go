@@ -210,10 +210,54 @@ func checkMemory(o *options, g models.ActivationSizer, context int) error {
 	}
 	per := g.ActivationBytes(micro)
 	if need := per * int64(o.pes); need > avail {
-		return usagef("model %s at %d sequences of %d tokens per PE needs about %.1f GiB of activations per PE (%.1f GiB for %s), more than the %.1f GiB this host has available: split the batch with --accumulate, or use a smaller --batch-size or --context",
-			o.model, micro, context, gib(per), gib(need), plural(o.pes, "PE"), gib(avail))
+		hint := ""
+		if _, ok := g.(models.Recomputer); ok && o.recipe.Recompute != models.RecomputeBlock {
+			hint = ", recompute activations with --recompute block"
+		}
+		return usagef("model %s at %d sequences of %d tokens per PE needs about %.1f GiB of activations per PE (%.1f GiB for %s), more than the %.1f GiB this host has available: split the batch with --accumulate%s, or use a smaller --batch-size or --context",
+			o.model, micro, context, gib(per), gib(need), plural(o.pes, "PE"), gib(avail), hint)
 	}
 	return nil
+}
+
+// activationNote is the start-up header's line on a model's activations
+// (models.ActivationSizer) for micro sequences per PE: the estimate in the
+// run's recompute mode and without recomputing; with none, what --recompute
+// block would need, for a model that recomputes. cfg is the model's
+// Config as the PE built it. "" for a model that gives no estimate.
+func activationNote(o *options, m models.Model, cfg models.Config, micro int) string {
+	a, ok := m.(models.ActivationSizer)
+	if !ok || micro < 1 {
+		return ""
+	}
+	have := a.ActivationBytes(micro)
+	other := func(r models.Recompute) (int64, bool) {
+		cfg.Recompute = r
+		om, err := models.New(o.model, cfg)
+		if err != nil {
+			return 0, false
+		}
+		oa, ok := om.(models.ActivationSizer)
+		if rm, isR := om.(models.Recomputer); !ok || !isR || rm.Recompute() != r {
+			return 0, false
+		}
+		return oa.ActivationBytes(micro), true
+	}
+	mode := o.recipe.Recompute
+	if mode == models.RecomputeNone {
+		line := fmt.Sprintf("activations: about %s per PE (%d sequences), nothing recomputed", memSize(have), micro)
+		if _, ok := m.(models.Recomputer); ok {
+			if b, ok := other(models.RecomputeBlock); ok {
+				line += fmt.Sprintf(" (--recompute block: %s)", memSize(b))
+			}
+		}
+		return line
+	}
+	line := fmt.Sprintf("activations: about %s per PE (%d sequences) with --recompute %s", memSize(have), micro, mode)
+	if n, ok := other(models.RecomputeNone); ok {
+		line += fmt.Sprintf(", %s without", memSize(n))
+	}
+	return line
 }
 
 // memAvailable is /proc/meminfo's MemAvailable in bytes, 0 when unknown.
