@@ -10,11 +10,17 @@ with CUDA events after a warm-up.
         --context T --vocab V] [--steps N] [--warmup N] [--quick]
 
 Modes: eager (bf16 autocast), compile (bf16 autocast, torch.compile of the
-model and its loss), fp32 (eager, fp32 with TF32 off). Presets (default all):
+model and its loss), fp32 (eager, fp32 with TF32 off); eager-ckpt and
+compile-ckpt are eager and compile with activation checkpointing of every
+block (torch.utils.checkpoint, non-reentrant: each block's activations are
+recomputed in backward, as symddp's --recompute block does). Presets
+(default all):
   gpt2   12 layers, 12 heads, 768 wide, T=1024, vocab 50304, batch 16 and 32
          (fp32 at batch 8)
   tiny   4 layers, 4 heads, 128 wide, T=128, vocab 256, batch 64
   small  6 layers, 6 heads, 384 wide, T=256, vocab 256, batch 64
+  xl     GPT-2 XL: 48 layers, 25 heads, 1600 wide, T=1024, vocab 50304, batch 16
+         (not in all)
 --layers/--heads/--width/--context/--vocab describe one custom model instead.
 
 MFU: FLOPs per token = 6 N + 6 L C T, N = every parameter counted once
@@ -31,15 +37,17 @@ import math
 import sys
 import time
 
-PEAK = {"eager": 989e12, "compile": 989e12, "fp32": 67e12}
+PEAK = {"eager": 989e12, "compile": 989e12, "fp32": 67e12, "eager-ckpt": 989e12, "compile-ckpt": 989e12}
 PRESETS = {
     "gpt2": dict(layers=12, heads=12, width=768, context=1024, vocab=50304, batches={"eager": [16, 32], "compile": [16, 32], "fp32": [8]}),
     "tiny": dict(layers=4, heads=4, width=128, context=128, vocab=256, batches={"eager": [64], "compile": [64], "fp32": [64]}),
     "small": dict(layers=6, heads=6, width=384, context=256, vocab=256, batches={"eager": [64], "compile": [64], "fp32": [64]}),
+    "xl": dict(layers=48, heads=25, width=1600, context=1024, vocab=50304, batches={"eager": [16], "compile": [16], "fp32": [4]}),
 }
+ALL = ["gpt2", "tiny", "small"]
 
 
-def build_model(torch, L, H, C, T, V):
+def build_model(torch, L, H, C, T, V, ckpt=False):
     nn = torch.nn
     F = torch.nn.functional
 
@@ -100,7 +108,10 @@ def build_model(torch, L, H, C, T, V):
             pos = torch.arange(T_, device=idx.device)
             x = self.wte(idx) + self.wpe(pos)
             for blk in self.h:
-                x = blk(x)
+                if ckpt:  # keep the block's input only; recompute the rest in backward
+                    x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+                else:
+                    x = blk(x)
             logits = self.lm_head(self.ln_f(x))
             return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))  # fp32 under autocast
 
@@ -112,13 +123,13 @@ def run_one(torch, preset, L, H, C, T, V, B, mode, steps, warmup, profile=0):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(1)
-    model = build_model(torch, L, H, C, T, V)
+    model = build_model(torch, L, H, C, T, V, ckpt=mode.endswith("-ckpt"))
     n_params = sum(p.numel() for p in model.parameters())  # tied weight once
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
-    fwd = torch.compile(model) if mode == "compile" else model
+    fwd = torch.compile(model) if mode.startswith("compile") else model
     g = torch.Generator(device="cuda")
     g.manual_seed(2)
     data = torch.randint(0, V, (B, T + 1), device="cuda", generator=g)
@@ -171,14 +182,14 @@ def run_one(torch, preset, L, H, C, T, V, B, mode, steps, warmup, profile=0):
         for key, us, cnt in sorted(rows, key=lambda r: -r[1])[:profile]:
             print(f"PROFILE {us:10.1f} us/step {cnt:6.1f}/step  {key[:120]}", flush=True)
     del model, fwd, opt, data, x, y
-    if mode == "compile":
+    if mode.startswith("compile"):
         torch._dynamo.reset()
     torch.cuda.empty_cache()
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--preset", default="all", help="all, gpt2, tiny, small (comma list)")
+    ap.add_argument("--preset", default="all", help="all (gpt2, tiny, small), or a comma list of gpt2, tiny, small, xl")
     ap.add_argument("--modes", default="eager,compile,fp32")
     ap.add_argument("--batch", default="", help="batch sizes (comma list), instead of the preset's")
     for k in ("layers", "heads", "width", "context", "vocab"):
@@ -198,7 +209,7 @@ def main():
     modes = [m for m in a.modes.split(",") if m]
     for m in modes:
         if m not in PEAK:
-            sys.exit(f"torch_gpt_bench.py: unknown mode {m!r} (eager, compile, fp32)")
+            sys.exit(f"torch_gpt_bench.py: unknown mode {m!r} ({', '.join(PEAK)})")
     batches = [int(b) for b in a.batch.split(",") if b]
     custom = [a.layers, a.heads, a.width, a.context, a.vocab]
     if any(custom):
@@ -209,7 +220,7 @@ def main():
         runs = [("custom", dict(layers=a.layers, heads=a.heads, width=a.width, context=a.context, vocab=a.vocab,
                                 batches={m: batches or [8] for m in PEAK}))]
     else:
-        names = list(PRESETS) if a.preset == "all" else [p for p in a.preset.split(",") if p]
+        names = ALL if a.preset == "all" else [p for p in a.preset.split(",") if p]
         for n in names:
             if n not in PRESETS:
                 sys.exit(f"torch_gpt_bench.py: unknown preset {n!r} ({', '.join(PRESETS)})")
@@ -218,7 +229,7 @@ def main():
     failed = 0
     for name, p in runs:
         for mode in modes:
-            for B in (batches or p["batches"][mode]):
+            for B in (batches or p["batches"][mode.removesuffix("-ckpt")]):
                 try:
                     run_one(torch, name, p["layers"], p["heads"], p["width"], p["context"], p["vocab"], B, mode,
                             steps, warmup, a.profile)
