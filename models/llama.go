@@ -94,8 +94,8 @@ func (l LlamaConfig) FFN() int {
 	return (h + m - 1) / m * m
 }
 
-// eps is NormEps or its default.
-func (l LlamaConfig) eps() float32 {
+// Eps is the RMSNorms' epsilon: NormEps, or 1e-5 when it is 0.
+func (l LlamaConfig) Eps() float32 {
 	if l.NormEps > 0 {
 		return l.NormEps
 	}
@@ -173,7 +173,7 @@ func NewLlama(name string, l LlamaConfig) (*Llama, error) {
 	}
 	l.FFNHidden = l.FFN()
 	m := &Llama{name: name, cfg: l}
-	c, eps := l.Width, l.eps()
+	c, eps := l.Width, l.Eps()
 	const std = 0.02
 	out := std / math.Sqrt(2*float64(l.Layers))
 	for i := 0; i < l.Layers; i++ {
