@@ -125,7 +125,7 @@ var hfArchs = []*hfArch{&hfLlama, &hfGPT2}
 // is missing).
 func hfArchOfModel(desc map[string]int) *hfArch {
 	for _, a := range hfArchs {
-		if _, err := a.params(desc); desc != nil && err == nil {
+		if _, err := a.params(desc); err == nil {
 			return a
 		}
 	}
