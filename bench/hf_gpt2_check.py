@@ -5,50 +5,19 @@ python3-torch; no transformers, no safetensors package).
 
     hf_gpt2_check.py --hf DIR --tokens 1,2,3 --logits ours.f32 [--rtol 1e-4]
 
-It parses DIR/model.safetensors itself (an 8-byte little-endian header
-length, a JSON header, raw little-endian tensors: F32, BF16 or F16), reads
-the sizes from DIR/config.json, and runs GPT-2's forward written out here
-with the Conv1D layout, (in, out) matrices applied as x @ W, in float64.
---logits is symddp's logits of the same tokens: float32 little-endian,
-one row of vocab_size per token. It prints one line of JSON: the largest
-absolute difference, the largest |logit|, their ratio, the tolerance, the
-arg max of the last position, and "ok". Exit 0 when the ratio is within
---rtol, 1 otherwise, 2 for bad input.
+It reads DIR's files with hfcheck.py (the safetensors reader and the
+command line it shares with hf_llama_check.py: the JSON line it prints and
+its exit codes are described there) and runs GPT-2's forward written out
+here with the Conv1D layout, (in, out) matrices applied as x @ W, in
+float64. Names with and without the "transformer." prefix are read.
 """
 
-import argparse
-import json
 import math
-import os
-import struct
-import sys
 
 import torch
 import torch.nn.functional as F
 
-DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
-
-
-def read_safetensors(path):
-    """Tensors of a safetensors file by name, as float64."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n])
-    base = 8 + n
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        if entry["dtype"] not in DTYPES:
-            if name.endswith("attn.bias") or name.endswith("attn.masked_bias"):
-                continue  # mask buffers of older files
-            raise SystemExit(f"{path}: tensor {name} is {entry['dtype']}, want F32, BF16 or F16")
-        buf = bytearray(raw[base + begin : base + end])
-        t = torch.frombuffer(buf, dtype=DTYPES[entry["dtype"]]) if buf else torch.empty(0, dtype=DTYPES[entry["dtype"]])
-        out[name] = t.reshape(entry["shape"]).to(torch.float64)
-    return out
+import hfcheck
 
 
 def gelu_tanh(x):
@@ -57,6 +26,7 @@ def gelu_tanh(x):
 
 def gpt2_logits(w, cfg, tokens):
     """GPT-2's forward over one sequence: logits (T, vocab_size)."""
+    w = {k[len("transformer.") :] if k.startswith("transformer.") else k: v for k, v in w.items()}
     C, H, L = cfg["n_embd"], cfg["n_head"], cfg["n_layer"]
     eps = cfg.get("layer_norm_epsilon", 1e-5)
     T, hs = len(tokens), C // H
@@ -81,38 +51,10 @@ def gpt2_logits(w, cfg, tokens):
     return ln(x, "ln_f") @ w["wte.weight"].T  # the head is tied to wte
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hf", required=True, help="directory with config.json and model.safetensors")
-    ap.add_argument("--tokens", required=True, help="token ids, comma-separated")
-    ap.add_argument("--logits", help="symddp's logits: float32 little-endian, tokens x vocab_size")
-    ap.add_argument("--rtol", type=float, default=1e-4, help="largest |difference| / largest |logit| accepted")
-    a = ap.parse_args()
-
-    with open(os.path.join(a.hf, "config.json")) as f:
-        cfg = json.load(f)
-    w = {k[len("transformer.") :] if k.startswith("transformer.") else k: v
-         for k, v in read_safetensors(os.path.join(a.hf, "model.safetensors")).items()}
-    tokens = [int(t) for t in a.tokens.split(",")]
-    with torch.no_grad():
-        theirs = gpt2_logits(w, cfg, tokens)
-    report = {"tokens": len(tokens), "vocab": theirs.shape[1], "argmax_last": int(theirs[-1].argmax())}
-    ok = True
-    if a.logits:
-        with open(a.logits, "rb") as f:
-            buf = bytearray(f.read())
-        if len(buf) != 4 * theirs.numel():
-            print(f"{a.logits}: {len(buf)} bytes, want {4 * theirs.numel()} ({len(tokens)} x {theirs.shape[1]} float32)", file=sys.stderr)
-            sys.exit(2)
-        ours = torch.frombuffer(buf, dtype=torch.float32).reshape(theirs.shape).to(torch.float64)
-        diff = (ours - theirs).abs().max().item()
-        scale = ours.abs().max().item()
-        rel = diff / scale
-        ok = rel <= a.rtol
-        report.update(max_abs_diff=diff, max_abs_logit=scale, rel=rel, rtol=a.rtol, ok=ok)
-    print(json.dumps(report))
-    sys.exit(0 if ok else 1)
+def mask_buffer(name):
+    """The causal-mask buffers older GPT-2 files hold (BOOL or F32)."""
+    return name.endswith("attn.bias") or name.endswith("attn.masked_bias")
 
 
 if __name__ == "__main__":
-    main()
+    hfcheck.main(__doc__, gpt2_logits, skip=mask_buffer)

@@ -112,9 +112,13 @@
 //
 // Options.InitFrom starts a run from other weights with fresh optimizer
 // state, step count and data (fine-tuning): a Hugging Face GPT2LMHeadModel
-// directory or a symddp checkpoint, read by PE 0 ([ReadInitWeights]) and
-// broadcast; a fault is an [InitError] on every PE. [ExportHFGPT2] writes a
-// GPT checkpoint in Hugging Face's layout (the export command).
+// (for a GPT) or LlamaForCausalLM (for a Llama) directory, or a symddp
+// checkpoint, read by PE 0 ([ReadInitWeights]) and broadcast; a fault is an
+// [InitError] on every PE. [ExportHF] writes a GPT or Llama checkpoint in
+// Hugging Face's layout (the export command). Both read the architecture
+// from a small table each (hfgpt2.go, hfllama.go): names, shapes and
+// config.json's fields; the reading, checking and writing are shared
+// (hfarch.go).
 //
 // # Errors
 //

@@ -54,16 +54,24 @@ func randomArena(m models.Model, seed uint64) []float32 {
 	return a
 }
 
-// testGPT is a small GPT of cfg with random parameters, and its checkpoint.
-func testGPT(t *testing.T, name string, cfg models.GPTConfig) (*models.GPT, []float32, *Weights) {
+// testCheckpoint gives m random parameters and writes them as a
+// checkpoint.
+func testCheckpoint(t *testing.T, m models.Model) ([]float32, *Weights) {
 	t.Helper()
-	m, err := models.NewGPT(name, cfg)
-	require.NoError(t, err)
 	arena := randomArena(m, 7)
 	path := filepath.Join(t.TempDir(), "ckpt-000000001.safetensors")
 	require.NoError(t, writeTestCheckpoint(path, m, arena))
 	w, err := ReadWeights(path)
 	require.NoError(t, err)
+	return arena, w
+}
+
+// testGPT is a small GPT of cfg with random parameters, and its checkpoint.
+func testGPT(t *testing.T, name string, cfg models.GPTConfig) (*models.GPT, []float32, *Weights) {
+	t.Helper()
+	m, err := models.NewGPT(name, cfg)
+	require.NoError(t, err)
+	arena, w := testCheckpoint(t, m)
 	return m, arena, w
 }
 
@@ -98,21 +106,10 @@ func TestHFRoundTrip(t *testing.T) {
 			for i := c.wantVocab * c.cfg.Width; i < c.cfg.Vocab*c.cfg.Width; i++ {
 				want[i] = 0 // wte's rows above vocab_size
 			}
-			if c.opts.DType == "BF16" {
-				for i, v := range want {
-					want[i] = bf16ToF32(bf16FromF32(v))
-				}
-			}
-			back, err := ReadInitWeights(dir, m)
-			require.NoError(t, err)
-			require.Equal(t, hashFloat32s(want), hashFloat32s(back), "parameter hash after export and import")
-			require.Equal(t, want, back)
+			back := requireImport(t, dir, m, want, c.opts.DType)
 
 			// the file is GPT2LMHeadModel's: prefixed names, Conv1D matrices, no head
-			b, err := os.ReadFile(filepath.Join(dir, hfModelFile))
-			require.NoError(t, err)
-			f, err := parseSafetensors(b)
-			require.NoError(t, err)
+			b, f := readHFFile(t, dir)
 			C := c.cfg.Width
 			wantDT := map[string]string{"": "F32", "BF16": "BF16"}[c.opts.DType]
 			for name, shape := range map[string][]int{
@@ -147,18 +144,68 @@ func TestHFRoundTrip(t *testing.T) {
 
 			// exporting what was imported writes the same bytes
 			if c.opts.Vocab == 0 && c.opts.DType == "" && c.cfg.Vocab == 256 {
-				again := filepath.Join(t.TempDir(), "ckpt-000000002.safetensors")
-				require.NoError(t, writeTestCheckpoint(again, m, back))
-				w2, err := ReadWeights(again)
-				require.NoError(t, err)
-				dir2 := filepath.Join(t.TempDir(), "hf")
-				_, err = ExportHFGPT2(w2, dir2, c.opts)
-				require.NoError(t, err)
-				b2, err := os.ReadFile(filepath.Join(dir2, hfModelFile))
-				require.NoError(t, err)
+				b2 := reexport(t, m, back, ExportHFGPT2, c.opts)
 				require.True(t, bytes.Equal(b, b2), "re-exported model.safetensors differs")
 			}
 		})
+	}
+}
+
+// requireImport imports dir into m and requires want's bits (rounded to
+// bf16 first, in place, when dtype is BF16); it returns what it imported.
+func requireImport(t *testing.T, dir string, m models.Model, want []float32, dtype string) []float32 {
+	t.Helper()
+	if dtype == "BF16" {
+		for i, v := range want {
+			want[i] = bf16ToF32(bf16FromF32(v))
+		}
+	}
+	back, err := ReadInitWeights(dir, m)
+	require.NoError(t, err)
+	require.Equal(t, hashFloat32s(want), hashFloat32s(back), "parameter hash after export and import")
+	require.Equal(t, want, back)
+	return back
+}
+
+// readHFFile reads and parses dir's model.safetensors.
+func readHFFile(t *testing.T, dir string) ([]byte, *stFile) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, hfModelFile))
+	require.NoError(t, err)
+	f, err := parseSafetensors(b)
+	require.NoError(t, err)
+	return b, f
+}
+
+// reexport writes arena as m's checkpoint, exports it into a new
+// directory and returns that model.safetensors' bytes.
+func reexport(t *testing.T, m models.Model, arena []float32, export func(*Weights, string, HFExportOptions) (HFExport, error), o HFExportOptions) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ckpt-000000002.safetensors")
+	require.NoError(t, writeTestCheckpoint(path, m, arena))
+	w, err := ReadWeights(path)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "hf")
+	_, err = export(w, dir, o)
+	require.NoError(t, err)
+	b, _ := readHFFile(t, dir)
+	return b
+}
+
+// replaceTensor is rewriteHF's tensors function that passes tensor name
+// through f (which drops it by returning a tensor without a name).
+func replaceTensor(name string, f func(stTensor) stTensor) func([]stTensor) []stTensor {
+	return func(ts []stTensor) []stTensor {
+		var out []stTensor
+		for _, s := range ts {
+			if s.Name == name {
+				if s = f(s); s.Name == "" {
+					continue
+				}
+			}
+			out = append(out, s)
+		}
+		return out
 	}
 }
 
@@ -287,20 +334,7 @@ func TestHFImportVariants(t *testing.T) {
 func TestHFImportErrors(t *testing.T) {
 	m, dir, _ := hfFixture(t)
 	file := func(d string) string { return filepath.Join(d, hfModelFile) }
-	replace := func(name string, f func(stTensor) stTensor) func([]stTensor) []stTensor {
-		return func(ts []stTensor) []stTensor {
-			var out []stTensor
-			for _, s := range ts {
-				if s.Name == name {
-					if s = f(s); s.Name == "" {
-						continue
-					}
-				}
-				out = append(out, s)
-			}
-			return out
-		}
-	}
+	replace := replaceTensor
 	drop := func(stTensor) stTensor { return stTensor{} }
 	for _, c := range []struct {
 		name    string

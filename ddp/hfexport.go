@@ -12,30 +12,35 @@ import (
 	"github.com/symddp/symddp/models"
 )
 
-// HFExportOptions configures ExportHFGPT2.
+// HFExportOptions configures ExportHF and ExportHFGPT2.
 type HFExportOptions struct {
 	// DType is the type of the tensors written: "F32" (the default for "")
 	// or "BF16" (rounded to nearest even).
 	DType string
-	// Vocab is the number of wte rows written, config.json's vocab_size:
-	// 0 means GPT-2's 50257 (models.GPT2Tokens) for a model with the gpt2
-	// presets' padded 50304 rows, whose rows above 50257 no token uses,
-	// and every row otherwise.
+	// Vocab is the number of vocabulary rows written (the embedding's, and
+	// an untied head's), config.json's vocab_size: 0 means GPT-2's 50257
+	// (models.GPT2Tokens) for a model with the gpt2 presets' padded 50304
+	// rows, whose rows above 50257 no token uses, and every row otherwise.
 	Vocab int
 	// Overwrite replaces the model.safetensors and config.json of a
 	// directory that has them; without it that is an error.
 	Overwrite bool
 }
 
-// HFExport says what ExportHFGPT2 wrote.
+// HFExport says what ExportHF wrote.
 type HFExport struct {
 	// Dir holds model.safetensors and config.json.
 	Dir string
-	// Model is the checkpoint's model, Config its sizes.
+	// Class is the transformers class of the layout written
+	// (GPT2LMHeadModel, LlamaForCausalLM).
+	Class string
+	// Model is the checkpoint's model, Config the sizes it records (the
+	// model's Describe map: layers, heads, width, context, vocab, and a
+	// Llama's kv_heads, ffn_hidden, rope_theta, tied_embeddings).
 	Model  string
-	Config models.GPTConfig
-	// Vocab is the rows of wte written (config.json's vocab_size), DType
-	// the tensors' type.
+	Config map[string]int
+	// Vocab is the vocabulary rows written (config.json's vocab_size),
+	// DType the tensors' type.
 	Vocab int
 	DType string
 	// Tensors and Bytes count model.safetensors' tensors and its size.
@@ -43,7 +48,7 @@ type HFExport struct {
 	Bytes   int64
 }
 
-// CheckExportDir checks, before any work, that ExportHFGPT2 can write
+// CheckExportDir checks, before any work, that ExportHF can write
 // into dir: it is a directory or does not exist yet, and it holds no
 // model.safetensors or config.json unless overwrite.
 func CheckExportDir(dir string, overwrite bool) error {
@@ -67,6 +72,23 @@ func CheckExportDir(dir string, overwrite bool) error {
 	return nil
 }
 
+// ExportHF writes checkpoint w into dir in the Hugging Face layout of its
+// model: LlamaForCausalLM for a Llama (hfllama.go), GPT2LMHeadModel for a
+// GPT (ExportHFGPT2). A checkpoint of another model is an error naming
+// it and the layouts there are.
+func ExportHF(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
+	for _, a := range hfArchs {
+		if _, err := a.params(w.Config); err == nil {
+			return a.export(w, dir, o)
+		}
+	}
+	why := "its sizes are neither a GPT's nor a Llama's"
+	if w.Config == nil {
+		why = "it records no sizes"
+	}
+	return HFExport{}, fmt.Errorf("%s holds model %q, which has no Hugging Face layout (%s): export writes the checkpoints of the gpt models (GPT2LMHeadModel) and of the llama models (LlamaForCausalLM)", w.Path, w.Model, why)
+}
+
 // ExportHFGPT2 writes the GPT of checkpoint w into dir in Hugging Face's
 // GPT2LMHeadModel layout (hfgpt2.go): model.safetensors, the parameters
 // named "transformer.<GPT-2 name>", the blocks' matrices transposed to
@@ -77,6 +99,13 @@ func CheckExportDir(dir string, overwrite bool) error {
 // and renamed into place, config.json last. A checkpoint of another model
 // is an error naming it.
 func ExportHFGPT2(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
+	return hfGPT2.export(w, dir, o)
+}
+
+// export writes checkpoint w, a model of a's kind, into dir: every
+// parameter under its file name and shape (vocabulary rows cut to
+// o.Vocab), metadata {"format": "pt"}, then config.json.
+func (a *hfArch) export(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
 	dtype := o.DType
 	if dtype == "" {
 		dtype = "F32"
@@ -87,18 +116,18 @@ func ExportHFGPT2(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
 	if err := CheckExportDir(dir, o.Overwrite); err != nil {
 		return HFExport{}, err
 	}
-	g, specs, err := checkpointGPT(w)
+	specs, err := a.checkpointParams(w)
 	if err != nil {
 		return HFExport{}, err
 	}
-	vocab := o.Vocab
+	vocab, rows := o.Vocab, w.Config["vocab"]
 	switch {
-	case vocab == 0 && g.Vocab == models.GPT2.Vocab:
+	case vocab == 0 && rows == models.GPT2.Vocab:
 		vocab = models.GPT2Tokens
 	case vocab == 0:
-		vocab = g.Vocab
-	case vocab < 0 || vocab > g.Vocab:
-		return HFExport{}, fmt.Errorf("vocabulary %d: the model has %d rows in wte", vocab, g.Vocab)
+		vocab = rows
+	case vocab < 0 || vocab > rows:
+		return HFExport{}, fmt.Errorf("vocabulary %d: the model has %d rows in %s", vocab, rows, a.embed)
 	}
 	tensors := make([]stTensor, 0, len(specs))
 	for _, s := range specs {
@@ -106,13 +135,13 @@ func ExportHFGPT2(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
 		if err := w.Read(s.Name, vals); err != nil {
 			return HFExport{}, err
 		}
-		hn, transposed := hfName(s.Name, s.Shape)
-		t := stTensor{Name: hfPrefix + hn, Shape: s.Shape, Data: vals, DType: dtype}
+		m := a.tensor(s)
+		t := stTensor{Name: a.prefix + m.name, Shape: m.fileShape(s.Shape, vocab, s.Shape[0]), Data: vals, DType: dtype}
 		switch {
-		case s.Name == "wte":
-			t.Shape, t.Data = []int{vocab, g.Width}, vals[:vocab*g.Width]
-		case transposed:
-			t.Shape, t.Data = []int{s.Shape[1], s.Shape[0]}, make([]float32, len(vals))
+		case m.rows == rowsVocab:
+			t.Data = vals[:vocab*s.Shape[1]]
+		case m.transposed:
+			t.Data = make([]float32, len(vals))
 			transpose(t.Data, vals, s.Shape[0], s.Shape[1])
 		}
 		tensors = append(tensors, t)
@@ -125,7 +154,7 @@ func ExportHFGPT2(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
 	}); err != nil {
 		return HFExport{}, err
 	}
-	js, err := json.MarshalIndent(exportConfig(g, vocab, dtype), "", "  ")
+	js, err := json.MarshalIndent(a.exportConfig(w.Config, vocab, dtype), "", "  ")
 	if err != nil {
 		return HFExport{}, err
 	}
@@ -142,53 +171,34 @@ func ExportHFGPT2(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
 	if err := syncDir(dir); err != nil {
 		return HFExport{}, err
 	}
-	return HFExport{Dir: dir, Model: w.Model, Config: g, Vocab: vocab, DType: dtype, Tensors: len(tensors), Bytes: fi.Size()}, nil
+	return HFExport{Dir: dir, Class: a.class, Model: w.Model, Config: w.Config, Vocab: vocab, DType: dtype,
+		Tensors: len(tensors), Bytes: fi.Size()}, nil
 }
 
-// checkpointGPT checks that w holds a GPT (the sizes it records, every
-// parameter of a GPT of them with its shape) and returns the sizes and the
-// parameters.
-func checkpointGPT(w *Weights) (models.GPTConfig, []models.ParamSpec, error) {
-	notGPT := func(why string, args ...any) error {
-		return fmt.Errorf("%s holds model %q, which is not a GPT (%s): only GPT checkpoints export to the Hugging Face GPT-2 layout",
-			w.Path, w.Model, fmt.Sprintf(why, args...))
+// checkpointParams checks that w holds a model of a's kind (the sizes it
+// records, every parameter of such a model with its shape) and returns
+// the parameters.
+func (a *hfArch) checkpointParams(w *Weights) ([]models.ParamSpec, error) {
+	notKind := func(why string, args ...any) error {
+		return fmt.Errorf("%s holds model %q, which is not a %s (%s): only %s checkpoints export to the Hugging Face %s layout",
+			w.Path, w.Model, a.kind, fmt.Sprintf(why, args...), a.kind, a.name)
 	}
 	if w.Config == nil {
-		return models.GPTConfig{}, nil, notGPT("it records no sizes")
+		return nil, notKind("it records no sizes")
 	}
-	g, err := models.GPTConfigOf(w.Config)
+	specs, err := a.params(w.Config)
 	if err != nil {
-		return models.GPTConfig{}, nil, notGPT("%v", err)
+		return nil, notKind("%v", err)
 	}
-	ref, err := models.NewGPT(w.Model, g)
-	if err != nil {
-		return models.GPTConfig{}, nil, notGPT("%v", err)
-	}
-	specs := ref.Params()
 	for _, s := range specs {
 		switch shape := w.Shape(s.Name); {
 		case shape == nil:
-			return models.GPTConfig{}, nil, notGPT("no tensor %s", s.Name)
+			return nil, notKind("no tensor %s", s.Name)
 		case !slices.Equal(shape, s.Shape):
-			return models.GPTConfig{}, nil, notGPT("tensor %s has shape %v, a GPT's %v", s.Name, shape, s.Shape)
+			return nil, notKind("tensor %s has shape %v, a %s's %v", s.Name, shape, a.kind, s.Shape)
 		}
 	}
-	return g, specs, nil
-}
-
-// exportConfig is config.json for a GPT of g with vocab rows of wte.
-func exportConfig(g models.GPTConfig, vocab int, dtype string) hfConfig {
-	c := hfDefaults()
-	c.Architectures = []string{"GPT2LMHeadModel"}
-	c.VocabSize, c.NPositions, c.NCtx = vocab, g.Context, g.Context
-	c.NEmbd, c.NLayer, c.NHead = g.Width, g.Layers, g.Heads
-	c.ResidPdrop, c.EmbdPdrop, c.AttnPdrop = 0, 0, 0
-	if vocab == models.GPT2Tokens {
-		eot := models.GPT2Tokens - 1 // <|endoftext|>
-		c.BOSTokenID, c.EOSTokenID = &eot, &eot
-	}
-	c.TorchDType = map[string]string{"F32": "float32", "BF16": "bfloat16"}[dtype]
-	return c
+	return specs, nil
 }
 
 // writeFileAtomic writes dir/name through write into a temporary file in

@@ -19,16 +19,25 @@ import (
 // attn.c_proj, mlp.c_fc, mlp.c_proj) transposed: GPT-2's Conv1D stores
 // (in,out), symddp (out,in). wte holds vocab_size rows, wpe n_positions.
 
-const (
-	hfConfigFile = "config.json"
-	hfModelFile  = "model.safetensors"
-	hfPrefix     = "transformer."
-)
+// hfPrefix starts the names of a GPT2LMHeadModel file's parameters.
+const hfPrefix = "transformer."
 
-// hfConfig is GPT2Config as config.json writes it. Reading starts from
-// GPT2Config's defaults (hfDefaults), as transformers does for a key that
+// hfGPT2 is GPT2LMHeadModel, loaded into and exported from symddp's GPT.
+var hfGPT2 = hfArch{
+	name: "GPT-2", kind: "GPT", class: "GPT2LMHeadModel", modelType: "gpt2", prefix: hfPrefix,
+	embed: "wte", tiedHead: "lm_head.weight", tiedWhy: "symddp's GPT ties its head to wte",
+	params: hfParamsOf(models.GPTConfigOf, models.NewGPT), tensor: gpt2Tensor, ignored: gpt2Ignored,
+	parseConfig: func(b []byte) (hfFileConfig, error) { return parseGPT2Config(b) },
+	exportConfig: func(desc map[string]int, vocab int, dtype string) any {
+		g, _ := models.GPTConfigOf(desc) // checked by the export
+		return gpt2ExportConfig(g, vocab, dtype)
+	},
+}
+
+// gpt2Config is GPT2Config as config.json writes it. Reading starts from
+// GPT2Config's defaults (gpt2Defaults), as transformers does for a key that
 // is missing.
-type hfConfig struct {
+type gpt2Config struct {
 	Architectures              []string `json:"architectures,omitempty"`
 	ModelType                  string   `json:"model_type"`
 	VocabSize                  int      `json:"vocab_size"`
@@ -54,19 +63,19 @@ type hfConfig struct {
 	TorchDType                 string   `json:"torch_dtype,omitempty"`
 }
 
-// hfDefaults is GPT2Config's defaults (transformers'
+// gpt2Defaults is GPT2Config's defaults (transformers'
 // configuration_gpt2.py): GPT-2 124M.
-func hfDefaults() hfConfig {
-	return hfConfig{ModelType: "gpt2", VocabSize: models.GPT2Tokens, NPositions: 1024, NEmbd: 768, NLayer: 12, NHead: 12,
+func gpt2Defaults() gpt2Config {
+	return gpt2Config{ModelType: "gpt2", VocabSize: models.GPT2Tokens, NPositions: 1024, NEmbd: 768, NLayer: 12, NHead: 12,
 		ActivationFunction: "gelu_new", ResidPdrop: 0.1, EmbdPdrop: 0.1, AttnPdrop: 0.1, LayerNormEpsilon: 1e-5,
 		InitializerRange: 0.02, ScaleAttnWeights: true, TieWordEmbeddings: true, UseCache: true}
 }
 
-// parseHFConfig reads config.json's bytes over GPT2Config's defaults.
-func parseHFConfig(b []byte) (hfConfig, error) {
-	c := hfDefaults()
+// parseGPT2Config reads config.json's bytes over GPT2Config's defaults.
+func parseGPT2Config(b []byte) (gpt2Config, error) {
+	c := gpt2Defaults()
 	if err := json.Unmarshal(b, &c); err != nil {
-		return hfConfig{}, fmt.Errorf("not a GPT2Config: %v", err)
+		return gpt2Config{}, fmt.Errorf("not a GPT2Config: %v", err)
 	}
 	return c, nil
 }
@@ -75,29 +84,33 @@ func parseHFConfig(b []byte) (hfConfig, error) {
 // approximation, the one symddp's GPT computes.
 var gpt2Activations = []string{"gelu_new", "gelu_pytorch_tanh", "gelu_fast"}
 
-// checkAgainst checks that a checkpoint of this config loads into a GPT of
-// g: the same layers, heads and width; at least g's positions (wpe's first
-// g.Context rows are used) and at most g's vocabulary (the rows above are
-// zero); and a block that computes what symddp's does.
-func (c hfConfig) checkAgainst(g models.GPTConfig) error {
-	size := func(field string, file, model int, flag string) error {
-		return fmt.Errorf("config.json has %s %d, the model %d (%s %d)", field, file, model, flag, file)
+// rows is vocab_size and n_positions: the rows of wte and wpe.
+func (c gpt2Config) rows() (vocab, positions int) { return c.VocabSize, c.NPositions }
+
+// check checks that a checkpoint of this config loads into a GPT of the
+// sizes desc gives: the same layers, heads and width; at least its
+// positions (wpe's first Context rows are used) and at most its
+// vocabulary (the rows above are zero); and a block that computes what
+// symddp's does.
+func (c gpt2Config) check(desc map[string]int) error {
+	g, err := models.GPTConfigOf(desc)
+	if err != nil {
+		return err
 	}
 	switch {
 	case c.ModelType != "gpt2":
 		return fmt.Errorf("config.json has model_type %q, want \"gpt2\"", c.ModelType)
 	case c.NLayer != g.Layers:
-		return size("n_layer", c.NLayer, g.Layers, "--layers")
+		return errConfigSize("n_layer", c.NLayer, g.Layers, "--layers")
 	case c.NHead != g.Heads:
-		return size("n_head", c.NHead, g.Heads, "--heads")
+		return errConfigSize("n_head", c.NHead, g.Heads, "--heads")
 	case c.NEmbd != g.Width:
-		return size("n_embd", c.NEmbd, g.Width, "--width")
-	case c.NPositions < g.Context:
-		return fmt.Errorf("config.json has n_positions %d, fewer than the model's context of %d (--context %d or less)", c.NPositions, g.Context, c.NPositions)
-	case c.VocabSize > g.Vocab:
-		return fmt.Errorf("config.json has vocab_size %d, more than the model's vocabulary of %d (--vocab %d or more)", c.VocabSize, g.Vocab, c.VocabSize)
-	case c.VocabSize < 1 || c.NPositions < 1:
-		return fmt.Errorf("config.json has vocab_size %d and n_positions %d", c.VocabSize, c.NPositions)
+		return errConfigSize("n_embd", c.NEmbd, g.Width, "--width")
+	}
+	if err := checkConfigRows("n_positions", c.NPositions, g.Context, c.VocabSize, g.Vocab); err != nil {
+		return err
+	}
+	switch {
 	case c.NInner != nil && *c.NInner != 4*c.NEmbd:
 		return fmt.Errorf("config.json has n_inner %d: symddp's GPT has an MLP of 4·n_embd = %d", *c.NInner, 4*c.NEmbd)
 	case !slices.Contains(gpt2Activations, c.ActivationFunction):
@@ -112,60 +125,41 @@ func (c hfConfig) checkAgainst(g models.GPTConfig) error {
 	return nil
 }
 
-// hfName is GPT2Model's name of GPT parameter name (without the
-// "transformer." prefix), and whether the file stores it transposed
-// (Conv1D): every matrix but the embeddings.
-func hfName(name string, shape []int) (string, bool) {
-	switch name {
-	case "wte", "wpe":
-		return name + ".weight", false
-	}
-	return name, len(shape) == 2
+// gpt2ExportConfig is config.json for a GPT of g with vocab rows of wte.
+func gpt2ExportConfig(g models.GPTConfig, vocab int, dtype string) gpt2Config {
+	c := gpt2Defaults()
+	c.Architectures = []string{"GPT2LMHeadModel"}
+	c.VocabSize, c.NPositions, c.NCtx = vocab, g.Context, g.Context
+	c.NEmbd, c.NLayer, c.NHead = g.Width, g.Layers, g.Heads
+	c.ResidPdrop, c.EmbdPdrop, c.AttnPdrop = 0, 0, 0
+	eot := hfEndOfText(vocab)
+	c.BOSTokenID, c.EOSTokenID = eot, eot
+	c.TorchDType = hfTorchDTypes[dtype]
+	return c
 }
 
-// hfIgnored reports whether a tensor of a GPT2LMHeadModel file holds no
+// gpt2Tensor is where a GPT parameter lives in a GPT2Model file: under
+// its own name (wte and wpe with a ".weight" suffix, wte's rows the
+// vocabulary, wpe's the positions), every matrix but the embeddings
+// transposed (Conv1D).
+func gpt2Tensor(s models.ParamSpec) hfTensorMap {
+	switch s.Name {
+	case "wte":
+		return hfTensorMap{name: "wte.weight", rows: rowsVocab}
+	case "wpe":
+		return hfTensorMap{name: "wpe.weight", rows: rowsPositions}
+	}
+	return hfTensorMap{name: s.Name, transposed: len(s.Shape) == 2}
+}
+
+// gpt2Ignored reports whether a tensor of a GPT2LMHeadModel file holds no
 // parameter: the causal-mask buffers attn.bias and attn.masked_bias that
 // older transformers saved.
-func hfIgnored(name string) bool {
+func gpt2Ignored(name string) bool {
 	rest, ok := strings.CutPrefix(name, "h.")
 	if !ok {
 		return false
 	}
 	_, rest, ok = strings.Cut(rest, ".")
 	return ok && (rest == "attn.bias" || rest == "attn.masked_bias")
-}
-
-// transpose writes src (rows,cols) into dst as (cols,rows).
-func transpose(dst, src []float32, rows, cols int) {
-	for r := 0; r < rows; r++ {
-		for c, v := range src[r*cols : (r+1)*cols] {
-			dst[c*rows+r] = v
-		}
-	}
-}
-
-// gptLayout checks that specs are a GPT's parameters (names and shapes) of
-// the sizes that d (ModelDescriber) gives, and returns those sizes.
-func gptLayout(d map[string]int, specs []models.ParamSpec) (models.GPTConfig, error) {
-	if d == nil {
-		return models.GPTConfig{}, fmt.Errorf("it records no sizes (not a GPT)")
-	}
-	g, err := models.GPTConfigOf(d)
-	if err != nil {
-		return models.GPTConfig{}, fmt.Errorf("not a GPT: %w", err)
-	}
-	ref, err := models.NewGPT("", g)
-	if err != nil {
-		return models.GPTConfig{}, err
-	}
-	want := ref.Params()
-	if len(specs) != len(want) {
-		return models.GPTConfig{}, fmt.Errorf("%d parameters, a GPT of these sizes has %d (not a GPT)", len(specs), len(want))
-	}
-	for i, s := range specs {
-		if s.Name != want[i].Name || !slices.Equal(s.Shape, want[i].Shape) {
-			return models.GPTConfig{}, fmt.Errorf("parameter %d is %s %v, a GPT's is %s %v (not a GPT)", i, s.Name, s.Shape, want[i].Name, want[i].Shape)
-		}
-	}
-	return g, nil
 }

@@ -91,7 +91,7 @@ type Options struct {
 	EvalLimit int
 
 	// InitFrom starts training from the parameters of a Hugging Face
-	// GPT-2 directory or a symddp checkpoint instead of the seed's
+	// GPT-2 or Llama directory or a symddp checkpoint instead of the seed's
 	// initialisation: weights only, the optimizer state, step count,
 	// schedule and data start fresh (fine-tuning). See ReadInitWeights for
 	// what it reads and checks. PE 0 reads it in New and broadcasts it;

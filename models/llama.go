@@ -98,8 +98,8 @@ func (l LlamaConfig) FFN() int {
 	return (h + m - 1) / m * m
 }
 
-// eps is NormEps or its default.
-func (l LlamaConfig) eps() float32 {
+// Eps is the RMSNorms' epsilon: NormEps, or 1e-5 when it is 0.
+func (l LlamaConfig) Eps() float32 {
 	if l.NormEps > 0 {
 		return l.NormEps
 	}
@@ -180,7 +180,7 @@ func NewLlama(name string, l LlamaConfig) (*Llama, error) {
 	l.FFNHidden = l.FFN()
 	m := &Llama{name: name, cfg: l, recompute: RecomputeNone}
 	m.blocks = m.makeBlocks()
-	m.norm = NewRMSNorm("model.norm", l.Width, l.eps())
+	m.norm = NewRMSNorm("model.norm", l.Width, l.Eps())
 	m.head = normalLinear("lm_head", l.Width, l.Vocab, 0.02)
 	if l.TiedEmbeddings {
 		m.head.TiedWeight = embedName
@@ -194,7 +194,7 @@ func NewLlama(name string, l LlamaConfig) (*Llama, error) {
 // buffer with RecomputeGELU.
 func (m *Llama) makeBlocks() []Layer {
 	l := m.cfg
-	c, eps := l.Width, l.eps()
+	c, eps := l.Width, l.Eps()
 	const std = 0.02
 	out := std / math.Sqrt(2*float64(l.Layers))
 	pool, hidden := recomputePools(m.recompute)

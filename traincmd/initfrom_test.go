@@ -2,6 +2,8 @@ package traincmd
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/ddp"
 )
 
 // TestInitFrom: a run started from another run's checkpoint with
@@ -47,5 +50,41 @@ func TestInitFrom(t *testing.T) {
 	code, _, stderr = runTrain(t, nil, append(gpt[:len(gpt):len(gpt)], "--max-steps", "2", "--init-from", dir, "--width", "32")...)
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "train: initial weights (read on PE 0): "+filepath.Join(dir, "ckpt-000000006.safetensors")+": the checkpoint's model has width 16, this model 32")
+	assert.NotContains(t, stderr, "Run 'train --help'")
+}
+
+// TestInitFromHFLlama: a llama run starts from another run's checkpoint
+// exported as LlamaForCausalLM; a directory whose tensor does not fit the
+// model its config.json describes is one line naming the tensor, exit 2.
+func TestInitFromHFLlama(t *testing.T) {
+	dir, hf := t.TempDir(), filepath.Join(t.TempDir(), "hf")
+	llama := []string{"--pes", "2", "--model", "llama", "--layers", "1", "--width", "16", "--heads", "4", "--kv-heads", "2",
+		"--context", "16", "--dataset", "synthetic", "--eval-batches", "1", "--sample-tokens", "0", "--no-progress"}
+	code, _, stderr := runTrain(t, nil, append(llama, "--max-steps", "4", "--checkpoint-dir", dir)...)
+	require.Equal(t, 0, code, stderr)
+	w, err := ddp.ReadWeights(dir)
+	require.NoError(t, err)
+	_, err = ddp.ExportHF(w, hf, ddp.HFExportOptions{})
+	require.NoError(t, err)
+
+	code, stdout, stderr := runTrain(t, nil, append(llama, "--max-steps", "2", "--init-from", hf, "--seed", "7")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "done: 2 steps in ")
+	assert.Regexp(t, regexp.MustCompile(`replicas identical on both PEs \(step 2, parameter hash [0-9a-f]{16}\)`), stdout)
+
+	// config.json says 4 key/value heads, the file holds k_proj for 2
+	cfgPath := filepath.Join(hf, "config.json")
+	b, err := os.ReadFile(cfgPath)
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(b, &cfg))
+	cfg["num_key_value_heads"] = 4
+	b, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfgPath, b, 0o644))
+	code, _, stderr = runTrain(t, nil, append(llama, "--max-steps", "2", "--init-from", hf, "--kv-heads", "4")...)
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "train: initial weights (read on PE 0): "+filepath.Join(hf, "model.safetensors")+
+		`: tensor "model.layers.0.self_attn.k_proj.weight" has shape [8 16], want [16 16]`+"\n")
 	assert.NotContains(t, stderr, "Run 'train --help'")
 }

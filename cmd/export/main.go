@@ -1,16 +1,17 @@
-// Command export writes a GPT checkpoint of train in Hugging Face's
-// GPT2LMHeadModel layout, for transformers, PyTorch or any safetensors
-// reader:
+// Command export writes a language-model checkpoint of train in Hugging
+// Face's layout, for transformers, PyTorch or any safetensors reader:
 //
-//	export --checkpoint ckpt --out gpt2-finetuned [--dtype bf16]
+//	export --checkpoint ckpt --out hf-dir [--dtype bf16]
 //
 // It reads the newest valid checkpoint of a directory (or the file named)
-// and writes model.safetensors (the parameters as "transformer.<GPT-2
-// name>", the blocks' matrices transposed to Conv1D's layout, the
-// vocabulary cut back to GPT-2's 50257 tokens for the gpt2 presets' padded
-// 50304, no lm_head: it is tied to wte) and config.json (GPT2Config) into
-// --out. train --init-from reads such a directory back. docs/GPT.md has
-// the mapping.
+// and writes model.safetensors and config.json into --out: a GPT as
+// GPT2LMHeadModel (the parameters as "transformer.<GPT-2 name>", the
+// blocks' matrices transposed to Conv1D's layout, no lm_head: it is tied
+// to wte; docs/GPT.md), a Llama as LlamaForCausalLM (the parameters under
+// their own names, which are Hugging Face's, lm_head only when untied;
+// docs/LLAMA.md). The vocabulary is cut back to GPT-2's 50257 tokens for a
+// model with the gpt2 presets' padded 50304. train --init-from reads such
+// a directory back.
 package main
 
 import (
@@ -65,14 +66,14 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.checkpoint, "checkpoint", "", "checkpoint file, or a --checkpoint-dir of train (its newest valid checkpoint)")
 	fs.StringVar(&o.out, "out", "", "directory to write model.safetensors and config.json into (created if missing)")
 	fs.StringVar(&o.dtype, "dtype", "f32", "type of the tensors written: f32, or bf16 (half the size, each value rounded to nearest even)")
-	fs.IntVar(&o.vocab, "vocab", 0, "rows of wte to write, config.json's vocab_size (0: GPT-2's 50257 for a model with the gpt2 presets' 50304 rows, else all)")
+	fs.IntVar(&o.vocab, "vocab", 0, "vocabulary rows to write (of the embedding, and of an untied head), config.json's vocab_size (0: GPT-2's 50257 for a model with the gpt2 presets' 50304 rows, else all)")
 	fs.BoolVar(&o.overwrite, "overwrite", false, "replace the model.safetensors and config.json that --out already holds")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
 	}
 	if *help {
-		fmt.Fprint(stdout, "export: write a GPT checkpoint of train in Hugging Face's GPT2LMHeadModel layout.\n\nUsage:\n  export --checkpoint DIR|FILE --out DIR [flags]\n\nFlags:\n")
+		fmt.Fprint(stdout, "export: write a checkpoint of train in Hugging Face's layout: a GPT as GPT2LMHeadModel, a Llama as LlamaForCausalLM.\n\nUsage:\n  export --checkpoint DIR|FILE --out DIR [flags]\n\nFlags:\n")
 		fmt.Fprint(stdout, fs.FlagUsages())
 		return nil, pflag.ErrHelp
 	}
@@ -99,7 +100,7 @@ func export(o *options, stdout io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	res, err := ddp.ExportHFGPT2(w, o.out, ddp.HFExportOptions{DType: strings.ToUpper(o.dtype), Vocab: o.vocab, Overwrite: o.overwrite})
+	res, err := ddp.ExportHF(w, o.out, ddp.HFExportOptions{DType: strings.ToUpper(o.dtype), Vocab: o.vocab, Overwrite: o.overwrite})
 	var pathErr *fs.PathError
 	var linkErr *os.LinkError
 	switch {
@@ -108,11 +109,15 @@ func export(o *options, stdout io.Writer) error {
 	case err != nil:
 		return usageError{err} // not a GPT, a --vocab it does not have
 	}
-	g := res.Config
-	fmt.Fprintf(stdout, "wrote %s/model.safetensors (%d tensors, %s, %.1f MiB) and config.json: model %s of step %d, %d layers, %d heads, width %d, context %d, vocabulary %d",
-		res.Dir, res.Tensors, strings.ToLower(res.DType), float64(res.Bytes)/(1<<20), res.Model, w.Step, g.Layers, g.Heads, g.Width, g.Context, res.Vocab)
-	if res.Vocab != g.Vocab {
-		fmt.Fprintf(stdout, " (of %d rows)", g.Vocab)
+	c := res.Config
+	heads := fmt.Sprintf("%d heads", c["heads"])
+	if kv, ok := c["kv_heads"]; ok {
+		heads += fmt.Sprintf(" (%d key/value)", kv)
+	}
+	fmt.Fprintf(stdout, "wrote %s/model.safetensors (%d tensors, %s, %.1f MiB) and config.json: model %s of step %d, %d layers, %s, width %d, context %d, vocabulary %d",
+		res.Dir, res.Tensors, strings.ToLower(res.DType), float64(res.Bytes)/(1<<20), res.Model, w.Step, c["layers"], heads, c["width"], c["context"], res.Vocab)
+	if res.Vocab != c["vocab"] {
+		fmt.Fprintf(stdout, " (of %d rows)", c["vocab"])
 	}
 	fmt.Fprintln(stdout)
 	return nil

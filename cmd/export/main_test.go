@@ -87,27 +87,61 @@ func TestExportCommand(t *testing.T) {
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, `--dtype "f16": want f32 or bf16`)
 
-	// a classifier's checkpoint: one line saying it is not a GPT
+	// a classifier's checkpoint: one line saying it has no Hugging Face layout
 	train, _, err := datasets.SyntheticSplit(64, 16, 8, 3, 1)
 	require.NoError(t, err)
 	mlp := trainCheckpoint(t, "mlp", models.Config{Input: []int{8}, Classes: 3, Hidden: []int{4}}, train)
 	rc, _, stderr = runExport("--checkpoint", mlp, "--out", t.TempDir())
 	assert.Equal(t, 2, rc)
-	assert.Regexp(t, `^export: .*ckpt-000000005.safetensors holds model "mlp", which is not a GPT \(it records no sizes\): only GPT checkpoints export to the Hugging Face GPT-2 layout\n$`, stderr)
+	assert.Regexp(t, `^export: .*ckpt-000000005.safetensors holds model "mlp", which has no Hugging Face layout \(it records no sizes\): export writes the checkpoints of the gpt models \(GPT2LMHeadModel\) and of the llama models \(LlamaForCausalLM\)\n$`, stderr)
 }
 
-// ourLogits are the CPU engine's logits of tokens for the GPT of name and
-// cfg with parameters arena, the first vocab columns of each row, and the
-// token Generate picks greedily after them.
-func ourLogits(t *testing.T, name string, cfg models.GPTConfig, arena []float32, tokens []int32, vocab int) ([]float32, int32) {
-	t.Helper()
-	m, err := models.NewGPT(name, cfg)
+// A Llama's checkpoint exports as LlamaForCausalLM, and the line says its
+// key/value heads.
+func TestExportLlamaCommand(t *testing.T) {
+	ck := trainCheckpoint(t, "llama", models.Config{Layers: 2, Heads: 4, KVHeads: 2, Width: 16, Context: 8}, byteText(t, 8))
+	out := filepath.Join(t.TempDir(), "hf")
+	rc, stdout, stderr := runExport("--checkpoint", ck, "--out", out)
+	require.Equal(t, 0, rc, stderr)
+	assert.Regexp(t, `^wrote .*/hf/model.safetensors \(21 tensors, f32, 0\.1 MiB\) and config.json: model llama of step 5, 2 layers, 4 heads \(2 key/value\), width 16, context 8, vocabulary 256\n$`, stdout)
+	cb, err := os.ReadFile(filepath.Join(out, "config.json"))
 	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(cb, &cfg))
+	assert.Equal(t, []any{"LlamaForCausalLM"}, cfg["architectures"])
+
+	rc, _, stderr = runExport("--checkpoint", ck, "--out", t.TempDir(), "--vocab", "300")
+	assert.Equal(t, 2, rc)
+	assert.Equal(t, "export: vocabulary 300: the model has 256 rows in model.embed_tokens.weight\n", stderr)
+}
+
+// trainedModel is the language model of checkpoint ck (directory or
+// file) and its parameters.
+func trainedModel(t *testing.T, ck string) (models.LanguageModel, []float32) {
+	t.Helper()
+	w, err := ddp.ReadWeights(ck)
+	require.NoError(t, err)
+	m, err := models.LanguageModelOf(w.Model, w.Config)
+	require.NoError(t, err)
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	arena := make([]float32, n)
+	for i, s := range specs {
+		require.NoError(t, w.Read(s.Name, arena[offsets[i]:offsets[i]+s.Size()]))
+	}
+	return m, arena
+}
+
+// ourLogits are the CPU engine's logits of tokens for model m with
+// parameters arena, the first vocab columns of each row, and the token
+// Generate picks greedily after them.
+func ourLogits(t *testing.T, m models.LanguageModel, arena []float32, tokens []int32, vocab int) ([]float32, int32) {
+	t.Helper()
 	e, err := cpu.New(cpu.Options{Threads: 1})
 	require.NoError(t, err)
 	s, err := models.NewSampler(m, e, arena)
 	require.NoError(t, err)
-	T := cfg.Context
+	T, V := m.Data().Input[0], m.Data().Classes
 	in := models.Inputs{Tokens: e.AllocLabels(T), Targets: e.AllocLabels(T)}
 	toks, none := make([]int32, T), make([]int32, T)
 	copy(toks, tokens)
@@ -117,10 +151,12 @@ func ourLogits(t *testing.T, name string, cfg models.GPTConfig, arena []float32,
 	e.SetLabels(in.Tokens, toks)
 	e.SetLabels(in.Targets, none)
 	s.Forward(in, 1, e.Alloc(3))
-	all := compute.HostData(s.Logits())
+	logits, ok := s.(interface{ Logits() compute.Tensor })
+	require.True(t, ok, "model %s has no Logits", m.Name())
+	all := compute.HostData(logits.Logits())
 	out := make([]float32, 0, len(tokens)*vocab)
 	for r := range tokens {
-		out = append(out, all[r*cfg.Vocab:r*cfg.Vocab+vocab]...)
+		out = append(out, all[r*V:r*V+vocab]...)
 	}
 	next, err := s.Generate(context.Background(), tokens, 1, models.SampleOptions{Temperature: 0, Vocab: vocab})
 	require.NoError(t, err)
@@ -137,9 +173,9 @@ type checkResult struct {
 	OK            bool
 }
 
-// torchCheck runs bench/hf_gpt2_check.py on the exported dir: PyTorch's
-// GPT-2 forward over the file, against our logits.
-func torchCheck(t *testing.T, dir string, tokens []int32, logits []float32, rtol float64) checkResult {
+// torchCheck runs bench/<script> (hf_gpt2_check.py, hf_llama_check.py) on
+// the exported dir: PyTorch's forward over the file, against our logits.
+func torchCheck(t *testing.T, script, dir string, tokens []int32, logits []float32, rtol float64) checkResult {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "ours.f32")
 	b := make([]byte, 4*len(logits))
@@ -151,11 +187,11 @@ func torchCheck(t *testing.T, dir string, tokens []int32, logits []float32, rtol
 	for i, v := range tokens {
 		ids[i] = strconv.Itoa(int(v))
 	}
-	cmd := exec.Command("/usr/bin/python3", "../../bench/hf_gpt2_check.py", "--hf", dir, "--tokens", strings.Join(ids, ","),
+	cmd := exec.Command("/usr/bin/python3", filepath.Join("../../bench", script), "--hf", dir, "--tokens", strings.Join(ids, ","),
 		"--logits", f, "--rtol", strconv.FormatFloat(rtol, 'g', -1, 64))
-	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1")
+	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
-	t.Logf("hf_gpt2_check.py: %s", bytes.TrimSpace(out))
+	t.Logf("%s: %s", script, bytes.TrimSpace(out))
 	var r checkResult
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r), "%s", out)
@@ -164,10 +200,11 @@ func torchCheck(t *testing.T, dir string, tokens []int32, logits []float32, rtol
 }
 
 // PyTorch, reading the exported safetensors itself and running GPT-2's
-// forward with Conv1D weights, computes the logits symddp computes for
-// the checkpoint, within 1e-4 of the largest logit in fp32, and picks the
-// token Generate picks; in bf16 it matches the weights symddp imports from
-// the same file, and the fp32 model within bf16's rounding.
+// forward with Conv1D weights or Llama's (RMSNorm, rotate_half RoPE,
+// repeated key/value heads, SwiGLU), computes the logits symddp computes
+// for the checkpoint, within 1e-4 of the largest logit in fp32, and picks
+// the token Generate picks; in bf16 it matches the weights symddp imports
+// from the same file, and the fp32 model within bf16's rounding.
 func TestTorchReadsExport(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
 		t.Skipf("no PyTorch for /usr/bin/python3 (Debian's python3-torch): %v", err)
@@ -178,42 +215,41 @@ func TestTorchReadsExport(t *testing.T) {
 	}
 	gpt2Data, err := datasets.NewTokenSource([][]uint16{gpt2Stream}, 8, models.GPT2.Vocab)
 	require.NoError(t, err)
+	gpt2, llama := "hf_gpt2_check.py", "hf_llama_check.py"
+	llamaCfg := models.Config{Layers: 2, Heads: 4, KVHeads: 2, Width: 32, Context: 16}
 	for _, c := range []struct {
-		name  string
-		cfg   models.Config
-		data  datasets.Source
-		dtype string
-		vocab int // of the export
+		name   string
+		model  string
+		cfg    models.Config
+		data   datasets.Source
+		dtype  string
+		vocab  int    // of the export
+		script string // the PyTorch check
 	}{
-		{"bytes", models.Config{Layers: 2, Heads: 2, Width: 32, Context: 16}, byteText(t, 16), "f32", 256},
-		{"gpt2-vocab", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 8, Vocab: models.GPT2.Vocab}, gpt2Data, "f32", models.GPT2Tokens},
-		{"bf16", models.Config{Layers: 2, Heads: 2, Width: 32, Context: 16}, byteText(t, 16), "bf16", 256},
+		{"bytes", "gpt", models.Config{Layers: 2, Heads: 2, Width: 32, Context: 16}, byteText(t, 16), "f32", 256, gpt2},
+		{"gpt2-vocab", "gpt", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 8, Vocab: models.GPT2.Vocab}, gpt2Data, "f32", models.GPT2Tokens, gpt2},
+		{"bf16", "gpt", models.Config{Layers: 2, Heads: 2, Width: 32, Context: 16}, byteText(t, 16), "bf16", 256, gpt2},
+		// untied head, 2 query heads per key/value head
+		{"llama", "llama", llamaCfg, byteText(t, 16), "f32", 256, llama},
+		// tied head, 4 query heads on one key/value head, Llama 3's θ, GPT-2's padded vocabulary
+		{"llama-tied-gpt2-vocab", "llama-124m", models.Config{Layers: 1, Heads: 4, KVHeads: 1, Width: 32, FFNHidden: 64, Context: 8,
+			RopeTheta: 500000}, gpt2Data, "f32", models.GPT2Tokens, llama},
+		{"llama-bf16", "llama", llamaCfg, byteText(t, 16), "bf16", 256, llama},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ck := trainCheckpoint(t, "gpt", c.cfg, c.data)
+			ck := trainCheckpoint(t, c.model, c.cfg, c.data)
 			hf := filepath.Join(t.TempDir(), "hf")
 			rc, _, stderr := runExport("--checkpoint", ck, "--out", hf, "--dtype", c.dtype)
 			require.Equal(t, 0, rc, stderr)
 
-			w, err := ddp.ReadWeights(ck)
-			require.NoError(t, err)
-			g, err := models.GPTConfigOf(w.Config)
-			require.NoError(t, err)
-			m, err := models.NewGPT("gpt", g)
-			require.NoError(t, err)
-			specs := m.Params()
-			offsets, n := models.Layout(specs)
-			trained := make([]float32, n)
-			for i, s := range specs {
-				require.NoError(t, w.Read(s.Name, trained[offsets[i]:offsets[i]+s.Size()]))
-			}
+			m, trained := trainedModel(t, ck)
 			tokens := []int32{3, 17, 200, 42, 9, 255, 1}
 			if c.vocab > 256 {
 				tokens = []int32{50256, 464, 3290, 318, 257, 50000, 11}
 			}
-			ours, next := ourLogits(t, "gpt", g, trained, tokens, c.vocab)
+			ours, next := ourLogits(t, m, trained, tokens, c.vocab)
 			if c.dtype == "f32" {
-				r := torchCheck(t, hf, tokens, ours, 1e-4)
+				r := torchCheck(t, c.script, hf, tokens, ours, 1e-4)
 				assert.True(t, r.OK)
 				assert.Equal(t, c.vocab, r.Vocab)
 				assert.Equal(t, int(next), r.ArgmaxLast, "PyTorch's most likely next token is Generate's")
@@ -222,12 +258,12 @@ func TestTorchReadsExport(t *testing.T) {
 			// bf16: the values symddp imports from the file give PyTorch's logits
 			imported, err := ddp.ReadInitWeights(hf, m)
 			require.NoError(t, err)
-			fromFile, _ := ourLogits(t, "gpt", g, imported, tokens, c.vocab)
-			r := torchCheck(t, hf, tokens, fromFile, 1e-4)
+			fromFile, _ := ourLogits(t, m, imported, tokens, c.vocab)
+			r := torchCheck(t, c.script, hf, tokens, fromFile, 1e-4)
 			assert.True(t, r.OK)
 			// and the fp32 model's to within bf16's rounding of every weight
 			// (8 bits of mantissa, compounded over the layers: 4.2e-2 here)
-			r = torchCheck(t, hf, tokens, ours, 1e-1)
+			r = torchCheck(t, c.script, hf, tokens, ours, 1e-1)
 			assert.True(t, r.OK)
 			assert.Greater(t, r.Rel, 1e-6, "bf16 rounding shows in the logits")
 		})
