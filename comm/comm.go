@@ -213,7 +213,8 @@ type DeviceBuffer interface {
 	DevicePtr() uintptr
 }
 
-// Request is an operation in flight, returned by IAllReduce.
+// Request is an operation in flight, returned by IAllReduce and
+// Sharder.IReduceScatter.
 type Request interface {
 	// Wait blocks until the operation is complete on this PE and returns its error.
 	Wait() error
@@ -235,13 +236,26 @@ type FixedOrderer interface {
 // the reduced values of its shard only, the PE updates that shard, and
 // AllGather copies every PE's shard into every PE's copy. PE p's shard of
 // elements [off, off+n) is [Shard(off, n, NPEs(), p)). Both are collective
-// and complete on return, like AllReduce.
+// and complete on return, like AllReduce. IReduceScatter splits the
+// reduce-scatter further, into parts started as their data is ready (the
+// gradient buckets of a backward pass), each complete when its Request's
+// Wait returns.
 type Sharder interface {
 	// ReduceScatter reduces elements [off, off+n) of the Float32 buffer b
 	// across PEs and writes the result into this PE's shard of its own
 	// copy, with the same arithmetic and bits as AllReduce; the rest of
 	// this PE's copy of [off, off+n) is left as it was.
 	ReduceScatter(b Buffer, off, n int, op Op) error
+	// IReduceScatter starts the reduce-scatter of the part [lo, hi) of
+	// elements [off, off+n) of the Float32 buffer b and returns at once:
+	// every PE p ends with the reduced values of [lo, hi) ∩ Shard(off, n,
+	// NPEs(), p), the elements of its own shard in the part, in its own
+	// copy; the rest of its copy is left as it was. Parts that together
+	// cover [off, off+n) leave every PE what ReduceScatter(b, off, n, op)
+	// leaves it, with the same arithmetic and bits. Collectives issued
+	// after it run after it (as after IAllReduce); do not touch [lo, hi)
+	// until Wait returns. off <= lo <= hi <= off+n.
+	IReduceScatter(b Buffer, off, n, lo, hi int, op Op) (Request, error)
 	// AllGather copies PE p's shard of elements [off, off+n) of b (any
 	// kind) from PE p's copy into every PE's copy, for every p.
 	AllGather(b Buffer, off, n int) error
@@ -271,6 +285,16 @@ func Shard(off, n, npes, p int) (lo, hi int) {
 		return min(x, off+n)
 	}
 	return bound(p), bound(p + 1)
+}
+
+// PartShard is PE p's piece of the part [lo, hi) of elements [off, off+n)
+// split among npes PEs: Shard(off, n, npes, p) with both ends clamped to
+// [lo, hi], empty where the two do not meet. The pieces of PEs 0, 1, ...,
+// npes-1 tile [lo, hi) in order. It is what Sharder.IReduceScatter leaves
+// PE p.
+func PartShard(off, n, npes, p, lo, hi int) (plo, phi int) {
+	slo, shi := Shard(off, n, npes, p)
+	return min(max(slo, lo), hi), min(max(shi, lo), hi)
 }
 
 // Comm is one PE's handle on the runtime. Offsets and lengths are in elements
@@ -383,6 +407,18 @@ func (e *TimeoutError) Unwrap() error { return ErrTimeout }
 func CheckRange(op string, b Buffer, off, n int) error {
 	if off < 0 || n < 0 || off > b.Len() || n > b.Len()-off {
 		return fmt.Errorf("%s: range [%d, %d) of a %d-element %s buffer: %w", op, off, off+n, b.Len(), b.Kind(), ErrBounds)
+	}
+	return nil
+}
+
+// CheckPart returns an error wrapping ErrBounds unless [off, off+n) lies in
+// b and [lo, hi) in [off, off+n): the arguments of Sharder.IReduceScatter.
+func CheckPart(op string, b Buffer, off, n, lo, hi int) error {
+	if err := CheckRange(op, b, off, n); err != nil {
+		return err
+	}
+	if lo < off || hi < lo || hi > off+n {
+		return fmt.Errorf("%s: part [%d, %d) of range [%d, %d): %w", op, lo, hi, off, off+n, ErrBounds)
 	}
 	return nil
 }

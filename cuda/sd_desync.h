@@ -27,20 +27,21 @@
 typedef struct {
     uint64_t seq;
     int coll, red, kind; /* desync.Coll, comm.Op, comm.Kind */
-    uint32_t root;
+    uint32_t root; /* the root, or a reducescatter-part's sharding (desync.Call.Sharding) */
     uint64_t buf;
     int64_t off, n;
 } sd_call;
 
 /* Decodes the words of one fingerprint; the root counts only for the
- * collectives that have one (reduce, broadcast), as in desync.Decode(Encode). */
+ * collectives that have one (reduce, broadcast), and the same word carries a
+ * reducescatter-part's sharding, as in desync.Decode(Encode). */
 static inline sd_call sd_call_decode(const uint64_t *w) {
     sd_call c;
     c.seq = w[0];
     c.coll = (int)(w[1] & 0xff);
     c.red = (int)((w[1] >> 8) & 0xff);
     c.kind = (int)((w[1] >> 16) & 0xff);
-    c.root = (c.coll == 3 || c.coll == 4) ? (uint32_t)(w[1] >> 32) : 0;
+    c.root = (c.coll == 3 || c.coll == 4 || c.coll == 10) ? (uint32_t)(w[1] >> 32) : 0;
     c.buf = w[2];
     c.off = (int64_t)w[3];
     c.n = (int64_t)w[4];
@@ -72,7 +73,7 @@ static inline void sd_textf(sd_text *t, const char *fmt, ...) {
 static inline void sd_call_text(sd_text *t, const sd_call *c) {
     static const char *const colls[] = {"",          "barrier",       "allreduce", "reduce",
                                         "broadcast", "reducescatter", "allgather", "alloc",
-                                        "free",      "close"};
+                                        "free",      "close",         "reducescatter-part"};
     static const char *const reds[] = {"", "sum", "mean", "max", "min"};
     static const char *const kinds[] = {"", "float32", "bfloat16", "byte", "uint64"};
     static const int sizes[] = {0, 4, 2, 1, 8};
@@ -90,6 +91,10 @@ static inline void sd_call_text(sd_text *t, const sd_call *c) {
     }
     if (c->coll == 3 || c->coll == 4) {
         sd_textf(t, "%sroot %" PRIu32, sep, c->root);
+        sep = ", ";
+    }
+    if (c->coll == 10) {
+        sd_textf(t, "%ssharding %08" PRIx32, sep, c->root);
         sep = ", ";
     }
     if (c->kind != 0) {

@@ -15,7 +15,9 @@
 //
 //	batch shard -> model.Forward/Backward (grads written into the grad arena)
 //	            -> comm.IAllReduce per bucket as backward finishes it
-//	            -> optimizer update over the param arena
+//	               (sharded update: comm.Sharder's IReduceScatter per bucket)
+//	            -> optimizer update over the param arena (sharded: over
+//	               this PE's shard, then an all-gather)
 //
 // # A training program
 //

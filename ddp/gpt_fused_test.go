@@ -32,7 +32,7 @@ func codeText(size int, fn, arg, op string) []byte {
 // gptSetup is what the GPT tests train with: text split 9:1 into train and
 // validation windows of cfg.Context bytes, the model gpt of cfg, and AdamW
 // with weight decay 0.1 (on matrices only) and beta2 0.95.
-func gptSetup(t *testing.T, text []byte, cfg models.Config) (train, val datasets.Source, m models.Model, o optim.Optimizer) {
+func gptSetup(t testing.TB, text []byte, cfg models.Config) (train, val datasets.Source, m models.Model, o optim.Optimizer) {
 	t.Helper()
 	cut := len(text) * 9 / 10
 	train, err := datasets.NewTokenSource([][]byte{text[:cut]}, cfg.Context, 256)

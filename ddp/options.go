@@ -32,15 +32,19 @@ type Options struct {
 	ClipNorm float32
 
 	// BucketBytes is the size of a gradient bucket: backward starts a
-	// bucket's allreduce as soon as it has finished that many bytes of
-	// gradients. Default 1 MiB; negative means one allreduce over the whole
-	// arena after backward (no overlap).
+	// bucket's reduction (its allreduce, or with the sharded update on
+	// host arenas the reduce-scatter of that part of the arena onto the
+	// owners of its shards) as soon as it has finished that many bytes of
+	// gradients. Default 1 MiB; negative means one reduction over the whole
+	// arena at the end of backward (no overlap). The bits do not depend on
+	// it where the backend's sums have a fixed order (shm).
 	BucketBytes int
 
 	// ReplicatedUpdate makes every PE run the optimizer over the whole
 	// parameter arena after an allreduce of the gradients. By default, on a
 	// backend that is a comm.Sharder (shm, mpi) with the arenas in host memory,
-	// the update is sharded (ZeRO stage 1): a reduce-scatter leaves each PE
+	// the update is sharded (ZeRO stage 1): a reduce-scatter, started bucket
+	// by bucket during backward (BucketBytes), leaves each PE
 	// the summed gradients of its 1/NPEs of the arena, it checks, clips and
 	// updates that shard and keeps only that shard's optimizer state (in the
 	// symmetric heap), and an all-gather spreads the updated parameters. The

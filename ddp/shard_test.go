@@ -202,3 +202,136 @@ func TestShardedUpdateWithEmptyShards(t *testing.T) {
 		t.Fatalf("parameter hash %016x sharded, %016x replicated", hashes[false], hashes[true])
 	}
 }
+
+// inBackward wraps a model and says whether its backward is running.
+type inBackward struct {
+	models.Model
+	running bool
+}
+
+func (m *inBackward) Backward(ready func(int)) {
+	m.running = true
+	m.Model.Backward(ready)
+	m.running = false
+}
+
+// partsSeen is a comm.Sharder that counts the reduce-scatters of parts
+// started while the model's backward runs and after it.
+type partsSeen struct {
+	comm.Comm
+	s             comm.Sharder
+	m             *inBackward
+	during, after int
+}
+
+func (c *partsSeen) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
+	return c.s.ReduceScatter(b, off, n, op)
+}
+
+func (c *partsSeen) AllGather(b comm.Buffer, off, n int) error { return c.s.AllGather(b, off, n) }
+
+func (c *partsSeen) IReduceScatter(b comm.Buffer, off, n, lo, hi int, op comm.Op) (comm.Request, error) {
+	if c.m.running {
+		c.during++
+	} else {
+		c.after++
+	}
+	return c.s.IReduceScatter(b, off, n, lo, hi, op)
+}
+
+// TestShardedBucketsKeepTheBits: the sharded update reduce-scatters each
+// gradient bucket onto the owners of the arena's shards while backward
+// runs, and the parameters end bit for bit where one reduce-scatter of the
+// whole arena after backward (BucketBytes -1) and the replicated update
+// leave them: with the default bucket size (one bucket for this small
+// model), with a bucket per layer whose parts straddle the shards of 3
+// PEs, with Adam, and with gradient accumulation (only the last
+// micro-batch's backward reduces).
+func TestShardedBucketsKeepTheBits(t *testing.T) {
+	cases := []struct {
+		name, opt string
+		npes, acc int
+	}{
+		{"adam-3pes", "adam", 3, 1},
+		{"sgd-2pes-acc3", "sgd", 2, 3},
+	}
+	variants := []struct {
+		name       string
+		bucket     int
+		replicated bool
+		// parts started during each step's backward and after it
+		during, after int
+	}{
+		// the 6922 parameters never fill a bucket of 1 MiB: one part after backward
+		{"sharded-default-buckets", 0, false, 0, 1},
+		// every layer's parameters fill a bucket of one element
+		{"sharded-bucket-per-layer", 4, false, 3, 0},
+		// one part at the first layer's ready, the end of backward
+		{"sharded-no-buckets", -1, false, 1, 0},
+		{"replicated", 0, true, 0, 0},
+	}
+	const steps = 20
+	for _, tc := range cases {
+		hashes := make([]uint64, len(variants))
+		for vi, v := range variants {
+			rec := runJob(t, tc.name+"-"+v.name, tc.npes, func(t *testing.T, c comm.Comm) record {
+				e, err := cpu.New(cpu.Options{Threads: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner, err := models.New("mlp", models.Config{Input: []int{32}, Classes: 10, Hidden: []int{64, 64}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := &inBackward{Model: inner}
+				oc, err := optim.DefaultConfig(tc.opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, err := optim.New(tc.opt, oc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pc := &partsSeen{Comm: c, s: c.(comm.Sharder), m: m}
+				opts := baseOpts()
+				opts.GlobalBatch, opts.MaxSteps, opts.Accumulate = 12*tc.npes*tc.acc, steps, tc.acc
+				opts.BucketBytes, opts.ReplicatedUpdate = v.bucket, v.replicated
+				if tc.opt == "adam" {
+					opts.LR = 1e-3
+				}
+				tr, err := ddp.New(pc, e, m, o, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tr.ShardedUpdate() == v.replicated {
+					t.Fatalf("sharded update %v with ReplicatedUpdate %v", tr.ShardedUpdate(), v.replicated)
+				}
+				train, test := smallData(t)
+				rec := recordOf(tr.Fit(context.Background(), train, test))
+				if err := tr.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if pc.during != v.during*steps || pc.after != v.after*steps {
+					t.Errorf("PE %d: %d parts reduce-scattered during backward and %d after it in %d steps, want %d and %d a step",
+						c.MyPE(), pc.during, pc.after, steps, v.during, v.after)
+				}
+				return rec
+			})
+			if launchtest.InPE() {
+				continue
+			}
+			if rec.Err != "" || rec.Steps != steps || !rec.Identity {
+				t.Fatalf("%s %s: err %q, %d steps, replicas identical %v", tc.name, v.name, rec.Err, rec.Steps, rec.Identity)
+			}
+			hashes[vi] = rec.Hash
+		}
+		if launchtest.InPE() {
+			continue
+		}
+		for vi, v := range variants {
+			if hashes[vi] != hashes[0] {
+				t.Errorf("%s: parameter hash %016x %s, %016x %s", tc.name, hashes[vi], v.name, hashes[0], variants[0].name)
+			}
+		}
+	}
+}

@@ -67,11 +67,13 @@ func Shared(err error) bool {
 
 // hostStep runs optimizer step number t.step+1 on global batch (epoch, s)
 // with the arenas in host memory or the micro-batches run eagerly: forward
-// and backward of each micro-batch, then finish, the strategy's reduction
-// and update. buckets says that backward starts allreduces of gradient
-// buckets as they finish (t.ready). wantStop is this PE's wish to stop (a
-// signal); the decision is shared.
-func (t *Trainer) hostStep(sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop, buckets bool,
+// and backward of each micro-batch, then finish, the strategy's wait for
+// the reduction and its update. The last micro-batch's backward starts the
+// reduction of each gradient bucket as it finishes (t.ready): an allreduce
+// (replicated), or a reduce-scatter onto the owners of the arena's shards
+// (sharded). wantStop is this PE's wish to stop (a signal); the decision
+// is shared.
+func (t *Trainer) hostStep(sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool,
 	finish func(epoch, s int) (stepResult, error)) (stepResult, error) {
 	e := t.e
 	sm.Batch(epoch, s, t.idx)
@@ -97,18 +99,11 @@ func (t *Trainer) hostStep(sm *datasets.ShardSampler, ds datasets.Source, epoch,
 				}
 			}
 			e.SetTensor(t.ctrlView, t.ctrl[:])
-			t.pendingEnd = 0 // no buckets: the strategy reduces after backward
-			if buckets {
-				t.pendingEnd = t.n + ctrlWords
-			}
+			t.pendingEnd = t.reducedEnd()
 			t.reqs = t.reqs[:0]
 			t.bucketErr = nil
 		}
-		var ready func(int) // nil: the strategy reduces after backward
-		if buckets {
-			ready = t.readyFn
-		}
-		t.m.Backward(ready)
+		t.m.Backward(t.readyFn)
 		if !t.lastMicro {
 			if j == 0 {
 				e.Copy(t.acc, t.gView)
@@ -139,12 +134,20 @@ func (t *Trainer) lossScale(sm *datasets.ShardSampler, s int) float32 {
 	return 1 / float32(sm.Labelled(s)*t.spec.Targets)
 }
 
-// replicatedFinish ends a step of the replicated strategy after backward:
-// the last bucket's allreduce, a wait for all of them, the shared verdict on
-// stopping and finiteness, and the update of the whole arena.
-func (t *Trainer) replicatedFinish(epoch, s int) (stepResult, error) {
-	e := t.e
-	host := t.pArena.Host != nil
+// reducedEnd is the end of the gradient arena's elements that the buckets
+// reduce: the gradients and, on the replicated path, the control words
+// after them (the sharded update exchanges its verdicts after backward).
+func (t *Trainer) reducedEnd() int {
+	if t.sharder != nil {
+		return t.n
+	}
+	return t.n + ctrlWords
+}
+
+// waitBuckets starts the reduction of what backward left pending (the
+// first bucket, or everything when backward reported nothing) and waits
+// for every bucket's; what names the reduction in the error.
+func (t *Trainer) waitBuckets(what string) error {
 	if t.pendingEnd > 0 {
 		t.issue(0)
 	}
@@ -158,7 +161,19 @@ func (t *Trainer) replicatedFinish(epoch, s int) (stepResult, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return stepResult{}, fmt.Errorf("step %d: gradient allreduce: %w", t.step+1, errors.Join(errs...))
+		return fmt.Errorf("step %d: %s: %w", t.step+1, what, errors.Join(errs...))
+	}
+	return nil
+}
+
+// replicatedFinish ends a step of the replicated strategy after backward:
+// the last bucket's allreduce, a wait for all of them, the shared verdict on
+// stopping and finiteness, and the update of the whole arena.
+func (t *Trainer) replicatedFinish(epoch, s int) (stepResult, error) {
+	e := t.e
+	host := t.pArena.Host != nil
+	if err := t.waitBuckets("gradient allreduce"); err != nil {
+		return stepResult{}, err
 	}
 	e.ReadTensor(t.ctrl[:], t.ctrlView)
 	res := stepResult{stop: t.ctrl[ctrlStop] > 0}
@@ -194,19 +209,17 @@ func (t *Trainer) skipStep(res stepResult, epoch, s int) (stepResult, error) {
 }
 
 // shardedFinish ends a step of the sharded update (ZeRO-1) after backward:
-// a reduce-scatter of the gradients; every PE checks (and, for clipping,
-// sums the squares of) its shard and writes its verdicts into every PE's
-// row of the exchange buffer; after a barrier each PE folds the rows in PE
-// order, so all reach the same decision and the same norm; then each
-// updates its shard of the parameters and optimizer state, and an
-// all-gather spreads the parameters.
+// the last bucket's reduce-scatter and a wait for all of them, after which
+// each PE holds the summed gradients of its shard; every PE checks (and,
+// for clipping, sums the squares of) its shard and writes its verdicts
+// into every PE's row of the exchange buffer; after a barrier each PE
+// folds the rows in PE order, so all reach the same decision and the same
+// norm; then each updates its shard of the parameters and optimizer state,
+// and an all-gather spreads the parameters.
 func (t *Trainer) shardedFinish(epoch, s int) (stepResult, error) {
-	if t.acc != nil {
-		t.e.Accumulate(t.gView, t.acc)
-	}
 	step := t.step + 1
-	if err := t.sharder.ReduceScatter(t.grads, 0, t.n, comm.Sum); err != nil {
-		return stepResult{}, fmt.Errorf("step %d: gradient reduce-scatter: %w", step, err)
+	if err := t.waitBuckets("gradient reduce-scatter"); err != nil {
+		return stepResult{}, err
 	}
 	lo, hi := t.shardLo, t.shardHi
 	g := t.gArena.Host[lo:hi:hi]
@@ -269,7 +282,7 @@ func flagByte(b bool) byte {
 }
 
 // ready is the model's signal that the gradients of parameters first.. are
-// final: once a bucket's worth is pending, its allreduce starts.
+// final: once a bucket's worth is pending, its reduction starts.
 func (t *Trainer) ready(first int) {
 	if !t.lastMicro || first < 0 || first >= len(t.offsets) {
 		return
@@ -283,8 +296,11 @@ func (t *Trainer) ready(first int) {
 	}
 }
 
-// issue starts the allreduce of gradient elements [lo, pendingEnd), first
-// folding in the accumulated micro-batches.
+// issue starts the reduction of gradient elements [lo, pendingEnd), first
+// folding in the accumulated micro-batches: an allreduce (replicated), or
+// the reduce-scatter of that part of the arena onto the owners of its
+// shards (sharded), which leaves each PE's shard the bits one
+// reduce-scatter of the whole arena would.
 func (t *Trainer) issue(lo int) {
 	hi := t.pendingEnd
 	if hi <= lo {
@@ -302,7 +318,13 @@ func (t *Trainer) issue(lo int) {
 	if t.c.NPEs() == 1 {
 		return // the sum over one PE is its own gradient: nothing to send or wait for
 	}
-	r, err := t.c.IAllReduce(t.grads, lo, hi-lo, comm.Sum)
+	var r comm.Request
+	var err error
+	if t.sharder != nil {
+		r, err = t.sharder.IReduceScatter(t.grads, 0, t.n, lo, hi, comm.Sum)
+	} else {
+		r, err = t.c.IAllReduce(t.grads, lo, hi-lo, comm.Sum)
+	}
 	if err != nil {
 		if t.bucketErr == nil {
 			t.bucketErr = err

@@ -13,10 +13,11 @@ import (
 //   - replicated: backward starts the allreduce of each gradient bucket as
 //     soon as it is final; every PE then updates the whole arena
 //     (Options.ReplicatedUpdate, a backend that cannot shard, one PE);
-//   - sharded (ZeRO-1): one reduce-scatter after backward, each PE updates
-//     its shard of the parameters and keeps that shard's optimizer state,
-//     an all-gather spreads the parameters (a comm.Sharder backend with the
-//     arenas in host memory, the default on shm and mpi);
+//   - sharded (ZeRO-1): backward starts the reduce-scatter of each gradient
+//     bucket as soon as it is final, onto the owners of the arena's shards;
+//     each PE updates its shard of the parameters and keeps that shard's
+//     optimizer state, an all-gather spreads the parameters (a comm.Sharder
+//     backend with the arenas in host memory, the default on shm and mpi);
 //   - device: the engine runs the whole step on its device, recorded into a
 //     graph once and replayed (an engine that offers devicestep.Engine,
 //     graph.go), the update sharded (ZeRO-1) where the backend and the
@@ -69,7 +70,7 @@ func (replicatedStrategy) name() string                                 { return
 func (replicatedStrategy) prepare(*Trainer, int, datasets.Source) error { return nil }
 func (replicatedStrategy) close() error                                 { return nil }
 func (replicatedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
-	return t.hostStep(sm, ds, epoch, s, wantStop, true, t.replicatedFinish)
+	return t.hostStep(sm, ds, epoch, s, wantStop, t.replicatedFinish)
 }
 
 type shardedStrategy struct{}
@@ -78,7 +79,7 @@ func (shardedStrategy) name() string                                 { return "s
 func (shardedStrategy) prepare(*Trainer, int, datasets.Source) error { return nil }
 func (shardedStrategy) close() error                                 { return nil }
 func (shardedStrategy) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Source, epoch, s int, wantStop bool) (stepResult, error) {
-	return t.hostStep(sm, ds, epoch, s, wantStop, false, t.shardedFinish)
+	return t.hostStep(sm, ds, epoch, s, wantStop, t.shardedFinish)
 }
 
 // deviceStrategy runs gpuSteps, made for each run by prepare.

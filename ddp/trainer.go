@@ -14,7 +14,8 @@ import (
 // ctrlWords is the number of control words after the gradients in the
 // gradient arena. They ride along with the last bucket's allreduce, so that
 // every PE learns at no extra cost whether any PE asked to stop or saw a
-// non-finite loss.
+// non-finite loss (the sharded update exchanges them with its verdicts
+// instead: shardedFinish).
 const ctrlWords = 2
 
 const (

@@ -251,6 +251,10 @@ func (c *worldComm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 	lo, hi := comm.Shard(off, n, c.w.npes, c.pe)
 	return c.reduceInto(b, lo, hi, op, true)
 }
+func (c *worldComm) IReduceScatter(b comm.Buffer, off, n, lo, hi int, op comm.Op) (comm.Request, error) {
+	plo, phi := comm.PartShard(off, n, c.w.npes, c.pe, lo, hi)
+	return doneReq{}, c.reduceInto(b, plo, phi, op, true)
+}
 func (c *worldComm) ReduceScatterEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
 	return c.ReduceScatter(b, off, n, op)
 }

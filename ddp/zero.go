@@ -8,8 +8,11 @@ import (
 	"github.com/symddp/symddp/compute"
 )
 
-// The sharded update (ZeRO-1) on the device step path. Where the comm
-// backend reduce-scatters and all-gathers on the engine's stream
+// The sharded update (ZeRO-1) on the device step path. (On host arenas the
+// sharded strategy, shardedFinish in step.go, reduce-scatters bucket by
+// bucket while backward runs, with comm.Sharder's IReduceScatter, and
+// decides on its host; here the whole step is one recorded graph.) Where
+// the comm backend reduce-scatters and all-gathers on the engine's stream
 // (enqueueSharder: comm/nvshmem) and the engine updates one shard of the
 // arena (devicestep.ShardedUpdater: compute/cuda), a step's device work after
 // backward is, instead of one allreduce and an update of the whole arena:

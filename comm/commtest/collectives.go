@@ -3,6 +3,7 @@ package commtest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/symddp/symddp/comm"
@@ -253,6 +254,95 @@ func ReduceScatter(t *testing.T, c comm.Comm, lengths []int) {
 		must(t, c, "barrier", c.Barrier())
 		free(t, c, b)
 	}
+}
+
+// IReduceScatter checks a comm.Sharder's IReduceScatter on every length,
+// over the whole buffer and an inner range, each cut into parts as a
+// backward pass cuts gradient buckets: parts that lie inside a shard, that
+// straddle shard boundaries, that start or end on one, an empty part and
+// the whole range as one part. The parts are issued from the last to the
+// first, a synchronous collective after them, and waited for out of order.
+// Afterwards this PE's shard holds the reduction (exactly the PE-order sum
+// for a fixed-order backend) and, for a fixed-order backend, the very bits
+// ReduceScatter leaves over the same data; the rest of its copy is
+// untouched. Backends that are not Sharders skip it.
+func IReduceScatter(t *testing.T, c comm.Comm, lengths []int) {
+	s := sharder(t, c, "IReduceScatter")
+	npes, me := c.NPEs(), c.MyPE()
+	x := alloc(t, c, comm.Float32, 16)
+	defer free(t, c, x)
+	for _, n := range lengths {
+		seed := uint64(0x1d5c + n)
+		mine := values(seed, me, 0, n)
+		b := alloc(t, c, comm.Float32, n)
+		whole := alloc(t, c, comm.Float32, n)
+		ranges := [][2]int{{0, n}}
+		if n > 40 {
+			ranges = append(ranges, [2]int{3, n - 5})
+		}
+		for _, r := range ranges {
+			off, m := r[0], r[1]-r[0]
+			lo, hi := comm.Shard(off, m, npes, me)
+			for _, parts := range [][][2]int{{{off, off + m}}, partsOf(off, m, npes)} {
+				for _, op := range ops {
+					what := fmt.Sprintf("ireducescatter n=%d [%d, %d) in %d parts", n, off, off+m, len(parts))
+					fill(t, c, b, 0, mine)
+					fill(t, c, whole, 0, mine)
+					fill(t, c, x, 0, values(seed, me, 0, 16))
+					must(t, c, "reducescatter", s.ReduceScatter(whole, off, m, op))
+					reqs := make([]comm.Request, len(parts))
+					for i := len(parts) - 1; i >= 0; i-- {
+						var err error
+						reqs[i], err = s.IReduceScatter(b, off, m, parts[i][0], parts[i][1], op)
+						must(t, c, what, err)
+					}
+					// A synchronous collective issued now runs after the parts.
+					must(t, c, "allreduce after ireducescatter", c.AllReduce(x, 0, 16, comm.Max))
+					for _, first := range []int{0, 1} { // evens first, then odds
+						for i := first; i < len(reqs); i += 2 {
+							must(t, c, "wait", reqs[i].Wait())
+						}
+					}
+					got := read(t, c, b, 0, n)
+					checkReduced(t, c, what, op, got[lo:hi], expect(seed, npes, lo, hi-lo))
+					if fixedOrder(c) {
+						checkEqual(t, c, what+": against reducescatter", got[lo:hi], read(t, c, whole, lo, hi-lo))
+					}
+					checkEqual(t, c, what+": below this PE's shard", got[:lo], mine[:lo])
+					checkEqual(t, c, what+": above this PE's shard", got[hi:], mine[hi:])
+					checkReduced(t, c, "allreduce after ireducescatter", comm.Max, read(t, c, x, 0, 16), expect(seed, npes, 0, 16))
+				}
+			}
+		}
+		must(t, c, "barrier", c.Barrier())
+		free(t, c, whole)
+		free(t, c, b)
+	}
+}
+
+// partsOf cuts [off, off+n) into consecutive parts whose bounds fall on
+// and beside the shard boundaries of npes PEs, inside shards, and next to
+// the ends, with one empty part.
+func partsOf(off, n, npes int) [][2]int {
+	cuts := []int{off, off + n, off + n/7, off + n - 1, off + 1}
+	for p := 1; p < npes; p++ {
+		lo, _ := comm.Shard(off, n, npes, p)
+		cuts = append(cuts, lo, lo+1, lo-3, lo+n/(3*npes))
+	}
+	slices.Sort(cuts)
+	var parts [][2]int
+	prev := off
+	for _, k := range cuts {
+		if k < prev || k > off+n {
+			continue
+		}
+		if k == prev && len(parts) > 0 {
+			continue
+		}
+		parts = append(parts, [2]int{prev, k}) // the first is empty: [off, off)
+		prev = k
+	}
+	return parts
 }
 
 // AllGather checks a comm.Sharder's AllGather on Float32 and Byte buffers:

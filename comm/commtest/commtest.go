@@ -65,6 +65,7 @@ func RunAll(t *testing.T, c comm.Comm, opts Options) {
 		{"Broadcast", func(t *testing.T) { Broadcast(t, c, lengths) }},
 		{"Shard", func(t *testing.T) { Shard(t) }},
 		{"ReduceScatter", func(t *testing.T) { ReduceScatter(t, c, lengths) }},
+		{"IReduceScatter", func(t *testing.T) { IReduceScatter(t, c, lengths) }},
 		{"AllGather", func(t *testing.T) { AllGather(t, c, lengths) }},
 		{"AllocFree", func(t *testing.T) { AllocFree(t, c) }},
 		{"Misuse", func(t *testing.T) { Misuse(t, c) }},

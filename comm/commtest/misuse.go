@@ -2,6 +2,7 @@ package commtest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/symddp/symddp/comm"
@@ -83,6 +84,14 @@ func Misuse(t *testing.T, c comm.Comm) {
 	_, iErr := c.IAllReduce(b, n, 1, comm.Sum)
 	wantErr(t, c, "iallreduce past the end", iErr, comm.ErrBounds)
 	wantErr(t, c, "reduce past the end", c.Reduce(b, 0, n+1, comm.Sum, 0), comm.ErrBounds)
+	if s, ok := c.(comm.Sharder); ok {
+		for _, a := range [][4]int{{0, n + 1, 0, 1}, {1, 4, 0, 2}, {1, 4, 2, 6}, {0, n, 5, 4}} {
+			_, err := s.IReduceScatter(b, a[0], a[1], a[2], a[3], comm.Sum)
+			wantErr(t, c, fmt.Sprintf("ireducescatter of part [%d, %d) of range [%d, %d)", a[2], a[3], a[0], a[0]+a[1]), err, comm.ErrBounds)
+		}
+		_, err := s.IReduceScatter(bb, 0, n, 0, n, comm.Sum)
+		wantErr(t, c, "ireducescatter of a byte buffer", err, comm.ErrKind)
+	}
 	wantErr(t, c, "broadcast past the end", c.Broadcast(b, n, 1, 0), comm.ErrBounds)
 
 	// PE numbers out of range.
@@ -173,6 +182,10 @@ func UseAfterClose(t *testing.T, c comm.Comm) {
 	_, aErr := c.Alloc(comm.Float32, 1)
 	_, gErr := c.G(b, 0, me)
 	_, iErr := c.IAllReduce(b, 0, 1, comm.Sum)
+	var rsErr error = comm.ErrClosed // what a backend that is no Sharder would say
+	if s, ok := c.(comm.Sharder); ok {
+		_, rsErr = s.IReduceScatter(b, 0, 4, 0, 2, comm.Sum)
+	}
 	for _, k := range []struct {
 		what string
 		err  error
@@ -192,6 +205,7 @@ func UseAfterClose(t *testing.T, c comm.Comm) {
 		{"barrier", c.Barrier()},
 		{"allreduce", c.AllReduce(b, 0, 1, comm.Sum)},
 		{"iallreduce", iErr},
+		{"ireducescatter", rsErr},
 		{"reduce", c.Reduce(b, 0, 1, comm.Sum, 0)},
 		{"broadcast", c.Broadcast(b, 0, 1, 0)},
 		{"close", c.Close()},

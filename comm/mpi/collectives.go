@@ -193,43 +193,53 @@ func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 		return err
 	}
 	defer c.mu.Unlock()
-	call := mb.call(desync.ReduceScatter, off, n, op, 0)
-	if c.FixedOrder() && c.npes > 1 && n > 0 {
+	return c.reduceScatterLocked(name, mb.call(desync.ReduceScatter, off, n, op, 0), mb, off, n, off, off+n, op)
+}
+
+// reduceScatterLocked runs the reduce-scatter of the part [lo, hi) of
+// elements [off, off+n) (the whole range for ReduceScatter), collective
+// call, as ReduceScatter describes, with this PE's piece of the part
+// (comm.PartShard) for its shard: MPI_Reduce_scatter's counts are the
+// pieces, the fixed-order fold on one host folds the piece, and elsewhere
+// the part is allreduced and the elements outside the piece are put back.
+// The caller holds mu.
+func (c *Comm) reduceScatterLocked(name string, call desync.Call, mb *buffer, off, n, lo, hi int, op comm.Op) error {
+	plo, phi := comm.PartShard(off, n, c.npes, c.me, lo, hi)
+	if c.FixedOrder() && c.npes > 1 && hi > lo {
 		if err := c.enter(name, call); err != nil {
 			return err
 		}
-		return c.hierReduce(name, mb, off, n, op, c.me)
+		return c.hierReduceSlice(name, mb, plo, phi, op, c.me)
 	}
-	lo, hi := comm.Shard(off, n, c.npes, c.me)
 	xs := mb.floats(0, mb.n)
-	counts, _, fits := c.shardBlocks(off, n, 1)
+	counts, _, fits := c.partBlocks(off, n, lo, hi, 1)
 	if c.hier.on && c.hier.nlocal > 1 || !fits {
-		below := lo - off
-		save := c.scratchFloats(n - (hi - lo))
-		copy(save, xs[off:lo])
-		copy(save[below:], xs[hi:off+n])
-		if err := c.allReduceLocked(name, call, mb, off, n, op); err != nil {
+		below := plo - lo
+		save := c.scratchFloats(hi - lo - (phi - plo))
+		copy(save, xs[lo:plo])
+		copy(save[below:], xs[phi:hi])
+		if err := c.allReduceLocked(name, call, mb, lo, hi-lo, op); err != nil {
 			return err
 		}
-		copy(xs[off:lo], save[:below])
-		copy(xs[hi:off+n], save[below:])
+		copy(xs[lo:plo], save[:below])
+		copy(xs[phi:hi], save[below:])
 		return nil
 	}
 	if err := c.enter(name, call); err != nil {
 		return err
 	}
-	if n == 0 {
+	if hi == lo {
 		return nil
 	}
-	recv := c.scratchFloats(max(hi-lo, 1))
+	recv := c.scratchFloats(max(phi-plo, 1))
 	if err := c.call(name, waitAll, func() error {
-		return cReduceScatter(mb.at(off), unsafe.Pointer(&recv[0]), counts, mpiOp(op))
+		return cReduceScatter(mb.at(lo), unsafe.Pointer(&recv[0]), counts, mpiOp(op))
 	}); err != nil {
 		return err
 	}
-	copy(xs[lo:hi], recv[:hi-lo])
+	copy(xs[plo:phi], recv[:phi-plo])
 	if op == comm.Mean {
-		fold.Divide(xs[lo:hi], float32(c.npes))
+		fold.Divide(xs[plo:phi], float32(c.npes))
 	}
 	return nil
 }
@@ -270,13 +280,19 @@ func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
 // displacements relative to off, in units of unit bytes, and whether they
 // fit MPI's int.
 func (c *Comm) shardBlocks(off, n, unit int) (counts, displs []int32, fits bool) {
+	return c.partBlocks(off, n, off, off+n, unit)
+}
+
+// partBlocks is shardBlocks for every PE's piece (comm.PartShard) of the
+// part [lo, hi) of [off, off+n), displacements relative to lo.
+func (c *Comm) partBlocks(off, n, lo, hi, unit int) (counts, displs []int32, fits bool) {
 	if len(c.counts) != c.npes {
 		c.counts, c.displs = make([]int32, c.npes), make([]int32, c.npes)
 	}
 	fits = true
 	for p := range c.npes {
-		lo, hi := comm.Shard(off, n, c.npes, p)
-		cnt, disp := int64(hi-lo)*int64(unit), int64(lo-off)*int64(unit)
+		plo, phi := comm.PartShard(off, n, c.npes, p, lo, hi)
+		cnt, disp := int64(phi-plo)*int64(unit), int64(plo-lo)*int64(unit)
 		if cnt > c.maxCount || disp > c.maxCount {
 			fits = false
 		}

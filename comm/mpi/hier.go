@@ -136,17 +136,25 @@ func (c *Comm) closeHierarchy(op string) error {
 	return c.call(op, waitAll, func() error { return cHierFree(&c.hier.cm) })
 }
 
-// hierReduce is AllReduce (root < 0) in hierarchical mode (see the top of
-// the file), and Reduce to root on one host (ReduceScatter passes every PE
-// itself); Mean is divided before the slices are spread, so every copy gets
-// the same bits. The caller holds mu.
+// hierReduce is AllReduce (root < 0) of [off, off+n) in hierarchical mode
+// (see the top of the file), and Reduce to root on one host (ReduceScatter
+// passes every PE itself); Mean is divided before the slices are spread, so
+// every copy gets the same bits. The caller holds mu.
 func (c *Comm) hierReduce(name string, b *buffer, off, n int, op comm.Op, root int) error {
+	lo, hi := comm.Shard(off, n, c.hier.nlocal, c.hier.local)
+	return c.hierReduceSlice(name, b, lo, hi, op, root)
+}
+
+// hierReduceSlice is hierReduce with this PE's local slice [lo, hi) given:
+// the part of a reduce-scatter on one host passes its piece of the part
+// (comm.PartShard), which every PE of the host must call it for, an empty
+// one too.
+func (c *Comm) hierReduceSlice(name string, b *buffer, lo, hi int, op comm.Op, root int) error {
 	h := &c.hier
 	for k, p := range b.peers {
 		h.views[k] = unsafe.Slice((*float32)(p), b.n)
 	}
 	defer clear(h.views)
-	lo, hi := comm.Shard(off, n, h.nlocal, h.local)
 	mine := h.views[h.local]
 	return c.call(name, waitAll, func() error {
 		if err := cNodeBarrier(b.shared, h.cm); err != nil {

@@ -145,7 +145,7 @@ type arrivals struct {
 // collectiveIDs number the collectives for the arrival words.
 var collectiveIDs = map[string]uint64{
 	"alloc": 1, "free": 2, "barrier": 3, "allreduce": 4, "iallreduce": 4, "reduce": 5, "broadcast": 6, "close": 7,
-	"reducescatter": 8, "allgather": 9,
+	"reducescatter": 8, "allgather": 9, "ireducescatter": 10,
 }
 
 func collectiveName(id uint64) string {

@@ -68,11 +68,17 @@ func (c *Comm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, 
 	if err := c.enqueueAllReduce(name, b, off, n, op, cudalib.Auto, false); err != nil {
 		return nil, err
 	}
+	return c.record(name)
+}
+
+// record records an event after what is enqueued on the stream and returns
+// the request of the collective name that waits for it.
+func (c *Comm) record(name string) (comm.Request, error) {
 	ev, err := c.lib.EventRecord()
 	if err != nil {
 		return nil, c.fail(c.libErr(name, err))
 	}
-	r := &request{c: c, ev: ev}
+	r := &request{c: c, name: name, ev: ev}
 	c.pending = append(c.pending, r)
 	return r, nil
 }
@@ -153,22 +159,24 @@ func (c *Comm) reduceArgs(name string, b comm.Buffer, off, n int, op comm.Op, ro
 	return sb, dt, cudalib.Op(op), nil
 }
 
-// request is an IAllReduce in flight. It implements comm.Request.
+// request is an IAllReduce or IReduceScatter in flight. It implements
+// comm.Request.
 type request struct {
 	c    *Comm
+	name string // "iallreduce", "ireducescatter"
 	ev   cudalib.Event
 	done bool
 	err  error
 }
 
-// Wait blocks until the allreduce is complete on this PE (with the deadline)
-// and returns its error; later calls return the same.
+// Wait blocks until the collective is complete on this PE (with the
+// deadline) and returns its error; later calls return the same.
 func (r *request) Wait() error {
 	if r.done {
 		return r.err
 	}
 	c := r.c
-	r.err = c.poll("iallreduce", func() (bool, error) { return c.lib.EventQuery(r.ev) }, true)
+	r.err = c.poll(r.name, func() (bool, error) { return c.lib.EventQuery(r.ev) }, true)
 	_ = c.lib.EventDestroy(r.ev)
 	r.done = true
 	for i, p := range c.pending {
@@ -208,9 +216,38 @@ func (c *Comm) enqueueReduceScatter(name string, b comm.Buffer, off, n int, op c
 	if err != nil {
 		return err
 	}
-	return c.enqueueSharded(name, sb.call(desync.ReduceScatter, off, n, op, 0), waits, off, n,
+	return c.enqueueSharded(name, sb.call(desync.ReduceScatter, off, n, op, 0), waits, n,
+		func(p int) (int, int) { return comm.Shard(off, n, c.npes, p) },
 		func(lo, hi, span int) error { return c.lib.ReduceScatterEnqueue(sb.sym, lo, hi, span, dt, cop) },
 		func(p, lo, hi int) error { return c.lib.ReduceEnqueue(sb.sym, lo, hi-lo, dt, cop, p) })
+}
+
+// IReduceScatter enqueues the reduce-scatter of the part [lo, hi) of
+// elements [off, off+n) of the Float32 or BFloat16 buffer b on the stream
+// and returns at once; the request's Wait waits for an event recorded after
+// it (as IAllReduce's). Each PE's piece of the part (comm.PartShard) is its
+// shard for the reduce-scatter kernel, which gives every element
+// ReduceScatter's bits; with a peer out of pointer reach, one Reduce per PE
+// of its piece to it.
+func (c *Comm) IReduceScatter(b comm.Buffer, off, n, lo, hi int, op comm.Op) (comm.Request, error) {
+	const name = "ireducescatter"
+	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
+	if err != nil {
+		return nil, err
+	}
+	if err := backend.CheckPart(Name, c.me, name, b, off, n, lo, hi); err != nil {
+		return nil, err
+	}
+	call := sb.call(desync.ReduceScatterPart, lo, hi-lo, op, 0)
+	call.Sharding = desync.ShardingOf(off, n)
+	err = c.enqueueSharded(name, call, false, hi-lo,
+		func(p int) (int, int) { return comm.PartShard(off, n, c.npes, p, lo, hi) },
+		func(plo, phi, span int) error { return c.lib.ReduceScatterEnqueue(sb.sym, plo, phi, span, dt, cop) },
+		func(p, plo, phi int) error { return c.lib.ReduceEnqueue(sb.sym, plo, phi-plo, dt, cop, p) })
+	if err != nil {
+		return nil, err
+	}
+	return c.record(name)
 }
 
 // AllGather copies every PE's shard (comm.Shard) of elements [off, off+n)
@@ -238,18 +275,19 @@ func (c *Comm) enqueueAllGather(name string, b comm.Buffer, off, n int, waits bo
 		return err
 	}
 	es := sb.kind.Size()
-	return c.enqueueSharded(name, sb.call(desync.AllGather, off, n, 0, 0), waits, off, n,
+	return c.enqueueSharded(name, sb.call(desync.AllGather, off, n, 0, 0), waits, n,
+		func(p int) (int, int) { return comm.Shard(off, n, c.npes, p) },
 		func(lo, hi, span int) error { return c.lib.AllGatherEnqueue(sb.sym, lo*es, hi*es, span*es) },
 		func(p, lo, hi int) error { return c.lib.BroadcastEnqueue(sb.sym, lo*es, (hi-lo)*es, p) })
 }
 
 // enqueueSharded enqueues a sharded collective (its fingerprint call) over
-// elements [off, off+n) on a healthy Comm: nothing with one PE (its shard
-// is the whole range, already what the collective leaves) or no elements;
-// while every peer is in pointer reach, kernel with this PE's shard [lo,
-// hi) and the largest shard's length; otherwise perPE for every PE p and
-// its shard, in PE order (the same calls on every PE).
-func (c *Comm) enqueueSharded(name string, call desync.Call, waits bool, off, n int, kernel func(lo, hi, span int) error, perPE func(p, lo, hi int) error) error {
+// n elements, of which PE p's shard is shard(p), on a healthy Comm: nothing
+// with one PE (its shard is the whole range, already what the collective
+// leaves) or no elements; while every peer is in pointer reach, kernel with
+// this PE's shard [lo, hi) and the largest shard's length; otherwise perPE
+// for every PE p and its shard, in PE order (the same calls on every PE).
+func (c *Comm) enqueueSharded(name string, call desync.Call, waits bool, n int, shard func(p int) (lo, hi int), kernel func(lo, hi, span int) error, perPE func(p, lo, hi int) error) error {
 	if err := c.collective(name); err != nil {
 		return err
 	}
@@ -262,11 +300,11 @@ func (c *Comm) enqueueSharded(name string, call desync.Call, waits bool, off, n 
 	case n == 0:
 		return c.meetEmpty(name)
 	case c.info.AllReachable:
-		lo, hi, span := c.shard(off, n)
+		lo, hi, span := c.shard(shard)
 		err = kernel(lo, hi, span)
 	default:
 		for p := 0; p < c.npes && err == nil; p++ {
-			lo, hi := comm.Shard(off, n, c.npes, p)
+			lo, hi := shard(p)
 			err = perPE(p, lo, hi)
 		}
 	}
@@ -276,12 +314,13 @@ func (c *Comm) enqueueSharded(name string, call desync.Call, waits bool, off, n 
 	return nil
 }
 
-// shard is this PE's shard [lo, hi) of elements [off, off+n) and span, the
-// length of the largest shard, which the kernels' grid is sized by: the
-// same on every PE, because every PE works it out from comm.Shard for all.
-func (c *Comm) shard(off, n int) (lo, hi, span int) {
+// shard is this PE's shard [lo, hi) of a sharded collective whose PE p has
+// shard(p), and span, the length of the largest shard, which the kernels'
+// grid is sized by: the same on every PE, because every PE works it out
+// from shard for all.
+func (c *Comm) shard(shard func(p int) (lo, hi int)) (lo, hi, span int) {
 	for p := range c.npes {
-		plo, phi := comm.Shard(off, n, c.npes, p)
+		plo, phi := shard(p)
 		span = max(span, phi-plo)
 		if p == c.me {
 			lo, hi = plo, phi

@@ -68,6 +68,13 @@ func TestDesyncFingerprints(t *testing.T) {
 		{func() error { return c.ReduceScatter(b, 0, 64, comm.Sum) }, f32(desync.ReduceScatter, comm.Sum, 0, 0, 64), nil},
 		{func() error { return c.AllGather(b, 0, 64) }, f32(desync.AllGather, 0, 0, 0, 64), nil},
 		{func() error {
+			r, err := c.IReduceScatter(b, 0, 64, 16, 40, comm.Sum)
+			if err != nil {
+				return err
+			}
+			return r.Wait()
+		}, desync.Call{Op: desync.ReduceScatterPart, Red: comm.Sum, Sharding: desync.ShardingOf(0, 64), Kind: comm.Float32, Buf: 1, Off: 16, N: 24}, nil},
+		{func() error {
 			r, err := c.IAllReduce(b, 0, 8, comm.Sum)
 			if err != nil {
 				return err
@@ -179,7 +186,10 @@ func TestDesyncLibraryWords(t *testing.T) {
 		{bcast(0), bcast(1)},
 		{bf, ar, {Seq: 4, Op: desync.Alloc}, {Seq: 4, Op: desync.Close}, {Seq: 4, Op: desync.Free},
 			{Seq: 4, Op: desync.AllGather, Kind: comm.Uint64, Buf: 3, N: 2},
-			{Seq: 4, Op: desync.ReduceScatter, Red: comm.Min, Kind: comm.Float32, Buf: 3, Off: 1, N: 2}},
+			{Seq: 4, Op: desync.ReduceScatter, Red: comm.Min, Kind: comm.Float32, Buf: 3, Off: 1, N: 2},
+			{Seq: 4, Op: desync.ReduceScatterPart, Red: comm.Sum, Sharding: desync.ShardingOf(0, 64), Kind: comm.Float32, Buf: 3, Off: 16, N: 20}},
+		{{Seq: 4, Op: desync.ReduceScatterPart, Red: comm.Sum, Sharding: 7, Kind: comm.Float32, Buf: 1, N: 20},
+			{Seq: 4, Op: desync.ReduceScatterPart, Red: comm.Sum, Sharding: 0xfedcba98, Kind: comm.Float32, Buf: 1, N: 20}},
 	} {
 		check := desync.Check("X", calls)
 		if check == nil {

@@ -78,7 +78,8 @@ func (c *Comm) reduceOp(name string, coll desync.Coll, b comm.Buffer, off, n int
 	if err := c.collective(name); err != nil {
 		return err
 	}
-	return c.reduce(name, sb.call(coll, off, n, op, root), sb, off, n, op, dst)
+	lo, hi := comm.Shard(off, n, c.npes, c.me)
+	return c.reduce(name, sb.call(coll, off, n, op, root), sb, lo, hi, op, dst)
 }
 
 // reduceArgs checks the arguments of a reduction (root is any valid PE for
@@ -94,19 +95,19 @@ func (c *Comm) reduceArgs(name string, b comm.Buffer, off, n int, op comm.Op, ro
 	return sb, nil
 }
 
-// reduce runs the reduce-scatter and all-gather of [off, off+n): after an
+// reduce runs the reduce-scatter and all-gather of a range whose slice
+// [lo, hi) is this PE's (comm.Shard; comm.PartShard for a part): after an
 // entry barrier (which checks call), PE p alone reads and writes its slice
 // of every PE's copy, one chunk at a time, writing the result into every
 // copy (root < 0) or into root's only; an exit barrier ends it. It does not
 // allocate.
-func (c *Comm) reduce(name string, call desync.Call, b *buffer, off, n int, op comm.Op, root int) error {
+func (c *Comm) reduce(name string, call desync.Call, b *buffer, lo, hi int, op comm.Op, root int) error {
 	if err := c.enter(name, call); err != nil {
 		return err
 	}
 	for q := range c.views {
 		c.views[q] = c.f32(b, q)
 	}
-	lo, hi := comm.Shard(off, n, c.npes, c.me)
 	for start := lo; start < hi; start += chunkLen {
 		end := min(start+chunkLen, hi)
 		acc := c.scratch[:end-start]

@@ -63,6 +63,16 @@ func CheckAccess(name string, me int, call string, b comm.Buffer, off, n, pe, np
 	return nil
 }
 
+// CheckPart returns the error of call, on PE me of backend name, reducing
+// the part [lo, hi) of elements [off, off+n) of b (Sharder.IReduceScatter),
+// or nil when the range lies inside b and the part inside the range.
+func CheckPart(name string, me int, call string, b comm.Buffer, off, n, lo, hi int) error {
+	if err := comm.CheckPart(call, b, off, n, lo, hi); err != nil {
+		return fmt.Errorf("%s: PE %d: %w", name, me, err)
+	}
+	return nil
+}
+
 // CheckOp returns the error of call, on PE me of backend name, reducing with
 // op, or nil when op is a reduction operator.
 func CheckOp(name string, me int, call string, op comm.Op) error {

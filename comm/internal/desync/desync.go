@@ -24,6 +24,8 @@ type Coll uint8
 // The collectives. IAllReduce is AllReduce (started early); Alloc and Free
 // carry no sizes here, because PEs that allocate different sizes get
 // comm.ErrSizeMismatch from the allocation itself and stay usable.
+// ReduceScatterPart is Sharder.IReduceScatter: its range is the part, and
+// Sharding stands for the range whose shards the part is reduced onto.
 const (
 	Barrier Coll = iota + 1
 	AllReduce
@@ -34,11 +36,13 @@ const (
 	Alloc
 	Free
 	Close
+	ReduceScatterPart
 )
 
 var collNames = [...]string{
 	Barrier: "barrier", AllReduce: "allreduce", Reduce: "reduce", Broadcast: "broadcast",
 	ReduceScatter: "reducescatter", AllGather: "allgather", Alloc: "alloc", Free: "free", Close: "close",
+	ReduceScatterPart: "reducescatter-part",
 }
 
 // String is the collective's name as the backends' errors spell it.
@@ -60,6 +64,9 @@ type Call struct {
 	Buf  uint64    // the buffer's number: the how-manieth Alloc made it (data collectives only)
 	Off  int       // the range [Off, Off+N) in elements
 	N    int
+	// Sharding is ShardingOf the range whose shards a ReduceScatterPart
+	// reduces its part [Off, Off+N) onto (ignored for the others).
+	Sharding uint32
 }
 
 // Words is the number of uint64 words of an encoded Call.
@@ -68,12 +75,33 @@ const Words = 5
 // rooted reports whether the collective has a root PE.
 func (o Coll) rooted() bool { return o == Reduce || o == Broadcast }
 
+// ShardingOf is a 32-bit digest of the range [off, off+n) whose shards a
+// part of a reduce-scatter is reduced onto. The five words of a call have
+// room for the part's range but not for a second one; PEs that shard
+// different ranges get different digests except by a 2^-32 chance.
+func ShardingOf(off, n int) uint32 {
+	h := mix64(uint64(off)) ^ uint64(n)
+	return uint32(mix64(h) >> 32)
+}
+
+// mix64 is SplitMix64's finaliser.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 // Encode packs c into Words words (Seq first). Decode(c.Encode()) is c,
-// except that Root is 0 unless the collective has one.
+// except that Root is 0 unless the collective has one and Sharding is 0
+// unless it is a ReduceScatterPart (the two share word 1's upper half).
 func (c Call) Encode() [Words]uint64 {
 	root := uint64(0)
-	if c.Op.rooted() {
+	switch {
+	case c.Op.rooted():
 		root = uint64(uint32(c.Root))
+	case c.Op == ReduceScatterPart:
+		root = uint64(c.Sharding)
 	}
 	return [Words]uint64{
 		c.Seq,
@@ -86,16 +114,21 @@ func (c Call) Encode() [Words]uint64 {
 
 // Decode unpacks words written by Encode.
 func Decode(w [Words]uint64) Call {
-	return Call{
+	c := Call{
 		Seq:  w[0],
 		Op:   Coll(w[1]),
 		Red:  comm.Op(w[1] >> 8),
 		Kind: comm.Kind(w[1] >> 16),
-		Root: int(uint32(w[1] >> 32)),
 		Buf:  w[2],
 		Off:  int(w[3]),
 		N:    int(w[4]),
 	}
+	if c.Op == ReduceScatterPart {
+		c.Sharding = uint32(w[1] >> 32)
+	} else {
+		c.Root = int(uint32(w[1] >> 32))
+	}
+	return c
 }
 
 // String describes the call as a user reads it in an error:
@@ -107,6 +140,9 @@ func (c Call) String() string {
 	}
 	if c.Op.rooted() {
 		args = append(args, fmt.Sprintf("root %d", c.Root))
+	}
+	if c.Op == ReduceScatterPart {
+		args = append(args, fmt.Sprintf("sharding %08x", c.Sharding))
 	}
 	if c.Kind != 0 {
 		args = append(args, fmt.Sprintf("%d bytes: %s [%d, %d) of buffer #%d",
