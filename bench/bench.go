@@ -4,9 +4,11 @@
 //
 // The directory also holds what symbench runs beside symddp as it is: the
 // PyTorch and NCCL peers (torch_mlp_bench.py, torch_gpt_cpu_bench.py,
-// torch_gpt_bench.py, nccl_allreduce_bench.py; symbench's --scripts and
-// --torch-script find them here, and so do the GPU check scripts), the description of symbench's figure (plotspec), and its plotter
-// (symplot, a module of its own).
+// torch_gpt_bench.py, torch_llama_bench.py, nccl_allreduce_bench.py;
+// symbench's --scripts and --torch-script find them here, and so do the GPU
+// check scripts), the Hugging Face layout checks (hf_gpt2_check.py,
+// hf_llama_check.py), the description of symbench's figure (plotspec), and
+// its plotter (symplot, a module of its own).
 package bench
 
 import _ "embed"
