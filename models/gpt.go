@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/datasets"
 )
 
 // GPTConfig sizes a GPT-2-style language model.
@@ -67,26 +66,6 @@ func init() {
 	}
 }
 
-// FLOPsPerToken is the arithmetic of training on one token, counted once
-// (the head tied to wte is not counted again): 6 per parameter (a
-// multiply-add in the forward, two in the backward; the embeddings counted
-// as if they were GEMM weights, as PaLM's appendix and nanoGPT count them),
-// plus, per layer, attention's two products over the context, QKᵀ and PV:
-// 2·2·C·T forward for a full context, three times that with the backward,
-// 12·L·C·T, half of it under the causal mask: 6·L·C·T. (nanoGPT's
-// estimate_mfu counts the full 12·L·C·T.) The PyTorch peer,
-// bench/torch_gpt_bench.py, counts the same. GPT-2 124M (N = 124,475,904
-// with the vocabulary padded to 50304, L = 12, C = 768, T = 1024):
-// 6N + 6LCT = 803,478,528 FLOPs per token.
-func (m *GPT) FLOPsPerToken() float64 {
-	n := 0
-	for _, p := range m.Params() {
-		n += p.Size()
-	}
-	g := m.cfg
-	return 6*float64(n) + 6*float64(g.Layers)*float64(g.Width)*float64(g.Context)
-}
-
 // noLlamaSettings refuses a Config that sets what only a Llama has.
 func noLlamaSettings(cfg Config) error {
 	switch {
@@ -116,7 +95,9 @@ func (g GPTConfig) Validate() error {
 // position embeddings, Layers pre-LayerNorm blocks (x + attn(ln_1(x)), then
 // x + mlp(ln_2(x)) with a 4x GELU MLP), a final LayerNorm and an output head
 // tied to the token embedding; its loss is the cross-entropy of the next
-// token at every position (targets -1 ignored).
+// token at every position (targets -1 ignored). It is a Decoder of GPT-2's
+// spec (GPTConfig.DecoderSpec) that also runs fused in bf16 on an engine that
+// fuses GPTs (compute.GPTFuser).
 //
 // Parameters are named as GPT-2's checkpoints name them (wte, wpe,
 // h.0.ln_1.weight, h.0.attn.c_attn.weight, ..., ln_f.bias); see
@@ -125,34 +106,15 @@ func (g GPTConfig) Validate() error {
 // projections (attn.c_proj, mlp.c_proj) scaled by 1/sqrt(2·Layers), zero
 // biases, unit norm gains. Biases, norm parameters and the position table
 // are exempt from weight decay (ParamSpec.NoDecay). SetRecompute trades
-// the activations' memory for arithmetic on the per-layer path.
+// the activations' memory for arithmetic on the per-layer path only: an
+// engine that would run the model fused in bf16 fails the build.
 type GPT struct {
-	name string
-	cfg  GPTConfig
-
-	blocks    []Layer // the residual blocks, two per layer; one checkpoint per layer with RecomputeBlock
-	recompute Recompute
-	lnf       *LayerNorm
-	head      *Linear // tied to wte
-	uses      [][]paramUse
-	first     []int // first owned parameter index of blocks[i]
-	lnf0      int   // first parameter index of ln_f
+	*Decoder
+	cfg GPTConfig
 
 	precision compute.Precision
 	fused     compute.FusedGPT // the engine's fused model (GPTFuser), when it runs
 	unfused   error            // why an engine that fuses GPTs does not run this one (auto precision)
-	rows      int              // sequences per micro-batch (Build's)
-
-	e          compute.Engine
-	idx        compute.Indexing
-	wte, wpe   compute.Tensor // (V,C), (T,C)
-	dwte, dwpe compute.Tensor
-	addWTE     bool
-	x0         compute.Tensor // (B·T, C) embeddings
-	pos        compute.Labels // (B·T) position of every row
-	tokens     compute.Labels // the last Forward's
-	logits     compute.Tensor
-	dlogits    compute.Tensor // (B·T, V)
 }
 
 var (
@@ -166,67 +128,47 @@ func NewGPT(name string, g GPTConfig) (*GPT, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err // models.New names the model
 	}
-	m := &GPT{name: name, cfg: g, recompute: RecomputeNone}
-	m.blocks = m.makeBlocks()
-	m.lnf = NewLayerNorm("ln_f", g.Width)
-	m.head = NewLinear("lm_head", g.Width, g.Vocab, compute.Identity)
-	m.head.TiedWeight, m.head.NoBias = "wte", true
-	return m, nil
+	d, err := NewDecoder(name, g.DecoderSpec())
+	if err != nil {
+		return nil, err
+	}
+	return &GPT{Decoder: d, cfg: g}, nil
 }
 
-// makeBlocks composes the layers' blocks for m's recompute mode: per
-// layer x + attn(ln_1(x)) and x + mlp(ln_2(x)), both in one checkpoint
-// with RecomputeBlock, every MLP's GELU output in one shared buffer with
-// RecomputeGELU.
-func (m *GPT) makeBlocks() []Layer {
-	g, c := m.cfg, m.cfg.Width
+// DecoderSpec is GPT-2 as a decoder: wte and wpe, per layer
+// x + c_proj(attn(c_attn(ln_1(x)))) and x + mlp(ln_2(x)), ln_f, and
+// lm_head tied to wte; every 1-D parameter exempt from weight decay.
+func (g GPTConfig) DecoderSpec() DecoderSpec {
+	c := g.Width
 	proj := 0.02 / math.Sqrt(2*float64(g.Layers))
 	linear := func(name string, in, out int, std float64) *Linear {
 		l := NewLinear(name, in, out, compute.Identity)
 		l.WeightInit, l.WeightStd = Normal, std
 		return l
 	}
-	pool, hidden := recomputePools(m.recompute)
-	var blocks []Layer
-	for i := 0; i < g.Layers; i++ {
-		h := fmt.Sprintf("h.%d.", i)
-		mlp := NewGELUMLP(h+"mlp", c, 4*c, 0.02, proj)
-		mlp.SharedHidden = hidden
-		attn := NewResidual(h+"attn",
-			NewLayerNorm(h+"ln_1", c),
-			linear(h+"attn.c_attn", c, 3*c, 0.02),
-			NewCausalSelfAttention(h+"attn", g.Context, c, g.Heads),
-			linear(h+"attn.c_proj", c, c, proj))
-		ffn := NewResidual(h+"mlp", NewLayerNorm(h+"ln_2", c), mlp)
-		if pool != nil {
-			blocks = append(blocks, NewCheckpoint(fmt.Sprintf("h.%d", i), pool, attn, ffn))
-		} else {
-			blocks = append(blocks, attn, ffn)
-		}
+	return DecoderSpec{
+		Vocab: g.Vocab, Context: g.Context, Width: c, Layers: g.Layers,
+		Embedding: "wte", EmbeddingStd: 0.02, Positions: "wpe", PositionStd: 0.02,
+		LayerPrefix: "h", HiddenRecompute: true,
+		Block: func(i int, hidden *ScratchPool) []Layer {
+			h := fmt.Sprintf("h.%d.", i)
+			mlp := NewGELUMLP(h+"mlp", c, 4*c, 0.02, proj)
+			mlp.SharedHidden = hidden
+			return []Layer{
+				NewResidual(h+"attn",
+					NewLayerNorm(h+"ln_1", c),
+					linear(h+"attn.c_attn", c, 3*c, 0.02),
+					NewCausalSelfAttention(h+"attn", g.Context, c, g.Heads),
+					linear(h+"attn.c_proj", c, c, proj)),
+				NewResidual(h+"mlp", NewLayerNorm(h+"ln_2", c), mlp),
+			}
+		},
+		Norm:           func() Layer { return NewLayerNorm("ln_f", c) },
+		Head:           "lm_head",
+		TiedHead:       true,
+		NoDecayVectors: true,
 	}
-	return blocks
 }
-
-// SetRecompute chooses which activations the model recomputes in backward
-// (before Build): RecomputeNone (or ""), RecomputeGELU or RecomputeBlock.
-// It runs on the per-layer path only: an engine that would run the model
-// fused in bf16 (auto or bf16 precision on a compute.GPTFuser) fails the
-// build.
-func (m *GPT) SetRecompute(r Recompute) error {
-	r, err := ParseRecompute(string(r))
-	if err != nil {
-		return err
-	}
-	if m.e != nil {
-		return fmt.Errorf("recompute %s: the model is built already", r)
-	}
-	m.recompute = r
-	m.blocks = m.makeBlocks()
-	return nil
-}
-
-// Recompute is the mode SetRecompute chose.
-func (m *GPT) Recompute() Recompute { return m.recompute }
 
 // SetPrecision chooses how the model computes (before Build):
 // compute.PrecisionAuto (bf16 on an engine that fuses the model,
@@ -273,87 +215,37 @@ func (m *GPT) BuildReport() (string, bool) {
 // Config is the model's sizes.
 func (m *GPT) Config() GPTConfig { return m.cfg }
 
-// Name is the registry name.
-func (m *GPT) Name() string { return m.name }
-
-// embeddings declares wte (V,C) and wpe (T,C).
-func (m *GPT) embeddings() []ParamSpec {
-	g := m.cfg
-	return []ParamSpec{
-		{Name: "wte", Shape: []int{g.Vocab, g.Width}, Init: Normal, Std: 0.02},
-		{Name: "wpe", Shape: []int{g.Context, g.Width}, Init: Normal, Std: 0.02, NoDecay: true},
-	}
-}
-
-// declared is every layer's parameters in forward order, tied uses
-// included: embeddings, blocks, ln_f, head.
-func (m *GPT) declared() [][]ParamSpec {
-	d := [][]ParamSpec{m.embeddings()}
-	for _, b := range m.blocks {
-		d = append(d, b.Params())
-	}
-	return append(d, m.lnf.Params(), m.head.Params())
-}
-
-// Params lists wte, wpe, each block's parameters and ln_f's (the head's
-// weight is wte). Every 1-D parameter is exempt from weight decay.
-func (m *GPT) Params() []ParamSpec {
-	out := owned(m.declared())
-	for i := range out {
-		if len(out[i].Shape) == 1 {
-			out[i].NoDecay = true
-		}
-	}
-	return out
-}
-
-// Data is windows of Context token ids with a next-token target at every
-// position, over Vocab tokens.
-func (m *GPT) Data() datasets.Spec {
-	return datasets.Spec{Input: []int{m.cfg.Context}, Tokens: true, Targets: m.cfg.Context, Classes: m.cfg.Vocab}
-}
-
-// Build binds the views, asks the engine for the operation groups the
-// layers need and allocates the activations of rows sequences.
+// Build runs the model fused in bf16 on an engine that fuses GPTs (unless
+// the precision is fp32), else binds the views, asks the engine for the
+// operation groups the layers need and allocates the activations of rows
+// sequences (Decoder.Build).
 func (m *GPT) Build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
 	if err := m.build(e, params, grads, rows); err != nil {
-		return fmt.Errorf("build model %s: %w", m.name, err)
+		return fmt.Errorf("build model %s: %w", m.Name(), err)
 	}
 	return nil
 }
 
 func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
-	if rows <= 0 {
-		return fmt.Errorf("%d sequences", rows)
+	if err := m.checkBuild(params, grads, rows); err != nil {
+		return err
 	}
-	specs := m.Params()
-	if len(params) != len(specs) || len(grads) != len(specs) {
-		return fmt.Errorf("got %d parameter and %d gradient views, want %d of each", len(params), len(grads), len(specs))
-	}
-	if m.fused != nil {
-		return fmt.Errorf("built twice")
-	}
-	m.rows = rows
-	if _, ok := e.(compute.GPTFuser); ok && m.precision != compute.PrecisionF32 && m.recompute != RecomputeNone {
+	fu, fuses := e.(compute.GPTFuser)
+	if fuses && m.precision != compute.PrecisionF32 && m.Recompute() != RecomputeNone {
 		p := "auto"
 		if m.precision != compute.PrecisionAuto {
 			p = string(m.precision)
 		}
 		return fmt.Errorf("recompute %s runs on the per-layer path: set precision fp32 (at precision %s engine %s runs the model fused in bf16, which keeps activations of its own)",
-			m.recompute, p, e.Name())
+			m.Recompute(), p, e.Name())
 	}
-	if fu, ok := e.(compute.GPTFuser); ok && m.precision != compute.PrecisionF32 {
+	if fuses && m.precision != compute.PrecisionF32 {
 		g := m.cfg
 		f, err := fu.FuseGPT(compute.GPTShape{Layers: g.Layers, Heads: g.Heads, Width: g.Width, Context: g.Context, Vocab: g.Vocab, Rows: rows}, params, grads)
 		switch {
 		case err == nil:
-			m.e, m.fused, m.precision = e, f, compute.PrecisionBF16
-			// the parameter index each block starts at (6 per block), for ready
-			m.first = make([]int, len(m.blocks))
-			for i := range m.first {
-				m.first[i] = 2 + 6*i
-			}
-			m.lnf0 = 2 + 6*len(m.blocks)
+			m.fused, m.precision = f, compute.PrecisionBF16
+			m.e, m.rows = e, rows // built: for Generate, and against a second Build
 			return nil
 		case m.precision == compute.PrecisionAuto && errors.Is(err, compute.ErrFusedShape):
 			m.unfused = err // fp32 on the engine's operation groups, below
@@ -365,101 +257,35 @@ func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) 
 		return fmt.Errorf("bf16 needs an engine that runs the GPT fused (the CUDA engine); engine %s computes in fp32", e.Name())
 	}
 	m.precision = compute.PrecisionF32
-	idx, err := compute.Require[compute.Indexing](e, "embedding lookup")
-	if err != nil {
-		return err
-	}
-	declared := m.declared()
-	uses, err := resolveTies(declared)
-	if err != nil {
-		return err
-	}
-	m.e, m.idx, m.uses = e, idx, uses
-	g, bt := m.cfg, rows*m.cfg.Context
-	m.wte, m.wpe, m.dwte, m.dwpe = params[0], params[1], grads[0], grads[1]
-	m.addWTE = uses[0][0].add
-	layers := append(append([]Layer(nil), m.blocks...), m.lnf, m.head)
-	m.first = make([]int, len(layers))
-	next := 2 // after wte and wpe
-	for i, l := range layers {
-		b, n := layerBuild(Build{Engine: e, Batch: bt, In: []int{g.Width}, NeedInputGrad: true}, declared[i+1], uses[i+1], params, grads)
-		m.first[i], next = next, next+n
-		if _, err := l.Build(b); err != nil {
-			return err
-		}
-	}
-	m.lnf0 = m.first[len(m.blocks)]
-	m.x0 = e.Alloc(bt, g.Width)
-	m.pos = e.AllocLabels(bt)
-	pos := make([]int32, bt)
-	for i := range pos {
-		pos[i] = int32(i % g.Context)
-	}
-	e.SetLabels(m.pos, pos)
-	m.dlogits = e.Alloc(bt, g.Vocab)
-	return nil
+	return m.Decoder.build(e, params, grads, rows)
 }
 
-// Forward embeds in.Tokens (B·T), runs the blocks, the final norm and the
-// head, and the cross-entropy of the logits (B·T, V) against in.Targets.
+// Forward runs the model and the cross-entropy of its logits (B·T, V)
+// against in.Targets: fused, or as Decoder.Forward.
 func (m *GPT) Forward(in Inputs, scale float32, stats compute.Tensor) {
 	if m.fused != nil {
 		m.fused.Forward(in.Tokens, in.Targets, scale, stats)
 		return
 	}
-	m.logits = m.forwardLogits(in.Tokens)
-	m.e.SoftmaxCrossEntropy(m.logits, in.Targets, m.dlogits, scale, stats)
+	m.Decoder.Forward(in, scale, stats)
 }
-
-// forwardLogits runs the model up to the logits (B·T, V).
-func (m *GPT) forwardLogits(tokens compute.Labels) compute.Tensor {
-	m.tokens = tokens
-	m.idx.GatherRows(m.x0, m.wte, tokens, false) // x0 (B·T,C) = wte[tokens]
-	m.idx.GatherRows(m.x0, m.wpe, m.pos, true)   // x0 += wpe[t]
-	h := m.x0
-	for _, b := range m.blocks {
-		h = b.Forward(h)
-	}
-	return m.head.Forward(m.lnf.Forward(h))
-}
-
-// Logits is the last Forward's logits (B·T, V): row b·T+t scores the token
-// after position t of sequence b (nil when the model runs fused: see
-// compute.FusedGPT.NextLogits).
-func (m *GPT) Logits() compute.Tensor { return m.logits }
 
 // Backward propagates the loss's gradient from the head to the embeddings,
-// calling ready as ln_f, each block and finally the embeddings finish.
+// calling ready as ln_f, each block and finally the embeddings finish
+// (Decoder.Backward). Logits is nil when the model runs fused (see
+// compute.FusedGPT.NextLogits).
 func (m *GPT) Backward(ready func(firstParam int)) {
-	if m.fused != nil {
-		m.fused.Backward()
-		if ready != nil { // every gradient is final once the fused backward is enqueued
-			ready(m.lnf0)
-			for i := len(m.first) - 1; i >= 0; i-- {
-				ready(m.first[i])
-			}
-			ready(0)
-		}
+	if m.fused == nil {
+		m.Decoder.Backward(ready)
 		return
 	}
-	d := m.head.Backward(m.dlogits) // dwte = dlogitsᵀ·h (the head's use of wte)
-	d = m.lnf.Backward(d)
-	if ready != nil {
-		ready(m.lnf0)
-	}
-	for i := len(m.blocks) - 1; i >= 0; i-- {
-		d = m.blocks[i].Backward(d)
-		if ready != nil {
-			ready(m.first[i])
+	m.fused.Backward()
+	if ready != nil { // every gradient is final once the fused backward is enqueued
+		blocks := 2 * m.cfg.Layers // 6 parameters each after wte and wpe
+		ready(2 + 6*blocks)        // ln_f
+		for i := blocks - 1; i >= 0; i-- {
+			ready(2 + 6*i)
 		}
-	}
-	if !m.addWTE {
-		m.e.Zero(m.dwte)
-	}
-	m.idx.ScatterAddRows(m.dwte, d, m.tokens) // the embedding's use of wte
-	m.e.Zero(m.dwpe)
-	m.idx.ScatterAddRows(m.dwpe, d, m.pos)
-	if ready != nil {
 		ready(0)
 	}
 }
@@ -481,7 +307,7 @@ func (m *GPT) ActivationBytes(seqs int) int64 {
 	r, layers := b*t, int64(g.Layers)
 	layer := 32*r*c + 4*r + b*h*t*t
 	var n int64
-	switch m.recompute {
+	switch m.Recompute() {
 	case RecomputeGELU:
 		n = layers*(layer-4*r*c) + 4*r*c
 	case RecomputeBlock:

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/datasets"
 )
 
 // LlamaConfig sizes a Llama-style language model.
@@ -131,7 +130,9 @@ func (l LlamaConfig) Validate() error {
 // x + swiglu(rmsnorm(x))), a final RMSNorm and an output head; attention
 // has grouped key/value heads and rotary position embedding, no layer has
 // a bias. Its loss is the cross-entropy of the next token at every
-// position (targets -1 ignored).
+// position (targets -1 ignored). It is a Decoder of Llama's spec
+// (LlamaConfig.DecoderSpec); RecomputeGELU recomputes SwiGLU's output,
+// silu(gate)·up.
 //
 // Parameters are named as Hugging Face's LlamaForCausalLM names them
 // (model.embed_tokens.weight, model.layers.0.input_layernorm.weight,
@@ -142,24 +143,8 @@ func (l LlamaConfig) Validate() error {
 // are exempt from weight decay; every matrix (embedding and head included)
 // is decayed.
 type Llama struct {
-	name string
-	cfg  LlamaConfig
-
-	blocks    []Layer // the residual blocks, two per layer; one checkpoint per layer with RecomputeBlock
-	recompute Recompute
-	norm      *RMSNorm
-	head      *Linear
-	first     []int // first owned parameter index of blocks[i]
-	norm0     int   // parameter index of model.norm.weight
-	rows      int   // sequences per micro-batch (Build's)
-
-	e               compute.Engine
-	idx             compute.Indexing
-	embed, dembed   compute.Tensor // (V,C)
-	addEmbed        bool           // the embedding's gradient adds to the tied head's
-	x0              compute.Tensor // (B·T, C) embeddings
-	tokens          compute.Labels // the last Forward's
-	logits, dlogits compute.Tensor // (B·T, V)
+	*Decoder
+	cfg LlamaConfig
 }
 
 var (
@@ -178,142 +163,46 @@ func NewLlama(name string, l LlamaConfig) (*Llama, error) {
 		return nil, err // models.New names the model
 	}
 	l.FFNHidden = l.FFN()
-	m := &Llama{name: name, cfg: l, recompute: RecomputeNone}
-	m.blocks = m.makeBlocks()
-	m.norm = NewRMSNorm("model.norm", l.Width, l.Eps())
-	m.head = normalLinear("lm_head", l.Width, l.Vocab, 0.02)
-	if l.TiedEmbeddings {
-		m.head.TiedWeight = embedName
+	d, err := NewDecoder(name, l.DecoderSpec())
+	if err != nil {
+		return nil, err
 	}
-	return m, nil
+	return &Llama{Decoder: d, cfg: l}, nil
 }
 
-// makeBlocks composes the layers' blocks for m's recompute mode: per
-// layer x + attn(rmsnorm(x)) and x + swiglu(rmsnorm(x)), both in one
-// checkpoint with RecomputeBlock, every MLP's silu(gate)·up in one shared
-// buffer with RecomputeGELU.
-func (m *Llama) makeBlocks() []Layer {
-	l := m.cfg
-	c, eps := l.Width, l.Eps()
+// DecoderSpec is Llama as a decoder: model.embed_tokens, per layer
+// x + self_attn(input_layernorm(x)) and x + mlp(post_attention_layernorm(x))
+// with SwiGLU's hidden width FFN(), model.norm, and lm_head (tied to the
+// embedding with TiedEmbeddings).
+func (l LlamaConfig) DecoderSpec() DecoderSpec {
+	c, eps, ffn := l.Width, l.Eps(), l.FFN()
 	const std = 0.02
 	out := std / math.Sqrt(2*float64(l.Layers))
-	pool, hidden := recomputePools(m.recompute)
-	var blocks []Layer
-	for i := 0; i < l.Layers; i++ {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		mlp := NewSwiGLUMLP(p+"mlp", c, l.FFNHidden, std, out)
-		mlp.SharedHidden = hidden
-		attn := NewResidual(p+"self_attn",
-			NewRMSNorm(p+"input_layernorm", c, eps),
-			NewGroupedSelfAttention(p+"self_attn", l.Context, c, l.Heads, l.KVHeads, l.RopeTheta, std, out))
-		ffn := NewResidual(p+"mlp", NewRMSNorm(p+"post_attention_layernorm", c, eps), mlp)
-		if pool != nil {
-			blocks = append(blocks, NewCheckpoint(fmt.Sprintf("model.layers.%d", i), pool, attn, ffn))
-		} else {
-			blocks = append(blocks, attn, ffn)
-		}
+	return DecoderSpec{
+		Vocab: l.Vocab, Context: l.Context, Width: c, Layers: l.Layers,
+		Embedding: embedName, EmbeddingStd: std,
+		LayerPrefix: "model.layers", HiddenRecompute: true,
+		Block: func(i int, hidden *ScratchPool) []Layer {
+			p := fmt.Sprintf("model.layers.%d.", i)
+			mlp := NewSwiGLUMLP(p+"mlp", c, ffn, std, out)
+			mlp.SharedHidden = hidden
+			return []Layer{
+				NewResidual(p+"self_attn",
+					NewRMSNorm(p+"input_layernorm", c, eps),
+					NewGroupedSelfAttention(p+"self_attn", l.Context, c, l.Heads, l.KVHeads, l.RopeTheta, std, out)),
+				NewResidual(p+"mlp", NewRMSNorm(p+"post_attention_layernorm", c, eps), mlp),
+			}
+		},
+		Norm:     func() Layer { return NewRMSNorm("model.norm", c, eps) },
+		Head:     "lm_head",
+		TiedHead: l.TiedEmbeddings,
+		HeadStd:  std,
+		Require:  requireLlamaOps,
 	}
-	return blocks
 }
-
-// SetRecompute chooses which activations the model recomputes in backward
-// (before Build): RecomputeNone (or ""), RecomputeGELU (SwiGLU's output,
-// silu(gate)·up) or RecomputeBlock.
-func (m *Llama) SetRecompute(r Recompute) error {
-	r, err := ParseRecompute(string(r))
-	if err != nil {
-		return err
-	}
-	if m.e != nil {
-		return fmt.Errorf("recompute %s: the model is built already", r)
-	}
-	m.recompute = r
-	m.blocks = m.makeBlocks()
-	return nil
-}
-
-// Recompute is the mode SetRecompute chose.
-func (m *Llama) Recompute() Recompute { return m.recompute }
-
-// Name is the registry name.
-func (m *Llama) Name() string { return m.name }
 
 // Config is the model's sizes, FFNHidden resolved.
 func (m *Llama) Config() LlamaConfig { return m.cfg }
-
-// Precision is fp32: a Llama runs on the engine's fp32 operation groups.
-func (m *Llama) Precision() compute.Precision { return compute.PrecisionF32 }
-
-// declared is every layer's parameters in forward order, tied uses
-// included: embedding, blocks, norm, head.
-func (m *Llama) declared() [][]ParamSpec {
-	d := [][]ParamSpec{{{Name: embedName, Shape: []int{m.cfg.Vocab, m.cfg.Width}, Init: Normal, Std: 0.02}}}
-	for _, b := range m.blocks {
-		d = append(d, b.Params())
-	}
-	return append(d, m.norm.Params(), m.head.Params())
-}
-
-// Params lists the embedding, each block's parameters, the final norm's
-// and the head's (none when it is tied to the embedding).
-func (m *Llama) Params() []ParamSpec { return owned(m.declared()) }
-
-// Data is windows of Context token ids with a next-token target at every
-// position, over Vocab tokens.
-func (m *Llama) Data() datasets.Spec {
-	return datasets.Spec{Input: []int{m.cfg.Context}, Tokens: true, Targets: m.cfg.Context, Classes: m.cfg.Vocab}
-}
-
-// Build binds the views, asks the engine for the operation groups the
-// layers need and allocates the activations of rows sequences.
-func (m *Llama) Build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
-	if err := m.build(e, params, grads, rows); err != nil {
-		return fmt.Errorf("build model %s: %w", m.name, err)
-	}
-	return nil
-}
-
-func (m *Llama) build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
-	if rows <= 0 {
-		return fmt.Errorf("%d sequences", rows)
-	}
-	if m.e != nil {
-		return fmt.Errorf("built twice")
-	}
-	specs := m.Params()
-	if len(params) != len(specs) || len(grads) != len(specs) {
-		return fmt.Errorf("got %d parameter and %d gradient views, want %d of each", len(params), len(grads), len(specs))
-	}
-	idx, err := compute.Require[compute.Indexing](e, "embedding lookup")
-	if err != nil {
-		return err
-	}
-	if err := requireLlamaOps(e); err != nil {
-		return err
-	}
-	declared := m.declared()
-	uses, err := resolveTies(declared)
-	if err != nil {
-		return err
-	}
-	l, bt := m.cfg, rows*m.cfg.Context
-	layers := append(append([]Layer(nil), m.blocks...), m.norm, m.head)
-	m.first = make([]int, len(layers))
-	next := 1 // after the embedding
-	for i, ly := range layers {
-		b, n := layerBuild(Build{Engine: e, Batch: bt, In: []int{l.Width}, NeedInputGrad: true}, declared[i+1], uses[i+1], params, grads)
-		m.first[i], next = next, next+n
-		if _, err := ly.Build(b); err != nil {
-			return err
-		}
-	}
-	m.norm0 = m.first[len(m.blocks)]
-	m.e, m.idx, m.rows = e, idx, rows
-	m.embed, m.dembed, m.addEmbed = params[0], grads[0], uses[0][0].add
-	m.x0 = e.Alloc(bt, l.Width)
-	m.dlogits = e.Alloc(bt, l.Vocab)
-	return nil
-}
 
 // requireLlamaOps asks e for a Llama block's operation groups, so that an
 // engine without one fails the build naming the operation and not the
@@ -338,66 +227,6 @@ func require[G any](e compute.Engine, op string) error {
 	return err
 }
 
-// Forward embeds in.Tokens (B·T), runs the blocks, the final norm and the
-// head, and the cross-entropy of the logits (B·T, V) against in.Targets.
-func (m *Llama) Forward(in Inputs, scale float32, stats compute.Tensor) {
-	m.logits = m.forwardLogits(in.Tokens)
-	m.e.SoftmaxCrossEntropy(m.logits, in.Targets, m.dlogits, scale, stats)
-}
-
-// forwardLogits runs the model up to the logits (B·T, V).
-func (m *Llama) forwardLogits(tokens compute.Labels) compute.Tensor {
-	m.tokens = tokens
-	m.idx.GatherRows(m.x0, m.embed, tokens, false) // x0 (B·T,C) = embed_tokens[tokens]
-	h := m.x0
-	for _, b := range m.blocks {
-		h = b.Forward(h)
-	}
-	return m.head.Forward(m.norm.Forward(h))
-}
-
-// Logits is the last Forward's logits (B·T, V): row b·T+t scores the token
-// after position t of sequence b.
-func (m *Llama) Logits() compute.Tensor { return m.logits }
-
-// Backward propagates the loss's gradient from the head to the embedding,
-// calling ready as the head and final norm, each block and finally the
-// embedding finish.
-func (m *Llama) Backward(ready func(firstParam int)) {
-	d := m.norm.Backward(m.head.Backward(m.dlogits))
-	if ready != nil {
-		ready(m.norm0) // model.norm and, when untied, lm_head after it
-	}
-	for i := len(m.blocks) - 1; i >= 0; i-- {
-		d = m.blocks[i].Backward(d)
-		if ready != nil {
-			ready(m.first[i])
-		}
-	}
-	if !m.addEmbed {
-		m.e.Zero(m.dembed)
-	}
-	m.idx.ScatterAddRows(m.dembed, d, m.tokens)
-	if ready != nil {
-		ready(0)
-	}
-}
-
-// FLOPsPerToken is the arithmetic of training on one token, counted as
-// the GPT's is (docs/GPT.md, MFU): 6 per parameter, each counted once (a
-// tied head is not counted again; the embedding is counted as if it were a
-// GEMM's weight), plus attention's QKᵀ and PV under the causal mask,
-// 6·Layers·Width·Context (the query heads' width; key/value heads that
-// groups share do not change these products).
-func (m *Llama) FLOPsPerToken() float64 {
-	n := 0
-	for _, p := range m.Params() {
-		n += p.Size()
-	}
-	l := m.cfg
-	return 6*float64(n) + 6*float64(l.Layers)*float64(l.Width)*float64(l.Context)
-}
-
 // ActivationBytes is what a build for seqs sequences allocates for its
 // activations on the CPU engine, in bytes, in m's recompute mode
 // (docs/LLAMA.md's table): per layer 20·R·C + 5·R·K + 5·R·F + 2·R +
@@ -416,7 +245,7 @@ func (m *Llama) ActivationBytes(seqs int) int64 {
 	r, layers := b*t, int64(l.Layers)
 	layer := 20*r*c + 5*r*k + 5*r*f + 2*r + b*h*t*t
 	var n int64
-	switch m.recompute {
+	switch m.Recompute() {
 	case RecomputeGELU:
 		n = layers*(layer-r*f) + r*f
 	case RecomputeBlock:

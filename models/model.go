@@ -27,6 +27,18 @@
 // ParamSpec.TiedTo naming the other's: it is stored once in the arena and
 // its gradient is the sum of both uses ([Build.AddGrads]).
 //
+// # Language models
+//
+// A decoder-only language model is a [Decoder] made of a [DecoderSpec]:
+// the sizes, the names and initialisation of the token embedding, the
+// learned positions (or none), the final norm and the head (tied to the
+// embedding or not), and a function that composes each layer's blocks
+// from layers. The Decoder embeds, runs the blocks, the norm, the head and
+// the next-token cross-entropy, reports gradients ready block by block,
+// recomputes, samples and counts its FLOPs. [GPT] and [Llama] are a spec
+// each ([GPTConfig.DecoderSpec], [LlamaConfig.DecoderSpec]); a model of
+// one's own is another.
+//
 // # Recomputing activations
 //
 // A [Checkpoint] holds layers whose activations are recomputed in
@@ -35,7 +47,8 @@
 // pool shares, and its Backward runs their Forward again before their
 // Backward. L checkpointed blocks then hold one block's activations plus
 // L outputs, for about one more forward a step; the gradients are the
-// same bits. GPT and Llama take it as Config.Recompute ([Recompute]).
+// same bits. A Decoder (GPT and Llama among them) takes it as
+// Config.Recompute ([Recompute], [Decoder.SetRecompute]).
 //
 // # Writing a layer
 //

@@ -43,12 +43,12 @@ type SampleOptions struct {
 var ErrPromptTooLong = errors.New("prompt longer than the model's context")
 
 // LanguageModel is a model that writes text: built, it continues a prompt
-// (Generate), and NewSampler builds a copy of it for one sequence. GPT and
-// Llama are language models.
+// (Generate), and NewSampler builds a copy of it for one sequence. Every
+// Decoder (GPT and Llama among them) is a language model.
 type LanguageModel interface {
 	Model
 	// Generate continues prompt by n tokens, drawn one at a time from the
-	// built model's next-token distribution (see GPT.Generate).
+	// built model's next-token distribution (see Decoder.Generate).
 	Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error)
 	// Fresh returns a new model of the same sizes and settings (the
 	// precision a build chose included), not built.
@@ -71,46 +71,52 @@ var (
 //
 // Cancelling ctx stops it between two tokens: it returns what it has and
 // ctx's error.
-func (m *GPT) Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error) {
-	if m.e == nil {
+func (d *Decoder) Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error) {
+	if d.e == nil {
 		return nil, errors.New("generate: the model is not built")
 	}
-	V := m.cfg.Vocab
+	v := d.spec.Vocab
 	var buf []float32
 	next := func(tokens compute.Labels, row int) ([]float32, error) {
-		if m.fused == nil {
-			return logitsRow(m.e, m.forwardLogits(tokens), row, V, &buf), nil
-		}
-		if buf == nil {
-			buf = make([]float32, V) // one row
-		}
-		return buf, m.fused.NextLogits(tokens, row, buf)
+		return logitsRow(d.e, d.forwardLogits(tokens), row, v, &buf), nil
 	}
-	return generate(ctx, m.e, m.cfg.Context, V, m.rows, next, prompt, n, o)
+	return generate(ctx, d.e, d.spec.Context, v, d.rows, next, prompt, n, o)
 }
 
-// Generate continues prompt by n tokens as GPT.Generate does.
-func (m *Llama) Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error) {
-	if m.e == nil {
-		return nil, errors.New("generate: the model is not built")
+// Generate continues prompt by n tokens as Decoder.Generate does, through
+// the fused model's NextLogits when it runs fused.
+func (m *GPT) Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error) {
+	if m.fused == nil {
+		return m.Decoder.Generate(ctx, prompt, n, o)
 	}
-	V := m.cfg.Vocab
-	var buf []float32
+	buf := make([]float32, m.cfg.Vocab) // one row
 	next := func(tokens compute.Labels, row int) ([]float32, error) {
-		return logitsRow(m.e, m.forwardLogits(tokens), row, V, &buf), nil
+		return buf, m.fused.NextLogits(tokens, row, buf)
 	}
-	return generate(ctx, m.e, m.cfg.Context, V, m.rows, next, prompt, n, o)
+	return generate(ctx, m.e, m.cfg.Context, m.cfg.Vocab, m.rows, next, prompt, n, o)
+}
+
+// Fresh returns a new Decoder of d's spec and recompute mode, not built.
+func (d *Decoder) Fresh() (LanguageModel, error) {
+	s, err := NewDecoder(d.name, d.spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.SetRecompute(d.recompute); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Fresh returns a new GPT of m's sizes, precision and recompute mode, not
 // built.
 func (m *GPT) Fresh() (LanguageModel, error) {
-	s, err := NewGPT(m.name, m.cfg)
+	s, err := NewGPT(m.Name(), m.cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.precision = m.precision
-	if err := s.SetRecompute(m.recompute); err != nil {
+	if err := s.SetRecompute(m.Recompute()); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -118,11 +124,11 @@ func (m *GPT) Fresh() (LanguageModel, error) {
 
 // Fresh returns a new Llama of m's sizes and recompute mode, not built.
 func (m *Llama) Fresh() (LanguageModel, error) {
-	s, err := NewLlama(m.name, m.cfg)
+	s, err := NewLlama(m.Name(), m.cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.SetRecompute(m.recompute); err != nil {
+	if err := s.SetRecompute(m.Recompute()); err != nil {
 		return nil, err
 	}
 	return s, nil

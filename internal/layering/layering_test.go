@@ -53,7 +53,7 @@ func TestPackageLayers(t *testing.T) {
 // modelType is a concrete model type of package models named in code (a
 // type assertion or switch, a parameter): the commands reach models
 // through the interfaces models.Model and those of models/describe.go.
-var modelType = regexp.MustCompile(`models\.(GPT|Llama|MLP|Classifier)\b`)
+var modelType = regexp.MustCompile(`models\.(GPT|Llama|Decoder|MLP|Classifier)\b`)
 
 // TestCommandsKnowNoModelType: no source file of the train command
 // (traincmd) or of cmd/ names a concrete model type, so that a model
