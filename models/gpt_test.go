@@ -77,31 +77,7 @@ func TestGPTGradients(t *testing.T) {
 	for name, e := range gradcheck.Engines(t) {
 		t.Run(name, func(t *testing.T) {
 			r := newGPTRun(t, e, smallGPT, 2, 1)
-			r.loss()
-			var ready []int
-			r.m.Backward(func(first int) { ready = append(ready, first) })
-			assert.Equal(t, 0, ready[len(ready)-1], "the embeddings finish last")
-			for i := 1; i < len(ready); i++ {
-				assert.Less(t, ready[i], ready[i-1], "ready goes down the arena")
-			}
-			analytic := append([]float32(nil), r.g...)
-			const eps = 1e-3
-			bad := 0
-			for i := range r.p {
-				orig := r.p[i]
-				r.p[i] = orig + eps
-				hi := r.loss()
-				r.p[i] = orig - eps
-				lo := r.loss()
-				r.p[i] = orig
-				fd := (hi - lo) / (2 * eps)
-				if math.Abs(fd-float64(analytic[i])) > 3e-3+3e-2*math.Abs(fd) {
-					if bad++; bad <= 10 {
-						t.Errorf("parameter element %d: analytic %v, finite difference %v", i, analytic[i], fd)
-					}
-				}
-			}
-			assert.Zero(t, bad, "elements off of %d", len(r.p))
+			checkLMGradients(t, r.m, r.p, r.g, r.loss)
 		})
 	}
 }

@@ -1,0 +1,46 @@
+package models_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/symddp/symddp/models"
+)
+
+// checkLMGradients checks a language model's backward: after loss() (a
+// forward whose summed loss it returns), Backward reports ready down the
+// arena with the embeddings last, and every gradient element of g matches
+// central differences of loss over the parameters p (eps 1e-3, within
+// 3e-3 + 3% of the difference).
+func checkLMGradients(t *testing.T, m models.Model, p, g []float32, loss func() float64) {
+	t.Helper()
+	loss()
+	var ready []int
+	m.Backward(func(first int) { ready = append(ready, first) })
+	require.NotEmpty(t, ready)
+	require.Equal(t, 0, ready[len(ready)-1], "the embeddings finish last")
+	for i := 1; i < len(ready); i++ {
+		assert.Less(t, ready[i], ready[i-1], "ready goes down the arena")
+	}
+	analytic := append([]float32(nil), g...)
+	const eps = 1e-3
+	bad := 0
+	for i := range p {
+		orig := p[i]
+		p[i] = orig + eps
+		hi := loss()
+		p[i] = orig - eps
+		lo := loss()
+		p[i] = orig
+		fd := (hi - lo) / (2 * eps)
+		if math.Abs(fd-float64(analytic[i])) > 3e-3+3e-2*math.Abs(fd) {
+			if bad++; bad <= 10 {
+				t.Errorf("parameter element %d: analytic %v, finite difference %v", i, analytic[i], fd)
+			}
+		}
+	}
+	assert.Zero(t, bad, "elements off of %d", len(p))
+}
