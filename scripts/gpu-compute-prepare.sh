@@ -15,6 +15,7 @@
 #   .device/bin/ddp.test.xz        go test -c ./ddp            (the GPU step path against the CPU path)
 #   .device/bin/train.xz           go build ./cmd/train        (Fashion-MNIST and gpt-tiny runs, --backend nvshmem)
 #   .device/bin/symbench.xz        go build ./cmd/symbench     (gpu-train, gpu-gpt; also the comm backend's gpu-allreduce)
+#   .device/bin/tokenize.xz        go build ./cmd/tokenize     (GPT-2 BPE shards for gpu-lm-check.sh)
 # gpu-gpt-check.sh needs no data beyond the repository: gpt-tiny trains on its
 # text files, GPT-2 on train's synthetic tokens.
 # Only these files are replaced: the comm backend's binaries in .device/bin
@@ -45,6 +46,7 @@ build cuda.test 1 test -c ./compute/cuda
 build ddp.test 1 test -c ./ddp
 build train 1 build ./cmd/train
 build symbench 1 build ./cmd/symbench
+build tokenize 1 build ./cmd/tokenize
 echo "built:"
 ls -l "$out"
 
@@ -73,7 +75,8 @@ go vet "${pkgs[@]}"
 CGO_ENABLED=0 go build ./...
 CGO_ENABLED=0 go vet ./compute/... ./internal/cudalib/... ./ddp/...
 go test ./compute/... ./ddp/... ./models/... ./internal/cudalib/...
-python3 -m py_compile bench/torch_mlp_bench.py bench/torch_gpt_bench.py
+python3 -m py_compile bench/torch_mlp_bench.py bench/torch_gpt_bench.py bench/torch_llama_bench.py
 bash -n scripts/gpu-compute-check.sh
 bash -n scripts/gpu-gpt-check.sh
-echo "ready: run scripts/gpu-compute-check.sh (with .device/data) or scripts/gpu-gpt-check.sh on the GPU host with .device/bin carried along"
+bash -n scripts/gpu-lm-check.sh
+echo "ready: run scripts/gpu-compute-check.sh (with .device/data), scripts/gpu-gpt-check.sh or scripts/gpu-lm-check.sh on the GPU host with .device/bin carried along"

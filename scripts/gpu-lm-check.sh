@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The GPU check of a language-model user's workflow (issues 39 and 40): the
+# items that need the H200 but no new kernels, in one call, run on the GPU
+# host from the repository root:
+#
+#   scripts/gpu-lm-check.sh [--budget SECONDS] [--rebuild] [--no-torch] [--text-dir DIR]
+#
+# It needs .device/bin/ from scripts/gpu-compute-prepare.sh (train and
+# tokenize among them; raw or .xz, unpacked in place). Stages, each under
+# `timeout`, later ones tried even when earlier ones fail:
+#    1 environment      GPU, driver, nvcc, PyTorch
+#    2 build            cuda/build.sh -> build/libsymddp_cuda.so
+#    3 tokenize         GPT-2 BPE shards of a large text tree with no Python
+#                       (--text-dir; default: the PyTorch environment's own
+#                       Python sources, which the GPU host has and this
+#                       repository is too small for), every document checked
+#                       to decode back (--verify)
+#    4 GPT-2 124M       train --backend nvshmem --pes 1 --model gpt2 --dataset
+#                       llmc on those shards: 300 steps of 16 x 1024 tokens,
+#                       validation every 50 steps on 20 batches (the
+#                       validation loss must fall), MFU, a BPE sample
+#    5 gpt2-xl memory   train --model gpt2-xl --list-models-style estimate at
+#                       batch 16 and the refusal of --recompute on the fused
+#                       bf16 path (until issue 38's per-layer bf16 plans)
+#    6 PyTorch peers    bench/torch_gpt_bench.py --preset xl --modes
+#                       compile,compile-ckpt (issue 40's XL comparison, the
+#                       PyTorch side: tokens/s and peak memory with and
+#                       without activation checkpointing) and
+#                       bench/torch_llama_bench.py at llama-124m, eager and
+#                       compile (issue 39's peer, first run on a GPU)
+# Every command runs with NVSHMEM_DISABLE_NVLS=1; the whole run stays within
+# the budget (default 540 s). Logs go to $OUT (else .device/out): lm-*.log
+# and lm-summary.txt, printed at the end.
+set -u
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root" || exit 1
+budget="${GPU_CHECK_BUDGET:-540}"
+rebuild=0
+torch=1
+text=""
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+    --budget) budget="$2"; shift 2 ;;
+    --budget=*) budget="${1#*=}"; shift ;;
+    --rebuild) rebuild=1; shift ;;
+    --no-torch) torch=0; shift ;;
+    --text-dir) text="$2"; shift 2 ;;
+    --text-dir=*) text="${1#*=}"; shift ;;
+    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+    *) echo "gpu-lm-check.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+outdir="${OUT:-$root/.device/out}"
+mkdir -p "$outdir"
+env_log="$outdir/lm-env.log"
+build_log="$outdir/lm-build.log"
+train_log="$outdir/lm-train.log"
+bench_log="$outdir/lm-bench.log"
+summary="$outdir/lm-summary.txt"
+: >"$env_log"; : >"$build_log"; : >"$train_log"; : >"$bench_log"; : >"$summary"
+start=$(date +%s)
+
+# shellcheck source=scripts/gpu-lib.sh
+. "$root/scripts/gpu-lib.sh"
+gpu_env
+
+note "GPU check of the language-model workflow (issues 39, 40), $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget}s"
+
+# ---- 1 environment ----
+gpu_env_report "$env_log" "== text: ${text:-the sources of the PyTorch environment}"
+bin="$root/.device/bin"
+gpu_binaries "$bin" train tokenize
+
+# ---- 2 build ----
+gpu_build "$build_log" "$rebuild"
+
+# ---- 3 tokenize ----
+if [ -z "$text" ]; then
+    text="$(ls -d /opt/torch/.venv/lib/python3*/site-packages 2>/dev/null | head -1)"
+fi
+tok="$outdir/../tok"
+rm -rf "$tok"
+stage "tokenize ${text##*/} (64 MB)" 120 "$train_log" "$bin/tokenize" --out "$tok" --name py --max-bytes 64000000 --verify "$text"
+train_shards="$(ls "$tok"/*_train_*.bin 2>/dev/null | head -1)"
+val_shards="$(ls "$tok"/*_val_*.bin 2>/dev/null | head -1)"
+train_glob="${train_shards%_train_*}_train_*.bin"
+val_glob="${val_shards%_val_*}_val_*.bin"
+
+# ---- 4 GPT-2 124M on those shards ----
+stage "train gpt2 300 steps (llmc)" 240 "$train_log" "$bin/train" --backend nvshmem --pes 1 --model gpt2 \
+    --dataset llmc --train-shards "$train_glob" --val-shards "$val_glob" --max-steps 300 --batch-size 16 \
+    --eval-every 50 --eval-batches 20 --sample-tokens 60 --no-progress --metrics "$outdir/lm-gpt2.jsonl"
+
+# ---- 5 gpt2-xl: the estimate, and recompute on the fused path ----
+stage "gpt2-xl list-models" 20 "$train_log" "$bin/train" --list-models
+stage "gpt2-xl --recompute block (bf16)" 30 "$train_log" "$bin/train" --backend nvshmem --pes 1 --model gpt2-xl \
+    --dataset synthetic --max-steps 1 --recompute block --no-progress
+
+# ---- 6 PyTorch peers ----
+if [ "$torch" = 1 ] && [ -n "$PY" ]; then
+    stage "torch gpt2-xl compile / compile-ckpt" 240 "$bench_log" "$PY" bench/torch_gpt_bench.py --preset xl \
+        --modes compile,compile-ckpt --steps 20 --warmup 5
+    stage "torch llama-124m eager / compile" 180 "$bench_log" "$PY" bench/torch_llama_bench.py --preset llama-124m \
+        --modes eager,compile --steps 20 --warmup 5
+else
+    note "PyTorch peers skipped (--no-torch, or no python3)"
+fi
+
+# ---- summary ----
+{
+    echo
+    echo "---- tokenize ----"
+    grep -E '^(validation:|training:|wrote|gpt2 tokens)' "$train_log" | head -8
+    echo "---- GPT-2 124M on BPE shards (validation loss must fall) ----"
+    grep -E '(MFU against|val loss|done:|replicas|sample|train:)' "$train_log" | head -20
+    echo "---- gpt2-xl ----"
+    grep -E '^gpt2-xl|--recompute' "$train_log" | head -6
+    echo "---- PyTorch peers ----"
+    grep -E '^(RESULT|ERROR)' "$bench_log"
+} >>"$summary" 2>&1
+echo
+echo "==================== LM summary ($(elapsed)s) ===================="
+cat "$summary"
