@@ -120,14 +120,7 @@ func buildOn(t *testing.T, p compute.Precision, plain bool) (*models.GPT, error)
 	require.NoError(t, err)
 	require.NoError(t, m.SetPrecision(p))
 	ce := cudatest.NewEmulated(cuda.Options{})
-	specs := m.Params()
-	offsets, n := models.Layout(specs)
-	pt := ce.Alloc(n).(*cuda.Tensor)
-	a := compute.Arena{Dev: pt.DevicePtr(), N: n}
-	var pv []compute.Tensor
-	for i, s := range specs {
-		pv = append(pv, ce.View(a, offsets[i], s.Shape...))
-	}
+	pv := deviceViews(ce, m)
 	var e compute.Engine = ce
 	if plain {
 		e = struct{ compute.Engine }{ce}

@@ -167,14 +167,7 @@ func TestLlamaNeedsOperationGroups(t *testing.T) {
 	m, err := models.New("llama-tiny", models.Config{Layers: 1})
 	require.NoError(t, err)
 	e := cudatest.NewEmulated(cuda.Options{})
-	specs := m.Params()
-	offsets, n := models.Layout(specs)
-	pt := e.Alloc(n).(*cuda.Tensor)
-	a := compute.Arena{Dev: pt.DevicePtr(), N: n}
-	var pv []compute.Tensor
-	for i, s := range specs {
-		pv = append(pv, e.View(a, offsets[i], s.Shape...))
-	}
+	pv := deviceViews(e, m)
 	err = m.Build(e, pv, pv, 1)
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing)

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/models"
 )
 
@@ -43,4 +45,19 @@ func checkLMGradients(t *testing.T, m models.Model, p, g []float32, loss func() 
 		}
 	}
 	assert.Zero(t, bad, "elements off of %d", len(p))
+}
+
+// deviceViews allocates one arena of m's parameters on the device engine
+// e and returns a view per parameter, given as both the parameter and the
+// gradient views of a Build that only has to get as far as its checks.
+func deviceViews(e compute.Engine, m models.Model) []compute.Tensor {
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	pt := e.Alloc(n).(*cuda.Tensor)
+	a := compute.Arena{Dev: pt.DevicePtr(), N: n}
+	pv := make([]compute.Tensor, len(specs))
+	for i, s := range specs {
+		pv[i] = e.View(a, offsets[i], s.Shape...)
+	}
+	return pv
 }

@@ -197,14 +197,7 @@ func TestRecomputeErrors(t *testing.T) {
 		require.NoError(t, g.SetPrecision(p))
 		require.NoError(t, g.SetRecompute(models.RecomputeBlock))
 		ce := cudatest.NewEmulated(cuda.Options{})
-		specs := g.Params()
-		offsets, n := models.Layout(specs)
-		pt := ce.Alloc(n).(*cuda.Tensor)
-		a := compute.Arena{Dev: pt.DevicePtr(), N: n}
-		var pv []compute.Tensor
-		for i, s := range specs {
-			pv = append(pv, ce.View(a, offsets[i], s.Shape...))
-		}
+		pv := deviceViews(ce, g)
 		err = g.Build(ce, pv, pv, 1)
 		require.Error(t, err, "precision %q", p)
 		assert.Contains(t, err.Error(), "recompute block runs on the per-layer path: set precision fp32")
