@@ -19,6 +19,9 @@ recomputed in backward, as symddp's --recompute block does). Presets
          (fp32 at batch 8)
   tiny   4 layers, 4 heads, 128 wide, T=128, vocab 256, batch 64
   small  6 layers, 6 heads, 384 wide, T=256, vocab 256, batch 64
+  medium GPT-2 medium (350M): 24 layers, 16 heads, 1024 wide, T=1024, vocab 50304,
+         batch 16 (not in all)
+  large  GPT-2 large (774M): 36 layers, 20 heads, 1280 wide, batch 16 (not in all)
   xl     GPT-2 XL: 48 layers, 25 heads, 1600 wide, T=1024, vocab 50304, batch 16
          (not in all)
 --layers/--heads/--width/--context/--vocab describe one custom model instead.
@@ -42,6 +45,8 @@ PRESETS = {
     "gpt2": dict(layers=12, heads=12, width=768, context=1024, vocab=50304, batches={"eager": [16, 32], "compile": [16, 32], "fp32": [8]}),
     "tiny": dict(layers=4, heads=4, width=128, context=128, vocab=256, batches={"eager": [64], "compile": [64], "fp32": [64]}),
     "small": dict(layers=6, heads=6, width=384, context=256, vocab=256, batches={"eager": [64], "compile": [64], "fp32": [64]}),
+    "medium": dict(layers=24, heads=16, width=1024, context=1024, vocab=50304, batches={"eager": [16], "compile": [16], "fp32": [4]}),
+    "large": dict(layers=36, heads=20, width=1280, context=1024, vocab=50304, batches={"eager": [16], "compile": [16], "fp32": [4]}),
     "xl": dict(layers=48, heads=25, width=1600, context=1024, vocab=50304, batches={"eager": [16], "compile": [16], "fp32": [4]}),
 }
 ALL = ["gpt2", "tiny", "small"]
@@ -189,7 +194,7 @@ def run_one(torch, preset, L, H, C, T, V, B, mode, steps, warmup, profile=0):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--preset", default="all", help="all (gpt2, tiny, small), or a comma list of gpt2, tiny, small, xl")
+    ap.add_argument("--preset", default="all", help="all (gpt2, tiny, small), or a comma list of gpt2, tiny, small, medium, large, xl")
     ap.add_argument("--modes", default="eager,compile,fp32")
     ap.add_argument("--batch", default="", help="batch sizes (comma list), instead of the preset's")
     for k in ("layers", "heads", "width", "context", "vocab"):

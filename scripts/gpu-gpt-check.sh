@@ -21,7 +21,7 @@
 #                       Go source tree), validation loss every 100 steps, MFU
 #    5 train 8 PEs      the same with --pes 8 under the launcher's MPS daemon
 #                       (--mps on), 100 steps: the replicas-identical line
-#    6 bench            symbench gpu-gpt at GPT-2 124M batch 16 and 32: tokens/s
+#    6 bench            symbench gpu-gpt at GPT-2 124M batch 16 and 32 and gpt2-medium (350M) batch 16 ($GPT_CONFIGS): tokens/s
 #                       and MFU of train --backend nvshmem --pes 1 --dataset
 #                       synthetic beside bench/torch_gpt_bench.py's eager and
 #                       torch.compile (--no-torch: symddp only), with the
@@ -110,7 +110,7 @@ note "MPS processes left after the launcher-managed run: $left"
 # a run and lowers its SM clock from 1980 to about 1550-1700 MHz (the clocks
 # line below; docs/GPU.md, fifteenth session): a peer timed over fewer steps
 # than ours would run at higher clocks.
-configs="gpt2/16,gpt2/32,tiny/64,small/64"
+configs="${GPT_CONFIGS:-gpt2/16,gpt2/32,medium/16,tiny/64,small/64}" # medium: issue 38's 350M floor
 bench=(gpu-gpt --train-bin "$bin/train" --configs "$configs" --warmup 10 --steps 100 --timeout 200s)
 if [ "$torch" = 0 ] || [ -z "$PY" ]; then
     bench+=(--torch-script none)
@@ -119,7 +119,7 @@ else
     bench+=(--python "$PY")
 fi
 gpu_clocks_start "$outdir/gpt-clocks.csv"
-stage "symbench gpu-gpt (gpt2 B=16, 32; tiny, small B=64)" 300 "$bench_log" "$bin/symbench" "${bench[@]}"
+stage "symbench gpu-gpt ($configs)" 380 "$bench_log" "$bin/symbench" "${bench[@]}"
 gpu_clocks_stop
 
 # ---- summary ----

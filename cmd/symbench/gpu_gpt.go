@@ -36,13 +36,17 @@ type gptPreset struct {
 	context int      // T, which turns sequences/s into tokens/s
 }
 
-// gptPresets are the torch script's presets: GPT-2 124M (vocabulary 50304),
-// gpt-tiny (4 layers, 4 heads, 128 wide, T 128, bytes) and a 6-layer
+// gptPresets are the torch script's presets: GPT-2 124M (vocabulary 50304)
+// and the larger GPT-2 sizes by train's names (medium 350M, large 774M, xl
+// 1.5B), gpt-tiny (4 layers, 4 heads, 128 wide, T 128, bytes) and a 6-layer
 // 384-wide byte model with T 256.
 var gptPresets = map[string]gptPreset{
-	"gpt2":  {label: "gpt2 124M", torch: "gpt2", args: []string{"--model", "gpt2"}, context: 1024},
-	"tiny":  {label: "gpt-tiny", torch: "tiny", args: []string{"--model", "gpt-tiny"}, context: 128},
-	"small": {label: "gpt 6x384", torch: "small", args: []string{"--model", "gpt", "--layers", "6", "--heads", "6", "--width", "384", "--context", "256"}, context: 256},
+	"gpt2":   {label: "gpt2 124M", torch: "gpt2", args: []string{"--model", "gpt2"}, context: 1024},
+	"medium": {label: "gpt2-medium", torch: "medium", args: []string{"--model", "gpt2-medium"}, context: 1024},
+	"large":  {label: "gpt2-large", torch: "large", args: []string{"--model", "gpt2-large"}, context: 1024},
+	"xl":     {label: "gpt2-xl", torch: "xl", args: []string{"--model", "gpt2-xl"}, context: 1024},
+	"tiny":   {label: "gpt-tiny", torch: "tiny", args: []string{"--model", "gpt-tiny"}, context: 128},
+	"small":  {label: "gpt 6x384", torch: "small", args: []string{"--model", "gpt", "--layers", "6", "--heads", "6", "--width", "384", "--context", "256"}, context: 256},
 }
 
 // gptGPUConfig is one measured model and batch.
@@ -57,15 +61,18 @@ func (c gptGPUConfig) model() gptPreset { return gptPresets[c.preset] }
 // taken at, and the two byte models at the torch script's batch.
 var defaultGPTGPUConfigs = []string{"gpt2/16", "gpt2/32", "tiny/64", "small/64"}
 
-// parseGPTGPUConfig reads PRESET/BATCH (gpt-tiny is tiny's other name).
+// parseGPTGPUConfig reads PRESET/BATCH (gpt-tiny is tiny's other name, and
+// train's gpt2-medium, gpt2-large and gpt2-xl are medium's, large's and
+// xl's).
 func parseGPTGPUConfig(s string) (gptGPUConfig, error) {
 	name, b, ok := strings.Cut(s, "/")
 	if name == "gpt-tiny" {
 		name = "tiny"
 	}
+	name = strings.TrimPrefix(name, "gpt2-")
 	batch, err := strconv.Atoi(b)
 	if _, known := gptPresets[name]; !ok || !known || err != nil || batch < 1 {
-		return gptGPUConfig{}, fmt.Errorf("config %q: want PRESET/BATCH with PRESET gpt2, tiny or small, e.g. gpt2/16", s)
+		return gptGPUConfig{}, fmt.Errorf("config %q: want PRESET/BATCH with PRESET gpt2, medium, large, xl, tiny or small, e.g. gpt2/16", s)
 	}
 	return gptGPUConfig{preset: name, batch: batch}, nil
 }
@@ -75,6 +82,8 @@ type gpuGPTOpts struct {
 	warmup      int // untimed steps (also train's --log-every)
 	steps       int // timed steps
 	precision   string
+	recompute   string   // train --recompute ("": train's default)
+	torchModes  []string // the PyTorch script's --modes
 	lib         string
 	device      int
 	trainBin    string
@@ -103,10 +112,12 @@ func defaultPython() string {
 func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	var o gpuGPTOpts
 	fs := pflag.NewFlagSet("symbench gpu-gpt", pflag.ContinueOnError)
-	cfgs := fs.StringSlice("configs", defaultGPTGPUConfigs, "models and batches as PRESET/BATCH: gpt2 (GPT-2 124M, T 1024), tiny (gpt-tiny, T 128), small (6 layers, 384 wide, T 256); the torch script's presets")
+	cfgs := fs.StringSlice("configs", defaultGPTGPUConfigs, "models and batches as PRESET/BATCH: gpt2 (GPT-2 124M, T 1024), medium, large, xl (the larger GPT-2 sizes, T 1024), tiny (gpt-tiny, T 128), small (6 layers, 384 wide, T 256); the torch script's presets")
 	fs.IntVar(&o.warmup, "warmup", 20, "train's untimed steps (also its --log-every)")
 	fs.IntVar(&o.steps, "steps", 100, "train's timed steps; a multiple of --warmup")
 	fs.StringVar(&o.precision, "precision", "bf16", "train --precision: bf16 (PyTorch's side runs bf16 autocast), auto or fp32")
+	fs.StringVar(&o.recompute, "recompute", "", "train --recompute: none, gelu or block (default: train's)")
+	fs.StringSliceVar(&o.torchModes, "torch-modes", []string{"eager", "compile"}, "the PyTorch script's modes: eager, compile, fp32, eager-ckpt, compile-ckpt (the -ckpt ones checkpoint every block's activations, as --recompute block does)")
 	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so, train's --gpu-lib (default: $SYMDDP_CUDA_LIB, next to the train binary, ./build)")
 	fs.IntVar(&o.device, "device", -1, "GPU to use, through CUDA_VISIBLE_DEVICES (-1: GPU 0 of the visible ones)")
 	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to run (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
@@ -143,6 +154,12 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 		return o, fmt.Errorf("--torch-steps %d --torch-warmup %d: want positive values", o.torchSteps, o.torchWarmup)
 	case !slices.Contains([]string{"auto", "bf16", "fp32"}, o.precision):
 		return o, fmt.Errorf("--precision %q: want bf16, auto or fp32", o.precision)
+	case o.recompute != "" && !slices.Contains([]string{"none", "gelu", "block"}, o.recompute):
+		return o, fmt.Errorf("--recompute %q: want none, gelu or block", o.recompute)
+	case len(o.torchModes) == 0 || slices.ContainsFunc(o.torchModes, func(m string) bool {
+		return !slices.Contains([]string{"eager", "compile", "fp32", "eager-ckpt", "compile-ckpt"}, m)
+	}):
+		return o, fmt.Errorf("--torch-modes %s: want a comma list of eager, compile, fp32, eager-ckpt, compile-ckpt", strings.Join(o.torchModes, ","))
 	case o.trainBin != "" && !fileExists(o.trainBin):
 		return o, fmt.Errorf("--train-bin %s: no such file (build it with go build ./cmd/train, or carry it: scripts/gpu-compute-prepare.sh)", o.trainBin)
 	}
@@ -173,20 +190,23 @@ func gpuGPTArgs(o gpuGPTOpts, c gptGPUConfig, metricsPath string) []string {
 		"--optimizer", "adamw", "--lr", "6e-4", "--beta2", "0.95", "--weight-decay", "0.1", "--clip-norm", "0", "--warmup-steps", "0",
 		"--max-steps", strconv.Itoa(o.warmup+o.steps), "--epochs", "1000000", "--log-every", strconv.Itoa(o.warmup),
 		"--eval-every", "0", "--eval-batches", "1", "--sample-tokens", "0", "--no-progress", "--metrics", metricsPath)
+	if o.recompute != "" {
+		args = append(args, "--recompute", o.recompute)
+	}
 	if o.lib != "" {
 		args = append(args, "--gpu-lib", o.lib)
 	}
 	return args
 }
 
-// gpuGPTTorchArgs are the PyTorch script's arguments for preset's batches,
-// eager and torch.compile.
+// gpuGPTTorchArgs are the PyTorch script's arguments for preset's batches
+// in --torch-modes (eager and torch.compile by default).
 func gpuGPTTorchArgs(o gpuGPTOpts, preset string, batches []int) []string {
 	bs := make([]string, len(batches))
 	for i, b := range batches {
 		bs[i] = strconv.Itoa(b)
 	}
-	return []string{o.script, "--preset", gptPresets[preset].torch, "--batch", strings.Join(bs, ","), "--modes", "eager,compile",
+	return []string{o.script, "--preset", gptPresets[preset].torch, "--batch", strings.Join(bs, ","), "--modes", strings.Join(o.torchModes, ","),
 		"--steps", strconv.Itoa(o.torchSteps), "--warmup", strconv.Itoa(o.torchWarmup)}
 }
 
@@ -232,7 +252,11 @@ func runPython(ctx context.Context, python string, args []string, device int, ti
 // would run); a later one leaves its row out and is returned at the end,
 // as PyTorch's failures are.
 func gpuGPT(ctx context.Context, o gpuGPTOpts, w io.Writer) error {
-	fmt.Fprintln(w, "gpu-gpt: GPT training of train --backend nvshmem --pes 1 --dataset synthetic --precision "+o.precision+" (ddp's step: the batch")
+	rc := ""
+	if o.recompute != "" {
+		rc = " --recompute " + o.recompute
+	}
+	fmt.Fprintln(w, "gpu-gpt: GPT training of train --backend nvshmem --pes 1 --dataset synthetic --precision "+o.precision+rc+" (ddp's step: the batch")
 	fmt.Fprintln(w, "copied to the GPU, forward, loss, backward, AdamW without clipping; no allreduce at one PE),")
 	fmt.Fprintf(w, "%d warm-up steps, then %d timed, from train's metrics log; MFU = tokens/s x (6N + 6LCT) / the GPU's dense peak\n", o.warmup, o.steps)
 	if o.script != "" {
@@ -307,7 +331,11 @@ func measureTorchGPT(ctx context.Context, o gpuGPTOpts, rows []gptGPURow, w io.W
 			}
 		}
 		for _, t := range res {
-			fmt.Fprintf(w, "torch %s batch %d %s: %.0f tokens/s, MFU %.1f%%\n", gptPresets[p].label, t.batch, t.mode, t.tokensPerSec, 100*t.mfu)
+			mem := ""
+			if t.peakMemGiB > 0 {
+				mem = fmt.Sprintf(", peak %.2f GiB", t.peakMemGiB)
+			}
+			fmt.Fprintf(w, "torch %s batch %d %s: %.0f tokens/s, MFU %.1f%%%s\n", gptPresets[p].label, t.batch, t.mode, t.tokensPerSec, 100*t.mfu, mem)
 		}
 		for _, l := range errLines {
 			failed = append(failed, fmt.Errorf("PyTorch: %s", l))

@@ -14,7 +14,8 @@ import (
 )
 
 func TestParseGPTGPUConfig(t *testing.T) {
-	for in, want := range map[string]gptGPUConfig{"gpt2/16": {"gpt2", 16}, "tiny/64": {"tiny", 64}, "gpt-tiny/8": {"tiny", 8}, "small/64": {"small", 64}} {
+	for in, want := range map[string]gptGPUConfig{"gpt2/16": {"gpt2", 16}, "tiny/64": {"tiny", 64}, "gpt-tiny/8": {"tiny", 8}, "small/64": {"small", 64},
+		"xl/16": {"xl", 16}, "gpt2-xl/16": {"xl", 16}, "gpt2-medium/16": {"medium", 16}, "large/8": {"large", 8}} {
 		if got, err := parseGPTGPUConfig(in); err != nil || got != want {
 			t.Errorf("parseGPTGPUConfig(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
@@ -107,7 +108,7 @@ func TestGPUGPTTable(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"symddp gpt2 124M batch 16: 512000 tokens/s, MFU 41.6% (bf16)\n",
-		"torch gpt2 124M batch 32 compile: 470000 tokens/s, MFU 38.2%\n",
+		"torch gpt2 124M batch 32 compile: 470000 tokens/s, MFU 38.2%, peak 39.00 GiB\n",
 		"GPU: NVIDIA H200 (device 0, 132 SMs)",
 		"    model  batch  symddp tokens/s         MFU  torch eager tokens/s  torch.compile tokens/s  symddp/compile           target  symddp GiB  compile GiB\n",
 		// 512000 · 803478528 / 989e12 = 41.6%; 512000 / 500000 = 1.02
@@ -155,7 +156,8 @@ func TestGPUGPTFailsAtOnce(t *testing.T) {
 	if _, err := parseGPUGPTFlags([]string{"--torch-script", missing}); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing script: %v", err)
 	}
-	for _, bad := range [][]string{{"--steps", "90"}, {"--precision", "fp16"}, {"--configs", "gpt2/16,gpt5/1"}, {"--torch-steps", "0"}} {
+	for _, bad := range [][]string{{"--steps", "90"}, {"--precision", "fp16"}, {"--configs", "gpt2/16,gpt5/1"}, {"--torch-steps", "0"},
+		{"--recompute", "all"}, {"--torch-modes", "eager,jit"}, {"--torch-modes", ""}} {
 		if _, err := parseGPUGPTFlags(append([]string{"--torch-script", "none"}, bad...)); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
@@ -172,6 +174,24 @@ func TestGPUGPTTorchSteps(t *testing.T) {
 	o = gpuGPTTestOpts(t, "--warmup", "10", "--steps", "40", "--torch-steps", "7", "--torch-warmup", "3")
 	if o.torchSteps != 7 || o.torchWarmup != 3 {
 		t.Errorf("given: PyTorch %d timed and %d warm-up steps, want 7 and 3", o.torchSteps, o.torchWarmup)
+	}
+}
+
+// TestGPUGPTRecompute: --recompute reaches train and --torch-modes the
+// PyTorch script (issue 40's comparison of gpt2-xl with and without
+// activation checkpointing on both sides).
+func TestGPUGPTRecompute(t *testing.T) {
+	o := gpuGPTTestOpts(t, "--configs", "xl/16", "--recompute", "block", "--torch-modes", "compile,compile-ckpt")
+	got := strings.Join(gpuGPTArgs(o, o.configs[0], "m.jsonl"), " ")
+	if !strings.Contains(got, "--model gpt2-xl ") || !strings.Contains(got, "--recompute block") {
+		t.Errorf("train args %q: want --model gpt2-xl and --recompute block", got)
+	}
+	if got := strings.Join(gpuGPTTorchArgs(o, "xl", []int{16}), " "); !strings.Contains(got, "--preset xl --batch 16 --modes compile,compile-ckpt") {
+		t.Errorf("torch args %q", got)
+	}
+	o = gpuGPTTestOpts(t)
+	if got := strings.Join(gpuGPTArgs(o, gptGPUConfig{"gpt2", 16}, "m.jsonl"), " "); strings.Contains(got, "--recompute") {
+		t.Errorf("train args %q: --recompute without the flag", got)
 	}
 }
 
