@@ -1,5 +1,10 @@
 package compute
 
+import (
+	"fmt"
+	"math"
+)
+
 // The operation groups of a Llama-style block (models.Llama): RMSNorm,
 // rotary position embedding, SwiGLU's elementwise part and attention with
 // fewer key/value heads than query heads. Like the groups of ops.go, an
@@ -57,6 +62,27 @@ type Rotary interface {
 type RotarySpec struct {
 	T, HeadSize int
 	Theta       float64
+}
+
+// Table returns the cos and sin table of s, (T, HeadSize/2) each: entry
+// (t, i) is the cosine and sine of the angle t·Theta^(-2i/HeadSize),
+// computed in float64 and then rounded to float32, so that every engine
+// rotates by the same float32 numbers. It fails when the head size is odd,
+// T or the head size is below 1, or Theta is not a finite number above 1.
+func (s RotarySpec) Table() (cos, sin []float32, err error) {
+	if s.T < 1 || s.HeadSize < 2 || s.HeadSize%2 != 0 || !(s.Theta > 1) || math.IsInf(s.Theta, 0) {
+		return nil, nil, fmt.Errorf("rotary embedding %+v: want T >= 1, an even head size and a finite theta above 1", s)
+	}
+	half := s.HeadSize / 2
+	cos, sin = make([]float32, s.T*half), make([]float32, s.T*half)
+	for t := 0; t < s.T; t++ {
+		for i := 0; i < half; i++ {
+			freq := math.Pow(s.Theta, -float64(2*i)/float64(s.HeadSize))
+			sn, cs := math.Sincos(float64(t) * freq)
+			cos[t*half+i], sin[t*half+i] = float32(cs), float32(sn)
+		}
+	}
+	return cos, sin, nil
 }
 
 // RotaryPlan rotates tensors of one prepared RotarySpec. Its methods

@@ -34,12 +34,18 @@ func codeText(size int, fn, arg, op string) []byte {
 // with weight decay 0.1 (on matrices only) and beta2 0.95.
 func gptSetup(t testing.TB, text []byte, cfg models.Config) (train, val datasets.Source, m models.Model, o optim.Optimizer) {
 	t.Helper()
+	return lmSetup(t, "gpt", text, cfg)
+}
+
+// lmSetup is gptSetup for the registered language model name.
+func lmSetup(t testing.TB, name string, text []byte, cfg models.Config) (train, val datasets.Source, m models.Model, o optim.Optimizer) {
+	t.Helper()
 	cut := len(text) * 9 / 10
 	train, err := datasets.NewTokenSource([][]byte{text[:cut]}, cfg.Context, 256)
 	require.NoError(t, err)
 	val, err = datasets.NewTokenSource([][]byte{text[cut:]}, cfg.Context, 256)
 	require.NoError(t, err)
-	m, err = models.New("gpt", cfg)
+	m, err = models.New(name, cfg)
 	require.NoError(t, err)
 	oc, err := optim.DefaultConfig("adamw")
 	require.NoError(t, err)

@@ -160,15 +160,23 @@ func TestLlamaLearns(t *testing.T) {
 	assert.Equal(t, losses, train(), "the same seed gives the same losses")
 }
 
-// On the CUDA engine (emulated), which has none of a Llama's new operation
-// groups, Build fails with one line naming the engine and the first
-// operation missing.
+// gptGroupsOnly is an engine seen through compute.Engine and the one
+// operation group of the GPT's that a Llama asks for before its own
+// (the embedding's compute.Indexing): none of a Llama's groups.
+type gptGroupsOnly struct {
+	compute.Engine
+	compute.Indexing
+}
+
+// On an engine without a Llama's operation groups, Build fails with one
+// line naming the engine and the first operation missing; the CUDA engine
+// (emulated), which has them all, builds the model.
 func TestLlamaNeedsOperationGroups(t *testing.T) {
 	m, err := models.New("llama-tiny", models.Config{Layers: 1})
 	require.NoError(t, err)
 	e := cudatest.NewEmulated(cuda.Options{})
 	pv := deviceViews(e, m)
-	err = m.Build(e, pv, pv, 1)
+	err = m.Build(gptGroupsOnly{e, e}, pv, pv, 1)
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing)
 	assert.Equal(t, "RMSNorm", missing.Op)
@@ -176,6 +184,11 @@ func TestLlamaNeedsOperationGroups(t *testing.T) {
 	assert.Contains(t, err.Error(), "engine cuda")
 	assert.NotContains(t, err.Error(), "\n")
 	assert.Equal(t, "build model llama-tiny: engine "+e.Name()+" has no RMSNorm (compute.RMSNorms)", err.Error())
+
+	m, err = models.New("llama-tiny", models.Config{Layers: 1})
+	require.NoError(t, err)
+	pv = deviceViews(e, m)
+	require.NoError(t, m.Build(e, pv, pv, models.LlamaTiny.Context), "the CUDA engine has a Llama's groups")
 }
 
 // The presets' shapes: parameter counts (Llama 3.2 1B's is 1,235,814,400

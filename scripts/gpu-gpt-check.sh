@@ -13,8 +13,9 @@
 #                       source is newer, or --rebuild)
 #    3 GPT tests        cuda.test -test.run 'GPT|Fused': the fused GPT and the
 #                       fused Linear layers on the GPU; ddp.test: the fused
-#                       GPT (300 steps) and the GPT in fp32 on the engine's
-#                       operation groups (20 steps) against the CPU engine
+#                       GPT (300 steps), and the GPT and a small Llama in fp32
+#                       on the engine's operation groups (20 steps each), against
+#                       the CPU engine
 #    4 train 1 PE       train --backend nvshmem --pes 1 --model gpt-tiny
 #                       --dataset text --max-steps 300: byte-level text (the
 #                       repository's own files, --text-dir; the GPU host has no
@@ -48,7 +49,7 @@ while [ "$#" -gt 0 ]; do
     --no-torch) torch=0; shift ;;
     --text-dir) text="$2"; shift 2 ;;
     --text-dir=*) text="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "gpu-gpt-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -90,7 +91,11 @@ stage "ddp.test FusedGPT (GPU vs CPU, 300 steps)" 150 "$test_log" env -C "$root/
 # A process of its own: NVSHMEM cannot start again in a process once a test closed its comm.
 stage "ddp.test GPTFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
     -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestGPTFP32MatchesCPUGPU$'
-grep -E 'gpt_fused_test.go:[0-9]+: (loss cpu|fused GPT|validation)|gpt_fp32_test.go:[0-9]+: (step|largest)' "$test_log" |
+# The Llama's fp32 run (RMSNorm, SwiGLU, rotary and grouped attention on the
+# GPU) in a process of its own too: in the GPT's, its comm would not start.
+stage "ddp.test LlamaFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+    -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestLlamaFP32MatchesCPUGPU$'
+grep -E 'gpt_fused_test.go:[0-9]+: (loss cpu|fused GPT|validation)|(gpt|llama)_fp32_test.go:[0-9]+: (step|largest)' "$test_log" |
     sed 's/^ */  /' >>"$summary"
 
 # ---- 4, 5 gpt-tiny on byte-level text ----

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/hostloops"
@@ -11,23 +10,15 @@ import (
 var _ compute.Rotary = (*Engine)(nil)
 
 // RotaryEmbedding returns the plan of s: its cos and sin table
-// (T, HeadSize/2), each angle t·Theta^(-2i/HeadSize) and its cosine and
-// sine computed in float64, then rounded to float32. It fails when the
-// head size is odd, T or the head size is below 1, or Theta is not above 1.
+// (T, HeadSize/2) of float32 values (compute.RotarySpec.Table). It fails
+// when the head size is odd, T or the head size is below 1, or Theta is
+// not above 1.
 func (e *Engine) RotaryEmbedding(s compute.RotarySpec) (compute.RotaryPlan, error) {
-	if s.T < 1 || s.HeadSize < 2 || s.HeadSize%2 != 0 || !(s.Theta > 1) || math.IsInf(s.Theta, 0) {
-		return nil, fmt.Errorf("cpu: rotary embedding %+v: want T >= 1, an even head size and a finite theta above 1", s)
+	cos, sin, err := s.Table()
+	if err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
 	}
-	half := s.HeadSize / 2
-	p := &rotaryPlan{s: s, cos: make([]float32, s.T*half), sin: make([]float32, s.T*half)}
-	for t := 0; t < s.T; t++ {
-		for i := 0; i < half; i++ {
-			freq := math.Pow(s.Theta, -float64(2*i)/float64(s.HeadSize))
-			sin, cos := math.Sincos(float64(t) * freq)
-			p.cos[t*half+i], p.sin[t*half+i] = float32(cos), float32(sin)
-		}
-	}
-	return p, nil
+	return &rotaryPlan{s: s, cos: cos, sin: sin}, nil
 }
 
 // rotaryPlan holds the cos and sin table (T, HeadSize/2) of one

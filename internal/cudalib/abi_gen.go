@@ -103,6 +103,16 @@ type Device interface {
 	SoftmaxCausal(p uintptr, nmat int, t int) error
 	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
 	SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error
+	// RMSNorm: sdc_rms_norm.
+	RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error
+	// RMSNormBackward: sdc_rms_norm_backward.
+	RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error
+	// SwiGLU: sdc_swiglu.
+	SwiGLU(y uintptr, a uintptr, b uintptr, n int) error
+	// SwiGLUBackward: sdc_swiglu_backward.
+	SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error
+	// Rotate: sdc_rotate.
+	Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error
 	// CastBF16: sdc_cast_bf16.
 	CastBF16(dst uintptr, src uintptr, n int) error
 	// CastF32: sdc_cast_f32.
@@ -375,6 +385,31 @@ func (UnemulatedDevice) SoftmaxCausal(p uintptr, nmat int, t int) error {
 // SoftmaxCausalBackward fails: sdc_softmax_causal_backward is not emulated.
 func (UnemulatedDevice) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error {
 	return notEmulated("sdc_softmax_causal_backward")
+}
+
+// RMSNorm fails: sdc_rms_norm is not emulated.
+func (UnemulatedDevice) RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error {
+	return notEmulated("sdc_rms_norm")
+}
+
+// RMSNormBackward fails: sdc_rms_norm_backward is not emulated.
+func (UnemulatedDevice) RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+	return notEmulated("sdc_rms_norm_backward")
+}
+
+// SwiGLU fails: sdc_swiglu is not emulated.
+func (UnemulatedDevice) SwiGLU(y uintptr, a uintptr, b uintptr, n int) error {
+	return notEmulated("sdc_swiglu")
+}
+
+// SwiGLUBackward fails: sdc_swiglu_backward is not emulated.
+func (UnemulatedDevice) SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
+	return notEmulated("sdc_swiglu_backward")
+}
+
+// Rotate fails: sdc_rotate is not emulated.
+func (UnemulatedDevice) Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
+	return notEmulated("sdc_rotate")
 }
 
 // CastBF16 fails: sdc_cast_bf16 is not emulated.

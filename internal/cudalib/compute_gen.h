@@ -54,6 +54,11 @@ enum {
 	SDCI_sdc_index_scatter_add,
 	SDCI_sdc_softmax_causal,
 	SDCI_sdc_softmax_causal_backward,
+	SDCI_sdc_rms_norm,
+	SDCI_sdc_rms_norm_backward,
+	SDCI_sdc_swiglu,
+	SDCI_sdc_swiglu_backward,
+	SDCI_sdc_rotate,
 	SDCI_sdc_cast_bf16,
 	SDCI_sdc_cast_f32,
 	SDCI_sdc_update,
@@ -110,6 +115,11 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_index_scatter_add",
 	"sdc_softmax_causal",
 	"sdc_softmax_causal_backward",
+	"sdc_rms_norm",
+	"sdc_rms_norm_backward",
+	"sdc_swiglu",
+	"sdc_swiglu_backward",
+	"sdc_rotate",
 	"sdc_cast_bf16",
 	"sdc_cast_f32",
 	"sdc_update",
@@ -205,6 +215,11 @@ static inline int cw_sdc_index_gather(SDCW, uint64_t dst, uint64_t table, uint64
 static inline int cw_sdc_index_scatter_add(SDCW, uint64_t table, uint64_t src, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows) { SDCR(SDCF(sdc_index_scatter_add, t)(&x->ctx, table, src, idx, rows, cols, table_rows)); }
 static inline int cw_sdc_softmax_causal(SDCW, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal, t)(&x->ctx, p, nmat, t_)); }
 static inline int cw_sdc_softmax_causal_backward(SDCW, uint64_t ds, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal_backward, t)(&x->ctx, ds, p, nmat, t_)); }
+static inline int cw_sdc_rms_norm(SDCW, uint64_t y, uint64_t rstd, uint64_t x_, uint64_t w, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_rms_norm, t)(&x->ctx, y, rstd, x_, w, rows, cols, eps)); }
+static inline int cw_sdc_rms_norm_backward(SDCW, uint64_t dx, uint64_t dw, uint64_t dy, uint64_t x_, uint64_t w, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx) { SDCR(SDCF(sdc_rms_norm_backward, t)(&x->ctx, dx, dw, dy, x_, w, rstd, rows, cols, add_dx)); }
+static inline int cw_sdc_swiglu(SDCW, uint64_t y, uint64_t a, uint64_t b, int64_t n) { SDCR(SDCF(sdc_swiglu, t)(&x->ctx, y, a, b, n)); }
+static inline int cw_sdc_swiglu_backward(SDCW, uint64_t da, uint64_t db, uint64_t dy, uint64_t a, uint64_t b, int64_t n) { SDCR(SDCF(sdc_swiglu_backward, t)(&x->ctx, da, db, dy, a, b, n)); }
+static inline int cw_sdc_rotate(SDCW, uint64_t y, uint64_t x_, uint64_t cos_tab, uint64_t sin_tab, int64_t rows, int64_t width, int64_t hs, int64_t t_, sdc_flag inverse) { SDCR(SDCF(sdc_rotate, t)(&x->ctx, y, x_, cos_tab, sin_tab, rows, width, hs, t_, inverse)); }
 static inline int cw_sdc_cast_bf16(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_bf16, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_cast_f32(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_f32, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride)); }

@@ -20,7 +20,7 @@ var goNames = map[string]string{
 }
 
 // initialisms are words spelled otherwise than Title case in Go names.
-var initialisms = map[string]string{"htod": "HtoD", "dtoh": "DtoH", "abi": "ABI", "gpu": "GPU", "id": "ID", "mma": "MMA", "wmma": "WMMA", "bf16": "BF16", "cudnn": "CUDNN"}
+var initialisms = map[string]string{"htod": "HtoD", "dtoh": "DtoH", "abi": "ABI", "gpu": "GPU", "id": "ID", "mma": "MMA", "wmma": "WMMA", "bf16": "BF16", "cudnn": "CUDNN", "rms": "RMS", "swiglu": "SwiGLU"}
 
 // goStructs are the structs that compute entry points take by pointer: the
 // Go type the method takes instead, and the hand-written method of Context

@@ -1,0 +1,179 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/symddp/symddp/compute"
+)
+
+var _ compute.GroupedAttention = (*Engine)(nil)
+
+// GroupedCausalAttention returns the plan of grouped-query attention over
+// s: it allocates the probabilities (B,Heads,T,T), which Backward reads,
+// and makes sure the engine's scratch for the gradient at them (shared
+// with the multi-head plans: they run one after the other on the stream)
+// has that size. It fails when a dimension is below 1, Heads is not a
+// multiple of KVHeads, or a size does not fit cuBLAS's int.
+func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
+	if s.B < 1 || s.T < 1 || s.Heads < 1 || s.KVHeads < 1 || s.HeadSize < 1 || s.Heads%s.KVHeads != 0 {
+		return nil, fmt.Errorf("cuda: grouped causal attention %+v: want B, T, Heads, KVHeads, HeadSize >= 1 with Heads a multiple of KVHeads", s)
+	}
+	if s.Heads > math.MaxInt32/s.HeadSize || s.T > math.MaxInt32 || s.B > math.MaxInt32 ||
+		s.T > math.MaxInt64/4/s.T/s.B/s.Heads {
+		return nil, fmt.Errorf("cuda: grouped causal attention %+v: sizes past cuBLAS's int or the memory's", s)
+	}
+	B, T, H, KV, hs := s.B, s.T, s.Heads, s.KVHeads, s.HeadSize
+	g, qw, kw := H/KV, H*hs, KV*hs
+	n := B * H * T * T
+	p := &groupedPlan{
+		e:     e,
+		s:     s,
+		scale: float32(1 / math.Sqrt(float64(hs))),
+		att:   e.Alloc(n).(*Tensor),
+	}
+	if e.attnGrad == nil || e.attnGrad.size < n {
+		e.attnGrad = e.Alloc(n).(*Tensor)
+	}
+	// A cuBLAS batch takes one stride, and query head h = j·g + r reads
+	// key/value head j. Per sequence and group member r, the products of
+	// the KV heads are one batch (query heads r, g+r, 2g+r, ...: a stride
+	// of g heads in q, of one head in k and v); per query head, the
+	// products of the B sequences are. Whichever is fewer calls. Either
+	// way a key/value head's first query head (r = 0) comes before the
+	// others of its group.
+	if B <= KV {
+		for b := 0; b < B; b++ {
+			for r := 0; r < g; r++ {
+				p.calls = append(p.calls, groupedCall{q: b*T*qw + r*hs, kv: b * T * kw, att: (b*H + r) * T * T, first: r == 0})
+			}
+		}
+		p.batch, p.qStride, p.kvStride, p.attStride = KV, g*hs, hs, g*T*T
+	} else {
+		for h := 0; h < H; h++ {
+			p.calls = append(p.calls, groupedCall{q: h * hs, kv: h / g * hs, att: h * T * T, first: h%g == 0})
+		}
+		p.batch, p.qStride, p.kvStride, p.attStride = B, T*qw, T*kw, H*T*T
+	}
+	return p, nil
+}
+
+// groupedCall is one batch of a grouped plan's products: its first
+// product starts q elements into q (and out, dq, dout), kv into k and v
+// (and dk, dv) and att into the probabilities (and their gradient); first
+// says its query heads are the first of their groups, whose dK and dV
+// products overwrite (beta 0) where the others add (beta 1).
+type groupedCall struct {
+	q, kv, att int
+	first      bool
+}
+
+// groupedPlan is grouped-query attention for one shape, per query head as
+// the multi-head plan's (attentionPlan): S = Q·Kᵀ/√hs by strided-batched
+// SGEMM reading Q out of q (leading dimension Heads·hs) and K out of k
+// (KVHeads·hs) where they are, every query head of a group reading its
+// key/value head's memory (no copy); P = causal softmax of S in place
+// (sdc_softmax_causal, the CPU engine's bits for the same S); out = P·V.
+// Backward sums a key/value head's gradients over its group's query heads
+// in order of the member, beta 0 for the first and 1 after: the same order
+// on every run, so the same bits. The products are cuBLAS's (fp32, no
+// TF32). A plan allocates nothing per call and can be captured.
+type groupedPlan struct {
+	e     *Engine
+	s     compute.GroupedAttentionSpec
+	scale float32
+	att   *Tensor // (B,Heads,T,T): the last Forward's probabilities, zero above the diagonal
+	calls []groupedCall
+	// every call's batch products lie these strides apart
+	batch, qStride, kvStride, attStride int
+}
+
+// lastDim is t's last dimension.
+func lastDim(t *Tensor) int { return t.shape[len(t.shape)-1] }
+
+// check returns q and out (or their gradients), (B,T,H·hs), and k and v,
+// (B,T,KVH·hs), and panics unless they have those sizes and none overlaps
+// another.
+func (p *groupedPlan) check(op string, q, out, k, v compute.Tensor) (qd, od, kd, vd *Tensor) {
+	s, e := p.s, p.e
+	qd, od, kd, vd = e.tensorOf(op, q), e.tensorOf(op, out), e.tensorOf(op, k), e.tensorOf(op, v)
+	qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
+	rows := s.B * s.T
+	if qd.size != rows*qw || lastDim(qd) != qw || od.size != rows*qw || lastDim(od) != qw ||
+		kd.size != rows*kw || lastDim(kd) != kw || vd.size != rows*kw || lastDim(vd) != kw {
+		compute.PanicShapes("cuda", op, fmt.Sprintf("want q and out (B,T,%d), k and v (B,T,%d) for B=%d T=%d", qw, kw, s.B, s.T),
+			qd.shape, od.shape, kd.shape, vd.shape)
+	}
+	if anyOverlap(od, qd, kd, vd) || anyOverlap(qd, kd, vd) || overlap(kd, vd) {
+		compute.PanicShapes("cuda", op, "the tensors overlap", qd.shape, od.shape, kd.shape, vd.shape)
+	}
+	return qd, od, kd, vd
+}
+
+// Forward computes out from q, k and v and keeps the probabilities for
+// Backward.
+func (p *groupedPlan) Forward(out, q, k, v compute.Tensor) {
+	const op = "grouped attention Forward"
+	qd, od, kd, vd := p.check(op, q, out, k, v)
+	e := p.e
+	T, hs := p.s.T, p.s.HeadSize
+	ldq, ldkv := p.s.Heads*hs, p.s.KVHeads*hs
+	for _, c := range p.calls {
+		// S (T,T) = scale · Q · Kᵀ
+		e.fail(op, e.dev.GemmBatched(false, true, T, T, hs, p.scale, at(qd.ptr, c.q), ldq, p.qStride,
+			at(kd.ptr, c.kv), ldkv, p.kvStride, 0, at(p.att.ptr, c.att), T, p.attStride, p.batch))
+	}
+	e.fail(op, e.dev.SoftmaxCausal(p.att.ptr, p.s.B*p.s.Heads, T))
+	for _, c := range p.calls {
+		// out (T,hs) = P · V
+		e.fail(op, e.dev.GemmBatched(false, false, T, hs, T, 1, at(p.att.ptr, c.att), T, p.attStride,
+			at(vd.ptr, c.kv), ldkv, p.kvStride, 0, at(od.ptr, c.q), ldq, p.qStride, p.batch))
+	}
+}
+
+// Backward writes dq, dk and dv from dout, using the probabilities of the
+// last Forward (which must have run on these q, k, v): dP = dO·Vᵀ and
+// dV (+)= Pᵀ·dO, the softmax's backward dS = P∘(dP - rowsum(P∘dP)) in
+// place (sdc_softmax_causal_backward), dQ = scale·dS·K and
+// dK (+)= scale·dSᵀ·Q. Every element of dq, dk and dv is written.
+func (p *groupedPlan) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
+	const op = "grouped attention Backward"
+	qd, dod, kd, vd := p.check(op, q, dout, k, v)
+	dqd, _, dkd, dvd := p.check(op, dq, dout, dk, dv)
+	for _, d := range [...]*Tensor{dqd, dkd, dvd} {
+		if anyOverlap(d, qd, kd, vd) {
+			compute.PanicShapes("cuda", op, "a gradient overlaps q, k or v", dqd.shape, dkd.shape, dvd.shape)
+		}
+	}
+	e := p.e
+	T, hs := p.s.T, p.s.HeadSize
+	ldq, ldkv := p.s.Heads*hs, p.s.KVHeads*hs
+	g := e.attnGrad.ptr
+	for _, c := range p.calls {
+		beta := float32(1)
+		if c.first {
+			beta = 0
+		}
+		do, a, ga := at(dod.ptr, c.q), at(p.att.ptr, c.att), at(g, c.att)
+		// dP (T,T) = dO · Vᵀ
+		e.fail(op, e.dev.GemmBatched(false, true, T, T, hs, 1, do, ldq, p.qStride, at(vd.ptr, c.kv), ldkv, p.kvStride,
+			0, ga, T, p.attStride, p.batch))
+		// dV (T,hs) (+)= Pᵀ · dO
+		e.fail(op, e.dev.GemmBatched(true, false, T, hs, T, 1, a, T, p.attStride, do, ldq, p.qStride,
+			beta, at(dvd.ptr, c.kv), ldkv, p.kvStride, p.batch))
+	}
+	e.fail(op, e.dev.SoftmaxCausalBackward(g, p.att.ptr, p.s.B*p.s.Heads, T))
+	for _, c := range p.calls {
+		beta := float32(1)
+		if c.first {
+			beta = 0
+		}
+		ga := at(g, c.att)
+		// dQ (T,hs) = scale · dS · K
+		e.fail(op, e.dev.GemmBatched(false, false, T, hs, T, p.scale, ga, T, p.attStride, at(kd.ptr, c.kv), ldkv, p.kvStride,
+			0, at(dqd.ptr, c.q), ldq, p.qStride, p.batch))
+		// dK (T,hs) (+)= scale · dSᵀ · Q
+		e.fail(op, e.dev.GemmBatched(true, false, T, hs, T, p.scale, ga, T, p.attStride, at(qd.ptr, c.q), ldq, p.qStride,
+			beta, at(dkd.ptr, c.kv), ldkv, p.kvStride, p.batch))
+	}
+}

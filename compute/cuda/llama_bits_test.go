@@ -1,0 +1,155 @@
+package cuda_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
+)
+
+// The RMSNorm kernels do the CPU engine's float32 operations in its order
+// (dot8's lanes and tail, dw in row order): the same bits, eager and
+// replayed, for widths below, at and past a multiple of eight.
+func TestRMSNormMatchesCPUGPU(t *testing.T) { testRMSNormMatchesCPU(t, gpuEngine(t)) }
+func TestRMSNormMatchesCPUEmulated(t *testing.T) {
+	testRMSNormMatchesCPU(t, cudatest.NewEmulated(cuda.Options{}))
+}
+
+func testRMSNormMatchesCPU(t *testing.T, e *cuda.Engine) {
+	for _, sh := range [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {130, 128}, {5, 771}} {
+		rows, c := sh[0], sh[1]
+		for _, add := range []bool{false, true} {
+			sameBitsAsCPU(t, e, fmt.Sprintf("RMSNorm %dx%d, addDX %v", rows, c, add), func(en compute.Engine) (func(), []compute.Tensor) {
+				nm := en.(compute.RMSNorms)
+				x, w := filled(en, 1, 3, 0.5, rows, c), filled(en, 2, 1, 1, c)
+				dy := filled(en, 4, 1, 0, rows, c)
+				y, rstd := filled(en, 0, 0, 0, rows, c), filled(en, 0, 0, 0, rows)
+				dx := filled(en, 0, 0, 0, rows, c)
+				if add {
+					dx = filled(en, 5, 1, 0, rows, c)
+				}
+				dw := filled(en, 0, 0, 0, c)
+				return func() {
+					nm.RMSNorm(y, rstd, x, w, 1e-5)
+					nm.RMSNormBackward(dx, dw, dy, x, w, rstd, add)
+				}, []compute.Tensor{y, rstd, dx, dw}
+			})
+		}
+	}
+}
+
+// The SwiGLU kernels do hostloops' float32 operations with its exp32: the
+// same bits, eager and replayed, with inputs past exp32's clamp and the
+// backward in place (da = dy).
+func TestSwiGLUMatchesCPUGPU(t *testing.T) { testSwiGLUMatchesCPU(t, gpuEngine(t)) }
+func TestSwiGLUMatchesCPUEmulated(t *testing.T) {
+	testSwiGLUMatchesCPU(t, cudatest.NewEmulated(cuda.Options{}))
+}
+
+func testSwiGLUMatchesCPU(t *testing.T, e *cuda.Engine) {
+	for _, n := range []int{1, 7, 1000, 3 << 16} {
+		sameBitsAsCPU(t, e, fmt.Sprintf("SwiGLU of %d", n), func(en compute.Engine) (func(), []compute.Tensor) {
+			sg := en.(compute.SwiGLUs)
+			a, b := filled(en, 1, 30, 0, n), filled(en, 2, 2, 0.5, n) // |a| past 88 now and then
+			y, da, db := filled(en, 0, 0, 0, n), filled(en, 0, 0, 0, n), filled(en, 0, 0, 0, n)
+			dy, db2 := filled(en, 3, 1, 0, n), filled(en, 0, 0, 0, n)
+			dyInPlace := filled(en, 3, 1, 0, n)
+			return func() {
+				sg.SwiGLU(y, a, b)
+				sg.SwiGLUBackward(da, db, dy, a, b)
+				sg.SwiGLUBackward(dyInPlace, db2, dyInPlace, a, b)
+			}, []compute.Tensor{y, da, db, dyInPlace, db2}
+		})
+	}
+}
+
+// The rotation does hostloops' float32 operations over the CPU engine's
+// table: the same bits, eager and replayed, forward and backward, in place
+// and not, for one and several heads, an odd half head and T = 1.
+func TestRotaryMatchesCPUGPU(t *testing.T) { testRotaryMatchesCPU(t, gpuEngine(t)) }
+func TestRotaryMatchesCPUEmulated(t *testing.T) {
+	testRotaryMatchesCPU(t, cudatest.NewEmulated(cuda.Options{}))
+}
+
+func testRotaryMatchesCPU(t *testing.T, e *cuda.Engine) {
+	for _, c := range []struct {
+		rows, width, hs, T int
+		theta              float64
+	}{
+		{1, 2, 2, 1, 10000},
+		{6, 8, 8, 3, 10000},
+		{2 * 70, 48, 16, 70, 5e5},
+		{4 * 33, 24, 6, 33, 10},
+		{2 * 128, 64, 64, 128, 5e5},
+	} {
+		sameBitsAsCPU(t, e, fmt.Sprintf("rotary %+v", c), func(en compute.Engine) (func(), []compute.Tensor) {
+			p, err := en.(compute.Rotary).RotaryEmbedding(compute.RotarySpec{T: c.T, HeadSize: c.hs, Theta: c.theta})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, y := filled(en, 1, 2, 0, c.rows, c.width), filled(en, 0, 0, 0, c.rows, c.width)
+			inPlace := filled(en, 1, 2, 0, c.rows, c.width)
+			dy, dx := filled(en, 2, 1, 0, c.rows, c.width), filled(en, 0, 0, 0, c.rows, c.width)
+			dyInPlace := filled(en, 2, 1, 0, c.rows, c.width)
+			return func() {
+				p.Forward(y, x)
+				p.Forward(inPlace, inPlace)
+				p.Backward(dx, dy)
+				p.Backward(dyInPlace, dyInPlace)
+			}, []compute.Tensor{y, inPlace, dx, dyInPlace}
+		})
+	}
+}
+
+// Grouped attention's products are cuBLAS's, not the CPU BLAS's, so its
+// bits are its own, but they are the same on every run: eagerly twice and
+// replayed from a graph, with both layouts of the plan's batches (per
+// sequence and group member when B <= KVHeads, per query head otherwise)
+// and a key/value head's gradients summed over its group.
+func TestGroupedAttentionRepeatsGPU(t *testing.T) { testGroupedAttentionRepeats(t, gpuEngine(t)) }
+func TestGroupedAttentionRepeatsEmulated(t *testing.T) {
+	testGroupedAttentionRepeats(t, cudatest.NewEmulated(cuda.Options{}))
+}
+
+func testGroupedAttentionRepeats(t *testing.T, e *cuda.Engine) {
+	for _, s := range []compute.GroupedAttentionSpec{
+		{B: 2, T: 70, Heads: 6, KVHeads: 2, HeadSize: 8},
+		{B: 3, T: 33, Heads: 4, KVHeads: 1, HeadSize: 16},
+	} {
+		qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
+		var want [][]float32
+		for i, graph := range []bool{false, false, true} {
+			p, err := e.GroupedCausalAttention(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, k, v := filled(e, 1, 1, 0, s.B, s.T, qw), filled(e, 2, 1, 0, s.B, s.T, kw), filled(e, 3, 1, 0, s.B, s.T, kw)
+			dout := filled(e, 4, 1, 0, s.B, s.T, qw)
+			out, dq := filled(e, 0, 0, 0, s.B, s.T, qw), filled(e, 0, 0, 0, s.B, s.T, qw)
+			dk, dv := filled(e, 0, 0, 0, s.B, s.T, kw), filled(e, 0, 0, 0, s.B, s.T, kw)
+			runOn(t, e, graph, func() {
+				p.Forward(out, q, k, v)
+				p.Backward(dq, dk, dv, dout, q, k, v)
+			})
+			got := make([][]float32, 4)
+			for j, o := range []compute.Tensor{out, dq, dk, dv} {
+				got[j] = make([]float32, o.Size())
+				e.ReadTensor(got[j], o)
+			}
+			if i == 0 {
+				want = got
+				continue
+			}
+			for j := range got {
+				for m := range got[j] {
+					if !sameBits(got[j][m], want[j][m]) || got[j][m] != got[j][m] {
+						t.Fatalf("grouped attention %+v, run %d (graph %v): output %d, element %d: %v, the first run's %v",
+							s, i+1, graph, j, m, got[j][m], want[j][m])
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/compute"
+)
+
+var _ compute.Rotary = (*Engine)(nil)
+
+// RotaryEmbedding returns the plan of s: its cos and sin table
+// (T, HeadSize/2), the CPU engine's float32 values
+// (compute.RotarySpec.Table), uploaded to device memory once, here. The
+// plan's rotations (sdc_rotate) do the CPU engine's float32 operations, so
+// both engines give the same bits; they allocate nothing and can be
+// captured. It fails when the head size is odd, T or the head size is
+// below 1, or Theta is not above 1.
+func (e *Engine) RotaryEmbedding(s compute.RotarySpec) (compute.RotaryPlan, error) {
+	cos, sin, err := s.Table()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	half := s.HeadSize / 2
+	p := &rotaryPlan{e: e, s: s, cos: e.Alloc(s.T, half).(*Tensor), sin: e.Alloc(s.T, half).(*Tensor)}
+	e.SetTensor(p.cos, cos)
+	e.SetTensor(p.sin, sin)
+	return p, nil
+}
+
+// rotaryPlan holds the device's cos and sin table (T, HeadSize/2) of one
+// RotarySpec.
+type rotaryPlan struct {
+	e        *Engine
+	s        compute.RotarySpec
+	cos, sin *Tensor
+}
+
+// run rotates x into y (inverse: the other way) after checking them.
+func (p *rotaryPlan) run(op string, y, x compute.Tensor, inverse bool) {
+	e := p.e
+	yd, xd := e.tensorOf(op, y), e.tensorOf(op, x)
+	width := xd.shape[len(xd.shape)-1]
+	if yd.size != xd.size || width%p.s.HeadSize != 0 || (xd.size/width)%p.s.T != 0 {
+		compute.PanicShapes("cuda", op, fmt.Sprintf("want x (R, n·%d) with R a multiple of %d positions and y of its size", p.s.HeadSize, p.s.T), xd.shape, yd.shape)
+	}
+	if yd.ptr != xd.ptr && overlap(yd, xd) {
+		compute.PanicShapes("cuda", op, "the tensors overlap without being the same", xd.shape, yd.shape)
+	}
+	e.fail(op, e.dev.Rotate(yd.ptr, xd.ptr, p.cos.ptr, p.sin.ptr, xd.size/width, width, p.s.HeadSize, p.s.T, inverse))
+}
+
+// Forward sets y to x rotated; y may be x.
+func (p *rotaryPlan) Forward(y, x compute.Tensor) { p.run("rotary Forward", y, x, false) }
+
+// Backward sets dx to dy rotated back; dx may be dy.
+func (p *rotaryPlan) Backward(dx, dy compute.Tensor) { p.run("rotary Backward", dx, dy, true) }

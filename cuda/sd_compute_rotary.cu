@@ -1,0 +1,58 @@
+/*
+ * sd_compute_rotary.cu: rotary position embedding (RoPE) of float32 rows of
+ * heads, forward and its inverse (compute.Rotary's plan in compute/cuda
+ * uploads the cos and sin table once and runs this for every rotation).
+ *
+ * x is rows of width channels, heads of hs channels side by side, row r at
+ * position p = r mod t. A thread turns one pair: channel i < hs/2 of a head
+ * with channel i + hs/2, by the angle whose cosine and sine are the table's
+ * (p, i) entries, as internal/hostloops' Rotate does:
+ *
+ *   y[i]        = x[i] * cos - x[i + hs/2] * sin
+ *   y[i + hs/2] = x[i + hs/2] * cos + x[i] * sin
+ *
+ * with sin negated for the inverse rotation (the gradient). Each product is
+ * rounded before the sum (round-to-nearest intrinsics, no FMA): the CPU
+ * engine's bits. A thread reads its two elements before it writes them and
+ * no other thread touches them, so y may be x.
+ */
+#include "sd_compute.cuh"
+#include "sd_internal.h"
+#include "symddp_compute.h"
+
+#define SDC_ROTATE_THREADS 256
+
+/* y (rows, width) = x rotated; half = hs/2, the tables (t, half). y may be x. */
+__global__ void sdc_rotate_kernel(float *y, const float *x, const float *__restrict__ cos_tab,
+                                  const float *__restrict__ sin_tab, int64_t rows, int64_t width, int64_t half,
+                                  int64_t t, int inverse) {
+    const int64_t per_row = width / 2; /* pairs in a row */
+    const int64_t n = rows * per_row;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+        const int64_t row = k / per_row, pr = k - row * per_row;
+        const int64_t head = pr / half, i = pr - head * half;
+        const int64_t e = (row % t) * half + i;
+        const float ci = cos_tab[e];
+        const float si = inverse ? -sin_tab[e] : sin_tab[e];
+        const int64_t o = row * width + head * 2 * half + i;
+        const float a = x[o], b = x[o + half];
+        y[o] = __fsub_rn(__fmul_rn(a, ci), __fmul_rn(b, si));
+        y[o + half] = __fadd_rn(__fmul_rn(b, ci), __fmul_rn(a, si));
+    }
+}
+
+extern "C" int sdc_rotate(const sdc_ctx *c, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab, int64_t rows,
+                          int64_t width, int64_t hs, int64_t t, sdc_flag inverse) {
+    if (!c || rows <= 0 || width <= 0 || hs <= 0 || hs % 2 != 0 || width % hs != 0 || t <= 0 ||
+        rows > INT64_MAX / width || t > INT64_MAX / hs || !y || !x || !cos_tab || !sin_tab)
+        return SD_FAIL(SD_ERR_ARG, "sdc_rotate: bad arguments (%lld rows of %lld, heads of %lld, %lld positions)",
+                       (long long)rows, (long long)width, (long long)hs, (long long)t);
+    SD_TRY(sdc_use_device(c->device));
+    const unsigned blocks = (unsigned)sdc_grid(rows * (width / 2), SDC_ROTATE_THREADS, c->sm_count, 16);
+    sdc_rotate_kernel<<<blocks, SDC_ROTATE_THREADS, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
+        (float *)(uintptr_t)y, (const float *)(uintptr_t)x, (const float *)(uintptr_t)cos_tab,
+        (const float *)(uintptr_t)sin_tab, rows, width, hs / 2, t, inverse ? 1 : 0);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
