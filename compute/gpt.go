@@ -2,19 +2,6 @@ package compute
 
 import "errors"
 
-// Precision is how a model computes: fp32 throughout, or bf16 activations
-// and GEMMs (fp32 accumulation) with fp32 master weights, gradients and
-// optimizer state.
-type Precision string
-
-// Precisions. PrecisionAuto lets the model pick: bf16 where the engine runs
-// the model fused in bf16 (GPTFuser), fp32 elsewhere.
-const (
-	PrecisionAuto Precision = ""
-	PrecisionF32  Precision = "fp32"
-	PrecisionBF16 Precision = "bf16"
-)
-
 // ErrFusedShape is what FuseGPT's refusal of a shape its kernels do not
 // take wraps (a head size, a context length, a width): models.GPT at
 // PrecisionAuto then runs the engine's fp32 operation groups instead.

@@ -71,6 +71,7 @@ type Engine struct {
 	lib      *cudalib.Lib       // the library (nil on an emulated device)
 	gptk     cudalib.GPTKernels // FuseGPT's kernels (Options.GPTKernels, or bound from lib)
 	gpts     []*fusedGPT        // closed by Close
+	bf       *bf16State         // what the bf16 plans share (bf16.go), made by the first
 	rows     []*residentRows    // UploadRows' datasets
 	attnGrad *Tensor            // the attention plans' shared scratch (CausalAttention)
 	err      error              // the first failure of enqueued work
@@ -305,6 +306,7 @@ func (e *Engine) Close() error {
 		errs = append(errs, f.Close())
 	}
 	e.gpts, e.rows = nil, nil
+	e.closeBF16()
 	for _, p := range e.plans {
 		errs = append(errs, e.dev.LtPlanDestroy(p))
 	}

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -108,23 +107,6 @@ type fusedGPT struct {
 }
 
 var _ compute.GPTFuser = (*Engine)(nil)
-
-// gptKernels returns the engine's GPT kernels, binding the library's on
-// first use.
-func (e *Engine) gptKernels() (cudalib.GPTKernels, error) {
-	if e.gptk != nil {
-		return e.gptk, nil
-	}
-	if e.lib == nil {
-		return nil, errors.New("no GPT kernels: the engine has no GPU library (pass Options.GPTKernels)")
-	}
-	g, err := cudalib.OpenGPT(e.lib)
-	if err != nil {
-		return nil, err
-	}
-	e.gptk = g
-	return g, nil
-}
 
 // FuseGPT plans models.GPT's forward and backward of shape s over its
 // parameter and gradient views (models.GPT's Params order) in bf16; see
@@ -614,16 +596,4 @@ func (f *fusedGPT) Close() error {
 		f.lt = 0
 	}
 	return nil
-}
-
-// cudnnAttention says whether the library's attention entry points take
-// cuDNN's fused attention at this shape: where the library was built with
-// cuDNN and its plans build, unless SYMDDP_ATTENTION asks for ours (the rule
-// of cuda/sd_gpt.cuh).
-func cudnnAttention(k cudalib.GPTKernels, B, T, C, NH int) bool {
-	switch settings.Get(settings.Attention) {
-	case "", "auto", "cudnn":
-		return k.AttentionCUDNNSupported(B, T, C, NH)
-	}
-	return false
 }
