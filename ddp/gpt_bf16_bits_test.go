@@ -16,7 +16,7 @@ import (
 // enqueue the same kernels in the same order with the same arguments, so
 // they must give these bits, step after step, optimizer included.
 var (
-	// fusedGPTRun(6 steps) on one PE, graphs or not
+	// bf16GPTRun(6 steps) on one PE, graphs or not
 	bf16Losses = []float64{5.50270414352417, 4.9494218826293945, 4.673116683959961, 4.400059223175049,
 		4.335079669952393, 3.9128642082214355}
 	bf16Hash uint64 = 0xd4913c3fd48094ea
@@ -28,11 +28,11 @@ var (
 
 func TestBF16GPTBitsEmulated(t *testing.T) {
 	for _, graphs := range []bool{true, false} {
-		losses, res, _ := fusedGPTRun(t, emulatedBackend(graphs), 6)
+		losses, res, _ := bf16GPTRun(t, emulatedBackend(graphs), 6)
 		require.Equal(t, bf16Losses, losses, "graphs %v", graphs)
 		require.Equal(t, bf16Hash, res.Replicas.Hashes[0], "graphs %v: parameter hash %016x, want %016x", graphs, res.Replicas.Hashes[0], bf16Hash)
 	}
-	losses, res, _ := fusedGPTRunWith(t, emulatedBackend(true), 4, 2)
+	losses, res, _ := bf16GPTRunWith(t, emulatedBackend(true), 4, 2)
 	require.Equal(t, bf16HalfLosses, losses, "accumulating 2 micro-batches")
 	require.Equal(t, bf16HalfHash, res.Replicas.Hashes[0], "accumulating 2 micro-batches: parameter hash %016x", res.Replicas.Hashes[0])
 }
@@ -47,7 +47,7 @@ func TestBF16GPTBitsTwoPEsEmulated(t *testing.T) {
 	var wg sync.WaitGroup
 	for pe := range 2 {
 		wg.Go(func() {
-			train, val, m, o := gptSetup(t, fusedText(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
+			train, val, m, o := gptSetup(t, bf16Text(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
 			opts := Options{GlobalBatch: 8, Epochs: 10, MaxSteps: 4, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
 			opts.Hooks.OnLog = func(l LogInfo) { losses[pe] = append(losses[pe], l.Loss) }
 			tr, err := New(w.comm(pe), w.engs[pe], m, o, opts)
