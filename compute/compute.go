@@ -17,7 +17,11 @@
 // Beyond the Engine interface, operations come in groups (ops.go: Norms,
 // GELUs, Indexing, BatchedMatMul, Attention; ops_llama.go: RMSNorms,
 // SwiGLUs, Rotary, GroupedAttention) that an engine implements when it has
-// them; a model asks for them with [Require] at build time.
+// them; a model asks for them with [Require] at build time. bf16 is a
+// precision of the groups and plans (bf16.go): an engine with
+// [BF16Tensors] takes bf16 activations where a spec says so, over a bf16
+// copy of the fp32 master weights ([Masters]), and a model asks first with
+// [CheckBF16].
 //
 // Operations on matrices (Gemm, BiasAct, BiasActBackward,
 // SoftmaxCrossEntropy) read a tensor of rank above 2 as the matrix

@@ -18,9 +18,10 @@ import (
 // gradient arena. What the plans share lives here, one per engine: the
 // kernels, the cuBLASLt handle and workspace, the GEMM plans (one per
 // shape, tuned at first use: bf16_gemm.go) and the kernels' scratch
-// memory (the plans run one after the other on the stream). A model of
-// these plans enqueues, kernel for kernel, what the fused GPT this
-// replaces enqueued, and so gives its bits.
+// memory (the plans run one after the other on the stream). models.GPT
+// made of these plans enqueues, kernel for kernel, what the fused GPT they
+// replaced enqueued (the whole model planned as one sequence, until commit
+// 7271189), and so gives its bits (ddp's TestBF16GPTBitsEmulated).
 
 var (
 	_ compute.BF16Tensors    = (*Engine)(nil)
