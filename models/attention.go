@@ -56,7 +56,7 @@ func (a *CausalSelfAttention) Build(b Build) ([]int, error) {
 		if p, ok := plan.(interface{ Path() string }); ok {
 			b.note(p.Path())
 		}
-		a.y, a.dqkv = b.allocBF16(a.c), b.allocBF16(3*a.c)
+		a.y, a.dqkv = b.allocBF16(a.c), b.allocGradBF16(3*a.c)
 		return []int{a.c}, nil
 	}
 	a.y = b.Alloc(b.Batch, a.c)

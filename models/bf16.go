@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/symddp/symddp/compute"
@@ -56,6 +57,51 @@ func (b Build) bf16Views(layer string, n int) ([]compute.Tensor, error) {
 // the Decoder refuses recompute in bf16).
 func (b Build) allocBF16(shape ...int) compute.Tensor {
 	return b.Engine.(compute.BF16Tensors).AllocBF16(append([]int{b.Batch}, shape...)...)
+}
+
+// gradPool is the input gradients (bf16) that the blocks of a bf16 Decoder
+// share: a block's are live only while its Backward runs, so block k's
+// first (rows, C) gradient can be block j's first too, as the fused GPT kept
+// one buffer per role for all layers. Each block allocates through a part
+// of the pool (Build.grads); the blocks' output gradient, the residual
+// stream's, is not in it.
+type gradPool struct {
+	slots []scratchSlot
+}
+
+// gradPart is one block's allocator from a gradPool: its tensors are
+// distinct from each other and, by shape in allocation order, the other
+// blocks'.
+type gradPart struct {
+	pool  *gradPool
+	taken []bool
+}
+
+// part returns a new block's allocator.
+func (p *gradPool) part() *gradPart { return &gradPart{pool: p} }
+
+func (g *gradPart) alloc(e compute.BF16Tensors, shape []int) compute.Tensor {
+	p := g.pool
+	g.taken = append(g.taken, make([]bool, len(p.slots)-len(g.taken))...)
+	for i, sl := range p.slots {
+		if !g.taken[i] && slices.Equal(sl.shape, shape) {
+			g.taken[i] = true
+			return sl.t
+		}
+	}
+	t := e.AllocBF16(shape...)
+	p.slots = append(p.slots, scratchSlot{shape: slices.Clone(shape), t: t})
+	g.taken = append(g.taken, true)
+	return t
+}
+
+// allocGradBF16 is allocBF16 for an input gradient: from the block's part
+// of the Decoder's gradient pool when the layer is inside a block.
+func (b Build) allocGradBF16(shape ...int) compute.Tensor {
+	if b.grads == nil {
+		return b.allocBF16(shape...)
+	}
+	return b.grads.alloc(b.Engine.(compute.BF16Tensors), append([]int{b.Batch}, shape...))
 }
 
 // bf16Notes collects what a bf16 build's plans say they run, for the
@@ -253,8 +299,12 @@ func (d *Decoder) buildBF16(e compute.Engine, params, grads []compute.Tensor, ro
 	layers := d.layers()
 	d.first = make([]int, len(layers))
 	next := len(declared[0])
+	pool := &gradPool{}
 	for i, l := range layers {
 		b, n := layerBuild(Build{Engine: e, Batch: bt, In: []int{s.Width}, NeedInputGrad: true, bf16: true, notes: d.notes}, declared[i+1], uses[i+1], params, grads)
+		if i < len(d.blocks) {
+			b.grads = pool.part()
+		}
 		for _, u := range uses[i+1] {
 			b.half = append(b.half, half[u.index])
 		}

@@ -108,7 +108,7 @@ func (l *LayerNorm) buildBF16(b Build) error {
 	l.mean, l.rstd = b.Alloc(l.rows), b.Alloc(l.rows)
 	l.needInGrad, l.dx = b.NeedInputGrad, nil
 	if !b.into {
-		l.dx = b.allocBF16(size(b.In))
+		l.dx = b.allocGradBF16(size(b.In))
 	}
 	return nil
 }

@@ -160,7 +160,7 @@ func (l *Linear) buildBF16(b Build) error {
 	l.y = b.allocBF16(l.out)
 	l.needInGrad, l.dx = b.NeedInputGrad, nil
 	if l.needInGrad {
-		l.dx = b.allocBF16(l.in)
+		l.dx = b.allocGradBF16(l.in)
 	}
 	l.addW, l.addB, l.unfuse = b.AddGrad(0), false, ""
 	s := l.bf16Spec(b)

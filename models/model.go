@@ -167,10 +167,12 @@ type Build struct {
 	// take: bf16 says the layer builds its bf16 form, half are the bf16
 	// copies of Params, onto that the layer ends a residual block (its
 	// output lands on the block's input), into that it begins one (its
-	// input gradient adds into the block's), notes collects what the plans
+	// input gradient adds into the block's), grads is the block's part of
+	// the input gradients the blocks share, notes collects what the plans
 	// run.
 	bf16, onto, into bool
 	half             []compute.Tensor
+	grads            *gradPart
 	notes            *bf16Notes
 }
 
