@@ -30,10 +30,11 @@ type Options struct {
 	// DisableGraphs tells trainers not to capture steps in CUDA graphs
 	// (GraphsEnabled); the engine itself can still capture.
 	DisableGraphs bool
-	// DisableFused keeps every Linear layer on the unfused path (cuBLAS
-	// SGEMM and the project's bias/activation kernels) instead of cuBLASLt
-	// GEMMs with fused epilogues; so does SYMDDP_CUDA_FUSED=0 in the
-	// environment (for A/B benchmarks).
+	// DisableFused keeps every fp32 Linear layer on the unfused path
+	// (cuBLAS SGEMM and the project's bias/activation kernels) instead of
+	// cuBLASLt GEMMs with fused epilogues; so does SYMDDP_CUDA_FUSED=0 in
+	// the environment (for A/B benchmarks). bf16 layers run their plans
+	// either way.
 	DisableFused bool
 	// Logger, when set, receives one Info line naming the engine and GPU,
 	// and the notices of Notice.
