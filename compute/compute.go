@@ -17,7 +17,11 @@
 // Beyond the Engine interface, operations come in groups (ops.go: Norms,
 // GELUs, Indexing, BatchedMatMul, Attention; ops_llama.go: RMSNorms,
 // SwiGLUs, Rotary, GroupedAttention) that an engine implements when it has
-// them; a model asks for them with [Require] at build time.
+// them; a model asks for them with [Require] at build time. bf16 is a
+// precision of the groups and plans (bf16.go): an engine with
+// [BF16Tensors] takes bf16 activations where a spec says so, over a bf16
+// copy of the fp32 master weights ([Masters]), and a model asks first with
+// [CheckBF16].
 //
 // Operations on matrices (Gemm, BiasAct, BiasActBackward,
 // SoftmaxCrossEntropy) read a tensor of rank above 2 as the matrix
@@ -222,6 +226,22 @@ type LinearSpec struct {
 	// Y (Batch,Out) is the output; DX (Batch,In...) the input gradient,
 	// nil when the layer does not compute it (the first layer).
 	Y, DX Tensor
+
+	// DType is the precision of the layer's activations (x, Y, DX) and of
+	// W and B: F32, or BF16 on an engine with BF16Tensors, where W and B
+	// are bf16 copies of the masters (Masters.Views) and DW, DB stay fp32.
+	// The options below are bf16's; there B and DB may be nil (no bias).
+	DType DType
+	// GELU applies GPT-2's GELU after the bias (Act is Identity), keeping
+	// the pre-activation: the next layer's input-gradient GEMM applies its
+	// derivative (ChainInput), else this layer's Backward does.
+	GELU bool
+	// Residual makes the plan a ResidualLinear: its output lands on a
+	// residual stream, Y = r + x·Wᵀ + b, in the GEMM.
+	Residual bool
+	// AddDW: Backward adds dW to DW (a tied weight whose other use wrote
+	// it first) instead of overwriting it.
+	AddDW bool
 }
 
 // FusedLinear is a Linear layer's work on an engine that fuses it. Like

@@ -66,6 +66,13 @@ type Attention interface {
 // positions, width C = Heads·(C/Heads).
 type AttentionSpec struct {
 	B, T, C, Heads int
+	// DType is the precision of qkv, out and their gradients: F32, or
+	// BF16 on an engine with BF16Tensors (flash attention: the scores are
+	// never in memory; the plan keeps each row's log-sum-exp and
+	// remembers the forward's out for Backward, so out must stay as
+	// Forward left it until then). A bf16 plan also has Path() string,
+	// saying which kernels run.
+	DType DType
 }
 
 // AttentionPlan runs one prepared attention shape. Like Engine's methods,

@@ -18,7 +18,7 @@ import (
 func fp32LlamaRun(t *testing.T, b backend, steps int) ([]float64, []float32) {
 	t.Helper()
 	defer b.done()
-	train, _, m, o := lmSetup(t, "llama-tiny", fusedText(),
+	train, _, m, o := lmSetup(t, "llama-tiny", bf16Text(),
 		models.Config{Layers: 2, Heads: 4, KVHeads: 2, Width: 64, Context: 64, Precision: compute.PrecisionF32})
 	l := m.(*models.Llama).Config()
 	require.Less(t, l.KVHeads, l.Heads, "grouped key/value heads")

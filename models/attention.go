@@ -46,14 +46,44 @@ func (a *CausalSelfAttention) Build(b Build) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
-	spec := compute.AttentionSpec{B: b.Batch / a.t, T: a.t, C: a.c, Heads: a.heads}
+	spec := a.spec(b)
 	plan, err := SharedPlan(b, spec, func() (compute.AttentionPlan, error) { return at.CausalAttention(spec) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
 	a.plan = plan
+	if b.bf16 {
+		if p, ok := plan.(interface{ Path() string }); ok {
+			b.note(p.Path())
+		}
+		a.y, a.dqkv = b.allocBF16(a.c), b.allocGradBF16(3*a.c)
+		return []int{a.c}, nil
+	}
 	a.y = b.Alloc(b.Batch, a.c)
 	a.dqkv = b.Alloc(b.Batch, 3*a.c)
+	return []int{a.c}, nil
+}
+
+// spec is the layer's attention for b: bf16 in a bf16 build.
+func (a *CausalSelfAttention) spec(b Build) compute.AttentionSpec {
+	s := compute.AttentionSpec{B: b.Batch / a.t, T: a.t, C: a.c, Heads: a.heads}
+	if b.bf16 {
+		s.DType = compute.BF16
+	}
+	return s
+}
+
+// checkBF16 asks the engine for the bf16 attention plan (bf16Layer).
+func (a *CausalSelfAttention) checkBF16(b Build) ([]int, error) {
+	if size(b.In) != 3*a.c || a.heads <= 0 || a.c%a.heads != 0 || b.Batch%a.t != 0 {
+		return nil, fmt.Errorf("%s: input of shape %v, %d heads over %d, %d rows of sequences of %d", a.name, b.In, a.heads, a.c, b.Batch, a.t)
+	}
+	if _, err := compute.Require[compute.Attention](b.Engine, "causal attention"); err != nil {
+		return nil, fmt.Errorf("%s: %w", a.name, err)
+	}
+	if err := compute.CheckBF16(b.Engine, a.spec(b)); err != nil {
+		return nil, fmt.Errorf("%s: %w", a.name, err)
+	}
 	return []int{a.c}, nil
 }
 

@@ -116,6 +116,11 @@ type Decoder struct {
 	norm0     int   // first parameter index of the final norm
 	rows      int   // sequences per micro-batch (Build's)
 
+	precision compute.Precision // SetPrecision's; after Build, what runs
+	fp32Why   error             // why an engine that computes in bf16 runs this model in fp32 (auto)
+	notes     *bf16Notes        // what the bf16 plans run (BuildReport)
+	bf        *bf16Decoder      // the bf16 build's masters, embedding and loss; nil in fp32
+
 	e               compute.Engine
 	idx             compute.Indexing
 	embed, dembed   compute.Tensor // (V,C)
@@ -200,9 +205,6 @@ func (d *Decoder) Name() string { return d.name }
 // Spec is the spec the model was made of.
 func (d *Decoder) Spec() DecoderSpec { return d.spec }
 
-// Precision is fp32: the model runs on the engine's fp32 operation groups.
-func (d *Decoder) Precision() compute.Precision { return compute.PrecisionF32 }
-
 // declared is every layer's parameters in forward order, tied uses
 // included: the embeddings, the blocks, the norm, the head.
 func (d *Decoder) declared() [][]ParamSpec {
@@ -239,9 +241,14 @@ func (d *Decoder) Data() datasets.Spec {
 	return datasets.Spec{Input: []int{s.Context}, Tokens: true, Targets: s.Context, Classes: s.Vocab}
 }
 
-// Build binds the views, asks the engine for the operation groups the
-// layers need and allocates the activations of rows sequences.
-func (d *Decoder) Build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
+// Build chooses the precision (SetPrecision), binds the views, asks the
+// engine for the operation groups or bf16 plans the layers need and
+// allocates the activations of rows sequences. A device without room for
+// them is an error wrapping compute.ErrDeviceMemory.
+func (d *Decoder) Build(e compute.Engine, params, grads []compute.Tensor, rows int) (err error) {
+	defer func() {
+		compute.RecoverDeviceMemory(recover(), &err, fmt.Sprintf("build model %s: activations of %d sequences", d.name, rows))
+	}()
 	if err := d.build(e, params, grads, rows); err != nil {
 		return fmt.Errorf("build model %s: %w", d.name, err)
 	}
@@ -266,10 +273,6 @@ func (d *Decoder) build(e compute.Engine, params, grads []compute.Tensor, rows i
 	if err := d.checkBuild(params, grads, rows); err != nil {
 		return err
 	}
-	idx, err := compute.Require[compute.Indexing](e, "embedding lookup")
-	if err != nil {
-		return err
-	}
 	if d.spec.Require != nil {
 		if err := d.spec.Require(e); err != nil {
 			return err
@@ -280,8 +283,25 @@ func (d *Decoder) build(e compute.Engine, params, grads []compute.Tensor, rows i
 	if err != nil {
 		return err
 	}
+	if err := d.choosePrecision(e, params, grads, rows, declared, uses); err != nil {
+		return err
+	}
 	s, bt := d.spec, rows*d.spec.Context
-	layers := append(append([]Layer(nil), d.blocks...), d.norm, d.head)
+	if d.precision == compute.PrecisionBF16 {
+		if err := d.buildBF16(e, params, grads, rows, declared, uses); err != nil {
+			return err
+		}
+		d.norm0 = d.first[len(d.blocks)]
+		d.e, d.rows = e, rows
+		d.embed, d.dembed, d.addEmbed = params[0], grads[0], uses[0][0].add
+		return nil
+	}
+	d.precision = compute.PrecisionF32
+	idx, err := compute.Require[compute.Indexing](e, "embedding lookup")
+	if err != nil {
+		return err
+	}
+	layers := d.layers()
 	d.first = make([]int, len(layers))
 	next := len(declared[0]) // after the embeddings
 	for i, l := range layers {
@@ -311,16 +331,28 @@ func (d *Decoder) build(e compute.Engine, params, grads []compute.Tensor, rows i
 // Forward embeds in.Tokens (B·T), runs the blocks, the final norm and the
 // head, and the cross-entropy of the logits (B·T, V) against in.Targets.
 func (d *Decoder) Forward(in Inputs, scale float32, stats compute.Tensor) {
-	d.logits = d.forwardLogits(in.Tokens)
+	d.logits = d.ForwardLogits(in.Tokens)
+	if d.bf != nil {
+		d.dlogits = d.bf.loss.Apply(d.logits, in.Targets, scale, stats) // in place of the logits
+		return
+	}
 	d.e.SoftmaxCrossEntropy(d.logits, in.Targets, d.dlogits, scale, stats)
 }
 
-// forwardLogits runs the model up to the logits (B·T, V).
-func (d *Decoder) forwardLogits(tokens compute.Labels) compute.Tensor {
+// ForwardLogits runs the built model on tokens (B·T) up to the logits
+// (B·T, V), without the loss (for sampling; in bf16 the logits are bf16,
+// which ReadTensor widens). In bf16 the masters are cast to their copies
+// first.
+func (d *Decoder) ForwardLogits(tokens compute.Labels) compute.Tensor {
 	d.tokens = tokens
-	d.idx.GatherRows(d.x0, d.embed, tokens, false) // x0 (B·T,C) = embed[tokens]
-	if d.posTable != nil {
-		d.idx.GatherRows(d.x0, d.posTable, d.pos, true) // x0 += positions[t]
+	if d.bf != nil {
+		d.bf.masters.Cast()
+		d.bf.embed.Forward(d.x0, tokens) // x0 (B·T,C) = embed[tokens] + positions[t]
+	} else {
+		d.idx.GatherRows(d.x0, d.embed, tokens, false) // x0 (B·T,C) = embed[tokens]
+		if d.posTable != nil {
+			d.idx.GatherRows(d.x0, d.posTable, d.pos, true) // x0 += positions[t]
+		}
 	}
 	h := d.x0
 	for _, b := range d.blocks {
@@ -330,7 +362,9 @@ func (d *Decoder) forwardLogits(tokens compute.Labels) compute.Tensor {
 }
 
 // Logits is the last Forward's logits (B·T, V): row b·T+t scores the token
-// after position t of sequence b.
+// after position t of sequence b. In bf16 the loss overwrites them with
+// their gradient (the fused classifier keeps no copy); Generate reads
+// them before.
 func (d *Decoder) Logits() compute.Tensor { return d.logits }
 
 // Backward propagates the loss's gradient from the head to the embeddings,
@@ -347,6 +381,13 @@ func (d *Decoder) Backward(ready func(firstParam int)) {
 		if ready != nil {
 			ready(d.first[i])
 		}
+	}
+	if d.bf != nil {
+		d.bf.embed.Backward(dy) // the embedding's use and the positions'
+		if ready != nil {
+			ready(0)
+		}
+		return
 	}
 	if !d.addEmbed {
 		d.e.Zero(d.dembed)

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/internal/gradcheck"
 	"github.com/symddp/symddp/models"
 )
@@ -169,4 +171,71 @@ func ExampleNewDecoder() {
 	// 23 tensors, 86720 parameters
 	// first embed.weight [256 64] last head.weight [256 64]
 	// 5.449e+05 FLOPs per token
+}
+
+// A decoder runs in bf16 only where every part has a bf16 form at its
+// sizes: at bf16 the first that has none is an error naming it, at auto the
+// model runs in fp32 and its build report says why; on the CPU engine auto
+// is fp32 without a word and bf16 names the engine.
+func TestDecoderBF16Refusals(t *testing.T) {
+	c := 64
+	spec := func(block func(p string) []models.Layer) models.DecoderSpec {
+		return models.DecoderSpec{Vocab: 256, Context: 64, Width: c, Layers: 1, Embedding: "wte", EmbeddingStd: 0.02,
+			Positions: "wpe", PositionStd: 0.02, Head: "head", HeadStd: 0.02,
+			Block: func(i int, _ *models.ScratchPool) []models.Layer { return block(fmt.Sprintf("b%d.", i)) },
+			Norm:  func() models.Layer { return models.NewLayerNorm("ln_f", c) }}
+	}
+	for _, tc := range []struct {
+		name  string
+		block func(p string) []models.Layer
+		want  string
+	}{
+		{"a ReLU MLP", func(p string) []models.Layer {
+			return []models.Layer{models.NewResidual(p+"mlp", models.NewLayerNorm(p+"ln", c),
+				models.NewLinear(p+"fc", c, 2*c, compute.ReLU), models.NewLinear(p+"proj", 2*c, c, compute.Identity))}
+		}, "b0.fc: engine cuda/cublas has no bf16 Linear with ReLU (compute.BF16Tensors)"},
+		{"a block without a norm first", func(p string) []models.Layer {
+			return []models.Layer{models.NewResidual(p+"mlp", models.NewLinear(p+"fc", c, c, compute.Identity),
+				models.NewLinear(p+"proj", c, c, compute.Identity))}
+		}, "b0.mlp: its first layer *models.Linear cannot add its input gradient into the residual stream's in bf16"},
+		{"a layer without a bf16 form", func(p string) []models.Layer {
+			return []models.Layer{models.NewResidual(p+"mlp", models.NewLayerNorm(p+"ln", c), models.NewLinear(p+"fc", c, c, compute.Identity),
+				models.NewGELU(), models.NewLinear(p+"proj", c, c, compute.Identity))}
+		}, "b0.mlp: layer 2: *models.GELU has no bf16 form"},
+	} {
+		for _, p := range []compute.Precision{compute.PrecisionBF16, compute.PrecisionAuto} {
+			d, err := models.NewDecoder("lm", spec(tc.block))
+			require.NoError(t, err)
+			require.NoError(t, d.SetPrecision(p))
+			e := cudatest.NewEmulated(cuda.Options{})
+			pv := deviceViews(e, d)
+			err = d.Build(e, pv, pv, 1)
+			if p == compute.PrecisionBF16 {
+				require.Error(t, err, tc.name)
+				assert.Contains(t, err.Error(), tc.want, tc.name)
+				continue
+			}
+			require.NoError(t, err, tc.name)
+			assert.Equal(t, compute.PrecisionF32, d.Precision(), tc.name)
+			line, warn := d.BuildReport()
+			assert.True(t, warn, tc.name)
+			assert.Contains(t, line, tc.want, tc.name)
+		}
+	}
+	ce, err := cpu.New(cpu.Options{Threads: 1})
+	require.NoError(t, err)
+	for _, p := range []compute.Precision{compute.PrecisionBF16, compute.PrecisionAuto} {
+		d, err := models.NewDecoder("lm", smallDecoder())
+		require.NoError(t, err)
+		require.NoError(t, d.SetPrecision(p))
+		err = buildOnHost(ce, d)
+		if p == compute.PrecisionBF16 {
+			assert.EqualError(t, err, "build model lm: precision bf16: engine "+ce.Name()+" has no bf16 tensors (compute.BF16Tensors)")
+			continue
+		}
+		require.NoError(t, err)
+		line, warn := d.BuildReport()
+		assert.Equal(t, "", line)
+		assert.False(t, warn)
+	}
 }

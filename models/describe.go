@@ -30,8 +30,8 @@ type ActivationSizer interface {
 	ActivationBytes(seqs int) int64
 }
 
-// PrecisionSetter is a model that can compute in more than fp32 (the GPT:
-// bf16 on an engine that runs it so). Its factory applies Config.Precision
+// PrecisionSetter is a model that can compute in more than fp32 (every
+// Decoder: bf16 on an engine with a bf16 form of its layers). Its factory applies Config.Precision
 // through SetPrecision; the train command offers --precision bf16 only to
 // models that implement it, and refuses it for the others before any PE
 // starts (they compute in fp32).

@@ -58,29 +58,78 @@ func (m *GELUMLP) Build(b Build) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.name, err)
 	}
+	m.fc.gelu = b.bf16 // c_fc's epilogue applies the GELU in bf16
 	if _, err := m.fc.Build(b.part(b.In, 0, 2, b.NeedInputGrad)); err != nil {
 		return nil, err
 	}
-	if _, err := m.proj.Build(b.part([]int{m.hidden}, 2, 4, true)); err != nil {
+	if _, err := m.proj.Build(m.projBuild(b)); err != nil {
 		return nil, err
 	}
 	m.gelu = g
+	if b.bf16 {
+		// c_proj's input-gradient GEMM applies GELU's derivative
+		if err := m.proj.fused.ChainInput(m.fc.fused); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.name, err)
+		}
+		m.h = nil // c_fc's output is gelu's
+		return []int{m.c}, nil
+	}
 	if m.h, err = hiddenAlloc(b, m.SharedHidden, m.hidden); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.name, err)
 	}
 	return []int{m.c}, nil
 }
 
+// projBuild is c_proj's part of b: it ends a residual block when the
+// layer does.
+func (m *GELUMLP) projBuild(b Build) Build {
+	p := b.part([]int{m.hidden}, 2, 4, true)
+	p.onto = b.onto
+	return p
+}
+
+// checkBF16 asks the engine for both projections in bf16, c_fc with GELU
+// in its epilogue (bf16Layer).
+func (m *GELUMLP) checkBF16(b Build) ([]int, error) {
+	if size(b.In) != m.c {
+		return nil, fmt.Errorf("%s: input of shape %v, want %d features", m.name, b.In, m.c)
+	}
+	if m.SharedHidden != nil {
+		return nil, fmt.Errorf("%s: a shared hidden activation (recompute) has no bf16 form", m.name)
+	}
+	m.fc.gelu = true
+	if _, err := m.fc.checkBF16(b.part(b.In, 0, 2, b.NeedInputGrad)); err != nil {
+		return nil, err
+	}
+	if _, err := m.proj.checkBF16(m.projBuild(b)); err != nil {
+		return nil, err
+	}
+	return []int{m.c}, nil
+}
+
 // Forward computes c_proj(gelu(c_fc(x))) for x (B, C).
 func (m *GELUMLP) Forward(x compute.Tensor) compute.Tensor {
+	if m.h == nil { // bf16: GELU in c_fc's epilogue
+		return m.proj.Forward(m.fc.Forward(x))
+	}
 	m.gelu.GELU(m.h, m.fc.Forward(x))
 	return m.proj.Forward(m.h)
 }
 
+// forwardOnto computes r + c_proj(gelu(c_fc(x))) (streamOut: a bf16 layer
+// built to end a residual block).
+func (m *GELUMLP) forwardOnto(x, r compute.Tensor) compute.Tensor {
+	return m.proj.forwardOnto(m.fc.Forward(x), r)
+}
+
 // Backward writes the four parameters' gradients and returns dx (B, C)
 // (nil without NeedInputGrad); with SharedHidden it first recomputes
-// gelu's output, which c_proj's weight gradient reads.
+// gelu's output, which c_proj's weight gradient reads. In bf16 c_proj's
+// input gradient comes with GELU's derivative applied.
 func (m *GELUMLP) Backward(dy compute.Tensor) compute.Tensor {
+	if m.h == nil {
+		return m.fc.Backward(m.proj.Backward(dy))
+	}
 	if m.SharedHidden != nil {
 		m.gelu.GELU(m.h, m.fc.y)
 	}

@@ -1,7 +1,6 @@
 package models
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -96,8 +95,9 @@ func (g GPTConfig) Validate() error {
 // x + mlp(ln_2(x)) with a 4x GELU MLP), a final LayerNorm and an output head
 // tied to the token embedding; its loss is the cross-entropy of the next
 // token at every position (targets -1 ignored). It is a Decoder of GPT-2's
-// spec (GPTConfig.DecoderSpec) that also runs fused in bf16 on an engine that
-// fuses GPTs (compute.GPTFuser).
+// spec (GPTConfig.DecoderSpec): its layers run in bf16 on an engine that
+// computes in bf16 (compute.BF16Tensors, the CUDA engine) at the shapes
+// its kernels take, in fp32 elsewhere (Decoder.SetPrecision).
 //
 // Parameters are named as GPT-2's checkpoints name them (wte, wpe,
 // h.0.ln_1.weight, h.0.attn.c_attn.weight, ..., ln_f.bias); see
@@ -106,15 +106,11 @@ func (g GPTConfig) Validate() error {
 // projections (attn.c_proj, mlp.c_proj) scaled by 1/sqrt(2·Layers), zero
 // biases, unit norm gains. Biases, norm parameters and the position table
 // are exempt from weight decay (ParamSpec.NoDecay). SetRecompute trades
-// the activations' memory for arithmetic on the per-layer path only: an
-// engine that would run the model fused in bf16 fails the build.
+// the activations' memory for arithmetic in fp32 only: an engine that
+// would run the model in bf16 fails the build.
 type GPT struct {
 	*Decoder
 	cfg GPTConfig
-
-	precision compute.Precision
-	fused     compute.FusedGPT // the engine's fused model (GPTFuser), when it runs
-	unfused   error            // why an engine that fuses GPTs does not run this one (auto precision)
 }
 
 var (
@@ -170,125 +166,8 @@ func (g GPTConfig) DecoderSpec() DecoderSpec {
 	}
 }
 
-// SetPrecision chooses how the model computes (before Build):
-// compute.PrecisionAuto (bf16 on an engine that fuses the model,
-// compute.GPTFuser, such as the CUDA engine; fp32 elsewhere),
-// compute.PrecisionBF16 (an error at Build on an engine that does not fuse
-// it) or compute.PrecisionF32 (the engine's operation groups; the CUDA
-// engine has not all of them).
-func (m *GPT) SetPrecision(p compute.Precision) error {
-	switch p {
-	case compute.PrecisionAuto, compute.PrecisionF32, compute.PrecisionBF16:
-		m.precision = p
-		return nil
-	}
-	return fmt.Errorf("precision %q: want bf16, fp32 or auto", string(p))
-}
-
-// Precision is what SetPrecision chose; after Build, what runs (bf16 or
-// fp32).
-func (m *GPT) Precision() compute.Precision { return m.precision }
-
-// Fused is the engine's fused model when the GPT runs fused (nil on the
-// per-layer path): Describe says what runs.
-func (m *GPT) Fused() compute.FusedGPT { return m.fused }
-
-// Unfused says why the model runs in fp32 on the per-layer path of an
-// engine that runs GPTs fused: at compute.PrecisionAuto a shape its fused
-// kernels do not take (compute.ErrFusedShape: a head size, a context
-// length) falls back to the engine's fp32 operation groups. nil otherwise.
-func (m *GPT) Unfused() error { return m.unfused }
-
-// BuildReport says what runs after Build (BuildReporter): the fused
-// model's description, or a warning when a shape the fused kernels do not
-// take fell back to fp32 on the engine's operation groups.
-func (m *GPT) BuildReport() (string, bool) {
-	switch {
-	case m.fused != nil:
-		return m.fused.Describe(), false
-	case m.unfused != nil:
-		return fmt.Sprintf("runs in fp32 on the engine's per-layer operations, not fused in bf16 (much slower): %v", m.unfused), true
-	}
-	return "", false
-}
-
 // Config is the model's sizes.
 func (m *GPT) Config() GPTConfig { return m.cfg }
-
-// Build runs the model fused in bf16 on an engine that fuses GPTs (unless
-// the precision is fp32), else binds the views, asks the engine for the
-// operation groups the layers need and allocates the activations of rows
-// sequences (Decoder.Build).
-func (m *GPT) Build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
-	if err := m.build(e, params, grads, rows); err != nil {
-		return fmt.Errorf("build model %s: %w", m.Name(), err)
-	}
-	return nil
-}
-
-func (m *GPT) build(e compute.Engine, params, grads []compute.Tensor, rows int) error {
-	if err := m.checkBuild(params, grads, rows); err != nil {
-		return err
-	}
-	fu, fuses := e.(compute.GPTFuser)
-	if fuses && m.precision != compute.PrecisionF32 && m.Recompute() != RecomputeNone {
-		p := "auto"
-		if m.precision != compute.PrecisionAuto {
-			p = string(m.precision)
-		}
-		return fmt.Errorf("recompute %s runs on the per-layer path: set precision fp32 (at precision %s engine %s runs the model fused in bf16, which keeps activations of its own)",
-			m.Recompute(), p, e.Name())
-	}
-	if fuses && m.precision != compute.PrecisionF32 {
-		g := m.cfg
-		f, err := fu.FuseGPT(compute.GPTShape{Layers: g.Layers, Heads: g.Heads, Width: g.Width, Context: g.Context, Vocab: g.Vocab, Rows: rows}, params, grads)
-		switch {
-		case err == nil:
-			m.fused, m.precision = f, compute.PrecisionBF16
-			m.e, m.rows = e, rows // built: for Generate, and against a second Build
-			return nil
-		case m.precision == compute.PrecisionAuto && errors.Is(err, compute.ErrFusedShape):
-			m.unfused = err // fp32 on the engine's operation groups, below
-		default:
-			return err
-		}
-	}
-	if m.precision == compute.PrecisionBF16 {
-		return fmt.Errorf("bf16 needs an engine that runs the GPT fused (the CUDA engine); engine %s computes in fp32", e.Name())
-	}
-	m.precision = compute.PrecisionF32
-	return m.Decoder.build(e, params, grads, rows)
-}
-
-// Forward runs the model and the cross-entropy of its logits (B·T, V)
-// against in.Targets: fused, or as Decoder.Forward.
-func (m *GPT) Forward(in Inputs, scale float32, stats compute.Tensor) {
-	if m.fused != nil {
-		m.fused.Forward(in.Tokens, in.Targets, scale, stats)
-		return
-	}
-	m.Decoder.Forward(in, scale, stats)
-}
-
-// Backward propagates the loss's gradient from the head to the embeddings,
-// calling ready as ln_f, each block and finally the embeddings finish
-// (Decoder.Backward). Logits is nil when the model runs fused (see
-// compute.FusedGPT.NextLogits).
-func (m *GPT) Backward(ready func(firstParam int)) {
-	if m.fused == nil {
-		m.Decoder.Backward(ready)
-		return
-	}
-	m.fused.Backward()
-	if ready != nil { // every gradient is final once the fused backward is enqueued
-		blocks := 2 * m.cfg.Layers // 6 parameters each after wte and wpe
-		ready(2 + 6*blocks)        // ln_f
-		for i := blocks - 1; i >= 0; i-- {
-			ready(2 + 6*i)
-		}
-		ready(0)
-	}
-}
 
 // ActivationBytes is what a build for seqs sequences allocates for its
 // activations on the CPU engine, in bytes, in m's recompute mode

@@ -84,9 +84,9 @@ func TestGPTGradients(t *testing.T) {
 
 // In fp32 the CUDA engine runs the model on its operation groups, and an
 // engine without them fails the build with one line naming the engine and
-// the operation; in bf16 the CUDA engine runs the model fused and says
-// which shapes its kernels take, and by default (auto) a shape they do not
-// take runs the fp32 groups.
+// the operation; in bf16 the CUDA engine runs the layers' bf16 plans and
+// says which shapes its kernels take, and by default (auto) a shape they do
+// not take runs the fp32 groups, saying why.
 func TestGPTNeedsOperationGroups(t *testing.T) {
 	build := func(p compute.Precision, plain bool) error {
 		_, err := buildOn(t, p, plain)
@@ -97,17 +97,24 @@ func TestGPTNeedsOperationGroups(t *testing.T) {
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing)
 	assert.Contains(t, err.Error(), "cuda")
-	// a shape the fused kernels do not take (head size 4): bf16 is refused,
+	// a shape the bf16 kernels do not take (head size 4): bf16 is refused,
 	// auto runs the fp32 operation groups and says why
 	err = build(compute.PrecisionBF16, false)
-	require.ErrorIs(t, err, compute.ErrFusedShape)
+	require.ErrorIs(t, err, compute.ErrBF16Shape)
 	assert.Contains(t, err.Error(), "head size of 32 or 64")
 	m, err := buildOn(t, compute.PrecisionAuto, false)
 	require.NoError(t, err)
 	assert.Equal(t, compute.PrecisionF32, m.Precision())
-	assert.Nil(t, m.Fused())
-	require.ErrorIs(t, m.Unfused(), compute.ErrFusedShape)
-	assert.Contains(t, m.Unfused().Error(), "head size of 32 or 64")
+	require.ErrorIs(t, m.FP32Reason(), compute.ErrBF16Shape)
+	assert.Contains(t, m.FP32Reason().Error(), "head size of 32 or 64")
+	line, warn := m.BuildReport()
+	assert.True(t, warn)
+	assert.Contains(t, line, "runs in fp32 on the engine's per-layer operations, not in bf16 (much slower): h.0.attn: layer 2: h.0.attn: ")
+	// the engine seen without its groups has no bf16 at all: auto runs
+	// fp32 without a word, bf16 names what is missing
+	err = build(compute.PrecisionBF16, true)
+	require.ErrorAs(t, err, &missing)
+	assert.Contains(t, err.Error(), "has no bf16 tensors (compute.BF16Tensors)")
 	m, err = models.NewGPT("gpt", smallGPT)
 	require.NoError(t, err)
 	assert.ErrorContains(t, m.SetPrecision("fp16"), `precision "fp16"`)
@@ -145,10 +152,10 @@ func TestGPTConfigErrors(t *testing.T) {
 	assert.Equal(t, 124475904, n)
 }
 
-// The sampler of a model on the CUDA engine (emulated here) runs fused in
-// bf16: its logits at a position agree with the fp32 CPU engine's to bf16
+// The sampler of a model on the CUDA engine (emulated here) runs in bf16:
+// its logits at a position agree with the fp32 CPU engine's to bf16
 // precision, and Generate draws through them.
-func TestFusedSamplerMatchesCPU(t *testing.T) {
+func TestBF16SamplerMatchesCPU(t *testing.T) {
 	cfg := models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256}
 	m, err := models.NewGPT("gpt", cfg)
 	require.NoError(t, err)
@@ -163,9 +170,8 @@ func TestFusedSamplerMatchesCPU(t *testing.T) {
 	require.NoError(t, err)
 	gs, err := models.NewSampler(m, ge, params)
 	require.NoError(t, err)
-	require.Nil(t, cs.Fused())
-	require.NotNil(t, gs.Fused(), "the CUDA engine's sampler runs fused")
-	assert.Equal(t, compute.PrecisionBF16, gs.Precision())
+	assert.Equal(t, compute.PrecisionF32, cs.Precision())
+	assert.Equal(t, compute.PrecisionBF16, gs.Precision(), "the CUDA engine's sampler runs in bf16")
 
 	tok := make([]int32, cfg.Context)
 	for i := range tok {
@@ -178,9 +184,10 @@ func TestFusedSamplerMatchesCPU(t *testing.T) {
 	all := compute.HostData(cs.Logits())
 	gt := ge.AllocLabels(cfg.Context)
 	ge.SetLabels(gt, tok)
-	got := make([]float32, cfg.Vocab)
+	got := make([]float32, cfg.Context*cfg.Vocab)
+	ge.ReadTensor(got, gs.ForwardLogits(gt)) // bf16 logits, widened
 	for _, row := range []int{0, 17, cfg.Context - 1} {
-		require.NoError(t, gs.Fused().NextLogits(gt, row, got))
+		got := got[row*cfg.Vocab : (row+1)*cfg.Vocab]
 		want := all[row*cfg.Vocab : (row+1)*cfg.Vocab]
 		scale := 0.0
 		for _, v := range want {
@@ -192,7 +199,9 @@ func TestFusedSamplerMatchesCPU(t *testing.T) {
 	}
 	out, err := gs.Generate(context.Background(), tok[:5], 6, models.SampleOptions{Temperature: 0.8, TopK: 5, Seed: 1})
 	require.NoError(t, err)
-	require.Len(t, out, 6)
+	// drawn by the fused GPT (compute/cuda/gpt.go at commit 7271189) before
+	// per-layer bf16 plans replaced it: the same kernels, the same draws
+	require.Equal(t, []int32{164, 237, 75, 241, 105, 155}, out)
 	again, err := gs.Generate(context.Background(), tok[:5], 6, models.SampleOptions{Temperature: 0.8, TopK: 5, Seed: 1})
 	require.NoError(t, err)
 	assert.Equal(t, out, again, "the same seed draws the same tokens")
@@ -211,4 +220,46 @@ func TestSamplerOutOfDeviceMemory(t *testing.T) {
 	require.Nil(t, s)
 	require.ErrorIs(t, err, compute.ErrDeviceMemory)
 	assert.Contains(t, err.Error(), "sampler for gpt")
+}
+
+// In bf16 Backward reports the parameters ready block by block, as in fp32
+// (the trainer reduces each bucket as its blocks finish), and the build
+// says what runs.
+func TestBF16GPTReadyPerBlock(t *testing.T) {
+	ready := func(e compute.Engine, p compute.Precision) []int {
+		m, err := models.NewGPT("gpt", models.GPTConfig{Layers: 2, Heads: 2, Width: 64, Context: 64, Vocab: 256})
+		require.NoError(t, err)
+		require.NoError(t, m.SetPrecision(p))
+		var pv, gv []compute.Tensor
+		if _, ok := e.(*cuda.Engine); ok {
+			pv, gv = deviceViews(e, m), deviceViews(e, m)
+		} else {
+			specs := m.Params()
+			offsets, n := models.Layout(specs)
+			a, g := make([]float32, n), make([]float32, n)
+			for i, s := range specs {
+				pv = append(pv, e.View(compute.HostArena(a), offsets[i], s.Shape...))
+				gv = append(gv, e.View(compute.HostArena(g), offsets[i], s.Shape...))
+			}
+		}
+		require.NoError(t, m.Build(e, pv, gv, 1))
+		require.Equal(t, p, m.Precision())
+		line, warn := m.BuildReport()
+		if p == compute.PrecisionBF16 {
+			assert.False(t, warn)
+			assert.Equal(t, "runs in bf16 (fp32 master weights, gradients and accumulation) through per-layer plans: "+
+				"cuBLASLt GEMMs with bias, GELU and the residual add in their epilogues, bias gradients by sdg_bias_backward, "+
+				"flash attention (wmma), fused classifier (the logits' gradient overwrites them)", line)
+		}
+		tok := e.AllocLabels(64)
+		m.Forward(models.Inputs{Tokens: tok, Targets: tok}, 1, e.Alloc(3))
+		var got []int
+		m.Backward(func(first int) { got = append(got, first) })
+		return got
+	}
+	ce, err := cpu.New(cpu.Options{Threads: 1})
+	require.NoError(t, err)
+	want := ready(ce, compute.PrecisionF32)
+	require.Len(t, want, 2*2+2, "the final norm, each block, the embeddings")
+	assert.Equal(t, want, ready(cudatest.NewEmulated(cuda.Options{}), compute.PrecisionBF16))
 }

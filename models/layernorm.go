@@ -60,6 +60,9 @@ func (l *LayerNorm) Build(b Build) ([]int, error) {
 		return nil, fmt.Errorf("%s: %w", l.name, err)
 	}
 	l.norms = n
+	if b.bf16 {
+		return b.In, l.buildBF16(b)
+	}
 	l.rows = b.Batch * size(b.In) / l.c
 	l.w, l.b, l.dw, l.db = b.Params[0], b.Params[1], b.Grads[0], b.Grads[1]
 	l.y = b.Alloc(l.rows, l.c)
@@ -67,6 +70,54 @@ func (l *LayerNorm) Build(b Build) ([]int, error) {
 	l.needInGrad = b.NeedInputGrad
 	l.dx = b.Alloc(l.rows, l.c) // also without NeedInputGrad: the kernel writes it
 	return b.In, nil
+}
+
+// normSpec is the layer's sizes as the engine's bf16 check sees them.
+func (l *LayerNorm) normSpec(b Build) compute.NormSpec {
+	return compute.NormSpec{Rows: b.Batch * size(b.In) / l.c, Cols: l.c, Eps: l.eps}
+}
+
+// checkBF16 asks the engine whether it runs the layer in bf16 (bf16Layer).
+func (l *LayerNorm) checkBF16(b Build) ([]int, error) {
+	if len(b.In) == 0 || b.In[len(b.In)-1] != l.c {
+		return nil, fmt.Errorf("%s: input of shape %v, want %d features last", l.name, b.In, l.c)
+	}
+	if _, err := compute.Require[compute.Norms](b.Engine, "layer norm"); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.name, err)
+	}
+	if err := compute.CheckBF16(b.Engine, l.normSpec(b)); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.name, err)
+	}
+	return b.In, nil
+}
+
+// buildBF16 readies the engine for the layer in bf16 (the engine's Norms
+// on bf16 tensors) and allocates y (bf16), the statistics (fp32) and, when
+// the layer does not begin a residual block, dx (bf16).
+func (l *LayerNorm) buildBF16(b Build) error {
+	half, err := b.bf16Views(l.name, 2)
+	if err != nil {
+		return err
+	}
+	if err := b.Engine.(compute.BF16Tensors).PrepareBF16(l.normSpec(b)); err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	l.rows = b.Batch * size(b.In) / l.c
+	l.w, l.b, l.dw, l.db = half[0], half[1], b.Grads[0], b.Grads[1]
+	l.y = b.allocBF16(size(b.In))
+	l.mean, l.rstd = b.Alloc(l.rows), b.Alloc(l.rows)
+	l.needInGrad, l.dx = b.NeedInputGrad, nil
+	if !b.into {
+		l.dx = b.allocGradBF16(size(b.In))
+	}
+	return nil
+}
+
+// backwardOnto writes dw, db and adds the gradient at x into stream, the
+// residual stream's gradient (streamIn: a bf16 layer built to begin a
+// residual block).
+func (l *LayerNorm) backwardOnto(dy, stream compute.Tensor) {
+	l.norms.LayerNormBackward(stream, l.dw, l.db, dy, l.x, l.w, l.mean, l.rstd, true)
 }
 
 // Forward normalises x (rows, C) into y, keeping x and the statistics.

@@ -41,8 +41,9 @@ type Linear struct {
 	needInGrad bool
 	addW, addB bool // add to dw, db: the parameter is tied and another use wrote them
 
-	fused  compute.FusedLinear // the engine's fused layer, nil on the plain path
+	fused  compute.FusedLinear // the engine's fused layer (or bf16 plan), nil on the plain path
 	unfuse string              // why the layer is not fused (engines with compute.LinearFuser)
+	gelu   bool                // bf16: GELU in the epilogue (GELUMLP's c_fc)
 }
 
 // NewLinear returns a Linear layer from in to out features whose parameters
@@ -85,6 +86,10 @@ func (l *Linear) Build(b Build) ([]int, error) {
 		return nil, fmt.Errorf("%s: batch %d", l.name, b.Batch)
 	}
 	l.e = b.Engine
+	if b.bf16 {
+		return []int{l.out}, l.buildBF16(b)
+	}
+	l.gelu = false
 	l.w, l.dw, l.b, l.db = b.Params[0], b.Grads[0], nil, nil
 	if !l.NoBias {
 		l.b, l.db = b.Params[1], b.Grads[1]
@@ -113,8 +118,70 @@ func (l *Linear) Build(b Build) ([]int, error) {
 	return []int{l.out}, nil
 }
 
+// bf16Spec is the layer's bf16 plan as the engine sees it, views left
+// out.
+func (l *Linear) bf16Spec(b Build) compute.LinearSpec {
+	return compute.LinearSpec{Name: l.name, Batch: b.Batch, In: l.in, Out: l.out, Act: l.act, DType: compute.BF16,
+		GELU: l.gelu, Residual: b.onto, AddDW: b.AddGrad(0)}
+}
+
+// checkBF16 asks the engine for the layer's bf16 plan (bf16Layer).
+func (l *Linear) checkBF16(b Build) ([]int, error) {
+	if n := size(b.In); n != l.in {
+		return nil, fmt.Errorf("%s: input of shape %v has %d features, want %d", l.name, b.In, n, l.in)
+	}
+	if _, err := compute.Require[compute.LinearFuser](b.Engine, "bf16 Linear"); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.name, err)
+	}
+	if b.AddGrad(1) {
+		return nil, fmt.Errorf("%s: a tied bias has no bf16 form", l.name)
+	}
+	if err := compute.CheckBF16(b.Engine, l.bf16Spec(b)); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.name, err)
+	}
+	return []int{l.out}, nil
+}
+
+// buildBF16 plans the layer in bf16 over the masters' copies: y, dx bf16,
+// the gradients fp32 into the arena.
+func (l *Linear) buildBF16(b Build) error {
+	if _, err := l.checkBF16(b); err != nil {
+		return err
+	}
+	half, err := b.bf16Views(l.name, len(l.Params()))
+	if err != nil {
+		return err
+	}
+	f, _ := compute.Require[compute.LinearFuser](b.Engine, "bf16 Linear")
+	l.w, l.dw, l.b, l.db = half[0], b.Grads[0], nil, nil
+	if !l.NoBias {
+		l.b, l.db = half[1], b.Grads[1]
+	}
+	l.y = b.allocBF16(l.out)
+	l.needInGrad, l.dx = b.NeedInputGrad, nil
+	if l.needInGrad {
+		l.dx = b.allocGradBF16(l.in)
+	}
+	l.addW, l.addB, l.unfuse = b.AddGrad(0), false, ""
+	s := l.bf16Spec(b)
+	s.W, s.B, s.DW, s.DB, s.Y, s.DX = l.w, l.b, l.dw, l.db, l.y, l.dx
+	if l.fused, err = f.FuseLinear(s); err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	b.note("cuBLASLt GEMMs with bias, GELU and the residual add in their epilogues, bias gradients by sdg_bias_backward")
+	return nil
+}
+
+// forwardOnto computes y = r + x·Wᵀ + b in one GEMM (streamOut: a bf16
+// layer built to end a residual block).
+func (l *Linear) forwardOnto(x, r compute.Tensor) compute.Tensor {
+	l.x = x
+	l.fused.(compute.ResidualLinear).ForwardOnto(x, r)
+	return l.y
+}
+
 // Fusion says how the layer runs on its engine since Build: the engine's
-// fused path ("fused: ..."), "unfused: <why>" on an engine that fuses
+// fused path ("fused: ..."), its bf16 plan ("bf16: ..."), "unfused: <why>" on an engine that fuses
 // Linear layers but not this one, or "plain" on an engine that has no
 // fused layers (the CPU).
 func (l *Linear) Fusion() string {

@@ -64,7 +64,7 @@ func init() {
 				l.RopeTheta = cfg.RopeTheta
 			}
 			if cfg.Precision == compute.PrecisionBF16 {
-				return nil, fmt.Errorf("precision bf16: a Llama computes in fp32 on the engine's operation groups (no fused bf16 kernels yet)")
+				return nil, fmt.Errorf("precision bf16: a Llama computes in fp32 on the engine's operation groups (its RMSNorm, SwiGLU, rotary embedding and grouped-query attention have no bf16 form yet)")
 			}
 			if cfg.Precision != compute.PrecisionAuto && cfg.Precision != compute.PrecisionF32 {
 				return nil, fmt.Errorf("precision %q: want fp32 or auto", string(cfg.Precision))

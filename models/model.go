@@ -162,6 +162,18 @@ type Build struct {
 	// Checkpoint recomputes them. A composite layer passes it on to the
 	// layers it builds. nil: the engine's memory, the layer's own.
 	Scratch *Scratch
+
+	// A bf16 build (models/bf16.go), which only the layers of this package
+	// take: bf16 says the layer builds its bf16 form, half are the bf16
+	// copies of Params, onto that the layer ends a residual block (its
+	// output lands on the block's input), into that it begins one (its
+	// input gradient adds into the block's), grads is the block's part of
+	// the input gradients the blocks share, notes collects what the plans
+	// run.
+	bf16, onto, into bool
+	half             []compute.Tensor
+	grads            *gradPart
+	notes            *bf16Notes
 }
 
 // AddGrad reports AddGrads[k] (false when AddGrads is nil).

@@ -179,7 +179,7 @@ func TestRecomputeActivationBytes(t *testing.T) {
 }
 
 // A mode that is not one, or a model without transformer blocks, is
-// refused naming the model; a GPT that an engine would run fused in bf16
+// refused naming the model; a GPT that an engine would run in bf16
 // refuses recompute at Build and says to use fp32; a mode cannot change
 // after Build.
 func TestRecomputeErrors(t *testing.T) {
@@ -200,7 +200,7 @@ func TestRecomputeErrors(t *testing.T) {
 		pv := deviceViews(ce, g)
 		err = g.Build(ce, pv, pv, 1)
 		require.Error(t, err, "precision %q", p)
-		assert.Contains(t, err.Error(), "recompute block runs on the per-layer path: set precision fp32")
+		assert.Contains(t, err.Error(), "recompute block runs in fp32 only: set precision fp32")
 	}
 
 	e, err := cpu.New(cpu.Options{Threads: 1})

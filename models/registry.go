@@ -31,7 +31,8 @@ type Config struct {
 	KVHeads, FFNHidden int
 	RopeTheta          float64
 	// Precision is how a transformer computes (compute.PrecisionAuto:
-	// bf16 on an engine that fuses it, compute.GPTFuser; fp32 elsewhere).
+	// bf16 where the engine has a bf16 form of every layer at the model's
+	// sizes, compute.BF16Tensors; fp32 elsewhere).
 	Precision compute.Precision
 	// Recompute is which activations a transformer recomputes in backward
 	// instead of keeping them ("" or RecomputeNone: none). A model without

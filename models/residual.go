@@ -16,8 +16,9 @@ type Residual struct {
 	layers []Layer
 
 	e          compute.Engine
-	y, dx      compute.Tensor // output and input gradient (Batch, In...)
+	y, dx      compute.Tensor // output and input gradient (Batch, In...); none in bf16
 	needInGrad bool
+	bf16       bool // built in bf16: the stream and its gradient in place
 }
 
 var _ Layer = (*Residual)(nil)
@@ -50,12 +51,17 @@ func (r *Residual) Build(b Build) ([]int, error) {
 	if len(b.Params) != n || len(b.Grads) != n {
 		return nil, fmt.Errorf("%s: got %d parameter and %d gradient views, want %d of each", r.name, len(b.Params), len(b.Grads), n)
 	}
+	if b.bf16 {
+		if err := r.checkEnds(); err != nil {
+			return nil, err
+		}
+	}
 	shape, next := b.In, 0
 	for i, l := range r.layers {
 		k := len(l.Params())
 		// The first layer's input gradient is the block's, less the
 		// identity's share: needed exactly when the block's is.
-		out, err := l.Build(b.part(shape, next, next+k, i > 0 || b.NeedInputGrad))
+		out, err := l.Build(r.part(b, shape, i, next, next+k))
 		if err != nil {
 			return nil, fmt.Errorf("%s: layer %d: %w", r.name, i, err)
 		}
@@ -64,7 +70,11 @@ func (r *Residual) Build(b Build) ([]int, error) {
 	if size(shape) != size(b.In) {
 		return nil, fmt.Errorf("%s: its layers turn inputs of shape %v into %v; a residual block must keep the shape", r.name, b.In, shape)
 	}
-	r.e, r.needInGrad = b.Engine, b.NeedInputGrad
+	r.e, r.needInGrad, r.bf16 = b.Engine, b.NeedInputGrad, b.bf16
+	if r.bf16 { // the stream and its gradient are updated in place: nothing of the block's own
+		r.y, r.dx = nil, nil
+		return b.In, nil
+	}
 	full := append([]int{b.Batch}, b.In...)
 	r.y = b.Alloc(full...)
 	r.dx = nil
@@ -74,8 +84,59 @@ func (r *Residual) Build(b Build) ([]int, error) {
 	return b.In, nil
 }
 
-// Forward computes y = x + f(x).
+// part is layer i's Build: in bf16 the first layer begins the residual
+// stream's gradient and the last ends the stream.
+func (r *Residual) part(b Build, in []int, i, lo, hi int) Build {
+	p := b.part(in, lo, hi, i > 0 || b.NeedInputGrad)
+	if b.bf16 {
+		p.into, p.onto = i == 0, i == len(r.layers)-1
+	}
+	return p
+}
+
+// checkEnds checks that the block's first layer can add its input
+// gradient into the stream's and its last write onto the stream, as the
+// block needs in bf16.
+func (r *Residual) checkEnds() error {
+	if len(r.layers) < 2 {
+		return fmt.Errorf("%s: a bf16 residual block needs at least two layers (a norm first)", r.name)
+	}
+	if _, ok := r.layers[0].(streamIn); !ok {
+		return fmt.Errorf("%s: its first layer %T cannot add its input gradient into the residual stream's in bf16 (a LayerNorm can)", r.name, r.layers[0])
+	}
+	if _, ok := r.layers[len(r.layers)-1].(streamOut); !ok {
+		return fmt.Errorf("%s: its last layer %T cannot write onto the residual stream in bf16 (a Linear or GELUMLP can)", r.name, r.layers[len(r.layers)-1])
+	}
+	return nil
+}
+
+// checkBF16 checks the block's ends and asks every layer (bf16Layer).
+func (r *Residual) checkBF16(b Build) ([]int, error) {
+	if len(r.layers) == 0 {
+		return nil, errors.New(r.name + ": a residual block without layers")
+	}
+	shape, next := b.In, 0
+	for i, l := range r.layers {
+		k := len(l.Params())
+		out, err := checkBF16Layer(l, r.part(b, shape, i, next, next+k))
+		if err != nil {
+			return nil, fmt.Errorf("%s: layer %d: %w", r.name, i, err)
+		}
+		shape, next = out, next+k
+	}
+	return b.In, r.checkEnds()
+}
+
+// Forward computes y = x + f(x); in bf16 the last layer writes it onto x
+// in its GEMM.
 func (r *Residual) Forward(x compute.Tensor) compute.Tensor {
+	if r.bf16 {
+		h, last := x, len(r.layers)-1
+		for _, l := range r.layers[:last] {
+			h = l.Forward(h)
+		}
+		return r.layers[last].(streamOut).forwardOnto(h, x)
+	}
 	h := x
 	for _, l := range r.layers {
 		h = l.Forward(h)
@@ -88,6 +149,19 @@ func (r *Residual) Forward(x compute.Tensor) compute.Tensor {
 // Backward returns dx = dy + f'(x)ᵀ·dy and writes the layers' parameter
 // gradients. dy is copied first: the layers may overwrite it.
 func (r *Residual) Backward(dy compute.Tensor) compute.Tensor {
+	if r.bf16 {
+		// dy is the stream's gradient: the layers read it, and the first
+		// adds its input gradient into it, in place
+		d := dy
+		for i := len(r.layers) - 1; i >= 1; i-- {
+			d = r.layers[i].Backward(d)
+		}
+		r.layers[0].(streamIn).backwardOnto(d, dy)
+		if !r.needInGrad {
+			return nil
+		}
+		return dy
+	}
 	if r.needInGrad {
 		r.e.Copy(r.dx, dy)
 	}

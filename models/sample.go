@@ -78,30 +78,19 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int32, n int, o SampleO
 	v := d.spec.Vocab
 	var buf []float32
 	next := func(tokens compute.Labels, row int) ([]float32, error) {
-		return logitsRow(d.e, d.forwardLogits(tokens), row, v, &buf), nil
+		return logitsRow(d.e, d.ForwardLogits(tokens), row, v, &buf), nil
 	}
 	return generate(ctx, d.e, d.spec.Context, v, d.rows, next, prompt, n, o)
 }
 
-// Generate continues prompt by n tokens as Decoder.Generate does, through
-// the fused model's NextLogits when it runs fused.
-func (m *GPT) Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error) {
-	if m.fused == nil {
-		return m.Decoder.Generate(ctx, prompt, n, o)
-	}
-	buf := make([]float32, m.cfg.Vocab) // one row
-	next := func(tokens compute.Labels, row int) ([]float32, error) {
-		return buf, m.fused.NextLogits(tokens, row, buf)
-	}
-	return generate(ctx, m.e, m.cfg.Context, m.cfg.Vocab, m.rows, next, prompt, n, o)
-}
-
-// Fresh returns a new Decoder of d's spec and recompute mode, not built.
+// Fresh returns a new Decoder of d's spec, precision (the one a build
+// chose) and recompute mode, not built.
 func (d *Decoder) Fresh() (LanguageModel, error) {
 	s, err := NewDecoder(d.name, d.spec)
 	if err != nil {
 		return nil, err
 	}
+	s.precision = d.precision
 	if err := s.SetRecompute(d.recompute); err != nil {
 		return nil, err
 	}

@@ -165,9 +165,12 @@ func SharedPlan[P any](b Build, key any, newPlan func() (P, error)) (P, error) {
 // parameters [lo, hi) of b's, and whether it needs its input gradient.
 func (b Build) part(in []int, lo, hi int, needInGrad bool) Build {
 	p := Build{Engine: b.Engine, Batch: b.Batch, Scratch: b.Scratch, In: in, NeedInputGrad: needInGrad,
-		Params: b.Params[lo:hi], Grads: b.Grads[lo:hi]}
+		Params: b.Params[lo:hi], Grads: b.Grads[lo:hi], bf16: b.bf16, grads: b.grads, notes: b.notes}
 	if b.AddGrads != nil {
 		p.AddGrads = b.AddGrads[lo:hi]
+	}
+	if b.half != nil {
+		p.half = b.half[lo:hi]
 	}
 	return p
 }

@@ -11,11 +11,11 @@
 #    1 environment      GPU, driver, nvcc, PyTorch
 #    2 build            cuda/build.sh -> build/libsymddp_cuda.so (when a cuda/
 #                       source is newer, or --rebuild)
-#    3 GPT tests        cuda.test -test.run 'GPT|Fused': the fused GPT and the
-#                       fused Linear layers on the GPU; ddp.test: the fused
-#                       GPT (300 steps), and the GPT and a small Llama in fp32
-#                       on the engine's operation groups (20 steps each), against
-#                       the CPU engine
+#    3 GPT tests        cuda.test -test.run 'GPT|Fused|BF16': the GPT's bf16
+#                       plans one by one and as a model, and the fused Linear
+#                       layers on the GPU; ddp.test: the bf16 GPT (300 steps),
+#                       and the GPT and a small Llama in fp32 on the engine's
+#                       operation groups (20 steps each) against the CPU engine
 #    4 train 1 PE       train --backend nvshmem --pes 1 --model gpt-tiny
 #                       --dataset text --max-steps 300: byte-level text (the
 #                       repository's own files, --text-dir; the GPU host has no
@@ -82,12 +82,12 @@ gpu_binaries "$bin" cuda.test ddp.test train symbench
 # ---- 2 build ----
 gpu_build "$build_log" "$rebuild"
 
-# ---- 3 the fused GPT's tests ----
-stage "cuda.test GPT|Fused" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
-    -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPT|Fused'
-grep -q 'no tests to run' "$test_log" && note "  (cuda.test has no test matching GPT|Fused yet)"
-stage "ddp.test FusedGPT (GPU vs CPU, 300 steps)" 150 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
-    -test.v=true -test.count=1 -test.timeout=140s -test.run '^TestFusedGPTMatchesCPUGPU$'
+# ---- 3 the GPT's tests ----
+stage "cuda.test GPT|Fused|BF16" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
+    -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPT|Fused|BF16'
+grep -q 'no tests to run' "$test_log" && note "  (cuda.test has no test matching GPT|Fused|BF16 yet)"
+stage "ddp.test BF16GPT (GPU vs CPU, 300 steps)" 150 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+    -test.v=true -test.count=1 -test.timeout=140s -test.run '^TestBF16GPTMatchesCPUGPU$'
 # A process of its own: NVSHMEM cannot start again in a process once a test closed its comm.
 stage "ddp.test GPTFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
     -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestGPTFP32MatchesCPUGPU$'
@@ -95,7 +95,7 @@ stage "ddp.test GPTFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp
 # GPU) in a process of its own too: in the GPT's, its comm would not start.
 stage "ddp.test LlamaFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
     -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestLlamaFP32MatchesCPUGPU$'
-grep -E 'gpt_fused_test.go:[0-9]+: (loss cpu|fused GPT|validation)|(gpt|llama)_fp32_test.go:[0-9]+: (step|largest)' "$test_log" |
+grep -E 'gpt_bf16_test.go:[0-9]+: (loss cpu|runs in bf16|validation)|(gpt|llama)_fp32_test.go:[0-9]+: (step|largest)' "$test_log" |
     sed 's/^ */  /' >>"$summary"
 
 # ---- 4, 5 gpt-tiny on byte-level text ----

@@ -20,8 +20,8 @@
 #                       validation every 50 steps on 20 batches (the
 #                       validation loss must fall), MFU, a BPE sample
 #    5 gpt2-xl memory   train --model gpt2-xl --list-models-style estimate at
-#                       batch 16 and the refusal of --recompute on the fused
-#                       bf16 path (until issue 38's per-layer bf16 plans)
+#                       batch 16 and the refusal of --recompute in bf16 (the
+#                       layers' bf16 plans recompute nothing yet)
 #    6 PyTorch peers    bench/torch_gpt_bench.py --preset xl --modes
 #                       compile,compile-ckpt (issue 40's XL comparison, the
 #                       PyTorch side: tokens/s and peak memory with and
@@ -93,7 +93,7 @@ stage "train gpt2 300 steps (llmc)" 240 "$train_log" "$bin/train" --backend nvsh
     --dataset llmc --train-shards "$train_glob" --val-shards "$val_glob" --max-steps 300 --batch-size 16 \
     --eval-every 50 --eval-batches 20 --sample-tokens 60 --no-progress --metrics "$outdir/lm-gpt2.jsonl"
 
-# ---- 5 gpt2-xl: the estimate, and recompute on the fused path ----
+# ---- 5 gpt2-xl: the estimate, and recompute in bf16 (refused) ----
 stage "gpt2-xl list-models" 20 "$train_log" "$bin/train" --list-models
 stage "gpt2-xl --recompute block (bf16)" 30 "$train_log" "$bin/train" --backend nvshmem --pes 1 --model gpt2-xl \
     --dataset synthetic --max-steps 1 --recompute block --no-progress

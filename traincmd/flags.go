@@ -176,12 +176,12 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.valShards, "val-shards", "", "--dataset llmc: glob of llm.c validation token shards")
 	fs.StringVar(&o.tokenizer, "tokenizer", "auto", "--dataset text: how text becomes tokens: byte (256 byte values), gpt2 (GPT-2's BPE, 50257 tokens, offline; each file one document after <|endoftext|>), or auto (gpt2 for models whose vocabulary holds GPT-2's tokens, the gpt2 family; byte otherwise)")
 	fs.StringVar(&o.corpusMax, "corpus-max", "0", "--dataset text: use at most this much of the corpus, e.g. 16MiB (0: all)")
-	fs.StringVar(&o.precision, "precision", "auto", "how a gpt model computes: auto (bf16 where the engine runs the whole GPT fused in bf16, the GPU engine of --backend nvshmem; fp32 elsewhere), bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights, gradients and optimizer state; GPU engine only), fp32 (fp32 throughout; the CPU engine's only mode). The mlp trains in fp32: auto or fp32")
+	fs.StringVar(&o.precision, "precision", "auto", "how a language model (gpt, ownlm) computes: auto (bf16 where the engine has a bf16 form of every layer of the model at its sizes, the GPU engine of --backend nvshmem; fp32 elsewhere), bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights, gradients and optimizer state; GPU engine only), fp32 (fp32 throughout; the CPU engine's only mode). The mlp trains in fp32: auto or fp32")
 	fs.StringVar(&o.recompute, "recompute", "none", "activations a gpt or llama model recomputes in backward instead of keeping them from forward; the trained bits are the same in every mode: "+
 		"none (keep them all); "+
 		"gelu (keep the MLP's widest activation, the GELU's output of 4x the width, a llama's SwiGLU output, in one buffer for all layers and recompute it in backward: one elementwise pass per layer, almost free; gpt2 at 16 sequences: 31.3 GiB of activations instead of 33.3); "+
 		"block (keep each block's input, the residual stream, and the activations of one block in memory all blocks share; each block's backward runs its forward again first: about one more forward of every block a step, a third more of the blocks' arithmetic; gpt2 at 16 sequences: 9.2 GiB, most of it the logits). "+
-		"The start-up header and --list-models give the activations with and without it. On the per-layer path only: with --backend nvshmem a gpt model needs --precision fp32")
+		"The start-up header and --list-models give the activations with and without it. In fp32 only: with --backend nvshmem a gpt model needs --precision fp32")
 	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the type gradients are summed across PEs in: fp32, or bf16 (half the bytes; each PE's gradients and their sum rounded to bf16, the update still fp32; GPU step path of --backend nvshmem only)")
 	fs.Float64Var(&o.peakTFLOPS, "peak-tflops", 0, "language models: the dense peak TFLOP/s of one GPU at the run's precision (of the host's CPUs on the CPU engine), against which MFU (model FLOPs utilisation: tokens/s x FLOPs per token / peak) is printed; default: the dense (not sparse) peak of a known GPU by its name (H200 and H100 SXM: bf16 989, fp32 67; H100 PCIe: 756, 51; A100: 312, 19.5), and no MFU on the CPU")
 
@@ -364,7 +364,7 @@ func (o *options) checkPrecision() error {
 		if o.model == "mlp" {
 			who = "the MLP"
 		}
-		return usagef("--precision bf16: %s trains in fp32 (bf16 is for models that choose their precision, models.PrecisionSetter: the gpt models); use --precision auto or fp32", who)
+		return usagef("--precision bf16: %s trains in fp32 (bf16 is for models that choose their precision, models.PrecisionSetter: the language models); use --precision auto or fp32", who)
 	}
 	if o.precision == "bf16" && o.backend != "nvshmem" {
 		return usagef("--precision bf16 needs the GPU engine (--backend nvshmem); the CPU engine computes in fp32")
@@ -382,8 +382,9 @@ func (o *options) checkPrecision() error {
 
 // checkRecompute checks --recompute against the model and the path it
 // runs on: a model that does not recompute (it is no models.Recomputer, or
-// ignores the mode) and a gpt that the GPU runs fused in bf16 refuse any
-// mode but none.
+// ignores the mode) and a model that the GPU runs in bf16 (one that takes
+// --precision bf16: its bf16 layers recompute nothing) refuse any mode but
+// none.
 func (o *options) checkRecompute() error {
 	r, err := models.ParseRecompute(o.recompute)
 	if err != nil {
@@ -404,11 +405,20 @@ func (o *options) checkRecompute() error {
 	if rm, ok := m.(models.Recomputer); !ok || rm.Recompute() != r {
 		return usagef("--recompute %s: model %s does not recompute activations (the gpt and llama models do)", r, o.model)
 	}
-	if o.precisions && o.backend == "nvshmem" && o.precision != "fp32" {
-		return usagef("--recompute %s: with --backend nvshmem and --precision %s model %s runs fused in bf16, which keeps activations of its own and recomputes none: add --precision fp32 to recompute on the per-layer path, or leave --recompute out",
+	if o.precisions && o.backend == "nvshmem" && o.precision != "fp32" && o.takesBF16() {
+		return usagef("--recompute %s: with --backend nvshmem and --precision %s model %s runs in bf16, whose layers recompute nothing: add --precision fp32 to recompute in fp32, or leave --recompute out",
 			r, o.precision, o.model)
 	}
 	return nil
+}
+
+// takesBF16 says whether the model is made at --precision bf16 (a llama's
+// factory refuses it: its layers have no bf16 form).
+func (o *options) takesBF16() bool {
+	cfg := o.modelConfig()
+	cfg.Precision, cfg.Recompute = compute.PrecisionBF16, models.RecomputeNone
+	_, err := models.New(o.model, cfg)
+	return err == nil
 }
 
 var (

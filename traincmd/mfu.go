@@ -101,9 +101,8 @@ func newMFU(o *options, m models.Model, e compute.Engine, device string, devices
 
 // runPrecision is the precision model m computes in on engine e: what the
 // built model says, when it says (a Precision method); fp32 for a model
-// that does not; else --precision, and auto as compute.Precision defines
-// it: bf16 on an engine that fuses the GPT (compute.GPTFuser), fp32
-// elsewhere.
+// that does not; else --precision, and auto: bf16 on an engine that
+// computes in bf16 (compute.BF16Tensors), fp32 elsewhere.
 func runPrecision(o *options, m models.Model, e compute.Engine) compute.Precision {
 	pm, ok := m.(interface{ Precision() compute.Precision })
 	if !ok {
@@ -115,7 +114,7 @@ func runPrecision(o *options, m models.Model, e compute.Engine) compute.Precisio
 	if p := o.computePrecision(); p != compute.PrecisionAuto {
 		return p
 	}
-	if _, ok := e.(compute.GPTFuser); ok {
+	if _, ok := e.(compute.BF16Tensors); ok {
 		return compute.PrecisionBF16
 	}
 	return compute.PrecisionF32

@@ -56,12 +56,11 @@ func TestTablePeak(t *testing.T) {
 	}
 }
 
-// fuserEngine is an engine that says it fuses the GPT (what auto looks
+// bf16Engine is an engine that says it computes in bf16 (what auto looks
 // for); nothing is called on it.
-type fuserEngine struct{ compute.Engine }
-
-func (fuserEngine) FuseGPT(compute.GPTShape, []compute.Tensor, []compute.Tensor) (compute.FusedGPT, error) {
-	return nil, nil
+type bf16Engine struct {
+	compute.Engine
+	compute.BF16Tensors
 }
 
 // TestNewMFU: the peak is the table's for a known GPU at the precision the
@@ -71,8 +70,8 @@ func TestNewMFU(t *testing.T) {
 	gpt, err := models.New("gpt2", models.Config{})
 	require.NoError(t, err)
 	auto := &options{precision: "auto"}
-	m := newMFU(auto, gpt, fuserEngine{}, "NVIDIA H200", 1)
-	assert.Equal(t, compute.PrecisionBF16, m.precision, "auto on an engine that fuses the GPT")
+	m := newMFU(auto, gpt, bf16Engine{}, "NVIDIA H200", 1)
+	assert.Equal(t, compute.PrecisionBF16, m.precision, "auto on an engine that computes in bf16")
 	assert.Equal(t, 989e12, m.peak)
 	assert.Equal(t, "bf16 dense peak of NVIDIA H200", m.peakSource)
 	v, ok := m.of(500000)
@@ -80,13 +79,13 @@ func TestNewMFU(t *testing.T) {
 	assert.InDelta(t, 500000*803478528.0/989e12, v, 1e-15)
 	assert.Equal(t, ", MFU 40.6%", m.suffix(500000))
 
-	m = newMFU(auto, gpt, nil, "NVIDIA H200", 8) // no fused GPT: fp32, on 8 GPUs
+	m = newMFU(auto, gpt, nil, "NVIDIA H200", 8) // no bf16: fp32, on 8 GPUs
 	assert.Equal(t, compute.PrecisionF32, m.precision)
 	assert.Equal(t, 8*67e12, m.peak)
 	assert.Equal(t, "fp32 dense peak of 8 NVIDIA H200s", m.peakSource)
 
-	m = newMFU(&options{precision: "fp32"}, gpt, fuserEngine{}, "NVIDIA H200", 1)
-	assert.Equal(t, compute.PrecisionF32, m.precision, "--precision fp32 on an engine that could fuse")
+	m = newMFU(&options{precision: "fp32"}, gpt, bf16Engine{}, "NVIDIA H200", 1)
+	assert.Equal(t, compute.PrecisionF32, m.precision, "--precision fp32 on an engine that could compute in bf16")
 
 	m = newMFU(&options{precision: "auto", peakTFLOPS: 2}, gpt, nil, "", 1)
 	assert.Equal(t, 2e12, m.peak, "--peak-tflops on the CPU")
@@ -152,7 +151,7 @@ func TestHelpSaysPrecisionAndPeaks(t *testing.T) {
 	var stdout bytes.Buffer
 	require.Equal(t, 0, run([]string{"--help"}, &stdout, &bytes.Buffer{}))
 	help := strings.Join(strings.Fields(stdout.String()), " ")
-	for _, want := range []string{"--precision string", "auto (bf16 where the engine runs the whole GPT fused in bf16", "fp32 (fp32 throughout",
+	for _, want := range []string{"--precision string", "auto (bf16 where the engine has a bf16 form of every layer of the model", "fp32 (fp32 throughout",
 		"bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights", "--peak-tflops", "dense (not sparse) peak", "H200 and H100 SXM: bf16 989, fp32 67"} {
 		assert.Contains(t, help, want)
 	}

@@ -193,7 +193,7 @@ func (r *peRun) run() (err error) {
 	if me == 0 && r.o.languageModel {
 		device, devices := jobDevices(c, r.local)
 		rep.mfu = newMFU(r.o, m, e, device, devices) // after ddp.New: the model is built
-		perLayer := true                             // the activation estimate is the per-layer path's
+		perLayer := true                             // the activation estimate is the fp32 layers'
 		if br, ok := m.(models.BuildReporter); ok {  // what runs, as the mlp's fused layers say it
 			switch line, warn := br.BuildReport(); {
 			case line == "":
@@ -201,7 +201,7 @@ func (r *peRun) run() (err error) {
 				log.Warn(fmt.Sprintf("model %s %s", r.o.model, line))
 			default:
 				log.Info(fmt.Sprintf("model %s: %s", r.o.model, line))
-				perLayer = false // the engine runs the model its own way (fused)
+				perLayer = false // the engine runs the model its own way (bf16 plans)
 			}
 		}
 		if perLayer {

@@ -17,9 +17,9 @@ import (
 )
 
 // --recompute: a mode that is not one, a model without transformer blocks
-// and a gpt that the GPU would run fused in bf16 are one line and exit 2
-// before any PE starts; a llama, and a gpt at --precision fp32 on the GPU,
-// take it.
+// and a gpt that the GPU would run in bf16 are one line and exit 2 before
+// any PE starts; a llama (on the CPU or the GPU: its layers have no bf16
+// form), and a gpt at --precision fp32 on the GPU, take it.
 func TestRecomputeUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -28,9 +28,9 @@ func TestRecomputeUsage(t *testing.T) {
 		{[]string{"--model", "gpt-tiny", "--recompute", "full"}, `--recompute "full": want none, gelu or block`},
 		{[]string{"--recompute", "block"}, "model mlp: recompute block: the mlp has no transformer blocks to recompute"},
 		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--recompute", "block"},
-			"--recompute block: with --backend nvshmem and --precision auto model gpt2 runs fused in bf16, which keeps activations of its own and recomputes none: add --precision fp32"},
+			"--recompute block: with --backend nvshmem and --precision auto model gpt2 runs in bf16, whose layers recompute nothing: add --precision fp32"},
 		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--precision", "bf16", "--recompute", "gelu"},
-			"--recompute gelu: with --backend nvshmem and --precision bf16 model gpt2 runs fused in bf16"},
+			"--recompute gelu: with --backend nvshmem and --precision bf16 model gpt2 runs in bf16"},
 		{[]string{"--list-models", "--recompute", "all"}, `--recompute "all": want none, gelu or block`},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -43,6 +43,7 @@ func TestRecomputeUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--model", "llama-tiny", "--recompute", "gelu"},
+		{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "block"},
 		{"--model", "gpt2", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "block"},
 	} {
 		rc := resolved(t, args...)

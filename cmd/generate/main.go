@@ -98,7 +98,7 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	fs.Float64Var(&o.temperature, "temperature", 0.8, "sampling temperature (0: always the most likely token)")
 	fs.IntVar(&o.topK, "top-k", 40, "draw from the K most likely tokens only (0: all)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the draws")
-	fs.StringVar(&o.device, "device", "cpu", "cpu, or gpu: the CUDA engine (the model runs fused in bf16; needs libsymddp_cuda.so, see --gpu-lib)")
+	fs.StringVar(&o.device, "device", "cpu", "cpu, or gpu: the CUDA engine (the model's layers run in bf16 where they can; needs libsymddp_cuda.so, see --gpu-lib)")
 	fs.StringVar(&o.gpuLib, "gpu-lib", "", "path of libsymddp_cuda.so for --device gpu (default: SYMDDP_CUDA_LIB, next to the binary, or ./build)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
@@ -158,7 +158,7 @@ func generateOnCPU(o *options, w *ddp.Weights, m models.LanguageModel, prompt []
 }
 
 // generateOnDevice samples on the CUDA engine: the checkpoint's values in
-// device memory, the model fused in bf16 (models.NewSampler).
+// device memory, the model's layers in bf16 where they can (models.NewSampler).
 func generateOnDevice(o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
 	e, err := newGPUEngine(o.gpuLib)
 	if err != nil {

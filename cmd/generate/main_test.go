@@ -151,7 +151,7 @@ func TestGenerateErrors(t *testing.T) {
 }
 
 // --device gpu samples through the CUDA engine, here an emulated one: the
-// model runs fused in bf16, deterministic for a seed; a bad --device is a
+// model's layers run in bf16, deterministic for a seed; a bad --device is a
 // usage error.
 func TestGenerateOnDevice(t *testing.T) {
 	newGPUEngine = func(string) (compute.Engine, error) { return cudatest.NewEmulated(cuda.Options{}), nil }

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 )
 
-// gpuGPTTarget is the speed target of the fused GPT: symddp's tokens/s at
+// gpuGPTTarget is the speed target of the GPT in bf16: symddp's tokens/s at
 // least 1.1 times torch.compile's on the same shapes.
 const gpuGPTTarget = 1.1
 

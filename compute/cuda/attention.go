@@ -9,13 +9,21 @@ import (
 
 var _ compute.Attention = (*Engine)(nil)
 
-// CausalAttention returns the plan of attention over s: it allocates the
+// CausalAttention returns the plan of attention over s (in fp32; a bf16
+// spec's is attention_bf16.go's): it allocates the
 // probabilities (B,Heads,T,T), which Backward reads, and makes sure the
 // engine's scratch for the gradient at them (shared by the plans, which run
 // one after the other on the stream) has that size. It fails when a
 // dimension is below 1, C is not a multiple of Heads, or a size does not
 // fit cuBLAS's int.
 func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan, error) {
+	switch s.DType {
+	case compute.BF16:
+		return e.attentionBF16Plan(s) // attention_bf16.go
+	case compute.F32:
+	default:
+		return nil, fmt.Errorf("cuda: causal attention of %v", s.DType)
+	}
 	if s.B < 1 || s.T < 1 || s.C < 1 || s.Heads < 1 || s.C%s.Heads != 0 {
 		return nil, fmt.Errorf("cuda: causal attention %+v: want B, T, C, Heads >= 1 with C a multiple of Heads", s)
 	}

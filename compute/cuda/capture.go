@@ -35,9 +35,9 @@ type captureState struct {
 	hasScale bool
 	hyper    optim.Hyper // the recorded optimizer update
 	updates  int
-	// frozen: the recorded loss scale is a kernel argument (the fused
-	// GPT's classifier), not a read of the step block, so every launch
-	// must bring the same scale.
+	// frozen: the recorded loss scale is a kernel argument (the bf16
+	// classifier's, classifier.go), not a read of the step block, so every
+	// launch must bring the same scale.
 	frozen bool
 }
 
@@ -121,7 +121,7 @@ func (g *Graph) Launch(v StepValues) error {
 		return errors.New("cuda: Launch of a closed graph")
 	}
 	if g.frozen && math.Float32bits(v.LossScale) != math.Float32bits(g.scale) {
-		return fmt.Errorf("cuda: Launch: loss scale %g, recorded with %g (the fused GPT's classifier holds it): %w", v.LossScale, g.scale, devicestep.ErrLossScale)
+		return fmt.Errorf("cuda: Launch: loss scale %g, recorded with %g (the bf16 classifier holds it): %w", v.LossScale, g.scale, devicestep.ErrLossScale)
 	}
 	sv := cudalib.StepValues{LossScale: v.LossScale, Decay: 1}
 	if g.update {

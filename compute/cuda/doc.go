@@ -4,7 +4,13 @@
 // TF32) and fused kernels for bias and ReLU, softmax cross-entropy, vectors,
 // and the optimizer updates over a whole arena.
 //
-// Tensors are a device address and a shape (Tensor); views over
+// It also computes in bf16 (compute.BF16Tensors, bf16.go): a bf16 copy of
+// the fp32 masters, and bf16 plans of the Linear, attention, layer norm,
+// embedding and classifier operations on the library's sdg_* kernels
+// (cuda/symddp_gpt.h), with the cuBLASLt GEMM plans shared by the engine.
+//
+// Tensors are a device address, a shape and an element type (Tensor:
+// float32, or bf16 for AllocBF16 and the masters' copies); views over
 // compute.Arena{Dev, N} alias the arena, Alloc takes memory from a pool of
 // device allocations made at build time, labels are device int32. All work
 // goes on one CUDA stream, shared with the nvshmem comm backend (OnComm), so

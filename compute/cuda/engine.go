@@ -30,17 +30,18 @@ type Options struct {
 	// DisableGraphs tells trainers not to capture steps in CUDA graphs
 	// (GraphsEnabled); the engine itself can still capture.
 	DisableGraphs bool
-	// DisableFused keeps every Linear layer on the unfused path (cuBLAS
-	// SGEMM and the project's bias/activation kernels) instead of cuBLASLt
-	// GEMMs with fused epilogues; so does SYMDDP_CUDA_FUSED=0 in the
-	// environment (for A/B benchmarks).
+	// DisableFused keeps every fp32 Linear layer on the unfused path
+	// (cuBLAS SGEMM and the project's bias/activation kernels) instead of
+	// cuBLASLt GEMMs with fused epilogues; so does SYMDDP_CUDA_FUSED=0 in
+	// the environment (for A/B benchmarks). bf16 layers run their plans
+	// either way.
 	DisableFused bool
 	// Logger, when set, receives one Info line naming the engine and GPU,
 	// and the notices of Notice.
 	Logger *slog.Logger
-	// GPTKernels are the GPT kernels FuseGPT plans with; nil: the
-	// library's (cudalib.OpenGPT on Lib), bound when first needed. Tests
-	// give cudatest's emulated ones.
+	// GPTKernels are the bf16 kernels the bf16 plans run (bf16.go); nil:
+	// the library's (cudalib.OpenGPT on Lib), bound when first needed.
+	// Tests give cudatest's emulated ones.
 	GPTKernels cudalib.GPTKernels
 }
 
@@ -69,8 +70,8 @@ type Engine struct {
 	plans    []uint64 // cuBLASLt plans, destroyed by Close
 	log      *slog.Logger
 	lib      *cudalib.Lib       // the library (nil on an emulated device)
-	gptk     cudalib.GPTKernels // FuseGPT's kernels (Options.GPTKernels, or bound from lib)
-	gpts     []*fusedGPT        // closed by Close
+	gptk     cudalib.GPTKernels // the bf16 plans' kernels (Options.GPTKernels, or bound from lib)
+	bf       *bf16State         // what the bf16 plans share (bf16.go), made by the first
 	rows     []*residentRows    // UploadRows' datasets
 	attnGrad *Tensor            // the attention plans' shared scratch (CausalAttention)
 	err      error              // the first failure of enqueued work
@@ -301,10 +302,8 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	errs := []error{e.stage.free(e.dev)}
-	for _, f := range e.gpts {
-		errs = append(errs, f.Close())
-	}
-	e.gpts, e.rows = nil, nil
+	e.rows = nil
+	e.closeBF16()
 	for _, p := range e.plans {
 		errs = append(errs, e.dev.LtPlanDestroy(p))
 	}
@@ -315,7 +314,7 @@ func (e *Engine) Close() error {
 }
 
 // DeviceBytes is the device memory the engine has allocated (its pool's
-// chunks: activations, optimizer state, workspaces, the fused GPT's plans'
+// chunks: activations, optimizer state, workspaces, the bf16 plans'
 // buffers), without the comm backend's arenas.
 func (e *Engine) DeviceBytes() int64 { return e.pool.bytes }
 

@@ -83,9 +83,17 @@ type fusedLinear struct {
 }
 
 // FuseLinear plans the fused GEMMs of a Linear layer (see the top of the
-// file). It fails when fused layers are off or nothing of the layer could be
+// file; a bf16 layer's are linear_bf16.go's, planned whatever
+// SYMDDP_CUDA_FUSED says). It fails when fused layers are off or nothing of the layer could be
 // planned; parts that cannot be fused run unfused.
 func (e *Engine) FuseLinear(s compute.LinearSpec) (compute.FusedLinear, error) {
+	switch s.DType {
+	case compute.BF16:
+		return e.linearBF16Plan(s) // linear_bf16.go
+	case compute.F32:
+	default:
+		return nil, fmt.Errorf("a Linear layer of %v", s.DType)
+	}
 	if !e.fused {
 		return nil, errors.New(e.fusedOff())
 	}

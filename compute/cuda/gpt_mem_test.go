@@ -11,10 +11,10 @@ import (
 	"github.com/symddp/symddp/models"
 )
 
-// A GPU without room for the fused GPT's activations: FuseGPT (and so the
-// model's Build) returns an error that says how much the model needs and
-// wraps compute.ErrDeviceMemory, instead of the engine's panic.
-func TestFusedGPTOutOfDeviceMemoryEmulated(t *testing.T) {
+// A GPU without room for the bf16 GPT's activations: the model's Build
+// returns an error that says what did not fit and wraps
+// compute.ErrDeviceMemory, instead of the engine's panic.
+func TestBF16GPTOutOfDeviceMemoryEmulated(t *testing.T) {
 	d := cudatest.NewDevice()
 	e := cuda.NewOnDevice(d, cuda.Options{GPTKernels: d.GPTKernels()})
 	cfg := models.GPTConfig{Layers: 2, Heads: 2, Width: 64, Context: 64, Vocab: 256}
@@ -35,13 +35,12 @@ func TestFusedGPTOutOfDeviceMemoryEmulated(t *testing.T) {
 	err = m.Build(e, pv, gv, 256)
 	require.Error(t, err)
 	require.True(t, errors.Is(err, compute.ErrDeviceMemory), "%v", err)
-	require.Contains(t, err.Error(), "256 sequences of 64 tokens need about")
-	require.Nil(t, m.Fused())
+	require.Contains(t, err.Error(), "build model gpt: activations of 256 sequences: cuda/cublas: ")
 
 	// with room it builds
 	d.SetMemoryLimit(0)
 	m, err = models.NewGPT("gpt", cfg)
 	require.NoError(t, err)
 	require.NoError(t, m.Build(e, pv, gv, 256))
-	require.NotNil(t, m.Fused())
+	require.Equal(t, compute.PrecisionBF16, m.Precision())
 }

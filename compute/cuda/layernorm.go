@@ -26,9 +26,14 @@ func anyOverlap(a *Tensor, bs ...*Tensor) bool {
 // dimension) into y: y = (x-mean)·rstd·w + b, w and b (C), and writes each
 // row's mean and rstd = 1/sqrt(var+eps) into mean and rstd (R). One kernel
 // (sdc_layer_norm) doing the CPU engine's float32 operations in its order,
-// so both engines give the same bits. y may not overlap x.
+// so both engines give the same bits. y may not overlap x. With a bf16 x
+// (and y, w, b) it runs the bf16 kernel (layernorm_bf16.go).
 func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 	const op = "LayerNorm"
+	if x.DType() == compute.BF16 {
+		e.layerNormBF16(y, mean, rstd, x, w, b, eps)
+		return
+	}
 	xd, yd, md, rd := e.tensorOf(op, x), e.tensorOf(op, y), e.tensorOf(op, mean), e.tensorOf(op, rstd)
 	wd, bd := e.tensorOf(op, w), e.tensorOf(op, b)
 	rows, c := compute.LayerNormDims("cuda", xd.shape, yd.shape, wd.shape, bd.shape, md.shape, rd.shape)
@@ -43,9 +48,14 @@ func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 // x into dx (R,C), added to dx when addDX is true
 // (sdc_layer_norm_backward: a kernel for dx, one thread a column for dw and
 // db, which add the rows in row order as the CPU engine does: the same
-// bits). dx, dw and db may not overlap each other or the inputs.
+// bits). dx, dw and db may not overlap each other or the inputs. With a
+// bf16 x (and dx, dy, w) it runs the bf16 kernel (layernorm_bf16.go).
 func (e *Engine) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd compute.Tensor, addDX bool) {
 	const op = "LayerNormBackward"
+	if x.DType() == compute.BF16 {
+		e.layerNormBackwardBF16(dx, dw, db, dy, x, w, mean, rstd, addDX)
+		return
+	}
 	xd, dxd, dyd := e.tensorOf(op, x), e.tensorOf(op, dx), e.tensorOf(op, dy)
 	dwd, dbd, wd := e.tensorOf(op, dw), e.tensorOf(op, db), e.tensorOf(op, w)
 	md, rd := e.tensorOf(op, mean), e.tensorOf(op, rstd)

@@ -6,13 +6,15 @@ import (
 	"github.com/symddp/symddp/compute"
 )
 
-// Tensor is a float32 tensor in device memory: an address and a shape. It
-// is made by an Engine (Alloc, View) and only valid with that engine.
+// Tensor is a tensor in device memory: an address, a shape and an element
+// type, float32 (Alloc, View) or bf16 (AllocBF16, the views of
+// BF16Masters). It is made by an Engine and only valid with that engine.
 type Tensor struct {
 	e     *Engine
 	ptr   uintptr
 	shape compute.Shape
 	size  int
+	dtype compute.DType // F32 (the zero value) or BF16
 }
 
 var _ compute.Tensor = (*Tensor)(nil)
@@ -20,8 +22,8 @@ var _ compute.Tensor = (*Tensor)(nil)
 // Shape is the tensor's shape, row-major. The caller must not modify it.
 func (t *Tensor) Shape() compute.Shape { return t.shape }
 
-// DType is compute.F32.
-func (t *Tensor) DType() compute.DType { return compute.F32 }
+// DType is compute.F32, or compute.BF16 for the engine's bf16 tensors.
+func (t *Tensor) DType() compute.DType { return t.dtype }
 
 // Size is the number of elements.
 func (t *Tensor) Size() int { return t.size }
@@ -30,7 +32,7 @@ func (t *Tensor) Size() int { return t.size }
 func (t *Tensor) DevicePtr() uintptr { return t.ptr }
 
 // bytes is the tensor's size in bytes.
-func (t *Tensor) bytes() int { return 4 * t.size }
+func (t *Tensor) bytes() int { return t.dtype.Bytes() * t.size }
 
 // Labels are class labels in device memory (int32, -1 for padding), with a
 // host copy of what SetLabels last wrote, so that bad labels are caught on
@@ -49,8 +51,26 @@ func (l *Labels) Len() int { return len(l.host) }
 // DevicePtr is the device address of the labels.
 func (l *Labels) DevicePtr() uintptr { return l.ptr }
 
-// tensorOf is t as a tensor of this engine, or a panic naming op.
+// tensorOf is t as an fp32 tensor of this engine, or a panic naming op.
 func (e *Engine) tensorOf(op string, t compute.Tensor) *Tensor {
+	d := e.anyTensor(op, t)
+	if d.dtype != compute.F32 {
+		panicDType(op, d, compute.F32)
+	}
+	return d
+}
+
+// bf16Of is t as a bf16 tensor of this engine, or a panic naming op.
+func (e *Engine) bf16Of(op string, t compute.Tensor) *Tensor {
+	d := e.anyTensor(op, t)
+	if d.dtype != compute.BF16 {
+		panicDType(op, d, compute.BF16)
+	}
+	return d
+}
+
+// anyTensor is t as a tensor of this engine of any element type.
+func (e *Engine) anyTensor(op string, t compute.Tensor) *Tensor {
 	d, ok := t.(*Tensor)
 	if !ok || d == nil || d.e != e {
 		panicNotMine(op, t)
@@ -102,6 +122,11 @@ func checkShape(op string, shape []int) int { return compute.ShapeSize("cuda", o
 //go:noinline
 func panicNotMine(op string, t compute.Tensor) {
 	panic(fmt.Sprintf("cuda: %s: tensor %T is not a tensor of this CUDA engine", op, t))
+}
+
+//go:noinline
+func panicDType(op string, t *Tensor, want compute.DType) {
+	panic(fmt.Sprintf("cuda: %s: a %v tensor of shape %v, want %v", op, t.dtype, []int(t.shape), want))
 }
 
 //go:noinline

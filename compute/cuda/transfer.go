@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/symddp/symddp/compute"
@@ -137,10 +138,11 @@ func (e *Engine) SetLabels(l compute.Labels, src []int32) {
 	e.copyIn("SetLabels", d.ptr, unsafe.Pointer(unsafe.SliceData(d.host)), 4*len(src))
 }
 
-// ReadTensor copies t into dst (len(dst) == t.Size()); it waits for the
-// device. A failure of the device panics (see Engine).
+// ReadTensor copies t into dst (len(dst) == t.Size()), a bf16 tensor's
+// values widened to float32 exactly; it waits for the device. A failure of
+// the device panics (see Engine).
 func (e *Engine) ReadTensor(dst []float32, t compute.Tensor) {
-	d := e.tensorOf("ReadTensor", t)
+	d := e.anyTensor("ReadTensor", t)
 	if len(dst) != d.size {
 		panic(fmt.Sprintf("cuda: ReadTensor: room for %d values from a tensor of shape %v", len(dst), []int(d.shape)))
 	}
@@ -150,6 +152,14 @@ func (e *Engine) ReadTensor(dst []float32, t compute.Tensor) {
 	}
 	if err := e.readOut(unsafe.Pointer(unsafe.SliceData(dst)), d.ptr, d.bytes()); err != nil {
 		panicDevice("ReadTensor", err)
+	}
+	if d.dtype == compute.BF16 {
+		// the bf16 values fill dst's first half: widen them from the last,
+		// whose float32 lies past every value not yet read
+		h := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst))
+		for i := len(dst) - 1; i >= 0; i-- {
+			dst[i] = math.Float32frombits(uint32(h[i]) << 16)
+		}
 	}
 }
 
@@ -177,16 +187,18 @@ func (e *Engine) readOut(dst unsafe.Pointer, src uintptr, bytes int) error {
 	return nil
 }
 
-// Zero sets every element of t to 0 (a memset on the stream).
+// Zero sets every element of t (fp32 or bf16) to 0 (a memset on the
+// stream).
 func (e *Engine) Zero(t compute.Tensor) {
-	d := e.tensorOf("Zero", t)
+	d := e.anyTensor("Zero", t)
 	e.fail("Zero", e.dev.Zero(d.ptr, d.bytes()))
 }
 
-// Copy copies src into dst (same size), device to device on the stream.
+// Copy copies src into dst (same size and element type), device to device
+// on the stream.
 func (e *Engine) Copy(dst, src compute.Tensor) {
-	d, s := e.tensorOf("Copy", dst), e.tensorOf("Copy", src)
-	if d.size != s.size {
+	d, s := e.anyTensor("Copy", dst), e.anyTensor("Copy", src)
+	if d.size != s.size || d.dtype != s.dtype {
 		compute.PanicShapes("cuda", "Copy", "dst and src must have the same size", d.shape, s.shape)
 	}
 	e.fail("Copy", e.dev.Copy(d.ptr, s.ptr, d.bytes()))

@@ -51,15 +51,15 @@ func trainOwnLM(t *testing.T, extra ...string) (string, string) {
 func TestOwnLMThroughTrain(t *testing.T) {
 	text, log := trainOwnLM(t, "--sample-tokens", "20", "--peak-tflops", "1")
 	all := log + text
-	// embed 256x64; per layer ln_1 2x64, attn q 64x64, k and v 16x64 (one
-	// key/value head), o 64x64, ln_2 2x64, fc 128x64+128, proj 64x128+64;
-	// ln_f 2x64; head 256x64
-	if !strings.Contains(all, "training ownlm: 87040 parameters, 2 PEs") {
-		t.Errorf("no start line with 87040 parameters in:\n%s", all)
+	// embed 256x64, pos 64x64; per layer ln_1 2x64, qkv 192x64+192, o_proj
+	// 64x64+64, ln_2 2x64, c_fc 128x64+128, c_proj 64x128+64; ln_f 2x64;
+	// head 256x64
+	if !strings.Contains(all, "training ownlm: 103936 parameters, 2 PEs") {
+		t.Errorf("no start line with 103936 parameters in:\n%s", all)
 	}
-	// 6N + 6·L·C·T = 6·87040 + 6·2·64·64
-	if !strings.Contains(all, "5.714e+05 FLOPs per token (6N + 6LCT)") {
-		t.Errorf("no MFU line with 571392 FLOPs per token in:\n%s", all)
+	// 6N + 6·L·C·T = 6·103936 + 6·2·64·64
+	if !strings.Contains(all, "6.728e+05 FLOPs per token (6N + 6LCT)") {
+		t.Errorf("no MFU line with 672768 FLOPs per token in:\n%s", all)
 	}
 	losses := petest.Losses(t, stepLine, text)
 	first, last := losses[0], losses[len(losses)-1]
@@ -89,8 +89,9 @@ func TestOwnLMErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--recompute", "gelu"}, "model ownlm: recompute gelu: the blocks of ownlm share no MLP hidden activation (it takes none and block)"},
-		{[]string{"--kv-heads", "2"}, "model ownlm: key/value heads 2: ownlm's attention has one key/value head (multi-query)"},
-		{[]string{"--heads", "3"}, "model ownlm: 3 heads of width 128: the heads must divide the width into an even head size"},
+		{[]string{"--kv-heads", "2"}, "model ownlm: key/value heads 2: ownlm's attention has as many key/value heads as queries"},
+		{[]string{"--rope-theta", "10000"}, "model ownlm: rope theta 10000: ownlm has learned positions, no rotary embedding"},
+		{[]string{"--heads", "3"}, "model ownlm: 3 heads of width 128: the heads must divide the width"},
 	} {
 		var out, errs syncbuf.Buffer
 		code := traincmd.Run(append([]string{"--model", "ownlm", "--max-steps", "1"}, tc.args...), &out, &errs)

@@ -137,7 +137,7 @@ type Device interface {
 
 var _ Device = (*Context)(nil)
 
-// GPTKernels is what compute/cuda's fused GPT needs of the GPT kernels: one
+// GPTKernels is what compute/cuda's bf16 plans need of the GPT kernels: one
 // method per sdg_* launcher of the headers. *GPT is the real one;
 // compute/cuda/cudatest emulates them on the host.
 type GPTKernels interface {

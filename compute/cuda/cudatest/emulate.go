@@ -33,8 +33,8 @@ import (
 // the list of recorded operations, replayed by Launch with the step block's
 // new values. GEMM sums in float64, so results agree with the CPU engine to
 // float32 rounding, not bit for bit. opts.GPTKernels left nil becomes the
-// device's emulated GPT kernels (Device.GPTKernels), so that the engine can
-// fuse a GPT.
+// device's emulated GPT kernels (Device.GPTKernels), which the engine's
+// bf16 plans run.
 func NewEmulated(opts cuda.Options) *cuda.Engine {
 	d := NewDevice()
 	return cuda.NewOnDevice(d, emulatedOptions(d, opts))

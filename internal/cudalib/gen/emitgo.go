@@ -289,7 +289,7 @@ type Device interface {
 	}
 	body.WriteString("}\n\nvar _ Device = (*Context)(nil)\n")
 	body.WriteString(`
-// GPTKernels is what compute/cuda's fused GPT needs of the GPT kernels: one
+// GPTKernels is what compute/cuda's bf16 plans need of the GPT kernels: one
 // method per sdg_* launcher of the headers. *GPT is the real one;
 // compute/cuda/cudatest emulates them on the host.
 type GPTKernels interface {

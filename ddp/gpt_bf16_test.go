@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
@@ -16,7 +17,7 @@ import (
 // codeText is size bytes of one-line Go functions, "func f" + a letter +
 // "(x int) int { return x * " + a digit + " }" with fn, arg and op in place
 // of "f", "x" and "*": a byte stream with structure a small GPT learns in a
-// few dozen steps (TestGPTPEsAgree's and the fused GPT's tests').
+// few dozen steps (TestGPTPEsAgree's and the bf16 GPT's tests').
 func codeText(size int, fn, arg, op string) []byte {
 	var sb strings.Builder
 	for i := 0; sb.Len() < size; i++ {
@@ -55,23 +56,23 @@ func lmSetup(t testing.TB, name string, text []byte, cfg models.Config) (train, 
 	return train, val, m, o
 }
 
-// fusedText is the fused GPT's tests' text.
-func fusedText() []byte { return codeText(96<<10, "g", "y", "+") }
+// bf16Text is the bf16 GPT's tests' text.
+func bf16Text() []byte { return codeText(96<<10, "g", "y", "+") }
 
-// fusedGPTRun trains a 2-layer GPT (width 64, 2 heads of 32, context 64:
-// shapes the GPU's kernels take) on fusedText with AdamW (decay on the
+// bf16GPTRun trains a 2-layer GPT (width 64, 2 heads of 32, context 64:
+// shapes the GPU's kernels take) on bf16Text with AdamW (decay on the
 // matrices only) and clipping, and returns the logged losses and the
 // result.
-func fusedGPTRun(t *testing.T, b backend, steps int) ([]float64, Result, *models.GPT) {
+func bf16GPTRun(t *testing.T, b backend, steps int) ([]float64, Result, *models.GPT) {
 	t.Helper()
-	return fusedGPTRunWith(t, b, steps, 1)
+	return bf16GPTRunWith(t, b, steps, 1)
 }
 
-// fusedGPTRunWith is fusedGPTRun with accumulate micro-batches a step.
-func fusedGPTRunWith(t *testing.T, b backend, steps, accumulate int) ([]float64, Result, *models.GPT) {
+// bf16GPTRunWith is bf16GPTRun with accumulate micro-batches a step.
+func bf16GPTRunWith(t *testing.T, b backend, steps, accumulate int) ([]float64, Result, *models.GPT) {
 	t.Helper()
 	defer b.done()
-	train, val, m, o := gptSetup(t, fusedText(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
+	train, val, m, o := gptSetup(t, bf16Text(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
 	opts := Options{GlobalBatch: 8, Accumulate: accumulate, Epochs: 10, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
 	var losses []float64
 	opts.Hooks.OnLog = func(l LogInfo) { losses = append(losses, l.Loss) }
@@ -83,27 +84,27 @@ func fusedGPTRunWith(t *testing.T, b backend, steps, accumulate int) ([]float64,
 	return losses, res, m.(*models.GPT)
 }
 
-// compareFused checks a fused bf16 run against the fp32 CPU run: the
+// compareBF16 checks a bf16 run against the fp32 CPU run: the
 // losses stay within tol of each other at every step (bf16 activations and
 // GEMM inputs: a few 1e-3 at first, growing slowly), and both learn.
-func compareFused(t *testing.T, cpu, gpu []float64, tol float64) {
+func compareBF16(t *testing.T, cpu, gpu []float64, tol float64) {
 	t.Helper()
 	compareLosses(t, cpu, gpu, tol, 0)
 }
 
-// compareFusedCurve is compareFused for a long run: the mean losses of
+// compareBF16Curve is compareBF16 for a long run: the mean losses of
 // every 10 consecutive steps stay within 0.05 of each other, and each
 // step's within spike. Late in a long run the per-step loss (8 sequences)
 // jumps by up to about 0.1 at single steps with rounding alone: two GPU
 // runs of the same code that differed only in cuBLASLt's algorithms (timed
 // picks) were 0.092 apart at one step of 300 (2026-12-02).
-func compareFusedCurve(t *testing.T, cpu, gpu []float64, spike float64) {
+func compareBF16Curve(t *testing.T, cpu, gpu []float64, spike float64) {
 	t.Helper()
 	compareLosses(t, cpu, gpu, spike, 10)
 }
 
 // compareLosses: every step within tol and, with window > 0, the means of
-// every window consecutive steps within 0.05; the fused run learns.
+// every window consecutive steps within 0.05; the bf16 run learns.
 func compareLosses(t *testing.T, cpu, gpu []float64, tol float64, window int) {
 	t.Helper()
 	const meanTol = 0.05
@@ -113,7 +114,7 @@ func compareLosses(t *testing.T, cpu, gpu []float64, tol float64, window int) {
 		d := math.Abs(cpu[i] - gpu[i])
 		worst = math.Max(worst, d)
 		if d > tol {
-			t.Errorf("step %d: loss %.5f on the CPU (fp32), %.5f fused (bf16): differ by more than %g", i+1, cpu[i], gpu[i], tol)
+			t.Errorf("step %d: loss %.5f on the CPU (fp32), %.5f in bf16: differ by more than %g", i+1, cpu[i], gpu[i], tol)
 		}
 	}
 	for i := 0; window > 0 && i+window <= len(cpu); i++ {
@@ -124,61 +125,62 @@ func compareLosses(t *testing.T, cpu, gpu []float64, tol float64, window int) {
 		d := math.Abs(c-g) / float64(window)
 		worstMean = math.Max(worstMean, d)
 		if d > meanTol {
-			t.Errorf("steps %d-%d: mean loss %.5f on the CPU (fp32), %.5f fused (bf16): differ by more than %g", i+1, i+window, c/float64(window), g/float64(window), meanTol)
+			t.Errorf("steps %d-%d: mean loss %.5f on the CPU (fp32), %.5f in bf16: differ by more than %g", i+1, i+window, c/float64(window), g/float64(window), meanTol)
 		}
 	}
 	n := len(cpu) - 1
-	require.Less(t, gpu[n], 0.8*gpu[0], "the fused run learns")
+	require.Less(t, gpu[n], 0.8*gpu[0], "the bf16 run learns")
 	means := ""
 	if window > 0 {
 		means = fmt.Sprintf(", %.4f of %d-step means", worstMean, window)
 	}
-	t.Logf("loss cpu %.4f -> %.4f, fused %.4f -> %.4f, largest difference %.4f at a step%s, over %d steps",
+	t.Logf("loss cpu %.4f -> %.4f, bf16 %.4f -> %.4f, largest difference %.4f at a step%s, over %d steps",
 		cpu[0], cpu[n], gpu[0], gpu[n], worst, means, len(cpu))
 }
 
-// TestFusedGPTMatchesCPU: models.GPT on the (emulated) CUDA engine runs
-// fused in bf16 and trains like the fp32 CPU path, with and without CUDA
+// TestBF16GPTMatchesCPU: models.GPT on the (emulated) CUDA engine runs its
+// layers in bf16 and trains like the fp32 CPU path, with and without CUDA
 // graphs (which give the same bits).
-func TestFusedGPTMatchesCPU(t *testing.T) {
+func TestBF16GPTMatchesCPU(t *testing.T) {
 	const steps = 12
-	cl, _, _ := fusedGPTRun(t, cpuBackend(t), steps)
-	gl, gres, m := fusedGPTRun(t, emulatedBackend(true), steps)
-	require.NotNil(t, m.Fused(), "the GPT runs fused on the CUDA engine")
-	el, _, _ := fusedGPTRun(t, emulatedBackend(false), steps)
-	compareFused(t, cl, gl, 0.05)
+	cl, _, _ := bf16GPTRun(t, cpuBackend(t), steps)
+	gl, gres, m := bf16GPTRun(t, emulatedBackend(true), steps)
+	require.Equal(t, compute.PrecisionBF16, m.Precision(), "the GPT runs in bf16 on the CUDA engine")
+	el, _, _ := bf16GPTRun(t, emulatedBackend(false), steps)
+	compareBF16(t, cl, gl, 0.05)
 	require.Equal(t, gl, el, "graphs and eager steps give the same losses")
 	require.True(t, gres.Replicas.Identical)
 }
 
 // With gradient accumulation the device path runs every micro-batch of a
-// step in its graph: the fused GPT's gradients, written by each
+// step in its graph: the bf16 GPT's gradients, written by each
 // micro-batch's backward, are summed on the device and train like the CPU
 // path's.
-func TestFusedGPTAccumulates(t *testing.T) {
+func TestBF16GPTAccumulates(t *testing.T) {
 	const steps = 6
-	cl, _, _ := fusedGPTRunWith(t, cpuBackend(t), steps, 2)
-	gl, _, m := fusedGPTRunWith(t, emulatedBackend(true), steps, 2)
-	require.NotNil(t, m.Fused())
-	compareFused(t, cl, gl, 0.05)
+	cl, _, _ := bf16GPTRunWith(t, cpuBackend(t), steps, 2)
+	gl, _, m := bf16GPTRunWith(t, emulatedBackend(true), steps, 2)
+	require.Equal(t, compute.PrecisionBF16, m.Precision())
+	compareBF16(t, cl, gl, 0.05)
 }
 
-// TestFusedGPTMatchesCPUGPU is TestFusedGPTMatchesCPU on the real GPU
+// TestBF16GPTMatchesCPUGPU is TestBF16GPTMatchesCPU on the real GPU
 // (nvshmem comm of one PE), 300 steps: the bf16 loss curve stays within
 // 0.05 of the fp32 one in 10-step means and within 0.2 at every step, and
 // graphs give the eager steps' bits.
-func TestFusedGPTMatchesCPUGPU(t *testing.T) {
+func TestBF16GPTMatchesCPUGPU(t *testing.T) {
 	// Both runs keep cuBLASLt's heuristic choices: plans timed at first use
 	// can pick other algorithms in the two runs (timing noise), and then
 	// their first steps already differ in the last bits.
 	t.Setenv("SYMDDP_CUDA_TUNE", "0")
 	gpu := gpuBackends(t, 256<<20)
 	const steps = 300
-	cl, _, _ := fusedGPTRun(t, cpuBackend(t), steps)
-	gl, gres, m := fusedGPTRun(t, gpu(true), steps)
-	t.Log(m.Fused().Describe())
-	el, _, _ := fusedGPTRun(t, gpu(false), steps)
-	compareFusedCurve(t, cl, gl, 0.2)
+	cl, _, _ := bf16GPTRun(t, cpuBackend(t), steps)
+	gl, gres, m := bf16GPTRun(t, gpu(true), steps)
+	line, _ := m.BuildReport()
+	t.Log(line)
+	el, _, _ := bf16GPTRun(t, gpu(false), steps)
+	compareBF16Curve(t, cl, gl, 0.2)
 	require.Len(t, gl, steps)
 	require.Equal(t, gl, el, "graphs and eager steps give the same losses")
 	require.True(t, gres.Replicas.Identical)
@@ -186,13 +188,14 @@ func TestFusedGPTMatchesCPUGPU(t *testing.T) {
 }
 
 // An epoch's last, shorter batch has another loss scale than the one the
-// fused GPT's captured step holds: that step runs eagerly and the graphs go
-// on, so graph and eager runs still give the same losses.
-func TestFusedGPTPartialBatchWithGraphs(t *testing.T) {
+// bf16 GPT's captured step holds (the fused classifier takes it by value):
+// that step runs eagerly and the graphs go on, so graph and eager runs
+// still give the same losses.
+func TestBF16GPTPartialBatchWithGraphs(t *testing.T) {
 	run := func(graphs bool) []float64 {
 		b := emulatedBackend(graphs)
 		defer b.done()
-		text := fusedText()[:29*64+1] // 29 windows of 64: 3 batches of 8 and one of 5 an epoch
+		text := bf16Text()[:29*64+1] // 29 windows of 64: 3 batches of 8 and one of 5 an epoch
 		train, err := datasets.NewTokenSource([][]byte{text}, 64, 256)
 		require.NoError(t, err)
 		m, err := models.New("gpt", models.Config{Layers: 1, Heads: 2, Width: 64, Context: 64})

@@ -1,0 +1,96 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/settings"
+)
+
+// attentionBF16 is causal self-attention in bf16 (AttentionSpec.DType
+// BF16): flash attention, the scores never in memory. The library's entry
+// points (sdg_attention_forward, sdg_attention_backward) run cuDNN's fused
+// attention where the library was built with it and its plans build at
+// the shape (unless SYMDDP_ATTENTION asks for ours), else the project's
+// kernels: mma.sync at a head size of 64 and a context that is a multiple
+// of 128, wmma otherwise (the rule of cuda/sd_gpt.cuh). The plan keeps each
+// row's log-sum-exp (lse) and the forward's out, which the backward reads.
+type attentionBF16 struct {
+	e    *Engine
+	s    compute.AttentionSpec
+	lse  *Tensor // (B,Heads,T) fp32
+	out  *Tensor // the last Forward's out
+	path string
+}
+
+func (e *Engine) attentionBF16Plan(s compute.AttentionSpec) (compute.AttentionPlan, error) {
+	if err := e.CheckBF16(s); err != nil {
+		return nil, err
+	}
+	bf, err := e.bf16()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.scratch(&bf.att, bf.k.AttentionBackwardScratchBytes(s.B, s.T, s.C, s.Heads)); err != nil {
+		return nil, err
+	}
+	p := &attentionBF16{e: e, s: s, lse: e.Alloc(s.B * s.Heads * s.T).(*Tensor), path: "flash attention (wmma)"}
+	if bf.k.AttentionMMASupported(s.T, s.C, s.Heads) {
+		p.path = "flash attention (mma.sync)"
+	}
+	if cudnnAttention(bf.k, s.B, s.T, s.C, s.Heads) {
+		p.path = "flash attention (cuDNN)"
+	}
+	return p, nil
+}
+
+// Path says which kernels run.
+func (p *attentionBF16) Path() string { return p.path }
+
+// check returns the bf16 (B,T,3C) and (B,T,C) tensors of a call.
+func (p *attentionBF16) check(op string, wide, narrow compute.Tensor) (wd, nd *Tensor) {
+	s := p.s
+	wd, nd = p.e.bf16Of(op, wide), p.e.bf16Of(op, narrow)
+	if wd.size != s.B*s.T*3*s.C || nd.size != s.B*s.T*s.C {
+		compute.PanicShapes("cuda", op, fmt.Sprintf("want (B,T,3C) and (B,T,C) for B=%d T=%d C=%d", s.B, s.T, s.C), wd.shape, nd.shape)
+	}
+	if overlap(wd, nd) {
+		compute.PanicShapes("cuda", op, "the tensors overlap", wd.shape, nd.shape)
+	}
+	return wd, nd
+}
+
+// Forward computes out (B,T,C) from qkv (B,T,3C), keeping lse and out.
+func (p *attentionBF16) Forward(out, qkv compute.Tensor) {
+	const op = "bf16 attention Forward"
+	qd, od := p.check(op, qkv, out)
+	s, e := p.s, p.e
+	p.out = od
+	e.fail(op, e.bf.k.AttentionForward(od.ptr, p.lse.ptr, qd.ptr, s.B, s.T, s.C, s.Heads, e.info.Stream))
+}
+
+// Backward writes dqkv (B,T,3C) from dout (B,T,C), the forward's qkv and
+// the out and lse it kept.
+func (p *attentionBF16) Backward(dqkv, dout, qkv compute.Tensor) {
+	const op = "bf16 attention Backward"
+	if p.out == nil {
+		panic("cuda: " + op + " before Forward")
+	}
+	dqd, dod := p.check(op, dqkv, dout)
+	qd, _ := p.check(op, qkv, dout)
+	s, e := p.s, p.e
+	e.fail(op, e.bf.k.AttentionBackward(dqd.ptr, dod.ptr, qd.ptr, p.out.ptr, p.lse.ptr, s.B, s.T, s.C, s.Heads, e.bf.att.ptr, e.info.Stream))
+}
+
+// cudnnAttention says whether the library's attention entry points take
+// cuDNN's fused attention at this shape: where the library was built with
+// cuDNN and its plans build, unless SYMDDP_ATTENTION asks for ours (the rule
+// of cuda/sd_gpt.cuh).
+func cudnnAttention(k cudalib.GPTKernels, B, T, C, NH int) bool {
+	switch settings.Get(settings.Attention) {
+	case "", "auto", "cudnn":
+		return k.AttentionCUDNNSupported(B, T, C, NH)
+	}
+	return false
+}

@@ -1,0 +1,294 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/settings"
+)
+
+// bf16 on the CUDA engine (compute.BF16Tensors). The layers' bf16 plans
+// (Linear, attention, embedding, the classifier loss; Norms on bf16
+// tensors) run the library's bf16 kernels (cuda/symddp_gpt.h, sdg_*,
+// bound as cudalib.GPTKernels) with fp32 accumulation over bf16 copies of
+// the fp32 master weights; weight gradients go in fp32 straight into the
+// gradient arena. What the plans share lives here, one per engine: the
+// kernels, the cuBLASLt handle and workspace, the GEMM plans (one per
+// shape, tuned at first use: bf16_gemm.go) and the kernels' scratch
+// memory (the plans run one after the other on the stream). models.GPT
+// made of these plans enqueues, kernel for kernel, what the fused GPT they
+// replaced enqueued (the whole model planned as one sequence, until commit
+// 7271189), and so gives its bits (ddp's TestBF16GPTBitsEmulated).
+
+var (
+	_ compute.BF16Tensors    = (*Engine)(nil)
+	_ compute.Embeddings     = (*Engine)(nil)
+	_ compute.CrossEntropies = (*Engine)(nil)
+)
+
+// bf16State is what the engine's bf16 plans share.
+type bf16State struct {
+	k  cudalib.GPTKernels
+	lt uintptr // the cuBLASLt handle
+	ws uintptr // its workspace (bf16Workspace bytes)
+
+	gemms map[cudalib.GemmDesc]uintptr // GEMM plans by shape, shared by the layers
+	descs map[uintptr]cudalib.GemmDesc // each plan's, for tuning
+	order []uintptr                    // the plans, for Close
+
+	tune, tuneLog bool // time the plans' candidates at first use (SYMDDP_CUDA_TUNE)
+	tuned         map[uintptr]bool
+	tuneC         uintptr // scratch C of the accumulating plans while they are timed
+	tuneCBytes    int
+
+	att, ln, emb, bias devScratch // the kernels' scratch, as large as the largest plan needs
+}
+
+// devScratch is device memory that kernels borrow during one call.
+type devScratch struct {
+	ptr   uintptr
+	bytes int
+}
+
+// bf16Workspace is the cuBLASLt workspace of the bf16 GEMM plans.
+const bf16Workspace = 32 << 20
+
+// gptKernels returns the engine's bf16 kernels, binding the library's on
+// first use.
+func (e *Engine) gptKernels() (cudalib.GPTKernels, error) {
+	if e.gptk != nil {
+		return e.gptk, nil
+	}
+	if e.lib == nil {
+		return nil, errors.New("no bf16 kernels: the engine has no GPU library (pass Options.GPTKernels)")
+	}
+	g, err := cudalib.OpenGPT(e.lib)
+	if err != nil {
+		return nil, err
+	}
+	e.gptk = g
+	return g, nil
+}
+
+// bf16 returns the state the bf16 plans share, made at the first plan
+// (build time): the kernels, the cuBLASLt handle and its workspace.
+func (e *Engine) bf16() (*bf16State, error) {
+	if e.bf != nil {
+		return e.bf, nil
+	}
+	if e.capture.active {
+		return nil, errors.New("a bf16 plan made while capturing a CUDA graph")
+	}
+	k, err := e.gptKernels()
+	if err != nil {
+		return nil, err
+	}
+	lt, err := k.LtCreate()
+	if err != nil {
+		return nil, err
+	}
+	ws, err := e.tryAlloc("bf16 GEMM workspace", bf16Workspace)
+	if err != nil {
+		k.LtDestroy(lt)
+		return nil, err
+	}
+	e.bf = &bf16State{k: k, lt: lt, ws: ws, gemms: map[cudalib.GemmDesc]uintptr{}, descs: map[uintptr]cudalib.GemmDesc{},
+		tuned: map[uintptr]bool{}, tune: settings.Get(settings.CUDATune) != "0", tuneLog: settings.Get(settings.CUDATuneLog) == "1"}
+	return e.bf, nil
+}
+
+// scratch makes s at least bytes long (at least 16), at build time.
+func (e *Engine) scratch(s *devScratch, bytes int) error {
+	bytes = max(bytes, 16)
+	if s.bytes >= bytes {
+		return nil
+	}
+	p, err := e.tryAlloc("bf16 scratch", bytes)
+	if err != nil {
+		return err
+	}
+	s.ptr, s.bytes = p, bytes
+	return nil
+}
+
+// closeBF16 destroys the GEMM plans and the cuBLASLt handle.
+func (e *Engine) closeBF16() {
+	if e.bf == nil {
+		return
+	}
+	for _, p := range e.bf.order {
+		e.bf.k.GemmDestroy(p)
+	}
+	e.bf.k.LtDestroy(e.bf.lt)
+	e.bf = nil
+}
+
+// AllocBF16 returns a zeroed bf16 tensor from the engine's device pool.
+// Call it at build time only.
+func (e *Engine) AllocBF16(shape ...int) compute.Tensor {
+	n := checkShape("AllocBF16", shape)
+	return &Tensor{e: e, ptr: e.alloc("AllocBF16", 2*n), shape: append([]int(nil), shape...), size: n, dtype: compute.BF16}
+}
+
+// masters is a bf16 copy of fp32 master weights: the parameters' span
+// [base, base+span) of the arena, copied at wb with every element at half
+// its offset.
+type masters struct {
+	e          *Engine
+	k          cudalib.GPTKernels
+	base, span uintptr
+	wb         uintptr
+	views      []compute.Tensor
+}
+
+// BF16Masters returns the bf16 copy of params: one allocation of half the
+// bytes of their span in the arena, and one cast kernel over it
+// (sdg_cast_bf16). Each parameter must start a multiple of 8 elements into
+// the span, so that its copy is 16-byte aligned as the bf16 kernels want.
+func (e *Engine) BF16Masters(params []compute.Tensor) (compute.Masters, error) {
+	const op = "BF16Masters"
+	if len(params) == 0 {
+		return nil, errors.New("cuda: BF16Masters of no parameters")
+	}
+	ts := make([]*Tensor, len(params))
+	lo, hi := ^uintptr(0), uintptr(0)
+	for i, p := range params {
+		ts[i] = e.tensorOf(op, p)
+		lo, hi = min(lo, ts[i].ptr), max(hi, ts[i].ptr+uintptr(ts[i].bytes()))
+	}
+	for i, t := range ts {
+		if (t.ptr-lo)%32 != 0 {
+			return nil, fmt.Errorf("%w: parameter %d of shape %v is not 8-element aligned in the arena: the bf16 kernels need 16-byte alignment",
+				compute.ErrBF16Shape, i, []int(t.shape))
+		}
+	}
+	k, err := e.gptKernels()
+	if err != nil {
+		return nil, err
+	}
+	m := &masters{e: e, k: k, base: lo, span: hi - lo}
+	if m.wb, err = e.tryAlloc(op, int(m.span/2)); err != nil {
+		return nil, fmt.Errorf("a bf16 copy of the weights: %w", err)
+	}
+	m.views = make([]compute.Tensor, len(ts))
+	for i, t := range ts {
+		m.views[i] = &Tensor{e: e, ptr: m.wb + (t.ptr-lo)/2, shape: append(compute.Shape(nil), t.shape...), size: t.size, dtype: compute.BF16}
+	}
+	return m, nil
+}
+
+// Views are the bf16 copies, in BF16Masters' order.
+func (m *masters) Views() []compute.Tensor { return m.views }
+
+// Cast enqueues the rounding of the masters to their copies.
+func (m *masters) Cast() {
+	e := m.e
+	e.fail("Masters.Cast", m.k.CastBF16(m.wb, m.base, int(m.span/4), e.info.Stream))
+}
+
+// bf16MaxIndex is the largest element count the bf16 kernels index with
+// their 32-bit ints.
+const bf16MaxIndex = math.MaxInt32
+
+// bf16Eps is the bf16 layer norm's eps (GPT-2's), fixed in its kernels.
+const bf16Eps = 1e-5
+
+// CheckBF16 says whether the engine's bf16 kernels run s (see
+// compute.BF16Tensors): Linear layers of widths that are multiples of 8,
+// layer norms of such widths with eps 1e-5, causal attention with heads of
+// 32 or 64 over a context that is a multiple of 64, the GPT-2 embedding and
+// the classifier over a vocabulary that is a multiple of 8; every tensor
+// below 2^31 elements.
+func (e *Engine) CheckBF16(s compute.OpSpec) error {
+	shape := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{compute.ErrBF16Shape}, a...)...)
+	}
+	tooMany := func(rows, cols int) error {
+		return shape("%d rows of %d: too many for the bf16 kernels' 32-bit indices", rows, cols)
+	}
+	switch s := s.(type) {
+	case compute.LinearSpec:
+		switch {
+		case s.Batch < 1 || s.In < 1 || s.Out < 1:
+			return fmt.Errorf("cuda: bf16 Linear of %d rows from %d to %d features", s.Batch, s.In, s.Out)
+		case s.In%8 != 0 || s.Out%8 != 0:
+			return shape("Linear %s from %d to %d features: the bf16 GEMMs need multiples of 8", s.Name, s.In, s.Out)
+		case int64(s.Batch)*int64(max(s.In, s.Out)) > bf16MaxIndex:
+			return tooMany(s.Batch, max(s.In, s.Out))
+		case s.Act != compute.Identity:
+			return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 Linear with ReLU", Group: "BF16Tensors"}
+		case s.GELU && s.Residual:
+			return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 Linear with GELU onto a residual stream", Group: "BF16Tensors"}
+		}
+		return nil
+	case compute.NormSpec:
+		switch {
+		case s.Rows < 1 || s.Cols < 1:
+			return fmt.Errorf("cuda: bf16 layer norm of %d rows of %d", s.Rows, s.Cols)
+		case s.Cols%8 != 0:
+			return shape("width %d: the bf16 kernels need a multiple of 8", s.Cols)
+		case s.Cols > 6400:
+			return shape("width %d: the bf16 layer norm's backward keeps a row's sums in shared memory, for widths up to 6400", s.Cols)
+		case s.Eps != bf16Eps:
+			return shape("layer norm eps %g: the bf16 kernels' is %g", s.Eps, bf16Eps)
+		case int64(s.Rows)*int64(s.Cols) > bf16MaxIndex:
+			return tooMany(s.Rows, s.Cols)
+		}
+		return nil
+	case compute.AttentionSpec:
+		switch {
+		case s.B < 1 || s.T < 1 || s.C < 1 || s.Heads < 1 || s.C%s.Heads != 0:
+			return fmt.Errorf("cuda: causal attention %+v: want B, T, C, Heads >= 1 with C a multiple of Heads", s)
+		case s.C/s.Heads != 32 && s.C/s.Heads != 64:
+			return shape("width %d over %d heads: the attention kernels need a head size of 32 or 64", s.C, s.Heads)
+		case s.T%64 != 0:
+			return shape("context %d: the attention kernels need a multiple of 64", s.T)
+		case s.B*s.Heads > 65535:
+			return shape("%d sequences of %d heads: the attention kernels take at most 65535", s.B, s.Heads)
+		case int64(s.B)*int64(s.T)*3*int64(s.C) > bf16MaxIndex:
+			return tooMany(s.B*s.T, 3*s.C)
+		}
+		return nil
+	case compute.EmbeddingSpec:
+		switch {
+		case s.B < 1 || s.T < 1 || s.C < 1 || s.Vocab < 1:
+			return fmt.Errorf("cuda: bf16 embedding %+v", s)
+		case s.C%8 != 0:
+			return shape("width %d: the bf16 kernels need a multiple of 8", s.C)
+		case int64(s.B)*int64(s.T)*int64(s.C) > bf16MaxIndex || int64(s.Vocab)*int64(s.C) > bf16MaxIndex:
+			return tooMany(max(s.B*s.T, s.Vocab), s.C)
+		}
+		return nil
+	case compute.CrossEntropySpec:
+		switch {
+		case s.Rows < 1 || s.Classes < 1:
+			return fmt.Errorf("cuda: bf16 cross-entropy of %d rows of %d", s.Rows, s.Classes)
+		case s.Classes%8 != 0:
+			return shape("vocabulary %d: the classifier needs a multiple of 8 (pad it, as gpt2's 50304)", s.Classes)
+		case int64(s.Rows)*int64(s.Classes) > bf16MaxIndex:
+			return tooMany(s.Rows, s.Classes)
+		}
+		return nil
+	}
+	return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 " + s.OpName(), Group: "BF16Tensors"}
+}
+
+// PrepareBF16 checks s as CheckBF16 does and readies the engine to run it
+// in bf16: a layer norm's scratch (Norms on bf16 tensors has no plan).
+func (e *Engine) PrepareBF16(s compute.OpSpec) error {
+	if err := e.CheckBF16(s); err != nil {
+		return err
+	}
+	n, ok := s.(compute.NormSpec)
+	if !ok {
+		return nil
+	}
+	bf, err := e.bf16()
+	if err != nil {
+		return err
+	}
+	return e.scratch(&bf.ln, bf.k.LayernormBackwardScratchBytes(n.Rows, n.Cols))
+}

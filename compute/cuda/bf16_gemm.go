@@ -1,0 +1,109 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/symddp/symddp/internal/cudalib"
+)
+
+// The bf16 plans' GEMMs: cuBLASLt plans (sdg_gemm_create) made once per
+// shape and epilogue for the whole engine, so that the layers of a model
+// share them (twelve transformer blocks run one QKV plan), each tuned at
+// its first run.
+
+// gemmPlan returns the engine's plan of the row-major GEMM C (m,n) =
+// op(A) (m,k) op(B) (k,n) with fp32 accumulation, C and the bias of ctype,
+// the epilogue epi, and C added to (acc): made at the first ask (build
+// time), the same plan after.
+func (e *Engine) gemmPlan(m, n, k int, ta, tb bool, ctype cudalib.GPTDType, epi cudalib.GPTEpilogue, acc bool) (uintptr, error) {
+	bf, err := e.bf16()
+	if err != nil {
+		return 0, err
+	}
+	d := cudalib.GemmDesc{M: m, N: n, K: k, TransA: ta, TransB: tb, Batch: 1, CType: ctype, BiasType: ctype,
+		Epilogue: epi, Accumulate: acc, WorkspaceBytes: bf16Workspace}
+	if p, ok := bf.gemms[d]; ok {
+		return p, nil
+	}
+	p, err := bf.k.GemmCreate(bf.lt, d)
+	if err != nil {
+		return 0, fmt.Errorf("a %dx%dx%d bf16 GEMM (epilogue %d): %w", m, n, k, epi, err)
+	}
+	bf.gemms[d], bf.descs[p] = p, d
+	bf.order = append(bf.order, p)
+	return p, nil
+}
+
+// gemm runs plan: c = op(a) op(b) (+ bias, the epilogue with aux). Its
+// first run outside a capture (the eager warm-up step before the step's
+// graph is recorded) first times cuBLASLt's candidates for it on these
+// operands and keeps the fastest (sdg_gemm_tune), unless
+// SYMDDP_CUDA_TUNE=0; an accumulating plan (a residual add) is timed into
+// scratch, so that the step's result is what one run gives. Measured on the
+// H200 at GPT-2 124M's shapes (B=16), the heuristic's choices against the
+// tuned ones: the MLP's input gradient with GELU's derivative 197.5 ->
+// 152.0 us, the attention projection's dW 65.4 -> 56.8 us, the rest of a
+// block's GEMMs 1-6% (2026-12-02, scripts/gpu-gpt-kernels-check.sh, on the
+// fused GPT, which ran the same plans). Every PE tunes on its own: that
+// changes the rounding of its local gradients, not the replicas (see
+// sdc_lt_tune in cuda/sd_compute_lt.cu).
+func (e *Engine) gemm(plan, c, a, b, bias, aux uintptr) error {
+	if err := e.tuneFirst(plan, c, a, b, bias, aux); err != nil {
+		return err
+	}
+	bf := e.bf
+	return bf.k.GemmRun(plan, bf.lt, c, a, b, bias, aux, bf.ws, e.info.Stream)
+}
+
+// gemmInto runs an accumulating plan (a residual add) with C read from c and
+// the result written to d, tuned at its first use as gemm does.
+func (e *Engine) gemmInto(plan, d, c, a, b, bias uintptr) error {
+	if err := e.tuneFirst(plan, d, a, b, bias, 0); err != nil {
+		return err
+	}
+	bf := e.bf
+	return bf.k.GemmRunInto(plan, bf.lt, d, c, a, b, bias, 0, bf.ws, e.info.Stream)
+}
+
+// tuneFirst tunes plan at its first run outside a capture (see gemm).
+func (e *Engine) tuneFirst(plan, c, a, b, bias, aux uintptr) error {
+	bf := e.bf
+	if !bf.tune || bf.tuned[plan] || e.capture.active {
+		return nil
+	}
+	return e.tunePlan(plan, c, a, b, bias, aux)
+}
+
+// bf16TuneCandidates and bf16TuneReps: how many of cuBLASLt's candidates a
+// plan's tuning times (split-K variants come on top for a dW's underfilling
+// choice), and how many runs each.
+const bf16TuneCandidates, bf16TuneReps = 8, 5
+
+func (e *Engine) tunePlan(plan, c, a, b, bias, aux uintptr) error {
+	bf := e.bf
+	d := bf.descs[plan]
+	if d.Accumulate {
+		bytes := 2 * d.M * d.N
+		if d.CType == cudalib.GPTF32 {
+			bytes *= 2
+		}
+		if bytes > bf.tuneCBytes {
+			bf.tuneC, bf.tuneCBytes = e.alloc("bf16 GEMM tuning", bytes), bytes
+		}
+		c = bf.tuneC
+	}
+	if err := bf.k.GemmTune(plan, bf.lt, c, a, b, bias, aux, bf.ws, e.info.Stream, bf16TuneCandidates, bf16TuneReps); err != nil {
+		return fmt.Errorf("tuning the %dx%dx%d GEMM: %w", d.M, d.N, d.K, err)
+	}
+	bf.tuned[plan] = true
+	if bf.tuneLog {
+		acc := ""
+		if d.Accumulate {
+			acc = ", accumulating"
+		}
+		fmt.Fprintf(os.Stderr, "cuda: bf16 GEMM %dx%dx%d (epilogue %d%s): heuristic's choice %.1f us, kept %.1f us\n",
+			d.M, d.N, d.K, d.Epilogue, acc, float64(bf.k.GemmTunedNs(plan, 0))/1e3, float64(bf.k.GemmTunedNs(plan, 1))/1e3)
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/symddp/symddp/compute"
+)
+
+// embeddingBF16 is GPT-2's embedding in bf16 (compute.Embeddings): row i of
+// the output is the token's row plus the position's (sdg_embed_forward);
+// the backward scatters the output's gradient into the fp32 gradients of
+// both tables, deterministically (sdg_embed_backward: each token's rows
+// summed in position order, then added).
+type embeddingBF16 struct {
+	e            *Engine
+	s            compute.EmbeddingSpec
+	wte, wpe     *Tensor // bf16 tables
+	dwte, dwpe   *Tensor // fp32 gradients
+	scratchBytes int     // what sdg_embed_backward needs of the shared scratch
+	ids          *Labels // the last Forward's
+	addTokens    bool
+}
+
+// Embedding plans s (DType BF16: the engine has no fp32 one; the fp32 path
+// is Indexing's GatherRows and ScatterAddRows).
+func (e *Engine) Embedding(s compute.EmbeddingSpec) (compute.EmbeddingPlan, error) {
+	const op = "Embedding"
+	if s.DType != compute.BF16 {
+		return nil, &compute.MissingOpError{Engine: e.Name(), Op: fmt.Sprintf("%v embedding plan (Indexing has the fp32 lookups)", s.DType), Group: "Embeddings"}
+	}
+	if err := e.CheckBF16(s); err != nil {
+		return nil, err
+	}
+	p := &embeddingBF16{e: e, s: s, addTokens: s.AddTokens,
+		wte: e.bf16Of(op, s.Tokens), wpe: e.bf16Of(op, s.Positions), dwte: e.tensorOf(op, s.DTokens), dwpe: e.tensorOf(op, s.DPositions)}
+	if p.wte.size != s.Vocab*s.C || p.dwte.size != p.wte.size || p.wpe.size != s.T*s.C || p.dwpe.size != p.wpe.size {
+		compute.PanicShapes("cuda", op, fmt.Sprintf("want tables (%d,%d) and (%d,%d)", s.Vocab, s.C, s.T, s.C), p.wte.shape, p.dwte.shape, p.wpe.shape, p.dwpe.shape)
+	}
+	if p.dwte.ptr%16 != 0 || p.dwpe.ptr%16 != 0 {
+		return nil, fmt.Errorf("%w: the embedding's gradients are not 16-byte aligned in the arena", compute.ErrBF16Shape)
+	}
+	bf, err := e.bf16()
+	if err != nil {
+		return nil, err
+	}
+	p.scratchBytes = bf.k.EmbedBackwardScratchBytes(s.B, s.T, s.Vocab)
+	if err := e.scratch(&bf.emb, p.scratchBytes); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Forward writes out (B·T,C) from ids (B·T, each in [0,Vocab)).
+func (p *embeddingBF16) Forward(out compute.Tensor, ids compute.Labels) {
+	const op = "bf16 Embedding Forward"
+	e, s := p.e, p.s
+	od := e.bf16Of(op, out)
+	if od.size != s.B*s.T*s.C {
+		compute.PanicShape("cuda", op, fmt.Sprintf("(%d,%d)", s.B*s.T, s.C), od.shape)
+	}
+	p.ids = e.checkIDs(op, ids, s.B*s.T, 0, int32(s.Vocab))
+	e.fail(op, e.bf.k.EmbedForward(od.ptr, p.ids.ptr, p.wte.ptr, p.wpe.ptr, s.B, s.T, s.C, e.info.Stream))
+}
+
+// Backward writes the tables' gradients from dout (B·T,C): the positions'
+// overwritten, the tokens' added to with AddTokens (a tied head wrote it).
+func (p *embeddingBF16) Backward(dout compute.Tensor) {
+	const op = "bf16 Embedding Backward"
+	e, s := p.e, p.s
+	if p.ids == nil {
+		panic("cuda: " + op + " before Forward")
+	}
+	dd := e.bf16Of(op, dout)
+	if dd.size != s.B*s.T*s.C {
+		compute.PanicShape("cuda", op, fmt.Sprintf("(%d,%d)", s.B*s.T, s.C), dd.shape)
+	}
+	if !p.addTokens {
+		e.fail(op, e.dev.Zero(p.dwte.ptr, p.dwte.bytes()))
+	}
+	e.fail(op, e.dev.Zero(p.dwpe.ptr, p.dwpe.bytes()))
+	e.fail(op, e.bf.k.EmbedBackward(p.dwte.ptr, p.dwpe.ptr, dd.ptr, p.ids.ptr, s.B, s.T, s.C, s.Vocab, e.bf.emb.ptr, p.scratchBytes, e.info.Stream))
+}
+
+// checkIDs is l as n labels of the engine whose host copies (as SetLabels
+// or a pipeline slot last wrote them) lie in [lo, hi); while capturing,
+// only their number is checked (a pipeline slot's are checked when filled).
+func (e *Engine) checkIDs(op string, l compute.Labels, n int, lo, hi int32) *Labels {
+	d := e.labelsOf(op, l)
+	if len(d.host) != n {
+		panic(fmt.Sprintf("cuda: %s: %d ids, want %d", op, len(d.host), n))
+	}
+	if e.capture.active {
+		return d
+	}
+	for i, t := range d.host {
+		if t < lo || t >= hi {
+			compute.PanicLabel("cuda", op, i, int(t), int(hi))
+		}
+	}
+	return d
+}

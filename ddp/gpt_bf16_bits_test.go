@@ -1,0 +1,69 @@
+package ddp
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/models"
+)
+
+// The bf16 GPT's bits on the emulated device, pinned. The losses and
+// parameter hashes below were recorded from the fused GPT (the whole model
+// as one planned sequence of sdg_* kernels, compute/cuda/gpt.go at commit
+// 7271189) before per-layer bf16 plans replaced it; the layers' plans
+// enqueue the same kernels in the same order with the same arguments, so
+// they must give these bits, step after step, optimizer included.
+var (
+	// bf16GPTRun(6 steps) on one PE, graphs or not
+	bf16Losses = []float64{5.50270414352417, 4.9494218826293945, 4.673116683959961, 4.400059223175049,
+		4.335079669952393, 3.9128642082214355}
+	bf16Hash uint64 = 0xd4913c3fd48094ea
+	// 4 steps of the same run on 2 PEs (4 sequences each), or on one PE
+	// accumulating 2 micro-batches of 4
+	bf16HalfLosses        = []float64{5.502704620361328, 4.9494218826293945, 4.673116683959961, 4.40004301071167}
+	bf16HalfHash   uint64 = 0x14922884b7d7e0d8
+)
+
+func TestBF16GPTBitsEmulated(t *testing.T) {
+	for _, graphs := range []bool{true, false} {
+		losses, res, _ := bf16GPTRun(t, emulatedBackend(graphs), 6)
+		require.Equal(t, bf16Losses, losses, "graphs %v", graphs)
+		require.Equal(t, bf16Hash, res.Replicas.Hashes[0], "graphs %v: parameter hash %016x, want %016x", graphs, res.Replicas.Hashes[0], bf16Hash)
+	}
+	losses, res, _ := bf16GPTRunWith(t, emulatedBackend(true), 4, 2)
+	require.Equal(t, bf16HalfLosses, losses, "accumulating 2 micro-batches")
+	require.Equal(t, bf16HalfHash, res.Replicas.Hashes[0], "accumulating 2 micro-batches: parameter hash %016x", res.Replicas.Hashes[0])
+}
+
+// On 2 PEs the gradients are reduced as backward reports them ready; the
+// bits are those of one PE accumulating the same two halves.
+func TestBF16GPTBitsTwoPEsEmulated(t *testing.T) {
+	w := newWorld(2)
+	res := make([]Result, 2)
+	losses := make([][]float64, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for pe := range 2 {
+		wg.Go(func() {
+			train, val, m, o := gptSetup(t, bf16Text(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
+			opts := Options{GlobalBatch: 8, Epochs: 10, MaxSteps: 4, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
+			opts.Hooks.OnLog = func(l LogInfo) { losses[pe] = append(losses[pe], l.Loss) }
+			tr, err := New(w.comm(pe), w.engs[pe], m, o, opts)
+			if err != nil {
+				errs[pe] = err
+				return
+			}
+			defer tr.Close()
+			res[pe], errs[pe] = tr.Fit(context.Background(), train, val)
+		})
+	}
+	wg.Wait()
+	for pe := range 2 {
+		require.NoError(t, errs[pe], "PE %d", pe)
+	}
+	require.Equal(t, bf16HalfLosses, losses[0])
+	require.True(t, res[0].Replicas.Identical)
+	require.Equal(t, bf16HalfHash, res[0].Replicas.Hashes[0], "parameter hash %016x", res[0].Replicas.Hashes[0])
+}

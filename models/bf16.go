@@ -1,0 +1,325 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/symddp/symddp/compute"
+)
+
+// A model in bf16. The Decoder builds its layers in bf16 when the engine
+// has a bf16 form of every operation of the model at its sizes
+// (compute.BF16Tensors.CheckBF16): activations are bf16 tensors between
+// layers, the weights the layers read are a bf16 copy of the fp32 masters
+// that the model casts once per forward (compute.Masters), and every
+// weight gradient goes in fp32 into the arena. The layers that have a bf16
+// form (Linear, LayerNorm, CausalSelfAttention, GELUMLP, Residual) say so
+// by implementing bf16Layer; a Residual in bf16 lets its last layer write
+// the block's output onto the residual stream in its GEMM (streamOut) and
+// its first layer add its input gradient into the stream's gradient
+// (streamIn), so the stream is one tensor and its gradient another, each
+// updated in place, as the fused kernels this replaces kept them.
+
+// bf16Layer is a layer with a bf16 form.
+type bf16Layer interface {
+	Layer
+	// checkBF16 says whether the layer builds in bf16 on b (b.bf16 set),
+	// without allocating: the shape of one output sample, as Build returns
+	// it, or why not (the engine's words: a *compute.MissingOpError or an
+	// error wrapping compute.ErrBF16Shape).
+	checkBF16(b Build) (out []int, err error)
+}
+
+// streamOut is a layer that can end a residual block in bf16: built with
+// Build.onto, its output is r + f(x), r the block's input.
+type streamOut interface {
+	forwardOnto(x, r compute.Tensor) compute.Tensor
+}
+
+// streamIn is a layer that can begin a residual block in bf16: built with
+// Build.into, its Backward is backwardOnto, which adds the gradient at its
+// input to stream, the block's output gradient, in place.
+type streamIn interface {
+	backwardOnto(dy, stream compute.Tensor)
+}
+
+// bf16Views is a bf16 Build's parameter copies (Build.half), checked.
+func (b Build) bf16Views(layer string, n int) ([]compute.Tensor, error) {
+	if len(b.half) != n {
+		return nil, fmt.Errorf("%s: %d bf16 parameter copies, want %d", layer, len(b.half), n)
+	}
+	return b.half, nil
+}
+
+// allocBF16 is Alloc of a bf16 tensor (a bf16 build has no scratch pool:
+// the Decoder refuses recompute in bf16).
+func (b Build) allocBF16(shape ...int) compute.Tensor {
+	return b.Engine.(compute.BF16Tensors).AllocBF16(append([]int{b.Batch}, shape...)...)
+}
+
+// gradPool is the input gradients (bf16) that the blocks of a bf16 Decoder
+// share: a block's are live only while its Backward runs, so block k's
+// first (rows, C) gradient can be block j's first too, as the fused GPT kept
+// one buffer per role for all layers. Each block allocates through a part
+// of the pool (Build.grads); the blocks' output gradient, the residual
+// stream's, is not in it.
+type gradPool struct {
+	slots []scratchSlot
+}
+
+// gradPart is one block's allocator from a gradPool: its tensors are
+// distinct from each other and, by shape in allocation order, the other
+// blocks'.
+type gradPart struct {
+	pool  *gradPool
+	taken []bool
+}
+
+// part returns a new block's allocator.
+func (p *gradPool) part() *gradPart { return &gradPart{pool: p} }
+
+func (g *gradPart) alloc(e compute.BF16Tensors, shape []int) compute.Tensor {
+	p := g.pool
+	g.taken = append(g.taken, make([]bool, len(p.slots)-len(g.taken))...)
+	for i, sl := range p.slots {
+		if !g.taken[i] && slices.Equal(sl.shape, shape) {
+			g.taken[i] = true
+			return sl.t
+		}
+	}
+	t := e.AllocBF16(shape...)
+	p.slots = append(p.slots, scratchSlot{shape: slices.Clone(shape), t: t})
+	g.taken = append(g.taken, true)
+	return t
+}
+
+// allocGradBF16 is allocBF16 for an input gradient: from the block's part
+// of the Decoder's gradient pool when the layer is inside a block.
+func (b Build) allocGradBF16(shape ...int) compute.Tensor {
+	if b.grads == nil {
+		return b.allocBF16(shape...)
+	}
+	return b.grads.alloc(b.Engine.(compute.BF16Tensors), append([]int{b.Batch}, shape...))
+}
+
+// bf16Notes collects what a bf16 build's plans say they run, for the
+// model's BuildReport.
+type bf16Notes struct {
+	seen  map[string]bool
+	items []string
+}
+
+// note adds what once.
+func (b Build) note(what string) {
+	n := b.notes
+	if n == nil || what == "" {
+		return
+	}
+	if n.seen == nil {
+		n.seen = map[string]bool{}
+	}
+	if !n.seen[what] {
+		n.seen[what] = true
+		n.items = append(n.items, what)
+	}
+}
+
+// String joins the notes.
+func (n *bf16Notes) String() string { return strings.Join(n.items, ", ") }
+
+// checkBF16Layer asks l whether it builds in bf16 on b.
+func checkBF16Layer(l Layer, b Build) ([]int, error) {
+	bl, ok := l.(bf16Layer)
+	if !ok {
+		return nil, fmt.Errorf("%T has no bf16 form", l)
+	}
+	return bl.checkBF16(b)
+}
+
+// errNoBF16 is what an engine without bf16 tensors is, at auto precision:
+// no warning, the model runs in fp32 as on the CPU.
+func errNoBF16(err error) bool {
+	var missing *compute.MissingOpError
+	return errors.As(err, &missing) && missing.Group == "BF16Tensors" && strings.HasPrefix(missing.Op, "bf16 tensors")
+}
+
+// SetPrecision chooses how the model computes (before Build):
+// compute.PrecisionAuto (bf16 where the engine has a bf16 form of every
+// layer at the model's sizes, such as the CUDA engine; fp32 elsewhere),
+// compute.PrecisionBF16 (an error at Build where it has not) or
+// compute.PrecisionF32 (the engine's fp32 operation groups).
+func (d *Decoder) SetPrecision(p compute.Precision) error {
+	switch p {
+	case compute.PrecisionAuto, compute.PrecisionF32, compute.PrecisionBF16:
+		if d.e != nil {
+			return fmt.Errorf("precision %s: the model is built already", p)
+		}
+		d.precision = p
+		return nil
+	}
+	return fmt.Errorf("precision %q: want bf16, fp32 or auto", string(p))
+}
+
+// Precision is what SetPrecision chose; after Build, what runs (bf16 or
+// fp32).
+func (d *Decoder) Precision() compute.Precision { return d.precision }
+
+// FP32Reason says why the model runs in fp32 on an engine that computes in
+// bf16 at compute.PrecisionAuto (a layer without a bf16 form, a size the
+// bf16 kernels do not take); nil otherwise.
+func (d *Decoder) FP32Reason() error { return d.fp32Why }
+
+// BuildReport says what runs after Build (BuildReporter): the bf16 plans,
+// or a warning when the model runs in fp32 on an engine that computes in
+// bf16, and why.
+func (d *Decoder) BuildReport() (string, bool) {
+	switch {
+	case d.precision == compute.PrecisionBF16 && d.e != nil:
+		return "runs in bf16 (fp32 master weights, gradients and accumulation) through per-layer plans: " + d.notes.String(), false
+	case d.fp32Why != nil:
+		return fmt.Sprintf("runs in fp32 on the engine's per-layer operations, not in bf16 (much slower): %v", d.fp32Why), true
+	}
+	return "", false
+}
+
+// choosePrecision decides, before the layers build, whether the model runs
+// in bf16 on e: where the precision asks for it or is auto, and every part
+// of the model has a bf16 form at its sizes. It sets d.precision to the
+// choice (and d.fp32Why at auto when the engine computes in bf16 but not
+// this model).
+func (d *Decoder) choosePrecision(e compute.Engine, params, grads []compute.Tensor, rows int, declared [][]ParamSpec, uses [][]paramUse) error {
+	if d.precision == compute.PrecisionF32 {
+		return nil
+	}
+	probe := d
+	if d.recompute != RecomputeNone {
+		// the layers themselves, not the checkpoints around them
+		plain, err := NewDecoder(d.name, d.spec)
+		if err != nil {
+			return err
+		}
+		probe, declared = plain, plain.declared()
+		if uses, err = resolveTies(declared); err != nil {
+			return err
+		}
+	}
+	err := probe.checkBF16(e, params, grads, rows, declared, uses)
+	switch {
+	case err == nil && d.recompute != RecomputeNone:
+		p := "auto"
+		if d.precision != compute.PrecisionAuto {
+			p = string(d.precision)
+		}
+		return fmt.Errorf("recompute %s runs in fp32 only: set precision fp32 (at precision %s engine %s runs the model's layers in bf16, which recompute nothing)",
+			d.recompute, p, e.Name())
+	case err == nil:
+		d.precision = compute.PrecisionBF16
+	case d.precision == compute.PrecisionBF16:
+		return fmt.Errorf("precision bf16: %w", err)
+	default:
+		if !errNoBF16(err) {
+			d.fp32Why = err
+		}
+		d.precision = compute.PrecisionF32
+	}
+	return nil
+}
+
+// checkBF16 asks the engine about every part of the model in bf16: the
+// embedding, the loss, each layer (through its checkBF16), in that order.
+func (d *Decoder) checkBF16(e compute.Engine, params, grads []compute.Tensor, rows int, declared [][]ParamSpec, uses [][]paramUse) error {
+	s, bt := d.spec, rows*d.spec.Context
+	if _, ok := e.(compute.BF16Tensors); !ok {
+		return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 tensors", Group: "BF16Tensors"}
+	}
+	if s.Positions == "" {
+		return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 embedding without learned positions", Group: "Embeddings"}
+	}
+	if _, err := compute.Require[compute.Embeddings](e, "bf16 embedding"); err != nil {
+		return err
+	}
+	if err := compute.CheckBF16(e, compute.EmbeddingSpec{B: rows, T: s.Context, C: s.Width, Vocab: s.Vocab, DType: compute.BF16}); err != nil {
+		return err
+	}
+	check := func(i int, l Layer) error {
+		b, _ := layerBuild(Build{Engine: e, Batch: bt, In: []int{s.Width}, NeedInputGrad: true, bf16: true}, declared[i+1], uses[i+1], params, grads)
+		_, err := checkBF16Layer(l, b)
+		return err
+	}
+	for i, l := range d.blocks {
+		if err := check(i, l); err != nil {
+			return err
+		}
+	}
+	// the loss before the head, whose width is the vocabulary: its refusal
+	// says what to do about it
+	if _, err := compute.Require[compute.CrossEntropies](e, "bf16 cross-entropy"); err != nil {
+		return err
+	}
+	if err := compute.CheckBF16(e, compute.CrossEntropySpec{Rows: bt, Classes: s.Vocab, DType: compute.BF16}); err != nil {
+		return err
+	}
+	if err := check(len(d.blocks), d.norm); err != nil {
+		return err
+	}
+	return check(len(d.blocks)+1, d.head)
+}
+
+// layers are the blocks, the final norm and the head, in forward order.
+func (d *Decoder) layers() []Layer {
+	return append(append([]Layer(nil), d.blocks...), d.norm, d.head)
+}
+
+// bf16Decoder is what a Decoder built in bf16 holds beyond the layers.
+type bf16Decoder struct {
+	masters compute.Masters
+	embed   compute.EmbeddingPlan
+	loss    compute.CrossEntropyPlan
+}
+
+// buildBF16 builds the model in bf16 (see the top of the file): the
+// masters' copy, the embedding plan, the layers over the copies, the loss.
+func (d *Decoder) buildBF16(e compute.Engine, params, grads []compute.Tensor, rows int, declared [][]ParamSpec, uses [][]paramUse) error {
+	s, bt := d.spec, rows*d.spec.Context
+	bt16 := e.(compute.BF16Tensors)
+	masters, err := bt16.BF16Masters(params)
+	if err != nil {
+		return err
+	}
+	half := masters.Views()
+	d.notes = &bf16Notes{}
+	emb, _ := compute.Require[compute.Embeddings](e, "bf16 embedding")
+	embed, err := emb.Embedding(compute.EmbeddingSpec{B: rows, T: s.Context, C: s.Width, Vocab: s.Vocab, DType: compute.BF16,
+		Tokens: half[0], Positions: half[1], DTokens: grads[0], DPositions: grads[1], AddTokens: uses[0][0].add})
+	if err != nil {
+		return err
+	}
+	layers := d.layers()
+	d.first = make([]int, len(layers))
+	next := len(declared[0])
+	pool := &gradPool{}
+	for i, l := range layers {
+		b, n := layerBuild(Build{Engine: e, Batch: bt, In: []int{s.Width}, NeedInputGrad: true, bf16: true, notes: d.notes}, declared[i+1], uses[i+1], params, grads)
+		if i < len(d.blocks) {
+			b.grads = pool.part()
+		}
+		for _, u := range uses[i+1] {
+			b.half = append(b.half, half[u.index])
+		}
+		d.first[i], next = next, next+n
+		if _, err := l.Build(b); err != nil {
+			return err
+		}
+	}
+	ce, _ := compute.Require[compute.CrossEntropies](e, "bf16 cross-entropy")
+	loss, err := ce.CrossEntropy(compute.CrossEntropySpec{Rows: bt, Classes: s.Vocab, DType: compute.BF16})
+	if err != nil {
+		return err
+	}
+	d.notes.items = append(d.notes.items, loss.Path())
+	d.bf = &bf16Decoder{masters: masters, embed: embed, loss: loss}
+	d.x0 = bt16.AllocBF16(bt, s.Width)
+	return nil
+}
