@@ -16,37 +16,49 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The gpu-gpt subcommand: tokens/s and MFU of a GPT's training as the
-// product runs it on one GPU, `train --backend nvshmem --pes 1 --dataset
-// synthetic` (ddp's step: the batch copied to the GPU every step, the fused
-// GPT's forward and backward, AdamW), read from train's metrics log after
-// the warm-up steps, beside PyTorch's step on the same shapes, eager and
-// torch.compile (bench/torch_gpt_bench.py: bf16 autocast, fused AdamW,
-// the batch resident on the GPU).
+// The gpu-gpt subcommand: tokens/s and MFU of a language model's training
+// (the GPT-2 sizes and the Llama presets) as the product runs it on one
+// GPU, `train --backend nvshmem --pes 1 --dataset synthetic` (ddp's step:
+// the batch copied to the GPU every step, the model's per-layer forward and
+// backward, AdamW), read from train's metrics log after the warm-up steps,
+// beside PyTorch's step on the same shapes, eager and torch.compile
+// (bench/torch_gpt_bench.py or bench/torch_llama_bench.py: bf16 autocast,
+// fused AdamW, the batch resident on the GPU).
 func init() {
-	register("gpu-gpt", "GPT tokens/s and MFU of train --backend nvshmem --pes 1 beside PyTorch eager and torch.compile (needs libsymddp_cuda.so and a GPU)", runGPUGPT)
+	register("gpu-gpt", "GPT-2 and Llama tokens/s and MFU of train --backend nvshmem --pes 1 beside PyTorch eager and torch.compile (needs libsymddp_cuda.so and a GPU)", runGPUGPT)
 }
 
 // gptPreset is a model shape that both sides have: train's flags for it
-// and bench/torch_gpt_bench.py's preset of the same shape.
+// and the PyTorch script's preset of the same shape.
 type gptPreset struct {
 	label   string   // the table's model column
-	torch   string   // torch_gpt_bench.py --preset
+	torch   string   // the script's --preset
 	args    []string // train's model flags
 	context int      // T, which turns sequences/s into tokens/s
+	script  string   // the PyTorch peer in bench/: torch_gpt_bench.py, or torch_llama_bench.py
 }
 
-// gptPresets are the torch script's presets: GPT-2 124M (vocabulary 50304)
+const (
+	torchGPTScript   = "torch_gpt_bench.py"
+	torchLlamaScript = "torch_llama_bench.py"
+)
+
+// gptPresets are the torch scripts' presets: GPT-2 124M (vocabulary 50304)
 // and the larger GPT-2 sizes by train's names (medium 350M, large 774M, xl
-// 1.5B), gpt-tiny (4 layers, 4 heads, 128 wide, T 128, bytes) and a 6-layer
-// 384-wide byte model with T 256.
+// 1.5B), gpt-tiny (4 layers, 4 heads, 128 wide, T 128, bytes), a 6-layer
+// 384-wide byte model with T 256, and train's Llama presets (llama-tiny,
+// llama-124m: GPT-2 124M's sizes with 4 key/value heads; llama3-1b: Llama
+// 3.2 1B's shape, T 2048).
 var gptPresets = map[string]gptPreset{
-	"gpt2":   {label: "gpt2 124M", torch: "gpt2", args: []string{"--model", "gpt2"}, context: 1024},
-	"medium": {label: "gpt2-medium", torch: "medium", args: []string{"--model", "gpt2-medium"}, context: 1024},
-	"large":  {label: "gpt2-large", torch: "large", args: []string{"--model", "gpt2-large"}, context: 1024},
-	"xl":     {label: "gpt2-xl", torch: "xl", args: []string{"--model", "gpt2-xl"}, context: 1024},
-	"tiny":   {label: "gpt-tiny", torch: "tiny", args: []string{"--model", "gpt-tiny"}, context: 128},
-	"small":  {label: "gpt 6x384", torch: "small", args: []string{"--model", "gpt", "--layers", "6", "--heads", "6", "--width", "384", "--context", "256"}, context: 256},
+	"gpt2":       {label: "gpt2 124M", torch: "gpt2", args: []string{"--model", "gpt2"}, context: 1024, script: torchGPTScript},
+	"medium":     {label: "gpt2-medium", torch: "medium", args: []string{"--model", "gpt2-medium"}, context: 1024, script: torchGPTScript},
+	"large":      {label: "gpt2-large", torch: "large", args: []string{"--model", "gpt2-large"}, context: 1024, script: torchGPTScript},
+	"xl":         {label: "gpt2-xl", torch: "xl", args: []string{"--model", "gpt2-xl"}, context: 1024, script: torchGPTScript},
+	"tiny":       {label: "gpt-tiny", torch: "tiny", args: []string{"--model", "gpt-tiny"}, context: 128, script: torchGPTScript},
+	"small":      {label: "gpt 6x384", torch: "small", args: []string{"--model", "gpt", "--layers", "6", "--heads", "6", "--width", "384", "--context", "256"}, context: 256, script: torchGPTScript},
+	"llama-tiny": {label: "llama-tiny", torch: "tiny", args: []string{"--model", "llama-tiny"}, context: 128, script: torchLlamaScript},
+	"llama-124m": {label: "llama-124m", torch: "llama-124m", args: []string{"--model", "llama-124m"}, context: 1024, script: torchLlamaScript},
+	"llama3-1b":  {label: "llama3-1b", torch: "llama3-1b", args: []string{"--model", "llama3-1b"}, context: 2048, script: torchLlamaScript},
 }
 
 // gptGPUConfig is one measured model and batch.
@@ -72,7 +84,7 @@ func parseGPTGPUConfig(s string) (gptGPUConfig, error) {
 	name = strings.TrimPrefix(name, "gpt2-")
 	batch, err := strconv.Atoi(b)
 	if _, known := gptPresets[name]; !ok || !known || err != nil || batch < 1 {
-		return gptGPUConfig{}, fmt.Errorf("config %q: want PRESET/BATCH with PRESET gpt2, medium, large, xl, tiny or small, e.g. gpt2/16", s)
+		return gptGPUConfig{}, fmt.Errorf("config %q: want PRESET/BATCH with PRESET gpt2, medium, large, xl, tiny, small, llama-tiny, llama-124m or llama3-1b, e.g. gpt2/16", s)
 	}
 	return gptGPUConfig{preset: name, batch: batch}, nil
 }
@@ -88,7 +100,9 @@ type gpuGPTOpts struct {
 	device      int
 	trainBin    string
 	python      string
-	script      string // "" when PyTorch is not measured
+	torchOff    bool   // --torch-script none: symddp only
+	script      string // --torch-script: the peer of every preset ("": each preset's own in benchDir)
+	benchDir    string // the module's bench/
 	torchSteps  int
 	torchWarmup int
 	timeout     time.Duration
@@ -112,7 +126,7 @@ func defaultPython() string {
 func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	var o gpuGPTOpts
 	fs := pflag.NewFlagSet("symbench gpu-gpt", pflag.ContinueOnError)
-	cfgs := fs.StringSlice("configs", defaultGPTGPUConfigs, "models and batches as PRESET/BATCH: gpt2 (GPT-2 124M, T 1024), medium, large, xl (the larger GPT-2 sizes, T 1024), tiny (gpt-tiny, T 128), small (6 layers, 384 wide, T 256); the torch script's presets")
+	cfgs := fs.StringSlice("configs", defaultGPTGPUConfigs, "models and batches as PRESET/BATCH: gpt2 (GPT-2 124M, T 1024), medium, large, xl (the larger GPT-2 sizes, T 1024), tiny (gpt-tiny, T 128), small (6 layers, 384 wide, T 256), llama-tiny, llama-124m (T 1024), llama3-1b (T 2048); the torch scripts' presets")
 	fs.IntVar(&o.warmup, "warmup", 20, "train's untimed steps (also its --log-every)")
 	fs.IntVar(&o.steps, "steps", 100, "train's timed steps; a multiple of --warmup")
 	fs.StringVar(&o.precision, "precision", "bf16", "train --precision: bf16 (PyTorch's side runs bf16 autocast), auto or fp32")
@@ -122,7 +136,7 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	fs.IntVar(&o.device, "device", -1, "GPU to use, through CUDA_VISIBLE_DEVICES (-1: GPU 0 of the visible ones)")
 	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to run (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
 	fs.StringVar(&o.python, "python", defaultPython(), "Python with PyTorch and CUDA")
-	fs.StringVar(&o.script, "torch-script", "", "PyTorch peer (default: bench/torch_gpt_bench.py of the module holding the working directory); \"none\": symddp only")
+	fs.StringVar(&o.script, "torch-script", "", "PyTorch peer of every config (default: bench/torch_gpt_bench.py for the GPTs and bench/torch_llama_bench.py for the Llamas, of the module holding the working directory); \"none\": symddp only")
 	fs.IntVar(&o.torchSteps, "torch-steps", 0, "the PyTorch script's timed steps (default: --steps; a GPU that reaches its power limit slows after a second or two, so both sides run as long)")
 	fs.IntVar(&o.torchWarmup, "torch-warmup", 0, "the PyTorch script's warm-up steps, torch.compile compiling in the first (default: --warmup)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "deadline of one train run, and of one PyTorch run (every batch of a model)")
@@ -165,11 +179,13 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	}
 	switch o.script {
 	case "none":
-		o.script = ""
+		o.script, o.torchOff = "", true
 	case "":
-		o.script = filepath.Join(moduleRoot(), "bench", "torch_gpt_bench.py")
-		if !fileExists(o.script) {
-			return o, fmt.Errorf("no PyTorch peer at %s: run symbench inside the symddp module, or pass --torch-script PATH (or none)", o.script)
+		o.benchDir = filepath.Join(moduleRoot(), "bench")
+		for _, c := range o.configs {
+			if s := o.scriptFor(c.preset); !fileExists(s) {
+				return o, fmt.Errorf("no PyTorch peer at %s: run symbench inside the symddp module, or pass --torch-script PATH (or none)", s)
+			}
 		}
 	default:
 		if !fileExists(o.script) {
@@ -177,6 +193,15 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 		}
 	}
 	return o, nil
+}
+
+// scriptFor is the PyTorch peer that measures preset: --torch-script, or
+// the preset's own script in the module's bench/.
+func (o gpuGPTOpts) scriptFor(preset string) string {
+	if o.script != "" {
+		return o.script
+	}
+	return filepath.Join(o.benchDir, gptPresets[preset].script)
 }
 
 // gpuGPTArgs are the arguments of the train run of configuration c, its
@@ -206,7 +231,7 @@ func gpuGPTTorchArgs(o gpuGPTOpts, preset string, batches []int) []string {
 	for i, b := range batches {
 		bs[i] = strconv.Itoa(b)
 	}
-	return []string{o.script, "--preset", gptPresets[preset].torch, "--batch", strings.Join(bs, ","), "--modes", strings.Join(o.torchModes, ","),
+	return []string{o.scriptFor(preset), "--preset", gptPresets[preset].torch, "--batch", strings.Join(bs, ","), "--modes", strings.Join(o.torchModes, ","),
 		"--steps", strconv.Itoa(o.torchSteps), "--warmup", strconv.Itoa(o.torchWarmup)}
 }
 
@@ -259,8 +284,14 @@ func gpuGPT(ctx context.Context, o gpuGPTOpts, w io.Writer) error {
 	fmt.Fprintln(w, "gpu-gpt: GPT training of train --backend nvshmem --pes 1 --dataset synthetic --precision "+o.precision+rc+" (ddp's step: the batch")
 	fmt.Fprintln(w, "copied to the GPU, forward, loss, backward, AdamW without clipping; no allreduce at one PE),")
 	fmt.Fprintf(w, "%d warm-up steps, then %d timed, from train's metrics log; MFU = tokens/s x (6N + 6LCT) / the GPU's dense peak\n", o.warmup, o.steps)
-	if o.script != "" {
-		fmt.Fprintf(w, "PyTorch: %s (bf16 autocast, fused AdamW, batch resident on the GPU), %d warm-up and %d timed steps\n", filepath.Base(o.script), o.torchWarmup, o.torchSteps)
+	if !o.torchOff {
+		var names []string
+		for _, c := range o.configs {
+			if n := filepath.Base(o.scriptFor(c.preset)); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		fmt.Fprintf(w, "PyTorch: %s (bf16 autocast, fused AdamW, batch resident on the GPU), %d warm-up and %d timed steps\n", strings.Join(names, ", "), o.torchWarmup, o.torchSteps)
 	}
 	rows := make([]gptGPURow, len(o.configs))
 	var failed []error
@@ -286,7 +317,7 @@ func gpuGPT(ctx context.Context, o gpuGPTOpts, w io.Writer) error {
 			failed = append(failed, err)
 		}
 	}
-	if o.script != "" {
+	if !o.torchOff {
 		failed = append(failed, measureTorchGPT(ctx, o, rows, w)...)
 	}
 	if err := printGPUGPTTable(w, rows); err != nil {

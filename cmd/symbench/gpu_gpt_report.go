@@ -67,7 +67,8 @@ func readGPTMetrics(metrics []byte, from, to, context int) (gptRun, error) {
 	return r, fmt.Errorf("no final record in the metrics log")
 }
 
-// torchGPUGPT is one RESULT line of bench/torch_gpt_bench.py.
+// torchGPUGPT is one RESULT line of bench/torch_gpt_bench.py or
+// bench/torch_llama_bench.py.
 type torchGPUGPT struct {
 	preset       string
 	batch        int
@@ -77,19 +78,23 @@ type torchGPUGPT struct {
 	peakMemGiB   float64 // max_memory_allocated (0: not in the line)
 }
 
-// parseTorchGPUGPT reads the script's stdout: its "RESULT torch_gpt ..."
-// lines, and its "ERROR torch_gpt ..." lines (a configuration that failed),
+// parseTorchGPUGPT reads a script's stdout: its "RESULT torch_gpt ..." (or
+// "RESULT torch_llama ...") lines, and its "ERROR torch_gpt ..." (or
+// torch_llama) lines (a configuration that failed),
 // returned as they are. A RESULT line without the fields used here is
 // returned as an error line too.
 func parseTorchGPUGPT(out string) (results []torchGPUGPT, errLines []string) {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		text := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(text, "ERROR torch_gpt ") {
+		if strings.HasPrefix(text, "ERROR torch_gpt ") || strings.HasPrefix(text, "ERROR torch_llama ") {
 			errLines = append(errLines, text)
 			continue
 		}
 		rest, ok := strings.CutPrefix(text, "RESULT torch_gpt ")
+		if !ok {
+			rest, ok = strings.CutPrefix(text, "RESULT torch_llama ")
+		}
 		if !ok {
 			continue
 		}

@@ -15,12 +15,13 @@ import (
 
 func TestParseGPTGPUConfig(t *testing.T) {
 	for in, want := range map[string]gptGPUConfig{"gpt2/16": {"gpt2", 16}, "tiny/64": {"tiny", 64}, "gpt-tiny/8": {"tiny", 8}, "small/64": {"small", 64},
-		"xl/16": {"xl", 16}, "gpt2-xl/16": {"xl", 16}, "gpt2-medium/16": {"medium", 16}, "large/8": {"large", 8}} {
+		"xl/16": {"xl", 16}, "gpt2-xl/16": {"xl", 16}, "gpt2-medium/16": {"medium", 16}, "large/8": {"large", 8},
+		"llama-124m/16": {"llama-124m", 16}, "llama3-1b/8": {"llama3-1b", 8}, "llama-tiny/64": {"llama-tiny", 64}} {
 		if got, err := parseGPTGPUConfig(in); err != nil || got != want {
 			t.Errorf("parseGPTGPUConfig(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"gpt2", "gpt2/0", "gpt3/16", "gpt2/x", ""} {
+	for _, bad := range []string{"gpt2", "gpt2/0", "gpt3/16", "gpt2/x", "", "llama/16", "llama3-8b/1"} {
 		if _, err := parseGPTGPUConfig(bad); err == nil {
 			t.Errorf("parseGPTGPUConfig(%q) succeeded", bad)
 		}
@@ -234,6 +235,41 @@ func TestParseTorchGPUGPT(t *testing.T) {
 	}
 	if want := (torchGPUGPT{preset: "gpt2", batch: 32, mode: "compile", tokensPerSec: 470000, mfu: 0.382, peakMemGiB: 39}); res[3] != want {
 		t.Errorf("result %+v, want %+v", res[3], want)
+	}
+}
+
+// TestGPUGPTLlama: a Llama preset runs train's preset of that name and
+// bench/torch_llama_bench.py's preset, each model family its own script
+// (one run per preset), and the Llama script's RESULT and ERROR lines
+// fill in its rows.
+func TestGPUGPTLlama(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{torchGPTScript, torchLlamaScript} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("# stands in for the script\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := parseGPUGPTFlags([]string{"--configs", "gpt2/16,llama-124m/16,llama3-1b/8", "--torch-script", "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.torchOff, o.benchDir = false, dir // as the module's bench/ would give
+	if got := strings.Join(gpuGPTArgs(o, o.configs[1], "m.jsonl"), " "); !strings.Contains(got, "--model llama-124m --batch-size 16 ") {
+		t.Errorf("train args %q", got)
+	}
+	if got := strings.Join(gpuGPTTorchArgs(o, "llama3-1b", []int{8}), " "); got != filepath.Join(dir, torchLlamaScript)+" --preset llama3-1b --batch 8 --modes eager,compile --steps 100 --warmup 20" {
+		t.Errorf("llama torch args %q", got)
+	}
+	if got := gpuGPTTorchArgs(o, "gpt2", []int{16})[0]; got != filepath.Join(dir, torchGPTScript) {
+		t.Errorf("gpt2's script %q", got)
+	}
+	res, bad := parseTorchGPUGPT("RESULT torch_llama model=llama preset=llama-124m layers=12 heads=12 kv_heads=4 width=768 ffn=2048 context=1024 vocab=50304 rope_theta=10000 tied=1 batch=16 mode=compile attention=gqa adamw=fused device=cuda ms_per_step=30.00 tokens_per_s=546133 mfu=0.420 n_params=123000000 flops_per_token=7.6e+08 peak_mem_gib=18.50 loss=10.9 warmup_s=40.0 steps=20\n" +
+		"ERROR torch_llama model=llama preset=llama3-1b batch=8 mode=eager: OutOfMemoryError: CUDA out of memory\n")
+	if want := []torchGPUGPT{{preset: "llama-124m", batch: 16, mode: "compile", tokensPerSec: 546133, mfu: 0.42, peakMemGiB: 18.5}}; !slices.Equal(res, want) {
+		t.Errorf("results %+v, want %+v", res, want)
+	}
+	if len(bad) != 1 || !strings.HasPrefix(bad[0], "ERROR torch_llama model=llama preset=llama3-1b batch=8") {
+		t.Errorf("error lines %q", bad)
 	}
 }
 
