@@ -438,7 +438,7 @@ int sdc_swiglu_backward(const sdc_ctx *c, uint64_t da, uint64_t db, uint64_t dy,
 int sdc_rotate(const sdc_ctx *c, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab, int64_t rows,
                int64_t width, int64_t hs, int64_t t, sdc_flag inverse);
 
-/* ---- bf16 casts (a bf16 gradient allreduce) ---- */
+/* ---- bf16 casts (sd_compute_cast.cu: a bf16 gradient allreduce, the bf16 copy of the master weights) ---- */
 
 /* dst: n bf16 = src (n fp32) rounded to nearest even; every NaN gives 0x7fc0. */
 int sdc_cast_bf16(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);

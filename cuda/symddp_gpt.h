@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 5
+#define SDG_ABI_VERSION 6
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -118,11 +118,6 @@ int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, i
  * of targets (N) that are not -1; stats[1] is left as it is. One block, sums in
  * double in a fixed order. */
 int sdg_loss_stats(float *stats, const float *losses, const int32_t *targets, int N, void *stream);
-
-/* ---- fp32 to bf16 (sd_gpt_cast.cu) ----
- * out (n bf16) = inp (n fp32) rounded to nearest even (the bf16 copy of the
- * master weights that the GEMMs read). */
-int sdg_cast_bf16(void *out, const float *inp, int64_t n, void *stream);
 
 /* ---- AdamW (sd_gpt_adamw.cu) ----
  * params, grads, m, v: n fp32; params_bf16 (n bf16, or NULL) receives the updated

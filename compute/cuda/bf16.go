@@ -146,7 +146,7 @@ type masters struct {
 
 // BF16Masters returns the bf16 copy of params: one allocation of half the
 // bytes of their span in the arena, and one cast kernel over it
-// (sdg_cast_bf16). Each parameter must start a multiple of 8 elements into
+// (sdc_cast_bf16). Each parameter must start a multiple of 8 elements into
 // the span, so that its copy is 16-byte aligned as the bf16 kernels want.
 func (e *Engine) BF16Masters(params []compute.Tensor) (compute.Masters, error) {
 	const op = "BF16Masters"
@@ -186,7 +186,7 @@ func (m *masters) Views() []compute.Tensor { return m.views }
 // Cast enqueues the rounding of the masters to their copies.
 func (m *masters) Cast() {
 	e := m.e
-	e.fail("Masters.Cast", m.k.CastBF16(m.wb, m.base, int(m.span/4), e.info.Stream))
+	e.fail("Masters.Cast", e.dev.CastBF16(m.wb, m.base, int(m.span/4)))
 }
 
 // bf16MaxIndex is the largest element count the bf16 kernels index with

@@ -15,7 +15,7 @@ const (
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
 	ComputeABIVersion = 9
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 5
+	GPTABIVersion = 6
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -185,8 +185,6 @@ type GPTKernels interface {
 	Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error
 	// LossStats: sdg_loss_stats.
 	LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error
-	// CastBF16: sdg_cast_bf16.
-	CastBF16(out uintptr, inp uintptr, n int, stream uintptr) error
 	// AdamW: sdg_adamw.
 	AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error
 	// BiasBackwardScratchBytes: sdg_bias_backward_scratch_bytes.
@@ -553,11 +551,6 @@ func (UnemulatedGPT) Classifier(losses uintptr, logits uintptr, targets uintptr,
 // LossStats: sdg_loss_stats is not emulated.
 func (UnemulatedGPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error {
 	return notEmulated("sdg_loss_stats")
-}
-
-// CastBF16: sdg_cast_bf16 is not emulated.
-func (UnemulatedGPT) CastBF16(out uintptr, inp uintptr, n int, stream uintptr) error {
-	return notEmulated("sdg_cast_bf16")
 }
 
 // AdamW: sdg_adamw is not emulated.

@@ -313,17 +313,6 @@ func (g *GPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, s
 	return g.check("sdg_loss_stats", x, C.gw_sdg_loss_stats(g.t, x, C.uintptr_t(stats), C.uintptr_t(losses), C.uintptr_t(targets), C.int(n), C.uintptr_t(stream)))
 }
 
-// CastBF16 calls sdg_cast_bf16 (cuda/symddp_gpt.h).
-//
-//	---- fp32 to bf16 (sd_gpt_cast.cu) ----
-//	out (n bf16) = inp (n fp32) rounded to nearest even (the bf16 copy of the
-//	master weights that the GEMMs read).
-func (g *GPT) CastBF16(out uintptr, inp uintptr, n int, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_cast_bf16", x, C.gw_sdg_cast_bf16(g.t, x, C.uintptr_t(out), C.uintptr_t(inp), C.int64_t(n), C.uintptr_t(stream)))
-}
-
 // AdamW calls sdg_adamw (cuda/symddp_gpt.h).
 func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error {
 	x := g.call()

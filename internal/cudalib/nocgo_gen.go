@@ -763,12 +763,6 @@ func (g *GPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, s
 	return
 }
 
-// CastBF16 fails: the library needs cgo.
-func (g *GPT) CastBF16(out uintptr, inp uintptr, n int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
 // AdamW fails: the library needs cgo.
 func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) (err error) {
 	err = errNoCgo

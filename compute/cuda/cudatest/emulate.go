@@ -909,3 +909,12 @@ func (d *Device) GatherRows(dst, src, table, idx uintptr, rows, cols int) error 
 	run()
 	return nil
 }
+
+// sdErrArg is SD_ERR_ARG, the compute ABI's status of a bad argument.
+const sdErrArg = 5
+
+// sdcArgErr is the error of an sdc_* entry point that refuses its
+// arguments, as the library reports it (an SD_ERR_ARG *cudalib.Error).
+func sdcArgErr(call, format string, a ...any) error {
+	return &cudalib.Error{Call: call, Status: sdErrArg, Msg: "emulated: " + fmt.Sprintf(format, a...)}
+}

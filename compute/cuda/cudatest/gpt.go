@@ -746,22 +746,6 @@ func (g *GPT) LossStats(stats, losses, targets uintptr, n int, stream uintptr) e
 	})
 }
 
-// ---- fp32 to bf16 ----
-
-func (g *GPT) CastBF16(out, inp uintptr, n int, stream uintptr) error {
-	const call = "sdg_cast_bf16"
-	if n < 0 {
-		return argErr(call, "n=%d", n)
-	}
-	if n == 0 {
-		return nil
-	}
-	if out == 0 || inp == 0 {
-		return argErr(call, "NULL pointer")
-	}
-	return g.launch(call, func() { g.d.castBF16(out, inp, n) })
-}
-
 // ---- AdamW ----
 
 // adamwHyperBytes is sizeof(sdg_adamw_hyper): six floats, step, pad.

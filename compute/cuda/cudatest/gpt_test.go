@@ -169,9 +169,8 @@ func f32s(v []float32) []float64 {
 
 func wantArg(t *testing.T, what string, err error) {
 	t.Helper()
-	var ge *cudalib.GPTError
-	if !errors.As(err, &ge) || ge.Code != cudalib.GPTErrArg || !errors.Is(err, cudalib.ErrArgument) {
-		t.Errorf("%s: err %v, want a GPTError with SDG_ERR_ARG", what, err)
+	if !errors.Is(err, cudalib.ErrArgument) {
+		t.Errorf("%s: err %v, want a bad argument (cudalib.ErrArgument)", what, err)
 	}
 }
 
@@ -599,23 +598,6 @@ func TestGPTLossStats(t *testing.T) {
 	g.ok(g.k.LossStats(ps, pl, pt, len(losses), 1))
 	near(t, "stats", g.readF32(ps, 3), []float64{1 + 6.875, 7, 2 + 4}, 0, 0)
 	wantArg(t, "N=0", g.k.LossStats(ps, pl, pt, 0, 1))
-}
-
-func TestGPTCastBF16(t *testing.T) {
-	g := newGPU(t)
-	in := []float32{1, 1 + 1.0/256, 1 + 3.0/256, -3.0e-3, float32(math.NaN()), math.MaxFloat32, 7}
-	want := []uint16{0x3f80, 0x3f80, 0x3f82, 0xbb45, 0x7fc0, 0x7f80, 0xbeef}
-	pin, pout := g.f32(in), g.alloc(2*len(in))
-	g.setBF(pout, []float64{0, 0, 0, 0, 0, 0, float64(math.Float32frombits(0xbeef << 16))})
-	g.ok(g.k.CastBF16(pout, pin, len(in)-1, 1)) // an odd count; the last one stays
-	got := g.bits(pout, len(in))
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("cast(%g) = %#x, want %#x", in[i], got[i], want[i])
-		}
-	}
-	g.ok(g.k.CastBF16(0, 0, 0, 1))
-	wantArg(t, "n<0", g.k.CastBF16(pout, pin, -1, 1))
 }
 
 type hyper struct {

@@ -90,11 +90,6 @@ __attribute__((weak)) int sdg_loss_stats(float *stats, const float *losses, cons
     return SDG_OK;
 }
 
-__attribute__((weak)) int sdg_cast_bf16(void *out, const float *inp, int64_t n, void *stream) {
-    fake_sdg_log(stream, "sdg_cast_bf16 out=0x%lx inp=0x%lx n=%lld", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)inp, (long long)n);
-    return SDG_OK;
-}
-
 __attribute__((weak)) int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay, int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream) {
     fake_sdg_log(stream, "sdg_adamw params=0x%lx params_bf16=0x%lx grads=0x%lx m=0x%lx v=0x%lx decay=0x%lx chunk=%lld n=%lld hyper=0x%lx", (unsigned long)(uintptr_t)params, (unsigned long)(uintptr_t)params_bf16, (unsigned long)(uintptr_t)grads, (unsigned long)(uintptr_t)m, (unsigned long)(uintptr_t)v, (unsigned long)(uintptr_t)decay, (long long)chunk, (long long)n, (unsigned long)(uintptr_t)hyper);
     return SDG_OK;
