@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 9
+#define SDC_ABI_VERSION 10
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -53,6 +53,19 @@ enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
 typedef int32_t sdc_flag;    /* 0 or 1 */
 typedef int32_t sdc_act;     /* SDC_IDENTITY or SDC_RELU */
 typedef uint64_t sdc_handle; /* an event, graph or plan: not a device address */
+typedef int32_t sdc_dtype;   /* a tensor's element type: SDC_F32 or SDC_BF16 */
+
+/*
+ * Element types (the numbers of symddp_cuda.h's SD_F32 and SD_BF16). An
+ * operation with kernels for both takes the dtype and picks the kernel. Its
+ * bf16 kernels read and write bf16 tensors (__nv_bfloat16) with fp32
+ * accumulation: their pointers must be 16-byte aligned and rows a multiple
+ * of 8 elements (16-byte vector loads of 8 bf16); every value they store in
+ * bf16 is rounded to nearest even. Where the bf16 kernel does other
+ * arithmetic than the fp32 one (it fuses more, or does not follow the CPU
+ * engine's order), the declaration says so.
+ */
+enum { SDC_F32 = 1, SDC_BF16 = 2 };
 
 /* Optimizer kinds (optim.Hyper.Kind). */
 enum { SDC_SGD = 1, SDC_ADAM = 2, SDC_ADAMW = 3 };
@@ -333,10 +346,18 @@ int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns,
  */
 int sdc_sum_squares_enqueue(const sdc_ctx *c, uint64_t x, int64_t n, uint64_t out);
 
-/* y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x. */
-int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n);
-/* dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy. */
-int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
+/*
+ * GELU, GPT-2's tanh approximation (sd_compute_gelu.cu), of n elements of
+ * dtype. SDC_F32: y (n) = gelu(x), the CPU engine's float32 bits; y may not
+ * alias x. SDC_BF16: 0.5 x (1 + tanhf(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+ * in float from the bf16 inputs; y may be x.
+ */
+int sdc_gelu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, int64_t n);
+/*
+ * dx (n) = dy (n) * gelu'(x (n)), likewise (SDC_BF16: the derivative of the
+ * tanh form in float, times dy, rounded once); dx may be dy.
+ */
+int sdc_gelu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
 
 /* ---- the GPT's operation groups in fp32 (compute.Norms, compute.Indexing, compute.Attention) ---- */
 

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 6
+#define SDG_ABI_VERSION 7
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -49,11 +49,6 @@ size_t sdg_layernorm_backward_scratch_bytes(int N, int C);
 int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, const void *dout, const void *inp,
                            const void *weight, const float *mean, const float *rstd, int N, int C, void *scratch,
                            void *stream);
-
-/* ---- GELU, tanh approximation (sd_gpt_gelu.cu), n elements ----
- * backward: dinp = dout * gelu'(inp); dinp may be dout (in place). */
-int sdg_gelu_forward(void *out, const void *inp, int64_t n, void *stream);
-int sdg_gelu_backward(void *dinp, const void *inp, const void *dout, int64_t n, void *stream);
 
 /* ---- token + position embedding (sd_gpt_embed.cu) ----
  * forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.

@@ -151,7 +151,7 @@ func (f *linearBF16) Backward(dy, x compute.Tensor) compute.Tensor {
 	e, k, s := f.e, f.e.bf.k, f.e.info.Stream
 	dyd, xd := f.check(op, dy, f.out), f.check(op, x, f.in)
 	if f.gelu && !f.chained {
-		e.fail(op, k.GeluBackward(dyd.ptr, f.aux.ptr, dyd.ptr, f.n*f.out, s))
+		e.fail(op, e.dev.GeluBackward(cudalib.BFloat16, dyd.ptr, dyd.ptr, f.aux.ptr, f.n*f.out))
 	}
 	e.fail(op, e.gemm(f.dwPlan, f.dw.ptr, dyd.ptr, xd.ptr, 0, 0)) // dW (Out,In) = dyᵀ·x
 	if f.db != nil {

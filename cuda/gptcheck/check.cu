@@ -4,7 +4,9 @@
  * timed with CUDA events at GPT-2 124M shapes (B=16, T=1024, C=768, 12 heads,
  * V=50304). Built and run by scripts/gpu-gpt-kernels-check.sh:
  *
- *   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda cuda/gptcheck/check.cu cuda/sd_gpt_*.cu -lcublasLt -lcublas
+ *   cuda/build.sh
+ *   nvcc -O3 -std=c++17 -arch=sm_90 -cudart shared -Icuda cuda/gptcheck/check.cu -Lbuild -lsymddp_cuda \
+ *       -Xlinker -rpath=build -lcublasLt -lcublas
  *
  * Prints one line per check: "check NAME max_abs_err max_rel_err PASS|FAIL (tol ...)",
  * where an element passes when |gpu - ref| <= atol + rtol*|ref|, atol a
@@ -32,6 +34,7 @@
 
 static int g_fail = 0;
 static cudaStream_t g_stream;
+static sdc_ctx g_ctx; /* the compute ABI's context over g_stream */
 
 /* ---- host bf16 ---- */
 static uint16_t f2bf(float f) {
@@ -275,8 +278,8 @@ static void check_gelu(const char *tag, int64_t n) {
     rnd_bf16(hd, d, n, 1.0f);
     Dev dx(n * 2), dy(n * 2), dd(n * 2);
     up(dx, hx); up(dd, hd);
-    SG(sdg_gelu_forward(dy.p, dx.p, n, g_stream));
-    SG(sdg_gelu_backward(dd.p, dx.p, dd.p, n, g_stream)); /* in place */
+    SC(sdc_gelu(&g_ctx, SDC_BF16, dptr(dy.p), dptr(dx.p), n));
+    SC(sdc_gelu_backward(&g_ctx, SDC_BF16, dptr(dd.p), dptr(dd.p), dptr(dx.p), n)); /* in place */
     std::vector<double> ry(n), rd(n);
     for (int64_t i = 0; i < n; i++) {
         ry[i] = gelu_ref(x[i]);
@@ -978,9 +981,9 @@ static void timings() {
         const int64_t n = (int64_t)N * 4 * C;
         Dev x(n * 2), y(n * 2), d(n * 2);
         fill_bf16(x, n, 1.f); fill_bf16(d, n, 1.f);
-        double us = time_us([&] { SG(sdg_gelu_forward(y.p, x.p, n, g_stream)); }, 50);
+        double us = time_us([&] { SC(sdc_gelu(&g_ctx, SDC_BF16, dptr(y.p), dptr(x.p), n)); }, 50);
         report_bw("gelu_fwd (16384 x 3072)", us, 2.0 * n * 2);
-        us = time_us([&] { SG(sdg_gelu_backward(d.p, x.p, d.p, n, g_stream)); }, 50);
+        us = time_us([&] { SC(sdc_gelu_backward(&g_ctx, SDC_BF16, dptr(d.p), dptr(d.p), dptr(x.p), n)); }, 50);
         report_bw("gelu_bwd (in place)", us, 3.0 * n * 2);
     }
     {
@@ -1179,9 +1182,11 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device %s, %d SMs, sdg ABI %d\n", prop.name, prop.multiProcessorCount, sdg_abi_version());
+    printf("device %s, %d SMs, sdc ABI %d, sdg ABI %d\n", prop.name, prop.multiProcessorCount, sdc_abi_version(),
+           sdg_abi_version());
     setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with stderr's in a log */
     CK(cudaStreamCreate(&g_stream)); /* blocking: ordered with the plain cudaMemcpy and cudaMemset calls */
+    SC(sdc_create(dptr(g_stream), 0, &g_ctx));
     if (cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasLtCreate failed\n");
         return 100;
@@ -1223,5 +1228,6 @@ int main(int argc, char **argv) {
     printf("==== %s: %d failure(s)\n", g_fail ? "FAIL" : "ALL PASS", g_fail);
     delete g_ws;
     cublasLtDestroy(g_lt);
+    SC(sdc_destroy(&g_ctx));
     return g_fail > 100 ? 100 : g_fail;
 }

@@ -1,10 +1,14 @@
 // Fail-fast checks shared by the GPT kernel check (check.cu) and the step
-// harness (step.cu): a CUDA error exits 100, an sdg_* error 101, printing
-// file:line, the call and the message.
+// harness (step.cu): a CUDA error exits 100, an sdg_* or sdc_* error 101,
+// printing file:line, the call and the message. Both link
+// build/libsymddp_cuda.so (cuda/build.sh) and run the compute ABI's
+// entry points on a context (sdc_ctx) over their own stream.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
+#include "symddp_compute.h"
+#include "symddp_cuda.h"
 #include "symddp_gpt.h"
 
 #define CK(call)                                                                                 \
@@ -24,3 +28,15 @@
             exit(101);                                                                            \
         }                                                                                         \
     } while (0)
+
+#define SC(call)                                                                                 \
+    do {                                                                                         \
+        int rc_ = (call);                                                                        \
+        if (rc_ != SD_OK) {                                                                      \
+            fprintf(stderr, "%s:%d: %s: rc %d: %s\n", __FILE__, __LINE__, #call, rc_, sd_last_error()); \
+            exit(101);                                                                           \
+        }                                                                                        \
+    } while (0)
+
+/* A device pointer as the compute ABI's uint64_t. */
+static inline uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }

@@ -1,8 +1,12 @@
 /*
- * cuda/gptcheck/step.cu: one whole GPT-2 124M training step from the sdg_*
- * kernels (symddp_gpt.h), captured in one CUDA graph and timed (issue 20).
+ * cuda/gptcheck/step.cu: one whole GPT-2 124M training step from the
+ * library's bf16 kernels (symddp_compute.h's sdc_* with SDC_BF16, and the
+ * symddp_gpt.h sdg_* ones that have not joined it yet), captured in one CUDA
+ * graph and timed (issue 20).
  *
- *   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda cuda/gptcheck/step.cu cuda/sd_gpt_*.cu -lcublasLt -lcublas
+ *   cuda/build.sh
+ *   nvcc -O3 -std=c++17 -arch=sm_90 -cudart shared -Icuda cuda/gptcheck/step.cu -Lbuild -lsymddp_cuda \
+ *       -Xlinker -rpath=build -lcublasLt -lcublas
  *   build/gptstep [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma]
  *                 [--no-tune] [--bgrad-epilogue] [--breakdown]
  *

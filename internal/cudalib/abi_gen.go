@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 3
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 9
+	ComputeABIVersion = 10
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 6
+	GPTABIVersion = 7
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -88,9 +88,9 @@ type Device interface {
 	// SumSquaresEnqueue: sdc_sum_squares_enqueue.
 	SumSquaresEnqueue(x uintptr, n int, out uintptr) error
 	// Gelu: sdc_gelu.
-	Gelu(y uintptr, x uintptr, n int) error
+	Gelu(dtype DType, y uintptr, x uintptr, n int) error
 	// GeluBackward: sdc_gelu_backward.
-	GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error
+	GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) error
 	// LayerNorm: sdc_layer_norm.
 	LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error
 	// LayerNormBackward: sdc_layer_norm_backward.
@@ -147,10 +147,6 @@ type GPTKernels interface {
 	LayernormBackwardScratchBytes(n int, c int) int
 	// LayernormBackward: sdg_layernorm_backward.
 	LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error
-	// GeluForward: sdg_gelu_forward.
-	GeluForward(out uintptr, inp uintptr, n int, stream uintptr) error
-	// GeluBackward: sdg_gelu_backward.
-	GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) error
 	// EmbedForward: sdg_embed_forward.
 	EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error
 	// EmbedBackwardScratchBytes: sdg_embed_backward_scratch_bytes.
@@ -348,10 +344,12 @@ func (UnemulatedDevice) SumSquaresEnqueue(x uintptr, n int, out uintptr) error {
 }
 
 // Gelu fails: sdc_gelu is not emulated.
-func (UnemulatedDevice) Gelu(y uintptr, x uintptr, n int) error { return notEmulated("sdc_gelu") }
+func (UnemulatedDevice) Gelu(dtype DType, y uintptr, x uintptr, n int) error {
+	return notEmulated("sdc_gelu")
+}
 
 // GeluBackward fails: sdc_gelu_backward is not emulated.
-func (UnemulatedDevice) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
+func (UnemulatedDevice) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) error {
 	return notEmulated("sdc_gelu_backward")
 }
 
@@ -466,16 +464,6 @@ func (UnemulatedGPT) LayernormBackwardScratchBytes(n int, c int) int { return *n
 // LayernormBackward: sdg_layernorm_backward is not emulated.
 func (UnemulatedGPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error {
 	return notEmulated("sdg_layernorm_backward")
-}
-
-// GeluForward: sdg_gelu_forward is not emulated.
-func (UnemulatedGPT) GeluForward(out uintptr, inp uintptr, n int, stream uintptr) error {
-	return notEmulated("sdg_gelu_forward")
-}
-
-// GeluBackward: sdg_gelu_backward is not emulated.
-func (UnemulatedGPT) GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) error {
-	return notEmulated("sdg_gelu_backward")
 }
 
 // EmbedForward: sdg_embed_forward is not emulated.

@@ -207,8 +207,8 @@ static inline int cw_sdc_accumulate(SDCW, uint64_t dst, uint64_t src, int64_t n)
 static inline int cw_sdc_scale(SDCW, uint64_t x_, float s, int64_t n) { SDCR(SDCF(sdc_scale, t)(&x->ctx, x_, s, n)); }
 static inline int cw_sdc_sum_squares(SDCW, uint64_t x_, int64_t n, int64_t timeout_ns) { SDCR(SDCF(sdc_sum_squares, t)(&x->ctx, x_, n, timeout_ns, &x->out_double[0])); }
 static inline int cw_sdc_sum_squares_enqueue(SDCW, uint64_t x_, int64_t n, uint64_t out) { SDCR(SDCF(sdc_sum_squares_enqueue, t)(&x->ctx, x_, n, out)); }
-static inline int cw_sdc_gelu(SDCW, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, y, x_, n)); }
-static inline int cw_sdc_gelu_backward(SDCW, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dx, dy, x_, n)); }
+static inline int cw_sdc_gelu(SDCW, sdc_dtype dtype, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, dtype, y, x_, n)); }
+static inline int cw_sdc_gelu_backward(SDCW, sdc_dtype dtype, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dtype, dx, dy, x_, n)); }
 static inline int cw_sdc_layer_norm(SDCW, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x_, uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_layer_norm, t)(&x->ctx, y, mean, rstd, x_, w, b, rows, cols, eps)); }
 static inline int cw_sdc_layer_norm_backward(SDCW, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x_, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx) { SDCR(SDCF(sdc_layer_norm_backward, t)(&x->ctx, dx, dw, db, dy, x_, w, mean, rstd, rows, cols, add_dx)); }
 static inline int cw_sdc_index_gather(SDCW, uint64_t dst, uint64_t table, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows, sdc_flag accumulate) { SDCR(SDCF(sdc_index_gather, t)(&x->ctx, dst, table, idx, rows, cols, table_rows, accumulate)); }

@@ -286,16 +286,20 @@ func (c *Context) SumSquaresEnqueue(x uintptr, n int, out uintptr) error {
 
 // Gelu calls sdc_gelu (cuda/symddp_compute.h).
 //
-//	y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x.
-func (c *Context) Gelu(y uintptr, x uintptr, n int) error {
-	return c.check("sdc_gelu", C.cw_sdc_gelu(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(x), C.int64_t(n)))
+//	GELU, GPT-2's tanh approximation (sd_compute_gelu.cu), of n elements of
+//	dtype. SDC_F32: y (n) = gelu(x), the CPU engine's float32 bits; y may not
+//	alias x. SDC_BF16: 0.5 x (1 + tanhf(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+//	in float from the bf16 inputs; y may be x.
+func (c *Context) Gelu(dtype DType, y uintptr, x uintptr, n int) error {
+	return c.check("sdc_gelu", C.cw_sdc_gelu(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(x), C.int64_t(n)))
 }
 
 // GeluBackward calls sdc_gelu_backward (cuda/symddp_compute.h).
 //
-//	dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy.
-func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
-	return c.check("sdc_gelu_backward", C.cw_sdc_gelu_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dy), C.uint64_t(x), C.int64_t(n)))
+//	dx (n) = dy (n) * gelu'(x (n)), likewise (SDC_BF16: the derivative of the
+//	tanh form in float, times dy, rounded once); dx may be dy.
+func (c *Context) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) error {
+	return c.check("sdc_gelu_backward", C.cw_sdc_gelu_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(dx), C.uint64_t(dy), C.uint64_t(x), C.int64_t(n)))
 }
 
 // LayerNorm calls sdc_layer_norm (cuda/symddp_compute.h).

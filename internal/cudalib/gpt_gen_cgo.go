@@ -53,26 +53,6 @@ func (g *GPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, do
 	return g.check("sdg_layernorm_backward", x, C.gw_sdg_layernorm_backward(g.t, x, C.uintptr_t(dinp), C.uintptr_t(dweight), C.uintptr_t(dbias), C.uintptr_t(dout), C.uintptr_t(inp), C.uintptr_t(weight), C.uintptr_t(mean), C.uintptr_t(rstd), C.int(n), C.int(c), C.uintptr_t(scratch), C.uintptr_t(stream)))
 }
 
-// GeluForward calls sdg_gelu_forward (cuda/symddp_gpt.h).
-//
-//	---- GELU, tanh approximation (sd_gpt_gelu.cu), n elements ----
-//	backward: dinp = dout * gelu'(inp); dinp may be dout (in place).
-func (g *GPT) GeluForward(out uintptr, inp uintptr, n int, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_gelu_forward", x, C.gw_sdg_gelu_forward(g.t, x, C.uintptr_t(out), C.uintptr_t(inp), C.int64_t(n), C.uintptr_t(stream)))
-}
-
-// GeluBackward calls sdg_gelu_backward (cuda/symddp_gpt.h).
-//
-//	---- GELU, tanh approximation (sd_gpt_gelu.cu), n elements ----
-//	backward: dinp = dout * gelu'(inp); dinp may be dout (in place).
-func (g *GPT) GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_gelu_backward", x, C.gw_sdg_gelu_backward(g.t, x, C.uintptr_t(dinp), C.uintptr_t(inp), C.uintptr_t(dout), C.int64_t(n), C.uintptr_t(stream)))
-}
-
 // EmbedForward calls sdg_embed_forward (cuda/symddp_gpt.h).
 //
 //	---- token + position embedding (sd_gpt_embed.cu) ----

@@ -188,11 +188,11 @@ func TestGPTRoundTrip(t *testing.T) {
 
 	// A successful launch allocates nothing.
 	if n := testing.AllocsPerRun(50, func() {
-		if err := g.GeluForward(0x1, 0x2, 8, 0); err != nil {
+		if err := g.AttentionForwardWMMA(0x1, 0x2, 0x3, 1, 64, 64, 2, 0); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
-		t.Fatalf("%v allocations per GeluForward, want 0", n)
+		t.Fatalf("%v allocations per AttentionForwardWMMA, want 0", n)
 	}
 }
 

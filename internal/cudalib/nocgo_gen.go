@@ -500,13 +500,13 @@ func (c *Context) SumSquaresEnqueue(x uintptr, n int, out uintptr) (err error) {
 }
 
 // Gelu fails: the library needs cgo.
-func (c *Context) Gelu(y uintptr, x uintptr, n int) (err error) {
+func (c *Context) Gelu(dtype DType, y uintptr, x uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // GeluBackward fails: the library needs cgo.
-func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) (err error) {
+func (c *Context) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
@@ -650,18 +650,6 @@ func (g *GPT) LayernormBackwardScratchBytes(n int, c int) (r0 int) {
 
 // LayernormBackward fails: the library needs cgo.
 func (g *GPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GeluForward fails: the library needs cgo.
-func (g *GPT) GeluForward(out uintptr, inp uintptr, n int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GeluBackward fails: the library needs cgo.
-func (g *GPT) GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

@@ -332,40 +332,6 @@ func (g *GPT) layernormBackward(dinp, dweight, dbias, dout, inp, weight, mean, r
 	}
 }
 
-// ---- GELU ----
-
-func (g *GPT) GeluForward(out, inp uintptr, n int, stream uintptr) error {
-	const call = "sdg_gelu_forward"
-	if n < 0 || !aligned16(out) || !aligned16(inp) {
-		return argErr(call, "n=%d, NULL or unaligned pointer", n)
-	}
-	if n == 0 {
-		return nil
-	}
-	return g.launch(call, func() {
-		y := make([]float32, n)
-		hostloops.GELU(y, g.d.widen(inp, n))
-		narrow(g.d.bf16At(out, n), y)
-	})
-}
-
-// GeluBackward: dinp = dout * gelu'(inp), element by element (dinp may be
-// dout or inp).
-func (g *GPT) GeluBackward(dinp, inp, dout uintptr, n int, stream uintptr) error {
-	const call = "sdg_gelu_backward"
-	if n < 0 || !aligned16(dinp) || !aligned16(inp) || !aligned16(dout) {
-		return argErr(call, "n=%d, NULL or unaligned pointer", n)
-	}
-	if n == 0 {
-		return nil
-	}
-	return g.launch(call, func() {
-		dx := g.d.widen(dout, n)
-		hostloops.GELUBackward(dx, dx, g.d.widen(inp, n))
-		narrow(g.d.bf16At(dinp, n), dx)
-	})
-}
-
 // ---- token + position embedding ----
 
 func (g *GPT) EmbedForward(out, tokens, wte, wpe uintptr, b, t, c int, stream uintptr) error {

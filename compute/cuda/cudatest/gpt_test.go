@@ -307,32 +307,6 @@ func TestGPTLayernorm(t *testing.T) {
 	wantArg(t, "no scratch", g.k.LayernormBackward(pr, pdw, pdb, pdy, px, pw, pmean, prstd, n, c, 0, 1))
 }
 
-func geluTanh(x float64) float64 {
-	return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
-}
-
-func TestGPTGelu(t *testing.T) {
-	g := newGPU(t)
-	const n = 13 // not a multiple of 8, an odd number of bf16
-	x, dy := g.randBF(n+1, 2, 0), g.randBF(n+1, 1, 0)
-	x[n], dy[n] = 7, 7 // past the end: never written
-	px, pdy, py := g.bf(x), g.bf(dy), g.bf(make([]float64, n+1))
-	g.ok(g.k.GeluForward(py, px, n, 1))
-	ry, rd := make([]float64, n+1), make([]float64, n+1)
-	for i := 0; i < n; i++ {
-		ry[i] = geluTanh(x[i])
-		const h = 1e-6
-		rd[i] = dy[i] * (geluTanh(x[i]+h) - geluTanh(x[i]-h)) / (2 * h)
-	}
-	rd[n] = 7
-	near(t, "gelu", g.readBF(py, n+1), ry, bf16Tol, 1e-9)
-	g.ok(g.k.GeluBackward(pdy, px, pdy, n, 1)) // in place
-	near(t, "gelu backward (in place)", g.readBF(pdy, n+1), rd, bf16Tol, 1e-7)
-	g.ok(g.k.GeluForward(py, px, 0, 1))
-	wantArg(t, "n<0", g.k.GeluForward(py, px, -1, 1))
-	wantArg(t, "unaligned", g.k.GeluBackward(pdy, px+8, pdy, n, 1))
-}
-
 func TestGPTEmbed(t *testing.T) {
 	g := newGPU(t)
 	const b, tt, c, v, tp = 2, 3, 8, 5, 4 // wpe has more rows than T

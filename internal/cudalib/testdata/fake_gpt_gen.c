@@ -20,16 +20,6 @@ __attribute__((weak)) int sdg_layernorm_backward(void *dinp, float *dweight, flo
     return SDG_OK;
 }
 
-__attribute__((weak)) int sdg_gelu_forward(void *out, const void *inp, int64_t n, void *stream) {
-    fake_sdg_log(stream, "sdg_gelu_forward out=0x%lx inp=0x%lx n=%lld", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)inp, (long long)n);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_gelu_backward(void *dinp, const void *inp, const void *dout, int64_t n, void *stream) {
-    fake_sdg_log(stream, "sdg_gelu_backward dinp=0x%lx inp=0x%lx dout=0x%lx n=%lld", (unsigned long)(uintptr_t)dinp, (unsigned long)(uintptr_t)inp, (unsigned long)(uintptr_t)dout, (long long)n);
-    return SDG_OK;
-}
-
 __attribute__((weak)) int sdg_embed_forward(void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C, void *stream) {
     fake_sdg_log(stream, "sdg_embed_forward out=0x%lx tokens=0x%lx wte=0x%lx wpe=0x%lx B=%d T=%d C=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)tokens, (unsigned long)(uintptr_t)wte, (unsigned long)(uintptr_t)wpe, B, T, C);
     return SDG_OK;
