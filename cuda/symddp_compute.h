@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 10
+#define SDC_ABI_VERSION 11
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -363,24 +363,34 @@ int sdc_gelu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t d
 
 /*
  * Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
- * mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
- * variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
- * The sums in internal/hostloops' order (eight lanes, its sum8) with
- * the same round-to-nearest float32 operations and no FMA: the CPU engine's
- * bits. y may not alias x.
+ * mean, rstd: rows) of dtype (sd_compute_layernorm.cu). SDC_F32: each row's
+ * mean m and r = 1/sqrt(var + eps), the variance from a second pass over
+ * x - m, and y = ((x - m) * r) * w + b. The sums in internal/hostloops'
+ * order (eight lanes, its sum8) with the same round-to-nearest float32
+ * operations and no FMA: the CPU engine's bits. y may not alias x.
+ * SDC_BF16: x, y, w, b bf16, mean and rstd fp32 (either may be 0 when no
+ * backward follows), cols a multiple of 8, eps 1e-5 (the kernels'); one warp
+ * a row, r = rsqrtf(var + eps).
  */
-int sdc_layer_norm(const sdc_ctx *c, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x, uint64_t w,
-                   uint64_t b, int64_t rows, int64_t cols, float eps);
+int sdc_layer_norm(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x,
+                   uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps);
 /*
- * Its backward from dy (rows x cols) and the forward's x, w, mean, rstd:
- * dx, the gradient at x, is written (add_dx = 0) or added to dx (add_dx =
- * 1); dw and db (cols) are overwritten with the sums over the rows of dy * n
- * and dy, n = (x - m) * r, added in row order (one thread a column), likewise
- * the CPU engine's bits. dx, dw and db may not alias each other or the inputs.
+ * Its backward from dy (rows x cols) and the forward's x, w, mean, rstd.
+ * SDC_F32: dx, the gradient at x, is written (add_dx = 0) or added to dx
+ * (add_dx = 1); dw and db (cols) are overwritten with the sums over the rows
+ * of dy * n and dy, n = (x - m) * r, added in row order (one thread a
+ * column), likewise the CPU engine's bits; scratch is not used (0).
+ * SDC_BF16: dx, dy, x, w bf16, dw, db, mean, rstd fp32; dx is ADDED to
+ * (add_dx must be 1: the residual stream's gradient), and so are dw and db,
+ * the sums over the rows going through per-block partials in scratch
+ * (sdc_layer_norm_backward_scratch_bytes) in an order fixed by the shapes.
+ * dx, dw and db may not alias each other or the inputs.
  */
-int sdc_layer_norm_backward(const sdc_ctx *c, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x,
-                            uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols,
-                            sdc_flag add_dx);
+int sdc_layer_norm_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy,
+                            uint64_t x, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols,
+                            sdc_flag add_dx, uint64_t scratch);
+/* The bytes of device scratch sdc_layer_norm_backward wants (0 for SDC_F32). */
+int sdc_layer_norm_backward_scratch_bytes(sdc_dtype dtype, int64_t rows, int64_t cols, int64_t *bytes);
 /*
  * Rows of a table (table_rows x cols fp32) by int32 index (idx: rows): row i
  * of dst (rows x cols) = table row idx[i] (accumulate = 0), or += it

@@ -29,26 +29,13 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 7
+#define SDG_ABI_VERSION 8
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
 int sdg_abi_version(void);
 /* The message of the last failure on the calling thread ("" when none). */
 const char *sdg_last_error(void);
-
-/* ---- layernorm (sd_gpt_layernorm.cu), eps 1e-5 ----
- * forward: inp, out (N,C) bf16; weight, bias (C) bf16 (the bf16 copy of the
- * parameters that sdg_adamw writes); mean, rstd (N) fp32, saved for backward
- * (either may be NULL for inference).
- * backward: dinp (N,C) bf16 is ADDED to (the residual stream's gradient);
- * dweight, dbias (C) fp32 are ADDED to; scratch: sdg_layernorm_backward_scratch_bytes. */
-int sdg_layernorm_forward(void *out, float *mean, float *rstd, const void *inp, const void *weight,
-                          const void *bias, int N, int C, void *stream);
-size_t sdg_layernorm_backward_scratch_bytes(int N, int C);
-int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, const void *dout, const void *inp,
-                           const void *weight, const float *mean, const float *rstd, int N, int C, void *scratch,
-                           void *stream);
 
 /* ---- token + position embedding (sd_gpt_embed.cu) ----
  * forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.

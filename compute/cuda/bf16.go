@@ -290,5 +290,9 @@ func (e *Engine) PrepareBF16(s compute.OpSpec) error {
 	if err != nil {
 		return err
 	}
-	return e.scratch(&bf.ln, bf.k.LayernormBackwardScratchBytes(n.Rows, n.Cols))
+	bytes, err := e.dev.LayerNormBackwardScratchBytes(cudalib.BFloat16, n.Rows, n.Cols)
+	if err != nil {
+		return err
+	}
+	return e.scratch(&bf.ln, bytes)
 }

@@ -166,7 +166,7 @@ static void report_fl(const char *name, double us, double flops) {
 }
 
 /* ================= layernorm ================= */
-extern "C" int sdg_ln_force_generic; /* sd_gpt_layernorm.cu: 1 = the forward's generic form */
+extern "C" int sdc_lnb_force_generic; /* sd_compute_layernorm.cu: 1 = the bf16 forward's generic form */
 
 static void check_layernorm(const char *tag, int N, int C) {
     char name[96];
@@ -182,9 +182,9 @@ static void check_layernorm(const char *tag, int N, int C) {
     rnd_f32(db0, C, 1.0f);
     Dev dx(hx.size() * 2), dwt(C * 2), dbs(C * 2), dout(hx.size() * 2), dmean(N * 4), drstd(N * 4);
     Dev ddy(hx.size() * 2), dres(hx.size() * 2), ddw(C * 4), ddb(C * 4);
-    Dev scratch(sdg_layernorm_backward_scratch_bytes(N, C));
+    Dev scratch(ln_scratch_bytes(N, C));
     up(dx, hx); up(dwt, hw); up(dbs, hb); up(ddy, hdy);
-    SG(sdg_layernorm_forward(dout.p, dmean.f(), drstd.f(), dx.p, dwt.p, dbs.p, N, C, g_stream));
+    SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(dout.p), dptr(dmean.f()), dptr(drstd.f()), dptr(dx.p), dptr(dwt.p), dptr(dbs.p), N, C, 1e-5f));
     std::vector<double> ro((size_t)N * C), rm(N), rr(N);
     for (int i = 0; i < N; i++) {
         const float *xi = &x[(size_t)i * C];
@@ -209,8 +209,7 @@ static void check_layernorm(const char *tag, int N, int C) {
     std::vector<float> got_dx[2], got_dw[2], got_db[2];
     for (int rep = 0; rep < 2; rep++) {
         up(dres, hr); up(ddw, dw0); up(ddb, db0);
-        SG(sdg_layernorm_backward(dres.p, ddw.f(), ddb.f(), ddy.p, dx.p, dwt.p, dmean.f(), drstd.f(), N, C,
-                                  scratch.p, g_stream));
+        SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(dres.p), dptr(ddw.f()), dptr(ddb.f()), dptr(ddy.p), dptr(dx.p), dptr(dwt.p), dptr(dmean.f()), dptr(drstd.f()), N, C, 1, dptr(scratch.p)));
         got_dx[rep] = down_bf16(dres, (size_t)N * C);
         got_dw[rep] = down<float>(ddw, C);
         got_db[rep] = down<float>(ddb, C);
@@ -247,11 +246,11 @@ static void check_layernorm(const char *tag, int N, int C) {
      * generic form's bits */
     const std::vector<float> reg_out = down_bf16(dout, (size_t)N * C), reg_mean = down<float>(dmean, N),
                              reg_rstd = down<float>(drstd, N);
-    sdg_ln_force_generic = 1;
-    SG(sdg_layernorm_forward(dout.p, dmean.f(), drstd.f(), dx.p, dwt.p, dbs.p, N, C, g_stream));
+    sdc_lnb_force_generic = 1;
+    SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(dout.p), dptr(dmean.f()), dptr(drstd.f()), dptr(dx.p), dptr(dwt.p), dptr(dbs.p), N, C, 1e-5f));
     const std::vector<float> gen_out = down_bf16(dout, (size_t)N * C), gen_mean = down<float>(dmean, N),
                              gen_rstd = down<float>(drstd, N);
-    sdg_ln_force_generic = 0;
+    sdc_lnb_force_generic = 0;
     const bool same = !memcmp(reg_out.data(), gen_out.data(), (size_t)N * C * 4) &&
                       !memcmp(reg_mean.data(), gen_mean.data(), N * 4) && !memcmp(reg_rstd.data(), gen_rstd.data(), N * 4);
     snprintf(name, sizeof name, "layernorm_fwd %s: %s form against the generic one", tag,
@@ -963,17 +962,17 @@ static void timings() {
     printf("---- timings, GPT-2 124M shapes: B=%d T=%d C=%d NH=%d V=%d ----\n", B, T, C, NH, V);
     {
         Dev x((size_t)N * C * 2), y((size_t)N * C * 2), w(C * 2), b(C * 2), mean(N * 4), rstd(N * 4), dy((size_t)N * C * 2),
-            dx((size_t)N * C * 2), dw(C * 4), db(C * 4), scratch(sdg_layernorm_backward_scratch_bytes(N, C));
+            dx((size_t)N * C * 2), dw(C * 4), db(C * 4), scratch(ln_scratch_bytes(N, C));
         fill_bf16(x, (size_t)N * C, 1.f); fill_bf16(w, C, 1.f); fill_bf16(b, C, 1.f); fill_bf16(dy, (size_t)N * C, 1.f);
         CK(cudaMemset(dx.p, 0, dx.bytes)); CK(cudaMemset(dw.p, 0, dw.bytes)); CK(cudaMemset(db.p, 0, db.bytes));
         for (int generic = 0; generic < 2; generic++) {
-            sdg_ln_force_generic = generic;
-            double us = time_us([&] { SG(sdg_layernorm_forward(y.p, mean.f(), rstd.f(), x.p, w.p, b.p, N, C, g_stream)); }, 50);
+            sdc_lnb_force_generic = generic;
+            double us = time_us([&] { SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(y.p), dptr(mean.f()), dptr(rstd.f()), dptr(x.p), dptr(w.p), dptr(b.p), N, C, 1e-5f)); }, 50);
             report_bw(generic ? "layernorm_fwd, generic form" : "layernorm_fwd (N=16384, C=768)", us, 2.0 * N * C * 2);
         }
-        sdg_ln_force_generic = 0;
+        sdc_lnb_force_generic = 0;
         const double us = time_us([&] {
-            SG(sdg_layernorm_backward(dx.p, dw.f(), db.f(), dy.p, x.p, w.p, mean.f(), rstd.f(), N, C, scratch.p, g_stream));
+            SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(dx.p), dptr(dw.f()), dptr(db.f()), dptr(dy.p), dptr(x.p), dptr(w.p), dptr(mean.f()), dptr(rstd.f()), N, C, 1, dptr(scratch.p)));
         }, 50);
         report_bw("layernorm_bwd", us, 4.0 * N * C * 2);
     }

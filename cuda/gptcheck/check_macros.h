@@ -40,3 +40,10 @@
 
 /* A device pointer as the compute ABI's uint64_t. */
 static inline uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* sdc_layer_norm_backward's scratch for bf16 rows. */
+static inline size_t ln_scratch_bytes(int64_t N, int64_t C) {
+    int64_t b = 0;
+    SC(sdc_layer_norm_backward_scratch_bytes(SDC_BF16, N, C, &b));
+    return (size_t)b;
+}

@@ -83,6 +83,8 @@ struct Mark {
     cudaEvent_t ev;
 };
 static std::vector<Mark> g_marks;
+static sdc_ctx g_ctx; /* the compute ABI's context over the step's stream */
+
 static void mark(cudaStream_t s, const char *name) {
     if (!g_marking) return;
     cudaEvent_t e;
@@ -249,7 +251,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     M.datt = (bf16 *)dmalloc(N * C * 2);
     M.dqkv = (bf16 *)dmalloc(N * 3 * C * 2);
     M.att_scratch = dmalloc(sdg_attention_backward_scratch_bytes(B, T, C, NH));
-    M.ln_scratch = dmalloc(sdg_layernorm_backward_scratch_bytes(M.N, C));
+    M.ln_scratch = dmalloc(ln_scratch_bytes(M.N, C));
     M.emb_scratch_bytes = sdg_embed_backward_scratch_bytes(B, T, Vp);
     if (!M.emb_scratch_bytes) {
         fprintf(stderr, "sdg_embed_backward_scratch_bytes: 0\n");
@@ -403,8 +405,7 @@ static void step(Model &M) {
         bf16 *ln1 = M.ln1 + l * NC, *qkv = M.qkv + l * NC * 3, *att = M.att + l * NC, *res2 = M.res2 + l * NC;
         bf16 *ln2 = M.ln2 + l * NC, *fpre = M.fpre + l * NC * 4, *fgelu = M.fgelu + l * NC * 4;
         bf16 *res3 = M.res3 + l * NC;
-        SG(sdg_layernorm_forward(ln1, M.mean1 + (size_t)l * N, M.rstd1 + (size_t)l * N, x, M.w(P_LN1W) + l * C,
-                                 M.w(P_LN1B) + l * C, N, C, s));
+        SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(ln1), dptr(M.mean1 + (size_t)l * N), dptr(M.rstd1 + (size_t)l * N), dptr(x), dptr(M.w(P_LN1W) + l * C), dptr(M.w(P_LN1B) + l * C), N, C, 1e-5f));
         mark(s, "layernorm forward");
         gemm(M, M.g.qkv, qkv, ln1, M.w(P_QKVW) + (size_t)l * 3 * C * C, (void *)(M.w(P_QKVB) + l * 3 * C));
         mark(s, "qkv GEMM +bias");
@@ -412,8 +413,7 @@ static void step(Model &M) {
         mark(s, "attention forward");
         gemm_into(M, M.g.ap, res2, x, att, M.w(P_APW) + (size_t)l * C * C, (void *)(M.w(P_APB) + l * C));
         mark(s, "attproj GEMM +bias+residual");
-        SG(sdg_layernorm_forward(ln2, M.mean2 + (size_t)l * N, M.rstd2 + (size_t)l * N, res2, M.w(P_LN2W) + l * C,
-                                 M.w(P_LN2B) + l * C, N, C, s));
+        SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(ln2), dptr(M.mean2 + (size_t)l * N), dptr(M.rstd2 + (size_t)l * N), dptr(res2), dptr(M.w(P_LN2W) + l * C), dptr(M.w(P_LN2B) + l * C), N, C, 1e-5f));
         mark(s, "layernorm forward");
         gemm(M, M.g.fc, fgelu, ln2, M.w(P_FCW) + (size_t)l * 4 * C * C, (void *)(M.w(P_FCB) + l * 4 * C), fpre);
         mark(s, "fc GEMM +bias+GELU(aux)");
@@ -421,7 +421,7 @@ static void step(Model &M) {
         mark(s, "fcproj GEMM +bias+residual");
     }
     const bf16 *top = M.res3 + (size_t)(L - 1) * NC;
-    SG(sdg_layernorm_forward(M.lnf, M.meanf, M.rstdf, top, M.w(P_LNFW), M.w(P_LNFB), N, C, s));
+    SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(M.lnf), dptr(M.meanf), dptr(M.rstdf), dptr(top), dptr(M.w(P_LNFW)), dptr(M.w(P_LNFB)), N, C, 1e-5f));
     mark(s, "layernorm forward");
     gemm(M, M.g.lm, M.logits, M.lnf, M.w(P_WTE));
     mark(s, "head GEMM");
@@ -436,8 +436,7 @@ static void step(Model &M) {
     gemm(M, M.g.lm_dinp, M.dln, M.logits, M.w(P_WTE)); /* dlnf */
     mark(s, "head dinp GEMM");
     CK(cudaMemsetAsync(M.dres, 0, NC * 2, s));
-    SG(sdg_layernorm_backward(M.dres, M.gr(P_LNFW), M.gr(P_LNFB), M.dln, top, M.w(P_LNFW), M.meanf, M.rstdf, N, C,
-                              M.ln_scratch, s));
+    SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(M.dres), dptr(M.gr(P_LNFW)), dptr(M.gr(P_LNFB)), dptr(M.dln), dptr(top), dptr(M.w(P_LNFW)), dptr(M.meanf), dptr(M.rstdf), N, C, 1, dptr(M.ln_scratch)));
     mark(s, "layernorm backward");
     for (int l = L - 1; l >= 0; l--) {
         const bf16 *x = l == 0 ? M.enc : M.res3 + (size_t)(l - 1) * NC;
@@ -451,9 +450,7 @@ static void step(Model &M) {
                   "fc dW GEMM", "bias backward");
         gemm(M, M.g.fc_dinp, M.dln, M.dpre, M.w(P_FCW) + (size_t)l * 4 * C * C);
         mark(s, "fc dinp GEMM");
-        SG(sdg_layernorm_backward(M.dres, M.gr(P_LN2W) + l * C, M.gr(P_LN2B) + l * C, M.dln, res2,
-                                  M.w(P_LN2W) + l * C, M.mean2 + (size_t)l * N, M.rstd2 + (size_t)l * N, N, C,
-                                  M.ln_scratch, s));
+        SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(M.dres), dptr(M.gr(P_LN2W) + l * C), dptr(M.gr(P_LN2B) + l * C), dptr(M.dln), dptr(res2), dptr(M.w(P_LN2W) + l * C), dptr(M.mean2 + (size_t)l * N), dptr(M.rstd2 + (size_t)l * N), N, C, 1, dptr(M.ln_scratch)));
         mark(s, "layernorm backward");
         linear_dw(M, M.g.ap_dw, M.gr(P_APW) + (size_t)l * C * C, M.gr(P_APB) + l * C, M.dres, att, C,
                   "attproj dW GEMM", "bias backward");
@@ -466,8 +463,7 @@ static void step(Model &M) {
                   "qkv dW GEMM", "bias backward");
         gemm(M, M.g.qkv_dinp, M.dln, M.dqkv, M.w(P_QKVW) + (size_t)l * 3 * C * C);
         mark(s, "qkv dinp GEMM");
-        SG(sdg_layernorm_backward(M.dres, M.gr(P_LN1W) + l * C, M.gr(P_LN1B) + l * C, M.dln, x, M.w(P_LN1W) + l * C,
-                                  M.mean1 + (size_t)l * N, M.rstd1 + (size_t)l * N, N, C, M.ln_scratch, s));
+        SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(M.dres), dptr(M.gr(P_LN1W) + l * C), dptr(M.gr(P_LN1B) + l * C), dptr(M.dln), dptr(x), dptr(M.w(P_LN1W) + l * C), dptr(M.mean1 + (size_t)l * N), dptr(M.rstd1 + (size_t)l * N), N, C, 1, dptr(M.ln_scratch)));
         mark(s, "layernorm backward");
     }
     SG(sdg_embed_backward(M.gr(P_WTE), M.gr(P_WPE), M.dres, M.tokens, B, T, C, Vp, M.emb_scratch,
@@ -655,6 +651,7 @@ int main(int argc, char **argv) {
            g_bgrad_epilogue ? "in the dW epilogue" : "by sdg_bias_backward");
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    SC(sdc_create(dptr(s), 0, &g_ctx));
     cublasLtHandle_t lt;
     if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasLtCreate failed\n");
@@ -663,6 +660,7 @@ int main(int argc, char **argv) {
     int fails = 0;
     for (int B : batches) fails += run(B, steps, timed, lt, s);
     cublasLtDestroy(lt);
+    SC(sdc_destroy(&g_ctx));
     printf("==== step %s\n", fails ? "FAIL (loss did not fall)" : "PASS");
     return fails ? 1 : 0;
 }

@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 3
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 10
+	ComputeABIVersion = 11
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 7
+	GPTABIVersion = 8
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -92,9 +92,11 @@ type Device interface {
 	// GeluBackward: sdc_gelu_backward.
 	GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) error
 	// LayerNorm: sdc_layer_norm.
-	LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error
+	LayerNorm(dtype DType, y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error
 	// LayerNormBackward: sdc_layer_norm_backward.
-	LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error
+	LayerNormBackward(dtype DType, dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool, scratch uintptr) error
+	// LayerNormBackwardScratchBytes: sdc_layer_norm_backward_scratch_bytes.
+	LayerNormBackwardScratchBytes(dtype DType, rows int, cols int) (int, error)
 	// IndexGather: sdc_index_gather.
 	IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error
 	// IndexScatterAdd: sdc_index_scatter_add.
@@ -141,12 +143,6 @@ var _ Device = (*Context)(nil)
 // method per sdg_* launcher of the headers. *GPT is the real one;
 // compute/cuda/cudatest emulates them on the host.
 type GPTKernels interface {
-	// LayernormForward: sdg_layernorm_forward.
-	LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) error
-	// LayernormBackwardScratchBytes: sdg_layernorm_backward_scratch_bytes.
-	LayernormBackwardScratchBytes(n int, c int) int
-	// LayernormBackward: sdg_layernorm_backward.
-	LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error
 	// EmbedForward: sdg_embed_forward.
 	EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error
 	// EmbedBackwardScratchBytes: sdg_embed_backward_scratch_bytes.
@@ -354,13 +350,18 @@ func (UnemulatedDevice) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uint
 }
 
 // LayerNorm fails: sdc_layer_norm is not emulated.
-func (UnemulatedDevice) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
+func (UnemulatedDevice) LayerNorm(dtype DType, y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
 	return notEmulated("sdc_layer_norm")
 }
 
 // LayerNormBackward fails: sdc_layer_norm_backward is not emulated.
-func (UnemulatedDevice) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+func (UnemulatedDevice) LayerNormBackward(dtype DType, dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool, scratch uintptr) error {
 	return notEmulated("sdc_layer_norm_backward")
+}
+
+// LayerNormBackwardScratchBytes fails: sdc_layer_norm_backward_scratch_bytes is not emulated.
+func (UnemulatedDevice) LayerNormBackwardScratchBytes(dtype DType, rows int, cols int) (int, error) {
+	return *new(int), notEmulated("sdc_layer_norm_backward_scratch_bytes")
 }
 
 // IndexGather fails: sdc_index_gather is not emulated.
@@ -452,19 +453,6 @@ func (UnemulatedDevice) GraphDestroy(exec uint64) error { return notEmulated("sd
 // does not define: those with a status fail with ErrNotEmulated, the others
 // return zero values. Embed it.
 type UnemulatedGPT struct{}
-
-// LayernormForward: sdg_layernorm_forward is not emulated.
-func (UnemulatedGPT) LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) error {
-	return notEmulated("sdg_layernorm_forward")
-}
-
-// LayernormBackwardScratchBytes: sdg_layernorm_backward_scratch_bytes is not emulated.
-func (UnemulatedGPT) LayernormBackwardScratchBytes(n int, c int) int { return *new(int) }
-
-// LayernormBackward: sdg_layernorm_backward is not emulated.
-func (UnemulatedGPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_layernorm_backward")
-}
 
 // EmbedForward: sdg_embed_forward is not emulated.
 func (UnemulatedGPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error {

@@ -50,6 +50,7 @@ enum {
 	SDCI_sdc_gelu_backward,
 	SDCI_sdc_layer_norm,
 	SDCI_sdc_layer_norm_backward,
+	SDCI_sdc_layer_norm_backward_scratch_bytes,
 	SDCI_sdc_index_gather,
 	SDCI_sdc_index_scatter_add,
 	SDCI_sdc_softmax_causal,
@@ -111,6 +112,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_gelu_backward",
 	"sdc_layer_norm",
 	"sdc_layer_norm_backward",
+	"sdc_layer_norm_backward_scratch_bytes",
 	"sdc_index_gather",
 	"sdc_index_scatter_add",
 	"sdc_softmax_causal",
@@ -153,6 +155,7 @@ typedef struct {
 	void *out_ptr[1];
 	sdc_handle out_sdc_handle[1];
 	double out_double[1];
+	int64_t out_int64_t[1];
 	sdc_flag out_sdc_flag[1];
 	char out_str[1][128];
 	char err[1024];
@@ -209,8 +212,9 @@ static inline int cw_sdc_sum_squares(SDCW, uint64_t x_, int64_t n, int64_t timeo
 static inline int cw_sdc_sum_squares_enqueue(SDCW, uint64_t x_, int64_t n, uint64_t out) { SDCR(SDCF(sdc_sum_squares_enqueue, t)(&x->ctx, x_, n, out)); }
 static inline int cw_sdc_gelu(SDCW, sdc_dtype dtype, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, dtype, y, x_, n)); }
 static inline int cw_sdc_gelu_backward(SDCW, sdc_dtype dtype, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dtype, dx, dy, x_, n)); }
-static inline int cw_sdc_layer_norm(SDCW, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x_, uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_layer_norm, t)(&x->ctx, y, mean, rstd, x_, w, b, rows, cols, eps)); }
-static inline int cw_sdc_layer_norm_backward(SDCW, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x_, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx) { SDCR(SDCF(sdc_layer_norm_backward, t)(&x->ctx, dx, dw, db, dy, x_, w, mean, rstd, rows, cols, add_dx)); }
+static inline int cw_sdc_layer_norm(SDCW, sdc_dtype dtype, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x_, uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_layer_norm, t)(&x->ctx, dtype, y, mean, rstd, x_, w, b, rows, cols, eps)); }
+static inline int cw_sdc_layer_norm_backward(SDCW, sdc_dtype dtype, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x_, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx, uint64_t scratch) { SDCR(SDCF(sdc_layer_norm_backward, t)(&x->ctx, dtype, dx, dw, db, dy, x_, w, mean, rstd, rows, cols, add_dx, scratch)); }
+static inline int cw_sdc_layer_norm_backward_scratch_bytes(SDCW, sdc_dtype dtype, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_layer_norm_backward_scratch_bytes, t)(dtype, rows, cols, &x->out_int64_t[0])); }
 static inline int cw_sdc_index_gather(SDCW, uint64_t dst, uint64_t table, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows, sdc_flag accumulate) { SDCR(SDCF(sdc_index_gather, t)(&x->ctx, dst, table, idx, rows, cols, table_rows, accumulate)); }
 static inline int cw_sdc_index_scatter_add(SDCW, uint64_t table, uint64_t src, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows) { SDCR(SDCF(sdc_index_scatter_add, t)(&x->ctx, table, src, idx, rows, cols, table_rows)); }
 static inline int cw_sdc_softmax_causal(SDCW, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal, t)(&x->ctx, p, nmat, t_)); }

@@ -305,24 +305,40 @@ func (c *Context) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n
 // LayerNorm calls sdc_layer_norm (cuda/symddp_compute.h).
 //
 //	Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
-//	mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
-//	variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
-//	The sums in internal/hostloops' order (eight lanes, its sum8) with
-//	the same round-to-nearest float32 operations and no FMA: the CPU engine's
-//	bits. y may not alias x.
-func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
-	return c.check("sdc_layer_norm", C.cw_sdc_layer_norm(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(mean), C.uint64_t(rstd), C.uint64_t(x), C.uint64_t(w), C.uint64_t(b), C.int64_t(rows), C.int64_t(cols), C.float(eps)))
+//	mean, rstd: rows) of dtype (sd_compute_layernorm.cu). SDC_F32: each row's
+//	mean m and r = 1/sqrt(var + eps), the variance from a second pass over
+//	x - m, and y = ((x - m) * r) * w + b. The sums in internal/hostloops'
+//	order (eight lanes, its sum8) with the same round-to-nearest float32
+//	operations and no FMA: the CPU engine's bits. y may not alias x.
+//	SDC_BF16: x, y, w, b bf16, mean and rstd fp32 (either may be 0 when no
+//	backward follows), cols a multiple of 8, eps 1e-5 (the kernels'); one warp
+//	a row, r = rsqrtf(var + eps).
+func (c *Context) LayerNorm(dtype DType, y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
+	return c.check("sdc_layer_norm", C.cw_sdc_layer_norm(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(mean), C.uint64_t(rstd), C.uint64_t(x), C.uint64_t(w), C.uint64_t(b), C.int64_t(rows), C.int64_t(cols), C.float(eps)))
 }
 
 // LayerNormBackward calls sdc_layer_norm_backward (cuda/symddp_compute.h).
 //
-//	Its backward from dy (rows x cols) and the forward's x, w, mean, rstd:
-//	dx, the gradient at x, is written (add_dx = 0) or added to dx (add_dx =
-//	1); dw and db (cols) are overwritten with the sums over the rows of dy * n
-//	and dy, n = (x - m) * r, added in row order (one thread a column), likewise
-//	the CPU engine's bits. dx, dw and db may not alias each other or the inputs.
-func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
-	return c.check("sdc_layer_norm_backward", C.cw_sdc_layer_norm_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(mean), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx))))
+//	Its backward from dy (rows x cols) and the forward's x, w, mean, rstd.
+//	SDC_F32: dx, the gradient at x, is written (add_dx = 0) or added to dx
+//	(add_dx = 1); dw and db (cols) are overwritten with the sums over the rows
+//	of dy * n and dy, n = (x - m) * r, added in row order (one thread a
+//	column), likewise the CPU engine's bits; scratch is not used (0).
+//	SDC_BF16: dx, dy, x, w bf16, dw, db, mean, rstd fp32; dx is ADDED to
+//	(add_dx must be 1: the residual stream's gradient), and so are dw and db,
+//	the sums over the rows going through per-block partials in scratch
+//	(sdc_layer_norm_backward_scratch_bytes) in an order fixed by the shapes.
+//	dx, dw and db may not alias each other or the inputs.
+func (c *Context) LayerNormBackward(dtype DType, dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool, scratch uintptr) error {
+	return c.check("sdc_layer_norm_backward", C.cw_sdc_layer_norm_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(mean), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx)), C.uint64_t(scratch)))
+}
+
+// LayerNormBackwardScratchBytes calls sdc_layer_norm_backward_scratch_bytes (cuda/symddp_compute.h).
+//
+//	The bytes of device scratch sdc_layer_norm_backward wants (0 for SDC_F32).
+func (c *Context) LayerNormBackwardScratchBytes(dtype DType, rows int, cols int) (int, error) {
+	err := c.check("sdc_layer_norm_backward_scratch_bytes", C.cw_sdc_layer_norm_backward_scratch_bytes(c.cp.t, c.x, C.sdc_dtype(dtype), C.int64_t(rows), C.int64_t(cols)))
+	return int(c.x.out_int64_t[0]), err
 }
 
 // IndexGather calls sdc_index_gather (cuda/symddp_compute.h).

@@ -14,9 +14,6 @@
 enum {
 	SDGI_sdg_abi_version,
 	SDGI_sdg_last_error,
-	SDGI_sdg_layernorm_forward,
-	SDGI_sdg_layernorm_backward_scratch_bytes,
-	SDGI_sdg_layernorm_backward,
 	SDGI_sdg_embed_forward,
 	SDGI_sdg_embed_backward_scratch_bytes,
 	SDGI_sdg_embed_backward,
@@ -51,9 +48,6 @@ enum {
 static const char *const sdgw_names[SDGI_count] = {
 	"sdg_abi_version",
 	"sdg_last_error",
-	"sdg_layernorm_forward",
-	"sdg_layernorm_backward_scratch_bytes",
-	"sdg_layernorm_backward",
 	"sdg_embed_forward",
 	"sdg_embed_backward_scratch_bytes",
 	"sdg_embed_backward",
@@ -116,9 +110,6 @@ static inline int sdgw_ret(const sdgw_table *t, sdgw_call *x, int rc) {
 #define SDGR(expr) return sdgw_ret(t, x, (expr))
 
 static inline int gw_sdg_abi_version(const sdgw_table *t) { return SDGF(sdg_abi_version, t)(); }
-static inline int gw_sdg_layernorm_forward(SDGW, uintptr_t out, uintptr_t mean, uintptr_t rstd, uintptr_t inp, uintptr_t weight, uintptr_t bias, int N, int C, uintptr_t stream) { SDGR(SDGF(sdg_layernorm_forward, t)((void *)out, (float *)mean, (float *)rstd, (const void *)inp, (const void *)weight, (const void *)bias, N, C, (void *)stream)); }
-static inline size_t gw_sdg_layernorm_backward_scratch_bytes(const sdgw_table *t, int N, int C) { return SDGF(sdg_layernorm_backward_scratch_bytes, t)(N, C); }
-static inline int gw_sdg_layernorm_backward(SDGW, uintptr_t dinp, uintptr_t dweight, uintptr_t dbias, uintptr_t dout, uintptr_t inp, uintptr_t weight, uintptr_t mean, uintptr_t rstd, int N, int C, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_layernorm_backward, t)((void *)dinp, (float *)dweight, (float *)dbias, (const void *)dout, (const void *)inp, (const void *)weight, (const float *)mean, (const float *)rstd, N, C, (void *)scratch, (void *)stream)); }
 static inline int gw_sdg_embed_forward(SDGW, uintptr_t out, uintptr_t tokens, uintptr_t wte, uintptr_t wpe, int B, int T, int C, uintptr_t stream) { SDGR(SDGF(sdg_embed_forward, t)((void *)out, (const int32_t *)tokens, (const void *)wte, (const void *)wpe, B, T, C, (void *)stream)); }
 static inline size_t gw_sdg_embed_backward_scratch_bytes(const sdgw_table *t, int B, int T, int V) { return SDGF(sdg_embed_backward_scratch_bytes, t)(B, T, V); }
 static inline int gw_sdg_embed_backward(SDGW, uintptr_t dwte, uintptr_t dwpe, uintptr_t dout, uintptr_t tokens, int B, int T, int C, int V, uintptr_t scratch, size_t scratch_bytes, uintptr_t stream) { SDGR(SDGF(sdg_embed_backward, t)((float *)dwte, (float *)dwpe, (const void *)dout, (const int32_t *)tokens, B, T, C, V, (void *)scratch, scratch_bytes, (void *)stream)); }

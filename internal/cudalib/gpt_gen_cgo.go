@@ -13,46 +13,6 @@ import (
 	"unsafe"
 )
 
-// LayernormForward calls sdg_layernorm_forward (cuda/symddp_gpt.h).
-//
-//	---- layernorm (sd_gpt_layernorm.cu), eps 1e-5 ----
-//	forward: inp, out (N,C) bf16; weight, bias (C) bf16 (the bf16 copy of the
-//	parameters that sdg_adamw writes); mean, rstd (N) fp32, saved for backward
-//	(either may be NULL for inference).
-//	backward: dinp (N,C) bf16 is ADDED to (the residual stream's gradient);
-//	dweight, dbias (C) fp32 are ADDED to; scratch: sdg_layernorm_backward_scratch_bytes.
-func (g *GPT) LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_layernorm_forward", x, C.gw_sdg_layernorm_forward(g.t, x, C.uintptr_t(out), C.uintptr_t(mean), C.uintptr_t(rstd), C.uintptr_t(inp), C.uintptr_t(weight), C.uintptr_t(bias), C.int(n), C.int(c), C.uintptr_t(stream)))
-}
-
-// LayernormBackwardScratchBytes calls sdg_layernorm_backward_scratch_bytes (cuda/symddp_gpt.h).
-//
-//	---- layernorm (sd_gpt_layernorm.cu), eps 1e-5 ----
-//	forward: inp, out (N,C) bf16; weight, bias (C) bf16 (the bf16 copy of the
-//	parameters that sdg_adamw writes); mean, rstd (N) fp32, saved for backward
-//	(either may be NULL for inference).
-//	backward: dinp (N,C) bf16 is ADDED to (the residual stream's gradient);
-//	dweight, dbias (C) fp32 are ADDED to; scratch: sdg_layernorm_backward_scratch_bytes.
-func (g *GPT) LayernormBackwardScratchBytes(n int, c int) int {
-	return int(C.gw_sdg_layernorm_backward_scratch_bytes(g.t, C.int(n), C.int(c)))
-}
-
-// LayernormBackward calls sdg_layernorm_backward (cuda/symddp_gpt.h).
-//
-//	---- layernorm (sd_gpt_layernorm.cu), eps 1e-5 ----
-//	forward: inp, out (N,C) bf16; weight, bias (C) bf16 (the bf16 copy of the
-//	parameters that sdg_adamw writes); mean, rstd (N) fp32, saved for backward
-//	(either may be NULL for inference).
-//	backward: dinp (N,C) bf16 is ADDED to (the residual stream's gradient);
-//	dweight, dbias (C) fp32 are ADDED to; scratch: sdg_layernorm_backward_scratch_bytes.
-func (g *GPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_layernorm_backward", x, C.gw_sdg_layernorm_backward(g.t, x, C.uintptr_t(dinp), C.uintptr_t(dweight), C.uintptr_t(dbias), C.uintptr_t(dout), C.uintptr_t(inp), C.uintptr_t(weight), C.uintptr_t(mean), C.uintptr_t(rstd), C.int(n), C.int(c), C.uintptr_t(scratch), C.uintptr_t(stream)))
-}
-
 // EmbedForward calls sdg_embed_forward (cuda/symddp_gpt.h).
 //
 //	---- token + position embedding (sd_gpt_embed.cu) ----

@@ -99,26 +99,26 @@ func TestGPTRoundTrip(t *testing.T) {
 	lib, g := openFakeGPT(t)
 	stream, log := fakeStream(t, lib)
 
-	if err := g.LayernormForward(0x1000, 0x2000, 0, 0x3000, 0x4000, 0x5000, 6, 16, stream); err != nil {
+	if err := g.AttentionForwardWMMA(0x1000, 0x2000, 0x3000, 6, 64, 64, 2, stream); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := log(), "sdg_layernorm_forward out=0x1000 mean=0x2000 rstd=0x0 inp=0x3000 weight=0x4000 bias=0x5000 N=6 C=16"; got != want {
+	if got, want := log(), "sdg_attention_forward/wmma out=0x1000 lse=0x2000 qkv=0x3000 B=6 T=64 C=64 NH=2"; got != want {
 		t.Fatalf("log %q\nwant %q", got, want)
 	}
-	err := g.LayernormForward(0x1000, 0, 0, 0x3000, 0x4000, 0x5000, 6, 12, stream)
+	err := g.AttentionForwardMMA(0x1000, 0x2000, 0x3000, 6, 64, 768, 12, stream)
 	var ge *cudalib.GPTError
-	if !errors.As(err, &ge) || ge.Code != cudalib.GPTErrArg || ge.Call != "sdg_layernorm_forward" || !errors.Is(err, cudalib.ErrArgument) {
-		t.Fatalf("LayernormForward with C=12 = %#v", err)
+	if !errors.As(err, &ge) || ge.Code != cudalib.GPTErrArg || ge.Call != "sdg_attention_forward_mma" || !errors.Is(err, cudalib.ErrArgument) {
+		t.Fatalf("AttentionForwardMMA with T=64 = %#v", err)
 	}
-	if want := "sdg_layernorm_forward: fake: C=12 is not a positive multiple of 8"; err.Error() != want {
+	if want := "sdg_attention_forward_mma: fake: mma: T=64"; err.Error() != want {
 		t.Fatalf("message %q, want %q", err, want)
 	}
 	if s := log(); s != "" {
 		t.Fatalf("a failed launch logged %q", s)
 	}
 
-	if n, want := g.LayernormBackwardScratchBytes(100, 16), 4*16*8; n != want {
-		t.Errorf("LayernormBackwardScratchBytes = %d, want %d", n, want)
+	if n, want := g.AttentionBackwardScratchBytes(2, 64, 384, 12), 2*12*64*4; n != want {
+		t.Errorf("AttentionBackwardScratchBytes = %d, want %d", n, want)
 	}
 	if n, want := g.EmbedBackwardScratchBytes(2, 64, 50257), 2*64*16+50257*4; n != want {
 		t.Errorf("EmbedBackwardScratchBytes = %d, want %d", n, want)

@@ -512,13 +512,19 @@ func (c *Context) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n
 }
 
 // LayerNorm fails: the library needs cgo.
-func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) (err error) {
+func (c *Context) LayerNorm(dtype DType, y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) (err error) {
 	err = errNoCgo
 	return
 }
 
 // LayerNormBackward fails: the library needs cgo.
-func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) (err error) {
+func (c *Context) LayerNormBackward(dtype DType, dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool, scratch uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// LayerNormBackwardScratchBytes fails: the library needs cgo.
+func (c *Context) LayerNormBackwardScratchBytes(dtype DType, rows int, cols int) (r0 int, err error) {
 	err = errNoCgo
 	return
 }
@@ -633,23 +639,6 @@ func (c *Context) GraphLaunch(exec uint64, values StepValues) (err error) {
 
 // GraphDestroy fails: the library needs cgo.
 func (c *Context) GraphDestroy(exec uint64) (err error) {
-	err = errNoCgo
-	return
-}
-
-// LayernormForward fails: the library needs cgo.
-func (g *GPT) LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// LayernormBackwardScratchBytes is the zero value without cgo.
-func (g *GPT) LayernormBackwardScratchBytes(n int, c int) (r0 int) {
-	return
-}
-
-// LayernormBackward fails: the library needs cgo.
-func (g *GPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

@@ -229,82 +229,12 @@ func TestBF16Rounding(t *testing.T) {
 }
 
 // lnRef: LayerNorm in float64, the variance as E[x²] - mean².
-func lnRef(x, w, b []float64, n, c int) (out, mean, rstd []float64) {
-	out, mean, rstd = make([]float64, n*c), make([]float64, n), make([]float64, n)
-	for i := 0; i < n; i++ {
-		var s, s2 float64
-		for _, v := range x[i*c : (i+1)*c] {
-			s += v
-			s2 += v * v
-		}
-		mu := s / float64(c)
-		rs := 1 / math.Sqrt(s2/float64(c)-mu*mu+1e-5)
-		mean[i], rstd[i] = mu, rs
-		for j := 0; j < c; j++ {
-			out[i*c+j] = w[j]*(x[i*c+j]-mu)*rs + b[j]
-		}
-	}
-	return
-}
-
 func dot(a, b []float64) float64 {
 	var s float64
 	for i := range a {
 		s += a[i] * b[i]
 	}
 	return s
-}
-
-func TestGPTLayernorm(t *testing.T) {
-	g := newGPU(t)
-	const n, c = 4, 16
-	x, w, b := g.randBF(n*c, 1.5, 0.3), g.randBF(c, 0.2, 1), g.randBF(c, 0.2, 0)
-	dy, r := g.randBF(n*c, 1, 0), g.randBF(n*c, 1, 0)
-	dw0, db0 := g.randF32(c, 1), g.randF32(c, 1)
-	px, pw, pb, pdy, pr := g.bf(x), g.bf(w), g.bf(b), g.bf(dy), g.bf(r)
-	pout, pmean, prstd := g.alloc(2*n*c), g.alloc(4*n), g.alloc(4*n)
-	pdw, pdb := g.f32(dw0), g.f32(db0)
-	scratch := g.alloc(g.k.LayernormBackwardScratchBytes(n, c))
-	g.ok(g.k.LayernormForward(pout, pmean, prstd, px, pw, pb, n, c, 1))
-	ro, rm, rr := lnRef(x, w, b, n, c)
-	near(t, "out", g.readBF(pout, n*c), ro, bf16Tol, 1e-9)
-	near(t, "mean", g.readF32(pmean, n), rm, 1e-6, 1e-9)
-	near(t, "rstd", g.readF32(prstd, n), rr, 1e-6, 1e-9)
-	g.ok(g.k.LayernormForward(pout, 0, 0, px, pw, pb, n, c, 1)) // inference: no statistics
-
-	g.ok(g.k.LayernormBackward(pr, pdw, pdb, pdy, px, pw, pmean, prstd, n, c, scratch, 1))
-	// Finite differences of L = sum(dy * LN(x)), in float64.
-	loss := func(x, w, b []float64) float64 {
-		o, _, _ := lnRef(x, w, b, n, c)
-		return dot(o, dy)
-	}
-	const h = 1e-6
-	fd := func(v []float64, i int, f func() float64) float64 {
-		v0 := v[i]
-		v[i] = v0 + h
-		up := f()
-		v[i] = v0 - h
-		dn := f()
-		v[i] = v0
-		return (up - dn) / (2 * h)
-	}
-	L := func() float64 { return loss(x, w, b) }
-	rdx, rdw, rdb := make([]float64, n*c), make([]float64, c), make([]float64, c)
-	for i := range rdx {
-		rdx[i] = r[i] + fd(x, i, L)
-	}
-	for j := 0; j < c; j++ {
-		rdw[j] = float64(dw0[j]) + fd(w, j, L)
-		rdb[j] = float64(db0[j]) + fd(b, j, L)
-	}
-	near(t, "dinp (added to)", g.readBF(pr, n*c), rdx, bf16Tol, 1e-6)
-	near(t, "dweight (added to)", g.readF32(pdw, c), rdw, 1e-6, 1e-7)
-	near(t, "dbias (added to)", g.readF32(pdb, c), rdb, 1e-6, 1e-7)
-
-	wantArg(t, "C=12", g.k.LayernormForward(pout, pmean, prstd, px, pw, pb, n, 12, 1))
-	wantArg(t, "unaligned", g.k.LayernormForward(pout+2, pmean, prstd, px, pw, pb, n, c, 1))
-	wantArg(t, "no bias", g.k.LayernormForward(pout, pmean, prstd, px, pw, 0, n, c, 1))
-	wantArg(t, "no scratch", g.k.LayernormBackward(pr, pdw, pdb, pdy, px, pw, pmean, prstd, n, c, 0, 1))
 }
 
 func TestGPTEmbed(t *testing.T) {
@@ -965,7 +895,7 @@ func TestGPTCaptureReplay(t *testing.T) {
 	}
 	step := func(r *run) {
 		k := r.g.k
-		r.g.ok(k.LayernormForward(r.pout, 0, 0, r.px, r.pw, r.pb, n, c, 1))
+		r.g.ok(r.g.d.LayerNorm(cudalib.BFloat16, r.pout, 0, 0, r.px, r.pw, r.pb, n, c, lnEps))
 		r.g.ok(k.GemmRun(r.plan, r.lt, r.py, r.pout, r.pw2, r.pbias, 0, 0, 1))
 		r.g.ok(k.AdamW(r.pp, 0, r.pg, r.pm, r.pv, 0, 0, oc, r.ph, 1))
 	}

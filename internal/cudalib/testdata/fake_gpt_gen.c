@@ -10,16 +10,6 @@
 
 void fake_sdg_log(void *stream, const char *fmt, ...);
 
-__attribute__((weak)) int sdg_layernorm_forward(void *out, float *mean, float *rstd, const void *inp, const void *weight, const void *bias, int N, int C, void *stream) {
-    fake_sdg_log(stream, "sdg_layernorm_forward out=0x%lx mean=0x%lx rstd=0x%lx inp=0x%lx weight=0x%lx bias=0x%lx N=%d C=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)mean, (unsigned long)(uintptr_t)rstd, (unsigned long)(uintptr_t)inp, (unsigned long)(uintptr_t)weight, (unsigned long)(uintptr_t)bias, N, C);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, const void *dout, const void *inp, const void *weight, const float *mean, const float *rstd, int N, int C, void *scratch, void *stream) {
-    fake_sdg_log(stream, "sdg_layernorm_backward dinp=0x%lx dweight=0x%lx dbias=0x%lx dout=0x%lx inp=0x%lx weight=0x%lx mean=0x%lx rstd=0x%lx N=%d C=%d scratch=0x%lx", (unsigned long)(uintptr_t)dinp, (unsigned long)(uintptr_t)dweight, (unsigned long)(uintptr_t)dbias, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)inp, (unsigned long)(uintptr_t)weight, (unsigned long)(uintptr_t)mean, (unsigned long)(uintptr_t)rstd, N, C, (unsigned long)(uintptr_t)scratch);
-    return SDG_OK;
-}
-
 __attribute__((weak)) int sdg_embed_forward(void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C, void *stream) {
     fake_sdg_log(stream, "sdg_embed_forward out=0x%lx tokens=0x%lx wte=0x%lx wpe=0x%lx B=%d T=%d C=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)tokens, (unsigned long)(uintptr_t)wte, (unsigned long)(uintptr_t)wpe, B, T, C);
     return SDG_OK;

@@ -73,17 +73,6 @@ static int check_c(int C) {
     return SDG_OK;
 }
 
-int sdg_layernorm_forward(void *out, float *mean, float *rstd, const void *inp, const void *weight,
-                          const void *bias, int N, int C, void *stream) {
-    if (check_c(C)) return SDG_ERR_ARG;
-    fake_sdg_log(stream, "sdg_layernorm_forward out=0x%lx mean=0x%lx rstd=0x%lx inp=0x%lx weight=0x%lx bias=0x%lx N=%d C=%d",
-         P(out), P(mean), P(rstd), P(inp), P(weight), P(bias), N, C);
-    return SDG_OK;
-}
-
-/* Made up: one fp32 pair per channel per 32 rows. */
-size_t sdg_layernorm_backward_scratch_bytes(int N, int C) { return (size_t)((N + 31) / 32) * (size_t)C * 8; }
-
 /* Made up: keys and values of a radix sort, and one count per token. */
 size_t sdg_embed_backward_scratch_bytes(int B, int T, int V) { return (size_t)B * T * 16 + (size_t)V * 4; }
 
