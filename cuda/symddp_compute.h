@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 11
+#define SDC_ABI_VERSION 12
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -309,11 +309,20 @@ int sdc_side_join(const sdc_ctx *c);
 int sdc_bias_act(const sdc_ctx *c, uint64_t y, int64_t rows, int64_t cols, uint64_t bias,
                  sdc_act act);
 /*
- * dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0), then
- * dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0.
+ * SDC_F32: dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0),
+ * then dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0;
+ * on the context's scratch (scratch is not used: 0).
+ * SDC_BF16 (a bf16 Linear's bias gradient beside a dW GEMM without the
+ * BGRAD_A epilogue, sd_compute_act.cu's bf16 kernels): dy bf16 (cols a
+ * multiple of 8), dbias fp32 written (act SDC_IDENTITY, accumulate 0, y
+ * unused), the columns summed in chunks of rows into partials in scratch
+ * (sdc_bias_act_backward_scratch_bytes), then the partials in chunk order:
+ * an order fixed by the shape alone.
  */
-int sdc_bias_act_backward(const sdc_ctx *c, uint64_t dy, uint64_t y, int64_t rows, int64_t cols,
-                          uint64_t dbias, sdc_act act, sdc_flag accumulate);
+int sdc_bias_act_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dy, uint64_t y, int64_t rows, int64_t cols,
+                          uint64_t dbias, sdc_act act, sdc_flag accumulate, uint64_t scratch);
+/* The bytes of device scratch sdc_bias_act_backward wants (0 for SDC_F32). */
+int sdc_bias_act_backward_scratch_bytes(sdc_dtype dtype, int64_t rows, int64_t cols, int64_t *bytes);
 /*
  * logits (rows,classes), labels int32 (rows), -1 for padding: dlogits =
  * (softmax(logits) - onehot(label)) * scale for labelled rows, 0 for the

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 8
+#define SDG_ABI_VERSION 9
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -115,14 +115,6 @@ typedef struct {
 } sdg_adamw_hyper;
 int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay,
               int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream);
-
-/* ---- Linear bias gradient (sd_gpt_bias.cu) ----
- * dbias (OC) fp32 = the column sums of dout (N,OC) bf16 (OC a multiple of 8),
- * WRITTEN, deterministically; beside a dW GEMM without the BGRAD_A epilogue,
- * which costs more at GPT-2's shapes than this kernel.
- * scratch: sdg_bias_backward_scratch_bytes. */
-size_t sdg_bias_backward_scratch_bytes(int N, int OC);
-int sdg_bias_backward(float *dbias, const void *dout, int N, int OC, void *scratch, void *stream);
 
 /* ---- bf16 GEMMs on cuBLASLt (sd_gpt_gemm.cu) ----
  * Row-major C (m,n) = op(A) (m,k) op(B) (k,n) [+ C when accumulate], A and B

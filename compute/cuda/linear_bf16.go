@@ -83,7 +83,11 @@ func (e *Engine) linearBF16Plan(s compute.LinearSpec) (compute.FusedLinear, erro
 		}
 	}
 	if f.b != nil {
-		if err := e.scratch(&e.bf.bias, e.bf.k.BiasBackwardScratchBytes(s.Batch, s.Out)); err != nil {
+		bytes, err := e.dev.BiasActBackwardScratchBytes(cudalib.BFloat16, s.Batch, s.Out)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.scratch(&e.bf.bias, bytes); err != nil {
 			return nil, err
 		}
 	}
@@ -148,14 +152,14 @@ func (f *linearBF16) ForwardOnto(x, r compute.Tensor) {
 // place.
 func (f *linearBF16) Backward(dy, x compute.Tensor) compute.Tensor {
 	const op = "bf16 Linear Backward"
-	e, k, s := f.e, f.e.bf.k, f.e.info.Stream
+	e := f.e
 	dyd, xd := f.check(op, dy, f.out), f.check(op, x, f.in)
 	if f.gelu && !f.chained {
 		e.fail(op, e.dev.GeluBackward(cudalib.BFloat16, dyd.ptr, dyd.ptr, f.aux.ptr, f.n*f.out))
 	}
 	e.fail(op, e.gemm(f.dwPlan, f.dw.ptr, dyd.ptr, xd.ptr, 0, 0)) // dW (Out,In) = dyᵀ·x
 	if f.db != nil {
-		e.fail(op, k.BiasBackward(f.db.ptr, dyd.ptr, f.n, f.out, e.bf.bias.ptr, s))
+		e.fail(op, e.dev.BiasActBackward(cudalib.BFloat16, dyd.ptr, 0, f.n, f.out, f.db.ptr, cudalib.Identity, false, e.bf.bias.ptr))
 	}
 	if f.dx == nil {
 		return nil

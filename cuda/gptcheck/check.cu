@@ -914,12 +914,12 @@ static void check_bias(const char *tag, int N, int OC) {
     std::vector<float> d, b0;
     rnd_bf16(hd, d, (size_t)N * OC, 1.0f);
     rnd_f32(b0, OC, 1.0f);
-    Dev dd(hd.size() * 2), db(OC * 4), scratch(sdg_bias_backward_scratch_bytes(N, OC));
+    Dev dd(hd.size() * 2), db(OC * 4), scratch(bias_scratch_bytes(N, OC));
     up(dd, hd);
     std::vector<float> got[2];
     for (int rep = 0; rep < 2; rep++) {
         up(db, b0);
-        SG(sdg_bias_backward(db.f(), dd.p, N, OC, scratch.p, g_stream));
+        SC(sdc_bias_act_backward(&g_ctx, SDC_BF16, dptr(dd.p), 0, N, OC, dptr(db.f()), SDC_IDENTITY, 0, dptr(scratch.p)));
         got[rep] = down<float>(db, OC);
     }
     std::vector<double> ref(OC, 0.0); /* written: b0 is overwritten */
@@ -1124,12 +1124,12 @@ static void timings() {
         report_bw("adamw (124M params)", us, 30.0 * n);
     }
     {
-        Dev d((size_t)N * 4 * C * 2), db(4 * C * 4), scratch(sdg_bias_backward_scratch_bytes(N, 4 * C));
+        Dev d((size_t)N * 4 * C * 2), db(4 * C * 4), scratch(bias_scratch_bytes(N, 4 * C));
         fill_bf16(d, (size_t)N * 4 * C, 1.f);
         CK(cudaMemset(db.p, 0, db.bytes));
-        double us = time_us([&] { SG(sdg_bias_backward(db.f(), d.p, N, 4 * C, scratch.p, g_stream)); }, 50);
+        double us = time_us([&] { SC(sdc_bias_act_backward(&g_ctx, SDC_BF16, dptr(d.p), 0, N, 4 * C, dptr(db.f()), SDC_IDENTITY, 0, dptr(scratch.p))); }, 50);
         report_bw("bias_bwd (16384 x 3072)", us, 2.0 * N * 4 * C);
-        us = time_us([&] { SG(sdg_bias_backward(db.f(), d.p, N, C, scratch.p, g_stream)); }, 50);
+        us = time_us([&] { SC(sdc_bias_act_backward(&g_ctx, SDC_BF16, dptr(d.p), 0, N, C, dptr(db.f()), SDC_IDENTITY, 0, dptr(scratch.p))); }, 50);
         report_bw("bias_bwd (16384 x 768)", us, 2.0 * N * C);
     }
     {

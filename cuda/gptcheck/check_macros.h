@@ -47,3 +47,10 @@ static inline size_t ln_scratch_bytes(int64_t N, int64_t C) {
     SC(sdc_layer_norm_backward_scratch_bytes(SDC_BF16, N, C, &b));
     return (size_t)b;
 }
+
+/* sdc_bias_act_backward's scratch for a bf16 bias gradient. */
+static inline size_t bias_scratch_bytes(int64_t N, int64_t OC) {
+    int64_t b = 0;
+    SC(sdc_bias_act_backward_scratch_bytes(SDC_BF16, N, OC, &b));
+    return (size_t)b;
+}

@@ -258,7 +258,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
         exit(101);
     }
     M.emb_scratch = dmalloc(M.emb_scratch_bytes);
-    M.bias_scratch = dmalloc(sdg_bias_backward_scratch_bytes(M.N, 4 * C));
+    M.bias_scratch = dmalloc(bias_scratch_bytes(M.N, 4 * C));
     M.ws = dmalloc(WS_BYTES);
 
     Gemms &g = M.g;
@@ -274,7 +274,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     g.fc_dinp = mkplan(lt, Nn, C, 4 * C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
     g.ap_dinp = mkplan(lt, Nn, C, C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
     g.qkv_dinp = mkplan(lt, Nn, C, 3 * C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    /* dW without the BGRAD_A epilogue, the bias gradients by sdg_bias_backward
+    /* dW without the BGRAD_A epilogue, the bias gradients by sdc_bias_act_backward
      * (--bgrad-epilogue: in the dW GEMMs' epilogue, for comparison) */
     const int epi = g_bgrad_epilogue ? SDG_EPI_BGRAD_A : SDG_EPI_NONE;
     g.fp_dw = mkplan(lt, C, 4 * C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
@@ -377,7 +377,7 @@ static void linear_dw(Model &M, sdg_gemm *p, float *dw, float *db, const bf16 *d
     }
     gemm(M, p, dw, dout, x);
     mark(M.s, dwname);
-    SG(sdg_bias_backward(db, dout, M.N, OC, M.bias_scratch, M.s));
+    SC(sdc_bias_act_backward(&g_ctx, SDC_BF16, dptr(dout), 0, M.N, OC, dptr(db), SDC_IDENTITY, 0, dptr(M.bias_scratch)));
     mark(M.s, dbname);
 }
 
@@ -648,7 +648,7 @@ int main(int argc, char **argv) {
            "else %s), GEMMs %s, bias gradients %s\n",
            prop.name, prop.multiProcessorCount, sdg_abi_version(), g_att_name,
            sdg_attention_cudnn_supported(batches[0], T, C, NH) ? "yes" : "no", batches[0], sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma", g_tune ? "tuned at first use" : "heuristic's",
-           g_bgrad_epilogue ? "in the dW epilogue" : "by sdg_bias_backward");
+           g_bgrad_epilogue ? "in the dW epilogue" : "by sdc_bias_act_backward");
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     SC(sdc_create(dptr(s), 0, &g_ctx));

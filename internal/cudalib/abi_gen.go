@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 3
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 11
+	ComputeABIVersion = 12
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 8
+	GPTABIVersion = 9
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -74,7 +74,9 @@ type Device interface {
 	// BiasAct: sdc_bias_act.
 	BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activation) error
 	// BiasActBackward: sdc_bias_act_backward.
-	BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) error
+	BiasActBackward(dtype DType, dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool, scratch uintptr) error
+	// BiasActBackwardScratchBytes: sdc_bias_act_backward_scratch_bytes.
+	BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (int, error)
 	// SoftmaxXent: sdc_softmax_xent.
 	SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error
 	// GatherRows: sdc_gather_rows.
@@ -179,10 +181,6 @@ type GPTKernels interface {
 	LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error
 	// AdamW: sdg_adamw.
 	AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error
-	// BiasBackwardScratchBytes: sdg_bias_backward_scratch_bytes.
-	BiasBackwardScratchBytes(n int, oc int) int
-	// BiasBackward: sdg_bias_backward.
-	BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) error
 	// LtCreate: sdg_lt_create.
 	LtCreate() (uintptr, error)
 	// LtDestroy: sdg_lt_destroy.
@@ -307,8 +305,13 @@ func (UnemulatedDevice) BiasAct(y uintptr, rows int, cols int, bias uintptr, act
 }
 
 // BiasActBackward fails: sdc_bias_act_backward is not emulated.
-func (UnemulatedDevice) BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) error {
+func (UnemulatedDevice) BiasActBackward(dtype DType, dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool, scratch uintptr) error {
 	return notEmulated("sdc_bias_act_backward")
+}
+
+// BiasActBackwardScratchBytes fails: sdc_bias_act_backward_scratch_bytes is not emulated.
+func (UnemulatedDevice) BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (int, error) {
+	return *new(int), notEmulated("sdc_bias_act_backward_scratch_bytes")
 }
 
 // SoftmaxXent fails: sdc_softmax_xent is not emulated.
@@ -532,14 +535,6 @@ func (UnemulatedGPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n
 // AdamW: sdg_adamw is not emulated.
 func (UnemulatedGPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error {
 	return notEmulated("sdg_adamw")
-}
-
-// BiasBackwardScratchBytes: sdg_bias_backward_scratch_bytes is not emulated.
-func (UnemulatedGPT) BiasBackwardScratchBytes(n int, oc int) int { return *new(int) }
-
-// BiasBackward: sdg_bias_backward is not emulated.
-func (UnemulatedGPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_bias_backward")
 }
 
 // LtCreate: sdg_lt_create is not emulated.

@@ -40,6 +40,7 @@ enum {
 	SDCI_sdc_side_join,
 	SDCI_sdc_bias_act,
 	SDCI_sdc_bias_act_backward,
+	SDCI_sdc_bias_act_backward_scratch_bytes,
 	SDCI_sdc_softmax_xent,
 	SDCI_sdc_gather_rows,
 	SDCI_sdc_accumulate,
@@ -102,6 +103,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_side_join",
 	"sdc_bias_act",
 	"sdc_bias_act_backward",
+	"sdc_bias_act_backward_scratch_bytes",
 	"sdc_softmax_xent",
 	"sdc_gather_rows",
 	"sdc_accumulate",
@@ -154,8 +156,8 @@ typedef struct {
 	uint64_t out_uint64_t[1];
 	void *out_ptr[1];
 	sdc_handle out_sdc_handle[1];
-	double out_double[1];
 	int64_t out_int64_t[1];
+	double out_double[1];
 	sdc_flag out_sdc_flag[1];
 	char out_str[1][128];
 	char err[1024];
@@ -203,7 +205,8 @@ static inline int cw_sdc_lt_matmul(SDCW, sdc_handle plan, uint64_t a, uint64_t b
 static inline int cw_sdc_side_fork(SDCW) { SDCR(SDCF(sdc_side_fork, t)(&x->ctx)); }
 static inline int cw_sdc_side_join(SDCW) { SDCR(SDCF(sdc_side_join, t)(&x->ctx)); }
 static inline int cw_sdc_bias_act(SDCW, uint64_t y, int64_t rows, int64_t cols, uint64_t bias, sdc_act act) { SDCR(SDCF(sdc_bias_act, t)(&x->ctx, y, rows, cols, bias, act)); }
-static inline int cw_sdc_bias_act_backward(SDCW, uint64_t dy, uint64_t y, int64_t rows, int64_t cols, uint64_t dbias, sdc_act act, sdc_flag accumulate) { SDCR(SDCF(sdc_bias_act_backward, t)(&x->ctx, dy, y, rows, cols, dbias, act, accumulate)); }
+static inline int cw_sdc_bias_act_backward(SDCW, sdc_dtype dtype, uint64_t dy, uint64_t y, int64_t rows, int64_t cols, uint64_t dbias, sdc_act act, sdc_flag accumulate, uint64_t scratch) { SDCR(SDCF(sdc_bias_act_backward, t)(&x->ctx, dtype, dy, y, rows, cols, dbias, act, accumulate, scratch)); }
+static inline int cw_sdc_bias_act_backward_scratch_bytes(SDCW, sdc_dtype dtype, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_bias_act_backward_scratch_bytes, t)(dtype, rows, cols, &x->out_int64_t[0])); }
 static inline int cw_sdc_softmax_xent(SDCW, uint64_t logits, uint64_t labels, int64_t rows, int64_t classes, uint64_t dlogits, float scale, sdc_flag use_block, uint64_t stats) { SDCR(SDCF(sdc_softmax_xent, t)(&x->ctx, logits, labels, rows, classes, dlogits, scale, use_block, stats)); }
 static inline int cw_sdc_gather_rows(SDCW, uint64_t dst, uint64_t src, uint64_t table, uint64_t idx, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_gather_rows, t)(&x->ctx, dst, src, table, idx, rows, cols)); }
 static inline int cw_sdc_accumulate(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_accumulate, t)(&x->ctx, dst, src, n)); }

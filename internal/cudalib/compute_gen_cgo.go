@@ -225,10 +225,25 @@ func (c *Context) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activ
 
 // BiasActBackward calls sdc_bias_act_backward (cuda/symddp_compute.h).
 //
-//	dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0), then
-//	dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0.
-func (c *Context) BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) error {
-	return c.check("sdc_bias_act_backward", C.cw_sdc_bias_act_backward(c.cp.t, c.x, C.uint64_t(dy), C.uint64_t(y), C.int64_t(rows), C.int64_t(cols), C.uint64_t(dbias), C.sdc_act(act), C.sdc_flag(sdcFlag(accumulate))))
+//	SDC_F32: dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0),
+//	then dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0;
+//	on the context's scratch (scratch is not used: 0).
+//	SDC_BF16 (a bf16 Linear's bias gradient beside a dW GEMM without the
+//	BGRAD_A epilogue, sd_compute_act.cu's bf16 kernels): dy bf16 (cols a
+//	multiple of 8), dbias fp32 written (act SDC_IDENTITY, accumulate 0, y
+//	unused), the columns summed in chunks of rows into partials in scratch
+//	(sdc_bias_act_backward_scratch_bytes), then the partials in chunk order:
+//	an order fixed by the shape alone.
+func (c *Context) BiasActBackward(dtype DType, dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool, scratch uintptr) error {
+	return c.check("sdc_bias_act_backward", C.cw_sdc_bias_act_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(dy), C.uint64_t(y), C.int64_t(rows), C.int64_t(cols), C.uint64_t(dbias), C.sdc_act(act), C.sdc_flag(sdcFlag(accumulate)), C.uint64_t(scratch)))
+}
+
+// BiasActBackwardScratchBytes calls sdc_bias_act_backward_scratch_bytes (cuda/symddp_compute.h).
+//
+//	The bytes of device scratch sdc_bias_act_backward wants (0 for SDC_F32).
+func (c *Context) BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (int, error) {
+	err := c.check("sdc_bias_act_backward_scratch_bytes", C.cw_sdc_bias_act_backward_scratch_bytes(c.cp.t, c.x, C.sdc_dtype(dtype), C.int64_t(rows), C.int64_t(cols)))
+	return int(c.x.out_int64_t[0]), err
 }
 
 // SoftmaxXent calls sdc_softmax_xent (cuda/symddp_compute.h).

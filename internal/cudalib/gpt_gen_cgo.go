@@ -260,30 +260,6 @@ func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr
 	return g.check("sdg_adamw", x, C.gw_sdg_adamw(g.t, x, C.uintptr_t(params), C.uintptr_t(paramsBF16), C.uintptr_t(grads), C.uintptr_t(m), C.uintptr_t(v), C.uintptr_t(decay), C.int64_t(chunk), C.int64_t(n), C.uintptr_t(hyper), C.uintptr_t(stream)))
 }
 
-// BiasBackwardScratchBytes calls sdg_bias_backward_scratch_bytes (cuda/symddp_gpt.h).
-//
-//	---- Linear bias gradient (sd_gpt_bias.cu) ----
-//	dbias (OC) fp32 = the column sums of dout (N,OC) bf16 (OC a multiple of 8),
-//	WRITTEN, deterministically; beside a dW GEMM without the BGRAD_A epilogue,
-//	which costs more at GPT-2's shapes than this kernel.
-//	scratch: sdg_bias_backward_scratch_bytes.
-func (g *GPT) BiasBackwardScratchBytes(n int, oc int) int {
-	return int(C.gw_sdg_bias_backward_scratch_bytes(g.t, C.int(n), C.int(oc)))
-}
-
-// BiasBackward calls sdg_bias_backward (cuda/symddp_gpt.h).
-//
-//	---- Linear bias gradient (sd_gpt_bias.cu) ----
-//	dbias (OC) fp32 = the column sums of dout (N,OC) bf16 (OC a multiple of 8),
-//	WRITTEN, deterministically; beside a dW GEMM without the BGRAD_A epilogue,
-//	which costs more at GPT-2's shapes than this kernel.
-//	scratch: sdg_bias_backward_scratch_bytes.
-func (g *GPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_bias_backward", x, C.gw_sdg_bias_backward(g.t, x, C.uintptr_t(dbias), C.uintptr_t(dout), C.int(n), C.int(oc), C.uintptr_t(scratch), C.uintptr_t(stream)))
-}
-
 // LtCreate calls sdg_lt_create (cuda/symddp_gpt.h).
 func (g *GPT) LtCreate() (uintptr, error) {
 	x := g.call()

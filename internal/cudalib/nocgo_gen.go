@@ -458,7 +458,13 @@ func (c *Context) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activ
 }
 
 // BiasActBackward fails: the library needs cgo.
-func (c *Context) BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) (err error) {
+func (c *Context) BiasActBackward(dtype DType, dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool, scratch uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BiasActBackwardScratchBytes fails: the library needs cgo.
+func (c *Context) BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (r0 int, err error) {
 	err = errNoCgo
 	return
 }
@@ -742,17 +748,6 @@ func (g *GPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, s
 
 // AdamW fails: the library needs cgo.
 func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// BiasBackwardScratchBytes is the zero value without cgo.
-func (g *GPT) BiasBackwardScratchBytes(n int, oc int) (r0 int) {
-	return
-}
-
-// BiasBackward fails: the library needs cgo.
-func (g *GPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

@@ -402,7 +402,17 @@ func (d *Device) biasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Ac
 	hostloops.BiasAct(d.f32(y, rows*cols), bs, rows, cols, act == cudalib.ReLU)
 }
 
-func (d *Device) BiasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) error {
+// BiasActBackward is sdc_bias_act_backward. Float32: see biasActBackward.
+// BFloat16: dbias = the float64 column sums of dy, rounded to float32 (the
+// kernel's chunked float32 sums are not emulated bit for bit); its
+// arguments checked as the library checks them.
+func (d *Device) BiasActBackward(dtype cudalib.DType, dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool, scratch uintptr) error {
+	if dtype == cudalib.BFloat16 {
+		return d.biasBackwardBF16(dy, rows, cols, dbias, act, accumulate, scratch)
+	}
+	if dtype != cudalib.Float32 {
+		return sdcArgErr("sdc_bias_act_backward", "dtype %d", dtype)
+	}
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.biasActBackward(dy, y, rows, cols, dbias, act, accumulate) })
 		return nil

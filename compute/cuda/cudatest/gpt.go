@@ -685,43 +685,6 @@ func (g *GPT) adamw(params, paramsBF16, grads, m, v, decay uintptr, chunk, n int
 	}
 }
 
-// ---- Linear bias gradient ----
-
-// BiasBackwardScratchBytes: the library's (partials of OC floats, one per
-// chunk of 64 rows, at most 512); the emulation uses none.
-func (g *GPT) BiasBackwardScratchBytes(n, oc int) int {
-	if n <= 0 || oc <= 0 {
-		return 0
-	}
-	return min(max((n+63)/64, 1), 512) * oc * 4
-}
-
-// BiasBackward: dbias = the float64 column sums of dout.
-func (g *GPT) BiasBackward(dbias, dout uintptr, n, oc int, scratch, stream uintptr) error {
-	const call = "sdg_bias_backward"
-	if n <= 0 || oc <= 0 || oc%8 != 0 {
-		return argErr(call, "N=%d OC=%d (OC a multiple of 8)", n, oc)
-	}
-	if dbias == 0 || scratch == 0 || !aligned16(dout) {
-		return argErr(call, "NULL or unaligned pointer")
-	}
-	sb := g.BiasBackwardScratchBytes(n, oc)
-	return g.launch(call, func() {
-		d := g.d
-		d.bytesAt(scratch, sb)
-		DY, DB := d.bf16At(dout, n*oc), d.f32At(dbias, oc)
-		s := make([]float64, oc)
-		for i := 0; i < n; i++ {
-			for j := range s {
-				s[j] += bf16ToF64(DY[i*oc+j])
-			}
-		}
-		for j, v := range s {
-			DB[j] = float32(v)
-		}
-	})
-}
-
 // ---- cuBLASLt handles and GEMM plans ----
 
 // handle is a fresh fake handle (never 0, never reused); g.mu held.

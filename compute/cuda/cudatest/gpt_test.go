@@ -565,23 +565,6 @@ func TestGPTAdamW(t *testing.T) {
 	wantArg(t, "no hyper", g.k.AdamW(pp, 0, pg, pm, pv, 0, 0, n, 0, 1))
 }
 
-func TestGPTBiasBackward(t *testing.T) {
-	g := newGPU(t)
-	const n, oc = 5, 16
-	dy, b0 := g.randBF(n*oc, 1, 0), g.randF32(oc, 1)
-	pdy, pb := g.bf(dy), g.f32(b0)
-	scratch := g.alloc(g.k.BiasBackwardScratchBytes(n, oc))
-	g.ok(g.k.BiasBackward(pb, pdy, n, oc, scratch, 1))
-	ref := make([]float64, oc) // written: b0 is overwritten
-	for i := 0; i < n; i++ {
-		for j := 0; j < oc; j++ {
-			ref[j] += dy[i*oc+j]
-		}
-	}
-	near(t, "dbias (written)", g.readF32(pb, oc), ref, 1e-6, 1e-7)
-	wantArg(t, "OC=12", g.k.BiasBackward(pb, pdy, n, 12, scratch, 1))
-}
-
 // gemmRef: op(A) op(B) of stored row-major A, B (float64, naive).
 func gemmRef(a, b []float64, m, n, k int, ta, tb bool) []float64 {
 	c := make([]float64, m*n)

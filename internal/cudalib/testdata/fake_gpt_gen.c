@@ -75,11 +75,6 @@ __attribute__((weak)) int sdg_adamw(float *params, void *params_bf16, const floa
     return SDG_OK;
 }
 
-__attribute__((weak)) int sdg_bias_backward(float *dbias, const void *dout, int N, int OC, void *scratch, void *stream) {
-    fake_sdg_log(stream, "sdg_bias_backward dbias=0x%lx dout=0x%lx N=%d OC=%d scratch=0x%lx", (unsigned long)(uintptr_t)dbias, (unsigned long)(uintptr_t)dout, N, OC, (unsigned long)(uintptr_t)scratch);
-    return SDG_OK;
-}
-
 __attribute__((weak)) int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux, void *workspace, void *stream) {
     fake_sdg_log(stream, "sdg_gemm_run plan=0x%lx lt=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx workspace=0x%lx", (unsigned long)(uintptr_t)plan, (unsigned long)(uintptr_t)lt, (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)a, (unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)bias, (unsigned long)(uintptr_t)aux, (unsigned long)(uintptr_t)workspace);
     return SDG_OK;

@@ -187,9 +187,6 @@ int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, fl
     return SDG_OK;
 }
 
-/* Made up: one fp32 per column per 64 rows. */
-size_t sdg_bias_backward_scratch_bytes(int N, int OC) { return (size_t)((N + 63) / 64) * (size_t)OC * 4; }
-
 /* A fake cuBLASLt handle: a distinct address the plans remember. */
 static char fake_lt_handles[4];
 static int fake_lt_next;
