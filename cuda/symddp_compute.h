@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 12
+#define SDC_ABI_VERSION 13
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -324,14 +324,24 @@ int sdc_bias_act_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dy, uint64
 /* The bytes of device scratch sdc_bias_act_backward wants (0 for SDC_F32). */
 int sdc_bias_act_backward_scratch_bytes(sdc_dtype dtype, int64_t rows, int64_t cols, int64_t *bytes);
 /*
- * logits (rows,classes), labels int32 (rows), -1 for padding: dlogits =
- * (softmax(logits) - onehot(label)) * scale for labelled rows, 0 for the
- * others; stats (3) += (sum of the rows' losses, rows whose first arg-max is
- * the label, labelled rows). scale is sdc_step.loss_scale when use_block = 1.
+ * Softmax cross-entropy of dtype's logits (rows of ld entries, of which the
+ * first classes are real) against labels int32 (rows), -1 for padding
+ * (sd_compute_loss.cu).
+ * SDC_F32 (ld = classes, losses 0): dlogits (rows,classes) = (softmax(logits)
+ * - onehot(label)) * scale for labelled rows, 0 for the others; stats (3) +=
+ * (sum of the rows' losses, rows whose first arg-max is the label, labelled
+ * rows). scale is sdc_step.loss_scale when use_block = 1.
+ * SDC_BF16 (the fused classifier; ld a multiple of 8, logits 16-byte
+ * aligned, use_block 0): losses (rows) fp32 = logsumexp - logit[label] (0
+ * for padding); dlogits must be logits, which are then overwritten by their
+ * gradient (softmax - onehot) * scale in bf16 (0 in the padded columns and
+ * padding rows), or 0 (no gradient); stats, when not 0, += (the sum of the
+ * losses, unchanged, the labelled rows), summed in double by one block in a
+ * fixed order.
  */
-int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labels, int64_t rows,
-                     int64_t classes, uint64_t dlogits, float scale, sdc_flag use_block,
-                     uint64_t stats);
+int sdc_softmax_xent(const sdc_ctx *c, sdc_dtype dtype, uint64_t logits, uint64_t labels, int64_t rows,
+                     int64_t classes, int64_t ld, uint64_t dlogits, float scale, sdc_flag use_block, uint64_t stats,
+                     uint64_t losses);
 /*
  * Row gather for a dataset resident in device memory: dst (rows, cols) fp32,
  * row r = row idx[r] of src (idx: rows int32; -1 gives a row of zeros).

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 9
+#define SDG_ABI_VERSION 10
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -86,20 +86,6 @@ size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH);
 int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
 int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                  int B, int T, int C, int NH, void *scratch, void *stream);
-
-/* ---- fused softmax cross-entropy (sd_gpt_classifier.cu) ----
- * logits (N,Vp) bf16, of which columns [0,V) are real; targets (N) int32, -1: row ignored.
- * losses (N) fp32: logsumexp - logit[target] (0 for ignored rows). With write_grad,
- * the logits are overwritten by their gradient (softmax - onehot) * dscale as
- * bf16 (0 in padded columns and ignored rows). Vp must be a multiple of 8. */
-int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dscale,
-                   int write_grad, void *stream);
-
-/* ---- loss statistics (sd_gpt_classifier.cu) ----
- * stats (3) fp32: stats[0] += the sum of losses (N) fp32, stats[2] += the number
- * of targets (N) that are not -1; stats[1] is left as it is. One block, sums in
- * double in a fixed order. */
-int sdg_loss_stats(float *stats, const float *losses, const int32_t *targets, int N, void *stream);
 
 /* ---- AdamW (sd_gpt_adamw.cu) ----
  * params, grads, m, v: n fp32; params_bf16 (n bf16, or NULL) receives the updated

@@ -620,7 +620,7 @@ static void check_attention(const char *tag, int B, int T, int C, int NH) {
 }
 
 /* ================= classifier ================= */
-extern "C" int sdg_cls_threads; /* sd_gpt_classifier.cu: the block size to time (0: the default) */
+extern "C" int sdc_clsb_threads; /* sd_compute_loss.cu: the bf16 block size to time (0: the default) */
 
 static void check_classifier(const char *tag, int N, int V, int Vp) {
     char name[96];
@@ -636,7 +636,7 @@ static void check_classifier(const char *tag, int N, int V, int Vp) {
     const float dscale = 1.0f / (float)N;
     Dev dl(hl.size() * 2), dt(N * 4), dloss(N * 4);
     up(dl, hl); up(dt, tgt);
-    SG(sdg_classifier(dloss.f(), dl.p, dt.i(), N, V, Vp, dscale, 1, g_stream));
+    SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(dl.p), dptr(dt.i()), N, V, Vp, dptr(dl.p), dscale, 0, 0, dptr(dloss.f())));
     std::vector<double> rloss(N), rg((size_t)N * Vp, 0.0);
     for (int i = 0; i < N; i++) {
         const float *x = &l[(size_t)i * Vp];
@@ -654,10 +654,10 @@ static void check_classifier(const char *tag, int N, int V, int Vp) {
     }
     for (int threads : {0, 512, 1024}) { /* the default block size (256), then the others gptcheck times */
         if (threads) {
-            sdg_cls_threads = threads;
+            sdc_clsb_threads = threads;
             up(dl, hl);
-            SG(sdg_classifier(dloss.f(), dl.p, dt.i(), N, V, Vp, dscale, 1, g_stream));
-            sdg_cls_threads = 0;
+            SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(dl.p), dptr(dt.i()), N, V, Vp, dptr(dl.p), dscale, 0, 0, dptr(dloss.f())));
+            sdc_clsb_threads = 0;
         }
         const char *size = threads == 512 ? " (512 thr)" : threads ? " (1024 thr)" : "";
         snprintf(name, sizeof name, "classifier.loss %s%s", tag, size);
@@ -1097,17 +1097,17 @@ static void timings() {
         std::vector<int32_t> t(N);
         for (int i = 0; i < N; i++) t[i] = (int32_t)(rnd_u32() % (uint32_t)V);
         up(tgt, t);
-        double us = time_us([&] { SG(sdg_classifier(loss.f(), logits.p, tgt.i(), N, V, Vp, 1.f / N, 1, g_stream)); }, 10);
+        double us = time_us([&] { SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(logits.p), dptr(tgt.i()), N, V, Vp, dptr(logits.p), 1.f / N, 0, 0, dptr(loss.f()))); }, 10);
         report_bw("classifier (fwd+bwd, in place, 256 threads a block)", us, 3.0 * N * Vp * 2);
         /* the other block sizes: rows in flight per SM against threads per row */
         for (int threads : {512, 1024}) {
-            sdg_cls_threads = threads;
-            us = time_us([&] { SG(sdg_classifier(loss.f(), logits.p, tgt.i(), N, V, Vp, 1.f / N, 1, g_stream)); }, 10);
+            sdc_clsb_threads = threads;
+            us = time_us([&] { SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(logits.p), dptr(tgt.i()), N, V, Vp, dptr(logits.p), 1.f / N, 0, 0, dptr(loss.f()))); }, 10);
             char label[64];
             snprintf(label, sizeof label, "classifier, %d threads a block", threads);
             report_bw(label, us, 3.0 * N * Vp * 2);
         }
-        sdg_cls_threads = 0;
+        sdc_clsb_threads = 0;
     }
     {
         const int64_t n = 124475904; /* GPT-2 124M with the padded vocabulary */

@@ -425,7 +425,7 @@ static void step(Model &M) {
     mark(s, "layernorm forward");
     gemm(M, M.g.lm, M.logits, M.lnf, M.w(P_WTE));
     mark(s, "head GEMM");
-    SG(sdg_classifier(M.losses, M.logits, M.targets, N, V, Vp, 1.f / (float)N, 1, s));
+    SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(M.logits), dptr(M.targets), N, V, Vp, dptr(M.logits), 1.f / (float)N, 0, 0, dptr(M.losses)));
     mean_kernel<<<1, 1024, 0, s>>>(M.loss, M.losses, N);
     CK(cudaGetLastError());
     mark(s, "classifier, mean loss");

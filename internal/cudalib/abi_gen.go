@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 3
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 12
+	ComputeABIVersion = 13
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 9
+	GPTABIVersion = 10
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -78,7 +78,7 @@ type Device interface {
 	// BiasActBackwardScratchBytes: sdc_bias_act_backward_scratch_bytes.
 	BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (int, error)
 	// SoftmaxXent: sdc_softmax_xent.
-	SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error
+	SoftmaxXent(dtype DType, logits uintptr, labels uintptr, rows int, classes int, ld int, dlogits uintptr, scale float32, useBlock bool, stats uintptr, losses uintptr) error
 	// GatherRows: sdc_gather_rows.
 	GatherRows(dst uintptr, src uintptr, table uintptr, idx uintptr, rows int, cols int) error
 	// Accumulate: sdc_accumulate.
@@ -175,10 +175,6 @@ type GPTKernels interface {
 	AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardCUDNN: sdg_attention_backward_cudnn.
 	AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
-	// Classifier: sdg_classifier.
-	Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error
-	// LossStats: sdg_loss_stats.
-	LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error
 	// AdamW: sdg_adamw.
 	AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error
 	// LtCreate: sdg_lt_create.
@@ -315,7 +311,7 @@ func (UnemulatedDevice) BiasActBackwardScratchBytes(dtype DType, rows int, cols 
 }
 
 // SoftmaxXent fails: sdc_softmax_xent is not emulated.
-func (UnemulatedDevice) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
+func (UnemulatedDevice) SoftmaxXent(dtype DType, logits uintptr, labels uintptr, rows int, classes int, ld int, dlogits uintptr, scale float32, useBlock bool, stats uintptr, losses uintptr) error {
 	return notEmulated("sdc_softmax_xent")
 }
 
@@ -520,16 +516,6 @@ func (UnemulatedGPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr
 // AttentionBackwardCUDNN: sdg_attention_backward_cudnn is not emulated.
 func (UnemulatedGPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
 	return notEmulated("sdg_attention_backward_cudnn")
-}
-
-// Classifier: sdg_classifier is not emulated.
-func (UnemulatedGPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error {
-	return notEmulated("sdg_classifier")
-}
-
-// LossStats: sdg_loss_stats is not emulated.
-func (UnemulatedGPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error {
-	return notEmulated("sdg_loss_stats")
 }
 
 // AdamW: sdg_adamw is not emulated.

@@ -248,12 +248,22 @@ func (c *Context) BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (
 
 // SoftmaxXent calls sdc_softmax_xent (cuda/symddp_compute.h).
 //
-//	logits (rows,classes), labels int32 (rows), -1 for padding: dlogits =
-//	(softmax(logits) - onehot(label)) * scale for labelled rows, 0 for the
-//	others; stats (3) += (sum of the rows' losses, rows whose first arg-max is
-//	the label, labelled rows). scale is sdc_step.loss_scale when use_block = 1.
-func (c *Context) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
-	return c.check("sdc_softmax_xent", C.cw_sdc_softmax_xent(c.cp.t, c.x, C.uint64_t(logits), C.uint64_t(labels), C.int64_t(rows), C.int64_t(classes), C.uint64_t(dlogits), C.float(scale), C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(stats)))
+//	Softmax cross-entropy of dtype's logits (rows of ld entries, of which the
+//	first classes are real) against labels int32 (rows), -1 for padding
+//	(sd_compute_loss.cu).
+//	SDC_F32 (ld = classes, losses 0): dlogits (rows,classes) = (softmax(logits)
+//	- onehot(label)) * scale for labelled rows, 0 for the others; stats (3) +=
+//	(sum of the rows' losses, rows whose first arg-max is the label, labelled
+//	rows). scale is sdc_step.loss_scale when use_block = 1.
+//	SDC_BF16 (the fused classifier; ld a multiple of 8, logits 16-byte
+//	aligned, use_block 0): losses (rows) fp32 = logsumexp - logit[label] (0
+//	for padding); dlogits must be logits, which are then overwritten by their
+//	gradient (softmax - onehot) * scale in bf16 (0 in the padded columns and
+//	padding rows), or 0 (no gradient); stats, when not 0, += (the sum of the
+//	losses, unchanged, the labelled rows), summed in double by one block in a
+//	fixed order.
+func (c *Context) SoftmaxXent(dtype DType, logits uintptr, labels uintptr, rows int, classes int, ld int, dlogits uintptr, scale float32, useBlock bool, stats uintptr, losses uintptr) error {
+	return c.check("sdc_softmax_xent", C.cw_sdc_softmax_xent(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(logits), C.uint64_t(labels), C.int64_t(rows), C.int64_t(classes), C.int64_t(ld), C.uint64_t(dlogits), C.float(scale), C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(stats), C.uint64_t(losses)))
 }
 
 // GatherRows calls sdc_gather_rows (cuda/symddp_compute.h).

@@ -228,31 +228,6 @@ func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, ou
 	return g.check("sdg_attention_backward_cudnn", x, C.gw_sdg_attention_backward_cudnn(g.t, x, C.uintptr_t(dqkv), C.uintptr_t(dout), C.uintptr_t(qkv), C.uintptr_t(out), C.uintptr_t(lse), C.int(b), C.int(t), C.int(c), C.int(nh), C.uintptr_t(scratch), C.uintptr_t(stream)))
 }
 
-// Classifier calls sdg_classifier (cuda/symddp_gpt.h).
-//
-//	---- fused softmax cross-entropy (sd_gpt_classifier.cu) ----
-//	logits (N,Vp) bf16, of which columns [0,V) are real; targets (N) int32, -1: row ignored.
-//	losses (N) fp32: logsumexp - logit[target] (0 for ignored rows). With write_grad,
-//	the logits are overwritten by their gradient (softmax - onehot) * dscale as
-//	bf16 (0 in padded columns and ignored rows). Vp must be a multiple of 8.
-func (g *GPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_classifier", x, C.gw_sdg_classifier(g.t, x, C.uintptr_t(losses), C.uintptr_t(logits), C.uintptr_t(targets), C.int(n), C.int(v), C.int(vp), C.float(dscale), C.int(writeGrad), C.uintptr_t(stream)))
-}
-
-// LossStats calls sdg_loss_stats (cuda/symddp_gpt.h).
-//
-//	---- loss statistics (sd_gpt_classifier.cu) ----
-//	stats (3) fp32: stats[0] += the sum of losses (N) fp32, stats[2] += the number
-//	of targets (N) that are not -1; stats[1] is left as it is. One block, sums in
-//	double in a fixed order.
-func (g *GPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_loss_stats", x, C.gw_sdg_loss_stats(g.t, x, C.uintptr_t(stats), C.uintptr_t(losses), C.uintptr_t(targets), C.int(n), C.uintptr_t(stream)))
-}
-
 // AdamW calls sdg_adamw (cuda/symddp_gpt.h).
 func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error {
 	x := g.call()

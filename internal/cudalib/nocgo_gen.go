@@ -470,7 +470,7 @@ func (c *Context) BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (
 }
 
 // SoftmaxXent fails: the library needs cgo.
-func (c *Context) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) (err error) {
+func (c *Context) SoftmaxXent(dtype DType, logits uintptr, labels uintptr, rows int, classes int, ld int, dlogits uintptr, scale float32, useBlock bool, stats uintptr, losses uintptr) (err error) {
 	err = errNoCgo
 	return
 }
@@ -730,18 +730,6 @@ func (g *GPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int
 
 // AttentionBackwardCUDNN fails: the library needs cgo.
 func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// Classifier fails: the library needs cgo.
-func (g *GPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// LossStats fails: the library needs cgo.
-func (g *GPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

@@ -446,7 +446,15 @@ func (d *Device) biasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, a
 	copy(db, sums)
 }
 
-func (d *Device) SoftmaxXent(logits, labels uintptr, rows, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
+// SoftmaxXent is sdc_softmax_xent. Float32: see softmaxXent. BFloat16: see
+// softmaxXentBF16 (loss.go).
+func (d *Device) SoftmaxXent(dtype cudalib.DType, logits, labels uintptr, rows, classes, ld int, dlogits uintptr, scale float32, useBlock bool, stats, losses uintptr) error {
+	if dtype == cudalib.BFloat16 {
+		return d.softmaxXentBF16(logits, labels, rows, classes, ld, dlogits, scale, useBlock, stats, losses)
+	}
+	if dtype != cudalib.Float32 || ld != classes {
+		return sdcArgErr("sdc_softmax_xent", "dtype %d, %d classes in rows of %d", dtype, classes, ld)
+	}
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.softmaxXent(logits, labels, rows, classes, dlogits, scale, useBlock, stats) })
 		return nil

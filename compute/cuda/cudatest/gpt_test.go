@@ -450,60 +450,6 @@ func TestGPTAttentionMMA(t *testing.T) {
 	wantArg(t, "mma at T=64", g.k.AttentionForwardMMA(pout, plse, pqkv, b, 64, c, nh, 1))
 }
 
-func TestGPTClassifier(t *testing.T) {
-	g := newGPU(t)
-	const n, v, vp = 6, 10, 16
-	logits := g.randBF(n*vp, 3, 0)
-	for i := 0; i < n; i++ {
-		for j := v; j < vp; j++ {
-			logits[i*vp+j] = 8192 // padding must not count
-		}
-	}
-	tgt := []int32{3, 0, -1, 9, 12, 5} // -1 and 12 (>= V): ignored rows
-	const dscale = 0.25
-	pl, pt, ploss := g.bf(logits), g.i32(tgt), g.alloc(4*n)
-	g.ok(g.k.Classifier(ploss, pl, pt, n, v, vp, dscale, 0, 1))
-	rloss, rg := make([]float64, n), make([]float64, n*vp)
-	for i := 0; i < n; i++ {
-		x := logits[i*vp : i*vp+v]
-		mx := math.Inf(-1)
-		for _, xv := range x {
-			mx = math.Max(mx, xv)
-		}
-		var z float64
-		for _, xv := range x {
-			z += math.Exp(xv - mx)
-		}
-		lse := mx + math.Log(z)
-		k := int(tgt[i])
-		if k < 0 || k >= v {
-			continue
-		}
-		rloss[i] = lse - x[k]
-		for j := range x {
-			rg[i*vp+j] = math.Exp(x[j]-lse) * dscale
-		}
-		rg[i*vp+k] -= dscale
-	}
-	near(t, "losses", g.readF32(ploss, n), rloss, 1e-6, 1e-9)
-	near(t, "logits kept without write_grad", g.readBF(pl, n*vp), logits, 0, 0)
-	g.ok(g.k.Classifier(ploss, pl, pt, n, v, vp, dscale, 1, 1))
-	near(t, "losses", g.readF32(ploss, n), rloss, 1e-6, 1e-9)
-	near(t, "dlogits", g.readBF(pl, n*vp), rg, bf16Tol, 1e-7)
-	wantArg(t, "Vp=12", g.k.Classifier(ploss, pl, pt, n, v, 12, dscale, 1, 1))
-	wantArg(t, "Vp<V", g.k.Classifier(ploss, pl, pt, n, 20, vp, dscale, 1, 1))
-}
-
-func TestGPTLossStats(t *testing.T) {
-	g := newGPU(t)
-	losses := []float32{1.5, 0, 2.25, 0.125, 3}
-	tgt := []int32{4, -1, 0, 12, -2} // only -1 is not counted
-	ps, pl, pt := g.f32([]float32{1, 7, 2}), g.f32(losses), g.i32(tgt)
-	g.ok(g.k.LossStats(ps, pl, pt, len(losses), 1))
-	near(t, "stats", g.readF32(ps, 3), []float64{1 + 6.875, 7, 2 + 4}, 0, 0)
-	wantArg(t, "N=0", g.k.LossStats(ps, pl, pt, 0, 1))
-}
-
 type hyper struct {
 	lr, beta1, beta2, eps, wd, gradScale float32
 	step, pad                            int32

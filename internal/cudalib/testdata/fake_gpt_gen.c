@@ -60,16 +60,6 @@ __attribute__((weak)) int sdg_attention_backward_cudnn(void *dqkv, const void *d
     return SDG_OK;
 }
 
-__attribute__((weak)) int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dscale, int write_grad, void *stream) {
-    fake_sdg_log(stream, "sdg_classifier losses=0x%lx logits=0x%lx targets=0x%lx N=%d V=%d Vp=%d dscale=%g write_grad=%d", (unsigned long)(uintptr_t)losses, (unsigned long)(uintptr_t)logits, (unsigned long)(uintptr_t)targets, N, V, Vp, (double)dscale, write_grad);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_loss_stats(float *stats, const float *losses, const int32_t *targets, int N, void *stream) {
-    fake_sdg_log(stream, "sdg_loss_stats stats=0x%lx losses=0x%lx targets=0x%lx N=%d", (unsigned long)(uintptr_t)stats, (unsigned long)(uintptr_t)losses, (unsigned long)(uintptr_t)targets, N);
-    return SDG_OK;
-}
-
 __attribute__((weak)) int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay, int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream) {
     fake_sdg_log(stream, "sdg_adamw params=0x%lx params_bf16=0x%lx grads=0x%lx m=0x%lx v=0x%lx decay=0x%lx chunk=%lld n=%lld hyper=0x%lx", (unsigned long)(uintptr_t)params, (unsigned long)(uintptr_t)params_bf16, (unsigned long)(uintptr_t)grads, (unsigned long)(uintptr_t)m, (unsigned long)(uintptr_t)v, (unsigned long)(uintptr_t)decay, (long long)chunk, (long long)n, (unsigned long)(uintptr_t)hyper);
     return SDG_OK;
