@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 13
+#define SDC_ABI_VERSION 14
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -427,6 +427,24 @@ int sdc_index_gather(const sdc_ctx *c, uint64_t dst, uint64_t table, uint64_t id
  */
 int sdc_index_scatter_add(const sdc_ctx *c, uint64_t table, uint64_t src, uint64_t idx, int64_t rows,
                           int64_t cols, int64_t table_rows);
+/*
+ * The bf16 token + position embedding (GPT-2's; the fp32 engine composes the
+ * two above instead): out (B,T,C) bf16 = wte[tokens] + wpe[t], wte (V,C),
+ * wpe (T',C), T' >= T, bf16; C a multiple of 8.
+ */
+int sdc_embed_bf16(const sdc_ctx *c, uint64_t out, uint64_t tokens, uint64_t wte, uint64_t wpe, int64_t B, int64_t T,
+                   int64_t C);
+/*
+ * Its backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens
+ * must lie in [0,V). dwte rows are summed in increasing position order
+ * (positions sorted by token with a stable radix sort, then one pass per
+ * token); dwpe over b in order. scratch: 256-byte aligned, scratch_bytes of
+ * sdc_embed_backward_bf16_scratch_bytes.
+ */
+int sdc_embed_backward_bf16(const sdc_ctx *c, uint64_t dwte, uint64_t dwpe, uint64_t dout, uint64_t tokens, int64_t B,
+                            int64_t T, int64_t C, int64_t V, uint64_t scratch, int64_t scratch_bytes);
+/* The bytes of device scratch sdc_embed_backward_bf16 wants. */
+int sdc_embed_backward_bf16_scratch_bytes(int64_t B, int64_t T, int64_t V, int64_t *bytes);
 /*
  * The causal softmax of attention, in place: p holds nmat matrices of t x t
  * scores back to back; row i of each becomes the softmax of its first i + 1

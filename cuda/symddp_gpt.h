@@ -29,24 +29,13 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 10
+#define SDG_ABI_VERSION 11
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
 int sdg_abi_version(void);
 /* The message of the last failure on the calling thread ("" when none). */
 const char *sdg_last_error(void);
-
-/* ---- token + position embedding (sd_gpt_embed.cu) ----
- * forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
- * backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
- * [0,V). dwte rows are summed in increasing position order (positions sorted by
- * token with a stable radix sort, then one pass per token); dwpe over b in order. */
-int sdg_embed_forward(void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C,
-                      void *stream);
-size_t sdg_embed_backward_scratch_bytes(int B, int T, int V);
-int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, const int32_t *tokens, int B, int T, int C,
-                       int V, void *scratch, size_t scratch_bytes, void *stream);
 
 /* ---- causal self-attention (sd_gpt_attention.cu) ----
  * qkv (B,T,3C) bf16: head h's q at columns [h*hs,(h+1)*hs), k at C + that, v at 2C + that;

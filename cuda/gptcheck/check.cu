@@ -306,7 +306,7 @@ static void check_embed(const char *tag, int B, int T, int C, int V) {
     rnd_f32(gpe0, (size_t)T * C, 0.1f);
     Dev dwte(hwte.size() * 2), dwpe(hwpe.size() * 2), dtok(N * 4), dout_d((size_t)N * C * 2), ddo(hdo.size() * 2);
     Dev dgte(gte0.size() * 4), dgpe(gpe0.size() * 4);
-    const size_t sb = sdg_embed_backward_scratch_bytes(B, T, V);
+    const size_t sb = embed_scratch_bytes(B, T, V);
     if (sb == 0) {
         printf("check embed %s FAIL: no scratch size\n", tag);
         g_fail++;
@@ -314,7 +314,7 @@ static void check_embed(const char *tag, int B, int T, int C, int V) {
     }
     Dev scratch(sb);
     up(dwte, hwte); up(dwpe, hwpe); up(dtok, tok); up(ddo, hdo);
-    SG(sdg_embed_forward(dout_d.p, dtok.i(), dwte.p, dwpe.p, B, T, C, g_stream));
+    SC(sdc_embed_bf16(&g_ctx, dptr(dout_d.p), dptr(dtok.i()), dptr(dwte.p), dptr(dwpe.p), B, T, C));
     std::vector<double> ro((size_t)N * C);
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++)
@@ -324,7 +324,7 @@ static void check_embed(const char *tag, int B, int T, int C, int V) {
     std::vector<float> gte[2], gpe[2];
     for (int rep = 0; rep < 2; rep++) {
         up(dgte, gte0); up(dgpe, gpe0);
-        SG(sdg_embed_backward(dgte.f(), dgpe.f(), ddo.p, dtok.i(), B, T, C, V, scratch.p, sb, g_stream));
+        SC(sdc_embed_backward_bf16(&g_ctx, dptr(dgte.f()), dptr(dgpe.f()), dptr(ddo.p), dptr(dtok.i()), B, T, C, V, dptr(scratch.p), (int64_t)sb));
         gte[rep] = down<float>(dgte, gte0.size());
         gpe[rep] = down<float>(dgpe, gpe0.size());
     }
@@ -990,14 +990,14 @@ static void timings() {
         for (int i = 0; i < N; i++) tok[i] = (int32_t)(rnd_u32() % 50257u);
         Dev dt(N * 4), wte((size_t)V * C * 2), wpe((size_t)T * C * 2), out((size_t)N * C * 2), dwte((size_t)V * C * 4),
             dwpe((size_t)T * C * 4);
-        const size_t sb = sdg_embed_backward_scratch_bytes(B, T, V);
+        const size_t sb = embed_scratch_bytes(B, T, V);
         Dev scratch(sb);
         up(dt, tok);
         fill_bf16(wte, (size_t)V * C, 0.1f); fill_bf16(wpe, (size_t)T * C, 0.1f); fill_bf16(out, (size_t)N * C, 1.f);
         CK(cudaMemset(dwte.p, 0, dwte.bytes)); CK(cudaMemset(dwpe.p, 0, dwpe.bytes));
-        double us = time_us([&] { SG(sdg_embed_forward(out.p, dt.i(), wte.p, wpe.p, B, T, C, g_stream)); }, 50);
+        double us = time_us([&] { SC(sdc_embed_bf16(&g_ctx, dptr(out.p), dptr(dt.i()), dptr(wte.p), dptr(wpe.p), B, T, C)); }, 50);
         report_bw("embed_fwd", us, 3.0 * N * C * 2);
-        us = time_us([&] { SG(sdg_embed_backward(dwte.f(), dwpe.f(), out.p, dt.i(), B, T, C, V, scratch.p, sb, g_stream)); }, 20);
+        us = time_us([&] { SC(sdc_embed_backward_bf16(&g_ctx, dptr(dwte.f()), dptr(dwpe.f()), dptr(out.p), dptr(dt.i()), B, T, C, V, dptr(scratch.p), (int64_t)sb)); }, 20);
         report_bw("embed_bwd (sort + wte + wpe)", us, 2.0 * N * C * 2 + (double)N * C * 8);
     }
     {

@@ -54,3 +54,10 @@ static inline size_t bias_scratch_bytes(int64_t N, int64_t OC) {
     SC(sdc_bias_act_backward_scratch_bytes(SDC_BF16, N, OC, &b));
     return (size_t)b;
 }
+
+/* sdc_embed_backward_bf16's scratch. */
+static inline size_t embed_scratch_bytes(int64_t B, int64_t T, int64_t V) {
+    int64_t b = 0;
+    SC(sdc_embed_backward_bf16_scratch_bytes(B, T, V, &b));
+    return (size_t)b;
+}

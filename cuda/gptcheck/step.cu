@@ -252,7 +252,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     M.dqkv = (bf16 *)dmalloc(N * 3 * C * 2);
     M.att_scratch = dmalloc(sdg_attention_backward_scratch_bytes(B, T, C, NH));
     M.ln_scratch = dmalloc(ln_scratch_bytes(M.N, C));
-    M.emb_scratch_bytes = sdg_embed_backward_scratch_bytes(B, T, Vp);
+    M.emb_scratch_bytes = embed_scratch_bytes(B, T, Vp);
     if (!M.emb_scratch_bytes) {
         fprintf(stderr, "sdg_embed_backward_scratch_bytes: 0\n");
         exit(101);
@@ -398,7 +398,7 @@ static void step(Model &M) {
     mark(s, "step counter, memsets");
 
     /* ---- forward ---- */
-    SG(sdg_embed_forward(M.enc, M.tokens, M.w(P_WTE), M.w(P_WPE), B, T, C, s));
+    SC(sdc_embed_bf16(&g_ctx, dptr(M.enc), dptr(M.tokens), dptr(M.w(P_WTE)), dptr(M.w(P_WPE)), B, T, C));
     mark(s, "embedding forward");
     for (int l = 0; l < L; l++) {
         const bf16 *x = l == 0 ? M.enc : M.res3 + (size_t)(l - 1) * NC;
@@ -466,8 +466,7 @@ static void step(Model &M) {
         SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(M.dres), dptr(M.gr(P_LN1W) + l * C), dptr(M.gr(P_LN1B) + l * C), dptr(M.dln), dptr(x), dptr(M.w(P_LN1W) + l * C), dptr(M.mean1 + (size_t)l * N), dptr(M.rstd1 + (size_t)l * N), N, C, 1, dptr(M.ln_scratch)));
         mark(s, "layernorm backward");
     }
-    SG(sdg_embed_backward(M.gr(P_WTE), M.gr(P_WPE), M.dres, M.tokens, B, T, C, Vp, M.emb_scratch,
-                          M.emb_scratch_bytes, s));
+    SC(sdc_embed_backward_bf16(&g_ctx, dptr(M.gr(P_WTE)), dptr(M.gr(P_WPE)), dptr(M.dres), dptr(M.tokens), B, T, C, Vp, dptr(M.emb_scratch), (int64_t)M.emb_scratch_bytes));
     mark(s, "embedding backward");
 
     /* ---- AdamW ---- */

@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 3
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 13
+	ComputeABIVersion = 14
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 10
+	GPTABIVersion = 11
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -103,6 +103,12 @@ type Device interface {
 	IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error
 	// IndexScatterAdd: sdc_index_scatter_add.
 	IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error
+	// EmbedBF16: sdc_embed_bf16.
+	EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) error
+	// EmbedBackwardBF16: sdc_embed_backward_bf16.
+	EmbedBackwardBF16(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, cArg int, v int, scratch uintptr, scratchBytes int) error
+	// EmbedBackwardBF16ScratchBytes: sdc_embed_backward_bf16_scratch_bytes.
+	EmbedBackwardBF16ScratchBytes(b int, t int, v int) (int, error)
 	// SoftmaxCausal: sdc_softmax_causal.
 	SoftmaxCausal(p uintptr, nmat int, t int) error
 	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
@@ -145,12 +151,6 @@ var _ Device = (*Context)(nil)
 // method per sdg_* launcher of the headers. *GPT is the real one;
 // compute/cuda/cudatest emulates them on the host.
 type GPTKernels interface {
-	// EmbedForward: sdg_embed_forward.
-	EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error
-	// EmbedBackwardScratchBytes: sdg_embed_backward_scratch_bytes.
-	EmbedBackwardScratchBytes(b int, t int, v int) int
-	// EmbedBackward: sdg_embed_backward.
-	EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) error
 	// AttentionForward: sdg_attention_forward.
 	AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardScratchBytes: sdg_attention_backward_scratch_bytes.
@@ -373,6 +373,21 @@ func (UnemulatedDevice) IndexScatterAdd(table uintptr, src uintptr, idx uintptr,
 	return notEmulated("sdc_index_scatter_add")
 }
 
+// EmbedBF16 fails: sdc_embed_bf16 is not emulated.
+func (UnemulatedDevice) EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) error {
+	return notEmulated("sdc_embed_bf16")
+}
+
+// EmbedBackwardBF16 fails: sdc_embed_backward_bf16 is not emulated.
+func (UnemulatedDevice) EmbedBackwardBF16(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, cArg int, v int, scratch uintptr, scratchBytes int) error {
+	return notEmulated("sdc_embed_backward_bf16")
+}
+
+// EmbedBackwardBF16ScratchBytes fails: sdc_embed_backward_bf16_scratch_bytes is not emulated.
+func (UnemulatedDevice) EmbedBackwardBF16ScratchBytes(b int, t int, v int) (int, error) {
+	return *new(int), notEmulated("sdc_embed_backward_bf16_scratch_bytes")
+}
+
 // SoftmaxCausal fails: sdc_softmax_causal is not emulated.
 func (UnemulatedDevice) SoftmaxCausal(p uintptr, nmat int, t int) error {
 	return notEmulated("sdc_softmax_causal")
@@ -452,19 +467,6 @@ func (UnemulatedDevice) GraphDestroy(exec uint64) error { return notEmulated("sd
 // does not define: those with a status fail with ErrNotEmulated, the others
 // return zero values. Embed it.
 type UnemulatedGPT struct{}
-
-// EmbedForward: sdg_embed_forward is not emulated.
-func (UnemulatedGPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error {
-	return notEmulated("sdg_embed_forward")
-}
-
-// EmbedBackwardScratchBytes: sdg_embed_backward_scratch_bytes is not emulated.
-func (UnemulatedGPT) EmbedBackwardScratchBytes(b int, t int, v int) int { return *new(int) }
-
-// EmbedBackward: sdg_embed_backward is not emulated.
-func (UnemulatedGPT) EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) error {
-	return notEmulated("sdg_embed_backward")
-}
 
 // AttentionForward: sdg_attention_forward is not emulated.
 func (UnemulatedGPT) AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {

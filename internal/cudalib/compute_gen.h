@@ -54,6 +54,9 @@ enum {
 	SDCI_sdc_layer_norm_backward_scratch_bytes,
 	SDCI_sdc_index_gather,
 	SDCI_sdc_index_scatter_add,
+	SDCI_sdc_embed_bf16,
+	SDCI_sdc_embed_backward_bf16,
+	SDCI_sdc_embed_backward_bf16_scratch_bytes,
 	SDCI_sdc_softmax_causal,
 	SDCI_sdc_softmax_causal_backward,
 	SDCI_sdc_rms_norm,
@@ -117,6 +120,9 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_layer_norm_backward_scratch_bytes",
 	"sdc_index_gather",
 	"sdc_index_scatter_add",
+	"sdc_embed_bf16",
+	"sdc_embed_backward_bf16",
+	"sdc_embed_backward_bf16_scratch_bytes",
 	"sdc_softmax_causal",
 	"sdc_softmax_causal_backward",
 	"sdc_rms_norm",
@@ -220,6 +226,9 @@ static inline int cw_sdc_layer_norm_backward(SDCW, sdc_dtype dtype, uint64_t dx,
 static inline int cw_sdc_layer_norm_backward_scratch_bytes(SDCW, sdc_dtype dtype, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_layer_norm_backward_scratch_bytes, t)(dtype, rows, cols, &x->out_int64_t[0])); }
 static inline int cw_sdc_index_gather(SDCW, uint64_t dst, uint64_t table, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows, sdc_flag accumulate) { SDCR(SDCF(sdc_index_gather, t)(&x->ctx, dst, table, idx, rows, cols, table_rows, accumulate)); }
 static inline int cw_sdc_index_scatter_add(SDCW, uint64_t table, uint64_t src, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows) { SDCR(SDCF(sdc_index_scatter_add, t)(&x->ctx, table, src, idx, rows, cols, table_rows)); }
+static inline int cw_sdc_embed_bf16(SDCW, uint64_t out, uint64_t tokens, uint64_t wte, uint64_t wpe, int64_t B, int64_t T, int64_t C) { SDCR(SDCF(sdc_embed_bf16, t)(&x->ctx, out, tokens, wte, wpe, B, T, C)); }
+static inline int cw_sdc_embed_backward_bf16(SDCW, uint64_t dwte, uint64_t dwpe, uint64_t dout, uint64_t tokens, int64_t B, int64_t T, int64_t C, int64_t V, uint64_t scratch, int64_t scratch_bytes) { SDCR(SDCF(sdc_embed_backward_bf16, t)(&x->ctx, dwte, dwpe, dout, tokens, B, T, C, V, scratch, scratch_bytes)); }
+static inline int cw_sdc_embed_backward_bf16_scratch_bytes(SDCW, int64_t B, int64_t T, int64_t V) { SDCR(SDCF(sdc_embed_backward_bf16_scratch_bytes, t)(B, T, V, &x->out_int64_t[0])); }
 static inline int cw_sdc_softmax_causal(SDCW, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal, t)(&x->ctx, p, nmat, t_)); }
 static inline int cw_sdc_softmax_causal_backward(SDCW, uint64_t ds, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal_backward, t)(&x->ctx, ds, p, nmat, t_)); }
 static inline int cw_sdc_rms_norm(SDCW, uint64_t y, uint64_t rstd, uint64_t x_, uint64_t w, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_rms_norm, t)(&x->ctx, y, rstd, x_, w, rows, cols, eps)); }

@@ -387,6 +387,34 @@ func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows 
 	return c.check("sdc_index_scatter_add", C.cw_sdc_index_scatter_add(c.cp.t, c.x, C.uint64_t(table), C.uint64_t(src), C.uint64_t(idx), C.int64_t(rows), C.int64_t(cols), C.int64_t(tableRows)))
 }
 
+// EmbedBF16 calls sdc_embed_bf16 (cuda/symddp_compute.h).
+//
+//	The bf16 token + position embedding (GPT-2's; the fp32 engine composes the
+//	two above instead): out (B,T,C) bf16 = wte[tokens] + wpe[t], wte (V,C),
+//	wpe (T',C), T' >= T, bf16; C a multiple of 8.
+func (c *Context) EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) error {
+	return c.check("sdc_embed_bf16", C.cw_sdc_embed_bf16(c.cp.t, c.x, C.uint64_t(out), C.uint64_t(tokens), C.uint64_t(wte), C.uint64_t(wpe), C.int64_t(b), C.int64_t(t), C.int64_t(cArg)))
+}
+
+// EmbedBackwardBF16 calls sdc_embed_backward_bf16 (cuda/symddp_compute.h).
+//
+//	Its backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens
+//	must lie in [0,V). dwte rows are summed in increasing position order
+//	(positions sorted by token with a stable radix sort, then one pass per
+//	token); dwpe over b in order. scratch: 256-byte aligned, scratch_bytes of
+//	sdc_embed_backward_bf16_scratch_bytes.
+func (c *Context) EmbedBackwardBF16(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, cArg int, v int, scratch uintptr, scratchBytes int) error {
+	return c.check("sdc_embed_backward_bf16", C.cw_sdc_embed_backward_bf16(c.cp.t, c.x, C.uint64_t(dwte), C.uint64_t(dwpe), C.uint64_t(dout), C.uint64_t(tokens), C.int64_t(b), C.int64_t(t), C.int64_t(cArg), C.int64_t(v), C.uint64_t(scratch), C.int64_t(scratchBytes)))
+}
+
+// EmbedBackwardBF16ScratchBytes calls sdc_embed_backward_bf16_scratch_bytes (cuda/symddp_compute.h).
+//
+//	The bytes of device scratch sdc_embed_backward_bf16 wants.
+func (c *Context) EmbedBackwardBF16ScratchBytes(b int, t int, v int) (int, error) {
+	err := c.check("sdc_embed_backward_bf16_scratch_bytes", C.cw_sdc_embed_backward_bf16_scratch_bytes(c.cp.t, c.x, C.int64_t(b), C.int64_t(t), C.int64_t(v)))
+	return int(c.x.out_int64_t[0]), err
+}
+
 // SoftmaxCausal calls sdc_softmax_causal (cuda/symddp_compute.h).
 //
 //	The causal softmax of attention, in place: p holds nmat matrices of t x t

@@ -14,9 +14,6 @@
 enum {
 	SDGI_sdg_abi_version,
 	SDGI_sdg_last_error,
-	SDGI_sdg_embed_forward,
-	SDGI_sdg_embed_backward_scratch_bytes,
-	SDGI_sdg_embed_backward,
 	SDGI_sdg_attention_forward,
 	SDGI_sdg_attention_backward_scratch_bytes,
 	SDGI_sdg_attention_backward,
@@ -44,9 +41,6 @@ enum {
 static const char *const sdgw_names[SDGI_count] = {
 	"sdg_abi_version",
 	"sdg_last_error",
-	"sdg_embed_forward",
-	"sdg_embed_backward_scratch_bytes",
-	"sdg_embed_backward",
 	"sdg_attention_forward",
 	"sdg_attention_backward_scratch_bytes",
 	"sdg_attention_backward",
@@ -102,9 +96,6 @@ static inline int sdgw_ret(const sdgw_table *t, sdgw_call *x, int rc) {
 #define SDGR(expr) return sdgw_ret(t, x, (expr))
 
 static inline int gw_sdg_abi_version(const sdgw_table *t) { return SDGF(sdg_abi_version, t)(); }
-static inline int gw_sdg_embed_forward(SDGW, uintptr_t out, uintptr_t tokens, uintptr_t wte, uintptr_t wpe, int B, int T, int C, uintptr_t stream) { SDGR(SDGF(sdg_embed_forward, t)((void *)out, (const int32_t *)tokens, (const void *)wte, (const void *)wpe, B, T, C, (void *)stream)); }
-static inline size_t gw_sdg_embed_backward_scratch_bytes(const sdgw_table *t, int B, int T, int V) { return SDGF(sdg_embed_backward_scratch_bytes, t)(B, T, V); }
-static inline int gw_sdg_embed_backward(SDGW, uintptr_t dwte, uintptr_t dwpe, uintptr_t dout, uintptr_t tokens, int B, int T, int C, int V, uintptr_t scratch, size_t scratch_bytes, uintptr_t stream) { SDGR(SDGF(sdg_embed_backward, t)((float *)dwte, (float *)dwpe, (const void *)dout, (const int32_t *)tokens, B, T, C, V, (void *)scratch, scratch_bytes, (void *)stream)); }
 static inline int gw_sdg_attention_forward(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
 static inline size_t gw_sdg_attention_backward_scratch_bytes(const sdgw_table *t, int B, int T, int C, int NH) { return SDGF(sdg_attention_backward_scratch_bytes, t)(B, T, C, NH); }
 static inline int gw_sdg_attention_backward(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }

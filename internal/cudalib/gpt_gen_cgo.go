@@ -13,43 +13,6 @@ import (
 	"unsafe"
 )
 
-// EmbedForward calls sdg_embed_forward (cuda/symddp_gpt.h).
-//
-//	---- token + position embedding (sd_gpt_embed.cu) ----
-//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
-//	backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
-//	[0,V). dwte rows are summed in increasing position order (positions sorted by
-//	token with a stable radix sort, then one pass per token); dwpe over b in order.
-func (g *GPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_embed_forward", x, C.gw_sdg_embed_forward(g.t, x, C.uintptr_t(out), C.uintptr_t(tokens), C.uintptr_t(wte), C.uintptr_t(wpe), C.int(b), C.int(t), C.int(c), C.uintptr_t(stream)))
-}
-
-// EmbedBackwardScratchBytes calls sdg_embed_backward_scratch_bytes (cuda/symddp_gpt.h).
-//
-//	---- token + position embedding (sd_gpt_embed.cu) ----
-//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
-//	backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
-//	[0,V). dwte rows are summed in increasing position order (positions sorted by
-//	token with a stable radix sort, then one pass per token); dwpe over b in order.
-func (g *GPT) EmbedBackwardScratchBytes(b int, t int, v int) int {
-	return int(C.gw_sdg_embed_backward_scratch_bytes(g.t, C.int(b), C.int(t), C.int(v)))
-}
-
-// EmbedBackward calls sdg_embed_backward (cuda/symddp_gpt.h).
-//
-//	---- token + position embedding (sd_gpt_embed.cu) ----
-//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
-//	backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
-//	[0,V). dwte rows are summed in increasing position order (positions sorted by
-//	token with a stable radix sort, then one pass per token); dwpe over b in order.
-func (g *GPT) EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_embed_backward", x, C.gw_sdg_embed_backward(g.t, x, C.uintptr_t(dwte), C.uintptr_t(dwpe), C.uintptr_t(dout), C.uintptr_t(tokens), C.int(b), C.int(t), C.int(c), C.int(v), C.uintptr_t(scratch), C.size_t(scratchBytes), C.uintptr_t(stream)))
-}
-
 // AttentionForward calls sdg_attention_forward (cuda/symddp_gpt.h).
 //
 //	---- causal self-attention (sd_gpt_attention.cu) ----

@@ -547,6 +547,24 @@ func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows 
 	return
 }
 
+// EmbedBF16 fails: the library needs cgo.
+func (c *Context) EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// EmbedBackwardBF16 fails: the library needs cgo.
+func (c *Context) EmbedBackwardBF16(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, cArg int, v int, scratch uintptr, scratchBytes int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// EmbedBackwardBF16ScratchBytes fails: the library needs cgo.
+func (c *Context) EmbedBackwardBF16ScratchBytes(b int, t int, v int) (r0 int, err error) {
+	err = errNoCgo
+	return
+}
+
 // SoftmaxCausal fails: the library needs cgo.
 func (c *Context) SoftmaxCausal(p uintptr, nmat int, t int) (err error) {
 	err = errNoCgo
@@ -645,23 +663,6 @@ func (c *Context) GraphLaunch(exec uint64, values StepValues) (err error) {
 
 // GraphDestroy fails: the library needs cgo.
 func (c *Context) GraphDestroy(exec uint64) (err error) {
-	err = errNoCgo
-	return
-}
-
-// EmbedForward fails: the library needs cgo.
-func (g *GPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// EmbedBackwardScratchBytes is the zero value without cgo.
-func (g *GPT) EmbedBackwardScratchBytes(b int, t int, v int) (r0 int) {
-	return
-}
-
-// EmbedBackward fails: the library needs cgo.
-func (g *GPT) EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

@@ -237,44 +237,6 @@ func dot(a, b []float64) float64 {
 	return s
 }
 
-func TestGPTEmbed(t *testing.T) {
-	g := newGPU(t)
-	const b, tt, c, v, tp = 2, 3, 8, 5, 4 // wpe has more rows than T
-	wte, wpe := g.randBF(v*c, 0.5, 0), g.randBF(tp*c, 0.5, 0)
-	tok := []int32{3, 1, 3, 0, 3, 1}
-	dy := g.randBF(b*tt*c, 1, 0)
-	gte0, gpe0 := g.randF32(v*c, 0.1), g.randF32(tp*c, 0.1)
-	pwte, pwpe, ptok, pdy := g.bf(wte), g.bf(wpe), g.i32(tok), g.bf(dy)
-	pout, pgte, pgpe := g.alloc(2*b*tt*c), g.f32(gte0), g.f32(gpe0)
-	sb := g.k.EmbedBackwardScratchBytes(b, tt, v)
-	if sb <= 0 {
-		t.Fatalf("scratch bytes %d", sb)
-	}
-	scratch := g.alloc(sb)
-	g.ok(g.k.EmbedForward(pout, ptok, pwte, pwpe, b, tt, c, 1))
-	ro := make([]float64, b*tt*c)
-	for bb := 0; bb < b; bb++ {
-		for p := 0; p < tt; p++ {
-			for j := 0; j < c; j++ {
-				ro[(bb*tt+p)*c+j] = wte[int(tok[bb*tt+p])*c+j] + wpe[p*c+j]
-			}
-		}
-	}
-	near(t, "embed", g.readBF(pout, b*tt*c), ro, bf16Tol, 0)
-	g.ok(g.k.EmbedBackward(pgte, pgpe, pdy, ptok, b, tt, c, v, scratch, sb, 1))
-	rte, rpe := f32s(gte0), f32s(gpe0)
-	for i := 0; i < b*tt; i++ {
-		for j := 0; j < c; j++ {
-			rte[int(tok[i])*c+j] += dy[i*c+j]
-			rpe[(i%tt)*c+j] += dy[i*c+j]
-		}
-	}
-	near(t, "dwte (added to)", g.readF32(pgte, v*c), rte, 1e-6, 1e-7)
-	near(t, "dwpe (added to)", g.readF32(pgpe, tp*c), rpe, 1e-6, 1e-7)
-	wantArg(t, "small scratch", g.k.EmbedBackward(pgte, pgpe, pdy, ptok, b, tt, c, v, scratch, sb-4, 1))
-	wantArg(t, "C=4", g.k.EmbedForward(pout, ptok, pwte, pwpe, b, tt, 4, 1))
-}
-
 // attRef: causal attention of one (B=1) sequence in matrices: S = QK^T
 // scale, P = softmax (masked), out = PV.
 func attRef(qkv []float64, tt, c, nh int) (out, lse []float64) {

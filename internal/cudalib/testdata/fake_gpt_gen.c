@@ -10,16 +10,6 @@
 
 void fake_sdg_log(void *stream, const char *fmt, ...);
 
-__attribute__((weak)) int sdg_embed_forward(void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C, void *stream) {
-    fake_sdg_log(stream, "sdg_embed_forward out=0x%lx tokens=0x%lx wte=0x%lx wpe=0x%lx B=%d T=%d C=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)tokens, (unsigned long)(uintptr_t)wte, (unsigned long)(uintptr_t)wpe, B, T, C);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, const int32_t *tokens, int B, int T, int C, int V, void *scratch, size_t scratch_bytes, void *stream) {
-    fake_sdg_log(stream, "sdg_embed_backward dwte=0x%lx dwpe=0x%lx dout=0x%lx tokens=0x%lx B=%d T=%d C=%d V=%d scratch=0x%lx scratch_bytes=%zu", (unsigned long)(uintptr_t)dwte, (unsigned long)(uintptr_t)dwpe, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)tokens, B, T, C, V, (unsigned long)(uintptr_t)scratch, scratch_bytes);
-    return SDG_OK;
-}
-
 __attribute__((weak)) int sdg_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream) {
     fake_sdg_log(stream, "sdg_attention_forward out=0x%lx lse=0x%lx qkv=0x%lx B=%d T=%d C=%d NH=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, (unsigned long)(uintptr_t)qkv, B, T, C, NH);
     return SDG_OK;

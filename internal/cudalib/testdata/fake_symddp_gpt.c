@@ -68,24 +68,6 @@ int sdg_abi_version(void) {
 
 const char *sdg_last_error(void) { return sdg_err; }
 
-static int check_c(int C) {
-    if (C <= 0 || C % 8) return gfail(SDG_ERR_ARG, "C=%d is not a positive multiple of 8", C);
-    return SDG_OK;
-}
-
-/* Made up: keys and values of a radix sort, and one count per token. */
-size_t sdg_embed_backward_scratch_bytes(int B, int T, int V) { return (size_t)B * T * 16 + (size_t)V * 4; }
-
-int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, const int32_t *tokens, int B, int T, int C,
-                       int V, void *scratch, size_t scratch_bytes, void *stream) {
-    if (check_c(C)) return SDG_ERR_ARG;
-    size_t need = sdg_embed_backward_scratch_bytes(B, T, V);
-    if (scratch_bytes < need) return gfail(SDG_ERR_ARG, "scratch of %zu bytes, need %zu", scratch_bytes, need);
-    fake_sdg_log(stream, "sdg_embed_backward dwte=0x%lx dwpe=0x%lx dout=0x%lx tokens=0x%lx B=%d T=%d C=%d V=%d scratch=0x%lx/%zu",
-         P(dwte), P(dwpe), P(dout), P(tokens), B, T, C, V, P(scratch), scratch_bytes);
-    return SDG_OK;
-}
-
 static int check_attention(const char *impl, int T, int C, int NH) {
     if (NH <= 0 || C % NH) return gfail(SDG_ERR_ARG, "%s: C=%d is not a multiple of NH=%d", impl, C, NH);
     int hs = C / NH;
