@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 14
+#define SDC_ABI_VERSION 15
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -544,6 +544,26 @@ int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, sdc_f
                uint64_t partials, int32_t nparts, int64_t part_stride);
 /* Zeroes the update status (clears a halt). */
 int sdc_reset_status(const sdc_ctx *c);
+
+/*
+ * AdamW with a bf16 copy, for a bf16 training step written against the
+ * kernels directly (cuda/gptcheck/step.cu; the engine's update is
+ * sdc_update): params, grads, m, v: n fp32; params_bf16 (n bf16, or 0)
+ * receives the updated params rounded. decay: one byte per chunk of chunk
+ * elements (element i decays when decay[i / chunk] != 0); 0: every element
+ * decays. hyper: the DEVICE address of an sdc_adamw_hyper, read by the
+ * kernel (so a graph replays with new values written there). The gradient is
+ * multiplied by grad_scale first. PyTorch's AdamW in float: p -= lr*wd*p;
+ * m, v moments; p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps), bc_i = 1 -
+ * beta_i^step by powf.
+ */
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay, grad_scale;
+    int32_t step; /* 1 for the first update */
+    int32_t pad;
+} sdc_adamw_hyper;
+int sdc_adamw_bf16(const sdc_ctx *c, uint64_t params, uint64_t params_bf16, uint64_t grads, uint64_t m, uint64_t v,
+                   uint64_t decay, int64_t chunk, int64_t n, uint64_t hyper);
 
 /* ---- CUDA graphs ---- */
 

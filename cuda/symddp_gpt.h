@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 11
+#define SDG_ABI_VERSION 12
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -75,21 +75,6 @@ size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH);
 int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
 int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                  int B, int T, int C, int NH, void *scratch, void *stream);
-
-/* ---- AdamW (sd_gpt_adamw.cu) ----
- * params, grads, m, v: n fp32; params_bf16 (n bf16, or NULL) receives the updated
- * params rounded. decay: one byte per chunk of chunk elements (element i decays
- * when decay[i / chunk] != 0); NULL: every element decays. hyper: DEVICE memory,
- * read by the kernel (so a graph replays with new values written there). The
- * gradient is multiplied by grad_scale first (1 / accumulation steps, clipping).
- * PyTorch's AdamW: p -= lr*wd*p; m,v moments; p -= lr/bc1 * m / (sqrt(v/bc2) + eps). */
-typedef struct {
-    float lr, beta1, beta2, eps, weight_decay, grad_scale;
-    int32_t step; /* 1 for the first update */
-    int32_t pad;
-} sdg_adamw_hyper;
-int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay,
-              int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream);
 
 /* ---- bf16 GEMMs on cuBLASLt (sd_gpt_gemm.cu) ----
  * Row-major C (m,n) = op(A) (m,k) op(B) (k,n) [+ C when accumulate], A and B

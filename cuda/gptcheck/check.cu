@@ -680,14 +680,13 @@ static void check_adamw(const char *tag, int64_t n) {
     const int64_t chunks = (n + chunk - 1) / chunk;
     std::vector<uint8_t> decay(chunks);
     for (int64_t c = 0; c < chunks; c++) decay[c] = (uint8_t)(c % 3 != 0);
-    sdg_adamw_hyper h;
+    sdc_adamw_hyper h;
     memset(&h, 0, sizeof h);
     h.lr = 6e-4f; h.beta1 = 0.9f; h.beta2 = 0.95f; h.eps = 1e-8f; h.weight_decay = 0.1f; h.grad_scale = 0.5f; h.step = 3;
     Dev dp(n * 4), dpb(n * 2), dg(n * 4), dm(n * 4), dv(n * 4), dd(chunks), dh(sizeof h);
     up(dp, p); up(dg, g); up(dm, m); up(dv, v); up(dd, decay);
     CK(cudaMemcpy(dh.p, &h, sizeof h, cudaMemcpyHostToDevice));
-    SG(sdg_adamw(dp.f(), dpb.p, dg.f(), dm.f(), dv.f(), (const uint8_t *)dd.p, chunk, n, (const sdg_adamw_hyper *)dh.p,
-                 g_stream));
+    SC(sdc_adamw_bf16(&g_ctx, dptr(dp.f()), dptr(dpb.p), dptr(dg.f()), dptr(dm.f()), dptr(dv.f()), dptr(dd.p), chunk, n, dptr(dh.p)));
     std::vector<double> rp(n), rm(n), rv(n);
     const double bc1 = 1 - pow(0.9, 3), bc2 = 1 - pow(0.95, 3);
     for (int64_t i = 0; i < n; i++) {
@@ -1111,15 +1110,15 @@ static void timings() {
     }
     {
         const int64_t n = 124475904; /* GPT-2 124M with the padded vocabulary */
-        Dev p(n * 4), pb(n * 2), g(n * 4), m(n * 4), v(n * 4), hd(sizeof(sdg_adamw_hyper));
+        Dev p(n * 4), pb(n * 2), g(n * 4), m(n * 4), v(n * 4), hd(sizeof(sdc_adamw_hyper));
         CK(cudaMemset(p.p, 0, p.bytes)); CK(cudaMemset(g.p, 0, g.bytes));
         CK(cudaMemset(m.p, 0, m.bytes)); CK(cudaMemset(v.p, 0, v.bytes));
-        sdg_adamw_hyper h;
+        sdc_adamw_hyper h;
         memset(&h, 0, sizeof h);
         h.lr = 6e-4f; h.beta1 = 0.9f; h.beta2 = 0.95f; h.eps = 1e-8f; h.weight_decay = 0.1f; h.grad_scale = 1.f; h.step = 1;
         CK(cudaMemcpy(hd.p, &h, sizeof h, cudaMemcpyHostToDevice));
         double us = time_us([&] {
-            SG(sdg_adamw(p.f(), pb.p, g.f(), m.f(), v.f(), NULL, 0, n, (const sdg_adamw_hyper *)hd.p, g_stream));
+            SC(sdc_adamw_bf16(&g_ctx, dptr(p.f()), dptr(pb.p), dptr(g.f()), dptr(m.f()), dptr(v.f()), 0, 0, n, dptr(hd.p)));
         }, 10);
         report_bw("adamw (124M params)", us, 30.0 * n);
     }

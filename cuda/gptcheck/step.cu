@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(1024) mean_kernel(float *out, const float *los
     if (threadIdx.x == 0) *out = sm[0] / (float)n;
 }
 
-__global__ void step_inc_kernel(sdg_adamw_hyper *h) { h->step += 1; }
+__global__ void step_inc_kernel(sdc_adamw_hyper *h) { h->step += 1; }
 
 /* ---- parameters ---- */
 enum { P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_APW, P_APB, P_LN2W, P_LN2B, P_FCW, P_FCB, P_FPW, P_FPB,
@@ -193,7 +193,7 @@ struct Model {
     float *params, *grads, *m, *v;
     bf16 *wb; /* bf16 copy of params */
     uint8_t *decay;
-    sdg_adamw_hyper *hyper;
+    sdc_adamw_hyper *hyper;
     int32_t *tokens, *targets;
     /* activations (per layer: index l) */
     bf16 *enc, *ln1, *qkv, *att, *res2, *ln2, *fpre, *fgelu, *res3, *lnf, *logits;
@@ -222,7 +222,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     M.v = (float *)dmalloc(n * 4);
     M.wb = (bf16 *)dmalloc(n * 2);
     M.decay = (uint8_t *)dmalloc(n / C);
-    M.hyper = (sdg_adamw_hyper *)dmalloc(sizeof(sdg_adamw_hyper));
+    M.hyper = (sdc_adamw_hyper *)dmalloc(sizeof(sdc_adamw_hyper));
     M.tokens = (int32_t *)dmalloc(N * 4);
     M.targets = (int32_t *)dmalloc(N * 4);
     M.enc = (bf16 *)dmalloc(N * C * 2);
@@ -320,7 +320,7 @@ static void init_model(Model &M) {
     for (int t : dec)
         for (int64_t i = P.off[t] / C; i < (P.off[t] + P.size[t]) / C; i++) decay[i] = 1;
     CK(cudaMemcpy(M.decay, decay.data(), decay.size(), cudaMemcpyHostToDevice));
-    sdg_adamw_hyper h;
+    sdc_adamw_hyper h;
     memset(&h, 0, sizeof h);
     h.lr = 6e-4f; h.beta1 = 0.9f; h.beta2 = 0.95f; h.eps = 1e-8f; h.weight_decay = 0.1f; h.grad_scale = 1.f;
     h.step = 0; /* step_inc_kernel makes it 1 in the first step */
@@ -470,7 +470,7 @@ static void step(Model &M) {
     mark(s, "embedding backward");
 
     /* ---- AdamW ---- */
-    SG(sdg_adamw(M.params, M.wb, M.grads, M.m, M.v, M.decay, C, P.total, M.hyper, s));
+    SC(sdc_adamw_bf16(&g_ctx, dptr(M.params), dptr(M.wb), dptr(M.grads), dptr(M.m), dptr(M.v), dptr(M.decay), C, P.total, dptr(M.hyper)));
     mark(s, "AdamW (+bf16 copy)");
 }
 

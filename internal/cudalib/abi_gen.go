@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 3
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 14
+	ComputeABIVersion = 15
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 11
+	GPTABIVersion = 12
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -131,6 +131,8 @@ type Device interface {
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.
 	ResetStatus() error
+	// AdamwBF16: sdc_adamw_bf16.
+	AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error
 	// SetStep: sdc_set_step.
 	SetStep(values StepValues) error
 	// CaptureBegin: sdc_capture_begin.
@@ -175,8 +177,6 @@ type GPTKernels interface {
 	AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardCUDNN: sdg_attention_backward_cudnn.
 	AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
-	// AdamW: sdg_adamw.
-	AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error
 	// LtCreate: sdg_lt_create.
 	LtCreate() (uintptr, error)
 	// LtDestroy: sdg_lt_destroy.
@@ -441,6 +441,11 @@ func (UnemulatedDevice) Update(o OptimArgs, step StepValues, useBlock bool, para
 // ResetStatus fails: sdc_reset_status is not emulated.
 func (UnemulatedDevice) ResetStatus() error { return notEmulated("sdc_reset_status") }
 
+// AdamwBF16 fails: sdc_adamw_bf16 is not emulated.
+func (UnemulatedDevice) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error {
+	return notEmulated("sdc_adamw_bf16")
+}
+
 // SetStep fails: sdc_set_step is not emulated.
 func (UnemulatedDevice) SetStep(values StepValues) error { return notEmulated("sdc_set_step") }
 
@@ -518,11 +523,6 @@ func (UnemulatedGPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr
 // AttentionBackwardCUDNN: sdg_attention_backward_cudnn is not emulated.
 func (UnemulatedGPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
 	return notEmulated("sdg_attention_backward_cudnn")
-}
-
-// AdamW: sdg_adamw is not emulated.
-func (UnemulatedGPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error {
-	return notEmulated("sdg_adamw")
 }
 
 // LtCreate: sdg_lt_create is not emulated.

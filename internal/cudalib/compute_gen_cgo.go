@@ -541,6 +541,11 @@ func (c *Context) ResetStatus() error {
 	return c.check("sdc_reset_status", C.cw_sdc_reset_status(c.cp.t, c.x))
 }
 
+// AdamwBF16 calls sdc_adamw_bf16 (cuda/symddp_compute.h).
+func (c *Context) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error {
+	return c.check("sdc_adamw_bf16", C.cw_sdc_adamw_bf16(c.cp.t, c.x, C.uint64_t(params), C.uint64_t(paramsBF16), C.uint64_t(grads), C.uint64_t(m), C.uint64_t(v), C.uint64_t(decay), C.int64_t(chunk), C.int64_t(n), C.uint64_t(hyper)))
+}
+
 // SetStep calls sdc_set_step (cuda/symddp_compute.h).
 //
 //	Enqueues the write of values into the step block (a kernel taking them by value).

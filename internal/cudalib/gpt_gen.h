@@ -26,7 +26,6 @@ enum {
 	SDGI_sdg_attention_cudnn_scratch_bytes,
 	SDGI_sdg_attention_forward_cudnn,
 	SDGI_sdg_attention_backward_cudnn,
-	SDGI_sdg_adamw,
 	SDGI_sdg_lt_create,
 	SDGI_sdg_lt_destroy,
 	SDGI_sdg_gemm_create,
@@ -53,7 +52,6 @@ static const char *const sdgw_names[SDGI_count] = {
 	"sdg_attention_cudnn_scratch_bytes",
 	"sdg_attention_forward_cudnn",
 	"sdg_attention_backward_cudnn",
-	"sdg_adamw",
 	"sdg_lt_create",
 	"sdg_lt_destroy",
 	"sdg_gemm_create",
@@ -108,7 +106,6 @@ static inline int gw_sdg_attention_cudnn_supported(const sdgw_table *t, int B, i
 static inline size_t gw_sdg_attention_cudnn_scratch_bytes(const sdgw_table *t, int B, int T, int C, int NH) { return SDGF(sdg_attention_cudnn_scratch_bytes, t)(B, T, C, NH); }
 static inline int gw_sdg_attention_forward_cudnn(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward_cudnn, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
 static inline int gw_sdg_attention_backward_cudnn(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward_cudnn, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }
-static inline int gw_sdg_adamw(SDGW, uintptr_t params, uintptr_t params_bf16, uintptr_t grads, uintptr_t m, uintptr_t v, uintptr_t decay, int64_t chunk, int64_t n, uintptr_t hyper, uintptr_t stream) { SDGR(SDGF(sdg_adamw, t)((float *)params, (void *)params_bf16, (const float *)grads, (float *)m, (float *)v, (const uint8_t *)decay, chunk, n, (const sdg_adamw_hyper *)hyper, (void *)stream)); }
 static inline int gw_sdg_lt_create(SDGW) { SDGR(SDGF(sdg_lt_create, t)(&x->out_sdg_lt[0])); }
 static inline void gw_sdg_lt_destroy(const sdgw_table *t, uintptr_t lt) { SDGF(sdg_lt_destroy, t)((sdg_lt *)lt); }
 static inline int gw_sdg_gemm_create(SDGW, uintptr_t lt) { SDGR(SDGF(sdg_gemm_create, t)(&x->out_sdg_gemm[0], (void *)lt, &x->in_sdg_gemm_desc)); }

@@ -191,13 +191,6 @@ func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, ou
 	return g.check("sdg_attention_backward_cudnn", x, C.gw_sdg_attention_backward_cudnn(g.t, x, C.uintptr_t(dqkv), C.uintptr_t(dout), C.uintptr_t(qkv), C.uintptr_t(out), C.uintptr_t(lse), C.int(b), C.int(t), C.int(c), C.int(nh), C.uintptr_t(scratch), C.uintptr_t(stream)))
 }
 
-// AdamW calls sdg_adamw (cuda/symddp_gpt.h).
-func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_adamw", x, C.gw_sdg_adamw(g.t, x, C.uintptr_t(params), C.uintptr_t(paramsBF16), C.uintptr_t(grads), C.uintptr_t(m), C.uintptr_t(v), C.uintptr_t(decay), C.int64_t(chunk), C.int64_t(n), C.uintptr_t(hyper), C.uintptr_t(stream)))
-}
-
 // LtCreate calls sdg_lt_create (cuda/symddp_gpt.h).
 func (g *GPT) LtCreate() (uintptr, error) {
 	x := g.call()

@@ -631,6 +631,12 @@ func (c *Context) ResetStatus() (err error) {
 	return
 }
 
+// AdamwBF16 fails: the library needs cgo.
+func (c *Context) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
 // SetStep fails: the library needs cgo.
 func (c *Context) SetStep(values StepValues) (err error) {
 	err = errNoCgo
@@ -731,12 +737,6 @@ func (g *GPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int
 
 // AttentionBackwardCUDNN fails: the library needs cgo.
 func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AdamW fails: the library needs cgo.
-func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

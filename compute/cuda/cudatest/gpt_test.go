@@ -412,67 +412,6 @@ func TestGPTAttentionMMA(t *testing.T) {
 	wantArg(t, "mma at T=64", g.k.AttentionForwardMMA(pout, plse, pqkv, b, 64, c, nh, 1))
 }
 
-type hyper struct {
-	lr, beta1, beta2, eps, wd, gradScale float32
-	step, pad                            int32
-}
-
-func (g *gpu) hyper(h hyper) uintptr {
-	p := g.alloc(int(unsafe.Sizeof(h)))
-	g.up(p, unsafe.Pointer(&h), int(unsafe.Sizeof(h)))
-	return p
-}
-
-// adamRef: one AdamW step in float64 by the header's formula.
-func adamRef(h hyper, p, gr, m, v []float32, decays func(i int) bool) (rp, rm, rv []float64) {
-	rp, rm, rv = make([]float64, len(p)), make([]float64, len(p)), make([]float64, len(p))
-	lr, b1, b2 := float64(h.lr), float64(h.beta1), float64(h.beta2)
-	bc1, bc2 := 1-math.Pow(b1, float64(h.step)), 1-math.Pow(b2, float64(h.step))
-	for i := range p {
-		gi := float64(gr[i]) * float64(h.gradScale)
-		pi := float64(p[i])
-		if decays(i) {
-			pi -= lr * float64(h.wd) * pi
-		}
-		rm[i] = b1*float64(m[i]) + (1-b1)*gi
-		rv[i] = b2*float64(v[i]) + (1-b2)*gi*gi
-		rp[i] = pi - lr/bc1*rm[i]/(math.Sqrt(rv[i]/bc2)+float64(h.eps))
-	}
-	return
-}
-
-func TestGPTAdamW(t *testing.T) {
-	g := newGPU(t)
-	const n, chunk = 10, 4
-	h := hyper{lr: 6e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, wd: 0.1, gradScale: 0.5, step: 3}
-	p, gr, m := g.randF32(n, 0.5), g.randF32(n, 0.1), g.randF32(n, 0.01)
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = 1e-4 * float32(g.rng.Float64())
-	}
-	decay := []byte{1, 0, 1, 0xff} // chunks 0 and 2 decay (the 4th byte is not read)
-	pp, pg, pm, pv, pb := g.f32(p), g.f32(gr), g.f32(m), g.f32(v), g.alloc(2*n)
-	pd := g.alloc(len(decay))
-	g.up(pd, unsafe.Pointer(&decay[0]), len(decay))
-	ph := g.hyper(h)
-	g.ok(g.k.AdamW(pp, pb, pg, pm, pv, pd, chunk, n, ph, 1))
-	rp, rm, rv := adamRef(h, p, gr, m, v, func(i int) bool { return decay[i/chunk] != 0 })
-	gotP := g.readF32(pp, n)
-	near(t, "params", gotP, rp, 1e-6, 1e-7)
-	near(t, "m", g.readF32(pm, n), rm, 1e-5, 1e-7)
-	near(t, "v", g.readF32(pv, n), rv, 1e-5, 1e-7)
-	near(t, "params bf16", g.readBF(pb, n), gotP, bf16Tol, 0)
-
-	// No decay mask (all decay), no bf16 copy, another step.
-	h.step = 1
-	pp, pm, pv = g.f32(p), g.f32(m), g.f32(v)
-	g.ok(g.k.AdamW(pp, 0, pg, pm, pv, 0, 0, n, g.hyper(h), 1))
-	rp, _, _ = adamRef(h, p, gr, m, v, func(int) bool { return true })
-	near(t, "params, every element decaying", g.readF32(pp, n), rp, 1e-6, 1e-7)
-	wantArg(t, "decay without chunk", g.k.AdamW(pp, 0, pg, pm, pv, pd, 0, n, ph, 1))
-	wantArg(t, "no hyper", g.k.AdamW(pp, 0, pg, pm, pv, 0, 0, n, 0, 1))
-}
-
 // gemmRef: op(A) op(B) of stored row-major A, B (float64, naive).
 func gemmRef(a, b []float64, m, n, k int, ta, tb bool) []float64 {
 	c := make([]float64, m*n)
@@ -788,7 +727,7 @@ func TestGPTCaptureReplay(t *testing.T) {
 		k := r.g.k
 		r.g.ok(r.g.d.LayerNorm(cudalib.BFloat16, r.pout, 0, 0, r.px, r.pw, r.pb, n, c, lnEps))
 		r.g.ok(k.GemmRun(r.plan, r.lt, r.py, r.pout, r.pw2, r.pbias, 0, 0, 1))
-		r.g.ok(k.AdamW(r.pp, 0, r.pg, r.pm, r.pv, 0, 0, oc, r.ph, 1))
+		r.g.ok(r.g.d.AdamWBF16(r.pp, 0, r.pg, r.pm, r.pv, 0, 0, oc, r.ph))
 	}
 	change := func(r *run) { // new input and a second step with another lr
 		x := make([]float64, n*c)
@@ -819,9 +758,6 @@ func TestGPTCaptureReplay(t *testing.T) {
 	change(graph)
 	g.ok(g.d.GraphLaunch(exec, cudalib.StepValues{}))
 	near(t, "second replay", state(graph), state(eager), 0, 0)
-	if calls := g.k.(*GPT).Calls("sdg_adamw"); calls != 2 {
-		t.Errorf("sdg_adamw ran %d times, want 2", calls)
-	}
 }
 
 func TestNewEmulatedGPTKernels(t *testing.T) {

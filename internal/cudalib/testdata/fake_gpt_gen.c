@@ -50,11 +50,6 @@ __attribute__((weak)) int sdg_attention_backward_cudnn(void *dqkv, const void *d
     return SDG_OK;
 }
 
-__attribute__((weak)) int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay, int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream) {
-    fake_sdg_log(stream, "sdg_adamw params=0x%lx params_bf16=0x%lx grads=0x%lx m=0x%lx v=0x%lx decay=0x%lx chunk=%lld n=%lld hyper=0x%lx", (unsigned long)(uintptr_t)params, (unsigned long)(uintptr_t)params_bf16, (unsigned long)(uintptr_t)grads, (unsigned long)(uintptr_t)m, (unsigned long)(uintptr_t)v, (unsigned long)(uintptr_t)decay, (long long)chunk, (long long)n, (unsigned long)(uintptr_t)hyper);
-    return SDG_OK;
-}
-
 __attribute__((weak)) int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux, void *workspace, void *stream) {
     fake_sdg_log(stream, "sdg_gemm_run plan=0x%lx lt=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx workspace=0x%lx", (unsigned long)(uintptr_t)plan, (unsigned long)(uintptr_t)lt, (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)a, (unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)bias, (unsigned long)(uintptr_t)aux, (unsigned long)(uintptr_t)workspace);
     return SDG_OK;

@@ -8,10 +8,8 @@
  * message for sdg_last_error(). A stream that is not NULL is a log, not a
  * cudaStream_t: FAKE_SDG_LOG_CAP bytes of device memory holding a
  * NUL-terminated string, to which every launcher appends one line with its
- * name and arguments ("sdg_gelu_forward out=0x.. inp=0x.. n=8"), so a test
- * sees what arrived. sdg_adamw computes its update for real (fp32, on the
- * hyperparameters it reads from "device" memory); the other launchers only
- * log. A launcher that only logs is not written here: fake_gpt_gen.c, which
+ * name and arguments ("sdg_attention_forward/wmma out=0x.. ..."), so a test
+ * sees what arrived; the launchers only log. A launcher that only logs is not written here: fake_gpt_gen.c, which
  * go generate ./internal/cudalib writes from the header, has a weak default
  * of every launcher (log, SDG_OK) that a definition here replaces. The
  * *_scratch_bytes functions return made-up sizes of their arguments (see
@@ -20,7 +18,6 @@
  * Environment knobs, read when called:
  *   FAKE_SDG_ABI=n     sdg_abi_version returns n
  */
-#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -139,34 +136,6 @@ int sdg_attention_forward_mma(void *out, float *lse, const void *qkv, int B, int
 int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                int B, int T, int C, int NH, void *scratch, void *stream) {
     return attn_bwd("mma", dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
-}
-
-int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay,
-              int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream) {
-    if (!params || !grads || !m || !v || !hyper) return gfail(SDG_ERR_ARG, "NULL tensor or hyperparameters");
-    if (decay && chunk <= 0) return gfail(SDG_ERR_ARG, "chunk=%lld with a decay mask", (long long)chunk);
-    const sdg_adamw_hyper h = *hyper;
-    if (h.step < 1) return gfail(SDG_ERR_ARG, "step %d", h.step);
-    float bc1 = 1, bc2 = 1;
-    for (int s = 0; s < h.step; s++) bc1 *= h.beta1, bc2 *= h.beta2;
-    bc1 = 1 - bc1, bc2 = 1 - bc2;
-    for (int64_t i = 0; i < n; i++) {
-        float g = grads[i] * h.grad_scale, p = params[i];
-        if (!decay || decay[i / chunk]) p -= h.lr * h.weight_decay * p;
-        m[i] = h.beta1 * m[i] + (1 - h.beta1) * g;
-        v[i] = h.beta2 * v[i] + (1 - h.beta2) * g * g;
-        p -= h.lr / bc1 * m[i] / (sqrtf(v[i] / bc2) + h.eps);
-        params[i] = p;
-        if (params_bf16) {
-            uint32_t u;
-            memcpy(&u, &p, 4);
-            u += 0x7fff + ((u >> 16) & 1); /* round to nearest even */
-            ((uint16_t *)params_bf16)[i] = (uint16_t)(u >> 16);
-        }
-    }
-    fake_sdg_log(stream, "sdg_adamw params=0x%lx params_bf16=0x%lx grads=0x%lx m=0x%lx v=0x%lx decay=0x%lx chunk=%lld n=%lld hyper=0x%lx",
-         P(params), P(params_bf16), P(grads), P(m), P(v), P(decay), (long long)chunk, (long long)n, P(hyper));
-    return SDG_OK;
 }
 
 /* A fake cuBLASLt handle: a distinct address the plans remember. */
