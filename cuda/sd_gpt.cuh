@@ -2,8 +2,7 @@
  * sd_gpt.cuh: what the GPT kernels (sd_gpt_*.cu) share: the error helpers of
  * symddp_gpt.h's convention and the attention's choices; the bf16 vectors and
  * warp sums are sd_bf16.cuh's.
- * Independent of NVSHMEM and of sd_internal.h, so that cuda/gptcheck builds
- * the kernels alone.
+ * Independent of NVSHMEM and of sd_internal.h.
  */
 #ifndef SD_GPT_CUH
 #define SD_GPT_CUH

@@ -6,8 +6,12 @@
 //
 // It also computes in bf16 (compute.BF16Tensors, bf16.go): a bf16 copy of
 // the fp32 masters, and bf16 plans of the Linear, attention, layer norm,
-// embedding and classifier operations on the library's sdg_* kernels
-// (cuda/symddp_gpt.h), with the cuBLASLt GEMM plans shared by the engine.
+// embedding and classifier operations. Their kernels are the compute ABI's
+// (the same cudalib.Device methods as the fp32 ones, with
+// cudalib.BFloat16: layer norm, GELU, bias gradient, classifier, embedding,
+// cast), but for the GEMM plans and the flash attention, which are still the
+// library's sdg_* kernels (cuda/symddp_gpt.h, cudalib.GPTKernels); the
+// cuBLASLt GEMM plans are shared by the engine.
 //
 // Tensors are a device address, a shape and an element type (Tensor:
 // float32, or bf16 for AllocBF16 and the masters' copies); views over

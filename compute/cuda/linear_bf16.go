@@ -9,7 +9,7 @@ import (
 
 // A Linear layer in bf16 (LinearSpec.DType BF16): its GEMMs are the
 // engine's shared bf16 plans (bf16_gemm.go), its bias gradient a kernel of
-// its own (sdg_bias_backward: cuBLASLt's BGRAD_A epilogue made the dW GEMMs
+// its own (sdc_bias_act_backward: cuBLASLt's BGRAD_A epilogue made the dW GEMMs
 // slower by more than that kernel takes, 109 against 72 us a block at
 // GPT-2's shapes on the H200). Per call:
 //
@@ -17,7 +17,7 @@ import (
 //	          y = gelu(x·Wᵀ + b)      GELU too, the pre-activation kept (aux)
 //	          y = r + x·Wᵀ + b        onto a residual stream (ForwardOnto)
 //	backward  dW = dyᵀ·x              fp32 into the gradient view
-//	          db = column sums of dy  sdg_bias_backward
+//	          db = column sums of dy  sdc_bias_act_backward
 //	          dx = dy·W               with the GELU derivative of the layer
 //	                                  before when chained (ChainInput)
 
@@ -111,7 +111,7 @@ func (f *linearBF16) Path() string {
 		what += ", " + f.prev.name + "'s GELU derivative in the input gradient's"
 	}
 	if f.b != nil {
-		what += ", bias gradient by sdg_bias_backward"
+		what += ", bias gradient by sdc_bias_act_backward"
 	}
 	return what
 }

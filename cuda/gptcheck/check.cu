@@ -1,5 +1,6 @@
 /*
- * cuda/gptcheck/check.cu: every GPT kernel of symddp_gpt.h against a plain CPU
+ * cuda/gptcheck/check.cu: every bf16 kernel of the library (symddp_compute.h's
+ * sdc_* with SDC_BF16, and symddp_gpt.h's sdg_* GEMMs and attention) against a plain CPU
  * reference on random data, at gpt-tiny and GPT-2 124M sizes, then each one
  * timed with CUDA events at GPT-2 124M shapes (B=16, T=1024, C=768, 12 heads,
  * V=50304). Built and run by scripts/gpu-gpt-kernels-check.sh:

@@ -254,7 +254,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     M.ln_scratch = dmalloc(ln_scratch_bytes(M.N, C));
     M.emb_scratch_bytes = embed_scratch_bytes(B, T, Vp);
     if (!M.emb_scratch_bytes) {
-        fprintf(stderr, "sdg_embed_backward_scratch_bytes: 0\n");
+        fprintf(stderr, "sdc_embed_backward_bf16_scratch_bytes: 0\n");
         exit(101);
     }
     M.emb_scratch = dmalloc(M.emb_scratch_bytes);
