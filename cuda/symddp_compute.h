@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 15
+#define SDC_ABI_VERSION 16
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -302,6 +302,74 @@ int sdc_lt_matmul(const sdc_ctx *c, sdc_handle plan, uint64_t a, uint64_t b, uin
  */
 int sdc_side_fork(const sdc_ctx *c);
 int sdc_side_join(const sdc_ctx *c);
+
+/* ---- bf16 GEMMs on cuBLASLt (sd_compute_lt.cu: the bf16 Linear's plans) ---- */
+
+/*
+ * Row-major C (m,n) = op(A) (m,k) op(B) (k,n) [+ C when accumulate], A and B
+ * bf16, fp32 accumulation, C bf16 or fp32 (c_type). trans_a: A is stored (k,m);
+ * trans_b: B is stored (n,k) (a Linear's weight (OC,C): y = x W^T is trans_b = 1).
+ * batch > 1: strided batches (strides in elements), epilogue NONE only.
+ * Epilogues (bias vectors have n entries, one per column of C, type bias_type):
+ *   BIAS           C = AB + bias
+ *   GELU_BIAS      C = gelu(AB + bias)
+ *   GELU_AUX_BIAS  C = gelu(AB + bias), aux (m,n) bf16 = AB + bias (pre-activation)
+ *   DGELU          C = (AB) * gelu'(aux), aux the forward's pre-activation
+ *   DGELU_BGRAD    as DGELU, and bias = column sums of C (over the m rows)
+ *   BGRAD_A        bias (m entries!) = row sums of op(A) over k: with A = dout^T
+ *                  (trans_a, dout (tokens,OC)) and B = x, C = dW and bias = db.
+ * The bias gradient is written, not added to. The plan (descriptors, layouts
+ * and the heuristic's algorithm for workspace_bytes) is made once on the
+ * context's cuBLASLt handle; sdc_bf16_gemm_run sets the pointers and enqueues
+ * cublasLtMatmul on the context's stream (so a plan is not for two threads at
+ * once). Every pointer 16-byte aligned.
+ */
+enum {
+    SDC_BEPI_NONE = 0,
+    SDC_BEPI_BIAS = 1,
+    SDC_BEPI_GELU_BIAS = 2,
+    SDC_BEPI_GELU_AUX_BIAS = 3,
+    SDC_BEPI_DGELU = 4,
+    SDC_BEPI_DGELU_BGRAD = 5,
+    SDC_BEPI_BGRAD_A = 6
+};
+typedef struct {
+    int32_t m, n, k;
+    int32_t trans_a, trans_b;
+    int32_t batch;                        /* 1: one GEMM */
+    int64_t stride_a, stride_b, stride_c; /* elements between batches */
+    int32_t c_type;                       /* SDC_BF16 or SDC_F32 */
+    int32_t bias_type;                    /* SDC_BF16 or SDC_F32 */
+    int32_t epilogue;                     /* SDC_BEPI_* */
+    int32_t accumulate;                   /* 1: C += op(A) op(B) (beta = 1) */
+    int64_t workspace_bytes;              /* what sdc_bf16_gemm_run will be given */
+} sdc_bf16_gemm_desc;
+int sdc_bf16_gemm_create(const sdc_ctx *c, const sdc_bf16_gemm_desc *d, sdc_handle *plan);
+int sdc_bf16_gemm_destroy(sdc_handle plan);
+int sdc_bf16_gemm_run(const sdc_ctx *c, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias,
+                      uint64_t aux, uint64_t workspace);
+/*
+ * For a plan that accumulates: d = op(A) op(B) [+ bias] + cmat, cmat read and
+ * d written (of C's shape and type; d may be cmat), so that a residual add
+ * needs no copy of the residual into the output first.
+ */
+int sdc_bf16_gemm_run_into(const sdc_ctx *c, sdc_handle plan, uint64_t d, uint64_t cmat, uint64_t a, uint64_t b,
+                           uint64_t bias, uint64_t aux, uint64_t workspace);
+/*
+ * Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+ * (the heuristic's first ones, and split-K variants of them when the first
+ * fills less than one wave of the GPU) on the operands given as to
+ * sdc_bf16_gemm_run, reps runs each after one warm-up, on the context's
+ * stream (not while capturing: it waits for the stream), and keeps the
+ * fastest in the plan. cmat is overwritten, and accumulated into again and
+ * again when the plan accumulates: pass scratch of C's size when its
+ * contents matter. sdc_bf16_gemm_tuned gives the mean time in nanoseconds of
+ * the heuristic's first algorithm (best = 0) or of the kept one (best = 1)
+ * in the last tune, 0 before one.
+ */
+int sdc_bf16_gemm_tune(const sdc_ctx *c, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias,
+                       uint64_t aux, uint64_t workspace, int32_t candidates, int32_t reps);
+int sdc_bf16_gemm_tuned(sdc_handle plan, sdc_flag best, int64_t *ns);
 
 /* ---- fused elementwise kernels ---- */
 

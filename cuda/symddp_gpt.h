@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 12
+#define SDG_ABI_VERSION 13
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -75,71 +75,6 @@ size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH);
 int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
 int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                  int B, int T, int C, int NH, void *scratch, void *stream);
-
-/* ---- bf16 GEMMs on cuBLASLt (sd_gpt_gemm.cu) ----
- * Row-major C (m,n) = op(A) (m,k) op(B) (k,n) [+ C when accumulate], A and B
- * bf16, fp32 accumulation, C bf16 or fp32 (c_type). trans_a: A is stored (k,m);
- * trans_b: B is stored (n,k) (a Linear's weight (OC,C): y = x W^T is trans_b = 1).
- * batch > 1: strided batches (strides in elements), epilogue NONE only.
- * Epilogues (bias vectors have n entries, one per column of C, type bias_type):
- *   BIAS           C = AB + bias
- *   GELU_BIAS      C = gelu(AB + bias)
- *   GELU_AUX_BIAS  C = gelu(AB + bias), aux (m,n) bf16 = AB + bias (pre-activation)
- *   DGELU          C = (AB) * gelu'(aux), aux the forward's pre-activation
- *   DGELU_BGRAD    as DGELU, and bias = column sums of C (over the m rows)
- *   BGRAD_A        bias (m entries!) = row sums of op(A) over k: with A = dout^T
- *                  (trans_a, dout (tokens,OC)) and B = x, C = dW and bias = db.
- * The bias gradient is written, not added to. The plan (descriptors, layouts
- * and the heuristic's algorithm for workspace_bytes) is made once; sdg_gemm_run
- * sets the pointers and enqueues cublasLtMatmul (so a plan is not for two
- * threads at once). lt is a cublasLtHandle_t. */
-enum {
-    SDG_EPI_NONE = 0,
-    SDG_EPI_BIAS = 1,
-    SDG_EPI_GELU_BIAS = 2,
-    SDG_EPI_GELU_AUX_BIAS = 3,
-    SDG_EPI_DGELU = 4,
-    SDG_EPI_DGELU_BGRAD = 5,
-    SDG_EPI_BGRAD_A = 6
-};
-enum { SDG_BF16 = 0, SDG_F32 = 1 };
-typedef struct {
-    int32_t m, n, k;
-    int32_t trans_a, trans_b;
-    int32_t batch;                        /* 1: one GEMM */
-    int64_t stride_a, stride_b, stride_c; /* elements between batches */
-    int32_t c_type;                       /* SDG_BF16 or SDG_F32 */
-    int32_t bias_type;                    /* SDG_BF16 or SDG_F32 */
-    int32_t epilogue;                     /* SDG_EPI_* */
-    int32_t accumulate;                   /* 1: C += op(A) op(B) (beta = 1) */
-    int64_t workspace_bytes;              /* what sdg_gemm_run will be given */
-} sdg_gemm_desc;
-typedef struct sdg_gemm_s sdg_gemm;
-/* A cuBLASLt handle for the plans (cublasLtCreate; sdg_lt_destroy frees it). */
-typedef struct sdg_lt_s sdg_lt;
-int sdg_lt_create(sdg_lt **lt);
-void sdg_lt_destroy(sdg_lt *lt);
-int sdg_gemm_create(sdg_gemm **plan, void *lt, const sdg_gemm_desc *d);
-int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
-                 void *workspace, void *stream);
-/* For a plan that accumulates: d = op(A) op(B) [+ bias] + c, c read and d
- * written (of C's shape and type; d may be c), so that a residual add needs
- * no copy of the residual into the output first. */
-int sdg_gemm_run_into(sdg_gemm *plan, void *lt, void *d, const void *c, const void *a, const void *b, void *bias,
-                      void *aux, void *workspace, void *stream);
-void sdg_gemm_destroy(sdg_gemm *plan);
-/* Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
- * (the heuristic's first ones, and split-K variants of them when the first
- * fills less than one wave of the GPU) on the operands given as to
- * sdg_gemm_run, reps runs each after one warm-up, on stream (not while
- * capturing: it waits for the stream), and keeps the fastest in the plan. c is overwritten, and
- * accumulated into again and again when the plan accumulates: pass scratch
- * of C's size when its contents matter. sdg_gemm_tuned_ns is the mean time
- * in nanoseconds of the heuristic's first algorithm (best = 0) or of the
- * kept one (best = 1) in the last tune, 0 before one. */
-int sdg_gemm_tune(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
-                  void *workspace, void *stream, int candidates, int reps);
-int sdg_gemm_tuned_ns(const sdg_gemm *plan, int best);
 
 #ifdef __cplusplus
 }

@@ -33,8 +33,7 @@ var (
 // bf16State is what the engine's bf16 plans share.
 type bf16State struct {
 	k  cudalib.GPTKernels
-	lt uintptr // the cuBLASLt handle
-	ws uintptr // its workspace (bf16Workspace bytes)
+	ws uintptr // the GEMMs' cuBLASLt workspace (bf16Workspace bytes; the handle is the context's)
 
 	gemms map[cudalib.GemmDesc]uintptr // GEMM plans by shape, shared by the layers
 	descs map[uintptr]cudalib.GemmDesc // each plan's, for tuning
@@ -75,7 +74,7 @@ func (e *Engine) gptKernels() (cudalib.GPTKernels, error) {
 }
 
 // bf16 returns the state the bf16 plans share, made at the first plan
-// (build time): the kernels, the cuBLASLt handle and its workspace.
+// (build time): the kernels and the GEMMs' workspace.
 func (e *Engine) bf16() (*bf16State, error) {
 	if e.bf != nil {
 		return e.bf, nil
@@ -87,16 +86,11 @@ func (e *Engine) bf16() (*bf16State, error) {
 	if err != nil {
 		return nil, err
 	}
-	lt, err := k.LtCreate()
-	if err != nil {
-		return nil, err
-	}
 	ws, err := e.tryAlloc("bf16 GEMM workspace", bf16Workspace)
 	if err != nil {
-		k.LtDestroy(lt)
 		return nil, err
 	}
-	e.bf = &bf16State{k: k, lt: lt, ws: ws, gemms: map[cudalib.GemmDesc]uintptr{}, descs: map[uintptr]cudalib.GemmDesc{},
+	e.bf = &bf16State{k: k, ws: ws, gemms: map[cudalib.GemmDesc]uintptr{}, descs: map[uintptr]cudalib.GemmDesc{},
 		tuned: map[uintptr]bool{}, tune: settings.Get(settings.CUDATune) != "0", tuneLog: settings.Get(settings.CUDATuneLog) == "1"}
 	return e.bf, nil
 }
@@ -115,15 +109,14 @@ func (e *Engine) scratch(s *devScratch, bytes int) error {
 	return nil
 }
 
-// closeBF16 destroys the GEMM plans and the cuBLASLt handle.
+// closeBF16 destroys the GEMM plans.
 func (e *Engine) closeBF16() {
 	if e.bf == nil {
 		return
 	}
 	for _, p := range e.bf.order {
-		e.bf.k.GemmDestroy(p)
+		e.dev.BF16GemmDestroy(uint64(p))
 	}
-	e.bf.k.LtDestroy(e.bf.lt)
 	e.bf = nil
 }
 

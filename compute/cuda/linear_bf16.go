@@ -61,24 +61,24 @@ func (e *Engine) linearBF16Plan(s compute.LinearSpec) (compute.FusedLinear, erro
 	if s.GELU && f.b == nil {
 		return nil, &compute.MissingOpError{Engine: e.Name(), Op: "bf16 Linear with GELU and no bias", Group: "BF16Tensors"}
 	}
-	const b16, f32 = cudalib.GPTBF16, cudalib.GPTF32
-	epi := cudalib.GPTEpiNone
+	const b16, f32 = cudalib.BFloat16, cudalib.Float32
+	epi := cudalib.BF16EpiNone
 	switch {
 	case s.GELU:
-		epi = cudalib.GPTEpiGELUAuxBias
+		epi = cudalib.BF16EpiGELUAuxBias
 		f.aux = e.AllocBF16(s.Batch, s.Out).(*Tensor)
 	case f.b != nil:
-		epi = cudalib.GPTEpiBias
+		epi = cudalib.BF16EpiBias
 	}
 	var err error
 	if f.fwd, err = e.gemmPlan(s.Batch, s.Out, s.In, false, true, b16, epi, s.Residual); err != nil {
 		return nil, err
 	}
-	if f.dwPlan, err = e.gemmPlan(s.Out, s.In, s.Batch, true, false, f32, cudalib.GPTEpiNone, s.AddDW); err != nil {
+	if f.dwPlan, err = e.gemmPlan(s.Out, s.In, s.Batch, true, false, f32, cudalib.BF16EpiNone, s.AddDW); err != nil {
 		return nil, err
 	}
 	if f.dx != nil {
-		if f.dxPl, err = e.gemmPlan(s.Batch, s.In, s.Out, false, false, b16, cudalib.GPTEpiNone, false); err != nil {
+		if f.dxPl, err = e.gemmPlan(s.Batch, s.In, s.Out, false, false, b16, cudalib.BF16EpiNone, false); err != nil {
 			return nil, err
 		}
 	}
@@ -135,7 +135,7 @@ func (f *linearBF16) Forward(x compute.Tensor) {
 	f.e.fail(op, f.e.gemm(f.fwd, f.y.ptr, xd.ptr, f.w.ptr, f.b.orZero(), f.aux.orZero()))
 }
 
-// ForwardOnto computes Y = r + x·Wᵀ + b (sdg_gemm_run_into: r is read, not
+// ForwardOnto computes Y = r + x·Wᵀ + b (sdc_bf16_gemm_run_into: r is read, not
 // copied first).
 func (f *linearBF16) ForwardOnto(x, r compute.Tensor) {
 	const op = "bf16 Linear ForwardOnto"
@@ -189,7 +189,7 @@ func (f *linearBF16) ChainInput(p compute.FusedLinear) error {
 	case prev.n != f.n || prev.out != f.in:
 		return fmt.Errorf("%s's output (%d,%d) is not %s's input (%d,%d)", prev.name, prev.n, prev.out, f.name, f.n, f.in)
 	}
-	plan, err := f.e.gemmPlan(f.n, f.in, f.out, false, false, cudalib.GPTBF16, cudalib.GPTEpiDGELU, false)
+	plan, err := f.e.gemmPlan(f.n, f.in, f.out, false, false, cudalib.BFloat16, cudalib.BF16EpiDGELU, false)
 	if err != nil {
 		return err
 	}

@@ -714,18 +714,18 @@ static cublasLtHandle_t g_lt;
 static Dev *g_ws;
 #define WS_BYTES ((size_t)64 << 20)
 
-static sdg_gemm *plan(int m, int n, int k, int ta, int tb, int ctype, int btype, int epi, int acc, int batch = 1,
+static sdc_handle plan(int m, int n, int k, int ta, int tb, int ctype, int btype, int epi, int acc, int batch = 1,
                       int64_t sa = 0, int64_t sb = 0, int64_t sc = 0) {
-    sdg_gemm_desc d;
+    sdc_bf16_gemm_desc d;
     memset(&d, 0, sizeof d);
     d.m = m; d.n = n; d.k = k; d.trans_a = ta; d.trans_b = tb; d.batch = batch;
     d.stride_a = sa; d.stride_b = sb; d.stride_c = sc;
     d.c_type = ctype; d.bias_type = btype; d.epilogue = epi; d.accumulate = acc;
     d.workspace_bytes = (int64_t)WS_BYTES;
-    sdg_gemm *p = NULL;
-    if (sdg_gemm_create(&p, g_lt, &d) != SDG_OK) {
-        printf("plan m=%d n=%d k=%d %c%c epi %d: %s\n", m, n, k, ta ? 'T' : 'N', tb ? 'T' : 'N', epi, sdg_last_error());
-        return NULL;
+    sdc_handle p = 0;
+    if (sdc_bf16_gemm_create(&g_ctx, &d, &p) != SD_OK) {
+        printf("plan m=%d n=%d k=%d %c%c epi %d: %s\n", m, n, k, ta ? 'T' : 'N', tb ? 'T' : 'N', epi, sd_last_error());
+        return 0;
     }
     return p;
 }
@@ -764,31 +764,31 @@ static void check_gemm(const char *tag, int m, int n, int k) {
     std::vector<double> ref;
     gemm_ref(ref, a, w, m, n, k, 0, 1);
 
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0)) {
-        SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, NULL, NULL, g_ws->p, g_stream));
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), 0, 0, dptr(g_ws->p)));
         snprintf(name, sizeof name, "gemm NT none bf16 %s", tag);
         compare_v(name, down_bf16(dc, ref.size()), ref, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     std::vector<double> rb(ref);
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) rb[(size_t)i * n + j] += bias[j];
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 0)) {
-        SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, dbias.p, NULL, g_ws->p, g_stream));
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 0)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), dptr(dbias.p), 0, dptr(g_ws->p)));
         snprintf(name, sizeof name, "gemm NT bias %s", tag);
         compare_v(name, down_bf16(dc, ref.size()), rb, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* the residual add: d = A W^T + bias + c, c read in place of a copy into d */
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 1)) {
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 1)) {
         std::vector<uint16_t> hr;
         std::vector<float> r;
         rnd_bf16(hr, r, (size_t)m * n, 1.0f);
         Dev dr(hr.size() * 2);
         up(dr, hr);
-        SG(sdg_gemm_run_into(p, g_lt, dc.p, dr.p, da.p, dw.p, dbias.p, NULL, g_ws->p, g_stream));
+        SC(sdc_bf16_gemm_run_into(&g_ctx, p, dptr(dc.p), dptr(dr.p), dptr(da.p), dptr(dw.p), dptr(dbias.p), 0, dptr(g_ws->p)));
         std::vector<double> rr(rb);
         for (size_t i = 0; i < rr.size(); i++) rr[i] += r[i];
         snprintf(name, sizeof name, "gemm NT bias run_into (residual) %s", tag);
@@ -796,31 +796,31 @@ static void check_gemm(const char *tag, int m, int n, int k) {
         const std::vector<uint16_t> kept = down<uint16_t>(dr, hr.size());
         snprintf(name, sizeof name, "gemm run_into leaves c %s", tag);
         repeat_check(name, kept.data(), hr.data(), hr.size() * 2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* GELU_AUX_BIAS: C = gelu(pre), aux = pre */
     std::vector<double> rg(rb.size());
     for (size_t i = 0; i < rb.size(); i++) rg[i] = gelu_ref(rb[i]);
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_GELU_AUX_BIAS, 0)) {
-        SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, dbias.p, daux.p, g_ws->p, g_stream));
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_GELU_AUX_BIAS, 0)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), dptr(dbias.p), dptr(daux.p), dptr(g_ws->p)));
         snprintf(name, sizeof name, "gemm NT gelu+aux+bias out %s", tag);
         compare_v(name, down_bf16(dc, ref.size()), rg, 1e-2, 1e-2);
         snprintf(name, sizeof name, "gemm NT gelu+aux+bias aux %s", tag);
         compare_v(name, down_bf16(daux, ref.size()), rb, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* DGELU: dpre (m,n) = dH (m,k') W2 (k',n) * gelu'(aux); here dH = dout2 (m,k), W2 = w stored (n,k)^T ... use
        B = w^T by trans_b: dH (m,k) x w^T -> (m,n), then * gelu'(pre) with pre from the aux just written */
     std::vector<float> pre = down_bf16(daux, rb.size());
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_DGELU, 0)) {
-        SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, NULL, daux.p, g_ws->p, g_stream));
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_DGELU, 0)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), 0, dptr(daux.p), dptr(g_ws->p)));
         std::vector<double> rd(ref.size());
         for (size_t i = 0; i < ref.size(); i++) rd[i] = ref[i] * gelu_grad_ref(pre[i]);
         snprintf(name, sizeof name, "gemm NT dgelu %s", tag);
         compare_v(name, down_bf16(dc, ref.size()), rd, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* weight gradient with the bias gradient: dW (n,k) += dout^T (n,m) A (m,k), db (n) = column sums of dout */
@@ -828,8 +828,8 @@ static void check_gemm(const char *tag, int m, int n, int k) {
     rnd_f32(w0, (size_t)n * k, 0.1f);
     Dev dgw(w0.size() * 4), dgb(n * 4);
     up(dgw, w0);
-    if (sdg_gemm *p = plan(n, k, m, 1, 0, SDG_F32, SDG_F32, SDG_EPI_BGRAD_A, 1)) {
-        SG(sdg_gemm_run(p, g_lt, dgw.p, ddo.p, da.p, dgb.p, NULL, g_ws->p, g_stream));
+    if (sdc_handle p = plan(n, k, m, 1, 0, SDC_F32, SDC_F32, SDC_BEPI_BGRAD_A, 1)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dgw.p), dptr(ddo.p), dptr(da.p), dptr(dgb.p), 0, dptr(g_ws->p)));
         std::vector<double> rw;
         gemm_ref(rw, dout, a, n, k, m, 1, 0);
         for (size_t i = 0; i < rw.size(); i++) rw[i] += w0[i];
@@ -840,30 +840,30 @@ static void check_gemm(const char *tag, int m, int n, int k) {
         compare_v(name, down<float>(dgw, rw.size()), rw, 1e-4, 1e-4);
         snprintf(name, sizeof name, "gemm TN bgrad-a fp32 %s", tag);
         compare_v(name, down<float>(dgb, n), rbg, 1e-4, 1e-4);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* input gradient: dA (m,k) = dout (m,n) W (n,k), no transposes */
-    if (sdg_gemm *p = plan(m, k, n, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0)) {
+    if (sdc_handle p = plan(m, k, n, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0)) {
         Dev dda((size_t)m * k * 2);
-        SG(sdg_gemm_run(p, g_lt, dda.p, ddo.p, dw.p, NULL, NULL, g_ws->p, g_stream));
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dda.p), dptr(ddo.p), dptr(dw.p), 0, 0, dptr(g_ws->p)));
         std::vector<double> rda;
         gemm_ref(rda, dout, w, m, k, n, 0, 0);
         snprintf(name, sizeof name, "gemm NN dinp %s", tag);
         compare_v(name, down_bf16(dda, rda.size()), rda, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* DGELU_BGRAD (not needed by the GPT step: reported, never a failure when cuBLASLt lacks it) */
     {
         Dev dbg(n * 2);
-        sdg_gemm_desc d;
+        sdc_bf16_gemm_desc d;
         memset(&d, 0, sizeof d);
-        d.m = m; d.n = n; d.k = k; d.trans_b = 1; d.batch = 1; d.c_type = SDG_BF16; d.bias_type = SDG_BF16;
-        d.epilogue = SDG_EPI_DGELU_BGRAD; d.workspace_bytes = (int64_t)WS_BYTES;
-        sdg_gemm *p = NULL;
-        if (sdg_gemm_create(&p, g_lt, &d) == SDG_OK) {
-            SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, dbg.p, daux.p, g_ws->p, g_stream));
+        d.m = m; d.n = n; d.k = k; d.trans_b = 1; d.batch = 1; d.c_type = SDC_BF16; d.bias_type = SDC_BF16;
+        d.epilogue = SDC_BEPI_DGELU_BGRAD; d.workspace_bytes = (int64_t)WS_BYTES;
+        sdc_handle p = 0;
+        if (sdc_bf16_gemm_create(&g_ctx, &d, &p) == SD_OK) {
+            SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), dptr(dbg.p), dptr(daux.p), dptr(g_ws->p)));
             std::vector<double> rd(ref.size()), rbg(n, 0.0);
             for (size_t i = 0; i < ref.size(); i++) rd[i] = ref[i] * gelu_grad_ref(pre[i]);
             for (int i = 0; i < m; i++)
@@ -872,9 +872,9 @@ static void check_gemm(const char *tag, int m, int n, int k) {
             compare_v(name, down_bf16(dc, ref.size()), rd, 1e-2, 1e-2);
             snprintf(name, sizeof name, "gemm NT dgelu+bgrad bias %s", tag);
             compare_v(name, down_bf16(dbg, n), rbg, 2e-2, 2e-2);
-            sdg_gemm_destroy(p);
+            sdc_bf16_gemm_destroy(p);
         } else {
-            printf("info gemm dgelu+bgrad bf16 %s: not available (%s)\n", tag, sdg_last_error());
+            printf("info gemm dgelu+bgrad bf16 %s: not available (%s)\n", tag, sd_last_error());
         }
     }
 }
@@ -887,13 +887,13 @@ static void check_gemm_batched(const char *tag, int batch, int m, int n, int k) 
     rnd_bf16(hb, b, (size_t)batch * k * n, 1.0f);
     Dev da(ha.size() * 2), db(hb.size() * 2), dc((size_t)batch * m * n * 2);
     up(da, ha); up(db, hb);
-    sdg_gemm *p = plan(m, n, k, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0, batch, (int64_t)m * k, (int64_t)k * n,
+    sdc_handle p = plan(m, n, k, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0, batch, (int64_t)m * k, (int64_t)k * n,
                        (int64_t)m * n);
     if (!p) {
         g_fail++;
         return;
     }
-    SG(sdg_gemm_run(p, g_lt, dc.p, da.p, db.p, NULL, NULL, g_ws->p, g_stream));
+    SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(db.p), 0, 0, dptr(g_ws->p)));
     std::vector<double> ref;
     for (int z = 0; z < batch; z++) {
         std::vector<float> az(a.begin() + (size_t)z * m * k, a.begin() + (size_t)(z + 1) * m * k);
@@ -904,7 +904,7 @@ static void check_gemm_batched(const char *tag, int batch, int m, int n, int k) 
     }
     snprintf(name, sizeof name, "gemm NN batched x%d %s", batch, tag);
     compare_v(name, down_bf16(dc, ref.size()), ref, 1e-2, 1e-2);
-    sdg_gemm_destroy(p);
+    sdc_bf16_gemm_destroy(p);
 }
 
 /* ================= bias gradient ================= */
@@ -939,21 +939,21 @@ static void fill_bf16(Dev &d, size_t n, float sd) {
 
 static void time_gemm(const char *name, int m, int n, int k, int ta, int tb, int ctype, int epi, int acc, void *a,
                       void *b, void *c, void *bias, void *aux) {
-    sdg_gemm *p = plan(m, n, k, ta, tb, ctype, ctype == SDG_F32 ? SDG_F32 : SDG_BF16, epi, acc);
+    sdc_handle p = plan(m, n, k, ta, tb, ctype, ctype == SDC_F32 ? SDC_F32 : SDC_BF16, epi, acc);
     if (!p) {
         g_fail++;
         return;
     }
-    const double us = time_us([&] { SG(sdg_gemm_run(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream)); }, 20);
+    const double us = time_us([&] { SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(c), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(g_ws->p))); }, 20);
     report_fl(name, us, 2.0 * m * n * k);
     /* the fastest of cuBLASLt's first 8 algorithms, timed there */
-    SG(sdg_gemm_tune(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream, 8, 10));
-    const double tuned = time_us([&] { SG(sdg_gemm_run(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream)); }, 20);
+    SC(sdc_bf16_gemm_tune(&g_ctx, p, dptr(c), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(g_ws->p), 8, 10));
+    const double tuned = time_us([&] { SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(c), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(g_ws->p))); }, 20);
     char label[160];
-    snprintf(label, sizeof label, "%s, tuned (tune: %.1f -> %.1f us)", name, sdg_gemm_tuned_ns(p, 0) / 1e3,
-             sdg_gemm_tuned_ns(p, 1) / 1e3);
+    snprintf(label, sizeof label, "%s, tuned (tune: %.1f -> %.1f us)", name, tuned_ns(p, 0) / 1e3,
+             tuned_ns(p, 1) / 1e3);
     report_fl(label, tuned, 2.0 * m * n * k);
-    sdg_gemm_destroy(p);
+    sdc_bf16_gemm_destroy(p);
 }
 
 static void timings() {
@@ -1138,33 +1138,33 @@ static void timings() {
         fill_bf16(x, (size_t)N * 4 * C, 1.f); fill_bf16(w, (size_t)Vp * C, 0.02f); fill_bf16(bias, 4 * C, 0.1f);
         fill_bf16(aux, (size_t)N * 4 * C, 1.f);
         CK(cudaMemset(gw.p, 0, gw.bytes));
-        time_gemm("gemm qkv fwd 16384x2304x768 bias", N, 3 * C, C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
-        time_gemm("gemm attproj fwd 16384x768x768 bias", N, C, C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
-        time_gemm("gemm fc fwd 16384x3072x768 gelu+aux", N, 4 * C, C, 0, 1, SDG_BF16, SDG_EPI_GELU_AUX_BIAS, 0, x.p, w.p, y.p, bias.p, aux.p);
-        time_gemm("gemm fcproj fwd 16384x768x3072 bias", N, C, 4 * C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
-        time_gemm("gemm lm_head fwd 16384x50304x768", N, Vp, C, 0, 1, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_DGELU, 0, x.p, w.p, y.p, NULL, aux.p);
+        time_gemm("gemm qkv fwd 16384x2304x768 bias", N, 3 * C, C, 0, 1, SDC_BF16, SDC_BEPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm attproj fwd 16384x768x768 bias", N, C, C, 0, 1, SDC_BF16, SDC_BEPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm fc fwd 16384x3072x768 gelu+aux", N, 4 * C, C, 0, 1, SDC_BF16, SDC_BEPI_GELU_AUX_BIAS, 0, x.p, w.p, y.p, bias.p, aux.p);
+        time_gemm("gemm fcproj fwd 16384x768x3072 bias", N, C, 4 * C, 0, 1, SDC_BF16, SDC_BEPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm lm_head fwd 16384x50304x768", N, Vp, C, 0, 1, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu", N, 4 * C, C, 0, 0, SDC_BF16, SDC_BEPI_DGELU, 0, x.p, w.p, y.p, NULL, aux.p);
         /* the MLP's bias gradient (bf16) in the same GEMM's epilogue, against dgelu + bias_bwd (16384 x 3072) */
-        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu+bgrad", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_DGELU_BGRAD, 0, x.p, w.p, y.p, bias.p, aux.p);
-        time_gemm("gemm qkv dinp 16384x768x2304", N, C, 3 * C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm qkv dW 2304x768x16384 bgrad", 3 * C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
-        time_gemm("gemm fc dW 3072x768x16384 bgrad", 4 * C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
-        time_gemm("gemm lm_head dinp 16384x768x50304", N, C, Vp, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, y.p, w.p, x.p, NULL, NULL);
-        time_gemm("gemm lm_head dW 50304x768x16384", Vp, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, y.p, x.p, gw.p, NULL, NULL);
+        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu+bgrad", N, 4 * C, C, 0, 0, SDC_BF16, SDC_BEPI_DGELU_BGRAD, 0, x.p, w.p, y.p, bias.p, aux.p);
+        time_gemm("gemm qkv dinp 16384x768x2304", N, C, 3 * C, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm qkv dW 2304x768x16384 bgrad", 3 * C, C, N, 1, 0, SDC_F32, SDC_BEPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
+        time_gemm("gemm fc dW 3072x768x16384 bgrad", 4 * C, C, N, 1, 0, SDC_F32, SDC_BEPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
+        time_gemm("gemm lm_head dinp 16384x768x50304", N, C, Vp, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, y.p, w.p, x.p, NULL, NULL);
+        time_gemm("gemm lm_head dW 50304x768x16384", Vp, C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, y.p, x.p, gw.p, NULL, NULL);
         /* the rest of a block's GEMMs, and the fused ones without their epilogues (what fusing costs or saves) */
-        time_gemm("gemm attproj dinp 16384x768x768", N, C, C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm fc dinp 16384x768x3072", N, C, 4 * C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm attproj dW 768x768x16384 bgrad", C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
+        time_gemm("gemm attproj dinp 16384x768x768", N, C, C, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fc dinp 16384x768x3072", N, C, 4 * C, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm attproj dW 768x768x16384 bgrad", C, C, N, 1, 0, SDC_F32, SDC_BEPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
         /* B of this dW is (N, 4C): the aux buffer's size */
-        time_gemm("gemm fcproj dW 768x3072x16384 bgrad", C, 4 * C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, aux.p, gw.p, gb.p, NULL);
-        time_gemm("gemm qkv dW 2304x768x16384 (no bgrad)", 3 * C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
-        time_gemm("gemm attproj dW 768x768x16384 (no bgrad)", C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
-        time_gemm("gemm fcproj dW 768x3072x16384 (no bgrad)", C, 4 * C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, aux.p, gw.p, NULL, NULL);
-        time_gemm("gemm fc fwd 16384x3072x768 bias (no gelu)", N, 4 * C, C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
-        time_gemm("gemm fc fwd 16384x3072x768 (no epilogue)", N, 4 * C, C, 0, 1, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm fcproj dinp 16384x3072x768 (no dgelu)", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm fc dW 3072x768x16384 (no bgrad)", 4 * C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
-        time_gemm("gemm fc dW 3072x768x16384 bf16 out, no bgrad", 4 * C, C, N, 1, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fcproj dW 768x3072x16384 bgrad", C, 4 * C, N, 1, 0, SDC_F32, SDC_BEPI_BGRAD_A, 1, x.p, aux.p, gw.p, gb.p, NULL);
+        time_gemm("gemm qkv dW 2304x768x16384 (no bgrad)", 3 * C, C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm attproj dW 768x768x16384 (no bgrad)", C, C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm fcproj dW 768x3072x16384 (no bgrad)", C, 4 * C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, x.p, aux.p, gw.p, NULL, NULL);
+        time_gemm("gemm fc fwd 16384x3072x768 bias (no gelu)", N, 4 * C, C, 0, 1, SDC_BF16, SDC_BEPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm fc fwd 16384x3072x768 (no epilogue)", N, 4 * C, C, 0, 1, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fcproj dinp 16384x3072x768 (no dgelu)", N, 4 * C, C, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fc dW 3072x768x16384 (no bgrad)", 4 * C, C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm fc dW 3072x768x16384 bf16 out, no bgrad", 4 * C, C, N, 1, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
     }
 }
 

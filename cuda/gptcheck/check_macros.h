@@ -61,3 +61,10 @@ static inline size_t embed_scratch_bytes(int64_t B, int64_t T, int64_t V) {
     SC(sdc_embed_backward_bf16_scratch_bytes(B, T, V, &b));
     return (size_t)b;
 }
+
+/* sdc_bf16_gemm_tuned's time of the heuristic's (best 0) or the kept (1) algorithm. */
+static inline int64_t tuned_ns(sdc_handle p, int best) {
+    int64_t ns = 0;
+    SC(sdc_bf16_gemm_tuned(p, best, &ns));
+    return ns;
+}

@@ -25,7 +25,7 @@
  * residual gradient), attproj dW+db, dinp, attention backward, qkv dW+db, dinp,
  * ln1 backward], embedding backward (adds to dwte, dwpe); AdamW over all
  * 124,475,904 parameters with the bf16 copy. The residual adds are GEMMs with
- * beta = 1 that read the residual as C and write the next one (sdg_gemm_run_into).
+ * beta = 1 that read the residual as C and write the next one (sdc_bf16_gemm_run_into).
  *
  * Data: one fixed synthetic batch, each sequence a walk x' = (17 x + 5) mod 1024
  * from a random start, so the loss must fall from ln(50304) ~ 10.8: the first
@@ -74,7 +74,7 @@ static const char *g_att_name = "auto";
  * timed at its first run, outside the capture, as the product does);
  * --bgrad-epilogue: the bias gradients in the dW GEMMs' BGRAD_A epilogue */
 static bool g_tune = true, g_bgrad_epilogue = false;
-static std::vector<sdg_gemm *> g_tuned;
+static std::vector<sdc_handle> g_tuned;
 
 /* --breakdown: an event after each operation of an eager step, with its name */
 static bool g_breakdown = false, g_marking = false;
@@ -163,26 +163,26 @@ static void *dmalloc(size_t bytes) {
 }
 
 struct Gemms {
-    sdg_gemm *qkv, *ap, *fc, *fp, *lm;                         /* forward */
-    sdg_gemm *lm_dinp, *lm_dw;                                 /* head backward */
-    sdg_gemm *fp_dw, *fp_dinp, *fc_dw, *fc_dinp, *ap_dw, *ap_dinp, *qkv_dw, *qkv_dinp;
+    sdc_handle qkv, ap, fc, fp, lm;                         /* forward */
+    sdc_handle lm_dinp, lm_dw;                                 /* head backward */
+    sdc_handle fp_dw, fp_dinp, fc_dw, fc_dinp, ap_dw, ap_dinp, qkv_dw, qkv_dinp;
 };
 
-static sdg_gemm *mkplan(cublasLtHandle_t lt, int m, int n, int k, int ta, int tb, int ctype, int btype, int epi,
+static sdc_handle mkplan(int m, int n, int k, int ta, int tb, int ctype, int btype, int epi,
                         int acc, bool must = true) {
-    sdg_gemm_desc d;
+    sdc_bf16_gemm_desc d;
     memset(&d, 0, sizeof d);
     d.m = m; d.n = n; d.k = k; d.trans_a = ta; d.trans_b = tb; d.batch = 1;
     d.c_type = ctype; d.bias_type = btype; d.epilogue = epi; d.accumulate = acc;
     d.workspace_bytes = (int64_t)WS_BYTES;
-    sdg_gemm *p = NULL;
-    if (sdg_gemm_create(&p, lt, &d) != SDG_OK) {
+    sdc_handle p = 0;
+    if (sdc_bf16_gemm_create(&g_ctx, &d, &p) != SD_OK) {
         if (must) {
-            fprintf(stderr, "plan m=%d n=%d k=%d epi %d: %s\n", m, n, k, epi, sdg_last_error());
+            fprintf(stderr, "plan m=%d n=%d k=%d epi %d: %s\n", m, n, k, epi, sd_last_error());
             exit(101);
         }
-        printf("info plan m=%d n=%d k=%d epi %d unavailable: %s\n", m, n, k, epi, sdg_last_error());
-        return NULL;
+        printf("info plan m=%d n=%d k=%d epi %d unavailable: %s\n", m, n, k, epi, sd_last_error());
+        return 0;
     }
     return p;
 }
@@ -263,24 +263,24 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
 
     Gemms &g = M.g;
     const int Nn = M.N;
-    g.qkv = mkplan(lt, Nn, 3 * C, C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 0);
-    g.ap = mkplan(lt, Nn, C, C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 1);
-    g.fc = mkplan(lt, Nn, 4 * C, C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_GELU_AUX_BIAS, 0);
-    g.fp = mkplan(lt, Nn, C, 4 * C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 1);
-    g.lm = mkplan(lt, Nn, Vp, C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.lm_dinp = mkplan(lt, Nn, C, Vp, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.lm_dw = mkplan(lt, Vp, C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_NONE, 0);
-    g.fp_dinp = mkplan(lt, Nn, 4 * C, C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_DGELU, 0);
-    g.fc_dinp = mkplan(lt, Nn, C, 4 * C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.ap_dinp = mkplan(lt, Nn, C, C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.qkv_dinp = mkplan(lt, Nn, C, 3 * C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
+    g.qkv = mkplan(Nn, 3 * C, C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 0);
+    g.ap = mkplan(Nn, C, C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 1);
+    g.fc = mkplan(Nn, 4 * C, C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_GELU_AUX_BIAS, 0);
+    g.fp = mkplan(Nn, C, 4 * C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 1);
+    g.lm = mkplan(Nn, Vp, C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    g.lm_dinp = mkplan(Nn, C, Vp, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    g.lm_dw = mkplan(Vp, C, Nn, 1, 0, SDC_F32, SDC_F32, SDC_BEPI_NONE, 0);
+    g.fp_dinp = mkplan(Nn, 4 * C, C, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_DGELU, 0);
+    g.fc_dinp = mkplan(Nn, C, 4 * C, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    g.ap_dinp = mkplan(Nn, C, C, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    g.qkv_dinp = mkplan(Nn, C, 3 * C, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
     /* dW without the BGRAD_A epilogue, the bias gradients by sdc_bias_act_backward
      * (--bgrad-epilogue: in the dW GEMMs' epilogue, for comparison) */
-    const int epi = g_bgrad_epilogue ? SDG_EPI_BGRAD_A : SDG_EPI_NONE;
-    g.fp_dw = mkplan(lt, C, 4 * C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
-    g.fc_dw = mkplan(lt, 4 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
-    g.ap_dw = mkplan(lt, C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
-    g.qkv_dw = mkplan(lt, 3 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
+    const int epi = g_bgrad_epilogue ? SDC_BEPI_BGRAD_A : SDC_BEPI_NONE;
+    g.fp_dw = mkplan(C, 4 * C, Nn, 1, 0, SDC_F32, SDC_F32, epi, 0);
+    g.fc_dw = mkplan(4 * C, C, Nn, 1, 0, SDC_F32, SDC_F32, epi, 0);
+    g.ap_dw = mkplan(C, C, Nn, 1, 0, SDC_F32, SDC_F32, epi, 0);
+    g.qkv_dw = mkplan(3 * C, C, Nn, 1, 0, SDC_F32, SDC_F32, epi, 0);
 }
 
 static void free_model(Model &M) {
@@ -289,9 +289,9 @@ static void free_model(Model &M) {
                   M.rstd2, M.lse, M.meanf, M.rstdf, M.losses, M.loss, M.dres, M.dln, M.dpre, M.datt, M.dqkv,
                   M.att_scratch, M.ln_scratch, M.emb_scratch, M.bias_scratch, M.ws};
     for (void *p : ps) CK(cudaFree(p));
-    sdg_gemm *gs[] = {M.g.qkv, M.g.ap, M.g.fc, M.g.fp, M.g.lm, M.g.lm_dinp, M.g.lm_dw, M.g.fp_dw, M.g.fp_dinp,
+    sdc_handle gs[] = {M.g.qkv, M.g.ap, M.g.fc, M.g.fp, M.g.lm, M.g.lm_dinp, M.g.lm_dw, M.g.fp_dw, M.g.fp_dinp,
                       M.g.fc_dw, M.g.fc_dinp, M.g.ap_dw, M.g.ap_dinp, M.g.qkv_dw, M.g.qkv_dinp};
-    for (sdg_gemm *p : gs) sdg_gemm_destroy(p);
+    for (sdc_handle p : gs) sdc_bf16_gemm_destroy(p);
     g_tuned.clear();
 }
 
@@ -343,32 +343,32 @@ static void init_model(Model &M) {
 }
 
 /* times the plan's candidates at its first run outside the capture (--no-tune: not) */
-static void tune_once(Model &M, sdg_gemm *p, void *c, const void *a, const void *b, void *bias, void *aux) {
+static void tune_once(Model &M, sdc_handle p, void *c, const void *a, const void *b, void *bias, void *aux) {
     cudaStreamCaptureStatus cs;
     CK(cudaStreamIsCapturing(M.s, &cs));
     bool tuned = false;
-    for (sdg_gemm *q : g_tuned) tuned = tuned || q == p;
+    for (sdc_handle q : g_tuned) tuned = tuned || q == p;
     if (g_tune && !tuned && cs == cudaStreamCaptureStatusNone) {
         /* the residual GEMMs accumulate into C: timed into the (idle) dln buffer */
         void *tc = (p == M.g.ap || p == M.g.fp) ? (void *)M.dln : c;
-        SG(sdg_gemm_tune(p, M.lt, tc, a, b, bias, aux, M.ws, M.s, 8, 5));
+        SC(sdc_bf16_gemm_tune(&g_ctx, p, dptr(tc), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(M.ws), 8, 5));
         g_tuned.push_back(p);
     }
 }
 
-static void gemm(Model &M, sdg_gemm *p, void *c, const void *a, const void *b, void *bias = NULL, void *aux = NULL) {
+static void gemm(Model &M, sdc_handle p, void *c, const void *a, const void *b, void *bias = NULL, void *aux = NULL) {
     tune_once(M, p, c, a, b, bias, aux);
-    SG(sdg_gemm_run(p, M.lt, c, a, b, bias, aux, M.ws, M.s));
+    SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(c), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(M.ws)));
 }
 
 /* a residual add: d = a b^T + bias + c (the plan accumulates) */
-static void gemm_into(Model &M, sdg_gemm *p, void *d, const void *c, const void *a, const void *b, void *bias) {
+static void gemm_into(Model &M, sdc_handle p, void *d, const void *c, const void *a, const void *b, void *bias) {
     tune_once(M, p, d, a, b, bias, NULL);
-    SG(sdg_gemm_run_into(p, M.lt, d, c, a, b, bias, NULL, M.ws, M.s));
+    SC(sdc_bf16_gemm_run_into(&g_ctx, p, dptr(d), dptr(c), dptr(a), dptr(b), dptr(bias), 0, dptr(M.ws)));
 }
 
 /* dW (and db) of a Linear from dout (N,OC) and its input x (N,IC). */
-static void linear_dw(Model &M, sdg_gemm *p, float *dw, float *db, const bf16 *dout, const bf16 *x, int OC,
+static void linear_dw(Model &M, sdc_handle p, float *dw, float *db, const bf16 *dout, const bf16 *x, int OC,
                       const char *dwname, const char *dbname) {
     if (g_bgrad_epilogue) {
         gemm(M, p, dw, dout, x, db);

@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 3
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 15
+	ComputeABIVersion = 16
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 12
+	GPTABIVersion = 13
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -71,6 +71,18 @@ type Device interface {
 	SideFork() error
 	// SideJoin: sdc_side_join.
 	SideJoin() error
+	// BF16GemmCreate: sdc_bf16_gemm_create.
+	BF16GemmCreate(d GemmDesc) (uint64, error)
+	// BF16GemmDestroy: sdc_bf16_gemm_destroy.
+	BF16GemmDestroy(plan uint64) error
+	// BF16GemmRun: sdc_bf16_gemm_run.
+	BF16GemmRun(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error
+	// BF16GemmRunInto: sdc_bf16_gemm_run_into.
+	BF16GemmRunInto(plan uint64, d uintptr, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error
+	// BF16GemmTune: sdc_bf16_gemm_tune.
+	BF16GemmTune(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, candidates int, reps int) error
+	// BF16GemmTuned: sdc_bf16_gemm_tuned.
+	BF16GemmTuned(plan uint64, best bool) (int, error)
 	// BiasAct: sdc_bias_act.
 	BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activation) error
 	// BiasActBackward: sdc_bias_act_backward.
@@ -177,22 +189,6 @@ type GPTKernels interface {
 	AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardCUDNN: sdg_attention_backward_cudnn.
 	AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
-	// LtCreate: sdg_lt_create.
-	LtCreate() (uintptr, error)
-	// LtDestroy: sdg_lt_destroy.
-	LtDestroy(lt uintptr)
-	// GemmCreate: sdg_gemm_create.
-	GemmCreate(lt uintptr, d GemmDesc) (uintptr, error)
-	// GemmRun: sdg_gemm_run.
-	GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error
-	// GemmRunInto: sdg_gemm_run_into.
-	GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error
-	// GemmDestroy: sdg_gemm_destroy.
-	GemmDestroy(plan uintptr)
-	// GemmTune: sdg_gemm_tune.
-	GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) error
-	// GemmTunedNs: sdg_gemm_tuned_ns.
-	GemmTunedNs(plan uintptr, best int) int
 }
 
 var _ GPTKernels = (*GPT)(nil)
@@ -294,6 +290,36 @@ func (UnemulatedDevice) SideFork() error { return notEmulated("sdc_side_fork") }
 
 // SideJoin fails: sdc_side_join is not emulated.
 func (UnemulatedDevice) SideJoin() error { return notEmulated("sdc_side_join") }
+
+// BF16GemmCreate fails: sdc_bf16_gemm_create is not emulated.
+func (UnemulatedDevice) BF16GemmCreate(d GemmDesc) (uint64, error) {
+	return *new(uint64), notEmulated("sdc_bf16_gemm_create")
+}
+
+// BF16GemmDestroy fails: sdc_bf16_gemm_destroy is not emulated.
+func (UnemulatedDevice) BF16GemmDestroy(plan uint64) error {
+	return notEmulated("sdc_bf16_gemm_destroy")
+}
+
+// BF16GemmRun fails: sdc_bf16_gemm_run is not emulated.
+func (UnemulatedDevice) BF16GemmRun(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error {
+	return notEmulated("sdc_bf16_gemm_run")
+}
+
+// BF16GemmRunInto fails: sdc_bf16_gemm_run_into is not emulated.
+func (UnemulatedDevice) BF16GemmRunInto(plan uint64, d uintptr, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error {
+	return notEmulated("sdc_bf16_gemm_run_into")
+}
+
+// BF16GemmTune fails: sdc_bf16_gemm_tune is not emulated.
+func (UnemulatedDevice) BF16GemmTune(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, candidates int, reps int) error {
+	return notEmulated("sdc_bf16_gemm_tune")
+}
+
+// BF16GemmTuned fails: sdc_bf16_gemm_tuned is not emulated.
+func (UnemulatedDevice) BF16GemmTuned(plan uint64, best bool) (int, error) {
+	return *new(int), notEmulated("sdc_bf16_gemm_tuned")
+}
 
 // BiasAct fails: sdc_bias_act is not emulated.
 func (UnemulatedDevice) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activation) error {
@@ -524,35 +550,3 @@ func (UnemulatedGPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr
 func (UnemulatedGPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
 	return notEmulated("sdg_attention_backward_cudnn")
 }
-
-// LtCreate: sdg_lt_create is not emulated.
-func (UnemulatedGPT) LtCreate() (uintptr, error) { return *new(uintptr), notEmulated("sdg_lt_create") }
-
-// LtDestroy: sdg_lt_destroy is not emulated.
-func (UnemulatedGPT) LtDestroy(lt uintptr) {}
-
-// GemmCreate: sdg_gemm_create is not emulated.
-func (UnemulatedGPT) GemmCreate(lt uintptr, d GemmDesc) (uintptr, error) {
-	return *new(uintptr), notEmulated("sdg_gemm_create")
-}
-
-// GemmRun: sdg_gemm_run is not emulated.
-func (UnemulatedGPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
-	return notEmulated("sdg_gemm_run")
-}
-
-// GemmRunInto: sdg_gemm_run_into is not emulated.
-func (UnemulatedGPT) GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
-	return notEmulated("sdg_gemm_run_into")
-}
-
-// GemmDestroy: sdg_gemm_destroy is not emulated.
-func (UnemulatedGPT) GemmDestroy(plan uintptr) {}
-
-// GemmTune: sdg_gemm_tune is not emulated.
-func (UnemulatedGPT) GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) error {
-	return notEmulated("sdg_gemm_tune")
-}
-
-// GemmTunedNs: sdg_gemm_tuned_ns is not emulated.
-func (UnemulatedGPT) GemmTunedNs(plan uintptr, best int) int { return *new(int) }

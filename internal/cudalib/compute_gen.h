@@ -38,6 +38,12 @@ enum {
 	SDCI_sdc_lt_matmul,
 	SDCI_sdc_side_fork,
 	SDCI_sdc_side_join,
+	SDCI_sdc_bf16_gemm_create,
+	SDCI_sdc_bf16_gemm_destroy,
+	SDCI_sdc_bf16_gemm_run,
+	SDCI_sdc_bf16_gemm_run_into,
+	SDCI_sdc_bf16_gemm_tune,
+	SDCI_sdc_bf16_gemm_tuned,
 	SDCI_sdc_bias_act,
 	SDCI_sdc_bias_act_backward,
 	SDCI_sdc_bias_act_backward_scratch_bytes,
@@ -105,6 +111,12 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_lt_matmul",
 	"sdc_side_fork",
 	"sdc_side_join",
+	"sdc_bf16_gemm_create",
+	"sdc_bf16_gemm_destroy",
+	"sdc_bf16_gemm_run",
+	"sdc_bf16_gemm_run_into",
+	"sdc_bf16_gemm_tune",
+	"sdc_bf16_gemm_tuned",
 	"sdc_bias_act",
 	"sdc_bias_act_backward",
 	"sdc_bias_act_backward_scratch_bytes",
@@ -159,6 +171,7 @@ typedef struct {
 typedef struct {
 	sdc_ctx ctx;
 	sdc_lt_args in_sdc_lt_args;
+	sdc_bf16_gemm_desc in_sdc_bf16_gemm_desc;
 	sdc_optim in_sdc_optim;
 	sdc_step in_sdc_step;
 	uint64_t out_uint64_t[1];
@@ -212,6 +225,12 @@ static inline int cw_sdc_lt_plan_destroy(SDCW, sdc_handle plan) { SDCR(SDCF(sdc_
 static inline int cw_sdc_lt_matmul(SDCW, sdc_handle plan, uint64_t a, uint64_t b, uint64_t cmat, sdc_flag side) { SDCR(SDCF(sdc_lt_matmul, t)(&x->ctx, plan, a, b, cmat, side)); }
 static inline int cw_sdc_side_fork(SDCW) { SDCR(SDCF(sdc_side_fork, t)(&x->ctx)); }
 static inline int cw_sdc_side_join(SDCW) { SDCR(SDCF(sdc_side_join, t)(&x->ctx)); }
+static inline int cw_sdc_bf16_gemm_create(SDCW) { SDCR(SDCF(sdc_bf16_gemm_create, t)(&x->ctx, &x->in_sdc_bf16_gemm_desc, &x->out_sdc_handle[0])); }
+static inline int cw_sdc_bf16_gemm_destroy(SDCW, sdc_handle plan) { SDCR(SDCF(sdc_bf16_gemm_destroy, t)(plan)); }
+static inline int cw_sdc_bf16_gemm_run(SDCW, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias, uint64_t aux, uint64_t workspace) { SDCR(SDCF(sdc_bf16_gemm_run, t)(&x->ctx, plan, cmat, a, b, bias, aux, workspace)); }
+static inline int cw_sdc_bf16_gemm_run_into(SDCW, sdc_handle plan, uint64_t d, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias, uint64_t aux, uint64_t workspace) { SDCR(SDCF(sdc_bf16_gemm_run_into, t)(&x->ctx, plan, d, cmat, a, b, bias, aux, workspace)); }
+static inline int cw_sdc_bf16_gemm_tune(SDCW, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias, uint64_t aux, uint64_t workspace, int32_t candidates, int32_t reps) { SDCR(SDCF(sdc_bf16_gemm_tune, t)(&x->ctx, plan, cmat, a, b, bias, aux, workspace, candidates, reps)); }
+static inline int cw_sdc_bf16_gemm_tuned(SDCW, sdc_handle plan, sdc_flag best) { SDCR(SDCF(sdc_bf16_gemm_tuned, t)(plan, best, &x->out_int64_t[0])); }
 static inline int cw_sdc_bias_act(SDCW, uint64_t y, int64_t rows, int64_t cols, uint64_t bias, sdc_act act) { SDCR(SDCF(sdc_bias_act, t)(&x->ctx, y, rows, cols, bias, act)); }
 static inline int cw_sdc_bias_act_backward(SDCW, sdc_dtype dtype, uint64_t dy, uint64_t y, int64_t rows, int64_t cols, uint64_t dbias, sdc_act act, sdc_flag accumulate, uint64_t scratch) { SDCR(SDCF(sdc_bias_act_backward, t)(&x->ctx, dtype, dy, y, rows, cols, dbias, act, accumulate, scratch)); }
 static inline int cw_sdc_bias_act_backward_scratch_bytes(SDCW, sdc_dtype dtype, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_bias_act_backward_scratch_bytes, t)(dtype, rows, cols, &x->out_int64_t[0])); }

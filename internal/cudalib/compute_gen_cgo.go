@@ -216,6 +216,65 @@ func (c *Context) SideJoin() error {
 	return c.check("sdc_side_join", C.cw_sdc_side_join(c.cp.t, c.x))
 }
 
+// BF16GemmCreate calls sdc_bf16_gemm_create (cuda/symddp_compute.h).
+func (c *Context) BF16GemmCreate(d GemmDesc) (uint64, error) {
+	c.setGemmDesc(d)
+	err := c.check("sdc_bf16_gemm_create", C.cw_sdc_bf16_gemm_create(c.cp.t, c.x))
+	return uint64(c.x.out_sdc_handle[0]), err
+}
+
+// BF16GemmDestroy calls sdc_bf16_gemm_destroy (cuda/symddp_compute.h).
+func (c *Context) BF16GemmDestroy(plan uint64) error {
+	return c.check("sdc_bf16_gemm_destroy", C.cw_sdc_bf16_gemm_destroy(c.cp.t, c.x, C.sdc_handle(plan)))
+}
+
+// BF16GemmRun calls sdc_bf16_gemm_run (cuda/symddp_compute.h).
+func (c *Context) BF16GemmRun(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error {
+	return c.check("sdc_bf16_gemm_run", C.cw_sdc_bf16_gemm_run(c.cp.t, c.x, C.sdc_handle(plan), C.uint64_t(cmat), C.uint64_t(a), C.uint64_t(b), C.uint64_t(bias), C.uint64_t(aux), C.uint64_t(workspace)))
+}
+
+// BF16GemmRunInto calls sdc_bf16_gemm_run_into (cuda/symddp_compute.h).
+//
+//	For a plan that accumulates: d = op(A) op(B) [+ bias] + cmat, cmat read and
+//	d written (of C's shape and type; d may be cmat), so that a residual add
+//	needs no copy of the residual into the output first.
+func (c *Context) BF16GemmRunInto(plan uint64, d uintptr, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error {
+	return c.check("sdc_bf16_gemm_run_into", C.cw_sdc_bf16_gemm_run_into(c.cp.t, c.x, C.sdc_handle(plan), C.uint64_t(d), C.uint64_t(cmat), C.uint64_t(a), C.uint64_t(b), C.uint64_t(bias), C.uint64_t(aux), C.uint64_t(workspace)))
+}
+
+// BF16GemmTune calls sdc_bf16_gemm_tune (cuda/symddp_compute.h).
+//
+//	Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+//	(the heuristic's first ones, and split-K variants of them when the first
+//	fills less than one wave of the GPU) on the operands given as to
+//	sdc_bf16_gemm_run, reps runs each after one warm-up, on the context's
+//	stream (not while capturing: it waits for the stream), and keeps the
+//	fastest in the plan. cmat is overwritten, and accumulated into again and
+//	again when the plan accumulates: pass scratch of C's size when its
+//	contents matter. sdc_bf16_gemm_tuned gives the mean time in nanoseconds of
+//	the heuristic's first algorithm (best = 0) or of the kept one (best = 1)
+//	in the last tune, 0 before one.
+func (c *Context) BF16GemmTune(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, candidates int, reps int) error {
+	return c.check("sdc_bf16_gemm_tune", C.cw_sdc_bf16_gemm_tune(c.cp.t, c.x, C.sdc_handle(plan), C.uint64_t(cmat), C.uint64_t(a), C.uint64_t(b), C.uint64_t(bias), C.uint64_t(aux), C.uint64_t(workspace), C.int32_t(candidates), C.int32_t(reps)))
+}
+
+// BF16GemmTuned calls sdc_bf16_gemm_tuned (cuda/symddp_compute.h).
+//
+//	Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+//	(the heuristic's first ones, and split-K variants of them when the first
+//	fills less than one wave of the GPU) on the operands given as to
+//	sdc_bf16_gemm_run, reps runs each after one warm-up, on the context's
+//	stream (not while capturing: it waits for the stream), and keeps the
+//	fastest in the plan. cmat is overwritten, and accumulated into again and
+//	again when the plan accumulates: pass scratch of C's size when its
+//	contents matter. sdc_bf16_gemm_tuned gives the mean time in nanoseconds of
+//	the heuristic's first algorithm (best = 0) or of the kept one (best = 1)
+//	in the last tune, 0 before one.
+func (c *Context) BF16GemmTuned(plan uint64, best bool) (int, error) {
+	err := c.check("sdc_bf16_gemm_tuned", C.cw_sdc_bf16_gemm_tuned(c.cp.t, c.x, C.sdc_handle(plan), C.sdc_flag(sdcFlag(best))))
+	return int(c.x.out_int64_t[0]), err
+}
+
 // BiasAct calls sdc_bias_act (cuda/symddp_compute.h).
 //
 //	y (rows,cols) = act(y + bias) in place; bias (cols) may be 0.

@@ -26,14 +26,6 @@ enum {
 	SDGI_sdg_attention_cudnn_scratch_bytes,
 	SDGI_sdg_attention_forward_cudnn,
 	SDGI_sdg_attention_backward_cudnn,
-	SDGI_sdg_lt_create,
-	SDGI_sdg_lt_destroy,
-	SDGI_sdg_gemm_create,
-	SDGI_sdg_gemm_run,
-	SDGI_sdg_gemm_run_into,
-	SDGI_sdg_gemm_destroy,
-	SDGI_sdg_gemm_tune,
-	SDGI_sdg_gemm_tuned_ns,
 	SDGI_count
 };
 
@@ -52,14 +44,6 @@ static const char *const sdgw_names[SDGI_count] = {
 	"sdg_attention_cudnn_scratch_bytes",
 	"sdg_attention_forward_cudnn",
 	"sdg_attention_backward_cudnn",
-	"sdg_lt_create",
-	"sdg_lt_destroy",
-	"sdg_gemm_create",
-	"sdg_gemm_run",
-	"sdg_gemm_run_into",
-	"sdg_gemm_destroy",
-	"sdg_gemm_tune",
-	"sdg_gemm_tuned_ns",
 };
 
 // Defined in lib_cgo.go's preamble.
@@ -72,9 +56,6 @@ typedef struct {
 
 // The C memory of one call.
 typedef struct {
-	sdg_gemm_desc in_sdg_gemm_desc;
-	sdg_lt *out_sdg_lt[1];
-	sdg_gemm *out_sdg_gemm[1];
 	char err[1024];
 } sdgw_call;
 
@@ -106,13 +87,5 @@ static inline int gw_sdg_attention_cudnn_supported(const sdgw_table *t, int B, i
 static inline size_t gw_sdg_attention_cudnn_scratch_bytes(const sdgw_table *t, int B, int T, int C, int NH) { return SDGF(sdg_attention_cudnn_scratch_bytes, t)(B, T, C, NH); }
 static inline int gw_sdg_attention_forward_cudnn(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward_cudnn, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
 static inline int gw_sdg_attention_backward_cudnn(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward_cudnn, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }
-static inline int gw_sdg_lt_create(SDGW) { SDGR(SDGF(sdg_lt_create, t)(&x->out_sdg_lt[0])); }
-static inline void gw_sdg_lt_destroy(const sdgw_table *t, uintptr_t lt) { SDGF(sdg_lt_destroy, t)((sdg_lt *)lt); }
-static inline int gw_sdg_gemm_create(SDGW, uintptr_t lt) { SDGR(SDGF(sdg_gemm_create, t)(&x->out_sdg_gemm[0], (void *)lt, &x->in_sdg_gemm_desc)); }
-static inline int gw_sdg_gemm_run(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream) { SDGR(SDGF(sdg_gemm_run, t)((sdg_gemm *)plan, (void *)lt, (void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream)); }
-static inline int gw_sdg_gemm_run_into(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t d, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream) { SDGR(SDGF(sdg_gemm_run_into, t)((sdg_gemm *)plan, (void *)lt, (void *)d, (const void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream)); }
-static inline void gw_sdg_gemm_destroy(const sdgw_table *t, uintptr_t plan) { SDGF(sdg_gemm_destroy, t)((sdg_gemm *)plan); }
-static inline int gw_sdg_gemm_tune(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream, int candidates, int reps) { SDGR(SDGF(sdg_gemm_tune, t)((sdg_gemm *)plan, (void *)lt, (void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream, candidates, reps)); }
-static inline int gw_sdg_gemm_tuned_ns(const sdgw_table *t, uintptr_t plan, int best) { return SDGF(sdg_gemm_tuned_ns, t)((const sdg_gemm *)plan, best); }
 
 #endif

@@ -9,10 +9,6 @@ package cudalib
 */
 import "C"
 
-import (
-	"unsafe"
-)
-
 // AttentionForward calls sdg_attention_forward (cuda/symddp_gpt.h).
 //
 //	---- causal self-attention (sd_gpt_attention.cu) ----
@@ -189,87 +185,4 @@ func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, ou
 	x := g.call()
 	defer g.done(x)
 	return g.check("sdg_attention_backward_cudnn", x, C.gw_sdg_attention_backward_cudnn(g.t, x, C.uintptr_t(dqkv), C.uintptr_t(dout), C.uintptr_t(qkv), C.uintptr_t(out), C.uintptr_t(lse), C.int(b), C.int(t), C.int(c), C.int(nh), C.uintptr_t(scratch), C.uintptr_t(stream)))
-}
-
-// LtCreate calls sdg_lt_create (cuda/symddp_gpt.h).
-func (g *GPT) LtCreate() (uintptr, error) {
-	x := g.call()
-	defer g.done(x)
-	x.out_sdg_lt[0] = nil
-	err := g.check("sdg_lt_create", x, C.gw_sdg_lt_create(g.t, x))
-	return uintptr(unsafe.Pointer(x.out_sdg_lt[0])), err
-}
-
-// LtDestroy calls sdg_lt_destroy (cuda/symddp_gpt.h).
-func (g *GPT) LtDestroy(lt uintptr) {
-	C.gw_sdg_lt_destroy(g.t, C.uintptr_t(lt))
-}
-
-// GemmCreate calls sdg_gemm_create (cuda/symddp_gpt.h).
-func (g *GPT) GemmCreate(lt uintptr, d GemmDesc) (uintptr, error) {
-	x := g.call()
-	defer g.done(x)
-	x.out_sdg_gemm[0] = nil
-	setGemmDesc(x, d)
-	err := g.check("sdg_gemm_create", x, C.gw_sdg_gemm_create(g.t, x, C.uintptr_t(lt)))
-	return uintptr(unsafe.Pointer(x.out_sdg_gemm[0])), err
-}
-
-// GemmRun calls sdg_gemm_run (cuda/symddp_gpt.h).
-func (g *GPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_gemm_run", x, C.gw_sdg_gemm_run(g.t, x, C.uintptr_t(plan), C.uintptr_t(lt), C.uintptr_t(c), C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(bias), C.uintptr_t(aux), C.uintptr_t(workspace), C.uintptr_t(stream)))
-}
-
-// GemmRunInto calls sdg_gemm_run_into (cuda/symddp_gpt.h).
-//
-//	For a plan that accumulates: d = op(A) op(B) [+ bias] + c, c read and d
-//	written (of C's shape and type; d may be c), so that a residual add needs
-//	no copy of the residual into the output first.
-func (g *GPT) GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_gemm_run_into", x, C.gw_sdg_gemm_run_into(g.t, x, C.uintptr_t(plan), C.uintptr_t(lt), C.uintptr_t(d), C.uintptr_t(c), C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(bias), C.uintptr_t(aux), C.uintptr_t(workspace), C.uintptr_t(stream)))
-}
-
-// GemmDestroy calls sdg_gemm_destroy (cuda/symddp_gpt.h).
-//
-//	For a plan that accumulates: d = op(A) op(B) [+ bias] + c, c read and d
-//	written (of C's shape and type; d may be c), so that a residual add needs
-//	no copy of the residual into the output first.
-func (g *GPT) GemmDestroy(plan uintptr) {
-	C.gw_sdg_gemm_destroy(g.t, C.uintptr_t(plan))
-}
-
-// GemmTune calls sdg_gemm_tune (cuda/symddp_gpt.h).
-//
-//	Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
-//	(the heuristic's first ones, and split-K variants of them when the first
-//	fills less than one wave of the GPU) on the operands given as to
-//	sdg_gemm_run, reps runs each after one warm-up, on stream (not while
-//	capturing: it waits for the stream), and keeps the fastest in the plan. c is overwritten, and
-//	accumulated into again and again when the plan accumulates: pass scratch
-//	of C's size when its contents matter. sdg_gemm_tuned_ns is the mean time
-//	in nanoseconds of the heuristic's first algorithm (best = 0) or of the
-//	kept one (best = 1) in the last tune, 0 before one.
-func (g *GPT) GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) error {
-	x := g.call()
-	defer g.done(x)
-	return g.check("sdg_gemm_tune", x, C.gw_sdg_gemm_tune(g.t, x, C.uintptr_t(plan), C.uintptr_t(lt), C.uintptr_t(c), C.uintptr_t(a), C.uintptr_t(b), C.uintptr_t(bias), C.uintptr_t(aux), C.uintptr_t(workspace), C.uintptr_t(stream), C.int(candidates), C.int(reps)))
-}
-
-// GemmTunedNs calls sdg_gemm_tuned_ns (cuda/symddp_gpt.h).
-//
-//	Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
-//	(the heuristic's first ones, and split-K variants of them when the first
-//	fills less than one wave of the GPU) on the operands given as to
-//	sdg_gemm_run, reps runs each after one warm-up, on stream (not while
-//	capturing: it waits for the stream), and keeps the fastest in the plan. c is overwritten, and
-//	accumulated into again and again when the plan accumulates: pass scratch
-//	of C's size when its contents matter. sdg_gemm_tuned_ns is the mean time
-//	in nanoseconds of the heuristic's first algorithm (best = 0) or of the
-//	kept one (best = 1) in the last tune, 0 before one.
-func (g *GPT) GemmTunedNs(plan uintptr, best int) int {
-	return int(C.gw_sdg_gemm_tuned_ns(g.t, C.uintptr_t(plan), C.int(best)))
 }

@@ -451,6 +451,42 @@ func (c *Context) SideJoin() (err error) {
 	return
 }
 
+// BF16GemmCreate fails: the library needs cgo.
+func (c *Context) BF16GemmCreate(d GemmDesc) (r0 uint64, err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmDestroy fails: the library needs cgo.
+func (c *Context) BF16GemmDestroy(plan uint64) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmRun fails: the library needs cgo.
+func (c *Context) BF16GemmRun(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmRunInto fails: the library needs cgo.
+func (c *Context) BF16GemmRunInto(plan uint64, d uintptr, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmTune fails: the library needs cgo.
+func (c *Context) BF16GemmTune(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, candidates int, reps int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmTuned fails: the library needs cgo.
+func (c *Context) BF16GemmTuned(plan uint64, best bool) (r0 int, err error) {
+	err = errNoCgo
+	return
+}
+
 // BiasAct fails: the library needs cgo.
 func (c *Context) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activation) (err error) {
 	err = errNoCgo
@@ -738,50 +774,5 @@ func (g *GPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int
 // AttentionBackwardCUDNN fails: the library needs cgo.
 func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
 	err = errNoCgo
-	return
-}
-
-// LtCreate fails: the library needs cgo.
-func (g *GPT) LtCreate() (r0 uintptr, err error) {
-	err = errNoCgo
-	return
-}
-
-// LtDestroy is the zero value without cgo.
-func (g *GPT) LtDestroy(lt uintptr) {
-	return
-}
-
-// GemmCreate fails: the library needs cgo.
-func (g *GPT) GemmCreate(lt uintptr, d GemmDesc) (r0 uintptr, err error) {
-	err = errNoCgo
-	return
-}
-
-// GemmRun fails: the library needs cgo.
-func (g *GPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GemmRunInto fails: the library needs cgo.
-func (g *GPT) GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GemmDestroy is the zero value without cgo.
-func (g *GPT) GemmDestroy(plan uintptr) {
-	return
-}
-
-// GemmTune fails: the library needs cgo.
-func (g *GPT) GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GemmTunedNs is the zero value without cgo.
-func (g *GPT) GemmTunedNs(plan uintptr, best int) (r0 int) {
 	return
 }

@@ -56,20 +56,22 @@ type Device struct {
 	// an entry point not emulated below fails with cudalib.ErrNotEmulated
 	cudalib.UnemulatedDevice
 
-	mu       sync.Mutex
-	allocs   []allocation // sorted by base
-	status   uintptr
-	block    cudalib.StepValues
-	capture  bool
-	recorded []func()
-	graphs   map[uint64][]func()
-	nextID   uint64
-	lt       ltState
-	scratch  []float32 // room of the kernels that need some (see buffer)
-	sums     []float64 // a row of the GEMM's sums
-	gpt      *GPT      // GPTKernels, made when first asked for
-	limit    int64     // SetMemoryLimit's bytes (0: none)
-	used     int64     // bytes allocated now
+	mu         sync.Mutex
+	allocs     []allocation // sorted by base
+	status     uintptr
+	block      cudalib.StepValues
+	capture    bool
+	recorded   []func()
+	graphs     map[uint64][]func()
+	nextID     uint64
+	lt         ltState
+	scratch    []float32                     // room of the kernels that need some (see buffer)
+	sums       []float64                     // a row of the GEMM's sums
+	gpt        *GPT                          // GPTKernels, made when first asked for
+	bf16Plans  map[uint64]cudalib.GemmDesc   // BF16GemmCreate's plans
+	bf16Reject map[cudalib.BF16Epilogue]bool // RejectBF16Epilogue's
+	limit      int64                         // SetMemoryLimit's bytes (0: none)
+	used       int64                         // bytes allocated now
 }
 
 // SetMemoryLimit makes DevAlloc refuse, wrapping cudalib.ErrNoMemory as the
@@ -935,4 +937,10 @@ const sdErrArg = 5
 // arguments, as the library reports it (an SD_ERR_ARG *cudalib.Error).
 func sdcArgErr(call, format string, a ...any) error {
 	return &cudalib.Error{Call: call, Status: sdErrArg, Msg: "emulated: " + fmt.Sprintf(format, a...)}
+}
+
+// sdcErr is the error of an sdc_* entry point whose CUDA or cuBLASLt call
+// fails, as the library reports it (an SD_ERR *cudalib.Error).
+func sdcErr(call, format string, a ...any) error {
+	return &cudalib.Error{Call: call, Status: 1, Msg: "emulated: " + fmt.Sprintf(format, a...)}
 }

@@ -44,20 +44,11 @@ type GPT struct {
 
 	d *Device
 
-	mu     sync.Mutex
-	next   uintptr
-	lts    map[uintptr]bool
-	plans  map[uintptr]gemmPlan
-	reject map[cudalib.GPTEpilogue]bool
-	calls  map[string]int
+	mu    sync.Mutex
+	calls map[string]int
 }
 
 var _ cudalib.GPTKernels = (*GPT)(nil)
-
-type gemmPlan struct {
-	lt uintptr
-	d  cudalib.GemmDesc
-}
 
 // GPTKernels returns the device's emulated GPT kernels (one *GPT per
 // device: assert the result to *GPT for Calls, LivePlans and
@@ -67,8 +58,7 @@ func (d *Device) GPTKernels() cudalib.GPTKernels {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.gpt == nil {
-		d.gpt = &GPT{d: d, next: 0x5d600000, lts: map[uintptr]bool{}, plans: map[uintptr]gemmPlan{},
-			reject: map[cudalib.GPTEpilogue]bool{}, calls: map[string]int{}}
+		d.gpt = &GPT{d: d, calls: map[string]int{}}
 	}
 	return d.gpt
 }
@@ -79,22 +69,6 @@ func (g *GPT) Calls(call string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.calls[call]
-}
-
-// LivePlans is the number of GEMM plans created and not destroyed.
-func (g *GPT) LivePlans() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.plans)
-}
-
-// RejectEpilogue makes GemmCreate fail with GPTErrBLAS for epi from now on,
-// as a cuBLASLt without an algorithm for it does (DGELU_BGRAD, BGRAD_A on
-// some versions).
-func (g *GPT) RejectEpilogue(epi cudalib.GPTEpilogue) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.reject[epi] = true
 }
 
 // launch runs f now, or records it while the device captures.
@@ -115,10 +89,6 @@ func (g *GPT) launch(call string, f func()) error {
 
 func argErr(call, format string, a ...any) error {
 	return &cudalib.GPTError{Call: call, Code: cudalib.GPTErrArg, Msg: "emulated: " + fmt.Sprintf(format, a...)}
-}
-
-func blasErr(call, format string, a ...any) error {
-	return &cudalib.GPTError{Call: call, Code: cudalib.GPTErrBLAS, Msg: "emulated: " + fmt.Sprintf(format, a...)}
 }
 
 // aligned16: not NULL and 16-byte aligned, as the bf16 vector loads want.
@@ -463,266 +433,5 @@ func (g *GPT) attentionBwd(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int) {
 	DQKV := d.bf16At(dqkv, b*t*3*c)
 	for i, v := range G {
 		DQKV[i] = bf16FromF64(v)
-	}
-}
-
-// ---- cuBLASLt handles and GEMM plans ----
-
-// handle is a fresh fake handle (never 0, never reused); g.mu held.
-func (g *GPT) handle() uintptr {
-	g.next += 16
-	return g.next
-}
-
-// LtCreate returns a fake cuBLASLt handle, valid until LtDestroy.
-func (g *GPT) LtCreate() (uintptr, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	h := g.handle()
-	g.lts[h] = true
-	return h, nil
-}
-
-func (g *GPT) LtDestroy(lt uintptr) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.lts, lt)
-}
-
-func epiHasBias(e cudalib.GPTEpilogue) bool {
-	return e != cudalib.GPTEpiNone && e != cudalib.GPTEpiDGELU
-}
-
-func epiHasAux(e cudalib.GPTEpilogue) bool {
-	return e == cudalib.GPTEpiGELUAuxBias || e == cudalib.GPTEpiDGELU || e == cudalib.GPTEpiDGELUBGrad
-}
-
-// GemmCreate checks d as sdg_gemm_create does (and lt, which must be a live
-// handle of these kernels) and returns a handle to a copy of it.
-func (g *GPT) GemmCreate(lt uintptr, d cudalib.GemmDesc) (uintptr, error) {
-	const call = "sdg_gemm_create"
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case lt == 0:
-		return 0, argErr(call, "NULL argument")
-	case !g.lts[lt]:
-		return 0, argErr(call, "lt %#x is not a live handle of LtCreate", lt)
-	case d.M <= 0 || d.N <= 0 || d.K <= 0 || d.Batch < 1 || d.WorkspaceBytes < 0:
-		return 0, argErr(call, "m=%d n=%d k=%d batch=%d workspace %d", d.M, d.N, d.K, d.Batch, d.WorkspaceBytes)
-	case d.Epilogue < cudalib.GPTEpiNone || d.Epilogue > cudalib.GPTEpiBGradA:
-		return 0, argErr(call, "unknown epilogue %d", d.Epilogue)
-	case (d.CType != cudalib.GPTBF16 && d.CType != cudalib.GPTF32) || (d.BiasType != cudalib.GPTBF16 && d.BiasType != cudalib.GPTF32):
-		return 0, argErr(call, "c_type %d, bias_type %d (want SDG_BF16 or SDG_F32)", d.CType, d.BiasType)
-	case d.Batch > 1 && d.Epilogue != cudalib.GPTEpiNone:
-		return 0, argErr(call, "batched GEMMs take no epilogue")
-	case d.Batch > 1 && (d.StrideA < 0 || d.StrideB < 0 || d.StrideC < 0):
-		return 0, argErr(call, "negative batch strides %d %d %d", d.StrideA, d.StrideB, d.StrideC)
-	case epiHasAux(d.Epilogue) && (d.N%8 != 0 || d.CType != cudalib.GPTBF16):
-		return 0, argErr(call, "GELU epilogues want n a multiple of 8 and a bf16 C (n=%d)", d.N)
-	case g.reject[d.Epilogue]:
-		return 0, blasErr(call, "cuBLASLt has no bf16 algorithm for epilogue %d (RejectEpilogue)", d.Epilogue)
-	}
-	h := g.handle()
-	g.plans[h] = gemmPlan{lt: lt, d: d}
-	return h, nil
-}
-
-func (g *GPT) GemmDestroy(plan uintptr) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.plans, plan)
-}
-
-// GemmTune runs the plan as GemmRun does (reps times after a warm-up, once
-// for all candidates): the emulator has one algorithm, which it keeps.
-func (g *GPT) GemmTune(plan, lt, c, a, b, bias, aux, workspace, stream uintptr, candidates, reps int) error {
-	if candidates < 1 || reps < 1 {
-		return argErr("sdg_gemm_tune", "%d candidates, %d runs", candidates, reps)
-	}
-	for range reps + 1 {
-		if err := g.GemmRun(plan, lt, c, a, b, bias, aux, workspace, stream); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// GemmTunedNs is 0: the emulator times nothing.
-func (g *GPT) GemmTunedNs(plan uintptr, best int) int { return 0 }
-
-// GemmRun checks its arguments as sdg_gemm_run does, and that lt is the
-// plan's (and live) and a, b and c 16-byte aligned as the plan's algorithm
-// wants (GPTErrBLAS otherwise); the workspace is not used.
-func (g *GPT) GemmRun(plan, lt, c, a, b, bias, aux, workspace, stream uintptr) error {
-	const call = "sdg_gemm_run"
-	p, err := g.gemmPlan(call, plan, lt, c, c, a, b, bias, aux)
-	if err != nil {
-		return err
-	}
-	return g.launch(call, func() { g.gemm(p.d, c, c, a, b, bias, aux) })
-}
-
-// GemmRunInto: GemmRun of an accumulating plan with C read from c and the
-// result written to d.
-func (g *GPT) GemmRunInto(plan, lt, d, c, a, b, bias, aux, workspace, stream uintptr) error {
-	const call = "sdg_gemm_run_into"
-	p, err := g.gemmPlan(call, plan, lt, d, c, a, b, bias, aux)
-	if err != nil {
-		return err
-	}
-	if !p.d.Accumulate {
-		return argErr(call, "the plan does not accumulate, so it reads no C")
-	}
-	return g.launch(call, func() { g.gemm(p.d, d, c, a, b, bias, aux) })
-}
-
-// gemmPlan checks the arguments of a plan's run (d is written, c read).
-func (g *GPT) gemmPlan(call string, plan, lt, d, c, a, b, bias, aux uintptr) (gemmPlan, error) {
-	g.mu.Lock()
-	p, ok := g.plans[plan]
-	live := g.lts[lt]
-	g.mu.Unlock()
-	e := p.d.Epilogue
-	switch {
-	case !ok:
-		return p, argErr(call, "no plan %#x", plan)
-	case lt == 0 || d == 0 || c == 0 || a == 0 || b == 0:
-		return p, argErr(call, "NULL argument")
-	case lt != p.lt:
-		return p, argErr(call, "plan made on lt %#x, run on lt %#x", p.lt, lt)
-	case !live:
-		return p, argErr(call, "lt %#x destroyed", lt)
-	case epiHasBias(e) && bias == 0:
-		return p, argErr(call, "epilogue %d without a bias vector", e)
-	case epiHasAux(e) && aux == 0:
-		return p, argErr(call, "epilogue %d without an aux matrix", e)
-	case a%16 != 0 || b%16 != 0 || c%16 != 0 || d%16 != 0:
-		return p, blasErr(call, "cublasLtMatmul: operands less than 16-byte aligned (a %#x b %#x c %#x d %#x)", a, b, c, d)
-	}
-	return p, nil
-}
-
-// gemm: row-major D (m,n) = op(A) op(B) with products summed in float64
-// (+ C, read at c, when accumulating; d is c but for sdg_gemm_run_into), the
-// epilogue applied to that float64 value, D and aux rounded once where stored; bias gradients are float64 sums of the
-// values before C's rounding (DGELU_BGRAD) or of op(A)'s elements (BGRAD_A),
-// rounded to bias_type where written.
-func (g *GPT) gemm(p cudalib.GemmDesc, d, c, a, b, bias, aux uintptr) {
-	dev := g.d
-	m, n, k := p.M, p.N, p.K
-	opA, opBT, acc := make([]float64, m*k), make([]float64, n*k), make([]float64, m*n)
-	cSize := 2
-	if p.CType == cudalib.GPTF32 {
-		cSize = 4
-	}
-	for z := 0; z < p.Batch; z++ {
-		A := dev.bf16At(a+uintptr(2*z*p.StrideA), m*k)
-		B := dev.bf16At(b+uintptr(2*z*p.StrideB), k*n)
-		off := uintptr(cSize * z * p.StrideC)
-		cz, dz := c+off, d+off
-		for i := 0; i < m; i++ {
-			for l := 0; l < k; l++ {
-				if p.TransA {
-					opA[i*k+l] = bf16ToF64(A[l*m+i])
-				} else {
-					opA[i*k+l] = bf16ToF64(A[i*k+l])
-				}
-			}
-		}
-		for j := 0; j < n; j++ {
-			for l := 0; l < k; l++ {
-				if p.TransB {
-					opBT[j*k+l] = bf16ToF64(B[j*k+l])
-				} else {
-					opBT[j*k+l] = bf16ToF64(B[l*n+j])
-				}
-			}
-		}
-		for i := 0; i < m; i++ {
-			ai := opA[i*k : (i+1)*k]
-			for j := 0; j < n; j++ {
-				bj := opBT[j*k : (j+1)*k]
-				var s float64
-				for l, av := range ai {
-					s += av * bj[l]
-				}
-				acc[i*n+j] = s
-			}
-		}
-		if p.Accumulate {
-			old := g.loadC(p.CType, cz, m*n)
-			for i := range acc {
-				acc[i] += old[i]
-			}
-		}
-		g.epilogue(p, acc, opA, bias, aux)
-		g.storeC(p.CType, dz, acc)
-	}
-}
-
-func (g *GPT) epilogue(p cudalib.GemmDesc, acc, opA []float64, bias, aux uintptr) {
-	d := g.d
-	m, n, k := p.M, p.N, p.K
-	switch p.Epilogue {
-	case cudalib.GPTEpiBias, cudalib.GPTEpiGELUBias, cudalib.GPTEpiGELUAuxBias:
-		bv := g.loadC(p.BiasType, bias, n)
-		var X []uint16
-		if p.Epilogue == cudalib.GPTEpiGELUAuxBias {
-			X = d.bf16At(aux, m*n)
-		}
-		for i := range acc {
-			acc[i] += bv[i%n]
-			if X != nil {
-				X[i] = bf16FromF64(acc[i])
-			}
-		}
-		if p.Epilogue != cudalib.GPTEpiBias {
-			gelu32(acc)
-		}
-	case cudalib.GPTEpiDGELU, cudalib.GPTEpiDGELUBGrad:
-		geluGrad32(acc, d.loadBF16(aux, m*n))
-		if p.Epilogue == cudalib.GPTEpiDGELUBGrad {
-			s := make([]float64, n)
-			for i, v := range acc {
-				s[i%n] += v
-			}
-			g.storeC(p.BiasType, bias, s)
-		}
-	case cudalib.GPTEpiBGradA:
-		s := make([]float64, m)
-		for i := range s {
-			for _, v := range opA[i*k : (i+1)*k] {
-				s[i] += v
-			}
-		}
-		g.storeC(p.BiasType, bias, s)
-	}
-}
-
-// loadC reads n elements of type t at p.
-func (g *GPT) loadC(t cudalib.GPTDType, p uintptr, n int) []float64 {
-	if t == cudalib.GPTBF16 {
-		return g.d.loadBF16(p, n)
-	}
-	f := make([]float64, n)
-	for i, v := range g.d.f32At(p, n) {
-		f[i] = float64(v)
-	}
-	return f
-}
-
-// storeC writes v at p as elements of type t (rounded to nearest even).
-func (g *GPT) storeC(t cudalib.GPTDType, p uintptr, v []float64) {
-	if t == cudalib.GPTBF16 {
-		h := g.d.bf16At(p, len(v))
-		for i, x := range v {
-			h[i] = bf16FromF64(x)
-		}
-		return
-	}
-	f := g.d.f32At(p, len(v))
-	for i, x := range v {
-		f[i] = float32(x)
 	}
 }

@@ -412,291 +412,6 @@ func TestGPTAttentionMMA(t *testing.T) {
 	wantArg(t, "mma at T=64", g.k.AttentionForwardMMA(pout, plse, pqkv, b, 64, c, nh, 1))
 }
 
-// gemmRef: op(A) op(B) of stored row-major A, B (float64, naive).
-func gemmRef(a, b []float64, m, n, k int, ta, tb bool) []float64 {
-	c := make([]float64, m*n)
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s float64
-			for l := 0; l < k; l++ {
-				av, bv := a[i*k+l], b[l*n+j]
-				if ta {
-					av = a[l*m+i]
-				}
-				if tb {
-					bv = b[j*k+l]
-				}
-				s += av * bv
-			}
-			c[i*n+j] = s
-		}
-	}
-	return c
-}
-
-func geluGradTanh(x float64) float64 {
-	const h = 1e-6
-	return (geluTanh(x+h) - geluTanh(x-h)) / (2 * h)
-}
-
-func TestGPTGemm(t *testing.T) {
-	g := newGPU(t)
-	lt, err := g.k.LtCreate()
-	g.ok(err)
-	const m, n, k = 6, 8, 5
-	a, b := g.randBF(m*k, 1, 0), g.randBF(k*n, 1, 0)
-	pa, pb := g.bf(a), g.bf(b)
-	ws := g.alloc(1024)
-	biasV := g.randBF(max(m, n), 0.5, 0)
-	auxIn := g.randBF(m*n, 1, 0)
-	c0 := g.randBF(m*n, 1, 0)
-	for epi := cudalib.GPTEpiNone; epi <= cudalib.GPTEpiBGradA; epi++ {
-		for _, ta := range []bool{false, true} {
-			for _, tb := range []bool{false, true} {
-				for _, ct := range []cudalib.GPTDType{cudalib.GPTBF16, cudalib.GPTF32} {
-					if epiHasAux(epi) && ct == cudalib.GPTF32 {
-						continue
-					}
-					for _, bt := range []cudalib.GPTDType{cudalib.GPTBF16, cudalib.GPTF32} {
-						for _, acc := range []bool{false, true} {
-							name := gemmName(epi, ta, tb, ct, bt, acc)
-							desc := cudalib.GemmDesc{M: m, N: n, K: k, TransA: ta, TransB: tb, Batch: 1, CType: ct,
-								BiasType: bt, Epilogue: epi, Accumulate: acc, WorkspaceBytes: 1024}
-							plan, err := g.k.GemmCreate(lt, desc)
-							g.ok(err)
-							// The stored A is (k,m) when ta: the same values reinterpreted.
-							pc, pbias, paux := g.alloc(4*m*n), g.alloc(4*max(m, n)), g.bf(auxIn)
-							put := func(p uintptr, t cudalib.GPTDType, v []float64) {
-								if t == cudalib.GPTBF16 {
-									g.setBF(p, v)
-									return
-								}
-								f := make([]float32, len(v))
-								for i, x := range v {
-									f[i] = float32(x)
-								}
-								g.up(p, unsafe.Pointer(&f[0]), 4*len(f))
-							}
-							get := func(p uintptr, t cudalib.GPTDType, cnt int) []float64 {
-								if t == cudalib.GPTBF16 {
-									return g.readBF(p, cnt)
-								}
-								return g.readF32(p, cnt)
-							}
-							put(pc, ct, c0)
-							put(pbias, bt, biasV)
-							g.ok(g.k.GemmRun(plan, lt, pc, pa, pb, pbias, paux, ws, 1))
-							ref := gemmRef(a, b, m, n, k, ta, tb)
-							if acc {
-								for i := range ref {
-									ref[i] += c0[i]
-								}
-							}
-							var refBias, refAux []float64
-							switch epi {
-							case cudalib.GPTEpiBias, cudalib.GPTEpiGELUBias, cudalib.GPTEpiGELUAuxBias:
-								refAux = make([]float64, m*n)
-								for i := range ref {
-									refAux[i] = ref[i] + biasV[i%n]
-									ref[i] = refAux[i]
-									if epi != cudalib.GPTEpiBias {
-										ref[i] = geluTanh(ref[i])
-									}
-								}
-							case cudalib.GPTEpiDGELU, cudalib.GPTEpiDGELUBGrad:
-								if epi == cudalib.GPTEpiDGELUBGrad {
-									refBias = make([]float64, n)
-								}
-								for i := range ref {
-									ref[i] *= geluGradTanh(auxIn[i])
-									if refBias != nil {
-										refBias[i%n] += ref[i]
-									}
-								}
-							case cudalib.GPTEpiBGradA:
-								refBias = make([]float64, m)
-								for i := 0; i < m; i++ {
-									for l := 0; l < k; l++ {
-										if ta {
-											refBias[i] += a[l*m+i]
-										} else {
-											refBias[i] += a[i*k+l]
-										}
-									}
-								}
-							}
-							rtol := 1e-6
-							if ct == cudalib.GPTBF16 {
-								rtol = bf16Tol
-							}
-							if epi == cudalib.GPTEpiDGELU || epi == cudalib.GPTEpiDGELUBGrad {
-								rtol = max(rtol, 1e-5) // the finite-difference gelu'
-							}
-							near(t, name+" C", get(pc, ct, m*n), ref, rtol, 1e-8)
-							if epi == cudalib.GPTEpiGELUAuxBias {
-								near(t, name+" aux", g.readBF(paux, m*n), refAux, bf16Tol, 1e-8)
-							} else {
-								near(t, name+" aux kept", g.readBF(paux, m*n), auxIn, 0, 0)
-							}
-							if refBias != nil {
-								brtol := 1e-5
-								if bt == cudalib.GPTBF16 {
-									brtol = bf16Tol
-								}
-								near(t, name+" bias grad", get(pbias, bt, len(refBias)), refBias, brtol, 1e-6)
-							} else {
-								near(t, name+" bias kept", get(pbias, bt, len(biasV)), biasV, 0, 0)
-							}
-							g.k.GemmDestroy(plan)
-						}
-					}
-				}
-			}
-		}
-	}
-	if lp := g.k.(*GPT).LivePlans(); lp != 0 {
-		t.Errorf("%d plans live after destroying all", lp)
-	}
-}
-
-func gemmName(epi cudalib.GPTEpilogue, ta, tb bool, ct, bt cudalib.GPTDType, acc bool) string {
-	tr := func(b bool) string {
-		if b {
-			return "T"
-		}
-		return "N"
-	}
-	ty := func(t cudalib.GPTDType) string {
-		if t == cudalib.GPTF32 {
-			return "f32"
-		}
-		return "bf16"
-	}
-	s := "epi" + string(rune('0'+epi)) + " " + tr(ta) + tr(tb) + " C " + ty(ct) + " bias " + ty(bt)
-	if acc {
-		s += " acc"
-	}
-	return s
-}
-
-// TestGPTGemmRunInto: an accumulating plan run into another output reads C
-// and leaves it; a plan that does not accumulate is refused.
-func TestGPTGemmRunInto(t *testing.T) {
-	g := newGPU(t)
-	lt, err := g.k.LtCreate()
-	g.ok(err)
-	const m, n, k = 4, 8, 3
-	a, w, c0, bias := g.randBF(m*k, 1, 0), g.randBF(n*k, 1, 0), g.randBF(m*n, 1, 0), g.randBF(n, 0.5, 0)
-	pa, pw, pc, pbias, pd, ws := g.bf(a), g.bf(w), g.bf(c0), g.bf(bias), g.alloc(2*m*n), g.alloc(1024)
-	desc := cudalib.GemmDesc{M: m, N: n, K: k, TransB: true, Batch: 1, CType: cudalib.GPTBF16,
-		BiasType: cudalib.GPTBF16, Epilogue: cudalib.GPTEpiBias, Accumulate: true, WorkspaceBytes: 1024}
-	plan, err := g.k.GemmCreate(lt, desc)
-	g.ok(err)
-	g.ok(g.k.GemmRunInto(plan, lt, pd, pc, pa, pw, pbias, 0, ws, 1))
-	ref := gemmRef(a, w, m, n, k, false, true)
-	for i := range ref {
-		ref[i] += bias[i%n] + c0[i]
-	}
-	near(t, "d = A W^T + bias + c", g.readBF(pd, m*n), ref, bf16Tol, 1e-8)
-	near(t, "c kept", g.readBF(pc, m*n), c0, 0, 0)
-	desc.Accumulate = false
-	plain, err := g.k.GemmCreate(lt, desc)
-	g.ok(err)
-	wantArg(t, "does not accumulate", g.k.GemmRunInto(plain, lt, pd, pc, pa, pw, pbias, 0, ws, 1))
-	g.k.GemmDestroy(plan)
-	g.k.GemmDestroy(plain)
-}
-
-func TestGPTGemmBatched(t *testing.T) {
-	g := newGPU(t)
-	lt, err := g.k.LtCreate()
-	g.ok(err)
-	const batch, m, n, k = 3, 4, 8, 6
-	const sa, sb, sc = m*k + 8, k*n + 16, m*n + 8 // strides with gaps
-	a, b := g.randBF(batch*sa, 1, 0), g.randBF(batch*sb, 1, 0)
-	pa, pb := g.bf(a), g.bf(b)
-	for _, ct := range []cudalib.GPTDType{cudalib.GPTBF16, cudalib.GPTF32} {
-		for _, tr := range [][2]bool{{false, false}, {true, true}} {
-			desc := cudalib.GemmDesc{M: m, N: n, K: k, TransA: tr[0], TransB: tr[1], Batch: batch, StrideA: sa,
-				StrideB: sb, StrideC: sc, CType: ct, Accumulate: true}
-			plan, err := g.k.GemmCreate(lt, desc)
-			g.ok(err)
-			c0 := g.randBF(batch*sc, 1, 0)
-			pc := g.bf(c0)
-			if ct == cudalib.GPTF32 {
-				f := make([]float32, len(c0))
-				for i, x := range c0 {
-					f[i] = float32(x)
-				}
-				pc = g.f32(f)
-			}
-			g.ok(g.k.GemmRun(plan, lt, pc, pa, pb, 0, 0, 0, 1))
-			var got []float64
-			rtol := 1e-6
-			if ct == cudalib.GPTBF16 {
-				got, rtol = g.readBF(pc, batch*sc), bf16Tol
-			} else {
-				got = g.readF32(pc, batch*sc)
-			}
-			ref := append([]float64(nil), c0...)
-			for z := 0; z < batch; z++ {
-				cz := gemmRef(a[z*sa:z*sa+m*k], b[z*sb:z*sb+k*n], m, n, k, tr[0], tr[1])
-				for i, v := range cz {
-					ref[z*sc+i] += v
-				}
-			}
-			near(t, "batched "+gemmName(0, tr[0], tr[1], ct, 0, true), got, ref, rtol, 1e-8)
-			g.k.GemmDestroy(plan)
-		}
-	}
-}
-
-func TestGPTGemmErrors(t *testing.T) {
-	g := newGPU(t)
-	lt, err := g.k.LtCreate()
-	g.ok(err)
-	lt2, _ := g.k.LtCreate()
-	ok := cudalib.GemmDesc{M: 4, N: 8, K: 8, Batch: 1, Epilogue: cudalib.GPTEpiGELUAuxBias}
-	for name, d := range map[string]cudalib.GemmDesc{
-		"m=0":                {M: 0, N: 8, K: 8, Batch: 1},
-		"batch 0":            {M: 4, N: 8, K: 8},
-		"batched epilogue":   {M: 4, N: 8, K: 8, Batch: 2, Epilogue: cudalib.GPTEpiBias},
-		"aux with n=6":       {M: 4, N: 6, K: 8, Batch: 1, Epilogue: cudalib.GPTEpiDGELU},
-		"aux with fp32 C":    {M: 4, N: 8, K: 8, Batch: 1, Epilogue: cudalib.GPTEpiGELUAuxBias, CType: cudalib.GPTF32},
-		"unknown epilogue":   {M: 4, N: 8, K: 8, Batch: 1, Epilogue: 9},
-		"unknown type":       {M: 4, N: 8, K: 8, Batch: 1, CType: 2},
-		"negative workspace": {M: 4, N: 8, K: 8, Batch: 1, WorkspaceBytes: -1},
-	} {
-		_, err := g.k.GemmCreate(lt, d)
-		wantArg(t, name, err)
-	}
-	_, err = g.k.GemmCreate(0, ok)
-	wantArg(t, "no lt", err)
-	_, err = g.k.GemmCreate(12345, ok)
-	wantArg(t, "not an lt", err)
-	plan, err := g.k.GemmCreate(lt, ok)
-	g.ok(err)
-	pa, pb, pc, pbias, paux := g.alloc(256), g.alloc(256), g.alloc(256), g.alloc(16), g.alloc(256)
-	g.ok(g.k.GemmRun(plan, lt, pc, pa, pb, pbias, paux, 0, 1))
-	wantArg(t, "other lt", g.k.GemmRun(plan, lt2, pc, pa, pb, pbias, paux, 0, 1))
-	wantArg(t, "no bias", g.k.GemmRun(plan, lt, pc, pa, pb, 0, paux, 0, 1))
-	wantArg(t, "no aux", g.k.GemmRun(plan, lt, pc, pa, pb, pbias, 0, 0, 1))
-	wantArg(t, "no C", g.k.GemmRun(plan, lt, 0, pa, pb, pbias, paux, 0, 1))
-	var ge *cudalib.GPTError
-	if err := g.k.GemmRun(plan, lt, pc, pa+2, pb, pbias, paux, 0, 1); !errors.As(err, &ge) || ge.Code != cudalib.GPTErrBLAS {
-		t.Errorf("unaligned A: %v, want SDG_ERR_BLAS", err)
-	}
-	g.k.LtDestroy(lt)
-	wantArg(t, "destroyed lt", g.k.GemmRun(plan, lt, pc, pa, pb, pbias, paux, 0, 1))
-	g.k.GemmDestroy(plan)
-	wantArg(t, "destroyed plan", g.k.GemmRun(plan, lt2, pc, pa, pb, pbias, paux, 0, 1))
-	g.k.(*GPT).RejectEpilogue(cudalib.GPTEpiDGELUBGrad)
-	_, err = g.k.GemmCreate(lt2, cudalib.GemmDesc{M: 4, N: 8, K: 8, Batch: 1, Epilogue: cudalib.GPTEpiDGELUBGrad})
-	if !errors.As(err, &ge) || ge.Code != cudalib.GPTErrBLAS {
-		t.Errorf("rejected epilogue: %v, want SDG_ERR_BLAS", err)
-	}
-}
-
 // A captured sequence (layernorm, GEMM with an epilogue, AdamW) does
 // nothing until launched, then what the eager calls do, reading the device
 // memory of the replay: new inputs and new hyperparameters take effect.
@@ -706,7 +421,7 @@ func TestGPTCaptureReplay(t *testing.T) {
 		g                                    *gpu
 		px, pw, pb, pout, pw2, py, pbias, ph uintptr
 		pp, pg, pm, pv                       uintptr
-		lt, plan                             uintptr
+		plan                                 uint64
 	}
 	setup := func() *run {
 		g := newGPU(t)
@@ -717,16 +432,13 @@ func TestGPTCaptureReplay(t *testing.T) {
 		r.pp, r.pg, r.pm, r.pv = g.f32(g.randF32(oc, 1)), g.f32(g.randF32(oc, 1)), g.alloc(4*oc), g.alloc(4*oc)
 		r.ph = g.hyper(hyper{lr: 1e-2, beta1: 0.9, beta2: 0.99, eps: 1e-8, wd: 0.1, gradScale: 1, step: 1})
 		var err error
-		r.lt, err = g.k.LtCreate()
-		g.ok(err)
-		r.plan, err = g.k.GemmCreate(r.lt, cudalib.GemmDesc{M: n, N: oc, K: c, TransB: true, Batch: 1, Epilogue: cudalib.GPTEpiGELUBias})
+		r.plan, err = g.d.BF16GemmCreate(cudalib.GemmDesc{M: n, N: oc, K: c, TransB: true, Batch: 1, CType: cudalib.BFloat16, BiasType: cudalib.BFloat16, Epilogue: cudalib.BF16EpiGELUBias})
 		g.ok(err)
 		return r
 	}
 	step := func(r *run) {
-		k := r.g.k
 		r.g.ok(r.g.d.LayerNorm(cudalib.BFloat16, r.pout, 0, 0, r.px, r.pw, r.pb, n, c, lnEps))
-		r.g.ok(k.GemmRun(r.plan, r.lt, r.py, r.pout, r.pw2, r.pbias, 0, 0, 1))
+		r.g.ok(r.g.d.BF16GemmRun(r.plan, r.py, r.pout, r.pw2, r.pbias, 0, 0))
 		r.g.ok(r.g.d.AdamWBF16(r.pp, 0, r.pg, r.pm, r.pv, 0, 0, oc, r.ph))
 	}
 	change := func(r *run) { // new input and a second step with another lr
@@ -748,7 +460,7 @@ func TestGPTCaptureReplay(t *testing.T) {
 	step(graph)
 	exec, err := g.d.CaptureEnd()
 	g.ok(err)
-	if got := state(graph); got[0] != 0 || g.k.(*GPT).Calls("sdg_gemm_run") != 0 {
+	if got := state(graph); got[0] != 0 {
 		t.Fatal("a captured launch ran before the graph was launched")
 	}
 	g.ok(g.d.GraphLaunch(exec, cudalib.StepValues{}))

@@ -26,9 +26,10 @@ var initialisms = map[string]string{"htod": "HtoD", "dtoh": "DtoH", "abi": "ABI"
 // Go type the method takes instead, and the hand-written method of Context
 // (compute_cgo.go) that copies it into the context's C memory.
 var goStructs = map[string]struct{ goType, fill string }{
-	"sdc_step":    {"StepValues", "setStep"},
-	"sdc_optim":   {"OptimArgs", "setOptim"},
-	"sdc_lt_args": {"LtArgs", "setLtArgs"},
+	"sdc_step":           {"StepValues", "setStep"},
+	"sdc_optim":          {"OptimArgs", "setOptim"},
+	"sdc_lt_args":        {"LtArgs", "setLtArgs"},
+	"sdc_bf16_gemm_desc": {"GemmDesc", "setGemmDesc"},
 }
 
 // goScalar is how a C type travels as a Go parameter or result: the Go type,

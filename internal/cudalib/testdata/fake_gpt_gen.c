@@ -49,18 +49,3 @@ __attribute__((weak)) int sdg_attention_backward_cudnn(void *dqkv, const void *d
     fake_sdg_log(stream, "sdg_attention_backward_cudnn dqkv=0x%lx dout=0x%lx qkv=0x%lx out=0x%lx lse=0x%lx B=%d T=%d C=%d NH=%d scratch=0x%lx", (unsigned long)(uintptr_t)dqkv, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)qkv, (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, B, T, C, NH, (unsigned long)(uintptr_t)scratch);
     return SDG_OK;
 }
-
-__attribute__((weak)) int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux, void *workspace, void *stream) {
-    fake_sdg_log(stream, "sdg_gemm_run plan=0x%lx lt=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx workspace=0x%lx", (unsigned long)(uintptr_t)plan, (unsigned long)(uintptr_t)lt, (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)a, (unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)bias, (unsigned long)(uintptr_t)aux, (unsigned long)(uintptr_t)workspace);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_gemm_run_into(sdg_gemm *plan, void *lt, void *d, const void *c, const void *a, const void *b, void *bias, void *aux, void *workspace, void *stream) {
-    fake_sdg_log(stream, "sdg_gemm_run_into plan=0x%lx lt=0x%lx d=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx workspace=0x%lx", (unsigned long)(uintptr_t)plan, (unsigned long)(uintptr_t)lt, (unsigned long)(uintptr_t)d, (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)a, (unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)bias, (unsigned long)(uintptr_t)aux, (unsigned long)(uintptr_t)workspace);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_gemm_tune(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux, void *workspace, void *stream, int candidates, int reps) {
-    fake_sdg_log(stream, "sdg_gemm_tune plan=0x%lx lt=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx workspace=0x%lx candidates=%d reps=%d", (unsigned long)(uintptr_t)plan, (unsigned long)(uintptr_t)lt, (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)a, (unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)bias, (unsigned long)(uintptr_t)aux, (unsigned long)(uintptr_t)workspace, candidates, reps);
-    return SDG_OK;
-}

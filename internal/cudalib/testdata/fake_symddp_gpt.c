@@ -3,14 +3,14 @@
  * (cuda/symddp_gpt.h), linked into the fake library with fake_symddp_cuda.c.
  * "Device" memory is host memory (what the fake's sd_dev_alloc returns).
  *
- * The launchers check a few of the header's rules (shapes, NULL plans, the
- * handle a plan was made with) and fail with SDG_ERR_ARG and a "fake: ..."
- * message for sdg_last_error(). A stream that is not NULL is a log, not a
- * cudaStream_t: FAKE_SDG_LOG_CAP bytes of device memory holding a
- * NUL-terminated string, to which every launcher appends one line with its
- * name and arguments ("sdg_attention_forward/wmma out=0x.. ..."), so a test
- * sees what arrived; the launchers only log. A launcher that only logs is not written here: fake_gpt_gen.c, which
- * go generate ./internal/cudalib writes from the header, has a weak default
+ * The launchers check a few of the header's rules (the attention's shapes)
+ * and fail with SDG_ERR_ARG and a "fake: ..." message for sdg_last_error().
+ * A stream that is not NULL is a log, not a cudaStream_t: FAKE_SDG_LOG_CAP
+ * bytes of device memory holding a NUL-terminated string, to which every
+ * launcher appends one line with its name and arguments
+ * ("sdg_attention_forward/wmma out=0x.. ..."), so a test sees what arrived;
+ * the launchers only log. A launcher that only logs is not written here:
+ * fake_gpt_gen.c, which go generate ./internal/cudalib writes from the header, has a weak default
  * of every launcher (log, SDG_OK) that a definition here replaces. The
  * *_scratch_bytes functions return made-up sizes of their arguments (see
  * each).
@@ -137,71 +137,3 @@ int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, co
                                int B, int T, int C, int NH, void *scratch, void *stream) {
     return attn_bwd("mma", dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
 }
-
-/* A fake cuBLASLt handle: a distinct address the plans remember. */
-static char fake_lt_handles[4];
-static int fake_lt_next;
-
-int sdg_lt_create(sdg_lt **lt) {
-    if (!lt) return gfail(SDG_ERR_ARG, "NULL");
-    *lt = (sdg_lt *)&fake_lt_handles[fake_lt_next++ & 3];
-    return SDG_OK;
-}
-
-void sdg_lt_destroy(sdg_lt *lt) { (void)lt; }
-
-struct sdg_gemm_s {
-    sdg_gemm_desc d;
-    void *lt;
-};
-
-int sdg_gemm_create(sdg_gemm **plan, void *lt, const sdg_gemm_desc *d) {
-    if (!plan || !d) return gfail(SDG_ERR_ARG, "NULL plan or descriptor");
-    *plan = NULL;
-    if (d->epilogue < SDG_EPI_NONE || d->epilogue > SDG_EPI_BGRAD_A) return gfail(SDG_ERR_ARG, "epilogue %d", d->epilogue);
-    if (d->batch > 1 && d->epilogue != SDG_EPI_NONE)
-        return gfail(SDG_ERR_ARG, "batch %d with epilogue %d", d->batch, d->epilogue);
-    if (d->c_type != SDG_BF16 && d->c_type != SDG_F32) return gfail(SDG_ERR_ARG, "c_type %d", d->c_type);
-    sdg_gemm *p = (sdg_gemm *)calloc(1, sizeof *p);
-    if (!p) return gfail(SDG_ERR_CUDA, "calloc");
-    p->d = *d;
-    p->lt = lt;
-    *plan = p;
-    return SDG_OK;
-}
-
-int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
-                 void *workspace, void *stream) {
-    if (!plan) return gfail(SDG_ERR_ARG, "NULL plan");
-    if (lt != plan->lt) return gfail(SDG_ERR_ARG, "plan made with cuBLASLt handle 0x%lx, run with 0x%lx", P(plan->lt), P(lt));
-    const sdg_gemm_desc *d = &plan->d;
-    if (d->workspace_bytes > 0 && !workspace)
-        return gfail(SDG_ERR_ARG, "the plan wants %lld bytes of workspace, got none", (long long)d->workspace_bytes);
-    fake_sdg_log(stream,
-         "sdg_gemm_run m=%d n=%d k=%d trans_a=%d trans_b=%d batch=%d strides=%lld,%lld,%lld c_type=%d bias_type=%d "
-         "epilogue=%d accumulate=%d workspace_bytes=%lld lt=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx "
-         "workspace=0x%lx",
-         d->m, d->n, d->k, d->trans_a, d->trans_b, d->batch, (long long)d->stride_a, (long long)d->stride_b,
-         (long long)d->stride_c, d->c_type, d->bias_type, d->epilogue, d->accumulate, (long long)d->workspace_bytes,
-         P(lt), P(c), P(a), P(b), P(bias), P(aux), P(workspace));
-    return SDG_OK;
-}
-
-int sdg_gemm_run_into(sdg_gemm *plan, void *lt, void *d, const void *c, const void *a, const void *b, void *bias,
-                      void *aux, void *workspace, void *stream) {
-    if (!plan) return gfail(SDG_ERR_ARG, "NULL plan");
-    if (!plan->d.accumulate) return gfail(SDG_ERR_ARG, "the plan does not accumulate, so it reads no C");
-    fake_sdg_log(stream, "sdg_gemm_run_into d=0x%lx c=0x%lx", P(d), P(c));
-    return sdg_gemm_run(plan, lt, d, a, b, bias, aux, workspace, stream);
-}
-
-void sdg_gemm_destroy(sdg_gemm *plan) { free(plan); }
-
-int sdg_gemm_tune(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
-                  void *workspace, void *stream, int candidates, int reps) {
-    if (!plan) return gfail(SDG_ERR_ARG, "NULL plan");
-    fake_sdg_log(stream, "sdg_gemm_tune candidates=%d reps=%d c=0x%lx", candidates, reps, P(c));
-    return sdg_gemm_run(plan, lt, c, a, b, bias, aux, workspace, stream);
-}
-
-int sdg_gemm_tuned_ns(const sdg_gemm *plan, int best) { return plan ? (best ? 1000 : 2000) : 0; }
