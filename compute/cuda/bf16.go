@@ -13,8 +13,8 @@ import (
 // bf16 on the CUDA engine (compute.BF16Tensors). The layers' bf16 plans
 // (Linear, attention, embedding, the classifier loss; Norms on bf16
 // tensors) run the library's bf16 kernels (the compute ABI's sdc_* with
-// cudalib.BFloat16; the GEMM plans and the attention still cuda/symddp_gpt.h's
-// sdg_*, bound as cudalib.GPTKernels) with fp32 accumulation over bf16 copies of
+// cudalib.BFloat16; the attention still cuda/symddp_gpt.h's sdg_*, bound as
+// cudalib.GPTKernels) with fp32 accumulation over bf16 copies of
 // the fp32 master weights; weight gradients go in fp32 straight into the
 // gradient arena. What the plans share lives here, one per engine: the
 // kernels, the cuBLASLt handle and workspace, the GEMM plans (one per

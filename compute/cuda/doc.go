@@ -9,9 +9,9 @@
 // embedding and classifier operations. Their kernels are the compute ABI's
 // (the same cudalib.Device methods as the fp32 ones, with
 // cudalib.BFloat16: layer norm, GELU, bias gradient, classifier, embedding,
-// cast), but for the GEMM plans and the flash attention, which are still the
-// library's sdg_* kernels (cuda/symddp_gpt.h, cudalib.GPTKernels); the
-// cuBLASLt GEMM plans are shared by the engine.
+// cast; the GEMM plans sdc_bf16_gemm_*, shared by the engine's layers), but
+// for the flash attention, which is still the library's sdg_* kernels
+// (cuda/symddp_gpt.h, cudalib.GPTKernels).
 //
 // Tensors are a device address, a shape and an element type (Tensor:
 // float32, or bf16 for AllocBF16 and the masters' copies); views over

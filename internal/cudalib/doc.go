@@ -21,8 +21,7 @@
 // The bf16 kernels of the compute operations are Context methods like the
 // fp32 ones: an entry point with kernels for both takes a DType
 // (sdc_dtype). The last of the GPT-2 kernels' own ABI (cuda/symddp_gpt.h,
-// sdg_*: the bf16 GEMM plans and the flash attention, which are joining the
-// compute ABI) are GPT, opened on a Lib with OpenGPT: launchers on raw device
+// sdg_*: the flash attention, which is joining the compute ABI) are GPT, opened on a Lib with OpenGPT: launchers on raw device
 // memory, whose tensors, streams, cuBLASLt handles and plans are uintptrs. A
 // failed launch returns a *GPTError with sdg_last_error()'s message;
 // errors.Is matches SDG_ERR_ARG to ErrArgument.
