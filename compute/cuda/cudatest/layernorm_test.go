@@ -7,6 +7,7 @@ import (
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
+// lnRef: LayerNorm in float64, the variance as E[x²] - mean².
 func lnRef(x, w, b []float64, n, c int) (out, mean, rstd []float64) {
 	out, mean, rstd = make([]float64, n*c), make([]float64, n), make([]float64, n)
 	for i := 0; i < n; i++ {
