@@ -34,7 +34,7 @@ import (
 // new values. GEMM sums in float64, so results agree with the CPU engine to
 // float32 rounding, not bit for bit. opts.GPTKernels left nil becomes the
 // device's emulated GPT kernels (Device.GPTKernels), which the engine's
-// bf16 plans run.
+// bf16 attention runs (its other bf16 plans run the device's own methods).
 func NewEmulated(opts cuda.Options) *cuda.Engine {
 	d := NewDevice()
 	return cuda.NewOnDevice(d, emulatedOptions(d, opts))
