@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -360,4 +361,32 @@ func TestCheckpointOfUserLayers(t *testing.T) {
 		pv = append(pv, e.View(compute.HostArena(arena), offsets[i], sp.Shape...))
 	}
 	assert.ErrorContains(t, nested.Build(e, pv, pv, 2), "inner: a checkpoint inside a checkpoint of the same scratch pool")
+}
+
+// In bf16 a checkpoint holds residual blocks: a layer whose blocks end in
+// a bare layer norm is refused at precision bf16 with one line naming the
+// layer, and runs in fp32 at auto, saying why.
+func TestRecomputeBlockBF16NeedsResidualBlocks(t *testing.T) {
+	spec := models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256}.DecoderSpec()
+	block := spec.Block
+	spec.Block = func(i int, hidden *models.ScratchPool) []models.Layer {
+		return append(block(i, hidden), models.NewLayerNorm(fmt.Sprintf("h.%d.ln_3", i), 64))
+	}
+	for _, p := range []compute.Precision{compute.PrecisionBF16, compute.PrecisionAuto} {
+		d, err := models.NewDecoder("gpt", spec)
+		require.NoError(t, err)
+		require.NoError(t, d.SetRecompute(models.RecomputeBlock))
+		require.NoError(t, d.SetPrecision(p))
+		e := cudatest.NewEmulated(cuda.Options{})
+		pv := deviceViews(e, d)
+		err = d.Build(e, pv, pv, 1)
+		const why = "h.0: layer 2 is a *models.LayerNorm: in bf16 a checkpoint holds residual blocks (their stream's gradient is updated in place)"
+		if p == compute.PrecisionBF16 {
+			assert.EqualError(t, err, "build model gpt: precision bf16: "+why)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, compute.PrecisionF32, d.Precision())
+		assert.EqualError(t, d.FP32Reason(), why)
+	}
 }
