@@ -142,7 +142,8 @@ func (l *Linear) checkBF16(b Build) ([]int, error) {
 	return []int{l.out}, nil
 }
 
-// buildBF16 plans the layer in bf16 over the masters' copies: y, dx bf16,
+// buildBF16 plans the layer in bf16 over the masters' copies: y, dx bf16
+// (and with GELU the pre-activation, in the Scratch when there is one),
 // the gradients fp32 into the arena.
 func (l *Linear) buildBF16(b Build) error {
 	if _, err := l.checkBF16(b); err != nil {
@@ -157,7 +158,7 @@ func (l *Linear) buildBF16(b Build) error {
 	if !l.NoBias {
 		l.b, l.db = half[1], b.Grads[1]
 	}
-	l.y = b.allocBF16(l.out)
+	l.y = b.allocOutBF16(l.out)
 	l.needInGrad, l.dx = b.NeedInputGrad, nil
 	if l.needInGrad {
 		l.dx = b.allocGradBF16(l.in)
@@ -165,6 +166,9 @@ func (l *Linear) buildBF16(b Build) error {
 	l.addW, l.addB, l.unfuse = b.AddGrad(0), false, ""
 	s := l.bf16Spec(b)
 	s.W, s.B, s.DW, s.DB, s.Y, s.DX = l.w, l.b, l.dw, l.db, l.y, l.dx
+	if l.gelu {
+		s.Aux = b.allocBF16(l.out)
+	}
 	if l.fused, err = f.FuseLinear(s); err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}

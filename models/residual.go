@@ -85,11 +85,13 @@ func (r *Residual) Build(b Build) ([]int, error) {
 }
 
 // part is layer i's Build: in bf16 the first layer begins the residual
-// stream's gradient and the last ends the stream.
+// stream's gradient and the last ends the stream (in memory of its own
+// when the block's output is kept: b.keep).
 func (r *Residual) part(b Build, in []int, i, lo, hi int) Build {
 	p := b.part(in, lo, hi, i > 0 || b.NeedInputGrad)
 	if b.bf16 {
 		p.into, p.onto = i == 0, i == len(r.layers)-1
+		p.keep = p.onto && b.keep
 	}
 	return p
 }

@@ -19,9 +19,14 @@
 #                       llmc on those shards: 300 steps of 16 x 1024 tokens,
 #                       validation every 50 steps on 20 batches (the
 #                       validation loss must fall), MFU, a BPE sample
-#    5 gpt2-xl memory   train --model gpt2-xl --list-models-style estimate at
-#                       batch 16 and the refusal of --recompute in bf16 (the
-#                       layers' bf16 plans recompute nothing yet)
+#    5 gpt2-xl memory   train --list-models (the estimates: gpt2-xl at batch
+#                       16 in bf16 65.87 GiB, 31.36 GiB with --recompute
+#                       block); gpt2-xl trained 6 steps of 16 x 1024 in bf16
+#                       with --recompute block, then without, each with its
+#                       peak GPU memory (nvidia-smi) and the engine's device
+#                       memory; the two runs' losses and parameter hash must
+#                       be the same (SYMDDP_CUDA_TUNE=0: the same GEMM
+#                       algorithms in both)
 #    6 PyTorch peers    bench/torch_gpt_bench.py --preset xl --modes
 #                       compile,compile-ckpt (issue 40's XL comparison, the
 #                       PyTorch side: tokens/s and peak memory with and
@@ -58,7 +63,7 @@ while [ "$#" -gt 0 ]; do
     --text-dir) text="$2"; shift 2 ;;
     --text-dir=*) text="${1#*=}"; shift ;;
     --parity) parity=1; shift ;;
-    -h | --help) sed -n '2,42p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,47p' "$0"; exit 0 ;;
     *) echo "gpu-lm-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -128,10 +133,17 @@ stage "train gpt2 300 steps (llmc)" 240 "$train_log" "$bin/train" --backend nvsh
     --dataset llmc --train-shards "$train_glob" --val-shards "$val_glob" --max-steps 300 --batch-size 16 \
     --eval-every 50 --eval-batches 20 --sample-tokens 60 --no-progress --metrics "$outdir/lm-gpt2.jsonl"
 
-# ---- 5 gpt2-xl: the estimate, and recompute in bf16 (refused) ----
+# ---- 5 gpt2-xl: the estimate, and batch 16 in bf16 with and without --recompute block ----
 stage "gpt2-xl list-models" 20 "$train_log" "$bin/train" --list-models
-stage "gpt2-xl --recompute block (bf16)" 30 "$train_log" "$bin/train" --backend nvshmem --pes 1 --model gpt2-xl \
-    --dataset synthetic --max-steps 1 --recompute block --no-progress
+xl_log="$outdir/lm-xl.log"
+: >"$xl_log"
+for mode in block none; do
+    gpu_mem_start "$outdir/lm-xl-mem-$mode.csv"
+    stage "gpt2-xl b16 bf16 --recompute $mode" 150 "$xl_log" env SYMDDP_CUDA_TUNE=0 "$bin/train" --backend nvshmem --pes 1 \
+        --model gpt2-xl --precision bf16 --recompute "$mode" --batch-size 16 --dataset synthetic --max-steps 6 \
+        --log-every 1 --eval-every 0 --eval-batches 1 --sample-tokens 0 --no-progress
+    gpu_mem_stop "gpt2-xl b16 bf16 --recompute $mode"
+done
 
 # ---- 6 PyTorch peers ----
 if [ "$torch" = 1 ] && [ -n "$PY" ]; then
@@ -150,8 +162,9 @@ fi
     grep -E '^(validation:|training:|wrote|gpt2 tokens)' "$train_log" | head -8
     echo "---- GPT-2 124M on BPE shards (validation loss must fall) ----"
     grep -E '(MFU against|val loss|done:|replicas|sample|train:)' "$train_log" | head -20
-    echo "---- gpt2-xl ----"
-    grep -E '^gpt2-xl|--recompute' "$train_log" | head -6
+    echo "---- gpt2-xl (the two runs' losses and hash must agree) ----"
+    grep -E '^gpt2-xl' "$train_log" | head -2
+    grep -E '^(=====|activations:|step [0-9]+/|device memory|one replica)' "$xl_log"
     echo "---- PyTorch peers ----"
     grep -E '^(RESULT|ERROR)' "$bench_log"
 } >>"$summary" 2>&1

@@ -193,7 +193,6 @@ func (r *peRun) run() (err error) {
 	if me == 0 && r.o.languageModel {
 		device, devices := jobDevices(c, r.local)
 		rep.mfu = newMFU(r.o, m, e, device, devices) // after ddp.New: the model is built
-		perLayer := true                             // the activation estimate is the fp32 layers'
 		if br, ok := m.(models.BuildReporter); ok {  // what runs, as the mlp's fused layers say it
 			switch line, warn := br.BuildReport(); {
 			case line == "":
@@ -201,12 +200,10 @@ func (r *peRun) run() (err error) {
 				log.Warn(fmt.Sprintf("model %s %s", r.o.model, line))
 			default:
 				log.Info(fmt.Sprintf("model %s: %s", r.o.model, line))
-				perLayer = false // the engine runs the model its own way (bf16 plans)
 			}
 		}
-		if perLayer {
-			rep.activations = activationNote(r.o, m, cfg, rc.Batch/(c.NPEs()*rc.Accum))
-		}
+		// the estimate of the precision the model runs in (bf16 plans or fp32 layers)
+		rep.activations = activationNote(r.o, m, cfg, rc.Batch/(c.NPEs()*rc.Accum))
 	}
 	res, err := tr.Fit(ctx, train, test)
 	if err != nil && !errors.Is(err, ddp.ErrCheckpointSave) {

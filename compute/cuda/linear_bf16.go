@@ -66,7 +66,11 @@ func (e *Engine) linearBF16Plan(s compute.LinearSpec) (compute.FusedLinear, erro
 	switch {
 	case s.GELU:
 		epi = cudalib.GPTEpiGELUAuxBias
-		f.aux = e.AllocBF16(s.Batch, s.Out).(*Tensor)
+		if s.Aux != nil {
+			f.aux = f.check(op, s.Aux, s.Out)
+		} else {
+			f.aux = e.AllocBF16(s.Batch, s.Out).(*Tensor)
+		}
 	case f.b != nil:
 		epi = cudalib.GPTEpiBias
 	}
