@@ -85,12 +85,12 @@ type Trainer struct {
 	// elements of a bucket on the device step path: 0 (one reduction after
 	// backward) unless Options.BucketBytes asked for buckets (overlap.go)
 	deviceBucket int
-	pendingEnd  int
-	reqs        []comm.Request
-	bucketErr   error
-	lastMicro   bool
-	readyFn     func(first int)              // t.ready, made once: a method value passed each step would allocate
-	views       map[[2]int][2]compute.Tensor // cached bucket views
+	pendingEnd   int
+	reqs         []comm.Request
+	bucketErr    error
+	lastMicro    bool
+	readyFn      func(first int)              // t.ready, made once: a method value passed each step would allocate
+	views        map[[2]int][2]compute.Tensor // cached bucket views
 
 	// the update's runs of decaying and exempt parameters (decay.go), over
 	// the whole arena and over this PE's shard
