@@ -1,7 +1,6 @@
 package ddp
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,33 +14,16 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/syncbuf"
 	"github.com/symddp/symddp/models"
 )
-
-// syncBuffer is a bytes.Buffer for the engines' loggers of several PEs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // overlapRun is worldFit on a fresh world of npes PEs whose engines run
 // with or without graphs and log into the returned buffer; it also returns
 // how many times each PE forked its collectives stream.
 func overlapRun(t *testing.T, npes int, graphs bool, opts Options) ([]worldResult, []int, string) {
 	t.Helper()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	w := newWorldOf(npes, cuda.Options{DisableGraphs: !graphs, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	out := worldFitIn(t, w, opts)
 	for pe, f := range w.forked {

@@ -12,23 +12,28 @@ import (
 	"github.com/symddp/symddp/models"
 )
 
+// arenaViews are views of m's parameters and gradients in fresh arenas of
+// e: device memory on the CUDA engine, host slices on the CPU's.
+func arenaViews(e compute.Engine, m models.Model) (pv, gv []compute.Tensor) {
+	if _, ok := e.(*cuda.Engine); ok {
+		return deviceViews(e, m), deviceViews(e, m)
+	}
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	a, g := make([]float32, n), make([]float32, n)
+	for i, s := range specs {
+		pv = append(pv, e.View(compute.HostArena(a), offsets[i], s.Shape...))
+		gv = append(gv, e.View(compute.HostArena(g), offsets[i], s.Shape...))
+	}
+	return pv, gv
+}
+
 // readyCalls builds m on e for one row (a sequence of its context, or one
 // sample), runs a forward and a backward, and returns what Backward
 // reported ready, in order.
 func readyCalls(t *testing.T, e compute.Engine, m models.Model) []int {
 	t.Helper()
-	var pv, gv []compute.Tensor
-	if _, ok := e.(*cuda.Engine); ok {
-		pv, gv = deviceViews(e, m), deviceViews(e, m)
-	} else {
-		specs := m.Params()
-		offsets, n := models.Layout(specs)
-		a, g := make([]float32, n), make([]float32, n)
-		for i, s := range specs {
-			pv = append(pv, e.View(compute.HostArena(a), offsets[i], s.Shape...))
-			gv = append(gv, e.View(compute.HostArena(g), offsets[i], s.Shape...))
-		}
-	}
+	pv, gv := arenaViews(e, m)
 	require.NoError(t, m.Build(e, pv, gv, 1))
 	spec := m.Data()
 	in := models.Inputs{Targets: e.AllocLabels(spec.Targets)}

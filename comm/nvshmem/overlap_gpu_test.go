@@ -8,7 +8,6 @@ import (
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/commtest"
-	"github.com/symddp/symddp/comm/launch/launchtest"
 )
 
 // TestGPUCollectivesStream reduces a buffer bucket by bucket on the
@@ -23,18 +22,7 @@ import (
 // stamps on the two streams come back in the order the streams' ordering
 // implies.
 func TestGPUCollectivesStream(t *testing.T) {
-	lib := gpuLib(t)
-	for _, n := range gpuPEs(t) {
-		t.Run(fmt.Sprintf("NPEs=%d", n), func(t *testing.T) {
-			job := launchtest.Job{NPEs: n, Backend: Name, Timeout: time.Minute, Env: gpuEnv(lib)}
-			launchtest.Run(t, job, func(t *testing.T, c comm.Comm) {
-				nc := asComm(t, c)
-				for _, kind := range []comm.Kind{comm.Float32, comm.BFloat16} {
-					bucketChecks(t, nc, kind)
-				}
-			})
-		})
-	}
+	kernelJobs(t, bucketChecks, func(*testing.T, *Comm) {})
 }
 
 // bucketChecks is TestGPUCollectivesStream on one PE for kind.
