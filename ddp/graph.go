@@ -27,7 +27,9 @@ import (
 //     nothing), copied to the device on the copy stream while the previous
 //     step computes (two slots, step k uses slot k%2);
 //   - the step's device work (control words, forward, loss, backward, one
-//     allreduce of the whole gradient arena with the control words, the
+//     allreduce of the whole gradient arena with the control words (or,
+//     with a bucket size, its buckets reduced on the comm backend's
+//     collectives stream while backward runs: overlap.go), the
 //     optimizer update with clipping and the non-finite check; with one PE
 //     the control words stay on the host, as there is nothing to reduce
 //     them with, and the graph is a copy shorter) is recorded
