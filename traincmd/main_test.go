@@ -207,3 +207,18 @@ func TestMissingData(t *testing.T) {
 		t.Fatalf("fallback: %+v", dc)
 	}
 }
+
+// TestBucketBytes: --bucket-size auto leaves ddp its defaults (1 MiB
+// buckets on the host paths, one reduction after backward on the GPU step
+// path), 0 asks for one reduction everywhere, a size for buckets of it.
+func TestBucketBytes(t *testing.T) {
+	for s, want := range map[string]int{"auto": 0, "AUTO": 0, "0": -1, "1MiB": 1 << 20, "64KiB": 64 << 10, "4096": 4096} {
+		got, err := bucketBytes(s)
+		if err != nil || got != want {
+			t.Errorf("--bucket-size %s: %d, %v; want %d", s, got, err, want)
+		}
+	}
+	if _, err := bucketBytes("lots"); err == nil || !strings.Contains(err.Error(), "--bucket-size") {
+		t.Errorf("--bucket-size lots: %v", err)
+	}
+}

@@ -145,10 +145,7 @@ func (r *peRun) run() (err error) {
 	if err != nil {
 		return usageError{err: err}
 	}
-	bucket, _ := parseBytes("--bucket-size", r.o.bucketSize, true)
-	if bucket == 0 {
-		bucket = -1
-	}
+	bucket, _ := bucketBytes(r.o.bucketSize)
 	rep, err := newReporter(r.o, me, r.stdout, r.stderr)
 	if err != nil {
 		return err
@@ -170,7 +167,7 @@ func (r *peRun) run() (err error) {
 	tr, err := ddp.New(c, e, m, opt, ddp.Options{
 		GlobalBatch: rc.Batch, Accumulate: rc.Accum, Epochs: rc.Epochs, MaxSteps: rc.MaxSteps,
 		Seed: r.o.seed, Schedule: sched, ClipNorm: rc.ClipNorm, Recipe: rc.record(steps),
-		BucketBytes: int(bucket), ReplicatedUpdate: !r.o.shardUpdate, DeviceData: deviceDataMode(r.o.deviceData),
+		BucketBytes: bucket, ReplicatedUpdate: !r.o.shardUpdate, DeviceData: deviceDataMode(r.o.deviceData),
 		GradDType: gradKind(r.o.gradDType),
 		LogEvery:  r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
 		EvalEvery: r.evalEveryEpochs(), EvalEverySteps: r.evalEverySteps(), EvalLimit: r.o.evalBatches * r.o.batch,

@@ -11,7 +11,7 @@ import (
 // refuse a library built for others.
 const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
-	ABIVersion = 3
+	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
 	ComputeABIVersion = 9
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.

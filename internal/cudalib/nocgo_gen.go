@@ -155,6 +155,30 @@ func (l *Lib) AllGatherEnqueue(b *SymBuf, lo, hi, span int) (err error) {
 	return
 }
 
+// CommFork fails: the library needs cgo.
+func (l *Lib) CommFork() (err error) {
+	err = errNoCgo
+	return
+}
+
+// CommJoin fails: the library needs cgo.
+func (l *Lib) CommJoin() (err error) {
+	err = errNoCgo
+	return
+}
+
+// TraceStamp fails: the library needs cgo.
+func (l *Lib) TraceStamp(onComm bool, slot int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// TraceRead fails: the library needs cgo.
+func (l *Lib) TraceRead(out []uint64) (err error) {
+	err = errNoCgo
+	return
+}
+
 // AllGatherU64 fails: the library needs cgo.
 func (l *Lib) AllGatherU64(mine []uint64, npes int) (r0 []uint64, err error) {
 	err = errNoCgo

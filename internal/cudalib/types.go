@@ -16,6 +16,10 @@ const EnvLib = settings.CUDALib
 // (SD_CALL_WORDS; Lib.SetCall).
 const CallWords = 5
 
+// TraceSlots is the number of slots of the library's overlap trace
+// (SD_TRACE_SLOTS; Lib.TraceStamp).
+const TraceSlots = 4096
+
 // DType is the element type of a reduction (SD_F32, SD_BF16).
 type DType int32
 
