@@ -122,6 +122,29 @@ type GroupedAttentionSpec struct {
 	B, T, Heads, KVHeads, HeadSize int
 }
 
+// Check says whether s is a shape of grouped attention: every size at
+// least 1 and Heads a multiple of KVHeads (nil), or what is wrong.
+func (s GroupedAttentionSpec) Check() error {
+	if s.B < 1 || s.T < 1 || s.Heads < 1 || s.KVHeads < 1 || s.HeadSize < 1 || s.Heads%s.KVHeads != 0 {
+		return fmt.Errorf("grouped causal attention %+v: want B, T, Heads, KVHeads, HeadSize >= 1 with Heads a multiple of KVHeads", s)
+	}
+	return nil
+}
+
+// Group is the number of query heads that share a key/value head,
+// Heads/KVHeads.
+func (s GroupedAttentionSpec) Group() int { return s.Heads / s.KVHeads }
+
+// KVHead is the key/value head that query head h reads: h/Group(), so that
+// query heads g·j .. g·j+g-1 read head j (Hugging Face's repeat_kv). Every
+// engine maps heads with it.
+func (s GroupedAttentionSpec) KVHead(h int) int { return h / s.Group() }
+
+// FirstOfGroup says whether query head h is the first that reads its
+// key/value head: in a backward that sums a key/value head's gradients
+// over its query heads in order, the one whose products overwrite them.
+func (s GroupedAttentionSpec) FirstOfGroup(h int) bool { return h%s.Group() == 0 }
+
 // GroupedAttentionPlan runs one prepared grouped attention shape. Its
 // methods allocate nothing.
 type GroupedAttentionPlan interface {

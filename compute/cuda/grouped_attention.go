@@ -16,15 +16,15 @@ var _ compute.GroupedAttention = (*Engine)(nil)
 // has that size. It fails when a dimension is below 1, Heads is not a
 // multiple of KVHeads, or a size does not fit cuBLAS's int.
 func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
-	if s.B < 1 || s.T < 1 || s.Heads < 1 || s.KVHeads < 1 || s.HeadSize < 1 || s.Heads%s.KVHeads != 0 {
-		return nil, fmt.Errorf("cuda: grouped causal attention %+v: want B, T, Heads, KVHeads, HeadSize >= 1 with Heads a multiple of KVHeads", s)
+	if err := s.Check(); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	if s.Heads > math.MaxInt32/s.HeadSize || s.T > math.MaxInt32 || s.B > math.MaxInt32 ||
 		s.T > math.MaxInt64/4/s.T/s.B/s.Heads {
 		return nil, fmt.Errorf("cuda: grouped causal attention %+v: sizes past cuBLAS's int or the memory's", s)
 	}
 	B, T, H, KV, hs := s.B, s.T, s.Heads, s.KVHeads, s.HeadSize
-	g, qw, kw := H/KV, H*hs, KV*hs
+	g, qw, kw := s.Group(), H*hs, KV*hs
 	n := B * H * T * T
 	p := &groupedPlan{
 		e:     e,
@@ -45,13 +45,13 @@ func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute
 	if B <= KV {
 		for b := 0; b < B; b++ {
 			for r := 0; r < g; r++ {
-				p.calls = append(p.calls, groupedCall{q: b*T*qw + r*hs, kv: b * T * kw, att: (b*H + r) * T * T, first: r == 0})
+				p.calls = append(p.calls, groupedCall{q: b*T*qw + r*hs, kv: b * T * kw, att: (b*H + r) * T * T, first: s.FirstOfGroup(r)})
 			}
 		}
 		p.batch, p.qStride, p.kvStride, p.attStride = KV, g*hs, hs, g*T*T
 	} else {
 		for h := 0; h < H; h++ {
-			p.calls = append(p.calls, groupedCall{q: h * hs, kv: h / g * hs, att: h * T * T, first: h%g == 0})
+			p.calls = append(p.calls, groupedCall{q: h * hs, kv: s.KVHead(h) * hs, att: h * T * T, first: s.FirstOfGroup(h)})
 		}
 		p.batch, p.qStride, p.kvStride, p.attStride = B, T*qw, T*kw, H*T*T
 	}
