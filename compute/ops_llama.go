@@ -11,7 +11,9 @@ import (
 // engine implements those it has and a model asks for them with Require.
 
 // RMSNorms is root-mean-square normalisation over the last dimension, as
-// Llama normalises: no centring and no bias.
+// Llama normalises: no centring and no bias. On an engine with BF16Tensors
+// whose CheckBF16 takes an RMSNormSpec, x, y, w, dy and dx may be bf16
+// (all of them): the statistics, rstd and dw stay fp32.
 type RMSNorms interface {
 	// RMSNorm normalises each row of x (R,C): y = x·rstd·w with
 	// rstd = 1/sqrt(mean(x²)+eps) computed in fp32, w (C); it writes rstd
@@ -26,7 +28,8 @@ type RMSNorms interface {
 
 // SwiGLUs is the elementwise part of a SwiGLU feed-forward layer,
 // silu(a)⊙b with silu(a) = a·σ(a); the three projections around it are
-// Gemm.
+// Gemm. On an engine with BF16Tensors whose CheckBF16 takes a SwiGLUSpec,
+// every tensor of a call may be bf16 (all of them; float32 arithmetic).
 type SwiGLUs interface {
 	// SwiGLU computes y = silu(a)·b element by element; y, a and b have
 	// the same size, and y may not overlap a or b.
@@ -70,8 +73,8 @@ type RotarySpec struct {
 // rotates by the same float32 numbers. It fails when the head size is odd,
 // T or the head size is below 1, or Theta is not a finite number above 1.
 func (s RotarySpec) Table() (cos, sin []float32, err error) {
-	if s.T < 1 || s.HeadSize < 2 || s.HeadSize%2 != 0 || !(s.Theta > 1) || math.IsInf(s.Theta, 0) {
-		return nil, nil, fmt.Errorf("rotary embedding %+v: want T >= 1, an even head size and a finite theta above 1", s)
+	if err := s.Check(); err != nil {
+		return nil, nil, err
 	}
 	half := s.HeadSize / 2
 	cos, sin = make([]float32, s.T*half), make([]float32, s.T*half)
@@ -85,8 +88,38 @@ func (s RotarySpec) Table() (cos, sin []float32, err error) {
 	return cos, sin, nil
 }
 
+// Check says whether s is a rotary embedding (nil) or what is wrong: T
+// or the head size below 1, an odd head size, Theta not a finite number
+// above 1.
+func (s RotarySpec) Check() error {
+	if s.T < 1 || s.HeadSize < 2 || s.HeadSize%2 != 0 || !(s.Theta > 1) || math.IsInf(s.Theta, 0) {
+		return fmt.Errorf("rotary embedding %+v: want T >= 1, an even head size and a finite theta above 1", s)
+	}
+	return nil
+}
+
+// OpName is "rotary embedding".
+func (RotarySpec) OpName() string { return "rotary embedding" }
+
+// RMSNormSpec is an RMSNorm's sizes as CheckBF16 sees them: Rows rows of
+// Cols, eps.
+type RMSNormSpec struct {
+	Rows, Cols int
+	Eps        float32
+}
+
+// OpName is "RMSNorm".
+func (RMSNormSpec) OpName() string { return "RMSNorm" }
+
+// SwiGLUSpec is the size of a SwiGLU as CheckBF16 sees it: N elements.
+type SwiGLUSpec struct{ N int }
+
+// OpName is "SwiGLU".
+func (SwiGLUSpec) OpName() string { return "SwiGLU" }
+
 // RotaryPlan rotates tensors of one prepared RotarySpec. Its methods
-// allocate nothing.
+// allocate nothing. On an engine with BF16Tensors whose CheckBF16 takes
+// the RotarySpec, x and y (dx and dy) may be bf16, both.
 type RotaryPlan interface {
 	// Forward sets y to x rotated. x is (R, n·HeadSize) for any n (rows of
 	// n heads side by side, such as (B,T,Heads·HeadSize)), R a multiple of

@@ -348,8 +348,14 @@ func TestCheckBF16(t *testing.T) {
 		compute.AttentionSpec{B: 2, T: 128, C: 128, Heads: 2},
 		compute.EmbeddingSpec{B: 2, T: 64, C: 64, Vocab: 256},
 		compute.CrossEntropySpec{Rows: 128, Classes: 256},
+		compute.RMSNormSpec{Rows: 7, Cols: 13, Eps: 1e-6},
+		compute.SwiGLUSpec{N: 5},
+		compute.RotarySpec{T: 3, HeadSize: 6, Theta: 10},
 	} {
 		require.NoError(t, e.CheckBF16(s), "%+v", s)
+	}
+	for _, s := range []compute.OpSpec{compute.RMSNormSpec{Rows: 0, Cols: 8, Eps: 1e-5}, compute.SwiGLUSpec{}, compute.RotarySpec{T: 3, HeadSize: 5, Theta: 10}} {
+		require.Error(t, e.CheckBF16(s), "%+v", s)
 	}
 	for _, tc := range []struct {
 		s    compute.OpSpec

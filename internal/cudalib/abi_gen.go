@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 3
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 9
+	ComputeABIVersion = 10
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
 	GPTABIVersion = 5
 )
@@ -104,15 +104,15 @@ type Device interface {
 	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
 	SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error
 	// RMSNorm: sdc_rms_norm.
-	RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error
+	RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error
 	// RMSNormBackward: sdc_rms_norm_backward.
-	RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error
+	RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error
 	// SwiGLU: sdc_swiglu.
-	SwiGLU(y uintptr, a uintptr, b uintptr, n int) error
+	SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) error
 	// SwiGLUBackward: sdc_swiglu_backward.
-	SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error
+	SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error
 	// Rotate: sdc_rotate.
-	Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error
+	Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error
 	// CastBF16: sdc_cast_bf16.
 	CastBF16(dst uintptr, src uintptr, n int) error
 	// CastF32: sdc_cast_f32.
@@ -388,27 +388,27 @@ func (UnemulatedDevice) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t
 }
 
 // RMSNorm fails: sdc_rms_norm is not emulated.
-func (UnemulatedDevice) RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error {
+func (UnemulatedDevice) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error {
 	return notEmulated("sdc_rms_norm")
 }
 
 // RMSNormBackward fails: sdc_rms_norm_backward is not emulated.
-func (UnemulatedDevice) RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+func (UnemulatedDevice) RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
 	return notEmulated("sdc_rms_norm_backward")
 }
 
 // SwiGLU fails: sdc_swiglu is not emulated.
-func (UnemulatedDevice) SwiGLU(y uintptr, a uintptr, b uintptr, n int) error {
+func (UnemulatedDevice) SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) error {
 	return notEmulated("sdc_swiglu")
 }
 
 // SwiGLUBackward fails: sdc_swiglu_backward is not emulated.
-func (UnemulatedDevice) SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
+func (UnemulatedDevice) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
 	return notEmulated("sdc_swiglu_backward")
 }
 
 // Rotate fails: sdc_rotate is not emulated.
-func (UnemulatedDevice) Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
+func (UnemulatedDevice) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
 	return notEmulated("sdc_rotate")
 }
 

@@ -548,31 +548,31 @@ func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) 
 }
 
 // RMSNorm fails: the library needs cgo.
-func (c *Context) RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) (err error) {
+func (c *Context) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) (err error) {
 	err = errNoCgo
 	return
 }
 
 // RMSNormBackward fails: the library needs cgo.
-func (c *Context) RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) (err error) {
+func (c *Context) RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) (err error) {
 	err = errNoCgo
 	return
 }
 
 // SwiGLU fails: the library needs cgo.
-func (c *Context) SwiGLU(y uintptr, a uintptr, b uintptr, n int) (err error) {
+func (c *Context) SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // SwiGLUBackward fails: the library needs cgo.
-func (c *Context) SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) (err error) {
+func (c *Context) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // Rotate fails: the library needs cgo.
-func (c *Context) Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) (err error) {
+func (c *Context) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) (err error) {
 	err = errNoCgo
 	return
 }

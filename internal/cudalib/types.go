@@ -16,7 +16,8 @@ const EnvLib = settings.CUDALib
 // (SD_CALL_WORDS; Lib.SetCall).
 const CallWords = 5
 
-// DType is the element type of a reduction (SD_F32, SD_BF16).
+// DType is the element type of a reduction (SD_F32, SD_BF16) or of a
+// compute operation that takes one (SDC_F32, SDC_BF16: the same numbers).
 type DType int32
 
 // Element types.
