@@ -153,7 +153,17 @@ type GroupedAttention interface {
 // of HeadSize channels.
 type GroupedAttentionSpec struct {
 	B, T, Heads, KVHeads, HeadSize int
+	// DType is the precision of q, k, v, out and their gradients: F32, or
+	// BF16 on an engine with BF16Tensors (flash attention: the scores are
+	// never in memory; the plan keeps each row's log-sum-exp and remembers
+	// the forward's out for Backward, so out must stay as Forward left it
+	// until then). A bf16 plan also has Path() string, saying which kernels
+	// run.
+	DType DType
 }
+
+// OpName is "grouped-query attention".
+func (GroupedAttentionSpec) OpName() string { return "grouped-query attention" }
 
 // Check says whether s is a shape of grouped attention: every size at
 // least 1 and Heads a multiple of KVHeads (nil), or what is wrong.

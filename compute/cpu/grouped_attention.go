@@ -16,6 +16,9 @@ func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute
 	if err := s.Check(); err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
+	if s.DType != compute.F32 {
+		return nil, &compute.MissingOpError{Engine: e.Name(), Op: fmt.Sprintf("%v grouped-query attention", s.DType), Group: "BF16Tensors"}
+	}
 	return &groupedPlan{
 		s:    s,
 		head: newAttnHead(e.blas, s.T, s.HeadSize),

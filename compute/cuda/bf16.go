@@ -274,6 +274,21 @@ func (e *Engine) CheckBF16(s compute.OpSpec) error {
 			return tooMany(s.Rows, s.Classes)
 		}
 		return nil
+	case compute.GroupedAttentionSpec:
+		w := s.Heads * s.HeadSize
+		switch {
+		case s.Check() != nil:
+			return fmt.Errorf("cuda: %w", s.Check())
+		case s.HeadSize != 32 && s.HeadSize != 64:
+			return shape("head size %d: the attention kernels need 32 or 64", s.HeadSize)
+		case s.T%64 != 0:
+			return shape("context %d: the attention kernels need a multiple of 64", s.T)
+		case s.B*s.Heads > 65535:
+			return shape("%d sequences of %d heads: the attention kernels take at most 65535", s.B, s.Heads)
+		case int64(s.B)*int64(s.T)*int64(w) > bf16MaxIndex:
+			return tooMany(s.B*s.T, w)
+		}
+		return nil
 	case compute.RMSNormSpec:
 		if s.Rows < 1 || s.Cols < 1 || !(s.Eps > 0) {
 			return fmt.Errorf("cuda: bf16 RMSNorm of %d rows of %d, eps %g", s.Rows, s.Cols, s.Eps)

@@ -351,6 +351,7 @@ func TestCheckBF16(t *testing.T) {
 		compute.RMSNormSpec{Rows: 7, Cols: 13, Eps: 1e-6},
 		compute.SwiGLUSpec{N: 5},
 		compute.RotarySpec{T: 3, HeadSize: 6, Theta: 10},
+		compute.GroupedAttentionSpec{B: 2, T: 128, Heads: 12, KVHeads: 4, HeadSize: 64},
 	} {
 		require.NoError(t, e.CheckBF16(s), "%+v", s)
 	}
@@ -368,6 +369,8 @@ func TestCheckBF16(t *testing.T) {
 		{compute.AttentionSpec{B: 2, T: 100, C: 64, Heads: 2}, "context 100"},
 		{compute.CrossEntropySpec{Rows: 128, Classes: 250}, "vocabulary 250"},
 		{compute.CrossEntropySpec{Rows: 1 << 20, Classes: 4096}, "32-bit indices"},
+		{compute.GroupedAttentionSpec{B: 2, T: 128, Heads: 4, KVHeads: 2, HeadSize: 16}, "head size 16"},
+		{compute.GroupedAttentionSpec{B: 2, T: 96, Heads: 4, KVHeads: 2, HeadSize: 32}, "context 96"},
 	} {
 		err := e.CheckBF16(tc.s)
 		require.ErrorIs(t, err, compute.ErrBF16Shape, "%+v", tc.s)

@@ -10,7 +10,7 @@ import (
 var _ compute.GroupedAttention = (*Engine)(nil)
 
 // GroupedCausalAttention returns the plan of grouped-query attention over
-// s: it allocates the probabilities (B,Heads,T,T), which Backward reads,
+// s (DType BF16: flash attention, grouped_attention_bf16.go): it allocates the probabilities (B,Heads,T,T), which Backward reads,
 // and makes sure the engine's scratch for the gradient at them (shared
 // with the multi-head plans: they run one after the other on the stream)
 // has that size. It fails when a dimension is below 1, Heads is not a
@@ -18,6 +18,9 @@ var _ compute.GroupedAttention = (*Engine)(nil)
 func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
 	if err := s.Check(); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if s.DType == compute.BF16 {
+		return e.groupedBF16Plan(s)
 	}
 	if s.Heads > math.MaxInt32/s.HeadSize || s.T > math.MaxInt32 || s.B > math.MaxInt32 ||
 		s.T > math.MaxInt64/4/s.T/s.B/s.Heads {

@@ -199,3 +199,77 @@ func sameBF16Bits(t *testing.T, ref, e *cuda.Engine) {
 		}
 	}
 }
+
+func TestBF16GroupedAttentionEmulated(t *testing.T) {
+	testBF16GroupedAttention(t, cudatest.NewEmulated(cuda.Options{}))
+}
+func TestBF16GroupedAttentionGPU(t *testing.T) { testBF16GroupedAttention(t, gpuEngine(t)) }
+
+// The bf16 grouped plan against the fp32 one on the same values (both
+// kernel families: wmma at head size 32, mma.sync at 64 over 128
+// positions; groups of 1, 2 and 4 query heads); and with KVHeads = Heads
+// it is the GPT's bf16 attention with q, k and v apart: the same kernels
+// on the same numbers, so the same bits as the packed plan.
+func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
+	b := newBF16Engine(t, e)
+	for _, s := range []compute.GroupedAttentionSpec{
+		{B: 2, T: 64, Heads: 4, KVHeads: 2, HeadSize: 32},
+		{B: 1, T: 128, Heads: 4, KVHeads: 1, HeadSize: 64},
+		{B: 2, T: 64, Heads: 2, KVHeads: 2, HeadSize: 64},
+	} {
+		what := fmt.Sprintf("%+v", s)
+		n, qw, kw := s.B*s.T, s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
+		q, k, v, dout := b.vals(n*qw, 1), b.vals(n*kw, 1), b.vals(n*kw, 1), b.vals(n*qw, 1)
+		f32, err := e.GroupedCausalAttention(s)
+		require.NoError(t, err)
+		fo, fdq, fdk, fdv := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, kw), e.Alloc(s.B, s.T, kw)
+		fq, fk, fv := b.f32(q, s.B, s.T, qw), b.f32(k, s.B, s.T, kw), b.f32(v, s.B, s.T, kw)
+		f32.Forward(fo, fq, fk, fv)
+		f32.Backward(fdq, fdk, fdv, b.f32(dout, s.B, s.T, qw), fq, fk, fv)
+		s.DType = compute.BF16
+		p, err := e.GroupedCausalAttention(s)
+		require.NoError(t, err)
+		require.Contains(t, p.(interface{ Path() string }).Path(), "grouped flash attention")
+		bq, bk, bv, bdo := b.bf(q, s.B, s.T, qw), b.bf(k, s.B, s.T, kw), b.bf(v, s.B, s.T, kw), b.bf(dout, s.B, s.T, qw)
+		o, dq, dk, dv := e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, kw), e.AllocBF16(s.B, s.T, kw)
+		p.Forward(o, bq, bk, bv)
+		p.Backward(dq, dk, dv, bdo, bq, bk, bv)
+		b.near(what+": out", b.read(o), b.read(fo), 1e-2)
+		b.near(what+": dq", b.read(dq), b.read(fdq), 3e-2)
+		b.near(what+": dk", b.read(dk), b.read(fdk), 3e-2)
+		b.near(what+": dv", b.read(dv), b.read(fdv), 3e-2)
+		if s.KVHeads != s.Heads {
+			continue
+		}
+		// the packed plan on (q | k | v) side by side per row
+		packed := make([]float32, 0, n*3*qw)
+		for r := range n {
+			packed = append(append(append(packed, q[r*qw:(r+1)*qw]...), k[r*qw:(r+1)*qw]...), v[r*qw:(r+1)*qw]...)
+		}
+		mh, err := e.CausalAttention(compute.AttentionSpec{B: s.B, T: s.T, C: qw, Heads: s.Heads, DType: compute.BF16})
+		require.NoError(t, err)
+		bqkv, po, pd := b.bf(packed, n, 3*qw), e.AllocBF16(n, qw), e.AllocBF16(n, 3*qw)
+		mh.Forward(po, bqkv)
+		mh.Backward(pd, b.bf(dout, n, qw), bqkv)
+		requireSameBits(t, what+": out against the packed plan", b.read(o), b.read(po))
+		pdv := b.read(pd)
+		var dqkv []float32
+		gq, gk, gv := b.read(dq), b.read(dk), b.read(dv)
+		for r := range n {
+			dqkv = append(append(append(dqkv, gq[r*qw:(r+1)*qw]...), gk[r*qw:(r+1)*qw]...), gv[r*qw:(r+1)*qw]...)
+		}
+		requireSameBits(t, what+": dq, dk, dv against the packed plan's dqkv", dqkv, pdv)
+	}
+	require.NoError(t, e.Sync())
+}
+
+// requireSameBits fails unless got and want are the same float32 bits.
+func requireSameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	require.Len(t, got, len(want), what)
+	for i := range want {
+		if !sameBits(got[i], want[i]) {
+			t.Fatalf("%s: element %d is %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}

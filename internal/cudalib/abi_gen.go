@@ -15,7 +15,7 @@ const (
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
 	ComputeABIVersion = 10
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 5
+	GPTABIVersion = 6
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -181,6 +181,12 @@ type GPTKernels interface {
 	AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardCUDNN: sdg_attention_backward_cudnn.
 	AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
+	// GQAForward: sdg_gqa_forward.
+	GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) error
+	// GQABackwardScratchBytes: sdg_gqa_backward_scratch_bytes.
+	GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) int
+	// GQABackward: sdg_gqa_backward.
+	GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error
 	// Classifier: sdg_classifier.
 	Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error
 	// LossStats: sdg_loss_stats.
@@ -543,6 +549,21 @@ func (UnemulatedGPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr
 // AttentionBackwardCUDNN: sdg_attention_backward_cudnn is not emulated.
 func (UnemulatedGPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
 	return notEmulated("sdg_attention_backward_cudnn")
+}
+
+// GQAForward: sdg_gqa_forward is not emulated.
+func (UnemulatedGPT) GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) error {
+	return notEmulated("sdg_gqa_forward")
+}
+
+// GQABackwardScratchBytes: sdg_gqa_backward_scratch_bytes is not emulated.
+func (UnemulatedGPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) int {
+	return *new(int)
+}
+
+// GQABackward: sdg_gqa_backward is not emulated.
+func (UnemulatedGPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error {
+	return notEmulated("sdg_gqa_backward")
 }
 
 // Classifier: sdg_classifier is not emulated.

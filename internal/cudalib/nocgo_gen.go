@@ -751,6 +751,23 @@ func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, ou
 	return
 }
 
+// GQAForward fails: the library needs cgo.
+func (g *GPT) GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GQABackwardScratchBytes is the zero value without cgo.
+func (g *GPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) (r0 int) {
+	return
+}
+
+// GQABackward fails: the library needs cgo.
+func (g *GPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
 // Classifier fails: the library needs cgo.
 func (g *GPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) (err error) {
 	err = errNoCgo
