@@ -242,6 +242,10 @@ type LinearSpec struct {
 	// AddDW: Backward adds dW to DW (a tied weight whose other use wrote
 	// it first) instead of overwriting it.
 	AddDW bool
+	// AddDX: Backward adds dx to DX (another layer that reads the same
+	// input wrote it first: a SwiGLU's gate and up projections, attention's
+	// q, k and v projections) instead of overwriting it, in the GEMM.
+	AddDX bool
 }
 
 // FusedLinear is a Linear layer's work on an engine that fuses it. Like

@@ -56,7 +56,8 @@ int sdg_gelu_forward(void *out, const void *inp, int64_t n, void *stream);
 int sdg_gelu_backward(void *dinp, const void *inp, const void *dout, int64_t n, void *stream);
 
 /* ---- token + position embedding (sd_gpt_embed.cu) ----
- * forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
+ * forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16;
+ * wpe NULL: no positions, out = wte[tokens] (and dwpe NULL in the backward).
  * backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
  * [0,V). dwte rows are summed in increasing position order (positions sorted by
  * token with a stable radix sort, then one pass per token); dwpe over b in order. */

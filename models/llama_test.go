@@ -242,7 +242,7 @@ func TestLlamaPresets(t *testing.T) {
 		{"llama", models.Config{Heads: 8, KVHeads: 8, Width: 8}, "head size 1"},
 		{"llama", models.Config{Heads: 5}, "5 heads do not divide the width 128"},
 		{"llama", models.Config{RopeTheta: 1000.5}, "rope theta 1000.5"},
-		{"llama", models.Config{Precision: compute.PrecisionBF16}, "fp32"},
+		{"llama", models.Config{Precision: "fp16"}, `precision "fp16": want bf16, fp32 or auto`},
 		{"llama", models.Config{KVHeads: -1}, "must not be negative"},
 		{"gpt", models.Config{KVHeads: 2}, "no grouped key/value heads"},
 		{"gpt-tiny", models.Config{RopeTheta: 1e4}, "no rotary embedding"},

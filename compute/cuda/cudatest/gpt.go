@@ -373,13 +373,17 @@ func (g *GPT) EmbedForward(out, tokens, wte, wpe uintptr, b, t, c int, stream ui
 	if b <= 0 || t <= 0 || c <= 0 || c%8 != 0 {
 		return argErr(call, "B=%d T=%d C=%d (C a multiple of 8)", b, t, c)
 	}
-	if tokens == 0 || !aligned16(out) || !aligned16(wte) || !aligned16(wpe) {
+	if tokens == 0 || !aligned16(out) || !aligned16(wte) || (wpe != 0 && !aligned16(wpe)) {
 		return argErr(call, "NULL or unaligned pointer")
 	}
 	return g.launch(call, func() {
 		d := g.d
 		n := b * t
-		tok, Y, P := d.i32At(tokens, n), d.bf16At(out, n*c), d.bf16At(wpe, t*c)
+		tok, Y := d.i32At(tokens, n), d.bf16At(out, n*c)
+		var P []uint16 // no positions: wte's rows alone
+		if wpe != 0 {
+			P = d.bf16At(wpe, t*c)
+		}
 		for i := 0; i < n; i++ {
 			if tok[i] < 0 {
 				panic(fmt.Sprintf("emulated sdg_embed_forward: token %d at position %d", tok[i], i))
@@ -387,6 +391,10 @@ func (g *GPT) EmbedForward(out, tokens, wte, wpe uintptr, b, t, c int, stream ui
 			W := d.bf16At(wte+uintptr(int(tok[i])*c*2), c) // panics past the table
 			pos := (i % t) * c
 			for j := 0; j < c; j++ {
+				if P == nil {
+					Y[i*c+j] = bf16FromF64(bf16ToF64(W[j]))
+					continue
+				}
 				Y[i*c+j] = bf16FromF64(bf16ToF64(W[j]) + bf16ToF64(P[pos+j]))
 			}
 		}
@@ -409,7 +417,7 @@ func (g *GPT) EmbedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int, sc
 	if b <= 0 || t <= 0 || c <= 0 || c%8 != 0 || v <= 0 {
 		return argErr(call, "B=%d T=%d C=%d V=%d", b, t, c, v)
 	}
-	if tokens == 0 || scratch == 0 || !aligned16(dwte) || !aligned16(dwpe) || !aligned16(dout) || scratch%256 != 0 {
+	if tokens == 0 || scratch == 0 || !aligned16(dwte) || (dwpe != 0 && !aligned16(dwpe)) || !aligned16(dout) || scratch%256 != 0 {
 		return argErr(call, "NULL or unaligned pointer (scratch: 256 bytes)")
 	}
 	if want := g.EmbedBackwardScratchBytes(b, t, v); scratchBytes < want {
@@ -422,8 +430,8 @@ func (g *GPT) EmbedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int, sc
 }
 
 // embedBackward: each token's row of dwte gets the sum of its positions'
-// dout rows (increasing position order, float64), each dwpe row the sum
-// over b in order.
+// dout rows (increasing position order, float64), each dwpe row (when
+// there is a table) the sum over b in order.
 func (g *GPT) embedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int) {
 	d := g.d
 	n := b * t
@@ -441,11 +449,16 @@ func (g *GPT) embedBackward(dwte, dwpe, dout, tokens uintptr, b, t, c, v int) {
 	for i := range pos {
 		pos[i] = int32(i % t)
 	}
-	for _, u := range []struct {
+	type table struct {
 		grad []float32
 		idx  []int32
 		rows int
-	}{{d.f32At(dwte, v*c), tok, v}, {d.f32At(dwpe, t*c), pos, t}} {
+	}
+	tables := []table{{d.f32At(dwte, v*c), tok, v}}
+	if dwpe != 0 {
+		tables = append(tables, table{d.f32At(dwpe, t*c), pos, t})
+	}
+	for _, u := range tables {
 		sum := make([]float32, u.rows*c)
 		hostloops.ScatterAddRows(sum, dy, u.idx, c)
 		for i, s := range sum {
