@@ -278,7 +278,19 @@ func testBF16Embedding(t *testing.T, e *cuda.Engine) {
 		b.near("token gradient", b.read(dte), want, 1e-5)
 		b.near("position gradient", b.read(dpe), b.read(rpe), 1e-5)
 	}
-	_, err := e.Embedding(compute.EmbeddingSpec{B: B, T: T, C: C, Vocab: V})
+	// without a position table (a Llama's): the token's row alone, and its
+	// gradient overwritten
+	tokOnly := e.Alloc(n, C)
+	e.GatherRows(tokOnly, b.f32(wte, V, C), idl, false)
+	dte := b.f32(b.vals(V*C, 1), V, C)
+	p, err := e.Embedding(compute.EmbeddingSpec{B: B, T: T, C: C, Vocab: V, DType: compute.BF16, Tokens: b.bf(wte, V, C), DTokens: dte})
+	require.NoError(t, err)
+	out := e.AllocBF16(n, C)
+	p.Forward(out, idl)
+	requireSameBits(t, "out without positions", b.read(out), b.read(tokOnly))
+	p.Backward(b.bf(dout, n, C))
+	b.near("token gradient without positions", b.read(dte), b.read(rte), 1e-5)
+	_, err = e.Embedding(compute.EmbeddingSpec{B: B, T: T, C: C, Vocab: V})
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing, "no fp32 embedding plan")
 }
