@@ -1,9 +1,7 @@
 package ddp
 
 import (
-	"context"
-	"errors"
-	"sync"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,21 +18,10 @@ func bf16LlamaConfig() models.Config {
 	return models.Config{Layers: 2, Heads: 2, KVHeads: 1, Width: 64, Context: 64, Vocab: 256}
 }
 
-// bf16LlamaRun trains the Llama of preset at bf16LlamaConfig on
-// bf16Text with AdamW and clipping, accumulate micro-batches a step, and
-// returns the logged losses, the result and the model.
+// bf16LlamaRun is bf16LMRun of the Llama of preset at bf16LlamaConfig.
 func bf16LlamaRun(t *testing.T, b backend, preset string, steps, accumulate int) ([]float64, Result, *models.Llama) {
 	t.Helper()
-	defer b.done()
-	train, val, m, o := lmSetup(t, preset, bf16Text(), bf16LlamaConfig())
-	opts := Options{GlobalBatch: 8, Accumulate: accumulate, Epochs: 10, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
-	var losses []float64
-	opts.Hooks.OnLog = func(l LogInfo) { losses = append(losses, l.Loss) }
-	tr, err := New(b.c, b.e, m, o, opts)
-	require.NoError(t, err)
-	defer tr.Close()
-	res, err := tr.Fit(context.Background(), train, val)
-	require.NoError(t, err)
+	losses, res, m := bf16LMRun(t, b, preset, bf16LlamaConfig(), steps, accumulate)
 	return losses, res, m.(*models.Llama)
 }
 
@@ -68,41 +55,17 @@ func TestBF16LlamaMatchesCPU(t *testing.T) {
 func TestBF16LlamaTwoPEsEmulated(t *testing.T) {
 	const steps = 4
 	one, ores, _ := bf16LlamaRun(t, emulatedBackend(true), "llama-tiny", steps, 2)
-	w := newWorld(2)
-	res := make([]Result, 2)
-	losses := make([][]float64, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for pe := range 2 {
-		wg.Go(func() {
-			train, val, m, o := lmSetup(t, "llama-tiny", bf16Text(), bf16LlamaConfig())
-			opts := Options{GlobalBatch: 8, Epochs: 10, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
-			opts.Hooks.OnLog = func(l LogInfo) { losses[pe] = append(losses[pe], l.Loss) }
-			tr, err := New(w.comm(pe), w.engs[pe], m, o, opts)
-			if err != nil {
-				errs[pe] = err
-				return
-			}
-			defer tr.Close()
-			if m.(*models.Llama).Precision() != compute.PrecisionBF16 {
-				errs[pe] = errNotBF16
-				return
-			}
-			res[pe], errs[pe] = tr.Fit(context.Background(), train, val)
-		})
-	}
-	wg.Wait()
-	for pe := range 2 {
-		require.NoError(t, errs[pe], "PE %d", pe)
-	}
+	losses, res := bf16LMTwoPEs(t, "llama-tiny", bf16LlamaConfig(), steps, func(m models.Model) error {
+		if p := m.(*models.Llama).Precision(); p != compute.PrecisionBF16 {
+			return fmt.Errorf("the Llama built in %s, not bf16", p)
+		}
+		return nil
+	})
 	require.True(t, res[0].Replicas.Identical, "replicas identical on both PEs")
 	require.Equal(t, one, losses[0], "2 PEs against one PE accumulating the two halves")
 	require.Equal(t, ores.Replicas.Hashes[0], res[0].Replicas.Hashes[0], "parameter hash on 2 PEs %016x, on one %016x",
 		res[0].Replicas.Hashes[0], ores.Replicas.Hashes[0])
 }
-
-// errNotBF16 is a PE's Llama that did not build in bf16.
-var errNotBF16 = errors.New("the Llama did not build in bf16")
 
 // TestBF16LlamaMatchesCPUGPU is TestBF16LlamaMatchesCPU on the real GPU
 // (nvshmem comm of one PE), 300 steps, untied and tied: the bf16 loss

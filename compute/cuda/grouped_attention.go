@@ -98,8 +98,14 @@ func lastDim(t *Tensor) int { return t.shape[len(t.shape)-1] }
 // (B,T,KVH·hs), and panics unless they have those sizes and none overlaps
 // another.
 func (p *groupedPlan) check(op string, q, out, k, v compute.Tensor) (qd, od, kd, vd *Tensor) {
-	s, e := p.s, p.e
-	qd, od, kd, vd = e.tensorOf(op, q), e.tensorOf(op, out), e.tensorOf(op, k), e.tensorOf(op, v)
+	return p.e.groupedTensors(op, p.s, compute.F32, q, out, k, v)
+}
+
+// groupedTensors is a grouped plan of s's check of a call's tensors, of
+// element type dt: q and out (or their gradients) (B,T,Heads·hs), k and v
+// (B,T,KVHeads·hs), none overlapping another.
+func (e *Engine) groupedTensors(op string, s compute.GroupedAttentionSpec, dt compute.DType, q, out, k, v compute.Tensor) (qd, od, kd, vd *Tensor) {
+	qd, od, kd, vd = e.typedOf(op, q, dt), e.typedOf(op, out, dt), e.typedOf(op, k, dt), e.typedOf(op, v, dt)
 	qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
 	rows := s.B * s.T
 	if qd.size != rows*qw || lastDim(qd) != qw || od.size != rows*qw || lastDim(od) != qw ||

@@ -1,10 +1,6 @@
 package cuda
 
-import (
-	"fmt"
-
-	"github.com/symddp/symddp/compute"
-)
+import "github.com/symddp/symddp/compute"
 
 // groupedBF16 is grouped-query causal attention in bf16
 // (GroupedAttentionSpec.DType BF16): the GPT's flash attention kernels on
@@ -46,23 +42,9 @@ func (e *Engine) groupedBF16Plan(s compute.GroupedAttentionSpec) (compute.Groupe
 // Path says which kernels run.
 func (p *groupedBF16) Path() string { return p.path }
 
-// check returns q and out (or their gradients), bf16 (B,T,Heads·hs), and
-// k and v, bf16 (B,T,KVHeads·hs), and panics unless they have those sizes
-// and none overlaps another.
+// check is groupedTensors of bf16 tensors.
 func (p *groupedBF16) check(op string, q, out, k, v compute.Tensor) (qd, od, kd, vd *Tensor) {
-	s, e := p.s, p.e
-	qd, od, kd, vd = e.bf16Of(op, q), e.bf16Of(op, out), e.bf16Of(op, k), e.bf16Of(op, v)
-	qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
-	rows := s.B * s.T
-	if qd.size != rows*qw || lastDim(qd) != qw || od.size != rows*qw || lastDim(od) != qw ||
-		kd.size != rows*kw || lastDim(kd) != kw || vd.size != rows*kw || lastDim(vd) != kw {
-		compute.PanicShapes("cuda", op, fmt.Sprintf("want q and out (B,T,%d), k and v (B,T,%d) for B=%d T=%d", qw, kw, s.B, s.T),
-			qd.shape, od.shape, kd.shape, vd.shape)
-	}
-	if anyOverlap(od, qd, kd, vd) || anyOverlap(qd, kd, vd) || overlap(kd, vd) {
-		compute.PanicShapes("cuda", op, "the tensors overlap", qd.shape, od.shape, kd.shape, vd.shape)
-	}
-	return qd, od, kd, vd
+	return p.e.groupedTensors(op, p.s, compute.BF16, q, out, k, v)
 }
 
 // Forward computes out from q, k and v, keeping lse and out.

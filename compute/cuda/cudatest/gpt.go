@@ -474,7 +474,13 @@ func attCheck(call string, b, t, c, nh int) error {
 	if b <= 0 || t <= 0 || c <= 0 || nh <= 0 || c%nh != 0 {
 		return argErr(call, "B=%d T=%d C=%d NH=%d", b, t, c, nh)
 	}
-	if hs := c / nh; hs != 32 && hs != 64 {
+	return wmmaShape(call, b, t, nh, c/nh)
+}
+
+// wmmaShape: a head size of 32 or 64, T a multiple of 64, at most 65535
+// sequences' heads (the wmma kernels' grid).
+func wmmaShape(call string, b, t, nh, hs int) error {
+	if hs != 32 && hs != 64 {
 		return argErr(call, "head size %d (want 32 or 64)", hs)
 	}
 	if t%64 != 0 {
@@ -733,16 +739,7 @@ func gqaCheck(call string, b, t, nh, kvh, hs int) error {
 	if b <= 0 || t <= 0 || nh <= 0 || kvh <= 0 || nh%kvh != 0 {
 		return argErr(call, "B=%d T=%d NH=%d KVH=%d (want NH a multiple of KVH)", b, t, nh, kvh)
 	}
-	if hs != 32 && hs != 64 {
-		return argErr(call, "head size %d (want 32 or 64)", hs)
-	}
-	if t%64 != 0 {
-		return argErr(call, "T=%d is not a multiple of 64", t)
-	}
-	if b*nh > 65535 {
-		return argErr(call, "B*NH=%d too large", b*nh)
-	}
-	return nil
+	return wmmaShape(call, b, t, nh, hs)
 }
 
 // gqaIO is the GQA launchers' three tensors as an attIO.
