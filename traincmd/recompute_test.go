@@ -17,9 +17,9 @@ import (
 )
 
 // --recompute: a mode that is not one, a model without transformer blocks
-// and a gpt that the GPU would run in bf16 are one line and exit 2 before
-// any PE starts; a llama (on the CPU or the GPU: its layers have no bf16
-// form), and a gpt at --precision fp32 on the GPU, take it.
+// and a gpt or llama that the GPU would run in bf16 are one line and exit 2
+// before any PE starts; a llama on the CPU, and a gpt or llama at
+// --precision fp32 on the GPU, take it.
 func TestRecomputeUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -31,6 +31,8 @@ func TestRecomputeUsage(t *testing.T) {
 			"--recompute block: with --backend nvshmem and --precision auto model gpt2 runs in bf16, whose layers recompute nothing: add --precision fp32"},
 		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--precision", "bf16", "--recompute", "gelu"},
 			"--recompute gelu: with --backend nvshmem and --precision bf16 model gpt2 runs in bf16"},
+		{[]string{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "block"},
+			"--recompute block: with --backend nvshmem and --precision auto model llama-tiny runs in bf16, whose layers recompute nothing: add --precision fp32"},
 		{[]string{"--list-models", "--recompute", "all"}, `--recompute "all": want none, gelu or block`},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -43,7 +45,7 @@ func TestRecomputeUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--model", "llama-tiny", "--recompute", "gelu"},
-		{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "block"},
+		{"--model", "llama-tiny", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "block"},
 		{"--model", "gpt2", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "block"},
 	} {
 		rc := resolved(t, args...)
