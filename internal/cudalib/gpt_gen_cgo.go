@@ -76,7 +76,8 @@ func (g *GPT) GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, strea
 // EmbedForward calls sdg_embed_forward (cuda/symddp_gpt.h).
 //
 //	---- token + position embedding (sd_gpt_embed.cu) ----
-//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
+//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16;
+//	wpe NULL: no positions, out = wte[tokens] (and dwpe NULL in the backward).
 //	backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
 //	[0,V). dwte rows are summed in increasing position order (positions sorted by
 //	token with a stable radix sort, then one pass per token); dwpe over b in order.
@@ -89,7 +90,8 @@ func (g *GPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr
 // EmbedBackwardScratchBytes calls sdg_embed_backward_scratch_bytes (cuda/symddp_gpt.h).
 //
 //	---- token + position embedding (sd_gpt_embed.cu) ----
-//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
+//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16;
+//	wpe NULL: no positions, out = wte[tokens] (and dwpe NULL in the backward).
 //	backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
 //	[0,V). dwte rows are summed in increasing position order (positions sorted by
 //	token with a stable radix sort, then one pass per token); dwpe over b in order.
@@ -100,7 +102,8 @@ func (g *GPT) EmbedBackwardScratchBytes(b int, t int, v int) int {
 // EmbedBackward calls sdg_embed_backward (cuda/symddp_gpt.h).
 //
 //	---- token + position embedding (sd_gpt_embed.cu) ----
-//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
+//	forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16;
+//	wpe NULL: no positions, out = wte[tokens] (and dwpe NULL in the backward).
 //	backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
 //	[0,V). dwte rows are summed in increasing position order (positions sorted by
 //	token with a stable radix sort, then one pass per token); dwpe over b in order.
