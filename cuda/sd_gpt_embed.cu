@@ -2,7 +2,9 @@
  * sd_gpt_embed.cu: token + position embedding, forward and backward
  * (symddp_gpt.h).
  *
- * forward: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:], one thread per 8 channels.
+ * forward: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:], one thread per 8 channels;
+ * without a position table (wpe NULL: a Llama, whose attention places the
+ * tokens) out[b,t,:] = wte[tokens[b,t],:], and the backward has no dwpe.
  * backward, deterministic without float atomics:
  *   dwpe[t,:] += sum over b (in order) of dout[b,t,:], one thread per 8 channels;
  *   dwte: the N = B*T positions are sorted by token with CUB's radix sort
@@ -30,9 +32,11 @@ __global__ void sdg_embed_fwd_kernel(bf16 *__restrict__ out, const int32_t *__re
     const int tok = tokens[row];
     float a[8], p[8];
     sdg_load8(wte + (size_t)tok * C + 8 * v, a);
-    sdg_load8(wpe + (size_t)t * C + 8 * v, p);
+    if (wpe) {
+        sdg_load8(wpe + (size_t)t * C + 8 * v, p);
 #pragma unroll
-    for (int k = 0; k < 8; k++) a[k] += p[k];
+        for (int k = 0; k < 8; k++) a[k] += p[k];
+    }
     sdg_store8(out + (size_t)row * C + 8 * v, a);
 }
 
@@ -105,7 +109,7 @@ extern "C" int sdg_embed_forward(void *out, const int32_t *tokens, const void *w
                                  int C, void *stream) {
     if (B <= 0 || T <= 0 || C <= 0 || C % 8 != 0)
         return SDG_FAIL(SDG_ERR_ARG, "sdg_embed_forward: B=%d T=%d C=%d (C a multiple of 8)", B, T, C);
-    if (!out || !tokens || !wte || !wpe || !sdg_aligned16(out) || !sdg_aligned16(wte) || !sdg_aligned16(wpe))
+    if (!out || !tokens || !wte || !sdg_aligned16(out) || !sdg_aligned16(wte) || !sdg_aligned16(wpe))
         return SDG_FAIL(SDG_ERR_ARG, "sdg_embed_forward: NULL or unaligned pointer");
     const int N = B * T;
     const int64_t total = (int64_t)N * (C >> 3);
@@ -127,7 +131,7 @@ extern "C" int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, co
                                   int C, int V, void *scratch, size_t scratch_bytes, void *stream) {
     if (B <= 0 || T <= 0 || C <= 0 || C % 8 != 0 || V <= 0)
         return SDG_FAIL(SDG_ERR_ARG, "sdg_embed_backward: B=%d T=%d C=%d V=%d", B, T, C, V);
-    if (!dwte || !dwpe || !dout || !tokens || !scratch || !sdg_aligned16(dwte) || !sdg_aligned16(dwpe) ||
+    if (!dwte || !dout || !tokens || !scratch || !sdg_aligned16(dwte) || !sdg_aligned16(dwpe) ||
         !sdg_aligned16(dout) || ((uintptr_t)scratch & 255u) != 0)
         return SDG_FAIL(SDG_ERR_ARG, "sdg_embed_backward: NULL or unaligned pointer (scratch: 256 bytes)");
     const int N = B * T;
@@ -151,7 +155,9 @@ extern "C" int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, co
     dim3 grid((unsigned)N, (unsigned)((nv + SDG_EMB_THREADS - 1) / SDG_EMB_THREADS));
     sdg_embed_wte_bwd_kernel<<<grid, SDG_EMB_THREADS, 0, s>>>(dwte, (const bf16 *)dout, keys_out, pos_out, N, C);
     SDG_LAUNCHED();
-    sdg_embed_wpe_bwd_kernel<<<(T * nv + 255) / 256, 256, 0, s>>>(dwpe, (const bf16 *)dout, B, T, C);
-    SDG_LAUNCHED();
+    if (dwpe) {
+        sdg_embed_wpe_bwd_kernel<<<(T * nv + 255) / 256, 256, 0, s>>>(dwpe, (const bf16 *)dout, B, T, C);
+        SDG_LAUNCHED();
+    }
     return SDG_OK;
 }

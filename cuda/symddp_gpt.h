@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 5
+#define SDG_ABI_VERSION 6
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -56,7 +56,8 @@ int sdg_gelu_forward(void *out, const void *inp, int64_t n, void *stream);
 int sdg_gelu_backward(void *dinp, const void *inp, const void *dout, int64_t n, void *stream);
 
 /* ---- token + position embedding (sd_gpt_embed.cu) ----
- * forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16.
+ * forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16;
+ * wpe NULL: no positions, out = wte[tokens] (and dwpe NULL in the backward).
  * backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
  * [0,V). dwte rows are summed in increasing position order (positions sorted by
  * token with a stable radix sort, then one pass per token); dwpe over b in order. */
@@ -104,6 +105,23 @@ size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH);
 int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
 int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                  int B, int T, int C, int NH, void *scratch, void *stream);
+
+/* ---- grouped-query causal self-attention (sd_gpt_attention.cu) ----
+ * The same flash attention kernels (mma at hs 64 and T a multiple of 128,
+ * wmma otherwise; never cuDNN's) on three tensors: q (B,T,NH*HS), k and v
+ * (B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value head
+ * h/(NH/KVH) (Hugging Face's repeat_kv order), where it lies (no copy).
+ * out (B,T,NH*HS) bf16; lse (B,NH,T) fp32. HS 32 or 64, T a multiple of 64.
+ * backward: dq, dk, dv (q's, k's, v's shapes) bf16 WRITTEN; a key/value
+ * head's dk and dv sum its group's query heads in order, in the kernel's
+ * registers (no atomics): the bits repeat. KVH == NH is multi-head attention
+ * with separate q, k, v. scratch: sdg_gqa_backward_scratch_bytes. */
+int sdg_gqa_forward(void *out, float *lse, const void *q, const void *k, const void *v, int B, int T, int NH, int KVH,
+                    int HS, void *stream);
+size_t sdg_gqa_backward_scratch_bytes(int B, int T, int NH, int KVH, int HS);
+int sdg_gqa_backward(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v,
+                     const void *out, const float *lse, int B, int T, int NH, int KVH, int HS, void *scratch,
+                     void *stream);
 
 /* ---- fused softmax cross-entropy (sd_gpt_classifier.cu) ----
  * logits (N,Vp) bf16, of which columns [0,V) are real; targets (N) int32, -1: row ignored.

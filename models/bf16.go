@@ -15,8 +15,9 @@ import (
 // layers, the weights the layers read are a bf16 copy of the fp32 masters
 // that the model casts once per forward (compute.Masters), and every
 // weight gradient goes in fp32 into the arena. The layers that have a bf16
-// form (Linear, LayerNorm, CausalSelfAttention, GELUMLP, Residual) say so
-// by implementing bf16Layer; a Residual in bf16 lets its last layer write
+// form (Linear, LayerNorm, CausalSelfAttention, GELUMLP, RMSNorm,
+// SwiGLUMLP, GroupedSelfAttention, Residual) say so by implementing
+// bf16Layer; a Residual in bf16 lets its last layer write
 // the block's output onto the residual stream in its GEMM (streamOut) and
 // its first layer add its input gradient into the stream's gradient
 // (streamIn), so the stream is one tensor and its gradient another, each
@@ -259,9 +260,6 @@ func (d *Decoder) checkBF16(e compute.Engine, params, grads []compute.Tensor, ro
 	if _, ok := e.(compute.BF16Tensors); !ok {
 		return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 tensors", Group: "BF16Tensors"}
 	}
-	if s.Positions == "" {
-		return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 embedding without learned positions", Group: "Embeddings"}
-	}
 	if _, err := compute.Require[compute.Embeddings](e, "bf16 embedding"); err != nil {
 		return err
 	}
@@ -316,8 +314,12 @@ func (d *Decoder) buildBF16(e compute.Engine, params, grads []compute.Tensor, ro
 	half := masters.Views()
 	d.notes = &bf16Notes{}
 	emb, _ := compute.Require[compute.Embeddings](e, "bf16 embedding")
-	embed, err := emb.Embedding(compute.EmbeddingSpec{B: rows, T: s.Context, C: s.Width, Vocab: s.Vocab, DType: compute.BF16,
-		Tokens: half[0], Positions: half[1], DTokens: grads[0], DPositions: grads[1], AddTokens: uses[0][0].add})
+	es := compute.EmbeddingSpec{B: rows, T: s.Context, C: s.Width, Vocab: s.Vocab, DType: compute.BF16,
+		Tokens: half[0], DTokens: grads[0], AddTokens: uses[0][0].add}
+	if s.Positions != "" {
+		es.Positions, es.DPositions = half[1], grads[1]
+	}
+	embed, err := emb.Embedding(es)
 	if err != nil {
 		return err
 	}

@@ -141,22 +141,30 @@ func TestRecomputeKeepsBitsCUDAFP32(t *testing.T) {
 // 3-layer GPT at shapes the bf16 kernels take; the model runs in bf16 in
 // both modes.
 func TestRecomputeBlockKeepsBitsCUDABF16(t *testing.T) {
-	cfg := models.GPTConfig{Layers: 3, Heads: 2, Width: 64, Context: 64, Vocab: 256}
-	var wantP, wantG []float32
-	for _, r := range []models.Recompute{models.RecomputeNone, models.RecomputeBlock} {
-		m, err := models.NewGPT("gpt", cfg)
-		require.NoError(t, err)
-		require.NoError(t, m.SetRecompute(r))
-		p, g := trainSteps(t, cudatest.NewEmulated(cuda.Options{}), m, 2, 3)
-		require.Equal(t, compute.PrecisionBF16, m.Precision(), "--recompute %s", r)
-		if wantP == nil {
-			wantP, wantG = p, g
-			continue
+	for _, tc := range []struct {
+		name string
+		cfg  models.Config
+	}{
+		{"gpt", models.Config{Layers: 3, Heads: 2, Width: 64, Context: 64, Vocab: 256}},
+		{"llama", models.Config{Layers: 3, Heads: 4, KVHeads: 2, Width: 128, Context: 64, Vocab: 256}},
+	} {
+		var wantP, wantG []float32
+		for _, r := range []models.Recompute{models.RecomputeNone, models.RecomputeBlock} {
+			cfg := tc.cfg
+			cfg.Recompute = r
+			m, err := models.New(tc.name, cfg)
+			require.NoError(t, err)
+			p, g := trainSteps(t, cudatest.NewEmulated(cuda.Options{}), m, 2, 3)
+			require.Equal(t, compute.PrecisionBF16, m.(interface{ Precision() compute.Precision }).Precision(), "%s --recompute %s", tc.name, r)
+			if wantP == nil {
+				wantP, wantG = p, g
+				continue
+			}
+			ok, i := bitsEqual(wantG, g)
+			assert.True(t, ok, "%s --recompute %s: first gradients differ at %d", tc.name, r, i)
+			ok, i = bitsEqual(wantP, p)
+			assert.True(t, ok, "%s --recompute %s: parameters differ at %d", tc.name, r, i)
 		}
-		ok, i := bitsEqual(wantG, g)
-		assert.True(t, ok, "--recompute %s: first gradients differ at %d", r, i)
-		ok, i = bitsEqual(wantP, p)
-		assert.True(t, ok, "--recompute %s: parameters differ at %d", r, i)
 	}
 }
 
@@ -210,20 +218,34 @@ func TestRecomputeActivationBytes(t *testing.T) {
 // the bf16 copy of the weights (2 bytes a parameter) and the kernels'
 // scratch (under 64 KiB at these sizes). Block keeps less.
 func TestRecomputeActivationBytesBF16(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  models.Config
+	}{
+		{"gpt", models.Config{Heads: 2, Width: 64, Context: 64, Vocab: 256}},
+		{"llama", models.Config{Heads: 4, KVHeads: 2, Width: 128, Context: 64, Vocab: 256}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { activationBytesBF16(t, tc.name, tc.cfg) })
+	}
+}
+
+// activationBytesBF16 is TestRecomputeActivationBytesBF16 of one model.
+func activationBytesBF16(t *testing.T, name string, cfg models.Config) {
 	const seqs = 4
 	taken := func(layers int, r models.Recompute) (got, est, params int64) {
-		m, err := models.NewGPT("gpt", models.GPTConfig{Layers: layers, Heads: 2, Width: 64, Context: 64, Vocab: 256})
+		cfg := cfg
+		cfg.Layers, cfg.Recompute = layers, r
+		m, err := models.New(name, cfg)
 		require.NoError(t, err)
-		require.NoError(t, m.SetRecompute(r))
 		e := cudatest.NewEmulated(cuda.Options{})
 		pv := deviceViews(e, m)
 		before := e.TakenBytes()
 		require.NoError(t, m.Build(e, pv, pv, seqs))
-		require.Equal(t, compute.PrecisionBF16, m.Precision())
+		require.Equal(t, compute.PrecisionBF16, m.(interface{ Precision() compute.Precision }).Precision())
 		for _, p := range m.Params() {
 			params += int64(p.Size())
 		}
-		return e.TakenBytes() - before, m.ActivationBytes(seqs), params
+		return e.TakenBytes() - before, m.(models.ActivationSizer).ActivationBytes(seqs), params
 	}
 	const workspace = 32 << 20
 	var over int64 = -1

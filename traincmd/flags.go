@@ -412,8 +412,8 @@ func (o *options) checkRecompute() error {
 	return nil
 }
 
-// takesBF16 says whether the model is made at --precision bf16 (a llama's
-// factory refuses it: its layers have no bf16 form).
+// takesBF16 says whether the model is made at --precision bf16 (the gpt
+// and llama models are; a factory that refuses it has no bf16 form).
 func (o *options) takesBF16() bool {
 	cfg := o.modelConfig()
 	cfg.Precision, cfg.Recompute = compute.PrecisionBF16, models.RecomputeNone

@@ -22,10 +22,10 @@ import (
 )
 
 // --recompute: a mode that is not one, a model without transformer blocks
-// and gelu for a gpt that the GPU would run in bf16 are one line and exit
-// 2 before any PE starts; a llama (on the CPU or the GPU: its layers have
-// no bf16 form), a gpt at --precision fp32 on the GPU, and block for a
-// gpt in bf16 take it.
+// and gelu for a gpt or llama that the GPU would run in bf16 are one line
+// and exit 2 before any PE starts; a llama on the CPU, a gpt or llama at
+// --precision fp32 on the GPU, and block for a gpt or llama in bf16 take
+// it.
 func TestRecomputeUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -37,6 +37,8 @@ func TestRecomputeUsage(t *testing.T) {
 			"--recompute gelu: with --backend nvshmem and --precision auto model gpt2 runs in bf16, where the GELU is in the MLP's GEMM and is not recomputed: use --recompute block, or add --precision fp32 to recompute gelu in fp32"},
 		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--precision", "bf16", "--recompute", "gelu"},
 			"--recompute gelu: with --backend nvshmem and --precision bf16 model gpt2 runs in bf16"},
+		{[]string{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "gelu"},
+			"--recompute gelu: with --backend nvshmem and --precision auto model llama-tiny runs in bf16"},
 		{[]string{"--list-models", "--recompute", "all"}, `--recompute "all": want none, gelu or block`},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -49,11 +51,12 @@ func TestRecomputeUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--model", "llama-tiny", "--recompute", "gelu"},
-		{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "block"},
+		{"--model", "llama-tiny", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "block"},
 		{"--model", "gpt2", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "block"},
 		{"--model", "gpt2", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "gelu"},
 		{"--model", "gpt2", "--backend", "nvshmem", "--recompute", "block"},
 		{"--model", "gpt2-xl", "--backend", "nvshmem", "--precision", "bf16", "--recompute", "block"},
+		{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "block"},
 	} {
 		rc := resolved(t, args...)
 		assert.Equal(t, models.Recompute(args[len(args)-1]), rc.Recompute, args)

@@ -20,7 +20,8 @@ const CallWords = 5
 // (SD_TRACE_SLOTS; Lib.TraceStamp).
 const TraceSlots = 4096
 
-// DType is the element type of a reduction (SD_F32, SD_BF16).
+// DType is the element type of a reduction (SD_F32, SD_BF16) or of a
+// compute operation that takes one (SDC_F32, SDC_BF16: the same numbers).
 type DType int32
 
 // Element types.

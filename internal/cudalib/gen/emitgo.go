@@ -52,6 +52,7 @@ var goScalars = map[string]goScalar{
 	"sdc_flag":   {"bool", "C.sdc_flag(sdcFlag(%s))", "%s != 0"},
 	"sdc_act":    {"Activation", "C.sdc_act(%s)", "Activation(%s)"},
 	"sdc_handle": {"uint64", "C.sdc_handle(%s)", "uint64(%s)"},
+	"sdc_dtype":  {"DType", "C.sdc_dtype(%s)", "DType(%s)"},
 	"void *":     {"unsafe.Pointer", "%s", "%s"},
 }
 

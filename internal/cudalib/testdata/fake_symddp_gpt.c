@@ -200,6 +200,9 @@ int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, fl
 
 /* Made up: one fp32 per column per 64 rows. */
 size_t sdg_bias_backward_scratch_bytes(int N, int OC) { return (size_t)((N + 63) / 64) * (size_t)OC * 4; }
+size_t sdg_gqa_backward_scratch_bytes(int B, int T, int NH, int KVH, int HS) {
+    return (size_t)B * NH * T * 4 + (size_t)KVH * HS;
+}
 
 /* A fake cuBLASLt handle: a distinct address the plans remember. */
 static char fake_lt_handles[4];
