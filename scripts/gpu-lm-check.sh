@@ -31,8 +31,9 @@
 #                       compile,compile-ckpt (issue 40's XL comparison, the
 #                       PyTorch side: tokens/s and peak memory with and
 #                       without activation checkpointing) and
-#                       bench/torch_llama_bench.py at llama-124m, eager and
-#                       compile (issue 39's peer, first run on a GPU)
+#                       symbench gpu-gpt at llama-124m batch 16 and llama3-1b
+#                       batch 8 beside bench/torch_llama_bench.py, eager and
+#                       compile (issue 39's benchmark)
 #    7 Llama parity     (--parity, which runs it instead of stages 4-6)
 #                       issue 39's loss parity: train --model llama-124m and
 #                       bench/torch_llama_train.py (torch.compile) train 1000
@@ -87,7 +88,7 @@ note "GPU check of the language-model workflow (issues 39, 40), $(date -u +%Y-%m
 # ---- 1 environment ----
 gpu_env_report "$env_log" "== text: ${text:-the sources of the PyTorch environment}"
 bin="$root/.device/bin"
-gpu_binaries "$bin" train tokenize
+gpu_binaries "$bin" train tokenize symbench
 
 # ---- 2 build ----
 gpu_build "$build_log" "$rebuild"
@@ -149,8 +150,10 @@ done
 if [ "$torch" = 1 ] && [ -n "$PY" ]; then
     stage "torch gpt2-xl compile / compile-ckpt" 240 "$bench_log" "$PY" bench/torch_gpt_bench.py --preset xl \
         --modes compile,compile-ckpt --steps 20 --warmup 5
-    stage "torch llama-124m eager / compile" 180 "$bench_log" "$PY" bench/torch_llama_bench.py --preset llama-124m \
-        --modes eager,compile --steps 20 --warmup 5
+    # issue 39's benchmark, both sides in one table (symbench runs train and
+    # bench/torch_llama_bench.py at the same shapes)
+    stage "symbench gpu-gpt llama-124m/16, llama3-1b/8" 300 "$bench_log" "$bin/symbench" gpu-gpt --train-bin "$bin/train" \
+        --configs llama-124m/16,llama3-1b/8 --warmup 10 --steps 50 --timeout 240s --python "$PY"
 else
     note "PyTorch peers skipped (--no-torch, or no python3)"
 fi
@@ -166,7 +169,7 @@ fi
     grep -E '^gpt2-xl' "$train_log" | head -2
     grep -E '^(=====|activations:|step [0-9]+/|device memory|one replica)' "$xl_log"
     echo "---- PyTorch peers ----"
-    grep -E '^(RESULT|ERROR)' "$bench_log"
+    grep -E '^(RESULT|ERROR)|^(symddp|torch) |tokens/s' "$bench_log"
 } >>"$summary" 2>&1
 echo
 echo "==================== LM summary ($(elapsed)s) ===================="
