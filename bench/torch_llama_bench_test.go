@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 )
 
@@ -259,4 +260,51 @@ func TestTorchLlamaCheckArenaSize(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, 2, ee.ExitCode())
 	assert.Equal(t, "torch_llama_bench.py: --check-arena "+arenaFile+": 10 floats, the model has 803968 parameters\n", string(out))
+}
+
+// TestTorchLlamaTrain: bench/torch_llama_train.py, the PyTorch side of the
+// Llama loss-parity check, reads llm.c shards that datasets.ShardWriter
+// wrote (byte tokens of Go source, the tiny preset's vocabulary) and
+// trains: its validation loss after 8 steps is below the untrained
+// model's, which is about ln 256 = 5.55 (a uniform guess over the bytes).
+func TestTorchLlamaTrain(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
+		t.Skipf("no PyTorch for /usr/bin/python3 (Debian's python3-torch): %v", err)
+	}
+	dir := t.TempDir()
+	w, err := datasets.NewShardWriter(dir, "src", 1<<20, 256)
+	require.NoError(t, err)
+	text, err := os.ReadFile("torch_llama_bench.py")
+	require.NoError(t, err)
+	tokens := make([]int32, len(text))
+	for i, b := range text {
+		tokens[i] = int32(b)
+	}
+	require.NoError(t, w.Write(true, tokens[:len(tokens)/5]))
+	require.NoError(t, w.Write(false, tokens[len(tokens)/5:]))
+	_, err = w.Close()
+	require.NoError(t, err)
+	cmd := exec.Command("/usr/bin/python3", "torch_llama_train.py", "--device", "cpu", "--preset", "tiny", "--mode", "fp32",
+		"--train-shards", filepath.Join(dir, "src_train_*.bin"), "--val-shards", filepath.Join(dir, "src_val_*.bin"),
+		"--steps", "8", "--batch", "4", "--warmup", "2", "--lr", "3e-3", "--eval-every", "4", "--eval-batches", "2")
+	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "torch_llama_train.py: %s%s", out, stderr.String())
+	var evals []float64
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "EVAL torch_llama_train "); ok {
+			for _, f := range strings.Fields(rest) {
+				if v, ok := strings.CutPrefix(f, "val_loss="); ok {
+					x, err := strconv.ParseFloat(v, 64)
+					require.NoError(t, err, line)
+					evals = append(evals, x)
+				}
+			}
+		}
+	}
+	require.Len(t, evals, 2, "validation at steps 4 and 8:\n%s", out)
+	assert.Less(t, evals[1], math.Log(256)-0.5, "validation loss after 8 steps")
+	assert.Contains(t, string(out), "RESULT torch_llama_train preset=tiny steps=8 batch=4 context=128 mode=fp32 device=cpu val_loss=")
 }

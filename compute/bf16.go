@@ -107,7 +107,8 @@ type ResidualLinear interface {
 }
 
 // Embeddings is a GPT-2 embedding as one plan: a token's row plus its
-// position's, and the gradient scattered back into both tables.
+// position's (or the token's alone without a position table), and the
+// gradient scattered back into the tables.
 type Embeddings interface {
 	// Embedding prepares the embedding s describes at build time.
 	Embedding(s EmbeddingSpec) (EmbeddingPlan, error)
@@ -115,7 +116,9 @@ type Embeddings interface {
 
 // EmbeddingSpec is an embedding of B sequences of T positions: Tokens
 // (Vocab,C) and Positions (T,C) are the tables (bf16 copies of the
-// masters), DTokens and DPositions their fp32 gradients.
+// masters), DTokens and DPositions their fp32 gradients. Positions and
+// DPositions nil: no learned positions (a Llama, whose rotary embedding
+// places the tokens), the output is the token's row alone.
 type EmbeddingSpec struct {
 	B, T, C, Vocab                         int
 	DType                                  DType
@@ -132,7 +135,8 @@ func (EmbeddingSpec) OpName() string { return "embedding" }
 // methods allocate nothing.
 type EmbeddingPlan interface {
 	// Forward writes out (B·T,C): row i is Tokens[ids[i]] + Positions[i
-	// mod T]; ids (B·T) are kept for Backward.
+	// mod T] (Tokens[ids[i]] without positions); ids (B·T) are kept for
+	// Backward.
 	Forward(out Tensor, ids Labels)
 	// Backward takes dout (B·T,C) and writes the tables' gradients: the
 	// rows of dout summed into the rows of their tokens and positions, in

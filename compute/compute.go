@@ -242,6 +242,14 @@ type LinearSpec struct {
 	// AddDW: Backward adds dW to DW (a tied weight whose other use wrote
 	// it first) instead of overwriting it.
 	AddDW bool
+	// Aux (Batch,Out), bf16, is where a GELU layer keeps its
+	// pre-activation: memory the caller chose (a model's shared scratch
+	// when it recomputes the layer); nil: the plan allocates its own.
+	Aux Tensor
+	// AddDX: Backward adds dx to DX (another layer that reads the same
+	// input wrote it first: a SwiGLU's gate and up projections, attention's
+	// q, k and v projections) instead of overwriting it, in the GEMM.
+	AddDX bool
 }
 
 // FusedLinear is a Linear layer's work on an engine that fuses it. Like

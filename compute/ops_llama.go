@@ -11,7 +11,9 @@ import (
 // engine implements those it has and a model asks for them with Require.
 
 // RMSNorms is root-mean-square normalisation over the last dimension, as
-// Llama normalises: no centring and no bias.
+// Llama normalises: no centring and no bias. On an engine with BF16Tensors
+// whose CheckBF16 takes an RMSNormSpec, x, y, w, dy and dx may be bf16
+// (all of them): the statistics, rstd and dw stay fp32.
 type RMSNorms interface {
 	// RMSNorm normalises each row of x (R,C): y = x·rstd·w with
 	// rstd = 1/sqrt(mean(x²)+eps) computed in fp32, w (C); it writes rstd
@@ -26,7 +28,8 @@ type RMSNorms interface {
 
 // SwiGLUs is the elementwise part of a SwiGLU feed-forward layer,
 // silu(a)⊙b with silu(a) = a·σ(a); the three projections around it are
-// Gemm.
+// Gemm. On an engine with BF16Tensors whose CheckBF16 takes a SwiGLUSpec,
+// every tensor of a call may be bf16 (all of them; float32 arithmetic).
 type SwiGLUs interface {
 	// SwiGLU computes y = silu(a)·b element by element; y, a and b have
 	// the same size, and y may not overlap a or b.
@@ -70,8 +73,8 @@ type RotarySpec struct {
 // rotates by the same float32 numbers. It fails when the head size is odd,
 // T or the head size is below 1, or Theta is not a finite number above 1.
 func (s RotarySpec) Table() (cos, sin []float32, err error) {
-	if s.T < 1 || s.HeadSize < 2 || s.HeadSize%2 != 0 || !(s.Theta > 1) || math.IsInf(s.Theta, 0) {
-		return nil, nil, fmt.Errorf("rotary embedding %+v: want T >= 1, an even head size and a finite theta above 1", s)
+	if err := s.Check(); err != nil {
+		return nil, nil, err
 	}
 	half := s.HeadSize / 2
 	cos, sin = make([]float32, s.T*half), make([]float32, s.T*half)
@@ -85,8 +88,38 @@ func (s RotarySpec) Table() (cos, sin []float32, err error) {
 	return cos, sin, nil
 }
 
+// Check says whether s is a rotary embedding (nil) or what is wrong: T
+// or the head size below 1, an odd head size, Theta not a finite number
+// above 1.
+func (s RotarySpec) Check() error {
+	if s.T < 1 || s.HeadSize < 2 || s.HeadSize%2 != 0 || !(s.Theta > 1) || math.IsInf(s.Theta, 0) {
+		return fmt.Errorf("rotary embedding %+v: want T >= 1, an even head size and a finite theta above 1", s)
+	}
+	return nil
+}
+
+// OpName is "rotary embedding".
+func (RotarySpec) OpName() string { return "rotary embedding" }
+
+// RMSNormSpec is an RMSNorm's sizes as CheckBF16 sees them: Rows rows of
+// Cols, eps.
+type RMSNormSpec struct {
+	Rows, Cols int
+	Eps        float32
+}
+
+// OpName is "RMSNorm".
+func (RMSNormSpec) OpName() string { return "RMSNorm" }
+
+// SwiGLUSpec is the size of a SwiGLU as CheckBF16 sees it: N elements.
+type SwiGLUSpec struct{ N int }
+
+// OpName is "SwiGLU".
+func (SwiGLUSpec) OpName() string { return "SwiGLU" }
+
 // RotaryPlan rotates tensors of one prepared RotarySpec. Its methods
-// allocate nothing.
+// allocate nothing. On an engine with BF16Tensors whose CheckBF16 takes
+// the RotarySpec, x and y (dx and dy) may be bf16, both.
 type RotaryPlan interface {
 	// Forward sets y to x rotated. x is (R, n·HeadSize) for any n (rows of
 	// n heads side by side, such as (B,T,Heads·HeadSize)), R a multiple of
@@ -120,7 +153,40 @@ type GroupedAttention interface {
 // of HeadSize channels.
 type GroupedAttentionSpec struct {
 	B, T, Heads, KVHeads, HeadSize int
+	// DType is the precision of q, k, v, out and their gradients: F32, or
+	// BF16 on an engine with BF16Tensors (flash attention: the scores are
+	// never in memory; the plan keeps each row's log-sum-exp and remembers
+	// the forward's out for Backward, so out must stay as Forward left it
+	// until then). A bf16 plan also has Path() string, saying which kernels
+	// run.
+	DType DType
 }
+
+// OpName is "grouped-query attention".
+func (GroupedAttentionSpec) OpName() string { return "grouped-query attention" }
+
+// Check says whether s is a shape of grouped attention: every size at
+// least 1 and Heads a multiple of KVHeads (nil), or what is wrong.
+func (s GroupedAttentionSpec) Check() error {
+	if s.B < 1 || s.T < 1 || s.Heads < 1 || s.KVHeads < 1 || s.HeadSize < 1 || s.Heads%s.KVHeads != 0 {
+		return fmt.Errorf("grouped causal attention %+v: want B, T, Heads, KVHeads, HeadSize >= 1 with Heads a multiple of KVHeads", s)
+	}
+	return nil
+}
+
+// Group is the number of query heads that share a key/value head,
+// Heads/KVHeads.
+func (s GroupedAttentionSpec) Group() int { return s.Heads / s.KVHeads }
+
+// KVHead is the key/value head that query head h reads: h/Group(), so that
+// query heads g·j .. g·j+g-1 read head j (Hugging Face's repeat_kv). Every
+// engine maps heads with it.
+func (s GroupedAttentionSpec) KVHead(h int) int { return h / s.Group() }
+
+// FirstOfGroup says whether query head h is the first that reads its
+// key/value head: in a backward that sums a key/value head's gradients
+// over its query heads in order, the one whose products overwrite them.
+func (s GroupedAttentionSpec) FirstOfGroup(h int) bool { return h%s.Group() == 0 }
 
 // GroupedAttentionPlan runs one prepared grouped attention shape. Its
 // methods allocate nothing.

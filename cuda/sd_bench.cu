@@ -32,7 +32,7 @@ static int sd_time(int32_t warmup, int32_t iters, float *ms, Enqueue enqueue) {
 
 extern "C" int sd_time_allreduce(sd_buf *b, size_t n, int32_t dtype, int32_t op, int32_t algo,
                                  int32_t warmup, int32_t iters, float *ms) {
-    SD_TRY(sd_require_init("sd_time_allreduce"));
+    SD_TRY(sd_require_joined("sd_time_allreduce"));
     /* Start together: the first timed collective should not absorb the peers' lag. */
     SD_TRY(sd_launch_barrier(g_sd.stream));
     return sd_time(warmup, iters, ms,
@@ -40,7 +40,7 @@ extern "C" int sd_time_allreduce(sd_buf *b, size_t n, int32_t dtype, int32_t op,
 }
 
 extern "C" int sd_time_barrier(int32_t warmup, int32_t iters, float *ms) {
-    SD_TRY(sd_require_init("sd_time_barrier"));
+    SD_TRY(sd_require_joined("sd_time_barrier"));
     return sd_time(warmup, iters, ms, []() { return sd_launch_barrier(g_sd.stream); });
 }
 

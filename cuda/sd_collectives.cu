@@ -76,6 +76,10 @@
  * The grid of both is sized by the largest shard, which every PE passes, not
  * by the PE's own: the barriers need the same G on every PE.
  *
+ * Every kernel goes on sd_coll_stream(): the main stream, or between
+ * sd_comm_fork and sd_comm_join the collectives stream, behind the one-block
+ * arrival barrier that sd_coll_arrival enqueues (sd_overlap.cu says why).
+ *
  * When some PE cannot reach a peer by pointer (another node), all PEs use
  * NVSHMEM's on-stream team collectives instead (sd_fallback_*), staged through
  * the symmetric staging buffer. In NVSHMEM's "limited MPG" mode (several PEs
@@ -508,9 +512,9 @@ static float sd_npes_f(void) { return (float)g_sd.npes; }
 static int sd_nvshmem_reduce(int op, float *dst, const float *src, size_t n) {
     int rc;
     switch (op) {
-    case SD_MAX: rc = nvshmemx_float_max_reduce_on_stream(NVSHMEM_TEAM_WORLD, dst, src, n, g_sd.stream); break;
-    case SD_MIN: rc = nvshmemx_float_min_reduce_on_stream(NVSHMEM_TEAM_WORLD, dst, src, n, g_sd.stream); break;
-    default: rc = nvshmemx_float_sum_reduce_on_stream(NVSHMEM_TEAM_WORLD, dst, src, n, g_sd.stream); break;
+    case SD_MAX: rc = nvshmemx_float_max_reduce_on_stream(NVSHMEM_TEAM_WORLD, dst, src, n, sd_coll_stream()); break;
+    case SD_MIN: rc = nvshmemx_float_min_reduce_on_stream(NVSHMEM_TEAM_WORLD, dst, src, n, sd_coll_stream()); break;
+    default: rc = nvshmemx_float_sum_reduce_on_stream(NVSHMEM_TEAM_WORLD, dst, src, n, sd_coll_stream()); break;
     }
     if (rc != 0) return SD_FAIL(SD_ERR, "nvshmemx_float_%s_reduce_on_stream(%zu) failed with status %d",
                                 op == SD_MAX ? "max" : op == SD_MIN ? "min" : "sum", n, rc);
@@ -536,7 +540,7 @@ static int sd_fallback_reduce(sd_buf *b, size_t off, size_t n, int op, int root)
         const unsigned g = sd_grid(m, SD_THREADS * 4);
         const float *in = (const float *)src;
         if (sizeof(T) != sizeof(float)) {
-            sd_to_f32_kernel<T><<<g, SD_THREADS, 0, g_sd.stream>>>(wide, src, m);
+            sd_to_f32_kernel<T><<<g, SD_THREADS, 0, sd_coll_stream()>>>(wide, src, m);
             SD_CUDA(cudaGetLastError());
             in = wide;
         }
@@ -546,20 +550,20 @@ static int sd_fallback_reduce(sd_buf *b, size_t off, size_t n, int op, int root)
             /* NVSHMEM's reduction may add in a different order on each PE (seen
              * at 4 PEs): every PE takes PE 0's bits, so replicas stay identical.
              * The barriers keep the broadcast off buffers a peer still reads. */
-            SD_TRY(sd_nvshmem_barrier(g_sd.stream));
+            SD_TRY(sd_nvshmem_barrier(sd_coll_stream()));
             const int rc = nvshmemx_broadcastmem_on_stream(NVSHMEM_TEAM_WORLD, wide, out,
-                                                           m * sizeof(float), 0, g_sd.stream);
+                                                           m * sizeof(float), 0, sd_coll_stream());
             if (rc != 0)
                 return SD_FAIL(SD_ERR, "nvshmemx_broadcastmem_on_stream(%zu) failed with status %d",
                                m * sizeof(float), rc);
             if (g_sd.pe != 0) result = wide;
         }
         if (root < 0 || root == g_sd.pe) {
-            sd_from_f32_kernel<T><<<g, SD_THREADS, 0, g_sd.stream>>>(src, result, m, op == SD_MEAN,
+            sd_from_f32_kernel<T><<<g, SD_THREADS, 0, sd_coll_stream()>>>(src, result, m, op == SD_MEAN,
                                                                      sd_npes_f());
             SD_CUDA(cudaGetLastError());
         }
-        if (root < 0 && g_sd.npes > 1) SD_TRY(sd_nvshmem_barrier(g_sd.stream));
+        if (root < 0 && g_sd.npes > 1) SD_TRY(sd_nvshmem_barrier(sd_coll_stream()));
     }
     return SD_OK;
 }
@@ -578,14 +582,14 @@ static int sd_fallback_broadcast(sd_buf *b, size_t off, size_t bytes, int root) 
     for (size_t k = 0; k < bytes; k += SD_STAGING_BYTES) {
         const size_t m = bytes - k < SD_STAGING_BYTES ? bytes - k : SD_STAGING_BYTES;
         char *p = (char *)b->base + off + k;
-        if (many) SD_TRY(sd_nvshmem_barrier(g_sd.stream));
+        if (many) SD_TRY(sd_nvshmem_barrier(sd_coll_stream()));
         int rc = nvshmemx_broadcastmem_on_stream(NVSHMEM_TEAM_WORLD, g_sd.staging, p, m, root,
-                                                 g_sd.stream);
+                                                 sd_coll_stream());
         if (rc != 0)
             return SD_FAIL(SD_ERR, "nvshmemx_broadcastmem_on_stream(%zu) failed with status %d", m, rc);
-        if (many) SD_TRY(sd_nvshmem_barrier(g_sd.stream));
+        if (many) SD_TRY(sd_nvshmem_barrier(sd_coll_stream()));
         if (g_sd.pe != root)
-            SD_CUDA(cudaMemcpyAsync(p, g_sd.staging, m, cudaMemcpyDeviceToDevice, g_sd.stream));
+            SD_CUDA(cudaMemcpyAsync(p, g_sd.staging, m, cudaMemcpyDeviceToDevice, sd_coll_stream()));
     }
     return SD_OK;
 }
@@ -604,12 +608,12 @@ static int sd_allreduce_launch(sd_buf *b, size_t off, size_t n, int algo) {
                      (algo == SD_ALGO_AUTO && fits && n * sizeof(T) <= g_sd.one_shot_max);
     if (one) {
         const unsigned g = one_shot_blocks ? (unsigned)one_shot_blocks : 1u;
-        sd_allreduce_one_shot<T, OP><<<g, SD_THREADS, 0, g_sd.stream>>>(
+        sd_allreduce_one_shot<T, OP><<<g, SD_THREADS, 0, sd_coll_stream()>>>(
             s, (void *const *)b->d_peers, (char *)b->base, r, sd_npes_f());
     } else {
         const size_t per = (r.nvec + (size_t)g_sd.npes - 1) / (size_t)g_sd.npes;
         const unsigned g = sd_grid(per, (size_t)SD_THREADS * sd_elem<T>::U);
-        sd_allreduce_two_shot<T, OP><<<g, SD_THREADS, 0, g_sd.stream>>>(
+        sd_allreduce_two_shot<T, OP><<<g, SD_THREADS, 0, sd_coll_stream()>>>(
             s, (void *const *)b->d_peers, (char *)b->base, r, per, sd_npes_f());
     }
     SD_CUDA(cudaGetLastError());
@@ -627,7 +631,7 @@ static int sd_reduce_launch(sd_buf *b, size_t off, size_t n, int root, size_t sp
     const sd_range r = sd_make_range(b, off, n, sizeof(T));
     const size_t vecs = (span + sd_elem<T>::V - 1) / sd_elem<T>::V;
     const unsigned g = sd_grid(vecs, (size_t)SD_THREADS * sd_elem<T>::U);
-    sd_reduce_kernel<T, OP><<<g, SD_THREADS, 0, g_sd.stream>>>(
+    sd_reduce_kernel<T, OP><<<g, SD_THREADS, 0, sd_coll_stream()>>>(
         sd_sync_args(opid), (void *const *)b->d_peers, (char *)b->base, r, root, sd_npes_f());
     SD_CUDA(cudaGetLastError());
     return SD_OK;
@@ -669,6 +673,7 @@ static int sd_reduction(const char *what, sd_buf *b, size_t off, size_t n, int d
         return SD_FAIL(SD_ERR_ARG, "%s: unknown algorithm %d", what, algo);
     if (root >= g_sd.npes) return SD_FAIL(SD_ERR_ARG, "%s: root PE %d of %d", what, root, g_sd.npes);
     if (n == 0) return SD_OK;
+    SD_TRY(sd_coll_arrival());
     const bool fallback = algo == SD_ALGO_NVSHMEM || !g_sd.all_reachable;
     if (dtype == SD_F32)
         return fallback ? sd_fallback_reduce<float>(b, off, n, op, root)
@@ -694,10 +699,11 @@ extern "C" int sd_broadcast_enqueue(sd_buf *b, size_t off, size_t bytes, int32_t
     if (root < 0 || root >= g_sd.npes)
         return SD_FAIL(SD_ERR_ARG, "sd_broadcast_enqueue: root PE %d of %d", root, g_sd.npes);
     if (bytes == 0) return SD_OK;
+    SD_TRY(sd_coll_arrival());
     if (!g_sd.all_reachable) return sd_fallback_broadcast(b, off, bytes, root);
     const sd_range r = sd_make_range(b, off, bytes, 1);
     const unsigned g = sd_grid(r.nvec, (size_t)SD_THREADS * SD_UNROLL);
-    sd_broadcast_kernel<<<g, SD_THREADS, 0, g_sd.stream>>>(
+    sd_broadcast_kernel<<<g, SD_THREADS, 0, sd_coll_stream()>>>(
         sd_sync_args(SD_OP_BROADCAST), (void *const *)b->d_peers, (char *)b->base, r, root);
     SD_CUDA(cudaGetLastError());
     return SD_OK;
@@ -733,6 +739,7 @@ extern "C" int sd_reduce_scatter_enqueue(sd_buf *b, size_t lo, size_t hi, size_t
     SD_TRY(sd_check_shard(what, b, lo, hi, span, sd_elem_size(dtype)));
     if (op < SD_SUM || op > SD_MIN) return SD_FAIL(SD_ERR_ARG, "%s: unknown operator %d", what, op);
     if (span == 0) return SD_OK; /* every shard is empty: no PE launches */
+    SD_TRY(sd_coll_arrival());
     if (dtype == SD_F32)
         return sd_rooted_reduce<float>(b, lo, hi - lo, op, g_sd.pe, span, SD_OP_REDUCE_SCATTER);
     return sd_rooted_reduce<__nv_bfloat16>(b, lo, hi - lo, op, g_sd.pe, span, SD_OP_REDUCE_SCATTER);
@@ -742,9 +749,10 @@ extern "C" int sd_allgather_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span
     static const char what[] = "sd_allgather_enqueue";
     SD_TRY(sd_check_shard(what, b, lo, hi, span, 1));
     if (span == 0) return SD_OK;
+    SD_TRY(sd_coll_arrival());
     const sd_range r = sd_make_range(b, lo, hi - lo, 1);
     const unsigned g = sd_grid((span + 15) / 16, (size_t)SD_THREADS * SD_UNROLL);
-    sd_allgather_kernel<<<g, SD_THREADS, 0, g_sd.stream>>>(
+    sd_allgather_kernel<<<g, SD_THREADS, 0, sd_coll_stream()>>>(
         sd_sync_args(SD_OP_ALLGATHER), (void *const *)b->d_peers, (const char *)b->base, r);
     SD_CUDA(cudaGetLastError());
     return SD_OK;

@@ -72,6 +72,46 @@ static __device__ __forceinline__ float sdc_sum8(float mine) {
     return sdc_tree8(v);
 }
 
+/*
+ * Rows in L lanes, L a power of two up to 32 (the bf16 row kernels give a
+ * row a whole warp): lane a of the L takes the elements a, a+L, ... of the
+ * row's leading multiple of L. sdc_sum_lanes adds the lanes' partials
+ * pairwise, neighbours first: ((0+1)+(2+3))+... (for L = 8 exactly
+ * sdc_sum8's tree, so the same bits), every lane getting the sum; then the
+ * row's tail (the ntail < L elements past the multiple, lane a holding tail
+ * element a in tail) is added one by one in order. ntail must be the same
+ * on all lanes of the warp, and every lane must call it.
+ */
+template <int L>
+static __device__ __forceinline__ float sdc_sum_lanes(float mine, float tail, int ntail) {
+    float s = mine;
+#pragma unroll
+    for (int off = 1; off < L; off <<= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, off, L));
+    for (int i = 0; i < ntail; i++) s = __fadd_rn(s, __shfl_sync(0xffffffffu, tail, i, L));
+    return s;
+}
+
+/*
+ * The element types of the kernels that take an sdc_dtype: float, or bf16
+ * held as its bits (sdc_bf16), read exactly (the bits in the high half of
+ * a float) and stored rounded to nearest even on the bits, as
+ * sdc_cast_bf16 rounds: add 0x7fff plus the lowest kept bit and keep the
+ * high half (overflow goes to infinity); every NaN becomes 0x7fc0. The
+ * emulated device (compute/cuda/cudatest) rounds the same way.
+ */
+typedef uint16_t sdc_bf16;
+
+static __device__ __forceinline__ uint16_t sdc_bf16_rn(float v) {
+    uint32_t u = __float_as_uint(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static __device__ __forceinline__ float sdc_ld(const float *p) { return *p; }
+static __device__ __forceinline__ float sdc_ld(const sdc_bf16 *p) { return __uint_as_float((uint32_t)*p << 16); }
+static __device__ __forceinline__ void sdc_st(float *p, float v) { *p = v; }
+static __device__ __forceinline__ void sdc_st(sdc_bf16 *p, float v) { *p = sdc_bf16_rn(v); }
+
 /* Whether v fits the int that cuBLAS takes for a size. */
 static inline bool sdc_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 

@@ -4,10 +4,11 @@
  * bf16 copy of the fp32 master weights that the bf16 GEMMs and kernels read).
  *
  * The rounding is done on the bits, as the emulated device does it
- * (compute/cuda/cudatest's bf16FromF32): add 0x7fff plus the lowest kept bit
- * and keep the high half, which rounds to nearest with ties to even and
- * overflows to infinity; every NaN becomes the quiet NaN 0x7fc0. The way
- * back puts the bf16 bits in the high half of an fp32, which is exact.
+ * (compute/cuda/cudatest's bf16FromF32): sdc_bf16_rn of sd_compute.cuh adds
+ * 0x7fff plus the lowest kept bit and keeps the high half, which rounds to
+ * nearest with ties to even and overflows to infinity; every NaN becomes the
+ * quiet NaN 0x7fc0. The way back puts the bf16 bits in the high half of an
+ * fp32, which is exact.
  */
 #include "sd_compute.cuh"
 #include "sd_internal.h"
@@ -18,13 +19,7 @@
 __global__ void sdc_cast_bf16_kernel(uint16_t *__restrict__ dst, const float *__restrict__ src, int64_t n) {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        uint32_t u = __float_as_uint(src[i]);
-        if ((u & 0x7fffffffu) > 0x7f800000u) {
-            dst[i] = 0x7fc0;
-            continue;
-        }
-        u += 0x7fffu + ((u >> 16) & 1u);
-        dst[i] = (uint16_t)(u >> 16);
+        dst[i] = sdc_bf16_rn(src[i]);
     }
 }
 

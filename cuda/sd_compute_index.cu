@@ -116,7 +116,9 @@ extern "C" int sdc_index_scatter_add(const sdc_ctx *c, uint64_t table, uint64_t 
  * sdc_embed_backward_bf16), forward and backward: other kernels than the
  * gather and scatter above, which the fp32 engine composes.
  *
- * forward: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:], one thread per 8 channels.
+ * forward: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:], one thread per 8 channels;
+ * without a position table (wpe 0: a Llama, whose attention places the
+ * tokens) out[b,t,:] = wte[tokens[b,t],:], and the backward has no dwpe.
  * backward, deterministic without float atomics:
  *   dwpe[t,:] += sum over b (in order) of dout[b,t,:], one thread per 8 channels;
  *   dwte: the N = B*T positions are sorted by token with CUB's radix sort
@@ -141,9 +143,11 @@ __global__ void sdc_embb_fwd_kernel(bf16 *__restrict__ out, const int32_t *__res
     const int tok = tokens[row];
     float a[8], p[8];
     sdb_load8(wte + (size_t)tok * C + 8 * v, a);
-    sdb_load8(wpe + (size_t)t * C + 8 * v, p);
+    if (wpe) {
+        sdb_load8(wpe + (size_t)t * C + 8 * v, p);
 #pragma unroll
-    for (int k = 0; k < 8; k++) a[k] += p[k];
+        for (int k = 0; k < 8; k++) a[k] += p[k];
+    }
     sdb_store8(out + (size_t)row * C + 8 * v, a);
 }
 
@@ -223,7 +227,7 @@ extern "C" int sdc_embed_bf16(const sdc_ctx *c, uint64_t out, uint64_t tokens, u
     if (!c || B <= 0 || T <= 0 || C <= 0 || C % 8 != 0 || B * T > 0x7fffffff || C > 0x7fffffff)
         return SD_FAIL(SD_ERR_ARG, "sdc_embed_bf16: B=%lld T=%lld C=%lld (C a multiple of 8)", (long long)B,
                        (long long)T, (long long)C);
-    if (!out || !tokens || !wte || !wpe || out % 16 || wte % 16 || wpe % 16)
+    if (!out || !tokens || !wte || out % 16 || wte % 16 || wpe % 16)
         return SD_FAIL(SD_ERR_ARG, "sdc_embed_bf16: NULL or unaligned pointer");
     SD_TRY(sdc_use_device(c->device));
     const int N = (int)(B * T);
@@ -250,7 +254,7 @@ extern "C" int sdc_embed_backward_bf16(const sdc_ctx *c, uint64_t dwte, uint64_t
         V > 0x7fffffff)
         return SD_FAIL(SD_ERR_ARG, "sdc_embed_backward_bf16: B=%lld T=%lld C=%lld V=%lld", (long long)B, (long long)T,
                        (long long)C, (long long)V);
-    if (!dwte || !dwpe || !dout || !tokens || !scratch || dwte % 16 || dwpe % 16 || dout % 16 || scratch % 256)
+    if (!dwte || !dout || !tokens || !scratch || dwte % 16 || dwpe % 16 || dout % 16 || scratch % 256)
         return SD_FAIL(SD_ERR_ARG, "sdc_embed_backward_bf16: NULL or unaligned pointer (scratch: 256 bytes)");
     const int N = (int)(B * T), Ci = (int)C, Vi = (int)V;
     const size_t seg = sdc_embb_round256((size_t)N * sizeof(int32_t));
@@ -276,7 +280,10 @@ extern "C" int sdc_embed_backward_bf16(const sdc_ctx *c, uint64_t dwte, uint64_t
     dim3 grid((unsigned)N, (unsigned)((nv + SDC_EMBB_THREADS - 1) / SDC_EMBB_THREADS));
     sdc_embb_wte_bwd_kernel<<<grid, SDC_EMBB_THREADS, 0, s>>>((float *)(uintptr_t)dwte, dy, keys_out, pos_out, N, Ci);
     SD_CUDA(cudaGetLastError());
-    sdc_embb_wpe_bwd_kernel<<<((int)T * nv + 255) / 256, 256, 0, s>>>((float *)(uintptr_t)dwpe, dy, (int)B, (int)T, Ci);
-    SD_CUDA(cudaGetLastError());
+    if (dwpe) {
+        sdc_embb_wpe_bwd_kernel<<<((int)T * nv + 255) / 256, 256, 0, s>>>((float *)(uintptr_t)dwpe, dy, (int)B, (int)T,
+                                                                          Ci);
+        SD_CUDA(cudaGetLastError());
+    }
     return SD_OK;
 }

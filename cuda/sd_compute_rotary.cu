@@ -1,7 +1,10 @@
 /*
- * sd_compute_rotary.cu: rotary position embedding (RoPE) of float32 rows of
- * heads, forward and its inverse (compute.Rotary's plan in compute/cuda
- * uploads the cos and sin table once and runs this for every rotation).
+ * sd_compute_rotary.cu: rotary position embedding (RoPE) of rows of heads,
+ * forward and its inverse (compute.Rotary's plan in compute/cuda uploads the
+ * cos and sin table once, in fp32, and runs this for every rotation), over
+ * float32 or bf16 rows: a template over the element type T (float, or
+ * sdc_bf16 read exactly and stored rounded: sd_compute.cuh), one launcher
+ * taking the dtype.
  *
  * x is rows of width channels, heads of hs channels side by side, row r at
  * position p = r mod t. A thread turns one pair: channel i < hs/2 of a head
@@ -12,9 +15,11 @@
  *   y[i + hs/2] = x[i + hs/2] * cos + x[i] * sin
  *
  * with sin negated for the inverse rotation (the gradient). Each product is
- * rounded before the sum (round-to-nearest intrinsics, no FMA): the CPU
- * engine's bits. A thread reads its two elements before it writes them and
- * no other thread touches them, so y may be x.
+ * rounded before the sum (round-to-nearest intrinsics, no FMA): in fp32 the
+ * CPU engine's bits; in bf16 the same float32 operations on the widened
+ * elements, each result rounded to bf16 once, on its store (what
+ * compute/cuda/cudatest emulates). A thread reads its two elements before it
+ * writes them and no other thread touches them, so y may be x.
  */
 #include "sd_compute.cuh"
 #include "sd_internal.h"
@@ -23,7 +28,8 @@
 #define SDC_ROTATE_THREADS 256
 
 /* y (rows, width) = x rotated; half = hs/2, the tables (t, half). y may be x. */
-__global__ void sdc_rotate_kernel(float *y, const float *x, const float *__restrict__ cos_tab,
+template <typename T>
+__global__ void sdc_rotate_kernel(T *y, const T *x, const float *__restrict__ cos_tab,
                                   const float *__restrict__ sin_tab, int64_t rows, int64_t width, int64_t half,
                                   int64_t t, int inverse) {
     const int64_t per_row = width / 2; /* pairs in a row */
@@ -36,23 +42,32 @@ __global__ void sdc_rotate_kernel(float *y, const float *x, const float *__restr
         const float ci = cos_tab[e];
         const float si = inverse ? -sin_tab[e] : sin_tab[e];
         const int64_t o = row * width + head * 2 * half + i;
-        const float a = x[o], b = x[o + half];
-        y[o] = __fsub_rn(__fmul_rn(a, ci), __fmul_rn(b, si));
-        y[o + half] = __fadd_rn(__fmul_rn(b, ci), __fmul_rn(a, si));
+        const float a = sdc_ld(x + o), b = sdc_ld(x + o + half);
+        sdc_st(y + o, __fsub_rn(__fmul_rn(a, ci), __fmul_rn(b, si)));
+        sdc_st(y + o + half, __fadd_rn(__fmul_rn(b, ci), __fmul_rn(a, si)));
     }
 }
 
-extern "C" int sdc_rotate(const sdc_ctx *c, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab, int64_t rows,
-                          int64_t width, int64_t hs, int64_t t, sdc_flag inverse) {
-    if (!c || rows <= 0 || width <= 0 || hs <= 0 || hs % 2 != 0 || width % hs != 0 || t <= 0 ||
-        rows > INT64_MAX / width || t > INT64_MAX / hs || !y || !x || !cos_tab || !sin_tab)
-        return SD_FAIL(SD_ERR_ARG, "sdc_rotate: bad arguments (%lld rows of %lld, heads of %lld, %lld positions)",
-                       (long long)rows, (long long)width, (long long)hs, (long long)t);
-    SD_TRY(sdc_use_device(c->device));
+template <typename T>
+static int sdc_rotate_run(const sdc_ctx *c, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab, int64_t rows,
+                          int64_t width, int64_t hs, int64_t t, int inverse) {
     const unsigned blocks = (unsigned)sdc_grid(rows * (width / 2), SDC_ROTATE_THREADS, c->sm_count, 16);
-    sdc_rotate_kernel<<<blocks, SDC_ROTATE_THREADS, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
-        (float *)(uintptr_t)y, (const float *)(uintptr_t)x, (const float *)(uintptr_t)cos_tab,
-        (const float *)(uintptr_t)sin_tab, rows, width, hs / 2, t, inverse ? 1 : 0);
+    sdc_rotate_kernel<T><<<blocks, SDC_ROTATE_THREADS, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
+        (T *)(uintptr_t)y, (const T *)(uintptr_t)x, (const float *)(uintptr_t)cos_tab,
+        (const float *)(uintptr_t)sin_tab, rows, width, hs / 2, t, inverse);
     SD_CUDA(cudaGetLastError());
     return SD_OK;
+}
+
+extern "C" int sdc_rotate(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, uint64_t cos_tab,
+                          uint64_t sin_tab, int64_t rows, int64_t width, int64_t hs, int64_t t, sdc_flag inverse) {
+    if (!c || (dtype != SDC_F32 && dtype != SDC_BF16) || rows <= 0 || width <= 0 || hs <= 0 || hs % 2 != 0 ||
+        width % hs != 0 || t <= 0 || rows > INT64_MAX / width || t > INT64_MAX / hs || !y || !x || !cos_tab ||
+        !sin_tab)
+        return SD_FAIL(SD_ERR_ARG,
+                       "sdc_rotate: bad arguments (dtype %d, %lld rows of %lld, heads of %lld, %lld positions)",
+                       (int)dtype, (long long)rows, (long long)width, (long long)hs, (long long)t);
+    SD_TRY(sdc_use_device(c->device));
+    if (dtype == SDC_BF16) return sdc_rotate_run<sdc_bf16>(c, y, x, cos_tab, sin_tab, rows, width, hs, t, inverse ? 1 : 0);
+    return sdc_rotate_run<float>(c, y, x, cos_tab, sin_tab, rows, width, hs, t, inverse ? 1 : 0);
 }

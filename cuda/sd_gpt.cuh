@@ -35,6 +35,40 @@ int sdg_fail(int code, const char *file, int line, const char *fmt, ...) __attri
  * mma kernels may run. */
 size_t sdg_am_backward_scratch_bytes(int B, int T, int NH);
 
+/*
+ * Where attention's operands lie (sd_gpt_attention.cu, sd_gpt_attention_mma.cu):
+ * query head h of row r (= b*T + t) at q + r*ldq + h*HS, its key and value at
+ * k + r*ldkv + (h/grp)*HS and v + r*ldkv + (h/grp)*HS; their gradients dq,
+ * dk, dv at the same offsets with the same strides. GPT-2's packed qkv
+ * (B,T,3C) is q = qkv, k = qkv + C, v = qkv + 2C, every stride 3C, grp 1;
+ * grouped-query attention (sdg_gqa_*) is three tensors, ldq = NH*HS,
+ * ldkv = KVH*HS, grp = NH/KVH query heads a key/value head (repeat_kv's
+ * order). out and dout are (B,T,NH*HS) either way.
+ */
+struct sdg_att_io {
+    const bf16 *q, *k, *v;
+    bf16 *dq, *dk, *dv;
+    int ldq, ldkv; /* elements between rows */
+    int NH, grp;   /* query heads; query heads per key/value head */
+};
+
+/* GPT-2's packed qkv (and dqkv, which may be NULL for the forward) as an io. */
+static inline sdg_att_io sdg_att_packed(const void *qkv, void *dqkv, int C, int NH) {
+    const bf16 *x = (const bf16 *)qkv;
+    bf16 *d = (bf16 *)dqkv;
+    sdg_att_io io = {x, x + C, x + 2 * C, d, d ? d + C : NULL, d ? d + 2 * C : NULL, 3 * C, 3 * C, NH, 1};
+    return io;
+}
+
+/* The mma kernels on an io (sd_gpt_attention_mma.cu), and the wmma ones
+ * (sd_gpt_attention.cu); arguments checked by the caller. */
+int sdg_am_forward_io(void *out, float *lse, const sdg_att_io &io, int B, int T, void *stream);
+int sdg_am_backward_io(const sdg_att_io &io, const void *dout, const void *out, const float *lse, int B, int T,
+                       void *scratch, void *stream);
+int sdg_att_forward_io(void *out, float *lse, const sdg_att_io &io, int B, int T, int HS, void *stream);
+int sdg_att_backward_io(const sdg_att_io &io, const void *dout, const void *out, const float *lse, int B, int T,
+                        int HS, void *scratch, void *stream);
+
 /* Which attention the entry points take (sd_gpt_attention_cudnn.cu):
  * SYMDDP_ATTENTION=auto (or unset): cuDNN's where its plans build, else ours;
  * cudnn: cuDNN's or an error saying why not; own (or anything else): ours.

@@ -21,6 +21,12 @@
  *     S = Q K^T, dP = dO V^T, dS = P (dP - D) scale, dQ += dS K.
  * Each gradient element is summed by one warp in a fixed tile order, so the
  * bits repeat. head size HS: 32 or 64 (templates); T a multiple of 64.
+ * The operands are an sdg_att_io (sd_gpt.cuh): GPT-2's packed qkv, or
+ * grouped-query attention's three tensors, query head h reading key/value
+ * head h/grp; there the dK/dV block of a key tile and key/value head loops
+ * over the group's query heads in order, each over its query tiles, so the
+ * key/value head's gradient sums its group in the fragments, in a fixed
+ * order (for grp = 1 the loop of before).
  */
 #include <math.h>
 #include <mma.h>
@@ -75,8 +81,8 @@ static size_t sdg_att_fwd_smem() {
 
 template <int HS>
 __global__ void __launch_bounds__(SDG_ATT_THREADS)
-    sdg_att_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ qkv, int T, int C,
-                       int NH, float scale_log2) {
+    sdg_att_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ lse, const sdg_att_io io, int T,
+                       float scale_log2) {
     constexpr int LDH = HS + 8;
     extern __shared__ __align__(128) float4 sdg_att_smem[]; /* wmma wants 32-byte aligned tiles */
     bf16 *sQ = reinterpret_cast<bf16 *>(sdg_att_smem);
@@ -86,14 +92,14 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
     bf16 *sP = reinterpret_cast<bf16 *>(sS + SDG_ATT_WARPS * 16 * SDG_ATT_LDS);
 
     const int qt = gridDim.x - 1 - blockIdx.x;
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int NH = io.NH, C = NH * HS;
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH, kvh = h / io.grp;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const size_t ld = (size_t)3 * C;
-    const bf16 *base = qkv + (size_t)b * T * ld;
+    const size_t ldq = (size_t)io.ldq, ldkv = (size_t)io.ldkv;
     float *myS = sS + warp * 16 * SDG_ATT_LDS;
     bf16 *myP = sP + warp * 16 * SDG_ATT_LDP;
 
-    sdg_att_load_tile<HS>(sQ, base + (size_t)qt * SDG_ATT_TILE * ld + h * HS, ld);
+    sdg_att_load_tile<HS>(sQ, io.q + ((size_t)b * T + (size_t)qt * SDG_ATT_TILE) * ldq + h * HS, ldq);
     __syncthreads();
     sdg_frag_a qf[HS / 16];
 #pragma unroll
@@ -108,9 +114,9 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
 
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads(); /* every warp is done with the previous K and V */
-        const bf16 *kv = base + (size_t)kt * SDG_ATT_TILE * ld + h * HS;
-        sdg_att_load_tile<HS>(sK, kv + C, ld);
-        sdg_att_load_tile<HS>(sV, kv + 2 * C, ld);
+        const size_t kv = ((size_t)b * T + (size_t)kt * SDG_ATT_TILE) * ldkv + kvh * HS;
+        sdg_att_load_tile<HS>(sK, io.k + kv, ldkv);
+        sdg_att_load_tile<HS>(sV, io.v + kv, ldkv);
         __syncthreads();
 #pragma unroll
         for (int nt = 0; nt < SDG_ATT_TILE / 16; nt++) {
@@ -208,9 +214,8 @@ static size_t sdg_att_bkv_smem() {
 
 template <int HS>
 __global__ void __launch_bounds__(SDG_ATT_THREADS)
-    sdg_att_bwd_kv_kernel(bf16 *__restrict__ dqkv, const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
-                          const float *__restrict__ lse, const float *__restrict__ D, int T, int C, int NH,
-                          float scale_log2, float scale) {
+    sdg_att_bwd_kv_kernel(const bf16 *__restrict__ dout, const sdg_att_io io, const float *__restrict__ lse,
+                          const float *__restrict__ D, int T, float scale_log2, float scale) {
     constexpr int LDH = HS + 8;
     extern __shared__ __align__(128) float4 sdg_att_smem[]; /* wmma wants 32-byte aligned tiles */
     bf16 *sK = reinterpret_cast<bf16 *>(sdg_att_smem);
@@ -226,19 +231,19 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
 
     const int kt = blockIdx.x;
     const int nT = T / SDG_ATT_TILE;
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int NH = io.NH, grp = io.grp, KVH = NH / grp, C = NH * HS;
+    const int bkv = blockIdx.y, b = bkv / KVH, kvh = bkv % KVH;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const size_t ld = (size_t)3 * C;
-    const bf16 *base = qkv + (size_t)b * T * ld;
+    const size_t ldq = (size_t)io.ldq, ldkv = (size_t)io.ldkv;
     const bf16 *dbase = dout + (size_t)b * T * C;
     float *myS = sS + warp * 16 * SDG_ATT_LDS;
     float *mydP = sdP + warp * 16 * SDG_ATT_LDS;
     bf16 *myP = sP + warp * 16 * SDG_ATT_LDP;
     bf16 *mydS = sdS + warp * 16 * SDG_ATT_LDP;
 
-    const bf16 *kvrows = base + (size_t)kt * SDG_ATT_TILE * ld + h * HS;
-    sdg_att_load_tile<HS>(sK, kvrows + C, ld);
-    sdg_att_load_tile<HS>(sV, kvrows + 2 * C, ld);
+    const size_t kvrows = ((size_t)b * T + (size_t)kt * SDG_ATT_TILE) * ldkv + kvh * HS;
+    sdg_att_load_tile<HS>(sK, io.k + kvrows, ldkv);
+    sdg_att_load_tile<HS>(sV, io.v + kvrows, ldkv);
     __syncthreads();
     sdg_frag_a kf[HS / 16], vf[HS / 16];
 #pragma unroll
@@ -255,9 +260,10 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
     const int r = lane >> 1, half = lane & 1;
     const int key = kt * SDG_ATT_TILE + warp * 16 + r;
 
-    for (int qt = kt; qt < nT; qt++) {
+    for (int it = 0; it < grp * (nT - kt); it++) { /* the group's query heads in order, each over qt = kt..nT-1 */
+        const int h = kvh * grp + it / (nT - kt), qt = kt + it % (nT - kt), bh = b * NH + h;
         __syncthreads(); /* every warp is done with the previous Q and dO */
-        sdg_att_load_tile<HS>(sQ, base + (size_t)qt * SDG_ATT_TILE * ld + h * HS, ld);
+        sdg_att_load_tile<HS>(sQ, io.q + ((size_t)b * T + (size_t)qt * SDG_ATT_TILE) * ldq + h * HS, ldq);
         sdg_att_load_tile<HS>(sO, dbase + (size_t)qt * SDG_ATT_TILE * C + h * HS, (size_t)C);
         for (int i = threadIdx.x; i < SDG_ATT_TILE; i += SDG_ATT_THREADS) {
             const size_t row = (size_t)bh * T + qt * SDG_ATT_TILE + i;
@@ -309,17 +315,17 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
         }
     }
     /* dK, then dV, through the warp's score tile (HS <= 64 columns). */
-    bf16 *drow = dqkv + ((size_t)b * T + kt * SDG_ATT_TILE + warp * 16) * ld + h * HS;
+    const size_t drow = ((size_t)b * T + kt * SDG_ATT_TILE + warp * 16) * ldkv + kvh * HS;
     __syncwarp();
 #pragma unroll
     for (int nt = 0; nt < HS / 16; nt++) wmma::store_matrix_sync(myS + nt * 16, dk[nt], SDG_ATT_LDS, wmma::mem_row_major);
     __syncwarp();
-    sdg_att_store_rows<HS>(drow + C, ld, myS, lane);
+    sdg_att_store_rows<HS>(io.dk + drow, ldkv, myS, lane);
     __syncwarp();
 #pragma unroll
     for (int nt = 0; nt < HS / 16; nt++) wmma::store_matrix_sync(myS + nt * 16, dv[nt], SDG_ATT_LDS, wmma::mem_row_major);
     __syncwarp();
-    sdg_att_store_rows<HS>(drow + 2 * C, ld, myS, lane);
+    sdg_att_store_rows<HS>(io.dv + drow, ldkv, myS, lane);
 }
 
 template <int HS>
@@ -330,9 +336,8 @@ static size_t sdg_att_bq_smem() {
 
 template <int HS>
 __global__ void __launch_bounds__(SDG_ATT_THREADS)
-    sdg_att_bwd_q_kernel(bf16 *__restrict__ dqkv, const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
-                         const float *__restrict__ lse, const float *__restrict__ D, int T, int C, int NH,
-                         float scale_log2, float scale) {
+    sdg_att_bwd_q_kernel(const bf16 *__restrict__ dout, const sdg_att_io io, const float *__restrict__ lse,
+                         const float *__restrict__ D, int T, float scale_log2, float scale) {
     constexpr int LDH = HS + 8;
     extern __shared__ __align__(128) float4 sdg_att_smem[]; /* wmma wants 32-byte aligned tiles */
     bf16 *sQ = reinterpret_cast<bf16 *>(sdg_att_smem);
@@ -344,15 +349,15 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
     bf16 *sdS = reinterpret_cast<bf16 *>(sdP + SDG_ATT_WARPS * 16 * SDG_ATT_LDS);
 
     const int qt = gridDim.x - 1 - blockIdx.x;
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int NH = io.NH, C = NH * HS;
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH, kvh = h / io.grp;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const size_t ld = (size_t)3 * C;
-    const bf16 *base = qkv + (size_t)b * T * ld;
+    const size_t ldq = (size_t)io.ldq, ldkv = (size_t)io.ldkv;
     float *myS = sS + warp * 16 * SDG_ATT_LDS;
     float *mydP = sdP + warp * 16 * SDG_ATT_LDS;
     bf16 *mydS = sdS + warp * 16 * SDG_ATT_LDP;
 
-    sdg_att_load_tile<HS>(sQ, base + (size_t)qt * SDG_ATT_TILE * ld + h * HS, ld);
+    sdg_att_load_tile<HS>(sQ, io.q + ((size_t)b * T + (size_t)qt * SDG_ATT_TILE) * ldq + h * HS, ldq);
     sdg_att_load_tile<HS>(sO, dout + ((size_t)b * T + (size_t)qt * SDG_ATT_TILE) * C + h * HS, (size_t)C);
     __syncthreads();
     sdg_frag_a qf[HS / 16], of[HS / 16];
@@ -371,9 +376,9 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
 
     for (int kt = 0; kt <= qt; kt++) {
         __syncthreads();
-        const bf16 *kv = base + (size_t)kt * SDG_ATT_TILE * ld + h * HS;
-        sdg_att_load_tile<HS>(sK, kv + C, ld);
-        sdg_att_load_tile<HS>(sV, kv + 2 * C, ld);
+        const size_t kv = ((size_t)b * T + (size_t)kt * SDG_ATT_TILE) * ldkv + kvh * HS;
+        sdg_att_load_tile<HS>(sK, io.k + kv, ldkv);
+        sdg_att_load_tile<HS>(sV, io.v + kv, ldkv);
         __syncthreads();
 #pragma unroll
         for (int nt = 0; nt < SDG_ATT_TILE / 16; nt++) {
@@ -416,7 +421,7 @@ __global__ void __launch_bounds__(SDG_ATT_THREADS)
 #pragma unroll
     for (int nt = 0; nt < HS / 16; nt++) wmma::store_matrix_sync(myS + nt * 16, dq[nt], SDG_ATT_LDS, wmma::mem_row_major);
     __syncwarp();
-    sdg_att_store_rows<HS>(dqkv + ((size_t)b * T + qt * SDG_ATT_TILE + warp * 16) * ld + h * HS, ld, myS, lane);
+    sdg_att_store_rows<HS>(io.dq + ((size_t)b * T + qt * SDG_ATT_TILE + warp * 16) * ldq + h * HS, ldq, myS, lane);
 }
 
 static int sdg_att_check(const char *what, int B, int T, int C, int NH, int *hs) {
@@ -438,21 +443,21 @@ static int sdg_att_smem_attr(const void *kernel, size_t bytes, int *done) {
 }
 
 template <int HS>
-static int sdg_att_forward_hs(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s) {
+static int sdg_att_forward_hs(bf16 *out, float *lse, const sdg_att_io &io, int B, int T, cudaStream_t s) {
     static int done = 0;
     const size_t smem = sdg_att_fwd_smem<HS>();
     int rc = sdg_att_smem_attr((const void *)sdg_att_fwd_kernel<HS>, smem, &done);
     if (rc != SDG_OK) return rc;
     const float scale_log2 = SDG_LOG2E / sqrtf((float)HS);
-    dim3 grid((unsigned)(T / SDG_ATT_TILE), (unsigned)(B * NH));
-    sdg_att_fwd_kernel<HS><<<grid, SDG_ATT_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, scale_log2);
+    dim3 grid((unsigned)(T / SDG_ATT_TILE), (unsigned)(B * io.NH));
+    sdg_att_fwd_kernel<HS><<<grid, SDG_ATT_THREADS, smem, s>>>(out, lse, io, T, scale_log2);
     SDG_LAUNCHED();
     return SDG_OK;
 }
 
 template <int HS>
-static int sdg_att_backward_hs(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse, const float *D, int B,
-                               int T, int C, int NH, cudaStream_t s) {
+static int sdg_att_backward_hs(const sdg_att_io &io, const bf16 *dout, const float *lse, const float *D, int B, int T,
+                               cudaStream_t s) {
     static int done_kv = 0, done_q = 0;
     const size_t smem_kv = sdg_att_bkv_smem<HS>(), smem_q = sdg_att_bq_smem<HS>();
     int rc = sdg_att_smem_attr((const void *)sdg_att_bwd_kv_kernel<HS>, smem_kv, &done_kv);
@@ -461,12 +466,12 @@ static int sdg_att_backward_hs(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, co
     if (rc != SDG_OK) return rc;
     const float scale = 1.f / sqrtf((float)HS);
     const float scale_log2 = scale * SDG_LOG2E;
-    dim3 grid((unsigned)(T / SDG_ATT_TILE), (unsigned)(B * NH));
-    sdg_att_bwd_kv_kernel<HS><<<grid, SDG_ATT_THREADS, smem_kv, s>>>(dqkv, dout, qkv, lse, D, T, C, NH, scale_log2,
-                                                                      scale);
+    const unsigned tiles = (unsigned)(T / SDG_ATT_TILE);
+    sdg_att_bwd_kv_kernel<HS><<<dim3(tiles, (unsigned)(B * (io.NH / io.grp))), SDG_ATT_THREADS, smem_kv, s>>>(
+        dout, io, lse, D, T, scale_log2, scale);
     SDG_LAUNCHED();
-    sdg_att_bwd_q_kernel<HS><<<grid, SDG_ATT_THREADS, smem_q, s>>>(dqkv, dout, qkv, lse, D, T, C, NH, scale_log2,
-                                                                    scale);
+    sdg_att_bwd_q_kernel<HS><<<dim3(tiles, (unsigned)(B * io.NH)), SDG_ATT_THREADS, smem_q, s>>>(dout, io, lse, D, T,
+                                                                                              scale_log2, scale);
     SDG_LAUNCHED();
     return SDG_OK;
 }
@@ -478,9 +483,14 @@ extern "C" int sdg_attention_forward_wmma(void *out, float *lse, const void *qkv
     if (rc != SDG_OK) return rc;
     if (!out || !lse || !qkv || !sdg_aligned16(out) || !sdg_aligned16(qkv))
         return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_forward: NULL or unaligned pointer");
+    return sdg_att_forward_io(out, lse, sdg_att_packed(qkv, NULL, C, NH), B, T, hs, stream);
+}
+
+/* The wmma forward on io (checked by the caller: HS 32 or 64). */
+int sdg_att_forward_io(void *out, float *lse, const sdg_att_io &io, int B, int T, int HS, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
-    if (hs == 64) return sdg_att_forward_hs<64>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
-    return sdg_att_forward_hs<32>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s);
+    if (HS == 64) return sdg_att_forward_hs<64>((bf16 *)out, lse, io, B, T, s);
+    return sdg_att_forward_hs<32>((bf16 *)out, lse, io, B, T, s);
 }
 
 /* D for the wmma kernels; where the mma kernels may run, also what they need
@@ -500,15 +510,21 @@ extern "C" int sdg_attention_backward_wmma(void *dqkv, const void *dout, const v
     if (!dqkv || !dout || !qkv || !out || !lse || !scratch || !sdg_aligned16(dqkv) || !sdg_aligned16(dout) ||
         !sdg_aligned16(qkv) || !sdg_aligned16(out))
         return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward: NULL or unaligned pointer");
+    return sdg_att_backward_io(sdg_att_packed(qkv, dqkv, C, NH), dout, out, lse, B, T, hs, scratch, stream);
+}
+
+/* The wmma backward on io (checked by the caller: HS 32 or 64): D, then dK
+ * and dV, then dQ. */
+int sdg_att_backward_io(const sdg_att_io &io, const void *dout, const void *out, const float *lse, int B, int T,
+                        int HS, void *scratch, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
     float *D = (float *)scratch;
-    const int rows = B * NH * T;
-    sdg_att_bwd_pre_kernel<<<(rows + 255) / 256, 256, 0, s>>>(D, (const bf16 *)dout, (const bf16 *)out, B, T, C, NH,
-                                                              hs);
+    const int NH = io.NH, rows = B * NH * T;
+    sdg_att_bwd_pre_kernel<<<(rows + 255) / 256, 256, 0, s>>>(D, (const bf16 *)dout, (const bf16 *)out, B, T, NH * HS,
+                                                              NH, HS);
     SDG_LAUNCHED();
-    if (hs == 64)
-        return sdg_att_backward_hs<64>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, B, T, C, NH, s);
-    return sdg_att_backward_hs<32>((bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, D, B, T, C, NH, s);
+    if (HS == 64) return sdg_att_backward_hs<64>(io, (const bf16 *)dout, lse, D, B, T, s);
+    return sdg_att_backward_hs<32>(io, (const bf16 *)dout, lse, D, B, T, s);
 }
 
 /* The entry points: cuDNN's where sdg_attention_use_cudnn says so, else the
@@ -528,4 +544,57 @@ extern "C" int sdg_attention_backward(void *dqkv, const void *dout, const void *
     if (sdg_attention_mma_supported(T, C, NH))
         return sdg_attention_backward_mma(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
     return sdg_attention_backward_wmma(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
+}
+
+/* ---- grouped-query attention (sdg_gqa_*): the same kernels on three tensors ---- */
+
+static int sdg_gqa_check(const char *what, int B, int T, int NH, int KVH, int HS) {
+    if (B <= 0 || T <= 0 || NH <= 0 || KVH <= 0 || NH % KVH != 0)
+        return SDG_FAIL(SDG_ERR_ARG, "%s: B=%d T=%d NH=%d KVH=%d (want NH a multiple of KVH)", what, B, T, NH, KVH);
+    if (HS != 32 && HS != 64) return SDG_FAIL(SDG_ERR_ARG, "%s: head size %d (want 32 or 64)", what, HS);
+    if (T % SDG_ATT_TILE != 0) return SDG_FAIL(SDG_ERR_ARG, "%s: T=%d is not a multiple of %d", what, T, SDG_ATT_TILE);
+    if ((long long)B * NH > 65535) return SDG_FAIL(SDG_ERR_ARG, "%s: B*NH=%d too large", what, B * NH);
+    return SDG_OK;
+}
+
+/* The mma kernels where they apply (head size 64, T a multiple of 128). */
+static bool sdg_gqa_mma(int T, int NH, int HS) { return HS == 64 && sdg_attention_mma_supported(T, NH * HS, NH); }
+
+static sdg_att_io sdg_gqa_io(const void *q, const void *k, const void *v, void *dq, void *dk, void *dv, int NH,
+                             int KVH, int HS) {
+    sdg_att_io io = {(const bf16 *)q, (const bf16 *)k, (const bf16 *)v, (bf16 *)dq, (bf16 *)dk, (bf16 *)dv,
+                     NH * HS, KVH * HS, NH, NH / KVH};
+    return io;
+}
+
+extern "C" int sdg_gqa_forward(void *out, float *lse, const void *q, const void *k, const void *v, int B, int T, int NH,
+                               int KVH, int HS, void *stream) {
+    int rc = sdg_gqa_check("sdg_gqa_forward", B, T, NH, KVH, HS);
+    if (rc != SDG_OK) return rc;
+    if (!out || !lse || !sdg_aligned16(out) || !q || !k || !v || !sdg_aligned16(q) || !sdg_aligned16(k) ||
+        !sdg_aligned16(v))
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_gqa_forward: NULL or unaligned pointer");
+    const sdg_att_io io = sdg_gqa_io(q, k, v, NULL, NULL, NULL, NH, KVH, HS);
+    if (sdg_gqa_mma(T, NH, HS)) return sdg_am_forward_io(out, lse, io, B, T, stream);
+    return sdg_att_forward_io(out, lse, io, B, T, HS, stream);
+}
+
+extern "C" size_t sdg_gqa_backward_scratch_bytes(int B, int T, int NH, int KVH, int HS) {
+    if (B <= 0 || T <= 0 || NH <= 0 || KVH <= 0) return 0;
+    if (sdg_gqa_mma(T, NH, HS)) return sdg_am_backward_scratch_bytes(B, T, NH);
+    return (size_t)B * NH * T * sizeof(float);
+}
+
+extern "C" int sdg_gqa_backward(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k,
+                                const void *v, const void *out, const float *lse, int B, int T, int NH, int KVH,
+                                int HS, void *scratch, void *stream) {
+    int rc = sdg_gqa_check("sdg_gqa_backward", B, T, NH, KVH, HS);
+    if (rc != SDG_OK) return rc;
+    const void *ptrs[] = {dq, dk, dv, dout, q, k, v, out};
+    for (const void *p : ptrs)
+        if (!p || !sdg_aligned16(p)) return SDG_FAIL(SDG_ERR_ARG, "sdg_gqa_backward: NULL or unaligned pointer");
+    if (!lse || !scratch) return SDG_FAIL(SDG_ERR_ARG, "sdg_gqa_backward: NULL lse or scratch");
+    const sdg_att_io io = sdg_gqa_io(q, k, v, dq, dk, dv, NH, KVH, HS);
+    if (sdg_gqa_mma(T, NH, HS)) return sdg_am_backward_io(io, dout, out, lse, B, T, scratch, stream);
+    return sdg_att_backward_io(io, dout, out, lse, B, T, HS, scratch, stream);
 }

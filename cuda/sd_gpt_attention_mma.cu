@@ -36,6 +36,12 @@
  *   scratch (213 MB at GPT-2's B=16).
  *   P and dS are rounded to bf16 for their products, as in the wmma kernels.
  * Every output element is summed in a fixed order: the bits repeat.
+ * Grouped-query attention (sdg_gqa_*, an sdg_att_io of sd_gpt.cuh): query
+ * head h reads key/value head h/grp; the dK/dV block of a key tile and a
+ * key/value head loops over its grp query heads in order, each over its
+ * query tiles, so a key/value head's gradient sums its group's query heads
+ * in registers, in a fixed order, with no atomics (for grp = 1, GPT-2's
+ * packed qkv, the loop of before).
  */
 #include <math.h>
 
@@ -131,23 +137,25 @@ static __device__ __forceinline__ void sdg_am_frag_b_kn(uint32_t &r0, uint32_t &
 static const size_t sdg_am_fwd_smem = (size_t)(SDG_AM_BM + 4 * SDG_AM_BN) * SDG_AM_LD * sizeof(bf16);
 
 __global__ void __launch_bounds__(SDG_AM_THREADS, 2)
-    sdg_am_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ qkv, int T, int C,
-                      int NH, float scale_log2) {
+    sdg_am_fwd_kernel(bf16 *__restrict__ out, float *__restrict__ lse, const sdg_att_io io, int T, float scale_log2) {
     extern __shared__ __align__(128) unsigned char sdg_am_sm[];
     bf16 *sQ = reinterpret_cast<bf16 *>(sdg_am_sm);  /* [128][LD] */
     bf16 *sK = sQ + SDG_AM_BM * SDG_AM_LD;            /* [2][64][LD] */
     bf16 *sV = sK + 2 * SDG_AM_BN * SDG_AM_LD;        /* [2][64][LD] */
     const int qt = gridDim.x - 1 - blockIdx.x;
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int NH = io.NH, C = NH * SDG_AM_HS;
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH, kvh = h / io.grp;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    const size_t ld = (size_t)3 * C;
-    const bf16 *base = qkv + (size_t)b * T * ld + h * SDG_AM_HS;
+    const size_t ldq = (size_t)io.ldq, ldkv = (size_t)io.ldkv;
+    const bf16 *qbase = io.q + (size_t)b * T * ldq + h * SDG_AM_HS;
+    const bf16 *kbase = io.k + (size_t)b * T * ldkv + kvh * SDG_AM_HS;
+    const bf16 *vbase = io.v + (size_t)b * T * ldkv + kvh * SDG_AM_HS;
     const int q0 = qt * SDG_AM_BM;
     const int nk = (q0 + SDG_AM_BM) / SDG_AM_BN; /* key tiles 0..nk-1 */
 
-    sdg_am_load<SDG_AM_BM>(sQ, base + (size_t)q0 * ld, ld);
-    sdg_am_load<SDG_AM_BN>(sK, base + C, ld);
-    sdg_am_load<SDG_AM_BN>(sV, base + 2 * C, ld);
+    sdg_am_load<SDG_AM_BM>(sQ, qbase + (size_t)q0 * ldq, ldq);
+    sdg_am_load<SDG_AM_BN>(sK, kbase, ldkv);
+    sdg_am_load<SDG_AM_BN>(sV, vbase, ldkv);
     sdg_am_commit();
 
     uint32_t qf[2][4][4];
@@ -167,9 +175,9 @@ __global__ void __launch_bounds__(SDG_AM_THREADS, 2)
     for (int kt = 0; kt < nk; kt++) {
         if (kt + 1 < nk) {
             const int nb = (kt + 1) & 1;
-            const bf16 *kb = base + (size_t)(kt + 1) * SDG_AM_BN * ld;
-            sdg_am_load<SDG_AM_BN>(sK + nb * SDG_AM_BN * SDG_AM_LD, kb + C, ld);
-            sdg_am_load<SDG_AM_BN>(sV + nb * SDG_AM_BN * SDG_AM_LD, kb + 2 * C, ld);
+            const size_t kr = (size_t)(kt + 1) * SDG_AM_BN * ldkv;
+            sdg_am_load<SDG_AM_BN>(sK + nb * SDG_AM_BN * SDG_AM_LD, kbase + kr, ldkv);
+            sdg_am_load<SDG_AM_BN>(sV + nb * SDG_AM_BN * SDG_AM_LD, vbase + kr, ldkv);
             sdg_am_commit();
             sdg_am_wait<1>();
         } else {
@@ -318,9 +326,9 @@ static __device__ __forceinline__ size_t sdg_am_ds_tile(int bh, int nT, int qt, 
 }
 
 __global__ void __launch_bounds__(SDG_AM_THREADS)
-    sdg_am_bwd_kv_kernel(bf16 *__restrict__ dqkv, bf16 *__restrict__ ds, const bf16 *__restrict__ dout,
-                         const bf16 *__restrict__ qkv, const float *__restrict__ lse, const float *__restrict__ D,
-                         int T, int C, int NH, float scale_log2, float scale) {
+    sdg_am_bwd_kv_kernel(bf16 *__restrict__ ds, const bf16 *__restrict__ dout, const sdg_att_io io,
+                         const float *__restrict__ lse, const float *__restrict__ D, int T, float scale_log2,
+                         float scale) {
     extern __shared__ __align__(128) unsigned char sdg_am_sm[];
     bf16 *sK = reinterpret_cast<bf16 *>(sdg_am_sm); /* [64][LD] */
     bf16 *sV = sK + SDG_AM_BN * SDG_AM_LD;
@@ -331,25 +339,30 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
     bf16 *sS = reinterpret_cast<bf16 *>(sD + 2 * SDG_AM_BN);                /* dS^T [key][query] */
     const int kt = blockIdx.x;
     const int nT = T / SDG_AM_BN;
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int NH = io.NH, grp = io.grp, KVH = NH / grp, C = NH * SDG_AM_HS;
+    const int bkv = blockIdx.y, b = bkv / KVH, kvh = bkv % KVH;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    const size_t ld = (size_t)3 * C;
-    const bf16 *base = qkv + (size_t)b * T * ld + h * SDG_AM_HS;
-    const bf16 *dbase = dout + (size_t)b * T * C + h * SDG_AM_HS;
+    const size_t ldq = (size_t)io.ldq, ldkv = (size_t)io.ldkv;
     const int k0 = kt * SDG_AM_BN;
+    /* the iterations: the group's query heads in order, each over the query tiles kt..nT-1 */
+    const int nq = nT - kt, iters = grp * nq;
 
-    sdg_am_load<SDG_AM_BN>(sK, base + (size_t)k0 * ld + C, ld);
-    sdg_am_load<SDG_AM_BN>(sV, base + (size_t)k0 * ld + 2 * C, ld);
-    auto load_q = [&](int qt, int buf) {
-        sdg_am_load<SDG_AM_BN>(sQ + buf * SDG_AM_BN * SDG_AM_LD, base + (size_t)qt * SDG_AM_BN * ld, ld);
-        sdg_am_load<SDG_AM_BN>(sO + buf * SDG_AM_BN * SDG_AM_LD, dbase + (size_t)qt * SDG_AM_BN * C, (size_t)C);
+    sdg_am_load<SDG_AM_BN>(sK, io.k + ((size_t)b * T + k0) * ldkv + kvh * SDG_AM_HS, ldkv);
+    sdg_am_load<SDG_AM_BN>(sV, io.v + ((size_t)b * T + k0) * ldkv + kvh * SDG_AM_HS, ldkv);
+    auto load_q = [&](int it, int buf) {
+        const int h = kvh * grp + it / nq, qt = kt + it % nq;
+        const size_t bh = (size_t)b * NH + h;
+        sdg_am_load<SDG_AM_BN>(sQ + buf * SDG_AM_BN * SDG_AM_LD,
+                               io.q + ((size_t)b * T + qt * SDG_AM_BN) * ldq + h * SDG_AM_HS, ldq);
+        sdg_am_load<SDG_AM_BN>(sO + buf * SDG_AM_BN * SDG_AM_LD,
+                               dout + ((size_t)b * T + qt * SDG_AM_BN) * C + h * SDG_AM_HS, (size_t)C);
         for (int i = threadIdx.x; i < SDG_AM_BN; i += SDG_AM_THREADS) {
-            const size_t row = (size_t)bh * T + qt * SDG_AM_BN + i;
+            const size_t row = bh * T + qt * SDG_AM_BN + i;
             sL[buf * SDG_AM_BN + i] = lse[row] * SDG_AM_LOG2E;
             sD[buf * SDG_AM_BN + i] = D[row];
         }
     };
-    load_q(kt, 0);
+    load_q(0, 0);
     sdg_am_commit();
 
     uint32_t kf[4][4], vf[4][4];
@@ -360,17 +373,17 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
         for (int e = 0; e < 4; e++) dk[j][e] = dv[j][e] = 0.f;
     const int key_lo = k0 + warp * 16 + g, key_hi = key_lo + 8; /* the thread's two keys (rows) */
 
-    for (int qt = kt; qt < nT; qt++) {
-        const int it = qt - kt;
-        if (qt + 1 < nT) {
-            load_q(qt + 1, (it + 1) & 1);
+    for (int it = 0; it < iters; it++) {
+        const int qt = kt + it % nq, bh = b * NH + kvh * grp + it / nq;
+        if (it + 1 < iters) {
+            load_q(it + 1, (it + 1) & 1);
             sdg_am_commit();
             sdg_am_wait<1>();
         } else {
             sdg_am_wait<0>();
         }
         __syncthreads();
-        if (qt == kt) {
+        if (it == 0) {
             sdg_am_frag_a(kf, sK, warp * 16, lane);
             sdg_am_frag_a(vf, sV, warp * 16, lane);
         }
@@ -448,15 +461,14 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
         }
         __syncthreads(); /* the buffers are refilled by the next iteration */
     }
-    bf16 *dkp = dqkv + ((size_t)b * T) * ld + C + h * SDG_AM_HS + 2 * c;
+    bf16 *dkp = io.dk + ((size_t)b * T) * ldkv + kvh * SDG_AM_HS + 2 * c;
+    bf16 *dvp = io.dv + ((size_t)b * T) * ldkv + kvh * SDG_AM_HS + 2 * c;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_lo * ld + 8 * j) = __floats2bfloat162_rn(dk[j][0], dk[j][1]);
-        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_hi * ld + 8 * j) = __floats2bfloat162_rn(dk[j][2], dk[j][3]);
-        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_lo * ld + C + 8 * j) =
-            __floats2bfloat162_rn(dv[j][0], dv[j][1]);
-        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_hi * ld + C + 8 * j) =
-            __floats2bfloat162_rn(dv[j][2], dv[j][3]);
+        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_lo * ldkv + 8 * j) = __floats2bfloat162_rn(dk[j][0], dk[j][1]);
+        *reinterpret_cast<__nv_bfloat162 *>(dkp + (size_t)key_hi * ldkv + 8 * j) = __floats2bfloat162_rn(dk[j][2], dk[j][3]);
+        *reinterpret_cast<__nv_bfloat162 *>(dvp + (size_t)key_lo * ldkv + 8 * j) = __floats2bfloat162_rn(dv[j][0], dv[j][1]);
+        *reinterpret_cast<__nv_bfloat162 *>(dvp + (size_t)key_hi * ldkv + 8 * j) = __floats2bfloat162_rn(dv[j][2], dv[j][3]);
     }
 }
 
@@ -468,20 +480,20 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
 static const size_t sdg_am_bwd_qds_smem = (size_t)4 * SDG_AM_BN * SDG_AM_LD * sizeof(bf16);
 
 __global__ void __launch_bounds__(SDG_AM_THREADS)
-    sdg_am_bwd_q_ds_kernel(bf16 *__restrict__ dqkv, const bf16 *__restrict__ ds, const bf16 *__restrict__ qkv, int T,
-                           int C, int NH) {
+    sdg_am_bwd_q_ds_kernel(const bf16 *__restrict__ ds, const sdg_att_io io, int T) {
     extern __shared__ __align__(128) unsigned char sdg_am_sm[];
     bf16 *sK = reinterpret_cast<bf16 *>(sdg_am_sm); /* [2][64][LD] */
     bf16 *sS = sK + 2 * SDG_AM_BN * SDG_AM_LD;      /* dS^T, [2][64][LD] */
     const int nT = T / SDG_AM_BN;
     const int qt = gridDim.x - 1 - blockIdx.x;
-    const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    const int NH = io.NH;
+    const int bh = blockIdx.y, b = bh / NH, h = bh % NH, kvh = h / io.grp;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    const size_t ld = (size_t)3 * C;
-    const bf16 *kbase = qkv + (size_t)b * T * ld + C + h * SDG_AM_HS;
+    const size_t ldq = (size_t)io.ldq, ldkv = (size_t)io.ldkv;
+    const bf16 *kbase = io.k + (size_t)b * T * ldkv + kvh * SDG_AM_HS;
     const bf16 *sbase = ds + sdg_am_ds_tile(bh, nT, qt, 0); /* tiles (qt, 0..qt) are consecutive */
     auto load = [&](int kt, int buf) {
-        sdg_am_load<SDG_AM_BN>(sK + buf * SDG_AM_BN * SDG_AM_LD, kbase + (size_t)kt * SDG_AM_BN * ld, ld);
+        sdg_am_load<SDG_AM_BN>(sK + buf * SDG_AM_BN * SDG_AM_LD, kbase + (size_t)kt * SDG_AM_BN * ldkv, ldkv);
         sdg_am_load<SDG_AM_BN>(sS + buf * SDG_AM_BN * SDG_AM_LD, sbase + (size_t)kt * SDG_AM_BN * SDG_AM_BN,
                                (size_t)SDG_AM_BN);
     };
@@ -519,11 +531,11 @@ __global__ void __launch_bounds__(SDG_AM_THREADS)
         __syncthreads(); /* the buffer is refilled by the next iteration's loads */
     }
     const int q_lo = qt * SDG_AM_BN + warp * 16 + g;
-    bf16 *dqp = dqkv + ((size_t)b * T + q_lo) * ld + h * SDG_AM_HS + 2 * c;
+    bf16 *dqp = io.dq + ((size_t)b * T + q_lo) * ldq + h * SDG_AM_HS + 2 * c;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         *reinterpret_cast<__nv_bfloat162 *>(dqp + 8 * j) = __floats2bfloat162_rn(dq[j][0], dq[j][1]);
-        *reinterpret_cast<__nv_bfloat162 *>(dqp + 8 * ld + 8 * j) = __floats2bfloat162_rn(dq[j][2], dq[j][3]);
+        *reinterpret_cast<__nv_bfloat162 *>(dqp + 8 * ldq + 8 * j) = __floats2bfloat162_rn(dq[j][2], dq[j][3]);
     }
 }
 
@@ -547,21 +559,26 @@ static int sdg_am_smem_attr(const void *kernel, size_t bytes, int *done) {
     return SDG_OK;
 }
 
+/* The forward on io (checked by the caller). */
+int sdg_am_forward_io(void *out, float *lse, const sdg_att_io &io, int B, int T, void *stream) {
+    static int done = 0;
+    int rc = sdg_am_smem_attr((const void *)sdg_am_fwd_kernel, sdg_am_fwd_smem, &done);
+    if (rc != SDG_OK) return rc;
+    const float scale_log2 = SDG_AM_LOG2E / sqrtf((float)SDG_AM_HS);
+    dim3 grid((unsigned)(T / SDG_AM_BM), (unsigned)(B * io.NH));
+    sdg_am_fwd_kernel<<<grid, SDG_AM_THREADS, sdg_am_fwd_smem, (cudaStream_t)stream>>>((bf16 *)out, lse, io, T,
+                                                                                       scale_log2);
+    SDG_LAUNCHED();
+    return SDG_OK;
+}
+
 extern "C" int sdg_attention_forward_mma(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                                          void *stream) {
     int rc = sdg_am_check("sdg_attention_forward_mma", B, T, C, NH);
     if (rc != SDG_OK) return rc;
     if (!out || !lse || !qkv || !sdg_aligned16(out) || !sdg_aligned16(qkv))
         return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_forward_mma: NULL or unaligned pointer");
-    static int done = 0;
-    rc = sdg_am_smem_attr((const void *)sdg_am_fwd_kernel, sdg_am_fwd_smem, &done);
-    if (rc != SDG_OK) return rc;
-    const float scale_log2 = SDG_AM_LOG2E / sqrtf((float)SDG_AM_HS);
-    dim3 grid((unsigned)(T / SDG_AM_BM), (unsigned)(B * NH));
-    sdg_am_fwd_kernel<<<grid, SDG_AM_THREADS, sdg_am_fwd_smem, (cudaStream_t)stream>>>(
-        (bf16 *)out, lse, (const bf16 *)qkv, T, C, NH, scale_log2);
-    SDG_LAUNCHED();
-    return SDG_OK;
+    return sdg_am_forward_io(out, lse, sdg_att_packed(qkv, NULL, C, NH), B, T, stream);
 }
 
 /* D (one float per row), then dS^T of every tile pair on or below the
@@ -572,14 +589,12 @@ size_t sdg_am_backward_scratch_bytes(int B, int T, int NH) {
     return (size_t)B * NH * T * sizeof(float) + (size_t)B * NH * pairs * SDG_AM_BN * SDG_AM_BN * sizeof(bf16);
 }
 
-extern "C" int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, const void *out,
-                                          const float *lse, int B, int T, int C, int NH, void *scratch, void *stream) {
-    int rc = sdg_am_check("sdg_attention_backward_mma", B, T, C, NH);
-    if (rc != SDG_OK) return rc;
-    if (!dqkv || !dout || !qkv || !out || !lse || !scratch || !sdg_aligned16(dqkv) || !sdg_aligned16(dout) ||
-        !sdg_aligned16(qkv) || !sdg_aligned16(out))
-        return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward_mma: NULL or unaligned pointer");
+/* The backward on io (checked by the caller): D, then dK and dV (a block a
+ * key tile and key/value head), then dQ. */
+int sdg_am_backward_io(const sdg_att_io &io, const void *dout, const void *out, const float *lse, int B, int T,
+                       void *scratch, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
+    const int NH = io.NH, C = NH * SDG_AM_HS;
     const size_t rows = (size_t)B * NH * T;
     float *D = (float *)scratch;
     sdg_am_pre_kernel<<<(unsigned)((rows + 255) / 256), 256, 0, s>>>(D, (const bf16 *)dout, (const bf16 *)out, B, T,
@@ -587,18 +602,27 @@ extern "C" int sdg_attention_backward_mma(void *dqkv, const void *dout, const vo
     SDG_LAUNCHED();
     const float scale = 1.f / sqrtf((float)SDG_AM_HS);
     const float scale_log2 = scale * SDG_AM_LOG2E;
-    dim3 grid((unsigned)(T / SDG_AM_BN), (unsigned)(B * NH));
     static int done_kv = 0, done_q = 0;
-    rc = sdg_am_smem_attr((const void *)sdg_am_bwd_kv_kernel, sdg_am_bwd_kv_smem, &done_kv);
+    int rc = sdg_am_smem_attr((const void *)sdg_am_bwd_kv_kernel, sdg_am_bwd_kv_smem, &done_kv);
     if (rc != SDG_OK) return rc;
     rc = sdg_am_smem_attr((const void *)sdg_am_bwd_q_ds_kernel, sdg_am_bwd_qds_smem, &done_q);
     if (rc != SDG_OK) return rc;
     bf16 *ds = (bf16 *)(D + rows);
-    sdg_am_bwd_kv_kernel<<<grid, SDG_AM_THREADS, sdg_am_bwd_kv_smem, s>>>(
-        (bf16 *)dqkv, ds, (const bf16 *)dout, (const bf16 *)qkv, lse, D, T, C, NH, scale_log2, scale);
+    sdg_am_bwd_kv_kernel<<<dim3((unsigned)(T / SDG_AM_BN), (unsigned)(B * (NH / io.grp))), SDG_AM_THREADS,
+                           sdg_am_bwd_kv_smem, s>>>(ds, (const bf16 *)dout, io, lse, D, T, scale_log2, scale);
     SDG_LAUNCHED();
-    sdg_am_bwd_q_ds_kernel<<<grid, SDG_AM_THREADS, sdg_am_bwd_qds_smem, s>>>((bf16 *)dqkv, ds, (const bf16 *)qkv, T,
-                                                                            C, NH);
+    sdg_am_bwd_q_ds_kernel<<<dim3((unsigned)(T / SDG_AM_BN), (unsigned)(B * NH)), SDG_AM_THREADS,
+                             sdg_am_bwd_qds_smem, s>>>(ds, io, T);
     SDG_LAUNCHED();
     return SDG_OK;
+}
+
+extern "C" int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, const void *out,
+                                          const float *lse, int B, int T, int C, int NH, void *scratch, void *stream) {
+    int rc = sdg_am_check("sdg_attention_backward_mma", B, T, C, NH);
+    if (rc != SDG_OK) return rc;
+    if (!dqkv || !dout || !qkv || !out || !lse || !scratch || !sdg_aligned16(dqkv) || !sdg_aligned16(dout) ||
+        !sdg_aligned16(qkv) || !sdg_aligned16(out))
+        return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward_mma: NULL or unaligned pointer");
+    return sdg_am_backward_io(sdg_att_packed(qkv, dqkv, C, NH), dout, out, lse, B, T, scratch, stream);
 }

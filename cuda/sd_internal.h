@@ -53,7 +53,8 @@ enum {
     SD_OP_REDUCE = 3,
     SD_OP_BROADCAST = 4,
     SD_OP_REDUCE_SCATTER = 5,
-    SD_OP_ALLGATHER = 6
+    SD_OP_ALLGATHER = 6,
+    SD_OP_ARRIVAL = 7 /* the arrival barrier before a collective on the collectives stream */
 };
 
 /*
@@ -100,6 +101,12 @@ struct sd_state {
     int used_rma; /* NVSHMEM puts were issued since the last quiet */
     cudaStream_t stream;
     cudaStream_t side; /* reads that must not queue behind the main stream */
+    /* The collectives stream (sd_comm_fork, sd_overlap.cu): while forked,
+     * every collective goes there, behind an arrival barrier. */
+    cudaStream_t comm;
+    cudaEvent_t fork_event, join_event;
+    int forked;
+    uint64_t *d_trace; /* [SD_TRACE_SLOTS] sd_trace_stamp's clock readings */
     uint64_t timeout_ns;
     size_t one_shot_max;
 
@@ -182,6 +189,25 @@ static inline __host__ __device__ size_t sd_call_index(uint64_t epoch, int block
 
 /* Launches the one-block flag barrier (sd_barrier.cu). */
 int sd_launch_barrier(cudaStream_t stream);
+
+/*
+ * The stream a collective enqueued now goes on: the collectives stream
+ * between sd_comm_fork and sd_comm_join, else the main one (sd_overlap.cu).
+ */
+static inline cudaStream_t sd_coll_stream(void) { return g_sd.forked ? g_sd.comm : g_sd.stream; }
+/*
+ * What every collective (but a barrier) enqueues first: while forked, the
+ * one-block arrival barrier on the collectives stream (sd_overlap.cu);
+ * nothing otherwise.
+ */
+int sd_coll_arrival(void);
+/* sd_require_init, and SD_ERR_STATE while forked: for the blocking entry
+ * points that launch flag kernels on the main stream. */
+int sd_require_joined(const char *what);
+/* The collectives stream, its events and the trace array: made by sd_init,
+ * released by sd_finalize (sd_overlap.cu). */
+int sd_overlap_setup(void);
+void sd_overlap_release(void);
 /* NVSHMEM's own barrier of every PE, enqueued on stream (the paths for peers out of pointer reach). */
 int sd_nvshmem_barrier(cudaStream_t stream);
 

@@ -11,7 +11,7 @@
 extern "C" int sd_alloc(size_t bytes, sd_buf **out) {
     if (!out) return SD_FAIL(SD_ERR_ARG, "sd_alloc: NULL argument");
     *out = NULL;
-    SD_TRY(sd_require_init("sd_alloc"));
+    SD_TRY(sd_require_joined("sd_alloc"));
     /* Nothing of ours may still run on the stream when NVSHMEM's own barrier starts. */
     SD_TRY(sd_stream_wait((int64_t)g_sd.timeout_ns));
     const size_t want = bytes ? bytes : 16;
@@ -65,7 +65,7 @@ fail:
 
 extern "C" int sd_free(sd_buf *b) {
     if (!b) return SD_FAIL(SD_ERR_ARG, "sd_free: NULL buffer");
-    SD_TRY(sd_require_init("sd_free"));
+    SD_TRY(sd_require_joined("sd_free"));
     SD_TRY(sd_stream_wait((int64_t)g_sd.timeout_ns));
     nvshmem_free(b->base); /* collective, with NVSHMEM's barrier */
     const cudaError_t e = cudaFree(b->d_peers);

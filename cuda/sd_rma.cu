@@ -215,7 +215,7 @@ extern "C" int sd_quiet(void) {
 extern "C" int sd_allgather_u64_enqueue(const uint64_t *mine, int32_t count) {
     if (!mine || count < 1 || count > SD_CTRL_WORDS)
         return SD_FAIL(SD_ERR_ARG, "sd_allgather_u64: count %d (1..%d)", count, SD_CTRL_WORDS);
-    SD_TRY(sd_require_init("sd_allgather_u64"));
+    SD_TRY(sd_require_joined("sd_allgather_u64"));
     if (g_sd.gather_pending)
         return SD_FAIL(SD_ERR_STATE, "sd_allgather_u64_enqueue: the previous allgather was not collected");
     const size_t rec = SD_CTRL_WORDS * sizeof(uint64_t);

@@ -10,7 +10,7 @@
  *      i mod GPUs (several PEs share a GPU when there are more PEs than GPUs);
  *   3. nvshmemx_init_attr with the unique id (or nvshmem_init under mpirun);
  *   4. one symmetric area: flag slots, call slots (desync detection), control
- *      words and a staging buffer;
+ *      words and a staging buffer; the collectives stream (sd_overlap.cu);
  *   5. agreement of all PEs (through the control words) on the ABI, the job
  *      size, the block count of collective kernels and whether every peer is
  *      reachable by pointer, so that every PE picks the same algorithms.
@@ -289,6 +289,7 @@ extern "C" int sd_init(const sd_init_args *a, sd_info *info) {
     g_sd.max_blocks = (int)(blocks > SD_MAX_BLOCKS ? SD_MAX_BLOCKS : blocks);
     SD_CUDA(cudaStreamCreateWithFlags(&g_sd.stream, cudaStreamNonBlocking));
     SD_CUDA(cudaStreamCreateWithFlags(&g_sd.side, cudaStreamNonBlocking));
+    SD_TRY(sd_overlap_setup());
     /* Testing aid: every PE takes the paths for peers on other nodes. Only
      * where NVSHMEM's collectives run (not in "limited MPG" mode). */
     g_sd.force_nvshmem = sd_env_int("SYMDDP_FORCE_NVSHMEM", 0) > 0;
@@ -348,6 +349,10 @@ extern "C" int sd_finalize(int32_t collective) {
         return SD_FAIL(SD_ERR_STATE, "sd_finalize: the runtime is not initialised");
     int rc = SD_OK;
     int clean = collective && !g_sd.failed;
+    if (g_sd.forked) {
+        const int jrc = sd_comm_join(); /* the barrier below goes on the main stream */
+        if (jrc != SD_OK) clean = 0, rc = jrc;
+    }
     if (clean) {
         /* Every PE arrives here; a dead peer turns into a timeout, not a hang. */
         rc = sd_launch_barrier(g_sd.stream);
@@ -359,6 +364,7 @@ extern "C" int sd_finalize(int32_t collective) {
     if (!clean) return rc; /* peers are gone or out of step: leave NVSHMEM to process exit */
     nvshmem_finalize();
     if (sd_mpi_bootstrap) sd_finalize_mpi();
+    sd_overlap_release();
     cudaStreamDestroy(g_sd.side);
     cudaStreamDestroy(g_sd.stream);
     cudaFree(g_sd.d_peer_flags);

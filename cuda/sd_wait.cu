@@ -32,6 +32,7 @@ static const char *sd_op_name(int op) {
     case SD_OP_BROADCAST: return "broadcast";
     case SD_OP_REDUCE_SCATTER: return "reducescatter";
     case SD_OP_ALLGATHER: return "allgather";
+    case SD_OP_ARRIVAL: return "arrival barrier";
     }
     return "collective";
 }
@@ -155,10 +156,17 @@ static int sd_poll(Query query, int64_t timeout_ns, const char *what) {
     return sd_check_device_status(what);
 }
 
+/* Whether the main stream, and while forked the collectives stream too, are
+ * done: cudaSuccess, cudaErrorNotReady or a failure. */
+static cudaError_t sd_streams_query(void) {
+    cudaError_t e = cudaStreamQuery(g_sd.stream);
+    if (e == cudaSuccess && g_sd.forked && g_sd.comm) e = cudaStreamQuery(g_sd.comm);
+    return e;
+}
+
 extern "C" int sd_stream_wait(int64_t timeout_ns) {
     if (!g_sd.stream) return SD_FAIL(SD_ERR_STATE, "sd_stream_wait: the runtime is not initialised");
-    cudaStream_t s = g_sd.stream;
-    return sd_poll([s]() { return cudaStreamQuery(s); }, timeout_ns, "stream");
+    return sd_poll(sd_streams_query, timeout_ns, "stream");
 }
 
 /* Shared by the query functions: done or not, and a kernel's give-up. */
@@ -175,7 +183,7 @@ static int sd_query_result(cudaError_t e, int32_t *done, const char *what) {
 extern "C" int sd_stream_query(int32_t *done) {
     if (!done) return SD_FAIL(SD_ERR_ARG, "sd_stream_query: NULL argument");
     if (!g_sd.stream) return SD_FAIL(SD_ERR_STATE, "sd_stream_query: the runtime is not initialised");
-    return sd_query_result(cudaStreamQuery(g_sd.stream), done, "stream");
+    return sd_query_result(sd_streams_query(), done, "stream");
 }
 
 extern "C" int sd_event_query(uint64_t event, int32_t *done) {

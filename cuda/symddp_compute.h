@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 16
+#define SDC_ABI_VERSION 17
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -498,7 +498,8 @@ int sdc_index_scatter_add(const sdc_ctx *c, uint64_t table, uint64_t src, uint64
 /*
  * The bf16 token + position embedding (GPT-2's; the fp32 engine composes the
  * two above instead): out (B,T,C) bf16 = wte[tokens] + wpe[t], wte (V,C),
- * wpe (T',C), T' >= T, bf16; C a multiple of 8.
+ * wpe (T',C), T' >= T, bf16; C a multiple of 8. wpe 0: no positions (a
+ * Llama's), out = wte[tokens] (and dwpe 0 in the backward).
  */
 int sdc_embed_bf16(const sdc_ctx *c, uint64_t out, uint64_t tokens, uint64_t wte, uint64_t wpe, int64_t B, int64_t T,
                    int64_t C);
@@ -528,51 +529,58 @@ int sdc_softmax_causal(const sdc_ctx *c, uint64_t p, int64_t nmat, int64_t t);
  */
 int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64_t p, int64_t nmat, int64_t t);
 
-/* ---- a Llama block's operation groups in fp32 (compute.RMSNorms, compute.SwiGLUs, compute.Rotary) ---- */
+/* ---- a Llama block's operation groups (compute.RMSNorms, compute.SwiGLUs, compute.Rotary) ----
+ * Each takes the dtype of its tensors: in fp32 the CPU engine's bits, in
+ * bf16 the same float32 operations on the widened elements, each result
+ * rounded to bf16 once, where it is stored. */
 
 /*
- * RMS normalisation over rows of fp32 (x, y: rows x cols; w: cols; rstd:
- * rows): each row's r = 1/sqrt(sum(x * x) / cols + eps), the rounded squares
- * added in internal/hostloops' order (eight lanes, its dot8), and
- * y = (x * r) * w, with round-to-nearest float32 operations and no FMA: the
- * CPU engine's bits. y may not alias x.
+ * RMS normalisation over rows (x, y: rows x cols of dtype; w: cols of dtype;
+ * rstd: rows of fp32): each row's r = 1/sqrt(sum(x * x) / cols + eps), the
+ * rounded squares added in lanes (fp32: internal/hostloops' eight lanes, its
+ * dot8; bf16: a warp's 32 lanes, added pairwise, neighbours first, then the
+ * elements past the multiple of 32 in order), and y = (x * r) * w, with
+ * round-to-nearest float32 operations and no FMA. y may not alias x.
  */
-int sdc_rms_norm(const sdc_ctx *c, uint64_t y, uint64_t rstd, uint64_t x, uint64_t w, int64_t rows, int64_t cols,
-                 float eps);
+int sdc_rms_norm(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t rstd, uint64_t x, uint64_t w, int64_t rows,
+                 int64_t cols, float eps);
 /*
- * Its backward from dy (rows x cols) and the forward's x, w, rstd: with
- * n = x * r and g = w * dy, dx = (g - n * (sum(g * n) / cols)) * r is written
- * (add_dx = 0) or added to dx (add_dx = 1); dw (cols) is overwritten with
- * the sum over the rows of dy * n, added in row order (one thread a column):
- * likewise the CPU engine's bits. dx and dw may not alias each other or the
- * inputs.
+ * Its backward from dy (rows x cols of dtype) and the forward's x, w, rstd:
+ * with n = x * r and g = w * dy, dx = (g - n * (sum(g * n) / cols)) * r (the
+ * sum in the forward's lanes) is written (add_dx = 0) or added to dx
+ * (add_dx = 1; in bf16 the sum rounded once); dw (cols, fp32) is overwritten
+ * with the sum over the rows of dy * n: in fp32 added in row order (one
+ * thread a column, the CPU engine's bits), in bf16 in chunks of 128 rows
+ * (fewer, longer ones where the context's scratch holds fewer partials),
+ * each from 0 in row order, the chunks' sums then added in chunk order.
+ * dx and dw may not alias each other or the inputs.
  */
-int sdc_rms_norm_backward(const sdc_ctx *c, uint64_t dx, uint64_t dw, uint64_t dy, uint64_t x, uint64_t w,
-                          uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx);
+int sdc_rms_norm_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t dw, uint64_t dy, uint64_t x,
+                          uint64_t w, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx);
 /*
  * y (n) = silu(a) * b element by element, silu(a) = a * s with
- * s = 1 / (1 + e^-a) (hostloops' exp32): the CPU engine's float32 bits. y
- * may not alias a or b.
+ * s = 1 / (1 + e^-a) (hostloops' exp32), in float32. y may not alias a or b.
  */
-int sdc_swiglu(const sdc_ctx *c, uint64_t y, uint64_t a, uint64_t b, int64_t n);
+int sdc_swiglu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t a, uint64_t b, int64_t n);
 /*
  * Its backward: da (n) = (dy * b) * (s + e * s * s * a) (silu'(a), with
  * e = e^-a) and db (n) = (a * s) * dy, likewise. da may be dy; db may alias
  * nothing.
  */
-int sdc_swiglu_backward(const sdc_ctx *c, uint64_t da, uint64_t db, uint64_t dy, uint64_t a, uint64_t b, int64_t n);
+int sdc_swiglu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t da, uint64_t db, uint64_t dy, uint64_t a,
+                        uint64_t b, int64_t n);
 /*
- * Rotary position embedding: y = x (rows x width fp32, heads of hs channels
- * side by side: hs even, width a multiple of hs) with each head's channel
- * i < hs/2 turned with channel i + hs/2 by the angle whose cosine and sine
- * are cos_tab[p * hs/2 + i] and sin_tab[p * hs/2 + i] (device tables of
- * t x hs/2), p = row mod t:
+ * Rotary position embedding: y = x (rows x width of dtype, heads of hs
+ * channels side by side: hs even, width a multiple of hs) with each head's
+ * channel i < hs/2 turned with channel i + hs/2 by the angle whose cosine and
+ * sine are cos_tab[p * hs/2 + i] and sin_tab[p * hs/2 + i] (fp32 device
+ * tables of t x hs/2), p = row mod t:
  *   y[i] = x[i] * cos - x[i + hs/2] * sin,  y[i + hs/2] = x[i + hs/2] * cos + x[i] * sin,
- * or by the opposite angle when inverse = 1 (the gradient). hostloops'
- * Rotate: the CPU engine's bits. y may be x; otherwise it may not alias x.
+ * or by the opposite angle when inverse = 1 (the gradient): hostloops'
+ * Rotate. y may be x; otherwise it may not alias x.
  */
-int sdc_rotate(const sdc_ctx *c, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab, int64_t rows,
-               int64_t width, int64_t hs, int64_t t, sdc_flag inverse);
+int sdc_rotate(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab,
+               int64_t rows, int64_t width, int64_t hs, int64_t t, sdc_flag inverse);
 
 /* ---- bf16 casts (sd_compute_cast.cu: a bf16 gradient allreduce, the bf16 copy of the master weights) ---- */
 

@@ -15,7 +15,9 @@
  *   - Sizes and offsets are in bytes unless the name says elements.
  *   - "Enqueue" functions put work on the library's CUDA stream (sd_stream) and
  *     return at once; sd_stream_wait or an event waits for it with a deadline.
- *     Everything else returns when its work is complete.
+ *     Everything else returns when its work is complete. Between sd_comm_fork
+ *     and sd_comm_join the enqueued collectives go on the collectives stream
+ *     instead (below).
  *   - Collectives (sd_alloc, sd_free, sd_barrier_enqueue, sd_allreduce_enqueue,
  *     sd_reduce_enqueue, sd_broadcast_enqueue, sd_reduce_scatter_enqueue,
  *     sd_allgather_enqueue, sd_allgather_u64, sd_finalize with collective = 1)
@@ -32,7 +34,7 @@ extern "C" {
 #endif
 
 /* SD_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SD_ABI_VERSION 3
+#define SD_ABI_VERSION 4
 
 /* Status codes. */
 enum {
@@ -192,6 +194,53 @@ int sd_reduce_scatter_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span, int3
                               int32_t op);
 /* Copies this PE's bytes [lo, hi) of b into every other PE's copy (span in bytes too). */
 int sd_allgather_enqueue(sd_buf *b, size_t lo, size_t hi, size_t span);
+
+/* ---- the collectives stream: reductions overlapped with compute ---- */
+
+/*
+ * sd_comm_fork orders the library's second stream, the collectives stream
+ * (created with the device's highest priority), after everything enqueued on
+ * sd_stream so far (an event), and from then until sd_comm_join every
+ * collective enqueued (allreduce, reduce, broadcast, reduce-scatter,
+ * all-gather, barrier) goes on the collectives stream, so that compute
+ * enqueued on sd_stream meanwhile runs beside it. Called again before
+ * sd_comm_join it orders the collectives stream after sd_stream's work so far
+ * once more (a gradient bucket that backward has just finished). While
+ * forked:
+ *   - every collective but a barrier is preceded, on the collectives stream,
+ *     by a one-block arrival barrier of all PEs, so that its full grid starts
+ *     only when every PE has reached it: the wide grids never spin on a
+ *     shared GPU waiting for a peer that still needs SMs to get there;
+ *   - sd_stream issues no collective (all of them go on the collectives
+ *     stream), so the two streams never run flag-synchronised kernels at once
+ *     (they share the per-block epochs and flag slots);
+ *   - the blocking entry points that launch flag kernels on sd_stream
+ *     (sd_alloc, sd_free, sd_allgather_u64*, the timings) fail with
+ *     SD_ERR_STATE; sd_stream_wait and sd_stream_query cover both streams.
+ * sd_comm_join makes sd_stream wait for everything enqueued on the
+ * collectives stream (an event) and sends collectives to sd_stream again;
+ * SD_ERR_STATE when not forked. Both may be called while sd_stream is being
+ * captured into a CUDA graph: the collectives stream joins the capture at the
+ * fork and is joined back by sd_comm_join, which must come before the capture
+ * ends. Forking needs every peer in pointer reach (sd_info.all_reachable):
+ * SD_ERR_ARG otherwise.
+ */
+int sd_comm_fork(void);
+int sd_comm_join(void);
+
+/* Slots of the trace (sd_trace_stamp). */
+#define SD_TRACE_SLOTS 4096
+
+/*
+ * A debugging trace of the overlap: enqueues one thread that writes the
+ * GPU's nanosecond clock (%globaltimer, one clock for every PE of a GPU) into
+ * slot (< SD_TRACE_SLOTS) of the library's trace array, on sd_stream
+ * (on_comm = 0) or on the collectives stream (on_comm = 1, only while
+ * forked). It can be captured into a CUDA graph. sd_trace_read copies slots
+ * [0, n) to the host (after the work that wrote them is done: wait first).
+ */
+int sd_trace_stamp(int32_t on_comm, int32_t slot);
+int sd_trace_read(uint64_t *out, int32_t n);
 
 /*
  * Collective, blocking: every PE contributes count (<= 8) uint64 words; all

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 13
+#define SDG_ABI_VERSION 14
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
@@ -75,6 +75,23 @@ size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH);
 int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream);
 int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse,
                                  int B, int T, int C, int NH, void *scratch, void *stream);
+
+/* ---- grouped-query causal self-attention (sd_gpt_attention.cu) ----
+ * The same flash attention kernels (mma at hs 64 and T a multiple of 128,
+ * wmma otherwise; never cuDNN's) on three tensors: q (B,T,NH*HS), k and v
+ * (B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value head
+ * h/(NH/KVH) (Hugging Face's repeat_kv order), where it lies (no copy).
+ * out (B,T,NH*HS) bf16; lse (B,NH,T) fp32. HS 32 or 64, T a multiple of 64.
+ * backward: dq, dk, dv (q's, k's, v's shapes) bf16 WRITTEN; a key/value
+ * head's dk and dv sum its group's query heads in order, in the kernel's
+ * registers (no atomics): the bits repeat. KVH == NH is multi-head attention
+ * with separate q, k, v. scratch: sdg_gqa_backward_scratch_bytes. */
+int sdg_gqa_forward(void *out, float *lse, const void *q, const void *k, const void *v, int B, int T, int NH, int KVH,
+                    int HS, void *stream);
+size_t sdg_gqa_backward_scratch_bytes(int B, int T, int NH, int KVH, int HS);
+int sdg_gqa_backward(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v,
+                     const void *out, const float *lse, int B, int T, int NH, int KVH, int HS, void *scratch,
+                     void *stream);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,10 @@
 //
 //	batch shard -> model.Forward/Backward (grads written into the grad arena)
 //	            -> comm.IAllReduce per bucket as backward finishes it
-//	               (sharded update: comm.Sharder's IReduceScatter per bucket)
+//	               (sharded update: comm.Sharder's IReduceScatter per bucket;
+//	               on the GPU step path, with a bucket size, the bucket's
+//	               allreduce or reduce-scatter enqueued on the backend's
+//	               collectives stream: overlap.go)
 //	            -> optimizer update over the param arena (sharded: over
 //	               this PE's shard, then an all-gather)
 //

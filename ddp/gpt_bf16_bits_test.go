@@ -40,6 +40,18 @@ func TestBF16GPTBitsEmulated(t *testing.T) {
 // On 2 PEs the gradients are reduced as backward reports them ready; the
 // bits are those of one PE accumulating the same two halves.
 func TestBF16GPTBitsTwoPEsEmulated(t *testing.T) {
+	losses, res := bf16LMTwoPEs(t, "gpt", models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64}, 4, nil)
+	require.Equal(t, bf16HalfLosses, losses[0])
+	require.True(t, res[0].Replicas.Identical)
+	require.Equal(t, bf16HalfHash, res[0].Replicas.Hashes[0], "parameter hash %016x", res[0].Replicas.Hashes[0])
+}
+
+// bf16LMTwoPEs trains the registered language model name of cfg as
+// bf16LMRun does (bf16Options, no accumulation) on an emulated job of 2
+// PEs, 4 sequences each, and returns each PE's losses and result. check,
+// when set, is asked about each PE's model after the trainer built it.
+func bf16LMTwoPEs(t *testing.T, name string, cfg models.Config, steps int, check func(models.Model) error) ([][]float64, []Result) {
+	t.Helper()
 	w := newWorld(2)
 	res := make([]Result, 2)
 	losses := make([][]float64, 2)
@@ -47,15 +59,18 @@ func TestBF16GPTBitsTwoPEsEmulated(t *testing.T) {
 	var wg sync.WaitGroup
 	for pe := range 2 {
 		wg.Go(func() {
-			train, val, m, o := gptSetup(t, bf16Text(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
-			opts := Options{GlobalBatch: 8, Epochs: 10, MaxSteps: 4, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
-			opts.Hooks.OnLog = func(l LogInfo) { losses[pe] = append(losses[pe], l.Loss) }
-			tr, err := New(w.comm(pe), w.engs[pe], m, o, opts)
+			train, val, m, o := lmSetup(t, name, bf16Text(), cfg)
+			tr, err := New(w.comm(pe), w.engs[pe], m, o, bf16Options(steps, 1, &losses[pe]))
 			if err != nil {
 				errs[pe] = err
 				return
 			}
 			defer tr.Close()
+			if check != nil {
+				if errs[pe] = check(m); errs[pe] != nil {
+					return
+				}
+			}
 			res[pe], errs[pe] = tr.Fit(context.Background(), train, val)
 		})
 	}
@@ -63,7 +78,5 @@ func TestBF16GPTBitsTwoPEsEmulated(t *testing.T) {
 	for pe := range 2 {
 		require.NoError(t, errs[pe], "PE %d", pe)
 	}
-	require.Equal(t, bf16HalfLosses, losses[0])
-	require.True(t, res[0].Replicas.Identical)
-	require.Equal(t, bf16HalfHash, res[0].Replicas.Hashes[0], "parameter hash %016x", res[0].Replicas.Hashes[0])
+	return losses, res
 }

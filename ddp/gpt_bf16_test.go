@@ -71,17 +71,33 @@ func bf16GPTRun(t *testing.T, b backend, steps int) ([]float64, Result, *models.
 // bf16GPTRunWith is bf16GPTRun with accumulate micro-batches a step.
 func bf16GPTRunWith(t *testing.T, b backend, steps, accumulate int) ([]float64, Result, *models.GPT) {
 	t.Helper()
-	defer b.done()
-	train, val, m, o := gptSetup(t, bf16Text(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
+	losses, res, m := bf16LMRun(t, b, "gpt", models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64}, steps, accumulate)
+	return losses, res, m.(*models.GPT)
+}
+
+// bf16Options are the bf16 language models' tests' training options:
+// global batches of 8, accumulate micro-batches a step, AdamW at 3e-3 with
+// clipping, every step's loss logged into *losses.
+func bf16Options(steps, accumulate int, losses *[]float64) Options {
 	opts := Options{GlobalBatch: 8, Accumulate: accumulate, Epochs: 10, MaxSteps: steps, Seed: 5, LR: 3e-3, LogEvery: 1, ClipNorm: 1, EvalLimit: 64}
+	opts.Hooks.OnLog = func(l LogInfo) { *losses = append(*losses, l.Loss) }
+	return opts
+}
+
+// bf16LMRun trains the registered language model name of cfg on bf16Text
+// with bf16Options on b, and returns the logged losses, the result and the
+// model.
+func bf16LMRun(t *testing.T, b backend, name string, cfg models.Config, steps, accumulate int) ([]float64, Result, models.Model) {
+	t.Helper()
+	defer b.done()
+	train, val, m, o := lmSetup(t, name, bf16Text(), cfg)
 	var losses []float64
-	opts.Hooks.OnLog = func(l LogInfo) { losses = append(losses, l.Loss) }
-	tr, err := New(b.c, b.e, m, o, opts)
+	tr, err := New(b.c, b.e, m, o, bf16Options(steps, accumulate, &losses))
 	require.NoError(t, err)
 	defer tr.Close()
 	res, err := tr.Fit(context.Background(), train, val)
 	require.NoError(t, err)
-	return losses, res, m.(*models.GPT)
+	return losses, res, m
 }
 
 // compareBF16 checks a bf16 run against the fp32 CPU run: the

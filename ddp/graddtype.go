@@ -60,7 +60,8 @@ func (t *Trainer) gradDTypeSetup(device bool) error {
 // reduceGrads enqueues the reduction of the gradient arena and the control
 // words after backward: an allreduce of the whole arena, or, with the
 // sharded update d, a reduce-scatter that leaves this PE's shard reduced;
-// in fp32, or through the bf16 buffer.
+// in fp32, or through the bf16 buffer. (With a bucket size the reduction
+// runs bucket by bucket during backward instead: overlap.go.)
 func (t *Trainer) reduceGrads(ar enqueueAllReducer, d *deviceShard) error {
 	bf := t.bf16
 	if bf == nil && d == nil {
@@ -82,14 +83,22 @@ func (t *Trainer) reduceGrads(ar enqueueAllReducer, d *deviceShard) error {
 	} else if err := ar.AllReduceEnqueue(buf, 0, t.n, comm.Sum); err != nil {
 		return fmt.Errorf("gradient allreduce: %w", err)
 	}
+	t.widenBF16()
+	if err := ar.AllReduceEnqueue(t.grads, t.n, ctrlWords, comm.Sum); err != nil {
+		return fmt.Errorf("control words allreduce: %w", err)
+	}
+	return nil
+}
+
+// widenBF16 enqueues the widening of the bf16 reduction's result back into
+// the gradient arena: this PE's shard under the sharded update, else the
+// whole arena (nothing when gradients reduce in fp32).
+func (t *Trainer) widenBF16() {
+	bf, d := t.bf16, t.dshard
 	switch {
 	case bf != nil && d != nil:
 		bf.c.CastFromBF16(d.g, bf.ptr+2*uintptr(d.lo))
 	case bf != nil:
 		bf.c.CastFromBF16(t.gView, bf.ptr)
 	}
-	if err := ar.AllReduceEnqueue(t.grads, t.n, ctrlWords, comm.Sum); err != nil {
-		return fmt.Errorf("control words allreduce: %w", err)
-	}
-	return nil
 }

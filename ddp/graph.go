@@ -27,7 +27,9 @@ import (
 //     nothing), copied to the device on the copy stream while the previous
 //     step computes (two slots, step k uses slot k%2);
 //   - the step's device work (control words, forward, loss, backward, one
-//     allreduce of the whole gradient arena with the control words, the
+//     allreduce of the whole gradient arena with the control words (or,
+//     with a bucket size, its buckets reduced on the comm backend's
+//     collectives stream while backward runs: overlap.go), the
 //     optimizer update with clipping and the non-finite check; with one PE
 //     the control words stay on the host, as there is nothing to reduce
 //     them with, and the graph is a copy shorter) is recorded
@@ -67,6 +69,7 @@ const repStop = ctrlStop
 type gpuSteps struct {
 	e      devicestep.Engine
 	ar     enqueueAllReducer     // nil with one PE: nothing to reduce
+	ov     *deviceOverlap        // the reduction bucket by bucket during backward (overlap.go); nil: one after it
 	pipe   devicestep.Pipeline   // micro-batch 0's slots, the control words and the report
 	more   []devicestep.Pipeline // micro-batches 1.. of a step (Options.Accumulate > 1)
 	gather *datasets.Gatherer    // batches into the pinned slots, large ones split over goroutines
@@ -120,6 +123,13 @@ func (t *Trainer) newGPUSteps(total int, train datasets.Source) (*gpuSteps, erro
 		if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() && g.graph {
 			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
 		}
+		var off string
+		if g.ov, off = t.newDeviceOverlap(g.ar); off != "" {
+			e.Notice("gradient buckets off, one reduction after backward: " + off)
+		}
+	}
+	if err := g.setupTrace(t); err != nil {
+		return nil, err
 	}
 	slots := devicestep.SlotSpec{Rows: t.micro, Sample: t.spec.Input, Tokens: t.spec.Tokens, Targets: t.spec.Targets, Extra: extra}
 	if err := g.resident(t, train); err != nil {
@@ -280,7 +290,8 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 		res.stop, res.skipped = r.stop, r.skipped // the previous step's report (see the top of the file)
 	}
 	g.pending, g.pendingStep = slot, t.step
-	if res.stop || t.hostReadAfter(t.step, epoch, s, sm.StepsPerEpoch(), g.total) {
+	trace := g.ov != nil && g.ov.trace.due(t.step)
+	if res.stop || trace || t.hostReadAfter(t.step, epoch, s, sm.StepsPerEpoch(), g.total) {
 		r, err := g.read(t, slot, t.step, &res.waited)
 		if err != nil {
 			return res, err
@@ -288,6 +299,9 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 		res.stop = res.stop || r.stop
 		res.skipped = res.skipped || r.skipped
 		g.pending = -1
+		if trace { // the step is done: its stamps can be read
+			g.e.Notice(g.ov.trace.report(t.step))
+		}
 	}
 	return res, nil
 }
@@ -392,6 +406,9 @@ func (g *gpuSteps) capture(t *Trainer, slot int, scale, lr float32) (devicestep.
 // slot's tensors.
 func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	e := g.e
+	if g.ov != nil {
+		g.ov.trace.reset()
+	}
 	if !g.ctrlLocal {
 		e.Copy(t.ctrlView, g.pipe.Slot(slot).Extra)
 	}
@@ -404,6 +421,15 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 			in = models.Inputs{X: g.x, Targets: sl.Y}
 		}
 		t.m.Forward(in, scale, t.stats)
+		if ov := g.ov; ov != nil && j == k-1 {
+			// the last micro-batch's backward reduces bucket by bucket
+			// (overlap.go), folding the accumulated ones in per bucket
+			ov.begin()
+			ov.trace.start()
+			t.m.Backward(ov.readyFn)
+			ov.trace.end()
+			continue
+		}
 		t.m.Backward(nil)
 		// the micro-batches' gradients folded as hostStep and its
 		// finish do: acc = g0 + g1 + ... + g(k-2), then g(k-1) += acc
@@ -425,16 +451,23 @@ func (g *gpuSteps) record(t *Trainer, slot int, scale, lr float32) error {
 	return g.pipe.StoreReport(slot)
 }
 
-// sync enqueues the step's gradient synchronisation and update: the
-// sharded update, or the allreduce (with several PEs) and the update.
+// sync enqueues the step's gradient synchronisation and update: with
+// several PEs the reduction (the end of the overlapped one, or the whole of
+// it after backward), then the sharded update or the update of the whole
+// arena.
 func (g *gpuSteps) sync(t *Trainer, lr float32) error {
-	if t.dshard != nil {
-		return t.dshard.record(t, g.ar, lr)
-	}
-	if g.ar != nil {
-		if err := t.reduceGrads(g.ar, nil); err != nil {
+	switch {
+	case g.ov != nil:
+		if err := g.ov.finish(); err != nil {
 			return err
 		}
+	case g.ar != nil:
+		if err := t.reduceGrads(g.ar, t.dshard); err != nil {
+			return err
+		}
+	}
+	if t.dshard != nil {
+		return t.dshard.update(t, lr)
 	}
 	if err := g.e.Update(t.o, t.pView, t.gView, t.step, lr, t.opts.ClipNorm); err != nil {
 		return fmt.Errorf("optimizer: %w", err)

@@ -82,12 +82,15 @@ type Trainer struct {
 
 	// buckets in flight during backward
 	bucketElems int
-	pendingEnd  int
-	reqs        []comm.Request
-	bucketErr   error
-	lastMicro   bool
-	readyFn     func(first int)              // t.ready, made once: a method value passed each step would allocate
-	views       map[[2]int][2]compute.Tensor // cached bucket views
+	// elements of a bucket on the device step path: 0 (one reduction after
+	// backward) unless Options.BucketBytes asked for buckets (overlap.go)
+	deviceBucket int
+	pendingEnd   int
+	reqs         []comm.Request
+	bucketErr    error
+	lastMicro    bool
+	readyFn      func(first int)              // t.ready, made once: a method value passed each step would allocate
+	views        map[[2]int][2]compute.Tensor // cached bucket views
 
 	// the update's runs of decaying and exempt parameters (decay.go), over
 	// the whole arena and over this PE's shard
@@ -101,11 +104,15 @@ type Trainer struct {
 // micro-batch, initialises the parameters on PE 0 and broadcasts them.
 // It is collective: every PE calls it with the same model and options.
 func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts Options) (*Trainer, error) {
+	asked := opts.BucketBytes // the device path's default is no buckets (overlap.go)
 	opts.setDefaults()
 	if err := opts.validate(c.NPEs()); err != nil {
 		return nil, err
 	}
 	t := &Trainer{c: c, e: e, m: m, o: o, opts: opts}
+	if asked > 0 {
+		t.deviceBucket = max(1, asked/4)
+	}
 	t.readyFn = t.ready
 	t.specs = m.Params()
 	if err := models.CheckParams(t.specs); err != nil {

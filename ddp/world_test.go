@@ -19,12 +19,24 @@ import (
 // runs each collective at once between the PEs' goroutines (the PEs meet at
 // a barrier, read their peers' memory, meet again, write their own), with
 // every sum the left fold over PE 0..N-1 in float32, as comm/nvshmem's
-// kernels add. The enqueued collectives run when called, so the engines
-// must run eagerly (graphs off: a recorded step would not replay them).
+// kernels add. The enqueued collectives (the Enqueue methods) go on the
+// PE's emulated device (cudatest.Device.Enqueue): they run when called, or
+// are recorded into the step's graph while the engine captures one, and run
+// in order with the engine's work at each launch, so steps of several PEs
+// can be recorded and replayed too. Like comm/nvshmem it has a collectives
+// stream (CommFork, CommJoin: a flag here, as the emulated device runs
+// everything in order), refuses the collectives that wait on the host while
+// it is forked, and keeps a trace (TraceStamp: a counter per PE, the order
+// the stamps ran in).
 type world struct {
 	npes int
 	devs []*cudatest.Device
 	engs []*cuda.Engine
+
+	forked []bool     // per PE: CommFork without its CommJoin
+	forks  []int      // per PE: CommFork calls
+	trace  [][]uint64 // per PE: TraceStamp's slots
+	clock  []uint64   // per PE: the last stamp's value
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -36,13 +48,13 @@ type world struct {
 // newWorld is a world of npes PEs whose engines run eagerly.
 func newWorld(npes int) *world { return newWorldOf(npes, cuda.Options{DisableGraphs: true}) }
 
-// newWorldOf is a world of npes PEs whose engines have opts (graphs only
-// with one PE, whose collectives change nothing).
+// newWorldOf is a world of npes PEs whose engines have opts.
 func newWorldOf(npes int, opts cuda.Options) *world {
-	if npes > 1 && !opts.DisableGraphs {
-		panic("world: the collectives of several PEs cannot be recorded in a graph")
+	w := &world{npes: npes, bufs: make([][]*wBuf, npes), forked: make([]bool, npes), forks: make([]int, npes),
+		trace: make([][]uint64, npes), clock: make([]uint64, npes)}
+	for pe := range w.trace {
+		w.trace[pe] = make([]uint64, traceSlotsEmulated)
 	}
-	w := &world{npes: npes, bufs: make([][]*wBuf, npes)}
 	w.cond = sync.NewCond(&w.mu)
 	for range npes {
 		d := cudatest.NewDevice()
@@ -99,6 +111,9 @@ func (c *worldComm) NPEs() int        { return c.w.npes }
 func (c *worldComm) Backend() string  { return "emulated-devices" }
 func (c *worldComm) FixedOrder() bool { return true }
 func (c *worldComm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
+	if err := c.joined("alloc"); err != nil {
+		return nil, err
+	}
 	w := c.w
 	w.mu.Lock()
 	b := &wBuf{kind: kind, n: n, id: len(w.bufs[c.pe])}
@@ -159,10 +174,16 @@ func (c *worldComm) PutSignal(comm.Buffer, int, []float32, comm.Buffer, int, uin
 func (c *worldComm) WaitUntil(comm.Buffer, int, comm.Cmp, uint64) error {
 	return errors.New("worldComm: no signals")
 }
-func (c *worldComm) Fence() error   { return nil }
-func (c *worldComm) Quiet() error   { return nil }
-func (c *worldComm) Barrier() error { c.w.barrier(); return nil }
-func (c *worldComm) Close() error   { return nil }
+func (c *worldComm) Fence() error { return nil }
+func (c *worldComm) Quiet() error { return nil }
+func (c *worldComm) Barrier() error {
+	if err := c.joined("barrier"); err != nil {
+		return err
+	}
+	c.w.barrier()
+	return nil
+}
+func (c *worldComm) Close() error { return nil }
 
 // values reads elements [lo, lo+len(v)) of PE pe's copy of b, Float32 or
 // BFloat16 (widened).
@@ -236,27 +257,105 @@ func (c *worldComm) reduceInto(b comm.Buffer, lo, hi int, op comm.Op, want bool)
 }
 
 func (c *worldComm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
+	if err := c.joined("allreduce"); err != nil {
+		return err
+	}
 	return c.reduceInto(b, off, off+n, op, true)
 }
 func (c *worldComm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
-	return c.AllReduce(b, off, n, op)
+	return c.enqueue(func() error { return c.reduceInto(b, off, off+n, op, true) })
 }
 func (c *worldComm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, error) {
 	return doneReq{}, c.AllReduce(b, off, n, op)
 }
 func (c *worldComm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
+	if err := c.joined("reduce"); err != nil {
+		return err
+	}
 	return c.reduceInto(b, off, off+n, op, c.pe == root)
 }
 func (c *worldComm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
+	if err := c.joined("reducescatter"); err != nil {
+		return err
+	}
+	return c.reduceScatter(b, off, n, op)
+}
+func (c *worldComm) reduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 	lo, hi := comm.Shard(off, n, c.w.npes, c.pe)
 	return c.reduceInto(b, lo, hi, op, true)
 }
 func (c *worldComm) IReduceScatter(b comm.Buffer, off, n, lo, hi int, op comm.Op) (comm.Request, error) {
+	if err := c.joined("ireducescatter"); err != nil {
+		return nil, err
+	}
+	return doneReq{}, c.reduceScatterPart(b, off, n, lo, hi, op)
+}
+func (c *worldComm) reduceScatterPart(b comm.Buffer, off, n, lo, hi int, op comm.Op) error {
 	plo, phi := comm.PartShard(off, n, c.w.npes, c.pe, lo, hi)
-	return doneReq{}, c.reduceInto(b, plo, phi, op, true)
+	return c.reduceInto(b, plo, phi, op, true)
 }
 func (c *worldComm) ReduceScatterEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
-	return c.ReduceScatter(b, off, n, op)
+	return c.enqueue(func() error { return c.reduceScatter(b, off, n, op) })
+}
+func (c *worldComm) ReduceScatterPartEnqueue(b comm.Buffer, off, n, lo, hi int, op comm.Op) error {
+	return c.enqueue(func() error { return c.reduceScatterPart(b, off, n, lo, hi, op) })
+}
+
+// enqueue puts a collective on the PE's emulated device (run now, or
+// recorded into the graph being captured); a failure when it runs panics.
+func (c *worldComm) enqueue(op func() error) error {
+	c.w.devs[c.pe].Enqueue(func() {
+		if err := op(); err != nil {
+			panic(fmt.Sprintf("world: PE %d: an enqueued collective failed: %v", c.pe, err))
+		}
+	})
+	return nil
+}
+
+// joined fails op, a collective that waits on the host, while the
+// collectives stream is forked (as comm/nvshmem does).
+func (c *worldComm) joined(op string) error {
+	if c.w.forked[c.pe] {
+		return fmt.Errorf("world: PE %d: %s while the collectives stream is forked", c.pe, op)
+	}
+	return nil
+}
+
+func (c *worldComm) CommFork() error {
+	c.w.forked[c.pe] = true
+	c.w.forks[c.pe]++
+	return nil
+}
+
+func (c *worldComm) CommJoin() error {
+	if !c.w.forked[c.pe] {
+		return fmt.Errorf("world: PE %d: join without a fork", c.pe)
+	}
+	c.w.forked[c.pe] = false
+	return nil
+}
+
+// traceSlotsEmulated is the emulated trace's slots (the library's number).
+const traceSlotsEmulated = 4096
+
+func (c *worldComm) TraceStamp(onComm bool, slot int) error {
+	if onComm && !c.w.forked[c.pe] {
+		return fmt.Errorf("world: PE %d: a stamp on the collectives stream without a fork", c.pe)
+	}
+	if slot < 0 || slot >= traceSlotsEmulated {
+		return fmt.Errorf("world: PE %d: trace slot %d", c.pe, slot)
+	}
+	pe := c.pe
+	c.w.devs[pe].Enqueue(func() {
+		c.w.clock[pe]++
+		c.w.trace[pe][slot] = c.w.clock[pe]
+	})
+	return nil
+}
+
+func (c *worldComm) TraceRead(out []uint64) error {
+	copy(out, c.w.trace[c.pe])
+	return nil
 }
 
 // copyFrom copies elements [lo, hi) of b from PE pe's copy into this PE's.
@@ -266,6 +365,9 @@ func (c *worldComm) copyFrom(b comm.Buffer, lo, hi, pe int) {
 }
 
 func (c *worldComm) Broadcast(b comm.Buffer, off, n int, root int) error {
+	if err := c.joined("broadcast"); err != nil {
+		return err
+	}
 	c.w.barrier()
 	if c.pe != root {
 		c.copyFrom(b, off, off+n, root)
@@ -274,6 +376,12 @@ func (c *worldComm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	return nil
 }
 func (c *worldComm) AllGather(b comm.Buffer, off, n int) error {
+	if err := c.joined("allgather"); err != nil {
+		return err
+	}
+	return c.allGather(b, off, n)
+}
+func (c *worldComm) allGather(b comm.Buffer, off, n int) error {
 	c.w.barrier()
 	for pe := range c.w.npes {
 		if pe != c.pe {
@@ -284,4 +392,6 @@ func (c *worldComm) AllGather(b comm.Buffer, off, n int) error {
 	c.w.barrier()
 	return nil
 }
-func (c *worldComm) AllGatherEnqueue(b comm.Buffer, off, n int) error { return c.AllGather(b, off, n) }
+func (c *worldComm) AllGatherEnqueue(b comm.Buffer, off, n int) error {
+	return c.enqueue(func() error { return c.allGather(b, off, n) })
+}

@@ -107,12 +107,10 @@ func (t *Trainer) deviceSharding() (*deviceShard, string, error) {
 	return d, "", nil
 }
 
-// record enqueues the step's work after backward (see the top of the file).
-func (d *deviceShard) record(t *Trainer, ar enqueueAllReducer, lr float32) error {
+// update enqueues the step's work after the gradients' reduce-scatter (see
+// the top of the file).
+func (d *deviceShard) update(t *Trainer, lr float32) error {
 	npes := t.c.NPEs()
-	if err := t.reduceGrads(ar, d); err != nil {
-		return err
-	}
 	d.u.SumSquaresInto(d.mine, d.g)
 	if err := d.s.AllGatherEnqueue(d.xchg, 0, partialStride*npes); err != nil {
 		return fmt.Errorf("gradient norm exchange: %w", err)

@@ -28,9 +28,15 @@ type worldResult struct {
 // (world: each PE its own emulated CUDA engine) with AdamW and opts.
 func worldFit(t *testing.T, npes int, opts Options) []worldResult {
 	t.Helper()
+	return worldFitIn(t, newWorld(npes), opts)
+}
+
+// worldFitIn is worldFit on the PEs of w.
+func worldFitIn(t *testing.T, w *world, opts Options) []worldResult {
+	t.Helper()
+	npes := w.npes
 	train, test, err := datasets.SyntheticSplit(600, 100, 20, 4, 7)
 	require.NoError(t, err)
-	w := newWorld(npes)
 	out := make([]worldResult, npes)
 	var wg sync.WaitGroup
 	for pe := range npes {

@@ -15,12 +15,21 @@ import (
 // layers, the weights the layers read are a bf16 copy of the fp32 masters
 // that the model casts once per forward (compute.Masters), and every
 // weight gradient goes in fp32 into the arena. The layers that have a bf16
-// form (Linear, LayerNorm, CausalSelfAttention, GELUMLP, Residual) say so
-// by implementing bf16Layer; a Residual in bf16 lets its last layer write
+// form (Linear, LayerNorm, CausalSelfAttention, GELUMLP, RMSNorm,
+// SwiGLUMLP, GroupedSelfAttention, Residual) say so by implementing
+// bf16Layer; a Residual in bf16 lets its last layer write
 // the block's output onto the residual stream in its GEMM (streamOut) and
 // its first layer add its input gradient into the stream's gradient
 // (streamIn), so the stream is one tensor and its gradient another, each
 // updated in place, as the fused kernels this replaces kept them.
+//
+// Recompute in bf16 is RecomputeBlock: each layer's blocks in one
+// Checkpoint whose Scratch holds their bf16 activations (allocBF16), the
+// GELU's pre-activation included (LinearSpec.Aux), while the last block's
+// output, the stream at the next layer's entry, is kept in memory of its
+// own (Build.keep); backward runs the layer's forward again from it.
+// RecomputeGELU has none: the bf16 MLP's GELU is in c_fc's GEMM epilogue,
+// whose output c_proj reads, so choosePrecision refuses it.
 
 // bf16Layer is a layer with a bf16 form.
 type bf16Layer interface {
@@ -53,10 +62,25 @@ func (b Build) bf16Views(layer string, n int) ([]compute.Tensor, error) {
 	return b.half, nil
 }
 
-// allocBF16 is Alloc of a bf16 tensor (a bf16 build has no scratch pool:
-// the Decoder refuses recompute in bf16).
+// allocBF16 is Alloc of a bf16 tensor (Batch, shape...): from the Scratch
+// when the layer has one (inside a Checkpoint), from the engine otherwise.
 func (b Build) allocBF16(shape ...int) compute.Tensor {
-	return b.Engine.(compute.BF16Tensors).AllocBF16(append([]int{b.Batch}, shape...)...)
+	full := append([]int{b.Batch}, shape...)
+	if b.Scratch != nil {
+		return b.Scratch.alloc(b.Engine, compute.BF16, full)
+	}
+	return b.Engine.(compute.BF16Tensors).AllocBF16(full...)
+}
+
+// allocOutBF16 is allocBF16 for the output of a layer that ends a
+// residual block (streamOut): the engine's memory when b.keep says that a
+// Checkpoint keeps it as its output, the residual stream that the next
+// block reads and recomputes from.
+func (b Build) allocOutBF16(shape ...int) compute.Tensor {
+	if b.keep {
+		b.Scratch = nil
+	}
+	return b.allocBF16(shape...)
 }
 
 // gradPool is the input gradients (bf16) that the blocks of a bf16 Decoder
@@ -90,7 +114,7 @@ func (g *gradPart) alloc(e compute.BF16Tensors, shape []int) compute.Tensor {
 		}
 	}
 	t := e.AllocBF16(shape...)
-	p.slots = append(p.slots, scratchSlot{shape: slices.Clone(shape), t: t})
+	p.slots = append(p.slots, scratchSlot{dtype: compute.BF16, shape: slices.Clone(shape), t: t})
 	g.taken = append(g.taken, true)
 	return t
 }
@@ -188,14 +212,16 @@ func (d *Decoder) BuildReport() (string, bool) {
 // in bf16 on e: where the precision asks for it or is auto, and every part
 // of the model has a bf16 form at its sizes. It sets d.precision to the
 // choice (and d.fp32Why at auto when the engine computes in bf16 but not
-// this model).
+// this model). RecomputeGELU on a model that would run in bf16 is an
+// error that says to use RecomputeBlock or fp32.
 func (d *Decoder) choosePrecision(e compute.Engine, params, grads []compute.Tensor, rows int, declared [][]ParamSpec, uses [][]paramUse) error {
 	if d.precision == compute.PrecisionF32 {
 		return nil
 	}
 	probe := d
-	if d.recompute != RecomputeNone {
-		// the layers themselves, not the checkpoints around them
+	if d.recompute == RecomputeGELU {
+		// the layers without the shared hidden activation, which has no
+		// bf16 form: would the model run in bf16?
 		plain, err := NewDecoder(d.name, d.spec)
 		if err != nil {
 			return err
@@ -207,13 +233,13 @@ func (d *Decoder) choosePrecision(e compute.Engine, params, grads []compute.Tens
 	}
 	err := probe.checkBF16(e, params, grads, rows, declared, uses)
 	switch {
-	case err == nil && d.recompute != RecomputeNone:
+	case err == nil && d.recompute == RecomputeGELU:
 		p := "auto"
 		if d.precision != compute.PrecisionAuto {
 			p = string(d.precision)
 		}
-		return fmt.Errorf("recompute %s runs in fp32 only: set precision fp32 (at precision %s engine %s runs the model's layers in bf16, which recompute nothing)",
-			d.recompute, p, e.Name())
+		return fmt.Errorf("recompute gelu has no bf16 form (a bf16 MLP computes its GELU in its first GEMM): at precision %s engine %s runs the model in bf16; use recompute block, or precision fp32",
+			p, e.Name())
 	case err == nil:
 		d.precision = compute.PrecisionBF16
 	case d.precision == compute.PrecisionBF16:
@@ -233,9 +259,6 @@ func (d *Decoder) checkBF16(e compute.Engine, params, grads []compute.Tensor, ro
 	s, bt := d.spec, rows*d.spec.Context
 	if _, ok := e.(compute.BF16Tensors); !ok {
 		return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 tensors", Group: "BF16Tensors"}
-	}
-	if s.Positions == "" {
-		return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 embedding without learned positions", Group: "Embeddings"}
 	}
 	if _, err := compute.Require[compute.Embeddings](e, "bf16 embedding"); err != nil {
 		return err
@@ -291,8 +314,12 @@ func (d *Decoder) buildBF16(e compute.Engine, params, grads []compute.Tensor, ro
 	half := masters.Views()
 	d.notes = &bf16Notes{}
 	emb, _ := compute.Require[compute.Embeddings](e, "bf16 embedding")
-	embed, err := emb.Embedding(compute.EmbeddingSpec{B: rows, T: s.Context, C: s.Width, Vocab: s.Vocab, DType: compute.BF16,
-		Tokens: half[0], Positions: half[1], DTokens: grads[0], DPositions: grads[1], AddTokens: uses[0][0].add})
+	es := compute.EmbeddingSpec{B: rows, T: s.Context, C: s.Width, Vocab: s.Vocab, DType: compute.BF16,
+		Tokens: half[0], DTokens: grads[0], AddTokens: uses[0][0].add}
+	if s.Positions != "" {
+		es.Positions, es.DPositions = half[1], grads[1]
+	}
+	embed, err := emb.Embedding(es)
 	if err != nil {
 		return err
 	}

@@ -202,6 +202,10 @@ func TestDecoderBF16Refusals(t *testing.T) {
 			return []models.Layer{models.NewResidual(p+"mlp", models.NewLayerNorm(p+"ln", c), models.NewLinear(p+"fc", c, c, compute.Identity),
 				models.NewGELU(), models.NewLinear(p+"proj", c, c, compute.Identity))}
 		}, "b0.mlp: layer 2: *models.GELU has no bf16 form"},
+		{"a Llama block of a head size the attention kernels do not take", func(p string) []models.Layer {
+			return []models.Layer{models.NewResidual(p+"attn", models.NewRMSNorm(p+"norm", c, 1e-5),
+				models.NewGroupedSelfAttention(p+"attn", 64, c, 4, 2, 1e4, 0.02, 0.02))}
+		}, "b0.attn: layer 1: b0.attn: a shape the bf16 kernels do not take: head size 16: the attention kernels need 32 or 64"},
 	} {
 		for _, p := range []compute.Precision{compute.PrecisionBF16, compute.PrecisionAuto} {
 			d, err := models.NewDecoder("lm", spec(tc.block))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/models"
 )
 
@@ -59,6 +60,17 @@ func TestFootprintOf(t *testing.T) {
 	// docs/GPT.md: gpt-tiny at 8 sequences holds about 76 MiB of activations
 	assert.InDelta(t, 76, float64(act)/(1<<20), 1)
 
+	assert.Zero(t, f.CopyBytes, "fp32: no bf16 copy of the weights")
+
+	// in bf16: the weights' bf16 copy, and the bf16 build's activations
+	b, err := models.New("gpt-tiny", models.Config{Precision: compute.PrecisionBF16})
+	require.NoError(t, err)
+	fb := models.FootprintOf(b, 8, 2)
+	assert.Equal(t, 2*f.Params, fb.CopyBytes)
+	assert.Equal(t, b.(*models.GPT).ActivationBytes(8), fb.ActivationBytes)
+	assert.Less(t, fb.ActivationBytes, act, "bf16 activations take less than fp32's")
+	assert.Equal(t, fb.ArenaBytes+fb.CopyBytes+fb.ActivationBytes, fb.Bytes())
+
 	mlp, err := models.New("mlp", models.Config{})
 	require.NoError(t, err)
 	f = models.FootprintOf(mlp, 256, 1)
@@ -66,4 +78,23 @@ func TestFootprintOf(t *testing.T) {
 	assert.Equal(t, int64(784*256+256+256*256+256+256*10+10), f.Params)
 	assert.Equal(t, f.ArenaBytes, f.Bytes())
 	assert.Equal(t, f.Params*4*3, f.ArenaBytes)
+}
+
+// gpt2-xl at 16 sequences of 1024 in bf16 (docs/GPT.md's table): 39.76 GiB
+// of activations without recompute, 5.25 GiB with --recompute block, and
+// the weights' bf16 copy of 2.90 GiB besides.
+func TestGPT2XLFootprintBF16(t *testing.T) {
+	for _, c := range []struct {
+		r   models.Recompute
+		act int64
+	}{
+		{models.RecomputeNone, 42_686_676_992},
+		{models.RecomputeBlock, 5_635_047_424},
+	} {
+		m, err := models.New("gpt2-xl", models.Config{Precision: compute.PrecisionBF16, Recompute: c.r})
+		require.NoError(t, err)
+		f := models.FootprintOf(m, 16, 2)
+		assert.Equal(t, c.act, f.ActivationBytes, "--recompute %s", c.r)
+		assert.Equal(t, 2*f.Params, f.CopyBytes)
+	}
 }

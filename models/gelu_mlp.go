@@ -84,7 +84,7 @@ func (m *GELUMLP) Build(b Build) ([]int, error) {
 // layer does.
 func (m *GELUMLP) projBuild(b Build) Build {
 	p := b.part([]int{m.hidden}, 2, 4, true)
-	p.onto = b.onto
+	p.onto, p.keep = b.onto, b.keep
 	return p
 }
 

@@ -106,8 +106,9 @@ func (g GPTConfig) Validate() error {
 // projections (attn.c_proj, mlp.c_proj) scaled by 1/sqrt(2·Layers), zero
 // biases, unit norm gains. Biases, norm parameters and the position table
 // are exempt from weight decay (ParamSpec.NoDecay). SetRecompute trades
-// the activations' memory for arithmetic in fp32 only: an engine that
-// would run the model in bf16 fails the build.
+// the activations' memory for arithmetic: RecomputeBlock in fp32 and
+// bf16, RecomputeGELU in fp32 only (an engine that would run the model in
+// bf16 fails the build, saying to use block or fp32).
 type GPT struct {
 	*Decoder
 	cfg GPTConfig
@@ -170,8 +171,10 @@ func (g GPTConfig) DecoderSpec() DecoderSpec {
 func (m *GPT) Config() GPTConfig { return m.cfg }
 
 // ActivationBytes is what a build for seqs sequences allocates for its
-// activations on the CPU engine, in bytes, in m's recompute mode
-// (docs/GPT.md's table). With R = B·T rows, one layer keeps
+// activations, in bytes, in m's recompute mode (docs/GPT.md's tables):
+// in bf16 when the model runs in bf16 (Precision after a Build that chose
+// it, or set to bf16 before; activationBytesBF16), else in fp32 on the CPU
+// engine. In fp32, with R = B·T rows, one layer keeps
 // 32·R·C + 4·R + B·H·T² floats (the probabilities B·H·T² in attention's
 // plan), and the model 4·R·C + 3·R + 2·R·V besides (the embeddings and
 // positions, ln_f, the head's input gradient, the logits and their
@@ -181,6 +184,9 @@ func (m *GPT) Config() GPTConfig { return m.cfg }
 // gradients (two of R·C). Not counted: attention's scratch of 64 rows of T
 // per plan.
 func (m *GPT) ActivationBytes(seqs int) int64 {
+	if m.Precision() == compute.PrecisionBF16 {
+		return m.activationBytesBF16(seqs)
+	}
 	g := m.cfg
 	b, t, c, h, v := int64(seqs), int64(g.Context), int64(g.Width), int64(g.Heads), int64(g.Vocab)
 	r, layers := b*t, int64(g.Layers)
@@ -195,4 +201,32 @@ func (m *GPT) ActivationBytes(seqs int) int64 {
 		n = layers * layer
 	}
 	return 4 * (n + 4*r*c + 3*r + 2*r*v)
+}
+
+// activationBytesBF16 is ActivationBytes of a bf16 build, which the CUDA
+// engine's pool hands out (TestRecomputeActivationBytesBF16). With R = B·T
+// rows, one layer keeps 32·R·C + 16·R + 4·R·H bytes: bf16 outputs of ln_1
+// and ln_2 (R,C), c_attn (R,3C), attention and both c_proj (R,C), c_fc
+// (R,4C) and its pre-activation (R,4C), the norms' fp32 mean and rstd (R),
+// attention's fp32 log-sum-exp (B,H,T). The blocks share their input
+// gradients, 18·R·C bytes for all layers: two (R,C), one (R,3C), one
+// (R,4C). The model keeps 8·R·C + 12·R + 2·R·V besides: the embeddings,
+// ln_f's output, input gradient and statistics, the head's input gradient,
+// the logits (R,V), which the loss overwrites with their gradient, and its
+// fp32 losses (R). RecomputeBlock keeps each layer's output, the residual
+// stream (2·R·C), and one layer's activations less that for all; in bf16
+// RecomputeGELU has no form (the build refuses it), so its figure is
+// none's. Not counted: the bf16 copy of the weights (2 bytes a
+// parameter), the GEMM workspace and the kernels' scratch, which are the
+// engine's and do not grow with the layers.
+func (m *GPT) activationBytesBF16(seqs int) int64 {
+	g := m.cfg
+	b, t, c, h, v := int64(seqs), int64(g.Context), int64(g.Width), int64(g.Heads), int64(g.Vocab)
+	r, layers := b*t, int64(g.Layers)
+	layer := 32*r*c + 16*r + 4*r*h
+	n := layers * layer
+	if m.Recompute() == RecomputeBlock {
+		n = layers*2*r*c + layer - 2*r*c
+	}
+	return n + 18*r*c + 8*r*c + 12*r + 2*r*v
 }

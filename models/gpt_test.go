@@ -230,18 +230,7 @@ func TestBF16GPTReadyPerBlock(t *testing.T) {
 		m, err := models.NewGPT("gpt", models.GPTConfig{Layers: 2, Heads: 2, Width: 64, Context: 64, Vocab: 256})
 		require.NoError(t, err)
 		require.NoError(t, m.SetPrecision(p))
-		var pv, gv []compute.Tensor
-		if _, ok := e.(*cuda.Engine); ok {
-			pv, gv = deviceViews(e, m), deviceViews(e, m)
-		} else {
-			specs := m.Params()
-			offsets, n := models.Layout(specs)
-			a, g := make([]float32, n), make([]float32, n)
-			for i, s := range specs {
-				pv = append(pv, e.View(compute.HostArena(a), offsets[i], s.Shape...))
-				gv = append(gv, e.View(compute.HostArena(g), offsets[i], s.Shape...))
-			}
-		}
+		pv, gv := arenaViews(e, m)
 		require.NoError(t, m.Build(e, pv, gv, 1))
 		require.Equal(t, p, m.Precision())
 		line, warn := m.BuildReport()

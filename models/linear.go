@@ -44,6 +44,11 @@ type Linear struct {
 	fused  compute.FusedLinear // the engine's fused layer (or bf16 plan), nil on the plain path
 	unfuse string              // why the layer is not fused (engines with compute.LinearFuser)
 	gelu   bool                // bf16: GELU in the epilogue (GELUMLP's c_fc)
+	// bf16: the layer that reads the same input and writes its input
+	// gradient first; this layer's Backward adds its own to it, in the GEMM
+	// (SwiGLU's up_proj onto gate_proj's, attention's k_proj and v_proj
+	// onto q_proj's). Set by the composite layer before Build.
+	addDXOf *Linear
 }
 
 // NewLinear returns a Linear layer from in to out features whose parameters
@@ -122,7 +127,7 @@ func (l *Linear) Build(b Build) ([]int, error) {
 // out.
 func (l *Linear) bf16Spec(b Build) compute.LinearSpec {
 	return compute.LinearSpec{Name: l.name, Batch: b.Batch, In: l.in, Out: l.out, Act: l.act, DType: compute.BF16,
-		GELU: l.gelu, Residual: b.onto, AddDW: b.AddGrad(0)}
+		GELU: l.gelu, Residual: b.onto, AddDW: b.AddGrad(0), AddDX: l.addDXOf != nil && b.NeedInputGrad}
 }
 
 // checkBF16 asks the engine for the layer's bf16 plan (bf16Layer).
@@ -142,7 +147,8 @@ func (l *Linear) checkBF16(b Build) ([]int, error) {
 	return []int{l.out}, nil
 }
 
-// buildBF16 plans the layer in bf16 over the masters' copies: y, dx bf16,
+// buildBF16 plans the layer in bf16 over the masters' copies: y, dx bf16
+// (and with GELU the pre-activation, in the Scratch when there is one),
 // the gradients fp32 into the arena.
 func (l *Linear) buildBF16(b Build) error {
 	if _, err := l.checkBF16(b); err != nil {
@@ -157,14 +163,22 @@ func (l *Linear) buildBF16(b Build) error {
 	if !l.NoBias {
 		l.b, l.db = half[1], b.Grads[1]
 	}
-	l.y = b.allocBF16(l.out)
+	l.y = b.allocOutBF16(l.out)
 	l.needInGrad, l.dx = b.NeedInputGrad, nil
-	if l.needInGrad {
+	switch {
+	case l.needInGrad && l.addDXOf != nil:
+		if l.dx = l.addDXOf.dx; l.dx == nil {
+			return fmt.Errorf("%s: adds its input gradient to %s's, which has none", l.name, l.addDXOf.name)
+		}
+	case l.needInGrad:
 		l.dx = b.allocGradBF16(l.in)
 	}
 	l.addW, l.addB, l.unfuse = b.AddGrad(0), false, ""
 	s := l.bf16Spec(b)
 	s.W, s.B, s.DW, s.DB, s.Y, s.DX = l.w, l.b, l.dw, l.db, l.y, l.dx
+	if l.gelu {
+		s.Aux = b.allocBF16(l.out)
+	}
 	if l.fused, err = f.FuseLinear(s); err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}

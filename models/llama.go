@@ -63,17 +63,14 @@ func init() {
 			if cfg.RopeTheta > 0 {
 				l.RopeTheta = cfg.RopeTheta
 			}
-			if cfg.Precision == compute.PrecisionBF16 {
-				return nil, fmt.Errorf("precision bf16: a Llama computes in fp32 on the engine's operation groups (its RMSNorm, SwiGLU, rotary embedding and grouped-query attention have no bf16 form yet)")
-			}
-			if cfg.Precision != compute.PrecisionAuto && cfg.Precision != compute.PrecisionF32 {
-				return nil, fmt.Errorf("precision %q: want fp32 or auto", string(cfg.Precision))
-			}
 			m, err := NewLlama(name, l)
 			if err != nil {
 				return nil, err
 			}
-			return m, m.SetRecompute(cfg.Recompute)
+			if err := m.SetRecompute(cfg.Recompute); err != nil {
+				return nil, err
+			}
+			return m, m.SetPrecision(cfg.Precision)
 		})
 	}
 }
@@ -132,7 +129,9 @@ func (l LlamaConfig) Validate() error {
 // a bias. Its loss is the cross-entropy of the next token at every
 // position (targets -1 ignored). It is a Decoder of Llama's spec
 // (LlamaConfig.DecoderSpec); RecomputeGELU recomputes SwiGLU's output,
-// silu(gate)·up.
+// silu(gate)·up. On an engine with a bf16 form of every layer (the CUDA
+// engine) it runs in bf16 through the layers' plans, as the GPT does
+// (Decoder.SetPrecision).
 //
 // Parameters are named as Hugging Face's LlamaForCausalLM names them
 // (model.embed_tokens.weight, model.layers.0.input_layernorm.weight,
@@ -238,11 +237,33 @@ func require[G any](e compute.Engine, op string) error {
 // layer's activations for all, each layer's output (R,C) and the layers'
 // alternating input gradients (two of R·C). Not counted: the rotary
 // tables (T·C/Heads per plan) and attention's scratch.
+//
+// At precision bf16 (SetPrecision before Build) it is what the bf16 build
+// allocates (docs/LLAMA.md): per layer 14·R·C + 6·R·K + 6·R·F + 8·R + 4·R·H
+// bytes (bf16 activations, fp32 rstd and attention's log-sum-exp, no
+// probabilities) and its rotary plan's fp32 table, 4·T·C/H, the blocks'
+// shared input gradients once, 2·(3·R·C + 2·R·K + 2·R·F), and 8·R·C + 4·R
+// + 2·R·V for the embedding, the final norm and the head (the logits bf16,
+// their gradient written over them). RecomputeBlock keeps each layer's
+// output, the residual stream (2·R·C), and one layer's activations less
+// that for all (TestRecomputeActivationBytesBF16 measures both against the
+// emulated engine's allocations).
 func (m *Llama) ActivationBytes(seqs int) int64 {
 	l := m.cfg
 	b, t, c, h := int64(seqs), int64(l.Context), int64(l.Width), int64(l.Heads)
 	k, f, v := int64(l.KVHeads)*c/h, int64(l.FFNHidden), int64(l.Vocab)
 	r, layers := b*t, int64(l.Layers)
+	if m.Precision() == compute.PrecisionBF16 {
+		// a layer's rotary plan holds its cos and sin table, fp32 (T, C/H/2)
+		// each, shared by the layers' plans with RecomputeBlock
+		table := 4 * t * (c / h)
+		layer := 14*r*c + 6*r*k + 6*r*f + 8*r + 4*r*h + table
+		n := layers * layer
+		if m.Recompute() == RecomputeBlock { // each layer's output stream, and one layer's activations less it
+			n = layers*2*r*c + layer - 2*r*c
+		}
+		return n + 2*(3*r*c+2*r*k+2*r*f) + 8*r*c + 4*r + 2*r*v
+	}
 	layer := 20*r*c + 5*r*k + 5*r*f + 2*r + b*h*t*t
 	var n int64
 	switch m.Recompute() {

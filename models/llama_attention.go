@@ -77,34 +77,101 @@ func (a *GroupedSelfAttention) Build(b Build) ([]int, error) {
 	if a.rope, err = SharedPlan(b, rs, func() (compute.RotaryPlan, error) { return ro.RotaryEmbedding(rs) }); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
-	spec := compute.GroupedAttentionSpec{B: b.Batch / a.t, T: a.t, Heads: a.heads, KVHeads: a.kv, HeadSize: a.hs}
+	spec := a.spec(b)
 	a.plan, err = SharedPlan(b, spec, func() (compute.GroupedAttentionPlan, error) { return ga.GroupedCausalAttention(spec) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
-	for i, l := range []*Linear{a.qp, a.kp, a.vp, a.op} {
-		in, need := b.In, b.NeedInputGrad
-		if l == a.op {
-			in, need = []int{a.heads * a.hs}, true
+	a.kp.addDXOf, a.vp.addDXOf = nil, nil
+	if b.bf16 {
+		// k_proj and v_proj add their input gradients to q_proj's
+		a.kp.addDXOf, a.vp.addDXOf = a.qp, a.qp
+		if p, ok := a.plan.(interface{ Path() string }); ok {
+			b.note(p.Path())
 		}
-		if _, err := l.Build(b.part(in, i, i+1, need)); err != nil {
+	}
+	for i, l := range []*Linear{a.qp, a.kp, a.vp, a.op} {
+		if _, err := l.Build(a.part(b, i)); err != nil {
 			return nil, err
 		}
 	}
-	e, r, qw, kw := b.Engine, b.Batch, a.heads*a.hs, a.kv*a.hs
-	a.e, a.needInGrad = e, b.NeedInputGrad
+	r, qw, kw := b.Batch, a.heads*a.hs, a.kv*a.hs
+	a.e, a.needInGrad = b.Engine, b.NeedInputGrad
+	if b.bf16 {
+		a.qr, a.kr, a.att = b.allocBF16(qw), b.allocBF16(kw), b.allocBF16(qw)
+		a.dq, a.dk, a.dv = b.allocGradBF16(qw), b.allocGradBF16(kw), b.allocGradBF16(kw)
+		return []int{a.c}, nil
+	}
 	a.qr, a.kr, a.att = b.Alloc(r, qw), b.Alloc(r, kw), b.Alloc(r, qw)
 	a.dq, a.dk, a.dv = b.Alloc(r, qw), b.Alloc(r, kw), b.Alloc(r, kw)
 	return []int{a.c}, nil
 }
 
+// spec is the layer's attention for b: bf16 in a bf16 build.
+func (a *GroupedSelfAttention) spec(b Build) compute.GroupedAttentionSpec {
+	s := compute.GroupedAttentionSpec{B: b.Batch / a.t, T: a.t, Heads: a.heads, KVHeads: a.kv, HeadSize: a.hs}
+	if b.bf16 {
+		s.DType = compute.BF16
+	}
+	return s
+}
+
+// part is projection i's (q, k, v, o) part of b: o_proj takes the heads'
+// width and ends a residual block when the layer does.
+func (a *GroupedSelfAttention) part(b Build, i int) Build {
+	if i < 3 {
+		return b.part(b.In, i, i+1, b.NeedInputGrad)
+	}
+	p := b.part([]int{a.heads * a.hs}, 3, 4, true)
+	p.onto, p.keep = b.onto, b.keep
+	return p
+}
+
+// checkBF16 asks the engine for the rotary embedding, grouped attention
+// and the four projections in bf16, k_proj and v_proj adding their input
+// gradients to q_proj's and o_proj ending a residual block when the layer
+// does (bf16Layer).
+func (a *GroupedSelfAttention) checkBF16(b Build) ([]int, error) {
+	if size(b.In) != a.c || b.Batch%a.t != 0 {
+		return nil, fmt.Errorf("%s: input of shape %v, %d rows of sequences of %d", a.name, b.In, b.Batch, a.t)
+	}
+	for _, err := range []error{
+		require[compute.Rotary](b.Engine, "rotary embedding"),
+		require[compute.GroupedAttention](b.Engine, "grouped-query attention"),
+		compute.CheckBF16(b.Engine, compute.RotarySpec{T: a.t, HeadSize: a.hs, Theta: a.theta}),
+		compute.CheckBF16(b.Engine, a.spec(b)),
+	} {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a.name, err)
+		}
+	}
+	a.kp.addDXOf, a.vp.addDXOf = a.qp, a.qp
+	for i, l := range []*Linear{a.qp, a.kp, a.vp, a.op} {
+		if _, err := l.checkBF16(a.part(b, i)); err != nil {
+			return nil, err
+		}
+	}
+	return []int{a.c}, nil
+}
+
+// forwardOnto computes r + o_proj(attention(...)) (streamOut: a bf16 layer
+// built to end a residual block).
+func (a *GroupedSelfAttention) forwardOnto(x, r compute.Tensor) compute.Tensor {
+	return a.op.forwardOnto(a.attend(x), r)
+}
+
 // Forward computes o_proj(attention(rope(q_proj(x)), rope(k_proj(x)),
 // v_proj(x))) for x (B·T, C).
 func (a *GroupedSelfAttention) Forward(x compute.Tensor) compute.Tensor {
+	return a.op.Forward(a.attend(x))
+}
+
+// attend is the layer up to o_proj: attention of the rotated projections.
+func (a *GroupedSelfAttention) attend(x compute.Tensor) compute.Tensor {
 	a.rope.Forward(a.qr, a.qp.Forward(x))
 	a.rope.Forward(a.kr, a.kp.Forward(x))
 	a.plan.Forward(a.att, a.qr, a.kr, a.vp.Forward(x))
-	return a.op.Forward(a.att)
+	return a.att
 }
 
 // Backward writes the four weights' gradients and returns dx (B·T, C), the
@@ -115,12 +182,14 @@ func (a *GroupedSelfAttention) Backward(dy compute.Tensor) compute.Tensor {
 	a.rope.Backward(a.dq, a.dq)
 	a.rope.Backward(a.dk, a.dk)
 	dx := a.qp.Backward(a.dq)
-	dxk := a.kp.Backward(a.dk)
+	dxk := a.kp.Backward(a.dk) // in bf16 added to q_proj's, in its GEMM
 	dxv := a.vp.Backward(a.dv)
 	if !a.needInGrad {
 		return nil
 	}
-	a.e.Accumulate(dx, dxk)
-	a.e.Accumulate(dx, dxv)
+	if a.kp.addDXOf == nil {
+		a.e.Accumulate(dx, dxk)
+		a.e.Accumulate(dx, dxv)
+	}
 	return dx
 }

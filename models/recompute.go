@@ -15,12 +15,14 @@ const (
 	// RecomputeGELU keeps the MLP's activation output, its widest
 	// activation (a GPT's gelu(c_fc(x)), R×4C; a Llama's silu(gate)·up,
 	// R×FFN), in one buffer that every layer shares, and recomputes it in
-	// backward: one elementwise pass per layer.
+	// backward: one elementwise pass per layer. fp32 only: a model that
+	// would run in bf16 refuses it at Build.
 	RecomputeGELU Recompute = "gelu"
 	// RecomputeBlock keeps only each transformer block's input (the
 	// residual stream); the blocks' activations live in memory that all
 	// blocks share, and each block's backward runs its forward again first
-	// (Checkpoint): about one more forward of every block a step.
+	// (Checkpoint): about one more forward of every block a step. In fp32
+	// and bf16 (where the stream kept is bf16).
 	RecomputeBlock Recompute = "block"
 )
 

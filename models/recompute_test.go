@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -135,6 +136,38 @@ func TestRecomputeKeepsBitsCUDAFP32(t *testing.T) {
 	}
 }
 
+// In bf16 on the CUDA engine (emulated) --recompute block keeps the bits
+// of none: the first gradients and the parameters after 3 AdamW steps of a
+// 3-layer GPT at shapes the bf16 kernels take; the model runs in bf16 in
+// both modes.
+func TestRecomputeBlockKeepsBitsCUDABF16(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  models.Config
+	}{
+		{"gpt", models.Config{Layers: 3, Heads: 2, Width: 64, Context: 64, Vocab: 256}},
+		{"llama", models.Config{Layers: 3, Heads: 4, KVHeads: 2, Width: 128, Context: 64, Vocab: 256}},
+	} {
+		var wantP, wantG []float32
+		for _, r := range []models.Recompute{models.RecomputeNone, models.RecomputeBlock} {
+			cfg := tc.cfg
+			cfg.Recompute = r
+			m, err := models.New(tc.name, cfg)
+			require.NoError(t, err)
+			p, g := trainSteps(t, cudatest.NewEmulated(cuda.Options{}), m, 2, 3)
+			require.Equal(t, compute.PrecisionBF16, m.(interface{ Precision() compute.Precision }).Precision(), "%s --recompute %s", tc.name, r)
+			if wantP == nil {
+				wantP, wantG = p, g
+				continue
+			}
+			ok, i := bitsEqual(wantG, g)
+			assert.True(t, ok, "%s --recompute %s: first gradients differ at %d", tc.name, r, i)
+			ok, i = bitsEqual(wantP, p)
+			assert.True(t, ok, "%s --recompute %s: parameters differ at %d", tc.name, r, i)
+		}
+	}
+}
+
 // allocated is the bytes of heap that build allocates.
 func allocated(build func()) int64 {
 	var before, after runtime.MemStats
@@ -178,10 +211,65 @@ func TestRecomputeActivationBytes(t *testing.T) {
 	}
 }
 
+// In bf16 ActivationBytes is what a build takes of the CUDA engine's
+// (emulated) pool in none and block, besides what does not depend on the
+// mode or the layers: the same bytes in both modes, and at 2 and 3 layers
+// less the third layer's weight copy; that is the GEMM workspace (32 MiB),
+// the bf16 copy of the weights (2 bytes a parameter) and the kernels'
+// scratch (under 64 KiB at these sizes). Block keeps less.
+func TestRecomputeActivationBytesBF16(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  models.Config
+	}{
+		{"gpt", models.Config{Heads: 2, Width: 64, Context: 64, Vocab: 256}},
+		{"llama", models.Config{Heads: 4, KVHeads: 2, Width: 128, Context: 64, Vocab: 256}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { activationBytesBF16(t, tc.name, tc.cfg) })
+	}
+}
+
+// activationBytesBF16 is TestRecomputeActivationBytesBF16 of one model.
+func activationBytesBF16(t *testing.T, name string, cfg models.Config) {
+	const seqs = 4
+	taken := func(layers int, r models.Recompute) (got, est, params int64) {
+		cfg := cfg
+		cfg.Layers, cfg.Recompute = layers, r
+		m, err := models.New(name, cfg)
+		require.NoError(t, err)
+		e := cudatest.NewEmulated(cuda.Options{})
+		pv := deviceViews(e, m)
+		before := e.TakenBytes()
+		require.NoError(t, m.Build(e, pv, pv, seqs))
+		require.Equal(t, compute.PrecisionBF16, m.(interface{ Precision() compute.Precision }).Precision())
+		for _, p := range m.Params() {
+			params += int64(p.Size())
+		}
+		return e.TakenBytes() - before, m.(models.ActivationSizer).ActivationBytes(seqs), params
+	}
+	const workspace = 32 << 20
+	var over int64 = -1
+	est := map[models.Recompute]int64{}
+	for _, r := range []models.Recompute{models.RecomputeNone, models.RecomputeBlock} {
+		got2, est2, n2 := taken(2, r)
+		got3, est3, n3 := taken(3, r)
+		t.Logf("--recompute %s: estimate %d bytes at 3 layers, taken %d (%d at 2 layers, estimate %d)", r, est3, got3, got2, est2)
+		assert.InDelta(t, est3-est2, got3-got2-2*(n3-n2), 512, "--recompute %s: a layer's bytes", r)
+		if over < 0 {
+			over = got3 - est3
+		}
+		assert.Equal(t, over, got3-est3, "--recompute %s: what the estimate leaves out does not depend on the mode", r)
+		scratch := got3 - est3 - workspace - 2*n3
+		assert.True(t, scratch >= 0 && scratch < 64<<10, "--recompute %s: %d bytes besides the estimate, the workspace and the weights' copy", r, scratch)
+		est[r] = est3
+	}
+	assert.Less(t, est[models.RecomputeBlock], est[models.RecomputeNone])
+}
+
 // A mode that is not one, or a model without transformer blocks, is
 // refused naming the model; a GPT that an engine would run in bf16
-// refuses recompute at Build and says to use fp32; a mode cannot change
-// after Build.
+// refuses recompute gelu at Build and says to use block or fp32 (block
+// builds in bf16); a mode cannot change after Build.
 func TestRecomputeErrors(t *testing.T) {
 	_, err := models.New("gpt-tiny", models.Config{Recompute: "full"})
 	assert.EqualError(t, err, `model gpt-tiny: recompute "full": want none, gelu or block`)
@@ -192,16 +280,36 @@ func TestRecomputeErrors(t *testing.T) {
 	assert.NotNil(t, m)
 
 	for _, p := range []compute.Precision{compute.PrecisionAuto, compute.PrecisionBF16} {
-		g, err := models.NewGPT("gpt", models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256})
-		require.NoError(t, err)
-		require.NoError(t, g.SetPrecision(p))
-		require.NoError(t, g.SetRecompute(models.RecomputeBlock))
-		ce := cudatest.NewEmulated(cuda.Options{})
-		pv := deviceViews(ce, g)
-		err = g.Build(ce, pv, pv, 1)
-		require.Error(t, err, "precision %q", p)
-		assert.Contains(t, err.Error(), "recompute block runs in fp32 only: set precision fp32")
+		for _, r := range []models.Recompute{models.RecomputeGELU, models.RecomputeBlock} {
+			g, err := models.NewGPT("gpt", models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256})
+			require.NoError(t, err)
+			require.NoError(t, g.SetPrecision(p))
+			require.NoError(t, g.SetRecompute(r))
+			ce := cudatest.NewEmulated(cuda.Options{})
+			pv := deviceViews(ce, g)
+			err = g.Build(ce, pv, pv, 1)
+			if r == models.RecomputeBlock {
+				require.NoError(t, err, "precision %q", p)
+				assert.Equal(t, compute.PrecisionBF16, g.Precision())
+				continue
+			}
+			require.Error(t, err, "precision %q", p)
+			name := string(p)
+			if p == compute.PrecisionAuto {
+				name = "auto"
+			}
+			assert.EqualError(t, err, "build model gpt: recompute gelu has no bf16 form (a bf16 MLP computes its GELU in its first GEMM): at precision "+
+				name+" engine cuda/cublas runs the model in bf16; use recompute block, or precision fp32")
+		}
 	}
+	// at fp32 the CUDA engine recomputes gelu
+	g, err := models.NewGPT("gpt", models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256})
+	require.NoError(t, err)
+	require.NoError(t, g.SetPrecision(compute.PrecisionF32))
+	require.NoError(t, g.SetRecompute(models.RecomputeGELU))
+	ce := cudatest.NewEmulated(cuda.Options{})
+	pv := deviceViews(ce, g)
+	require.NoError(t, g.Build(ce, pv, pv, 1))
 
 	e, err := cpu.New(cpu.Options{Threads: 1})
 	require.NoError(t, err)
@@ -275,4 +383,32 @@ func TestCheckpointOfUserLayers(t *testing.T) {
 		pv = append(pv, e.View(compute.HostArena(arena), offsets[i], sp.Shape...))
 	}
 	assert.ErrorContains(t, nested.Build(e, pv, pv, 2), "inner: a checkpoint inside a checkpoint of the same scratch pool")
+}
+
+// In bf16 a checkpoint holds residual blocks: a layer whose blocks end in
+// a bare layer norm is refused at precision bf16 with one line naming the
+// layer, and runs in fp32 at auto, saying why.
+func TestRecomputeBlockBF16NeedsResidualBlocks(t *testing.T) {
+	spec := models.GPTConfig{Layers: 1, Heads: 2, Width: 64, Context: 64, Vocab: 256}.DecoderSpec()
+	block := spec.Block
+	spec.Block = func(i int, hidden *models.ScratchPool) []models.Layer {
+		return append(block(i, hidden), models.NewLayerNorm(fmt.Sprintf("h.%d.ln_3", i), 64))
+	}
+	for _, p := range []compute.Precision{compute.PrecisionBF16, compute.PrecisionAuto} {
+		d, err := models.NewDecoder("gpt", spec)
+		require.NoError(t, err)
+		require.NoError(t, d.SetRecompute(models.RecomputeBlock))
+		require.NoError(t, d.SetPrecision(p))
+		e := cudatest.NewEmulated(cuda.Options{})
+		pv := deviceViews(e, d)
+		err = d.Build(e, pv, pv, 1)
+		const why = "h.0: layer 2 is a *models.LayerNorm: in bf16 a checkpoint holds residual blocks (their stream's gradient is updated in place)"
+		if p == compute.PrecisionBF16 {
+			assert.EqualError(t, err, "build model gpt: precision bf16: "+why)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, compute.PrecisionF32, d.Precision())
+		assert.EqualError(t, d.FP32Reason(), why)
+	}
 }

@@ -85,11 +85,13 @@ func (r *Residual) Build(b Build) ([]int, error) {
 }
 
 // part is layer i's Build: in bf16 the first layer begins the residual
-// stream's gradient and the last ends the stream.
+// stream's gradient and the last ends the stream (in memory of its own
+// when the block's output is kept: b.keep).
 func (r *Residual) part(b Build, in []int, i, lo, hi int) Build {
 	p := b.part(in, lo, hi, i > 0 || b.NeedInputGrad)
 	if b.bf16 {
 		p.into, p.onto = i == 0, i == len(r.layers)-1
+		p.keep = p.onto && b.keep
 	}
 	return p
 }
@@ -102,10 +104,10 @@ func (r *Residual) checkEnds() error {
 		return fmt.Errorf("%s: a bf16 residual block needs at least two layers (a norm first)", r.name)
 	}
 	if _, ok := r.layers[0].(streamIn); !ok {
-		return fmt.Errorf("%s: its first layer %T cannot add its input gradient into the residual stream's in bf16 (a LayerNorm can)", r.name, r.layers[0])
+		return fmt.Errorf("%s: its first layer %T cannot add its input gradient into the residual stream's in bf16 (a LayerNorm or RMSNorm can)", r.name, r.layers[0])
 	}
 	if _, ok := r.layers[len(r.layers)-1].(streamOut); !ok {
-		return fmt.Errorf("%s: its last layer %T cannot write onto the residual stream in bf16 (a Linear or GELUMLP can)", r.name, r.layers[len(r.layers)-1])
+		return fmt.Errorf("%s: its last layer %T cannot write onto the residual stream in bf16 (a Linear, GELUMLP, SwiGLUMLP or GroupedSelfAttention can)", r.name, r.layers[len(r.layers)-1])
 	}
 	return nil
 }

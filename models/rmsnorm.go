@@ -55,10 +55,59 @@ func (l *RMSNorm) Build(b Build) ([]int, error) {
 		return nil, fmt.Errorf("%s: %w", l.name, err)
 	}
 	rows := b.Batch * size(b.In) / l.c
-	l.norms, l.w, l.dw = n, b.Params[0], b.Grads[0]
+	l.norms = n
+	if b.bf16 {
+		return b.In, l.buildBF16(b, rows)
+	}
+	l.w, l.dw = b.Params[0], b.Grads[0]
 	l.y, l.dx, l.rstd = b.Alloc(rows, l.c), b.Alloc(rows, l.c), b.Alloc(rows)
 	l.needInGrad = b.NeedInputGrad
 	return b.In, nil
+}
+
+// spec is the layer's sizes as the engine's bf16 check sees them.
+func (l *RMSNorm) spec(b Build) compute.RMSNormSpec {
+	return compute.RMSNormSpec{Rows: b.Batch * size(b.In) / l.c, Cols: l.c, Eps: l.eps}
+}
+
+// checkBF16 asks the engine whether it runs the layer in bf16 (bf16Layer).
+func (l *RMSNorm) checkBF16(b Build) ([]int, error) {
+	if len(b.In) == 0 || b.In[len(b.In)-1] != l.c {
+		return nil, fmt.Errorf("%s: input of shape %v, want %d features last", l.name, b.In, l.c)
+	}
+	if _, err := compute.Require[compute.RMSNorms](b.Engine, "RMSNorm"); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.name, err)
+	}
+	if err := compute.CheckBF16(b.Engine, l.spec(b)); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.name, err)
+	}
+	return b.In, nil
+}
+
+// buildBF16 binds the weight's bf16 copy and allocates y (bf16), rstd
+// (fp32) and, when the layer does not begin a residual block, dx (bf16).
+func (l *RMSNorm) buildBF16(b Build, rows int) error {
+	half, err := b.bf16Views(l.name, 1)
+	if err != nil {
+		return err
+	}
+	if err := compute.CheckBF16(b.Engine, l.spec(b)); err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	l.w, l.dw = half[0], b.Grads[0]
+	l.y, l.rstd = b.allocBF16(size(b.In)), b.Alloc(rows)
+	l.needInGrad, l.dx = b.NeedInputGrad, nil
+	if !b.into {
+		l.dx = b.allocGradBF16(size(b.In))
+	}
+	return nil
+}
+
+// backwardOnto writes dw and adds the gradient at x into stream, the
+// residual stream's gradient (streamIn: a bf16 layer built to begin a
+// residual block).
+func (l *RMSNorm) backwardOnto(dy, stream compute.Tensor) {
+	l.norms.RMSNormBackward(stream, l.dw, dy, l.x, l.w, l.rstd, true)
 }
 
 // Forward normalises x (rows, C) into y, keeping x and rstd.

@@ -28,6 +28,7 @@ type ScratchPool struct {
 
 // scratchSlot is one shared tensor.
 type scratchSlot struct {
+	dtype compute.DType
 	shape []int
 	t     compute.Tensor
 }
@@ -53,6 +54,16 @@ func (p *ScratchPool) bind(e compute.Engine) error {
 		return fmt.Errorf("a scratch pool of engine %s used on engine %s: a pool serves one build", p.e.Name(), e.Name())
 	}
 	return nil
+}
+
+// holds says whether t is one of the pool's tensors.
+func (p *ScratchPool) holds(t compute.Tensor) bool {
+	for _, sl := range p.slots {
+		if sl.t == t {
+			return true
+		}
+	}
+	return false
 }
 
 // Scratch returns a new part's allocator.
@@ -93,19 +104,30 @@ type Scratch struct {
 // build time; unlike it, the tensor holds whatever the pool's last user
 // left there, so a layer must write its scratch before reading it.
 func (s *Scratch) Alloc(e compute.Engine, shape ...int) compute.Tensor {
+	return s.alloc(e, compute.F32, shape)
+}
+
+// alloc is Alloc of a tensor of dtype (F32, or BF16 on an engine with
+// compute.BF16Tensors): slots match by type and shape.
+func (s *Scratch) alloc(e compute.Engine, dtype compute.DType, shape []int) compute.Tensor {
 	p := s.pool
 	if err := p.bind(e); err != nil {
 		panic("models: " + err.Error())
 	}
 	s.taken = append(s.taken, make([]bool, len(p.slots)-len(s.taken))...)
 	for i, sl := range p.slots {
-		if !s.taken[i] && slices.Equal(sl.shape, shape) {
+		if !s.taken[i] && sl.dtype == dtype && slices.Equal(sl.shape, shape) {
 			s.taken[i] = true
 			return sl.t
 		}
 	}
-	t := e.Alloc(shape...)
-	p.slots = append(p.slots, scratchSlot{shape: slices.Clone(shape), t: t})
+	var t compute.Tensor
+	if dtype == compute.BF16 {
+		t = e.(compute.BF16Tensors).AllocBF16(shape...)
+	} else {
+		t = e.Alloc(shape...)
+	}
+	p.slots = append(p.slots, scratchSlot{dtype: dtype, shape: slices.Clone(shape), t: t})
 	s.taken = append(s.taken, true)
 	return t
 }

@@ -67,21 +67,73 @@ func (m *SwiGLUMLP) Build(b Build) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.name, err)
 	}
+	m.up.addDXOf = nil
+	if b.bf16 {
+		m.up.addDXOf = m.gate // up_proj adds its input gradient to gate_proj's
+	}
 	for i, l := range []*Linear{m.gate, m.up, m.down} {
-		in, need := b.In, b.NeedInputGrad
-		if l == m.down {
-			in, need = []int{m.hidden}, true
-		}
-		if _, err := l.Build(b.part(in, i, i+1, need)); err != nil {
+		if _, err := l.Build(m.part(b, i)); err != nil {
 			return nil, err
 		}
 	}
 	m.e, m.sw, m.needInGrad = b.Engine, sw, b.NeedInputGrad
+	if b.bf16 {
+		if m.SharedHidden != nil {
+			return nil, fmt.Errorf("%s: a shared hidden activation (recompute) has no bf16 form", m.name)
+		}
+		m.h, m.db = b.allocBF16(m.hidden), b.allocGradBF16(m.hidden)
+		return []int{m.c}, nil
+	}
 	if m.h, err = hiddenAlloc(b, m.SharedHidden, m.hidden); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.name, err)
 	}
 	m.db = b.Alloc(b.Batch, m.hidden)
 	return []int{m.c}, nil
+}
+
+// part is projection i's (gate, up, down) part of b: down_proj takes the
+// hidden width and ends a residual block when the layer does (its output
+// kept out of a Checkpoint's scratch where the block's is: Build.keep).
+func (m *SwiGLUMLP) part(b Build, i int) Build {
+	if i < 2 {
+		return b.part(b.In, i, i+1, b.NeedInputGrad)
+	}
+	p := b.part([]int{m.hidden}, 2, 3, true)
+	p.onto, p.keep = b.onto, b.keep
+	return p
+}
+
+// checkBF16 asks the engine for the three projections and SwiGLU in bf16,
+// up_proj adding its input gradient to gate_proj's and down_proj ending a
+// residual block when the layer does (bf16Layer).
+func (m *SwiGLUMLP) checkBF16(b Build) ([]int, error) {
+	if size(b.In) != m.c {
+		return nil, fmt.Errorf("%s: input of shape %v, want %d features", m.name, b.In, m.c)
+	}
+	if m.SharedHidden != nil {
+		return nil, fmt.Errorf("%s: a shared hidden activation (recompute) has no bf16 form", m.name)
+	}
+	if _, err := compute.Require[compute.SwiGLUs](b.Engine, "SwiGLU"); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	if err := compute.CheckBF16(b.Engine, compute.SwiGLUSpec{N: b.Batch * m.hidden}); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	m.up.addDXOf = m.gate
+	for i, l := range []*Linear{m.gate, m.up, m.down} {
+		if _, err := l.checkBF16(m.part(b, i)); err != nil {
+			return nil, err
+		}
+	}
+	return []int{m.c}, nil
+}
+
+// forwardOnto computes r + down(silu(gate(x))·up(x)) (streamOut: a bf16
+// layer built to end a residual block).
+func (m *SwiGLUMLP) forwardOnto(x, r compute.Tensor) compute.Tensor {
+	a, bv := m.gate.Forward(x), m.up.Forward(x)
+	m.sw.SwiGLU(m.h, a, bv)
+	return m.down.forwardOnto(m.h, r)
 }
 
 // hiddenAlloc allocates an MLP's hidden activation (Batch, hidden): from
@@ -116,10 +168,12 @@ func (m *SwiGLUMLP) Backward(dy compute.Tensor) compute.Tensor {
 	dh := m.down.Backward(dy)
 	m.sw.SwiGLUBackward(dh, m.db, dh, m.gate.y, m.up.y) // dh becomes the gradient at a
 	dx := m.gate.Backward(dh)
-	dxu := m.up.Backward(m.db)
+	dxu := m.up.Backward(m.db) // in bf16 added to gate_proj's, in its GEMM
 	if !m.needInGrad {
 		return nil
 	}
-	m.e.Accumulate(dx, dxu)
+	if m.up.addDXOf == nil {
+		m.e.Accumulate(dx, dxu)
+	}
 	return dx
 }

@@ -78,5 +78,6 @@ go test ./compute/... ./ddp/... ./models/... ./internal/cudalib/...
 python3 -m py_compile bench/torch_mlp_bench.py bench/torch_gpt_bench.py bench/torch_llama_bench.py
 bash -n scripts/gpu-compute-check.sh
 bash -n scripts/gpu-gpt-check.sh
+bash -n scripts/gpu-overlap-check.sh
 bash -n scripts/gpu-lm-check.sh
 echo "ready: run scripts/gpu-compute-check.sh (with .device/data), scripts/gpu-gpt-check.sh or scripts/gpu-lm-check.sh on the GPU host with .device/bin carried along"

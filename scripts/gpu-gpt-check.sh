@@ -15,7 +15,9 @@
 #                       plans one by one and as a model, and the fused Linear
 #                       layers on the GPU; ddp.test: the bf16 GPT (300 steps),
 #                       and the GPT and a small Llama in fp32 on the engine's
-#                       operation groups (20 steps each) against the CPU engine
+#                       operation groups (20 steps each) against the CPU engine,
+#                       the Llama in bf16 against the CPU engine, the bf16
+#                       GPT's --recompute block against none (same bits)
 #    4 train 1 PE       train --backend nvshmem --pes 1 --model gpt-tiny
 #                       --dataset text --max-steps 300: byte-level text (the
 #                       repository's own files, --text-dir; the GPU host has no
@@ -29,7 +31,7 @@
 #                       GPU's clocks, power and clock-limiting reasons sampled
 #                       beside it (gpt-clocks.csv, a line in the summary)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1; the whole run stays within
-# the budget (default 420 s): a stage that would not fit is skipped and
+# the budget (default 560 s): a stage that would not fit is skipped and
 # reported. Logs go to $OUT (else .device/out): gpt-env.log, gpt-build.log,
 # gpt-tests.log, gpt-train.log (and gpt-tiny-*.jsonl, the metrics logs),
 # gpt-bench.log and gpt-summary.txt, printed at the end with the table.
@@ -37,7 +39,7 @@ set -u
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
-budget="${GPU_CHECK_BUDGET:-420}"
+budget="${GPU_CHECK_BUDGET:-560}"
 rebuild=0
 torch=1
 text="$root"
@@ -95,7 +97,14 @@ stage "ddp.test GPTFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp
 # GPU) in a process of its own too: in the GPT's, its comm would not start.
 stage "ddp.test LlamaFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
     -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestLlamaFP32MatchesCPUGPU$'
-grep -E 'gpt_bf16_test.go:[0-9]+: (loss cpu|runs in bf16|validation)|(gpt|llama)_fp32_test.go:[0-9]+: (step|largest)' "$test_log" |
+# The Llama in bf16 against the CPU engine in fp32 (RMSNorm, SwiGLU, rotary
+# and grouped-query flash attention in bf16), and the bf16 GPT's --recompute
+# block against none on the device: each in a process of its own.
+stage "ddp.test BF16Llama (GPU vs CPU)" 90 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+    -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestBF16LlamaMatchesCPUGPU$'
+stage "ddp.test BF16GPT recompute block bits" 90 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+    -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestBF16GPTRecomputeBlockBitsGPU$'
+grep -E 'gpt_bf16_test.go:[0-9]+: (loss cpu|runs in bf16|validation)|lm_fp32_test.go:[0-9]+: (step|largest)|llama_bf16_test.go:[0-9]+: ' "$test_log" |
     sed 's/^ */  /' >>"$summary"
 
 # ---- 4, 5 gpt-tiny on byte-level text ----

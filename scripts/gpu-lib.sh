@@ -207,3 +207,30 @@ gpu_build() {
     fi
     tail -n 3 "$log" | sed 's/^/  /' | tee -a "$summary"
 }
+
+# gpu_mem_start FILE: samples the memory used on the GPU (MiB, every GPU
+# visible, all processes) every 200 ms into FILE, until gpu_mem_stop NAME,
+# which adds a line to the summary: the largest sample, as the peak memory
+# of what ran in between (NAME). Nothing happens without nvidia-smi.
+mem_pid=""
+gpu_mem_start() {
+    mem_file="$1"
+    mem_pid=""
+    command -v nvidia-smi >/dev/null || return 0
+    nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits -lms 200 >"$mem_file" 2>&1 &
+    mem_pid=$!
+}
+gpu_mem_stop() {
+    [ -n "$mem_pid" ] || return 0
+    kill "$mem_pid" 2>/dev/null
+    wait "$mem_pid" 2>/dev/null
+    mem_pid=""
+    local peak total
+    peak="$(grep -E '^[0-9]+, ' "$mem_file" | cut -d, -f1 | sort -n | tail -1)"
+    total="$(grep -E '^[0-9]+, ' "$mem_file" | cut -d, -f2 | tr -d ' ' | head -1)"
+    if [ -z "$peak" ]; then
+        note "peak GPU memory of $1: no samples (see $(basename "$mem_file"))"
+        return 0
+    fi
+    note "peak GPU memory of $1: ${peak} MiB of ${total} (nvidia-smi, every 200 ms)"
+}

@@ -179,9 +179,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.precision, "precision", "auto", "how a language model (gpt, ownlm) computes: auto (bf16 where the engine has a bf16 form of every layer of the model at its sizes, the GPU engine of --backend nvshmem; fp32 elsewhere), bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights, gradients and optimizer state; GPU engine only), fp32 (fp32 throughout; the CPU engine's only mode). The mlp trains in fp32: auto or fp32")
 	fs.StringVar(&o.recompute, "recompute", "none", "activations a gpt or llama model recomputes in backward instead of keeping them from forward; the trained bits are the same in every mode: "+
 		"none (keep them all); "+
-		"gelu (keep the MLP's widest activation, the GELU's output of 4x the width, a llama's SwiGLU output, in one buffer for all layers and recompute it in backward: one elementwise pass per layer, almost free; gpt2 at 16 sequences: 31.3 GiB of activations instead of 33.3); "+
-		"block (keep each block's input, the residual stream, and the activations of one block in memory all blocks share; each block's backward runs its forward again first: about one more forward of every block a step, a third more of the blocks' arithmetic; gpt2 at 16 sequences: 9.2 GiB, most of it the logits). "+
-		"The start-up header and --list-models give the activations with and without it. In fp32 only: with --backend nvshmem a gpt model needs --precision fp32")
+		"gelu (keep the MLP's widest activation, the GELU's output of 4x the width, a llama's SwiGLU output, in one buffer for all layers and recompute it in backward: one elementwise pass per layer, almost free; gpt2 at 16 sequences: 31.3 GiB of activations instead of 33.3; fp32 only: with --backend nvshmem a gpt model that runs in bf16 refuses it); "+
+		"block (keep each layer's input, the residual stream, and the activations of one layer in memory all layers share; each layer's backward runs its forward again first: about one more forward of every layer a step, a third more of the blocks' arithmetic; in fp32 and in bf16 on the GPU: gpt2 at 16 sequences 9.2 GiB in fp32, most of it the logits; gpt2-xl at 16 sequences in bf16 5.25 GiB instead of 39.76). "+
+		"The start-up header and --list-models give the activations with and without it")
 	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the type gradients are summed across PEs in: fp32, or bf16 (half the bytes; each PE's gradients and their sum rounded to bf16, the update still fp32; GPU step path of --backend nvshmem only)")
 	fs.Float64Var(&o.peakTFLOPS, "peak-tflops", 0, "language models: the dense peak TFLOP/s of one GPU at the run's precision (of the host's CPUs on the CPU engine), against which MFU (model FLOPs utilisation: tokens/s x FLOPs per token / peak) is printed; default: the dense (not sparse) peak of a known GPU by its name (H200 and H100 SXM: bf16 989, fp32 67; H100 PCIe: 756, 51; A100: 312, 19.5), and no MFU on the CPU")
 
@@ -205,7 +205,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.Float32Var(&o.clipNorm, "clip-norm", 0, "clip the global gradient norm to this value (0: off)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of initialisation and data order")
 
-	fs.StringVar(&o.bucketSize, "bucket-size", "1MiB", "gradient bucket size: backward starts each bucket's reduction (its allreduce, or its reduce-scatter under --shard-update on the CPU) as soon as it is final (0: one reduction at the end of backward)")
+	fs.StringVar(&o.bucketSize, "bucket-size", "auto", "gradient bucket size: backward starts each bucket's reduction (its allreduce, or its reduce-scatter under --shard-update) as soon as it is final, on the GPU on a collectives stream beside backward (0: one reduction at the end of backward; auto: 1MiB on the CPU, 0 on the GPU, whose overlapped reduction has not been run on a GPU yet: docs/GPU.md)")
 	fs.BoolVar(&o.shardUpdate, "shard-update", true, "each PE updates 1/PEs of the parameters and keeps that part of the optimizer state, between a reduce-scatter and an all-gather (ZeRO-1: shm and mpi on the CPU, nvshmem on the GPU step path); false: every PE updates all of them after an allreduce")
 	fs.IntVar(&o.threads, "threads", 0, "BLAS threads per PE (0: cores / PEs)")
 	fs.StringVar(&o.heapSize, "heap-size", "", "symmetric heap size per PE, e.g. 512MiB (default: what the model needs)")
@@ -382,9 +382,9 @@ func (o *options) checkPrecision() error {
 
 // checkRecompute checks --recompute against the model and the path it
 // runs on: a model that does not recompute (it is no models.Recomputer, or
-// ignores the mode) and a model that the GPU runs in bf16 (one that takes
-// --precision bf16: its bf16 layers recompute nothing) refuse any mode but
-// none.
+// ignores the mode) refuses any mode but none; a model that the GPU runs
+// in bf16 (one that takes --precision bf16) refuses gelu, which has no
+// bf16 form, saying to use block or fp32.
 func (o *options) checkRecompute() error {
 	r, err := models.ParseRecompute(o.recompute)
 	if err != nil {
@@ -405,15 +405,15 @@ func (o *options) checkRecompute() error {
 	if rm, ok := m.(models.Recomputer); !ok || rm.Recompute() != r {
 		return usagef("--recompute %s: model %s does not recompute activations (the gpt and llama models do)", r, o.model)
 	}
-	if o.precisions && o.backend == "nvshmem" && o.precision != "fp32" && o.takesBF16() {
-		return usagef("--recompute %s: with --backend nvshmem and --precision %s model %s runs in bf16, whose layers recompute nothing: add --precision fp32 to recompute in fp32, or leave --recompute out",
-			r, o.precision, o.model)
+	if r == models.RecomputeGELU && o.precisions && o.backend == "nvshmem" && o.precision != "fp32" && o.takesBF16() {
+		return usagef("--recompute gelu: with --backend nvshmem and --precision %s model %s runs in bf16, where the GELU is in the MLP's GEMM and is not recomputed: use --recompute block, or add --precision fp32 to recompute gelu in fp32",
+			o.precision, o.model)
 	}
 	return nil
 }
 
-// takesBF16 says whether the model is made at --precision bf16 (a llama's
-// factory refuses it: its layers have no bf16 form).
+// takesBF16 says whether the model is made at --precision bf16 (the gpt
+// and llama models are; a factory that refuses it has no bf16 form).
 func (o *options) takesBF16() bool {
 	cfg := o.modelConfig()
 	cfg.Precision, cfg.Recompute = compute.PrecisionBF16, models.RecomputeNone
@@ -528,7 +528,7 @@ func (o *options) validate() error {
 	if _, err := o.hiddenSizes(); err != nil {
 		return err
 	}
-	if _, err := parseBytes("--bucket-size", o.bucketSize, true); err != nil {
+	if _, err := bucketBytes(o.bucketSize); err != nil {
 		return err
 	}
 	if o.heapSize != "" {
@@ -584,6 +584,24 @@ func keyValues(flag string, list []string) (map[string]string, error) {
 }
 
 // parseBytes reads sizes like 4096, 64KiB, 1MiB, 2G.
+// bucketBytes is ddp.Options.BucketBytes for --bucket-size s: 0 for auto
+// (ddp's default: 1 MiB buckets on the host paths, one reduction after
+// backward on the GPU step path), -1 for 0 (one reduction after backward
+// everywhere), else the size.
+func bucketBytes(s string) (int, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		return 0, nil
+	}
+	n, err := parseBytes("--bucket-size", s, true)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return int(n), nil
+}
+
 func parseBytes(flag, s string, zeroOK bool) (int64, error) {
 	t := strings.TrimSpace(strings.ToUpper(s))
 	mult := int64(1)

@@ -31,6 +31,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
 	_ "github.com/symddp/symddp/comm/shm" // the default backend
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/models"
 )
@@ -93,44 +94,74 @@ func run(args []string, stdout, stderr io.Writer) int {
 // estimate of its memory per PE at the default batch of one PE (256
 // samples and SGD with momentum for a classifier; 16 sequences and AdamW for
 // a language model): fp32 arenas, optimizer state and, where the model
-// states it, the CPU engine's activations, in recompute mode r for the
-// models that recompute (models.Recomputer), with the other figure beside
-// it: without recomputing, or with --recompute block when r is none.
+// states it, its activations, in fp32 on the CPU engine and, for a model
+// that runs in bf16 on the GPU, in bf16 there (with the weights' bf16
+// copy); in recompute mode r for the models that recompute
+// (models.Recomputer), with the other figure beside it: without
+// recomputing, or with --recompute block when r is none.
 func listModels(w io.Writer, r models.Recompute) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "model\tparameters\tmemory per PE (estimate: fp32 on the CPU engine; the GPU's bf16 path needs less)")
+	fmt.Fprintln(tw, "model\tparameters\tmemory per PE (estimate), fp32 on the CPU engine\tin bf16 on the GPU")
 	for _, name := range models.Names() {
 		m, err := models.New(name, models.Config{})
 		if err != nil {
-			fmt.Fprintf(tw, "%s\t-\t(needs settings: %v)\n", name, err)
+			fmt.Fprintf(tw, "%s\t-\t(needs settings: %v)\t\n", name, err)
 			continue
 		}
 		batch, slots, opt := 256, 1, "sgd"
 		if m.Data().Tokens {
 			batch, slots, opt = 16, 2, "adamw"
 		}
-		f := models.FootprintOf(m, batch, slots)
-		mem := fmt.Sprintf("%s at %d samples a step, %s", memSize(f.Bytes()), batch, opt)
-		if f.ActivationBytes < 0 {
-			mem = fmt.Sprintf("%s + activations, %s", memSize(f.Bytes()), opt)
-		}
-		alt := r
-		if alt == models.RecomputeNone {
-			alt = models.RecomputeBlock
-		}
-		if am, err := models.New(name, models.Config{Recompute: alt}); err == nil && f.ActivationBytes >= 0 {
-			if rm, ok := am.(models.Recomputer); ok && rm.Recompute() == alt {
-				fa := models.FootprintOf(am, batch, slots)
-				if r == models.RecomputeNone {
-					mem += fmt.Sprintf("; --recompute block: %s", memSize(fa.Bytes()))
-				} else {
-					mem = fmt.Sprintf("%s at %d samples a step, %s, --recompute %s (%s without)", memSize(fa.Bytes()), batch, opt, r, memSize(f.Bytes()))
-				}
+		bf16 := "-"
+		if p, ok := m.(models.PrecisionSetter); ok && p.SetPrecision(compute.PrecisionBF16) == nil {
+			if r == models.RecomputeGELU { // no bf16 form: the build refuses it
+				bf16 = memoryLine(name, compute.PrecisionBF16, models.RecomputeNone, batch, slots, opt) + " (no --recompute gelu in bf16)"
+			} else {
+				bf16 = memoryLine(name, compute.PrecisionBF16, r, batch, slots, opt)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, paramCount(f.Params), mem)
+		f := models.FootprintOf(m, batch, slots)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, paramCount(f.Params), memoryLine(name, compute.PrecisionF32, r, batch, slots, opt), bf16)
 	}
 	tw.Flush()
+}
+
+// memoryLine is listModels' estimate of model name at precision p (fp32:
+// the CPU engine's), at batch samples a step with an optimizer of slots
+// state slots named opt: in recompute mode r with the figure without it
+// beside, or at none with --recompute block's beside, for a model that
+// recomputes.
+func memoryLine(name string, p compute.Precision, r models.Recompute, batch, slots int, opt string) string {
+	cfg := models.Config{Precision: p}
+	if p == compute.PrecisionF32 {
+		cfg.Precision = "" // the factory's default: the mlp takes no precision
+	}
+	m, err := models.New(name, cfg)
+	if err != nil {
+		return "-"
+	}
+	f := models.FootprintOf(m, batch, slots)
+	if f.ActivationBytes < 0 {
+		return fmt.Sprintf("%s + activations, %s", memSize(f.Bytes()), opt)
+	}
+	mem := fmt.Sprintf("%s at %d samples a step, %s", memSize(f.Bytes()), batch, opt)
+	alt := r
+	if alt == models.RecomputeNone {
+		alt = models.RecomputeBlock
+	}
+	cfg.Recompute = alt
+	am, err := models.New(name, cfg)
+	if err != nil {
+		return mem
+	}
+	if rm, ok := am.(models.Recomputer); !ok || rm.Recompute() != alt {
+		return mem
+	}
+	fa := models.FootprintOf(am, batch, slots)
+	if r == models.RecomputeNone {
+		return mem + fmt.Sprintf("; --recompute block: %s", memSize(fa.Bytes()))
+	}
+	return fmt.Sprintf("%s at %d samples a step, %s, --recompute %s (%s without)", memSize(fa.Bytes()), batch, opt, r, memSize(f.Bytes()))
 }
 
 // memSize is n bytes in MiB below a GiB, in GiB above.

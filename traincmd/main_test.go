@@ -60,7 +60,7 @@ func TestHelpAndListModels(t *testing.T) {
 	}
 	stdout.Reset()
 	if code := run([]string{"--list-models"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "mlp ") ||
-		!regexp.MustCompile(`gpt2 +124\.5M +35\.19 GiB at 16 samples a step, adamw; --recompute block: 11\.09 GiB\n`).MatchString(stdout.String()) ||
+		!regexp.MustCompile(`gpt2 +124\.5M +35\.19 GiB at 16 samples a step, adamw; --recompute block: 11\.09 GiB +8\.44 GiB at 16 samples a step, adamw; --recompute block: 4\.56 GiB\n`).MatchString(stdout.String()) ||
 		!regexp.MustCompile(`gpt2-xl +1\.56B `).MatchString(stdout.String()) {
 		t.Fatalf("--list-models: exit %d, output %q", code, stdout.String())
 	}
@@ -205,5 +205,20 @@ func TestMissingData(t *testing.T) {
 	if dc.name != "synthetic" || !strings.Contains(dc.notice, "apt-get install dataset-fashion-mnist") ||
 		!strings.Contains(dc.notice, "synthetic data instead") {
 		t.Fatalf("fallback: %+v", dc)
+	}
+}
+
+// TestBucketBytes: --bucket-size auto leaves ddp its defaults (1 MiB
+// buckets on the host paths, one reduction after backward on the GPU step
+// path), 0 asks for one reduction everywhere, a size for buckets of it.
+func TestBucketBytes(t *testing.T) {
+	for s, want := range map[string]int{"auto": 0, "AUTO": 0, "0": -1, "1MiB": 1 << 20, "64KiB": 64 << 10, "4096": 4096} {
+		got, err := bucketBytes(s)
+		if err != nil || got != want {
+			t.Errorf("--bucket-size %s: %d, %v; want %d", s, got, err, want)
+		}
+	}
+	if _, err := bucketBytes("lots"); err == nil || !strings.Contains(err.Error(), "--bucket-size") {
+		t.Errorf("--bucket-size lots: %v", err)
 	}
 }

@@ -145,10 +145,7 @@ func (r *peRun) run() (err error) {
 	if err != nil {
 		return usageError{err: err}
 	}
-	bucket, _ := parseBytes("--bucket-size", r.o.bucketSize, true)
-	if bucket == 0 {
-		bucket = -1
-	}
+	bucket, _ := bucketBytes(r.o.bucketSize)
 	rep, err := newReporter(r.o, me, r.stdout, r.stderr)
 	if err != nil {
 		return err
@@ -170,7 +167,7 @@ func (r *peRun) run() (err error) {
 	tr, err := ddp.New(c, e, m, opt, ddp.Options{
 		GlobalBatch: rc.Batch, Accumulate: rc.Accum, Epochs: rc.Epochs, MaxSteps: rc.MaxSteps,
 		Seed: r.o.seed, Schedule: sched, ClipNorm: rc.ClipNorm, Recipe: rc.record(steps),
-		BucketBytes: int(bucket), ReplicatedUpdate: !r.o.shardUpdate, DeviceData: deviceDataMode(r.o.deviceData),
+		BucketBytes: bucket, ReplicatedUpdate: !r.o.shardUpdate, DeviceData: deviceDataMode(r.o.deviceData),
 		GradDType: gradKind(r.o.gradDType),
 		LogEvery:  r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,
 		EvalEvery: r.evalEveryEpochs(), EvalEverySteps: r.evalEverySteps(), EvalLimit: r.o.evalBatches * r.o.batch,
@@ -193,7 +190,6 @@ func (r *peRun) run() (err error) {
 	if me == 0 && r.o.languageModel {
 		device, devices := jobDevices(c, r.local)
 		rep.mfu = newMFU(r.o, m, e, device, devices) // after ddp.New: the model is built
-		perLayer := true                             // the activation estimate is the fp32 layers'
 		if br, ok := m.(models.BuildReporter); ok {  // what runs, as the mlp's fused layers say it
 			switch line, warn := br.BuildReport(); {
 			case line == "":
@@ -201,12 +197,10 @@ func (r *peRun) run() (err error) {
 				log.Warn(fmt.Sprintf("model %s %s", r.o.model, line))
 			default:
 				log.Info(fmt.Sprintf("model %s: %s", r.o.model, line))
-				perLayer = false // the engine runs the model its own way (bf16 plans)
 			}
 		}
-		if perLayer {
-			rep.activations = activationNote(r.o, m, cfg, rc.Batch/(c.NPEs()*rc.Accum))
-		}
+		// the estimate of the precision the model runs in (bf16 plans or fp32 layers)
+		rep.activations = activationNote(r.o, m, cfg, rc.Batch/(c.NPEs()*rc.Accum))
 	}
 	res, err := tr.Fit(ctx, train, test)
 	if err != nil && !errors.Is(err, ddp.ErrCheckpointSave) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,13 +15,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
 	"github.com/symddp/symddp/models"
 )
 
 // --recompute: a mode that is not one, a model without transformer blocks
-// and a gpt that the GPU would run in bf16 are one line and exit 2 before
-// any PE starts; a llama (on the CPU or the GPU: its layers have no bf16
-// form), and a gpt at --precision fp32 on the GPU, take it.
+// and gelu for a gpt or llama that the GPU would run in bf16 are one line
+// and exit 2 before any PE starts; a llama on the CPU, a gpt or llama at
+// --precision fp32 on the GPU, and block for a gpt or llama in bf16 take
+// it.
 func TestRecomputeUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -27,10 +33,12 @@ func TestRecomputeUsage(t *testing.T) {
 	}{
 		{[]string{"--model", "gpt-tiny", "--recompute", "full"}, `--recompute "full": want none, gelu or block`},
 		{[]string{"--recompute", "block"}, "model mlp: recompute block: the mlp has no transformer blocks to recompute"},
-		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--recompute", "block"},
-			"--recompute block: with --backend nvshmem and --precision auto model gpt2 runs in bf16, whose layers recompute nothing: add --precision fp32"},
+		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--recompute", "gelu"},
+			"--recompute gelu: with --backend nvshmem and --precision auto model gpt2 runs in bf16, where the GELU is in the MLP's GEMM and is not recomputed: use --recompute block, or add --precision fp32 to recompute gelu in fp32"},
 		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--precision", "bf16", "--recompute", "gelu"},
 			"--recompute gelu: with --backend nvshmem and --precision bf16 model gpt2 runs in bf16"},
+		{[]string{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "gelu"},
+			"--recompute gelu: with --backend nvshmem and --precision auto model llama-tiny runs in bf16"},
 		{[]string{"--list-models", "--recompute", "all"}, `--recompute "all": want none, gelu or block`},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -43,8 +51,12 @@ func TestRecomputeUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--model", "llama-tiny", "--recompute", "gelu"},
-		{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "block"},
+		{"--model", "llama-tiny", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "block"},
 		{"--model", "gpt2", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "block"},
+		{"--model", "gpt2", "--backend", "nvshmem", "--precision", "fp32", "--recompute", "gelu"},
+		{"--model", "gpt2", "--backend", "nvshmem", "--recompute", "block"},
+		{"--model", "gpt2-xl", "--backend", "nvshmem", "--precision", "bf16", "--recompute", "block"},
+		{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "block"},
 	} {
 		rc := resolved(t, args...)
 		assert.Equal(t, models.Recompute(args[len(args)-1]), rc.Recompute, args)
@@ -53,15 +65,21 @@ func TestRecomputeUsage(t *testing.T) {
 }
 
 // --list-models sizes the transformers for --recompute and gives the
-// figure without it; by default it gives --recompute block's beside.
+// figure without it; by default it gives --recompute block's beside; in
+// fp32 on the CPU and, for a model that runs in bf16 on the GPU, in bf16
+// (gelu has no bf16 form: none's and block's there).
 func TestRecomputeListModels(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Zero(t, run([]string{"--list-models", "--recompute", "block"}, &stdout, &stderr), stderr.String())
-	assert.Regexp(t, `(?m)^gpt2 +124\.5M +11\.09 GiB at 16 samples a step, adamw, --recompute block \(35\.19 GiB without\)$`, stdout.String())
-	assert.Regexp(t, `(?m)^mlp +269\.3K +3\.1 MiB \+ activations, sgd$`, stdout.String())
+	assert.Regexp(t, `(?m)^gpt2 +124\.5M +11\.09 GiB at 16 samples a step, adamw, --recompute block \(35\.19 GiB without\) +4\.56 GiB at 16 samples a step, adamw, --recompute block \(8\.44 GiB without\)$`, stdout.String())
+	assert.Regexp(t, `(?m)^gpt2-xl +1\.56B +39\.31 GiB at 16 samples a step, adamw, --recompute block \(254\.75 GiB without\) +31\.36 GiB at 16 samples a step, adamw, --recompute block \(65\.87 GiB without\)$`, stdout.String())
+	assert.Regexp(t, `(?m)^mlp +269\.3K +3\.1 MiB \+ activations, sgd +-$`, stdout.String())
 	stdout.Reset()
 	require.Zero(t, run([]string{"--list-models"}, &stdout, &stderr), stderr.String())
-	assert.Regexp(t, `(?m)^llama-124m +114\.2M +36\.72 GiB at 16 samples a step, adamw; --recompute block: 11\.08 GiB$`, stdout.String())
+	assert.Regexp(t, `(?m)^llama-124m +114\.2M +36\.72 GiB at 16 samples a step, adamw; --recompute block: 11\.08 GiB +-$`, stdout.String())
+	stdout.Reset()
+	require.Zero(t, run([]string{"--list-models", "--recompute", "gelu"}, &stdout, &stderr), stderr.String())
+	assert.Regexp(t, `(?m)^gpt2 +124\.5M +33\.12 GiB at 16 samples a step, adamw, --recompute gelu \(35\.19 GiB without\) +8\.44 GiB at 16 samples a step, adamw; --recompute block: 4\.56 GiB \(no --recompute gelu in bf16\)$`, stdout.String())
 }
 
 // A small GPT trained through the binary at 2 PEs ends on the same
@@ -113,4 +131,34 @@ func recordedRecipe(t *testing.T, dir string) string {
 	}
 	require.NoError(t, json.Unmarshal(b[8:8+n], &h))
 	return h.Meta["symddp"]
+}
+
+// The start-up header's activation line of a model that runs in bf16 (a
+// gpt built on the emulated CUDA engine) gives the bf16 build's estimates
+// and says bf16.
+func TestActivationNoteBF16(t *testing.T) {
+	o, err := parseFlags([]string{"--model", "gpt", "--layers", "2", "--width", "64", "--heads", "2", "--context", "64",
+		"--backend", "nvshmem", "--recompute", "block"}, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, o.validate())
+	cfg := o.modelConfig()
+	m, err := models.New("gpt", cfg)
+	require.NoError(t, err)
+	e := cudatest.NewEmulated(cuda.Options{})
+	specs := m.Params()
+	offsets, n := models.Layout(specs)
+	arena := e.Alloc(n).(*cuda.Tensor)
+	a := compute.Arena{Dev: arena.DevicePtr(), N: n}
+	views := make([]compute.Tensor, len(specs))
+	for i, s := range specs {
+		views[i] = e.View(a, offsets[i], s.Shape...)
+	}
+	require.NoError(t, m.Build(e, views, views, 4))
+	require.Equal(t, compute.PrecisionBF16, m.(models.PrecisionSetter).Precision())
+	none, err := models.New("gpt", models.Config{Layers: 2, Width: 64, Heads: 2, Context: 64, Precision: compute.PrecisionBF16})
+	require.NoError(t, err)
+	want := fmt.Sprintf("activations: about %s per PE (4 sequences, bf16) with --recompute block, %s without",
+		memSize(m.(models.ActivationSizer).ActivationBytes(4)), memSize(none.(models.ActivationSizer).ActivationBytes(4)))
+	assert.Equal(t, want, activationNote(o, m, cfg, 4))
+	assert.Less(t, m.(models.ActivationSizer).ActivationBytes(4), none.(models.ActivationSizer).ActivationBytes(4))
 }

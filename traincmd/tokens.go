@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/symddp/symddp/comm/launch"
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 )
@@ -223,14 +224,23 @@ func checkMemory(o *options, g models.ActivationSizer, context int) error {
 // activationNote is the start-up header's line on a model's activations
 // (models.ActivationSizer) for micro sequences per PE: the estimate in the
 // run's recompute mode and without recomputing; with none, what --recompute
-// block would need, for a model that recomputes. cfg is the model's
-// Config as the PE built it. "" for a model that gives no estimate.
+// block would need, for a model that recomputes; in the precision the
+// built model runs in (models.PrecisionSetter: bf16 says so). cfg is the
+// model's Config as the PE built it. "" for a model that gives no
+// estimate.
 func activationNote(o *options, m models.Model, cfg models.Config, micro int) string {
 	a, ok := m.(models.ActivationSizer)
 	if !ok || micro < 1 {
 		return ""
 	}
 	have := a.ActivationBytes(micro)
+	seqs := fmt.Sprintf("%d sequences", micro)
+	if p, ok := m.(models.PrecisionSetter); ok {
+		cfg.Precision = p.Precision() // after Build: what runs
+		if cfg.Precision == compute.PrecisionBF16 {
+			seqs += ", bf16"
+		}
+	}
 	other := func(r models.Recompute) (int64, bool) {
 		cfg.Recompute = r
 		om, err := models.New(o.model, cfg)
@@ -245,7 +255,7 @@ func activationNote(o *options, m models.Model, cfg models.Config, micro int) st
 	}
 	mode := o.recipe.Recompute
 	if mode == models.RecomputeNone {
-		line := fmt.Sprintf("activations: about %s per PE (%d sequences), nothing recomputed", memSize(have), micro)
+		line := fmt.Sprintf("activations: about %s per PE (%s), nothing recomputed", memSize(have), seqs)
 		if _, ok := m.(models.Recomputer); ok {
 			if b, ok := other(models.RecomputeBlock); ok {
 				line += fmt.Sprintf(" (--recompute block: %s)", memSize(b))
@@ -253,7 +263,7 @@ func activationNote(o *options, m models.Model, cfg models.Config, micro int) st
 		}
 		return line
 	}
-	line := fmt.Sprintf("activations: about %s per PE (%d sequences) with --recompute %s", memSize(have), micro, mode)
+	line := fmt.Sprintf("activations: about %s per PE (%s) with --recompute %s", memSize(have), seqs, mode)
 	if n, ok := other(models.RecomputeNone); ok {
 		line += fmt.Sprintf(", %s without", memSize(n))
 	}

@@ -130,7 +130,7 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	fs.IntVar(&o.warmup, "warmup", 20, "train's untimed steps (also its --log-every)")
 	fs.IntVar(&o.steps, "steps", 100, "train's timed steps; a multiple of --warmup")
 	fs.StringVar(&o.precision, "precision", "bf16", "train --precision: bf16 (PyTorch's side runs bf16 autocast), auto or fp32")
-	fs.StringVar(&o.recompute, "recompute", "", "train --recompute: none, gelu or block (default: train's)")
+	fs.StringVar(&o.recompute, "recompute", "", "train --recompute: none, gelu or block (default: train's); block runs in bf16 too, gelu in fp32 only (--precision fp32)")
 	fs.StringSliceVar(&o.torchModes, "torch-modes", []string{"eager", "compile"}, "the PyTorch script's modes: eager, compile, fp32, eager-ckpt, compile-ckpt (the -ckpt ones checkpoint every block's activations, as --recompute block does)")
 	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so, train's --gpu-lib (default: $SYMDDP_CUDA_LIB, next to the train binary, ./build)")
 	fs.IntVar(&o.device, "device", -1, "GPU to use, through CUDA_VISIBLE_DEVICES (-1: GPU 0 of the visible ones)")

@@ -57,6 +57,7 @@ func playRole(role string) int {
 			return 3
 		}
 		time.Sleep(time.Minute)
+		fmt.Printf("pe=%d outlived the failed PE\n", cfg.PE)
 		return 0
 	case "sleep":
 		time.Sleep(time.Minute)

@@ -35,6 +35,9 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 	if err := c.collective(op); err != nil {
 		return nil, err
 	}
+	if err := c.joined(op); err != nil {
+		return nil, err
+	}
 	if err := backend.CheckAlloc(Name, c.me, kind, n); err != nil {
 		return nil, err
 	}
@@ -72,6 +75,9 @@ func (c *Comm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 func (c *Comm) Free(b comm.Buffer) error {
 	const op = "free"
 	if err := c.collective(op); err != nil {
+		return err
+	}
+	if err := c.joined(op); err != nil {
 		return err
 	}
 	sb, err := c.lookup(op, b)

@@ -55,6 +55,9 @@ func (c *Comm) TimeAllReduce(b comm.Buffer, n int, op comm.Op, algo Algo, warmup
 	if err := c.collective(name); err != nil {
 		return 0, err
 	}
+	if err := c.joined(name); err != nil {
+		return 0, err
+	}
 	if err := c.enter(name, sb.call(desync.AllReduce, 0, n, op, 0), true); err != nil {
 		return 0, err
 	}
@@ -69,6 +72,9 @@ func (c *Comm) TimeAllReduce(b comm.Buffer, n int, op comm.Op, algo Algo, warmup
 func (c *Comm) TimeBarrier(warmup, iters int) (time.Duration, error) {
 	const name = "time_barrier"
 	if err := c.collective(name); err != nil {
+		return 0, err
+	}
+	if err := c.joined(name); err != nil {
 		return 0, err
 	}
 	if err := c.enter(name, desync.Call{Op: desync.Barrier}, true); err != nil {

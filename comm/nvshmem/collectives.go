@@ -15,6 +15,9 @@ func (c *Comm) Barrier() error {
 	if err := c.collective(name); err != nil {
 		return err
 	}
+	if err := c.joined(name); err != nil {
+		return err
+	}
 	if err := c.enter(name, desync.Call{Op: desync.Barrier}, true); err != nil {
 		return err
 	}
@@ -31,6 +34,9 @@ func (c *Comm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
 // allReduce is AllReduce with the algorithm chosen (tests, benchmarks).
 func (c *Comm) allReduce(b comm.Buffer, off, n int, op comm.Op, algo cudalib.Algo) error {
 	const name = "allreduce"
+	if err := c.joined(name); err != nil {
+		return err
+	}
 	if err := c.enqueueAllReduce(name, b, off, n, op, algo, true); err != nil {
 		return err
 	}
@@ -65,6 +71,9 @@ func (c *Comm) enqueueAllReduce(name string, b comm.Buffer, off, n int, op comm.
 // later run after it (one stream).
 func (c *Comm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, error) {
 	const name = "iallreduce"
+	if err := c.joined(name); err != nil {
+		return nil, err
+	}
 	if err := c.enqueueAllReduce(name, b, off, n, op, cudalib.Auto, false); err != nil {
 		return nil, err
 	}
@@ -95,6 +104,9 @@ func (c *Comm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
 // arithmetic of AllReduce; the other copies are unchanged.
 func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
 	const name = "reduce"
+	if err := c.joined(name); err != nil {
+		return err
+	}
 	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, root)
 	if err != nil {
 		return err
@@ -120,6 +132,9 @@ func (c *Comm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
 // PE's copy.
 func (c *Comm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	const name = "broadcast"
+	if err := c.joined(name); err != nil {
+		return err
+	}
 	sb, err := c.access(name, b, off, n, root)
 	if err != nil {
 		return err
@@ -195,6 +210,9 @@ var _ comm.Sharder = (*Comm)(nil)
 // with AllReduce's arithmetic and bits; the rest of its copy is unchanged.
 func (c *Comm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 	const name = "reducescatter"
+	if err := c.joined(name); err != nil {
+		return err
+	}
 	if err := c.enqueueReduceScatter(name, b, off, n, op, true); err != nil {
 		return err
 	}
@@ -231,20 +249,10 @@ func (c *Comm) enqueueReduceScatter(name string, b comm.Buffer, off, n int, op c
 // of its piece to it.
 func (c *Comm) IReduceScatter(b comm.Buffer, off, n, lo, hi int, op comm.Op) (comm.Request, error) {
 	const name = "ireducescatter"
-	sb, dt, cop, err := c.reduceArgs(name, b, off, n, op, c.me)
-	if err != nil {
+	if err := c.joined(name); err != nil {
 		return nil, err
 	}
-	if err := backend.CheckPart(Name, c.me, name, b, off, n, lo, hi); err != nil {
-		return nil, err
-	}
-	call := sb.call(desync.ReduceScatterPart, lo, hi-lo, op, 0)
-	call.Sharding = desync.ShardingOf(off, n)
-	err = c.enqueueSharded(name, call, false, hi-lo,
-		func(p int) (int, int) { return comm.PartShard(off, n, c.npes, p, lo, hi) },
-		func(plo, phi, span int) error { return c.lib.ReduceScatterEnqueue(sb.sym, plo, phi, span, dt, cop) },
-		func(p, plo, phi int) error { return c.lib.ReduceEnqueue(sb.sym, plo, phi-plo, dt, cop, p) })
-	if err != nil {
+	if err := c.enqueueReduceScatterPart(name, b, off, n, lo, hi, op); err != nil {
 		return nil, err
 	}
 	return c.record(name)
@@ -254,6 +262,9 @@ func (c *Comm) IReduceScatter(b comm.Buffer, off, n, lo, hi int, op comm.Op) (co
 // of b (any kind) from that PE's copy into every PE's copy.
 func (c *Comm) AllGather(b comm.Buffer, off, n int) error {
 	const name = "allgather"
+	if err := c.joined(name); err != nil {
+		return err
+	}
 	if err := c.enqueueAllGather(name, b, off, n, true); err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ type Comm struct {
 	callBuf  []uint64
 
 	closed  bool
+	forked  bool  // CommFork without its CommJoin (overlap.go)
 	broken  error // the failure that made collectives unusable
 	pending []*request
 	boot    bootstrap
@@ -189,6 +190,9 @@ func (c *Comm) Close() error {
 		return c.closedErr("close")
 	}
 	var err error
+	if c.forked {
+		err = c.CommJoin() // the last barrier goes on the stream
+	}
 	for len(c.pending) > 0 {
 		if werr := c.pending[0].Wait(); werr != nil && err == nil {
 			err = werr

@@ -13,8 +13,11 @@ var _ compute.GroupedAttention = (*Engine)(nil)
 // and the backward's scratch. It fails when a dimension is below 1 or
 // Heads is not a multiple of KVHeads.
 func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
-	if s.B < 1 || s.T < 1 || s.Heads < 1 || s.KVHeads < 1 || s.HeadSize < 1 || s.Heads%s.KVHeads != 0 {
-		return nil, fmt.Errorf("cpu: grouped causal attention %+v: want B, T, Heads, KVHeads, HeadSize >= 1 with Heads a multiple of KVHeads", s)
+	if err := s.Check(); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	if s.DType != compute.F32 {
+		return nil, &compute.MissingOpError{Engine: e.Name(), Op: fmt.Sprintf("%v grouped-query attention", s.DType), Group: "BF16Tensors"}
 	}
 	return &groupedPlan{
 		s:    s,
@@ -60,11 +63,10 @@ func (p *groupedPlan) check(op string, q, out, k, v compute.Tensor) (qd, od, kd,
 func (p *groupedPlan) Forward(out, q, k, v compute.Tensor) {
 	qd, od, kd, vd := p.check("grouped attention Forward", q, out, k, v)
 	T, H, hs := p.s.T, p.s.Heads, p.s.HeadSize
-	g := H / p.s.KVHeads
 	ldq, ldkv := H*hs, p.s.KVHeads*hs
 	for b := 0; b < p.s.B; b++ {
 		for h := 0; h < H; h++ {
-			j := h / g
+			j := p.s.KVHead(h)
 			att := p.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
 			p.head.forward(att, qd[b*T*ldq+h*hs:], ldq, kd[b*T*ldkv+j*hs:], vd[b*T*ldkv+j*hs:], ldkv, od[b*T*ldq+h*hs:], ldq)
 		}
@@ -83,14 +85,13 @@ func (p *groupedPlan) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
 		}
 	}
 	T, H, hs := p.s.T, p.s.Heads, p.s.HeadSize
-	g := H / p.s.KVHeads
 	ldq, ldkv := H*hs, p.s.KVHeads*hs
 	for b := 0; b < p.s.B; b++ {
 		for h := 0; h < H; h++ {
-			j := h / g
+			j := p.s.KVHead(h)
 			qo, ko := b*T*ldq+h*hs, b*T*ldkv+j*hs
 			att := p.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
-			p.head.backward(att, qd[qo:], ldq, kd[ko:], vd[ko:], ldkv, dod[qo:], ldq, dqd[qo:], dkd[ko:], dvd[ko:], h%g == 0)
+			p.head.backward(att, qd[qo:], ldq, kd[ko:], vd[ko:], ldkv, dod[qo:], ldq, dqd[qo:], dkd[ko:], dvd[ko:], p.s.FirstOfGroup(h))
 		}
 	}
 }

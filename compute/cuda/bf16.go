@@ -195,7 +195,9 @@ const bf16Eps = 1e-5
 // layer norms of such widths with eps 1e-5, causal attention with heads of
 // 32 or 64 over a context that is a multiple of 64, the GPT-2 embedding and
 // the classifier over a vocabulary that is a multiple of 8; every tensor
-// below 2^31 elements.
+// below 2^31 elements; a Llama's RMSNorm, SwiGLU and rotary embedding at
+// any size (their kernels take 64-bit sizes and need no scratch of the
+// engine's).
 func (e *Engine) CheckBF16(s compute.OpSpec) error {
 	shape := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{compute.ErrBF16Shape}, a...)...)
@@ -264,6 +266,36 @@ func (e *Engine) CheckBF16(s compute.OpSpec) error {
 			return shape("vocabulary %d: the classifier needs a multiple of 8 (pad it, as gpt2's 50304)", s.Classes)
 		case int64(s.Rows)*int64(s.Classes) > bf16MaxIndex:
 			return tooMany(s.Rows, s.Classes)
+		}
+		return nil
+	case compute.GroupedAttentionSpec:
+		w := s.Heads * s.HeadSize
+		switch {
+		case s.Check() != nil:
+			return fmt.Errorf("cuda: %w", s.Check())
+		case s.HeadSize != 32 && s.HeadSize != 64:
+			return shape("head size %d: the attention kernels need 32 or 64", s.HeadSize)
+		case s.T%64 != 0:
+			return shape("context %d: the attention kernels need a multiple of 64", s.T)
+		case s.B*s.Heads > 65535:
+			return shape("%d sequences of %d heads: the attention kernels take at most 65535", s.B, s.Heads)
+		case int64(s.B)*int64(s.T)*int64(w) > bf16MaxIndex:
+			return tooMany(s.B*s.T, w)
+		}
+		return nil
+	case compute.RMSNormSpec:
+		if s.Rows < 1 || s.Cols < 1 || !(s.Eps > 0) {
+			return fmt.Errorf("cuda: bf16 RMSNorm of %d rows of %d, eps %g", s.Rows, s.Cols, s.Eps)
+		}
+		return nil
+	case compute.SwiGLUSpec:
+		if s.N < 1 {
+			return fmt.Errorf("cuda: bf16 SwiGLU of %d elements", s.N)
+		}
+		return nil
+	case compute.RotarySpec:
+		if err := s.Check(); err != nil {
+			return fmt.Errorf("cuda: bf16 %w", err)
 		}
 		return nil
 	}

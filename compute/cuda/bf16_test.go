@@ -278,7 +278,19 @@ func testBF16Embedding(t *testing.T, e *cuda.Engine) {
 		b.near("token gradient", b.read(dte), want, 1e-5)
 		b.near("position gradient", b.read(dpe), b.read(rpe), 1e-5)
 	}
-	_, err := e.Embedding(compute.EmbeddingSpec{B: B, T: T, C: C, Vocab: V})
+	// without a position table (a Llama's): the token's row alone, and its
+	// gradient overwritten
+	tokOnly := e.Alloc(n, C)
+	e.GatherRows(tokOnly, b.f32(wte, V, C), idl, false)
+	dte := b.f32(b.vals(V*C, 1), V, C)
+	p, err := e.Embedding(compute.EmbeddingSpec{B: B, T: T, C: C, Vocab: V, DType: compute.BF16, Tokens: b.bf(wte, V, C), DTokens: dte})
+	require.NoError(t, err)
+	out := e.AllocBF16(n, C)
+	p.Forward(out, idl)
+	requireSameBits(t, "out without positions", b.read(out), b.read(tokOnly))
+	p.Backward(b.bf(dout, n, C))
+	b.near("token gradient without positions", b.read(dte), b.read(rte), 1e-5)
+	_, err = e.Embedding(compute.EmbeddingSpec{B: B, T: T, C: C, Vocab: V})
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing, "no fp32 embedding plan")
 }
@@ -348,8 +360,15 @@ func TestCheckBF16(t *testing.T) {
 		compute.AttentionSpec{B: 2, T: 128, C: 128, Heads: 2},
 		compute.EmbeddingSpec{B: 2, T: 64, C: 64, Vocab: 256},
 		compute.CrossEntropySpec{Rows: 128, Classes: 256},
+		compute.RMSNormSpec{Rows: 7, Cols: 13, Eps: 1e-6},
+		compute.SwiGLUSpec{N: 5},
+		compute.RotarySpec{T: 3, HeadSize: 6, Theta: 10},
+		compute.GroupedAttentionSpec{B: 2, T: 128, Heads: 12, KVHeads: 4, HeadSize: 64},
 	} {
 		require.NoError(t, e.CheckBF16(s), "%+v", s)
+	}
+	for _, s := range []compute.OpSpec{compute.RMSNormSpec{Rows: 0, Cols: 8, Eps: 1e-5}, compute.SwiGLUSpec{}, compute.RotarySpec{T: 3, HeadSize: 5, Theta: 10}} {
+		require.Error(t, e.CheckBF16(s), "%+v", s)
 	}
 	for _, tc := range []struct {
 		s    compute.OpSpec
@@ -362,6 +381,8 @@ func TestCheckBF16(t *testing.T) {
 		{compute.AttentionSpec{B: 2, T: 100, C: 64, Heads: 2}, "context 100"},
 		{compute.CrossEntropySpec{Rows: 128, Classes: 250}, "vocabulary 250"},
 		{compute.CrossEntropySpec{Rows: 1 << 20, Classes: 4096}, "32-bit indices"},
+		{compute.GroupedAttentionSpec{B: 2, T: 128, Heads: 4, KVHeads: 2, HeadSize: 16}, "head size 16"},
+		{compute.GroupedAttentionSpec{B: 2, T: 96, Heads: 4, KVHeads: 2, HeadSize: 32}, "context 96"},
 	} {
 		err := e.CheckBF16(tc.s)
 		require.ErrorIs(t, err, compute.ErrBF16Shape, "%+v", tc.s)

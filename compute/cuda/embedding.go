@@ -10,7 +10,9 @@ import (
 // the output is the token's row plus the position's (sdc_embed_bf16);
 // the backward scatters the output's gradient into the fp32 gradients of
 // both tables, deterministically (sdc_embed_backward_bf16: each token's rows
-// summed in position order, then added).
+// summed in position order, then added). Without a position table (a
+// Llama's) the output is the token's row and there is no position
+// gradient.
 type embeddingBF16 struct {
 	e            *Engine
 	s            compute.EmbeddingSpec
@@ -31,12 +33,20 @@ func (e *Engine) Embedding(s compute.EmbeddingSpec) (compute.EmbeddingPlan, erro
 	if err := e.CheckBF16(s); err != nil {
 		return nil, err
 	}
-	p := &embeddingBF16{e: e, s: s, addTokens: s.AddTokens,
-		wte: e.bf16Of(op, s.Tokens), wpe: e.bf16Of(op, s.Positions), dwte: e.tensorOf(op, s.DTokens), dwpe: e.tensorOf(op, s.DPositions)}
-	if p.wte.size != s.Vocab*s.C || p.dwte.size != p.wte.size || p.wpe.size != s.T*s.C || p.dwpe.size != p.wpe.size {
-		compute.PanicShapes("cuda", op, fmt.Sprintf("want tables (%d,%d) and (%d,%d)", s.Vocab, s.C, s.T, s.C), p.wte.shape, p.dwte.shape, p.wpe.shape, p.dwpe.shape)
+	p := &embeddingBF16{e: e, s: s, addTokens: s.AddTokens, wte: e.bf16Of(op, s.Tokens), dwte: e.tensorOf(op, s.DTokens)}
+	if p.wte.size != s.Vocab*s.C || p.dwte.size != p.wte.size {
+		compute.PanicShapes("cuda", op, fmt.Sprintf("want a token table (%d,%d)", s.Vocab, s.C), p.wte.shape, p.dwte.shape)
 	}
-	if p.dwte.ptr%16 != 0 || p.dwpe.ptr%16 != 0 {
+	if (s.Positions == nil) != (s.DPositions == nil) {
+		panic("cuda: " + op + ": a position table without its gradient, or a gradient without its table")
+	}
+	if s.Positions != nil {
+		p.wpe, p.dwpe = e.bf16Of(op, s.Positions), e.tensorOf(op, s.DPositions)
+		if p.wpe.size != s.T*s.C || p.dwpe.size != p.wpe.size {
+			compute.PanicShapes("cuda", op, fmt.Sprintf("want a position table (%d,%d)", s.T, s.C), p.wpe.shape, p.dwpe.shape)
+		}
+	}
+	if p.dwte.ptr%16 != 0 || p.dwpe.orZero()%16 != 0 {
 		return nil, fmt.Errorf("%w: the embedding's gradients are not 16-byte aligned in the arena", compute.ErrBF16Shape)
 	}
 	bf, err := e.bf16()
@@ -61,11 +71,11 @@ func (p *embeddingBF16) Forward(out compute.Tensor, ids compute.Labels) {
 		compute.PanicShape("cuda", op, fmt.Sprintf("(%d,%d)", s.B*s.T, s.C), od.shape)
 	}
 	p.ids = e.checkIDs(op, ids, s.B*s.T, 0, int32(s.Vocab))
-	e.fail(op, e.dev.EmbedBF16(od.ptr, p.ids.ptr, p.wte.ptr, p.wpe.ptr, s.B, s.T, s.C))
+	e.fail(op, e.dev.EmbedBF16(od.ptr, p.ids.ptr, p.wte.ptr, p.wpe.orZero(), s.B, s.T, s.C))
 }
 
 // Backward writes the tables' gradients from dout (B·T,C): the positions'
-// overwritten, the tokens' added to with AddTokens (a tied head wrote it).
+// (when there is a table) overwritten, the tokens' added to with AddTokens (a tied head wrote it).
 func (p *embeddingBF16) Backward(dout compute.Tensor) {
 	const op = "bf16 Embedding Backward"
 	e, s := p.e, p.s
@@ -79,8 +89,10 @@ func (p *embeddingBF16) Backward(dout compute.Tensor) {
 	if !p.addTokens {
 		e.fail(op, e.dev.Zero(p.dwte.ptr, p.dwte.bytes()))
 	}
-	e.fail(op, e.dev.Zero(p.dwpe.ptr, p.dwpe.bytes()))
-	e.fail(op, e.dev.EmbedBackwardBF16(p.dwte.ptr, p.dwpe.ptr, dd.ptr, p.ids.ptr, s.B, s.T, s.C, s.Vocab, e.bf.emb.ptr, p.scratchBytes))
+	if p.dwpe != nil {
+		e.fail(op, e.dev.Zero(p.dwpe.ptr, p.dwpe.bytes()))
+	}
+	e.fail(op, e.dev.EmbedBackwardBF16(p.dwte.ptr, p.dwpe.orZero(), dd.ptr, p.ids.ptr, s.B, s.T, s.C, s.Vocab, e.bf.emb.ptr, p.scratchBytes))
 }
 
 // checkIDs is l as n labels of the engine whose host copies (as SetLabels

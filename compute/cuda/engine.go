@@ -319,9 +319,16 @@ func (e *Engine) Close() error {
 // buffers), without the comm backend's arenas.
 func (e *Engine) DeviceBytes() int64 { return e.pool.bytes }
 
+// TakenBytes is the device memory the engine's pool has handed out of its
+// chunks (each piece rounded up to 256 bytes), less what build steps gave
+// back: what the engine's tensors, plans and workspaces take, without the
+// chunks' unused ends that DeviceBytes counts.
+func (e *Engine) TakenBytes() int64 { return e.pool.taken }
+
 // pool hands out device memory from chunks allocated with cudaMalloc.
 type pool struct {
 	bytes  int64 // of every chunk
+	taken  int64 // handed out, rounded to poolAlign
 	chunks []uintptr
 	next   uintptr // first free byte of the last chunk
 	left   int     // bytes left in it
@@ -348,6 +355,7 @@ func (p *pool) take(d device, bytes int) (uintptr, error) {
 	ptr := p.next
 	p.next += uintptr(bytes)
 	p.left -= bytes
+	p.taken += int64(bytes)
 	return ptr, nil
 }
 
@@ -358,6 +366,7 @@ func (p *pool) giveBack(ptr uintptr, bytes int) {
 	bytes = (bytes + poolAlign - 1) &^ (poolAlign - 1)
 	if ptr+uintptr(bytes) == p.next {
 		p.next, p.left = ptr, p.left+bytes
+		p.taken -= int64(bytes)
 	}
 }
 
@@ -366,6 +375,6 @@ func (p *pool) free(d device) error {
 	for _, c := range p.chunks {
 		errs = append(errs, d.DevFree(c))
 	}
-	p.chunks, p.left, p.bytes = nil, 0, 0
+	p.chunks, p.left, p.bytes, p.taken = nil, 0, 0, 0
 	return errors.Join(errs...)
 }

@@ -123,6 +123,7 @@ func testGraphReadsStepValues(t *testing.T, e *cuda.Engine) {
 
 // DeviceBytes counts the pool's chunks: a first allocation takes one, a
 // large one a chunk of its own size, and Close gives them back.
+// TakenBytes counts what the pool handed out, in pieces of 256 bytes.
 func TestDeviceBytes(t *testing.T) {
 	e := cudatest.NewEmulated(cuda.Options{})
 	if got := e.DeviceBytes(); got != 0 {
@@ -133,14 +134,27 @@ func TestDeviceBytes(t *testing.T) {
 	if first < 4*10 {
 		t.Fatalf("after Alloc(10): %d bytes", first)
 	}
+	if got := e.TakenBytes(); got != 256 {
+		t.Fatalf("after Alloc(10): %d bytes taken, want 256", got)
+	}
+	e.AllocBF16(200) // 400 bytes: two pieces
+	if got := e.TakenBytes(); got != 256+512 {
+		t.Fatalf("after AllocBF16(200): %d bytes taken, want %d", got, 256+512)
+	}
 	e.Alloc(40 << 20) // 160 MiB: more than a chunk
 	if got := e.DeviceBytes(); got < first+160<<20 {
 		t.Fatalf("after a 160 MiB Alloc: %d bytes, want at least %d", got, first+160<<20)
+	}
+	if got := e.TakenBytes(); got != 768+160<<20 {
+		t.Fatalf("after a 160 MiB Alloc: %d bytes taken, want %d", got, 768+160<<20)
 	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.DeviceBytes(); got != 0 {
 		t.Fatalf("after Close: %d bytes", got)
+	}
+	if got := e.TakenBytes(); got != 0 {
+		t.Fatalf("after Close: %d bytes taken", got)
 	}
 }

@@ -10,21 +10,24 @@ import (
 var _ compute.GroupedAttention = (*Engine)(nil)
 
 // GroupedCausalAttention returns the plan of grouped-query attention over
-// s: it allocates the probabilities (B,Heads,T,T), which Backward reads,
+// s (DType BF16: flash attention, grouped_attention_bf16.go): it allocates the probabilities (B,Heads,T,T), which Backward reads,
 // and makes sure the engine's scratch for the gradient at them (shared
 // with the multi-head plans: they run one after the other on the stream)
 // has that size. It fails when a dimension is below 1, Heads is not a
 // multiple of KVHeads, or a size does not fit cuBLAS's int.
 func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
-	if s.B < 1 || s.T < 1 || s.Heads < 1 || s.KVHeads < 1 || s.HeadSize < 1 || s.Heads%s.KVHeads != 0 {
-		return nil, fmt.Errorf("cuda: grouped causal attention %+v: want B, T, Heads, KVHeads, HeadSize >= 1 with Heads a multiple of KVHeads", s)
+	if err := s.Check(); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if s.DType == compute.BF16 {
+		return e.groupedBF16Plan(s)
 	}
 	if s.Heads > math.MaxInt32/s.HeadSize || s.T > math.MaxInt32 || s.B > math.MaxInt32 ||
 		s.T > math.MaxInt64/4/s.T/s.B/s.Heads {
 		return nil, fmt.Errorf("cuda: grouped causal attention %+v: sizes past cuBLAS's int or the memory's", s)
 	}
 	B, T, H, KV, hs := s.B, s.T, s.Heads, s.KVHeads, s.HeadSize
-	g, qw, kw := H/KV, H*hs, KV*hs
+	g, qw, kw := s.Group(), H*hs, KV*hs
 	n := B * H * T * T
 	p := &groupedPlan{
 		e:     e,
@@ -45,13 +48,13 @@ func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute
 	if B <= KV {
 		for b := 0; b < B; b++ {
 			for r := 0; r < g; r++ {
-				p.calls = append(p.calls, groupedCall{q: b*T*qw + r*hs, kv: b * T * kw, att: (b*H + r) * T * T, first: r == 0})
+				p.calls = append(p.calls, groupedCall{q: b*T*qw + r*hs, kv: b * T * kw, att: (b*H + r) * T * T, first: s.FirstOfGroup(r)})
 			}
 		}
 		p.batch, p.qStride, p.kvStride, p.attStride = KV, g*hs, hs, g*T*T
 	} else {
 		for h := 0; h < H; h++ {
-			p.calls = append(p.calls, groupedCall{q: h * hs, kv: h / g * hs, att: h * T * T, first: h%g == 0})
+			p.calls = append(p.calls, groupedCall{q: h * hs, kv: s.KVHead(h) * hs, att: h * T * T, first: s.FirstOfGroup(h)})
 		}
 		p.batch, p.qStride, p.kvStride, p.attStride = B, T*qw, T*kw, H*T*T
 	}
@@ -95,8 +98,14 @@ func lastDim(t *Tensor) int { return t.shape[len(t.shape)-1] }
 // (B,T,KVH·hs), and panics unless they have those sizes and none overlaps
 // another.
 func (p *groupedPlan) check(op string, q, out, k, v compute.Tensor) (qd, od, kd, vd *Tensor) {
-	s, e := p.s, p.e
-	qd, od, kd, vd = e.tensorOf(op, q), e.tensorOf(op, out), e.tensorOf(op, k), e.tensorOf(op, v)
+	return p.e.groupedTensors(op, p.s, compute.F32, q, out, k, v)
+}
+
+// groupedTensors is a grouped plan of s's check of a call's tensors, of
+// element type dt: q and out (or their gradients) (B,T,Heads·hs), k and v
+// (B,T,KVHeads·hs), none overlapping another.
+func (e *Engine) groupedTensors(op string, s compute.GroupedAttentionSpec, dt compute.DType, q, out, k, v compute.Tensor) (qd, od, kd, vd *Tensor) {
+	qd, od, kd, vd = e.typedOf(op, q, dt), e.typedOf(op, out, dt), e.typedOf(op, k, dt), e.typedOf(op, v, dt)
 	qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
 	rows := s.B * s.T
 	if qd.size != rows*qw || lastDim(qd) != qw || od.size != rows*qw || lastDim(od) != qw ||

@@ -13,7 +13,9 @@ var _ compute.Rotary = (*Engine)(nil)
 // (compute.RotarySpec.Table), uploaded to device memory once, here. The
 // plan's rotations (sdc_rotate) do the CPU engine's float32 operations, so
 // both engines give the same bits; they allocate nothing and can be
-// captured. It fails when the head size is odd, T or the head size is
+// captured; on bf16 tensors they do the same float32 operations on the
+// widened elements, rounding each result to bf16. It fails when the head
+// size is odd, T or the head size is
 // below 1, or Theta is not above 1.
 func (e *Engine) RotaryEmbedding(s compute.RotarySpec) (compute.RotaryPlan, error) {
 	cos, sin, err := s.Table()
@@ -35,10 +37,12 @@ type rotaryPlan struct {
 	cos, sin *Tensor
 }
 
-// run rotates x into y (inverse: the other way) after checking them.
+// run rotates x into y (inverse: the other way) after checking them: fp32
+// or bf16 tensors (both of one type; the table is fp32 either way).
 func (p *rotaryPlan) run(op string, y, x compute.Tensor, inverse bool) {
 	e := p.e
-	yd, xd := e.tensorOf(op, y), e.tensorOf(op, x)
+	dt := x.DType()
+	yd, xd := e.typedOf(op, y, dt), e.typedOf(op, x, dt)
 	width := xd.shape[len(xd.shape)-1]
 	if yd.size != xd.size || width%p.s.HeadSize != 0 || (xd.size/width)%p.s.T != 0 {
 		compute.PanicShapes("cuda", op, fmt.Sprintf("want x (R, n·%d) with R a multiple of %d positions and y of its size", p.s.HeadSize, p.s.T), xd.shape, yd.shape)
@@ -46,7 +50,7 @@ func (p *rotaryPlan) run(op string, y, x compute.Tensor, inverse bool) {
 	if yd.ptr != xd.ptr && overlap(yd, xd) {
 		compute.PanicShapes("cuda", op, "the tensors overlap without being the same", xd.shape, yd.shape)
 	}
-	e.fail(op, e.dev.Rotate(yd.ptr, xd.ptr, p.cos.ptr, p.sin.ptr, xd.size/width, width, p.s.HeadSize, p.s.T, inverse))
+	e.fail(op, e.dev.Rotate(libDType(dt), yd.ptr, xd.ptr, p.cos.ptr, p.sin.ptr, xd.size/width, width, p.s.HeadSize, p.s.T, inverse))
 }
 
 // Forward sets y to x rotated; y may be x.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // Tensor is a tensor in device memory: an address, a shape and an element
@@ -67,6 +68,25 @@ func (e *Engine) bf16Of(op string, t compute.Tensor) *Tensor {
 		panicDType(op, d, compute.BF16)
 	}
 	return d
+}
+
+// typedOf is t as a tensor of this engine of element type dt (F32 or BF16),
+// or a panic naming op.
+func (e *Engine) typedOf(op string, t compute.Tensor, dt compute.DType) *Tensor {
+	d := e.anyTensor(op, t)
+	if d.dtype != dt {
+		panicDType(op, d, dt)
+	}
+	return d
+}
+
+// libDType is the library's name of dt (F32 or BF16), for the operations
+// that take their tensors' element type.
+func libDType(dt compute.DType) cudalib.DType {
+	if dt == compute.BF16 {
+		return cudalib.BFloat16
+	}
+	return cudalib.Float32
 }
 
 // anyTensor is t as a tensor of this engine of any element type.

@@ -11,11 +11,11 @@ import (
 // refuse a library built for others.
 const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
-	ABIVersion = 3
+	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 16
+	ComputeABIVersion = 17
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 13
+	GPTABIVersion = 14
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -126,15 +126,15 @@ type Device interface {
 	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
 	SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error
 	// RMSNorm: sdc_rms_norm.
-	RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error
+	RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error
 	// RMSNormBackward: sdc_rms_norm_backward.
-	RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error
+	RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error
 	// SwiGLU: sdc_swiglu.
-	SwiGLU(y uintptr, a uintptr, b uintptr, n int) error
+	SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) error
 	// SwiGLUBackward: sdc_swiglu_backward.
-	SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error
+	SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error
 	// Rotate: sdc_rotate.
-	Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error
+	Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error
 	// CastBF16: sdc_cast_bf16.
 	CastBF16(dst uintptr, src uintptr, n int) error
 	// CastF32: sdc_cast_f32.
@@ -189,6 +189,12 @@ type GPTKernels interface {
 	AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardCUDNN: sdg_attention_backward_cudnn.
 	AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
+	// GQAForward: sdg_gqa_forward.
+	GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) error
+	// GQABackwardScratchBytes: sdg_gqa_backward_scratch_bytes.
+	GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) int
+	// GQABackward: sdg_gqa_backward.
+	GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error
 }
 
 var _ GPTKernels = (*GPT)(nil)
@@ -425,27 +431,27 @@ func (UnemulatedDevice) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t
 }
 
 // RMSNorm fails: sdc_rms_norm is not emulated.
-func (UnemulatedDevice) RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error {
+func (UnemulatedDevice) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error {
 	return notEmulated("sdc_rms_norm")
 }
 
 // RMSNormBackward fails: sdc_rms_norm_backward is not emulated.
-func (UnemulatedDevice) RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+func (UnemulatedDevice) RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
 	return notEmulated("sdc_rms_norm_backward")
 }
 
 // SwiGLU fails: sdc_swiglu is not emulated.
-func (UnemulatedDevice) SwiGLU(y uintptr, a uintptr, b uintptr, n int) error {
+func (UnemulatedDevice) SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) error {
 	return notEmulated("sdc_swiglu")
 }
 
 // SwiGLUBackward fails: sdc_swiglu_backward is not emulated.
-func (UnemulatedDevice) SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
+func (UnemulatedDevice) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
 	return notEmulated("sdc_swiglu_backward")
 }
 
 // Rotate fails: sdc_rotate is not emulated.
-func (UnemulatedDevice) Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
+func (UnemulatedDevice) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
 	return notEmulated("sdc_rotate")
 }
 
@@ -549,4 +555,19 @@ func (UnemulatedGPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr
 // AttentionBackwardCUDNN: sdg_attention_backward_cudnn is not emulated.
 func (UnemulatedGPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
 	return notEmulated("sdg_attention_backward_cudnn")
+}
+
+// GQAForward: sdg_gqa_forward is not emulated.
+func (UnemulatedGPT) GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) error {
+	return notEmulated("sdg_gqa_forward")
+}
+
+// GQABackwardScratchBytes: sdg_gqa_backward_scratch_bytes is not emulated.
+func (UnemulatedGPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) int {
+	return *new(int)
+}
+
+// GQABackward: sdg_gqa_backward is not emulated.
+func (UnemulatedGPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error {
+	return notEmulated("sdg_gqa_backward")
 }

@@ -450,7 +450,8 @@ func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows 
 //
 //	The bf16 token + position embedding (GPT-2's; the fp32 engine composes the
 //	two above instead): out (B,T,C) bf16 = wte[tokens] + wpe[t], wte (V,C),
-//	wpe (T',C), T' >= T, bf16; C a multiple of 8.
+//	wpe (T',C), T' >= T, bf16; C a multiple of 8. wpe 0: no positions (a
+//	Llama's), out = wte[tokens] (and dwpe 0 in the backward).
 func (c *Context) EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) error {
 	return c.check("sdc_embed_bf16", C.cw_sdc_embed_bf16(c.cp.t, c.x, C.uint64_t(out), C.uint64_t(tokens), C.uint64_t(wte), C.uint64_t(wpe), C.int64_t(b), C.int64_t(t), C.int64_t(cArg)))
 }
@@ -496,34 +497,37 @@ func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) 
 
 // RMSNorm calls sdc_rms_norm (cuda/symddp_compute.h).
 //
-//	RMS normalisation over rows of fp32 (x, y: rows x cols; w: cols; rstd:
-//	rows): each row's r = 1/sqrt(sum(x * x) / cols + eps), the rounded squares
-//	added in internal/hostloops' order (eight lanes, its dot8), and
-//	y = (x * r) * w, with round-to-nearest float32 operations and no FMA: the
-//	CPU engine's bits. y may not alias x.
-func (c *Context) RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error {
-	return c.check("sdc_rms_norm", C.cw_sdc_rms_norm(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(rstd), C.uint64_t(x), C.uint64_t(w), C.int64_t(rows), C.int64_t(cols), C.float(eps)))
+//	RMS normalisation over rows (x, y: rows x cols of dtype; w: cols of dtype;
+//	rstd: rows of fp32): each row's r = 1/sqrt(sum(x * x) / cols + eps), the
+//	rounded squares added in lanes (fp32: internal/hostloops' eight lanes, its
+//	dot8; bf16: a warp's 32 lanes, added pairwise, neighbours first, then the
+//	elements past the multiple of 32 in order), and y = (x * r) * w, with
+//	round-to-nearest float32 operations and no FMA. y may not alias x.
+func (c *Context) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error {
+	return c.check("sdc_rms_norm", C.cw_sdc_rms_norm(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(rstd), C.uint64_t(x), C.uint64_t(w), C.int64_t(rows), C.int64_t(cols), C.float(eps)))
 }
 
 // RMSNormBackward calls sdc_rms_norm_backward (cuda/symddp_compute.h).
 //
-//	Its backward from dy (rows x cols) and the forward's x, w, rstd: with
-//	n = x * r and g = w * dy, dx = (g - n * (sum(g * n) / cols)) * r is written
-//	(add_dx = 0) or added to dx (add_dx = 1); dw (cols) is overwritten with
-//	the sum over the rows of dy * n, added in row order (one thread a column):
-//	likewise the CPU engine's bits. dx and dw may not alias each other or the
-//	inputs.
-func (c *Context) RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
-	return c.check("sdc_rms_norm_backward", C.cw_sdc_rms_norm_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx))))
+//	Its backward from dy (rows x cols of dtype) and the forward's x, w, rstd:
+//	with n = x * r and g = w * dy, dx = (g - n * (sum(g * n) / cols)) * r (the
+//	sum in the forward's lanes) is written (add_dx = 0) or added to dx
+//	(add_dx = 1; in bf16 the sum rounded once); dw (cols, fp32) is overwritten
+//	with the sum over the rows of dy * n: in fp32 added in row order (one
+//	thread a column, the CPU engine's bits), in bf16 in chunks of 128 rows
+//	(fewer, longer ones where the context's scratch holds fewer partials),
+//	each from 0 in row order, the chunks' sums then added in chunk order.
+//	dx and dw may not alias each other or the inputs.
+func (c *Context) RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+	return c.check("sdc_rms_norm_backward", C.cw_sdc_rms_norm_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx))))
 }
 
 // SwiGLU calls sdc_swiglu (cuda/symddp_compute.h).
 //
 //	y (n) = silu(a) * b element by element, silu(a) = a * s with
-//	s = 1 / (1 + e^-a) (hostloops' exp32): the CPU engine's float32 bits. y
-//	may not alias a or b.
-func (c *Context) SwiGLU(y uintptr, a uintptr, b uintptr, n int) error {
-	return c.check("sdc_swiglu", C.cw_sdc_swiglu(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(a), C.uint64_t(b), C.int64_t(n)))
+//	s = 1 / (1 + e^-a) (hostloops' exp32), in float32. y may not alias a or b.
+func (c *Context) SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) error {
+	return c.check("sdc_swiglu", C.cw_sdc_swiglu(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(a), C.uint64_t(b), C.int64_t(n)))
 }
 
 // SwiGLUBackward calls sdc_swiglu_backward (cuda/symddp_compute.h).
@@ -531,22 +535,22 @@ func (c *Context) SwiGLU(y uintptr, a uintptr, b uintptr, n int) error {
 //	Its backward: da (n) = (dy * b) * (s + e * s * s * a) (silu'(a), with
 //	e = e^-a) and db (n) = (a * s) * dy, likewise. da may be dy; db may alias
 //	nothing.
-func (c *Context) SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
-	return c.check("sdc_swiglu_backward", C.cw_sdc_swiglu_backward(c.cp.t, c.x, C.uint64_t(da), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(a), C.uint64_t(b), C.int64_t(n)))
+func (c *Context) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
+	return c.check("sdc_swiglu_backward", C.cw_sdc_swiglu_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(da), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(a), C.uint64_t(b), C.int64_t(n)))
 }
 
 // Rotate calls sdc_rotate (cuda/symddp_compute.h).
 //
-//	Rotary position embedding: y = x (rows x width fp32, heads of hs channels
-//	side by side: hs even, width a multiple of hs) with each head's channel
-//	i < hs/2 turned with channel i + hs/2 by the angle whose cosine and sine
-//	are cos_tab[p * hs/2 + i] and sin_tab[p * hs/2 + i] (device tables of
-//	t x hs/2), p = row mod t:
+//	Rotary position embedding: y = x (rows x width of dtype, heads of hs
+//	channels side by side: hs even, width a multiple of hs) with each head's
+//	channel i < hs/2 turned with channel i + hs/2 by the angle whose cosine and
+//	sine are cos_tab[p * hs/2 + i] and sin_tab[p * hs/2 + i] (fp32 device
+//	tables of t x hs/2), p = row mod t:
 //	y[i] = x[i] * cos - x[i + hs/2] * sin,  y[i + hs/2] = x[i + hs/2] * cos + x[i] * sin,
-//	or by the opposite angle when inverse = 1 (the gradient). hostloops'
-//	Rotate: the CPU engine's bits. y may be x; otherwise it may not alias x.
-func (c *Context) Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
-	return c.check("sdc_rotate", C.cw_sdc_rotate(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(x), C.uint64_t(cosTab), C.uint64_t(sinTab), C.int64_t(rows), C.int64_t(width), C.int64_t(hs), C.int64_t(t), C.sdc_flag(sdcFlag(inverse))))
+//	or by the opposite angle when inverse = 1 (the gradient): hostloops'
+//	Rotate. y may be x; otherwise it may not alias x.
+func (c *Context) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
+	return c.check("sdc_rotate", C.cw_sdc_rotate(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(x), C.uint64_t(cosTab), C.uint64_t(sinTab), C.int64_t(rows), C.int64_t(width), C.int64_t(hs), C.int64_t(t), C.sdc_flag(sdcFlag(inverse))))
 }
 
 // CastBF16 calls sdc_cast_bf16 (cuda/symddp_compute.h).

@@ -26,6 +26,9 @@ enum {
 	SDGI_sdg_attention_cudnn_scratch_bytes,
 	SDGI_sdg_attention_forward_cudnn,
 	SDGI_sdg_attention_backward_cudnn,
+	SDGI_sdg_gqa_forward,
+	SDGI_sdg_gqa_backward_scratch_bytes,
+	SDGI_sdg_gqa_backward,
 	SDGI_count
 };
 
@@ -44,6 +47,9 @@ static const char *const sdgw_names[SDGI_count] = {
 	"sdg_attention_cudnn_scratch_bytes",
 	"sdg_attention_forward_cudnn",
 	"sdg_attention_backward_cudnn",
+	"sdg_gqa_forward",
+	"sdg_gqa_backward_scratch_bytes",
+	"sdg_gqa_backward",
 };
 
 // Defined in lib_cgo.go's preamble.
@@ -87,5 +93,8 @@ static inline int gw_sdg_attention_cudnn_supported(const sdgw_table *t, int B, i
 static inline size_t gw_sdg_attention_cudnn_scratch_bytes(const sdgw_table *t, int B, int T, int C, int NH) { return SDGF(sdg_attention_cudnn_scratch_bytes, t)(B, T, C, NH); }
 static inline int gw_sdg_attention_forward_cudnn(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward_cudnn, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
 static inline int gw_sdg_attention_backward_cudnn(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward_cudnn, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }
+static inline int gw_sdg_gqa_forward(SDGW, uintptr_t out, uintptr_t lse, uintptr_t q, uintptr_t k, uintptr_t v, int B, int T, int NH, int KVH, int HS, uintptr_t stream) { SDGR(SDGF(sdg_gqa_forward, t)((void *)out, (float *)lse, (const void *)q, (const void *)k, (const void *)v, B, T, NH, KVH, HS, (void *)stream)); }
+static inline size_t gw_sdg_gqa_backward_scratch_bytes(const sdgw_table *t, int B, int T, int NH, int KVH, int HS) { return SDGF(sdg_gqa_backward_scratch_bytes, t)(B, T, NH, KVH, HS); }
+static inline int gw_sdg_gqa_backward(SDGW, uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t dout, uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t lse, int B, int T, int NH, int KVH, int HS, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_gqa_backward, t)((void *)dq, (void *)dk, (void *)dv, (const void *)dout, (const void *)q, (const void *)k, (const void *)v, (const void *)out, (const float *)lse, B, T, NH, KVH, HS, (void *)scratch, (void *)stream)); }
 
 #endif

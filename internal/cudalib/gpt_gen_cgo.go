@@ -186,3 +186,55 @@ func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, ou
 	defer g.done(x)
 	return g.check("sdg_attention_backward_cudnn", x, C.gw_sdg_attention_backward_cudnn(g.t, x, C.uintptr_t(dqkv), C.uintptr_t(dout), C.uintptr_t(qkv), C.uintptr_t(out), C.uintptr_t(lse), C.int(b), C.int(t), C.int(c), C.int(nh), C.uintptr_t(scratch), C.uintptr_t(stream)))
 }
+
+// GQAForward calls sdg_gqa_forward (cuda/symddp_gpt.h).
+//
+//	---- grouped-query causal self-attention (sd_gpt_attention.cu) ----
+//	The same flash attention kernels (mma at hs 64 and T a multiple of 128,
+//	wmma otherwise; never cuDNN's) on three tensors: q (B,T,NH*HS), k and v
+//	(B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value head
+//	h/(NH/KVH) (Hugging Face's repeat_kv order), where it lies (no copy).
+//	out (B,T,NH*HS) bf16; lse (B,NH,T) fp32. HS 32 or 64, T a multiple of 64.
+//	backward: dq, dk, dv (q's, k's, v's shapes) bf16 WRITTEN; a key/value
+//	head's dk and dv sum its group's query heads in order, in the kernel's
+//	registers (no atomics): the bits repeat. KVH == NH is multi-head attention
+//	with separate q, k, v. scratch: sdg_gqa_backward_scratch_bytes.
+func (g *GPT) GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) error {
+	x := g.call()
+	defer g.done(x)
+	return g.check("sdg_gqa_forward", x, C.gw_sdg_gqa_forward(g.t, x, C.uintptr_t(out), C.uintptr_t(lse), C.uintptr_t(q), C.uintptr_t(k), C.uintptr_t(v), C.int(b), C.int(t), C.int(nh), C.int(kvh), C.int(hs), C.uintptr_t(stream)))
+}
+
+// GQABackwardScratchBytes calls sdg_gqa_backward_scratch_bytes (cuda/symddp_gpt.h).
+//
+//	---- grouped-query causal self-attention (sd_gpt_attention.cu) ----
+//	The same flash attention kernels (mma at hs 64 and T a multiple of 128,
+//	wmma otherwise; never cuDNN's) on three tensors: q (B,T,NH*HS), k and v
+//	(B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value head
+//	h/(NH/KVH) (Hugging Face's repeat_kv order), where it lies (no copy).
+//	out (B,T,NH*HS) bf16; lse (B,NH,T) fp32. HS 32 or 64, T a multiple of 64.
+//	backward: dq, dk, dv (q's, k's, v's shapes) bf16 WRITTEN; a key/value
+//	head's dk and dv sum its group's query heads in order, in the kernel's
+//	registers (no atomics): the bits repeat. KVH == NH is multi-head attention
+//	with separate q, k, v. scratch: sdg_gqa_backward_scratch_bytes.
+func (g *GPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) int {
+	return int(C.gw_sdg_gqa_backward_scratch_bytes(g.t, C.int(b), C.int(t), C.int(nh), C.int(kvh), C.int(hs)))
+}
+
+// GQABackward calls sdg_gqa_backward (cuda/symddp_gpt.h).
+//
+//	---- grouped-query causal self-attention (sd_gpt_attention.cu) ----
+//	The same flash attention kernels (mma at hs 64 and T a multiple of 128,
+//	wmma otherwise; never cuDNN's) on three tensors: q (B,T,NH*HS), k and v
+//	(B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value head
+//	h/(NH/KVH) (Hugging Face's repeat_kv order), where it lies (no copy).
+//	out (B,T,NH*HS) bf16; lse (B,NH,T) fp32. HS 32 or 64, T a multiple of 64.
+//	backward: dq, dk, dv (q's, k's, v's shapes) bf16 WRITTEN; a key/value
+//	head's dk and dv sum its group's query heads in order, in the kernel's
+//	registers (no atomics): the bits repeat. KVH == NH is multi-head attention
+//	with separate q, k, v. scratch: sdg_gqa_backward_scratch_bytes.
+func (g *GPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error {
+	x := g.call()
+	defer g.done(x)
+	return g.check("sdg_gqa_backward", x, C.gw_sdg_gqa_backward(g.t, x, C.uintptr_t(dq), C.uintptr_t(dk), C.uintptr_t(dv), C.uintptr_t(dout), C.uintptr_t(q), C.uintptr_t(k), C.uintptr_t(v), C.uintptr_t(out), C.uintptr_t(lse), C.int(b), C.int(t), C.int(nh), C.int(kvh), C.int(hs), C.uintptr_t(scratch), C.uintptr_t(stream)))
+}

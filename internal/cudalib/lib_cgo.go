@@ -403,6 +403,48 @@ func (l *Lib) AllGatherEnqueue(b *SymBuf, lo, hi, span int) error {
 	})
 }
 
+// CommFork orders the collectives stream after the work enqueued on the
+// stream so far and, until CommJoin, enqueues every collective there, each
+// behind a one-block arrival barrier of all PEs (sd_comm_fork). Called again
+// before CommJoin it orders the collectives stream after the stream's work
+// once more.
+func (l *Lib) CommFork() error {
+	return l.call("sd_comm_fork", func(e *C.char, c C.size_t) C.int { return C.w_comm_fork(l.t, e, c) })
+}
+
+// CommJoin makes the stream wait for the collectives stream's work and sends
+// collectives to the stream again (sd_comm_join).
+func (l *Lib) CommJoin() error {
+	return l.call("sd_comm_join", func(e *C.char, c C.size_t) C.int { return C.w_comm_join(l.t, e, c) })
+}
+
+// TraceSlots is the header's SD_TRACE_SLOTS.
+var (
+	_ [TraceSlots - C.SD_TRACE_SLOTS]struct{}
+	_ [C.SD_TRACE_SLOTS - TraceSlots]struct{}
+)
+
+// TraceStamp enqueues a write of the GPU's nanosecond clock into slot of the
+// trace, on the stream or (onComm, while forked) on the collectives stream.
+func (l *Lib) TraceStamp(onComm bool, slot int) error {
+	on := C.int32_t(0)
+	if onComm {
+		on = 1
+	}
+	return l.call("sd_trace_stamp", func(e *C.char, c C.size_t) C.int { return C.w_trace_stamp(l.t, e, c, on, C.int32_t(slot)) })
+}
+
+// TraceRead reads slots [0, len(out)) of the trace (after waiting for the
+// work that wrote them).
+func (l *Lib) TraceRead(out []uint64) error {
+	if len(out) == 0 {
+		return nil
+	}
+	return l.call("sd_trace_read", func(e *C.char, c C.size_t) C.int {
+		return C.w_trace_read(l.t, e, c, (*C.uint64_t)(unsafe.Pointer(&out[0])), C.int32_t(len(out)))
+	})
+}
+
 // AllGatherU64 gathers every PE's words (at most 8), PE by PE; blocking,
 // with the library's deadline.
 func (l *Lib) AllGatherU64(mine []uint64, npes int) ([]uint64, error) {

@@ -36,6 +36,10 @@ enum {
 	SDI_sd_broadcast_enqueue,
 	SDI_sd_reduce_scatter_enqueue,
 	SDI_sd_allgather_enqueue,
+	SDI_sd_comm_fork,
+	SDI_sd_comm_join,
+	SDI_sd_trace_stamp,
+	SDI_sd_trace_read,
 	SDI_sd_allgather_u64,
 	SDI_sd_allgather_u64_enqueue,
 	SDI_sd_allgather_u64_result,
@@ -87,6 +91,10 @@ static const char *const sdw_names[SDI_count] = {
 	"sd_broadcast_enqueue",
 	"sd_reduce_scatter_enqueue",
 	"sd_allgather_enqueue",
+	"sd_comm_fork",
+	"sd_comm_join",
+	"sd_trace_stamp",
+	"sd_trace_read",
 	"sd_allgather_u64",
 	"sd_allgather_u64_enqueue",
 	"sd_allgather_u64_result",
@@ -156,6 +164,10 @@ static inline int w_reduce_enqueue(SDW, sd_buf *b, size_t off, size_t n, int32_t
 static inline int w_broadcast_enqueue(SDW, sd_buf *b, size_t off, size_t bytes, int32_t root) { SDR(SDF(sd_broadcast_enqueue, t)(b, off, bytes, root)); }
 static inline int w_reduce_scatter_enqueue(SDW, sd_buf *b, size_t lo, size_t hi, size_t span, int32_t dtype, int32_t op) { SDR(SDF(sd_reduce_scatter_enqueue, t)(b, lo, hi, span, dtype, op)); }
 static inline int w_allgather_enqueue(SDW, sd_buf *b, size_t lo, size_t hi, size_t span) { SDR(SDF(sd_allgather_enqueue, t)(b, lo, hi, span)); }
+static inline int w_comm_fork(SDW) { SDR(SDF(sd_comm_fork, t)()); }
+static inline int w_comm_join(SDW) { SDR(SDF(sd_comm_join, t)()); }
+static inline int w_trace_stamp(SDW, int32_t on_comm, int32_t slot) { SDR(SDF(sd_trace_stamp, t)(on_comm, slot)); }
+static inline int w_trace_read(SDW, uint64_t *out, int32_t n) { SDR(SDF(sd_trace_read, t)(out, n)); }
 static inline int w_allgather_u64(SDW, const uint64_t *mine, int32_t count, uint64_t *all) { SDR(SDF(sd_allgather_u64, t)(mine, count, all)); }
 static inline int w_allgather_u64_enqueue(SDW, const uint64_t *mine, int32_t count) { SDR(SDF(sd_allgather_u64_enqueue, t)(mine, count)); }
 static inline int w_allgather_u64_result(SDW, uint64_t *all, int32_t count) { SDR(SDF(sd_allgather_u64_result, t)(all, count)); }

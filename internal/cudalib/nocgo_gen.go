@@ -155,6 +155,30 @@ func (l *Lib) AllGatherEnqueue(b *SymBuf, lo, hi, span int) (err error) {
 	return
 }
 
+// CommFork fails: the library needs cgo.
+func (l *Lib) CommFork() (err error) {
+	err = errNoCgo
+	return
+}
+
+// CommJoin fails: the library needs cgo.
+func (l *Lib) CommJoin() (err error) {
+	err = errNoCgo
+	return
+}
+
+// TraceStamp fails: the library needs cgo.
+func (l *Lib) TraceStamp(onComm bool, slot int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// TraceRead fails: the library needs cgo.
+func (l *Lib) TraceRead(out []uint64) (err error) {
+	err = errNoCgo
+	return
+}
+
 // AllGatherU64 fails: the library needs cgo.
 func (l *Lib) AllGatherU64(mine []uint64, npes int) (r0 []uint64, err error) {
 	err = errNoCgo
@@ -614,31 +638,31 @@ func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) 
 }
 
 // RMSNorm fails: the library needs cgo.
-func (c *Context) RMSNorm(y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) (err error) {
+func (c *Context) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) (err error) {
 	err = errNoCgo
 	return
 }
 
 // RMSNormBackward fails: the library needs cgo.
-func (c *Context) RMSNormBackward(dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) (err error) {
+func (c *Context) RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) (err error) {
 	err = errNoCgo
 	return
 }
 
 // SwiGLU fails: the library needs cgo.
-func (c *Context) SwiGLU(y uintptr, a uintptr, b uintptr, n int) (err error) {
+func (c *Context) SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // SwiGLUBackward fails: the library needs cgo.
-func (c *Context) SwiGLUBackward(da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) (err error) {
+func (c *Context) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // Rotate fails: the library needs cgo.
-func (c *Context) Rotate(y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) (err error) {
+func (c *Context) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) (err error) {
 	err = errNoCgo
 	return
 }
@@ -773,6 +797,23 @@ func (g *GPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int
 
 // AttentionBackwardCUDNN fails: the library needs cgo.
 func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GQAForward fails: the library needs cgo.
+func (g *GPT) GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GQABackwardScratchBytes is the zero value without cgo.
+func (g *GPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) (r0 int) {
+	return
+}
+
+// GQABackward fails: the library needs cgo.
+func (g *GPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

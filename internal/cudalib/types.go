@@ -16,7 +16,12 @@ const EnvLib = settings.CUDALib
 // (SD_CALL_WORDS; Lib.SetCall).
 const CallWords = 5
 
-// DType is the element type of a reduction (SD_F32, SD_BF16).
+// TraceSlots is the number of slots of the library's overlap trace
+// (SD_TRACE_SLOTS; Lib.TraceStamp).
+const TraceSlots = 4096
+
+// DType is the element type of a reduction (SD_F32, SD_BF16) or of a
+// compute operation that takes one (SDC_F32, SDC_BF16: the same numbers).
 type DType int32
 
 // Element types.

@@ -72,6 +72,7 @@ const (
 	CUDALib      = "SYMDDP_CUDA_LIB"
 	CUDAFused    = "SYMDDP_CUDA_FUSED"
 	CUDAOverlap  = "SYMDDP_CUDA_OVERLAP"
+	OverlapTrace = "SYMDDP_OVERLAP_TRACE"
 	MPIHier      = "SYMDDP_MPI_HIERARCHICAL"
 	MPIHostSize  = "SYMDDP_MPI_HOST_SIZE"
 	OneShotMax   = "SYMDDP_ONE_SHOT_MAX"
@@ -111,6 +112,7 @@ var table = []Var{
 	{CUDALib, "next to the binary, then ./build", Go, "the path of libsymddp_cuda.so (train --gpu-lib)"},
 	{CUDAFused, "1", Go, "0: no cuBLASLt-fused Linear layers on the GPU"},
 	{CUDAOverlap, "1", Go, "0: a fused layer's weight-gradient GEMM runs after, not beside, its input-gradient GEMM"},
+	{OverlapTrace, "", Go, "a step number k: on the GPU step path with gradient buckets, stamp the GPU clock around each layer's backward and each bucket's reduction, and log after step k how many reductions ran before backward ended (docs/GPU.md)"},
 	{MPIHier, "off", Go, "mpi backend: on for shared memory within a host and MPI between hosts"},
 	{MPIHostSize, "the real hosts", Go, "mpi backend, hierarchical mode: hosts of k consecutive ranks (to stand for several hosts on one)"},
 

@@ -714,6 +714,19 @@ func (d *Device) CaptureEnd() (uint64, error) {
 
 func (d *Device) Capturing() (bool, error) { return d.capture, nil }
 
+// Enqueue runs op now or, while a capture is in progress, records it to run
+// at each launch of the graph, in order with the device's own work: how an
+// emulated comm backend of a test (ddp's world of several PEs) puts its
+// collectives on the engine's "stream", so that a step holding them can be
+// recorded and replayed.
+func (d *Device) Enqueue(op func()) {
+	if d.capture {
+		d.recorded = append(d.recorded, op)
+		return
+	}
+	op()
+}
+
 func (d *Device) GraphLaunch(exec uint64, v cudalib.StepValues) error {
 	ops, ok := d.graphs[exec]
 	if !ok {

@@ -49,7 +49,8 @@ func (d *Device) GPTKernels() cudalib.GPTKernels {
 }
 
 // Calls is how many times the launcher named call (its sdg_* name, e.g.
-// "sdg_gemm_run") has run: eager calls and graph replays, not recordings.
+// "sdg_attention_forward") has run: eager calls and graph replays, not
+// recordings.
 func (g *GPT) Calls(call string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -83,7 +84,13 @@ func attCheck(call string, b, t, c, nh int) error {
 	if b <= 0 || t <= 0 || c <= 0 || nh <= 0 || c%nh != 0 {
 		return argErr(call, "B=%d T=%d C=%d NH=%d", b, t, c, nh)
 	}
-	if hs := c / nh; hs != 32 && hs != 64 {
+	return wmmaShape(call, b, t, nh, c/nh)
+}
+
+// wmmaShape: a head size of 32 or 64, T a multiple of 64, at most 65535
+// sequences' heads (the wmma kernels' grid).
+func wmmaShape(call string, b, t, nh, hs int) error {
+	if hs != 32 && hs != 64 {
 		return argErr(call, "head size %d (want 32 or 64)", hs)
 	}
 	if t%64 != 0 {
@@ -127,7 +134,7 @@ func (g *GPT) attentionForward(call string, check func(string, int, int, int, in
 	if lse == 0 || !aligned16(out) || !aligned16(qkv) {
 		return argErr(call, "NULL or unaligned pointer")
 	}
-	return g.launch(call, func() { g.attentionFwd(out, lse, qkv, b, t, c, nh) })
+	return g.launch(call, func() { g.attentionFwd(out, lse, packedIO(qkv, 0, c, nh), b, t, c/nh) })
 }
 
 func (g *GPT) AttentionForward(out, lse, qkv uintptr, b, t, c, nh int, stream uintptr) error {
@@ -146,22 +153,49 @@ func (g *GPT) AttentionForwardMMA(out, lse, qkv uintptr, b, t, c, nh int, stream
 	return g.attentionForward("sdg_attention_forward_mma", mmaCheck, out, lse, qkv, b, t, c, nh)
 }
 
+// attIO is where attention's operands lie, as the kernels' sdg_att_io
+// (cuda/sd_gpt.cuh): query head h of row r at q + r·ldq + h·hs, its key
+// and value at k + r·ldkv + (h/grp)·hs and v likewise; the gradients at
+// the same offsets of dq, dk, dv. GPT-2's packed qkv is packedIO.
+type attIO struct {
+	q, k, v, dq, dk, dv uintptr
+	ldq, ldkv, nh, grp  int
+}
+
+// packedIO is GPT-2's qkv (B,T,3C) (and dqkv) as an attIO.
+func packedIO(qkv, dqkv uintptr, c, nh int) attIO {
+	io := attIO{q: qkv, k: qkv + uintptr(2*c), v: qkv + uintptr(4*c), ldq: 3 * c, ldkv: 3 * c, nh: nh, grp: 1}
+	if dqkv != 0 {
+		io.dq, io.dk, io.dv = dqkv, dqkv+uintptr(2*c), dqkv+uintptr(4*c)
+	}
+	return io
+}
+
+// rows is n rows of width elements ld apart at p (bf16): the span they
+// cover, as float64s, indexed as the device memory from p.
+func (d *Device) rows(p uintptr, n, ld, width int) []float64 {
+	return d.loadBF16(p, (n-1)*ld+width)
+}
+
 // attentionFwd: check.cu's attention_fwd_ref (exact softmax in float64 of
 // the scores scaled by 1/sqrt(hs)); out rounded to bf16, lse to float32.
-func (g *GPT) attentionFwd(out, lse, qkv uintptr, b, t, c, nh int) {
+// Query head h reads key/value head h/grp.
+func (g *GPT) attentionFwd(out, lse uintptr, io attIO, b, t, hs int) {
 	d := g.d
-	hs := c / nh
+	nh, c := io.nh, io.nh*hs
+	kw := nh / io.grp * hs
 	scale := 1 / math.Sqrt(float64(hs))
-	QKV := d.loadBF16(qkv, b*t*3*c)
+	Q, K, V := d.rows(io.q, b*t, io.ldq, c), d.rows(io.k, b*t, io.ldkv, kw), d.rows(io.v, b*t, io.ldkv, kw)
 	O, L := d.bf16At(out, b*t*c), d.f32At(lse, b*nh*t)
 	p, o := make([]float64, t), make([]float64, hs)
 	for bb := 0; bb < b; bb++ {
 		for h := 0; h < nh; h++ {
+			kh := h / io.grp * hs
 			for i := 0; i < t; i++ {
-				q := QKV[(bb*t+i)*3*c+h*hs:][:hs]
+				q := Q[(bb*t+i)*io.ldq+h*hs:][:hs]
 				mx := math.Inf(-1)
 				for j := 0; j <= i; j++ {
-					k := QKV[(bb*t+j)*3*c+c+h*hs:][:hs]
+					k := K[(bb*t+j)*io.ldkv+kh:][:hs]
 					var s float64
 					for x := range q {
 						s += q[x] * k[x]
@@ -177,7 +211,7 @@ func (g *GPT) attentionFwd(out, lse, qkv uintptr, b, t, c, nh int) {
 				L[(bb*nh+h)*t+i] = float32(mx + math.Log(sum))
 				clear(o)
 				for j := 0; j <= i; j++ {
-					v := QKV[(bb*t+j)*3*c+2*c+h*hs:][:hs]
+					v := V[(bb*t+j)*io.ldkv+kh:][:hs]
 					for x := range o {
 						o[x] += p[j] / sum * v[x]
 					}
@@ -216,7 +250,7 @@ func (g *GPT) attentionBackward(call string, check func(string, int, int, int, i
 	sb := g.AttentionBackwardScratchBytes(b, t, c, nh)
 	return g.launch(call, func() {
 		g.d.bytesAt(scratch, sb)
-		g.attentionBwd(dqkv, dout, qkv, out, lse, b, t, c, nh)
+		g.attentionBwd(packedIO(qkv, dqkv, c, nh), dout, out, lse, b, t, c/nh)
 	})
 }
 
@@ -239,22 +273,26 @@ func (g *GPT) AttentionBackwardMMA(dqkv, dout, qkv, out, lse uintptr, b, t, c, n
 // attentionBwd: check.cu's attention_bwd_ref with emulate on, from the out
 // and lse given: D_i = dout_i . out_i, P = exp(S scale - lse), dS = P (dP -
 // D) scale; P and dS rounded to bf16 (from float32, as __float2bfloat16)
-// before dV = P^T dout, dK = dS^T Q, dQ = dS K; sums in float64, dqkv
-// WRITTEN in bf16 (every element).
-func (g *GPT) attentionBwd(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int) {
+// before dV = P^T dout, dK = dS^T Q, dQ = dS K; sums in float64 (a key/value
+// head's over its group's query heads in order), every element of dq, dk
+// and dv WRITTEN in bf16.
+func (g *GPT) attentionBwd(io attIO, dout, out, lse uintptr, b, t, hs int) {
 	d := g.d
-	hs := c / nh
+	nh, c := io.nh, io.nh*hs
+	kw := nh / io.grp * hs
 	scale := 1 / math.Sqrt(float64(hs))
-	QKV, DO, O := d.loadBF16(qkv, b*t*3*c), d.loadBF16(dout, b*t*c), d.loadBF16(out, b*t*c)
+	Q, K, V := d.rows(io.q, b*t, io.ldq, c), d.rows(io.k, b*t, io.ldkv, kw), d.rows(io.v, b*t, io.ldkv, kw)
+	DO, O := d.loadBF16(dout, b*t*c), d.loadBF16(out, b*t*c)
 	L := d.f32At(lse, b*nh*t)
-	G := make([]float64, b*t*3*c)
+	GQ, GK, GV := make([]float64, len(Q)), make([]float64, len(K)), make([]float64, len(V))
 	p, dp, pr, ds := make([]float64, t), make([]float64, t), make([]float64, t), make([]float64, t)
 	round := func(x float64) float64 { return bf16ToF64(bf16FromF32(float32(x))) }
 	for bb := 0; bb < b; bb++ {
 		for h := 0; h < nh; h++ {
+			kh := h / io.grp * hs
 			for i := 0; i < t; i++ {
-				qrow := (bb*t+i)*3*c + h*hs
-				q := QKV[qrow:][:hs]
+				qrow := (bb*t+i)*io.ldq + h*hs
+				q := Q[qrow:][:hs]
 				dO := DO[(bb*t+i)*c+h*hs:][:hs]
 				o := O[(bb*t+i)*c+h*hs:][:hs]
 				li := float64(L[(bb*nh+h)*t+i])
@@ -263,8 +301,8 @@ func (g *GPT) attentionBwd(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int) {
 					D += dO[x] * o[x]
 				}
 				for j := 0; j <= i; j++ {
-					krow := (bb*t+j)*3*c + c + h*hs
-					k, v := QKV[krow:][:hs], QKV[krow+c:][:hs]
+					krow := (bb*t+j)*io.ldkv + kh
+					k, v := K[krow:][:hs], V[krow:][:hs]
 					var s, tt float64
 					for x := range q {
 						s += q[x] * k[x]
@@ -277,11 +315,11 @@ func (g *GPT) attentionBwd(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int) {
 					pr[j] = round(p[j])
 					ds[j] = round(p[j] * (dp[j] - D) * scale)
 				}
-				dq := G[qrow:][:hs]
+				dq := GQ[qrow:][:hs]
 				for j := 0; j <= i; j++ {
-					krow := (bb*t+j)*3*c + c + h*hs
-					k := QKV[krow:][:hs]
-					dk, dv := G[krow:][:hs], G[krow+c:][:hs]
+					krow := (bb*t+j)*io.ldkv + kh
+					k := K[krow:][:hs]
+					dk, dv := GK[krow:][:hs], GV[krow:][:hs]
 					for x := range dq {
 						dq[x] += ds[j] * k[x]
 						dk[x] += ds[j] * q[x]
@@ -291,8 +329,76 @@ func (g *GPT) attentionBwd(dqkv, dout, qkv, out, lse uintptr, b, t, c, nh int) {
 			}
 		}
 	}
-	DQKV := d.bf16At(dqkv, b*t*3*c)
-	for i, v := range G {
-		DQKV[i] = bf16FromF64(v)
+	for _, gr := range []struct {
+		dst     uintptr
+		sum     []float64
+		ld, wid int
+	}{{io.dq, GQ, io.ldq, c}, {io.dk, GK, io.ldkv, kw}, {io.dv, GV, io.ldkv, kw}} {
+		dst := d.bf16At(gr.dst, len(gr.sum))
+		for r := 0; r < b*t; r++ {
+			for x := r * gr.ld; x < r*gr.ld+gr.wid; x++ {
+				dst[x] = bf16FromF64(gr.sum[x])
+			}
+		}
 	}
+}
+
+// gqaCheck: the GQA launchers' shapes (NH a multiple of KVH, head size 32
+// or 64, T a multiple of 64).
+func gqaCheck(call string, b, t, nh, kvh, hs int) error {
+	if b <= 0 || t <= 0 || nh <= 0 || kvh <= 0 || nh%kvh != 0 {
+		return argErr(call, "B=%d T=%d NH=%d KVH=%d (want NH a multiple of KVH)", b, t, nh, kvh)
+	}
+	return wmmaShape(call, b, t, nh, hs)
+}
+
+// gqaIO is the GQA launchers' three tensors as an attIO.
+func gqaIO(q, k, v, dq, dk, dv uintptr, nh, kvh, hs int) attIO {
+	return attIO{q: q, k: k, v: v, dq: dq, dk: dk, dv: dv, ldq: nh * hs, ldkv: kvh * hs, nh: nh, grp: nh / kvh}
+}
+
+// GQAForward is sdg_gqa_forward: attentionFwd on the three tensors.
+func (g *GPT) GQAForward(out, lse, q, k, v uintptr, b, t, nh, kvh, hs int, stream uintptr) error {
+	const call = "sdg_gqa_forward"
+	if err := gqaCheck(call, b, t, nh, kvh, hs); err != nil {
+		return err
+	}
+	if lse == 0 || !aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) {
+		return argErr(call, "NULL or unaligned pointer")
+	}
+	io := gqaIO(q, k, v, 0, 0, 0, nh, kvh, hs)
+	return g.launch(call, func() { g.attentionFwd(out, lse, io, b, t, hs) })
+}
+
+// GQABackwardScratchBytes: the mma kernels' scratch where they run (hs 64,
+// T a multiple of 128), else D's.
+func (g *GPT) GQABackwardScratchBytes(b, t, nh, kvh, hs int) int {
+	if b <= 0 || t <= 0 || nh <= 0 || kvh <= 0 {
+		return 0
+	}
+	if hs == 64 {
+		return g.AttentionBackwardScratchBytes(b, t, nh*hs, nh)
+	}
+	return b * nh * t * 4
+}
+
+// GQABackward is sdg_gqa_backward: attentionBwd on the three tensors.
+func (g *GPT) GQABackward(dq, dk, dv, dout, q, k, v, out, lse uintptr, b, t, nh, kvh, hs int, scratch, stream uintptr) error {
+	const call = "sdg_gqa_backward"
+	if err := gqaCheck(call, b, t, nh, kvh, hs); err != nil {
+		return err
+	}
+	for _, p := range []uintptr{dq, dk, dv, dout, q, k, v, out} {
+		if !aligned16(p) {
+			return argErr(call, "NULL or unaligned pointer")
+		}
+	}
+	if lse == 0 || scratch == 0 {
+		return argErr(call, "NULL lse or scratch")
+	}
+	io, sb := gqaIO(q, k, v, dq, dk, dv, nh, kvh, hs), g.GQABackwardScratchBytes(b, t, nh, kvh, hs)
+	return g.launch(call, func() {
+		g.d.bytesAt(scratch, sb)
+		g.attentionBwd(io, dout, out, lse, b, t, hs)
+	})
 }

@@ -62,12 +62,16 @@ func (d *Device) EmbedBF16(out, tokens, wte, wpe uintptr, b, t, c int) error {
 	if b <= 0 || t <= 0 || c <= 0 || c%8 != 0 {
 		return sdcArgErr(call, "B=%d T=%d C=%d (C a multiple of 8)", b, t, c)
 	}
-	if tokens == 0 || !aligned16(out) || !aligned16(wte) || !aligned16(wpe) {
+	if tokens == 0 || !aligned16(out) || !aligned16(wte) || (wpe != 0 && !aligned16(wpe)) {
 		return sdcArgErr(call, "NULL or unaligned pointer")
 	}
 	run := func() {
 		n := b * t
-		tok, Y, P := d.i32At(tokens, n), d.bf16At(out, n*c), d.bf16At(wpe, t*c)
+		tok, Y := d.i32At(tokens, n), d.bf16At(out, n*c)
+		var P []uint16 // no positions: wte's rows alone
+		if wpe != 0 {
+			P = d.bf16At(wpe, t*c)
+		}
 		for i := 0; i < n; i++ {
 			if tok[i] < 0 {
 				panic(fmt.Sprintf("emulated sdc_embed_bf16: token %d at position %d", tok[i], i))
@@ -75,6 +79,10 @@ func (d *Device) EmbedBF16(out, tokens, wte, wpe uintptr, b, t, c int) error {
 			W := d.bf16At(wte+uintptr(int(tok[i])*c*2), c) // panics past the table
 			pos := (i % t) * c
 			for j := 0; j < c; j++ {
+				if P == nil {
+					Y[i*c+j] = bf16FromF64(bf16ToF64(W[j]))
+					continue
+				}
 				Y[i*c+j] = bf16FromF64(bf16ToF64(W[j]) + bf16ToF64(P[pos+j]))
 			}
 		}
@@ -107,7 +115,7 @@ func (d *Device) EmbedBackwardBF16(dwte, dwpe, dout, tokens uintptr, b, t, c, v 
 	if b <= 0 || t <= 0 || c <= 0 || c%8 != 0 || v <= 0 {
 		return sdcArgErr(call, "B=%d T=%d C=%d V=%d", b, t, c, v)
 	}
-	if tokens == 0 || scratch == 0 || !aligned16(dwte) || !aligned16(dwpe) || !aligned16(dout) || scratch%256 != 0 {
+	if tokens == 0 || scratch == 0 || !aligned16(dwte) || (dwpe != 0 && !aligned16(dwpe)) || !aligned16(dout) || scratch%256 != 0 {
 		return sdcArgErr(call, "NULL or unaligned pointer (scratch: 256 bytes)")
 	}
 	if want, _ := d.EmbedBackwardBF16ScratchBytes(b, t, v); scratchBytes < want {
@@ -126,8 +134,8 @@ func (d *Device) EmbedBackwardBF16(dwte, dwpe, dout, tokens uintptr, b, t, c, v 
 }
 
 // embedBackwardBF16: each token's row of dwte gets the sum of its positions'
-// dout rows (increasing position order, float64), each dwpe row the sum
-// over b in order.
+// dout rows (increasing position order, float64), each dwpe row (when
+// there is a table) the sum over b in order.
 func (d *Device) embedBackwardBF16(dwte, dwpe, dout, tokens uintptr, b, t, c, v int) {
 	n := b * t
 	tok := d.i32At(tokens, n)
@@ -144,11 +152,16 @@ func (d *Device) embedBackwardBF16(dwte, dwpe, dout, tokens uintptr, b, t, c, v 
 	for i := range pos {
 		pos[i] = int32(i % t)
 	}
-	for _, u := range []struct {
+	type table struct {
 		grad []float32
 		idx  []int32
 		rows int
-	}{{d.f32At(dwte, v*c), tok, v}, {d.f32At(dwpe, t*c), pos, t}} {
+	}
+	tables := []table{{d.f32At(dwte, v*c), tok, v}}
+	if dwpe != 0 {
+		tables = append(tables, table{d.f32At(dwpe, t*c), pos, t})
+	}
+	for _, u := range tables {
 		sum := make([]float32, u.rows*c)
 		hostloops.ScatterAddRows(sum, dy, u.idx, c)
 		for i, s := range sum {

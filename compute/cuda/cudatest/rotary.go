@@ -1,20 +1,34 @@
 package cudatest
 
-import "github.com/symddp/symddp/internal/hostloops"
+import (
+	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/hostloops"
+)
 
 // Rotate is sdc_rotate: the CPU engine's loop (hostloops.Rotate) over the
 // device's cos and sin table (t, hs/2), whose float32 operations the
-// kernel does. y may be x.
-func (d *Device) Rotate(y, x, cosTab, sinTab uintptr, rows, width, hs, t int, inverse bool) error {
+// kernel does; in bf16 the same loop on the widened x, y rounded to bf16.
+// y may be x.
+func (d *Device) Rotate(dt cudalib.DType, y, x, cosTab, sinTab uintptr, rows, width, hs, t int, inverse bool) error {
+	if err := checkDType("sdc_rotate", dt); err != nil {
+		return err
+	}
 	if d.capture {
-		d.recorded = append(d.recorded, func() { d.rotate(y, x, cosTab, sinTab, rows, width, hs, t, inverse) })
+		d.recorded = append(d.recorded, func() { d.rotate(dt, y, x, cosTab, sinTab, rows, width, hs, t, inverse) })
 		return nil
 	}
-	d.rotate(y, x, cosTab, sinTab, rows, width, hs, t, inverse)
+	d.rotate(dt, y, x, cosTab, sinTab, rows, width, hs, t, inverse)
 	return nil
 }
 
-func (d *Device) rotate(y, x, cosTab, sinTab uintptr, rows, width, hs, t int, inverse bool) {
+func (d *Device) rotate(dt cudalib.DType, y, x, cosTab, sinTab uintptr, rows, width, hs, t int, inverse bool) {
 	n, tab := rows*width, t*(hs/2)
-	hostloops.Rotate(d.f32(y, n), d.f32(x, n), d.f32(cosTab, tab), d.f32(sinTab, tab), rows, width, hs, t, inverse)
+	cos, sin := d.f32(cosTab, tab), d.f32(sinTab, tab)
+	if dt == cudalib.Float32 {
+		hostloops.Rotate(d.f32(y, n), d.f32(x, n), cos, sin, rows, width, hs, t, inverse)
+		return
+	}
+	out := make([]float32, n)
+	hostloops.Rotate(out, d.widen(x, n), cos, sin, rows, width, hs, t, inverse)
+	narrow(d.bf16At(y, n), out)
 }

@@ -42,9 +42,12 @@ var gptValueReturns = map[string]goScalar{
 // gptNames are the Go names of sdg_* entry points that are not the name in
 // CamelCase without "sdg_"; "" marks one written by hand in gpt_cgo.go.
 var gptNames = map[string]string{
-	"sdg_abi_version": "",
-	"sdg_last_error":  "",
-	"sdg_adamw":       "AdamW",
+	"sdg_abi_version":                "",
+	"sdg_last_error":                 "",
+	"sdg_adamw":                      "AdamW",
+	"sdg_gqa_forward":                "GQAForward",
+	"sdg_gqa_backward_scratch_bytes": "GQABackwardScratchBytes",
+	"sdg_gqa_backward":               "GQABackward",
 }
 
 // gptDevScalars are the pointed-to types of device pointers.

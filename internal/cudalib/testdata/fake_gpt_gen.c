@@ -49,3 +49,13 @@ __attribute__((weak)) int sdg_attention_backward_cudnn(void *dqkv, const void *d
     fake_sdg_log(stream, "sdg_attention_backward_cudnn dqkv=0x%lx dout=0x%lx qkv=0x%lx out=0x%lx lse=0x%lx B=%d T=%d C=%d NH=%d scratch=0x%lx", (unsigned long)(uintptr_t)dqkv, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)qkv, (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, B, T, C, NH, (unsigned long)(uintptr_t)scratch);
     return SDG_OK;
 }
+
+__attribute__((weak)) int sdg_gqa_forward(void *out, float *lse, const void *q, const void *k, const void *v, int B, int T, int NH, int KVH, int HS, void *stream) {
+    fake_sdg_log(stream, "sdg_gqa_forward out=0x%lx lse=0x%lx q=0x%lx k=0x%lx v=0x%lx B=%d T=%d NH=%d KVH=%d HS=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, (unsigned long)(uintptr_t)q, (unsigned long)(uintptr_t)k, (unsigned long)(uintptr_t)v, B, T, NH, KVH, HS);
+    return SDG_OK;
+}
+
+__attribute__((weak)) int sdg_gqa_backward(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v, const void *out, const float *lse, int B, int T, int NH, int KVH, int HS, void *scratch, void *stream) {
+    fake_sdg_log(stream, "sdg_gqa_backward dq=0x%lx dk=0x%lx dv=0x%lx dout=0x%lx q=0x%lx k=0x%lx v=0x%lx out=0x%lx lse=0x%lx B=%d T=%d NH=%d KVH=%d HS=%d scratch=0x%lx", (unsigned long)(uintptr_t)dq, (unsigned long)(uintptr_t)dk, (unsigned long)(uintptr_t)dv, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)q, (unsigned long)(uintptr_t)k, (unsigned long)(uintptr_t)v, (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, B, T, NH, KVH, HS, (unsigned long)(uintptr_t)scratch);
+    return SDG_OK;
+}

@@ -19,7 +19,15 @@
  *                          SD_CALL_WORDS words gives them after this PE's
  *   FAKE_SD_CALL_LOG=FILE  every sd_set_call appends "call" and its words to
  *                          FILE, and every collective enqueued "op" and its
- *                          name, one line each
+ *                          name, one line each (while the collectives
+ *                          stream is forked: "op arrival" before it, as the
+ *                          library's arrival barrier), and "fork" and "join"
+ *
+ * The collectives stream (sd_comm_fork, sd_comm_join) is a flag here: while
+ * it is set the blocking entry points that the library refuses then
+ * (sd_alloc, sd_free, sd_allgather_u64*, the timings) fail with
+ * SD_ERR_STATE. sd_trace_stamp writes a counter that grows by one per stamp
+ * (the order the stamps were enqueued in, which is the order they ran in).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +45,9 @@ static uint64_t fake_next_event = 1;
 static uint64_t fake_call[SD_CALL_WORDS]; /* sd_set_call's words */
 static int fake_check;
 static const char *fake_op = "collective"; /* the last collective enqueued */
+static int fake_forked;                     /* sd_comm_fork without its sd_comm_join */
+static uint64_t fake_trace[SD_TRACE_SLOTS];
+static uint64_t fake_clock;
 /* The desync reported (FAKE_SD_DESYNC): every PE's call, this PE's first. */
 #define FAKE_MAX_PES 16
 static uint64_t fake_calls[FAKE_MAX_PES * SD_CALL_WORDS];
@@ -57,6 +68,7 @@ static void log_line(const char *line) {
 /* Notes the collective enqueued (sd_desync_info's operation, the log). */
 static void enqueued(const char *op) {
     char line[64];
+    if (fake_forked && strcmp(op, "barrier") != 0) log_line("op arrival");
     fake_op = op;
     snprintf(line, sizeof line, "op %s", op);
     log_line(line);
@@ -80,6 +92,14 @@ static int env_on(const char *name) {
 static int need_up(void) {
     if (!fake_up) return fail(SD_ERR_STATE, "the runtime is not initialised");
     if (fake_failed) return fail(SD_ERR_STATE, "an earlier wait gave up");
+    return SD_OK;
+}
+
+/* need_up, and SD_ERR_STATE while the collectives stream is forked. */
+static int need_joined(void) {
+    int rc = need_up();
+    if (rc) return rc;
+    if (fake_forked) return fail(SD_ERR_STATE, "the collectives stream is forked (sd_comm_fork): join it first");
     return SD_OK;
 }
 
@@ -155,7 +175,7 @@ int sd_set_one_shot_max(size_t bytes) {
 }
 
 int sd_alloc(size_t bytes, sd_buf **out) {
-    int rc = need_up();
+    int rc = need_joined();
     if (rc) return rc;
     sd_buf *b = calloc(1, sizeof *b);
     if (!b) return fail(SD_ERR_NO_MEMORY, "calloc");
@@ -170,7 +190,7 @@ int sd_alloc(size_t bytes, sd_buf **out) {
 }
 
 int sd_free(sd_buf *b) {
-    int rc = need_up();
+    int rc = need_joined();
     if (rc) return rc;
     free(b->base);
     free(b);
@@ -292,7 +312,7 @@ int sd_allgather_enqueue(sd_buf *b, size_t lo, size_t hi, size_t largest) {
 
 int sd_allgather_u64_enqueue(const uint64_t *mine, int32_t count) {
     enqueued("allgather_u64");
-    int rc = need_up();
+    int rc = need_joined();
     if (rc) return rc;
     if (count < 1 || count > 8) return fail(SD_ERR_ARG, "count");
     if (fake_pending) return fail(SD_ERR_STATE, "previous allgather not collected");
@@ -467,7 +487,9 @@ int sd_memset(uint64_t dst, int32_t value, size_t bytes) {
 int sd_time_allreduce(sd_buf *b, size_t n, int32_t dtype, int32_t op, int32_t algo,
                       int32_t warmup, int32_t iters, float *ms) {
     (void)warmup;
-    int rc = sd_allreduce_enqueue(b, 0, n, dtype, op, algo);
+    int rc = need_joined();
+    if (rc) return rc;
+    rc = sd_allreduce_enqueue(b, 0, n, dtype, op, algo);
     if (rc) return rc;
     *ms = 0.001f * (float)iters;
     return SD_OK;
@@ -476,12 +498,45 @@ int sd_time_allreduce(sd_buf *b, size_t n, int32_t dtype, int32_t op, int32_t al
 int sd_time_barrier(int32_t warmup, int32_t iters, float *ms) {
     (void)warmup;
     *ms = 0.001f * (float)iters;
-    return need_up();
+    return need_joined();
 }
 
 int sd_time_copy(size_t bytes, int32_t warmup, int32_t iters, float *ms) {
     (void)bytes;
     (void)warmup;
     *ms = 0.001f * (float)iters;
+    return SD_OK;
+}
+
+int sd_comm_fork(void) {
+    int rc = need_up();
+    if (rc) return rc;
+    fake_forked = 1;
+    log_line("fork");
+    return SD_OK;
+}
+
+int sd_comm_join(void) {
+    if (!fake_up) return fail(SD_ERR_STATE, "the runtime is not initialised");
+    if (!fake_forked) return fail(SD_ERR_STATE, "sd_comm_join: the collectives stream is not forked");
+    fake_forked = 0;
+    log_line("join");
+    return SD_OK;
+}
+
+int sd_trace_stamp(int32_t on_comm, int32_t slot) {
+    int rc = need_up();
+    if (rc) return rc;
+    if (slot < 0 || slot >= SD_TRACE_SLOTS) return fail(SD_ERR_ARG, "sd_trace_stamp: slot out of range");
+    if (on_comm && !fake_forked) return fail(SD_ERR_STATE, "sd_trace_stamp: the collectives stream is not forked");
+    fake_trace[slot] = ++fake_clock;
+    return SD_OK;
+}
+
+int sd_trace_read(uint64_t *out, int32_t n) {
+    int rc = need_up();
+    if (rc) return rc;
+    if (n < 0 || n > SD_TRACE_SLOTS) return fail(SD_ERR_ARG, "sd_trace_read: slots out of range");
+    if (n) memcpy(out, fake_trace, (size_t)n * sizeof(uint64_t));
     return SD_OK;
 }

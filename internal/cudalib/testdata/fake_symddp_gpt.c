@@ -137,3 +137,7 @@ int sdg_attention_backward_mma(void *dqkv, const void *dout, const void *qkv, co
                                int B, int T, int C, int NH, void *scratch, void *stream) {
     return attn_bwd("mma", dqkv, dout, qkv, out, lse, B, T, C, NH, scratch, stream);
 }
+
+size_t sdg_gqa_backward_scratch_bytes(int B, int T, int NH, int KVH, int HS) {
+    return (size_t)B * NH * T * 4 + (size_t)KVH * HS;
+}

@@ -1,0 +1,76 @@
+package cuda
+
+import "github.com/symddp/symddp/compute"
+
+// groupedBF16 is grouped-query causal attention in bf16
+// (GroupedAttentionSpec.DType BF16): the GPT's flash attention kernels on
+// three tensors (sdg_gqa_forward, sdg_gqa_backward: mma.sync at a head size
+// of 64 and a context that is a multiple of 128, wmma otherwise; never
+// cuDNN's), query head h reading key/value head h/(Heads/KVHeads) where it
+// lies, a key/value head's dK and dV summed over its group's query heads
+// inside the kernel, in order (no atomics, no copy of K or V per query
+// head). The plan keeps each row's log-sum-exp and the forward's out, which
+// the backward reads.
+type groupedBF16 struct {
+	e    *Engine
+	s    compute.GroupedAttentionSpec
+	lse  *Tensor // (B,Heads,T) fp32
+	out  *Tensor // the last Forward's out
+	path string
+}
+
+var _ compute.GroupedAttentionPlan = (*groupedBF16)(nil)
+
+func (e *Engine) groupedBF16Plan(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
+	if err := e.CheckBF16(s); err != nil {
+		return nil, err
+	}
+	bf, err := e.bf16()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.scratch(&bf.att, bf.k.GQABackwardScratchBytes(s.B, s.T, s.Heads, s.KVHeads, s.HeadSize)); err != nil {
+		return nil, err
+	}
+	p := &groupedBF16{e: e, s: s, lse: e.Alloc(s.B * s.Heads * s.T).(*Tensor), path: "grouped flash attention (wmma)"}
+	if s.HeadSize == 64 && bf.k.AttentionMMASupported(s.T, s.Heads*s.HeadSize, s.Heads) {
+		p.path = "grouped flash attention (mma.sync)"
+	}
+	return p, nil
+}
+
+// Path says which kernels run.
+func (p *groupedBF16) Path() string { return p.path }
+
+// check is groupedTensors of bf16 tensors.
+func (p *groupedBF16) check(op string, q, out, k, v compute.Tensor) (qd, od, kd, vd *Tensor) {
+	return p.e.groupedTensors(op, p.s, compute.BF16, q, out, k, v)
+}
+
+// Forward computes out from q, k and v, keeping lse and out.
+func (p *groupedBF16) Forward(out, q, k, v compute.Tensor) {
+	const op = "bf16 grouped attention Forward"
+	qd, od, kd, vd := p.check(op, q, out, k, v)
+	s, e := p.s, p.e
+	p.out = od
+	e.fail(op, e.bf.k.GQAForward(od.ptr, p.lse.ptr, qd.ptr, kd.ptr, vd.ptr, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize, e.info.Stream))
+}
+
+// Backward writes dq, dk and dv from dout, the forward's q, k, v and the
+// out and lse it kept.
+func (p *groupedBF16) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
+	const op = "bf16 grouped attention Backward"
+	if p.out == nil {
+		panic("cuda: " + op + " before Forward")
+	}
+	qd, dod, kd, vd := p.check(op, q, dout, k, v)
+	dqd, _, dkd, dvd := p.check(op, dq, dout, dk, dv)
+	for _, d := range [...]*Tensor{dqd, dkd, dvd} {
+		if anyOverlap(d, qd, kd, vd, p.out) {
+			compute.PanicShapes("cuda", op, "a gradient overlaps q, k, v or out", dqd.shape, dkd.shape, dvd.shape)
+		}
+	}
+	s, e := p.s, p.e
+	e.fail(op, e.bf.k.GQABackward(dqd.ptr, dkd.ptr, dvd.ptr, dod.ptr, qd.ptr, kd.ptr, vd.ptr, p.out.ptr, p.lse.ptr,
+		s.B, s.T, s.Heads, s.KVHeads, s.HeadSize, e.bf.att.ptr, e.info.Stream))
+}

@@ -1,0 +1,275 @@
+package cuda_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/compute/cuda/cudatest"
+)
+
+// A Llama block's elementwise and row operations in bf16 (RMSNorm, SwiGLU,
+// the rotary embedding: the sdc_* kernels' bf16 forms) against the same
+// engine's fp32 operations on the same bf16-exact values, within bf16's
+// rounding; and, on a GPU, the kernels' bits against the emulated device's.
+
+// llamaBF16Case is one bf16 operation run on an engine: run enqueues it on
+// inputs made from vals (the same values on every engine), outs are what
+// it writes.
+type llamaBF16Case struct {
+	what string
+	make func(b *bf16Engine, vals func(n int, sd float64) []float32) (run func(), outs []compute.Tensor)
+}
+
+// rmsNormShapes are rows x width: widths below, at and past a multiple of
+// eight and of a warp, and Llama's.
+var rmsNormShapes = [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {9, 40}, {130, 128}, {5, 771}, {4, 2048}, {300, 64}}
+
+// llamaBF16Cases are the cases of both tests: each returns its bf16
+// outputs and, for the fp32 comparison, the fp32 reference of each with
+// the tolerance (of the reference's largest magnitude) it is held to.
+func llamaBF16Cases() []llamaBF16Case {
+	var cs []llamaBF16Case
+	for _, sh := range rmsNormShapes {
+		rows, c := sh[0], sh[1]
+		for _, add := range []bool{false, true} {
+			cs = append(cs, llamaBF16Case{fmt.Sprintf("RMSNorm %dx%d addDX %v", rows, c, add),
+				func(b *bf16Engine, vals func(int, float64) []float32) (func(), []compute.Tensor) {
+					e := b.e
+					x, w, dy, d0 := vals(rows*c, 2), vals(c, 1), vals(rows*c, 1), vals(rows*c, 1)
+					bx, bw, bdy := b.bf(x, rows, c), b.bf(w, c), b.bf(dy, rows, c)
+					y, rstd, dx, dw := e.AllocBF16(rows, c), e.Alloc(rows), b.bf(d0, rows, c), e.Alloc(c)
+					return func() {
+						e.RMSNorm(y, rstd, bx, bw, 1e-5)
+						e.RMSNormBackward(dx, dw, bdy, bx, bw, rstd, add)
+					}, []compute.Tensor{y, rstd, dx, dw}
+				}})
+		}
+	}
+	for _, n := range []int{1, 7, 1000, 3 << 14} {
+		cs = append(cs, llamaBF16Case{fmt.Sprintf("SwiGLU of %d", n),
+			func(b *bf16Engine, vals func(int, float64) []float32) (func(), []compute.Tensor) {
+				e := b.e
+				a, bv, dy := vals(n, 3), vals(n, 1), vals(n, 1)
+				ba, bb := b.bf(a, n), b.bf(bv, n)
+				y, da, db, db2 := e.AllocBF16(n), e.AllocBF16(n), e.AllocBF16(n), e.AllocBF16(n)
+				bdy, inPlace := b.bf(dy, n), b.bf(dy, n)
+				return func() {
+					e.SwiGLU(y, ba, bb)
+					e.SwiGLUBackward(da, db, bdy, ba, bb)
+					e.SwiGLUBackward(inPlace, db2, inPlace, ba, bb)
+				}, []compute.Tensor{y, da, db, inPlace, db2}
+			}})
+	}
+	for _, r := range []struct {
+		rows, width, hs, T int
+		theta              float64
+	}{{6, 8, 8, 3, 10000}, {4 * 33, 24, 6, 33, 10}, {2 * 128, 64, 64, 128, 5e5}} {
+		cs = append(cs, llamaBF16Case{fmt.Sprintf("rotary %+v", r),
+			func(b *bf16Engine, vals func(int, float64) []float32) (func(), []compute.Tensor) {
+				e := b.e
+				p, err := e.RotaryEmbedding(compute.RotarySpec{T: r.T, HeadSize: r.hs, Theta: r.theta})
+				require.NoError(b.t, err)
+				x, dy := vals(r.rows*r.width, 2), vals(r.rows*r.width, 1)
+				bx, y, inPlace := b.bf(x, r.rows, r.width), e.AllocBF16(r.rows, r.width), b.bf(x, r.rows, r.width)
+				bdy, dx := b.bf(dy, r.rows, r.width), e.AllocBF16(r.rows, r.width)
+				return func() {
+					p.Forward(y, bx)
+					p.Forward(inPlace, inPlace)
+					p.Backward(dx, bdy)
+				}, []compute.Tensor{y, inPlace, dx}
+			}})
+	}
+	return cs
+}
+
+func TestBF16LlamaOpsEmulated(t *testing.T) {
+	testBF16LlamaOps(t, cudatest.NewEmulated(cuda.Options{}))
+}
+func TestBF16LlamaOpsGPU(t *testing.T) { testBF16LlamaOps(t, gpuEngine(t)) }
+
+// The bf16 forms against the fp32 operations of the same engine on the
+// same values: y, dx, da, db and the rotations within 1-2% (bf16 keeps 8
+// bits), rstd and dw (fp32, summed from bf16 inputs that are exact) within
+// 1e-5 and 1e-4. dx with addDX is the fp32 gradient plus the bf16 dx it
+// was added to.
+func testBF16LlamaOps(t *testing.T, e *cuda.Engine) {
+	b := newBF16Engine(t, e)
+	for _, sh := range rmsNormShapes {
+		rows, c := sh[0], sh[1]
+		x, w, dy, d0 := b.vals(rows*c, 2), b.vals(c, 1), b.vals(rows*c, 1), b.vals(rows*c, 1)
+		fy, fr := e.Alloc(rows, c), e.Alloc(rows)
+		fx, fw := b.f32(x, rows, c), b.f32(w, c)
+		e.RMSNorm(fy, fr, fx, fw, 1e-5)
+		fdx, fdw := e.Alloc(rows, c), e.Alloc(c)
+		e.RMSNormBackward(fdx, fdw, b.f32(dy, rows, c), fx, fw, fr, false)
+		for _, add := range []bool{false, true} {
+			what := fmt.Sprintf("RMSNorm %dx%d addDX %v", rows, c, add)
+			y, rstd, dx, dw := e.AllocBF16(rows, c), e.Alloc(rows), b.bf(d0, rows, c), e.Alloc(c)
+			bx, bw := b.bf(x, rows, c), b.bf(w, c)
+			e.RMSNorm(y, rstd, bx, bw, 1e-5)
+			e.RMSNormBackward(dx, dw, b.bf(dy, rows, c), bx, bw, rstd, add)
+			b.near(what+": y", b.read(y), b.read(fy), 1e-2)
+			b.near(what+": rstd", b.read(rstd), b.read(fr), 1e-6)
+			want := b.read(fdx)
+			if add {
+				for i := range want {
+					want[i] += d0[i]
+				}
+			}
+			b.near(what+": dx", b.read(dx), want, 2e-2)
+			b.near(what+": dw", b.read(dw), b.read(fdw), 1e-4)
+		}
+	}
+	for _, n := range []int{1, 7, 1000, 3 << 14} {
+		what := fmt.Sprintf("SwiGLU of %d", n)
+		a, bv, dy := b.vals(n, 3), b.vals(n, 1), b.vals(n, 1)
+		fy, fda, fdb := e.Alloc(n), e.Alloc(n), e.Alloc(n)
+		e.SwiGLU(fy, b.f32(a, n), b.f32(bv, n))
+		e.SwiGLUBackward(fda, fdb, b.f32(dy, n), b.f32(a, n), b.f32(bv, n))
+		ba, bb, bdy := b.bf(a, n), b.bf(bv, n), b.bf(dy, n)
+		y, db := e.AllocBF16(n), e.AllocBF16(n)
+		e.SwiGLU(y, ba, bb)
+		e.SwiGLUBackward(bdy, db, bdy, ba, bb) // in place: dy becomes da
+		b.near(what+": y", b.read(y), b.read(fy), 1e-2)
+		b.near(what+": da", b.read(bdy), b.read(fda), 1e-2)
+		b.near(what+": db", b.read(db), b.read(fdb), 1e-2)
+	}
+	for _, r := range []compute.RotarySpec{{T: 3, HeadSize: 8, Theta: 1e4}, {T: 33, HeadSize: 6, Theta: 10}, {T: 128, HeadSize: 64, Theta: 5e5}} {
+		what := fmt.Sprintf("rotary %+v", r)
+		rows, width := 2*r.T, 4*r.HeadSize
+		p, err := e.RotaryEmbedding(r)
+		require.NoError(t, err)
+		x := b.vals(rows*width, 2)
+		fy, fx := e.Alloc(rows, width), e.Alloc(rows, width)
+		p.Forward(fy, b.f32(x, rows, width))
+		p.Backward(fx, b.f32(x, rows, width))
+		y, dx := b.bf(x, rows, width), e.AllocBF16(rows, width)
+		p.Backward(dx, y)
+		p.Forward(y, y)
+		b.near(what+": forward", b.read(y), b.read(fy), 1e-2)
+		b.near(what+": backward", b.read(dx), b.read(fx), 1e-2)
+	}
+	require.NoError(t, e.Sync())
+}
+
+// The bf16 kernels do, operation for operation, what the emulated device
+// does (compute/cuda/cudatest: the same float32 operations in the same
+// order, each stored result rounded to bf16 once): the same bits, eager
+// and replayed from a graph. Not run without a GPU; emulated, the same
+// cases replayed from a graph give the eager bits.
+func TestBF16LlamaOpsBitsGPU(t *testing.T) {
+	sameBF16Bits(t, cudatest.NewEmulated(cuda.Options{}), gpuEngine(t))
+}
+func TestBF16LlamaOpsReplayEmulated(t *testing.T) {
+	sameBF16Bits(t, cudatest.NewEmulated(cuda.Options{}), cudatest.NewEmulated(cuda.Options{}))
+}
+
+// sameBF16Bits runs every llamaBF16Cases case eagerly on ref and eagerly
+// and from a graph on e, on the same values, and wants the same bits.
+func sameBF16Bits(t *testing.T, ref, e *cuda.Engine) {
+	for _, c := range llamaBF16Cases() {
+		var want [][]float32
+		for i, graph := range []bool{false, false, true} {
+			en := e
+			if i == 0 {
+				en = ref
+			}
+			b := newBF16Engine(t, en)
+			run, outs := c.make(b, newBF16Engine(t, ref).vals) // the same values every run
+			runOn(t, en, graph, run)
+			got := make([][]float32, len(outs))
+			for j, o := range outs {
+				got[j] = b.read(o)
+			}
+			require.NoError(t, en.Sync())
+			if i == 0 {
+				want = got
+				continue
+			}
+			for j := range got {
+				for m := range got[j] {
+					if !sameBits(got[j][m], want[j][m]) {
+						t.Fatalf("%s (graph %v): output %d, element %d: %v, the reference's %v", c.what, graph, j, m, got[j][m], want[j][m])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestBF16GroupedAttentionEmulated(t *testing.T) {
+	testBF16GroupedAttention(t, cudatest.NewEmulated(cuda.Options{}))
+}
+func TestBF16GroupedAttentionGPU(t *testing.T) { testBF16GroupedAttention(t, gpuEngine(t)) }
+
+// The bf16 grouped plan against the fp32 one on the same values (both
+// kernel families: wmma at head size 32, mma.sync at 64 over 128
+// positions; groups of 1, 2 and 4 query heads); and with KVHeads = Heads
+// it is the GPT's bf16 attention with q, k and v apart: the same kernels
+// on the same numbers, so the same bits as the packed plan.
+func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
+	b := newBF16Engine(t, e)
+	for _, s := range []compute.GroupedAttentionSpec{
+		{B: 2, T: 64, Heads: 4, KVHeads: 2, HeadSize: 32},
+		{B: 1, T: 128, Heads: 4, KVHeads: 1, HeadSize: 64},
+		{B: 2, T: 64, Heads: 2, KVHeads: 2, HeadSize: 64},
+	} {
+		what := fmt.Sprintf("%+v", s)
+		n, qw, kw := s.B*s.T, s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
+		q, k, v, dout := b.vals(n*qw, 1), b.vals(n*kw, 1), b.vals(n*kw, 1), b.vals(n*qw, 1)
+		f32, err := e.GroupedCausalAttention(s)
+		require.NoError(t, err)
+		fo, fdq, fdk, fdv := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, kw), e.Alloc(s.B, s.T, kw)
+		fq, fk, fv := b.f32(q, s.B, s.T, qw), b.f32(k, s.B, s.T, kw), b.f32(v, s.B, s.T, kw)
+		f32.Forward(fo, fq, fk, fv)
+		f32.Backward(fdq, fdk, fdv, b.f32(dout, s.B, s.T, qw), fq, fk, fv)
+		s.DType = compute.BF16
+		p, err := e.GroupedCausalAttention(s)
+		require.NoError(t, err)
+		require.Contains(t, p.(interface{ Path() string }).Path(), "grouped flash attention")
+		bq, bk, bv, bdo := b.bf(q, s.B, s.T, qw), b.bf(k, s.B, s.T, kw), b.bf(v, s.B, s.T, kw), b.bf(dout, s.B, s.T, qw)
+		o, dq, dk, dv := e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, kw), e.AllocBF16(s.B, s.T, kw)
+		p.Forward(o, bq, bk, bv)
+		p.Backward(dq, dk, dv, bdo, bq, bk, bv)
+		b.near(what+": out", b.read(o), b.read(fo), 1e-2)
+		b.near(what+": dq", b.read(dq), b.read(fdq), 3e-2)
+		b.near(what+": dk", b.read(dk), b.read(fdk), 3e-2)
+		b.near(what+": dv", b.read(dv), b.read(fdv), 3e-2)
+		if s.KVHeads != s.Heads {
+			continue
+		}
+		// the packed plan on (q | k | v) side by side per row
+		packed := make([]float32, 0, n*3*qw)
+		for r := range n {
+			packed = append(append(append(packed, q[r*qw:(r+1)*qw]...), k[r*qw:(r+1)*qw]...), v[r*qw:(r+1)*qw]...)
+		}
+		mh, err := e.CausalAttention(compute.AttentionSpec{B: s.B, T: s.T, C: qw, Heads: s.Heads, DType: compute.BF16})
+		require.NoError(t, err)
+		bqkv, po, pd := b.bf(packed, n, 3*qw), e.AllocBF16(n, qw), e.AllocBF16(n, 3*qw)
+		mh.Forward(po, bqkv)
+		mh.Backward(pd, b.bf(dout, n, qw), bqkv)
+		requireSameBits(t, what+": out against the packed plan", b.read(o), b.read(po))
+		pdv := b.read(pd)
+		var dqkv []float32
+		gq, gk, gv := b.read(dq), b.read(dk), b.read(dv)
+		for r := range n {
+			dqkv = append(append(append(dqkv, gq[r*qw:(r+1)*qw]...), gk[r*qw:(r+1)*qw]...), gv[r*qw:(r+1)*qw]...)
+		}
+		requireSameBits(t, what+": dq, dk, dv against the packed plan's dqkv", dqkv, pdv)
+	}
+	require.NoError(t, e.Sync())
+}
+
+// requireSameBits fails unless got and want are the same float32 bits.
+func requireSameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	require.Len(t, got, len(want), what)
+	for i := range want {
+		if !sameBits(got[i], want[i]) {
+			t.Fatalf("%s: element %d is %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}

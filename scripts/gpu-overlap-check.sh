@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# gpu-overlap-check.sh: the gradient reduction overlapped with backward on the
+# GPU (issue 38), after scripts/gpu-prepare.sh (nvshmem.test) and
+# scripts/gpu-compute-prepare.sh (ddp.test, train) on the CPU machine (carry
+# .device/bin):
+#
+#    1 build            cuda/build.sh (build/libsymddp_cuda.so, ABI 4: the
+#                       collectives stream)
+#    2 collectives      nvshmem.test TestGPUCollectivesStream: buckets reduced
+#                       on the collectives stream by PEs that arrive at
+#                       different times, against one collective, bit for bit;
+#                       2 PEs without MPS, 8 under MPS
+#    3 ddp              ddp.test TestGPUOverlapSameBits: the mlp with buckets
+#                       -1, 1 MiB and 1 KiB, replicated and sharded, in CUDA
+#                       graphs: the same bits; 2 PEs, then 8 under MPS
+#    4 train            gpt-tiny on byte-level text, 8 PEs under the launcher's
+#                       MPS daemon, SYMDDP_CUDA_TUNE=0, replicated and sharded,
+#                       --bucket-size 0, 1MiB and 64KiB: the parameter hash of
+#                       the three runs of each update must be the same, and
+#                       SYMDDP_OVERLAP_TRACE logs, for one step of each bucket
+#                       run, how many bucket reductions began and ended before
+#                       backward ended
+# Every run has a time limit and every PE's waits a deadline (--timeout 90s,
+# in-kernel waits included), so a hang ends with the PEs that did not arrive
+# instead of a silent stop. The script exits 1 when a stage fails or the
+# hashes differ.
+#
+# Usage: scripts/gpu-overlap-check.sh [--budget SECONDS]; results in $OUT
+# (default .device/out): overlap-summary.txt, overlap-tests.log,
+# overlap-train.log.
+set -u
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root" || exit 1
+budget="${GPU_CHECK_BUDGET:-540}"
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+    --budget) budget="$2"; shift 2 ;;
+    --budget=*) budget="${1#*=}"; shift ;;
+    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+    *) echo "gpu-overlap-check.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+outdir="${OUT:-$root/.device/out}"
+mkdir -p "$outdir"
+build_log="$outdir/overlap-build.log"
+test_log="$outdir/overlap-tests.log"
+train_log="$outdir/overlap-train.log"
+mps_log="$outdir/overlap-mps.log"
+summary="$outdir/overlap-summary.txt"
+: >"$build_log"; : >"$test_log"; : >"$train_log"; : >"$mps_log"; : >"$summary"
+start=$(date +%s)
+failed=0
+
+# shellcheck source=scripts/gpu-lib.sh
+. "$root/scripts/gpu-lib.sh"
+gpu_env
+note "GPU check of the overlapped gradient reduction (issue 38), $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget}s"
+note "GPU: $(timeout 10 nvidia-smi -L 2>/dev/null | head -1)"
+bin="$root/.device/bin"
+gpu_binaries "$bin" nvshmem.test ddp.test train
+
+# ---- 1 build ----
+gpu_build "$build_log" 0
+
+# ---- 2, 3 tests ----
+export SYMDDP_CUDA_TUNE=0
+stage "collectives stream 2 PEs" 90 "$test_log" env -C "$root/comm/nvshmem" SYMDDP_GPU_PES=2 \
+    "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestGPUCollectivesStream$' || failed=1
+stage "ddp overlap bits 2 PEs" 120 "$test_log" env -C "$root/ddp" SYMDDP_GPU_PES=2 \
+    "$bin/ddp.test" -test.v=true -test.count=1 -test.timeout=110s -test.run '^TestGPUOverlapSameBits$' || failed=1
+trap gpu_mps_stop EXIT
+gpu_mps_start "$mps_log"
+if [ "$mps_up" = 1 ]; then
+    # shellcheck disable=SC2046 # the variables are words without blanks
+    stage "collectives stream 8 PEs, MPS" 120 "$test_log" env -C "$root/comm/nvshmem" $(mpsvars 8) \
+        "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=110s -test.run '^TestGPUCollectivesStream$' || failed=1
+    # shellcheck disable=SC2046
+    stage "ddp overlap bits 8 PEs, MPS" 150 "$test_log" env -C "$root/ddp" $(mpsvars 8) \
+        "$bin/ddp.test" -test.v=true -test.count=1 -test.timeout=140s -test.run '^TestGPUOverlapSameBits$' || failed=1
+    gpu_mps_stop
+fi
+
+# ---- 4 gpt-tiny, 8 PEs under the launcher's MPS daemon ----
+# SYMDDP_CUDA_TUNE=0 (exported above): cuBLASLt's heuristic choices, so that
+# the runs of each update compare bit for bit.
+common=(--backend nvshmem --pes 8 --mps on --no-progress --seed 1 --timeout 90s --model gpt-tiny
+    --dataset text --data-dir "$root" --corpus-max 16MiB --max-steps 40 --eval-every 40 --sample-tokens 0)
+hash_of() { grep -o 'parameter hash [0-9a-f]*' "$1" | tail -1 | awk '{print $3}'; }
+for shard in false true; do
+    hashes=()
+    for bucket in 0 1MiB 64KiB; do
+        run_log="$outdir/overlap-run-$shard-$bucket.log"
+        trace=()
+        [ "$bucket" != 0 ] && trace=(SYMDDP_OVERLAP_TRACE=20)
+        stage "gpt-tiny 8 PEs, shard-update=$shard, bucket $bucket" 150 "$run_log" \
+            env "${trace[@]}" "$bin/train" "${common[@]}" --shard-update="$shard" --bucket-size "$bucket" || failed=1
+        cat "$run_log" >>"$train_log"
+        h="$(hash_of "$run_log")"
+        hashes+=("${h:-none}")
+        note "  hash ${h:-none}"
+        grep -o 'overlap trace of step.*' "$run_log" | head -1 | sed 's/^/  /' | tee -a "$summary"
+        grep -E 'gradient buckets off|TimeoutError|did not arrive|gave up' "$run_log" | head -3 | sed 's/^/  /' | tee -a "$summary"
+    done
+    if [ "${hashes[0]}" != none ] && [ "${hashes[0]}" = "${hashes[1]}" ] && [ "${hashes[0]}" = "${hashes[2]}" ]; then
+        note "shard-update=$shard: bucket 0, 1MiB and 64KiB end on the same parameter hash ${hashes[0]}"
+    else
+        note "shard-update=$shard: HASHES DIFFER (bucket 0, 1MiB, 64KiB): ${hashes[*]}"
+        failed=1
+    fi
+done
+
+# ---- summary ----
+{
+    echo
+    echo "---- tests: failures (first 60 lines) ----"
+    grep -E -A6 '^\s*--- FAIL|^panic:|TIMED OUT|test timed out' "$test_log" | head -60
+    echo "---- tests: what they logged ----"
+    grep -E 'overlap_gpu_test.go:[0-9]+:' "$test_log" | sed -E 's/^[[:space:]]+//' | head -20
+    echo "---- training runs ----"
+    grep -E '^(=====|\[pe 0\] )?(training |done:|val loss|replicas|REPLICAS|msg="sharded|msg="gradient|msg="overlap|train:|warning)' "$train_log" |
+        sed -E 's/^===== ([^(]*) \(.*/== \1/'
+} >>"$summary" 2>&1
+echo
+echo "==================== overlap summary ($(elapsed)s) ===================="
+cat "$summary"
+exit "$failed"
