@@ -15,9 +15,12 @@
  * depends only on the shape and the device's SM count, so every run and every
  * PE on the same kind of GPU gets the same bits.
  *
+ * sdc_bias_act_backward on bf16 (SDC_BF16) takes the bf16 kernels below ("bf16").
+ *
  * ReLU follows Go's max(v, 0): NaN stays NaN, -0 becomes +0. Its derivative is
  * taken from the output: 0 where y <= 0 (the subgradient at 0 is 0).
  */
+#include "sd_bf16.cuh"
 #include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "symddp_compute.h"
@@ -172,9 +175,163 @@ __global__ void __launch_bounds__(SDC_TILE_COLS *SDC_TILE_LANES)
     if (tx == 0 && ty == 0) tickets[blockIdx.x] = 0;
 }
 
-extern "C" int sdc_bias_act_backward(const sdc_ctx *c, uint64_t dy, uint64_t y, int64_t rows,
-                                     int64_t cols, uint64_t dbias, int32_t act, int32_t accumulate) {
-    if (!c || rows < 0 || cols <= 0) return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward: bad arguments");
+/* ---- bf16 ---- */
+
+/*
+ * The bf16 bias gradient of a Linear layer, dbias (OC) fp32 = column sums of
+ * dout (N,OC) bf16, deterministically, written. The bf16 Linear takes it
+ * beside plain dW GEMMs: at GPT-2's shapes it costs less than cuBLASLt's
+ * BGRAD_A epilogue adds to them (gptcheck's timings). It is other arithmetic
+ * than the fp32 kernel (its own chunks and partials in the caller's scratch,
+ * no tickets), and takes no activation.
+ *
+ * Partials (block 32 x 8 threads, grid (OC/256, G)): lane x owns 8 columns
+ * (one 16-byte vector), block row y sums rows y, y+8, ... of the block's
+ * chunk of R rows (chunk blockIdx.y: rows blockIdx.y*R ..), the loads
+ * unrolled so that several are in flight per thread; the block adds its 8
+ * rows in order into one partial per (chunk, column). Then the reduction
+ * (block 32 x 8, grid OC/32): thread (x, y) adds the partials of chunks y,
+ * y+8, ... of column 32 blockIdx.x + x in that order, and the 8 sums are
+ * added in y order into dbias. G and R depend only on N, so the order of
+ * every sum, and the bits, repeat.
+ *
+ * The chunks are short (64 rows up to 32768 rows, then G stays 512) so that
+ * a narrow dout (768 columns: 3 blocks across) still spreads over the GPU:
+ * with 64 chunks of 256 rows, each thread waited on 32 loads in a row and the
+ * reduction's 3 blocks on 64 each.
+ */
+
+#define SDC_BIASB_ROWS 8         /* thread rows per block */
+#define SDC_BIASB_CHUNK 64       /* rows per chunk, at least */
+#define SDC_BIASB_MAX_CHUNKS 512 /* gridDim.y: the partials */
+
+static int sdc_biasb_chunks(int N) {
+    const int c = (N + SDC_BIASB_CHUNK - 1) / SDC_BIASB_CHUNK;
+    return c < 1 ? 1 : (c > SDC_BIASB_MAX_CHUNKS ? SDC_BIASB_MAX_CHUNKS : c);
+}
+
+/* rows per chunk: a multiple of 8, G chunks cover N */
+static int sdc_biasb_chunk_rows(int N, int G) {
+    const int r = (N + G - 1) / G;
+    return (r + SDC_BIASB_ROWS - 1) / SDC_BIASB_ROWS * SDC_BIASB_ROWS;
+}
+
+__global__ void __launch_bounds__(32 * SDC_BIASB_ROWS)
+    sdc_biasb_bwd_kernel(float *__restrict__ partial, const bf16 *__restrict__ dout, int N, int OC, int R) {
+    __shared__ float sm[SDC_BIASB_ROWS][32 * 8 + 4];
+    const int lane = threadIdx.x, y = threadIdx.y;
+    const int v = blockIdx.x * 32 + lane;
+    const bool on = v < (OC >> 3);
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (on) {
+        const int r0 = blockIdx.y * R, r1 = min(r0 + R, N);
+        const bf16 *p = dout + 8 * (size_t)v;
+        int r = r0 + y;
+        /* eight rows a round (a chunk of 64 rows is one round): the loads
+         * first, then the adds in row order */
+        for (; r + 7 * SDC_BIASB_ROWS < r1; r += 8 * SDC_BIASB_ROWS) {
+            uint4 u[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                u[i] = *reinterpret_cast<const uint4 *>(p + (size_t)(r + i * SDC_BIASB_ROWS) * OC);
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float f[8];
+                sdb_unpack8(u[i], f);
+#pragma unroll
+                for (int k = 0; k < 8; k++) acc[k] += f[k];
+            }
+        }
+        for (; r < r1; r += SDC_BIASB_ROWS) {
+            float f[8];
+            sdb_load8(p + (size_t)r * OC, f);
+#pragma unroll
+            for (int k = 0; k < 8; k++) acc[k] += f[k];
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) sm[y][8 * lane + k] = acc[k];
+    __syncthreads();
+    /* 256 threads, 256 columns of the block: thread t sums column t over the 8 rows */
+    const int t = y * 32 + lane;
+    const int col = blockIdx.x * 256 + t;
+    if (col < OC) {
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < SDC_BIASB_ROWS; k++) s += sm[k][t];
+        partial[(size_t)blockIdx.y * OC + col] = s;
+    }
+}
+
+__global__ void __launch_bounds__(32 * SDC_BIASB_ROWS)
+    sdc_biasb_bwd_reduce_kernel(float *__restrict__ dbias, const float *__restrict__ partial, int G, int OC) {
+    __shared__ float sm[SDC_BIASB_ROWS][33];
+    const int lane = threadIdx.x, y = threadIdx.y;
+    const int c = blockIdx.x * 32 + lane;
+    float s = 0.f;
+    if (c < OC) {
+        int g = y;
+        for (; g + 3 * SDC_BIASB_ROWS < G; g += 4 * SDC_BIASB_ROWS) {
+            float f[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) f[i] = partial[(size_t)(g + i * SDC_BIASB_ROWS) * OC + c];
+#pragma unroll
+            for (int i = 0; i < 4; i++) s += f[i];
+        }
+        for (; g < G; g += SDC_BIASB_ROWS) s += partial[(size_t)g * OC + c];
+    }
+    sm[y][lane] = s;
+    __syncthreads();
+    if (y == 0 && c < OC) {
+        float t = 0.f;
+#pragma unroll
+        for (int k = 0; k < SDC_BIASB_ROWS; k++) t += sm[k][lane];
+        dbias[c] = t;
+    }
+}
+
+static size_t sdc_biasb_scratch_bytes(int64_t N, int64_t OC) {
+    if (N <= 0 || OC <= 0 || N > 0x7fffffff) return 0;
+    return (size_t)sdc_biasb_chunks((int)N) * (size_t)OC * sizeof(float);
+}
+
+static int sdc_bias_backward_bf16(cudaStream_t s, uint64_t dout, int64_t rows, int64_t cols, uint64_t dbias,
+                                  int32_t act, int32_t accumulate, uint64_t scratch) {
+    if (rows <= 0 || cols <= 0 || cols % 8 != 0 || rows > 0x7fffffff || cols > 0x7fffffff)
+        return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward: bf16: N=%lld OC=%lld (OC a multiple of 8)", (long long)rows,
+                       (long long)cols);
+    if (!dbias || !dout || !scratch || dout % 16)
+        return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward: bf16: NULL or unaligned pointer");
+    if (act != SDC_IDENTITY || accumulate)
+        return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward: bf16: the bias gradient alone (identity, written)");
+    const int N = (int)rows, OC = (int)cols;
+    const int G = sdc_biasb_chunks(N), R = sdc_biasb_chunk_rows(N, G);
+    dim3 grid((unsigned)((OC + 255) / 256), (unsigned)G), block(32, SDC_BIASB_ROWS);
+    sdc_biasb_bwd_kernel<<<grid, block, 0, s>>>((float *)(uintptr_t)scratch, (const bf16 *)(uintptr_t)dout, N, OC, R);
+    SD_CUDA(cudaGetLastError());
+    sdc_biasb_bwd_reduce_kernel<<<(OC + 31) / 32, block, 0, s>>>((float *)(uintptr_t)dbias,
+                                                                 (const float *)(uintptr_t)scratch, G, OC);
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+extern "C" int sdc_bias_act_backward_scratch_bytes(sdc_dtype dtype, int64_t rows, int64_t cols, int64_t *bytes) {
+    if (!bytes || (dtype != SDC_F32 && dtype != SDC_BF16))
+        return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward_scratch_bytes: bad arguments");
+    *bytes = dtype == SDC_BF16 ? (int64_t)sdc_biasb_scratch_bytes(rows, cols) : 0;
+    return SD_OK;
+}
+
+/* ---- launchers ---- */
+
+extern "C" int sdc_bias_act_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dy, uint64_t y, int64_t rows,
+                                     int64_t cols, uint64_t dbias, int32_t act, int32_t accumulate, uint64_t scratch) {
+    if (c && dtype == SDC_BF16) {
+        SD_TRY(sdc_use_device(c->device));
+        return sdc_bias_backward_bf16((cudaStream_t)(uintptr_t)c->stream, dy, rows, cols, dbias, act, accumulate,
+                                      scratch);
+    }
+    if (!c || dtype != SDC_F32 || rows < 0 || cols <= 0) return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward: bad arguments");
     if (act != SDC_IDENTITY && act != SDC_RELU)
         return SD_FAIL(SD_ERR_ARG, "sdc_bias_act_backward: unknown activation %d", act);
     SD_TRY(sdc_use_device(c->device));

@@ -1,6 +1,7 @@
 /*
  * sd_compute_cast.cu: fp32 to bf16 and back, element by element (a bf16
- * gradient allreduce: the gradients cast down, reduced, cast back up).
+ * gradient allreduce: the gradients cast down, reduced, cast back up; the
+ * bf16 copy of the fp32 master weights that the bf16 GEMMs and kernels read).
  *
  * The rounding is done on the bits, as the emulated device does it
  * (compute/cuda/cudatest's bf16FromF32): sdc_bf16_rn of sd_compute.cuh adds

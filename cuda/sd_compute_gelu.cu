@@ -10,7 +10,15 @@
  *
  *   gelu(x)  = x * s,              s = 1 / (1 + e), e = exp(-2k(x + c x^3))
  *   gelu'(x) = s + 2k * (s e s) x (1 + 3c x^2),     k = sqrt(2/pi), c = 0.044715
+ *
+ * The bf16 kernels (the bf16 Linear's GELU) do other arithmetic, tanhf's, in
+ * float from the bf16 inputs, eight elements per 16-byte load:
+ *   gelu(x)  = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+ *   gelu'(x) = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+ * Thread i < n/8 handles the vector i; the last n % 8 elements one thread each.
+ * One launcher per direction picks the kernel by dtype.
  */
+#include "sd_bf16.cuh"
 #include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "symddp_compute.h"
@@ -60,27 +68,93 @@ __global__ void sdc_gelu_backward_kernel(float *dx, const float *dy, const float
     }
 }
 
+/* ---- bf16 ---- */
+
+#define SDC_GELU_BF16_K 0.7978845608028654f
+#define SDC_GELU_BF16_A 0.044715f
+
+static __device__ __forceinline__ float sdc_gelu_bf16(float x) {
+    const float u = SDC_GELU_BF16_K * (x + SDC_GELU_BF16_A * x * x * x);
+    return 0.5f * x * (1.f + tanhf(u));
+}
+
+static __device__ __forceinline__ float sdc_gelu_bf16_grad(float x) {
+    const float u = SDC_GELU_BF16_K * (x + SDC_GELU_BF16_A * x * x * x);
+    const float t = tanhf(u);
+    return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * SDC_GELU_BF16_K * (1.f + 3.f * SDC_GELU_BF16_A * x * x);
+}
+
+__global__ void sdc_gelu_bf16_kernel(bf16 *__restrict__ out, const bf16 *__restrict__ inp, int64_t n) {
+    const int64_t n8 = n >> 3;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n8) {
+        float f[8];
+        sdb_load8(inp + 8 * i, f);
+#pragma unroll
+        for (int k = 0; k < 8; k++) f[k] = sdc_gelu_bf16(f[k]);
+        sdb_store8(out + 8 * i, f);
+    } else if (i - n8 < (n & 7)) {
+        const int64_t j = 8 * n8 + (i - n8);
+        out[j] = __float2bfloat16(sdc_gelu_bf16(__bfloat162float(inp[j])));
+    }
+}
+
+/* dinp may be dout: each element is read before it is written, by the same thread. */
+__global__ void sdc_gelu_backward_bf16_kernel(bf16 *dinp, const bf16 *__restrict__ inp, const bf16 *dout, int64_t n) {
+    const int64_t n8 = n >> 3;
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n8) {
+        float x[8], d[8];
+        sdb_load8(inp + 8 * i, x);
+        sdb_load8(dout + 8 * i, d);
+#pragma unroll
+        for (int k = 0; k < 8; k++) d[k] *= sdc_gelu_bf16_grad(x[k]);
+        sdb_store8(dinp + 8 * i, d);
+    } else if (i - n8 < (n & 7)) {
+        const int64_t j = 8 * n8 + (i - n8);
+        dinp[j] = __float2bfloat16(__bfloat162float(dout[j]) * sdc_gelu_bf16_grad(__bfloat162float(inp[j])));
+    }
+}
+
+static int64_t sdc_gelu_bf16_blocks(int64_t n) { return ((n >> 3) + (n & 7) + 255) / 256; }
+
 static unsigned sdc_gelu_blocks(int64_t n, int sm_count) {
     return (unsigned)sdc_grid(n, SDC_GELU_THREADS, sm_count, 16);
 }
 
-extern "C" int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n) {
+extern "C" int sdc_gelu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, int64_t n) {
     if (!c || n < 0 || (n > 0 && (!y || !x))) return SD_FAIL(SD_ERR_ARG, "sdc_gelu: bad arguments");
+    if (dtype == SDC_BF16 && (y % 16 || x % 16))
+        return SD_FAIL(SD_ERR_ARG, "sdc_gelu: bf16 pointers not 16-byte aligned");
+    if (dtype != SDC_F32 && dtype != SDC_BF16) return SD_FAIL(SD_ERR_ARG, "sdc_gelu: dtype %d", (int)dtype);
     if (n == 0) return SD_OK;
     SD_TRY(sdc_use_device(c->device));
-    sdc_gelu_kernel<<<sdc_gelu_blocks(n, c->sm_count), SDC_GELU_THREADS, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
-        (float *)(uintptr_t)y, (const float *)(uintptr_t)x, n);
+    cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    if (dtype == SDC_BF16)
+        sdc_gelu_bf16_kernel<<<(unsigned)sdc_gelu_bf16_blocks(n), 256, 0, s>>>((bf16 *)(uintptr_t)y,
+                                                                               (const bf16 *)(uintptr_t)x, n);
+    else
+        sdc_gelu_kernel<<<sdc_gelu_blocks(n, c->sm_count), SDC_GELU_THREADS, 0, s>>>((float *)(uintptr_t)y,
+                                                                                    (const float *)(uintptr_t)x, n);
     SD_CUDA(cudaGetLastError());
     return SD_OK;
 }
 
-extern "C" int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, int64_t n) {
+extern "C" int sdc_gelu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t dy, uint64_t x,
+                                 int64_t n) {
     if (!c || n < 0 || (n > 0 && (!dx || !dy || !x))) return SD_FAIL(SD_ERR_ARG, "sdc_gelu_backward: bad arguments");
+    if (dtype == SDC_BF16 && (dx % 16 || dy % 16 || x % 16))
+        return SD_FAIL(SD_ERR_ARG, "sdc_gelu_backward: bf16 pointers not 16-byte aligned");
+    if (dtype != SDC_F32 && dtype != SDC_BF16) return SD_FAIL(SD_ERR_ARG, "sdc_gelu_backward: dtype %d", (int)dtype);
     if (n == 0) return SD_OK;
     SD_TRY(sdc_use_device(c->device));
-    sdc_gelu_backward_kernel<<<sdc_gelu_blocks(n, c->sm_count), SDC_GELU_THREADS, 0,
-                               (cudaStream_t)(uintptr_t)c->stream>>>(
-        (float *)(uintptr_t)dx, (const float *)(uintptr_t)dy, (const float *)(uintptr_t)x, n);
+    cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    if (dtype == SDC_BF16)
+        sdc_gelu_backward_bf16_kernel<<<(unsigned)sdc_gelu_bf16_blocks(n), 256, 0, s>>>(
+            (bf16 *)(uintptr_t)dx, (const bf16 *)(uintptr_t)x, (const bf16 *)(uintptr_t)dy, n);
+    else
+        sdc_gelu_backward_kernel<<<sdc_gelu_blocks(n, c->sm_count), SDC_GELU_THREADS, 0, s>>>(
+            (float *)(uintptr_t)dx, (const float *)(uintptr_t)dy, (const float *)(uintptr_t)x, n);
     SD_CUDA(cudaGetLastError());
     return SD_OK;
 }

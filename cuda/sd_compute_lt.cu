@@ -28,6 +28,10 @@
  *     next layer's input-gradient GEMM that reads it.
  * Every layout is column-major (CUBLASLT_ORDER_COL, the default): cuBLASLt
  * does not support ReLU/bias epilogues with a row-major D.
+ *
+ * The bf16 GEMMs (sdc_bf16_gemm_*, below "bf16") are plans of their own:
+ * bf16 operands, a bf16 or fp32 C, GELU epilogues, strided batches, the
+ * caller's workspace, timed candidates on request (sdc_bf16_gemm_tune).
  */
 #include <limits.h>
 #include <math.h>
@@ -37,6 +41,7 @@
 
 #include <cublasLt.h>
 
+#include "sd_bf16.cuh"
 #include "sd_compute.cuh"
 #include "sd_lt.cuh"
 #include "sd_internal.h"
@@ -628,5 +633,366 @@ extern "C" int sdc_lt_matmul(const sdc_ctx *c, uint64_t plan, uint64_t a, uint64
     if (st != CUBLAS_STATUS_SUCCESS)
         return SD_FAIL(SD_ERR, "cublasLtMatmul (epilogue %s): %s", sdc_epi_name(p->g.epilogue),
                        cublasLtGetStatusString(st));
+    return SD_OK;
+}
+
+/* ---- bf16 ---- */
+
+/*
+ * The bf16 GEMMs (sdc_bf16_gemm_*): bf16 operands, fp32 accumulation, fused
+ * bias/GELU epilogues on cuBLASLt, planned once on the context's handle.
+ *
+ * Row-major to column-major as above: the row-major
+ * C (m,n) = op(A) op(B) is the column-major C^T (n,m) = op(B)^T op(A)^T, so
+ * cuBLASLt's A is our B (transposed when trans_b), its B our A, its m our n
+ * and its n our m. Hence a bias with one value per row of cuBLASLt's D is one
+ * value per column of our C, and BGRADB (the bias gradient of cuBLASLt's B
+ * operand, one value per column of its D) is our row sums of op(A):
+ * SDC_BEPI_BGRAD_A. The GELU aux matrix has D's layout: (n rows, m columns)
+ * column-major with ld n, which is our (m,n) row-major.
+ *
+ * A plan holds the operation descriptor (fp32 compute and scale, the
+ * transposes, the epilogue and its types), the three layouts (with the batch
+ * count and strides) and the heuristic's first algorithm for the workspace
+ * the caller promises; sdc_bf16_gemm_run sets the bias and aux pointers (host
+ * calls only) and enqueues cublasLtMatmul, so a step with it can be captured.
+ */
+
+struct sdc_bgemm {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our b), B (our a), C = D */
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace; /* bytes the algorithm needs */
+    sdc_bf16_gemm_desc d;
+    float first_us, best_us; /* sdc_bf16_gemm_tune's times */
+};
+
+#define SDC_BLT(call)                                                                       \
+    do {                                                                                    \
+        cublasStatus_t sdc_bst_ = (call);                                                   \
+        if (sdc_bst_ != CUBLAS_STATUS_SUCCESS)                                              \
+            return SD_FAIL(SD_ERR, "%s: %s", #call, cublasLtGetStatusString(sdc_bst_));      \
+    } while (0)
+
+static const char *sdc_bepi_name(int e) {
+    switch (e) {
+    case SDC_BEPI_NONE: return "none";
+    case SDC_BEPI_BIAS: return "bias";
+    case SDC_BEPI_GELU_BIAS: return "gelu+bias";
+    case SDC_BEPI_GELU_AUX_BIAS: return "gelu+aux+bias";
+    case SDC_BEPI_DGELU: return "dgelu";
+    case SDC_BEPI_DGELU_BGRAD: return "dgelu+bgrad";
+    case SDC_BEPI_BGRAD_A: return "bgrad-a";
+    }
+    return "?";
+}
+
+static bool sdc_bepi_has_bias(int e) { return e != SDC_BEPI_NONE && e != SDC_BEPI_DGELU; }
+static bool sdc_bepi_has_aux(int e) {
+    return e == SDC_BEPI_GELU_AUX_BIAS || e == SDC_BEPI_DGELU || e == SDC_BEPI_DGELU_BGRAD;
+}
+
+static void sdc_bgemm_free(sdc_bgemm *p) {
+    if (!p) return;
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    free(p);
+}
+
+static int sdc_bgemm_layout_batch(cublasLtMatrixLayout_t l, int32_t batch, int64_t stride) {
+    SDC_BLT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+    SDC_BLT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    return SD_OK;
+}
+
+/* The heuristic's first n algorithms for p's descriptors within the
+ * workspace p's desc promises, 16-byte aligned operands. */
+static cublasStatus_t sdc_bgemm_heuristics(const sdc_bgemm *p, cublasLtHandle_t lt, int n,
+                                     cublasLtMatmulHeuristicResult_t *res, int *found) {
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasStatus_t st = cublasLtMatmulPreferenceCreate(&pref);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    const uint64_t ws = (uint64_t)p->d.workspace_bytes;
+    const uint32_t align = 16;
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; i++)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &align, sizeof align);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, n, res, found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    return st;
+}
+
+/* Fills p from d; p's handles are released by the caller on failure. */
+static int sdc_bgemm_plan(sdc_bgemm *p, cublasLtHandle_t lt, const sdc_bf16_gemm_desc *d) {
+    const int e = d->epilogue;
+    cublasLtEpilogue_t epi;
+    switch (e) {
+    case SDC_BEPI_NONE: epi = CUBLASLT_EPILOGUE_DEFAULT; break;
+    case SDC_BEPI_BIAS: epi = CUBLASLT_EPILOGUE_BIAS; break;
+    case SDC_BEPI_GELU_BIAS: epi = CUBLASLT_EPILOGUE_GELU_BIAS; break;
+    case SDC_BEPI_GELU_AUX_BIAS: epi = CUBLASLT_EPILOGUE_GELU_AUX_BIAS; break;
+    case SDC_BEPI_DGELU: epi = CUBLASLT_EPILOGUE_DGELU; break;
+    case SDC_BEPI_DGELU_BGRAD: epi = CUBLASLT_EPILOGUE_DGELU_BGRAD; break;
+    case SDC_BEPI_BGRAD_A: epi = CUBLASLT_EPILOGUE_BGRADB; break; /* see the top of the file */
+    default: return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: unknown epilogue %d", e);
+    }
+    const cudaDataType_t ctype = d->c_type == SDC_F32 ? CUDA_R_32F : CUDA_R_16BF;
+    const cublasOperation_t op_lt_a = d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_lt_b = d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const uint64_t lt_m = (uint64_t)d->n, lt_n = (uint64_t)d->m, k = (uint64_t)d->k;
+
+    SDC_BLT(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    SDC_BLT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a, sizeof op_lt_a));
+    SDC_BLT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b, sizeof op_lt_b));
+    SDC_BLT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (sdc_bepi_has_bias(e) && d->bias_type != d->c_type) { /* cuBLASLt's default: the type of D */
+        const int32_t bias_type = d->bias_type == SDC_F32 ? CUDA_R_32F : CUDA_R_16BF;
+        SDC_BLT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                              sizeof bias_type));
+    }
+    if (sdc_bepi_has_aux(e)) {
+        const int64_t aux_ld = d->n;
+        SDC_BLT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
+    }
+    /* Stored row-major X (r,c) is column-major (c,r) with ld c. */
+    const uint64_t b_rows = d->trans_b ? lt_m : k, b_cols = d->trans_b ? k : lt_m; /* our b as stored */
+    const uint64_t a_rows = d->trans_a ? k : lt_n, a_cols = d->trans_a ? lt_n : k; /* our a as stored */
+    SDC_BLT(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_16BF, b_cols, b_rows, (int64_t)b_cols));
+    SDC_BLT(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_16BF, a_cols, a_rows, (int64_t)a_cols));
+    SDC_BLT(cublasLtMatrixLayoutCreate(&p->lc, ctype, lt_m, lt_n, (int64_t)lt_m));
+    if (d->batch > 1) {
+        int rc = sdc_bgemm_layout_batch(p->la, d->batch, d->stride_b);
+        if (rc == SD_OK) rc = sdc_bgemm_layout_batch(p->lb, d->batch, d->stride_a);
+        if (rc == SD_OK) rc = sdc_bgemm_layout_batch(p->lc, d->batch, d->stride_c);
+        if (rc != SD_OK) return rc;
+    }
+
+    const uint64_t ws = (uint64_t)d->workspace_bytes;
+    cublasLtMatmulHeuristicResult_t res;
+    memset(&res, 0, sizeof res);
+    int found = 0;
+    const cublasStatus_t st = sdc_bgemm_heuristics(p, lt, 1, &res, &found);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return SD_FAIL(SD_ERR, "sdc_bf16_gemm_create (epilogue %s): heuristic: %s", sdc_bepi_name(e),
+                        cublasLtGetStatusString(st));
+    if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS || res.workspaceSize > (size_t)ws)
+        return SD_FAIL(SD_ERR,
+                        "sdc_bf16_gemm_create: cuBLASLt has no bf16 algorithm for epilogue %s (%c%c m=%d n=%d k=%d batch %d, C %s, bias %s) within %llu bytes of workspace",
+                        sdc_bepi_name(e), d->trans_a ? 'T' : 'N', d->trans_b ? 'T' : 'N', d->m, d->n, d->k, d->batch,
+                        d->c_type == SDC_F32 ? "fp32" : "bf16", d->bias_type == SDC_F32 ? "fp32" : "bf16",
+                        (unsigned long long)ws);
+    p->algo = res.algo;
+    p->workspace = res.workspaceSize;
+    return SD_OK;
+}
+
+static int sdc_bgemm_create_on(sdc_bgemm **plan, void *lt, const sdc_bf16_gemm_desc *d) {
+    if (!plan || !lt || !d) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: NULL argument");
+    *plan = NULL;
+    if (d->m <= 0 || d->n <= 0 || d->k <= 0 || d->batch < 1 || d->workspace_bytes < 0)
+        return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: m=%d n=%d k=%d batch=%d workspace %lld", d->m, d->n, d->k,
+                        d->batch, (long long)d->workspace_bytes);
+    if ((d->c_type != SDC_BF16 && d->c_type != SDC_F32) || (d->bias_type != SDC_BF16 && d->bias_type != SDC_F32))
+        return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: c_type %d, bias_type %d (want SDC_BF16 or SDC_F32)",
+                       (int)d->c_type, (int)d->bias_type);
+    if (d->batch > 1 && d->epilogue != SDC_BEPI_NONE)
+        return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: batched GEMMs take no epilogue");
+    if (sdc_bepi_has_aux(d->epilogue) && (d->n % 8 != 0 || d->c_type != SDC_BF16))
+        return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: GELU epilogues want n a multiple of 8 and a bf16 C (n=%d)", d->n);
+    sdc_bgemm *p = (sdc_bgemm *)calloc(1, sizeof *p);
+    if (!p) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: out of host memory");
+    p->d = *d;
+    int rc = sdc_bgemm_plan(p, (cublasLtHandle_t)lt, d);
+    if (rc != SD_OK) {
+        sdc_bgemm_free(p);
+        return rc;
+    }
+    *plan = p;
+    return SD_OK;
+}
+
+/* d = c = op(A) op(B) [+ epilogue] [+ c]: the run that sdc_bf16_gemm_run enqueues. */
+static int sdc_bgemm_run_on(sdc_bgemm *p, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
+                            void *workspace, void *stream);
+
+#define SDC_BTUNE_HEUR 16 /* heuristic candidates at most */
+#define SDC_BTUNE_MAX 64  /* with their split-K variants */
+
+static int sdc_bgemm_tune_on(sdc_bgemm *p, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
+                             void *workspace, void *stream, int candidates, int reps) {
+    if (!p || !lt) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_tune: NULL argument");
+    if (candidates < 1 || reps < 1) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_tune: %d candidates, %d runs", candidates, reps);
+    cudaStream_t s = (cudaStream_t)stream;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    SD_CUDA(cudaStreamIsCapturing(s, &cs));
+    if (cs != cudaStreamCaptureStatusNone) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_tune: the stream is capturing");
+    cublasLtMatmulHeuristicResult_t res[SDC_BTUNE_MAX];
+    memset(res, 0, sizeof res);
+    int found = 0;
+    const cublasStatus_t st =
+        sdc_bgemm_heuristics(p, (cublasLtHandle_t)lt, candidates < SDC_BTUNE_HEUR ? candidates : SDC_BTUNE_HEUR, res, &found);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return SD_FAIL(SD_ERR, "sdc_bf16_gemm_tune: heuristic: %s", cublasLtGetStatusString(st));
+    /* a choice that fills less than a wave (a dW: few output tiles, k the tokens) also gets split-K variants */
+    found = sd_lt_split_variants((cublasLtHandle_t)lt, p->desc, p->la, p->lb, p->lc, (uint64_t)p->d.k,
+                                 (size_t)p->d.workspace_bytes, res, found, 0, SDC_BTUNE_MAX);
+    /* The plan's own algorithm (the one-candidate query's choice) is the first
+     * timed, so that "the heuristic's" time is the plan's: the longer query's
+     * first candidate need not be it. (The slower head GEMMs that led here,
+     * 1610.6 us before tuning and 1886.6 after, were the GPU's clocks after a
+     * run of large GEMMs: the same algorithm timed 1576.3 us, then 1879.2 us,
+     * on the H200 on 2026-12-02.) */
+    int at = -1;
+    for (int i = 0; i < found && at < 0; i++)
+        if (!memcmp(&res[i].algo, &p->algo, sizeof p->algo)) at = i;
+    cublasLtMatmulHeuristicResult_t own;
+    if (at >= 0) {
+        own = res[at]; /* listed further down: moved to the front */
+    } else {
+        memset(&own, 0, sizeof own);
+        own.algo = p->algo;
+        own.workspaceSize = p->workspace;
+        own.state = CUBLAS_STATUS_SUCCESS;
+        at = found < SDC_BTUNE_MAX ? found++ : found - 1; /* the last one makes room when the list is full */
+    }
+    memmove(&res[1], &res[0], (size_t)at * sizeof res[0]);
+    res[0] = own;
+    cudaEvent_t t0, t1;
+    SD_CUDA(cudaEventCreate(&t0));
+    if (cudaEventCreate(&t1) != cudaSuccess) {
+        cudaEventDestroy(t0);
+        return SD_FAIL(SD_ERR, "sdc_bf16_gemm_tune: cudaEventCreate failed");
+    }
+    const cublasLtMatmulAlgo_t first = p->algo;
+    const size_t first_ws = p->workspace;
+    float best = 0.f, first_us = 0.f;
+    int picked = -1, rc = SD_OK;
+    for (int i = 0; i < found && rc == SD_OK; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > (size_t)p->d.workspace_bytes) continue;
+        p->algo = res[i].algo;
+        p->workspace = res[i].workspaceSize;
+        rc = sdc_bgemm_run_on(p, lt, c, a, b, bias, aux, workspace, stream); /* warm-up; a failing algorithm: skipped */
+        if (rc != SD_OK) {
+            rc = SD_OK;
+            (void)cudaGetLastError();
+            continue;
+        }
+        if (cudaEventRecord(t0, s) != cudaSuccess) rc = SD_FAIL(SD_ERR, "sdc_bf16_gemm_tune: cudaEventRecord");
+        for (int r = 0; r < reps && rc == SD_OK; r++) rc = sdc_bgemm_run_on(p, lt, c, a, b, bias, aux, workspace, stream);
+        float ms = 0.f;
+        if (rc == SD_OK && (cudaEventRecord(t1, s) != cudaSuccess || cudaEventSynchronize(t1) != cudaSuccess ||
+                             cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess))
+            rc = SD_FAIL(SD_ERR, "sdc_bf16_gemm_tune: timing failed");
+        const float us = 1000.f * ms / (float)reps;
+        if (i == 0) first_us = us;
+        if (rc == SD_OK && (picked < 0 || us < best)) {
+            best = us;
+            picked = i;
+        }
+    }
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    if (rc != SD_OK || picked < 0) {
+        p->algo = first;
+        p->workspace = first_ws;
+        return rc != SD_OK ? rc : SD_FAIL(SD_ERR, "sdc_bf16_gemm_tune: no algorithm ran");
+    }
+    p->algo = res[picked].algo;
+    p->workspace = res[picked].workspaceSize;
+    p->first_us = first_us;
+    p->best_us = best;
+    return SD_OK;
+}
+
+static int sdc_bgemm_tuned_ns(const sdc_bgemm *p, int best) {
+    return !p ? 0 : (int)(1000.f * (best ? p->best_us : p->first_us));
+}
+
+/* d = op(A) op(B) [+ epilogue] [+ c when the plan accumulates]; c = d in place */
+static int sdc_bgemm_enqueue(const char *what, sdc_bgemm *p, void *lt, void *d, const void *c, const void *a,
+                            const void *b, void *bias, void *aux, void *workspace, void *stream) {
+    if (!p || !lt || !d || !c || !a || !b) return SD_FAIL(SD_ERR_ARG, "%s: NULL argument", what);
+    const int e = p->d.epilogue;
+    if (sdc_bepi_has_bias(e)) {
+        if (!bias) return SD_FAIL(SD_ERR_ARG, "%s: epilogue %s without a bias vector", what, sdc_bepi_name(e));
+        SDC_BLT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    if (sdc_bepi_has_aux(e)) {
+        if (!aux) return SD_FAIL(SD_ERR_ARG, "%s: epilogue %s without an aux matrix", what, sdc_bepi_name(e));
+        SDC_BLT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+    }
+    if (p->workspace > 0 && !workspace) return SD_FAIL(SD_ERR_ARG, "%s: the algorithm needs a workspace", what);
+    const float alpha = 1.f, beta = p->d.accumulate ? 1.f : 0.f;
+    SDC_BLT(cublasLtMatmul((cublasLtHandle_t)lt, p->desc, &alpha, b, p->la, a, p->lb, &beta, c, p->lc, d, p->lc,
+                          &p->algo, workspace, p->workspace, (cudaStream_t)stream));
+    return SD_OK;
+}
+
+static int sdc_bgemm_run_on(sdc_bgemm *p, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
+                            void *workspace, void *stream) {
+    return sdc_bgemm_enqueue("sdc_bf16_gemm_run", p, lt, c, c, a, b, bias, aux, workspace, stream);
+}
+
+static int sdc_bgemm_run_into_on(sdc_bgemm *p, void *lt, void *d, const void *c, const void *a, const void *b,
+                                 void *bias, void *aux, void *workspace, void *stream) {
+    if (p && !p->d.accumulate)
+        return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_run_into: the plan does not accumulate, so it reads no C");
+    return sdc_bgemm_enqueue("sdc_bf16_gemm_run_into", p, lt, d, c, a, b, bias, aux, workspace, stream);
+}
+
+#define SDC_BPTR(x) ((void *)(uintptr_t)(x))
+
+extern "C" int sdc_bf16_gemm_create(const sdc_ctx *c, const sdc_bf16_gemm_desc *d, sdc_handle *plan) {
+    if (!c || !plan) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: NULL argument");
+    *plan = 0;
+    if (!c->lt) return SD_FAIL(SD_ERR, "sdc_bf16_gemm_create: the context has no cuBLASLt handle");
+    SD_TRY(sdc_use_device(c->device));
+    sdc_bgemm *p = NULL;
+    const int rc = sdc_bgemm_create_on(&p, SDC_BPTR(c->lt), d);
+    if (rc != SD_OK) return rc;
+    *plan = (sdc_handle)(uintptr_t)p;
+    return SD_OK;
+}
+
+extern "C" int sdc_bf16_gemm_destroy(sdc_handle plan) {
+    sdc_bgemm_free((sdc_bgemm *)(uintptr_t)plan);
+    return SD_OK;
+}
+
+extern "C" int sdc_bf16_gemm_run(const sdc_ctx *c, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias,
+                                 uint64_t aux, uint64_t workspace) {
+    if (!c) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_run: no context");
+    SD_TRY(sdc_use_device(c->device));
+    return sdc_bgemm_run_on((sdc_bgemm *)(uintptr_t)plan, SDC_BPTR(c->lt), SDC_BPTR(cmat), SDC_BPTR(a), SDC_BPTR(b),
+                            SDC_BPTR(bias), SDC_BPTR(aux), SDC_BPTR(workspace), SDC_BPTR(c->stream));
+}
+
+extern "C" int sdc_bf16_gemm_run_into(const sdc_ctx *c, sdc_handle plan, uint64_t d, uint64_t cmat, uint64_t a,
+                                      uint64_t b, uint64_t bias, uint64_t aux, uint64_t workspace) {
+    if (!c) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_run_into: no context");
+    SD_TRY(sdc_use_device(c->device));
+    return sdc_bgemm_run_into_on((sdc_bgemm *)(uintptr_t)plan, SDC_BPTR(c->lt), SDC_BPTR(d), SDC_BPTR(cmat),
+                                 SDC_BPTR(a), SDC_BPTR(b), SDC_BPTR(bias), SDC_BPTR(aux), SDC_BPTR(workspace),
+                                 SDC_BPTR(c->stream));
+}
+
+extern "C" int sdc_bf16_gemm_tune(const sdc_ctx *c, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b,
+                                  uint64_t bias, uint64_t aux, uint64_t workspace, int32_t candidates, int32_t reps) {
+    if (!c) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_tune: no context");
+    SD_TRY(sdc_use_device(c->device));
+    return sdc_bgemm_tune_on((sdc_bgemm *)(uintptr_t)plan, SDC_BPTR(c->lt), SDC_BPTR(cmat), SDC_BPTR(a), SDC_BPTR(b),
+                             SDC_BPTR(bias), SDC_BPTR(aux), SDC_BPTR(workspace), SDC_BPTR(c->stream), candidates,
+                             reps);
+}
+
+extern "C" int sdc_bf16_gemm_tuned(sdc_handle plan, sdc_flag best, int64_t *ns) {
+    if (!ns) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_tuned: no result");
+    *ns = sdc_bgemm_tuned_ns((const sdc_bgemm *)(uintptr_t)plan, best);
     return SD_OK;
 }

@@ -28,6 +28,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sd_bf16.cuh"
 #include "sd_compute.cuh"
 #include "sd_internal.h"
 #include "sd_reduce.cuh"
@@ -279,5 +280,62 @@ extern "C" int sdc_reset_status(const sdc_ctx *c) {
     SD_TRY(sdc_use_device(c->device));
     SD_CUDA(cudaMemsetAsync((void *)(uintptr_t)c->status, 0, SDC_STATUS_WORDS * sizeof(float),
                             (cudaStream_t)(uintptr_t)c->stream));
+    return SD_OK;
+}
+
+/* ---- bf16 ---- */
+
+/*
+ * sdc_adamw_bf16: AdamW over fp32 master weights with a bf16 copy of the
+ * result, one launch per tensor or span (the bf16 step harness's update;
+ * the engine's is sdc_update over the arena). The hyperparameters are read
+ * from device memory by the kernel, so a captured launch replays with
+ * whatever the host wrote there before the replay. Per element, in
+ * PyTorch's order:
+ *   g = grad * grad_scale
+ *   p = p * (1 - lr * wd)                 (only where the chunk decays)
+ *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+ *   p = p - (lr / (1 - b1^step)) * m / (sqrt(v) / sqrt(1 - b2^step) + eps)
+ */
+
+__global__ void sdc_adamw_bf16_kernel(float *__restrict__ p, bf16 *__restrict__ pb, const float *__restrict__ g,
+                                 float *__restrict__ m, float *__restrict__ v, const uint8_t *__restrict__ decay,
+                                 int64_t chunk, int64_t n, const sdc_adamw_hyper *__restrict__ hp) {
+    const sdc_adamw_hyper h = *hp;
+    const float b1 = h.beta1, b2 = h.beta2;
+    const float bc1 = 1.f - powf(b1, (float)h.step);
+    const float bc2 = 1.f - powf(b2, (float)h.step);
+    const float step_size = h.lr / bc1;
+    const float bc2_sqrt = sqrtf(bc2);
+    const float shrink = 1.f - h.lr * h.weight_decay;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float gi = g[i] * h.grad_scale;
+        float pi = p[i];
+        if (!decay || decay[i / chunk]) pi *= shrink;
+        const float mi = b1 * m[i] + (1.f - b1) * gi;
+        const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+        pi -= step_size * mi / (sqrtf(vi) / bc2_sqrt + h.eps);
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi;
+        if (pb) pb[i] = __float2bfloat16(pi);
+    }
+}
+
+extern "C" int sdc_adamw_bf16(const sdc_ctx *c, uint64_t params, uint64_t params_bf16, uint64_t grads, uint64_t m,
+                              uint64_t v, uint64_t decay, int64_t chunk, int64_t n, uint64_t hyper) {
+    if (!c || n < 0 || !params || !grads || !m || !v || !hyper || (decay && chunk <= 0))
+        return SD_FAIL(SD_ERR_ARG, "sdc_adamw_bf16: n=%lld chunk=%lld, or a NULL pointer", (long long)n,
+                       (long long)chunk);
+    if (n == 0) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    int64_t blocks = (n + 255) / 256;
+    if (blocks > 132 * 16) blocks = 132 * 16; /* grid-stride beyond that: the grid depends on n only */
+    sdc_adamw_bf16_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
+        (float *)(uintptr_t)params, (bf16 *)(uintptr_t)params_bf16, (const float *)(uintptr_t)grads,
+        (float *)(uintptr_t)m, (float *)(uintptr_t)v, (const uint8_t *)(uintptr_t)decay, chunk, n,
+        (const sdc_adamw_hyper *)(uintptr_t)hyper);
+    SD_CUDA(cudaGetLastError());
     return SD_OK;
 }

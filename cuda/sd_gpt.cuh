@@ -1,8 +1,8 @@
 /*
  * sd_gpt.cuh: what the GPT kernels (sd_gpt_*.cu) share: the error helpers of
- * symddp_gpt.h's convention, 16-byte bf16 vectors and deterministic warp sums.
- * Independent of NVSHMEM and of sd_internal.h, so that cuda/gptcheck builds
- * the kernels alone.
+ * symddp_gpt.h's convention and the attention's choices; the bf16 vectors and
+ * warp sums are sd_bf16.cuh's.
+ * Independent of NVSHMEM and of sd_internal.h.
  */
 #ifndef SD_GPT_CUH
 #define SD_GPT_CUH
@@ -11,9 +11,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "sd_bf16.cuh"
 #include "symddp_gpt.h"
-
-typedef __nv_bfloat16 bf16;
 
 /* Records a formatted message with file:line for sdg_last_error(); returns code. */
 int sdg_fail(int code, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -79,44 +78,13 @@ enum { SDG_ATT_AUTO = 0, SDG_ATT_CUDNN = 1, SDG_ATT_OWN = 2 };
 int sdg_attention_mode(void);
 int sdg_attention_use_cudnn(int B, int T, int C, int NH, void *stream);
 
-static inline bool sdg_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
-/* 8 bf16 packed in a 16-byte vector as floats. */
-static __device__ __forceinline__ void sdg_unpack8(const uint4 u, float f[8]) {
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float2 t = __bfloat1622float2(h[i]);
-        f[2 * i] = t.x;
-        f[2 * i + 1] = t.y;
-    }
-}
-
-/* 8 bf16 at p (16-byte aligned) as floats. */
-static __device__ __forceinline__ void sdg_load8(const bf16 *p, float f[8]) {
-    sdg_unpack8(*reinterpret_cast<const uint4 *>(p), f);
-}
-
-/* 8 floats rounded to bf16 at p (16-byte aligned). */
-static __device__ __forceinline__ void sdg_store8(bf16 *p, const float f[8]) {
-    uint4 u;
-    __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&u);
-#pragma unroll
-    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
-    *reinterpret_cast<uint4 *>(p) = u;
-}
-
-/* Butterfly sum over the warp: every lane gets the same bits. */
-static __device__ __forceinline__ float sdg_warp_sum(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-static __device__ __forceinline__ float sdg_warp_max(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
+/* The bf16 helpers under their GPT names, until the last sd_gpt_*.cu has
+ * joined its operation's sd_compute_*.cu. */
+#define sdg_aligned16 sdb_aligned16
+#define sdg_unpack8 sdb_unpack8
+#define sdg_load8 sdb_load8
+#define sdg_store8 sdb_store8
+#define sdg_warp_sum sdb_warp_sum
+#define sdg_warp_max sdb_warp_max
 
 #endif /* SD_GPT_CUH */

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 10
+#define SDC_ABI_VERSION 17
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -53,12 +53,18 @@ enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
 typedef int32_t sdc_flag;    /* 0 or 1 */
 typedef int32_t sdc_act;     /* SDC_IDENTITY or SDC_RELU */
 typedef uint64_t sdc_handle; /* an event, graph or plan: not a device address */
-typedef int32_t sdc_dtype;   /* SDC_F32 or SDC_BF16: the element type of an operation's tensors */
+typedef int32_t sdc_dtype;   /* a tensor's element type: SDC_F32 or SDC_BF16 */
 
-/* Element types of the operations that take an sdc_dtype: the numbers of
- * SD_F32 and SD_BF16 (symddp_cuda.h; cudalib.DType). bf16 tensors are 16-bit words, read exactly and stored
- * rounded to nearest even (as sdc_cast_bf16 rounds); their statistics and
- * parameter gradients stay fp32, and the arithmetic is float32. */
+/*
+ * Element types (the numbers of symddp_cuda.h's SD_F32 and SD_BF16). An
+ * operation with kernels for both takes the dtype and picks the kernel. Its
+ * bf16 kernels read and write bf16 tensors (__nv_bfloat16) with fp32
+ * accumulation: their pointers must be 16-byte aligned and rows a multiple
+ * of 8 elements (16-byte vector loads of 8 bf16); every value they store in
+ * bf16 is rounded to nearest even. Where the bf16 kernel does other
+ * arithmetic than the fp32 one (it fuses more, or does not follow the CPU
+ * engine's order), the declaration says so.
+ */
 enum { SDC_F32 = 1, SDC_BF16 = 2 };
 
 /* Optimizer kinds (optim.Hyper.Kind). */
@@ -297,26 +303,113 @@ int sdc_lt_matmul(const sdc_ctx *c, sdc_handle plan, uint64_t a, uint64_t b, uin
 int sdc_side_fork(const sdc_ctx *c);
 int sdc_side_join(const sdc_ctx *c);
 
+/* ---- bf16 GEMMs on cuBLASLt (sd_compute_lt.cu: the bf16 Linear's plans) ---- */
+
+/*
+ * Row-major C (m,n) = op(A) (m,k) op(B) (k,n) [+ C when accumulate], A and B
+ * bf16, fp32 accumulation, C bf16 or fp32 (c_type). trans_a: A is stored (k,m);
+ * trans_b: B is stored (n,k) (a Linear's weight (OC,C): y = x W^T is trans_b = 1).
+ * batch > 1: strided batches (strides in elements), epilogue NONE only.
+ * Epilogues (bias vectors have n entries, one per column of C, type bias_type):
+ *   BIAS           C = AB + bias
+ *   GELU_BIAS      C = gelu(AB + bias)
+ *   GELU_AUX_BIAS  C = gelu(AB + bias), aux (m,n) bf16 = AB + bias (pre-activation)
+ *   DGELU          C = (AB) * gelu'(aux), aux the forward's pre-activation
+ *   DGELU_BGRAD    as DGELU, and bias = column sums of C (over the m rows)
+ *   BGRAD_A        bias (m entries!) = row sums of op(A) over k: with A = dout^T
+ *                  (trans_a, dout (tokens,OC)) and B = x, C = dW and bias = db.
+ * The bias gradient is written, not added to. The plan (descriptors, layouts
+ * and the heuristic's algorithm for workspace_bytes) is made once on the
+ * context's cuBLASLt handle; sdc_bf16_gemm_run sets the pointers and enqueues
+ * cublasLtMatmul on the context's stream (so a plan is not for two threads at
+ * once). Every pointer 16-byte aligned.
+ */
+enum {
+    SDC_BEPI_NONE = 0,
+    SDC_BEPI_BIAS = 1,
+    SDC_BEPI_GELU_BIAS = 2,
+    SDC_BEPI_GELU_AUX_BIAS = 3,
+    SDC_BEPI_DGELU = 4,
+    SDC_BEPI_DGELU_BGRAD = 5,
+    SDC_BEPI_BGRAD_A = 6
+};
+typedef struct {
+    int32_t m, n, k;
+    int32_t trans_a, trans_b;
+    int32_t batch;                        /* 1: one GEMM */
+    int64_t stride_a, stride_b, stride_c; /* elements between batches */
+    int32_t c_type;                       /* SDC_BF16 or SDC_F32 */
+    int32_t bias_type;                    /* SDC_BF16 or SDC_F32 */
+    int32_t epilogue;                     /* SDC_BEPI_* */
+    int32_t accumulate;                   /* 1: C += op(A) op(B) (beta = 1) */
+    int64_t workspace_bytes;              /* what sdc_bf16_gemm_run will be given */
+} sdc_bf16_gemm_desc;
+int sdc_bf16_gemm_create(const sdc_ctx *c, const sdc_bf16_gemm_desc *d, sdc_handle *plan);
+int sdc_bf16_gemm_destroy(sdc_handle plan);
+int sdc_bf16_gemm_run(const sdc_ctx *c, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias,
+                      uint64_t aux, uint64_t workspace);
+/*
+ * For a plan that accumulates: d = op(A) op(B) [+ bias] + cmat, cmat read and
+ * d written (of C's shape and type; d may be cmat), so that a residual add
+ * needs no copy of the residual into the output first.
+ */
+int sdc_bf16_gemm_run_into(const sdc_ctx *c, sdc_handle plan, uint64_t d, uint64_t cmat, uint64_t a, uint64_t b,
+                           uint64_t bias, uint64_t aux, uint64_t workspace);
+/*
+ * Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+ * (the heuristic's first ones, and split-K variants of them when the first
+ * fills less than one wave of the GPU) on the operands given as to
+ * sdc_bf16_gemm_run, reps runs each after one warm-up, on the context's
+ * stream (not while capturing: it waits for the stream), and keeps the
+ * fastest in the plan. cmat is overwritten, and accumulated into again and
+ * again when the plan accumulates: pass scratch of C's size when its
+ * contents matter. sdc_bf16_gemm_tuned gives the mean time in nanoseconds of
+ * the heuristic's first algorithm (best = 0) or of the kept one (best = 1)
+ * in the last tune, 0 before one.
+ */
+int sdc_bf16_gemm_tune(const sdc_ctx *c, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias,
+                       uint64_t aux, uint64_t workspace, int32_t candidates, int32_t reps);
+int sdc_bf16_gemm_tuned(sdc_handle plan, sdc_flag best, int64_t *ns);
+
 /* ---- fused elementwise kernels ---- */
 
 /* y (rows,cols) = act(y + bias) in place; bias (cols) may be 0. */
 int sdc_bias_act(const sdc_ctx *c, uint64_t y, int64_t rows, int64_t cols, uint64_t bias,
                  sdc_act act);
 /*
- * dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0), then
- * dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0.
+ * SDC_F32: dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0),
+ * then dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0;
+ * on the context's scratch (scratch is not used: 0).
+ * SDC_BF16 (a bf16 Linear's bias gradient beside a dW GEMM without the
+ * BGRAD_A epilogue, sd_compute_act.cu's bf16 kernels): dy bf16 (cols a
+ * multiple of 8), dbias fp32 written (act SDC_IDENTITY, accumulate 0, y
+ * unused), the columns summed in chunks of rows into partials in scratch
+ * (sdc_bias_act_backward_scratch_bytes), then the partials in chunk order:
+ * an order fixed by the shape alone.
  */
-int sdc_bias_act_backward(const sdc_ctx *c, uint64_t dy, uint64_t y, int64_t rows, int64_t cols,
-                          uint64_t dbias, sdc_act act, sdc_flag accumulate);
+int sdc_bias_act_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dy, uint64_t y, int64_t rows, int64_t cols,
+                          uint64_t dbias, sdc_act act, sdc_flag accumulate, uint64_t scratch);
+/* The bytes of device scratch sdc_bias_act_backward wants (0 for SDC_F32). */
+int sdc_bias_act_backward_scratch_bytes(sdc_dtype dtype, int64_t rows, int64_t cols, int64_t *bytes);
 /*
- * logits (rows,classes), labels int32 (rows), -1 for padding: dlogits =
- * (softmax(logits) - onehot(label)) * scale for labelled rows, 0 for the
- * others; stats (3) += (sum of the rows' losses, rows whose first arg-max is
- * the label, labelled rows). scale is sdc_step.loss_scale when use_block = 1.
+ * Softmax cross-entropy of dtype's logits (rows of ld entries, of which the
+ * first classes are real) against labels int32 (rows), -1 for padding
+ * (sd_compute_loss.cu).
+ * SDC_F32 (ld = classes, losses 0): dlogits (rows,classes) = (softmax(logits)
+ * - onehot(label)) * scale for labelled rows, 0 for the others; stats (3) +=
+ * (sum of the rows' losses, rows whose first arg-max is the label, labelled
+ * rows). scale is sdc_step.loss_scale when use_block = 1.
+ * SDC_BF16 (the fused classifier; ld a multiple of 8, logits 16-byte
+ * aligned, use_block 0): losses (rows) fp32 = logsumexp - logit[label] (0
+ * for padding); dlogits must be logits, which are then overwritten by their
+ * gradient (softmax - onehot) * scale in bf16 (0 in the padded columns and
+ * padding rows), or 0 (no gradient); stats, when not 0, += (the sum of the
+ * losses, unchanged, the labelled rows), summed in double by one block in a
+ * fixed order.
  */
-int sdc_softmax_xent(const sdc_ctx *c, uint64_t logits, uint64_t labels, int64_t rows,
-                     int64_t classes, uint64_t dlogits, float scale, sdc_flag use_block,
-                     uint64_t stats);
+int sdc_softmax_xent(const sdc_ctx *c, sdc_dtype dtype, uint64_t logits, uint64_t labels, int64_t rows,
+                     int64_t classes, int64_t ld, uint64_t dlogits, float scale, sdc_flag use_block, uint64_t stats,
+                     uint64_t losses);
 /*
  * Row gather for a dataset resident in device memory: dst (rows, cols) fp32,
  * row r = row idx[r] of src (idx: rows int32; -1 gives a row of zeros).
@@ -340,33 +433,51 @@ int sdc_sum_squares(const sdc_ctx *c, uint64_t x, int64_t n, int64_t timeout_ns,
  */
 int sdc_sum_squares_enqueue(const sdc_ctx *c, uint64_t x, int64_t n, uint64_t out);
 
-/* y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x. */
-int sdc_gelu(const sdc_ctx *c, uint64_t y, uint64_t x, int64_t n);
-/* dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy. */
-int sdc_gelu_backward(const sdc_ctx *c, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
+/*
+ * GELU, GPT-2's tanh approximation (sd_compute_gelu.cu), of n elements of
+ * dtype. SDC_F32: y (n) = gelu(x), the CPU engine's float32 bits; y may not
+ * alias x. SDC_BF16: 0.5 x (1 + tanhf(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+ * in float from the bf16 inputs; y may be x.
+ */
+int sdc_gelu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, int64_t n);
+/*
+ * dx (n) = dy (n) * gelu'(x (n)), likewise (SDC_BF16: the derivative of the
+ * tanh form in float, times dy, rounded once); dx may be dy.
+ */
+int sdc_gelu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
 
 /* ---- the GPT's operation groups in fp32 (compute.Norms, compute.Indexing, compute.Attention) ---- */
 
 /*
  * Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
- * mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
- * variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
- * The sums in internal/hostloops' order (eight lanes, its sum8) with
- * the same round-to-nearest float32 operations and no FMA: the CPU engine's
- * bits. y may not alias x.
+ * mean, rstd: rows) of dtype (sd_compute_layernorm.cu). SDC_F32: each row's
+ * mean m and r = 1/sqrt(var + eps), the variance from a second pass over
+ * x - m, and y = ((x - m) * r) * w + b. The sums in internal/hostloops'
+ * order (eight lanes, its sum8) with the same round-to-nearest float32
+ * operations and no FMA: the CPU engine's bits. y may not alias x.
+ * SDC_BF16: x, y, w, b bf16, mean and rstd fp32 (either may be 0 when no
+ * backward follows), cols a multiple of 8, eps 1e-5 (the kernels'); one warp
+ * a row, r = rsqrtf(var + eps).
  */
-int sdc_layer_norm(const sdc_ctx *c, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x, uint64_t w,
-                   uint64_t b, int64_t rows, int64_t cols, float eps);
+int sdc_layer_norm(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x,
+                   uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps);
 /*
- * Its backward from dy (rows x cols) and the forward's x, w, mean, rstd:
- * dx, the gradient at x, is written (add_dx = 0) or added to dx (add_dx =
- * 1); dw and db (cols) are overwritten with the sums over the rows of dy * n
- * and dy, n = (x - m) * r, added in row order (one thread a column), likewise
- * the CPU engine's bits. dx, dw and db may not alias each other or the inputs.
+ * Its backward from dy (rows x cols) and the forward's x, w, mean, rstd.
+ * SDC_F32: dx, the gradient at x, is written (add_dx = 0) or added to dx
+ * (add_dx = 1); dw and db (cols) are overwritten with the sums over the rows
+ * of dy * n and dy, n = (x - m) * r, added in row order (one thread a
+ * column), likewise the CPU engine's bits; scratch is not used (0).
+ * SDC_BF16: dx, dy, x, w bf16, dw, db, mean, rstd fp32; dx is ADDED to
+ * (add_dx must be 1: the residual stream's gradient), and so are dw and db,
+ * the sums over the rows going through per-block partials in scratch
+ * (sdc_layer_norm_backward_scratch_bytes) in an order fixed by the shapes.
+ * dx, dw and db may not alias each other or the inputs.
  */
-int sdc_layer_norm_backward(const sdc_ctx *c, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x,
-                            uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols,
-                            sdc_flag add_dx);
+int sdc_layer_norm_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy,
+                            uint64_t x, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols,
+                            sdc_flag add_dx, uint64_t scratch);
+/* The bytes of device scratch sdc_layer_norm_backward wants (0 for SDC_F32). */
+int sdc_layer_norm_backward_scratch_bytes(sdc_dtype dtype, int64_t rows, int64_t cols, int64_t *bytes);
 /*
  * Rows of a table (table_rows x cols fp32) by int32 index (idx: rows): row i
  * of dst (rows x cols) = table row idx[i] (accumulate = 0), or += it
@@ -384,6 +495,25 @@ int sdc_index_gather(const sdc_ctx *c, uint64_t dst, uint64_t table, uint64_t id
  */
 int sdc_index_scatter_add(const sdc_ctx *c, uint64_t table, uint64_t src, uint64_t idx, int64_t rows,
                           int64_t cols, int64_t table_rows);
+/*
+ * The bf16 token + position embedding (GPT-2's; the fp32 engine composes the
+ * two above instead): out (B,T,C) bf16 = wte[tokens] + wpe[t], wte (V,C),
+ * wpe (T',C), T' >= T, bf16; C a multiple of 8. wpe 0: no positions (a
+ * Llama's), out = wte[tokens] (and dwpe 0 in the backward).
+ */
+int sdc_embed_bf16(const sdc_ctx *c, uint64_t out, uint64_t tokens, uint64_t wte, uint64_t wpe, int64_t B, int64_t T,
+                   int64_t C);
+/*
+ * Its backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens
+ * must lie in [0,V). dwte rows are summed in increasing position order
+ * (positions sorted by token with a stable radix sort, then one pass per
+ * token); dwpe over b in order. scratch: 256-byte aligned, scratch_bytes of
+ * sdc_embed_backward_bf16_scratch_bytes.
+ */
+int sdc_embed_backward_bf16(const sdc_ctx *c, uint64_t dwte, uint64_t dwpe, uint64_t dout, uint64_t tokens, int64_t B,
+                            int64_t T, int64_t C, int64_t V, uint64_t scratch, int64_t scratch_bytes);
+/* The bytes of device scratch sdc_embed_backward_bf16 wants. */
+int sdc_embed_backward_bf16_scratch_bytes(int64_t B, int64_t T, int64_t V, int64_t *bytes);
 /*
  * The causal softmax of attention, in place: p holds nmat matrices of t x t
  * scores back to back; row i of each becomes the softmax of its first i + 1
@@ -452,7 +582,7 @@ int sdc_swiglu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t da, uint64_t
 int sdc_rotate(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab,
                int64_t rows, int64_t width, int64_t hs, int64_t t, sdc_flag inverse);
 
-/* ---- bf16 casts (a bf16 gradient allreduce) ---- */
+/* ---- bf16 casts (sd_compute_cast.cu: a bf16 gradient allreduce, the bf16 copy of the master weights) ---- */
 
 /* dst: n bf16 = src (n fp32) rounded to nearest even; every NaN gives 0x7fc0. */
 int sdc_cast_bf16(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
@@ -490,6 +620,26 @@ int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, sdc_f
                uint64_t partials, int32_t nparts, int64_t part_stride);
 /* Zeroes the update status (clears a halt). */
 int sdc_reset_status(const sdc_ctx *c);
+
+/*
+ * AdamW with a bf16 copy, for a bf16 training step written against the
+ * kernels directly (cuda/gptcheck/step.cu; the engine's update is
+ * sdc_update): params, grads, m, v: n fp32; params_bf16 (n bf16, or 0)
+ * receives the updated params rounded. decay: one byte per chunk of chunk
+ * elements (element i decays when decay[i / chunk] != 0); 0: every element
+ * decays. hyper: the DEVICE address of an sdc_adamw_hyper, read by the
+ * kernel (so a graph replays with new values written there). The gradient is
+ * multiplied by grad_scale first. PyTorch's AdamW in float: p -= lr*wd*p;
+ * m, v moments; p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps), bc_i = 1 -
+ * beta_i^step by powf.
+ */
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay, grad_scale;
+    int32_t step; /* 1 for the first update */
+    int32_t pad;
+} sdc_adamw_hyper;
+int sdc_adamw_bf16(const sdc_ctx *c, uint64_t params, uint64_t params_bf16, uint64_t grads, uint64_t m, uint64_t v,
+                   uint64_t decay, int64_t chunk, int64_t n, uint64_t hyper);
 
 /* ---- CUDA graphs ---- */
 

@@ -29,43 +29,13 @@
 extern "C" {
 #endif
 
-#define SDG_ABI_VERSION 6
+#define SDG_ABI_VERSION 14
 
 enum { SDG_OK = 0, SDG_ERR_ARG = 1, SDG_ERR_CUDA = 2, SDG_ERR_BLAS = 3 };
 
 int sdg_abi_version(void);
 /* The message of the last failure on the calling thread ("" when none). */
 const char *sdg_last_error(void);
-
-/* ---- layernorm (sd_gpt_layernorm.cu), eps 1e-5 ----
- * forward: inp, out (N,C) bf16; weight, bias (C) bf16 (the bf16 copy of the
- * parameters that sdg_adamw writes); mean, rstd (N) fp32, saved for backward
- * (either may be NULL for inference).
- * backward: dinp (N,C) bf16 is ADDED to (the residual stream's gradient);
- * dweight, dbias (C) fp32 are ADDED to; scratch: sdg_layernorm_backward_scratch_bytes. */
-int sdg_layernorm_forward(void *out, float *mean, float *rstd, const void *inp, const void *weight,
-                          const void *bias, int N, int C, void *stream);
-size_t sdg_layernorm_backward_scratch_bytes(int N, int C);
-int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, const void *dout, const void *inp,
-                           const void *weight, const float *mean, const float *rstd, int N, int C, void *scratch,
-                           void *stream);
-
-/* ---- GELU, tanh approximation (sd_gpt_gelu.cu), n elements ----
- * backward: dinp = dout * gelu'(inp); dinp may be dout (in place). */
-int sdg_gelu_forward(void *out, const void *inp, int64_t n, void *stream);
-int sdg_gelu_backward(void *dinp, const void *inp, const void *dout, int64_t n, void *stream);
-
-/* ---- token + position embedding (sd_gpt_embed.cu) ----
- * forward: out (B,T,C) bf16 = wte[tokens] + wpe[t]; wte (V,C), wpe (T',C), T' >= T, bf16;
- * wpe NULL: no positions, out = wte[tokens] (and dwpe NULL in the backward).
- * backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens must lie in
- * [0,V). dwte rows are summed in increasing position order (positions sorted by
- * token with a stable radix sort, then one pass per token); dwpe over b in order. */
-int sdg_embed_forward(void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C,
-                      void *stream);
-size_t sdg_embed_backward_scratch_bytes(int B, int T, int V);
-int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, const int32_t *tokens, int B, int T, int C,
-                       int V, void *scratch, size_t scratch_bytes, void *stream);
 
 /* ---- causal self-attention (sd_gpt_attention.cu) ----
  * qkv (B,T,3C) bf16: head h's q at columns [h*hs,(h+1)*hs), k at C + that, v at 2C + that;
@@ -122,113 +92,6 @@ size_t sdg_gqa_backward_scratch_bytes(int B, int T, int NH, int KVH, int HS);
 int sdg_gqa_backward(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v,
                      const void *out, const float *lse, int B, int T, int NH, int KVH, int HS, void *scratch,
                      void *stream);
-
-/* ---- fused softmax cross-entropy (sd_gpt_classifier.cu) ----
- * logits (N,Vp) bf16, of which columns [0,V) are real; targets (N) int32, -1: row ignored.
- * losses (N) fp32: logsumexp - logit[target] (0 for ignored rows). With write_grad,
- * the logits are overwritten by their gradient (softmax - onehot) * dscale as
- * bf16 (0 in padded columns and ignored rows). Vp must be a multiple of 8. */
-int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dscale,
-                   int write_grad, void *stream);
-
-/* ---- loss statistics (sd_gpt_classifier.cu) ----
- * stats (3) fp32: stats[0] += the sum of losses (N) fp32, stats[2] += the number
- * of targets (N) that are not -1; stats[1] is left as it is. One block, sums in
- * double in a fixed order. */
-int sdg_loss_stats(float *stats, const float *losses, const int32_t *targets, int N, void *stream);
-
-/* ---- fp32 to bf16 (sd_gpt_cast.cu) ----
- * out (n bf16) = inp (n fp32) rounded to nearest even (the bf16 copy of the
- * master weights that the GEMMs read). */
-int sdg_cast_bf16(void *out, const float *inp, int64_t n, void *stream);
-
-/* ---- AdamW (sd_gpt_adamw.cu) ----
- * params, grads, m, v: n fp32; params_bf16 (n bf16, or NULL) receives the updated
- * params rounded. decay: one byte per chunk of chunk elements (element i decays
- * when decay[i / chunk] != 0); NULL: every element decays. hyper: DEVICE memory,
- * read by the kernel (so a graph replays with new values written there). The
- * gradient is multiplied by grad_scale first (1 / accumulation steps, clipping).
- * PyTorch's AdamW: p -= lr*wd*p; m,v moments; p -= lr/bc1 * m / (sqrt(v/bc2) + eps). */
-typedef struct {
-    float lr, beta1, beta2, eps, weight_decay, grad_scale;
-    int32_t step; /* 1 for the first update */
-    int32_t pad;
-} sdg_adamw_hyper;
-int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay,
-              int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream);
-
-/* ---- Linear bias gradient (sd_gpt_bias.cu) ----
- * dbias (OC) fp32 = the column sums of dout (N,OC) bf16 (OC a multiple of 8),
- * WRITTEN, deterministically; beside a dW GEMM without the BGRAD_A epilogue,
- * which costs more at GPT-2's shapes than this kernel.
- * scratch: sdg_bias_backward_scratch_bytes. */
-size_t sdg_bias_backward_scratch_bytes(int N, int OC);
-int sdg_bias_backward(float *dbias, const void *dout, int N, int OC, void *scratch, void *stream);
-
-/* ---- bf16 GEMMs on cuBLASLt (sd_gpt_gemm.cu) ----
- * Row-major C (m,n) = op(A) (m,k) op(B) (k,n) [+ C when accumulate], A and B
- * bf16, fp32 accumulation, C bf16 or fp32 (c_type). trans_a: A is stored (k,m);
- * trans_b: B is stored (n,k) (a Linear's weight (OC,C): y = x W^T is trans_b = 1).
- * batch > 1: strided batches (strides in elements), epilogue NONE only.
- * Epilogues (bias vectors have n entries, one per column of C, type bias_type):
- *   BIAS           C = AB + bias
- *   GELU_BIAS      C = gelu(AB + bias)
- *   GELU_AUX_BIAS  C = gelu(AB + bias), aux (m,n) bf16 = AB + bias (pre-activation)
- *   DGELU          C = (AB) * gelu'(aux), aux the forward's pre-activation
- *   DGELU_BGRAD    as DGELU, and bias = column sums of C (over the m rows)
- *   BGRAD_A        bias (m entries!) = row sums of op(A) over k: with A = dout^T
- *                  (trans_a, dout (tokens,OC)) and B = x, C = dW and bias = db.
- * The bias gradient is written, not added to. The plan (descriptors, layouts
- * and the heuristic's algorithm for workspace_bytes) is made once; sdg_gemm_run
- * sets the pointers and enqueues cublasLtMatmul (so a plan is not for two
- * threads at once). lt is a cublasLtHandle_t. */
-enum {
-    SDG_EPI_NONE = 0,
-    SDG_EPI_BIAS = 1,
-    SDG_EPI_GELU_BIAS = 2,
-    SDG_EPI_GELU_AUX_BIAS = 3,
-    SDG_EPI_DGELU = 4,
-    SDG_EPI_DGELU_BGRAD = 5,
-    SDG_EPI_BGRAD_A = 6
-};
-enum { SDG_BF16 = 0, SDG_F32 = 1 };
-typedef struct {
-    int32_t m, n, k;
-    int32_t trans_a, trans_b;
-    int32_t batch;                        /* 1: one GEMM */
-    int64_t stride_a, stride_b, stride_c; /* elements between batches */
-    int32_t c_type;                       /* SDG_BF16 or SDG_F32 */
-    int32_t bias_type;                    /* SDG_BF16 or SDG_F32 */
-    int32_t epilogue;                     /* SDG_EPI_* */
-    int32_t accumulate;                   /* 1: C += op(A) op(B) (beta = 1) */
-    int64_t workspace_bytes;              /* what sdg_gemm_run will be given */
-} sdg_gemm_desc;
-typedef struct sdg_gemm_s sdg_gemm;
-/* A cuBLASLt handle for the plans (cublasLtCreate; sdg_lt_destroy frees it). */
-typedef struct sdg_lt_s sdg_lt;
-int sdg_lt_create(sdg_lt **lt);
-void sdg_lt_destroy(sdg_lt *lt);
-int sdg_gemm_create(sdg_gemm **plan, void *lt, const sdg_gemm_desc *d);
-int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
-                 void *workspace, void *stream);
-/* For a plan that accumulates: d = op(A) op(B) [+ bias] + c, c read and d
- * written (of C's shape and type; d may be c), so that a residual add needs
- * no copy of the residual into the output first. */
-int sdg_gemm_run_into(sdg_gemm *plan, void *lt, void *d, const void *c, const void *a, const void *b, void *bias,
-                      void *aux, void *workspace, void *stream);
-void sdg_gemm_destroy(sdg_gemm *plan);
-/* Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
- * (the heuristic's first ones, and split-K variants of them when the first
- * fills less than one wave of the GPU) on the operands given as to
- * sdg_gemm_run, reps runs each after one warm-up, on stream (not while
- * capturing: it waits for the stream), and keeps the fastest in the plan. c is overwritten, and
- * accumulated into again and again when the plan accumulates: pass scratch
- * of C's size when its contents matter. sdg_gemm_tuned_ns is the mean time
- * in nanoseconds of the heuristic's first algorithm (best = 0) or of the
- * kept one (best = 1) in the last tune, 0 before one. */
-int sdg_gemm_tune(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux,
-                  void *workspace, void *stream, int candidates, int reps);
-int sdg_gemm_tuned_ns(const sdg_gemm *plan, int best);
 
 #ifdef __cplusplus
 }

@@ -237,7 +237,7 @@ func TestBF16GPTReadyPerBlock(t *testing.T) {
 		if p == compute.PrecisionBF16 {
 			assert.False(t, warn)
 			assert.Equal(t, "runs in bf16 (fp32 master weights, gradients and accumulation) through per-layer plans: "+
-				"cuBLASLt GEMMs with bias, GELU and the residual add in their epilogues, bias gradients by sdg_bias_backward, "+
+				"cuBLASLt GEMMs with bias, GELU and the residual add in their epilogues, bias gradients by sdc_bias_act_backward, "+
 				"flash attention (wmma), fused classifier (the logits' gradient overwrites them)", line)
 		}
 		tok := e.AllocLabels(64)

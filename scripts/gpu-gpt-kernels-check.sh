@@ -4,10 +4,11 @@
 #
 #   scripts/gpu-gpt-kernels-check.sh [--torch] [--no-time] [--no-step]
 #
-# 1. builds cuda/gptcheck/check.cu and cuda/gptcheck/step.cu with the kernels
-#    (cuda/sd_gpt_*.cu) by nvcc (-O3 -arch=sm_90 -std=c++17, cuBLASLt) into
-#    build/gptcheck and build/gptstep, and compile-checks each sd_gpt_*.cu as
-#    cuda/build.sh compiles it (-rdc, warnings as errors like cuda/localcheck);
+# 1. builds build/libsymddp_cuda.so (cuda/build.sh: every cuda/*.cu, so the
+#    bf16 kernels of sd_compute_*.cu and sd_gpt_*.cu as the engine loads
+#    them), then cuda/gptcheck/check.cu and cuda/gptcheck/step.cu against it
+#    by nvcc (-O3 -arch=sm_90 -std=c++17, cuBLASLt) into build/gptcheck and
+#    build/gptstep;
 # 2. runs gptcheck: every kernel against its CPU reference at gpt-tiny and
 #    GPT-2 124M sizes (every attention version: wmma, mma and, where cuDNN was found, cuDNN's three backward forms), then timings at
 #    GPT-2 124M shapes -> $OUT/gpt-kernels.txt;
@@ -20,8 +21,9 @@
 #    batch 16, eager and torch.compile -> $OUT/torch-gpt.txt (--no-torch, the
 #    default, is still accepted).
 # Output goes to $OUT when set, else .device/out. Exits non-zero when a build
-# fails, any check says FAIL or the step's loss does not fall. Needs no
-# NVSHMEM. About 4 minutes without torch.
+# fails, any check says FAIL or the step's loss does not fall. Needs NVSHMEM
+# for the library's build (cuda/build.sh finds it), not for the runs. About 4
+# minutes without torch.
 set -u
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,7 +37,7 @@ while [ "$#" -gt 0 ]; do
     --no-torch) torch=0; shift ;;
     --no-time) timing=0; shift ;;
     --no-step) dostep=0; shift ;;
-    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu-gpt-kernels-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -64,16 +66,21 @@ status=0
 } >>"$log" 2>&1
 
 # ---- 1 build ----
-. "$root/cuda/cudnn.sh"
-echo "== build (cuDNN: ${cudnn_root:-not found})" >>"$log"
-# check and step in parallel, both with every kernel
-timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" "${cudnn_cflags[@]}" \
-    "$root/cuda/gptcheck/step.cu" "$root"/cuda/sd_gpt_*.cu \
-    -L"$cuda_root/lib64" -lcublasLt -lcublas "${cudnn_ldflags[@]}" -o "$root/build/gptstep" >"$root/build/gptstep.log" 2>&1 &
+echo "== build build/libsymddp_cuda.so (cuda/build.sh)" >>"$log"
+if ! timeout 400 "$root/cuda/build.sh" >>"$log" 2>&1; then
+    echo "BUILD FAIL: cuda/build.sh" | tee -a "$log"
+    cat "$log"
+    exit 1
+fi
+echo "== build gptcheck, gptstep" >>"$log"
+# check and step in parallel, both against the library (its shared cudart, so
+# that the streams and memory are one runtime's)
+link=(-cudart shared -L"$root/build" -lsymddp_cuda -Xlinker -rpath="$root/build" -L"$cuda_root/lib64" -lcublasLt -lcublas)
+timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
+    "$root/cuda/gptcheck/step.cu" "${link[@]}" -o "$root/build/gptstep" >"$root/build/gptstep.log" 2>&1 &
 steppid=$!
-if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" "${cudnn_cflags[@]}" \
-    "$root/cuda/gptcheck/check.cu" "$root"/cuda/sd_gpt_*.cu \
-    -L"$cuda_root/lib64" -lcublasLt -lcublas "${cudnn_ldflags[@]}" -o "$root/build/gptcheck" >>"$log" 2>&1; then
+if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
+    "$root/cuda/gptcheck/check.cu" "${link[@]}" -o "$root/build/gptcheck" >>"$log" 2>&1; then
     echo "BUILD FAIL: check.cu" | tee -a "$log"
     wait "$steppid"
     cat "$log"
@@ -86,19 +93,6 @@ if ! wait "$steppid"; then
     echo "BUILD FAIL: step.cu" | tee -a "$log"
     status=1
 fi
-# the library's flags (cuda/build.sh: -rdc -fPIC) and the local check's warnings, in parallel
-tmp="$(mktemp -d)"
-pids=()
-for f in "$root"/cuda/sd_gpt_*.cu; do
-    n="$(basename "$f" .cu)"
-    ( timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -rdc=true -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings \
-        -I"$root/cuda" "${cudnn_cflags[@]}" -c "$f" -o "$tmp/$n.o" >"$tmp/$n.log" 2>&1 && echo "ok   $n.cu (-rdc, -Werror)" >>"$tmp/$n.log" ||
-        echo "WARN $n.cu does not compile warning-free with -rdc (cuda/build.sh and cuda/localcheck would see it)" >>"$tmp/$n.log" ) &
-    pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p"; done
-cat "$tmp"/*.log >>"$log"
-rm -rf "$tmp"
 echo "build: $(($(date +%s) - start)) s" >>"$log"
 
 # ---- 2 run ----

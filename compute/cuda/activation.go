@@ -42,7 +42,7 @@ func (e *Engine) BiasActBackward(dy, y, dbias compute.Tensor, act compute.Activa
 		dbp = db.ptr
 	}
 	a := activation("BiasActBackward", act)
-	e.fail("BiasActBackward", e.dev.BiasActBackward(dd.ptr, yd.ptr, rows, n, dbp, a, accumulate))
+	e.fail("BiasActBackward", e.dev.BiasActBackward(cudalib.Float32, dd.ptr, yd.ptr, rows, n, dbp, a, accumulate, 0))
 }
 
 func activation(op string, act compute.Activation) cudalib.Activation {

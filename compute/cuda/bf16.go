@@ -12,8 +12,9 @@ import (
 
 // bf16 on the CUDA engine (compute.BF16Tensors). The layers' bf16 plans
 // (Linear, attention, embedding, the classifier loss; Norms on bf16
-// tensors) run the library's bf16 kernels (cuda/symddp_gpt.h, sdg_*,
-// bound as cudalib.GPTKernels) with fp32 accumulation over bf16 copies of
+// tensors) run the library's bf16 kernels (the compute ABI's sdc_* with
+// cudalib.BFloat16; the attention still cuda/symddp_gpt.h's sdg_*, bound as
+// cudalib.GPTKernels) with fp32 accumulation over bf16 copies of
 // the fp32 master weights; weight gradients go in fp32 straight into the
 // gradient arena. What the plans share lives here, one per engine: the
 // kernels, the cuBLASLt handle and workspace, the GEMM plans (one per
@@ -32,8 +33,7 @@ var (
 // bf16State is what the engine's bf16 plans share.
 type bf16State struct {
 	k  cudalib.GPTKernels
-	lt uintptr // the cuBLASLt handle
-	ws uintptr // its workspace (bf16Workspace bytes)
+	ws uintptr // the GEMMs' cuBLASLt workspace (bf16Workspace bytes; the handle is the context's)
 
 	gemms map[cudalib.GemmDesc]uintptr // GEMM plans by shape, shared by the layers
 	descs map[uintptr]cudalib.GemmDesc // each plan's, for tuning
@@ -74,7 +74,7 @@ func (e *Engine) gptKernels() (cudalib.GPTKernels, error) {
 }
 
 // bf16 returns the state the bf16 plans share, made at the first plan
-// (build time): the kernels, the cuBLASLt handle and its workspace.
+// (build time): the kernels and the GEMMs' workspace.
 func (e *Engine) bf16() (*bf16State, error) {
 	if e.bf != nil {
 		return e.bf, nil
@@ -86,16 +86,11 @@ func (e *Engine) bf16() (*bf16State, error) {
 	if err != nil {
 		return nil, err
 	}
-	lt, err := k.LtCreate()
-	if err != nil {
-		return nil, err
-	}
 	ws, err := e.tryAlloc("bf16 GEMM workspace", bf16Workspace)
 	if err != nil {
-		k.LtDestroy(lt)
 		return nil, err
 	}
-	e.bf = &bf16State{k: k, lt: lt, ws: ws, gemms: map[cudalib.GemmDesc]uintptr{}, descs: map[uintptr]cudalib.GemmDesc{},
+	e.bf = &bf16State{k: k, ws: ws, gemms: map[cudalib.GemmDesc]uintptr{}, descs: map[uintptr]cudalib.GemmDesc{},
 		tuned: map[uintptr]bool{}, tune: settings.Get(settings.CUDATune) != "0", tuneLog: settings.Get(settings.CUDATuneLog) == "1"}
 	return e.bf, nil
 }
@@ -114,15 +109,14 @@ func (e *Engine) scratch(s *devScratch, bytes int) error {
 	return nil
 }
 
-// closeBF16 destroys the GEMM plans and the cuBLASLt handle.
+// closeBF16 destroys the GEMM plans.
 func (e *Engine) closeBF16() {
 	if e.bf == nil {
 		return
 	}
 	for _, p := range e.bf.order {
-		e.bf.k.GemmDestroy(p)
+		e.dev.BF16GemmDestroy(uint64(p))
 	}
-	e.bf.k.LtDestroy(e.bf.lt)
 	e.bf = nil
 }
 
@@ -146,7 +140,7 @@ type masters struct {
 
 // BF16Masters returns the bf16 copy of params: one allocation of half the
 // bytes of their span in the arena, and one cast kernel over it
-// (sdg_cast_bf16). Each parameter must start a multiple of 8 elements into
+// (sdc_cast_bf16). Each parameter must start a multiple of 8 elements into
 // the span, so that its copy is 16-byte aligned as the bf16 kernels want.
 func (e *Engine) BF16Masters(params []compute.Tensor) (compute.Masters, error) {
 	const op = "BF16Masters"
@@ -186,7 +180,7 @@ func (m *masters) Views() []compute.Tensor { return m.views }
 // Cast enqueues the rounding of the masters to their copies.
 func (m *masters) Cast() {
 	e := m.e
-	e.fail("Masters.Cast", m.k.CastBF16(m.wb, m.base, int(m.span/4), e.info.Stream))
+	e.fail("Masters.Cast", e.dev.CastBF16(m.wb, m.base, int(m.span/4)))
 }
 
 // bf16MaxIndex is the largest element count the bf16 kernels index with
@@ -322,5 +316,9 @@ func (e *Engine) PrepareBF16(s compute.OpSpec) error {
 	if err != nil {
 		return err
 	}
-	return e.scratch(&bf.ln, bf.k.LayernormBackwardScratchBytes(n.Rows, n.Cols))
+	bytes, err := e.dev.LayerNormBackwardScratchBytes(cudalib.BFloat16, n.Rows, n.Cols)
+	if err != nil {
+		return err
+	}
+	return e.scratch(&bf.ln, bytes)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
-// The bf16 plans' GEMMs: cuBLASLt plans (sdg_gemm_create) made once per
+// The bf16 plans' GEMMs: cuBLASLt plans (sdc_bf16_gemm_create) made once per
 // shape and epilogue for the whole engine, so that the layers of a model
 // share them (twelve transformer blocks run one QKV plan), each tuned at
 // its first run.
@@ -16,7 +16,7 @@ import (
 // op(A) (m,k) op(B) (k,n) with fp32 accumulation, C and the bias of ctype,
 // the epilogue epi, and C added to (acc): made at the first ask (build
 // time), the same plan after.
-func (e *Engine) gemmPlan(m, n, k int, ta, tb bool, ctype cudalib.GPTDType, epi cudalib.GPTEpilogue, acc bool) (uintptr, error) {
+func (e *Engine) gemmPlan(m, n, k int, ta, tb bool, ctype cudalib.DType, epi cudalib.BF16Epilogue, acc bool) (uintptr, error) {
 	bf, err := e.bf16()
 	if err != nil {
 		return 0, err
@@ -26,7 +26,8 @@ func (e *Engine) gemmPlan(m, n, k int, ta, tb bool, ctype cudalib.GPTDType, epi 
 	if p, ok := bf.gemms[d]; ok {
 		return p, nil
 	}
-	p, err := bf.k.GemmCreate(bf.lt, d)
+	p64, err := e.dev.BF16GemmCreate(d)
+	p := uintptr(p64)
 	if err != nil {
 		return 0, fmt.Errorf("a %dx%dx%d bf16 GEMM (epilogue %d): %w", m, n, k, epi, err)
 	}
@@ -38,7 +39,7 @@ func (e *Engine) gemmPlan(m, n, k int, ta, tb bool, ctype cudalib.GPTDType, epi 
 // gemm runs plan: c = op(a) op(b) (+ bias, the epilogue with aux). Its
 // first run outside a capture (the eager warm-up step before the step's
 // graph is recorded) first times cuBLASLt's candidates for it on these
-// operands and keeps the fastest (sdg_gemm_tune), unless
+// operands and keeps the fastest (sdc_bf16_gemm_tune), unless
 // SYMDDP_CUDA_TUNE=0; an accumulating plan (a residual add) is timed into
 // scratch, so that the step's result is what one run gives. Measured on the
 // H200 at GPT-2 124M's shapes (B=16), the heuristic's choices against the
@@ -53,7 +54,7 @@ func (e *Engine) gemm(plan, c, a, b, bias, aux uintptr) error {
 		return err
 	}
 	bf := e.bf
-	return bf.k.GemmRun(plan, bf.lt, c, a, b, bias, aux, bf.ws, e.info.Stream)
+	return e.dev.BF16GemmRun(uint64(plan), c, a, b, bias, aux, bf.ws)
 }
 
 // gemmInto runs an accumulating plan (a residual add) with C read from c and
@@ -63,7 +64,7 @@ func (e *Engine) gemmInto(plan, d, c, a, b, bias uintptr) error {
 		return err
 	}
 	bf := e.bf
-	return bf.k.GemmRunInto(plan, bf.lt, d, c, a, b, bias, 0, bf.ws, e.info.Stream)
+	return e.dev.BF16GemmRunInto(uint64(plan), d, c, a, b, bias, 0, bf.ws)
 }
 
 // tuneFirst tunes plan at its first run outside a capture (see gemm).
@@ -85,7 +86,7 @@ func (e *Engine) tunePlan(plan, c, a, b, bias, aux uintptr) error {
 	d := bf.descs[plan]
 	if d.Accumulate {
 		bytes := 2 * d.M * d.N
-		if d.CType == cudalib.GPTF32 {
+		if d.CType == cudalib.Float32 {
 			bytes *= 2
 		}
 		if bytes > bf.tuneCBytes {
@@ -93,7 +94,7 @@ func (e *Engine) tunePlan(plan, c, a, b, bias, aux uintptr) error {
 		}
 		c = bf.tuneC
 	}
-	if err := bf.k.GemmTune(plan, bf.lt, c, a, b, bias, aux, bf.ws, e.info.Stream, bf16TuneCandidates, bf16TuneReps); err != nil {
+	if err := e.dev.BF16GemmTune(uint64(plan), c, a, b, bias, aux, bf.ws, bf16TuneCandidates, bf16TuneReps); err != nil {
 		return fmt.Errorf("tuning the %dx%dx%d GEMM: %w", d.M, d.N, d.K, err)
 	}
 	bf.tuned[plan] = true
@@ -102,8 +103,10 @@ func (e *Engine) tunePlan(plan, c, a, b, bias, aux uintptr) error {
 		if d.Accumulate {
 			acc = ", accumulating"
 		}
+		first, _ := e.dev.BF16GemmTuned(uint64(plan), false)
+		kept, _ := e.dev.BF16GemmTuned(uint64(plan), true)
 		fmt.Fprintf(os.Stderr, "cuda: bf16 GEMM %dx%dx%d (epilogue %d%s): heuristic's choice %.1f us, kept %.1f us\n",
-			d.M, d.N, d.K, d.Epilogue, acc, float64(bf.k.GemmTunedNs(plan, 0))/1e3, float64(bf.k.GemmTunedNs(plan, 1))/1e3)
+			d.M, d.N, d.K, d.Epilogue, acc, float64(first)/1e3, float64(kept)/1e3)
 	}
 	return nil
 }

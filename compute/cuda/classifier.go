@@ -4,13 +4,15 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // crossEntropyBF16 is the fused classifier (compute.CrossEntropies): per
 // row the softmax cross-entropy of the bf16 logits, whose gradient (times
-// the scale) overwrites them in the same kernel (sdg_classifier), so no
-// fp32 copy of the logits exists; then the rows' losses and the labelled
-// rows are summed into the stats (sdg_loss_stats). The scale goes into the
+// the scale) overwrites them in the same kernel (sdc_softmax_xent with
+// SDC_BF16), so no fp32 copy of the logits exists; then the rows' losses
+// and the labelled rows are summed into the stats (its second kernel). The
+// scale goes into the
 // kernel by value: a captured graph holds it (Graph.Launch refuses
 // another, see captureState.frozen).
 type crossEntropyBF16 struct {
@@ -56,8 +58,6 @@ func (c *crossEntropyBF16) Apply(logits compute.Tensor, labels compute.Labels, s
 		e.capture.lossScale(scale)
 		e.capture.frozen = true
 	}
-	s := e.info.Stream
-	e.fail(op, e.bf.k.Classifier(c.losses.ptr, ld.ptr, tgt.ptr, c.rows, c.classes, c.classes, scale, 1, s))
-	e.fail(op, e.bf.k.LossStats(st.ptr, c.losses.ptr, tgt.ptr, c.rows, s))
+	e.fail(op, e.dev.SoftmaxXent(cudalib.BFloat16, ld.ptr, tgt.ptr, c.rows, c.classes, c.classes, ld.ptr, scale, false, st.ptr, c.losses.ptr))
 	return logits
 }

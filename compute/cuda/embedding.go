@@ -7,9 +7,9 @@ import (
 )
 
 // embeddingBF16 is GPT-2's embedding in bf16 (compute.Embeddings): row i of
-// the output is the token's row plus the position's (sdg_embed_forward);
+// the output is the token's row plus the position's (sdc_embed_bf16);
 // the backward scatters the output's gradient into the fp32 gradients of
-// both tables, deterministically (sdg_embed_backward: each token's rows
+// both tables, deterministically (sdc_embed_backward_bf16: each token's rows
 // summed in position order, then added). Without a position table (a
 // Llama's) the output is the token's row and there is no position
 // gradient.
@@ -18,7 +18,7 @@ type embeddingBF16 struct {
 	s            compute.EmbeddingSpec
 	wte, wpe     *Tensor // bf16 tables
 	dwte, dwpe   *Tensor // fp32 gradients
-	scratchBytes int     // what sdg_embed_backward needs of the shared scratch
+	scratchBytes int     // what sdc_embed_backward_bf16 needs of the shared scratch
 	ids          *Labels // the last Forward's
 	addTokens    bool
 }
@@ -53,7 +53,9 @@ func (e *Engine) Embedding(s compute.EmbeddingSpec) (compute.EmbeddingPlan, erro
 	if err != nil {
 		return nil, err
 	}
-	p.scratchBytes = bf.k.EmbedBackwardScratchBytes(s.B, s.T, s.Vocab)
+	if p.scratchBytes, err = e.dev.EmbedBackwardBF16ScratchBytes(s.B, s.T, s.Vocab); err != nil {
+		return nil, err
+	}
 	if err := e.scratch(&bf.emb, p.scratchBytes); err != nil {
 		return nil, err
 	}
@@ -69,7 +71,7 @@ func (p *embeddingBF16) Forward(out compute.Tensor, ids compute.Labels) {
 		compute.PanicShape("cuda", op, fmt.Sprintf("(%d,%d)", s.B*s.T, s.C), od.shape)
 	}
 	p.ids = e.checkIDs(op, ids, s.B*s.T, 0, int32(s.Vocab))
-	e.fail(op, e.bf.k.EmbedForward(od.ptr, p.ids.ptr, p.wte.ptr, p.wpe.orZero(), s.B, s.T, s.C, e.info.Stream))
+	e.fail(op, e.dev.EmbedBF16(od.ptr, p.ids.ptr, p.wte.ptr, p.wpe.orZero(), s.B, s.T, s.C))
 }
 
 // Backward writes the tables' gradients from dout (B·T,C): the positions'
@@ -90,7 +92,7 @@ func (p *embeddingBF16) Backward(dout compute.Tensor) {
 	if p.dwpe != nil {
 		e.fail(op, e.dev.Zero(p.dwpe.ptr, p.dwpe.bytes()))
 	}
-	e.fail(op, e.bf.k.EmbedBackward(p.dwte.ptr, p.dwpe.orZero(), dd.ptr, p.ids.ptr, s.B, s.T, s.C, s.Vocab, e.bf.emb.ptr, p.scratchBytes, e.info.Stream))
+	e.fail(op, e.dev.EmbedBackwardBF16(p.dwte.ptr, p.dwpe.orZero(), dd.ptr, p.ids.ptr, s.B, s.T, s.C, s.Vocab, e.bf.emb.ptr, p.scratchBytes))
 }
 
 // checkIDs is l as n labels of the engine whose host copies (as SetLabels

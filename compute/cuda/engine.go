@@ -39,9 +39,10 @@ type Options struct {
 	// Logger, when set, receives one Info line naming the engine and GPU,
 	// and the notices of Notice.
 	Logger *slog.Logger
-	// GPTKernels are the bf16 kernels the bf16 plans run (bf16.go); nil:
-	// the library's (cudalib.OpenGPT on Lib), bound when first needed.
-	// Tests give cudatest's emulated ones.
+	// GPTKernels are the bf16 attention's kernels (attention_bf16.go: the
+	// last of the GPT-2 kernels' own ABI; every other bf16 kernel is the
+	// device's); nil: the library's (cudalib.OpenGPT on Lib), bound when
+	// first needed. Tests give cudatest's emulated ones.
 	GPTKernels cudalib.GPTKernels
 }
 
@@ -70,7 +71,7 @@ type Engine struct {
 	plans    []uint64 // cuBLASLt plans, destroyed by Close
 	log      *slog.Logger
 	lib      *cudalib.Lib       // the library (nil on an emulated device)
-	gptk     cudalib.GPTKernels // the bf16 plans' kernels (Options.GPTKernels, or bound from lib)
+	gptk     cudalib.GPTKernels // the bf16 attention's kernels (Options.GPTKernels, or bound from lib)
 	bf       *bf16State         // what the bf16 plans share (bf16.go), made by the first
 	rows     []*residentRows    // UploadRows' datasets
 	attnGrad *Tensor            // the attention plans' shared scratch (CausalAttention)

@@ -1,6 +1,9 @@
 package cuda
 
-import "github.com/symddp/symddp/compute"
+import (
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
+)
 
 var _ compute.GELUs = (*Engine)(nil)
 
@@ -17,7 +20,7 @@ func (e *Engine) GELU(y, x compute.Tensor) {
 	if overlap(yd, xd) {
 		compute.PanicShapes("cuda", op, "y overlaps x", xd.shape, yd.shape)
 	}
-	e.fail(op, e.dev.Gelu(yd.ptr, xd.ptr, xd.size))
+	e.fail(op, e.dev.Gelu(cudalib.Float32, yd.ptr, xd.ptr, xd.size))
 }
 
 // GELUBackward computes dx = dy·gelu'(x) in one kernel
@@ -32,5 +35,5 @@ func (e *Engine) GELUBackward(dx, dy, x compute.Tensor) {
 	if overlap(dxd, xd) || (dxd.ptr != dyd.ptr && overlap(dxd, dyd)) {
 		compute.PanicShapes("cuda", op, "dx overlaps x, or dy without being dy", dxd.shape, dyd.shape, xd.shape)
 	}
-	e.fail(op, e.dev.GeluBackward(dxd.ptr, dyd.ptr, xd.ptr, xd.size))
+	e.fail(op, e.dev.GeluBackward(cudalib.Float32, dxd.ptr, dyd.ptr, xd.ptr, xd.size))
 }

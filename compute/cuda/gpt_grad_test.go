@@ -15,7 +15,7 @@ import (
 
 // The bf16 GPT's gradient against the fp32 CPU engine's, parameter by
 // parameter: each tensor's within 5% of the CPU's in L2 norm. Every path
-// counts, the bias gradients (sdg_bias_backward) too: the loss curves of
+// counts, the bias gradients (sdc_bias_act_backward) too: the loss curves of
 // ddp's bf16 tests do not see a missing or misplaced bias gradient (one
 // that was never written passed them all).
 func bf16GradientsMatchCPU(t *testing.T, e *cuda.Engine) {

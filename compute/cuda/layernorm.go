@@ -1,6 +1,9 @@
 package cuda
 
-import "github.com/symddp/symddp/compute"
+import (
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
+)
 
 var _ compute.Norms = (*Engine)(nil)
 
@@ -40,7 +43,7 @@ func (e *Engine) LayerNorm(y, mean, rstd, x, w, b compute.Tensor, eps float32) {
 	if overlap(yd, xd) {
 		compute.PanicShapes("cuda", op, "y overlaps x", xd.shape, yd.shape)
 	}
-	e.fail(op, e.dev.LayerNorm(yd.ptr, md.ptr, rd.ptr, xd.ptr, wd.ptr, bd.ptr, rows, c, eps))
+	e.fail(op, e.dev.LayerNorm(cudalib.Float32, yd.ptr, md.ptr, rd.ptr, xd.ptr, wd.ptr, bd.ptr, rows, c, eps))
 }
 
 // LayerNormBackward takes dy (R,C) and LayerNorm's x, w, mean and rstd,
@@ -66,5 +69,5 @@ func (e *Engine) LayerNormBackward(dx, dw, db, dy, x, w, mean, rstd compute.Tens
 	if overlap(dwd, dbd) || anyOverlap(dwd, dxd, dyd, xd, wd, md, rd) || anyOverlap(dbd, dxd, dyd, xd, wd, md, rd) {
 		compute.PanicShapes("cuda", op, "dw or db overlaps another tensor", dwd.shape, dbd.shape)
 	}
-	e.fail(op, e.dev.LayerNormBackward(dxd.ptr, dwd.ptr, dbd.ptr, dyd.ptr, xd.ptr, wd.ptr, md.ptr, rd.ptr, rows, c, addDX))
+	e.fail(op, e.dev.LayerNormBackward(cudalib.Float32, dxd.ptr, dwd.ptr, dbd.ptr, dyd.ptr, xd.ptr, wd.ptr, md.ptr, rd.ptr, rows, c, addDX, 0))
 }

@@ -4,10 +4,12 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // Norms on bf16 tensors: x, y, w, b, dy and dx bf16, mean, rstd and the
-// gradients dw, db fp32 (sdg_layernorm_forward, sdg_layernorm_backward).
+// gradients dw, db fp32 (sdc_layer_norm, sdc_layer_norm_backward with
+// SDC_BF16).
 // The backward kernel adds into dx, dw and db: the engine zeroes first what
 // the contract says is overwritten. eps is the kernels' 1e-5; a layer
 // readies the engine at build time with PrepareBF16 (a NormSpec).
@@ -21,7 +23,7 @@ func (e *Engine) layerNormBF16(y, mean, rstd, x, w, b compute.Tensor, eps float3
 	if overlap(yd, xd) {
 		compute.PanicShapes("cuda", op, "y overlaps x", xd.shape, yd.shape)
 	}
-	e.fail(op, e.bf.k.LayernormForward(yd.ptr, md.ptr, rd.ptr, xd.ptr, wd.ptr, bd.ptr, rows, c, e.info.Stream))
+	e.fail(op, e.dev.LayerNorm(cudalib.BFloat16, yd.ptr, md.ptr, rd.ptr, xd.ptr, wd.ptr, bd.ptr, rows, c, eps))
 }
 
 func (e *Engine) layerNormBackwardBF16(dx, dw, db, dy, x, w, mean, rstd compute.Tensor, addDX bool) {
@@ -39,7 +41,7 @@ func (e *Engine) layerNormBackwardBF16(dx, dw, db, dy, x, w, mean, rstd compute.
 	}
 	e.fail(op, e.dev.Zero(dwd.ptr, dwd.bytes()))
 	e.fail(op, e.dev.Zero(dbd.ptr, dbd.bytes()))
-	e.fail(op, e.bf.k.LayernormBackward(dxd.ptr, dwd.ptr, dbd.ptr, dyd.ptr, xd.ptr, wd.ptr, md.ptr, rd.ptr, rows, c, e.bf.ln.ptr, e.info.Stream))
+	e.fail(op, e.dev.LayerNormBackward(cudalib.BFloat16, dxd.ptr, dwd.ptr, dbd.ptr, dyd.ptr, xd.ptr, wd.ptr, md.ptr, rd.ptr, rows, c, true, e.bf.ln.ptr))
 }
 
 // checkNormBF16 panics unless the engine was readied for a bf16 layer norm
@@ -48,7 +50,8 @@ func (e *Engine) checkNormBF16(op string, rows, c int, eps float32) {
 	if eps != bf16Eps {
 		panic(fmt.Sprintf("cuda: %s: eps %g, the bf16 kernels' is %g", op, eps, bf16Eps))
 	}
-	if e.bf == nil || e.bf.ln.bytes < e.bf.k.LayernormBackwardScratchBytes(rows, c) {
+	need, err := e.dev.LayerNormBackwardScratchBytes(cudalib.BFloat16, rows, c)
+	if e.bf == nil || err != nil || e.bf.ln.bytes < need {
 		panic(fmt.Sprintf("cuda: %s of %d rows of %d: the engine was not readied for it (PrepareBF16 with a compute.NormSpec at build time)", op, rows, c))
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // A Linear layer in bf16 (LinearSpec.DType BF16): its GEMMs are the
 // engine's shared bf16 plans (bf16_gemm.go), its bias gradient a kernel of
-// its own (sdg_bias_backward: cuBLASLt's BGRAD_A epilogue made the dW GEMMs
+// its own (sdc_bias_act_backward: cuBLASLt's BGRAD_A epilogue made the dW GEMMs
 // slower by more than that kernel takes, 109 against 72 us a block at
 // GPT-2's shapes on the H200). Per call:
 //
@@ -17,7 +17,7 @@ import (
 //	          y = gelu(x·Wᵀ + b)      GELU too, the pre-activation kept (aux)
 //	          y = r + x·Wᵀ + b        onto a residual stream (ForwardOnto)
 //	backward  dW = dyᵀ·x              fp32 into the gradient view
-//	          db = column sums of dy  sdg_bias_backward
+//	          db = column sums of dy  sdc_bias_act_backward
 //	          dx = dy·W               with the GELU derivative of the layer
 //	                                  before when chained (ChainInput)
 //	          dx += dy·W              with AddDX: onto another layer's input
@@ -64,33 +64,37 @@ func (e *Engine) linearBF16Plan(s compute.LinearSpec) (compute.FusedLinear, erro
 	if s.GELU && f.b == nil {
 		return nil, &compute.MissingOpError{Engine: e.Name(), Op: "bf16 Linear with GELU and no bias", Group: "BF16Tensors"}
 	}
-	const b16, f32 = cudalib.GPTBF16, cudalib.GPTF32
-	epi := cudalib.GPTEpiNone
+	const b16, f32 = cudalib.BFloat16, cudalib.Float32
+	epi := cudalib.BF16EpiNone
 	switch {
 	case s.GELU:
-		epi = cudalib.GPTEpiGELUAuxBias
+		epi = cudalib.BF16EpiGELUAuxBias
 		if s.Aux != nil {
 			f.aux = f.check(op, s.Aux, s.Out)
 		} else {
 			f.aux = e.AllocBF16(s.Batch, s.Out).(*Tensor)
 		}
 	case f.b != nil:
-		epi = cudalib.GPTEpiBias
+		epi = cudalib.BF16EpiBias
 	}
 	var err error
 	if f.fwd, err = e.gemmPlan(s.Batch, s.Out, s.In, false, true, b16, epi, s.Residual); err != nil {
 		return nil, err
 	}
-	if f.dwPlan, err = e.gemmPlan(s.Out, s.In, s.Batch, true, false, f32, cudalib.GPTEpiNone, s.AddDW); err != nil {
+	if f.dwPlan, err = e.gemmPlan(s.Out, s.In, s.Batch, true, false, f32, cudalib.BF16EpiNone, s.AddDW); err != nil {
 		return nil, err
 	}
 	if f.dx != nil {
-		if f.dxPl, err = e.gemmPlan(s.Batch, s.In, s.Out, false, false, b16, cudalib.GPTEpiNone, s.AddDX); err != nil {
+		if f.dxPl, err = e.gemmPlan(s.Batch, s.In, s.Out, false, false, b16, cudalib.BF16EpiNone, s.AddDX); err != nil {
 			return nil, err
 		}
 	}
 	if f.b != nil {
-		if err := e.scratch(&e.bf.bias, e.bf.k.BiasBackwardScratchBytes(s.Batch, s.Out)); err != nil {
+		bytes, err := e.dev.BiasActBackwardScratchBytes(cudalib.BFloat16, s.Batch, s.Out)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.scratch(&e.bf.bias, bytes); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +121,7 @@ func (f *linearBF16) Path() string {
 		what += ", the input gradient added in the GEMM"
 	}
 	if f.b != nil {
-		what += ", bias gradient by sdg_bias_backward"
+		what += ", bias gradient by sdc_bias_act_backward"
 	}
 	return what
 }
@@ -141,7 +145,7 @@ func (f *linearBF16) Forward(x compute.Tensor) {
 	f.e.fail(op, f.e.gemm(f.fwd, f.y.ptr, xd.ptr, f.w.ptr, f.b.orZero(), f.aux.orZero()))
 }
 
-// ForwardOnto computes Y = r + x·Wᵀ + b (sdg_gemm_run_into: r is read, not
+// ForwardOnto computes Y = r + x·Wᵀ + b (sdc_bf16_gemm_run_into: r is read, not
 // copied first).
 func (f *linearBF16) ForwardOnto(x, r compute.Tensor) {
 	const op = "bf16 Linear ForwardOnto"
@@ -158,14 +162,14 @@ func (f *linearBF16) ForwardOnto(x, r compute.Tensor) {
 // place.
 func (f *linearBF16) Backward(dy, x compute.Tensor) compute.Tensor {
 	const op = "bf16 Linear Backward"
-	e, k, s := f.e, f.e.bf.k, f.e.info.Stream
+	e := f.e
 	dyd, xd := f.check(op, dy, f.out), f.check(op, x, f.in)
 	if f.gelu && !f.chained {
-		e.fail(op, k.GeluBackward(dyd.ptr, f.aux.ptr, dyd.ptr, f.n*f.out, s))
+		e.fail(op, e.dev.GeluBackward(cudalib.BFloat16, dyd.ptr, dyd.ptr, f.aux.ptr, f.n*f.out))
 	}
 	e.fail(op, e.gemm(f.dwPlan, f.dw.ptr, dyd.ptr, xd.ptr, 0, 0)) // dW (Out,In) = dyᵀ·x
 	if f.db != nil {
-		e.fail(op, k.BiasBackward(f.db.ptr, dyd.ptr, f.n, f.out, e.bf.bias.ptr, s))
+		e.fail(op, e.dev.BiasActBackward(cudalib.BFloat16, dyd.ptr, 0, f.n, f.out, f.db.ptr, cudalib.Identity, false, e.bf.bias.ptr))
 	}
 	if f.dx == nil {
 		return nil
@@ -197,7 +201,7 @@ func (f *linearBF16) ChainInput(p compute.FusedLinear) error {
 	case prev.n != f.n || prev.out != f.in:
 		return fmt.Errorf("%s's output (%d,%d) is not %s's input (%d,%d)", prev.name, prev.n, prev.out, f.name, f.n, f.in)
 	}
-	plan, err := f.e.gemmPlan(f.n, f.in, f.out, false, false, cudalib.GPTBF16, cudalib.GPTEpiDGELU, false)
+	plan, err := f.e.gemmPlan(f.n, f.in, f.out, false, false, cudalib.BFloat16, cudalib.BF16EpiDGELU, false)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // SoftmaxCrossEntropy reads logits (B,C) and labels (B), writes
@@ -44,5 +45,5 @@ func (e *Engine) SoftmaxCrossEntropy(logits compute.Tensor, labels compute.Label
 		block = true
 		e.capture.lossScale(scale)
 	}
-	e.fail(op, e.dev.SoftmaxXent(x.ptr, lab.ptr, rows, classes, g.ptr, scale, block, st.ptr))
+	e.fail(op, e.dev.SoftmaxXent(cudalib.Float32, x.ptr, lab.ptr, rows, classes, classes, g.ptr, scale, block, st.ptr, 0))
 }

@@ -1,10 +1,13 @@
 /*
- * cuda/gptcheck/check.cu: every GPT kernel of symddp_gpt.h against a plain CPU
+ * cuda/gptcheck/check.cu: every bf16 kernel of the library (symddp_compute.h's
+ * sdc_* with SDC_BF16, and symddp_gpt.h's sdg_* GEMMs and attention) against a plain CPU
  * reference on random data, at gpt-tiny and GPT-2 124M sizes, then each one
  * timed with CUDA events at GPT-2 124M shapes (B=16, T=1024, C=768, 12 heads,
  * V=50304). Built and run by scripts/gpu-gpt-kernels-check.sh:
  *
- *   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda cuda/gptcheck/check.cu cuda/sd_gpt_*.cu -lcublasLt -lcublas
+ *   cuda/build.sh
+ *   nvcc -O3 -std=c++17 -arch=sm_90 -cudart shared -Icuda cuda/gptcheck/check.cu -Lbuild -lsymddp_cuda \
+ *       -Xlinker -rpath=build -lcublasLt -lcublas
  *
  * Prints one line per check: "check NAME max_abs_err max_rel_err PASS|FAIL (tol ...)",
  * where an element passes when |gpu - ref| <= atol + rtol*|ref|, atol a
@@ -32,6 +35,7 @@
 
 static int g_fail = 0;
 static cudaStream_t g_stream;
+static sdc_ctx g_ctx; /* the compute ABI's context over g_stream */
 
 /* ---- host bf16 ---- */
 static uint16_t f2bf(float f) {
@@ -163,7 +167,7 @@ static void report_fl(const char *name, double us, double flops) {
 }
 
 /* ================= layernorm ================= */
-extern "C" int sdg_ln_force_generic; /* sd_gpt_layernorm.cu: 1 = the forward's generic form */
+extern "C" int sdc_lnb_force_generic; /* sd_compute_layernorm.cu: 1 = the bf16 forward's generic form */
 
 static void check_layernorm(const char *tag, int N, int C) {
     char name[96];
@@ -179,9 +183,9 @@ static void check_layernorm(const char *tag, int N, int C) {
     rnd_f32(db0, C, 1.0f);
     Dev dx(hx.size() * 2), dwt(C * 2), dbs(C * 2), dout(hx.size() * 2), dmean(N * 4), drstd(N * 4);
     Dev ddy(hx.size() * 2), dres(hx.size() * 2), ddw(C * 4), ddb(C * 4);
-    Dev scratch(sdg_layernorm_backward_scratch_bytes(N, C));
+    Dev scratch(ln_scratch_bytes(N, C));
     up(dx, hx); up(dwt, hw); up(dbs, hb); up(ddy, hdy);
-    SG(sdg_layernorm_forward(dout.p, dmean.f(), drstd.f(), dx.p, dwt.p, dbs.p, N, C, g_stream));
+    SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(dout.p), dptr(dmean.f()), dptr(drstd.f()), dptr(dx.p), dptr(dwt.p), dptr(dbs.p), N, C, 1e-5f));
     std::vector<double> ro((size_t)N * C), rm(N), rr(N);
     for (int i = 0; i < N; i++) {
         const float *xi = &x[(size_t)i * C];
@@ -206,8 +210,7 @@ static void check_layernorm(const char *tag, int N, int C) {
     std::vector<float> got_dx[2], got_dw[2], got_db[2];
     for (int rep = 0; rep < 2; rep++) {
         up(dres, hr); up(ddw, dw0); up(ddb, db0);
-        SG(sdg_layernorm_backward(dres.p, ddw.f(), ddb.f(), ddy.p, dx.p, dwt.p, dmean.f(), drstd.f(), N, C,
-                                  scratch.p, g_stream));
+        SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(dres.p), dptr(ddw.f()), dptr(ddb.f()), dptr(ddy.p), dptr(dx.p), dptr(dwt.p), dptr(dmean.f()), dptr(drstd.f()), N, C, 1, dptr(scratch.p)));
         got_dx[rep] = down_bf16(dres, (size_t)N * C);
         got_dw[rep] = down<float>(ddw, C);
         got_db[rep] = down<float>(ddb, C);
@@ -244,11 +247,11 @@ static void check_layernorm(const char *tag, int N, int C) {
      * generic form's bits */
     const std::vector<float> reg_out = down_bf16(dout, (size_t)N * C), reg_mean = down<float>(dmean, N),
                              reg_rstd = down<float>(drstd, N);
-    sdg_ln_force_generic = 1;
-    SG(sdg_layernorm_forward(dout.p, dmean.f(), drstd.f(), dx.p, dwt.p, dbs.p, N, C, g_stream));
+    sdc_lnb_force_generic = 1;
+    SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(dout.p), dptr(dmean.f()), dptr(drstd.f()), dptr(dx.p), dptr(dwt.p), dptr(dbs.p), N, C, 1e-5f));
     const std::vector<float> gen_out = down_bf16(dout, (size_t)N * C), gen_mean = down<float>(dmean, N),
                              gen_rstd = down<float>(drstd, N);
-    sdg_ln_force_generic = 0;
+    sdc_lnb_force_generic = 0;
     const bool same = !memcmp(reg_out.data(), gen_out.data(), (size_t)N * C * 4) &&
                       !memcmp(reg_mean.data(), gen_mean.data(), N * 4) && !memcmp(reg_rstd.data(), gen_rstd.data(), N * 4);
     snprintf(name, sizeof name, "layernorm_fwd %s: %s form against the generic one", tag,
@@ -275,8 +278,8 @@ static void check_gelu(const char *tag, int64_t n) {
     rnd_bf16(hd, d, n, 1.0f);
     Dev dx(n * 2), dy(n * 2), dd(n * 2);
     up(dx, hx); up(dd, hd);
-    SG(sdg_gelu_forward(dy.p, dx.p, n, g_stream));
-    SG(sdg_gelu_backward(dd.p, dx.p, dd.p, n, g_stream)); /* in place */
+    SC(sdc_gelu(&g_ctx, SDC_BF16, dptr(dy.p), dptr(dx.p), n));
+    SC(sdc_gelu_backward(&g_ctx, SDC_BF16, dptr(dd.p), dptr(dd.p), dptr(dx.p), n)); /* in place */
     std::vector<double> ry(n), rd(n);
     for (int64_t i = 0; i < n; i++) {
         ry[i] = gelu_ref(x[i]);
@@ -304,7 +307,7 @@ static void check_embed(const char *tag, int B, int T, int C, int V) {
     rnd_f32(gpe0, (size_t)T * C, 0.1f);
     Dev dwte(hwte.size() * 2), dwpe(hwpe.size() * 2), dtok(N * 4), dout_d((size_t)N * C * 2), ddo(hdo.size() * 2);
     Dev dgte(gte0.size() * 4), dgpe(gpe0.size() * 4);
-    const size_t sb = sdg_embed_backward_scratch_bytes(B, T, V);
+    const size_t sb = embed_scratch_bytes(B, T, V);
     if (sb == 0) {
         printf("check embed %s FAIL: no scratch size\n", tag);
         g_fail++;
@@ -312,7 +315,7 @@ static void check_embed(const char *tag, int B, int T, int C, int V) {
     }
     Dev scratch(sb);
     up(dwte, hwte); up(dwpe, hwpe); up(dtok, tok); up(ddo, hdo);
-    SG(sdg_embed_forward(dout_d.p, dtok.i(), dwte.p, dwpe.p, B, T, C, g_stream));
+    SC(sdc_embed_bf16(&g_ctx, dptr(dout_d.p), dptr(dtok.i()), dptr(dwte.p), dptr(dwpe.p), B, T, C));
     std::vector<double> ro((size_t)N * C);
     for (int i = 0; i < N; i++)
         for (int c = 0; c < C; c++)
@@ -322,7 +325,7 @@ static void check_embed(const char *tag, int B, int T, int C, int V) {
     std::vector<float> gte[2], gpe[2];
     for (int rep = 0; rep < 2; rep++) {
         up(dgte, gte0); up(dgpe, gpe0);
-        SG(sdg_embed_backward(dgte.f(), dgpe.f(), ddo.p, dtok.i(), B, T, C, V, scratch.p, sb, g_stream));
+        SC(sdc_embed_backward_bf16(&g_ctx, dptr(dgte.f()), dptr(dgpe.f()), dptr(ddo.p), dptr(dtok.i()), B, T, C, V, dptr(scratch.p), (int64_t)sb));
         gte[rep] = down<float>(dgte, gte0.size());
         gpe[rep] = down<float>(dgpe, gpe0.size());
     }
@@ -618,7 +621,7 @@ static void check_attention(const char *tag, int B, int T, int C, int NH) {
 }
 
 /* ================= classifier ================= */
-extern "C" int sdg_cls_threads; /* sd_gpt_classifier.cu: the block size to time (0: the default) */
+extern "C" int sdc_clsb_threads; /* sd_compute_loss.cu: the bf16 block size to time (0: the default) */
 
 static void check_classifier(const char *tag, int N, int V, int Vp) {
     char name[96];
@@ -634,7 +637,7 @@ static void check_classifier(const char *tag, int N, int V, int Vp) {
     const float dscale = 1.0f / (float)N;
     Dev dl(hl.size() * 2), dt(N * 4), dloss(N * 4);
     up(dl, hl); up(dt, tgt);
-    SG(sdg_classifier(dloss.f(), dl.p, dt.i(), N, V, Vp, dscale, 1, g_stream));
+    SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(dl.p), dptr(dt.i()), N, V, Vp, dptr(dl.p), dscale, 0, 0, dptr(dloss.f())));
     std::vector<double> rloss(N), rg((size_t)N * Vp, 0.0);
     for (int i = 0; i < N; i++) {
         const float *x = &l[(size_t)i * Vp];
@@ -652,10 +655,10 @@ static void check_classifier(const char *tag, int N, int V, int Vp) {
     }
     for (int threads : {0, 512, 1024}) { /* the default block size (256), then the others gptcheck times */
         if (threads) {
-            sdg_cls_threads = threads;
+            sdc_clsb_threads = threads;
             up(dl, hl);
-            SG(sdg_classifier(dloss.f(), dl.p, dt.i(), N, V, Vp, dscale, 1, g_stream));
-            sdg_cls_threads = 0;
+            SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(dl.p), dptr(dt.i()), N, V, Vp, dptr(dl.p), dscale, 0, 0, dptr(dloss.f())));
+            sdc_clsb_threads = 0;
         }
         const char *size = threads == 512 ? " (512 thr)" : threads ? " (1024 thr)" : "";
         snprintf(name, sizeof name, "classifier.loss %s%s", tag, size);
@@ -678,14 +681,13 @@ static void check_adamw(const char *tag, int64_t n) {
     const int64_t chunks = (n + chunk - 1) / chunk;
     std::vector<uint8_t> decay(chunks);
     for (int64_t c = 0; c < chunks; c++) decay[c] = (uint8_t)(c % 3 != 0);
-    sdg_adamw_hyper h;
+    sdc_adamw_hyper h;
     memset(&h, 0, sizeof h);
     h.lr = 6e-4f; h.beta1 = 0.9f; h.beta2 = 0.95f; h.eps = 1e-8f; h.weight_decay = 0.1f; h.grad_scale = 0.5f; h.step = 3;
     Dev dp(n * 4), dpb(n * 2), dg(n * 4), dm(n * 4), dv(n * 4), dd(chunks), dh(sizeof h);
     up(dp, p); up(dg, g); up(dm, m); up(dv, v); up(dd, decay);
     CK(cudaMemcpy(dh.p, &h, sizeof h, cudaMemcpyHostToDevice));
-    SG(sdg_adamw(dp.f(), dpb.p, dg.f(), dm.f(), dv.f(), (const uint8_t *)dd.p, chunk, n, (const sdg_adamw_hyper *)dh.p,
-                 g_stream));
+    SC(sdc_adamw_bf16(&g_ctx, dptr(dp.f()), dptr(dpb.p), dptr(dg.f()), dptr(dm.f()), dptr(dv.f()), dptr(dd.p), chunk, n, dptr(dh.p)));
     std::vector<double> rp(n), rm(n), rv(n);
     const double bc1 = 1 - pow(0.9, 3), bc2 = 1 - pow(0.95, 3);
     for (int64_t i = 0; i < n; i++) {
@@ -712,18 +714,18 @@ static cublasLtHandle_t g_lt;
 static Dev *g_ws;
 #define WS_BYTES ((size_t)64 << 20)
 
-static sdg_gemm *plan(int m, int n, int k, int ta, int tb, int ctype, int btype, int epi, int acc, int batch = 1,
+static sdc_handle plan(int m, int n, int k, int ta, int tb, int ctype, int btype, int epi, int acc, int batch = 1,
                       int64_t sa = 0, int64_t sb = 0, int64_t sc = 0) {
-    sdg_gemm_desc d;
+    sdc_bf16_gemm_desc d;
     memset(&d, 0, sizeof d);
     d.m = m; d.n = n; d.k = k; d.trans_a = ta; d.trans_b = tb; d.batch = batch;
     d.stride_a = sa; d.stride_b = sb; d.stride_c = sc;
     d.c_type = ctype; d.bias_type = btype; d.epilogue = epi; d.accumulate = acc;
     d.workspace_bytes = (int64_t)WS_BYTES;
-    sdg_gemm *p = NULL;
-    if (sdg_gemm_create(&p, g_lt, &d) != SDG_OK) {
-        printf("plan m=%d n=%d k=%d %c%c epi %d: %s\n", m, n, k, ta ? 'T' : 'N', tb ? 'T' : 'N', epi, sdg_last_error());
-        return NULL;
+    sdc_handle p = 0;
+    if (sdc_bf16_gemm_create(&g_ctx, &d, &p) != SD_OK) {
+        printf("plan m=%d n=%d k=%d %c%c epi %d: %s\n", m, n, k, ta ? 'T' : 'N', tb ? 'T' : 'N', epi, sd_last_error());
+        return 0;
     }
     return p;
 }
@@ -762,31 +764,31 @@ static void check_gemm(const char *tag, int m, int n, int k) {
     std::vector<double> ref;
     gemm_ref(ref, a, w, m, n, k, 0, 1);
 
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0)) {
-        SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, NULL, NULL, g_ws->p, g_stream));
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), 0, 0, dptr(g_ws->p)));
         snprintf(name, sizeof name, "gemm NT none bf16 %s", tag);
         compare_v(name, down_bf16(dc, ref.size()), ref, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     std::vector<double> rb(ref);
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) rb[(size_t)i * n + j] += bias[j];
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 0)) {
-        SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, dbias.p, NULL, g_ws->p, g_stream));
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 0)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), dptr(dbias.p), 0, dptr(g_ws->p)));
         snprintf(name, sizeof name, "gemm NT bias %s", tag);
         compare_v(name, down_bf16(dc, ref.size()), rb, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* the residual add: d = A W^T + bias + c, c read in place of a copy into d */
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 1)) {
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 1)) {
         std::vector<uint16_t> hr;
         std::vector<float> r;
         rnd_bf16(hr, r, (size_t)m * n, 1.0f);
         Dev dr(hr.size() * 2);
         up(dr, hr);
-        SG(sdg_gemm_run_into(p, g_lt, dc.p, dr.p, da.p, dw.p, dbias.p, NULL, g_ws->p, g_stream));
+        SC(sdc_bf16_gemm_run_into(&g_ctx, p, dptr(dc.p), dptr(dr.p), dptr(da.p), dptr(dw.p), dptr(dbias.p), 0, dptr(g_ws->p)));
         std::vector<double> rr(rb);
         for (size_t i = 0; i < rr.size(); i++) rr[i] += r[i];
         snprintf(name, sizeof name, "gemm NT bias run_into (residual) %s", tag);
@@ -794,31 +796,31 @@ static void check_gemm(const char *tag, int m, int n, int k) {
         const std::vector<uint16_t> kept = down<uint16_t>(dr, hr.size());
         snprintf(name, sizeof name, "gemm run_into leaves c %s", tag);
         repeat_check(name, kept.data(), hr.data(), hr.size() * 2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* GELU_AUX_BIAS: C = gelu(pre), aux = pre */
     std::vector<double> rg(rb.size());
     for (size_t i = 0; i < rb.size(); i++) rg[i] = gelu_ref(rb[i]);
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_GELU_AUX_BIAS, 0)) {
-        SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, dbias.p, daux.p, g_ws->p, g_stream));
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_GELU_AUX_BIAS, 0)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), dptr(dbias.p), dptr(daux.p), dptr(g_ws->p)));
         snprintf(name, sizeof name, "gemm NT gelu+aux+bias out %s", tag);
         compare_v(name, down_bf16(dc, ref.size()), rg, 1e-2, 1e-2);
         snprintf(name, sizeof name, "gemm NT gelu+aux+bias aux %s", tag);
         compare_v(name, down_bf16(daux, ref.size()), rb, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* DGELU: dpre (m,n) = dH (m,k') W2 (k',n) * gelu'(aux); here dH = dout2 (m,k), W2 = w stored (n,k)^T ... use
        B = w^T by trans_b: dH (m,k) x w^T -> (m,n), then * gelu'(pre) with pre from the aux just written */
     std::vector<float> pre = down_bf16(daux, rb.size());
-    if (sdg_gemm *p = plan(m, n, k, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_DGELU, 0)) {
-        SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, NULL, daux.p, g_ws->p, g_stream));
+    if (sdc_handle p = plan(m, n, k, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_DGELU, 0)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), 0, dptr(daux.p), dptr(g_ws->p)));
         std::vector<double> rd(ref.size());
         for (size_t i = 0; i < ref.size(); i++) rd[i] = ref[i] * gelu_grad_ref(pre[i]);
         snprintf(name, sizeof name, "gemm NT dgelu %s", tag);
         compare_v(name, down_bf16(dc, ref.size()), rd, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* weight gradient with the bias gradient: dW (n,k) += dout^T (n,m) A (m,k), db (n) = column sums of dout */
@@ -826,8 +828,8 @@ static void check_gemm(const char *tag, int m, int n, int k) {
     rnd_f32(w0, (size_t)n * k, 0.1f);
     Dev dgw(w0.size() * 4), dgb(n * 4);
     up(dgw, w0);
-    if (sdg_gemm *p = plan(n, k, m, 1, 0, SDG_F32, SDG_F32, SDG_EPI_BGRAD_A, 1)) {
-        SG(sdg_gemm_run(p, g_lt, dgw.p, ddo.p, da.p, dgb.p, NULL, g_ws->p, g_stream));
+    if (sdc_handle p = plan(n, k, m, 1, 0, SDC_F32, SDC_F32, SDC_BEPI_BGRAD_A, 1)) {
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dgw.p), dptr(ddo.p), dptr(da.p), dptr(dgb.p), 0, dptr(g_ws->p)));
         std::vector<double> rw;
         gemm_ref(rw, dout, a, n, k, m, 1, 0);
         for (size_t i = 0; i < rw.size(); i++) rw[i] += w0[i];
@@ -838,30 +840,30 @@ static void check_gemm(const char *tag, int m, int n, int k) {
         compare_v(name, down<float>(dgw, rw.size()), rw, 1e-4, 1e-4);
         snprintf(name, sizeof name, "gemm TN bgrad-a fp32 %s", tag);
         compare_v(name, down<float>(dgb, n), rbg, 1e-4, 1e-4);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* input gradient: dA (m,k) = dout (m,n) W (n,k), no transposes */
-    if (sdg_gemm *p = plan(m, k, n, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0)) {
+    if (sdc_handle p = plan(m, k, n, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0)) {
         Dev dda((size_t)m * k * 2);
-        SG(sdg_gemm_run(p, g_lt, dda.p, ddo.p, dw.p, NULL, NULL, g_ws->p, g_stream));
+        SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dda.p), dptr(ddo.p), dptr(dw.p), 0, 0, dptr(g_ws->p)));
         std::vector<double> rda;
         gemm_ref(rda, dout, w, m, k, n, 0, 0);
         snprintf(name, sizeof name, "gemm NN dinp %s", tag);
         compare_v(name, down_bf16(dda, rda.size()), rda, 1e-2, 1e-2);
-        sdg_gemm_destroy(p);
+        sdc_bf16_gemm_destroy(p);
     } else g_fail++;
 
     /* DGELU_BGRAD (not needed by the GPT step: reported, never a failure when cuBLASLt lacks it) */
     {
         Dev dbg(n * 2);
-        sdg_gemm_desc d;
+        sdc_bf16_gemm_desc d;
         memset(&d, 0, sizeof d);
-        d.m = m; d.n = n; d.k = k; d.trans_b = 1; d.batch = 1; d.c_type = SDG_BF16; d.bias_type = SDG_BF16;
-        d.epilogue = SDG_EPI_DGELU_BGRAD; d.workspace_bytes = (int64_t)WS_BYTES;
-        sdg_gemm *p = NULL;
-        if (sdg_gemm_create(&p, g_lt, &d) == SDG_OK) {
-            SG(sdg_gemm_run(p, g_lt, dc.p, da.p, dw.p, dbg.p, daux.p, g_ws->p, g_stream));
+        d.m = m; d.n = n; d.k = k; d.trans_b = 1; d.batch = 1; d.c_type = SDC_BF16; d.bias_type = SDC_BF16;
+        d.epilogue = SDC_BEPI_DGELU_BGRAD; d.workspace_bytes = (int64_t)WS_BYTES;
+        sdc_handle p = 0;
+        if (sdc_bf16_gemm_create(&g_ctx, &d, &p) == SD_OK) {
+            SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(dw.p), dptr(dbg.p), dptr(daux.p), dptr(g_ws->p)));
             std::vector<double> rd(ref.size()), rbg(n, 0.0);
             for (size_t i = 0; i < ref.size(); i++) rd[i] = ref[i] * gelu_grad_ref(pre[i]);
             for (int i = 0; i < m; i++)
@@ -870,9 +872,9 @@ static void check_gemm(const char *tag, int m, int n, int k) {
             compare_v(name, down_bf16(dc, ref.size()), rd, 1e-2, 1e-2);
             snprintf(name, sizeof name, "gemm NT dgelu+bgrad bias %s", tag);
             compare_v(name, down_bf16(dbg, n), rbg, 2e-2, 2e-2);
-            sdg_gemm_destroy(p);
+            sdc_bf16_gemm_destroy(p);
         } else {
-            printf("info gemm dgelu+bgrad bf16 %s: not available (%s)\n", tag, sdg_last_error());
+            printf("info gemm dgelu+bgrad bf16 %s: not available (%s)\n", tag, sd_last_error());
         }
     }
 }
@@ -885,13 +887,13 @@ static void check_gemm_batched(const char *tag, int batch, int m, int n, int k) 
     rnd_bf16(hb, b, (size_t)batch * k * n, 1.0f);
     Dev da(ha.size() * 2), db(hb.size() * 2), dc((size_t)batch * m * n * 2);
     up(da, ha); up(db, hb);
-    sdg_gemm *p = plan(m, n, k, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0, batch, (int64_t)m * k, (int64_t)k * n,
+    sdc_handle p = plan(m, n, k, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0, batch, (int64_t)m * k, (int64_t)k * n,
                        (int64_t)m * n);
     if (!p) {
         g_fail++;
         return;
     }
-    SG(sdg_gemm_run(p, g_lt, dc.p, da.p, db.p, NULL, NULL, g_ws->p, g_stream));
+    SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(dc.p), dptr(da.p), dptr(db.p), 0, 0, dptr(g_ws->p)));
     std::vector<double> ref;
     for (int z = 0; z < batch; z++) {
         std::vector<float> az(a.begin() + (size_t)z * m * k, a.begin() + (size_t)(z + 1) * m * k);
@@ -902,7 +904,7 @@ static void check_gemm_batched(const char *tag, int batch, int m, int n, int k) 
     }
     snprintf(name, sizeof name, "gemm NN batched x%d %s", batch, tag);
     compare_v(name, down_bf16(dc, ref.size()), ref, 1e-2, 1e-2);
-    sdg_gemm_destroy(p);
+    sdc_bf16_gemm_destroy(p);
 }
 
 /* ================= bias gradient ================= */
@@ -912,12 +914,12 @@ static void check_bias(const char *tag, int N, int OC) {
     std::vector<float> d, b0;
     rnd_bf16(hd, d, (size_t)N * OC, 1.0f);
     rnd_f32(b0, OC, 1.0f);
-    Dev dd(hd.size() * 2), db(OC * 4), scratch(sdg_bias_backward_scratch_bytes(N, OC));
+    Dev dd(hd.size() * 2), db(OC * 4), scratch(bias_scratch_bytes(N, OC));
     up(dd, hd);
     std::vector<float> got[2];
     for (int rep = 0; rep < 2; rep++) {
         up(db, b0);
-        SG(sdg_bias_backward(db.f(), dd.p, N, OC, scratch.p, g_stream));
+        SC(sdc_bias_act_backward(&g_ctx, SDC_BF16, dptr(dd.p), 0, N, OC, dptr(db.f()), SDC_IDENTITY, 0, dptr(scratch.p)));
         got[rep] = down<float>(db, OC);
     }
     std::vector<double> ref(OC, 0.0); /* written: b0 is overwritten */
@@ -937,21 +939,21 @@ static void fill_bf16(Dev &d, size_t n, float sd) {
 
 static void time_gemm(const char *name, int m, int n, int k, int ta, int tb, int ctype, int epi, int acc, void *a,
                       void *b, void *c, void *bias, void *aux) {
-    sdg_gemm *p = plan(m, n, k, ta, tb, ctype, ctype == SDG_F32 ? SDG_F32 : SDG_BF16, epi, acc);
+    sdc_handle p = plan(m, n, k, ta, tb, ctype, ctype == SDC_F32 ? SDC_F32 : SDC_BF16, epi, acc);
     if (!p) {
         g_fail++;
         return;
     }
-    const double us = time_us([&] { SG(sdg_gemm_run(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream)); }, 20);
+    const double us = time_us([&] { SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(c), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(g_ws->p))); }, 20);
     report_fl(name, us, 2.0 * m * n * k);
     /* the fastest of cuBLASLt's first 8 algorithms, timed there */
-    SG(sdg_gemm_tune(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream, 8, 10));
-    const double tuned = time_us([&] { SG(sdg_gemm_run(p, g_lt, c, a, b, bias, aux, g_ws->p, g_stream)); }, 20);
+    SC(sdc_bf16_gemm_tune(&g_ctx, p, dptr(c), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(g_ws->p), 8, 10));
+    const double tuned = time_us([&] { SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(c), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(g_ws->p))); }, 20);
     char label[160];
-    snprintf(label, sizeof label, "%s, tuned (tune: %.1f -> %.1f us)", name, sdg_gemm_tuned_ns(p, 0) / 1e3,
-             sdg_gemm_tuned_ns(p, 1) / 1e3);
+    snprintf(label, sizeof label, "%s, tuned (tune: %.1f -> %.1f us)", name, tuned_ns(p, 0) / 1e3,
+             tuned_ns(p, 1) / 1e3);
     report_fl(label, tuned, 2.0 * m * n * k);
-    sdg_gemm_destroy(p);
+    sdc_bf16_gemm_destroy(p);
 }
 
 static void timings() {
@@ -960,17 +962,17 @@ static void timings() {
     printf("---- timings, GPT-2 124M shapes: B=%d T=%d C=%d NH=%d V=%d ----\n", B, T, C, NH, V);
     {
         Dev x((size_t)N * C * 2), y((size_t)N * C * 2), w(C * 2), b(C * 2), mean(N * 4), rstd(N * 4), dy((size_t)N * C * 2),
-            dx((size_t)N * C * 2), dw(C * 4), db(C * 4), scratch(sdg_layernorm_backward_scratch_bytes(N, C));
+            dx((size_t)N * C * 2), dw(C * 4), db(C * 4), scratch(ln_scratch_bytes(N, C));
         fill_bf16(x, (size_t)N * C, 1.f); fill_bf16(w, C, 1.f); fill_bf16(b, C, 1.f); fill_bf16(dy, (size_t)N * C, 1.f);
         CK(cudaMemset(dx.p, 0, dx.bytes)); CK(cudaMemset(dw.p, 0, dw.bytes)); CK(cudaMemset(db.p, 0, db.bytes));
         for (int generic = 0; generic < 2; generic++) {
-            sdg_ln_force_generic = generic;
-            double us = time_us([&] { SG(sdg_layernorm_forward(y.p, mean.f(), rstd.f(), x.p, w.p, b.p, N, C, g_stream)); }, 50);
+            sdc_lnb_force_generic = generic;
+            double us = time_us([&] { SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(y.p), dptr(mean.f()), dptr(rstd.f()), dptr(x.p), dptr(w.p), dptr(b.p), N, C, 1e-5f)); }, 50);
             report_bw(generic ? "layernorm_fwd, generic form" : "layernorm_fwd (N=16384, C=768)", us, 2.0 * N * C * 2);
         }
-        sdg_ln_force_generic = 0;
+        sdc_lnb_force_generic = 0;
         const double us = time_us([&] {
-            SG(sdg_layernorm_backward(dx.p, dw.f(), db.f(), dy.p, x.p, w.p, mean.f(), rstd.f(), N, C, scratch.p, g_stream));
+            SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(dx.p), dptr(dw.f()), dptr(db.f()), dptr(dy.p), dptr(x.p), dptr(w.p), dptr(mean.f()), dptr(rstd.f()), N, C, 1, dptr(scratch.p)));
         }, 50);
         report_bw("layernorm_bwd", us, 4.0 * N * C * 2);
     }
@@ -978,9 +980,9 @@ static void timings() {
         const int64_t n = (int64_t)N * 4 * C;
         Dev x(n * 2), y(n * 2), d(n * 2);
         fill_bf16(x, n, 1.f); fill_bf16(d, n, 1.f);
-        double us = time_us([&] { SG(sdg_gelu_forward(y.p, x.p, n, g_stream)); }, 50);
+        double us = time_us([&] { SC(sdc_gelu(&g_ctx, SDC_BF16, dptr(y.p), dptr(x.p), n)); }, 50);
         report_bw("gelu_fwd (16384 x 3072)", us, 2.0 * n * 2);
-        us = time_us([&] { SG(sdg_gelu_backward(d.p, x.p, d.p, n, g_stream)); }, 50);
+        us = time_us([&] { SC(sdc_gelu_backward(&g_ctx, SDC_BF16, dptr(d.p), dptr(d.p), dptr(x.p), n)); }, 50);
         report_bw("gelu_bwd (in place)", us, 3.0 * n * 2);
     }
     {
@@ -988,14 +990,14 @@ static void timings() {
         for (int i = 0; i < N; i++) tok[i] = (int32_t)(rnd_u32() % 50257u);
         Dev dt(N * 4), wte((size_t)V * C * 2), wpe((size_t)T * C * 2), out((size_t)N * C * 2), dwte((size_t)V * C * 4),
             dwpe((size_t)T * C * 4);
-        const size_t sb = sdg_embed_backward_scratch_bytes(B, T, V);
+        const size_t sb = embed_scratch_bytes(B, T, V);
         Dev scratch(sb);
         up(dt, tok);
         fill_bf16(wte, (size_t)V * C, 0.1f); fill_bf16(wpe, (size_t)T * C, 0.1f); fill_bf16(out, (size_t)N * C, 1.f);
         CK(cudaMemset(dwte.p, 0, dwte.bytes)); CK(cudaMemset(dwpe.p, 0, dwpe.bytes));
-        double us = time_us([&] { SG(sdg_embed_forward(out.p, dt.i(), wte.p, wpe.p, B, T, C, g_stream)); }, 50);
+        double us = time_us([&] { SC(sdc_embed_bf16(&g_ctx, dptr(out.p), dptr(dt.i()), dptr(wte.p), dptr(wpe.p), B, T, C)); }, 50);
         report_bw("embed_fwd", us, 3.0 * N * C * 2);
-        us = time_us([&] { SG(sdg_embed_backward(dwte.f(), dwpe.f(), out.p, dt.i(), B, T, C, V, scratch.p, sb, g_stream)); }, 20);
+        us = time_us([&] { SC(sdc_embed_backward_bf16(&g_ctx, dptr(dwte.f()), dptr(dwpe.f()), dptr(out.p), dptr(dt.i()), B, T, C, V, dptr(scratch.p), (int64_t)sb)); }, 20);
         report_bw("embed_bwd (sort + wte + wpe)", us, 2.0 * N * C * 2 + (double)N * C * 8);
     }
     {
@@ -1095,39 +1097,39 @@ static void timings() {
         std::vector<int32_t> t(N);
         for (int i = 0; i < N; i++) t[i] = (int32_t)(rnd_u32() % (uint32_t)V);
         up(tgt, t);
-        double us = time_us([&] { SG(sdg_classifier(loss.f(), logits.p, tgt.i(), N, V, Vp, 1.f / N, 1, g_stream)); }, 10);
+        double us = time_us([&] { SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(logits.p), dptr(tgt.i()), N, V, Vp, dptr(logits.p), 1.f / N, 0, 0, dptr(loss.f()))); }, 10);
         report_bw("classifier (fwd+bwd, in place, 256 threads a block)", us, 3.0 * N * Vp * 2);
         /* the other block sizes: rows in flight per SM against threads per row */
         for (int threads : {512, 1024}) {
-            sdg_cls_threads = threads;
-            us = time_us([&] { SG(sdg_classifier(loss.f(), logits.p, tgt.i(), N, V, Vp, 1.f / N, 1, g_stream)); }, 10);
+            sdc_clsb_threads = threads;
+            us = time_us([&] { SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(logits.p), dptr(tgt.i()), N, V, Vp, dptr(logits.p), 1.f / N, 0, 0, dptr(loss.f()))); }, 10);
             char label[64];
             snprintf(label, sizeof label, "classifier, %d threads a block", threads);
             report_bw(label, us, 3.0 * N * Vp * 2);
         }
-        sdg_cls_threads = 0;
+        sdc_clsb_threads = 0;
     }
     {
         const int64_t n = 124475904; /* GPT-2 124M with the padded vocabulary */
-        Dev p(n * 4), pb(n * 2), g(n * 4), m(n * 4), v(n * 4), hd(sizeof(sdg_adamw_hyper));
+        Dev p(n * 4), pb(n * 2), g(n * 4), m(n * 4), v(n * 4), hd(sizeof(sdc_adamw_hyper));
         CK(cudaMemset(p.p, 0, p.bytes)); CK(cudaMemset(g.p, 0, g.bytes));
         CK(cudaMemset(m.p, 0, m.bytes)); CK(cudaMemset(v.p, 0, v.bytes));
-        sdg_adamw_hyper h;
+        sdc_adamw_hyper h;
         memset(&h, 0, sizeof h);
         h.lr = 6e-4f; h.beta1 = 0.9f; h.beta2 = 0.95f; h.eps = 1e-8f; h.weight_decay = 0.1f; h.grad_scale = 1.f; h.step = 1;
         CK(cudaMemcpy(hd.p, &h, sizeof h, cudaMemcpyHostToDevice));
         double us = time_us([&] {
-            SG(sdg_adamw(p.f(), pb.p, g.f(), m.f(), v.f(), NULL, 0, n, (const sdg_adamw_hyper *)hd.p, g_stream));
+            SC(sdc_adamw_bf16(&g_ctx, dptr(p.f()), dptr(pb.p), dptr(g.f()), dptr(m.f()), dptr(v.f()), 0, 0, n, dptr(hd.p)));
         }, 10);
         report_bw("adamw (124M params)", us, 30.0 * n);
     }
     {
-        Dev d((size_t)N * 4 * C * 2), db(4 * C * 4), scratch(sdg_bias_backward_scratch_bytes(N, 4 * C));
+        Dev d((size_t)N * 4 * C * 2), db(4 * C * 4), scratch(bias_scratch_bytes(N, 4 * C));
         fill_bf16(d, (size_t)N * 4 * C, 1.f);
         CK(cudaMemset(db.p, 0, db.bytes));
-        double us = time_us([&] { SG(sdg_bias_backward(db.f(), d.p, N, 4 * C, scratch.p, g_stream)); }, 50);
+        double us = time_us([&] { SC(sdc_bias_act_backward(&g_ctx, SDC_BF16, dptr(d.p), 0, N, 4 * C, dptr(db.f()), SDC_IDENTITY, 0, dptr(scratch.p))); }, 50);
         report_bw("bias_bwd (16384 x 3072)", us, 2.0 * N * 4 * C);
-        us = time_us([&] { SG(sdg_bias_backward(db.f(), d.p, N, C, scratch.p, g_stream)); }, 50);
+        us = time_us([&] { SC(sdc_bias_act_backward(&g_ctx, SDC_BF16, dptr(d.p), 0, N, C, dptr(db.f()), SDC_IDENTITY, 0, dptr(scratch.p))); }, 50);
         report_bw("bias_bwd (16384 x 768)", us, 2.0 * N * C);
     }
     {
@@ -1136,33 +1138,33 @@ static void timings() {
         fill_bf16(x, (size_t)N * 4 * C, 1.f); fill_bf16(w, (size_t)Vp * C, 0.02f); fill_bf16(bias, 4 * C, 0.1f);
         fill_bf16(aux, (size_t)N * 4 * C, 1.f);
         CK(cudaMemset(gw.p, 0, gw.bytes));
-        time_gemm("gemm qkv fwd 16384x2304x768 bias", N, 3 * C, C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
-        time_gemm("gemm attproj fwd 16384x768x768 bias", N, C, C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
-        time_gemm("gemm fc fwd 16384x3072x768 gelu+aux", N, 4 * C, C, 0, 1, SDG_BF16, SDG_EPI_GELU_AUX_BIAS, 0, x.p, w.p, y.p, bias.p, aux.p);
-        time_gemm("gemm fcproj fwd 16384x768x3072 bias", N, C, 4 * C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
-        time_gemm("gemm lm_head fwd 16384x50304x768", N, Vp, C, 0, 1, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_DGELU, 0, x.p, w.p, y.p, NULL, aux.p);
+        time_gemm("gemm qkv fwd 16384x2304x768 bias", N, 3 * C, C, 0, 1, SDC_BF16, SDC_BEPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm attproj fwd 16384x768x768 bias", N, C, C, 0, 1, SDC_BF16, SDC_BEPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm fc fwd 16384x3072x768 gelu+aux", N, 4 * C, C, 0, 1, SDC_BF16, SDC_BEPI_GELU_AUX_BIAS, 0, x.p, w.p, y.p, bias.p, aux.p);
+        time_gemm("gemm fcproj fwd 16384x768x3072 bias", N, C, 4 * C, 0, 1, SDC_BF16, SDC_BEPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm lm_head fwd 16384x50304x768", N, Vp, C, 0, 1, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu", N, 4 * C, C, 0, 0, SDC_BF16, SDC_BEPI_DGELU, 0, x.p, w.p, y.p, NULL, aux.p);
         /* the MLP's bias gradient (bf16) in the same GEMM's epilogue, against dgelu + bias_bwd (16384 x 3072) */
-        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu+bgrad", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_DGELU_BGRAD, 0, x.p, w.p, y.p, bias.p, aux.p);
-        time_gemm("gemm qkv dinp 16384x768x2304", N, C, 3 * C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm qkv dW 2304x768x16384 bgrad", 3 * C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
-        time_gemm("gemm fc dW 3072x768x16384 bgrad", 4 * C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
-        time_gemm("gemm lm_head dinp 16384x768x50304", N, C, Vp, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, y.p, w.p, x.p, NULL, NULL);
-        time_gemm("gemm lm_head dW 50304x768x16384", Vp, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, y.p, x.p, gw.p, NULL, NULL);
+        time_gemm("gemm fcproj dinp 16384x3072x768 dgelu+bgrad", N, 4 * C, C, 0, 0, SDC_BF16, SDC_BEPI_DGELU_BGRAD, 0, x.p, w.p, y.p, bias.p, aux.p);
+        time_gemm("gemm qkv dinp 16384x768x2304", N, C, 3 * C, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm qkv dW 2304x768x16384 bgrad", 3 * C, C, N, 1, 0, SDC_F32, SDC_BEPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
+        time_gemm("gemm fc dW 3072x768x16384 bgrad", 4 * C, C, N, 1, 0, SDC_F32, SDC_BEPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
+        time_gemm("gemm lm_head dinp 16384x768x50304", N, C, Vp, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, y.p, w.p, x.p, NULL, NULL);
+        time_gemm("gemm lm_head dW 50304x768x16384", Vp, C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, y.p, x.p, gw.p, NULL, NULL);
         /* the rest of a block's GEMMs, and the fused ones without their epilogues (what fusing costs or saves) */
-        time_gemm("gemm attproj dinp 16384x768x768", N, C, C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm fc dinp 16384x768x3072", N, C, 4 * C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm attproj dW 768x768x16384 bgrad", C, C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
+        time_gemm("gemm attproj dinp 16384x768x768", N, C, C, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fc dinp 16384x768x3072", N, C, 4 * C, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm attproj dW 768x768x16384 bgrad", C, C, N, 1, 0, SDC_F32, SDC_BEPI_BGRAD_A, 1, x.p, w.p, gw.p, gb.p, NULL);
         /* B of this dW is (N, 4C): the aux buffer's size */
-        time_gemm("gemm fcproj dW 768x3072x16384 bgrad", C, 4 * C, N, 1, 0, SDG_F32, SDG_EPI_BGRAD_A, 1, x.p, aux.p, gw.p, gb.p, NULL);
-        time_gemm("gemm qkv dW 2304x768x16384 (no bgrad)", 3 * C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
-        time_gemm("gemm attproj dW 768x768x16384 (no bgrad)", C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
-        time_gemm("gemm fcproj dW 768x3072x16384 (no bgrad)", C, 4 * C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, aux.p, gw.p, NULL, NULL);
-        time_gemm("gemm fc fwd 16384x3072x768 bias (no gelu)", N, 4 * C, C, 0, 1, SDG_BF16, SDG_EPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
-        time_gemm("gemm fc fwd 16384x3072x768 (no epilogue)", N, 4 * C, C, 0, 1, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm fcproj dinp 16384x3072x768 (no dgelu)", N, 4 * C, C, 0, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
-        time_gemm("gemm fc dW 3072x768x16384 (no bgrad)", 4 * C, C, N, 1, 0, SDG_F32, SDG_EPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
-        time_gemm("gemm fc dW 3072x768x16384 bf16 out, no bgrad", 4 * C, C, N, 1, 0, SDG_BF16, SDG_EPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fcproj dW 768x3072x16384 bgrad", C, 4 * C, N, 1, 0, SDC_F32, SDC_BEPI_BGRAD_A, 1, x.p, aux.p, gw.p, gb.p, NULL);
+        time_gemm("gemm qkv dW 2304x768x16384 (no bgrad)", 3 * C, C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm attproj dW 768x768x16384 (no bgrad)", C, C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm fcproj dW 768x3072x16384 (no bgrad)", C, 4 * C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, x.p, aux.p, gw.p, NULL, NULL);
+        time_gemm("gemm fc fwd 16384x3072x768 bias (no gelu)", N, 4 * C, C, 0, 1, SDC_BF16, SDC_BEPI_BIAS, 0, x.p, w.p, y.p, bias.p, NULL);
+        time_gemm("gemm fc fwd 16384x3072x768 (no epilogue)", N, 4 * C, C, 0, 1, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fcproj dinp 16384x3072x768 (no dgelu)", N, 4 * C, C, 0, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
+        time_gemm("gemm fc dW 3072x768x16384 (no bgrad)", 4 * C, C, N, 1, 0, SDC_F32, SDC_BEPI_NONE, 1, x.p, w.p, gw.p, NULL, NULL);
+        time_gemm("gemm fc dW 3072x768x16384 bf16 out, no bgrad", 4 * C, C, N, 1, 0, SDC_BF16, SDC_BEPI_NONE, 0, x.p, w.p, y.p, NULL, NULL);
     }
 }
 
@@ -1179,9 +1181,11 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device %s, %d SMs, sdg ABI %d\n", prop.name, prop.multiProcessorCount, sdg_abi_version());
+    printf("device %s, %d SMs, sdc ABI %d, sdg ABI %d\n", prop.name, prop.multiProcessorCount, sdc_abi_version(),
+           sdg_abi_version());
     setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with stderr's in a log */
     CK(cudaStreamCreate(&g_stream)); /* blocking: ordered with the plain cudaMemcpy and cudaMemset calls */
+    SC(sdc_create(dptr(g_stream), 0, &g_ctx));
     if (cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasLtCreate failed\n");
         return 100;
@@ -1223,5 +1227,6 @@ int main(int argc, char **argv) {
     printf("==== %s: %d failure(s)\n", g_fail ? "FAIL" : "ALL PASS", g_fail);
     delete g_ws;
     cublasLtDestroy(g_lt);
+    SC(sdc_destroy(&g_ctx));
     return g_fail > 100 ? 100 : g_fail;
 }

@@ -1,10 +1,14 @@
 // Fail-fast checks shared by the GPT kernel check (check.cu) and the step
-// harness (step.cu): a CUDA error exits 100, an sdg_* error 101, printing
-// file:line, the call and the message.
+// harness (step.cu): a CUDA error exits 100, an sdg_* or sdc_* error 101,
+// printing file:line, the call and the message. Both link
+// build/libsymddp_cuda.so (cuda/build.sh) and run the compute ABI's
+// entry points on a context (sdc_ctx) over their own stream.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
+#include "symddp_compute.h"
+#include "symddp_cuda.h"
 #include "symddp_gpt.h"
 
 #define CK(call)                                                                                 \
@@ -24,3 +28,43 @@
             exit(101);                                                                            \
         }                                                                                         \
     } while (0)
+
+#define SC(call)                                                                                 \
+    do {                                                                                         \
+        int rc_ = (call);                                                                        \
+        if (rc_ != SD_OK) {                                                                      \
+            fprintf(stderr, "%s:%d: %s: rc %d: %s\n", __FILE__, __LINE__, #call, rc_, sd_last_error()); \
+            exit(101);                                                                           \
+        }                                                                                        \
+    } while (0)
+
+/* A device pointer as the compute ABI's uint64_t. */
+static inline uint64_t dptr(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* sdc_layer_norm_backward's scratch for bf16 rows. */
+static inline size_t ln_scratch_bytes(int64_t N, int64_t C) {
+    int64_t b = 0;
+    SC(sdc_layer_norm_backward_scratch_bytes(SDC_BF16, N, C, &b));
+    return (size_t)b;
+}
+
+/* sdc_bias_act_backward's scratch for a bf16 bias gradient. */
+static inline size_t bias_scratch_bytes(int64_t N, int64_t OC) {
+    int64_t b = 0;
+    SC(sdc_bias_act_backward_scratch_bytes(SDC_BF16, N, OC, &b));
+    return (size_t)b;
+}
+
+/* sdc_embed_backward_bf16's scratch. */
+static inline size_t embed_scratch_bytes(int64_t B, int64_t T, int64_t V) {
+    int64_t b = 0;
+    SC(sdc_embed_backward_bf16_scratch_bytes(B, T, V, &b));
+    return (size_t)b;
+}
+
+/* sdc_bf16_gemm_tuned's time of the heuristic's (best 0) or the kept (1) algorithm. */
+static inline int64_t tuned_ns(sdc_handle p, int best) {
+    int64_t ns = 0;
+    SC(sdc_bf16_gemm_tuned(p, best, &ns));
+    return ns;
+}

@@ -1,8 +1,12 @@
 /*
- * cuda/gptcheck/step.cu: one whole GPT-2 124M training step from the sdg_*
- * kernels (symddp_gpt.h), captured in one CUDA graph and timed (issue 20).
+ * cuda/gptcheck/step.cu: one whole GPT-2 124M training step from the
+ * library's bf16 kernels (symddp_compute.h's sdc_* with SDC_BF16, and the
+ * symddp_gpt.h sdg_* ones that have not joined it yet), captured in one CUDA
+ * graph and timed (issue 20).
  *
- *   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda cuda/gptcheck/step.cu cuda/sd_gpt_*.cu -lcublasLt -lcublas
+ *   cuda/build.sh
+ *   nvcc -O3 -std=c++17 -arch=sm_90 -cudart shared -Icuda cuda/gptcheck/step.cu -Lbuild -lsymddp_cuda \
+ *       -Xlinker -rpath=build -lcublasLt -lcublas
  *   build/gptstep [--batch 16,32] [--steps 20] [--timed 20] [--attention auto|mma|wmma]
  *                 [--no-tune] [--bgrad-epilogue] [--breakdown]
  *
@@ -21,7 +25,7 @@
  * residual gradient), attproj dW+db, dinp, attention backward, qkv dW+db, dinp,
  * ln1 backward], embedding backward (adds to dwte, dwpe); AdamW over all
  * 124,475,904 parameters with the bf16 copy. The residual adds are GEMMs with
- * beta = 1 that read the residual as C and write the next one (sdg_gemm_run_into).
+ * beta = 1 that read the residual as C and write the next one (sdc_bf16_gemm_run_into).
  *
  * Data: one fixed synthetic batch, each sequence a walk x' = (17 x + 5) mod 1024
  * from a random start, so the loss must fall from ln(50304) ~ 10.8: the first
@@ -70,7 +74,7 @@ static const char *g_att_name = "auto";
  * timed at its first run, outside the capture, as the product does);
  * --bgrad-epilogue: the bias gradients in the dW GEMMs' BGRAD_A epilogue */
 static bool g_tune = true, g_bgrad_epilogue = false;
-static std::vector<sdg_gemm *> g_tuned;
+static std::vector<sdc_handle> g_tuned;
 
 /* --breakdown: an event after each operation of an eager step, with its name */
 static bool g_breakdown = false, g_marking = false;
@@ -79,6 +83,8 @@ struct Mark {
     cudaEvent_t ev;
 };
 static std::vector<Mark> g_marks;
+static sdc_ctx g_ctx; /* the compute ABI's context over the step's stream */
+
 static void mark(cudaStream_t s, const char *name) {
     if (!g_marking) return;
     cudaEvent_t e;
@@ -128,7 +134,7 @@ __global__ void __launch_bounds__(1024) mean_kernel(float *out, const float *los
     if (threadIdx.x == 0) *out = sm[0] / (float)n;
 }
 
-__global__ void step_inc_kernel(sdg_adamw_hyper *h) { h->step += 1; }
+__global__ void step_inc_kernel(sdc_adamw_hyper *h) { h->step += 1; }
 
 /* ---- parameters ---- */
 enum { P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_APW, P_APB, P_LN2W, P_LN2B, P_FCW, P_FCB, P_FPW, P_FPB,
@@ -157,26 +163,26 @@ static void *dmalloc(size_t bytes) {
 }
 
 struct Gemms {
-    sdg_gemm *qkv, *ap, *fc, *fp, *lm;                         /* forward */
-    sdg_gemm *lm_dinp, *lm_dw;                                 /* head backward */
-    sdg_gemm *fp_dw, *fp_dinp, *fc_dw, *fc_dinp, *ap_dw, *ap_dinp, *qkv_dw, *qkv_dinp;
+    sdc_handle qkv, ap, fc, fp, lm;                         /* forward */
+    sdc_handle lm_dinp, lm_dw;                                 /* head backward */
+    sdc_handle fp_dw, fp_dinp, fc_dw, fc_dinp, ap_dw, ap_dinp, qkv_dw, qkv_dinp;
 };
 
-static sdg_gemm *mkplan(cublasLtHandle_t lt, int m, int n, int k, int ta, int tb, int ctype, int btype, int epi,
+static sdc_handle mkplan(int m, int n, int k, int ta, int tb, int ctype, int btype, int epi,
                         int acc, bool must = true) {
-    sdg_gemm_desc d;
+    sdc_bf16_gemm_desc d;
     memset(&d, 0, sizeof d);
     d.m = m; d.n = n; d.k = k; d.trans_a = ta; d.trans_b = tb; d.batch = 1;
     d.c_type = ctype; d.bias_type = btype; d.epilogue = epi; d.accumulate = acc;
     d.workspace_bytes = (int64_t)WS_BYTES;
-    sdg_gemm *p = NULL;
-    if (sdg_gemm_create(&p, lt, &d) != SDG_OK) {
+    sdc_handle p = 0;
+    if (sdc_bf16_gemm_create(&g_ctx, &d, &p) != SD_OK) {
         if (must) {
-            fprintf(stderr, "plan m=%d n=%d k=%d epi %d: %s\n", m, n, k, epi, sdg_last_error());
+            fprintf(stderr, "plan m=%d n=%d k=%d epi %d: %s\n", m, n, k, epi, sd_last_error());
             exit(101);
         }
-        printf("info plan m=%d n=%d k=%d epi %d unavailable: %s\n", m, n, k, epi, sdg_last_error());
-        return NULL;
+        printf("info plan m=%d n=%d k=%d epi %d unavailable: %s\n", m, n, k, epi, sd_last_error());
+        return 0;
     }
     return p;
 }
@@ -187,7 +193,7 @@ struct Model {
     float *params, *grads, *m, *v;
     bf16 *wb; /* bf16 copy of params */
     uint8_t *decay;
-    sdg_adamw_hyper *hyper;
+    sdc_adamw_hyper *hyper;
     int32_t *tokens, *targets;
     /* activations (per layer: index l) */
     bf16 *enc, *ln1, *qkv, *att, *res2, *ln2, *fpre, *fgelu, *res3, *lnf, *logits;
@@ -216,7 +222,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     M.v = (float *)dmalloc(n * 4);
     M.wb = (bf16 *)dmalloc(n * 2);
     M.decay = (uint8_t *)dmalloc(n / C);
-    M.hyper = (sdg_adamw_hyper *)dmalloc(sizeof(sdg_adamw_hyper));
+    M.hyper = (sdc_adamw_hyper *)dmalloc(sizeof(sdc_adamw_hyper));
     M.tokens = (int32_t *)dmalloc(N * 4);
     M.targets = (int32_t *)dmalloc(N * 4);
     M.enc = (bf16 *)dmalloc(N * C * 2);
@@ -245,36 +251,36 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     M.datt = (bf16 *)dmalloc(N * C * 2);
     M.dqkv = (bf16 *)dmalloc(N * 3 * C * 2);
     M.att_scratch = dmalloc(sdg_attention_backward_scratch_bytes(B, T, C, NH));
-    M.ln_scratch = dmalloc(sdg_layernorm_backward_scratch_bytes(M.N, C));
-    M.emb_scratch_bytes = sdg_embed_backward_scratch_bytes(B, T, Vp);
+    M.ln_scratch = dmalloc(ln_scratch_bytes(M.N, C));
+    M.emb_scratch_bytes = embed_scratch_bytes(B, T, Vp);
     if (!M.emb_scratch_bytes) {
-        fprintf(stderr, "sdg_embed_backward_scratch_bytes: 0\n");
+        fprintf(stderr, "sdc_embed_backward_bf16_scratch_bytes: 0\n");
         exit(101);
     }
     M.emb_scratch = dmalloc(M.emb_scratch_bytes);
-    M.bias_scratch = dmalloc(sdg_bias_backward_scratch_bytes(M.N, 4 * C));
+    M.bias_scratch = dmalloc(bias_scratch_bytes(M.N, 4 * C));
     M.ws = dmalloc(WS_BYTES);
 
     Gemms &g = M.g;
     const int Nn = M.N;
-    g.qkv = mkplan(lt, Nn, 3 * C, C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 0);
-    g.ap = mkplan(lt, Nn, C, C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 1);
-    g.fc = mkplan(lt, Nn, 4 * C, C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_GELU_AUX_BIAS, 0);
-    g.fp = mkplan(lt, Nn, C, 4 * C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_BIAS, 1);
-    g.lm = mkplan(lt, Nn, Vp, C, 0, 1, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.lm_dinp = mkplan(lt, Nn, C, Vp, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.lm_dw = mkplan(lt, Vp, C, Nn, 1, 0, SDG_F32, SDG_F32, SDG_EPI_NONE, 0);
-    g.fp_dinp = mkplan(lt, Nn, 4 * C, C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_DGELU, 0);
-    g.fc_dinp = mkplan(lt, Nn, C, 4 * C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.ap_dinp = mkplan(lt, Nn, C, C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    g.qkv_dinp = mkplan(lt, Nn, C, 3 * C, 0, 0, SDG_BF16, SDG_BF16, SDG_EPI_NONE, 0);
-    /* dW without the BGRAD_A epilogue, the bias gradients by sdg_bias_backward
+    g.qkv = mkplan(Nn, 3 * C, C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 0);
+    g.ap = mkplan(Nn, C, C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 1);
+    g.fc = mkplan(Nn, 4 * C, C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_GELU_AUX_BIAS, 0);
+    g.fp = mkplan(Nn, C, 4 * C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_BIAS, 1);
+    g.lm = mkplan(Nn, Vp, C, 0, 1, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    g.lm_dinp = mkplan(Nn, C, Vp, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    g.lm_dw = mkplan(Vp, C, Nn, 1, 0, SDC_F32, SDC_F32, SDC_BEPI_NONE, 0);
+    g.fp_dinp = mkplan(Nn, 4 * C, C, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_DGELU, 0);
+    g.fc_dinp = mkplan(Nn, C, 4 * C, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    g.ap_dinp = mkplan(Nn, C, C, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    g.qkv_dinp = mkplan(Nn, C, 3 * C, 0, 0, SDC_BF16, SDC_BF16, SDC_BEPI_NONE, 0);
+    /* dW without the BGRAD_A epilogue, the bias gradients by sdc_bias_act_backward
      * (--bgrad-epilogue: in the dW GEMMs' epilogue, for comparison) */
-    const int epi = g_bgrad_epilogue ? SDG_EPI_BGRAD_A : SDG_EPI_NONE;
-    g.fp_dw = mkplan(lt, C, 4 * C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
-    g.fc_dw = mkplan(lt, 4 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
-    g.ap_dw = mkplan(lt, C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
-    g.qkv_dw = mkplan(lt, 3 * C, C, Nn, 1, 0, SDG_F32, SDG_F32, epi, 0);
+    const int epi = g_bgrad_epilogue ? SDC_BEPI_BGRAD_A : SDC_BEPI_NONE;
+    g.fp_dw = mkplan(C, 4 * C, Nn, 1, 0, SDC_F32, SDC_F32, epi, 0);
+    g.fc_dw = mkplan(4 * C, C, Nn, 1, 0, SDC_F32, SDC_F32, epi, 0);
+    g.ap_dw = mkplan(C, C, Nn, 1, 0, SDC_F32, SDC_F32, epi, 0);
+    g.qkv_dw = mkplan(3 * C, C, Nn, 1, 0, SDC_F32, SDC_F32, epi, 0);
 }
 
 static void free_model(Model &M) {
@@ -283,9 +289,9 @@ static void free_model(Model &M) {
                   M.rstd2, M.lse, M.meanf, M.rstdf, M.losses, M.loss, M.dres, M.dln, M.dpre, M.datt, M.dqkv,
                   M.att_scratch, M.ln_scratch, M.emb_scratch, M.bias_scratch, M.ws};
     for (void *p : ps) CK(cudaFree(p));
-    sdg_gemm *gs[] = {M.g.qkv, M.g.ap, M.g.fc, M.g.fp, M.g.lm, M.g.lm_dinp, M.g.lm_dw, M.g.fp_dw, M.g.fp_dinp,
+    sdc_handle gs[] = {M.g.qkv, M.g.ap, M.g.fc, M.g.fp, M.g.lm, M.g.lm_dinp, M.g.lm_dw, M.g.fp_dw, M.g.fp_dinp,
                       M.g.fc_dw, M.g.fc_dinp, M.g.ap_dw, M.g.ap_dinp, M.g.qkv_dw, M.g.qkv_dinp};
-    for (sdg_gemm *p : gs) sdg_gemm_destroy(p);
+    for (sdc_handle p : gs) sdc_bf16_gemm_destroy(p);
     g_tuned.clear();
 }
 
@@ -314,7 +320,7 @@ static void init_model(Model &M) {
     for (int t : dec)
         for (int64_t i = P.off[t] / C; i < (P.off[t] + P.size[t]) / C; i++) decay[i] = 1;
     CK(cudaMemcpy(M.decay, decay.data(), decay.size(), cudaMemcpyHostToDevice));
-    sdg_adamw_hyper h;
+    sdc_adamw_hyper h;
     memset(&h, 0, sizeof h);
     h.lr = 6e-4f; h.beta1 = 0.9f; h.beta2 = 0.95f; h.eps = 1e-8f; h.weight_decay = 0.1f; h.grad_scale = 1.f;
     h.step = 0; /* step_inc_kernel makes it 1 in the first step */
@@ -337,32 +343,32 @@ static void init_model(Model &M) {
 }
 
 /* times the plan's candidates at its first run outside the capture (--no-tune: not) */
-static void tune_once(Model &M, sdg_gemm *p, void *c, const void *a, const void *b, void *bias, void *aux) {
+static void tune_once(Model &M, sdc_handle p, void *c, const void *a, const void *b, void *bias, void *aux) {
     cudaStreamCaptureStatus cs;
     CK(cudaStreamIsCapturing(M.s, &cs));
     bool tuned = false;
-    for (sdg_gemm *q : g_tuned) tuned = tuned || q == p;
+    for (sdc_handle q : g_tuned) tuned = tuned || q == p;
     if (g_tune && !tuned && cs == cudaStreamCaptureStatusNone) {
         /* the residual GEMMs accumulate into C: timed into the (idle) dln buffer */
         void *tc = (p == M.g.ap || p == M.g.fp) ? (void *)M.dln : c;
-        SG(sdg_gemm_tune(p, M.lt, tc, a, b, bias, aux, M.ws, M.s, 8, 5));
+        SC(sdc_bf16_gemm_tune(&g_ctx, p, dptr(tc), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(M.ws), 8, 5));
         g_tuned.push_back(p);
     }
 }
 
-static void gemm(Model &M, sdg_gemm *p, void *c, const void *a, const void *b, void *bias = NULL, void *aux = NULL) {
+static void gemm(Model &M, sdc_handle p, void *c, const void *a, const void *b, void *bias = NULL, void *aux = NULL) {
     tune_once(M, p, c, a, b, bias, aux);
-    SG(sdg_gemm_run(p, M.lt, c, a, b, bias, aux, M.ws, M.s));
+    SC(sdc_bf16_gemm_run(&g_ctx, p, dptr(c), dptr(a), dptr(b), dptr(bias), dptr(aux), dptr(M.ws)));
 }
 
 /* a residual add: d = a b^T + bias + c (the plan accumulates) */
-static void gemm_into(Model &M, sdg_gemm *p, void *d, const void *c, const void *a, const void *b, void *bias) {
+static void gemm_into(Model &M, sdc_handle p, void *d, const void *c, const void *a, const void *b, void *bias) {
     tune_once(M, p, d, a, b, bias, NULL);
-    SG(sdg_gemm_run_into(p, M.lt, d, c, a, b, bias, NULL, M.ws, M.s));
+    SC(sdc_bf16_gemm_run_into(&g_ctx, p, dptr(d), dptr(c), dptr(a), dptr(b), dptr(bias), 0, dptr(M.ws)));
 }
 
 /* dW (and db) of a Linear from dout (N,OC) and its input x (N,IC). */
-static void linear_dw(Model &M, sdg_gemm *p, float *dw, float *db, const bf16 *dout, const bf16 *x, int OC,
+static void linear_dw(Model &M, sdc_handle p, float *dw, float *db, const bf16 *dout, const bf16 *x, int OC,
                       const char *dwname, const char *dbname) {
     if (g_bgrad_epilogue) {
         gemm(M, p, dw, dout, x, db);
@@ -371,7 +377,7 @@ static void linear_dw(Model &M, sdg_gemm *p, float *dw, float *db, const bf16 *d
     }
     gemm(M, p, dw, dout, x);
     mark(M.s, dwname);
-    SG(sdg_bias_backward(db, dout, M.N, OC, M.bias_scratch, M.s));
+    SC(sdc_bias_act_backward(&g_ctx, SDC_BF16, dptr(dout), 0, M.N, OC, dptr(db), SDC_IDENTITY, 0, dptr(M.bias_scratch)));
     mark(M.s, dbname);
 }
 
@@ -392,15 +398,14 @@ static void step(Model &M) {
     mark(s, "step counter, memsets");
 
     /* ---- forward ---- */
-    SG(sdg_embed_forward(M.enc, M.tokens, M.w(P_WTE), M.w(P_WPE), B, T, C, s));
+    SC(sdc_embed_bf16(&g_ctx, dptr(M.enc), dptr(M.tokens), dptr(M.w(P_WTE)), dptr(M.w(P_WPE)), B, T, C));
     mark(s, "embedding forward");
     for (int l = 0; l < L; l++) {
         const bf16 *x = l == 0 ? M.enc : M.res3 + (size_t)(l - 1) * NC;
         bf16 *ln1 = M.ln1 + l * NC, *qkv = M.qkv + l * NC * 3, *att = M.att + l * NC, *res2 = M.res2 + l * NC;
         bf16 *ln2 = M.ln2 + l * NC, *fpre = M.fpre + l * NC * 4, *fgelu = M.fgelu + l * NC * 4;
         bf16 *res3 = M.res3 + l * NC;
-        SG(sdg_layernorm_forward(ln1, M.mean1 + (size_t)l * N, M.rstd1 + (size_t)l * N, x, M.w(P_LN1W) + l * C,
-                                 M.w(P_LN1B) + l * C, N, C, s));
+        SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(ln1), dptr(M.mean1 + (size_t)l * N), dptr(M.rstd1 + (size_t)l * N), dptr(x), dptr(M.w(P_LN1W) + l * C), dptr(M.w(P_LN1B) + l * C), N, C, 1e-5f));
         mark(s, "layernorm forward");
         gemm(M, M.g.qkv, qkv, ln1, M.w(P_QKVW) + (size_t)l * 3 * C * C, (void *)(M.w(P_QKVB) + l * 3 * C));
         mark(s, "qkv GEMM +bias");
@@ -408,8 +413,7 @@ static void step(Model &M) {
         mark(s, "attention forward");
         gemm_into(M, M.g.ap, res2, x, att, M.w(P_APW) + (size_t)l * C * C, (void *)(M.w(P_APB) + l * C));
         mark(s, "attproj GEMM +bias+residual");
-        SG(sdg_layernorm_forward(ln2, M.mean2 + (size_t)l * N, M.rstd2 + (size_t)l * N, res2, M.w(P_LN2W) + l * C,
-                                 M.w(P_LN2B) + l * C, N, C, s));
+        SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(ln2), dptr(M.mean2 + (size_t)l * N), dptr(M.rstd2 + (size_t)l * N), dptr(res2), dptr(M.w(P_LN2W) + l * C), dptr(M.w(P_LN2B) + l * C), N, C, 1e-5f));
         mark(s, "layernorm forward");
         gemm(M, M.g.fc, fgelu, ln2, M.w(P_FCW) + (size_t)l * 4 * C * C, (void *)(M.w(P_FCB) + l * 4 * C), fpre);
         mark(s, "fc GEMM +bias+GELU(aux)");
@@ -417,11 +421,11 @@ static void step(Model &M) {
         mark(s, "fcproj GEMM +bias+residual");
     }
     const bf16 *top = M.res3 + (size_t)(L - 1) * NC;
-    SG(sdg_layernorm_forward(M.lnf, M.meanf, M.rstdf, top, M.w(P_LNFW), M.w(P_LNFB), N, C, s));
+    SC(sdc_layer_norm(&g_ctx, SDC_BF16, dptr(M.lnf), dptr(M.meanf), dptr(M.rstdf), dptr(top), dptr(M.w(P_LNFW)), dptr(M.w(P_LNFB)), N, C, 1e-5f));
     mark(s, "layernorm forward");
     gemm(M, M.g.lm, M.logits, M.lnf, M.w(P_WTE));
     mark(s, "head GEMM");
-    SG(sdg_classifier(M.losses, M.logits, M.targets, N, V, Vp, 1.f / (float)N, 1, s));
+    SC(sdc_softmax_xent(&g_ctx, SDC_BF16, dptr(M.logits), dptr(M.targets), N, V, Vp, dptr(M.logits), 1.f / (float)N, 0, 0, dptr(M.losses)));
     mean_kernel<<<1, 1024, 0, s>>>(M.loss, M.losses, N);
     CK(cudaGetLastError());
     mark(s, "classifier, mean loss");
@@ -432,8 +436,7 @@ static void step(Model &M) {
     gemm(M, M.g.lm_dinp, M.dln, M.logits, M.w(P_WTE)); /* dlnf */
     mark(s, "head dinp GEMM");
     CK(cudaMemsetAsync(M.dres, 0, NC * 2, s));
-    SG(sdg_layernorm_backward(M.dres, M.gr(P_LNFW), M.gr(P_LNFB), M.dln, top, M.w(P_LNFW), M.meanf, M.rstdf, N, C,
-                              M.ln_scratch, s));
+    SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(M.dres), dptr(M.gr(P_LNFW)), dptr(M.gr(P_LNFB)), dptr(M.dln), dptr(top), dptr(M.w(P_LNFW)), dptr(M.meanf), dptr(M.rstdf), N, C, 1, dptr(M.ln_scratch)));
     mark(s, "layernorm backward");
     for (int l = L - 1; l >= 0; l--) {
         const bf16 *x = l == 0 ? M.enc : M.res3 + (size_t)(l - 1) * NC;
@@ -447,9 +450,7 @@ static void step(Model &M) {
                   "fc dW GEMM", "bias backward");
         gemm(M, M.g.fc_dinp, M.dln, M.dpre, M.w(P_FCW) + (size_t)l * 4 * C * C);
         mark(s, "fc dinp GEMM");
-        SG(sdg_layernorm_backward(M.dres, M.gr(P_LN2W) + l * C, M.gr(P_LN2B) + l * C, M.dln, res2,
-                                  M.w(P_LN2W) + l * C, M.mean2 + (size_t)l * N, M.rstd2 + (size_t)l * N, N, C,
-                                  M.ln_scratch, s));
+        SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(M.dres), dptr(M.gr(P_LN2W) + l * C), dptr(M.gr(P_LN2B) + l * C), dptr(M.dln), dptr(res2), dptr(M.w(P_LN2W) + l * C), dptr(M.mean2 + (size_t)l * N), dptr(M.rstd2 + (size_t)l * N), N, C, 1, dptr(M.ln_scratch)));
         mark(s, "layernorm backward");
         linear_dw(M, M.g.ap_dw, M.gr(P_APW) + (size_t)l * C * C, M.gr(P_APB) + l * C, M.dres, att, C,
                   "attproj dW GEMM", "bias backward");
@@ -462,16 +463,14 @@ static void step(Model &M) {
                   "qkv dW GEMM", "bias backward");
         gemm(M, M.g.qkv_dinp, M.dln, M.dqkv, M.w(P_QKVW) + (size_t)l * 3 * C * C);
         mark(s, "qkv dinp GEMM");
-        SG(sdg_layernorm_backward(M.dres, M.gr(P_LN1W) + l * C, M.gr(P_LN1B) + l * C, M.dln, x, M.w(P_LN1W) + l * C,
-                                  M.mean1 + (size_t)l * N, M.rstd1 + (size_t)l * N, N, C, M.ln_scratch, s));
+        SC(sdc_layer_norm_backward(&g_ctx, SDC_BF16, dptr(M.dres), dptr(M.gr(P_LN1W) + l * C), dptr(M.gr(P_LN1B) + l * C), dptr(M.dln), dptr(x), dptr(M.w(P_LN1W) + l * C), dptr(M.mean1 + (size_t)l * N), dptr(M.rstd1 + (size_t)l * N), N, C, 1, dptr(M.ln_scratch)));
         mark(s, "layernorm backward");
     }
-    SG(sdg_embed_backward(M.gr(P_WTE), M.gr(P_WPE), M.dres, M.tokens, B, T, C, Vp, M.emb_scratch,
-                          M.emb_scratch_bytes, s));
+    SC(sdc_embed_backward_bf16(&g_ctx, dptr(M.gr(P_WTE)), dptr(M.gr(P_WPE)), dptr(M.dres), dptr(M.tokens), B, T, C, Vp, dptr(M.emb_scratch), (int64_t)M.emb_scratch_bytes));
     mark(s, "embedding backward");
 
     /* ---- AdamW ---- */
-    SG(sdg_adamw(M.params, M.wb, M.grads, M.m, M.v, M.decay, C, P.total, M.hyper, s));
+    SC(sdc_adamw_bf16(&g_ctx, dptr(M.params), dptr(M.wb), dptr(M.grads), dptr(M.m), dptr(M.v), dptr(M.decay), C, P.total, dptr(M.hyper)));
     mark(s, "AdamW (+bf16 copy)");
 }
 
@@ -648,9 +647,10 @@ int main(int argc, char **argv) {
            "else %s), GEMMs %s, bias gradients %s\n",
            prop.name, prop.multiProcessorCount, sdg_abi_version(), g_att_name,
            sdg_attention_cudnn_supported(batches[0], T, C, NH) ? "yes" : "no", batches[0], sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma", g_tune ? "tuned at first use" : "heuristic's",
-           g_bgrad_epilogue ? "in the dW epilogue" : "by sdg_bias_backward");
+           g_bgrad_epilogue ? "in the dW epilogue" : "by sdc_bias_act_backward");
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    SC(sdc_create(dptr(s), 0, &g_ctx));
     cublasLtHandle_t lt;
     if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasLtCreate failed\n");
@@ -659,6 +659,7 @@ int main(int argc, char **argv) {
     int fails = 0;
     for (int B : batches) fails += run(B, steps, timed, lt, s);
     cublasLtDestroy(lt);
+    SC(sdc_destroy(&g_ctx));
     printf("==== step %s\n", fails ? "FAIL (loss did not fall)" : "PASS");
     return fails ? 1 : 0;
 }

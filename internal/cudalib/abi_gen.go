@@ -13,9 +13,9 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 10
+	ComputeABIVersion = 17
 	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 6
+	GPTABIVersion = 14
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -71,12 +71,26 @@ type Device interface {
 	SideFork() error
 	// SideJoin: sdc_side_join.
 	SideJoin() error
+	// BF16GemmCreate: sdc_bf16_gemm_create.
+	BF16GemmCreate(d GemmDesc) (uint64, error)
+	// BF16GemmDestroy: sdc_bf16_gemm_destroy.
+	BF16GemmDestroy(plan uint64) error
+	// BF16GemmRun: sdc_bf16_gemm_run.
+	BF16GemmRun(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error
+	// BF16GemmRunInto: sdc_bf16_gemm_run_into.
+	BF16GemmRunInto(plan uint64, d uintptr, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error
+	// BF16GemmTune: sdc_bf16_gemm_tune.
+	BF16GemmTune(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, candidates int, reps int) error
+	// BF16GemmTuned: sdc_bf16_gemm_tuned.
+	BF16GemmTuned(plan uint64, best bool) (int, error)
 	// BiasAct: sdc_bias_act.
 	BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activation) error
 	// BiasActBackward: sdc_bias_act_backward.
-	BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) error
+	BiasActBackward(dtype DType, dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool, scratch uintptr) error
+	// BiasActBackwardScratchBytes: sdc_bias_act_backward_scratch_bytes.
+	BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (int, error)
 	// SoftmaxXent: sdc_softmax_xent.
-	SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error
+	SoftmaxXent(dtype DType, logits uintptr, labels uintptr, rows int, classes int, ld int, dlogits uintptr, scale float32, useBlock bool, stats uintptr, losses uintptr) error
 	// GatherRows: sdc_gather_rows.
 	GatherRows(dst uintptr, src uintptr, table uintptr, idx uintptr, rows int, cols int) error
 	// Accumulate: sdc_accumulate.
@@ -88,17 +102,25 @@ type Device interface {
 	// SumSquaresEnqueue: sdc_sum_squares_enqueue.
 	SumSquaresEnqueue(x uintptr, n int, out uintptr) error
 	// Gelu: sdc_gelu.
-	Gelu(y uintptr, x uintptr, n int) error
+	Gelu(dtype DType, y uintptr, x uintptr, n int) error
 	// GeluBackward: sdc_gelu_backward.
-	GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error
+	GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) error
 	// LayerNorm: sdc_layer_norm.
-	LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error
+	LayerNorm(dtype DType, y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error
 	// LayerNormBackward: sdc_layer_norm_backward.
-	LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error
+	LayerNormBackward(dtype DType, dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool, scratch uintptr) error
+	// LayerNormBackwardScratchBytes: sdc_layer_norm_backward_scratch_bytes.
+	LayerNormBackwardScratchBytes(dtype DType, rows int, cols int) (int, error)
 	// IndexGather: sdc_index_gather.
 	IndexGather(dst uintptr, table uintptr, idx uintptr, rows int, cols int, tableRows int, accumulate bool) error
 	// IndexScatterAdd: sdc_index_scatter_add.
 	IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error
+	// EmbedBF16: sdc_embed_bf16.
+	EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) error
+	// EmbedBackwardBF16: sdc_embed_backward_bf16.
+	EmbedBackwardBF16(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, cArg int, v int, scratch uintptr, scratchBytes int) error
+	// EmbedBackwardBF16ScratchBytes: sdc_embed_backward_bf16_scratch_bytes.
+	EmbedBackwardBF16ScratchBytes(b int, t int, v int) (int, error)
 	// SoftmaxCausal: sdc_softmax_causal.
 	SoftmaxCausal(p uintptr, nmat int, t int) error
 	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
@@ -121,6 +143,8 @@ type Device interface {
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.
 	ResetStatus() error
+	// AdamwBF16: sdc_adamw_bf16.
+	AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error
 	// SetStep: sdc_set_step.
 	SetStep(values StepValues) error
 	// CaptureBegin: sdc_capture_begin.
@@ -141,22 +165,6 @@ var _ Device = (*Context)(nil)
 // method per sdg_* launcher of the headers. *GPT is the real one;
 // compute/cuda/cudatest emulates them on the host.
 type GPTKernels interface {
-	// LayernormForward: sdg_layernorm_forward.
-	LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) error
-	// LayernormBackwardScratchBytes: sdg_layernorm_backward_scratch_bytes.
-	LayernormBackwardScratchBytes(n int, c int) int
-	// LayernormBackward: sdg_layernorm_backward.
-	LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error
-	// GeluForward: sdg_gelu_forward.
-	GeluForward(out uintptr, inp uintptr, n int, stream uintptr) error
-	// GeluBackward: sdg_gelu_backward.
-	GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) error
-	// EmbedForward: sdg_embed_forward.
-	EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error
-	// EmbedBackwardScratchBytes: sdg_embed_backward_scratch_bytes.
-	EmbedBackwardScratchBytes(b int, t int, v int) int
-	// EmbedBackward: sdg_embed_backward.
-	EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) error
 	// AttentionForward: sdg_attention_forward.
 	AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
 	// AttentionBackwardScratchBytes: sdg_attention_backward_scratch_bytes.
@@ -187,34 +195,6 @@ type GPTKernels interface {
 	GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) int
 	// GQABackward: sdg_gqa_backward.
 	GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error
-	// Classifier: sdg_classifier.
-	Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error
-	// LossStats: sdg_loss_stats.
-	LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error
-	// CastBF16: sdg_cast_bf16.
-	CastBF16(out uintptr, inp uintptr, n int, stream uintptr) error
-	// AdamW: sdg_adamw.
-	AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error
-	// BiasBackwardScratchBytes: sdg_bias_backward_scratch_bytes.
-	BiasBackwardScratchBytes(n int, oc int) int
-	// BiasBackward: sdg_bias_backward.
-	BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) error
-	// LtCreate: sdg_lt_create.
-	LtCreate() (uintptr, error)
-	// LtDestroy: sdg_lt_destroy.
-	LtDestroy(lt uintptr)
-	// GemmCreate: sdg_gemm_create.
-	GemmCreate(lt uintptr, d GemmDesc) (uintptr, error)
-	// GemmRun: sdg_gemm_run.
-	GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error
-	// GemmRunInto: sdg_gemm_run_into.
-	GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error
-	// GemmDestroy: sdg_gemm_destroy.
-	GemmDestroy(plan uintptr)
-	// GemmTune: sdg_gemm_tune.
-	GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) error
-	// GemmTunedNs: sdg_gemm_tuned_ns.
-	GemmTunedNs(plan uintptr, best int) int
 }
 
 var _ GPTKernels = (*GPT)(nil)
@@ -317,18 +297,53 @@ func (UnemulatedDevice) SideFork() error { return notEmulated("sdc_side_fork") }
 // SideJoin fails: sdc_side_join is not emulated.
 func (UnemulatedDevice) SideJoin() error { return notEmulated("sdc_side_join") }
 
+// BF16GemmCreate fails: sdc_bf16_gemm_create is not emulated.
+func (UnemulatedDevice) BF16GemmCreate(d GemmDesc) (uint64, error) {
+	return *new(uint64), notEmulated("sdc_bf16_gemm_create")
+}
+
+// BF16GemmDestroy fails: sdc_bf16_gemm_destroy is not emulated.
+func (UnemulatedDevice) BF16GemmDestroy(plan uint64) error {
+	return notEmulated("sdc_bf16_gemm_destroy")
+}
+
+// BF16GemmRun fails: sdc_bf16_gemm_run is not emulated.
+func (UnemulatedDevice) BF16GemmRun(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error {
+	return notEmulated("sdc_bf16_gemm_run")
+}
+
+// BF16GemmRunInto fails: sdc_bf16_gemm_run_into is not emulated.
+func (UnemulatedDevice) BF16GemmRunInto(plan uint64, d uintptr, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error {
+	return notEmulated("sdc_bf16_gemm_run_into")
+}
+
+// BF16GemmTune fails: sdc_bf16_gemm_tune is not emulated.
+func (UnemulatedDevice) BF16GemmTune(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, candidates int, reps int) error {
+	return notEmulated("sdc_bf16_gemm_tune")
+}
+
+// BF16GemmTuned fails: sdc_bf16_gemm_tuned is not emulated.
+func (UnemulatedDevice) BF16GemmTuned(plan uint64, best bool) (int, error) {
+	return *new(int), notEmulated("sdc_bf16_gemm_tuned")
+}
+
 // BiasAct fails: sdc_bias_act is not emulated.
 func (UnemulatedDevice) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activation) error {
 	return notEmulated("sdc_bias_act")
 }
 
 // BiasActBackward fails: sdc_bias_act_backward is not emulated.
-func (UnemulatedDevice) BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) error {
+func (UnemulatedDevice) BiasActBackward(dtype DType, dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool, scratch uintptr) error {
 	return notEmulated("sdc_bias_act_backward")
 }
 
+// BiasActBackwardScratchBytes fails: sdc_bias_act_backward_scratch_bytes is not emulated.
+func (UnemulatedDevice) BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (int, error) {
+	return *new(int), notEmulated("sdc_bias_act_backward_scratch_bytes")
+}
+
 // SoftmaxXent fails: sdc_softmax_xent is not emulated.
-func (UnemulatedDevice) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
+func (UnemulatedDevice) SoftmaxXent(dtype DType, logits uintptr, labels uintptr, rows int, classes int, ld int, dlogits uintptr, scale float32, useBlock bool, stats uintptr, losses uintptr) error {
 	return notEmulated("sdc_softmax_xent")
 }
 
@@ -356,21 +371,28 @@ func (UnemulatedDevice) SumSquaresEnqueue(x uintptr, n int, out uintptr) error {
 }
 
 // Gelu fails: sdc_gelu is not emulated.
-func (UnemulatedDevice) Gelu(y uintptr, x uintptr, n int) error { return notEmulated("sdc_gelu") }
+func (UnemulatedDevice) Gelu(dtype DType, y uintptr, x uintptr, n int) error {
+	return notEmulated("sdc_gelu")
+}
 
 // GeluBackward fails: sdc_gelu_backward is not emulated.
-func (UnemulatedDevice) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
+func (UnemulatedDevice) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) error {
 	return notEmulated("sdc_gelu_backward")
 }
 
 // LayerNorm fails: sdc_layer_norm is not emulated.
-func (UnemulatedDevice) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
+func (UnemulatedDevice) LayerNorm(dtype DType, y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
 	return notEmulated("sdc_layer_norm")
 }
 
 // LayerNormBackward fails: sdc_layer_norm_backward is not emulated.
-func (UnemulatedDevice) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
+func (UnemulatedDevice) LayerNormBackward(dtype DType, dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool, scratch uintptr) error {
 	return notEmulated("sdc_layer_norm_backward")
+}
+
+// LayerNormBackwardScratchBytes fails: sdc_layer_norm_backward_scratch_bytes is not emulated.
+func (UnemulatedDevice) LayerNormBackwardScratchBytes(dtype DType, rows int, cols int) (int, error) {
+	return *new(int), notEmulated("sdc_layer_norm_backward_scratch_bytes")
 }
 
 // IndexGather fails: sdc_index_gather is not emulated.
@@ -381,6 +403,21 @@ func (UnemulatedDevice) IndexGather(dst uintptr, table uintptr, idx uintptr, row
 // IndexScatterAdd fails: sdc_index_scatter_add is not emulated.
 func (UnemulatedDevice) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error {
 	return notEmulated("sdc_index_scatter_add")
+}
+
+// EmbedBF16 fails: sdc_embed_bf16 is not emulated.
+func (UnemulatedDevice) EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) error {
+	return notEmulated("sdc_embed_bf16")
+}
+
+// EmbedBackwardBF16 fails: sdc_embed_backward_bf16 is not emulated.
+func (UnemulatedDevice) EmbedBackwardBF16(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, cArg int, v int, scratch uintptr, scratchBytes int) error {
+	return notEmulated("sdc_embed_backward_bf16")
+}
+
+// EmbedBackwardBF16ScratchBytes fails: sdc_embed_backward_bf16_scratch_bytes is not emulated.
+func (UnemulatedDevice) EmbedBackwardBF16ScratchBytes(b int, t int, v int) (int, error) {
+	return *new(int), notEmulated("sdc_embed_backward_bf16_scratch_bytes")
 }
 
 // SoftmaxCausal fails: sdc_softmax_causal is not emulated.
@@ -436,6 +473,11 @@ func (UnemulatedDevice) Update(o OptimArgs, step StepValues, useBlock bool, para
 // ResetStatus fails: sdc_reset_status is not emulated.
 func (UnemulatedDevice) ResetStatus() error { return notEmulated("sdc_reset_status") }
 
+// AdamwBF16 fails: sdc_adamw_bf16 is not emulated.
+func (UnemulatedDevice) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error {
+	return notEmulated("sdc_adamw_bf16")
+}
+
 // SetStep fails: sdc_set_step is not emulated.
 func (UnemulatedDevice) SetStep(values StepValues) error { return notEmulated("sdc_set_step") }
 
@@ -462,42 +504,6 @@ func (UnemulatedDevice) GraphDestroy(exec uint64) error { return notEmulated("sd
 // does not define: those with a status fail with ErrNotEmulated, the others
 // return zero values. Embed it.
 type UnemulatedGPT struct{}
-
-// LayernormForward: sdg_layernorm_forward is not emulated.
-func (UnemulatedGPT) LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) error {
-	return notEmulated("sdg_layernorm_forward")
-}
-
-// LayernormBackwardScratchBytes: sdg_layernorm_backward_scratch_bytes is not emulated.
-func (UnemulatedGPT) LayernormBackwardScratchBytes(n int, c int) int { return *new(int) }
-
-// LayernormBackward: sdg_layernorm_backward is not emulated.
-func (UnemulatedGPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_layernorm_backward")
-}
-
-// GeluForward: sdg_gelu_forward is not emulated.
-func (UnemulatedGPT) GeluForward(out uintptr, inp uintptr, n int, stream uintptr) error {
-	return notEmulated("sdg_gelu_forward")
-}
-
-// GeluBackward: sdg_gelu_backward is not emulated.
-func (UnemulatedGPT) GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) error {
-	return notEmulated("sdg_gelu_backward")
-}
-
-// EmbedForward: sdg_embed_forward is not emulated.
-func (UnemulatedGPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) error {
-	return notEmulated("sdg_embed_forward")
-}
-
-// EmbedBackwardScratchBytes: sdg_embed_backward_scratch_bytes is not emulated.
-func (UnemulatedGPT) EmbedBackwardScratchBytes(b int, t int, v int) int { return *new(int) }
-
-// EmbedBackward: sdg_embed_backward is not emulated.
-func (UnemulatedGPT) EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) error {
-	return notEmulated("sdg_embed_backward")
-}
 
 // AttentionForward: sdg_attention_forward is not emulated.
 func (UnemulatedGPT) AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
@@ -565,63 +571,3 @@ func (UnemulatedGPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs i
 func (UnemulatedGPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error {
 	return notEmulated("sdg_gqa_backward")
 }
-
-// Classifier: sdg_classifier is not emulated.
-func (UnemulatedGPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) error {
-	return notEmulated("sdg_classifier")
-}
-
-// LossStats: sdg_loss_stats is not emulated.
-func (UnemulatedGPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) error {
-	return notEmulated("sdg_loss_stats")
-}
-
-// CastBF16: sdg_cast_bf16 is not emulated.
-func (UnemulatedGPT) CastBF16(out uintptr, inp uintptr, n int, stream uintptr) error {
-	return notEmulated("sdg_cast_bf16")
-}
-
-// AdamW: sdg_adamw is not emulated.
-func (UnemulatedGPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) error {
-	return notEmulated("sdg_adamw")
-}
-
-// BiasBackwardScratchBytes: sdg_bias_backward_scratch_bytes is not emulated.
-func (UnemulatedGPT) BiasBackwardScratchBytes(n int, oc int) int { return *new(int) }
-
-// BiasBackward: sdg_bias_backward is not emulated.
-func (UnemulatedGPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_bias_backward")
-}
-
-// LtCreate: sdg_lt_create is not emulated.
-func (UnemulatedGPT) LtCreate() (uintptr, error) { return *new(uintptr), notEmulated("sdg_lt_create") }
-
-// LtDestroy: sdg_lt_destroy is not emulated.
-func (UnemulatedGPT) LtDestroy(lt uintptr) {}
-
-// GemmCreate: sdg_gemm_create is not emulated.
-func (UnemulatedGPT) GemmCreate(lt uintptr, d GemmDesc) (uintptr, error) {
-	return *new(uintptr), notEmulated("sdg_gemm_create")
-}
-
-// GemmRun: sdg_gemm_run is not emulated.
-func (UnemulatedGPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
-	return notEmulated("sdg_gemm_run")
-}
-
-// GemmRunInto: sdg_gemm_run_into is not emulated.
-func (UnemulatedGPT) GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) error {
-	return notEmulated("sdg_gemm_run_into")
-}
-
-// GemmDestroy: sdg_gemm_destroy is not emulated.
-func (UnemulatedGPT) GemmDestroy(plan uintptr) {}
-
-// GemmTune: sdg_gemm_tune is not emulated.
-func (UnemulatedGPT) GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) error {
-	return notEmulated("sdg_gemm_tune")
-}
-
-// GemmTunedNs: sdg_gemm_tuned_ns is not emulated.
-func (UnemulatedGPT) GemmTunedNs(plan uintptr, best int) int { return *new(int) }

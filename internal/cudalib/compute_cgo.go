@@ -217,3 +217,16 @@ func (c *Context) setLtArgs(a LtArgs) {
 	x.bias, x.aux, x.aux_ld = C.uint64_t(a.Bias), C.uint64_t(a.Aux), C.int64_t(a.AuxLD)
 	x.align_a, x.align_b, x.align_c = C.int32_t(a.AlignA), C.int32_t(a.AlignB), C.int32_t(a.AlignC)
 }
+
+// setGemmDesc copies d into the context's C memory (sdc_bf16_gemm_desc).
+func (c *Context) setGemmDesc(d GemmDesc) {
+	x := &c.x.in_sdc_bf16_gemm_desc
+	x.m, x.n, x.k = C.int32_t(d.M), C.int32_t(d.N), C.int32_t(d.K)
+	x.trans_a, x.trans_b = sdcFlag(d.TransA), sdcFlag(d.TransB)
+	x.batch = C.int32_t(d.Batch)
+	x.stride_a, x.stride_b, x.stride_c = C.int64_t(d.StrideA), C.int64_t(d.StrideB), C.int64_t(d.StrideC)
+	x.c_type, x.bias_type = C.int32_t(d.CType), C.int32_t(d.BiasType)
+	x.epilogue = C.int32_t(d.Epilogue)
+	x.accumulate = sdcFlag(d.Accumulate)
+	x.workspace_bytes = C.int64_t(d.WorkspaceBytes)
+}

@@ -38,8 +38,15 @@ enum {
 	SDCI_sdc_lt_matmul,
 	SDCI_sdc_side_fork,
 	SDCI_sdc_side_join,
+	SDCI_sdc_bf16_gemm_create,
+	SDCI_sdc_bf16_gemm_destroy,
+	SDCI_sdc_bf16_gemm_run,
+	SDCI_sdc_bf16_gemm_run_into,
+	SDCI_sdc_bf16_gemm_tune,
+	SDCI_sdc_bf16_gemm_tuned,
 	SDCI_sdc_bias_act,
 	SDCI_sdc_bias_act_backward,
+	SDCI_sdc_bias_act_backward_scratch_bytes,
 	SDCI_sdc_softmax_xent,
 	SDCI_sdc_gather_rows,
 	SDCI_sdc_accumulate,
@@ -50,8 +57,12 @@ enum {
 	SDCI_sdc_gelu_backward,
 	SDCI_sdc_layer_norm,
 	SDCI_sdc_layer_norm_backward,
+	SDCI_sdc_layer_norm_backward_scratch_bytes,
 	SDCI_sdc_index_gather,
 	SDCI_sdc_index_scatter_add,
+	SDCI_sdc_embed_bf16,
+	SDCI_sdc_embed_backward_bf16,
+	SDCI_sdc_embed_backward_bf16_scratch_bytes,
 	SDCI_sdc_softmax_causal,
 	SDCI_sdc_softmax_causal_backward,
 	SDCI_sdc_rms_norm,
@@ -63,6 +74,7 @@ enum {
 	SDCI_sdc_cast_f32,
 	SDCI_sdc_update,
 	SDCI_sdc_reset_status,
+	SDCI_sdc_adamw_bf16,
 	SDCI_sdc_set_step,
 	SDCI_sdc_capture_begin,
 	SDCI_sdc_capture_end,
@@ -99,8 +111,15 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_lt_matmul",
 	"sdc_side_fork",
 	"sdc_side_join",
+	"sdc_bf16_gemm_create",
+	"sdc_bf16_gemm_destroy",
+	"sdc_bf16_gemm_run",
+	"sdc_bf16_gemm_run_into",
+	"sdc_bf16_gemm_tune",
+	"sdc_bf16_gemm_tuned",
 	"sdc_bias_act",
 	"sdc_bias_act_backward",
+	"sdc_bias_act_backward_scratch_bytes",
 	"sdc_softmax_xent",
 	"sdc_gather_rows",
 	"sdc_accumulate",
@@ -111,8 +130,12 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_gelu_backward",
 	"sdc_layer_norm",
 	"sdc_layer_norm_backward",
+	"sdc_layer_norm_backward_scratch_bytes",
 	"sdc_index_gather",
 	"sdc_index_scatter_add",
+	"sdc_embed_bf16",
+	"sdc_embed_backward_bf16",
+	"sdc_embed_backward_bf16_scratch_bytes",
 	"sdc_softmax_causal",
 	"sdc_softmax_causal_backward",
 	"sdc_rms_norm",
@@ -124,6 +147,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_cast_f32",
 	"sdc_update",
 	"sdc_reset_status",
+	"sdc_adamw_bf16",
 	"sdc_set_step",
 	"sdc_capture_begin",
 	"sdc_capture_end",
@@ -147,11 +171,13 @@ typedef struct {
 typedef struct {
 	sdc_ctx ctx;
 	sdc_lt_args in_sdc_lt_args;
+	sdc_bf16_gemm_desc in_sdc_bf16_gemm_desc;
 	sdc_optim in_sdc_optim;
 	sdc_step in_sdc_step;
 	uint64_t out_uint64_t[1];
 	void *out_ptr[1];
 	sdc_handle out_sdc_handle[1];
+	int64_t out_int64_t[1];
 	double out_double[1];
 	sdc_flag out_sdc_flag[1];
 	char out_str[1][128];
@@ -199,20 +225,31 @@ static inline int cw_sdc_lt_plan_destroy(SDCW, sdc_handle plan) { SDCR(SDCF(sdc_
 static inline int cw_sdc_lt_matmul(SDCW, sdc_handle plan, uint64_t a, uint64_t b, uint64_t cmat, sdc_flag side) { SDCR(SDCF(sdc_lt_matmul, t)(&x->ctx, plan, a, b, cmat, side)); }
 static inline int cw_sdc_side_fork(SDCW) { SDCR(SDCF(sdc_side_fork, t)(&x->ctx)); }
 static inline int cw_sdc_side_join(SDCW) { SDCR(SDCF(sdc_side_join, t)(&x->ctx)); }
+static inline int cw_sdc_bf16_gemm_create(SDCW) { SDCR(SDCF(sdc_bf16_gemm_create, t)(&x->ctx, &x->in_sdc_bf16_gemm_desc, &x->out_sdc_handle[0])); }
+static inline int cw_sdc_bf16_gemm_destroy(SDCW, sdc_handle plan) { SDCR(SDCF(sdc_bf16_gemm_destroy, t)(plan)); }
+static inline int cw_sdc_bf16_gemm_run(SDCW, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias, uint64_t aux, uint64_t workspace) { SDCR(SDCF(sdc_bf16_gemm_run, t)(&x->ctx, plan, cmat, a, b, bias, aux, workspace)); }
+static inline int cw_sdc_bf16_gemm_run_into(SDCW, sdc_handle plan, uint64_t d, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias, uint64_t aux, uint64_t workspace) { SDCR(SDCF(sdc_bf16_gemm_run_into, t)(&x->ctx, plan, d, cmat, a, b, bias, aux, workspace)); }
+static inline int cw_sdc_bf16_gemm_tune(SDCW, sdc_handle plan, uint64_t cmat, uint64_t a, uint64_t b, uint64_t bias, uint64_t aux, uint64_t workspace, int32_t candidates, int32_t reps) { SDCR(SDCF(sdc_bf16_gemm_tune, t)(&x->ctx, plan, cmat, a, b, bias, aux, workspace, candidates, reps)); }
+static inline int cw_sdc_bf16_gemm_tuned(SDCW, sdc_handle plan, sdc_flag best) { SDCR(SDCF(sdc_bf16_gemm_tuned, t)(plan, best, &x->out_int64_t[0])); }
 static inline int cw_sdc_bias_act(SDCW, uint64_t y, int64_t rows, int64_t cols, uint64_t bias, sdc_act act) { SDCR(SDCF(sdc_bias_act, t)(&x->ctx, y, rows, cols, bias, act)); }
-static inline int cw_sdc_bias_act_backward(SDCW, uint64_t dy, uint64_t y, int64_t rows, int64_t cols, uint64_t dbias, sdc_act act, sdc_flag accumulate) { SDCR(SDCF(sdc_bias_act_backward, t)(&x->ctx, dy, y, rows, cols, dbias, act, accumulate)); }
-static inline int cw_sdc_softmax_xent(SDCW, uint64_t logits, uint64_t labels, int64_t rows, int64_t classes, uint64_t dlogits, float scale, sdc_flag use_block, uint64_t stats) { SDCR(SDCF(sdc_softmax_xent, t)(&x->ctx, logits, labels, rows, classes, dlogits, scale, use_block, stats)); }
+static inline int cw_sdc_bias_act_backward(SDCW, sdc_dtype dtype, uint64_t dy, uint64_t y, int64_t rows, int64_t cols, uint64_t dbias, sdc_act act, sdc_flag accumulate, uint64_t scratch) { SDCR(SDCF(sdc_bias_act_backward, t)(&x->ctx, dtype, dy, y, rows, cols, dbias, act, accumulate, scratch)); }
+static inline int cw_sdc_bias_act_backward_scratch_bytes(SDCW, sdc_dtype dtype, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_bias_act_backward_scratch_bytes, t)(dtype, rows, cols, &x->out_int64_t[0])); }
+static inline int cw_sdc_softmax_xent(SDCW, sdc_dtype dtype, uint64_t logits, uint64_t labels, int64_t rows, int64_t classes, int64_t ld, uint64_t dlogits, float scale, sdc_flag use_block, uint64_t stats, uint64_t losses) { SDCR(SDCF(sdc_softmax_xent, t)(&x->ctx, dtype, logits, labels, rows, classes, ld, dlogits, scale, use_block, stats, losses)); }
 static inline int cw_sdc_gather_rows(SDCW, uint64_t dst, uint64_t src, uint64_t table, uint64_t idx, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_gather_rows, t)(&x->ctx, dst, src, table, idx, rows, cols)); }
 static inline int cw_sdc_accumulate(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_accumulate, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_scale(SDCW, uint64_t x_, float s, int64_t n) { SDCR(SDCF(sdc_scale, t)(&x->ctx, x_, s, n)); }
 static inline int cw_sdc_sum_squares(SDCW, uint64_t x_, int64_t n, int64_t timeout_ns) { SDCR(SDCF(sdc_sum_squares, t)(&x->ctx, x_, n, timeout_ns, &x->out_double[0])); }
 static inline int cw_sdc_sum_squares_enqueue(SDCW, uint64_t x_, int64_t n, uint64_t out) { SDCR(SDCF(sdc_sum_squares_enqueue, t)(&x->ctx, x_, n, out)); }
-static inline int cw_sdc_gelu(SDCW, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, y, x_, n)); }
-static inline int cw_sdc_gelu_backward(SDCW, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dx, dy, x_, n)); }
-static inline int cw_sdc_layer_norm(SDCW, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x_, uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_layer_norm, t)(&x->ctx, y, mean, rstd, x_, w, b, rows, cols, eps)); }
-static inline int cw_sdc_layer_norm_backward(SDCW, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x_, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx) { SDCR(SDCF(sdc_layer_norm_backward, t)(&x->ctx, dx, dw, db, dy, x_, w, mean, rstd, rows, cols, add_dx)); }
+static inline int cw_sdc_gelu(SDCW, sdc_dtype dtype, uint64_t y, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu, t)(&x->ctx, dtype, y, x_, n)); }
+static inline int cw_sdc_gelu_backward(SDCW, sdc_dtype dtype, uint64_t dx, uint64_t dy, uint64_t x_, int64_t n) { SDCR(SDCF(sdc_gelu_backward, t)(&x->ctx, dtype, dx, dy, x_, n)); }
+static inline int cw_sdc_layer_norm(SDCW, sdc_dtype dtype, uint64_t y, uint64_t mean, uint64_t rstd, uint64_t x_, uint64_t w, uint64_t b, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_layer_norm, t)(&x->ctx, dtype, y, mean, rstd, x_, w, b, rows, cols, eps)); }
+static inline int cw_sdc_layer_norm_backward(SDCW, sdc_dtype dtype, uint64_t dx, uint64_t dw, uint64_t db, uint64_t dy, uint64_t x_, uint64_t w, uint64_t mean, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx, uint64_t scratch) { SDCR(SDCF(sdc_layer_norm_backward, t)(&x->ctx, dtype, dx, dw, db, dy, x_, w, mean, rstd, rows, cols, add_dx, scratch)); }
+static inline int cw_sdc_layer_norm_backward_scratch_bytes(SDCW, sdc_dtype dtype, int64_t rows, int64_t cols) { SDCR(SDCF(sdc_layer_norm_backward_scratch_bytes, t)(dtype, rows, cols, &x->out_int64_t[0])); }
 static inline int cw_sdc_index_gather(SDCW, uint64_t dst, uint64_t table, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows, sdc_flag accumulate) { SDCR(SDCF(sdc_index_gather, t)(&x->ctx, dst, table, idx, rows, cols, table_rows, accumulate)); }
 static inline int cw_sdc_index_scatter_add(SDCW, uint64_t table, uint64_t src, uint64_t idx, int64_t rows, int64_t cols, int64_t table_rows) { SDCR(SDCF(sdc_index_scatter_add, t)(&x->ctx, table, src, idx, rows, cols, table_rows)); }
+static inline int cw_sdc_embed_bf16(SDCW, uint64_t out, uint64_t tokens, uint64_t wte, uint64_t wpe, int64_t B, int64_t T, int64_t C) { SDCR(SDCF(sdc_embed_bf16, t)(&x->ctx, out, tokens, wte, wpe, B, T, C)); }
+static inline int cw_sdc_embed_backward_bf16(SDCW, uint64_t dwte, uint64_t dwpe, uint64_t dout, uint64_t tokens, int64_t B, int64_t T, int64_t C, int64_t V, uint64_t scratch, int64_t scratch_bytes) { SDCR(SDCF(sdc_embed_backward_bf16, t)(&x->ctx, dwte, dwpe, dout, tokens, B, T, C, V, scratch, scratch_bytes)); }
+static inline int cw_sdc_embed_backward_bf16_scratch_bytes(SDCW, int64_t B, int64_t T, int64_t V) { SDCR(SDCF(sdc_embed_backward_bf16_scratch_bytes, t)(B, T, V, &x->out_int64_t[0])); }
 static inline int cw_sdc_softmax_causal(SDCW, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal, t)(&x->ctx, p, nmat, t_)); }
 static inline int cw_sdc_softmax_causal_backward(SDCW, uint64_t ds, uint64_t p, int64_t nmat, int64_t t_) { SDCR(SDCF(sdc_softmax_causal_backward, t)(&x->ctx, ds, p, nmat, t_)); }
 static inline int cw_sdc_rms_norm(SDCW, sdc_dtype dtype, uint64_t y, uint64_t rstd, uint64_t x_, uint64_t w, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_rms_norm, t)(&x->ctx, dtype, y, rstd, x_, w, rows, cols, eps)); }
@@ -224,6 +261,7 @@ static inline int cw_sdc_cast_bf16(SDCW, uint64_t dst, uint64_t src, int64_t n) 
 static inline int cw_sdc_cast_f32(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_f32, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
+static inline int cw_sdc_adamw_bf16(SDCW, uint64_t params, uint64_t params_bf16, uint64_t grads, uint64_t m, uint64_t v, uint64_t decay, int64_t chunk, int64_t n, uint64_t hyper) { SDCR(SDCF(sdc_adamw_bf16, t)(&x->ctx, params, params_bf16, grads, m, v, decay, chunk, n, hyper)); }
 static inline int cw_sdc_set_step(SDCW) { SDCR(SDCF(sdc_set_step, t)(&x->ctx, &x->in_sdc_step)); }
 static inline int cw_sdc_capture_begin(SDCW) { SDCR(SDCF(sdc_capture_begin, t)(&x->ctx)); }
 static inline int cw_sdc_capture_end(SDCW) { SDCR(SDCF(sdc_capture_end, t)(&x->ctx, &x->out_sdc_handle[0])); }

@@ -216,6 +216,65 @@ func (c *Context) SideJoin() error {
 	return c.check("sdc_side_join", C.cw_sdc_side_join(c.cp.t, c.x))
 }
 
+// BF16GemmCreate calls sdc_bf16_gemm_create (cuda/symddp_compute.h).
+func (c *Context) BF16GemmCreate(d GemmDesc) (uint64, error) {
+	c.setGemmDesc(d)
+	err := c.check("sdc_bf16_gemm_create", C.cw_sdc_bf16_gemm_create(c.cp.t, c.x))
+	return uint64(c.x.out_sdc_handle[0]), err
+}
+
+// BF16GemmDestroy calls sdc_bf16_gemm_destroy (cuda/symddp_compute.h).
+func (c *Context) BF16GemmDestroy(plan uint64) error {
+	return c.check("sdc_bf16_gemm_destroy", C.cw_sdc_bf16_gemm_destroy(c.cp.t, c.x, C.sdc_handle(plan)))
+}
+
+// BF16GemmRun calls sdc_bf16_gemm_run (cuda/symddp_compute.h).
+func (c *Context) BF16GemmRun(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error {
+	return c.check("sdc_bf16_gemm_run", C.cw_sdc_bf16_gemm_run(c.cp.t, c.x, C.sdc_handle(plan), C.uint64_t(cmat), C.uint64_t(a), C.uint64_t(b), C.uint64_t(bias), C.uint64_t(aux), C.uint64_t(workspace)))
+}
+
+// BF16GemmRunInto calls sdc_bf16_gemm_run_into (cuda/symddp_compute.h).
+//
+//	For a plan that accumulates: d = op(A) op(B) [+ bias] + cmat, cmat read and
+//	d written (of C's shape and type; d may be cmat), so that a residual add
+//	needs no copy of the residual into the output first.
+func (c *Context) BF16GemmRunInto(plan uint64, d uintptr, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) error {
+	return c.check("sdc_bf16_gemm_run_into", C.cw_sdc_bf16_gemm_run_into(c.cp.t, c.x, C.sdc_handle(plan), C.uint64_t(d), C.uint64_t(cmat), C.uint64_t(a), C.uint64_t(b), C.uint64_t(bias), C.uint64_t(aux), C.uint64_t(workspace)))
+}
+
+// BF16GemmTune calls sdc_bf16_gemm_tune (cuda/symddp_compute.h).
+//
+//	Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+//	(the heuristic's first ones, and split-K variants of them when the first
+//	fills less than one wave of the GPU) on the operands given as to
+//	sdc_bf16_gemm_run, reps runs each after one warm-up, on the context's
+//	stream (not while capturing: it waits for the stream), and keeps the
+//	fastest in the plan. cmat is overwritten, and accumulated into again and
+//	again when the plan accumulates: pass scratch of C's size when its
+//	contents matter. sdc_bf16_gemm_tuned gives the mean time in nanoseconds of
+//	the heuristic's first algorithm (best = 0) or of the kept one (best = 1)
+//	in the last tune, 0 before one.
+func (c *Context) BF16GemmTune(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, candidates int, reps int) error {
+	return c.check("sdc_bf16_gemm_tune", C.cw_sdc_bf16_gemm_tune(c.cp.t, c.x, C.sdc_handle(plan), C.uint64_t(cmat), C.uint64_t(a), C.uint64_t(b), C.uint64_t(bias), C.uint64_t(aux), C.uint64_t(workspace), C.int32_t(candidates), C.int32_t(reps)))
+}
+
+// BF16GemmTuned calls sdc_bf16_gemm_tuned (cuda/symddp_compute.h).
+//
+//	Times up to candidates (at most 16) of cuBLASLt's algorithms for the plan
+//	(the heuristic's first ones, and split-K variants of them when the first
+//	fills less than one wave of the GPU) on the operands given as to
+//	sdc_bf16_gemm_run, reps runs each after one warm-up, on the context's
+//	stream (not while capturing: it waits for the stream), and keeps the
+//	fastest in the plan. cmat is overwritten, and accumulated into again and
+//	again when the plan accumulates: pass scratch of C's size when its
+//	contents matter. sdc_bf16_gemm_tuned gives the mean time in nanoseconds of
+//	the heuristic's first algorithm (best = 0) or of the kept one (best = 1)
+//	in the last tune, 0 before one.
+func (c *Context) BF16GemmTuned(plan uint64, best bool) (int, error) {
+	err := c.check("sdc_bf16_gemm_tuned", C.cw_sdc_bf16_gemm_tuned(c.cp.t, c.x, C.sdc_handle(plan), C.sdc_flag(sdcFlag(best))))
+	return int(c.x.out_int64_t[0]), err
+}
+
 // BiasAct calls sdc_bias_act (cuda/symddp_compute.h).
 //
 //	y (rows,cols) = act(y + bias) in place; bias (cols) may be 0.
@@ -225,20 +284,45 @@ func (c *Context) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activ
 
 // BiasActBackward calls sdc_bias_act_backward (cuda/symddp_compute.h).
 //
-//	dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0), then
-//	dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0.
-func (c *Context) BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) error {
-	return c.check("sdc_bias_act_backward", C.cw_sdc_bias_act_backward(c.cp.t, c.x, C.uint64_t(dy), C.uint64_t(y), C.int64_t(rows), C.int64_t(cols), C.uint64_t(dbias), C.sdc_act(act), C.sdc_flag(sdcFlag(accumulate))))
+//	SDC_F32: dy (rows,cols) *= act'(y) in place (ReLU: dy = 0 where y <= 0),
+//	then dbias (cols) = column sums of dy (+= when accumulate); dbias may be 0;
+//	on the context's scratch (scratch is not used: 0).
+//	SDC_BF16 (a bf16 Linear's bias gradient beside a dW GEMM without the
+//	BGRAD_A epilogue, sd_compute_act.cu's bf16 kernels): dy bf16 (cols a
+//	multiple of 8), dbias fp32 written (act SDC_IDENTITY, accumulate 0, y
+//	unused), the columns summed in chunks of rows into partials in scratch
+//	(sdc_bias_act_backward_scratch_bytes), then the partials in chunk order:
+//	an order fixed by the shape alone.
+func (c *Context) BiasActBackward(dtype DType, dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool, scratch uintptr) error {
+	return c.check("sdc_bias_act_backward", C.cw_sdc_bias_act_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(dy), C.uint64_t(y), C.int64_t(rows), C.int64_t(cols), C.uint64_t(dbias), C.sdc_act(act), C.sdc_flag(sdcFlag(accumulate)), C.uint64_t(scratch)))
+}
+
+// BiasActBackwardScratchBytes calls sdc_bias_act_backward_scratch_bytes (cuda/symddp_compute.h).
+//
+//	The bytes of device scratch sdc_bias_act_backward wants (0 for SDC_F32).
+func (c *Context) BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (int, error) {
+	err := c.check("sdc_bias_act_backward_scratch_bytes", C.cw_sdc_bias_act_backward_scratch_bytes(c.cp.t, c.x, C.sdc_dtype(dtype), C.int64_t(rows), C.int64_t(cols)))
+	return int(c.x.out_int64_t[0]), err
 }
 
 // SoftmaxXent calls sdc_softmax_xent (cuda/symddp_compute.h).
 //
-//	logits (rows,classes), labels int32 (rows), -1 for padding: dlogits =
-//	(softmax(logits) - onehot(label)) * scale for labelled rows, 0 for the
-//	others; stats (3) += (sum of the rows' losses, rows whose first arg-max is
-//	the label, labelled rows). scale is sdc_step.loss_scale when use_block = 1.
-func (c *Context) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
-	return c.check("sdc_softmax_xent", C.cw_sdc_softmax_xent(c.cp.t, c.x, C.uint64_t(logits), C.uint64_t(labels), C.int64_t(rows), C.int64_t(classes), C.uint64_t(dlogits), C.float(scale), C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(stats)))
+//	Softmax cross-entropy of dtype's logits (rows of ld entries, of which the
+//	first classes are real) against labels int32 (rows), -1 for padding
+//	(sd_compute_loss.cu).
+//	SDC_F32 (ld = classes, losses 0): dlogits (rows,classes) = (softmax(logits)
+//	- onehot(label)) * scale for labelled rows, 0 for the others; stats (3) +=
+//	(sum of the rows' losses, rows whose first arg-max is the label, labelled
+//	rows). scale is sdc_step.loss_scale when use_block = 1.
+//	SDC_BF16 (the fused classifier; ld a multiple of 8, logits 16-byte
+//	aligned, use_block 0): losses (rows) fp32 = logsumexp - logit[label] (0
+//	for padding); dlogits must be logits, which are then overwritten by their
+//	gradient (softmax - onehot) * scale in bf16 (0 in the padded columns and
+//	padding rows), or 0 (no gradient); stats, when not 0, += (the sum of the
+//	losses, unchanged, the labelled rows), summed in double by one block in a
+//	fixed order.
+func (c *Context) SoftmaxXent(dtype DType, logits uintptr, labels uintptr, rows int, classes int, ld int, dlogits uintptr, scale float32, useBlock bool, stats uintptr, losses uintptr) error {
+	return c.check("sdc_softmax_xent", C.cw_sdc_softmax_xent(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(logits), C.uint64_t(labels), C.int64_t(rows), C.int64_t(classes), C.int64_t(ld), C.uint64_t(dlogits), C.float(scale), C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(stats), C.uint64_t(losses)))
 }
 
 // GatherRows calls sdc_gather_rows (cuda/symddp_compute.h).
@@ -286,39 +370,59 @@ func (c *Context) SumSquaresEnqueue(x uintptr, n int, out uintptr) error {
 
 // Gelu calls sdc_gelu (cuda/symddp_compute.h).
 //
-//	y (n) = gelu(x) (GPT-2's tanh approximation, the CPU engine's float32 bits); y may not alias x.
-func (c *Context) Gelu(y uintptr, x uintptr, n int) error {
-	return c.check("sdc_gelu", C.cw_sdc_gelu(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(x), C.int64_t(n)))
+//	GELU, GPT-2's tanh approximation (sd_compute_gelu.cu), of n elements of
+//	dtype. SDC_F32: y (n) = gelu(x), the CPU engine's float32 bits; y may not
+//	alias x. SDC_BF16: 0.5 x (1 + tanhf(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+//	in float from the bf16 inputs; y may be x.
+func (c *Context) Gelu(dtype DType, y uintptr, x uintptr, n int) error {
+	return c.check("sdc_gelu", C.cw_sdc_gelu(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(x), C.int64_t(n)))
 }
 
 // GeluBackward calls sdc_gelu_backward (cuda/symddp_compute.h).
 //
-//	dx (n) = dy (n) * gelu'(x (n)), likewise; dx may be dy.
-func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) error {
-	return c.check("sdc_gelu_backward", C.cw_sdc_gelu_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dy), C.uint64_t(x), C.int64_t(n)))
+//	dx (n) = dy (n) * gelu'(x (n)), likewise (SDC_BF16: the derivative of the
+//	tanh form in float, times dy, rounded once); dx may be dy.
+func (c *Context) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) error {
+	return c.check("sdc_gelu_backward", C.cw_sdc_gelu_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(dx), C.uint64_t(dy), C.uint64_t(x), C.int64_t(n)))
 }
 
 // LayerNorm calls sdc_layer_norm (cuda/symddp_compute.h).
 //
 //	Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
-//	mean, rstd: rows): each row's mean m and r = 1/sqrt(var + eps), the
-//	variance from a second pass over x - m, and y = ((x - m) * r) * w + b.
-//	The sums in internal/hostloops' order (eight lanes, its sum8) with
-//	the same round-to-nearest float32 operations and no FMA: the CPU engine's
-//	bits. y may not alias x.
-func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
-	return c.check("sdc_layer_norm", C.cw_sdc_layer_norm(c.cp.t, c.x, C.uint64_t(y), C.uint64_t(mean), C.uint64_t(rstd), C.uint64_t(x), C.uint64_t(w), C.uint64_t(b), C.int64_t(rows), C.int64_t(cols), C.float(eps)))
+//	mean, rstd: rows) of dtype (sd_compute_layernorm.cu). SDC_F32: each row's
+//	mean m and r = 1/sqrt(var + eps), the variance from a second pass over
+//	x - m, and y = ((x - m) * r) * w + b. The sums in internal/hostloops'
+//	order (eight lanes, its sum8) with the same round-to-nearest float32
+//	operations and no FMA: the CPU engine's bits. y may not alias x.
+//	SDC_BF16: x, y, w, b bf16, mean and rstd fp32 (either may be 0 when no
+//	backward follows), cols a multiple of 8, eps 1e-5 (the kernels'); one warp
+//	a row, r = rsqrtf(var + eps).
+func (c *Context) LayerNorm(dtype DType, y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) error {
+	return c.check("sdc_layer_norm", C.cw_sdc_layer_norm(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(mean), C.uint64_t(rstd), C.uint64_t(x), C.uint64_t(w), C.uint64_t(b), C.int64_t(rows), C.int64_t(cols), C.float(eps)))
 }
 
 // LayerNormBackward calls sdc_layer_norm_backward (cuda/symddp_compute.h).
 //
-//	Its backward from dy (rows x cols) and the forward's x, w, mean, rstd:
-//	dx, the gradient at x, is written (add_dx = 0) or added to dx (add_dx =
-//	1); dw and db (cols) are overwritten with the sums over the rows of dy * n
-//	and dy, n = (x - m) * r, added in row order (one thread a column), likewise
-//	the CPU engine's bits. dx, dw and db may not alias each other or the inputs.
-func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) error {
-	return c.check("sdc_layer_norm_backward", C.cw_sdc_layer_norm_backward(c.cp.t, c.x, C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(mean), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx))))
+//	Its backward from dy (rows x cols) and the forward's x, w, mean, rstd.
+//	SDC_F32: dx, the gradient at x, is written (add_dx = 0) or added to dx
+//	(add_dx = 1); dw and db (cols) are overwritten with the sums over the rows
+//	of dy * n and dy, n = (x - m) * r, added in row order (one thread a
+//	column), likewise the CPU engine's bits; scratch is not used (0).
+//	SDC_BF16: dx, dy, x, w bf16, dw, db, mean, rstd fp32; dx is ADDED to
+//	(add_dx must be 1: the residual stream's gradient), and so are dw and db,
+//	the sums over the rows going through per-block partials in scratch
+//	(sdc_layer_norm_backward_scratch_bytes) in an order fixed by the shapes.
+//	dx, dw and db may not alias each other or the inputs.
+func (c *Context) LayerNormBackward(dtype DType, dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool, scratch uintptr) error {
+	return c.check("sdc_layer_norm_backward", C.cw_sdc_layer_norm_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(dx), C.uint64_t(dw), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(x), C.uint64_t(w), C.uint64_t(mean), C.uint64_t(rstd), C.int64_t(rows), C.int64_t(cols), C.sdc_flag(sdcFlag(addDx)), C.uint64_t(scratch)))
+}
+
+// LayerNormBackwardScratchBytes calls sdc_layer_norm_backward_scratch_bytes (cuda/symddp_compute.h).
+//
+//	The bytes of device scratch sdc_layer_norm_backward wants (0 for SDC_F32).
+func (c *Context) LayerNormBackwardScratchBytes(dtype DType, rows int, cols int) (int, error) {
+	err := c.check("sdc_layer_norm_backward_scratch_bytes", C.cw_sdc_layer_norm_backward_scratch_bytes(c.cp.t, c.x, C.sdc_dtype(dtype), C.int64_t(rows), C.int64_t(cols)))
+	return int(c.x.out_int64_t[0]), err
 }
 
 // IndexGather calls sdc_index_gather (cuda/symddp_compute.h).
@@ -340,6 +444,35 @@ func (c *Context) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int,
 //	alias src.
 func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) error {
 	return c.check("sdc_index_scatter_add", C.cw_sdc_index_scatter_add(c.cp.t, c.x, C.uint64_t(table), C.uint64_t(src), C.uint64_t(idx), C.int64_t(rows), C.int64_t(cols), C.int64_t(tableRows)))
+}
+
+// EmbedBF16 calls sdc_embed_bf16 (cuda/symddp_compute.h).
+//
+//	The bf16 token + position embedding (GPT-2's; the fp32 engine composes the
+//	two above instead): out (B,T,C) bf16 = wte[tokens] + wpe[t], wte (V,C),
+//	wpe (T',C), T' >= T, bf16; C a multiple of 8. wpe 0: no positions (a
+//	Llama's), out = wte[tokens] (and dwpe 0 in the backward).
+func (c *Context) EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) error {
+	return c.check("sdc_embed_bf16", C.cw_sdc_embed_bf16(c.cp.t, c.x, C.uint64_t(out), C.uint64_t(tokens), C.uint64_t(wte), C.uint64_t(wpe), C.int64_t(b), C.int64_t(t), C.int64_t(cArg)))
+}
+
+// EmbedBackwardBF16 calls sdc_embed_backward_bf16 (cuda/symddp_compute.h).
+//
+//	Its backward: dwte (V,C) fp32 and dwpe (T',C) fp32 are ADDED to; tokens
+//	must lie in [0,V). dwte rows are summed in increasing position order
+//	(positions sorted by token with a stable radix sort, then one pass per
+//	token); dwpe over b in order. scratch: 256-byte aligned, scratch_bytes of
+//	sdc_embed_backward_bf16_scratch_bytes.
+func (c *Context) EmbedBackwardBF16(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, cArg int, v int, scratch uintptr, scratchBytes int) error {
+	return c.check("sdc_embed_backward_bf16", C.cw_sdc_embed_backward_bf16(c.cp.t, c.x, C.uint64_t(dwte), C.uint64_t(dwpe), C.uint64_t(dout), C.uint64_t(tokens), C.int64_t(b), C.int64_t(t), C.int64_t(cArg), C.int64_t(v), C.uint64_t(scratch), C.int64_t(scratchBytes)))
+}
+
+// EmbedBackwardBF16ScratchBytes calls sdc_embed_backward_bf16_scratch_bytes (cuda/symddp_compute.h).
+//
+//	The bytes of device scratch sdc_embed_backward_bf16 wants.
+func (c *Context) EmbedBackwardBF16ScratchBytes(b int, t int, v int) (int, error) {
+	err := c.check("sdc_embed_backward_bf16_scratch_bytes", C.cw_sdc_embed_backward_bf16_scratch_bytes(c.cp.t, c.x, C.int64_t(b), C.int64_t(t), C.int64_t(v)))
+	return int(c.x.out_int64_t[0]), err
 }
 
 // SoftmaxCausal calls sdc_softmax_causal (cuda/symddp_compute.h).
@@ -469,6 +602,11 @@ func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uin
 //	Zeroes the update status (clears a halt).
 func (c *Context) ResetStatus() error {
 	return c.check("sdc_reset_status", C.cw_sdc_reset_status(c.cp.t, c.x))
+}
+
+// AdamwBF16 calls sdc_adamw_bf16 (cuda/symddp_compute.h).
+func (c *Context) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error {
+	return c.check("sdc_adamw_bf16", C.cw_sdc_adamw_bf16(c.cp.t, c.x, C.uint64_t(params), C.uint64_t(paramsBF16), C.uint64_t(grads), C.uint64_t(m), C.uint64_t(v), C.uint64_t(decay), C.int64_t(chunk), C.int64_t(n), C.uint64_t(hyper)))
 }
 
 // SetStep calls sdc_set_step (cuda/symddp_compute.h).

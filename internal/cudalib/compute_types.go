@@ -101,3 +101,35 @@ type LtArgs struct {
 	// to 256) that the operands of every LtMatmul with the plan will have.
 	AlignA, AlignB, AlignC int
 }
+
+// BF16Epilogue is what a planned bf16 GEMM does after the product
+// (SDC_BEPI_*).
+type BF16Epilogue int32
+
+// bf16 GEMM epilogues; see cuda/symddp_compute.h.
+const (
+	BF16EpiNone        BF16Epilogue = 0 // C = AB
+	BF16EpiBias        BF16Epilogue = 1 // C = AB + bias
+	BF16EpiGELUBias    BF16Epilogue = 2 // C = gelu(AB + bias)
+	BF16EpiGELUAuxBias BF16Epilogue = 3 // C = gelu(AB + bias), aux = AB + bias
+	BF16EpiDGELU       BF16Epilogue = 4 // C = (AB) * gelu'(aux)
+	BF16EpiDGELUBGrad  BF16Epilogue = 5 // as DGELU, bias = column sums of C
+	BF16EpiBGradA      BF16Epilogue = 6 // bias (m) = row sums of op(A)
+)
+
+// GemmDesc describes a bf16 GEMM to plan (sdc_bf16_gemm_desc): row-major C (m,n)
+// = op(A) (m,k) op(B) (k,n), fp32 accumulation.
+type GemmDesc struct {
+	M, N, K int
+	// TransA: A is stored (k,m); TransB: B is stored (n,k).
+	TransA, TransB bool
+	// Batch > 1: strided batches, strides in elements; epilogue none only.
+	Batch                     int
+	StrideA, StrideB, StrideC int
+	CType, BiasType           DType // Float32 or BFloat16
+	Epilogue                  BF16Epilogue
+	// Accumulate: C += op(A) op(B).
+	Accumulate bool
+	// WorkspaceBytes is what every BF16GemmRun with the plan will be given.
+	WorkspaceBytes int
+}

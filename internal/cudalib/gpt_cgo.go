@@ -122,16 +122,3 @@ func (g *GPT) check(call string, x *C.sdgw_call, rc C.int) error {
 	}
 	return &GPTError{Call: call, Code: GPTStatus(rc), Msg: C.GoString(&x.err[0])}
 }
-
-// setGemmDesc copies d into the call's C memory (sdg_gemm_desc).
-func setGemmDesc(x *C.sdgw_call, d GemmDesc) {
-	s := &x.in_sdg_gemm_desc
-	s.m, s.n, s.k = C.int32_t(d.M), C.int32_t(d.N), C.int32_t(d.K)
-	s.trans_a, s.trans_b = sdcFlag(d.TransA), sdcFlag(d.TransB)
-	s.batch = C.int32_t(d.Batch)
-	s.stride_a, s.stride_b, s.stride_c = C.int64_t(d.StrideA), C.int64_t(d.StrideB), C.int64_t(d.StrideC)
-	s.c_type, s.bias_type = C.int32_t(d.CType), C.int32_t(d.BiasType)
-	s.epilogue = C.int32_t(d.Epilogue)
-	s.accumulate = sdcFlag(d.Accumulate)
-	s.workspace_bytes = C.int64_t(d.WorkspaceBytes)
-}

@@ -14,14 +14,6 @@
 enum {
 	SDGI_sdg_abi_version,
 	SDGI_sdg_last_error,
-	SDGI_sdg_layernorm_forward,
-	SDGI_sdg_layernorm_backward_scratch_bytes,
-	SDGI_sdg_layernorm_backward,
-	SDGI_sdg_gelu_forward,
-	SDGI_sdg_gelu_backward,
-	SDGI_sdg_embed_forward,
-	SDGI_sdg_embed_backward_scratch_bytes,
-	SDGI_sdg_embed_backward,
 	SDGI_sdg_attention_forward,
 	SDGI_sdg_attention_backward_scratch_bytes,
 	SDGI_sdg_attention_backward,
@@ -37,34 +29,12 @@ enum {
 	SDGI_sdg_gqa_forward,
 	SDGI_sdg_gqa_backward_scratch_bytes,
 	SDGI_sdg_gqa_backward,
-	SDGI_sdg_classifier,
-	SDGI_sdg_loss_stats,
-	SDGI_sdg_cast_bf16,
-	SDGI_sdg_adamw,
-	SDGI_sdg_bias_backward_scratch_bytes,
-	SDGI_sdg_bias_backward,
-	SDGI_sdg_lt_create,
-	SDGI_sdg_lt_destroy,
-	SDGI_sdg_gemm_create,
-	SDGI_sdg_gemm_run,
-	SDGI_sdg_gemm_run_into,
-	SDGI_sdg_gemm_destroy,
-	SDGI_sdg_gemm_tune,
-	SDGI_sdg_gemm_tuned_ns,
 	SDGI_count
 };
 
 static const char *const sdgw_names[SDGI_count] = {
 	"sdg_abi_version",
 	"sdg_last_error",
-	"sdg_layernorm_forward",
-	"sdg_layernorm_backward_scratch_bytes",
-	"sdg_layernorm_backward",
-	"sdg_gelu_forward",
-	"sdg_gelu_backward",
-	"sdg_embed_forward",
-	"sdg_embed_backward_scratch_bytes",
-	"sdg_embed_backward",
 	"sdg_attention_forward",
 	"sdg_attention_backward_scratch_bytes",
 	"sdg_attention_backward",
@@ -80,20 +50,6 @@ static const char *const sdgw_names[SDGI_count] = {
 	"sdg_gqa_forward",
 	"sdg_gqa_backward_scratch_bytes",
 	"sdg_gqa_backward",
-	"sdg_classifier",
-	"sdg_loss_stats",
-	"sdg_cast_bf16",
-	"sdg_adamw",
-	"sdg_bias_backward_scratch_bytes",
-	"sdg_bias_backward",
-	"sdg_lt_create",
-	"sdg_lt_destroy",
-	"sdg_gemm_create",
-	"sdg_gemm_run",
-	"sdg_gemm_run_into",
-	"sdg_gemm_destroy",
-	"sdg_gemm_tune",
-	"sdg_gemm_tuned_ns",
 };
 
 // Defined in lib_cgo.go's preamble.
@@ -106,9 +62,6 @@ typedef struct {
 
 // The C memory of one call.
 typedef struct {
-	sdg_gemm_desc in_sdg_gemm_desc;
-	sdg_lt *out_sdg_lt[1];
-	sdg_gemm *out_sdg_gemm[1];
 	char err[1024];
 } sdgw_call;
 
@@ -128,14 +81,6 @@ static inline int sdgw_ret(const sdgw_table *t, sdgw_call *x, int rc) {
 #define SDGR(expr) return sdgw_ret(t, x, (expr))
 
 static inline int gw_sdg_abi_version(const sdgw_table *t) { return SDGF(sdg_abi_version, t)(); }
-static inline int gw_sdg_layernorm_forward(SDGW, uintptr_t out, uintptr_t mean, uintptr_t rstd, uintptr_t inp, uintptr_t weight, uintptr_t bias, int N, int C, uintptr_t stream) { SDGR(SDGF(sdg_layernorm_forward, t)((void *)out, (float *)mean, (float *)rstd, (const void *)inp, (const void *)weight, (const void *)bias, N, C, (void *)stream)); }
-static inline size_t gw_sdg_layernorm_backward_scratch_bytes(const sdgw_table *t, int N, int C) { return SDGF(sdg_layernorm_backward_scratch_bytes, t)(N, C); }
-static inline int gw_sdg_layernorm_backward(SDGW, uintptr_t dinp, uintptr_t dweight, uintptr_t dbias, uintptr_t dout, uintptr_t inp, uintptr_t weight, uintptr_t mean, uintptr_t rstd, int N, int C, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_layernorm_backward, t)((void *)dinp, (float *)dweight, (float *)dbias, (const void *)dout, (const void *)inp, (const void *)weight, (const float *)mean, (const float *)rstd, N, C, (void *)scratch, (void *)stream)); }
-static inline int gw_sdg_gelu_forward(SDGW, uintptr_t out, uintptr_t inp, int64_t n, uintptr_t stream) { SDGR(SDGF(sdg_gelu_forward, t)((void *)out, (const void *)inp, n, (void *)stream)); }
-static inline int gw_sdg_gelu_backward(SDGW, uintptr_t dinp, uintptr_t inp, uintptr_t dout, int64_t n, uintptr_t stream) { SDGR(SDGF(sdg_gelu_backward, t)((void *)dinp, (const void *)inp, (const void *)dout, n, (void *)stream)); }
-static inline int gw_sdg_embed_forward(SDGW, uintptr_t out, uintptr_t tokens, uintptr_t wte, uintptr_t wpe, int B, int T, int C, uintptr_t stream) { SDGR(SDGF(sdg_embed_forward, t)((void *)out, (const int32_t *)tokens, (const void *)wte, (const void *)wpe, B, T, C, (void *)stream)); }
-static inline size_t gw_sdg_embed_backward_scratch_bytes(const sdgw_table *t, int B, int T, int V) { return SDGF(sdg_embed_backward_scratch_bytes, t)(B, T, V); }
-static inline int gw_sdg_embed_backward(SDGW, uintptr_t dwte, uintptr_t dwpe, uintptr_t dout, uintptr_t tokens, int B, int T, int C, int V, uintptr_t scratch, size_t scratch_bytes, uintptr_t stream) { SDGR(SDGF(sdg_embed_backward, t)((float *)dwte, (float *)dwpe, (const void *)dout, (const int32_t *)tokens, B, T, C, V, (void *)scratch, scratch_bytes, (void *)stream)); }
 static inline int gw_sdg_attention_forward(SDGW, uintptr_t out, uintptr_t lse, uintptr_t qkv, int B, int T, int C, int NH, uintptr_t stream) { SDGR(SDGF(sdg_attention_forward, t)((void *)out, (float *)lse, (const void *)qkv, B, T, C, NH, (void *)stream)); }
 static inline size_t gw_sdg_attention_backward_scratch_bytes(const sdgw_table *t, int B, int T, int C, int NH) { return SDGF(sdg_attention_backward_scratch_bytes, t)(B, T, C, NH); }
 static inline int gw_sdg_attention_backward(SDGW, uintptr_t dqkv, uintptr_t dout, uintptr_t qkv, uintptr_t out, uintptr_t lse, int B, int T, int C, int NH, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_attention_backward, t)((void *)dqkv, (const void *)dout, (const void *)qkv, (const void *)out, (const float *)lse, B, T, C, NH, (void *)scratch, (void *)stream)); }
@@ -151,19 +96,5 @@ static inline int gw_sdg_attention_backward_cudnn(SDGW, uintptr_t dqkv, uintptr_
 static inline int gw_sdg_gqa_forward(SDGW, uintptr_t out, uintptr_t lse, uintptr_t q, uintptr_t k, uintptr_t v, int B, int T, int NH, int KVH, int HS, uintptr_t stream) { SDGR(SDGF(sdg_gqa_forward, t)((void *)out, (float *)lse, (const void *)q, (const void *)k, (const void *)v, B, T, NH, KVH, HS, (void *)stream)); }
 static inline size_t gw_sdg_gqa_backward_scratch_bytes(const sdgw_table *t, int B, int T, int NH, int KVH, int HS) { return SDGF(sdg_gqa_backward_scratch_bytes, t)(B, T, NH, KVH, HS); }
 static inline int gw_sdg_gqa_backward(SDGW, uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t dout, uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t lse, int B, int T, int NH, int KVH, int HS, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_gqa_backward, t)((void *)dq, (void *)dk, (void *)dv, (const void *)dout, (const void *)q, (const void *)k, (const void *)v, (const void *)out, (const float *)lse, B, T, NH, KVH, HS, (void *)scratch, (void *)stream)); }
-static inline int gw_sdg_classifier(SDGW, uintptr_t losses, uintptr_t logits, uintptr_t targets, int N, int V, int Vp, float dscale, int write_grad, uintptr_t stream) { SDGR(SDGF(sdg_classifier, t)((float *)losses, (void *)logits, (const int32_t *)targets, N, V, Vp, dscale, write_grad, (void *)stream)); }
-static inline int gw_sdg_loss_stats(SDGW, uintptr_t stats, uintptr_t losses, uintptr_t targets, int N, uintptr_t stream) { SDGR(SDGF(sdg_loss_stats, t)((float *)stats, (const float *)losses, (const int32_t *)targets, N, (void *)stream)); }
-static inline int gw_sdg_cast_bf16(SDGW, uintptr_t out, uintptr_t inp, int64_t n, uintptr_t stream) { SDGR(SDGF(sdg_cast_bf16, t)((void *)out, (const float *)inp, n, (void *)stream)); }
-static inline int gw_sdg_adamw(SDGW, uintptr_t params, uintptr_t params_bf16, uintptr_t grads, uintptr_t m, uintptr_t v, uintptr_t decay, int64_t chunk, int64_t n, uintptr_t hyper, uintptr_t stream) { SDGR(SDGF(sdg_adamw, t)((float *)params, (void *)params_bf16, (const float *)grads, (float *)m, (float *)v, (const uint8_t *)decay, chunk, n, (const sdg_adamw_hyper *)hyper, (void *)stream)); }
-static inline size_t gw_sdg_bias_backward_scratch_bytes(const sdgw_table *t, int N, int OC) { return SDGF(sdg_bias_backward_scratch_bytes, t)(N, OC); }
-static inline int gw_sdg_bias_backward(SDGW, uintptr_t dbias, uintptr_t dout, int N, int OC, uintptr_t scratch, uintptr_t stream) { SDGR(SDGF(sdg_bias_backward, t)((float *)dbias, (const void *)dout, N, OC, (void *)scratch, (void *)stream)); }
-static inline int gw_sdg_lt_create(SDGW) { SDGR(SDGF(sdg_lt_create, t)(&x->out_sdg_lt[0])); }
-static inline void gw_sdg_lt_destroy(const sdgw_table *t, uintptr_t lt) { SDGF(sdg_lt_destroy, t)((sdg_lt *)lt); }
-static inline int gw_sdg_gemm_create(SDGW, uintptr_t lt) { SDGR(SDGF(sdg_gemm_create, t)(&x->out_sdg_gemm[0], (void *)lt, &x->in_sdg_gemm_desc)); }
-static inline int gw_sdg_gemm_run(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream) { SDGR(SDGF(sdg_gemm_run, t)((sdg_gemm *)plan, (void *)lt, (void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream)); }
-static inline int gw_sdg_gemm_run_into(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t d, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream) { SDGR(SDGF(sdg_gemm_run_into, t)((sdg_gemm *)plan, (void *)lt, (void *)d, (const void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream)); }
-static inline void gw_sdg_gemm_destroy(const sdgw_table *t, uintptr_t plan) { SDGF(sdg_gemm_destroy, t)((sdg_gemm *)plan); }
-static inline int gw_sdg_gemm_tune(SDGW, uintptr_t plan, uintptr_t lt, uintptr_t c, uintptr_t a, uintptr_t b, uintptr_t bias, uintptr_t aux, uintptr_t workspace, uintptr_t stream, int candidates, int reps) { SDGR(SDGF(sdg_gemm_tune, t)((sdg_gemm *)plan, (void *)lt, (void *)c, (const void *)a, (const void *)b, (void *)bias, (void *)aux, (void *)workspace, (void *)stream, candidates, reps)); }
-static inline int gw_sdg_gemm_tuned_ns(const sdgw_table *t, uintptr_t plan, int best) { return SDGF(sdg_gemm_tuned_ns, t)((const sdg_gemm *)plan, best); }
 
 #endif

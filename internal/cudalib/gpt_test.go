@@ -3,10 +3,7 @@
 package cudalib_test
 
 import (
-	"encoding/binary"
 	"errors"
-	"fmt"
-	"math"
 	"strings"
 	"testing"
 
@@ -86,7 +83,7 @@ func TestGPTLibraryWithoutKernels(t *testing.T) {
 	if !errors.Is(err, cudalib.ErrUnavailable) {
 		t.Fatalf("OpenGPT without sdg_* = %v, want ErrUnavailable", err)
 	}
-	for _, want := range []string{"lacks the GPT entry points", "sdg_abi_version", "sdg_gemm_destroy", "cuda/build.sh"} {
+	for _, want := range []string{"lacks the GPT entry points", "sdg_abi_version", "sdg_attention_backward_cudnn", "cuda/build.sh"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -99,29 +96,26 @@ func TestGPTRoundTrip(t *testing.T) {
 	lib, g := openFakeGPT(t)
 	stream, log := fakeStream(t, lib)
 
-	if err := g.LayernormForward(0x1000, 0x2000, 0, 0x3000, 0x4000, 0x5000, 6, 16, stream); err != nil {
+	if err := g.AttentionForwardWMMA(0x1000, 0x2000, 0x3000, 6, 64, 64, 2, stream); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := log(), "sdg_layernorm_forward out=0x1000 mean=0x2000 rstd=0x0 inp=0x3000 weight=0x4000 bias=0x5000 N=6 C=16"; got != want {
+	if got, want := log(), "sdg_attention_forward/wmma out=0x1000 lse=0x2000 qkv=0x3000 B=6 T=64 C=64 NH=2"; got != want {
 		t.Fatalf("log %q\nwant %q", got, want)
 	}
-	err := g.LayernormForward(0x1000, 0, 0, 0x3000, 0x4000, 0x5000, 6, 12, stream)
+	err := g.AttentionForwardMMA(0x1000, 0x2000, 0x3000, 6, 64, 768, 12, stream)
 	var ge *cudalib.GPTError
-	if !errors.As(err, &ge) || ge.Code != cudalib.GPTErrArg || ge.Call != "sdg_layernorm_forward" || !errors.Is(err, cudalib.ErrArgument) {
-		t.Fatalf("LayernormForward with C=12 = %#v", err)
+	if !errors.As(err, &ge) || ge.Code != cudalib.GPTErrArg || ge.Call != "sdg_attention_forward_mma" || !errors.Is(err, cudalib.ErrArgument) {
+		t.Fatalf("AttentionForwardMMA with T=64 = %#v", err)
 	}
-	if want := "sdg_layernorm_forward: fake: C=12 is not a positive multiple of 8"; err.Error() != want {
+	if want := "sdg_attention_forward_mma: fake: mma: T=64"; err.Error() != want {
 		t.Fatalf("message %q, want %q", err, want)
 	}
 	if s := log(); s != "" {
 		t.Fatalf("a failed launch logged %q", s)
 	}
 
-	if n, want := g.LayernormBackwardScratchBytes(100, 16), 4*16*8; n != want {
-		t.Errorf("LayernormBackwardScratchBytes = %d, want %d", n, want)
-	}
-	if n, want := g.EmbedBackwardScratchBytes(2, 64, 50257), 2*64*16+50257*4; n != want {
-		t.Errorf("EmbedBackwardScratchBytes = %d, want %d", n, want)
+	if n, want := g.AttentionBackwardScratchBytes(2, 64, 384, 12), 2*12*64*4; n != want {
+		t.Errorf("AttentionBackwardScratchBytes = %d, want %d", n, want)
 	}
 	if !g.AttentionMMASupported(128, 768, 12) || g.AttentionMMASupported(64, 768, 12) || g.AttentionMMASupported(128, 384, 12) {
 		t.Error("AttentionMMASupported does not follow the fake's rule (hs 64, T a multiple of 128)")
@@ -139,122 +133,13 @@ func TestGPTRoundTrip(t *testing.T) {
 	if err := g.AttentionForwardMMA(0x10, 0x20, 0x30, 2, 64, 768, 12, stream); err == nil || err.Error() != "sdg_attention_forward_mma: fake: mma: T=64" {
 		t.Fatalf("AttentionForwardMMA with T=64 = %v", err)
 	}
-	if err := g.EmbedBackward(0x1, 0x2, 0x3, 0x4, 2, 64, 32, 100, 0x5, 10, stream); err == nil ||
-		err.Error() != fmt.Sprintf("sdg_embed_backward: fake: scratch of 10 bytes, need %d", g.EmbedBackwardScratchBytes(2, 64, 100)) {
-		t.Fatalf("EmbedBackward with too little scratch = %v", err)
-	}
-	if err := g.Classifier(0x1, 0x2, 0x3, 8, 50257, 50304, 0.125, 1, stream); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := log(), "sdg_classifier losses=0x1 logits=0x2 targets=0x3 N=8 V=50257 Vp=50304 dscale=0.125 write_grad=1"; got != want {
-		t.Fatalf("log %q\nwant %q", got, want)
-	}
-
-	// A plan: made from a host struct, given back as a handle, run and
-	// destroyed.
-	desc := cudalib.GemmDesc{M: 64, N: 2304, K: 768, TransB: true, Batch: 1, CType: cudalib.GPTBF16, BiasType: cudalib.GPTF32,
-		Epilogue: cudalib.GPTEpiGELUAuxBias, Accumulate: true, WorkspaceBytes: 1 << 20, StrideA: 3, StrideB: 4, StrideC: 5}
-	plan, err := g.GemmCreate(0xabc, desc)
-	if err != nil || plan == 0 {
-		t.Fatalf("GemmCreate = %#x, %v", plan, err)
-	}
-	defer g.GemmDestroy(plan)
-	if err := g.GemmRun(plan, 0xabc, 0xc0, 0xa0, 0xb0, 0xb1, 0xa1, 0xf0, stream); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := log(), "sdg_gemm_run m=64 n=2304 k=768 trans_a=0 trans_b=1 batch=1 strides=3,4,5 c_type=0 bias_type=1 "+
-		"epilogue=3 accumulate=1 workspace_bytes=1048576 lt=0xabc c=0xc0 a=0xa0 b=0xb0 bias=0xb1 aux=0xa1 workspace=0xf0"; got != want {
-		t.Fatalf("log %q\nwant %q", got, want)
-	}
-	if err := g.GemmRunInto(plan, 0xabc, 0xd0, 0xc0, 0xa0, 0xb0, 0xb1, 0xa1, 0xf0, stream); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := log(), "sdg_gemm_run_into d=0xd0 c=0xc0"; !strings.HasPrefix(got, want) {
-		t.Fatalf("log %q\nwant it to start %q", got, want)
-	}
-	if err := g.GemmRun(plan, 0xdef, 0xc0, 0xa0, 0xb0, 0, 0, 0xf0, stream); err == nil ||
-		err.Error() != "sdg_gemm_run: fake: plan made with cuBLASLt handle 0xabc, run with 0xdef" {
-		t.Fatalf("GemmRun with another handle = %v", err)
-	}
-	if err := g.GemmRun(plan, 0xabc, 0xc0, 0xa0, 0xb0, 0, 0, 0, stream); err == nil ||
-		err.Error() != "sdg_gemm_run: fake: the plan wants 1048576 bytes of workspace, got none" {
-		t.Fatalf("GemmRun without workspace = %v", err)
-	}
-	bad := desc
-	bad.Epilogue = 9
-	if p, err := g.GemmCreate(0xabc, bad); p != 0 || err == nil || err.Error() != "sdg_gemm_create: fake: epilogue 9" {
-		t.Fatalf("GemmCreate with epilogue 9 = %#x, %v", p, err)
-	}
 
 	// A successful launch allocates nothing.
 	if n := testing.AllocsPerRun(50, func() {
-		if err := g.GeluForward(0x1, 0x2, 8, 0); err != nil {
+		if err := g.AttentionForwardWMMA(0x1, 0x2, 0x3, 1, 64, 64, 2, 0); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
-		t.Fatalf("%v allocations per GeluForward, want 0", n)
-	}
-}
-
-// AdamW reads its tensors and its hyperparameters from device memory (the
-// fake's, host memory) and writes the update there.
-func TestGPTAdamWOnDeviceMemory(t *testing.T) {
-	lib, g := openFakeGPT(t)
-	const n = 4
-	alloc := func(vals []float32) uintptr {
-		b := make([]byte, 4*len(vals))
-		for i, v := range vals {
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-		}
-		p, err := lib.DevAlloc(len(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lib.CopyHtoD(p, b); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	read := func(p uintptr) []float32 {
-		b := make([]byte, 4*n)
-		if err := lib.CopyDtoH(b, p); err != nil {
-			t.Fatal(err)
-		}
-		out := make([]float32, n)
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		return out
-	}
-	params := alloc([]float32{1, -2, 0.5, 4})
-	grads := alloc([]float32{2, 2, -4, 0})
-	m, v := alloc(make([]float32, n)), alloc(make([]float32, n))
-	bf16, _ := lib.DevAlloc(2 * n)
-	decay, _ := lib.DevAlloc(2)
-	lib.CopyHtoD(decay, []byte{1, 0}) // chunk 2: elements 0 and 1 decay
-	// sdg_adamw_hyper: lr, beta1, beta2, eps, weight_decay, grad_scale, step, pad.
-	hyper := alloc([]float32{0.1, 0.9, 0.999, 1e-8, 0.5, 0.5, math.Float32frombits(1), 0})
-	if err := g.AdamW(params, bf16, grads, m, v, decay, 2, n, hyper, 0); err != nil {
-		t.Fatal(err)
-	}
-	// Step 1: m/bc1 = g, sqrt(v/bc2) = |g|, so p -= lr*sign(g) after decay.
-	want := []float32{1 - 0.05 - 0.1, -2 + 0.1 - 0.1, 0.5 + 0.1, 4}
-	for i, p := range read(params) {
-		if math.Abs(float64(p-want[i])) > 1e-5 {
-			t.Errorf("params[%d] = %v, want %v", i, p, want[i])
-		}
-	}
-	if got := read(m); math.Abs(float64(got[0]-0.1)) > 1e-6 || math.Abs(float64(got[2]+0.2)) > 1e-6 {
-		t.Errorf("m = %v, want 0.1*g*grad_scale", got)
-	}
-	hb := make([]byte, 2*n)
-	lib.CopyDtoH(hb, bf16)
-	if got := binary.LittleEndian.Uint16(hb[6:]); got != 0x4080 { // 4.0 in bf16
-		t.Errorf("params_bf16[3] = %#x, want 0x4080", got)
-	}
-	// step 0 in the hyperparameters is the fake's error, with its message.
-	lib.CopyHtoD(hyper+24, []byte{0, 0, 0, 0})
-	if err := g.AdamW(params, 0, grads, m, v, 0, 0, n, hyper, 0); err == nil || err.Error() != "sdg_adamw: fake: step 0" {
-		t.Fatalf("AdamW at step 0 = %v", err)
+		t.Fatalf("%v allocations per AttentionForwardWMMA, want 0", n)
 	}
 }

@@ -475,6 +475,42 @@ func (c *Context) SideJoin() (err error) {
 	return
 }
 
+// BF16GemmCreate fails: the library needs cgo.
+func (c *Context) BF16GemmCreate(d GemmDesc) (r0 uint64, err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmDestroy fails: the library needs cgo.
+func (c *Context) BF16GemmDestroy(plan uint64) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmRun fails: the library needs cgo.
+func (c *Context) BF16GemmRun(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmRunInto fails: the library needs cgo.
+func (c *Context) BF16GemmRunInto(plan uint64, d uintptr, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmTune fails: the library needs cgo.
+func (c *Context) BF16GemmTune(plan uint64, cmat uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, candidates int, reps int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BF16GemmTuned fails: the library needs cgo.
+func (c *Context) BF16GemmTuned(plan uint64, best bool) (r0 int, err error) {
+	err = errNoCgo
+	return
+}
+
 // BiasAct fails: the library needs cgo.
 func (c *Context) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activation) (err error) {
 	err = errNoCgo
@@ -482,13 +518,19 @@ func (c *Context) BiasAct(y uintptr, rows int, cols int, bias uintptr, act Activ
 }
 
 // BiasActBackward fails: the library needs cgo.
-func (c *Context) BiasActBackward(dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool) (err error) {
+func (c *Context) BiasActBackward(dtype DType, dy uintptr, y uintptr, rows int, cols int, dbias uintptr, act Activation, accumulate bool, scratch uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// BiasActBackwardScratchBytes fails: the library needs cgo.
+func (c *Context) BiasActBackwardScratchBytes(dtype DType, rows int, cols int) (r0 int, err error) {
 	err = errNoCgo
 	return
 }
 
 // SoftmaxXent fails: the library needs cgo.
-func (c *Context) SoftmaxXent(logits uintptr, labels uintptr, rows int, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) (err error) {
+func (c *Context) SoftmaxXent(dtype DType, logits uintptr, labels uintptr, rows int, classes int, ld int, dlogits uintptr, scale float32, useBlock bool, stats uintptr, losses uintptr) (err error) {
 	err = errNoCgo
 	return
 }
@@ -524,25 +566,31 @@ func (c *Context) SumSquaresEnqueue(x uintptr, n int, out uintptr) (err error) {
 }
 
 // Gelu fails: the library needs cgo.
-func (c *Context) Gelu(y uintptr, x uintptr, n int) (err error) {
+func (c *Context) Gelu(dtype DType, y uintptr, x uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // GeluBackward fails: the library needs cgo.
-func (c *Context) GeluBackward(dx uintptr, dy uintptr, x uintptr, n int) (err error) {
+func (c *Context) GeluBackward(dtype DType, dx uintptr, dy uintptr, x uintptr, n int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // LayerNorm fails: the library needs cgo.
-func (c *Context) LayerNorm(y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) (err error) {
+func (c *Context) LayerNorm(dtype DType, y uintptr, mean uintptr, rstd uintptr, x uintptr, w uintptr, b uintptr, rows int, cols int, eps float32) (err error) {
 	err = errNoCgo
 	return
 }
 
 // LayerNormBackward fails: the library needs cgo.
-func (c *Context) LayerNormBackward(dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool) (err error) {
+func (c *Context) LayerNormBackward(dtype DType, dx uintptr, dw uintptr, db uintptr, dy uintptr, x uintptr, w uintptr, mean uintptr, rstd uintptr, rows int, cols int, addDx bool, scratch uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// LayerNormBackwardScratchBytes fails: the library needs cgo.
+func (c *Context) LayerNormBackwardScratchBytes(dtype DType, rows int, cols int) (r0 int, err error) {
 	err = errNoCgo
 	return
 }
@@ -555,6 +603,24 @@ func (c *Context) IndexGather(dst uintptr, table uintptr, idx uintptr, rows int,
 
 // IndexScatterAdd fails: the library needs cgo.
 func (c *Context) IndexScatterAdd(table uintptr, src uintptr, idx uintptr, rows int, cols int, tableRows int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// EmbedBF16 fails: the library needs cgo.
+func (c *Context) EmbedBF16(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, cArg int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// EmbedBackwardBF16 fails: the library needs cgo.
+func (c *Context) EmbedBackwardBF16(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, cArg int, v int, scratch uintptr, scratchBytes int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// EmbedBackwardBF16ScratchBytes fails: the library needs cgo.
+func (c *Context) EmbedBackwardBF16ScratchBytes(b int, t int, v int) (r0 int, err error) {
 	err = errNoCgo
 	return
 }
@@ -625,6 +691,12 @@ func (c *Context) ResetStatus() (err error) {
 	return
 }
 
+// AdamwBF16 fails: the library needs cgo.
+func (c *Context) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
 // SetStep fails: the library needs cgo.
 func (c *Context) SetStep(values StepValues) (err error) {
 	err = errNoCgo
@@ -657,52 +729,6 @@ func (c *Context) GraphLaunch(exec uint64, values StepValues) (err error) {
 
 // GraphDestroy fails: the library needs cgo.
 func (c *Context) GraphDestroy(exec uint64) (err error) {
-	err = errNoCgo
-	return
-}
-
-// LayernormForward fails: the library needs cgo.
-func (g *GPT) LayernormForward(out uintptr, mean uintptr, rstd uintptr, inp uintptr, weight uintptr, bias uintptr, n int, c int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// LayernormBackwardScratchBytes is the zero value without cgo.
-func (g *GPT) LayernormBackwardScratchBytes(n int, c int) (r0 int) {
-	return
-}
-
-// LayernormBackward fails: the library needs cgo.
-func (g *GPT) LayernormBackward(dinp uintptr, dweight uintptr, dbias uintptr, dout uintptr, inp uintptr, weight uintptr, mean uintptr, rstd uintptr, n int, c int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GeluForward fails: the library needs cgo.
-func (g *GPT) GeluForward(out uintptr, inp uintptr, n int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GeluBackward fails: the library needs cgo.
-func (g *GPT) GeluBackward(dinp uintptr, inp uintptr, dout uintptr, n int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// EmbedForward fails: the library needs cgo.
-func (g *GPT) EmbedForward(out uintptr, tokens uintptr, wte uintptr, wpe uintptr, b int, t int, c int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// EmbedBackwardScratchBytes is the zero value without cgo.
-func (g *GPT) EmbedBackwardScratchBytes(b int, t int, v int) (r0 int) {
-	return
-}
-
-// EmbedBackward fails: the library needs cgo.
-func (g *GPT) EmbedBackward(dwte uintptr, dwpe uintptr, dout uintptr, tokens uintptr, b int, t int, c int, v int, scratch uintptr, scratchBytes int, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }
@@ -789,85 +815,5 @@ func (g *GPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) (r0
 // GQABackward fails: the library needs cgo.
 func (g *GPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) (err error) {
 	err = errNoCgo
-	return
-}
-
-// Classifier fails: the library needs cgo.
-func (g *GPT) Classifier(losses uintptr, logits uintptr, targets uintptr, n int, v int, vp int, dscale float32, writeGrad int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// LossStats fails: the library needs cgo.
-func (g *GPT) LossStats(stats uintptr, losses uintptr, targets uintptr, n int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// CastBF16 fails: the library needs cgo.
-func (g *GPT) CastBF16(out uintptr, inp uintptr, n int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AdamW fails: the library needs cgo.
-func (g *GPT) AdamW(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// BiasBackwardScratchBytes is the zero value without cgo.
-func (g *GPT) BiasBackwardScratchBytes(n int, oc int) (r0 int) {
-	return
-}
-
-// BiasBackward fails: the library needs cgo.
-func (g *GPT) BiasBackward(dbias uintptr, dout uintptr, n int, oc int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// LtCreate fails: the library needs cgo.
-func (g *GPT) LtCreate() (r0 uintptr, err error) {
-	err = errNoCgo
-	return
-}
-
-// LtDestroy is the zero value without cgo.
-func (g *GPT) LtDestroy(lt uintptr) {
-	return
-}
-
-// GemmCreate fails: the library needs cgo.
-func (g *GPT) GemmCreate(lt uintptr, d GemmDesc) (r0 uintptr, err error) {
-	err = errNoCgo
-	return
-}
-
-// GemmRun fails: the library needs cgo.
-func (g *GPT) GemmRun(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GemmRunInto fails: the library needs cgo.
-func (g *GPT) GemmRunInto(plan uintptr, lt uintptr, d uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GemmDestroy is the zero value without cgo.
-func (g *GPT) GemmDestroy(plan uintptr) {
-	return
-}
-
-// GemmTune fails: the library needs cgo.
-func (g *GPT) GemmTune(plan uintptr, lt uintptr, c uintptr, a uintptr, b uintptr, bias uintptr, aux uintptr, workspace uintptr, stream uintptr, candidates int, reps int) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GemmTunedNs is the zero value without cgo.
-func (g *GPT) GemmTunedNs(plan uintptr, best int) (r0 int) {
 	return
 }

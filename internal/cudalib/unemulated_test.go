@@ -15,10 +15,10 @@ func TestUnemulated(t *testing.T) {
 	if p, err := (UnemulatedDevice{}).DevAlloc(64); p != 0 || !errors.Is(err, ErrNotEmulated) {
 		t.Errorf("UnemulatedDevice.DevAlloc: %#x, %v", p, err)
 	}
-	if err := (UnemulatedGPT{}).GeluForward(1, 2, 3, 0); !errors.Is(err, ErrNotEmulated) {
-		t.Errorf("UnemulatedGPT.GeluForward: %v", err)
+	if err := (UnemulatedGPT{}).AttentionForward(1, 2, 3, 1, 64, 64, 1, 0); !errors.Is(err, ErrNotEmulated) {
+		t.Errorf("UnemulatedGPT.AttentionForward: %v", err)
 	}
-	if n := (UnemulatedGPT{}).LayernormBackwardScratchBytes(8, 8); n != 0 {
-		t.Errorf("UnemulatedGPT.LayernormBackwardScratchBytes: %d", n)
+	if n := (UnemulatedGPT{}).AttentionBackwardScratchBytes(1, 64, 64, 1); n != 0 {
+		t.Errorf("UnemulatedGPT.AttentionBackwardScratchBytes: %d", n)
 	}
 }

@@ -1,8 +1,12 @@
 package cudatest
 
 // CastBF16 is sdc_cast_bf16: bf16FromF32 (round to nearest even, NaN to
-// 0x7fc0), the kernel's operations on the bits.
+// 0x7fc0), the kernel's operations on the bits; its arguments checked as the
+// library checks them.
 func (d *Device) CastBF16(dst, src uintptr, n int) error {
+	if n < 0 || (n > 0 && (dst == 0 || src == 0 || dst%2 != 0 || src%4 != 0)) {
+		return sdcArgErr("sdc_cast_bf16", "n=%d dst=%#x src=%#x", n, dst, src)
+	}
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.castBF16(dst, src, n) })
 		return nil

@@ -34,7 +34,7 @@ import (
 // new values. GEMM sums in float64, so results agree with the CPU engine to
 // float32 rounding, not bit for bit. opts.GPTKernels left nil becomes the
 // device's emulated GPT kernels (Device.GPTKernels), which the engine's
-// bf16 plans run.
+// bf16 attention runs (its other bf16 plans run the device's own methods).
 func NewEmulated(opts cuda.Options) *cuda.Engine {
 	d := NewDevice()
 	return cuda.NewOnDevice(d, emulatedOptions(d, opts))
@@ -56,20 +56,22 @@ type Device struct {
 	// an entry point not emulated below fails with cudalib.ErrNotEmulated
 	cudalib.UnemulatedDevice
 
-	mu       sync.Mutex
-	allocs   []allocation // sorted by base
-	status   uintptr
-	block    cudalib.StepValues
-	capture  bool
-	recorded []func()
-	graphs   map[uint64][]func()
-	nextID   uint64
-	lt       ltState
-	scratch  []float32 // room of the kernels that need some (see buffer)
-	sums     []float64 // a row of the GEMM's sums
-	gpt      *GPT      // GPTKernels, made when first asked for
-	limit    int64     // SetMemoryLimit's bytes (0: none)
-	used     int64     // bytes allocated now
+	mu         sync.Mutex
+	allocs     []allocation // sorted by base
+	status     uintptr
+	block      cudalib.StepValues
+	capture    bool
+	recorded   []func()
+	graphs     map[uint64][]func()
+	nextID     uint64
+	lt         ltState
+	scratch    []float32                     // room of the kernels that need some (see buffer)
+	sums       []float64                     // a row of the GEMM's sums
+	gpt        *GPT                          // GPTKernels, made when first asked for
+	bf16Plans  map[uint64]cudalib.GemmDesc   // BF16GemmCreate's plans
+	bf16Reject map[cudalib.BF16Epilogue]bool // RejectBF16Epilogue's
+	limit      int64                         // SetMemoryLimit's bytes (0: none)
+	used       int64                         // bytes allocated now
 }
 
 // SetMemoryLimit makes DevAlloc refuse, wrapping cudalib.ErrNoMemory as the
@@ -402,7 +404,17 @@ func (d *Device) biasAct(y uintptr, rows, cols int, bias uintptr, act cudalib.Ac
 	hostloops.BiasAct(d.f32(y, rows*cols), bs, rows, cols, act == cudalib.ReLU)
 }
 
-func (d *Device) BiasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool) error {
+// BiasActBackward is sdc_bias_act_backward. Float32: see biasActBackward.
+// BFloat16: dbias = the float64 column sums of dy, rounded to float32 (the
+// kernel's chunked float32 sums are not emulated bit for bit); its
+// arguments checked as the library checks them.
+func (d *Device) BiasActBackward(dtype cudalib.DType, dy, y uintptr, rows, cols int, dbias uintptr, act cudalib.Activation, accumulate bool, scratch uintptr) error {
+	if dtype == cudalib.BFloat16 {
+		return d.biasBackwardBF16(dy, rows, cols, dbias, act, accumulate, scratch)
+	}
+	if dtype != cudalib.Float32 {
+		return sdcArgErr("sdc_bias_act_backward", "dtype %d", dtype)
+	}
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.biasActBackward(dy, y, rows, cols, dbias, act, accumulate) })
 		return nil
@@ -436,7 +448,15 @@ func (d *Device) biasActBackward(dy, y uintptr, rows, cols int, dbias uintptr, a
 	copy(db, sums)
 }
 
-func (d *Device) SoftmaxXent(logits, labels uintptr, rows, classes int, dlogits uintptr, scale float32, useBlock bool, stats uintptr) error {
+// SoftmaxXent is sdc_softmax_xent. Float32: see softmaxXent. BFloat16: see
+// softmaxXentBF16 (loss.go).
+func (d *Device) SoftmaxXent(dtype cudalib.DType, logits, labels uintptr, rows, classes, ld int, dlogits uintptr, scale float32, useBlock bool, stats, losses uintptr) error {
+	if dtype == cudalib.BFloat16 {
+		return d.softmaxXentBF16(logits, labels, rows, classes, ld, dlogits, scale, useBlock, stats, losses)
+	}
+	if dtype != cudalib.Float32 || ld != classes {
+		return sdcArgErr("sdc_softmax_xent", "dtype %d, %d classes in rows of %d", dtype, classes, ld)
+	}
 	if d.capture {
 		d.recorded = append(d.recorded, func() { d.softmaxXent(logits, labels, rows, classes, dlogits, scale, useBlock, stats) })
 		return nil
@@ -921,4 +941,19 @@ func (d *Device) GatherRows(dst, src, table, idx uintptr, rows, cols int) error 
 	}
 	run()
 	return nil
+}
+
+// sdErrArg is SD_ERR_ARG, the compute ABI's status of a bad argument.
+const sdErrArg = 5
+
+// sdcArgErr is the error of an sdc_* entry point that refuses its
+// arguments, as the library reports it (an SD_ERR_ARG *cudalib.Error).
+func sdcArgErr(call, format string, a ...any) error {
+	return &cudalib.Error{Call: call, Status: sdErrArg, Msg: "emulated: " + fmt.Sprintf(format, a...)}
+}
+
+// sdcErr is the error of an sdc_* entry point whose CUDA or cuBLASLt call
+// fails, as the library reports it (an SD_ERR *cudalib.Error).
+func sdcErr(call, format string, a ...any) error {
+	return &cudalib.Error{Call: call, Status: 1, Msg: "emulated: " + fmt.Sprintf(format, a...)}
 }

@@ -26,9 +26,10 @@ var initialisms = map[string]string{"htod": "HtoD", "dtoh": "DtoH", "abi": "ABI"
 // Go type the method takes instead, and the hand-written method of Context
 // (compute_cgo.go) that copies it into the context's C memory.
 var goStructs = map[string]struct{ goType, fill string }{
-	"sdc_step":    {"StepValues", "setStep"},
-	"sdc_optim":   {"OptimArgs", "setOptim"},
-	"sdc_lt_args": {"LtArgs", "setLtArgs"},
+	"sdc_step":           {"StepValues", "setStep"},
+	"sdc_optim":          {"OptimArgs", "setOptim"},
+	"sdc_lt_args":        {"LtArgs", "setLtArgs"},
+	"sdc_bf16_gemm_desc": {"GemmDesc", "setGemmDesc"},
 }
 
 // goScalar is how a C type travels as a Go parameter or result: the Go type,
@@ -38,7 +39,8 @@ type goScalar struct {
 }
 
 // goScalars are the rules of the parameters: a uint64_t is a device address
-// (uintptr), an sdc_handle an opaque uint64, an sdc_flag a bool, integers are
+// (uintptr), an sdc_handle an opaque uint64, an sdc_flag a bool, an sdc_dtype a
+// DType (the element type of a tensor), integers are
 // ints, an int64_t named *_ns a time.Duration (see goParam).
 var goScalars = map[string]goScalar{
 	"int":        {"int", "C.int(%s)", "int(%s)"},
@@ -51,8 +53,8 @@ var goScalars = map[string]goScalar{
 	"double":     {"float64", "C.double(%s)", "float64(%s)"},
 	"sdc_flag":   {"bool", "C.sdc_flag(sdcFlag(%s))", "%s != 0"},
 	"sdc_act":    {"Activation", "C.sdc_act(%s)", "Activation(%s)"},
-	"sdc_handle": {"uint64", "C.sdc_handle(%s)", "uint64(%s)"},
 	"sdc_dtype":  {"DType", "C.sdc_dtype(%s)", "DType(%s)"},
+	"sdc_handle": {"uint64", "C.sdc_handle(%s)", "uint64(%s)"},
 	"void *":     {"unsafe.Pointer", "%s", "%s"},
 }
 

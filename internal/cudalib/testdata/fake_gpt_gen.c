@@ -10,36 +10,6 @@
 
 void fake_sdg_log(void *stream, const char *fmt, ...);
 
-__attribute__((weak)) int sdg_layernorm_forward(void *out, float *mean, float *rstd, const void *inp, const void *weight, const void *bias, int N, int C, void *stream) {
-    fake_sdg_log(stream, "sdg_layernorm_forward out=0x%lx mean=0x%lx rstd=0x%lx inp=0x%lx weight=0x%lx bias=0x%lx N=%d C=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)mean, (unsigned long)(uintptr_t)rstd, (unsigned long)(uintptr_t)inp, (unsigned long)(uintptr_t)weight, (unsigned long)(uintptr_t)bias, N, C);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_layernorm_backward(void *dinp, float *dweight, float *dbias, const void *dout, const void *inp, const void *weight, const float *mean, const float *rstd, int N, int C, void *scratch, void *stream) {
-    fake_sdg_log(stream, "sdg_layernorm_backward dinp=0x%lx dweight=0x%lx dbias=0x%lx dout=0x%lx inp=0x%lx weight=0x%lx mean=0x%lx rstd=0x%lx N=%d C=%d scratch=0x%lx", (unsigned long)(uintptr_t)dinp, (unsigned long)(uintptr_t)dweight, (unsigned long)(uintptr_t)dbias, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)inp, (unsigned long)(uintptr_t)weight, (unsigned long)(uintptr_t)mean, (unsigned long)(uintptr_t)rstd, N, C, (unsigned long)(uintptr_t)scratch);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_gelu_forward(void *out, const void *inp, int64_t n, void *stream) {
-    fake_sdg_log(stream, "sdg_gelu_forward out=0x%lx inp=0x%lx n=%lld", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)inp, (long long)n);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_gelu_backward(void *dinp, const void *inp, const void *dout, int64_t n, void *stream) {
-    fake_sdg_log(stream, "sdg_gelu_backward dinp=0x%lx inp=0x%lx dout=0x%lx n=%lld", (unsigned long)(uintptr_t)dinp, (unsigned long)(uintptr_t)inp, (unsigned long)(uintptr_t)dout, (long long)n);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_embed_forward(void *out, const int32_t *tokens, const void *wte, const void *wpe, int B, int T, int C, void *stream) {
-    fake_sdg_log(stream, "sdg_embed_forward out=0x%lx tokens=0x%lx wte=0x%lx wpe=0x%lx B=%d T=%d C=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)tokens, (unsigned long)(uintptr_t)wte, (unsigned long)(uintptr_t)wpe, B, T, C);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_embed_backward(float *dwte, float *dwpe, const void *dout, const int32_t *tokens, int B, int T, int C, int V, void *scratch, size_t scratch_bytes, void *stream) {
-    fake_sdg_log(stream, "sdg_embed_backward dwte=0x%lx dwpe=0x%lx dout=0x%lx tokens=0x%lx B=%d T=%d C=%d V=%d scratch=0x%lx scratch_bytes=%zu", (unsigned long)(uintptr_t)dwte, (unsigned long)(uintptr_t)dwpe, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)tokens, B, T, C, V, (unsigned long)(uintptr_t)scratch, scratch_bytes);
-    return SDG_OK;
-}
-
 __attribute__((weak)) int sdg_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, void *stream) {
     fake_sdg_log(stream, "sdg_attention_forward out=0x%lx lse=0x%lx qkv=0x%lx B=%d T=%d C=%d NH=%d", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, (unsigned long)(uintptr_t)qkv, B, T, C, NH);
     return SDG_OK;
@@ -87,45 +57,5 @@ __attribute__((weak)) int sdg_gqa_forward(void *out, float *lse, const void *q, 
 
 __attribute__((weak)) int sdg_gqa_backward(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v, const void *out, const float *lse, int B, int T, int NH, int KVH, int HS, void *scratch, void *stream) {
     fake_sdg_log(stream, "sdg_gqa_backward dq=0x%lx dk=0x%lx dv=0x%lx dout=0x%lx q=0x%lx k=0x%lx v=0x%lx out=0x%lx lse=0x%lx B=%d T=%d NH=%d KVH=%d HS=%d scratch=0x%lx", (unsigned long)(uintptr_t)dq, (unsigned long)(uintptr_t)dk, (unsigned long)(uintptr_t)dv, (unsigned long)(uintptr_t)dout, (unsigned long)(uintptr_t)q, (unsigned long)(uintptr_t)k, (unsigned long)(uintptr_t)v, (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)lse, B, T, NH, KVH, HS, (unsigned long)(uintptr_t)scratch);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_classifier(float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dscale, int write_grad, void *stream) {
-    fake_sdg_log(stream, "sdg_classifier losses=0x%lx logits=0x%lx targets=0x%lx N=%d V=%d Vp=%d dscale=%g write_grad=%d", (unsigned long)(uintptr_t)losses, (unsigned long)(uintptr_t)logits, (unsigned long)(uintptr_t)targets, N, V, Vp, (double)dscale, write_grad);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_loss_stats(float *stats, const float *losses, const int32_t *targets, int N, void *stream) {
-    fake_sdg_log(stream, "sdg_loss_stats stats=0x%lx losses=0x%lx targets=0x%lx N=%d", (unsigned long)(uintptr_t)stats, (unsigned long)(uintptr_t)losses, (unsigned long)(uintptr_t)targets, N);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_cast_bf16(void *out, const float *inp, int64_t n, void *stream) {
-    fake_sdg_log(stream, "sdg_cast_bf16 out=0x%lx inp=0x%lx n=%lld", (unsigned long)(uintptr_t)out, (unsigned long)(uintptr_t)inp, (long long)n);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_adamw(float *params, void *params_bf16, const float *grads, float *m, float *v, const uint8_t *decay, int64_t chunk, int64_t n, const sdg_adamw_hyper *hyper, void *stream) {
-    fake_sdg_log(stream, "sdg_adamw params=0x%lx params_bf16=0x%lx grads=0x%lx m=0x%lx v=0x%lx decay=0x%lx chunk=%lld n=%lld hyper=0x%lx", (unsigned long)(uintptr_t)params, (unsigned long)(uintptr_t)params_bf16, (unsigned long)(uintptr_t)grads, (unsigned long)(uintptr_t)m, (unsigned long)(uintptr_t)v, (unsigned long)(uintptr_t)decay, (long long)chunk, (long long)n, (unsigned long)(uintptr_t)hyper);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_bias_backward(float *dbias, const void *dout, int N, int OC, void *scratch, void *stream) {
-    fake_sdg_log(stream, "sdg_bias_backward dbias=0x%lx dout=0x%lx N=%d OC=%d scratch=0x%lx", (unsigned long)(uintptr_t)dbias, (unsigned long)(uintptr_t)dout, N, OC, (unsigned long)(uintptr_t)scratch);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_gemm_run(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux, void *workspace, void *stream) {
-    fake_sdg_log(stream, "sdg_gemm_run plan=0x%lx lt=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx workspace=0x%lx", (unsigned long)(uintptr_t)plan, (unsigned long)(uintptr_t)lt, (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)a, (unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)bias, (unsigned long)(uintptr_t)aux, (unsigned long)(uintptr_t)workspace);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_gemm_run_into(sdg_gemm *plan, void *lt, void *d, const void *c, const void *a, const void *b, void *bias, void *aux, void *workspace, void *stream) {
-    fake_sdg_log(stream, "sdg_gemm_run_into plan=0x%lx lt=0x%lx d=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx workspace=0x%lx", (unsigned long)(uintptr_t)plan, (unsigned long)(uintptr_t)lt, (unsigned long)(uintptr_t)d, (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)a, (unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)bias, (unsigned long)(uintptr_t)aux, (unsigned long)(uintptr_t)workspace);
-    return SDG_OK;
-}
-
-__attribute__((weak)) int sdg_gemm_tune(sdg_gemm *plan, void *lt, void *c, const void *a, const void *b, void *bias, void *aux, void *workspace, void *stream, int candidates, int reps) {
-    fake_sdg_log(stream, "sdg_gemm_tune plan=0x%lx lt=0x%lx c=0x%lx a=0x%lx b=0x%lx bias=0x%lx aux=0x%lx workspace=0x%lx candidates=%d reps=%d", (unsigned long)(uintptr_t)plan, (unsigned long)(uintptr_t)lt, (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)a, (unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)bias, (unsigned long)(uintptr_t)aux, (unsigned long)(uintptr_t)workspace, candidates, reps);
     return SDG_OK;
 }
