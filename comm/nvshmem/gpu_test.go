@@ -132,11 +132,11 @@ func kernelJobs(t *testing.T, check func(t *testing.T, c *Comm, kind comm.Kind),
 	}
 }
 
-func shardedChecks(t *testing.T, c *Comm, kind comm.Kind) {
-	const total = 65541 + 16
-	sizes := []int{1, 3, 7, 33, 4095, 65541}
-	offsets := []int{0, 5}
-	seed := 0x5ca + uint64(kind)
+// seededBuffer allocates a symmetric buffer of total elements of kind and
+// returns it with this PE's values for it (commtest.Value of seed), as
+// bits, not yet written.
+func seededBuffer(t *testing.T, c *Comm, kind comm.Kind, seed uint64, total int) ([]uint32, comm.Buffer) {
+	t.Helper()
 	mine := make([]uint32, total)
 	for i := range mine {
 		mine[i] = toBits(kind, commtest.Value(seed, c.me, i))
@@ -145,6 +145,14 @@ func shardedChecks(t *testing.T, c *Comm, kind comm.Kind) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mine, b
+}
+
+func shardedChecks(t *testing.T, c *Comm, kind comm.Kind) {
+	const total = 65541 + 16
+	sizes := []int{1, 3, 7, 33, 4095, 65541}
+	offsets := []int{0, 5}
+	mine, b := seededBuffer(t, c, kind, 0x5ca+uint64(kind), total)
 	for _, n := range sizes {
 		for _, off := range offsets {
 			lo, hi := comm.Shard(off, n, c.npes, c.me)

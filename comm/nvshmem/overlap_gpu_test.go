@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/symddp/symddp/comm"
-	"github.com/symddp/symddp/comm/commtest"
 )
 
 // TestGPUCollectivesStream reduces a buffer bucket by bucket on the
@@ -31,15 +30,7 @@ func bucketChecks(t *testing.T, c *Comm, kind comm.Kind) {
 	// bucket boundaries, from the end of the range as backward reports them:
 	// uneven sizes, off 16-byte boundaries, one shorter than the PE count
 	bounds := []int{total, total - 3, 150001, 65541, 4097, 5, 0}
-	seed := 0xb0c + uint64(kind)
-	mine := make([]uint32, total)
-	for i := range mine {
-		mine[i] = toBits(kind, commtest.Value(seed, c.me, i))
-	}
-	b, err := c.Alloc(kind, total)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mine, b := seededBuffer(t, c, kind, 0xb0c+uint64(kind), total)
 	putBits(t, c, b, mine)
 	if err := c.AllReduce(b, 0, total, comm.Sum); err != nil {
 		t.Fatal(err)
@@ -64,6 +55,7 @@ func bucketChecks(t *testing.T, c *Comm, kind comm.Kind) {
 					}
 				}
 				lo, hi := bounds[k+1], bounds[k]
+				var err error
 				if sharded {
 					err = c.ReduceScatterPartEnqueue(b, 0, total, lo, hi, comm.Sum)
 				} else {
