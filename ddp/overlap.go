@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/comm"
-	"github.com/symddp/symddp/compute"
 )
 
 // Gradient reduction overlapped with backward on the device step path
@@ -70,11 +69,9 @@ type deviceOverlap struct {
 	ar      enqueueAllReducer
 	rs      partReduceScatterer // the sharded update's; nil when replicated
 	bucket  int                 // elements per bucket
-	acc     compute.Arena       // the accumulator as an arena (zero without accumulation)
-	views   map[[2]int][2]compute.Tensor
-	pending int   // elements [0, pending) are not issued yet
-	forked  bool  // CommFork enqueued since the last CommJoin
-	err     error // the first failure while issuing (ready cannot return one)
+	pending int                 // elements [0, pending) are not issued yet
+	forked  bool                // CommFork enqueued since the last CommJoin
+	err     error               // the first failure while issuing (ready cannot return one)
 	readyFn func(first int)
 	trace   *overlapTrace // nil unless SYMDDP_OVERLAP_TRACE asks for one
 }
@@ -94,18 +91,14 @@ func (t *Trainer) newDeviceOverlap(ar enqueueAllReducer) (*deviceOverlap, string
 	if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() {
 		return nil, "some PE is not reachable by pointer (the collectives stream needs every peer)"
 	}
-	o := &deviceOverlap{t: t, f: f, ar: ar, bucket: t.deviceBucket, views: map[[2]int][2]compute.Tensor{}}
+	o := &deviceOverlap{t: t, f: f, ar: ar, bucket: t.deviceBucket}
 	if t.dshard != nil {
 		if o.rs, ok = t.c.(partReduceScatterer); !ok {
 			return nil, fmt.Sprintf("the %s comm backend cannot enqueue the reduce-scatter of part of the arena", t.c.Backend())
 		}
 	}
-	if t.acc != nil {
-		dp, ok := t.acc.(devicePointer)
-		if !ok {
-			return nil, fmt.Sprintf("the %s engine's gradient accumulator has no device address", t.e.Name())
-		}
-		o.acc = compute.Arena{Dev: dp.DevicePtr(), N: t.n}
+	if t.acc != nil && t.accArena.Dev == 0 {
+		return nil, fmt.Sprintf("the %s engine's gradient accumulator has no device address", t.e.Name())
 	}
 	o.readyFn = o.ready
 	return o, ""
@@ -155,12 +148,12 @@ func (o *deviceOverlap) issue(lo int) {
 	o.pending = lo
 	grads := min(hi, t.n) // the gradients among [lo, hi)
 	if t.acc != nil {
-		g, a := o.rangeViews(lo, grads)
+		g, a := t.rangeViews(lo, grads)
 		t.e.Accumulate(g, a)
 	}
 	buf := t.grads
 	if bf := t.bf16; bf != nil {
-		g, _ := o.rangeViews(lo, grads)
+		g, _ := t.rangeViews(lo, grads)
 		bf.c.CastToBF16(bf.ptr+2*uintptr(lo), g)
 		buf = bf.buf
 	}
@@ -218,21 +211,4 @@ func (o *deviceOverlap) finish() error {
 	}
 	t.widenBF16()
 	return nil
-}
-
-// rangeViews returns cached views of gradient and accumulator elements
-// [lo, hi) (the accumulator's view nil without accumulation): bucket
-// boundaries repeat every step, so views are made once.
-func (o *deviceOverlap) rangeViews(lo, hi int) (g, a compute.Tensor) {
-	key := [2]int{lo, hi}
-	if v, ok := o.views[key]; ok {
-		return v[0], v[1]
-	}
-	t := o.t
-	g = t.e.View(t.gArena, lo, hi-lo)
-	if t.acc != nil {
-		a = t.e.View(o.acc, lo, hi-lo)
-	}
-	o.views[key] = [2]compute.Tensor{g, a}
-	return g, a
 }

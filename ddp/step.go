@@ -335,7 +335,9 @@ func (t *Trainer) issue(lo int) {
 }
 
 // rangeViews returns cached views of gradient and accumulator elements
-// [lo, hi): bucket boundaries repeat every step, so views are made once.
+// [lo, hi) (the accumulator's nil without accumulation), on the host path
+// and the device path's overlapped reduction alike: bucket boundaries
+// repeat every step, so views are made once.
 func (t *Trainer) rangeViews(lo, hi int) (g, a compute.Tensor) {
 	key := [2]int{lo, hi}
 	if v, ok := t.views[key]; ok {
@@ -345,7 +347,9 @@ func (t *Trainer) rangeViews(lo, hi int) (g, a compute.Tensor) {
 		t.views = map[[2]int][2]compute.Tensor{}
 	}
 	g = t.e.View(t.gArena, lo, hi-lo)
-	a = t.e.View(t.accArena, lo, hi-lo)
+	if t.acc != nil {
+		a = t.e.View(t.accArena, lo, hi-lo)
+	}
 	t.views[key] = [2]compute.Tensor{g, a}
 	return g, a
 }

@@ -289,6 +289,8 @@ func (t *Trainer) build() (err error) {
 		if h := compute.HostData(t.acc); h != nil {
 			t.accArena = compute.HostArena(h)
 			t.acc = e.View(t.accArena, 0, t.n)
+		} else if dp, ok := t.acc.(devicePointer); ok {
+			t.accArena = compute.Arena{Dev: dp.DevicePtr(), N: t.n} // for the device path's bucket views
 		}
 	}
 	in := t.spec.InputSize()
