@@ -1,5 +1,5 @@
 # cuda/cudnn.sh: sourced by cuda/build.sh and scripts/gpu-gpt-kernels-check.sh.
-# Finds cuDNN 9 (optional: sd_gpt_attention_cudnn.cu's fused attention) and sets
+# Finds cuDNN 9 (optional: sd_compute_attention_cudnn.cu's fused attention) and sets
 #   cudnn_root     the directory with include/cudnn.h and lib/libcudnn.so.9, or ""
 #   cudnn_cflags   (-DSD_WITH_CUDNN -I...) or empty
 #   cudnn_ldflags  (-L... -l:libcudnn.so.9 -Xlinker -rpath=...) or empty

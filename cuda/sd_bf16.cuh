@@ -12,8 +12,6 @@
 
 typedef __nv_bfloat16 bf16;
 
-static inline bool sdb_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 /* 8 bf16 packed in a 16-byte vector as floats. */
 static __device__ __forceinline__ void sdb_unpack8(const uint4 u, float f[8]) {
     const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);

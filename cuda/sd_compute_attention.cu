@@ -1,8 +1,13 @@
 /*
- * sd_compute_attention.cu: the causal softmax of attention and its backward
- * over float32 (compute.Attention's plan in compute/cuda runs them between
- * sdc_gemm_batched's products per head).
+ * sd_compute_attention.cu: causal self-attention. In fp32, the causal
+ * softmax and its backward (compute.Attention's plan in compute/cuda runs
+ * them between sdc_gemm_batched's products per head); in bf16, the
+ * launchers of the flash attention (sdc_attention_bf16,
+ * sdc_grouped_attention_bf16 and their backward: "bf16" below), which check
+ * the arguments and run the kernels of sd_compute_attention_wmma.cu,
+ * sd_compute_attention_mma.cu or sd_compute_attention_cudnn.cu.
  *
+ * fp32:
  * p is nmat matrices of t x t back to back, row i of each the scores of
  * query i against keys 0..t-1. A row goes to eight lanes of a warp
  * (sd_compute.cuh), which do internal/hostloops' goSoftmaxCausal and
@@ -12,7 +17,10 @@
  * entries a, a+8, ... of its row (the tail's entries reach the other lanes
  * by shuffle), so the rows update in place without a barrier.
  */
+#include <stdio.h>
+
 #include "sd_compute.cuh"
+#include "sd_compute_attention.cuh"
 #include "sd_internal.h"
 #include "symddp_compute.h"
 
@@ -133,5 +141,249 @@ extern "C" int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64
                                          (cudaStream_t)(uintptr_t)c->stream>>>(
         (float *)(uintptr_t)ds, (const float *)(uintptr_t)p, nmat * t, t);
     SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+/* ---- bf16: the flash attention's launchers ---- */
+
+/* Whether v is a positive int. */
+static bool sdc_att_pos(int64_t v) { return v > 0 && v <= INT_MAX; }
+
+static bool sdc_att_impl_ok(sdc_attn impl) { return impl >= SDC_ATTN_AUTO && impl <= SDC_ATTN_CUDNN; }
+
+/* Why the wmma kernels do not take a shape (NULL: they do): head size 32 or
+ * 64, T a multiple of 64, at most 65535 sequences' heads (their grid). */
+static const char *sdc_att_wmma_why(int B, int T, int NH, int HS, char *buf, size_t cap) {
+    if (HS != 32 && HS != 64) snprintf(buf, cap, "head size %d (want 32 or 64)", HS);
+    else if (T % 64 != 0) snprintf(buf, cap, "T=%d is not a multiple of 64", T);
+    else if ((long long)B * NH > 65535) snprintf(buf, cap, "B*NH=%lld too large", (long long)B * NH);
+    else return NULL;
+    return buf;
+}
+
+/* Why the mma kernels do not take a shape of packed qkv (NULL: they do). */
+static const char *sdc_att_mma_why(int B, int T, int C, int NH, char *buf, size_t cap) {
+    if (!sdc_am_supported(T, C, NH))
+        snprintf(buf, cap, "B=%d T=%d C=%d NH=%d (want head size 64, T a multiple of 128)", B, T, C, NH);
+    else if ((long long)B * NH > 65535) snprintf(buf, cap, "B*NH=%lld too large", (long long)B * NH);
+    else return NULL;
+    return buf;
+}
+
+/* The packed attention's sizes: positive ints, C a multiple of NH, every
+ * index of qkv within an int. */
+static bool sdc_att_packed_ok(int64_t B, int64_t T, int64_t C, int64_t NH) {
+    return sdc_att_pos(B) && sdc_att_pos(T) && sdc_att_pos(C) && sdc_att_pos(NH) && C % NH == 0 &&
+           B * T <= INT_MAX / 3 / C;
+}
+
+/* The grouped attention's sizes: positive ints, NH a multiple of KVH, every
+ * index of q (the widest) within an int. */
+static bool sdc_att_grouped_ok(int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS) {
+    return sdc_att_pos(B) && sdc_att_pos(T) && sdc_att_pos(NH) && sdc_att_pos(KVH) && sdc_att_pos(HS) &&
+           NH % KVH == 0 && NH <= INT_MAX / HS && B * T <= INT_MAX / (NH * HS);
+}
+
+/* What SDC_ATTN_AUTO runs for packed qkv at a shape (sizes checked). */
+static sdc_attn sdc_att_auto(int B, int T, int C, int NH, cudaStream_t s) {
+    if (sdc_att_use_cudnn(B, T, C, NH, s)) return SDC_ATTN_CUDNN;
+    if (sdc_am_supported(T, C, NH)) return SDC_ATTN_MMA;
+    return SDC_ATTN_WMMA;
+}
+
+/* The checks every packed launcher makes before its pointers'. */
+static int sdc_att_packed_args(const char *what, const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t C,
+                               int64_t NH) {
+    if (!c || !sdc_att_impl_ok(impl)) return SD_FAIL(SD_ERR_ARG, "%s: no context, or impl %d", what, (int)impl);
+    if (!sdc_att_packed_ok(B, T, C, NH))
+        return SD_FAIL(SD_ERR_ARG, "%s: B=%lld T=%lld C=%lld NH=%lld", what, (long long)B, (long long)T, (long long)C,
+                       (long long)NH);
+    return SD_OK;
+}
+
+/* impl's kernels on packed qkv, or why not (what names the call). */
+static int sdc_att_packed_shape(const char *what, sdc_attn impl, int B, int T, int C, int NH) {
+    char buf[160];
+    const char *why = impl == SDC_ATTN_MMA ? sdc_att_mma_why(B, T, C, NH, buf, sizeof buf)
+                                           : sdc_att_wmma_why(B, T, NH, C / NH, buf, sizeof buf);
+    if (why) return SD_FAIL(SD_ERR_ARG, "%s (%s): %s", what, impl == SDC_ATTN_MMA ? "mma" : "wmma", why);
+    return SD_OK;
+}
+
+extern "C" int sdc_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t qkv,
+                                  int64_t B, int64_t T, int64_t C, int64_t NH) {
+    static const char what[] = "sdc_attention_bf16";
+    SD_TRY(sdc_att_packed_args(what, c, impl, B, T, C, NH));
+    if (!out || !lse || !qkv || out % 16 || qkv % 16) return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer", what);
+    SD_TRY(sdc_use_device(c->device));
+    cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    const int b = (int)B, t = (int)T, ch = (int)C, nh = (int)NH;
+    if (impl == SDC_ATTN_AUTO) impl = sdc_att_auto(b, t, ch, nh, s);
+    void *o = (void *)(uintptr_t)out;
+    float *l = (float *)(uintptr_t)lse;
+    const void *x = (const void *)(uintptr_t)qkv;
+    if (impl == SDC_ATTN_CUDNN) return sdc_att_cudnn_forward(o, l, x, b, t, ch, nh, s);
+    SD_TRY(sdc_att_packed_shape(what, impl, b, t, ch, nh));
+    if (impl == SDC_ATTN_MMA) return sdc_am_forward_io(o, l, sdc_att_packed(x, NULL, ch, nh), b, t, s);
+    return sdc_att_forward_io(o, l, sdc_att_packed(x, NULL, ch, nh), b, t, ch / nh, s);
+}
+
+extern "C" int sdc_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dqkv, uint64_t dout,
+                                           uint64_t qkv, uint64_t out, uint64_t lse, int64_t B, int64_t T, int64_t C,
+                                           int64_t NH, uint64_t scratch) {
+    static const char what[] = "sdc_attention_backward_bf16";
+    SD_TRY(sdc_att_packed_args(what, c, impl, B, T, C, NH));
+    if (!dqkv || !dout || !qkv || !out || !lse || !scratch || dqkv % 16 || dout % 16 || qkv % 16 || out % 16)
+        return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer", what);
+    SD_TRY(sdc_use_device(c->device));
+    cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    const int b = (int)B, t = (int)T, ch = (int)C, nh = (int)NH;
+    if (impl == SDC_ATTN_AUTO) impl = sdc_att_auto(b, t, ch, nh, s);
+    void *dx = (void *)(uintptr_t)dqkv, *sc = (void *)(uintptr_t)scratch;
+    const void *dy = (const void *)(uintptr_t)dout, *x = (const void *)(uintptr_t)qkv,
+               *o = (const void *)(uintptr_t)out;
+    const float *l = (const float *)(uintptr_t)lse;
+    if (impl == SDC_ATTN_CUDNN) return sdc_att_cudnn_backward(dx, dy, x, o, l, b, t, ch, nh, sc, s);
+    SD_TRY(sdc_att_packed_shape(what, impl, b, t, ch, nh));
+    if (impl == SDC_ATTN_MMA) return sdc_am_backward_io(sdc_att_packed(x, dx, ch, nh), dy, o, l, b, t, sc, s);
+    return sdc_att_backward_io(sdc_att_packed(x, dx, ch, nh), dy, o, l, b, t, ch / nh, sc, s);
+}
+
+extern "C" int sdc_attention_backward_bf16_scratch_bytes(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T,
+                                                         int64_t C, int64_t NH, int64_t *bytes) {
+    static const char what[] = "sdc_attention_backward_bf16_scratch_bytes";
+    if (!bytes) return SD_FAIL(SD_ERR_ARG, "%s: no result", what);
+    *bytes = 0;
+    if (!c || !sdc_att_impl_ok(impl)) return SD_FAIL(SD_ERR_ARG, "%s: no context, or impl %d", what, (int)impl);
+    if (!sdc_att_packed_ok(B, T, C, NH)) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    const int b = (int)B, t = (int)T, ch = (int)C, nh = (int)NH;
+    if (impl == SDC_ATTN_AUTO) impl = sdc_att_auto(b, t, ch, nh, (cudaStream_t)(uintptr_t)c->stream);
+    char buf[160];
+    switch (impl) {
+    case SDC_ATTN_CUDNN: /* its workspace, where its plans build */
+        *bytes = (int64_t)sdc_att_cudnn_scratch_bytes(b, t, ch, nh);
+        break;
+    case SDC_ATTN_MMA: /* D and the dS^T tiles */
+        if (!sdc_att_mma_why(b, t, ch, nh, buf, sizeof buf)) *bytes = (int64_t)sdc_am_backward_scratch_bytes(b, t, nh);
+        break;
+    default: /* D: one float a row */
+        if (!sdc_att_wmma_why(b, t, nh, ch / nh, buf, sizeof buf)) *bytes = (int64_t)B * NH * T * (int64_t)sizeof(float);
+    }
+    return SD_OK;
+}
+
+extern "C" int sdc_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t C,
+                                            int64_t NH, sdc_flag *supported) {
+    static const char what[] = "sdc_attention_bf16_supported";
+    if (!supported) return SD_FAIL(SD_ERR_ARG, "%s: no result", what);
+    *supported = 0;
+    if (!c || !sdc_att_impl_ok(impl)) return SD_FAIL(SD_ERR_ARG, "%s: no context, or impl %d", what, (int)impl);
+    if (!sdc_att_packed_ok(B, T, C, NH)) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    const int b = (int)B, t = (int)T, ch = (int)C, nh = (int)NH;
+    if (impl == SDC_ATTN_AUTO) impl = sdc_att_auto(b, t, ch, nh, (cudaStream_t)(uintptr_t)c->stream);
+    char buf[160];
+    switch (impl) {
+    case SDC_ATTN_CUDNN:
+        *supported = sdc_att_cudnn_supported(b, t, ch, nh) ? 1 : 0;
+        break;
+    case SDC_ATTN_MMA:
+        *supported = sdc_att_mma_why(b, t, ch, nh, buf, sizeof buf) ? 0 : 1;
+        break;
+    default:
+        *supported = sdc_att_wmma_why(b, t, nh, ch / nh, buf, sizeof buf) ? 0 : 1;
+    }
+    return SD_OK;
+}
+
+/* Whether the mma kernels take a grouped shape (head size 64, T a multiple of 128). */
+static bool sdc_gqa_mma(int T, int NH, int HS) { return HS == 64 && sdc_am_supported(T, NH * HS, NH); }
+
+/* The kernels impl runs for grouped attention at a checked shape (AUTO:
+ * mma where it applies, else wmma), or why not. */
+static int sdc_gqa_impl(const char *what, sdc_attn *impl, int B, int T, int NH, int KVH, int HS) {
+    char buf[160];
+    if (*impl == SDC_ATTN_CUDNN) return SD_FAIL(SD_ERR_ARG, "%s: cuDNN's attention takes GPT-2's packed qkv only", what);
+    if (const char *why = sdc_att_wmma_why(B, T, NH, HS, buf, sizeof buf)) return SD_FAIL(SD_ERR_ARG, "%s: %s", what, why);
+    const bool mma = sdc_gqa_mma(T, NH, HS);
+    if (*impl == SDC_ATTN_MMA && !mma)
+        return SD_FAIL(SD_ERR_ARG, "%s (mma): B=%d T=%d NH=%d KVH=%d HS=%d (want head size 64, T a multiple of 128)",
+                       what, B, T, NH, KVH, HS);
+    if (*impl == SDC_ATTN_AUTO) *impl = mma ? SDC_ATTN_MMA : SDC_ATTN_WMMA;
+    return SD_OK;
+}
+
+static int sdc_gqa_args(const char *what, const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t NH,
+                        int64_t KVH, int64_t HS) {
+    if (!c || !sdc_att_impl_ok(impl)) return SD_FAIL(SD_ERR_ARG, "%s: no context, or impl %d", what, (int)impl);
+    if (!sdc_att_grouped_ok(B, T, NH, KVH, HS))
+        return SD_FAIL(SD_ERR_ARG, "%s: B=%lld T=%lld NH=%lld KVH=%lld HS=%lld (want NH a multiple of KVH)", what,
+                       (long long)B, (long long)T, (long long)NH, (long long)KVH, (long long)HS);
+    return SD_OK;
+}
+
+static sdc_att_io sdc_gqa_io(uint64_t q, uint64_t k, uint64_t v, uint64_t dq, uint64_t dk, uint64_t dv, int NH, int KVH,
+                             int HS) {
+    sdc_att_io io = {(const bf16 *)(uintptr_t)q, (const bf16 *)(uintptr_t)k, (const bf16 *)(uintptr_t)v,
+                     (bf16 *)(uintptr_t)dq,      (bf16 *)(uintptr_t)dk,      (bf16 *)(uintptr_t)dv,
+                     NH * HS,                    KVH * HS,                   NH,
+                     NH / KVH};
+    return io;
+}
+
+extern "C" int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t q,
+                                          uint64_t k, uint64_t v, int64_t B, int64_t T, int64_t NH, int64_t KVH,
+                                          int64_t HS) {
+    static const char what[] = "sdc_grouped_attention_bf16";
+    SD_TRY(sdc_gqa_args(what, c, impl, B, T, NH, KVH, HS));
+    const int b = (int)B, t = (int)T, nh = (int)NH, kvh = (int)KVH, hs = (int)HS;
+    SD_TRY(sdc_gqa_impl(what, &impl, b, t, nh, kvh, hs));
+    if (!out || !lse || !q || !k || !v || out % 16 || q % 16 || k % 16 || v % 16)
+        return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer", what);
+    SD_TRY(sdc_use_device(c->device));
+    cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    const sdc_att_io io = sdc_gqa_io(q, k, v, 0, 0, 0, nh, kvh, hs);
+    if (impl == SDC_ATTN_MMA) return sdc_am_forward_io((void *)(uintptr_t)out, (float *)(uintptr_t)lse, io, b, t, s);
+    return sdc_att_forward_io((void *)(uintptr_t)out, (float *)(uintptr_t)lse, io, b, t, hs, s);
+}
+
+extern "C" int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dq, uint64_t dk,
+                                                   uint64_t dv, uint64_t dout, uint64_t q, uint64_t k, uint64_t v,
+                                                   uint64_t out, uint64_t lse, int64_t B, int64_t T, int64_t NH,
+                                                   int64_t KVH, int64_t HS, uint64_t scratch) {
+    static const char what[] = "sdc_grouped_attention_backward_bf16";
+    SD_TRY(sdc_gqa_args(what, c, impl, B, T, NH, KVH, HS));
+    const int b = (int)B, t = (int)T, nh = (int)NH, kvh = (int)KVH, hs = (int)HS;
+    SD_TRY(sdc_gqa_impl(what, &impl, b, t, nh, kvh, hs));
+    const uint64_t ptrs[] = {dq, dk, dv, dout, q, k, v, out};
+    for (uint64_t p : ptrs)
+        if (!p || p % 16) return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer", what);
+    if (!lse || !scratch) return SD_FAIL(SD_ERR_ARG, "%s: NULL lse or scratch", what);
+    SD_TRY(sdc_use_device(c->device));
+    cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    const sdc_att_io io = sdc_gqa_io(q, k, v, dq, dk, dv, nh, kvh, hs);
+    const void *dy = (const void *)(uintptr_t)dout, *o = (const void *)(uintptr_t)out;
+    const float *l = (const float *)(uintptr_t)lse;
+    void *sc = (void *)(uintptr_t)scratch;
+    if (impl == SDC_ATTN_MMA) return sdc_am_backward_io(io, dy, o, l, b, t, sc, s);
+    return sdc_att_backward_io(io, dy, o, l, b, t, hs, sc, s);
+}
+
+extern "C" int sdc_grouped_attention_backward_bf16_scratch_bytes(sdc_attn impl, int64_t B, int64_t T, int64_t NH,
+                                                                 int64_t KVH, int64_t HS, int64_t *bytes) {
+    static const char what[] = "sdc_grouped_attention_backward_bf16_scratch_bytes";
+    if (!bytes) return SD_FAIL(SD_ERR_ARG, "%s: no result", what);
+    *bytes = 0;
+    if (!sdc_att_impl_ok(impl)) return SD_FAIL(SD_ERR_ARG, "%s: impl %d", what, (int)impl);
+    if (!sdc_att_grouped_ok(B, T, NH, KVH, HS) || impl == SDC_ATTN_CUDNN) return SD_OK;
+    const int b = (int)B, t = (int)T, nh = (int)NH, hs = (int)HS;
+    char buf[160];
+    if (sdc_att_wmma_why(b, t, nh, hs, buf, sizeof buf)) return SD_OK;
+    const bool mma = sdc_gqa_mma(t, nh, hs);
+    if (impl == SDC_ATTN_MMA || (impl == SDC_ATTN_AUTO && mma))
+        *bytes = mma ? (int64_t)sdc_am_backward_scratch_bytes(b, t, nh) : 0;
+    else
+        *bytes = (int64_t)B * NH * T * (int64_t)sizeof(float);
     return SD_OK;
 }

@@ -1,6 +1,6 @@
 /*
- * sd_lt.cuh: what the two cuBLASLt planners (sd_compute_lt.cu's fp32 plans,
- * sd_gpt_gemm.cu's bf16 ones) share when they choose an algorithm: the
+ * sd_lt.cuh: what the two cuBLASLt planners of sd_compute_lt.cu (the fp32
+ * plans and the bf16 GEMM plans) share when they choose an algorithm: the
  * usable candidates and the split-K variants of an underfilling choice.
  */
 #pragma once

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 17
+#define SDC_ABI_VERSION 18
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -54,6 +54,7 @@ typedef int32_t sdc_flag;    /* 0 or 1 */
 typedef int32_t sdc_act;     /* SDC_IDENTITY or SDC_RELU */
 typedef uint64_t sdc_handle; /* an event, graph or plan: not a device address */
 typedef int32_t sdc_dtype;   /* a tensor's element type: SDC_F32 or SDC_BF16 */
+typedef int32_t sdc_attn;    /* the kernels of a bf16 attention call: SDC_ATTN_* */
 
 /*
  * Element types (the numbers of symddp_cuda.h's SD_F32 and SD_BF16). An
@@ -446,7 +447,7 @@ int sdc_gelu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, int64_t 
  */
 int sdc_gelu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t dy, uint64_t x, int64_t n);
 
-/* ---- the GPT's operation groups in fp32 (compute.Norms, compute.Indexing, compute.Attention) ---- */
+/* ---- the GPT's operation groups (compute.Norms, compute.Indexing, compute.Attention) ---- */
 
 /*
  * Layer normalisation of rows rows of cols (x, y: rows x cols; w, b: cols;
@@ -528,6 +529,93 @@ int sdc_softmax_causal(const sdc_ctx *c, uint64_t p, int64_t nmat, int64_t t);
  * likewise hostloops' SoftmaxCausalBackward.
  */
 int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64_t p, int64_t nmat, int64_t t);
+
+/*
+ * The bf16 causal flash attention (compute.Attention and
+ * compute.GroupedAttention on bf16 tensors; the fp32 engine composes
+ * sdc_gemm_batched and the two above instead): the (T,T) scores never
+ * reach memory. out (B,T,NH*HS) bf16; lse (B,NH,T) fp32, the natural-log
+ * logsumexp of each row of scores scaled by 1/sqrt(HS), which the backward
+ * reads with the forward's out. The backward WRITES the gradients (not
+ * added to), each element summed in an order fixed by the shapes, without
+ * float atomics: the bits repeat (cuDNN's default form too). P and dS are
+ * rounded to bf16 before their products. Pointers 16-byte aligned.
+ *
+ * impl picks the kernels (sdc_attn), each in its file beside the launchers
+ * of sd_compute_attention.cu:
+ *   SDC_ATTN_WMMA (sd_compute_attention_wmma.cu): nvcuda::wmma 16x16x16
+ *     fragments through shared memory; HS 32 or 64, T a multiple of 64.
+ *     The reference and the fallback.
+ *   SDC_ATTN_MMA (sd_compute_attention_mma.cu): mma.sync m16n8k16 with the
+ *     scores and the online softmax in registers, ldmatrix and cp.async
+ *     double buffering; HS 64, T a multiple of 128; the backward keeps dS^T
+ *     in the scratch (B*NH*T*(T+64) bytes) for its dQ kernel.
+ *   SDC_ATTN_CUDNN (sd_compute_attention_cudnn.cu): cuDNN's fused attention
+ *     engines through its backend graph API, where the library was built
+ *     with cuDNN; HS a multiple of 8 up to 128; GPT-2's packed qkv only.
+ *     Plans are built per shape and device on first use (by
+ *     sdc_attention_bf16_supported or the scratch query: call one before
+ *     capturing) and kept; the scratch holds its workspace. Its backward
+ *     form is SYMDDP_CUDNN_BWD's (det, the default, repeats its bits).
+ *   SDC_ATTN_AUTO: cuDNN's where its plans build (packed qkv only) unless
+ *     SYMDDP_ATTENTION=own (SYMDDP_ATTENTION=cudnn: always cuDNN's, failing
+ *     with the reason where it cannot), else the mma kernels where they
+ *     apply, else the wmma ones.
+ * Every implementation takes B*NH up to 65535 and sizes whose products fit
+ * the kernels' 32-bit indices.
+ */
+enum { SDC_ATTN_AUTO = 0, SDC_ATTN_WMMA = 1, SDC_ATTN_MMA = 2, SDC_ATTN_CUDNN = 3 };
+/*
+ * GPT-2's attention on packed qkv (B,T,3C) bf16, C = NH*HS: head h's q at
+ * columns [h*HS,(h+1)*HS), its k at C + that, its v at 2C + that.
+ */
+int sdc_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t qkv, int64_t B,
+                       int64_t T, int64_t C, int64_t NH);
+/*
+ * Its backward from dout (B,T,C) bf16 and the forward's qkv, out and lse:
+ * dqkv (B,T,3C) bf16 is written. scratch:
+ * sdc_attention_backward_bf16_scratch_bytes of the same impl.
+ */
+int sdc_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dqkv, uint64_t dout, uint64_t qkv,
+                                uint64_t out, uint64_t lse, int64_t B, int64_t T, int64_t C, int64_t NH,
+                                uint64_t scratch);
+/*
+ * The bytes of device scratch sdc_attention_backward_bf16 wants with impl
+ * at this shape (0 where impl's kernels do not take it). Builds cuDNN's
+ * plans where impl may take them, unless the context's stream is capturing.
+ */
+int sdc_attention_backward_bf16_scratch_bytes(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t C,
+                                              int64_t NH, int64_t *bytes);
+/*
+ * *supported = 1 when impl's kernels take this shape of sdc_attention_bf16
+ * (for SDC_ATTN_CUDNN: when its plans build here; SDC_ATTN_AUTO: the
+ * kernels it picks), else 0. Builds cuDNN's plans likewise.
+ */
+int sdc_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t C, int64_t NH,
+                                 sdc_flag *supported);
+/*
+ * Grouped-query attention on three tensors: q (B,T,NH*HS), k and v
+ * (B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value
+ * head h/(NH/KVH) (Hugging Face's repeat_kv order) where it lies (no copy).
+ * KVH == NH is multi-head attention with separate q, k, v. impl: SDC_ATTN_AUTO
+ * (the mma kernels where they apply, else wmma; never cuDNN's), WMMA or MMA.
+ */
+int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t q, uint64_t k,
+                               uint64_t v, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS);
+/*
+ * Its backward: dq, dk, dv (q's, k's, v's shapes) bf16 written; a key/value
+ * head's dk and dv sum its group's query heads in order, in the kernels'
+ * registers. scratch: sdc_grouped_attention_backward_bf16_scratch_bytes.
+ */
+int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dq, uint64_t dk, uint64_t dv,
+                                        uint64_t dout, uint64_t q, uint64_t k, uint64_t v, uint64_t out, uint64_t lse,
+                                        int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS, uint64_t scratch);
+/*
+ * The bytes of device scratch sdc_grouped_attention_backward_bf16 wants
+ * with impl at this shape (0 where impl's kernels do not take it).
+ */
+int sdc_grouped_attention_backward_bf16_scratch_bytes(sdc_attn impl, int64_t B, int64_t T, int64_t NH, int64_t KVH,
+                                                      int64_t HS, int64_t *bytes);
 
 /* ---- a Llama block's operation groups (compute.RMSNorms, compute.SwiGLUs, compute.Rotary) ----
  * Each takes the dtype of its tensors: in fp32 the CPU engine's bits, in

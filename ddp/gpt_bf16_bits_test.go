@@ -11,8 +11,8 @@ import (
 
 // The bf16 GPT's bits on the emulated device, pinned. The losses and
 // parameter hashes below were recorded from the fused GPT (the whole model
-// as one planned sequence of sdg_* kernels, compute/cuda/gpt.go at commit
-// 7271189) before per-layer bf16 plans replaced it; the layers' plans
+// as one planned sequence of the library's GPT kernels, compute/cuda/gpt.go
+// at commit 7271189) before per-layer bf16 plans replaced it; the layers' plans
 // enqueue the same kernels in the same order with the same arguments, so
 // they must give these bits, step after step, optimizer included.
 var (

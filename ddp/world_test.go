@@ -58,12 +58,8 @@ func newWorldOf(npes int, opts cuda.Options) *world {
 	w.cond = sync.NewCond(&w.mu)
 	for range npes {
 		d := cudatest.NewDevice()
-		o := opts
-		if o.GPTKernels == nil {
-			o.GPTKernels = d.GPTKernels()
-		}
 		w.devs = append(w.devs, d)
-		w.engs = append(w.engs, cuda.NewOnDevice(d, o))
+		w.engs = append(w.engs, cuda.NewOnDevice(d, opts))
 	}
 	return w
 }

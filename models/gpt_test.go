@@ -214,7 +214,7 @@ func TestSamplerOutOfDeviceMemory(t *testing.T) {
 	m, err := models.NewGPT("gpt", cfg)
 	require.NoError(t, err)
 	d := cudatest.NewDevice()
-	e := cuda.NewOnDevice(d, cuda.Options{GPTKernels: d.GPTKernels()})
+	e := cuda.NewOnDevice(d, cuda.Options{})
 	d.SetMemoryLimit(d.MemoryUsed() + 1<<20) // not the engine's first 64 MiB pool chunk
 	s, err := models.NewSampler(m, e, models.InitArena(m.Params(), 1))
 	require.Nil(t, s)

@@ -5,10 +5,11 @@
 #   scripts/gpu-gpt-kernels-check.sh [--torch] [--no-time] [--no-step]
 #
 # 1. builds build/libsymddp_cuda.so (cuda/build.sh: every cuda/*.cu, so the
-#    bf16 kernels of sd_compute_*.cu and sd_gpt_*.cu as the engine loads
-#    them), then cuda/gptcheck/check.cu and cuda/gptcheck/step.cu against it
-#    by nvcc (-O3 -arch=sm_90 -std=c++17, cuBLASLt) into build/gptcheck and
-#    build/gptstep;
+#    bf16 kernels of sd_compute_*.cu as the engine loads them, through the
+#    one compute ABI, symddp_compute.h), then cuda/gptcheck/check.cu and
+#    cuda/gptcheck/step.cu against it by nvcc (-O3 -arch=sm_90 -std=c++17,
+#    cuBLASLt; -DSD_WITH_CUDNN where cuda/cudnn.sh finds cuDNN, as the
+#    library's build does) into build/gptcheck and build/gptstep;
 # 2. runs gptcheck: every kernel against its CPU reference at gpt-tiny and
 #    GPT-2 124M sizes (every attention version: wmma, mma and, where cuDNN was found, cuDNN's three backward forms), then timings at
 #    GPT-2 124M shapes -> $OUT/gpt-kernels.txt;
@@ -74,12 +75,16 @@ if ! timeout 400 "$root/cuda/build.sh" >>"$log" 2>&1; then
 fi
 echo "== build gptcheck, gptstep" >>"$log"
 # check and step in parallel, both against the library (its shared cudart, so
-# that the streams and memory are one runtime's)
+# that the streams and memory are one runtime's); the checks know whether the
+# library has cuDNN's attention (SD_WITH_CUDNN: its default form must build)
+. "$root/cuda/cudnn.sh"
+withcudnn=()
+[ -n "$cudnn_root" ] && withcudnn=(-DSD_WITH_CUDNN)
 link=(-cudart shared -L"$root/build" -lsymddp_cuda -Xlinker -rpath="$root/build" -L"$cuda_root/lib64" -lcublasLt -lcublas)
 timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
     "$root/cuda/gptcheck/step.cu" "${link[@]}" -o "$root/build/gptstep" >"$root/build/gptstep.log" 2>&1 &
 steppid=$!
-if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
+if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" "${withcudnn[@]}" \
     "$root/cuda/gptcheck/check.cu" "${link[@]}" -o "$root/build/gptcheck" >>"$log" 2>&1; then
     echo "BUILD FAIL: check.cu" | tee -a "$log"
     wait "$steppid"

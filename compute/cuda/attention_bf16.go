@@ -10,12 +10,13 @@ import (
 
 // attentionBF16 is causal self-attention in bf16 (AttentionSpec.DType
 // BF16): flash attention, the scores never in memory. The library's entry
-// points (sdg_attention_forward, sdg_attention_backward) run cuDNN's fused
-// attention where the library was built with it and its plans build at
-// the shape (unless SYMDDP_ATTENTION asks for ours), else the project's
-// kernels: mma.sync at a head size of 64 and a context that is a multiple
-// of 128, wmma otherwise (the rule of cuda/sd_gpt.cuh). The plan keeps each
-// row's log-sum-exp (lse) and the forward's out, which the backward reads.
+// points (sdc_attention_bf16, sdc_attention_backward_bf16 with
+// SDC_ATTN_AUTO) run cuDNN's fused attention where the library was built
+// with it and its plans build at the shape (unless SYMDDP_ATTENTION asks
+// for ours), else the project's kernels: mma.sync at a head size of 64 and
+// a context that is a multiple of 128, wmma otherwise (the rule of
+// cuda/symddp_compute.h). The plan keeps each row's log-sum-exp (lse) and
+// the forward's out, which the backward reads.
 type attentionBF16 struct {
 	e    *Engine
 	s    compute.AttentionSpec
@@ -32,14 +33,26 @@ func (e *Engine) attentionBF16Plan(s compute.AttentionSpec) (compute.AttentionPl
 	if err != nil {
 		return nil, err
 	}
-	if err := e.scratch(&bf.att, bf.k.AttentionBackwardScratchBytes(s.B, s.T, s.C, s.Heads)); err != nil {
+	bytes, err := e.dev.AttentionBackwardBF16ScratchBytes(cudalib.AttentionAuto, s.B, s.T, s.C, s.Heads)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.scratch(&bf.att, bytes); err != nil {
+		return nil, err
+	}
+	mma, err := e.dev.AttentionBF16Supported(cudalib.AttentionMMA, s.B, s.T, s.C, s.Heads)
+	if err != nil {
+		return nil, err
+	}
+	cudnn, err := cudnnAttention(e.dev, s.B, s.T, s.C, s.Heads)
+	if err != nil {
 		return nil, err
 	}
 	p := &attentionBF16{e: e, s: s, lse: e.Alloc(s.B * s.Heads * s.T).(*Tensor), path: "flash attention (wmma)"}
-	if bf.k.AttentionMMASupported(s.T, s.C, s.Heads) {
+	if mma {
 		p.path = "flash attention (mma.sync)"
 	}
-	if cudnnAttention(bf.k, s.B, s.T, s.C, s.Heads) {
+	if cudnn {
 		p.path = "flash attention (cuDNN)"
 	}
 	return p, nil
@@ -67,7 +80,7 @@ func (p *attentionBF16) Forward(out, qkv compute.Tensor) {
 	qd, od := p.check(op, qkv, out)
 	s, e := p.s, p.e
 	p.out = od
-	e.fail(op, e.bf.k.AttentionForward(od.ptr, p.lse.ptr, qd.ptr, s.B, s.T, s.C, s.Heads, e.info.Stream))
+	e.fail(op, e.dev.AttentionBF16(cudalib.AttentionAuto, od.ptr, p.lse.ptr, qd.ptr, s.B, s.T, s.C, s.Heads))
 }
 
 // Backward writes dqkv (B,T,3C) from dout (B,T,C), the forward's qkv and
@@ -80,17 +93,22 @@ func (p *attentionBF16) Backward(dqkv, dout, qkv compute.Tensor) {
 	dqd, dod := p.check(op, dqkv, dout)
 	qd, _ := p.check(op, qkv, dout)
 	s, e := p.s, p.e
-	e.fail(op, e.bf.k.AttentionBackward(dqd.ptr, dod.ptr, qd.ptr, p.out.ptr, p.lse.ptr, s.B, s.T, s.C, s.Heads, e.bf.att.ptr, e.info.Stream))
+	e.fail(op, e.dev.AttentionBackwardBF16(cudalib.AttentionAuto, dqd.ptr, dod.ptr, qd.ptr, p.out.ptr, p.lse.ptr, s.B, s.T, s.C, s.Heads, e.bf.att.ptr))
+}
+
+// cudnnSupport is the question cudnnAttention asks of a device.
+type cudnnSupport interface {
+	AttentionBF16Supported(impl cudalib.AttentionImpl, b, t, c, nh int) (bool, error)
 }
 
 // cudnnAttention says whether the library's attention entry points take
-// cuDNN's fused attention at this shape: where the library was built with
-// cuDNN and its plans build, unless SYMDDP_ATTENTION asks for ours (the rule
-// of cuda/sd_gpt.cuh).
-func cudnnAttention(k cudalib.GPTKernels, B, T, C, NH int) bool {
+// cuDNN's fused attention at this shape (SDC_ATTN_AUTO's rule in
+// cuda/symddp_compute.h): where the library was built with cuDNN and its
+// plans build, unless SYMDDP_ATTENTION asks for ours.
+func cudnnAttention(d cudnnSupport, B, T, C, NH int) (bool, error) {
 	switch settings.Get(settings.Attention) {
 	case "", "auto", "cudnn":
-		return k.AttentionCUDNNSupported(B, T, C, NH)
+		return d.AttentionBF16Supported(cudalib.AttentionCUDNN, B, T, C, NH)
 	}
-	return false
+	return false, nil
 }

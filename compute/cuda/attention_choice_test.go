@@ -6,21 +6,22 @@ import (
 	"github.com/symddp/symddp/internal/cudalib"
 )
 
-// cudnnKernels answers only the question cudnnAttention asks: whether the
+// cudnnDevice answers only the question cudnnAttention asks: whether the
 // library's cuDNN plans build at a shape.
-type cudnnKernels struct {
-	cudalib.GPTKernels
+type cudnnDevice struct {
 	supported bool
 	asked     [4]int
+	impl      cudalib.AttentionImpl
 }
 
-func (k *cudnnKernels) AttentionCUDNNSupported(b, t, c, nh int) bool {
-	k.asked = [4]int{b, t, c, nh}
-	return k.supported
+func (d *cudnnDevice) AttentionBF16Supported(impl cudalib.AttentionImpl, b, t, c, nh int) (bool, error) {
+	d.impl, d.asked = impl, [4]int{b, t, c, nh}
+	return d.supported, nil
 }
 
-// The description follows the library's rule (cuda/sd_gpt.cuh): cuDNN's
-// attention where its plans build, unless SYMDDP_ATTENTION asks for ours.
+// The description follows the library's rule (SDC_ATTN_AUTO in
+// cuda/symddp_compute.h): cuDNN's attention where its plans build, unless
+// SYMDDP_ATTENTION asks for ours.
 func TestCUDNNAttentionFollowsTheLibrarysRule(t *testing.T) {
 	for _, tc := range []struct {
 		env       string
@@ -32,12 +33,13 @@ func TestCUDNNAttentionFollowsTheLibrarysRule(t *testing.T) {
 		{"own", true, false}, {"mma", true, false},
 	} {
 		t.Setenv("SYMDDP_ATTENTION", tc.env)
-		k := &cudnnKernels{supported: tc.supported}
-		if got := cudnnAttention(k, 16, 1024, 768, 12); got != tc.want {
-			t.Errorf("SYMDDP_ATTENTION=%q, plans build %v: cudnnAttention %v, want %v", tc.env, tc.supported, got, tc.want)
+		d := &cudnnDevice{supported: tc.supported}
+		got, err := cudnnAttention(d, 16, 1024, 768, 12)
+		if err != nil || got != tc.want {
+			t.Errorf("SYMDDP_ATTENTION=%q, plans build %v: cudnnAttention %v, %v; want %v", tc.env, tc.supported, got, err, tc.want)
 		}
-		if tc.want && k.asked != [4]int{16, 1024, 768, 12} {
-			t.Errorf("SYMDDP_ATTENTION=%q: asked about %v, want the step's shape", tc.env, k.asked)
+		if tc.want && (d.asked != [4]int{16, 1024, 768, 12} || d.impl != cudalib.AttentionCUDNN) {
+			t.Errorf("SYMDDP_ATTENTION=%q: asked about %v of %v, want the step's shape of cuDNN's", tc.env, d.asked, d.impl)
 		}
 	}
 }

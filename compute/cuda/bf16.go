@@ -13,13 +13,13 @@ import (
 // bf16 on the CUDA engine (compute.BF16Tensors). The layers' bf16 plans
 // (Linear, attention, embedding, the classifier loss; Norms on bf16
 // tensors) run the library's bf16 kernels (the compute ABI's sdc_* with
-// cudalib.BFloat16; the attention still cuda/symddp_gpt.h's sdg_*, bound as
-// cudalib.GPTKernels) with fp32 accumulation over bf16 copies of
-// the fp32 master weights; weight gradients go in fp32 straight into the
+// cudalib.BFloat16, or the bf16 forms such as sdc_attention_bf16: methods
+// of the engine's device) with fp32 accumulation over bf16 copies of the
+// fp32 master weights; weight gradients go in fp32 straight into the
 // gradient arena. What the plans share lives here, one per engine: the
-// kernels, the cuBLASLt handle and workspace, the GEMM plans (one per
-// shape, tuned at first use: bf16_gemm.go) and the kernels' scratch
-// memory (the plans run one after the other on the stream). models.GPT
+// cuBLASLt workspace, the GEMM plans (one per shape, tuned at first use:
+// bf16_gemm.go) and the kernels' scratch memory (the plans run one after
+// the other on the stream). models.GPT
 // made of these plans enqueues, kernel for kernel, what the fused GPT they
 // replaced enqueued (the whole model planned as one sequence, until commit
 // 7271189), and so gives its bits (ddp's TestBF16GPTBitsEmulated).
@@ -32,7 +32,6 @@ var (
 
 // bf16State is what the engine's bf16 plans share.
 type bf16State struct {
-	k  cudalib.GPTKernels
 	ws uintptr // the GEMMs' cuBLASLt workspace (bf16Workspace bytes; the handle is the context's)
 
 	gemms map[cudalib.GemmDesc]uintptr // GEMM plans by shape, shared by the layers
@@ -56,25 +55,8 @@ type devScratch struct {
 // bf16Workspace is the cuBLASLt workspace of the bf16 GEMM plans.
 const bf16Workspace = 32 << 20
 
-// gptKernels returns the engine's bf16 kernels, binding the library's on
-// first use.
-func (e *Engine) gptKernels() (cudalib.GPTKernels, error) {
-	if e.gptk != nil {
-		return e.gptk, nil
-	}
-	if e.lib == nil {
-		return nil, errors.New("no bf16 kernels: the engine has no GPU library (pass Options.GPTKernels)")
-	}
-	g, err := cudalib.OpenGPT(e.lib)
-	if err != nil {
-		return nil, err
-	}
-	e.gptk = g
-	return g, nil
-}
-
 // bf16 returns the state the bf16 plans share, made at the first plan
-// (build time): the kernels and the GEMMs' workspace.
+// (build time): the GEMMs' workspace.
 func (e *Engine) bf16() (*bf16State, error) {
 	if e.bf != nil {
 		return e.bf, nil
@@ -82,15 +64,11 @@ func (e *Engine) bf16() (*bf16State, error) {
 	if e.capture.active {
 		return nil, errors.New("a bf16 plan made while capturing a CUDA graph")
 	}
-	k, err := e.gptKernels()
-	if err != nil {
-		return nil, err
-	}
 	ws, err := e.tryAlloc("bf16 GEMM workspace", bf16Workspace)
 	if err != nil {
 		return nil, err
 	}
-	e.bf = &bf16State{k: k, ws: ws, gemms: map[cudalib.GemmDesc]uintptr{}, descs: map[uintptr]cudalib.GemmDesc{},
+	e.bf = &bf16State{ws: ws, gemms: map[cudalib.GemmDesc]uintptr{}, descs: map[uintptr]cudalib.GemmDesc{},
 		tuned: map[uintptr]bool{}, tune: settings.Get(settings.CUDATune) != "0", tuneLog: settings.Get(settings.CUDATuneLog) == "1"}
 	return e.bf, nil
 }
@@ -132,7 +110,6 @@ func (e *Engine) AllocBF16(shape ...int) compute.Tensor {
 // its offset.
 type masters struct {
 	e          *Engine
-	k          cudalib.GPTKernels
 	base, span uintptr
 	wb         uintptr
 	views      []compute.Tensor
@@ -159,11 +136,8 @@ func (e *Engine) BF16Masters(params []compute.Tensor) (compute.Masters, error) {
 				compute.ErrBF16Shape, i, []int(t.shape))
 		}
 	}
-	k, err := e.gptKernels()
-	if err != nil {
-		return nil, err
-	}
-	m := &masters{e: e, k: k, base: lo, span: hi - lo}
+	m := &masters{e: e, base: lo, span: hi - lo}
+	var err error
 	if m.wb, err = e.tryAlloc(op, int(m.span/2)); err != nil {
 		return nil, fmt.Errorf("a bf16 copy of the weights: %w", err)
 	}

@@ -6,12 +6,13 @@
 //
 // It also computes in bf16 (compute.BF16Tensors, bf16.go): a bf16 copy of
 // the fp32 masters, and bf16 plans of the Linear, attention, layer norm,
-// embedding and classifier operations. Their kernels are the compute ABI's
-// (the same cudalib.Device methods as the fp32 ones, with
-// cudalib.BFloat16: layer norm, GELU, bias gradient, classifier, embedding,
-// cast; the GEMM plans sdc_bf16_gemm_*, shared by the engine's layers), but
-// for the flash attention, which is still the library's sdg_* kernels
-// (cuda/symddp_gpt.h, cudalib.GPTKernels).
+// embedding and classifier operations. Their kernels are the library's one
+// compute ABI (cuda/symddp_compute.h), the same cudalib.Device methods as
+// the fp32 ones: with cudalib.BFloat16 (layer norm, GELU, bias gradient,
+// classifier), or their bf16 forms (the cast, the embedding, the GEMM plans
+// sdc_bf16_gemm_* shared by the engine's layers, and the flash attention,
+// sdc_attention_bf16 and sdc_grouped_attention_bf16, whose kernels the
+// library picks: cuDNN's, mma.sync or wmma).
 //
 // Tensors are a device address, a shape and an element type (Tensor:
 // float32, or bf16 for AllocBF16 and the masters' copies); views over

@@ -39,11 +39,6 @@ type Options struct {
 	// Logger, when set, receives one Info line naming the engine and GPU,
 	// and the notices of Notice.
 	Logger *slog.Logger
-	// GPTKernels are the bf16 attention's kernels (attention_bf16.go: the
-	// last of the GPT-2 kernels' own ABI; every other bf16 kernel is the
-	// device's); nil: the library's (cudalib.OpenGPT on Lib), bound when
-	// first needed. Tests give cudatest's emulated ones.
-	GPTKernels cudalib.GPTKernels
 }
 
 // Engine is the CUDA compute.Engine. Its methods panic on programmer error
@@ -70,12 +65,10 @@ type Engine struct {
 	overlap  bool     // fused layers run their dW GEMM on the side stream beside dx (SYMDDP_CUDA_OVERLAP)
 	plans    []uint64 // cuBLASLt plans, destroyed by Close
 	log      *slog.Logger
-	lib      *cudalib.Lib       // the library (nil on an emulated device)
-	gptk     cudalib.GPTKernels // the bf16 attention's kernels (Options.GPTKernels, or bound from lib)
-	bf       *bf16State         // what the bf16 plans share (bf16.go), made by the first
-	rows     []*residentRows    // UploadRows' datasets
-	attnGrad *Tensor            // the attention plans' shared scratch (CausalAttention)
-	err      error              // the first failure of enqueued work
+	bf       *bf16State      // what the bf16 plans share (bf16.go), made by the first
+	rows     []*residentRows // UploadRows' datasets
+	attnGrad *Tensor         // the attention plans' shared scratch (CausalAttention)
+	err      error           // the first failure of enqueued work
 	closed   bool
 }
 
@@ -101,11 +94,7 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda engine: %w", err)
 	}
-	e, err := newEngine(ctx, opts)
-	if e != nil {
-		e.lib = lib
-	}
-	return e, err
+	return newEngine(ctx, opts)
 }
 
 // streamComm is implemented by comm backends on the GPU library
@@ -139,7 +128,7 @@ func NewOnDevice(dev cudalib.Device, opts Options) *Engine {
 
 // newEngine finishes an engine on a compute context.
 func newEngine(dev device, opts Options) (*Engine, error) {
-	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger, gptk: opts.GPTKernels}
+	e := &Engine{dev: dev, info: dev.Info(), timeout: opts.Timeout, graphs: !opts.DisableGraphs, log: opts.Logger}
 	e.fused = !opts.DisableFused && settings.Get(FusedEnv) != "0"
 	e.overlap = settings.Get(OverlapEnv) != "0"
 	if e.timeout <= 0 {

@@ -16,7 +16,7 @@ import (
 // compute.ErrDeviceMemory, instead of the engine's panic.
 func TestBF16GPTOutOfDeviceMemoryEmulated(t *testing.T) {
 	d := cudatest.NewDevice()
-	e := cuda.NewOnDevice(d, cuda.Options{GPTKernels: d.GPTKernels()})
+	e := cuda.NewOnDevice(d, cuda.Options{})
 	cfg := models.GPTConfig{Layers: 2, Heads: 2, Width: 64, Context: 64, Vocab: 256}
 	m, err := models.NewGPT("gpt", cfg)
 	require.NoError(t, err)

@@ -1,12 +1,15 @@
 package cuda
 
-import "github.com/symddp/symddp/compute"
+import (
+	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
+)
 
 // groupedBF16 is grouped-query causal attention in bf16
 // (GroupedAttentionSpec.DType BF16): the GPT's flash attention kernels on
-// three tensors (sdg_gqa_forward, sdg_gqa_backward: mma.sync at a head size
-// of 64 and a context that is a multiple of 128, wmma otherwise; never
-// cuDNN's), query head h reading key/value head h/(Heads/KVHeads) where it
+// three tensors (sdc_grouped_attention_bf16 and its backward with
+// SDC_ATTN_AUTO: mma.sync at a head size of 64 and a context that is a
+// multiple of 128, wmma otherwise; never cuDNN's), query head h reading key/value head h/(Heads/KVHeads) where it
 // lies, a key/value head's dK and dV summed over its group's query heads
 // inside the kernel, in order (no atomics, no copy of K or V per query
 // head). The plan keeps each row's log-sum-exp and the forward's out, which
@@ -29,11 +32,19 @@ func (e *Engine) groupedBF16Plan(s compute.GroupedAttentionSpec) (compute.Groupe
 	if err != nil {
 		return nil, err
 	}
-	if err := e.scratch(&bf.att, bf.k.GQABackwardScratchBytes(s.B, s.T, s.Heads, s.KVHeads, s.HeadSize)); err != nil {
+	bytes, err := e.dev.GroupedAttentionBackwardBF16ScratchBytes(cudalib.AttentionAuto, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.scratch(&bf.att, bytes); err != nil {
+		return nil, err
+	}
+	mma, err := e.dev.AttentionBF16Supported(cudalib.AttentionMMA, s.B, s.T, s.Heads*s.HeadSize, s.Heads)
+	if err != nil {
 		return nil, err
 	}
 	p := &groupedBF16{e: e, s: s, lse: e.Alloc(s.B * s.Heads * s.T).(*Tensor), path: "grouped flash attention (wmma)"}
-	if s.HeadSize == 64 && bf.k.AttentionMMASupported(s.T, s.Heads*s.HeadSize, s.Heads) {
+	if mma {
 		p.path = "grouped flash attention (mma.sync)"
 	}
 	return p, nil
@@ -53,7 +64,7 @@ func (p *groupedBF16) Forward(out, q, k, v compute.Tensor) {
 	qd, od, kd, vd := p.check(op, q, out, k, v)
 	s, e := p.s, p.e
 	p.out = od
-	e.fail(op, e.bf.k.GQAForward(od.ptr, p.lse.ptr, qd.ptr, kd.ptr, vd.ptr, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize, e.info.Stream))
+	e.fail(op, e.dev.GroupedAttentionBF16(cudalib.AttentionAuto, od.ptr, p.lse.ptr, qd.ptr, kd.ptr, vd.ptr, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize))
 }
 
 // Backward writes dq, dk and dv from dout, the forward's q, k, v and the
@@ -71,6 +82,6 @@ func (p *groupedBF16) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
 		}
 	}
 	s, e := p.s, p.e
-	e.fail(op, e.bf.k.GQABackward(dqd.ptr, dkd.ptr, dvd.ptr, dod.ptr, qd.ptr, kd.ptr, vd.ptr, p.out.ptr, p.lse.ptr,
-		s.B, s.T, s.Heads, s.KVHeads, s.HeadSize, e.bf.att.ptr, e.info.Stream))
+	e.fail(op, e.dev.GroupedAttentionBackwardBF16(cudalib.AttentionAuto, dqd.ptr, dkd.ptr, dvd.ptr, dod.ptr, qd.ptr, kd.ptr, vd.ptr,
+		p.out.ptr, p.lse.ptr, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize, e.bf.att.ptr))
 }

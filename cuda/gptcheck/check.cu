@@ -1,7 +1,7 @@
 /*
  * cuda/gptcheck/check.cu: every bf16 kernel of the library (symddp_compute.h's
- * sdc_* with SDC_BF16, and symddp_gpt.h's sdg_* GEMMs and attention) against a plain CPU
- * reference on random data, at gpt-tiny and GPT-2 124M sizes, then each one
+ * sdc_* with SDC_BF16 and the bf16 forms: the GEMM plans, the attention's
+ * implementations) against a plain CPU reference on random data, at gpt-tiny and GPT-2 124M sizes, then each one
  * timed with CUDA events at GPT-2 124M shapes (B=16, T=1024, C=768, 12 heads,
  * V=50304). Built and run by scripts/gpu-gpt-kernels-check.sh:
  *
@@ -28,8 +28,6 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
-
-#include "symddp_gpt.h"
 
 #include "check_macros.h"
 
@@ -473,10 +471,6 @@ static void compare_bound(const char *name, const std::vector<float> &got, const
     if (bad) g_fail++;
 }
 
-typedef int (*att_fwd_fn)(void *, float *, const void *, int, int, int, int, void *);
-typedef int (*att_bwd_fn)(void *, const void *, const void *, const void *, const float *, int, int, int, int, void *,
-                          void *);
-
 /*
  * Attention backward tolerances. The kernels round P and dS to bf16 (u = 2^-9
  * relative) before their tensor-core products, compute D from the bf16 out of
@@ -493,8 +487,8 @@ typedef int (*att_bwd_fn)(void *, const void *, const void *, const void *, cons
  * remain: 1e-2 |ref| + 2e-3 rms + u mag. A missing mask, a race or a wrong
  * scale moves whole terms, far outside either bound.
  */
-static void check_attention_impl(const char *impl, const char *tag, att_fwd_fn fwd, att_bwd_fn bwd, int B, int T, int C,
-                                 int NH, size_t scratch_bytes, bool must_repeat = true) {
+static void check_attention_impl(const char *impl, const char *tag, sdc_attn kernels, int B, int T, int C, int NH,
+                                 size_t scratch_bytes, bool must_repeat = true) {
     char name[128];
     std::vector<uint16_t> hqkv, hdo;
     std::vector<float> qkv, dout;
@@ -505,18 +499,19 @@ static void check_attention_impl(const char *impl, const char *tag, att_fwd_fn f
     up(dqkv_in, hqkv); up(ddo, hdo);
     CK(cudaMemsetAsync(dout_d.p, 0xff, dout_d.bytes, g_stream));
     CK(cudaMemsetAsync(dlse.p, 0xff, dlse.bytes, g_stream));
-    int rc = fwd(dout_d.p, dlse.f(), dqkv_in.p, B, T, C, NH, g_stream);
-    if (rc != SDG_OK) {
-        printf("check attention %s %s FAIL: forward rc %d: %s\n", impl, tag, rc, sdg_last_error());
+    int rc = sdc_attention_bf16(&g_ctx, kernels, dptr(dout_d.p), dptr(dlse.f()), dptr(dqkv_in.p), B, T, C, NH);
+    if (rc != SD_OK) {
+        printf("check attention %s %s FAIL: forward rc %d: %s\n", impl, tag, rc, sd_last_error());
         g_fail++;
         return;
     }
     std::vector<uint16_t> got_dq[2];
     for (int rep = 0; rep < 2; rep++) {
         CK(cudaMemsetAsync(ddqkv.p, 0xff, ddqkv.bytes, g_stream)); /* NaN: every element must be written */
-        rc = bwd(ddqkv.p, ddo.p, dqkv_in.p, dout_d.p, dlse.f(), B, T, C, NH, scratch.p, g_stream);
-        if (rc != SDG_OK) {
-            printf("check attention %s %s FAIL: backward rc %d: %s\n", impl, tag, rc, sdg_last_error());
+        rc = sdc_attention_backward_bf16(&g_ctx, kernels, dptr(ddqkv.p), dptr(ddo.p), dptr(dqkv_in.p), dptr(dout_d.p),
+                                         dptr(dlse.f()), B, T, C, NH, dptr(scratch.p));
+        if (rc != SD_OK) {
+            printf("check attention %s %s FAIL: backward rc %d: %s\n", impl, tag, rc, sd_last_error());
             g_fail++;
             return;
         }
@@ -571,25 +566,25 @@ struct EnvGuard {
     }
 };
 
-/* the scratch our kernels need, whichever attention the entry points take */
+/* the scratch our kernels need: the mma kernels' where they apply (D and
+ * more), else the wmma kernels' (D) */
 static size_t own_attention_scratch(int B, int T, int C, int NH) {
-    EnvGuard att("SYMDDP_ATTENTION");
-    att.set("own");
-    return sdg_attention_backward_scratch_bytes(B, T, C, NH);
+    const size_t mma = att_scratch_bytes(&g_ctx, SDC_ATTN_MMA, B, T, C, NH);
+    return mma ? mma : att_scratch_bytes(&g_ctx, SDC_ATTN_WMMA, B, T, C, NH);
 }
 
-/* cuDNN's backward forms (sd_gpt_attention_cudnn.cu): the default, det,
+/* cuDNN's backward forms (sd_compute_attention_cudnn.cu): the default, det,
  * first: its bits must repeat; accum2's and accum's need not */
 static const char *const g_cudnn_forms[3] = {"det", "accum2", "accum"};
 
 static void check_attention(const char *tag, int B, int T, int C, int NH) {
     const uint64_t before = g_rng; /* every version sees the same data */
     const size_t own = own_attention_scratch(B, T, C, NH);
-    check_attention_impl("wmma", tag, sdg_attention_forward_wmma, sdg_attention_backward_wmma, B, T, C, NH, own);
+    check_attention_impl("wmma", tag, SDC_ATTN_WMMA, B, T, C, NH, own);
     const uint64_t after = g_rng;
-    if (sdg_attention_mma_supported(T, C, NH)) {
+    if (att_supported(&g_ctx, SDC_ATTN_MMA, B, T, C, NH)) {
         g_rng = before;
-        check_attention_impl("mma", tag, sdg_attention_forward_mma, sdg_attention_backward_mma, B, T, C, NH, own);
+        check_attention_impl("mma", tag, SDC_ATTN_MMA, B, T, C, NH, own);
     } else {
         printf("info attention mma %s: shape not supported by the mma kernels (wmma only)\n", tag);
     }
@@ -598,13 +593,13 @@ static void check_attention(const char *tag, int B, int T, int C, int NH) {
         form.set(g_cudnn_forms[f]);
         char impl[32];
         snprintf(impl, sizeof impl, "cudnn-%s", g_cudnn_forms[f]);
-        if (sdg_attention_cudnn_supported(B, T, C, NH)) {
+        if (att_supported(&g_ctx, SDC_ATTN_CUDNN, B, T, C, NH)) {
             g_rng = before;
-            check_attention_impl(impl, tag, sdg_attention_forward_cudnn, sdg_attention_backward_cudnn, B, T, C, NH,
-                                 sdg_attention_cudnn_scratch_bytes(B, T, C, NH), f == 0);
+            check_attention_impl(impl, tag, SDC_ATTN_CUDNN, B, T, C, NH,
+                                 att_scratch_bytes(&g_ctx, SDC_ATTN_CUDNN, B, T, C, NH), f == 0);
         } else {
             Dev dummy(256); /* not supported: the call fails before it reads them, with the reason */
-            (void)sdg_attention_forward_cudnn(dummy.p, dummy.f(), dummy.p, B, T, C, NH, g_stream);
+            (void)sdc_attention_bf16(&g_ctx, SDC_ATTN_CUDNN, dptr(dummy.p), dptr(dummy.f()), dptr(dummy.p), B, T, C, NH);
 #ifdef SD_WITH_CUDNN
             /* built with cuDNN, the default form must build: the entry
              * points would fall back to our kernels without a word */
@@ -613,7 +608,7 @@ static void check_attention(const char *tag, int B, int T, int C, int NH) {
             const bool must = false;
 #endif
             printf("%s attention %s %s: not available: %s\n", must ? "check FAIL:" : "info", impl, tag,
-                   sdg_last_error());
+                   sd_last_error());
             if (must) g_fail++;
         }
     }
@@ -1005,17 +1000,15 @@ static void timings() {
             dqkv((size_t)N * 3 * C * 2), scratch(own_attention_scratch(B, T, C, NH));
         fill_bf16(qkv, (size_t)N * 3 * C, 1.f); fill_bf16(dout, (size_t)N * C, 1.f);
         const double fwd_flops = 4.0 * B * NH * (double)T * T * (C / NH) / 2.0; /* causal half */
-        struct { const char *name; att_fwd_fn fwd; att_bwd_fn bwd; } impls[2] = {
-            {"wmma", sdg_attention_forward_wmma, sdg_attention_backward_wmma},
-            {"mma", sdg_attention_forward_mma, sdg_attention_backward_mma}};
+        struct { const char *name; sdc_attn kernels; } impls[2] = {{"wmma", SDC_ATTN_WMMA}, {"mma", SDC_ATTN_MMA}};
         for (int v = 0; v < 2; v++) {
-            if (v == 1 && !sdg_attention_mma_supported(T, C, NH)) continue;
+            if (v == 1 && !att_supported(&g_ctx, SDC_ATTN_MMA, B, T, C, NH)) continue;
             char nm[96];
-            double us = time_us([&] { SG(impls[v].fwd(out.p, lse.f(), qkv.p, B, T, C, NH, g_stream)); }, 20);
+            double us = time_us([&] { SC(sdc_attention_bf16(&g_ctx, impls[v].kernels, dptr(out.p), dptr(lse.f()), dptr(qkv.p), B, T, C, NH)); }, 20);
             snprintf(nm, sizeof nm, "attention_fwd %s (causal FLOPs)", impls[v].name);
             report_fl(nm, us, fwd_flops);
             us = time_us([&] {
-                SG(impls[v].bwd(dqkv.p, dout.p, qkv.p, out.p, lse.f(), B, T, C, NH, scratch.p, g_stream));
+                SC(sdc_attention_backward_bf16(&g_ctx, impls[v].kernels, dptr(dqkv.p), dptr(dout.p), dptr(qkv.p), dptr(out.p), dptr(lse.f()), B, T, C, NH, dptr(scratch.p)));
             }, 20);
             snprintf(nm, sizeof nm, "attention_bwd %s (2.5x fwd FLOPs)", impls[v].name);
             report_fl(nm, us, 2.5 * fwd_flops);
@@ -1024,14 +1017,14 @@ static void timings() {
         EnvGuard form("SYMDDP_CUDNN_BWD");
         for (int f = 0; f < 3; f++) {
             form.set(g_cudnn_forms[f]);
-            if (!sdg_attention_cudnn_supported(B, T, C, NH)) continue;
-            Dev cs(sdg_attention_cudnn_scratch_bytes(B, T, C, NH));
+            if (!att_supported(&g_ctx, SDC_ATTN_CUDNN, B, T, C, NH)) continue;
+            Dev cs(att_scratch_bytes(&g_ctx, SDC_ATTN_CUDNN, B, T, C, NH));
             char nm[96];
-            double us = time_us([&] { SG(sdg_attention_forward_cudnn(out.p, lse.f(), qkv.p, B, T, C, NH, g_stream)); }, 20);
+            double us = time_us([&] { SC(sdc_attention_bf16(&g_ctx, SDC_ATTN_CUDNN, dptr(out.p), dptr(lse.f()), dptr(qkv.p), B, T, C, NH)); }, 20);
             snprintf(nm, sizeof nm, "attention_fwd cudnn (causal FLOPs)");
             if (f == 0) report_fl(nm, us, fwd_flops);
             us = time_us([&] {
-                SG(sdg_attention_backward_cudnn(dqkv.p, dout.p, qkv.p, out.p, lse.f(), B, T, C, NH, cs.p, g_stream));
+                SC(sdc_attention_backward_bf16(&g_ctx, SDC_ATTN_CUDNN, dptr(dqkv.p), dptr(dout.p), dptr(qkv.p), dptr(out.p), dptr(lse.f()), B, T, C, NH, dptr(cs.p)));
             }, 20);
             snprintf(nm, sizeof nm, "attention_bwd cudnn-%s (2.5x fwd FLOPs, scratch %.0f MB)", g_cudnn_forms[f],
                      cs.bytes / 1e6);
@@ -1043,7 +1036,7 @@ static void timings() {
             int differ = 0;
             for (int rep = 0; rep < reps; rep++) {
                 CK(cudaMemsetAsync(dqkv.p, 0xff, dqkv.bytes, g_stream));
-                SG(sdg_attention_backward_cudnn(dqkv.p, dout.p, qkv.p, out.p, lse.f(), B, T, C, NH, cs.p, g_stream));
+                SC(sdc_attention_backward_bf16(&g_ctx, SDC_ATTN_CUDNN, dptr(dqkv.p), dptr(dout.p), dptr(qkv.p), dptr(out.p), dptr(lse.f()), B, T, C, NH, dptr(cs.p)));
                 (rep == 0 ? first : again) = down<uint16_t>(dqkv, n3);
                 if (rep > 0 && memcmp(first.data(), again.data(), n3 * 2) != 0) differ++;
             }
@@ -1057,20 +1050,20 @@ static void timings() {
             }
         }
         } /* the user's SYMDDP_CUDNN_BWD is back */
-        if (sdg_attention_mma_supported(T, C, NH)) {
+        if (att_supported(&g_ctx, SDC_ATTN_MMA, B, T, C, NH)) {
             /* at this size too the mma backward's bits must repeat, and agree
              * with the wmma kernels' within bf16 rounding */
             const size_t n3 = (size_t)N * 3 * C;
             std::vector<uint16_t> got[2];
-            SG(sdg_attention_forward_mma(out.p, lse.f(), qkv.p, B, T, C, NH, g_stream));
+            SC(sdc_attention_bf16(&g_ctx, SDC_ATTN_MMA, dptr(out.p), dptr(lse.f()), dptr(qkv.p), B, T, C, NH));
             for (int rep = 0; rep < 2; rep++) {
                 CK(cudaMemsetAsync(dqkv.p, 0xff, dqkv.bytes, g_stream));
-                SG(sdg_attention_backward_mma(dqkv.p, dout.p, qkv.p, out.p, lse.f(), B, T, C, NH, scratch.p, g_stream));
+                SC(sdc_attention_backward_bf16(&g_ctx, SDC_ATTN_MMA, dptr(dqkv.p), dptr(dout.p), dptr(qkv.p), dptr(out.p), dptr(lse.f()), B, T, C, NH, dptr(scratch.p)));
                 got[rep] = down<uint16_t>(dqkv, n3);
             }
             repeat_check("attention_bwd mma B=16 T=1024", got[0].data(), got[1].data(), n3 * 2);
-            SG(sdg_attention_forward_wmma(out.p, lse.f(), qkv.p, B, T, C, NH, g_stream));
-            SG(sdg_attention_backward_wmma(dqkv.p, dout.p, qkv.p, out.p, lse.f(), B, T, C, NH, scratch.p, g_stream));
+            SC(sdc_attention_bf16(&g_ctx, SDC_ATTN_WMMA, dptr(out.p), dptr(lse.f()), dptr(qkv.p), B, T, C, NH));
+            SC(sdc_attention_backward_bf16(&g_ctx, SDC_ATTN_WMMA, dptr(dqkv.p), dptr(dout.p), dptr(qkv.p), dptr(out.p), dptr(lse.f()), B, T, C, NH, dptr(scratch.p)));
             const std::vector<uint16_t> w = down<uint16_t>(dqkv, n3);
             double ss = 0, worst = 0;
             size_t over = 0;
@@ -1181,8 +1174,7 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("device %s, %d SMs, sdc ABI %d, sdg ABI %d\n", prop.name, prop.multiProcessorCount, sdc_abi_version(),
-           sdg_abi_version());
+    printf("device %s, %d SMs, sdc ABI %d\n", prop.name, prop.multiProcessorCount, sdc_abi_version());
     setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with stderr's in a log */
     CK(cudaStreamCreate(&g_stream)); /* blocking: ordered with the plain cudaMemcpy and cudaMemset calls */
     SC(sdc_create(dptr(g_stream), 0, &g_ctx));

@@ -1,8 +1,8 @@
 /*
  * cuda/gptcheck/step.cu: one whole GPT-2 124M training step from the
- * library's bf16 kernels (symddp_compute.h's sdc_* with SDC_BF16, and the
- * symddp_gpt.h sdg_* ones that have not joined it yet), captured in one CUDA
- * graph and timed (issue 20).
+ * library's bf16 kernels (symddp_compute.h's sdc_* with SDC_BF16 and the
+ * bf16 forms such as sdc_attention_bf16), captured in one CUDA graph and
+ * timed (issue 20).
  *
  *   cuda/build.sh
  *   nvcc -O3 -std=c++17 -arch=sm_90 -cudart shared -Icuda cuda/gptcheck/step.cu -Lbuild -lsymddp_cuda \
@@ -54,8 +54,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include "symddp_gpt.h"
-
 #include "check_macros.h"
 
 typedef __nv_bfloat16 bf16;
@@ -63,12 +61,9 @@ typedef __nv_bfloat16 bf16;
 static const int L = 12, C = 768, NH = 12, T = 1024, V = 50257, Vp = 50304;
 #define WS_BYTES ((size_t)64 << 20)
 
-/* the attention of the step: sdg_attention_* (auto: mma where it applies), or one version */
-typedef int (*att_fwd_fn)(void *, float *, const void *, int, int, int, int, void *);
-typedef int (*att_bwd_fn)(void *, const void *, const void *, const void *, const float *, int, int, int, int, void *,
-                          void *);
-static att_fwd_fn g_att_fwd = sdg_attention_forward;
-static att_bwd_fn g_att_bwd = sdg_attention_backward;
+/* the attention of the step: SDC_ATTN_AUTO (cuDNN's where its plans build,
+ * else mma where it applies, else wmma), or one implementation */
+static sdc_attn g_att = SDC_ATTN_AUTO;
 static const char *g_att_name = "auto";
 /* --no-tune: the heuristic's GEMM algorithms (else each plan's candidates are
  * timed at its first run, outside the capture, as the product does);
@@ -250,7 +245,7 @@ static void alloc_model(Model &M, int B, cublasLtHandle_t lt, cudaStream_t s) {
     M.dpre = (bf16 *)dmalloc(N * 4 * C * 2);
     M.datt = (bf16 *)dmalloc(N * C * 2);
     M.dqkv = (bf16 *)dmalloc(N * 3 * C * 2);
-    M.att_scratch = dmalloc(sdg_attention_backward_scratch_bytes(B, T, C, NH));
+    M.att_scratch = dmalloc(att_scratch_bytes(&g_ctx, g_att, B, T, C, NH));
     M.ln_scratch = dmalloc(ln_scratch_bytes(M.N, C));
     M.emb_scratch_bytes = embed_scratch_bytes(B, T, Vp);
     if (!M.emb_scratch_bytes) {
@@ -409,7 +404,7 @@ static void step(Model &M) {
         mark(s, "layernorm forward");
         gemm(M, M.g.qkv, qkv, ln1, M.w(P_QKVW) + (size_t)l * 3 * C * C, (void *)(M.w(P_QKVB) + l * 3 * C));
         mark(s, "qkv GEMM +bias");
-        SG(g_att_fwd(att, M.lse + (size_t)l * N * NH, qkv, B, T, C, NH, s));
+        SC(sdc_attention_bf16(&g_ctx, g_att, dptr(att), dptr(M.lse + (size_t)l * N * NH), dptr(qkv), B, T, C, NH));
         mark(s, "attention forward");
         gemm_into(M, M.g.ap, res2, x, att, M.w(P_APW) + (size_t)l * C * C, (void *)(M.w(P_APB) + l * C));
         mark(s, "attproj GEMM +bias+residual");
@@ -456,8 +451,8 @@ static void step(Model &M) {
                   "attproj dW GEMM", "bias backward");
         gemm(M, M.g.ap_dinp, M.datt, M.dres, M.w(P_APW) + (size_t)l * C * C);
         mark(s, "attproj dinp GEMM");
-        SG(g_att_bwd(M.dqkv, M.datt, qkv, att, M.lse + (size_t)l * N * NH, B, T, C, NH, M.att_scratch,
-                                  s));
+        SC(sdc_attention_backward_bf16(&g_ctx, g_att, dptr(M.dqkv), dptr(M.datt), dptr(qkv), dptr(att),
+                                       dptr(M.lse + (size_t)l * N * NH), B, T, C, NH, dptr(M.att_scratch)));
         mark(s, "attention backward");
         linear_dw(M, M.g.qkv_dw, M.gr(P_QKVW) + (size_t)l * 3 * C * C, M.gr(P_QKVB) + l * 3 * C, M.dqkv, ln1, 3 * C,
                   "qkv dW GEMM", "bias backward");
@@ -595,19 +590,12 @@ int main(int argc, char **argv) {
             timed = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--attention") && i + 1 < argc) {
             g_att_name = argv[++i];
-            /* the scratch query follows SYMDDP_ATTENTION */
             if (!strcmp(g_att_name, "mma")) {
-                g_att_fwd = sdg_attention_forward_mma;
-                g_att_bwd = sdg_attention_backward_mma;
-                setenv("SYMDDP_ATTENTION", "own", 1);
+                g_att = SDC_ATTN_MMA;
             } else if (!strcmp(g_att_name, "wmma")) {
-                g_att_fwd = sdg_attention_forward_wmma;
-                g_att_bwd = sdg_attention_backward_wmma;
-                setenv("SYMDDP_ATTENTION", "own", 1);
+                g_att = SDC_ATTN_WMMA;
             } else if (!strcmp(g_att_name, "cudnn")) {
-                g_att_fwd = sdg_attention_forward_cudnn;
-                g_att_bwd = sdg_attention_backward_cudnn;
-                setenv("SYMDDP_ATTENTION", "cudnn", 1);
+                g_att = SDC_ATTN_CUDNN;
             } else if (strcmp(g_att_name, "auto") != 0) {
                 fprintf(stderr, "--attention auto, cudnn, mma or wmma\n");
                 return 2;
@@ -641,16 +629,17 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    /* asked at the first batch that runs: a plan built here is the one that
-     * batch uses (another size would build one for nothing) */
-    printf("device %s, %d SMs, sdg ABI %d, attention: %s (auto takes cuDNN's where its plans build (%s at B=%d), "
-           "else %s), GEMMs %s, bias gradients %s\n",
-           prop.name, prop.multiProcessorCount, sdg_abi_version(), g_att_name,
-           sdg_attention_cudnn_supported(batches[0], T, C, NH) ? "yes" : "no", batches[0], sdg_attention_mma_supported(T, C, NH) ? "mma" : "wmma", g_tune ? "tuned at first use" : "heuristic's",
-           g_bgrad_epilogue ? "in the dW epilogue" : "by sdc_bias_act_backward");
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     SC(sdc_create(dptr(s), 0, &g_ctx));
+    /* asked at the first batch that runs: a plan built here is the one that
+     * batch uses (another size would build one for nothing) */
+    printf("device %s, %d SMs, sdc ABI %d, attention: %s (auto takes cuDNN's where its plans build (%s at B=%d), "
+           "else %s), GEMMs %s, bias gradients %s\n",
+           prop.name, prop.multiProcessorCount, sdc_abi_version(), g_att_name,
+           att_supported(&g_ctx, SDC_ATTN_CUDNN, batches[0], T, C, NH) ? "yes" : "no", batches[0],
+           att_supported(&g_ctx, SDC_ATTN_MMA, batches[0], T, C, NH) ? "mma" : "wmma",
+           g_tune ? "tuned at first use" : "heuristic's", g_bgrad_epilogue ? "in the dW epilogue" : "by sdc_bias_act_backward");
     cublasLtHandle_t lt;
     if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublasLtCreate failed\n");

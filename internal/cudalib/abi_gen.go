@@ -7,15 +7,13 @@ import (
 	"unsafe"
 )
 
-// The C ABI versions this package speaks: Load, OpenCompute and OpenGPT
-// refuse a library built for others.
+// The C ABI versions this package speaks: Load and OpenCompute refuse a
+// library built for others.
 const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 17
-	// GPTABIVersion is SDG_ABI_VERSION of cuda/symddp_gpt.h.
-	GPTABIVersion = 14
+	ComputeABIVersion = 18
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -125,6 +123,20 @@ type Device interface {
 	SoftmaxCausal(p uintptr, nmat int, t int) error
 	// SoftmaxCausalBackward: sdc_softmax_causal_backward.
 	SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) error
+	// AttentionBF16: sdc_attention_bf16.
+	AttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, qkv uintptr, b int, t int, cArg int, nh int) error
+	// AttentionBackwardBF16: sdc_attention_backward_bf16.
+	AttentionBackwardBF16(impl AttentionImpl, dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, cArg int, nh int, scratch uintptr) error
+	// AttentionBackwardBF16ScratchBytes: sdc_attention_backward_bf16_scratch_bytes.
+	AttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, cArg int, nh int) (int, error)
+	// AttentionBF16Supported: sdc_attention_bf16_supported.
+	AttentionBF16Supported(impl AttentionImpl, b int, t int, cArg int, nh int) (bool, error)
+	// GroupedAttentionBF16: sdc_grouped_attention_bf16.
+	GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) error
+	// GroupedAttentionBackwardBF16: sdc_grouped_attention_backward_bf16.
+	GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error
+	// GroupedAttentionBackwardBF16ScratchBytes: sdc_grouped_attention_backward_bf16_scratch_bytes.
+	GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (int, error)
 	// RMSNorm: sdc_rms_norm.
 	RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error
 	// RMSNormBackward: sdc_rms_norm_backward.
@@ -160,44 +172,6 @@ type Device interface {
 }
 
 var _ Device = (*Context)(nil)
-
-// GPTKernels is what compute/cuda's bf16 plans need of the GPT kernels: one
-// method per sdg_* launcher of the headers. *GPT is the real one;
-// compute/cuda/cudatest emulates them on the host.
-type GPTKernels interface {
-	// AttentionForward: sdg_attention_forward.
-	AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
-	// AttentionBackwardScratchBytes: sdg_attention_backward_scratch_bytes.
-	AttentionBackwardScratchBytes(b int, t int, c int, nh int) int
-	// AttentionBackward: sdg_attention_backward.
-	AttentionBackward(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
-	// AttentionMMASupported: sdg_attention_mma_supported.
-	AttentionMMASupported(t int, c int, nh int) bool
-	// AttentionForwardWMMA: sdg_attention_forward_wmma.
-	AttentionForwardWMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
-	// AttentionBackwardWMMA: sdg_attention_backward_wmma.
-	AttentionBackwardWMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
-	// AttentionForwardMMA: sdg_attention_forward_mma.
-	AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
-	// AttentionBackwardMMA: sdg_attention_backward_mma.
-	AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
-	// AttentionCUDNNSupported: sdg_attention_cudnn_supported.
-	AttentionCUDNNSupported(b int, t int, c int, nh int) bool
-	// AttentionCUDNNScratchBytes: sdg_attention_cudnn_scratch_bytes.
-	AttentionCUDNNScratchBytes(b int, t int, c int, nh int) int
-	// AttentionForwardCUDNN: sdg_attention_forward_cudnn.
-	AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error
-	// AttentionBackwardCUDNN: sdg_attention_backward_cudnn.
-	AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error
-	// GQAForward: sdg_gqa_forward.
-	GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) error
-	// GQABackwardScratchBytes: sdg_gqa_backward_scratch_bytes.
-	GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) int
-	// GQABackward: sdg_gqa_backward.
-	GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error
-}
-
-var _ GPTKernels = (*GPT)(nil)
 
 // UnemulatedDevice gives every compute entry point of Device that a host
 // emulation does not define: it fails with ErrNotEmulated. Embed it.
@@ -430,6 +404,41 @@ func (UnemulatedDevice) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t
 	return notEmulated("sdc_softmax_causal_backward")
 }
 
+// AttentionBF16 fails: sdc_attention_bf16 is not emulated.
+func (UnemulatedDevice) AttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, qkv uintptr, b int, t int, cArg int, nh int) error {
+	return notEmulated("sdc_attention_bf16")
+}
+
+// AttentionBackwardBF16 fails: sdc_attention_backward_bf16 is not emulated.
+func (UnemulatedDevice) AttentionBackwardBF16(impl AttentionImpl, dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, cArg int, nh int, scratch uintptr) error {
+	return notEmulated("sdc_attention_backward_bf16")
+}
+
+// AttentionBackwardBF16ScratchBytes fails: sdc_attention_backward_bf16_scratch_bytes is not emulated.
+func (UnemulatedDevice) AttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, cArg int, nh int) (int, error) {
+	return *new(int), notEmulated("sdc_attention_backward_bf16_scratch_bytes")
+}
+
+// AttentionBF16Supported fails: sdc_attention_bf16_supported is not emulated.
+func (UnemulatedDevice) AttentionBF16Supported(impl AttentionImpl, b int, t int, cArg int, nh int) (bool, error) {
+	return *new(bool), notEmulated("sdc_attention_bf16_supported")
+}
+
+// GroupedAttentionBF16 fails: sdc_grouped_attention_bf16 is not emulated.
+func (UnemulatedDevice) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) error {
+	return notEmulated("sdc_grouped_attention_bf16")
+}
+
+// GroupedAttentionBackwardBF16 fails: sdc_grouped_attention_backward_bf16 is not emulated.
+func (UnemulatedDevice) GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error {
+	return notEmulated("sdc_grouped_attention_backward_bf16")
+}
+
+// GroupedAttentionBackwardBF16ScratchBytes fails: sdc_grouped_attention_backward_bf16_scratch_bytes is not emulated.
+func (UnemulatedDevice) GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (int, error) {
+	return *new(int), notEmulated("sdc_grouped_attention_backward_bf16_scratch_bytes")
+}
+
 // RMSNorm fails: sdc_rms_norm is not emulated.
 func (UnemulatedDevice) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error {
 	return notEmulated("sdc_rms_norm")
@@ -499,75 +508,3 @@ func (UnemulatedDevice) GraphLaunch(exec uint64, values StepValues) error {
 
 // GraphDestroy fails: sdc_graph_destroy is not emulated.
 func (UnemulatedDevice) GraphDestroy(exec uint64) error { return notEmulated("sdc_graph_destroy") }
-
-// UnemulatedGPT gives every launcher of GPTKernels that a host emulation
-// does not define: those with a status fail with ErrNotEmulated, the others
-// return zero values. Embed it.
-type UnemulatedGPT struct{}
-
-// AttentionForward: sdg_attention_forward is not emulated.
-func (UnemulatedGPT) AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
-	return notEmulated("sdg_attention_forward")
-}
-
-// AttentionBackwardScratchBytes: sdg_attention_backward_scratch_bytes is not emulated.
-func (UnemulatedGPT) AttentionBackwardScratchBytes(b int, t int, c int, nh int) int { return *new(int) }
-
-// AttentionBackward: sdg_attention_backward is not emulated.
-func (UnemulatedGPT) AttentionBackward(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_attention_backward")
-}
-
-// AttentionMMASupported: sdg_attention_mma_supported is not emulated.
-func (UnemulatedGPT) AttentionMMASupported(t int, c int, nh int) bool { return *new(bool) }
-
-// AttentionForwardWMMA: sdg_attention_forward_wmma is not emulated.
-func (UnemulatedGPT) AttentionForwardWMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
-	return notEmulated("sdg_attention_forward_wmma")
-}
-
-// AttentionBackwardWMMA: sdg_attention_backward_wmma is not emulated.
-func (UnemulatedGPT) AttentionBackwardWMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_attention_backward_wmma")
-}
-
-// AttentionForwardMMA: sdg_attention_forward_mma is not emulated.
-func (UnemulatedGPT) AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
-	return notEmulated("sdg_attention_forward_mma")
-}
-
-// AttentionBackwardMMA: sdg_attention_backward_mma is not emulated.
-func (UnemulatedGPT) AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_attention_backward_mma")
-}
-
-// AttentionCUDNNSupported: sdg_attention_cudnn_supported is not emulated.
-func (UnemulatedGPT) AttentionCUDNNSupported(b int, t int, c int, nh int) bool { return *new(bool) }
-
-// AttentionCUDNNScratchBytes: sdg_attention_cudnn_scratch_bytes is not emulated.
-func (UnemulatedGPT) AttentionCUDNNScratchBytes(b int, t int, c int, nh int) int { return *new(int) }
-
-// AttentionForwardCUDNN: sdg_attention_forward_cudnn is not emulated.
-func (UnemulatedGPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) error {
-	return notEmulated("sdg_attention_forward_cudnn")
-}
-
-// AttentionBackwardCUDNN: sdg_attention_backward_cudnn is not emulated.
-func (UnemulatedGPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_attention_backward_cudnn")
-}
-
-// GQAForward: sdg_gqa_forward is not emulated.
-func (UnemulatedGPT) GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) error {
-	return notEmulated("sdg_gqa_forward")
-}
-
-// GQABackwardScratchBytes: sdg_gqa_backward_scratch_bytes is not emulated.
-func (UnemulatedGPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) int {
-	return *new(int)
-}
-
-// GQABackward: sdg_gqa_backward is not emulated.
-func (UnemulatedGPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) error {
-	return notEmulated("sdg_gqa_backward")
-}

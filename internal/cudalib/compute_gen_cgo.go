@@ -495,6 +495,72 @@ func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) 
 	return c.check("sdc_softmax_causal_backward", C.cw_sdc_softmax_causal_backward(c.cp.t, c.x, C.uint64_t(ds), C.uint64_t(p), C.int64_t(nmat), C.int64_t(t)))
 }
 
+// AttentionBF16 calls sdc_attention_bf16 (cuda/symddp_compute.h).
+//
+//	GPT-2's attention on packed qkv (B,T,3C) bf16, C = NH*HS: head h's q at
+//	columns [h*HS,(h+1)*HS), its k at C + that, its v at 2C + that.
+func (c *Context) AttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, qkv uintptr, b int, t int, cArg int, nh int) error {
+	return c.check("sdc_attention_bf16", C.cw_sdc_attention_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(out), C.uint64_t(lse), C.uint64_t(qkv), C.int64_t(b), C.int64_t(t), C.int64_t(cArg), C.int64_t(nh)))
+}
+
+// AttentionBackwardBF16 calls sdc_attention_backward_bf16 (cuda/symddp_compute.h).
+//
+//	Its backward from dout (B,T,C) bf16 and the forward's qkv, out and lse:
+//	dqkv (B,T,3C) bf16 is written. scratch:
+//	sdc_attention_backward_bf16_scratch_bytes of the same impl.
+func (c *Context) AttentionBackwardBF16(impl AttentionImpl, dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, cArg int, nh int, scratch uintptr) error {
+	return c.check("sdc_attention_backward_bf16", C.cw_sdc_attention_backward_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(dqkv), C.uint64_t(dout), C.uint64_t(qkv), C.uint64_t(out), C.uint64_t(lse), C.int64_t(b), C.int64_t(t), C.int64_t(cArg), C.int64_t(nh), C.uint64_t(scratch)))
+}
+
+// AttentionBackwardBF16ScratchBytes calls sdc_attention_backward_bf16_scratch_bytes (cuda/symddp_compute.h).
+//
+//	The bytes of device scratch sdc_attention_backward_bf16 wants with impl
+//	at this shape (0 where impl's kernels do not take it). Builds cuDNN's
+//	plans where impl may take them, unless the context's stream is capturing.
+func (c *Context) AttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, cArg int, nh int) (int, error) {
+	err := c.check("sdc_attention_backward_bf16_scratch_bytes", C.cw_sdc_attention_backward_bf16_scratch_bytes(c.cp.t, c.x, C.sdc_attn(impl), C.int64_t(b), C.int64_t(t), C.int64_t(cArg), C.int64_t(nh)))
+	return int(c.x.out_int64_t[0]), err
+}
+
+// AttentionBF16Supported calls sdc_attention_bf16_supported (cuda/symddp_compute.h).
+//
+//	*supported = 1 when impl's kernels take this shape of sdc_attention_bf16
+//	(for SDC_ATTN_CUDNN: when its plans build here; SDC_ATTN_AUTO: the
+//	kernels it picks), else 0. Builds cuDNN's plans likewise.
+func (c *Context) AttentionBF16Supported(impl AttentionImpl, b int, t int, cArg int, nh int) (bool, error) {
+	err := c.check("sdc_attention_bf16_supported", C.cw_sdc_attention_bf16_supported(c.cp.t, c.x, C.sdc_attn(impl), C.int64_t(b), C.int64_t(t), C.int64_t(cArg), C.int64_t(nh)))
+	return c.x.out_sdc_flag[0] != 0, err
+}
+
+// GroupedAttentionBF16 calls sdc_grouped_attention_bf16 (cuda/symddp_compute.h).
+//
+//	Grouped-query attention on three tensors: q (B,T,NH*HS), k and v
+//	(B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value
+//	head h/(NH/KVH) (Hugging Face's repeat_kv order) where it lies (no copy).
+//	KVH == NH is multi-head attention with separate q, k, v. impl: SDC_ATTN_AUTO
+//	(the mma kernels where they apply, else wmma; never cuDNN's), WMMA or MMA.
+func (c *Context) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) error {
+	return c.check("sdc_grouped_attention_bf16", C.cw_sdc_grouped_attention_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(out), C.uint64_t(lse), C.uint64_t(q), C.uint64_t(k), C.uint64_t(v), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs)))
+}
+
+// GroupedAttentionBackwardBF16 calls sdc_grouped_attention_backward_bf16 (cuda/symddp_compute.h).
+//
+//	Its backward: dq, dk, dv (q's, k's, v's shapes) bf16 written; a key/value
+//	head's dk and dv sum its group's query heads in order, in the kernels'
+//	registers. scratch: sdc_grouped_attention_backward_bf16_scratch_bytes.
+func (c *Context) GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error {
+	return c.check("sdc_grouped_attention_backward_bf16", C.cw_sdc_grouped_attention_backward_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(dq), C.uint64_t(dk), C.uint64_t(dv), C.uint64_t(dout), C.uint64_t(q), C.uint64_t(k), C.uint64_t(v), C.uint64_t(out), C.uint64_t(lse), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs), C.uint64_t(scratch)))
+}
+
+// GroupedAttentionBackwardBF16ScratchBytes calls sdc_grouped_attention_backward_bf16_scratch_bytes (cuda/symddp_compute.h).
+//
+//	The bytes of device scratch sdc_grouped_attention_backward_bf16 wants
+//	with impl at this shape (0 where impl's kernels do not take it).
+func (c *Context) GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (int, error) {
+	err := c.check("sdc_grouped_attention_backward_bf16_scratch_bytes", C.cw_sdc_grouped_attention_backward_bf16_scratch_bytes(c.cp.t, c.x, C.sdc_attn(impl), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs)))
+	return int(c.x.out_int64_t[0]), err
+}
+
 // RMSNorm calls sdc_rms_norm (cuda/symddp_compute.h).
 //
 //	RMS normalisation over rows (x, y: rows x cols of dtype; w: cols of dtype;

@@ -1,5 +1,7 @@
 package cudalib
 
+import "fmt"
+
 // Activation is a fused activation (SDC_IDENTITY, SDC_RELU): the numbers of
 // compute.Activation.
 type Activation int32
@@ -132,4 +134,33 @@ type GemmDesc struct {
 	Accumulate bool
 	// WorkspaceBytes is what every BF16GemmRun with the plan will be given.
 	WorkspaceBytes int
+}
+
+// AttentionImpl is the kernels a bf16 attention call runs (SDC_ATTN_* of
+// cuda/symddp_compute.h).
+type AttentionImpl int32
+
+// bf16 attention kernels.
+const (
+	// AttentionAuto: cuDNN's where its plans build at the shape (unless
+	// SYMDDP_ATTENTION=own), else the mma kernels where they apply, else
+	// the wmma ones; grouped-query attention never takes cuDNN's.
+	AttentionAuto  AttentionImpl = 0
+	AttentionWMMA  AttentionImpl = 1 // nvcuda::wmma; head size 32 or 64, T a multiple of 64
+	AttentionMMA   AttentionImpl = 2 // mma.sync; head size 64, T a multiple of 128
+	AttentionCUDNN AttentionImpl = 3 // cuDNN's fused attention, where the library was built with it
+)
+
+func (a AttentionImpl) String() string {
+	switch a {
+	case AttentionAuto:
+		return "auto"
+	case AttentionWMMA:
+		return "wmma"
+	case AttentionMMA:
+		return "mma"
+	case AttentionCUDNN:
+		return "cudnn"
+	}
+	return fmt.Sprintf("AttentionImpl(%d)", int32(a))
 }

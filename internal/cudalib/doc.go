@@ -18,16 +18,14 @@
 // CUDA or NVSHMEM call); errors.Is matches it against ErrNoDevice,
 // ErrTimeout, ErrNoMemory, ErrArgument or ErrState.
 //
-// The bf16 kernels of the compute operations are Context methods like the
-// fp32 ones: an entry point with kernels for both takes a DType
-// (sdc_dtype). The last of the GPT-2 kernels' own ABI (cuda/symddp_gpt.h,
-// sdg_*: the flash attention, which is joining the compute ABI) are GPT, opened on a Lib with OpenGPT: launchers on raw device
-// memory, whose tensors, streams, cuBLASLt handles and plans are uintptrs. A
-// failed launch returns a *GPTError with sdg_last_error()'s message;
-// errors.Is matches SDG_ERR_ARG to ErrArgument.
+// The library has one compute ABI (cuda/symddp_compute.h, sdc_*, bound by
+// OpenCompute): the bf16 kernels of the compute operations, the flash
+// attention's among them, are Context methods like the fp32 ones; an entry
+// point with kernels for both takes a DType (sdc_dtype), the attention the
+// kernels to run (AttentionImpl, sdc_attn).
 //
 // The C side of every entry point (its table entry and wrapper), its Go
-// method for the compute and GPT entry points, the stand-ins for builds without cgo
+// method for the compute entry points, the stand-ins for builds without cgo
 // and the ABI versions are generated from the headers in cuda/ by
 // internal/cudalib/gen: after a change of a header, run go generate
 // ./internal/cudalib.

@@ -16,10 +16,3 @@ func TestLoadWithoutCgo(t *testing.T) {
 		t.Fatalf("Load without cgo = %v", err)
 	}
 }
-
-func TestOpenGPTWithoutCgo(t *testing.T) {
-	g, err := cudalib.OpenGPT(nil)
-	if g != nil || !errors.Is(err, cudalib.ErrUnavailable) || !strings.Contains(err.Error(), "without cgo") {
-		t.Fatalf("OpenGPT without cgo = %v, %v", g, err)
-	}
-}

@@ -333,16 +333,6 @@ func (c *Context) DeviceName() (r0 string, err error) {
 	return
 }
 
-// Lib is the zero value without cgo.
-func (g *GPT) Lib() (r0 *Lib) {
-	return
-}
-
-// ABIVersion is the zero value without cgo.
-func (g *GPT) ABIVersion() (r0 int) {
-	return
-}
-
 // DevAlloc fails: the library needs cgo.
 func (c *Context) DevAlloc(bytes int) (r0 uintptr, err error) {
 	err = errNoCgo
@@ -637,6 +627,48 @@ func (c *Context) SoftmaxCausalBackward(ds uintptr, p uintptr, nmat int, t int) 
 	return
 }
 
+// AttentionBF16 fails: the library needs cgo.
+func (c *Context) AttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, qkv uintptr, b int, t int, cArg int, nh int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionBackwardBF16 fails: the library needs cgo.
+func (c *Context) AttentionBackwardBF16(impl AttentionImpl, dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, cArg int, nh int, scratch uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionBackwardBF16ScratchBytes fails: the library needs cgo.
+func (c *Context) AttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, cArg int, nh int) (r0 int, err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionBF16Supported fails: the library needs cgo.
+func (c *Context) AttentionBF16Supported(impl AttentionImpl, b int, t int, cArg int, nh int) (r0 bool, err error) {
+	err = errNoCgo
+	return
+}
+
+// GroupedAttentionBF16 fails: the library needs cgo.
+func (c *Context) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GroupedAttentionBackwardBF16 fails: the library needs cgo.
+func (c *Context) GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
+// GroupedAttentionBackwardBF16ScratchBytes fails: the library needs cgo.
+func (c *Context) GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (r0 int, err error) {
+	err = errNoCgo
+	return
+}
+
 // RMSNorm fails: the library needs cgo.
 func (c *Context) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) (err error) {
 	err = errNoCgo
@@ -729,91 +761,6 @@ func (c *Context) GraphLaunch(exec uint64, values StepValues) (err error) {
 
 // GraphDestroy fails: the library needs cgo.
 func (c *Context) GraphDestroy(exec uint64) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AttentionForward fails: the library needs cgo.
-func (g *GPT) AttentionForward(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AttentionBackwardScratchBytes is the zero value without cgo.
-func (g *GPT) AttentionBackwardScratchBytes(b int, t int, c int, nh int) (r0 int) {
-	return
-}
-
-// AttentionBackward fails: the library needs cgo.
-func (g *GPT) AttentionBackward(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AttentionMMASupported is the zero value without cgo.
-func (g *GPT) AttentionMMASupported(t int, c int, nh int) (r0 bool) {
-	return
-}
-
-// AttentionForwardWMMA fails: the library needs cgo.
-func (g *GPT) AttentionForwardWMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AttentionBackwardWMMA fails: the library needs cgo.
-func (g *GPT) AttentionBackwardWMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AttentionForwardMMA fails: the library needs cgo.
-func (g *GPT) AttentionForwardMMA(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AttentionBackwardMMA fails: the library needs cgo.
-func (g *GPT) AttentionBackwardMMA(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AttentionCUDNNSupported is the zero value without cgo.
-func (g *GPT) AttentionCUDNNSupported(b int, t int, c int, nh int) (r0 bool) {
-	return
-}
-
-// AttentionCUDNNScratchBytes is the zero value without cgo.
-func (g *GPT) AttentionCUDNNScratchBytes(b int, t int, c int, nh int) (r0 int) {
-	return
-}
-
-// AttentionForwardCUDNN fails: the library needs cgo.
-func (g *GPT) AttentionForwardCUDNN(out uintptr, lse uintptr, qkv uintptr, b int, t int, c int, nh int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// AttentionBackwardCUDNN fails: the library needs cgo.
-func (g *GPT) AttentionBackwardCUDNN(dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, c int, nh int, scratch uintptr, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GQAForward fails: the library needs cgo.
-func (g *GPT) GQAForward(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int, stream uintptr) (err error) {
-	err = errNoCgo
-	return
-}
-
-// GQABackwardScratchBytes is the zero value without cgo.
-func (g *GPT) GQABackwardScratchBytes(b int, t int, nh int, kvh int, hs int) (r0 int) {
-	return
-}
-
-// GQABackward fails: the library needs cgo.
-func (g *GPT) GQABackward(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr, stream uintptr) (err error) {
 	err = errNoCgo
 	return
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // What a host emulation does not define answers ErrNotEmulated, naming the
-// entry point; a launcher's value is its zero.
+// entry point; a result besides the error is its zero.
 func TestUnemulated(t *testing.T) {
 	err := UnemulatedDevice{}.Zero(1, 4)
 	if !errors.Is(err, ErrNotEmulated) || err.Error() != "sdc_zero: not emulated on the host" {
@@ -15,10 +15,7 @@ func TestUnemulated(t *testing.T) {
 	if p, err := (UnemulatedDevice{}).DevAlloc(64); p != 0 || !errors.Is(err, ErrNotEmulated) {
 		t.Errorf("UnemulatedDevice.DevAlloc: %#x, %v", p, err)
 	}
-	if err := (UnemulatedGPT{}).AttentionForward(1, 2, 3, 1, 64, 64, 1, 0); !errors.Is(err, ErrNotEmulated) {
-		t.Errorf("UnemulatedGPT.AttentionForward: %v", err)
-	}
-	if n := (UnemulatedGPT{}).AttentionBackwardScratchBytes(1, 64, 64, 1); n != 0 {
-		t.Errorf("UnemulatedGPT.AttentionBackwardScratchBytes: %d", n)
+	if n, err := (UnemulatedDevice{}).AttentionBackwardBF16ScratchBytes(AttentionAuto, 1, 64, 64, 1); n != 0 || !errors.Is(err, ErrNotEmulated) {
+		t.Errorf("UnemulatedDevice.AttentionBackwardBF16ScratchBytes: %d, %v", n, err)
 	}
 }

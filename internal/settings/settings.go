@@ -125,7 +125,7 @@ var table = []Var{
 	{CUDAPDL, "1", CUDA, "0: launch the step's own kernels without programmatic dependent launch"},
 	{CUDASpin, "1000", CUDA, "microseconds a host wait for GPU work (a step's report, a stream) spins before it sleeps; sleeps wake late by the timer slack, about 50 us"},
 	{Attention, "auto", CUDA, "bf16 attention: auto (cuDNN's fused attention where the library was built with cuDNN and its plans build for the shape, else ours), cudnn (cuDNN's, or an error saying why not), own (ours: mma.sync, or wmma)"},
-	{CUDNNBwd, "det", CUDA, "cuDNN attention's backward form: det (dP in a workspace of B*NH*T*T bf16; the bits repeat), accum2 or accum (an fp32 dQ the engine adds into: about 8% faster, the bits differ call to call); cuda/sd_gpt_attention_cudnn.cu"},
+	{CUDNNBwd, "det", CUDA, "cuDNN attention's backward form: det (dP in a workspace of B*NH*T*T bf16; the bits repeat), accum2 or accum (an fp32 dQ the engine adds into: about 8% faster, the bits differ call to call); cuda/sd_compute_attention_cudnn.cu"},
 	{CUDNNLog, "0", CUDA, "1: print the cuDNN engines tried and chosen for attention to stderr"},
 	{NoCUDNN, "0", Test, "1: cuda/build.sh and the check scripts build the library without cuDNN even where they find it"},
 

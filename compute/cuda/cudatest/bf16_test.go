@@ -21,14 +21,13 @@ const bf16Tol = 1.0 / 256
 type gpu struct {
 	t   *testing.T
 	d   *Device
-	k   cudalib.GPTKernels
 	rng *rand.Rand
 }
 
 func newGPU(t *testing.T) *gpu {
 	t.Helper()
 	d := NewDevice()
-	return &gpu{t: t, d: d, k: d.GPTKernels(), rng: rand.New(rand.NewPCG(7, uint64(len(t.Name()))))}
+	return &gpu{t: t, d: d, rng: rand.New(rand.NewPCG(7, uint64(len(t.Name()))))}
 }
 
 func (g *gpu) alloc(bytes int) uintptr {
@@ -234,4 +233,64 @@ func dot(a, b []float64) float64 {
 		s += a[i] * b[i]
 	}
 	return s
+}
+
+// A captured sequence (layernorm, GEMM with an epilogue, AdamW) does
+// nothing until launched, then what the eager calls do, reading the device
+// memory of the replay: new inputs and new hyperparameters take effect.
+func TestGPTCaptureReplay(t *testing.T) {
+	const n, c, oc = 4, 16, 8
+	type run struct {
+		g                                    *gpu
+		px, pw, pb, pout, pw2, py, pbias, ph uintptr
+		pp, pg, pm, pv                       uintptr
+		plan                                 uint64
+	}
+	setup := func() *run {
+		g := newGPU(t)
+		g.rng = rand.New(rand.NewPCG(3, 4)) // the same data for both
+		r := &run{g: g}
+		r.px, r.pw, r.pb = g.bf(g.randBF(n*c, 1, 0)), g.bf(g.randBF(c, 0.2, 1)), g.bf(g.randBF(c, 0.2, 0))
+		r.pout, r.pw2, r.py, r.pbias = g.alloc(2*n*c), g.bf(g.randBF(oc*c, 0.3, 0)), g.alloc(2*n*oc), g.bf(g.randBF(oc, 1, 0))
+		r.pp, r.pg, r.pm, r.pv = g.f32(g.randF32(oc, 1)), g.f32(g.randF32(oc, 1)), g.alloc(4*oc), g.alloc(4*oc)
+		r.ph = g.hyper(hyper{lr: 1e-2, beta1: 0.9, beta2: 0.99, eps: 1e-8, wd: 0.1, gradScale: 1, step: 1})
+		var err error
+		r.plan, err = g.d.BF16GemmCreate(cudalib.GemmDesc{M: n, N: oc, K: c, TransB: true, Batch: 1, CType: cudalib.BFloat16, BiasType: cudalib.BFloat16, Epilogue: cudalib.BF16EpiGELUBias})
+		g.ok(err)
+		return r
+	}
+	step := func(r *run) {
+		r.g.ok(r.g.d.LayerNorm(cudalib.BFloat16, r.pout, 0, 0, r.px, r.pw, r.pb, n, c, lnEps))
+		r.g.ok(r.g.d.BF16GemmRun(r.plan, r.py, r.pout, r.pw2, r.pbias, 0, 0))
+		r.g.ok(r.g.d.AdamWBF16(r.pp, 0, r.pg, r.pm, r.pv, 0, 0, oc, r.ph))
+	}
+	change := func(r *run) { // new input and a second step with another lr
+		x := make([]float64, n*c)
+		for i := range x {
+			x[i] = float64(i%7) - 3
+		}
+		r.g.setBF(r.px, x)
+		h := hyper{lr: 3e-2, beta1: 0.9, beta2: 0.99, eps: 1e-8, wd: 0.1, gradScale: 1, step: 2}
+		r.g.up(r.ph, unsafe.Pointer(&h), int(unsafe.Sizeof(h)))
+	}
+	state := func(r *run) []float64 {
+		return append(append(r.g.readBF(r.py, n*oc), r.g.readF32(r.pp, oc)...), r.g.readF32(r.pm, oc)...)
+	}
+	eager, graph := setup(), setup()
+	step(eager)
+	g := graph.g
+	g.ok(g.d.CaptureBegin())
+	step(graph)
+	exec, err := g.d.CaptureEnd()
+	g.ok(err)
+	if got := state(graph); got[0] != 0 {
+		t.Fatal("a captured launch ran before the graph was launched")
+	}
+	g.ok(g.d.GraphLaunch(exec, cudalib.StepValues{}))
+	near(t, "first replay", state(graph), state(eager), 0, 0)
+	change(eager)
+	step(eager)
+	change(graph)
+	g.ok(g.d.GraphLaunch(exec, cudalib.StepValues{}))
+	near(t, "second replay", state(graph), state(eager), 0, 0)
 }

@@ -32,20 +32,10 @@ import (
 // reference kernels. Streams and events are immediate; a captured "graph" is
 // the list of recorded operations, replayed by Launch with the step block's
 // new values. GEMM sums in float64, so results agree with the CPU engine to
-// float32 rounding, not bit for bit. opts.GPTKernels left nil becomes the
-// device's emulated GPT kernels (Device.GPTKernels), which the engine's
-// bf16 attention runs (its other bf16 plans run the device's own methods).
+// float32 rounding, not bit for bit. The engine's bf16 plans run the
+// device's emulated bf16 kernels (bf16.go).
 func NewEmulated(opts cuda.Options) *cuda.Engine {
-	d := NewDevice()
-	return cuda.NewOnDevice(d, emulatedOptions(d, opts))
-}
-
-// emulatedOptions is opts with d's GPT kernels where it names none.
-func emulatedOptions(d *Device, opts cuda.Options) cuda.Options {
-	if opts.GPTKernels == nil {
-		opts.GPTKernels = d.GPTKernels()
-	}
-	return opts
+	return cuda.NewOnDevice(NewDevice(), opts)
 }
 
 // Device is a compute context (cudalib.Device) emulated on the host: device
@@ -67,7 +57,6 @@ type Device struct {
 	lt         ltState
 	scratch    []float32                     // room of the kernels that need some (see buffer)
 	sums       []float64                     // a row of the GEMM's sums
-	gpt        *GPT                          // GPTKernels, made when first asked for
 	bf16Plans  map[uint64]cudalib.GemmDesc   // BF16GemmCreate's plans
 	bf16Reject map[cudalib.BF16Epilogue]bool // RejectBF16Epilogue's
 	limit      int64                         // SetMemoryLimit's bytes (0: none)

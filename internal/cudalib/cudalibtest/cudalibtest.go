@@ -17,17 +17,8 @@ import (
 // BuildFake compiles the fake library into a fresh temporary directory and
 // returns its path; every call gives a separate copy with its own state. The
 // test is skipped (one line) when there is no C compiler or no cgo. The fake
-// implements the runtime (fake_symddp_cuda.c) and the GPT kernels
-// (fake_symddp_gpt.c, and the default launchers generated from the header,
-// fake_gpt_gen.c).
+// implements the runtime (fake_symddp_cuda.c).
 func BuildFake(tb testing.TB) string {
-	tb.Helper()
-	return build(tb, "fake_symddp_cuda.c", "fake_symddp_gpt.c", "fake_gpt_gen.c")
-}
-
-// BuildFakeRuntimeOnly is BuildFake without the GPT kernels: a library that
-// Load accepts and OpenGPT refuses.
-func BuildFakeRuntimeOnly(tb testing.TB) string {
 	tb.Helper()
 	return build(tb, "fake_symddp_cuda.c")
 }

@@ -14,14 +14,12 @@ type header struct {
 	version string // the name of its *_ABI_VERSION macro ("" if none)
 	abi     int    // its value
 	funcs   []cfunc
-	opaque  []string // the types declared typedef struct x_s x; without a body (plan handles)
 }
 
-// A cfunc is one entry point: int name(params); or const char *name(void);
-// (and, in the GPT header, size_t name(params); or void name(params);).
+// A cfunc is one entry point: int name(params); or const char *name(void).
 type cfunc struct {
 	name   string
-	ret    string   // "int", "const char *", "size_t" or "void"
+	ret    string   // "int" or "const char *"
 	params []cparam // none for (void)
 	doc    []string // the lines of the comment right above it (or above its group)
 	header string   // the header's path
@@ -39,11 +37,10 @@ type cparam struct {
 }
 
 var (
-	reDecl = regexp.MustCompile(`^(int|const char \*|size_t|void)\s*([a-z][a-z0-9_]*)\s*\(`)
+	reDecl = regexp.MustCompile(`^(int|const char \*)\s*([a-z][a-z0-9_]*)\s*\(`)
 	// reFuncLike is any declaration of a function at the start of a line,
 	// to refuse an entry point whose return type reDecl does not take.
 	reFuncLike = regexp.MustCompile(`^[a-z][a-z0-9_ ]*[ *]([a-z][a-z0-9_]*)\s*\(`)
-	reOpaque   = regexp.MustCompile(`^typedef\s+struct\s+[A-Za-z_][A-Za-z0-9_]*\s+([A-Za-z_][A-Za-z0-9_]*)\s*;$`)
 	reVersion  = regexp.MustCompile(`^#define\s+([A-Z0-9_]+_ABI_VERSION)\s+([0-9]+)\s*$`)
 	reParam    = regexp.MustCompile(`^(const\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\**)\s*([A-Za-z_][A-Za-z0-9_]*)$`)
 )
@@ -51,9 +48,9 @@ var (
 // parseHeader reads the entry points of a header whose names start with
 // prefix. Declarations are what the header's own conventions make them:
 // at the start of a line, returning int (or const char * for the error
-// message; size_t or void in the GPT header), ending with ");" possibly on a later line. The comment
-// directly above a declaration, or above the run of declarations it
-// belongs to, is its doc.
+// message), ending with ");" possibly on a later line. The comment directly
+// above a declaration, or above the run of declarations it belongs to, is
+// its doc.
 func parseHeader(path, src, prefix string) (*header, error) {
 	h := &header{path: path}
 	lines := strings.Split(src, "\n")
@@ -86,15 +83,10 @@ func parseHeader(path, src, prefix string) (*header, error) {
 			doc = nil
 			continue
 		}
-		if m := reOpaque.FindStringSubmatch(trim); m != nil {
-			h.opaque = append(h.opaque, m[1])
-			doc = nil
-			continue
-		}
 		m := reDecl.FindStringSubmatch(line)
 		if m == nil {
 			if f := reFuncLike.FindStringSubmatch(trim); f != nil && strings.HasPrefix(f[1], prefix) {
-				return nil, fmt.Errorf("%s: %s: a return type the generator does not know (int, const char *, size_t, void): %q",
+				return nil, fmt.Errorf("%s: %s: a return type the generator does not know (int, const char *): %q",
 					path, f[1], trim)
 			}
 		}

@@ -11,7 +11,7 @@ import (
 var cScalars = map[string]bool{
 	"int": true, "int32_t": true, "int64_t": true, "uint32_t": true, "uint64_t": true, "size_t": true,
 	"float": true, "double": true, "char": true, "void": true,
-	"sdc_flag": true, "sdc_act": true, "sdc_handle": true, "sdc_dtype": true,
+	"sdc_flag": true, "sdc_act": true, "sdc_handle": true, "sdc_dtype": true, "sdc_attn": true,
 }
 
 // ctxType is the compute context: a parameter of this type (by pointer) is

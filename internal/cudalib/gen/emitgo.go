@@ -20,7 +20,7 @@ var goNames = map[string]string{
 }
 
 // initialisms are words spelled otherwise than Title case in Go names.
-var initialisms = map[string]string{"htod": "HtoD", "dtoh": "DtoH", "abi": "ABI", "gpu": "GPU", "id": "ID", "mma": "MMA", "wmma": "WMMA", "bf16": "BF16", "cudnn": "CUDNN", "rms": "RMS", "swiglu": "SwiGLU"}
+var initialisms = map[string]string{"htod": "HtoD", "dtoh": "DtoH", "abi": "ABI", "gpu": "GPU", "id": "ID", "bf16": "BF16", "rms": "RMS", "swiglu": "SwiGLU"}
 
 // goStructs are the structs that compute entry points take by pointer: the
 // Go type the method takes instead, and the hand-written method of Context
@@ -40,8 +40,9 @@ type goScalar struct {
 
 // goScalars are the rules of the parameters: a uint64_t is a device address
 // (uintptr), an sdc_handle an opaque uint64, an sdc_flag a bool, an sdc_dtype a
-// DType (the element type of a tensor), integers are
-// ints, an int64_t named *_ns a time.Duration (see goParam).
+// DType (the element type of a tensor), an sdc_attn an AttentionImpl (the
+// kernels of a bf16 attention), integers are ints, an int64_t named *_ns a
+// time.Duration (see goParam).
 var goScalars = map[string]goScalar{
 	"int":        {"int", "C.int(%s)", "int(%s)"},
 	"int32_t":    {"int", "C.int32_t(%s)", "int(%s)"},
@@ -54,6 +55,7 @@ var goScalars = map[string]goScalar{
 	"sdc_flag":   {"bool", "C.sdc_flag(sdcFlag(%s))", "%s != 0"},
 	"sdc_act":    {"Activation", "C.sdc_act(%s)", "Activation(%s)"},
 	"sdc_dtype":  {"DType", "C.sdc_dtype(%s)", "DType(%s)"},
+	"sdc_attn":   {"AttentionImpl", "C.sdc_attn(%s)", "AttentionImpl(%s)"},
 	"sdc_handle": {"uint64", "C.sdc_handle(%s)", "uint64(%s)"},
 	"void *":     {"unsafe.Pointer", "%s", "%s"},
 }
@@ -157,10 +159,14 @@ func goMethod(f cfunc, name string) (method, error) {
 	return m, nil
 }
 
-// goParam is a C parameter's name as a Go parameter: lowerCamelCase, and
-// not one the generated body uses itself.
+// goParam is a C parameter's name as a Go parameter: lowerCamelCase (an
+// all-capitals shape name such as NH or KVH in lower case), and not one the
+// generated body uses itself.
 func goParam(n string) string {
 	g := camel(n, false)
+	if strings.ToUpper(n) == n {
+		g = strings.ToLower(n)
+	}
 	if goReserved[g] || token.IsKeyword(g) {
 		g += "Arg"
 	}
@@ -259,12 +265,11 @@ func writeImports(b *bytes.Buffer, body string) {
 	}
 }
 
-// abiGo is abi_gen.go: the ABI versions and the Device and GPTKernels
-// interfaces.
-func abiGo(hs []*header, ms, gms []method) ([]byte, error) {
+// abiGo is abi_gen.go: the ABI versions and the Device interface.
+func abiGo(hs []*header, ms []method) ([]byte, error) {
 	var body bytes.Buffer
-	versions := map[string]string{"SD_ABI_VERSION": "ABIVersion", "SDC_ABI_VERSION": "ComputeABIVersion", "SDG_ABI_VERSION": "GPTABIVersion"}
-	body.WriteString("\n// The C ABI versions this package speaks: Load, OpenCompute and OpenGPT\n// refuse a library built for others.\nconst (\n")
+	versions := map[string]string{"SD_ABI_VERSION": "ABIVersion", "SDC_ABI_VERSION": "ComputeABIVersion"}
+	body.WriteString("\n// The C ABI versions this package speaks: Load and OpenCompute refuse a\n// library built for others.\nconst (\n")
 	for _, h := range hs {
 		if h.version == "" {
 			continue
@@ -291,17 +296,7 @@ type Device interface {
 		fmt.Fprintf(&body, "\t// %s: %s.\n\t%s%s\n", m.name, m.f.name, m.name, m.signature())
 	}
 	body.WriteString("}\n\nvar _ Device = (*Context)(nil)\n")
-	body.WriteString(`
-// GPTKernels is what compute/cuda's bf16 plans need of the GPT kernels: one
-// method per sdg_* launcher of the headers. *GPT is the real one;
-// compute/cuda/cudatest emulates them on the host.
-type GPTKernels interface {
-`)
-	for _, m := range gms {
-		fmt.Fprintf(&body, "\t// %s: %s.\n\t%s%s\n", m.name, m.f.name, m.name, gptSignature(m))
-	}
-	body.WriteString("}\n\nvar _ GPTKernels = (*GPT)(nil)\n")
-	writeUnemulated(&body, ms, gms)
+	writeUnemulated(&body, ms)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "// %s\n\npackage cudalib\n\n", generatedLine)
 	writeImports(&b, body.String())
@@ -309,23 +304,16 @@ type GPTKernels interface {
 	return gofmt("abi_gen.go", b.Bytes())
 }
 
-// writeUnemulated writes UnemulatedDevice and UnemulatedGPT: every method of
-// Device and GPTKernels answering ErrNotEmulated (zero values besides, and
-// nothing for a launcher without a status). A host emulation embeds them,
-// so that a new entry point needs nothing of it until a test of it runs
-// there.
-func writeUnemulated(body *bytes.Buffer, ms, gms []method) {
+// writeUnemulated writes UnemulatedDevice: every method of Device answering
+// ErrNotEmulated (zero values besides). A host emulation embeds it, so that
+// a new entry point needs nothing of it until a test of it runs there.
+func writeUnemulated(body *bytes.Buffer, ms []method) {
 	zeros := func(types []string, entry string) string {
 		var rs []string
 		for _, t := range types {
 			rs = append(rs, "*new("+t+")")
 		}
-		if entry != "" {
-			rs = append(rs, "notEmulated(\""+entry+"\")")
-		}
-		if len(rs) == 0 {
-			return ""
-		}
+		rs = append(rs, "notEmulated(\""+entry+"\")")
 		return "return " + strings.Join(rs, ", ")
 	}
 	body.WriteString(`
@@ -335,21 +323,5 @@ type UnemulatedDevice struct{}
 `)
 	for _, m := range ms {
 		fmt.Fprintf(body, "\n// %s fails: %s is not emulated.\nfunc (UnemulatedDevice) %s%s { %s }\n", m.name, m.f.name, m.name, m.signature(), zeros(m.results, m.f.name))
-	}
-	body.WriteString(`
-// UnemulatedGPT gives every launcher of GPTKernels that a host emulation
-// does not define: those with a status fail with ErrNotEmulated, the others
-// return zero values. Embed it.
-type UnemulatedGPT struct{}
-`)
-	for _, m := range gms {
-		var ret string
-		switch {
-		case gptStatus(m.f):
-			ret = zeros(m.results, m.f.name)
-		case m.f.ret != "void":
-			ret = zeros([]string{gptResult(m.f).goType}, "")
-		}
-		fmt.Fprintf(body, "\n// %s: %s is not emulated.\nfunc (UnemulatedGPT) %s%s { %s }\n", m.name, m.f.name, m.name, gptSignature(m), ret)
 	}
 }

@@ -12,17 +12,12 @@
 //   - compute_gen.h and compute_gen_cgo.go: the same for the compute entry
 //     points (sdc_*), and one Context method per entry point, derived from
 //     its C declaration (see goParam for the rules);
-//   - gpt_gen.h and gpt_gen_cgo.go: the same for the GPT kernels (sdg_*),
-//     one GPT method per entry point (see gptClassify for the rules);
-//   - abi_gen.go: the ABI versions that Load, OpenCompute and OpenGPT check, the
-//     Device and GPTKernels interfaces (the methods of Context and GPT that
-//     compute/cuda uses), and UnemulatedDevice and UnemulatedGPT, which a
-//     host emulation embeds for the entry points it does not emulate;
+//   - abi_gen.go: the ABI versions that Load and OpenCompute check, the
+//     Device interface (the methods of Context that compute/cuda uses), and
+//     UnemulatedDevice, which a host emulation embeds for the entry points
+//     it does not emulate;
 //   - nocgo_gen.go: the stand-ins of every exported method of the cgo files
-//     for builds without cgo;
-//   - testdata/fake_gpt_gen.c: the fake library's default GPT launchers
-//     (weak: they log their arguments; fake_symddp_gpt.c overrides those
-//     that check or compute).
+//     for builds without cgo.
 //
 // A new entry point is one declaration in its header (and its definition in
 // cuda/*.cu); a new header is one line in inputs. TestGeneratedFilesCurrent
@@ -39,14 +34,13 @@ import (
 	"sort"
 )
 
-// A group is a table of entry points bound together: the runtime's (Lib),
-// the compute context's (Compute, Context) or the GPT kernels' (GPT).
+// A group is a table of entry points bound together: the runtime's (Lib)
+// or the compute context's (Compute, Context).
 type group int
 
 const (
 	libGroup group = iota
 	computeGroup
-	gptGroup
 )
 
 // An input is a header and the group its entry points join.
@@ -61,7 +55,6 @@ type input struct {
 var inputs = []input{
 	{path: "cuda/symddp_cuda.h", prefix: "sd_", group: libGroup},
 	{path: "cuda/symddp_compute.h", prefix: "sdc_", group: computeGroup},
-	{path: "cuda/symddp_gpt.h", prefix: "sdg_", group: gptGroup},
 }
 
 // outDir is where the generated files go, from the module root.
@@ -70,10 +63,10 @@ const outDir = "internal/cudalib"
 // handWritten are the files whose methods the no-cgo stand-ins mirror, and
 // the no-cgo files whose own definitions are not generated again.
 var (
-	cgoFiles   = []string{"lib_cgo.go", "compute_cgo.go", "gpt_cgo.go"}
-	nocgoFiles = []string{"lib_nocgo.go", "compute_nocgo.go", "gpt_nocgo.go"}
+	cgoFiles   = []string{"lib_cgo.go", "compute_cgo.go"}
+	nocgoFiles = []string{"lib_nocgo.go", "compute_nocgo.go"}
 	// genCgoFiles are the generated cgo files whose methods get stand-ins too.
-	genCgoFiles = []string{"compute_gen_cgo.go", "gpt_gen_cgo.go"}
+	genCgoFiles = []string{"compute_gen_cgo.go"}
 )
 
 func main() {
@@ -140,7 +133,7 @@ func moduleRoot() (string, error) {
 // generate reads the headers under root and returns the generated files by
 // name (in outDir), formatted.
 func generate(root string) (map[string][]byte, error) {
-	var lib, cmp, gpt []*header
+	var lib, cmp []*header
 	for _, in := range inputs {
 		src, err := os.ReadFile(filepath.Join(root, in.path))
 		if err != nil {
@@ -150,13 +143,10 @@ func generate(root string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch in.group {
-		case libGroup:
+		if in.group == libGroup {
 			lib = append(lib, h)
-		case computeGroup:
+		} else {
 			cmp = append(cmp, h)
-		default:
-			gpt = append(gpt, h)
 		}
 	}
 	out := map[string][]byte{}
@@ -174,21 +164,8 @@ func generate(root string) (map[string][]byte, error) {
 	if out["compute_gen_cgo.go"], err = computeGo(cmp, methods); err != nil {
 		return nil, err
 	}
-	if out["gpt_gen.h"], err = gptC(gpt); err != nil {
-		return nil, err
-	}
-	gms, err := gptMethods(gpt)
-	if err != nil {
-		return nil, err
-	}
-	if out["gpt_gen_cgo.go"], err = gptGo(gms); err != nil {
-		return nil, err
-	}
-	if out[fakeGPTFile], err = fakeGPTC(gpt); err != nil {
-		return nil, err
-	}
-	all := append(append(append([]*header(nil), lib...), cmp...), gpt...)
-	if out["abi_gen.go"], err = abiGo(all, methods, gms); err != nil {
+	all := append(append([]*header(nil), lib...), cmp...)
+	if out["abi_gen.go"], err = abiGo(all, methods); err != nil {
 		return nil, err
 	}
 	// The stand-ins mirror the hand-written cgo files and the generated ones.

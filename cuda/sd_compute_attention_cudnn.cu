@@ -1,6 +1,8 @@
 /*
- * sd_gpt_attention_cudnn.cu: causal self-attention by cuDNN's fused (flash)
- * attention engines (symddp_gpt.h), reached through cuDNN's backend graph API.
+ * sd_compute_attention_cudnn.cu: the bf16 causal self-attention by cuDNN's
+ * fused (flash) attention engines, reached through cuDNN's backend graph
+ * API: SDC_ATTN_CUDNN of sdc_attention_bf16 (symddp_compute.h; its
+ * launchers, which check the arguments, are in sd_compute_attention.cu).
  *
  * Why: on the H200 our mma.sync kernels take 135 + 428 us a layer at GPT-2's
  * shapes (B=16), cuDNN's wgmma kernels 87 + 282 us in PyTorch's compiled step
@@ -32,13 +34,13 @@
  *     (in 50 calls, all 49 after the first differed from it);
  *   accum: as accum2 with the fp32 dQ F16x16-reordered and the row sum
  *     virtual (older frontends); its bits differ between calls too.
- * Plans are built once per shape and form (sdg_attention_cudnn_supported,
- * called by sdg_attention_backward_scratch_bytes before any step, so never
+ * Plans are built once per shape and form (sdc_attention_bf16_supported or
+ * sdc_attention_backward_bf16_scratch_bytes, called before any step, so never
  * while a stream is captured) and kept for the life of the process; the
  * backward's workspace, Dsum and the fp32 dQ live in the caller's scratch.
  *
  * Built only when cuda/build.sh (or the check scripts) find cuDNN and define
- * SD_WITH_CUDNN; otherwise every entry point says it is not available.
+ * SD_WITH_CUDNN; otherwise SDC_ATTN_CUDNN says it is not available.
  * SYMDDP_CUDNN_LOG=1 prints the engines tried and chosen to stderr.
  */
 #include <math.h>
@@ -46,7 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sd_gpt.cuh"
+#include "sd_compute_attention.cuh"
 
 #ifdef SD_WITH_CUDNN
 #include <cudnn.h>
@@ -559,7 +561,7 @@ static sdn_entry *sdn_get(int B, int T, int C, int NH, bool may_build) {
 static int sdn_exec(sdn_entry *e, cudnnBackendDescriptor_t plan, int n, const int64_t *uids, void **ptrs, void *ws,
                     cudaStream_t stream, const char *what) {
     cudnnStatus_t st = cudnnSetStream(e->h, stream);
-    if (st != CUDNN_STATUS_SUCCESS) return SDG_FAIL(SDG_ERR_CUDA, "%s: cudnnSetStream: %s", what, cudnnGetErrorString(st));
+    if (st != CUDNN_STATUS_SUCCESS) return SD_FAIL(SD_ERR, "%s: cudnnSetStream: %s", what, cudnnGetErrorString(st));
     cudnnBackendDescriptor_t vp = NULL;
     st = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
     if (st == CUDNN_STATUS_SUCCESS)
@@ -574,28 +576,28 @@ static int sdn_exec(sdn_entry *e, cudnnBackendDescriptor_t plan, int n, const in
     if (st != CUDNN_STATUS_SUCCESS) {
         char last[384] = "";
         cudnnGetLastErrorString(last, sizeof last);
-        return SDG_FAIL(SDG_ERR_CUDA, "%s: %s%s%s", what, cudnnGetErrorString(st), last[0] ? ": " : "", last);
+        return SD_FAIL(SD_ERR, "%s: %s%s%s", what, cudnnGetErrorString(st), last[0] ? ": " : "", last);
     }
-    SDG_LAUNCHED();
-    return SDG_OK;
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
 }
 
-extern "C" int sdg_attention_cudnn_supported(int B, int T, int C, int NH) {
+int sdc_att_cudnn_supported(int B, int T, int C, int NH) {
     sdn_entry *e = sdn_get(B, T, C, NH, true);
     return e && e->ok;
 }
 
-int sdg_attention_use_cudnn(int B, int T, int C, int NH, void *stream) {
-    const int mode = sdg_attention_mode();
-    if (mode == SDG_ATT_OWN) return 0;
-    if (mode == SDG_ATT_CUDNN) return 1;
+int sdc_att_use_cudnn(int B, int T, int C, int NH, cudaStream_t stream) {
+    const int mode = sdc_att_mode();
+    if (mode == SDC_ATT_MODE_OWN) return 0;
+    if (mode == SDC_ATT_MODE_CUDNN) return 1;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    cudaStreamIsCapturing((cudaStream_t)stream, &cs);
+    cudaStreamIsCapturing(stream, &cs);
     sdn_entry *e = sdn_get(B, T, C, NH, cs == cudaStreamCaptureStatusNone);
     return e && e->ok;
 }
 
-extern "C" size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH) {
+size_t sdc_att_cudnn_scratch_bytes(int B, int T, int C, int NH) {
     sdn_entry *e = sdn_get(B, T, C, NH, true);
     return e && e->ok ? sdn_bwd_scratch(e) : 0;
 }
@@ -605,50 +607,43 @@ static sdn_entry *sdn_ready(const char *what, int B, int T, int C, int NH, cudaS
     cudaStreamIsCapturing(s, &cs);
     sdn_entry *e = sdn_get(B, T, C, NH, cs == cudaStreamCaptureStatusNone);
     if (!e) {
-        *rc = SDG_FAIL(SDG_ERR_ARG,
-                       "%s: no cuDNN plan for B=%d T=%d C=%d NH=%d and the stream is being captured "
-                       "(call sdg_attention_backward_scratch_bytes first)",
-                       what, B, T, C, NH);
+        *rc = SD_FAIL(SD_ERR_ARG,
+                      "%s: no cuDNN plan for B=%d T=%d C=%d NH=%d and the stream is being captured "
+                      "(call sdc_attention_backward_bf16_scratch_bytes first)",
+                      what, B, T, C, NH);
         return NULL;
     }
     if (!e->ok) {
-        *rc = SDG_FAIL(SDG_ERR_ARG, "%s: %s", what, e->why);
+        *rc = SD_FAIL(SD_ERR_ARG, "%s: %s", what, e->why);
         return NULL;
     }
     return e;
 }
 
-extern "C" int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
-                                           void *stream) {
-    if (!out || !lse || !qkv || !sdg_aligned16(out) || !sdg_aligned16(qkv))
-        return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_forward_cudnn: NULL or unaligned pointer");
-    cudaStream_t s = (cudaStream_t)stream;
-    int rc = SDG_OK;
-    sdn_entry *e = sdn_ready("sdg_attention_forward_cudnn", B, T, C, NH, s, &rc);
+int sdc_att_cudnn_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, cudaStream_t s) {
+    static const char what[] = "sdc_attention_bf16 (cudnn)";
+    int rc = SD_OK;
+    sdn_entry *e = sdn_ready(what, B, T, C, NH, s, &rc);
     if (!e) return rc;
     const float scale = 1.f / sqrtf((float)(C / NH));
     bf16 *q = (bf16 *)qkv;
     const int64_t uids[] = {SDN_Q, SDN_K, SDN_V, SDN_O, SDN_STATS, SDN_SCALE, SDN_NEGINF};
     void *ptrs[] = {q, q + C, q + 2 * C, out, lse, (void *)&scale, (void *)&g_sdn_neginf};
-    return sdn_exec(e, e->fwd, 7, uids, ptrs, e->fwd_ws, s, "sdg_attention_forward_cudnn");
+    return sdn_exec(e, e->fwd, 7, uids, ptrs, e->fwd_ws, s, what);
 }
 
-extern "C" int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out,
-                                            const float *lse, int B, int T, int C, int NH, void *scratch,
-                                            void *stream) {
-    if (!dqkv || !dout || !qkv || !out || !lse || !scratch || !sdg_aligned16(dqkv) || !sdg_aligned16(dout) ||
-        !sdg_aligned16(qkv) || !sdg_aligned16(out))
-        return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward_cudnn: NULL or unaligned pointer");
-    cudaStream_t s = (cudaStream_t)stream;
-    int rc = SDG_OK;
-    sdn_entry *e = sdn_ready("sdg_attention_backward_cudnn", B, T, C, NH, s, &rc);
+int sdc_att_cudnn_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
+                           int T, int C, int NH, void *scratch, cudaStream_t s) {
+    static const char what[] = "sdc_attention_backward_bf16 (cudnn)";
+    int rc = SD_OK;
+    sdn_entry *e = sdn_ready(what, B, T, C, NH, s, &rc);
     if (!e) return rc;
     const float scale = 1.f / sqrtf((float)(C / NH));
     char *ws = (char *)(((uintptr_t)scratch + 255) & ~(uintptr_t)255);
     char *dsum = ws + sdn_align((size_t)e->bwd_ws_bytes);
     char *acc = dsum + sdn_align((size_t)B * NH * T * sizeof(float));
     if (e->variant != SDN_BWD_DET) /* the engine adds into it */
-        SDG_CUDA(cudaMemsetAsync(acc, 0, (size_t)B * NH * T * (C / NH) * sizeof(float), s));
+        SD_CUDA(cudaMemsetAsync(acc, 0, (size_t)B * NH * T * (C / NH) * sizeof(float), s));
     bf16 *q = (bf16 *)qkv, *dq = (bf16 *)dqkv;
     int64_t uids[16] = {SDN_Q, SDN_K, SDN_V, SDN_O, SDN_DO, SDN_STATS, SDN_DQ, SDN_DK, SDN_DV, SDN_SCALE,
                         SDN_NEGINF, SDN_ONE};
@@ -657,50 +652,48 @@ extern "C" int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const 
     int n = 12;
     if (e->variant == SDN_BWD_ACCUM2) uids[n] = SDN_DSUM, ptrs[n++] = dsum;
     if (e->variant != SDN_BWD_DET) uids[n] = SDN_DQACC, ptrs[n++] = acc;
-    return sdn_exec(e, e->bwd, n, uids, ptrs, ws, s, "sdg_attention_backward_cudnn");
+    return sdn_exec(e, e->bwd, n, uids, ptrs, ws, s, what);
 }
 
 #endif /* SD_WITH_CUDNN */
 
 /* SYMDDP_ATTENTION: auto (or unset), cudnn, own */
-int sdg_attention_mode(void) {
+int sdc_att_mode(void) {
     const char *e = getenv("SYMDDP_ATTENTION");
-    if (!e || !*e || !strcmp(e, "auto")) return SDG_ATT_AUTO;
-    if (!strcmp(e, "cudnn")) return SDG_ATT_CUDNN;
-    return SDG_ATT_OWN;
+    if (!e || !*e || !strcmp(e, "auto")) return SDC_ATT_MODE_AUTO;
+    if (!strcmp(e, "cudnn")) return SDC_ATT_MODE_CUDNN;
+    return SDC_ATT_MODE_OWN;
 }
 
 #ifndef SD_WITH_CUDNN
 
-int sdg_attention_use_cudnn(int B, int T, int C, int NH, void *stream) {
+int sdc_att_use_cudnn(int B, int T, int C, int NH, cudaStream_t stream) {
     (void)B, (void)T, (void)C, (void)NH, (void)stream;
-    return sdg_attention_mode() == SDG_ATT_CUDNN; /* so that the cuDNN launcher says why not */
+    return sdc_att_mode() == SDC_ATT_MODE_CUDNN; /* so that the cuDNN launcher says why not */
 }
 
-extern "C" int sdg_attention_cudnn_supported(int B, int T, int C, int NH) {
+int sdc_att_cudnn_supported(int B, int T, int C, int NH) {
     (void)B, (void)T, (void)C, (void)NH;
     return 0;
 }
 
-extern "C" size_t sdg_attention_cudnn_scratch_bytes(int B, int T, int C, int NH) {
+size_t sdc_att_cudnn_scratch_bytes(int B, int T, int C, int NH) {
     (void)B, (void)T, (void)C, (void)NH;
     return 0;
 }
 
-extern "C" int sdg_attention_forward_cudnn(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
-                                           void *stream) {
-    (void)out, (void)lse, (void)qkv, (void)B, (void)T, (void)C, (void)NH, (void)stream;
-    return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_forward_cudnn: this library was built without cuDNN "
-                                 "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)");
+int sdc_att_cudnn_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, cudaStream_t s) {
+    (void)out, (void)lse, (void)qkv, (void)B, (void)T, (void)C, (void)NH, (void)s;
+    return SD_FAIL(SD_ERR_ARG, "sdc_attention_bf16 (cudnn): this library was built without cuDNN "
+                               "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)");
 }
 
-extern "C" int sdg_attention_backward_cudnn(void *dqkv, const void *dout, const void *qkv, const void *out,
-                                            const float *lse, int B, int T, int C, int NH, void *scratch,
-                                            void *stream) {
+int sdc_att_cudnn_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
+                           int T, int C, int NH, void *scratch, cudaStream_t s) {
     (void)dqkv, (void)dout, (void)qkv, (void)out, (void)lse, (void)B, (void)T, (void)C, (void)NH, (void)scratch,
-        (void)stream;
-    return SDG_FAIL(SDG_ERR_ARG, "sdg_attention_backward_cudnn: this library was built without cuDNN "
-                                 "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)");
+        (void)s;
+    return SD_FAIL(SD_ERR_ARG, "sdc_attention_backward_bf16 (cudnn): this library was built without cuDNN "
+                               "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)");
 }
 
 #endif /* SD_WITH_CUDNN */
