@@ -6,8 +6,8 @@
 #
 # 1. builds build/libsymddp_cuda.so (cuda/build.sh: every cuda/*.cu, so the
 #    bf16 kernels of sd_compute_*.cu as the engine loads them, through the
-#    one compute ABI, symddp_compute.h), then cuda/gptcheck/check.cu and
-#    cuda/gptcheck/step.cu against it by nvcc (-O3 -arch=sm_90 -std=c++17,
+#    one compute ABI, symddp_compute.h), then cuda/gptcheck/check*.cu (one
+#    file an operation) and cuda/gptcheck/step.cu against it by nvcc (-O3 -arch=sm_90 -std=c++17,
 #    cuBLASLt; -DSD_WITH_CUDNN where cuda/cudnn.sh finds cuDNN, as the
 #    library's build does) into build/gptcheck and build/gptstep;
 # 2. runs gptcheck: every kernel against its CPU reference at gpt-tiny and
@@ -85,8 +85,8 @@ timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" \
     "$root/cuda/gptcheck/step.cu" "${link[@]}" -o "$root/build/gptstep" >"$root/build/gptstep.log" 2>&1 &
 steppid=$!
 if ! timeout 300 "$NVCC" -O3 -std=c++17 -arch="$arch" -lineinfo -I"$root/cuda" "${withcudnn[@]}" \
-    "$root/cuda/gptcheck/check.cu" "${link[@]}" -o "$root/build/gptcheck" >>"$log" 2>&1; then
-    echo "BUILD FAIL: check.cu" | tee -a "$log"
+    "$root"/cuda/gptcheck/check*.cu "${link[@]}" -o "$root/build/gptcheck" >>"$log" 2>&1; then
+    echo "BUILD FAIL: check*.cu" | tee -a "$log"
     wait "$steppid"
     cat "$log"
     exit 1

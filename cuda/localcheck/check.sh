@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compile-checks every cuda/*.cu for sm_90 against declarations-only NVSHMEM
-# headers (cuda/localcheck/include), on a machine with nvcc but without
-# NVSHMEM or a GPU. Objects go to a temporary directory and are thrown away.
-# The real build is cuda/build.sh on a GPU host.
+# headers (cuda/localcheck/include), and cuda/gptcheck/*.cu, on a machine
+# with nvcc but without NVSHMEM or a GPU. Objects go to a temporary
+# directory and are thrown away. The real build is cuda/build.sh on a GPU
+# host.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$(dirname "$here")"
@@ -18,6 +19,19 @@ for f in "$src"/*.cu; do
     name="$(basename "$f" .cu)"
     if "$NVCC" -O2 -std=c++17 -arch=sm_90 -rdc=true -Xcompiler -fPIC,-Wall,-Wextra \
         -Werror all-warnings -I"$here/include" -I"$src" -c "$f" -o "$tmp/$name.o"; then
+        echo "ok   $name.cu"
+    else
+        echo "FAIL $name.cu"
+        status=1
+    fi
+done
+# The GPT kernel check and step harness (cuda/gptcheck, linked against the
+# library on the GPU host by scripts/gpu-gpt-kernels-check.sh) must compile
+# against the compute ABI's header alone.
+for f in "$src"/gptcheck/*.cu; do
+    name="gptcheck/$(basename "$f" .cu)"
+    if "$NVCC" -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra -Werror all-warnings -I"$src" \
+        -c "$f" -o "$tmp/$(basename "$f" .cu).gptcheck.o"; then
         echo "ok   $name.cu"
     else
         echo "FAIL $name.cu"
