@@ -16,8 +16,9 @@ import (
 //
 // Numerics as bf16.go says: the sums in float64, every bf16 store rounded
 // once. The backward rounds P and dS to bf16 before their products, as the
-// kernels do (check.cu's bf16 emulation); the forward's softmax is exact
-// (the kernels' online softmax over tiles with a bf16 P is not emulated).
+// kernels do (gptcheck's bf16 emulation, check_attention.cu); the forward's
+// softmax is exact (the kernels' online softmax over tiles with a bf16 P is
+// not emulated).
 // The implementations (cudalib.AttentionImpl) compute the same here; the
 // emulated device is a library built without cuDNN, so AttentionAuto runs
 // the mma kernels where they apply, else the wmma ones, and AttentionCUDNN
@@ -220,9 +221,9 @@ func (d *Device) rows(p uintptr, n, ld, width int) []float64 {
 	return d.loadBF16(p, (n-1)*ld+width)
 }
 
-// attentionFwd: check.cu's attention_fwd_ref (exact softmax in float64 of
-// the scores scaled by 1/sqrt(hs)); out rounded to bf16, lse to float32.
-// Query head h reads key/value head h/grp.
+// attentionFwd: gptcheck's attention_fwd_ref (check_attention.cu: exact
+// softmax in float64 of the scores scaled by 1/sqrt(hs)); out rounded to
+// bf16, lse to float32. Query head h reads key/value head h/grp.
 func (d *Device) attentionFwd(out, lse uintptr, io attIO, b, t, hs int) {
 	nh, c := io.nh, io.nh*hs
 	kw := nh / io.grp * hs
@@ -266,12 +267,12 @@ func (d *Device) attentionFwd(out, lse uintptr, io attIO, b, t, hs int) {
 	}
 }
 
-// attentionBwd: check.cu's attention_bwd_ref with emulate on, from the out
-// and lse given: D_i = dout_i . out_i, P = exp(S scale - lse), dS = P (dP -
-// D) scale; P and dS rounded to bf16 (from float32, as __float2bfloat16)
-// before dV = P^T dout, dK = dS^T Q, dQ = dS K; sums in float64 (a key/value
-// head's over its group's query heads in order), every element of dq, dk
-// and dv WRITTEN in bf16.
+// attentionBwd: gptcheck's attention_bwd_ref (check_attention.cu) with
+// emulate on, from the out and lse given: D_i = dout_i . out_i,
+// P = exp(S scale - lse), dS = P (dP - D) scale; P and dS rounded to bf16
+// (from float32, as __float2bfloat16) before dV = P^T dout, dK = dS^T Q,
+// dQ = dS K; sums in float64 (a key/value head's over its group's query
+// heads in order), every element of dq, dk and dv WRITTEN in bf16.
 func (d *Device) attentionBwd(io attIO, dout, out, lse uintptr, b, t, hs int) {
 	nh, c := io.nh, io.nh*hs
 	kw := nh / io.grp * hs

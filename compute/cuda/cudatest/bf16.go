@@ -12,7 +12,7 @@ import (
 // rounding, typed views of device memory, and the CPU engine's float32
 // loops over widened bf16 values.
 //
-// Numerics: the spec is the CPU references of cuda/gptcheck/check.cu. bf16
+// Numerics: the spec is the CPU references of cuda/gptcheck/check*.cu. bf16
 // is stored as uint16 (the upper half of a float32) and read exactly. The
 // layer norm, GELU (also in the GEMMs' epilogues), the embedding's
 // scatter-add and the classifier's row are the CPU engine's own loops
@@ -21,7 +21,7 @@ import (
 // between its loads and its stores is float64 (every sum, including the
 // GEMM's products and the softmaxes), except AdamW, which does the kernel's
 // float32 operations in its order. Every value a kernel stores in bf16 is
-// rounded to nearest even there (a NaN becomes 0x7fc0, as check.cu's f2bf);
+// rounded to nearest even there (a NaN becomes 0x7fc0, as gptcheck's f2bf);
 // fp32 results are rounded to float32 where stored, and an fp32 tensor that
 // a kernel ADDS to gets the float64 sum rounded to float32, then added in
 // float32 (the kernels add their fp32 partial sum). Arguments are checked
@@ -33,7 +33,7 @@ func aligned16(p uintptr) bool { return p != 0 && p%16 == 0 }
 
 // ---- bf16 ----
 
-// bf16FromF32 rounds f to bf16 to nearest even (check.cu's f2bf).
+// bf16FromF32 rounds f to bf16 to nearest even (check_common.h's f2bf).
 func bf16FromF32(f float32) uint16 {
 	u := math.Float32bits(f)
 	if u&0x7fffffff > 0x7f800000 {
