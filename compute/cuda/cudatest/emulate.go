@@ -174,7 +174,7 @@ func (d *Device) DevAlloc(bytes int) (uintptr, error) {
 	}
 	d.used += int64(bytes)
 	d.mu.Unlock()
-	// 256-byte aligned, as cudaMalloc's: the GPT kernels want 16.
+	// 256-byte aligned, as cudaMalloc's: the bf16 kernels want 16.
 	words := (bytes+3)/4 + 1
 	raw := make([]uint32, words+allocAlign/4)
 	skip := (allocAlign - int(uintptr(unsafe.Pointer(&raw[0]))%allocAlign)) % allocAlign / 4
