@@ -26,21 +26,9 @@ type attentionBF16 struct {
 }
 
 func (e *Engine) attentionBF16Plan(s compute.AttentionSpec) (compute.AttentionPlan, error) {
-	if err := e.CheckBF16(s); err != nil {
-		return nil, err
-	}
-	bf, err := e.bf16()
-	if err != nil {
-		return nil, err
-	}
-	bytes, err := e.dev.AttentionBackwardBF16ScratchBytes(cudalib.AttentionAuto, s.B, s.T, s.C, s.Heads)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.scratch(&bf.att, bytes); err != nil {
-		return nil, err
-	}
-	mma, err := e.dev.AttentionBF16Supported(cudalib.AttentionMMA, s.B, s.T, s.C, s.Heads)
+	mma, err := e.flashBF16Setup(s, func() (int, error) {
+		return e.dev.AttentionBackwardBF16ScratchBytes(cudalib.AttentionAuto, s.B, s.T, s.C, s.Heads)
+	}, s.B, s.T, s.C, s.Heads)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +44,28 @@ func (e *Engine) attentionBF16Plan(s compute.AttentionSpec) (compute.AttentionPl
 		p.path = "flash attention (cuDNN)"
 	}
 	return p, nil
+}
+
+// flashBF16Setup is what both flash attention plans (this file's and
+// grouped_attention_bf16.go's) do at Build: check the bf16 spec, grow the
+// engine's backward scratch, shared by the plans, to scratchBytes, and say
+// whether the mma.sync kernels take the shape (B, T, width C, heads).
+func (e *Engine) flashBF16Setup(s compute.OpSpec, scratchBytes func() (int, error), b, t, c, heads int) (mma bool, err error) {
+	if err := e.CheckBF16(s); err != nil {
+		return false, err
+	}
+	bf, err := e.bf16()
+	if err != nil {
+		return false, err
+	}
+	bytes, err := scratchBytes()
+	if err != nil {
+		return false, err
+	}
+	if err := e.scratch(&bf.att, bytes); err != nil {
+		return false, err
+	}
+	return e.dev.AttentionBF16Supported(cudalib.AttentionMMA, b, t, c, heads)
 }
 
 // Path says which kernels run.

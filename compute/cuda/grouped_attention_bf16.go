@@ -25,21 +25,9 @@ type groupedBF16 struct {
 var _ compute.GroupedAttentionPlan = (*groupedBF16)(nil)
 
 func (e *Engine) groupedBF16Plan(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
-	if err := e.CheckBF16(s); err != nil {
-		return nil, err
-	}
-	bf, err := e.bf16()
-	if err != nil {
-		return nil, err
-	}
-	bytes, err := e.dev.GroupedAttentionBackwardBF16ScratchBytes(cudalib.AttentionAuto, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.scratch(&bf.att, bytes); err != nil {
-		return nil, err
-	}
-	mma, err := e.dev.AttentionBF16Supported(cudalib.AttentionMMA, s.B, s.T, s.Heads*s.HeadSize, s.Heads)
+	mma, err := e.flashBF16Setup(s, func() (int, error) {
+		return e.dev.GroupedAttentionBackwardBF16ScratchBytes(cudalib.AttentionAuto, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize)
+	}, s.B, s.T, s.Heads*s.HeadSize, s.Heads)
 	if err != nil {
 		return nil, err
 	}
