@@ -16,6 +16,7 @@
 #   .device/bin/train.xz           go build ./cmd/train        (Fashion-MNIST and gpt-tiny runs, --backend nvshmem)
 #   .device/bin/symbench.xz        go build ./cmd/symbench     (gpu-train, gpu-gpt; also the comm backend's gpu-allreduce)
 #   .device/bin/tokenize.xz        go build ./cmd/tokenize     (GPT-2 BPE shards for gpu-lm-check.sh)
+#   .device/bin/ownlm.xz, ownlm.test.xz  go build / test -c ./examples/ownlm  (gpu-gpt-check.sh --layers)
 # gpu-gpt-check.sh needs no data beyond the repository: gpt-tiny trains on its
 # text files, GPT-2 on train's synthetic tokens.
 # Only these files are replaced: the comm backend's binaries in .device/bin
@@ -47,6 +48,8 @@ build ddp.test 1 test -c ./ddp
 build train 1 build ./cmd/train
 build symbench 1 build ./cmd/symbench
 build tokenize 1 build ./cmd/tokenize
+build ownlm 1 build ./examples/ownlm
+build ownlm.test 1 test -c ./examples/ownlm
 echo "built:"
 ls -l "$out"
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The GPU check of the GPT through the product (issue 20: the fused bf16
-# GPT-2 on the CUDA engine), run on the GPU host from the repository root:
+# The GPU check of the GPT through the product (issues 20 and 38: GPT-2 in bf16
+# through the per-layer plans on the CUDA engine), run on the GPU host from the repository root:
 #
-#   scripts/gpu-gpt-check.sh [--budget SECONDS] [--rebuild] [--no-torch] [--text-dir DIR]
+#   scripts/gpu-gpt-check.sh [--budget SECONDS] [--rebuild] [--no-torch] [--text-dir DIR] [--layers]
 #
 # It needs .device/bin/ from scripts/gpu-compute-prepare.sh (cuda.test,
 # train, symbench, built on the CPU machine: the GPU host has no Go; raw or
@@ -30,6 +30,15 @@
 #                       torch.compile (--no-torch: symddp only), with the
 #                       GPU's clocks, power and clock-limiting reasons sampled
 #                       beside it (gpt-clocks.csv, a line in the summary)
+#    7 layers           (--layers, which runs it instead of stages 3-6) issue
+#                       38's per-layer items: examples/ownlm (a decoder of the
+#                       public layers that is not a GPT; ownlm.test's bf16
+#                       gradient against the CPU engine, then GPT-2 124M's
+#                       shape at batch 8 in bf16 and in fp32: tokens/s of
+#                       each), symbench gpu-gpt gpt2/8 --precision fp32 beside
+#                       PyTorch's fp32 eager step (TF32 off), and, where nsys
+#                       is installed, its summary of the fp32 step's kernels
+#                       (where the time goes: gpt-layers-kernels.csv)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1; the whole run stays within
 # the budget (default 560 s): a stage that would not fit is skipped and
 # reported. Logs go to $OUT (else .device/out): gpt-env.log, gpt-build.log,
@@ -42,6 +51,7 @@ cd "$root" || exit 1
 budget="${GPU_CHECK_BUDGET:-560}"
 rebuild=0
 torch=1
+layers=0
 text="$root"
 while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -51,7 +61,8 @@ while [ "$#" -gt 0 ]; do
     --no-torch) torch=0; shift ;;
     --text-dir) text="$2"; shift 2 ;;
     --text-dir=*) text="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+    --layers) layers=1; shift ;;
+    -h | --help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "gpu-gpt-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -79,10 +90,49 @@ gpu="$(timeout 10 nvidia-smi -L 2>/dev/null | head -1)"
 note "GPU: ${gpu:-unknown (nvidia-smi -L said nothing)}"
 
 bin="$root/.device/bin"
-gpu_binaries "$bin" cuda.test ddp.test train symbench
+gpu_binaries "$bin" cuda.test ddp.test train symbench ownlm ownlm.test
 
 # ---- 2 build ----
 gpu_build "$build_log" "$rebuild"
+
+if [ "$layers" = 1 ]; then
+    # ---- 7 the per-layer path (instead of 3-6) ----
+    layers_log="$outdir/gpt-layers.log"
+    : >"$layers_log"
+    stage "ownlm.test bf16 gradient vs CPU" 60 "$layers_log" env -C "$root/examples/ownlm" "$bin/ownlm.test" \
+        -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestOwnLMInBF16GPU$'
+    for p in bf16 fp32; do
+        stage "ownlm 12x768 T1024 B8 $p" 150 "$layers_log" "$bin/ownlm" --backend nvshmem --pes 1 --model ownlm \
+            --layers 12 --heads 12 --width 768 --context 1024 --vocab 50304 --dataset synthetic --batch-size 8 \
+            --max-steps 60 --log-every 20 --eval-every 0 --eval-batches 1 --precision "$p" --no-progress \
+            --sample-tokens 0 --metrics "$outdir/gpt-ownlm-$p.jsonl"
+        note "  ownlm $p: $(tail -1 "$outdir/gpt-ownlm-$p.jsonl" 2>/dev/null | grep -o '"tokens_per_sec":[0-9.]*' || echo 'no rate')"
+    done
+    fp32=(gpu-gpt --train-bin "$bin/train" --configs gpt2/8 --precision fp32 --warmup 10 --steps 50 --timeout 150s)
+    if [ "$torch" = 1 ] && [ -n "$PY" ]; then
+        fp32+=(--torch-modes fp32 --python "$PY")
+    else
+        fp32+=(--torch-script none)
+    fi
+    stage "symbench gpt2/8 fp32 (PyTorch fp32)" 200 "$bench_log" "$bin/symbench" "${fp32[@]}"
+    grep -E '^RESULT|tokens/s' "$bench_log" | tail -6 | tee -a "$summary"
+    nsys="$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)"
+    if [ -n "$nsys" ]; then
+        stage "nsys: gpt2/8 fp32, 12 steps" 120 "$layers_log" "$nsys" profile -o "$outdir/gpt-fp32" --force-overwrite true \
+            "$bin/train" --backend nvshmem --pes 1 --model gpt2 --dataset synthetic --batch-size 8 --max-steps 12 \
+            --precision fp32 --eval-every 0 --eval-batches 1 --sample-tokens 0 --no-progress
+        "$nsys" stats --report cuda_gpu_kern_sum --format csv -o "$outdir/gpt-layers-kernels" "$outdir/gpt-fp32.nsys-rep" >/dev/null 2>&1
+        head -16 "$outdir"/gpt-layers-kernels*.csv 2>/dev/null | cut -c1-200 | tee -a "$summary"
+        rm -f "$outdir/gpt-fp32.sqlite"
+    else
+        note "no nsys on this host: no kernel summary"
+    fi
+    grep -E -A6 -- '--- FAIL|^panic' "$layers_log" | head -30 >>"$summary"
+    echo
+    echo "==================== per-layer summary ($(elapsed)s) ===================="
+    cat "$summary"
+    exit 0
+fi
 
 # ---- 3 the GPT's tests ----
 stage "cuda.test GPT|Fused|BF16" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
