@@ -241,7 +241,8 @@ func require[G any](e compute.Engine, op string) error {
 // At precision bf16 (SetPrecision before Build) it is what the bf16 build
 // allocates (docs/LLAMA.md): per layer 14·R·C + 6·R·K + 6·R·F + 8·R + 4·R·H
 // bytes (bf16 activations, fp32 rstd and attention's log-sum-exp, no
-// probabilities) and its rotary plan's fp32 table, 4·T·C/H, the blocks'
+// probabilities); the rotary plan's fp32 table, 4·T·C/H, once (the layers'
+// plans are one, the engine's for the spec); the blocks'
 // shared input gradients once, 2·(3·R·C + 2·R·K + 2·R·F), and 8·R·C + 4·R
 // + 2·R·V for the embedding, the final norm and the head (the logits bf16,
 // their gradient written over them). RecomputeBlock keeps each layer's
@@ -254,15 +255,15 @@ func (m *Llama) ActivationBytes(seqs int) int64 {
 	k, f, v := int64(l.KVHeads)*c/h, int64(l.FFNHidden), int64(l.Vocab)
 	r, layers := b*t, int64(l.Layers)
 	if m.Precision() == compute.PrecisionBF16 {
-		// a layer's rotary plan holds its cos and sin table, fp32 (T, C/H/2)
-		// each, shared by the layers' plans with RecomputeBlock
+		// the rotary plan, one for all layers, holds the cos and sin table,
+		// fp32 (T, C/H/2) each
 		table := 4 * t * (c / h)
-		layer := 14*r*c + 6*r*k + 6*r*f + 8*r + 4*r*h + table
+		layer := 14*r*c + 6*r*k + 6*r*f + 8*r + 4*r*h
 		n := layers * layer
 		if m.Recompute() == RecomputeBlock { // each layer's output stream, and one layer's activations less it
 			n = layers*2*r*c + layer - 2*r*c
 		}
-		return n + 2*(3*r*c+2*r*k+2*r*f) + 8*r*c + 4*r + 2*r*v
+		return n + table + 2*(3*r*c+2*r*k+2*r*f) + 8*r*c + 4*r + 2*r*v
 	}
 	layer := 20*r*c + 5*r*k + 5*r*f + 2*r + b*h*t*t
 	var n int64

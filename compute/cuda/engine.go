@@ -65,10 +65,11 @@ type Engine struct {
 	overlap  bool     // fused layers run their dW GEMM on the side stream beside dx (SYMDDP_CUDA_OVERLAP)
 	plans    []uint64 // cuBLASLt plans, destroyed by Close
 	log      *slog.Logger
-	bf       *bf16State      // what the bf16 plans share (bf16.go), made by the first
-	rows     []*residentRows // UploadRows' datasets
-	attnGrad *Tensor         // the attention plans' shared scratch (CausalAttention)
-	err      error           // the first failure of enqueued work
+	bf       *bf16State                         // what the bf16 plans share (bf16.go), made by the first
+	rows     []*residentRows                    // UploadRows' datasets
+	attnGrad *Tensor                            // the attention plans' shared scratch (CausalAttention)
+	rotary   map[compute.RotarySpec]*rotaryPlan // one plan per spec, its table uploaded once (RotaryEmbedding)
+	err      error                              // the first failure of enqueued work
 	closed   bool
 }
 
@@ -292,7 +293,7 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	errs := []error{e.stage.free(e.dev)}
-	e.rows = nil
+	e.rows, e.rotary = nil, nil
 	e.closeBF16()
 	for _, p := range e.plans {
 		errs = append(errs, e.dev.LtPlanDestroy(p))

@@ -10,14 +10,19 @@ var _ compute.Rotary = (*Engine)(nil)
 
 // RotaryEmbedding returns the plan of s: its cos and sin table
 // (T, HeadSize/2), the CPU engine's float32 values
-// (compute.RotarySpec.Table), uploaded to device memory once, here. The
-// plan's rotations (sdc_rotate) do the CPU engine's float32 operations, so
-// both engines give the same bits; they allocate nothing and can be
-// captured; on bf16 tensors they do the same float32 operations on the
-// widened elements, rounding each result to bf16. It fails when the head
-// size is odd, T or the head size is
-// below 1, or Theta is not above 1.
+// (compute.RotarySpec.Table), uploaded to device memory once per spec, the
+// first time it is asked for: the plan holds nothing else, so every later
+// call with the same spec (each layer of a model) returns the same plan and
+// the table is in device memory once. The plan's rotations (sdc_rotate) do
+// the CPU engine's float32 operations, so both engines give the same bits;
+// they allocate nothing and can be captured; on bf16 tensors they do the
+// same float32 operations on the widened elements, rounding each result to
+// bf16. It fails when the head size is odd, T or the head size is below 1,
+// or Theta is not above 1.
 func (e *Engine) RotaryEmbedding(s compute.RotarySpec) (compute.RotaryPlan, error) {
+	if p, ok := e.rotary[s]; ok {
+		return p, nil
+	}
 	cos, sin, err := s.Table()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
@@ -26,6 +31,10 @@ func (e *Engine) RotaryEmbedding(s compute.RotarySpec) (compute.RotaryPlan, erro
 	p := &rotaryPlan{e: e, s: s, cos: e.Alloc(s.T, half).(*Tensor), sin: e.Alloc(s.T, half).(*Tensor)}
 	e.SetTensor(p.cos, cos)
 	e.SetTensor(p.sin, sin)
+	if e.rotary == nil {
+		e.rotary = map[compute.RotarySpec]*rotaryPlan{}
+	}
+	e.rotary[s] = p
 	return p, nil
 }
 
