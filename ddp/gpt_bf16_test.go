@@ -105,31 +105,40 @@ func bf16LMRun(t *testing.T, b backend, name string, cfg models.Config, steps, a
 // GEMM inputs: a few 1e-3 at first, growing slowly), and both learn.
 func compareBF16(t *testing.T, cpu, gpu []float64, tol float64) {
 	t.Helper()
-	compareLosses(t, cpu, gpu, tol, 0)
+	compareLosses(t, cpu, gpu, tol, 0, 0)
 }
 
 // compareBF16Curve is compareBF16 for a long run: the mean losses of
-// every 10 consecutive steps stay within 0.05 of each other, and each
-// step's within spike. Late in a long run the per-step loss (8 sequences)
-// jumps by up to about 0.1 at single steps with rounding alone: two GPU
-// runs of the same code that differed only in cuBLASLt's algorithms (timed
-// picks) were 0.092 apart at one step of 300 (2026-12-02).
-func compareBF16Curve(t *testing.T, cpu, gpu []float64, spike float64) {
+// every 10 consecutive steps stay within 0.05 of each other, and each of
+// the first spikeSteps steps' within spike (0: every step). Late in a long
+// run the per-step loss (8 sequences) jumps at single steps, in either run,
+// with rounding alone: two GPU runs of the same code that differed only in
+// cuBLASLt's algorithms (timed picks) were 0.092 apart at one step of 300
+// (2026-12-02), and llama-124m's fp32 CPU run jumped to 0.428 at step 211
+// of 300 where its bf16 run read 0.162 (0.267 apart; 10-step means within
+// 0.031; H200, 2026-12-06). Once the runs have memorised their data, such
+// a jump says nothing about bf16, and the 10-step means still catch a
+// systematic difference.
+func compareBF16Curve(t *testing.T, cpu, gpu []float64, spike float64, spikeSteps int) {
 	t.Helper()
-	compareLosses(t, cpu, gpu, spike, 10)
+	compareLosses(t, cpu, gpu, spike, 10, spikeSteps)
 }
 
-// compareLosses: every step within tol and, with window > 0, the means of
-// every window consecutive steps within 0.05; the bf16 run learns.
-func compareLosses(t *testing.T, cpu, gpu []float64, tol float64, window int) {
+// compareLosses: each of the first tolSteps steps (0: every step) within
+// tol and, with window > 0, the means of every window consecutive steps
+// within 0.05; the bf16 run learns.
+func compareLosses(t *testing.T, cpu, gpu []float64, tol float64, window, tolSteps int) {
 	t.Helper()
 	const meanTol = 0.05
 	require.Equal(t, len(cpu), len(gpu))
+	if tolSteps <= 0 || tolSteps > len(cpu) {
+		tolSteps = len(cpu)
+	}
 	worst, worstMean := 0.0, 0.0
 	for i := range cpu {
 		d := math.Abs(cpu[i] - gpu[i])
 		worst = math.Max(worst, d)
-		if d > tol {
+		if d > tol && i < tolSteps {
 			t.Errorf("step %d: loss %.5f on the CPU (fp32), %.5f in bf16: differ by more than %g", i+1, cpu[i], gpu[i], tol)
 		}
 	}
@@ -196,7 +205,7 @@ func TestBF16GPTMatchesCPUGPU(t *testing.T) {
 	line, _ := m.BuildReport()
 	t.Log(line)
 	el, _, _ := bf16GPTRun(t, gpu(false), steps)
-	compareBF16Curve(t, cl, gl, 0.2)
+	compareBF16Curve(t, cl, gl, 0.2, 0)
 	require.Len(t, gl, steps)
 	require.Equal(t, gl, el, "graphs and eager steps give the same losses")
 	require.True(t, gres.Replicas.Identical)

@@ -3,6 +3,11 @@
 # through the per-layer plans on the CUDA engine), run on the GPU host from the repository root:
 #
 #   scripts/gpu-gpt-check.sh [--budget SECONDS] [--rebuild] [--no-torch] [--text-dir DIR] [--layers]
+#                            [--stages LIST]
+#
+# --stages picks which of stages 3-6 run (a comma list, default 3,4,5,6), so
+# that a short device lease can take the tests in one call and the bench in
+# the next (the library built by the first call is kept on a warm machine).
 #
 # It needs .device/bin/ from scripts/gpu-compute-prepare.sh (cuda.test,
 # train, symbench, built on the CPU machine: the GPU host has no Go; raw or
@@ -52,6 +57,7 @@ budget="${GPU_CHECK_BUDGET:-560}"
 rebuild=0
 torch=1
 layers=0
+stages="3,4,5,6"
 text="$root"
 while [ "$#" -gt 0 ]; do
     case "$1" in
@@ -62,7 +68,9 @@ while [ "$#" -gt 0 ]; do
     --text-dir) text="$2"; shift 2 ;;
     --text-dir=*) text="${1#*=}"; shift ;;
     --layers) layers=1; shift ;;
-    -h | --help) sed -n '2,46p' "$0"; exit 0 ;;
+    --stages) stages="$2"; shift 2 ;;
+    --stages=*) stages="${1#*=}"; shift ;;
+    -h | --help) sed -n '2,51p' "$0"; exit 0 ;;
     *) echo "gpu-gpt-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -134,7 +142,12 @@ if [ "$layers" = 1 ]; then
     exit 0
 fi
 
+# want N: whether --stages lists stage N.
+want() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+note "stages: $stages"
+
 # ---- 3 the GPT's tests ----
+if want 3; then
 stage "cuda.test GPT|Fused|BF16" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
     -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPT|Fused|BF16'
 grep -q 'no tests to run' "$test_log" && note "  (cuda.test has no test matching GPT|Fused|BF16 yet)"
@@ -156,17 +169,20 @@ stage "ddp.test BF16GPT recompute block bits" 90 "$test_log" env -C "$root/ddp" 
     -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestBF16GPTRecomputeBlockBitsGPU$'
 grep -E 'gpt_bf16_test.go:[0-9]+: (loss cpu|runs in bf16|validation)|lm_fp32_test.go:[0-9]+: (step|largest)|llama_bf16_test.go:[0-9]+: ' "$test_log" |
     sed 's/^ */  /' >>"$summary"
+fi
 
 # ---- 4, 5 gpt-tiny on byte-level text ----
 # The repository's own text (the corpus skips binaries and dot-directories);
 # the launcher builds the corpus file once and every PE maps it.
 tiny=(--backend nvshmem --model gpt-tiny --dataset text --data-dir "$text" --corpus-max 16MiB --no-progress --seed 1)
-stage "train tiny 1 PE, 300 steps" 120 "$train_log" "$bin/train" --pes 1 "${tiny[@]}" \
+want 4 && stage "train tiny 1 PE, 300 steps" 120 "$train_log" "$bin/train" --pes 1 "${tiny[@]}" \
     --max-steps 300 --sample-tokens 100 --metrics "$outdir/gpt-tiny-1pe.jsonl"
-stage "train tiny 8 PEs, MPS, 100 steps" 120 "$train_log" "$bin/train" --pes 8 --mps on "${tiny[@]}" \
-    --max-steps 100 --eval-every 50 --sample-tokens 0 --metrics "$outdir/gpt-tiny-8pe.jsonl"
-left=$(pgrep nvidia-cuda-mps | wc -l) # by process name: -f would also match command lines that mention it
-note "MPS processes left after the launcher-managed run: $left"
+if want 5; then
+    stage "train tiny 8 PEs, MPS, 100 steps" 120 "$train_log" "$bin/train" --pes 8 --mps on "${tiny[@]}" \
+        --max-steps 100 --eval-every 50 --sample-tokens 0 --metrics "$outdir/gpt-tiny-8pe.jsonl"
+    left=$(pgrep nvidia-cuda-mps | wc -l) # by process name: -f would also match command lines that mention it
+    note "MPS processes left after the launcher-managed run: $left"
+fi
 
 # ---- 6 GPT-2 124M through the product beside PyTorch ----
 # 10 warm-up and 100 timed steps on both sides (symbench gives PyTorch's run
@@ -182,9 +198,11 @@ if [ "$torch" = 0 ] || [ -z "$PY" ]; then
 else
     bench+=(--python "$PY")
 fi
-gpu_clocks_start "$outdir/gpt-clocks.csv"
-stage "symbench gpu-gpt ($configs)" 380 "$bench_log" "$bin/symbench" "${bench[@]}"
-gpu_clocks_stop
+if want 6; then
+    gpu_clocks_start "$outdir/gpt-clocks.csv"
+    stage "symbench gpu-gpt ($configs)" 380 "$bench_log" "$bin/symbench" "${bench[@]}"
+    gpu_clocks_stop
+fi
 
 # ---- summary ----
 {

@@ -209,8 +209,12 @@ func TestBF16GroupedAttentionGPU(t *testing.T) { testBF16GroupedAttention(t, gpu
 // kernel families: wmma at head size 32, mma.sync at 64 over 128
 // positions; groups of 1, 2 and 4 query heads); and with KVHeads = Heads
 // it is the GPT's bf16 attention with q, k and v apart: the same kernels
-// on the same numbers, so the same bits as the packed plan.
+// on the same numbers, so the same bits as the packed plan. The packed plan
+// must then run our kernels too: on a GPU whose library has cuDNN it would
+// take cuDNN's fused attention (other bits), so SYMDDP_ATTENTION asks for
+// ours (the grouped plan has no cuDNN path).
 func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
+	t.Setenv("SYMDDP_ATTENTION", "own")
 	b := newBF16Engine(t, e)
 	for _, s := range []compute.GroupedAttentionSpec{
 		{B: 2, T: 64, Heads: 4, KVHeads: 2, HeadSize: 32},
@@ -248,6 +252,7 @@ func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
 		}
 		mh, err := e.CausalAttention(compute.AttentionSpec{B: s.B, T: s.T, C: qw, Heads: s.Heads, DType: compute.BF16})
 		require.NoError(t, err)
+		require.NotContains(t, mh.(interface{ Path() string }).Path(), "cuDNN", "SYMDDP_ATTENTION=own")
 		bqkv, po, pd := b.bf(packed, n, 3*qw), e.AllocBF16(n, qw), e.AllocBF16(n, 3*qw)
 		mh.Forward(po, bqkv)
 		mh.Backward(pd, b.bf(dout, n, qw), bqkv)
