@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -208,5 +209,59 @@ func TestDeviceOverlapStop(t *testing.T) {
 		for i, v := range res[0].params {
 			require.Equal(t, math.Float32bits(v), math.Float32bits(res[1].params[i]), "sharded %v: parameter %d", sharded, i)
 		}
+	}
+}
+
+// TestDeviceOverlapSameCalls: with gradient buckets on the device path,
+// every PE of the bf16 GPT (2 layers, tied embedding, 4 PEs, CUDA graphs)
+// forks, joins and calls the same collectives in the same order with the
+// same arguments, replicated and sharded. On a GPU each collective's
+// kernel meets the kernels of the same position on the other PEs
+// (cuda/sd_collectives.cu), so PEs that differed here would hang there;
+// scripts/gpu-overlap-check.sh's gpt-tiny runs hung on an H200 on
+// 2026-12-06, and this rules out that cause.
+func TestDeviceOverlapSameCalls(t *testing.T) {
+	const npes = 4
+	for _, sharded := range []bool{false, true} {
+		w := newWorldOf(npes, cuda.Options{})
+		var wg sync.WaitGroup
+		errs := make([]error, npes)
+		for pe := range npes {
+			wg.Go(func() {
+				train, val, m, o := lmSetup(t, "gpt", bf16Text(), models.Config{Layers: 2, Heads: 2, Width: 64, Context: 64})
+				var losses []float64
+				opts := bf16Options(4, 1, &losses)
+				opts.BucketBytes, opts.ReplicatedUpdate = 16<<10, !sharded
+				tr, err := New(w.comm(pe), w.engs[pe], m, o, opts)
+				if err != nil {
+					errs[pe] = err
+					return
+				}
+				defer tr.Close()
+				_, errs[pe] = tr.Fit(context.Background(), train, val)
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			// PEs that called different collectives wait for each other
+			// in the world's barrier forever: say where they parted.
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for pe := 1; pe < npes; pe++ {
+				require.Equal(t, w.calls[0], w.calls[pe], "sharded %v: stuck after 2 minutes; PE %d's calls against PE 0's", sharded, pe)
+			}
+			t.Fatalf("sharded %v: stuck after 2 minutes with the same calls on every PE", sharded)
+		}
+		for pe := range npes {
+			require.NoError(t, errs[pe], "PE %d", pe)
+		}
+		require.Greater(t, w.forks[0], 4, "sharded %v: the buckets went through the collectives stream", sharded)
+		for pe := 1; pe < npes; pe++ {
+			require.Equal(t, w.calls[0], w.calls[pe], "sharded %v: PE %d's calls against PE 0's", sharded, pe)
+		}
+		t.Logf("sharded %v: %d calls a PE, %d forks", sharded, len(w.calls[0]), w.forks[0])
 	}
 }

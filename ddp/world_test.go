@@ -35,6 +35,7 @@ type world struct {
 
 	forked []bool     // per PE: CommFork without its CommJoin
 	forks  []int      // per PE: CommFork calls
+	calls  [][]string // per PE: every collective, fork and join called, in order (record)
 	trace  [][]uint64 // per PE: TraceStamp's slots
 	clock  []uint64   // per PE: the last stamp's value
 
@@ -51,7 +52,7 @@ func newWorld(npes int) *world { return newWorldOf(npes, cuda.Options{DisableGra
 // newWorldOf is a world of npes PEs whose engines have opts.
 func newWorldOf(npes int, opts cuda.Options) *world {
 	w := &world{npes: npes, bufs: make([][]*wBuf, npes), forked: make([]bool, npes), forks: make([]int, npes),
-		trace: make([][]uint64, npes), clock: make([]uint64, npes)}
+		calls: make([][]string, npes), trace: make([][]uint64, npes), clock: make([]uint64, npes)}
 	for pe := range w.trace {
 		w.trace[pe] = make([]uint64, traceSlotsEmulated)
 	}
@@ -62,6 +63,21 @@ func newWorldOf(npes int, opts cuda.Options) *world {
 		w.engs = append(w.engs, cuda.NewOnDevice(d, opts))
 	}
 	return w
+}
+
+// record appends a call of PE c.pe's to w.calls: its name and arguments,
+// a buffer by its kind (its address differs between PEs). On a GPU every
+// PE must launch the same collectives in the same order with the same
+// arguments (cuda/sd_collectives.cu), so every PE's record must be alike.
+func (c *worldComm) record(name string, args ...any) {
+	for i, a := range args {
+		if b, ok := a.(comm.Buffer); ok {
+			args[i] = b.Kind()
+		}
+	}
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	c.w.calls[c.pe] = append(c.w.calls[c.pe], fmt.Sprint(name, args))
 }
 
 // comm is PE pe's comm.
@@ -173,6 +189,7 @@ func (c *worldComm) WaitUntil(comm.Buffer, int, comm.Cmp, uint64) error {
 func (c *worldComm) Fence() error { return nil }
 func (c *worldComm) Quiet() error { return nil }
 func (c *worldComm) Barrier() error {
+	c.record("Barrier")
 	if err := c.joined("barrier"); err != nil {
 		return err
 	}
@@ -253,24 +270,28 @@ func (c *worldComm) reduceInto(b comm.Buffer, lo, hi int, op comm.Op, want bool)
 }
 
 func (c *worldComm) AllReduce(b comm.Buffer, off, n int, op comm.Op) error {
+	c.record("AllReduce", b, off, n, op)
 	if err := c.joined("allreduce"); err != nil {
 		return err
 	}
 	return c.reduceInto(b, off, off+n, op, true)
 }
 func (c *worldComm) AllReduceEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
+	c.record("AllReduceEnqueue", b, off, n, op)
 	return c.enqueue(func() error { return c.reduceInto(b, off, off+n, op, true) })
 }
 func (c *worldComm) IAllReduce(b comm.Buffer, off, n int, op comm.Op) (comm.Request, error) {
 	return doneReq{}, c.AllReduce(b, off, n, op)
 }
 func (c *worldComm) Reduce(b comm.Buffer, off, n int, op comm.Op, root int) error {
+	c.record("Reduce", b, off, n, op, root)
 	if err := c.joined("reduce"); err != nil {
 		return err
 	}
 	return c.reduceInto(b, off, off+n, op, c.pe == root)
 }
 func (c *worldComm) ReduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
+	c.record("ReduceScatter", b, off, n, op)
 	if err := c.joined("reducescatter"); err != nil {
 		return err
 	}
@@ -281,6 +302,7 @@ func (c *worldComm) reduceScatter(b comm.Buffer, off, n int, op comm.Op) error {
 	return c.reduceInto(b, lo, hi, op, true)
 }
 func (c *worldComm) IReduceScatter(b comm.Buffer, off, n, lo, hi int, op comm.Op) (comm.Request, error) {
+	c.record("IReduceScatter", b, off, n, lo, hi, op)
 	if err := c.joined("ireducescatter"); err != nil {
 		return nil, err
 	}
@@ -291,9 +313,11 @@ func (c *worldComm) reduceScatterPart(b comm.Buffer, off, n, lo, hi int, op comm
 	return c.reduceInto(b, plo, phi, op, true)
 }
 func (c *worldComm) ReduceScatterEnqueue(b comm.Buffer, off, n int, op comm.Op) error {
+	c.record("ReduceScatterEnqueue", b, off, n, op)
 	return c.enqueue(func() error { return c.reduceScatter(b, off, n, op) })
 }
 func (c *worldComm) ReduceScatterPartEnqueue(b comm.Buffer, off, n, lo, hi int, op comm.Op) error {
+	c.record("ReduceScatterPartEnqueue", b, off, n, lo, hi, op)
 	return c.enqueue(func() error { return c.reduceScatterPart(b, off, n, lo, hi, op) })
 }
 
@@ -318,12 +342,14 @@ func (c *worldComm) joined(op string) error {
 }
 
 func (c *worldComm) CommFork() error {
+	c.record("CommFork")
 	c.w.forked[c.pe] = true
 	c.w.forks[c.pe]++
 	return nil
 }
 
 func (c *worldComm) CommJoin() error {
+	c.record("CommJoin")
 	if !c.w.forked[c.pe] {
 		return fmt.Errorf("world: PE %d: join without a fork", c.pe)
 	}
@@ -361,6 +387,7 @@ func (c *worldComm) copyFrom(b comm.Buffer, lo, hi, pe int) {
 }
 
 func (c *worldComm) Broadcast(b comm.Buffer, off, n int, root int) error {
+	c.record("Broadcast", b, off, n, root)
 	if err := c.joined("broadcast"); err != nil {
 		return err
 	}
@@ -372,6 +399,7 @@ func (c *worldComm) Broadcast(b comm.Buffer, off, n int, root int) error {
 	return nil
 }
 func (c *worldComm) AllGather(b comm.Buffer, off, n int) error {
+	c.record("AllGather", b, off, n)
 	if err := c.joined("allgather"); err != nil {
 		return err
 	}
@@ -389,5 +417,6 @@ func (c *worldComm) allGather(b comm.Buffer, off, n int) error {
 	return nil
 }
 func (c *worldComm) AllGatherEnqueue(b comm.Buffer, off, n int) error {
+	c.record("AllGatherEnqueue", b, off, n)
 	return c.enqueue(func() error { return c.allGather(b, off, n) })
 }
