@@ -174,7 +174,9 @@ fi
 # ---- 4, 5 gpt-tiny on byte-level text ----
 # The repository's own text (the corpus skips binaries and dot-directories);
 # the launcher builds the corpus file once and every PE maps it.
-tiny=(--backend nvshmem --model gpt-tiny --dataset text --data-dir "$text" --corpus-max 16MiB --no-progress --seed 1)
+# A 60 s deadline on every wait: a hang (one stopped 8-PE run on 2026-12-06)
+# ends with the PEs that did not arrive instead of the stage's time limit.
+tiny=(--backend nvshmem --model gpt-tiny --dataset text --data-dir "$text" --corpus-max 16MiB --no-progress --seed 1 --timeout 60s)
 want 4 && stage "train tiny 1 PE, 300 steps" 120 "$train_log" "$bin/train" --pes 1 "${tiny[@]}" \
     --max-steps 300 --sample-tokens 100 --metrics "$outdir/gpt-tiny-1pe.jsonl"
 if want 5; then

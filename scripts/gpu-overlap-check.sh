@@ -20,24 +20,39 @@
 #                       SYMDDP_OVERLAP_TRACE logs, for one step of each bucket
 #                       run, how many bucket reductions began and ended before
 #                       backward ended
-# Every run has a time limit and every PE's waits a deadline (--timeout 90s,
+# Every run has a time limit and every PE's waits a deadline (--timeout 30s,
 # in-kernel waits included), so a hang ends with the PEs that did not arrive
 # instead of a silent stop. The script exits 1 when a stage fails or the
 # hashes differ.
 #
-# Usage: scripts/gpu-overlap-check.sh [--budget SECONDS]; results in $OUT
-# (default .device/out): overlap-summary.txt, overlap-tests.log,
-# overlap-train.log.
+# Usage: scripts/gpu-overlap-check.sh [--budget SECONDS] [--only-train]
+#        [--module-loading LAZY|EAGER]; results in $OUT (default .device/out):
+# overlap-summary.txt, overlap-tests.log, overlap-train.log.
+#
+# --only-train skips stages 2 and 3. --module-loading exports
+# CUDA_MODULE_LOADING for every stage. Why: on an H200 on 2026-12-06 every
+# bucketed gpt-tiny run of stage 4 hung (one PE's arrival barrier waited
+# for PE 1) while bucket 0 passed; the suspect is CUDA's lazy loading, the
+# default since CUDA 12.2, where a kernel's first launch loads its module
+# and waits for the GPU's queued work to drain first: under MPS, a PE
+# loading a kernel while another PE's collective spins waiting for it can
+# wait forever (docs/GPU.md, "Reducing gradients while backward runs").
+# Running stage 4 both ways (--only-train, once with EAGER) tells.
 set -u
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
 budget="${GPU_CHECK_BUDGET:-540}"
+only_train=0
+loading=""
 while [ "$#" -gt 0 ]; do
     case "$1" in
     --budget) budget="$2"; shift 2 ;;
     --budget=*) budget="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
+    --only-train) only_train=1; shift ;;
+    --module-loading) loading="$2"; shift 2 ;;
+    --module-loading=*) loading="${1#*=}"; shift ;;
+    -h | --help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "gpu-overlap-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -56,6 +71,9 @@ failed=0
 # shellcheck source=scripts/gpu-lib.sh
 . "$root/scripts/gpu-lib.sh"
 gpu_env
+if [ -n "$loading" ]; then
+    export CUDA_MODULE_LOADING="$loading"
+fi
 note "GPU check of the overlapped gradient reduction (issue 38), $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget}s"
 note "GPU: $(timeout 10 nvidia-smi -L 2>/dev/null | head -1)"
 bin="$root/.device/bin"
@@ -64,13 +82,16 @@ gpu_binaries "$bin" nvshmem.test ddp.test train
 # ---- 1 build ----
 gpu_build "$build_log" 0
 
+note "CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-unset, so LAZY}"
+
 # ---- 2, 3 tests ----
 export SYMDDP_CUDA_TUNE=0
+trap gpu_mps_stop EXIT
+if [ "$only_train" = 0 ]; then
 stage "collectives stream 2 PEs" 90 "$test_log" env -C "$root/comm/nvshmem" SYMDDP_GPU_PES=2 \
     "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestGPUCollectivesStream$' || failed=1
 stage "ddp overlap bits 2 PEs" 120 "$test_log" env -C "$root/ddp" SYMDDP_GPU_PES=2 \
     "$bin/ddp.test" -test.v=true -test.count=1 -test.timeout=110s -test.run '^TestGPUOverlapSameBits$' || failed=1
-trap gpu_mps_stop EXIT
 gpu_mps_start "$mps_log"
 if [ "$mps_up" = 1 ]; then
     # shellcheck disable=SC2046 # the variables are words without blanks
@@ -81,11 +102,12 @@ if [ "$mps_up" = 1 ]; then
         "$bin/ddp.test" -test.v=true -test.count=1 -test.timeout=140s -test.run '^TestGPUOverlapSameBits$' || failed=1
     gpu_mps_stop
 fi
+fi
 
 # ---- 4 gpt-tiny, 8 PEs under the launcher's MPS daemon ----
 # SYMDDP_CUDA_TUNE=0 (exported above): cuBLASLt's heuristic choices, so that
 # the runs of each update compare bit for bit.
-common=(--backend nvshmem --pes 8 --mps on --no-progress --seed 1 --timeout 90s --model gpt-tiny
+common=(--backend nvshmem --pes 8 --mps on --no-progress --seed 1 --timeout 30s --model gpt-tiny
     --dataset text --data-dir "$root" --corpus-max 16MiB --max-steps 40 --eval-every 40 --sample-tokens 0)
 hash_of() { grep -o 'parameter hash [0-9a-f]*' "$1" | tail -1 | awk '{print $3}'; }
 for shard in false true; do
@@ -94,7 +116,7 @@ for shard in false true; do
         run_log="$outdir/overlap-run-$shard-$bucket.log"
         trace=()
         [ "$bucket" != 0 ] && trace=(SYMDDP_OVERLAP_TRACE=20)
-        stage "gpt-tiny 8 PEs, shard-update=$shard, bucket $bucket" 150 "$run_log" \
+        stage "gpt-tiny 8 PEs, shard-update=$shard, bucket $bucket" 60 "$run_log" \
             env "${trace[@]}" "$bin/train" "${common[@]}" --shard-update="$shard" --bucket-size "$bucket" || failed=1
         cat "$run_log" >>"$train_log"
         h="$(hash_of "$run_log")"
