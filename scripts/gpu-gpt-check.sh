@@ -148,27 +148,27 @@ note "stages: $stages"
 
 # ---- 3 the GPT's tests ----
 if want 3; then
-stage "cuda.test GPT|Fused|BF16" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
-    -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPT|Fused|BF16'
-grep -q 'no tests to run' "$test_log" && note "  (cuda.test has no test matching GPT|Fused|BF16 yet)"
-stage "ddp.test BF16GPT (GPU vs CPU, 300 steps)" 150 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
-    -test.v=true -test.count=1 -test.timeout=140s -test.run '^TestBF16GPTMatchesCPUGPU$'
-# A process of its own: NVSHMEM cannot start again in a process once a test closed its comm.
-stage "ddp.test GPTFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
-    -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestGPTFP32MatchesCPUGPU$'
-# The Llama's fp32 run (RMSNorm, SwiGLU, rotary and grouped attention on the
-# GPU) in a process of its own too: in the GPT's, its comm would not start.
-stage "ddp.test LlamaFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
-    -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestLlamaFP32MatchesCPUGPU$'
-# The Llama in bf16 against the CPU engine in fp32 (RMSNorm, SwiGLU, rotary
-# and grouped-query flash attention in bf16), and the bf16 GPT's --recompute
-# block against none on the device: each in a process of its own.
-stage "ddp.test BF16Llama (GPU vs CPU)" 90 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
-    -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestBF16LlamaMatchesCPUGPU$'
-stage "ddp.test BF16GPT recompute block bits" 90 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
-    -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestBF16GPTRecomputeBlockBitsGPU$'
-grep -E 'gpt_bf16_test.go:[0-9]+: (loss cpu|runs in bf16|validation)|lm_fp32_test.go:[0-9]+: (step|largest)|llama_bf16_test.go:[0-9]+: ' "$test_log" |
-    sed 's/^ */  /' >>"$summary"
+    stage "cuda.test GPT|Fused|BF16" 150 "$test_log" env -C "$root/compute/cuda" "$bin/cuda.test" \
+        -test.v=true -test.count=1 -test.timeout=140s -test.run 'GPT|Fused|BF16'
+    grep -q 'no tests to run' "$test_log" && note "  (cuda.test has no test matching GPT|Fused|BF16 yet)"
+    stage "ddp.test BF16GPT (GPU vs CPU, 300 steps)" 150 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+        -test.v=true -test.count=1 -test.timeout=140s -test.run '^TestBF16GPTMatchesCPUGPU$'
+    # A process of its own: NVSHMEM cannot start again in a process once a test closed its comm.
+    stage "ddp.test GPTFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+        -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestGPTFP32MatchesCPUGPU$'
+    # The Llama's fp32 run (RMSNorm, SwiGLU, rotary and grouped attention on the
+    # GPU) in a process of its own too: in the GPT's, its comm would not start.
+    stage "ddp.test LlamaFP32 (GPU vs CPU, 20 steps)" 60 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+        -test.v=true -test.count=1 -test.timeout=50s -test.run '^TestLlamaFP32MatchesCPUGPU$'
+    # The Llama in bf16 against the CPU engine in fp32 (RMSNorm, SwiGLU, rotary
+    # and grouped-query flash attention in bf16), and the bf16 GPT's --recompute
+    # block against none on the device: each in a process of its own.
+    stage "ddp.test BF16Llama (GPU vs CPU)" 90 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+        -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestBF16LlamaMatchesCPUGPU$'
+    stage "ddp.test BF16GPT recompute block bits" 90 "$test_log" env -C "$root/ddp" "$bin/ddp.test" \
+        -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestBF16GPTRecomputeBlockBitsGPU$'
+    grep -E 'gpt_bf16_test.go:[0-9]+: (loss cpu|runs in bf16|validation)|lm_fp32_test.go:[0-9]+: (step|largest)|llama_bf16_test.go:[0-9]+: ' "$test_log" |
+        sed 's/^ */  /' >>"$summary"
 fi
 
 # ---- 4, 5 gpt-tiny on byte-level text ----

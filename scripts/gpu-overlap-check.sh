@@ -88,20 +88,20 @@ note "CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-unset, so LAZY}"
 export SYMDDP_CUDA_TUNE=0
 trap gpu_mps_stop EXIT
 if [ "$only_train" = 0 ]; then
-stage "collectives stream 2 PEs" 90 "$test_log" env -C "$root/comm/nvshmem" SYMDDP_GPU_PES=2 \
-    "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestGPUCollectivesStream$' || failed=1
-stage "ddp overlap bits 2 PEs" 120 "$test_log" env -C "$root/ddp" SYMDDP_GPU_PES=2 \
-    "$bin/ddp.test" -test.v=true -test.count=1 -test.timeout=110s -test.run '^TestGPUOverlapSameBits$' || failed=1
-gpu_mps_start "$mps_log"
-if [ "$mps_up" = 1 ]; then
-    # shellcheck disable=SC2046 # the variables are words without blanks
-    stage "collectives stream 8 PEs, MPS" 120 "$test_log" env -C "$root/comm/nvshmem" $(mpsvars 8) \
-        "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=110s -test.run '^TestGPUCollectivesStream$' || failed=1
-    # shellcheck disable=SC2046
-    stage "ddp overlap bits 8 PEs, MPS" 150 "$test_log" env -C "$root/ddp" $(mpsvars 8) \
-        "$bin/ddp.test" -test.v=true -test.count=1 -test.timeout=140s -test.run '^TestGPUOverlapSameBits$' || failed=1
-    gpu_mps_stop
-fi
+    stage "collectives stream 2 PEs" 90 "$test_log" env -C "$root/comm/nvshmem" SYMDDP_GPU_PES=2 \
+        "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=80s -test.run '^TestGPUCollectivesStream$' || failed=1
+    stage "ddp overlap bits 2 PEs" 120 "$test_log" env -C "$root/ddp" SYMDDP_GPU_PES=2 \
+        "$bin/ddp.test" -test.v=true -test.count=1 -test.timeout=110s -test.run '^TestGPUOverlapSameBits$' || failed=1
+    gpu_mps_start "$mps_log"
+    if [ "$mps_up" = 1 ]; then
+        # shellcheck disable=SC2046 # the variables are words without blanks
+        stage "collectives stream 8 PEs, MPS" 120 "$test_log" env -C "$root/comm/nvshmem" $(mpsvars 8) \
+            "$bin/nvshmem.test" -test.v=true -test.count=1 -test.timeout=110s -test.run '^TestGPUCollectivesStream$' || failed=1
+        # shellcheck disable=SC2046
+        stage "ddp overlap bits 8 PEs, MPS" 150 "$test_log" env -C "$root/ddp" $(mpsvars 8) \
+            "$bin/ddp.test" -test.v=true -test.count=1 -test.timeout=140s -test.run '^TestGPUOverlapSameBits$' || failed=1
+        gpu_mps_stop
+    fi
 fi
 
 # ---- 4 gpt-tiny, 8 PEs under the launcher's MPS daemon ----
