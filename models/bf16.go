@@ -133,6 +133,53 @@ func (b Build) allocGradBF16(shape ...int) compute.Tensor {
 type bf16Notes struct {
 	seen  map[string]bool
 	items []string
+	// What the Linear layers' GEMMs took into their epilogues, over all of
+	// them (noteLinear): said where the first one was noted.
+	bias, gelu, residual bool
+}
+
+// linearNote marks the place of the Linear layers' description in items.
+const linearNote = "\x00linear"
+
+// noteLinear adds what a bf16 Linear layer's plan runs: cuBLASLt GEMMs and
+// which of a bias, GELU and the residual add are in their epilogues.
+func (b Build) noteLinear(bias, gelu, residual bool) {
+	n := b.notes
+	if n == nil {
+		return
+	}
+	b.note(linearNote)
+	n.bias = n.bias || bias
+	n.gelu = n.gelu || gelu
+	n.residual = n.residual || residual
+}
+
+// linear describes the Linear layers' plans from what noteLinear saw.
+func (n *bf16Notes) linear() string {
+	var epi []string
+	if n.bias {
+		epi = append(epi, "bias")
+	}
+	if n.gelu {
+		epi = append(epi, "GELU")
+	}
+	if n.residual {
+		epi = append(epi, "the residual add")
+	}
+	s := "cuBLASLt GEMMs"
+	switch len(epi) {
+	case 0:
+		return s
+	case 1:
+		s += " with " + epi[0]
+	default:
+		s += " with " + strings.Join(epi[:len(epi)-1], ", ") + " and " + epi[len(epi)-1]
+	}
+	s += " in their epilogues"
+	if n.bias {
+		s += ", bias gradients by sdc_bias_act_backward"
+	}
+	return s
 }
 
 // note adds what once.
@@ -151,7 +198,16 @@ func (b Build) note(what string) {
 }
 
 // String joins the notes.
-func (n *bf16Notes) String() string { return strings.Join(n.items, ", ") }
+func (n *bf16Notes) String() string {
+	items := make([]string, len(n.items))
+	for i, it := range n.items {
+		if it == linearNote {
+			it = n.linear()
+		}
+		items[i] = it
+	}
+	return strings.Join(items, ", ")
+}
 
 // checkBF16Layer asks l whether it builds in bf16 on b.
 func checkBF16Layer(l Layer, b Build) ([]int, error) {

@@ -182,7 +182,7 @@ func (l *Linear) buildBF16(b Build) error {
 	if l.fused, err = f.FuseLinear(s); err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}
-	b.note("cuBLASLt GEMMs with bias, GELU and the residual add in their epilogues, bias gradients by sdc_bias_act_backward")
+	b.noteLinear(l.b != nil, l.gelu, s.Residual)
 	return nil
 }
 

@@ -189,6 +189,13 @@ func TestLlamaNeedsOperationGroups(t *testing.T) {
 	require.NoError(t, err)
 	pv = deviceViews(e, m)
 	require.NoError(t, m.Build(e, pv, pv, models.LlamaTiny.Context), "the CUDA engine has a Llama's groups")
+	// In bf16 the report names what the plans run: the Llama's Linear
+	// layers have no bias and no GELU, only the residual add in the GEMMs.
+	line, warn := m.(models.BuildReporter).BuildReport()
+	assert.False(t, warn)
+	assert.Contains(t, line, ", cuBLASLt GEMMs with the residual add in their epilogues, ")
+	assert.NotContains(t, line, "bias")
+	assert.NotContains(t, line, "GELU")
 }
 
 // The presets' shapes: parameter counts (Llama 3.2 1B's is 1,235,814,400
