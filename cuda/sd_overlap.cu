@@ -16,7 +16,10 @@
  * An earlier version of this (a second stream, fork, per-bucket events, join)
  * hung on an H100 with 8 PEs sharing the GPU under MPS in the first step of
  * gpt-tiny with 1 MiB buckets. The rules below rule out each way a
- * flag-synchronised kernel (sd_flags.cuh) can wait forever here:
+ * flag-synchronised kernel (sd_flags.cuh) can wait forever here that we know
+ * of; gpt-tiny in bf16 at 8 PEs under MPS still hangs with them (H100 and
+ * H200, 2026-12-06: docs/GPU.md lists the runs), so some kernel of that step
+ * breaks an assumption of (a):
  *
  * (a) SM starvation. A collective's grid (up to max_blocks blocks of
  *     SD_THREADS threads) spins at its entry barrier until the same block of

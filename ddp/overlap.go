@@ -34,10 +34,12 @@ import (
 // reduce-scatter. Why the collectives stream cannot hang where an earlier
 // second stream did (8 PEs sharing a GPU under MPS): cuda/sd_overlap.cu.
 //
-// Until this is run on a GPU the device path's default stays the verified
-// one reduction after backward: Options.BucketBytes left 0 means no overlap
-// here (1 MiB buckets on the host paths), and train's --bucket-size
-// default is 0 on the GPU.
+// On the GPU this still hangs for gpt-tiny in bf16 with 8 PEs sharing one
+// GPU under MPS (docs/GPU.md, "Reducing gradients while backward runs", has
+// the runs), so the device path's default stays the verified one reduction
+// after backward: Options.BucketBytes left 0 means no overlap here (1 MiB
+// buckets on the host paths), and train's --bucket-size default is 0 on
+// the GPU.
 
 // commForker is implemented by comm backends with a collectives stream
 // (comm/nvshmem): between CommFork and CommJoin the Enqueue collectives run

@@ -26,18 +26,23 @@
 # hashes differ.
 #
 # Usage: scripts/gpu-overlap-check.sh [--budget SECONDS] [--only-train]
-#        [--module-loading LAZY|EAGER]; results in $OUT (default .device/out):
+#        [--module-loading LAZY|EAGER] [--precision bf16|fp32] [--pes N]
+#        [--repeat N]; results in $OUT (default .device/out):
 # overlap-summary.txt, overlap-tests.log, overlap-train.log.
 #
+# --precision and --pes set stage 4's model precision (default bf16) and
+# PEs (default 8); --repeat runs each bucketed configuration of stage 4 up
+# to N times (default 1) and stops at its first failure, so that a hang
+# that comes one run in several is counted, not missed. What 2026-12-06's
+# runs on an H100 told (docs/GPU.md): in bf16, 8 PEs, the bucketed runs hang
+# with CUDA_MODULE_LOADING=EAGER too, with our attention instead of cuDNN,
+# with SYMDDP_CUDA_PDL=0 and with SYMDDP_CUDA_OVERLAP=0; 2 PEs (MPS or not)
+# and one fp32 run at 8 PEs passed.
+#
 # --only-train skips stages 2 and 3. --module-loading exports
-# CUDA_MODULE_LOADING for every stage. Why: on an H200 on 2026-12-06 every
-# bucketed gpt-tiny run of stage 4 hung (one PE's arrival barrier waited
-# for PE 1) while bucket 0 passed; the suspect is CUDA's lazy loading, the
-# default since CUDA 12.2, where a kernel's first launch loads its module
-# and waits for the GPU's queued work to drain first: under MPS, a PE
-# loading a kernel while another PE's collective spins waiting for it can
-# wait forever (docs/GPU.md, "Reducing gradients while backward runs").
-# Running stage 4 both ways (--only-train, once with EAGER) tells.
+# CUDA_MODULE_LOADING for every stage: CUDA's lazy loading (a kernel's first
+# launch waits for queued work to drain) was the first suspect of the hang
+# and is ruled out (EAGER hangs alike); the flag stays for checking that.
 set -u
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,6 +50,9 @@ cd "$root" || exit 1
 budget="${GPU_CHECK_BUDGET:-540}"
 only_train=0
 loading=""
+precision=bf16
+pes=8
+repeat=1
 while [ "$#" -gt 0 ]; do
     case "$1" in
     --budget) budget="$2"; shift 2 ;;
@@ -52,10 +60,23 @@ while [ "$#" -gt 0 ]; do
     --only-train) only_train=1; shift ;;
     --module-loading) loading="$2"; shift 2 ;;
     --module-loading=*) loading="${1#*=}"; shift ;;
-    -h | --help) sed -n '2,41p' "$0"; exit 0 ;;
+    --precision) precision="$2"; shift 2 ;;
+    --precision=*) precision="${1#*=}"; shift ;;
+    --pes) pes="$2"; shift 2 ;;
+    --pes=*) pes="${1#*=}"; shift ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    --repeat=*) repeat="${1#*=}"; shift ;;
+    -h | --help) sed -n '2,/^set -u$/{/^set -u$/!p}' "$0"; exit 0 ;;
     *) echo "gpu-overlap-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
+
+case "$precision" in bf16 | fp32) ;; *) echo "gpu-overlap-check.sh: --precision $precision: bf16 or fp32" >&2; exit 2 ;; esac
+case "$pes$repeat" in *[!0-9]*) echo "gpu-overlap-check.sh: --pes and --repeat take positive integers" >&2; exit 2 ;; esac
+if [ "$pes" -lt 2 ] || [ "$repeat" -lt 1 ]; then
+    echo "gpu-overlap-check.sh: --pes needs at least 2, --repeat at least 1" >&2
+    exit 2
+fi
 
 outdir="${OUT:-$root/.device/out}"
 mkdir -p "$outdir"
@@ -104,10 +125,10 @@ if [ "$only_train" = 0 ]; then
     fi
 fi
 
-# ---- 4 gpt-tiny, 8 PEs under the launcher's MPS daemon ----
+# ---- 4 gpt-tiny, 8 PEs (--pes) under the launcher's MPS daemon ----
 # SYMDDP_CUDA_TUNE=0 (exported above): cuBLASLt's heuristic choices, so that
 # the runs of each update compare bit for bit.
-common=(--backend nvshmem --pes 8 --mps on --no-progress --seed 1 --timeout 30s --model gpt-tiny
+common=(--backend nvshmem --pes "$pes" --mps on --precision "$precision" --no-progress --seed 1 --timeout 30s --model gpt-tiny
     --dataset text --data-dir "$root" --corpus-max 16MiB --max-steps 40 --eval-every 40 --sample-tokens 0)
 hash_of() { grep -o 'parameter hash [0-9a-f]*' "$1" | tail -1 | awk '{print $3}'; }
 for shard in false true; do
@@ -115,11 +136,20 @@ for shard in false true; do
     for bucket in 0 1MiB 64KiB; do
         run_log="$outdir/overlap-run-$shard-$bucket.log"
         trace=()
-        [ "$bucket" != 0 ] && trace=(SYMDDP_OVERLAP_TRACE=20)
-        stage "gpt-tiny 8 PEs, shard-update=$shard, bucket $bucket" 60 "$run_log" \
-            env "${trace[@]}" "$bin/train" "${common[@]}" --shard-update="$shard" --bucket-size "$bucket" || failed=1
+        runs=1
+        [ "$bucket" != 0 ] && trace=(SYMDDP_OVERLAP_TRACE=20) && runs=$repeat
+        : >"$run_log"
+        ok=1
+        for ((r = 1; r <= runs; r++)); do
+            name="gpt-tiny $precision $pes PEs, shard-update=$shard, bucket $bucket"
+            [ "$runs" -gt 1 ] && name="$name, run $r of $runs"
+            stage "$name" 60 "$run_log" \
+                env "${trace[@]}" "$bin/train" "${common[@]}" --shard-update="$shard" --bucket-size "$bucket" ||
+                { ok=0; failed=1; break; }
+        done
         cat "$run_log" >>"$train_log"
-        h="$(hash_of "$run_log")"
+        h=""
+        [ "$ok" = 1 ] && h="$(hash_of "$run_log")"
         hashes+=("${h:-none}")
         note "  hash ${h:-none}"
         grep -o 'overlap trace of step.*' "$run_log" | head -1 | sed 's/^/  /' | tee -a "$summary"
