@@ -186,7 +186,7 @@ static bool sdc_att_grouped_ok(int64_t B, int64_t T, int64_t NH, int64_t KVH, in
 
 /* What SDC_ATTN_AUTO runs for packed qkv at a shape (sizes checked). */
 static sdc_attn sdc_att_auto(int B, int T, int C, int NH, cudaStream_t s) {
-    if (sdc_att_use_cudnn(B, T, C, NH, s)) return SDC_ATTN_CUDNN;
+    if (sdc_att_use_cudnn(sdc_att_packed(NULL, NULL, C, NH), B, T, C / NH, s)) return SDC_ATTN_CUDNN;
     if (sdc_am_supported(T, C, NH)) return SDC_ATTN_MMA;
     return SDC_ATTN_WMMA;
 }
@@ -222,7 +222,7 @@ extern "C" int sdc_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out,
     void *o = (void *)(uintptr_t)out;
     float *l = (float *)(uintptr_t)lse;
     const void *x = (const void *)(uintptr_t)qkv;
-    if (impl == SDC_ATTN_CUDNN) return sdc_att_cudnn_forward(o, l, x, b, t, ch, nh, s);
+    if (impl == SDC_ATTN_CUDNN) return sdc_att_cudnn_forward(what, o, l, sdc_att_packed(x, NULL, ch, nh), b, t, ch / nh, s);
     SD_TRY(sdc_att_packed_shape(what, impl, b, t, ch, nh));
     if (impl == SDC_ATTN_MMA) return sdc_am_forward_io(o, l, sdc_att_packed(x, NULL, ch, nh), b, t, s);
     return sdc_att_forward_io(o, l, sdc_att_packed(x, NULL, ch, nh), b, t, ch / nh, s);
@@ -243,7 +243,8 @@ extern "C" int sdc_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint
     const void *dy = (const void *)(uintptr_t)dout, *x = (const void *)(uintptr_t)qkv,
                *o = (const void *)(uintptr_t)out;
     const float *l = (const float *)(uintptr_t)lse;
-    if (impl == SDC_ATTN_CUDNN) return sdc_att_cudnn_backward(dx, dy, x, o, l, b, t, ch, nh, sc, s);
+    if (impl == SDC_ATTN_CUDNN)
+        return sdc_att_cudnn_backward(what, sdc_att_packed(x, dx, ch, nh), dy, o, l, b, t, ch / nh, sc, s);
     SD_TRY(sdc_att_packed_shape(what, impl, b, t, ch, nh));
     if (impl == SDC_ATTN_MMA) return sdc_am_backward_io(sdc_att_packed(x, dx, ch, nh), dy, o, l, b, t, sc, s);
     return sdc_att_backward_io(sdc_att_packed(x, dx, ch, nh), dy, o, l, b, t, ch / nh, sc, s);
@@ -262,7 +263,7 @@ extern "C" int sdc_attention_backward_bf16_scratch_bytes(const sdc_ctx *c, sdc_a
     char buf[160];
     switch (impl) {
     case SDC_ATTN_CUDNN: /* its workspace, where its plans build */
-        *bytes = (int64_t)sdc_att_cudnn_scratch_bytes(b, t, ch, nh);
+        *bytes = (int64_t)sdc_att_cudnn_scratch_bytes(sdc_att_packed(NULL, NULL, ch, nh), b, t, ch / nh);
         break;
     case SDC_ATTN_MMA: /* D and the dS^T tiles */
         if (!sdc_att_mma_why(b, t, ch, nh, buf, sizeof buf)) *bytes = (int64_t)sdc_am_backward_scratch_bytes(b, t, nh);
@@ -286,7 +287,7 @@ extern "C" int sdc_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int
     char buf[160];
     switch (impl) {
     case SDC_ATTN_CUDNN:
-        *supported = sdc_att_cudnn_supported(b, t, ch, nh) ? 1 : 0;
+        *supported = sdc_att_cudnn_supported(sdc_att_packed(NULL, NULL, ch, nh), b, t, ch / nh) ? 1 : 0;
         break;
     case SDC_ATTN_MMA:
         *supported = sdc_att_mma_why(b, t, ch, nh, buf, sizeof buf) ? 0 : 1;
@@ -300,11 +301,24 @@ extern "C" int sdc_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int
 /* Whether the mma kernels take a grouped shape (head size 64, T a multiple of 128). */
 static bool sdc_gqa_mma(int T, int NH, int HS) { return HS == 64 && sdc_am_supported(T, NH * HS, NH); }
 
-/* The kernels impl runs for grouped attention at a checked shape (AUTO:
- * mma where it applies, else wmma), or why not. */
-static int sdc_gqa_impl(const char *what, sdc_attn *impl, int B, int T, int NH, int KVH, int HS) {
+static sdc_att_io sdc_gqa_io(uint64_t q, uint64_t k, uint64_t v, uint64_t dq, uint64_t dk, uint64_t dv, int NH, int KVH,
+                             int HS) {
+    sdc_att_io io = {(const bf16 *)(uintptr_t)q, (const bf16 *)(uintptr_t)k, (const bf16 *)(uintptr_t)v,
+                     (bf16 *)(uintptr_t)dq,      (bf16 *)(uintptr_t)dk,      (bf16 *)(uintptr_t)dv,
+                     NH * HS,                    KVH * HS,                   NH,
+                     NH / KVH};
+    return io;
+}
+
+/* The kernels impl runs for grouped attention at a checked shape on the
+ * context's device (AUTO: cuDNN's where its plans build, unless
+ * SYMDDP_ATTENTION says otherwise, else the mma kernels where they apply,
+ * else wmma), or why not. cuDNN's launchers say why they cannot. */
+static int sdc_gqa_impl(const char *what, sdc_attn *impl, int B, int T, int NH, int KVH, int HS, cudaStream_t s) {
     char buf[160];
-    if (*impl == SDC_ATTN_CUDNN) return SD_FAIL(SD_ERR_ARG, "%s: cuDNN's attention takes GPT-2's packed qkv only", what);
+    if (*impl == SDC_ATTN_AUTO && sdc_att_use_cudnn(sdc_gqa_io(0, 0, 0, 0, 0, 0, NH, KVH, HS), B, T, HS, s))
+        *impl = SDC_ATTN_CUDNN;
+    if (*impl == SDC_ATTN_CUDNN) return SD_OK;
     if (const char *why = sdc_att_wmma_why(B, T, NH, HS, buf, sizeof buf)) return SD_FAIL(SD_ERR_ARG, "%s: %s", what, why);
     const bool mma = sdc_gqa_mma(T, NH, HS);
     if (*impl == SDC_ATTN_MMA && !mma)
@@ -323,29 +337,23 @@ static int sdc_gqa_args(const char *what, const sdc_ctx *c, sdc_attn impl, int64
     return SD_OK;
 }
 
-static sdc_att_io sdc_gqa_io(uint64_t q, uint64_t k, uint64_t v, uint64_t dq, uint64_t dk, uint64_t dv, int NH, int KVH,
-                             int HS) {
-    sdc_att_io io = {(const bf16 *)(uintptr_t)q, (const bf16 *)(uintptr_t)k, (const bf16 *)(uintptr_t)v,
-                     (bf16 *)(uintptr_t)dq,      (bf16 *)(uintptr_t)dk,      (bf16 *)(uintptr_t)dv,
-                     NH * HS,                    KVH * HS,                   NH,
-                     NH / KVH};
-    return io;
-}
-
 extern "C" int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t q,
                                           uint64_t k, uint64_t v, int64_t B, int64_t T, int64_t NH, int64_t KVH,
                                           int64_t HS) {
     static const char what[] = "sdc_grouped_attention_bf16";
     SD_TRY(sdc_gqa_args(what, c, impl, B, T, NH, KVH, HS));
     const int b = (int)B, t = (int)T, nh = (int)NH, kvh = (int)KVH, hs = (int)HS;
-    SD_TRY(sdc_gqa_impl(what, &impl, b, t, nh, kvh, hs));
     if (!out || !lse || !q || !k || !v || out % 16 || q % 16 || k % 16 || v % 16)
         return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer", what);
     SD_TRY(sdc_use_device(c->device));
     cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    SD_TRY(sdc_gqa_impl(what, &impl, b, t, nh, kvh, hs, s));
     const sdc_att_io io = sdc_gqa_io(q, k, v, 0, 0, 0, nh, kvh, hs);
-    if (impl == SDC_ATTN_MMA) return sdc_am_forward_io((void *)(uintptr_t)out, (float *)(uintptr_t)lse, io, b, t, s);
-    return sdc_att_forward_io((void *)(uintptr_t)out, (float *)(uintptr_t)lse, io, b, t, hs, s);
+    void *o = (void *)(uintptr_t)out;
+    float *l = (float *)(uintptr_t)lse;
+    if (impl == SDC_ATTN_CUDNN) return sdc_att_cudnn_forward(what, o, l, io, b, t, hs, s);
+    if (impl == SDC_ATTN_MMA) return sdc_am_forward_io(o, l, io, b, t, s);
+    return sdc_att_forward_io(o, l, io, b, t, hs, s);
 }
 
 extern "C" int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dq, uint64_t dk,
@@ -355,35 +363,69 @@ extern "C" int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn im
     static const char what[] = "sdc_grouped_attention_backward_bf16";
     SD_TRY(sdc_gqa_args(what, c, impl, B, T, NH, KVH, HS));
     const int b = (int)B, t = (int)T, nh = (int)NH, kvh = (int)KVH, hs = (int)HS;
-    SD_TRY(sdc_gqa_impl(what, &impl, b, t, nh, kvh, hs));
     const uint64_t ptrs[] = {dq, dk, dv, dout, q, k, v, out};
     for (uint64_t p : ptrs)
         if (!p || p % 16) return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer", what);
     if (!lse || !scratch) return SD_FAIL(SD_ERR_ARG, "%s: NULL lse or scratch", what);
     SD_TRY(sdc_use_device(c->device));
     cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    SD_TRY(sdc_gqa_impl(what, &impl, b, t, nh, kvh, hs, s));
     const sdc_att_io io = sdc_gqa_io(q, k, v, dq, dk, dv, nh, kvh, hs);
     const void *dy = (const void *)(uintptr_t)dout, *o = (const void *)(uintptr_t)out;
     const float *l = (const float *)(uintptr_t)lse;
     void *sc = (void *)(uintptr_t)scratch;
+    if (impl == SDC_ATTN_CUDNN) return sdc_att_cudnn_backward(what, io, dy, o, l, b, t, hs, sc, s);
     if (impl == SDC_ATTN_MMA) return sdc_am_backward_io(io, dy, o, l, b, t, sc, s);
     return sdc_att_backward_io(io, dy, o, l, b, t, hs, sc, s);
 }
 
-extern "C" int sdc_grouped_attention_backward_bf16_scratch_bytes(sdc_attn impl, int64_t B, int64_t T, int64_t NH,
-                                                                 int64_t KVH, int64_t HS, int64_t *bytes) {
+/* impl resolved at a grouped shape for the queries below (sizes checked, the
+ * context's device current), or -1 where impl's kernels do not take it. */
+static int sdc_gqa_query_impl(const sdc_ctx *c, sdc_attn impl, int b, int t, int nh, int kvh, int hs) {
+    if (impl == SDC_ATTN_AUTO &&
+        sdc_att_use_cudnn(sdc_gqa_io(0, 0, 0, 0, 0, 0, nh, kvh, hs), b, t, hs, (cudaStream_t)(uintptr_t)c->stream))
+        impl = SDC_ATTN_CUDNN;
+    if (impl == SDC_ATTN_CUDNN)
+        return sdc_att_cudnn_supported(sdc_gqa_io(0, 0, 0, 0, 0, 0, nh, kvh, hs), b, t, hs) ? SDC_ATTN_CUDNN : -1;
+    char buf[160];
+    if (sdc_att_wmma_why(b, t, nh, hs, buf, sizeof buf)) return -1;
+    const bool mma = sdc_gqa_mma(t, nh, hs);
+    if (impl == SDC_ATTN_MMA) return mma ? SDC_ATTN_MMA : -1;
+    if (impl == SDC_ATTN_AUTO) return mma ? SDC_ATTN_MMA : SDC_ATTN_WMMA;
+    return SDC_ATTN_WMMA;
+}
+
+extern "C" int sdc_grouped_attention_backward_bf16_scratch_bytes(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T,
+                                                                 int64_t NH, int64_t KVH, int64_t HS, int64_t *bytes) {
     static const char what[] = "sdc_grouped_attention_backward_bf16_scratch_bytes";
     if (!bytes) return SD_FAIL(SD_ERR_ARG, "%s: no result", what);
     *bytes = 0;
-    if (!sdc_att_impl_ok(impl)) return SD_FAIL(SD_ERR_ARG, "%s: impl %d", what, (int)impl);
-    if (!sdc_att_grouped_ok(B, T, NH, KVH, HS) || impl == SDC_ATTN_CUDNN) return SD_OK;
-    const int b = (int)B, t = (int)T, nh = (int)NH, hs = (int)HS;
-    char buf[160];
-    if (sdc_att_wmma_why(b, t, nh, hs, buf, sizeof buf)) return SD_OK;
-    const bool mma = sdc_gqa_mma(t, nh, hs);
-    if (impl == SDC_ATTN_MMA || (impl == SDC_ATTN_AUTO && mma))
-        *bytes = mma ? (int64_t)sdc_am_backward_scratch_bytes(b, t, nh) : 0;
-    else
+    if (!c || !sdc_att_impl_ok(impl)) return SD_FAIL(SD_ERR_ARG, "%s: no context, or impl %d", what, (int)impl);
+    if (!sdc_att_grouped_ok(B, T, NH, KVH, HS)) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    const int b = (int)B, t = (int)T, nh = (int)NH, kvh = (int)KVH, hs = (int)HS;
+    switch (sdc_gqa_query_impl(c, impl, b, t, nh, kvh, hs)) {
+    case SDC_ATTN_CUDNN: /* its workspace, where its plans build */
+        *bytes = (int64_t)sdc_att_cudnn_scratch_bytes(sdc_gqa_io(0, 0, 0, 0, 0, 0, nh, kvh, hs), b, t, hs);
+        break;
+    case SDC_ATTN_MMA: /* D and the dS^T tiles */
+        *bytes = (int64_t)sdc_am_backward_scratch_bytes(b, t, nh);
+        break;
+    case SDC_ATTN_WMMA: /* D: one float a row */
         *bytes = (int64_t)B * NH * T * (int64_t)sizeof(float);
+        break;
+    }
+    return SD_OK;
+}
+
+extern "C" int sdc_grouped_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t NH,
+                                                    int64_t KVH, int64_t HS, sdc_flag *supported) {
+    static const char what[] = "sdc_grouped_attention_bf16_supported";
+    if (!supported) return SD_FAIL(SD_ERR_ARG, "%s: no result", what);
+    *supported = 0;
+    if (!c || !sdc_att_impl_ok(impl)) return SD_FAIL(SD_ERR_ARG, "%s: no context, or impl %d", what, (int)impl);
+    if (!sdc_att_grouped_ok(B, T, NH, KVH, HS)) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    *supported = sdc_gqa_query_impl(c, impl, (int)B, (int)T, (int)NH, (int)KVH, (int)HS) >= 0 ? 1 : 0;
     return SD_OK;
 }

@@ -59,17 +59,21 @@ int sdc_am_backward_io(const sdc_att_io &io, const void *dout, const void *out, 
                        void *scratch, void *stream);
 
 /*
- * cuDNN's fused attention on GPT-2's packed qkv (sd_compute_attention_cudnn.cu),
- * on the current device. sdc_att_cudnn_supported and the scratch query build
- * the shape's plans on first use (never while a stream is captured); the
- * launchers fail with the reason where the plans do not build, or where the
- * library was built without cuDNN.
+ * cuDNN's fused attention on an io (sd_compute_attention_cudnn.cu): GPT-2's
+ * packed qkv or grouped-query attention's three tensors (KVH = NH/grp key
+ * and value heads), HS a multiple of 8 up to 128, on the current device.
+ * The plans depend on the io's layout (its strides and heads), not its
+ * pointers. sdc_att_cudnn_supported and the scratch query build the plans on
+ * first use (never while a stream is captured); the launchers fail with the
+ * reason where the plans do not build, or where the library was built
+ * without cuDNN, naming call.
  */
-int sdc_att_cudnn_supported(int B, int T, int C, int NH);
-size_t sdc_att_cudnn_scratch_bytes(int B, int T, int C, int NH);
-int sdc_att_cudnn_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, cudaStream_t s);
-int sdc_att_cudnn_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
-                           int T, int C, int NH, void *scratch, cudaStream_t s);
+int sdc_att_cudnn_supported(const sdc_att_io &io, int B, int T, int HS);
+size_t sdc_att_cudnn_scratch_bytes(const sdc_att_io &io, int B, int T, int HS);
+int sdc_att_cudnn_forward(const char *call, void *out, float *lse, const sdc_att_io &io, int B, int T, int HS,
+                          cudaStream_t s);
+int sdc_att_cudnn_backward(const char *call, const sdc_att_io &io, const void *dout, const void *out,
+                           const float *lse, int B, int T, int HS, void *scratch, cudaStream_t s);
 
 /*
  * What SDC_ATTN_AUTO may take, by SYMDDP_ATTENTION (sdc_att_mode): auto (or
@@ -80,4 +84,4 @@ int sdc_att_cudnn_backward(void *dqkv, const void *dout, const void *qkv, const 
  */
 enum { SDC_ATT_MODE_AUTO = 0, SDC_ATT_MODE_CUDNN = 1, SDC_ATT_MODE_OWN = 2 };
 int sdc_att_mode(void);
-int sdc_att_use_cudnn(int B, int T, int C, int NH, cudaStream_t stream);
+int sdc_att_use_cudnn(const sdc_att_io &io, int B, int T, int HS, cudaStream_t stream);

@@ -11,10 +11,20 @@
  * How: the GPU host has cuDNN 9 (headers and libcudnn.so.9, in PyTorch's pip
  * environment) but not cudnn-frontend, so the two operation graphs that
  * cuDNN's SDPA engines recognise are written out here with the backend API,
- * one descriptor at a time. Layout (ours, as the other attention kernels):
- * qkv (B,T,3C) bf16, out and dout (B,T,C) bf16, lse (B,NH,T) fp32 natural-log
- * logsumexp of the scaled scores; so cuDNN's "stats" are our lse and the two
- * implementations can be mixed (gptcheck checks both ways).
+ * one descriptor at a time. Layout (ours, as the other attention kernels,
+ * an sdc_att_io): GPT-2's packed qkv (B,T,3C) or the grouped attention's q
+ * (B,T,NH*HS), k and v (B,T,KVH*HS) bf16, out and dout (B,T,NH*HS) bf16, lse
+ * (B,NH,T) fp32 natural-log logsumexp of the scaled scores; so cuDNN's
+ * "stats" are our lse and the two implementations can be mixed (gptcheck
+ * checks both ways).
+ *
+ * Grouped-query attention (KVH < NH key/value heads, query head h reading
+ * key/value head h/(NH/KVH)): K and V are described with their KVH heads and
+ * the products that read them (Q K^T, dO V^T, dS K) take them so, which
+ * cuDNN's SDPA engines recognise as grouped (no copy of K or V); dK and dV
+ * are the products dS^T Q and E^T dO over all NH query heads, a virtual
+ * (B,NH,T,HS) tensor each, summed over each group by a reduction onto the
+ * KVH heads, the graph cudnn-frontend writes for grouped attention.
  *
  * forward graph: S = Q K^T; S *= 1/sqrt(hs); causal mask (row index >= column
  * index, else the lowest float, by GEN_INDEX, CMP_GE, BINARY_SELECT); m = max
@@ -208,17 +218,30 @@ static void sdn_dims(int64_t d[4], int64_t a, int64_t b2, int64_t c, int64_t e) 
     d[0] = a, d[1] = b2, d[2] = c, d[3] = e;
 }
 
-/* A shape and the layouts of its virtual tensors: scores (B,NH,T,T) packed
- * (sS) or as their transpose (sSt), row values (B,NH,T,1). */
+/* A shape, where its operands lie (an sdc_att_io's strides: q and dq rows
+ * ldq apart, k, v, dk and dv rows ldkv apart, KVH = NH/grp key/value heads)
+ * and the layouts of its virtual tensors: scores (B,NH,T,T) packed (sS) or
+ * as their transpose (sSt), row values (B,NH,T,1). out and dout are
+ * (B,T,C), C = NH*hs. */
 struct sdn_shape {
-    int64_t B, T, C, NH, hs;
+    int64_t B, T, NH, KVH, hs, C, ldq, ldkv;
     int64_t dS[4], sS[4], sSt[4], dR[4], sR[4];
-    sdn_shape(int64_t b, int64_t t, int64_t c, int64_t nh) : B(b), T(t), C(c), NH(nh), hs(c / nh) {
+    sdn_shape(int64_t b, int64_t t, int64_t nh, int64_t kvh, int64_t h, int64_t lq, int64_t lkv)
+        : B(b), T(t), NH(nh), KVH(kvh), hs(h), C(nh * h), ldq(lq), ldkv(lkv) {
         sdn_dims(dS, B, NH, T, T);
         sdn_dims(sS, NH * T * T, T * T, T, 1);
         sdn_dims(sSt, NH * T * T, T * T, 1, T);
         sdn_dims(dR, B, NH, T, 1);
         sdn_dims(sR, NH * T, T, 1, 1);
+    }
+    /* (B,heads,T,hs) rows ld apart, or transposed (B,heads,hs,T) */
+    void rows(int64_t d[4], int64_t st[4], int64_t heads, int64_t ld) const {
+        sdn_dims(d, B, heads, T, hs);
+        sdn_dims(st, T * ld, hs, ld, 1);
+    }
+    void cols(int64_t d[4], int64_t st[4], int64_t heads, int64_t ld) const {
+        sdn_dims(d, B, heads, hs, T);
+        sdn_dims(st, T * ld, hs, 1, ld);
     }
 };
 
@@ -245,13 +268,10 @@ static cudnnBackendDescriptor_t sdn_scores(sdn_build *b, const sdn_shape &s, cud
 static void sdn_common(sdn_build *b, const sdn_shape &s, cudnnBackendDescriptor_t *q, cudnnBackendDescriptor_t *kt,
                        cudnnBackendDescriptor_t *stats, cudnnBackendDescriptor_t *scale,
                        cudnnBackendDescriptor_t *neginf) {
-    const int64_t ld = 3 * s.C; /* qkv row */
     int64_t d[4], st[4], one[4] = {1, 1, 1, 1};
-    sdn_dims(d, s.B, s.NH, s.T, s.hs);
-    sdn_dims(st, s.T * ld, s.hs, ld, 1);
+    s.rows(d, st, s.NH, s.ldq);
     *q = sdn_tensor(b, SDN_Q, CUDNN_DATA_BFLOAT16, d, st, false);
-    sdn_dims(d, s.B, s.NH, s.hs, s.T);
-    sdn_dims(st, s.T * ld, s.hs, 1, ld);
+    s.cols(d, st, s.KVH, s.ldkv);
     *kt = sdn_tensor(b, SDN_K, CUDNN_DATA_BFLOAT16, d, st, false);
     *stats = sdn_tensor(b, SDN_STATS, CUDNN_DATA_FLOAT, s.dR, s.sR, false);
     *scale = sdn_tensor(b, SDN_SCALE, CUDNN_DATA_FLOAT, one, one, false, true);
@@ -261,13 +281,11 @@ static void sdn_common(sdn_build *b, const sdn_shape &s, cudnnBackendDescriptor_
 static void sdn_forward_graph(sdn_build *b, const sdn_shape &s) {
     cudnnBackendDescriptor_t q, kt, stats, scale, neginf;
     sdn_common(b, s, &q, &kt, &stats, &scale, &neginf);
-    const int64_t ld = 3 * s.C;
     const int64_t *dS = s.dS, *sS = s.sS, *dR = s.dR, *sR = s.sR;
     int64_t d[4], st[4];
-    sdn_dims(d, s.B, s.NH, s.T, s.hs);
-    sdn_dims(st, s.T * ld, s.hs, ld, 1);
+    s.rows(d, st, s.KVH, s.ldkv);
     cudnnBackendDescriptor_t v = sdn_tensor(b, SDN_V, CUDNN_DATA_BFLOAT16, d, st, false);
-    sdn_dims(st, s.T * s.C, s.hs, s.C, 1);
+    s.rows(d, st, s.NH, s.C);
     cudnnBackendDescriptor_t o = sdn_tensor(b, SDN_O, CUDNN_DATA_BFLOAT16, d, st, false);
 
     cudnnBackendDescriptor_t sc = sdn_scores(b, s, q, kt, scale, neginf);
@@ -287,29 +305,47 @@ static void sdn_forward_graph(sdn_build *b, const sdn_shape &s) {
     sdn_matmul(b, p, v, o);
 }
 
+/* y = a x for a key or value gradient: the product over the NH query heads,
+ * and where KVH < NH (grouped attention) that product a virtual (B,NH,T,hs)
+ * tensor summed over each group onto y's KVH heads by a reduction. */
+static void sdn_kv_grad(sdn_build *b, const sdn_shape &s, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t x,
+                        cudnnBackendDescriptor_t y) {
+    if (s.KVH == s.NH) {
+        sdn_matmul(b, a, x, y);
+        return;
+    }
+    int64_t d[4], st[4];
+    sdn_dims(d, s.B, s.NH, s.T, s.hs);
+    sdn_dims(st, s.NH * s.T * s.hs, s.T * s.hs, s.hs, 1);
+    cudnnBackendDescriptor_t full = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, d, st, true);
+    sdn_matmul(b, a, x, full);
+    sdn_reduce(b, CUDNN_REDUCE_TENSOR_ADD, full, y);
+}
+
 static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
     cudnnBackendDescriptor_t q, kt, stats, scale, neginf;
     sdn_common(b, s, &q, &kt, &stats, &scale, &neginf);
-    const int64_t ld = 3 * s.C;
     const int64_t *dS = s.dS, *sS = s.sS, *sSt = s.sSt, *dR = s.dR, *sR = s.sR;
     int64_t d[4], st[4], one4[4] = {1, 1, 1, 1};
-    sdn_dims(d, s.B, s.NH, s.hs, s.T);
-    sdn_dims(st, s.T * ld, s.hs, 1, ld);
+    s.cols(d, st, s.KVH, s.ldkv);
     cudnnBackendDescriptor_t vt = sdn_tensor(b, SDN_V, CUDNN_DATA_BFLOAT16, d, st, false);
-    sdn_dims(d, s.B, s.NH, s.T, s.hs);
-    sdn_dims(st, s.T * s.C, s.hs, s.C, 1);
+    s.rows(d, st, s.NH, s.C);
     cudnnBackendDescriptor_t o = sdn_tensor(b, SDN_O, CUDNN_DATA_BFLOAT16, d, st, false);
     cudnnBackendDescriptor_t dO = sdn_tensor(b, SDN_DO, CUDNN_DATA_BFLOAT16, d, st, false);
-    sdn_dims(st, s.T * ld, s.hs, ld, 1);
+    s.rows(d, st, s.NH, s.ldq);
     cudnnBackendDescriptor_t dQ = sdn_tensor(b, SDN_DQ, CUDNN_DATA_BFLOAT16, d, st, false);
+    s.rows(d, st, s.KVH, s.ldkv);
     cudnnBackendDescriptor_t dK = sdn_tensor(b, SDN_DK, CUDNN_DATA_BFLOAT16, d, st, false);
     cudnnBackendDescriptor_t dV = sdn_tensor(b, SDN_DV, CUDNN_DATA_BFLOAT16, d, st, false);
     cudnnBackendDescriptor_t one = sdn_tensor(b, SDN_ONE, CUDNN_DATA_FLOAT, one4, one4, false, true);
+    int64_t dF[4], sF[4]; /* (B,NH,T,hs) packed */
+    sdn_dims(dF, s.B, s.NH, s.T, s.hs);
+    sdn_dims(sF, s.NH * s.T * s.hs, s.T * s.hs, s.hs, 1);
 
     /* Dsum = rowsum(dO * O) */
     int64_t sOO[4];
     sdn_dims(sOO, s.NH * s.T * s.hs, s.T * s.hs, s.NH * s.hs, 1);
-    cudnnBackendDescriptor_t oo = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, d, sOO, true);
+    cudnnBackendDescriptor_t oo = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dF, sOO, true);
     sdn_pw(b, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, dO, o, NULL, oo);
     cudnnBackendDescriptor_t rs = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dR, sR, true);
     sdn_reduce(b, CUDNN_REDUCE_TENSOR_ADD, oo, rs);
@@ -325,7 +361,7 @@ static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
     sdn_pw(b, CUDNN_POINTWISE_EXP, CUDNN_DATA_FLOAT, sm, NULL, NULL, e);
     cudnnBackendDescriptor_t et = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dS, sSt, true);
     sdn_reshape(b, e, et);
-    sdn_matmul(b, et, dO, dV);
+    sdn_kv_grad(b, s, et, dO, dV);
 
     /* dS = E (dO V^T - Dsum) scale */
     cudnnBackendDescriptor_t dp = sdn_tensor(b, 0, CUDNN_DATA_FLOAT, dS, sS, true);
@@ -345,21 +381,18 @@ static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
     /* dK = dS^T Q */
     cudnnBackendDescriptor_t dst = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dS, sSt, true);
     sdn_reshape(b, ds, dst);
-    sdn_matmul(b, dst, q, dK);
+    sdn_kv_grad(b, s, dst, q, dK);
 
     /* dQ = dS K */
     int64_t dK4[4], sK4[4];
-    sdn_dims(dK4, s.B, s.NH, s.T, s.hs);
-    sdn_dims(sK4, s.T * ld, s.hs, ld, 1);
+    s.rows(dK4, sK4, s.KVH, s.ldkv);
     cudnnBackendDescriptor_t k = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, dK4, sK4, true);
     sdn_reshape(b, kt, k);
     if (variant == SDN_BWD_DET) {
         sdn_matmul(b, ds, k, dQ);
     } else {
-        int64_t sA[4];
-        sdn_dims(sA, s.NH * s.T * s.hs, s.T * s.hs, s.hs, 1);
         cudnnBackendDescriptor_t acc =
-            sdn_tensor(b, SDN_DQACC, CUDNN_DATA_FLOAT, dK4, sA, false, false, variant == SDN_BWD_ACCUM);
+            sdn_tensor(b, SDN_DQACC, CUDNN_DATA_FLOAT, dF, sF, false, false, variant == SDN_BWD_ACCUM);
         sdn_matmul(b, ds, k, acc);
         sdn_pw(b, CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, acc, NULL, NULL, dQ);
     }
@@ -456,7 +489,7 @@ static cudnnBackendDescriptor_t sdn_plan(sdn_build *b, cudnnHandle_t h, const ch
 
 /* ---- the per-shape cache ---- */
 struct sdn_entry {
-    int dev, B, T, C, NH, variant;
+    int dev, B, T, NH, KVH, HS, ldq, ldkv, variant;
     cudnnHandle_t h; /* the device's handle the plans were built with */
     int ok;
     char why[700];
@@ -486,7 +519,7 @@ static size_t sdn_align(size_t n) { return (n + 255) & ~(size_t)255; }
 static size_t sdn_bwd_scratch(const sdn_entry *e) {
     size_t n = 256 + sdn_align((size_t)e->bwd_ws_bytes); /* 256: the scratch's start aligned up */
     n += sdn_align((size_t)e->B * e->NH * e->T * sizeof(float));
-    if (e->variant != SDN_BWD_DET) n += sdn_align((size_t)e->B * e->NH * e->T * (e->C / e->NH) * sizeof(float));
+    if (e->variant != SDN_BWD_DET) n += sdn_align((size_t)e->B * e->NH * e->T * e->HS * sizeof(float));
     return n;
 }
 
@@ -504,7 +537,7 @@ static void sdn_build_entry(sdn_entry *e) {
         }
     }
     e->h = g_sdn_handles[e->dev];
-    const sdn_shape s(e->B, e->T, e->C, e->NH);
+    const sdn_shape s(e->B, e->T, e->NH, e->KVH, e->HS, e->ldq, e->ldkv);
     sdn_build *fb = (sdn_build *)calloc(1, sizeof(sdn_build)), *bb = (sdn_build *)calloc(1, sizeof(sdn_build));
     if (!fb || !bb) {
         free(fb), free(bb);
@@ -534,9 +567,11 @@ static void sdn_build_entry(sdn_entry *e) {
     free(bb);
 }
 
-/* The entry for this shape and the current backward form, built on first use. */
-static sdn_entry *sdn_get(int B, int T, int C, int NH, bool may_build) {
+/* The entry for this shape, layout and the current backward form, built on
+ * first use. */
+static sdn_entry *sdn_get(const sdc_att_io &io, int B, int T, int HS, bool may_build) {
     const int variant = sdn_variant();
+    const int NH = io.NH, KVH = io.grp > 0 ? io.NH / io.grp : 0;
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess) {
         cudaGetLastError();
@@ -545,14 +580,18 @@ static sdn_entry *sdn_get(int B, int T, int C, int NH, bool may_build) {
     std::lock_guard<std::mutex> lk(g_sdn_mu);
     for (int i = 0; i < g_sdn_n; i++) {
         sdn_entry *e = &g_sdn[i];
-        if (e->dev == dev && e->B == B && e->T == T && e->C == C && e->NH == NH && e->variant == variant) return e;
+        if (e->dev == dev && e->B == B && e->T == T && e->NH == NH && e->KVH == KVH && e->HS == HS &&
+            e->ldq == io.ldq && e->ldkv == io.ldkv && e->variant == variant)
+            return e;
     }
     if (!may_build || g_sdn_n == SDN_CACHE) return NULL;
     sdn_entry *e = &g_sdn[g_sdn_n++];
     memset(e, 0, sizeof *e);
-    e->dev = dev, e->B = B, e->T = T, e->C = C, e->NH = NH, e->variant = variant;
-    if (B <= 0 || T <= 0 || NH <= 0 || C <= 0 || C % NH != 0 || (C / NH) % 8 != 0 || C / NH > 128)
-        snprintf(e->why, sizeof e->why, "cuDNN attention: B=%d T=%d C=%d NH=%d not supported", B, T, C, NH);
+    e->dev = dev, e->B = B, e->T = T, e->NH = NH, e->KVH = KVH, e->HS = HS, e->ldq = io.ldq, e->ldkv = io.ldkv;
+    e->variant = variant;
+    if (B <= 0 || T <= 0 || NH <= 0 || KVH <= 0 || NH % KVH != 0 || HS % 8 != 0 || HS > 128 || HS <= 0)
+        snprintf(e->why, sizeof e->why, "cuDNN attention: B=%d T=%d NH=%d KVH=%d HS=%d not supported", B, T, NH, KVH,
+                 HS);
     else
         sdn_build_entry(e);
     return e;
@@ -582,35 +621,35 @@ static int sdn_exec(sdn_entry *e, cudnnBackendDescriptor_t plan, int n, const in
     return SD_OK;
 }
 
-int sdc_att_cudnn_supported(int B, int T, int C, int NH) {
-    sdn_entry *e = sdn_get(B, T, C, NH, true);
+int sdc_att_cudnn_supported(const sdc_att_io &io, int B, int T, int HS) {
+    sdn_entry *e = sdn_get(io, B, T, HS, true);
     return e && e->ok;
 }
 
-int sdc_att_use_cudnn(int B, int T, int C, int NH, cudaStream_t stream) {
+int sdc_att_use_cudnn(const sdc_att_io &io, int B, int T, int HS, cudaStream_t stream) {
     const int mode = sdc_att_mode();
     if (mode == SDC_ATT_MODE_OWN) return 0;
     if (mode == SDC_ATT_MODE_CUDNN) return 1;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaStreamIsCapturing(stream, &cs);
-    sdn_entry *e = sdn_get(B, T, C, NH, cs == cudaStreamCaptureStatusNone);
+    sdn_entry *e = sdn_get(io, B, T, HS, cs == cudaStreamCaptureStatusNone);
     return e && e->ok;
 }
 
-size_t sdc_att_cudnn_scratch_bytes(int B, int T, int C, int NH) {
-    sdn_entry *e = sdn_get(B, T, C, NH, true);
+size_t sdc_att_cudnn_scratch_bytes(const sdc_att_io &io, int B, int T, int HS) {
+    sdn_entry *e = sdn_get(io, B, T, HS, true);
     return e && e->ok ? sdn_bwd_scratch(e) : 0;
 }
 
-static sdn_entry *sdn_ready(const char *what, int B, int T, int C, int NH, cudaStream_t s, int *rc) {
+static sdn_entry *sdn_ready(const char *what, const sdc_att_io &io, int B, int T, int HS, cudaStream_t s, int *rc) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaStreamIsCapturing(s, &cs);
-    sdn_entry *e = sdn_get(B, T, C, NH, cs == cudaStreamCaptureStatusNone);
+    sdn_entry *e = sdn_get(io, B, T, HS, cs == cudaStreamCaptureStatusNone);
     if (!e) {
         *rc = SD_FAIL(SD_ERR_ARG,
-                      "%s: no cuDNN plan for B=%d T=%d C=%d NH=%d and the stream is being captured "
-                      "(call sdc_attention_backward_bf16_scratch_bytes first)",
-                      what, B, T, C, NH);
+                      "%s: no cuDNN plan for B=%d T=%d NH=%d KVH=%d HS=%d and the stream is being captured "
+                      "(call the backward's scratch query first)",
+                      what, B, T, io.NH, io.grp > 0 ? io.NH / io.grp : 0, HS);
         return NULL;
     }
     if (!e->ok) {
@@ -620,35 +659,38 @@ static sdn_entry *sdn_ready(const char *what, int B, int T, int C, int NH, cudaS
     return e;
 }
 
-int sdc_att_cudnn_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, cudaStream_t s) {
-    static const char what[] = "sdc_attention_bf16 (cudnn)";
+int sdc_att_cudnn_forward(const char *call, void *out, float *lse, const sdc_att_io &io, int B, int T, int HS,
+                          cudaStream_t s) {
+    char what[96];
+    snprintf(what, sizeof what, "%s (cudnn)", call);
     int rc = SD_OK;
-    sdn_entry *e = sdn_ready(what, B, T, C, NH, s, &rc);
+    sdn_entry *e = sdn_ready(what, io, B, T, HS, s, &rc);
     if (!e) return rc;
-    const float scale = 1.f / sqrtf((float)(C / NH));
-    bf16 *q = (bf16 *)qkv;
+    const float scale = 1.f / sqrtf((float)HS);
     const int64_t uids[] = {SDN_Q, SDN_K, SDN_V, SDN_O, SDN_STATS, SDN_SCALE, SDN_NEGINF};
-    void *ptrs[] = {q, q + C, q + 2 * C, out, lse, (void *)&scale, (void *)&g_sdn_neginf};
+    void *ptrs[] = {(void *)io.q, (void *)io.k, (void *)io.v, out, lse, (void *)&scale, (void *)&g_sdn_neginf};
     return sdn_exec(e, e->fwd, 7, uids, ptrs, e->fwd_ws, s, what);
 }
 
-int sdc_att_cudnn_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
-                           int T, int C, int NH, void *scratch, cudaStream_t s) {
-    static const char what[] = "sdc_attention_backward_bf16 (cudnn)";
+int sdc_att_cudnn_backward(const char *call, const sdc_att_io &io, const void *dout, const void *out,
+                           const float *lse, int B, int T, int HS, void *scratch, cudaStream_t s) {
+    char what[96];
+    snprintf(what, sizeof what, "%s (cudnn)", call);
     int rc = SD_OK;
-    sdn_entry *e = sdn_ready(what, B, T, C, NH, s, &rc);
+    sdn_entry *e = sdn_ready(what, io, B, T, HS, s, &rc);
     if (!e) return rc;
-    const float scale = 1.f / sqrtf((float)(C / NH));
+    const int NH = io.NH;
+    const float scale = 1.f / sqrtf((float)HS);
     char *ws = (char *)(((uintptr_t)scratch + 255) & ~(uintptr_t)255);
     char *dsum = ws + sdn_align((size_t)e->bwd_ws_bytes);
     char *acc = dsum + sdn_align((size_t)B * NH * T * sizeof(float));
     if (e->variant != SDN_BWD_DET) /* the engine adds into it */
-        SD_CUDA(cudaMemsetAsync(acc, 0, (size_t)B * NH * T * (C / NH) * sizeof(float), s));
-    bf16 *q = (bf16 *)qkv, *dq = (bf16 *)dqkv;
+        SD_CUDA(cudaMemsetAsync(acc, 0, (size_t)B * NH * T * HS * sizeof(float), s));
     int64_t uids[16] = {SDN_Q, SDN_K, SDN_V, SDN_O, SDN_DO, SDN_STATS, SDN_DQ, SDN_DK, SDN_DV, SDN_SCALE,
                         SDN_NEGINF, SDN_ONE};
-    void *ptrs[16] = {q,  q + C,      q + 2 * C,       (void *)out,         (void *)dout, (void *)lse,
-                      dq, dq + C, dq + 2 * C, (void *)&scale, (void *)&g_sdn_neginf, (void *)&g_sdn_one};
+    void *ptrs[16] = {(void *)io.q, (void *)io.k, (void *)io.v, (void *)out,     (void *)dout,
+                      (void *)lse,  io.dq,        io.dk,        io.dv,           (void *)&scale,
+                      (void *)&g_sdn_neginf,      (void *)&g_sdn_one};
     int n = 12;
     if (e->variant == SDN_BWD_ACCUM2) uids[n] = SDN_DSUM, ptrs[n++] = dsum;
     if (e->variant != SDN_BWD_DET) uids[n] = SDN_DQACC, ptrs[n++] = acc;
@@ -667,33 +709,33 @@ int sdc_att_mode(void) {
 
 #ifndef SD_WITH_CUDNN
 
-int sdc_att_use_cudnn(int B, int T, int C, int NH, cudaStream_t stream) {
-    (void)B, (void)T, (void)C, (void)NH, (void)stream;
+int sdc_att_use_cudnn(const sdc_att_io &io, int B, int T, int HS, cudaStream_t stream) {
+    (void)io, (void)B, (void)T, (void)HS, (void)stream;
     return sdc_att_mode() == SDC_ATT_MODE_CUDNN; /* so that the cuDNN launcher says why not */
 }
 
-int sdc_att_cudnn_supported(int B, int T, int C, int NH) {
-    (void)B, (void)T, (void)C, (void)NH;
+int sdc_att_cudnn_supported(const sdc_att_io &io, int B, int T, int HS) {
+    (void)io, (void)B, (void)T, (void)HS;
     return 0;
 }
 
-size_t sdc_att_cudnn_scratch_bytes(int B, int T, int C, int NH) {
-    (void)B, (void)T, (void)C, (void)NH;
+size_t sdc_att_cudnn_scratch_bytes(const sdc_att_io &io, int B, int T, int HS) {
+    (void)io, (void)B, (void)T, (void)HS;
     return 0;
 }
 
-int sdc_att_cudnn_forward(void *out, float *lse, const void *qkv, int B, int T, int C, int NH, cudaStream_t s) {
-    (void)out, (void)lse, (void)qkv, (void)B, (void)T, (void)C, (void)NH, (void)s;
-    return SD_FAIL(SD_ERR_ARG, "sdc_attention_bf16 (cudnn): this library was built without cuDNN "
-                               "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)");
+int sdc_att_cudnn_forward(const char *call, void *out, float *lse, const sdc_att_io &io, int B, int T, int HS,
+                          cudaStream_t s) {
+    (void)out, (void)lse, (void)io, (void)B, (void)T, (void)HS, (void)s;
+    return SD_FAIL(SD_ERR_ARG, "%s (cudnn): this library was built without cuDNN "
+                               "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)", call);
 }
 
-int sdc_att_cudnn_backward(void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B,
-                           int T, int C, int NH, void *scratch, cudaStream_t s) {
-    (void)dqkv, (void)dout, (void)qkv, (void)out, (void)lse, (void)B, (void)T, (void)C, (void)NH, (void)scratch,
-        (void)s;
-    return SD_FAIL(SD_ERR_ARG, "sdc_attention_backward_bf16 (cudnn): this library was built without cuDNN "
-                               "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)");
+int sdc_att_cudnn_backward(const char *call, const sdc_att_io &io, const void *dout, const void *out,
+                           const float *lse, int B, int T, int HS, void *scratch, cudaStream_t s) {
+    (void)io, (void)dout, (void)out, (void)lse, (void)B, (void)T, (void)HS, (void)scratch, (void)s;
+    return SD_FAIL(SD_ERR_ARG, "%s (cudnn): this library was built without cuDNN "
+                               "(cuda/build.sh found no cudnn.h; set CUDNN_HOME)", call);
 }
 
 #endif /* SD_WITH_CUDNN */

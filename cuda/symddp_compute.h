@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 18
+#define SDC_ABI_VERSION 19
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -552,12 +552,14 @@ int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64_t p, int64
  *     in the scratch (B*NH*T*(T+64) bytes) for its dQ kernel.
  *   SDC_ATTN_CUDNN (sd_compute_attention_cudnn.cu): cuDNN's fused attention
  *     engines through its backend graph API, where the library was built
- *     with cuDNN; HS a multiple of 8 up to 128; GPT-2's packed qkv only.
- *     Plans are built per shape and device on first use (by
- *     sdc_attention_bf16_supported or the scratch query: call one before
- *     capturing) and kept; the scratch holds its workspace. Its backward
- *     form is SYMDDP_CUDNN_BWD's (det, the default, repeats its bits).
- *   SDC_ATTN_AUTO: cuDNN's where its plans build (packed qkv only) unless
+ *     with cuDNN; HS a multiple of 8 up to 128; packed qkv and grouped
+ *     attention's three tensors (its graphs read K and V with their own
+ *     heads, no copy; dK and dV summed over each group by a reduction in the
+ *     graph). Plans are built per shape, layout and device on first use (by
+ *     the supported or the scratch queries: call one before capturing) and
+ *     kept; the scratch holds its workspace. Its backward form is
+ *     SYMDDP_CUDNN_BWD's (det, the default, repeats its bits).
+ *   SDC_ATTN_AUTO: cuDNN's where its plans build unless
  *     SYMDDP_ATTENTION=own (SYMDDP_ATTENTION=cudnn: always cuDNN's, failing
  *     with the reason where it cannot), else the mma kernels where they
  *     apply, else the wmma ones.
@@ -597,8 +599,9 @@ int sdc_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int64_t B, int
  * Grouped-query attention on three tensors: q (B,T,NH*HS), k and v
  * (B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value
  * head h/(NH/KVH) (Hugging Face's repeat_kv order) where it lies (no copy).
- * KVH == NH is multi-head attention with separate q, k, v. impl: SDC_ATTN_AUTO
- * (the mma kernels where they apply, else wmma; never cuDNN's), WMMA or MMA.
+ * KVH == NH is multi-head attention with separate q, k, v. impl as
+ * sdc_attention_bf16's (AUTO: cuDNN's where its plans build, else the mma
+ * kernels where they apply, else wmma).
  */
 int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t q, uint64_t k,
                                uint64_t v, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS);
@@ -612,10 +615,18 @@ int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_
                                         int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS, uint64_t scratch);
 /*
  * The bytes of device scratch sdc_grouped_attention_backward_bf16 wants
- * with impl at this shape (0 where impl's kernels do not take it).
+ * with impl at this shape (0 where impl's kernels do not take it). Builds
+ * cuDNN's plans where impl may take them, unless the context's stream is
+ * capturing.
  */
-int sdc_grouped_attention_backward_bf16_scratch_bytes(sdc_attn impl, int64_t B, int64_t T, int64_t NH, int64_t KVH,
-                                                      int64_t HS, int64_t *bytes);
+int sdc_grouped_attention_backward_bf16_scratch_bytes(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T,
+                                                      int64_t NH, int64_t KVH, int64_t HS, int64_t *bytes);
+/*
+ * *supported = 1 when impl's kernels take this shape of
+ * sdc_grouped_attention_bf16 (as sdc_attention_bf16_supported), else 0.
+ */
+int sdc_grouped_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t NH,
+                                         int64_t KVH, int64_t HS, sdc_flag *supported);
 
 /* ---- a Llama block's operation groups (compute.RMSNorms, compute.SwiGLUs, compute.Rotary) ----
  * Each takes the dtype of its tensors: in fp32 the CPU engine's bits, in

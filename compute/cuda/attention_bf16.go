@@ -116,9 +116,15 @@ type cudnnSupport interface {
 // cuda/symddp_compute.h): where the library was built with cuDNN and its
 // plans build, unless SYMDDP_ATTENTION asks for ours.
 func cudnnAttention(d cudnnSupport, B, T, C, NH int) (bool, error) {
+	return cudnnTaken(func() (bool, error) { return d.AttentionBF16Supported(cudalib.AttentionCUDNN, B, T, C, NH) })
+}
+
+// cudnnTaken is SDC_ATTN_AUTO's rule for either attention: cuDNN's where
+// supported says its plans build, unless SYMDDP_ATTENTION asks for ours.
+func cudnnTaken(supported func() (bool, error)) (bool, error) {
 	switch settings.Get(settings.Attention) {
 	case "", "auto", "cudnn":
-		return d.AttentionBF16Supported(cudalib.AttentionCUDNN, B, T, C, NH)
+		return supported()
 	}
 	return false, nil
 }

@@ -6,14 +6,17 @@ import (
 )
 
 // groupedBF16 is grouped-query causal attention in bf16
-// (GroupedAttentionSpec.DType BF16): the GPT's flash attention kernels on
-// three tensors (sdc_grouped_attention_bf16 and its backward with
-// SDC_ATTN_AUTO: mma.sync at a head size of 64 and a context that is a
-// multiple of 128, wmma otherwise; never cuDNN's), query head h reading key/value head h/(Heads/KVHeads) where it
-// lies, a key/value head's dK and dV summed over its group's query heads
-// inside the kernel, in order (no atomics, no copy of K or V per query
-// head). The plan keeps each row's log-sum-exp and the forward's out, which
-// the backward reads.
+// (GroupedAttentionSpec.DType BF16): the GPT's flash attention on three
+// tensors (sdc_grouped_attention_bf16 and its backward with SDC_ATTN_AUTO:
+// cuDNN's fused attention where the library has it and its plans build at
+// the shape, unless SYMDDP_ATTENTION asks for ours; else our mma.sync
+// kernels at a head size of 64 and a context that is a multiple of 128,
+// wmma otherwise), query head h reading key/value head h/(Heads/KVHeads)
+// where it lies (no copy of K or V per query head). Our kernels sum a
+// key/value head's dK and dV over its group's query heads inside the
+// kernel, in order, without atomics; cuDNN's graph sums them by a
+// reduction. The plan keeps each row's log-sum-exp and the forward's out,
+// which the backward reads.
 type groupedBF16 struct {
 	e    *Engine
 	s    compute.GroupedAttentionSpec
@@ -31,9 +34,18 @@ func (e *Engine) groupedBF16Plan(s compute.GroupedAttentionSpec) (compute.Groupe
 	if err != nil {
 		return nil, err
 	}
+	cudnn, err := cudnnTaken(func() (bool, error) {
+		return e.dev.GroupedAttentionBF16Supported(cudalib.AttentionCUDNN, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize)
+	})
+	if err != nil {
+		return nil, err
+	}
 	p := &groupedBF16{e: e, s: s, lse: e.Alloc(s.B * s.Heads * s.T).(*Tensor), path: "grouped flash attention (wmma)"}
 	if mma {
 		p.path = "grouped flash attention (mma.sync)"
+	}
+	if cudnn {
+		p.path = "grouped flash attention (cuDNN)"
 	}
 	return p, nil
 }

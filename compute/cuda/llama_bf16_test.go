@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/compute/cuda/cudatest"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // A Llama block's elementwise and row operations in bf16 (RMSNorm, SwiGLU,
@@ -210,9 +212,10 @@ func TestBF16GroupedAttentionGPU(t *testing.T) { testBF16GroupedAttention(t, gpu
 // positions; groups of 1, 2 and 4 query heads); and with KVHeads = Heads
 // it is the GPT's bf16 attention with q, k and v apart: the same kernels
 // on the same numbers, so the same bits as the packed plan. The packed plan
-// must then run our kernels too: on a GPU whose library has cuDNN it would
-// take cuDNN's fused attention (other bits), so SYMDDP_ATTENTION asks for
-// ours (the grouped plan has no cuDNN path).
+// must then run our kernels too, as must the grouped one: on a GPU whose
+// library has cuDNN both would take cuDNN's fused attention, so
+// SYMDDP_ATTENTION asks for ours (TestBF16GroupedAttentionCUDNNGPU checks
+// cuDNN's).
 func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
 	t.Setenv("SYMDDP_ATTENTION", "own")
 	b := newBF16Engine(t, e)
@@ -222,26 +225,14 @@ func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
 		{B: 2, T: 64, Heads: 2, KVHeads: 2, HeadSize: 64},
 	} {
 		what := fmt.Sprintf("%+v", s)
-		n, qw, kw := s.B*s.T, s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
-		q, k, v, dout := b.vals(n*qw, 1), b.vals(n*kw, 1), b.vals(n*kw, 1), b.vals(n*qw, 1)
-		f32, err := e.GroupedCausalAttention(s)
-		require.NoError(t, err)
-		fo, fdq, fdk, fdv := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, kw), e.Alloc(s.B, s.T, kw)
-		fq, fk, fv := b.f32(q, s.B, s.T, qw), b.f32(k, s.B, s.T, kw), b.f32(v, s.B, s.T, kw)
-		f32.Forward(fo, fq, fk, fv)
-		f32.Backward(fdq, fdk, fdv, b.f32(dout, s.B, s.T, qw), fq, fk, fv)
-		s.DType = compute.BF16
-		p, err := e.GroupedCausalAttention(s)
+		n, qw := s.B*s.T, s.Heads*s.HeadSize
+		bs := s
+		bs.DType = compute.BF16
+		p, err := e.GroupedCausalAttention(bs)
 		require.NoError(t, err)
 		require.Contains(t, p.(interface{ Path() string }).Path(), "grouped flash attention")
-		bq, bk, bv, bdo := b.bf(q, s.B, s.T, qw), b.bf(k, s.B, s.T, kw), b.bf(v, s.B, s.T, kw), b.bf(dout, s.B, s.T, qw)
-		o, dq, dk, dv := e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, kw), e.AllocBF16(s.B, s.T, kw)
-		p.Forward(o, bq, bk, bv)
-		p.Backward(dq, dk, dv, bdo, bq, bk, bv)
-		b.near(what+": out", b.read(o), b.read(fo), 1e-2)
-		b.near(what+": dq", b.read(dq), b.read(fdq), 3e-2)
-		b.near(what+": dk", b.read(dk), b.read(fdk), 3e-2)
-		b.near(what+": dv", b.read(dv), b.read(fdv), 3e-2)
+		run := checkGroupedBF16(t, b, s, p)
+		q, k, v, dout, o, dq, dk, dv := run.q, run.k, run.v, run.dout, run.out, run.dq, run.dk, run.dv
 		if s.KVHeads != s.Heads {
 			continue
 		}
@@ -264,6 +255,129 @@ func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
 			dqkv = append(append(append(dqkv, gq[r*qw:(r+1)*qw]...), gk[r*qw:(r+1)*qw]...), gv[r*qw:(r+1)*qw]...)
 		}
 		requireSameBits(t, what+": dq, dk, dv against the packed plan's dqkv", dqkv, pdv)
+	}
+	require.NoError(t, e.Sync())
+}
+
+// groupedRun is what checkGroupedBF16 ran: the values, the bf16 plan's
+// outputs, and its backward again on the same tensors.
+type groupedRun struct {
+	q, k, v, dout   []float32
+	out, dq, dk, dv compute.Tensor
+	backward        func()
+}
+
+// checkGroupedBF16 runs the bf16 plan p of s (an fp32 spec) forward and
+// backward on fresh bf16-exact values and checks out, dq, dk and dv against
+// the engine's fp32 plan on the same values, within bf16's rounding.
+func checkGroupedBF16(t *testing.T, b *bf16Engine, s compute.GroupedAttentionSpec, p compute.GroupedAttentionPlan) groupedRun {
+	t.Helper()
+	e, what := b.e, fmt.Sprintf("%+v", s)
+	n, qw, kw := s.B*s.T, s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
+	r := groupedRun{q: b.vals(n*qw, 1), k: b.vals(n*kw, 1), v: b.vals(n*kw, 1), dout: b.vals(n*qw, 1)}
+	f32, err := e.GroupedCausalAttention(s)
+	require.NoError(t, err)
+	fo, fdq, fdk, fdv := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, kw), e.Alloc(s.B, s.T, kw)
+	fq, fk, fv := b.f32(r.q, s.B, s.T, qw), b.f32(r.k, s.B, s.T, kw), b.f32(r.v, s.B, s.T, kw)
+	f32.Forward(fo, fq, fk, fv)
+	f32.Backward(fdq, fdk, fdv, b.f32(r.dout, s.B, s.T, qw), fq, fk, fv)
+	bq, bk, bv, bdo := b.bf(r.q, s.B, s.T, qw), b.bf(r.k, s.B, s.T, kw), b.bf(r.v, s.B, s.T, kw), b.bf(r.dout, s.B, s.T, qw)
+	r.out, r.dq, r.dk, r.dv = e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, kw), e.AllocBF16(s.B, s.T, kw)
+	r.backward = func() { p.Backward(r.dq, r.dk, r.dv, bdo, bq, bk, bv) }
+	p.Forward(r.out, bq, bk, bv)
+	r.backward()
+	b.near(what+": out", b.read(r.out), b.read(fo), 1e-2)
+	b.near(what+": dq", b.read(r.dq), b.read(fdq), 3e-2)
+	b.near(what+": dk", b.read(r.dk), b.read(fdk), 3e-2)
+	b.near(what+": dv", b.read(r.dv), b.read(fdv), 3e-2)
+	return r
+}
+
+// cudnnGroupedDevice is the emulated device as a library whose cuDNN plans
+// build for grouped attention would answer (the emulated one has no
+// cuDNN): what the grouped plan's description follows.
+type cudnnGroupedDevice struct {
+	*cudatest.Device
+	asked []int
+}
+
+func (d *cudnnGroupedDevice) GroupedAttentionBF16Supported(impl cudalib.AttentionImpl, b, t, nh, kvh, hs int) (bool, error) {
+	if impl != cudalib.AttentionCUDNN {
+		return d.Device.GroupedAttentionBF16Supported(impl, b, t, nh, kvh, hs)
+	}
+	d.asked = []int{b, t, nh, kvh, hs}
+	return true, nil
+}
+
+// The bf16 grouped plan says it runs cuDNN's fused attention where the
+// library's cuDNN plans build at its shape (SDC_ATTN_AUTO's rule, as the
+// packed plan's), unless SYMDDP_ATTENTION asks for ours; on the emulated
+// device (no cuDNN) ours.
+func TestBF16GroupedAttentionPath(t *testing.T) {
+	s := compute.GroupedAttentionSpec{B: 2, T: 128, Heads: 4, KVHeads: 2, HeadSize: 64, DType: compute.BF16}
+	for _, tc := range []struct{ env, want string }{
+		{"", "grouped flash attention (cuDNN)"},
+		{"cudnn", "grouped flash attention (cuDNN)"},
+		{"own", "grouped flash attention (mma.sync)"},
+	} {
+		t.Setenv("SYMDDP_ATTENTION", tc.env)
+		d := &cudnnGroupedDevice{Device: cudatest.NewDevice()}
+		p, err := cuda.NewOnDevice(d, cuda.Options{}).GroupedCausalAttention(s)
+		require.NoError(t, err, tc.env)
+		assert.Equal(t, tc.want, p.(interface{ Path() string }).Path(), "SYMDDP_ATTENTION=%q", tc.env)
+		if tc.env == "own" {
+			assert.Nil(t, d.asked, "SYMDDP_ATTENTION=own does not ask")
+		} else {
+			assert.Equal(t, []int{2, 128, 4, 2, 64}, d.asked, "asked about the plan's shape")
+		}
+	}
+	t.Setenv("SYMDDP_ATTENTION", "")
+	d := cudatest.NewDevice()
+	e := cuda.NewOnDevice(d, cuda.Options{})
+	for _, c := range []struct {
+		s    compute.GroupedAttentionSpec
+		want string
+	}{{s, "grouped flash attention (mma.sync)"},
+		{compute.GroupedAttentionSpec{B: 2, T: 64, Heads: 4, KVHeads: 2, HeadSize: 32, DType: compute.BF16}, "grouped flash attention (wmma)"}} {
+		p, err := e.GroupedCausalAttention(c.s)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, p.(interface{ Path() string }).Path())
+		ok, err := d.GroupedAttentionBF16Supported(cudalib.AttentionCUDNN, c.s.B, c.s.T, c.s.Heads, c.s.KVHeads, c.s.HeadSize)
+		require.NoError(t, err)
+		assert.False(t, ok, "the emulated library has no cuDNN")
+	}
+}
+
+// On a GPU whose library has cuDNN: cuDNN's grouped attention (its graphs
+// reading K and V with their KVH heads, dK and dV reduced over each group)
+// against the fp32 plan on the same values, within bf16's rounding, at
+// Llama's head size and at 32, groups of 2 and 4 (and 1: multi-head with
+// q, k, v apart); its backward's bits repeat from call to call (the det
+// form). Skips where the library has no cuDNN.
+func TestBF16GroupedAttentionCUDNNGPU(t *testing.T) {
+	e := gpuEngine(t)
+	t.Setenv("SYMDDP_ATTENTION", "")
+	b := newBF16Engine(t, e)
+	for _, s := range []compute.GroupedAttentionSpec{
+		{B: 2, T: 256, Heads: 12, KVHeads: 4, HeadSize: 64},
+		{B: 2, T: 128, Heads: 4, KVHeads: 1, HeadSize: 64},
+		{B: 2, T: 64, Heads: 4, KVHeads: 2, HeadSize: 32},
+		{B: 1, T: 128, Heads: 2, KVHeads: 2, HeadSize: 64},
+	} {
+		what := fmt.Sprintf("%+v", s)
+		bs := s
+		bs.DType = compute.BF16
+		p, err := e.GroupedCausalAttention(bs)
+		require.NoError(t, err)
+		if path := p.(interface{ Path() string }).Path(); path != "grouped flash attention (cuDNN)" {
+			t.Skipf("%s: %s: no cuDNN plan for grouped attention in this library (built without cuDNN, or cuDNN refused the graph: SYMDDP_CUDNN_LOG=1 says why)", what, path)
+		}
+		r := checkGroupedBF16(t, b, s, p)
+		first := [][]float32{b.read(r.dq), b.read(r.dk), b.read(r.dv)}
+		r.backward()
+		for i, again := range [][]float32{b.read(r.dq), b.read(r.dk), b.read(r.dv)} {
+			requireSameBits(t, fmt.Sprintf("%s: gradient %d, second backward against the first", what, i), again, first[i])
+		}
 	}
 	require.NoError(t, e.Sync())
 }

@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 18
+	ComputeABIVersion = 19
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -137,6 +137,8 @@ type Device interface {
 	GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error
 	// GroupedAttentionBackwardBF16ScratchBytes: sdc_grouped_attention_backward_bf16_scratch_bytes.
 	GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (int, error)
+	// GroupedAttentionBF16Supported: sdc_grouped_attention_bf16_supported.
+	GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (bool, error)
 	// RMSNorm: sdc_rms_norm.
 	RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error
 	// RMSNormBackward: sdc_rms_norm_backward.
@@ -437,6 +439,11 @@ func (UnemulatedDevice) GroupedAttentionBackwardBF16(impl AttentionImpl, dq uint
 // GroupedAttentionBackwardBF16ScratchBytes fails: sdc_grouped_attention_backward_bf16_scratch_bytes is not emulated.
 func (UnemulatedDevice) GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (int, error) {
 	return *new(int), notEmulated("sdc_grouped_attention_backward_bf16_scratch_bytes")
+}
+
+// GroupedAttentionBF16Supported fails: sdc_grouped_attention_bf16_supported is not emulated.
+func (UnemulatedDevice) GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (bool, error) {
+	return *new(bool), notEmulated("sdc_grouped_attention_bf16_supported")
 }
 
 // RMSNorm fails: sdc_rms_norm is not emulated.

@@ -537,8 +537,9 @@ func (c *Context) AttentionBF16Supported(impl AttentionImpl, b int, t int, cArg 
 //	Grouped-query attention on three tensors: q (B,T,NH*HS), k and v
 //	(B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value
 //	head h/(NH/KVH) (Hugging Face's repeat_kv order) where it lies (no copy).
-//	KVH == NH is multi-head attention with separate q, k, v. impl: SDC_ATTN_AUTO
-//	(the mma kernels where they apply, else wmma; never cuDNN's), WMMA or MMA.
+//	KVH == NH is multi-head attention with separate q, k, v. impl as
+//	sdc_attention_bf16's (AUTO: cuDNN's where its plans build, else the mma
+//	kernels where they apply, else wmma).
 func (c *Context) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) error {
 	return c.check("sdc_grouped_attention_bf16", C.cw_sdc_grouped_attention_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(out), C.uint64_t(lse), C.uint64_t(q), C.uint64_t(k), C.uint64_t(v), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs)))
 }
@@ -555,10 +556,21 @@ func (c *Context) GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, d
 // GroupedAttentionBackwardBF16ScratchBytes calls sdc_grouped_attention_backward_bf16_scratch_bytes (cuda/symddp_compute.h).
 //
 //	The bytes of device scratch sdc_grouped_attention_backward_bf16 wants
-//	with impl at this shape (0 where impl's kernels do not take it).
+//	with impl at this shape (0 where impl's kernels do not take it). Builds
+//	cuDNN's plans where impl may take them, unless the context's stream is
+//	capturing.
 func (c *Context) GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (int, error) {
 	err := c.check("sdc_grouped_attention_backward_bf16_scratch_bytes", C.cw_sdc_grouped_attention_backward_bf16_scratch_bytes(c.cp.t, c.x, C.sdc_attn(impl), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs)))
 	return int(c.x.out_int64_t[0]), err
+}
+
+// GroupedAttentionBF16Supported calls sdc_grouped_attention_bf16_supported (cuda/symddp_compute.h).
+//
+//	*supported = 1 when impl's kernels take this shape of
+//	sdc_grouped_attention_bf16 (as sdc_attention_bf16_supported), else 0.
+func (c *Context) GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (bool, error) {
+	err := c.check("sdc_grouped_attention_bf16_supported", C.cw_sdc_grouped_attention_bf16_supported(c.cp.t, c.x, C.sdc_attn(impl), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs)))
+	return c.x.out_sdc_flag[0] != 0, err
 }
 
 // RMSNorm calls sdc_rms_norm (cuda/symddp_compute.h).

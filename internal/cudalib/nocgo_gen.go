@@ -669,6 +669,12 @@ func (c *Context) GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b
 	return
 }
 
+// GroupedAttentionBF16Supported fails: the library needs cgo.
+func (c *Context) GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (r0 bool, err error) {
+	err = errNoCgo
+	return
+}
+
 // RMSNorm fails: the library needs cgo.
 func (c *Context) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) (err error) {
 	err = errNoCgo

@@ -356,7 +356,7 @@ func groupedImpl(call string, impl cudalib.AttentionImpl, b, t, nh, kvh, hs int)
 		return impl, sdcArgErr(call, "B=%d T=%d NH=%d KVH=%d HS=%d (want NH a multiple of KVH)", b, t, nh, kvh, hs)
 	}
 	if impl == cudalib.AttentionCUDNN {
-		return impl, sdcArgErr(call, "cuDNN's attention takes GPT-2's packed qkv only")
+		return impl, sdcArgErr(call+" (cudnn)", "this library was built without cuDNN")
 	}
 	if why := wmmaWhy(b, t, nh, hs); why != "" {
 		return impl, sdcArgErr(call, "%s", why)
@@ -372,6 +372,19 @@ func groupedImpl(call string, impl cudalib.AttentionImpl, b, t, nh, kvh, hs int)
 		}
 	}
 	return impl, nil
+}
+
+// GroupedAttentionBF16Supported is sdc_grouped_attention_bf16_supported:
+// whether impl's kernels take the shape (never cuDNN's here).
+func (d *Device) GroupedAttentionBF16Supported(impl cudalib.AttentionImpl, b, t, nh, kvh, hs int) (bool, error) {
+	if !implOK(impl) {
+		return false, sdcArgErr("sdc_grouped_attention_bf16_supported", "no context, or impl %d", impl)
+	}
+	if !groupedOK(b, t, nh, kvh, hs) {
+		return false, nil
+	}
+	_, err := groupedImpl("", impl, b, t, nh, kvh, hs)
+	return err == nil, nil
 }
 
 // GroupedAttentionBF16 is sdc_grouped_attention_bf16: attentionFwd on the
