@@ -4,6 +4,15 @@
 # host from the repository root:
 #
 #   scripts/gpu-lm-check.sh [--budget SECONDS] [--rebuild] [--no-torch] [--text-dir DIR] [--parity]
+#                           [--only PARTS]
+#
+# --only runs the named parts of stages 3-6 alone (comma-separated:
+# tokenize, gpt2 (tokenize with it), xl, torch-xl, llama), so that a short
+# device lease can take what an earlier one ran out of time for (the first
+# run, 2026-12-06, ran out during torch-xl's compile-ckpt). Since then the
+# PyTorch side of stage 6 is three time limits, not one: compile and
+# compile-ckpt apart (240 s each: compilation alone took 111 s at XL), and
+# llama-124m and llama3-1b apart.
 #
 # It needs .device/bin/ from scripts/gpu-compute-prepare.sh (train and
 # tokenize among them; raw or .xz, unpacked in place). Stages, each under
@@ -55,6 +64,7 @@ rebuild=0
 torch=1
 text=""
 parity=0
+only=""
 while [ "$#" -gt 0 ]; do
     case "$1" in
     --budget) budget="$2"; shift 2 ;;
@@ -64,10 +74,22 @@ while [ "$#" -gt 0 ]; do
     --text-dir) text="$2"; shift 2 ;;
     --text-dir=*) text="${1#*=}"; shift ;;
     --parity) parity=1; shift ;;
-    -h | --help) sed -n '2,47p' "$0"; exit 0 ;;
+    --only) only=",$2,"; shift 2 ;;
+    --only=*) only=",${1#*=},"; shift ;;
+    -h | --help) sed -n '2,/^set -u$/{/^set -u$/!p}' "$0"; exit 0 ;;
     *) echo "gpu-lm-check.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
+
+for part in ${only//,/ }; do
+    case "$part" in tokenize | gpt2 | xl | torch-xl | llama) ;; *)
+        echo "gpu-lm-check.sh: --only: unknown part $part (tokenize, gpt2, xl, torch-xl, llama)" >&2
+        exit 2
+        ;;
+    esac
+done
+# wanted PART: whether --only names PART (or --only was not given)
+wanted() { [ -z "$only" ] || [[ "$only" == *",$1,"* ]]; }
 
 outdir="${OUT:-$root/.device/out}"
 mkdir -p "$outdir"
@@ -98,8 +120,10 @@ if [ -z "$text" ]; then
     text="$(ls -d /opt/torch/.venv/lib/python3*/site-packages 2>/dev/null | head -1)"
 fi
 tok="$outdir/../tok"
-rm -rf "$tok"
-stage "tokenize ${text##*/} (64 MB)" 120 "$train_log" "$bin/tokenize" --out "$tok" --name py --max-bytes 64000000 --verify "$text"
+if [ "$parity" = 1 ] || wanted tokenize || wanted gpt2; then
+    rm -rf "$tok"
+    stage "tokenize ${text##*/} (64 MB)" 120 "$train_log" "$bin/tokenize" --out "$tok" --name py --max-bytes 64000000 --verify "$text"
+fi
 train_shards="$(ls "$tok"/*_train_*.bin 2>/dev/null | head -1)"
 val_shards="$(ls "$tok"/*_val_*.bin 2>/dev/null | head -1)"
 train_glob="${train_shards%_train_*}_train_*.bin"
@@ -130,30 +154,42 @@ if [ "$parity" = 1 ]; then
 fi
 
 # ---- 4 GPT-2 124M on those shards ----
-stage "train gpt2 300 steps (llmc)" 240 "$train_log" "$bin/train" --backend nvshmem --pes 1 --model gpt2 \
-    --dataset llmc --train-shards "$train_glob" --val-shards "$val_glob" --max-steps 300 --batch-size 16 \
-    --eval-every 50 --eval-batches 20 --sample-tokens 60 --no-progress --metrics "$outdir/lm-gpt2.jsonl"
+if wanted gpt2; then
+    stage "train gpt2 300 steps (llmc)" 240 "$train_log" "$bin/train" --backend nvshmem --pes 1 --model gpt2 \
+        --dataset llmc --train-shards "$train_glob" --val-shards "$val_glob" --max-steps 300 --batch-size 16 \
+        --eval-every 50 --eval-batches 20 --sample-tokens 60 --no-progress --metrics "$outdir/lm-gpt2.jsonl"
+fi
 
 # ---- 5 gpt2-xl: the estimate, and batch 16 in bf16 with and without --recompute block ----
-stage "gpt2-xl list-models" 20 "$train_log" "$bin/train" --list-models
 xl_log="$outdir/lm-xl.log"
 : >"$xl_log"
-for mode in block none; do
-    gpu_mem_start "$outdir/lm-xl-mem-$mode.csv"
-    stage "gpt2-xl b16 bf16 --recompute $mode" 150 "$xl_log" env SYMDDP_CUDA_TUNE=0 "$bin/train" --backend nvshmem --pes 1 \
-        --model gpt2-xl --precision bf16 --recompute "$mode" --batch-size 16 --dataset synthetic --max-steps 6 \
-        --log-every 1 --eval-every 0 --eval-batches 1 --sample-tokens 0 --no-progress
-    gpu_mem_stop "gpt2-xl b16 bf16 --recompute $mode"
-done
+if wanted xl; then
+    stage "gpt2-xl list-models" 20 "$train_log" "$bin/train" --list-models
+    for mode in block none; do
+        gpu_mem_start "$outdir/lm-xl-mem-$mode.csv"
+        stage "gpt2-xl b16 bf16 --recompute $mode" 150 "$xl_log" env SYMDDP_CUDA_TUNE=0 "$bin/train" --backend nvshmem --pes 1 \
+            --model gpt2-xl --precision bf16 --recompute "$mode" --batch-size 16 --dataset synthetic --max-steps 6 \
+            --log-every 1 --eval-every 0 --eval-batches 1 --sample-tokens 0 --no-progress
+        gpu_mem_stop "gpt2-xl b16 bf16 --recompute $mode"
+    done
+fi
 
 # ---- 6 PyTorch peers ----
 if [ "$torch" = 1 ] && [ -n "$PY" ]; then
-    stage "torch gpt2-xl compile / compile-ckpt" 240 "$bench_log" "$PY" bench/torch_gpt_bench.py --preset xl \
-        --modes compile,compile-ckpt --steps 20 --warmup 5
+    if wanted torch-xl; then
+        for mode in compile compile-ckpt; do
+            stage "torch gpt2-xl $mode" 240 "$bench_log" "$PY" bench/torch_gpt_bench.py --preset xl \
+                --modes "$mode" --steps 20 --warmup 5
+        done
+    fi
     # issue 39's benchmark, both sides in one table (symbench runs train and
     # bench/torch_llama_bench.py at the same shapes)
-    stage "symbench gpu-gpt llama-124m/16, llama3-1b/8" 300 "$bench_log" "$bin/symbench" gpu-gpt --train-bin "$bin/train" \
-        --configs llama-124m/16,llama3-1b/8 --warmup 10 --steps 50 --timeout 240s --python "$PY"
+    if wanted llama; then
+        for cfg in llama-124m/16 llama3-1b/8; do
+            stage "symbench gpu-gpt $cfg" 300 "$bench_log" "$bin/symbench" gpu-gpt --train-bin "$bin/train" \
+                --configs "$cfg" --warmup 10 --steps 50 --timeout 240s --python "$PY"
+        done
+    fi
 else
     note "PyTorch peers skipped (--no-torch, or no python3)"
 fi
