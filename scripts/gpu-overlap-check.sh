@@ -27,7 +27,7 @@
 #
 # Usage: scripts/gpu-overlap-check.sh [--budget SECONDS] [--only-train]
 #        [--module-loading LAZY|EAGER] [--precision bf16|fp32] [--pes N]
-#        [--repeat N]; results in $OUT (default .device/out):
+#        [--repeat N] [--nsys]; results in $OUT (default .device/out):
 # overlap-summary.txt, overlap-tests.log, overlap-train.log.
 #
 # --precision and --pes set stage 4's model precision (default bf16) and
@@ -38,6 +38,13 @@
 # with CUDA_MODULE_LOADING=EAGER too, with our attention instead of cuDNN,
 # with SYMDDP_CUDA_PDL=0 and with SYMDDP_CUDA_OVERLAP=0; 2 PEs (MPS or not)
 # and one fp32 run at 8 PEs passed.
+#
+# --nsys adds stage 5: one bucketed run (replicated, 64 KiB) under Nsight
+# Systems (CUDA trace, graphs traced per node, every PE process followed),
+# and from its SQLite export the last kernels that completed on each
+# process's streams, so that a hang shows which PE's compute stream stopped
+# where (CUPTI records a kernel when it ends: a kernel that never ends is
+# missing, its predecessor is the last one listed).
 #
 # --only-train skips stages 2 and 3. --module-loading exports
 # CUDA_MODULE_LOADING for every stage: CUDA's lazy loading (a kernel's first
@@ -53,6 +60,7 @@ loading=""
 precision=bf16
 pes=8
 repeat=1
+nsys=0
 while [ "$#" -gt 0 ]; do
     case "$1" in
     --budget) budget="$2"; shift 2 ;;
@@ -64,6 +72,7 @@ while [ "$#" -gt 0 ]; do
     --precision=*) precision="${1#*=}"; shift ;;
     --pes) pes="$2"; shift 2 ;;
     --pes=*) pes="${1#*=}"; shift ;;
+    --nsys) nsys=1; shift ;;
     --repeat) repeat="$2"; shift 2 ;;
     --repeat=*) repeat="${1#*=}"; shift ;;
     -h | --help) sed -n '2,/^set -u$/{/^set -u$/!p}' "$0"; exit 0 ;;
@@ -162,6 +171,49 @@ for shard in false true; do
         failed=1
     fi
 done
+
+# ---- 5 one bucketed run under Nsight Systems (--nsys) ----
+if [ "$nsys" = 1 ]; then
+    nsys_bin="$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)"
+    if [ -z "$nsys_bin" ]; then
+        note "nsys: not found on this host"
+    else
+        nsys_log="$outdir/overlap-nsys.log"
+        : >"$nsys_log"
+        rep="$outdir/overlap-hang"
+        stage "nsys: gpt-tiny $precision $pes PEs, bucket 64KiB" 120 "$nsys_log" env SYMDDP_OVERLAP_TRACE=20 \
+            "$nsys_bin" profile -t cuda --cuda-graph-trace=node --trace-fork-before-exec=true \
+            --force-overwrite true -o "$rep" --export sqlite \
+            "$bin/train" "${common[@]}" --shard-update=false --bucket-size 64KiB
+        if [ -f "$rep.sqlite" ]; then
+            python3 - "$rep.sqlite" >>"$summary" 2>&1 <<'PY'
+import sqlite3, sys
+# The last kernels that completed on each process's streams (CUPTI writes a
+# kernel's record when it ends).
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("""SELECT k.globalPid, k.streamId, k.start, k.end, s.value
+                     FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON k.shortName = s.id
+                     ORDER BY k.start""").fetchall()
+if not rows:
+    print("nsys: no kernel records"); sys.exit(0)
+t_end = max(r[3] for r in rows)
+by = {}
+for pid, stream, start, end, name in rows:
+    by.setdefault((pid >> 24) & 0xFFFFFF, {}).setdefault(stream, []).append((start, end, name))
+print("---- nsys: the last 4 kernels that completed on each process's streams (ms before the last record ends) ----")
+for pid in sorted(by):
+    n = sum(len(v) for v in by[pid].values())
+    print(f"process {pid}: {n} kernels")
+    for stream in sorted(by[pid]):
+        last = by[pid][stream][-4:]
+        desc = "; ".join(f"{name[:48]} {(t_end - end) / 1e6:.1f} ms before (ran {(end - start) / 1e3:.0f} us)" for start, end, name in last)
+        print(f"  stream {stream}: {len(by[pid][stream])} kernels, last: {desc}")
+PY
+        else
+            note "nsys: no SQLite export (see $nsys_log)"
+        fi
+    fi
+fi
 
 # ---- summary ----
 {
