@@ -9,9 +9,10 @@
 # --only runs the named parts of stages 3-6 alone (comma-separated:
 # tokenize, gpt2 (tokenize with it), xl, torch-xl, llama), so that a short
 # device lease can take what an earlier one ran out of time for (the first
-# run, 2026-12-06, ran out during torch-xl's compile-ckpt). Since then the
-# PyTorch side of stage 6 is three time limits, not one: compile and
-# compile-ckpt apart (240 s each: compilation alone took 111 s at XL), and
+# run, 2026-12-06, ran out during torch-xl's compile-ckpt). Since then stage
+# 6 is four time limits, not two: gpt2-xl without recompute beside
+# torch.compile and with --recompute block beside compile-ckpt, each both
+# sides in one symbench run (compilation alone took 111 s at XL), and
 # llama-124m and llama3-1b apart.
 #
 # It needs .device/bin/ from scripts/gpu-compute-prepare.sh (train and
@@ -36,11 +37,11 @@
 #                       memory; the two runs' losses and parameter hash must
 #                       be the same (SYMDDP_CUDA_TUNE=0: the same GEMM
 #                       algorithms in both)
-#    6 PyTorch peers    bench/torch_gpt_bench.py --preset xl --modes
-#                       compile,compile-ckpt (issue 40's XL comparison, the
-#                       PyTorch side: tokens/s and peak memory with and
-#                       without activation checkpointing) and
-#                       symbench gpu-gpt at llama-124m batch 16 and llama3-1b
+#    6 PyTorch peers    symbench gpu-gpt at gpt2-xl batch 16 without
+#                       recompute beside torch.compile, and with --recompute
+#                       block beside compile-ckpt (issue 40's XL comparison:
+#                       tokens/s and peak memory, both sides in one run each),
+#                       and symbench gpu-gpt at llama-124m batch 16 and llama3-1b
 #                       batch 8 beside bench/torch_llama_bench.py, eager and
 #                       compile (issue 39's benchmark)
 #    7 Llama parity     (--parity, which runs it instead of stages 4-6)
@@ -177,9 +178,14 @@ fi
 # ---- 6 PyTorch peers ----
 if [ "$torch" = 1 ] && [ -n "$PY" ]; then
     if wanted torch-xl; then
-        for mode in compile compile-ckpt; do
-            stage "torch gpt2-xl $mode" 240 "$bench_log" "$PY" bench/torch_gpt_bench.py --preset xl \
-                --modes "$mode" --steps 20 --warmup 5
+        # issue 40's comparison, each line both sides in one symbench run:
+        # gpt2-xl at batch 16 without recompute beside torch.compile, and
+        # with --recompute block beside torch.compile with every block
+        # checkpointed (compile-ckpt): tokens/s and peak memory
+        for pair in none:compile block:compile-ckpt; do
+            stage "symbench gpu-gpt xl/16 --recompute ${pair%%:*} vs ${pair#*:}" 260 "$bench_log" "$bin/symbench" gpu-gpt \
+                --train-bin "$bin/train" --configs xl/16 --recompute "${pair%%:*}" --torch-modes "${pair#*:}" \
+                --warmup 5 --steps 20 --timeout 240s --python "$PY"
         done
     fi
     # issue 39's benchmark, both sides in one table (symbench runs train and
