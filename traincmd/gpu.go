@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
@@ -61,7 +62,22 @@ func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
 		return nil
 	}
 	spec.MPS = &launch.MPS{PEsPerGPU: perGPU, Control: control}
+	if w := mpsBucketWarning(o, perGPU); w != "" {
+		fmt.Fprintln(stderr, w)
+	}
 	return nil
+}
+
+// mpsBucketWarning is what train says when --bucket-size asks for the
+// overlapped reduction on PEs that share a GPU under MPS, where it has hung
+// (docs/GPU.md, "Reducing gradients while backward runs"); "" otherwise.
+func mpsBucketWarning(o *options, perGPU int) string {
+	if n, err := bucketBytes(o.bucketSize); err != nil || n <= 0 || perGPU < 2 {
+		return ""
+	}
+	return fmt.Sprintf("warning: --bucket-size %s with %d PEs sharing each GPU under MPS: the overlapped reduction has hung there "+
+		"(8 PEs in bf16 on an H100 and an H200, 2026-12-06; 2 PEs ran: docs/GPU.md); a hang ends at --timeout with the PE that "+
+		"did not arrive, and --bucket-size 0 (the GPU's default) reduces once after backward", strings.TrimSpace(o.bucketSize), perGPU)
 }
 
 // jobDevices names the job's devices and counts them, for MFU: on the
