@@ -19,7 +19,10 @@
  * CPU engine's bits; in bf16 the same float32 operations on the widened
  * elements, each result rounded to bf16 once, on its store (what
  * compute/cuda/cudatest emulates). A thread reads its two elements before it
- * writes them and no other thread touches them, so y may be x.
+ * writes them and no other thread touches them, so y may be x. Where half
+ * is a multiple of 8 bf16 or 4 floats and the pointers are 16-byte aligned
+ * (Llama's heads of 64), a thread turns that many pairs in 16-byte loads
+ * and stores (sdc_rotate_vec_kernel), the same operations on each.
  */
 #include "sd_compute.cuh"
 #include "sd_internal.h"
@@ -48,13 +51,62 @@ __global__ void sdc_rotate_kernel(T *y, const T *x, const float *__restrict__ co
     }
 }
 
+/* The same rotation, where half is a multiple of V = 16/sizeof(T) and x, y
+ * and the tables are 16-byte aligned: a thread turns V consecutive pairs
+ * (channels i..i+V-1 with i+half..i+half+V-1, i a multiple of V) with
+ * 16-byte loads and stores of x and y and of the tables' (p, i..i+V-1)
+ * entries, each pair the operations above (the same bits). */
+template <typename T>
+__global__ void sdc_rotate_vec_kernel(T *y, const T *x, const float *__restrict__ cos_tab,
+                                      const float *__restrict__ sin_tab, int64_t rows, int64_t width, int64_t half,
+                                      int64_t t, int inverse) {
+    constexpr int V = 16 / sizeof(T);
+    const int64_t per_row = width / 2 / V; /* V-pair groups in a row */
+    const int64_t n = rows * per_row;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+        const int64_t row = k / per_row, pr = (k - row * per_row) * V;
+        const int64_t head = pr / half, i = pr - head * half;
+        const int64_t e = (row % t) * half + i;
+        const int64_t o = row * width + head * 2 * half + i;
+        float cs[V], sn[V];
+#pragma unroll
+        for (int j = 0; j < V; j += 4) {
+            const float4 c4 = *(const float4 *)(cos_tab + e + j), s4 = *(const float4 *)(sin_tab + e + j);
+            cs[j] = c4.x, cs[j + 1] = c4.y, cs[j + 2] = c4.z, cs[j + 3] = c4.w;
+            sn[j] = s4.x, sn[j + 1] = s4.y, sn[j + 2] = s4.z, sn[j + 3] = s4.w;
+        }
+        sdc_vec16<T> xa, xb, ya, yb;
+        xa.u = *(const uint4 *)(x + o);
+        xb.u = *(const uint4 *)(x + o + half);
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const float ci = cs[j];
+            const float si = inverse ? -sn[j] : sn[j];
+            const float a = sdc_ld(&xa.e[j]), b = sdc_ld(&xb.e[j]);
+            sdc_st(&ya.e[j], __fsub_rn(__fmul_rn(a, ci), __fmul_rn(b, si)));
+            sdc_st(&yb.e[j], __fadd_rn(__fmul_rn(b, ci), __fmul_rn(a, si)));
+        }
+        *(uint4 *)(y + o) = ya.u;
+        *(uint4 *)(y + o + half) = yb.u;
+    }
+}
+
 template <typename T>
 static int sdc_rotate_run(const sdc_ctx *c, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab, int64_t rows,
                           int64_t width, int64_t hs, int64_t t, int inverse) {
-    const unsigned blocks = (unsigned)sdc_grid(rows * (width / 2), SDC_ROTATE_THREADS, c->sm_count, 16);
-    sdc_rotate_kernel<T><<<blocks, SDC_ROTATE_THREADS, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
-        (T *)(uintptr_t)y, (const T *)(uintptr_t)x, (const float *)(uintptr_t)cos_tab,
-        (const float *)(uintptr_t)sin_tab, rows, width, hs / 2, t, inverse);
+    constexpr int V = 16 / sizeof(T);
+    cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    T *yp = (T *)(uintptr_t)y;
+    const T *xp = (const T *)(uintptr_t)x;
+    const float *ct = (const float *)(uintptr_t)cos_tab, *st = (const float *)(uintptr_t)sin_tab;
+    if ((hs / 2) % V == 0 && sdc_aligned16(y) && sdc_aligned16(x) && sdc_aligned16(cos_tab) && sdc_aligned16(sin_tab)) {
+        const unsigned blocks = (unsigned)sdc_grid(rows * (width / 2 / V), SDC_ROTATE_THREADS, c->sm_count, 16);
+        sdc_rotate_vec_kernel<T><<<blocks, SDC_ROTATE_THREADS, 0, s>>>(yp, xp, ct, st, rows, width, hs / 2, t, inverse);
+    } else {
+        const unsigned blocks = (unsigned)sdc_grid(rows * (width / 2), SDC_ROTATE_THREADS, c->sm_count, 16);
+        sdc_rotate_kernel<T><<<blocks, SDC_ROTATE_THREADS, 0, s>>>(yp, xp, ct, st, rows, width, hs / 2, t, inverse);
+    }
     SD_CUDA(cudaGetLastError());
     return SD_OK;
 }

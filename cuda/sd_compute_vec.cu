@@ -21,8 +21,6 @@ static unsigned sdc_vec_blocks(int64_t items, int sm_count) {
     return (unsigned)sdc_grid(items, SDC_VEC_THREADS, sm_count, 16);
 }
 
-static bool sdc_aligned16(uint64_t p) { return p % 16 == 0; }
-
 /* dst (n) += src (n); float4 over the first n4 vectors when aligned, then the tail. */
 __global__ void sdc_accumulate_kernel(float *__restrict__ dst, const float *__restrict__ src, int64_t n,
                                       int64_t n4) {

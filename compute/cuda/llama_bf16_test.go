@@ -50,7 +50,7 @@ func llamaBF16Cases() []llamaBF16Case {
 				}})
 		}
 	}
-	for _, n := range []int{1, 7, 1000, 3 << 14} {
+	for _, n := range []int{1, 7, 1000, 1003, 3 << 14} {
 		cs = append(cs, llamaBF16Case{fmt.Sprintf("SwiGLU of %d", n),
 			func(b *bf16Engine, vals func(int, float64) []float32) (func(), []compute.Tensor) {
 				e := b.e
@@ -125,7 +125,7 @@ func testBF16LlamaOps(t *testing.T, e *cuda.Engine) {
 			b.near(what+": dw", b.read(dw), b.read(fdw), 1e-4)
 		}
 	}
-	for _, n := range []int{1, 7, 1000, 3 << 14} {
+	for _, n := range []int{1, 7, 1000, 1003, 3 << 14} {
 		what := fmt.Sprintf("SwiGLU of %d", n)
 		a, bv, dy := b.vals(n, 3), b.vals(n, 1), b.vals(n, 1)
 		fy, fda, fdb := e.Alloc(n), e.Alloc(n), e.Alloc(n)

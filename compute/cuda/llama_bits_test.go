@@ -49,7 +49,7 @@ func TestSwiGLUMatchesCPUEmulated(t *testing.T) {
 }
 
 func testSwiGLUMatchesCPU(t *testing.T, e *cuda.Engine) {
-	for _, n := range []int{1, 7, 1000, 3 << 16} {
+	for _, n := range []int{1, 7, 1000, 1003, 3 << 16} {
 		sameBitsAsCPU(t, e, fmt.Sprintf("SwiGLU of %d", n), func(en compute.Engine) (func(), []compute.Tensor) {
 			sg := en.(compute.SwiGLUs)
 			a, b := filled(en, 1, 30, 0, n), filled(en, 2, 2, 0.5, n) // |a| past 88 now and then
