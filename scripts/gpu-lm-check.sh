@@ -7,13 +7,17 @@
 #                           [--only PARTS]
 #
 # --only runs the named parts of stages 3-6 alone (comma-separated:
-# tokenize, gpt2 (tokenize with it), xl, torch-xl, llama), so that a short
+# tokenize, gpt2 (tokenize with it), xl, torch-xl, llama, llama-profile), so that a short
 # device lease can take what an earlier one ran out of time for (the first
 # run, 2026-12-06, ran out during torch-xl's compile-ckpt). Since then stage
 # 6 is four time limits, not two: gpt2-xl without recompute beside
 # torch.compile and with --recompute block beside compile-ckpt, each both
 # sides in one symbench run (compilation alone took 111 s at XL), and
-# llama-124m and llama3-1b apart.
+# llama-124m and llama3-1b apart. llama-profile (only when named) says where
+# llama-124m's step spends its time at batch 16 in bf16: Nsight Systems'
+# kernel summary of 12 steps of train (lm-llama-kernels*.csv, its first
+# lines in the summary) and torch.profiler's top kernels of torch.compile's
+# step (torch_llama_bench.py --profile), for issue 39's gap.
 #
 # It needs .device/bin/ from scripts/gpu-compute-prepare.sh (train and
 # tokenize among them; raw or .xz, unpacked in place). Stages, each under
@@ -83,8 +87,8 @@ while [ "$#" -gt 0 ]; do
 done
 
 for part in ${only//,/ }; do
-    case "$part" in tokenize | gpt2 | xl | torch-xl | llama) ;; *)
-        echo "gpu-lm-check.sh: --only: unknown part $part (tokenize, gpt2, xl, torch-xl, llama)" >&2
+    case "$part" in tokenize | gpt2 | xl | torch-xl | llama | llama-profile) ;; *)
+        echo "gpu-lm-check.sh: --only: unknown part $part (tokenize, gpt2, xl, torch-xl, llama, llama-profile)" >&2
         exit 2
         ;;
     esac
@@ -198,6 +202,31 @@ if [ "$torch" = 1 ] && [ -n "$PY" ]; then
     fi
 else
     note "PyTorch peers skipped (--no-torch, or no python3)"
+fi
+
+# ---- where llama-124m's step goes (--only llama-profile) ----
+if [[ "$only" == *",llama-profile,"* ]]; then
+    nsys_bin="$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)"
+    if [ -n "$nsys_bin" ]; then
+        stage "nsys: llama-124m/16 bf16, 12 steps" 150 "$bench_log" "$nsys_bin" profile -t cuda -o "$outdir/lm-llama" \
+            --force-overwrite true "$bin/train" --backend nvshmem --pes 1 --model llama-124m --precision bf16 \
+            --dataset synthetic --batch-size 16 --max-steps 12 --eval-every 0 --eval-batches 1 --sample-tokens 0 \
+            --no-progress
+        "$nsys_bin" stats --report cuda_gpu_kern_sum --format csv -o "$outdir/lm-llama-kernels" "$outdir/lm-llama.nsys-rep" \
+            >/dev/null 2>&1
+        {
+            echo "---- llama-124m/16 bf16: Nsight Systems' kernel summary, the first 25 lines ----"
+            head -26 "$outdir"/lm-llama-kernels*.csv 2>/dev/null | cut -c1-220
+        } >>"$summary"
+        rm -f "$outdir/lm-llama.sqlite"
+    else
+        note "no nsys on this host: no kernel summary of the Llama's step"
+    fi
+    if [ -n "$PY" ]; then
+        stage "torch.profiler: llama-124m/16 compile" 240 "$bench_log" "$PY" bench/torch_llama_bench.py \
+            --preset llama-124m --batch 16 --modes compile --steps 20 --warmup 5 --profile 25
+        grep '^PROFILE' "$bench_log" | head -27 >>"$summary"
+    fi
 fi
 
 # ---- summary ----
