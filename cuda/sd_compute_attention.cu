@@ -310,21 +310,35 @@ static sdc_att_io sdc_gqa_io(uint64_t q, uint64_t k, uint64_t v, uint64_t dq, ui
     return io;
 }
 
-/* The kernels impl runs for grouped attention at a checked shape on the
- * context's device (AUTO: cuDNN's where its plans build, unless
- * SYMDDP_ATTENTION says otherwise, else the mma kernels where they apply,
- * else wmma), or why not. cuDNN's launchers say why they cannot. */
-static int sdc_gqa_impl(const char *what, sdc_attn *impl, int B, int T, int NH, int KVH, int HS, cudaStream_t s) {
-    char buf[160];
+/* The rule of SDC_ATTN_AUTO and of our kernels for grouped attention at a
+ * checked shape on the context's device: resolves *impl (AUTO: cuDNN's
+ * where its plans build, unless SYMDDP_ATTENTION says otherwise, else the
+ * mma kernels where they apply, else wmma) and returns 0, or 1 when the
+ * wmma kernels do not take the shape, 2 when the mma ones asked for do not,
+ * with why. SDC_ATTN_CUDNN is not checked here: cuDNN's launchers say why
+ * they cannot, the queries ask sdc_att_cudnn_supported. */
+static int sdc_gqa_resolve(sdc_attn *impl, int B, int T, int NH, int KVH, int HS, cudaStream_t s, char *why,
+                           size_t cap) {
     if (*impl == SDC_ATTN_AUTO && sdc_att_use_cudnn(sdc_gqa_io(0, 0, 0, 0, 0, 0, NH, KVH, HS), B, T, HS, s))
         *impl = SDC_ATTN_CUDNN;
-    if (*impl == SDC_ATTN_CUDNN) return SD_OK;
-    if (const char *why = sdc_att_wmma_why(B, T, NH, HS, buf, sizeof buf)) return SD_FAIL(SD_ERR_ARG, "%s: %s", what, why);
+    if (*impl == SDC_ATTN_CUDNN) return 0;
+    if (sdc_att_wmma_why(B, T, NH, HS, why, cap)) return 1;
     const bool mma = sdc_gqa_mma(T, NH, HS);
-    if (*impl == SDC_ATTN_MMA && !mma)
-        return SD_FAIL(SD_ERR_ARG, "%s (mma): B=%d T=%d NH=%d KVH=%d HS=%d (want head size 64, T a multiple of 128)",
-                       what, B, T, NH, KVH, HS);
+    if (*impl == SDC_ATTN_MMA && !mma) {
+        snprintf(why, cap, "B=%d T=%d NH=%d KVH=%d HS=%d (want head size 64, T a multiple of 128)", B, T, NH, KVH, HS);
+        return 2;
+    }
     if (*impl == SDC_ATTN_AUTO) *impl = mma ? SDC_ATTN_MMA : SDC_ATTN_WMMA;
+    return 0;
+}
+
+/* sdc_gqa_resolve for a launcher: the kernels impl runs, or why not. */
+static int sdc_gqa_impl(const char *what, sdc_attn *impl, int B, int T, int NH, int KVH, int HS, cudaStream_t s) {
+    char buf[160];
+    switch (sdc_gqa_resolve(impl, B, T, NH, KVH, HS, s, buf, sizeof buf)) {
+    case 1: return SD_FAIL(SD_ERR_ARG, "%s: %s", what, buf);
+    case 2: return SD_FAIL(SD_ERR_ARG, "%s (mma): %s", what, buf);
+    }
     return SD_OK;
 }
 
@@ -382,17 +396,11 @@ extern "C" int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn im
 /* impl resolved at a grouped shape for the queries below (sizes checked, the
  * context's device current), or -1 where impl's kernels do not take it. */
 static int sdc_gqa_query_impl(const sdc_ctx *c, sdc_attn impl, int b, int t, int nh, int kvh, int hs) {
-    if (impl == SDC_ATTN_AUTO &&
-        sdc_att_use_cudnn(sdc_gqa_io(0, 0, 0, 0, 0, 0, nh, kvh, hs), b, t, hs, (cudaStream_t)(uintptr_t)c->stream))
-        impl = SDC_ATTN_CUDNN;
+    char buf[160];
+    if (sdc_gqa_resolve(&impl, b, t, nh, kvh, hs, (cudaStream_t)(uintptr_t)c->stream, buf, sizeof buf) != 0) return -1;
     if (impl == SDC_ATTN_CUDNN)
         return sdc_att_cudnn_supported(sdc_gqa_io(0, 0, 0, 0, 0, 0, nh, kvh, hs), b, t, hs) ? SDC_ATTN_CUDNN : -1;
-    char buf[160];
-    if (sdc_att_wmma_why(b, t, nh, hs, buf, sizeof buf)) return -1;
-    const bool mma = sdc_gqa_mma(t, nh, hs);
-    if (impl == SDC_ATTN_MMA) return mma ? SDC_ATTN_MMA : -1;
-    if (impl == SDC_ATTN_AUTO) return mma ? SDC_ATTN_MMA : SDC_ATTN_WMMA;
-    return SDC_ATTN_WMMA;
+    return impl;
 }
 
 extern "C" int sdc_grouped_attention_backward_bf16_scratch_bytes(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T,

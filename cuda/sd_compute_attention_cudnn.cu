@@ -243,6 +243,12 @@ struct sdn_shape {
         sdn_dims(d, B, heads, hs, T);
         sdn_dims(st, T * ld, hs, 1, ld);
     }
+    /* (B,NH,T,hs) packed, head after head (grouped dK and dV before their
+     * reduction, the fp32 dQ of the accumulating forms) */
+    void full(int64_t d[4], int64_t st[4]) const {
+        sdn_dims(d, B, NH, T, hs);
+        sdn_dims(st, NH * T * hs, T * hs, hs, 1);
+    }
 };
 
 /* S = mask(Q K^T * scale), float, virtual */
@@ -315,8 +321,7 @@ static void sdn_kv_grad(sdn_build *b, const sdn_shape &s, cudnnBackendDescriptor
         return;
     }
     int64_t d[4], st[4];
-    sdn_dims(d, s.B, s.NH, s.T, s.hs);
-    sdn_dims(st, s.NH * s.T * s.hs, s.T * s.hs, s.hs, 1);
+    s.full(d, st);
     cudnnBackendDescriptor_t full = sdn_tensor(b, 0, CUDNN_DATA_BFLOAT16, d, st, true);
     sdn_matmul(b, a, x, full);
     sdn_reduce(b, CUDNN_REDUCE_TENSOR_ADD, full, y);
@@ -338,9 +343,8 @@ static void sdn_backward_graph(sdn_build *b, const sdn_shape &s, int variant) {
     cudnnBackendDescriptor_t dK = sdn_tensor(b, SDN_DK, CUDNN_DATA_BFLOAT16, d, st, false);
     cudnnBackendDescriptor_t dV = sdn_tensor(b, SDN_DV, CUDNN_DATA_BFLOAT16, d, st, false);
     cudnnBackendDescriptor_t one = sdn_tensor(b, SDN_ONE, CUDNN_DATA_FLOAT, one4, one4, false, true);
-    int64_t dF[4], sF[4]; /* (B,NH,T,hs) packed */
-    sdn_dims(dF, s.B, s.NH, s.T, s.hs);
-    sdn_dims(sF, s.NH * s.T * s.hs, s.T * s.hs, s.hs, 1);
+    int64_t dF[4], sF[4];
+    s.full(dF, sF);
 
     /* Dsum = rowsum(dO * O) */
     int64_t sOO[4];

@@ -1,6 +1,7 @@
 package traincmd
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -29,7 +30,7 @@ func TestMPSBucketWarning(t *testing.T) {
 				t.Errorf("--bucket-size %s, %d PEs a GPU: %q lacks %q", tc.bucket, tc.perGPU, got, want)
 			}
 		}
-		if !strings.Contains(got, " "+string(rune('0'+tc.perGPU))+" PEs") {
+		if !strings.Contains(got, fmt.Sprintf(" %d PEs", tc.perGPU)) {
 			t.Errorf("--bucket-size %s: %q does not say %d PEs", tc.bucket, got, tc.perGPU)
 		}
 	}
