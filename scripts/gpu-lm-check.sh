@@ -220,7 +220,16 @@ if [[ "$only" == *",llama-profile,"* ]]; then
         } >>"$summary"
         rm -f "$outdir/lm-llama.sqlite"
     else
-        note "no nsys on this host: no kernel summary of the Llama's step"
+        # No Nsight Systems (the H100 hosts): CUPTI through scripts/gpu-kernprof.sh,
+        # 40 steps of which the first 5 s (plan builds, tuning) are not counted.
+        stage "kernprof: llama-124m/16 bf16, 300 steps" 150 "$bench_log" bash "$root/scripts/gpu-kernprof.sh" \
+            --skip 5 --top 40 --out "$outdir/lm-llama-kernprof" -- "$bin/train" --backend nvshmem --pes 1 \
+            --model llama-124m --precision bf16 --dataset synthetic --batch-size 16 --max-steps 300 --eval-every 0 \
+            --eval-batches 1 --sample-tokens 0 --no-progress
+        {
+            echo "---- llama-124m/16 bf16: kernprof's table (kernels after the first 5 s), the first 40 lines ----"
+            cat "$outdir"/lm-llama-kernprof.*.txt 2>/dev/null | head -42 | cut -c1-220
+        } >>"$summary"
     fi
     if [ -n "$PY" ]; then
         stage "torch.profiler: llama-124m/16 compile" 240 "$bench_log" "$PY" bench/torch_llama_bench.py \

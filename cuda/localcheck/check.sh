@@ -48,4 +48,12 @@ for h in symddp_cuda.h symddp_compute.h sd_desync.h; do
         status=1
     fi
 done
+# The kernel profiler's injection library (scripts/gpu-kernprof.sh), against
+# the declarations-only cupti.h beside the NVSHMEM ones.
+if g++ -O2 -std=c++17 -Wall -Wextra -Werror -fsyntax-only -I"$here/include" "$src/kernprof/kernprof.cpp"; then
+    echo "ok   kernprof/kernprof.cpp"
+else
+    echo "FAIL kernprof/kernprof.cpp"
+    status=1
+fi
 exit $status
