@@ -284,3 +284,25 @@ func TestTrainFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUGPTTableCheckpointedPeer: with --recompute block beside
+// compile-ckpt alone, the compiled column, the ratio and the memory are the
+// checkpointed peer's, marked (ckpt), and the RESULT line carries it (the
+// 2026-12-06 XL run printed dashes there).
+func TestGPUGPTTableCheckpointedPeer(t *testing.T) {
+	rows := []gptGPURow{{
+		cfg:   gptGPUConfig{preset: "xl", batch: 16},
+		ours:  gptRun{tokensPerSec: 44000, mfu: 0.4, precision: "bf16", deviceBytes: 34 << 30},
+		torch: map[string]torchGPUGPT{"compile-ckpt": {preset: "xl", batch: 16, mode: "compile-ckpt", tokensPerSec: 40000, peakMemGiB: 25.08}},
+	}}
+	var out bytes.Buffer
+	if err := printGPUGPTTable(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"40000 (ckpt)", "1.10x", ">= 1.1x met", "34.00", "25.08 (ckpt)", "compile=0 compile_ckpt=40000\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+}
