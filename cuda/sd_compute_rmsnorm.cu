@@ -36,6 +36,8 @@
 #define SDC_RMS_THREADS 256    /* 256 / L rows a block */
 #define SDC_RMS_COL_THREADS 32 /* the dw kernels: a warp of columns a block */
 #define SDC_RMS_DW_CHUNK 128   /* bf16: rows a dw partial sums */
+#define SDC_RMS_SUM_THREADS 256 /* dw's second pass: 32 columns a block */
+#define SDC_RMS_SUM_TILE 64     /* dw's second pass: chunks staged at a time */
 
 /* The lanes a row takes: eight in fp32 (hostloops' lanes), a warp in bf16. */
 template <typename T> struct sdc_rms_lanes { static const int value = 32; };
@@ -139,15 +141,60 @@ __global__ void __launch_bounds__(SDC_RMS_COL_THREADS)
     out[(int64_t)blockIdx.y * cols + j] = sw;
 }
 
-/* dw's second pass: dw[j] = the chunks' partials of column j added in chunk order. */
+/*
+ * The same first pass in bf16 where cols is even and x, dy are 4-byte
+ * aligned: a thread takes two neighbouring columns with one 4-byte load of
+ * each of x and dy a row, and sums each column as sdc_rms_norm_dw_kernel
+ * does (the same bits, half the loads).
+ */
 __global__ void __launch_bounds__(SDC_RMS_COL_THREADS)
+    sdc_rms_norm_dw2_kernel(float *__restrict__ out, const sdc_bf16 *__restrict__ dy, const sdc_bf16 *__restrict__ x,
+                            const float *__restrict__ rstd, int64_t rows, int64_t cols, int64_t chunk_rows) {
+    const int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 2;
+    if (j >= cols) return;
+    const int64_t r0 = (int64_t)blockIdx.y * chunk_rows;
+    const int64_t r1 = r0 + chunk_rows < rows ? r0 + chunk_rows : rows;
+    float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll 8
+    for (int64_t r = r0; r < r1; r++) {
+        const uint32_t xv = *(const uint32_t *)(x + r * cols + j), dv = *(const uint32_t *)(dy + r * cols + j);
+        const float rs = rstd[r];
+        /* element j is the low half (little-endian), widened as sdc_ld widens it */
+        const float n0 = __fmul_rn(__uint_as_float(xv << 16), rs);
+        const float n1 = __fmul_rn(__uint_as_float(xv & 0xffff0000u), rs);
+        s0 = __fadd_rn(s0, __fmul_rn(n0, __uint_as_float(dv << 16)));
+        s1 = __fadd_rn(s1, __fmul_rn(n1, __uint_as_float(dv & 0xffff0000u)));
+    }
+    float *o = out + (int64_t)blockIdx.y * cols + j;
+    o[0] = s0;
+    o[1] = s1;
+}
+
+/*
+ * dw's second pass: dw[j] = the chunks' partials of column j added in chunk
+ * order. A block takes 32 columns: its warps copy a tile of
+ * SDC_RMS_SUM_TILE chunks' partials into shared memory (coalesced, many
+ * loads in flight), then its first warp adds them, a thread a column, in
+ * chunk order from the first partial. The loads of a column one after the
+ * other left the chain of adds waiting on memory (10 us at 128 chunks of 768).
+ */
+__global__ void __launch_bounds__(SDC_RMS_SUM_THREADS)
     sdc_rms_norm_dw_sum_kernel(float *__restrict__ dw, const float *__restrict__ part, int64_t chunks,
                                int64_t cols) {
-    const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= cols) return;
-    float s = part[j];
-    for (int64_t k = 1; k < chunks; k++) s = __fadd_rn(s, part[k * cols + j]);
-    dw[j] = s;
+    __shared__ float tile[SDC_RMS_SUM_TILE][32];
+    const int c = threadIdx.x & 31, sub = threadIdx.x >> 5;
+    const int64_t j = (int64_t)blockIdx.x * 32 + c;
+    float s = 0.0f;
+    for (int64_t k0 = 0; k0 < chunks; k0 += SDC_RMS_SUM_TILE) {
+        const int kn = (int)(chunks - k0 < SDC_RMS_SUM_TILE ? chunks - k0 : SDC_RMS_SUM_TILE);
+        for (int k = sub; k < kn; k += SDC_RMS_SUM_THREADS / 32)
+            tile[k][c] = j < cols ? part[(k0 + k) * cols + j] : 0.0f;
+        __syncthreads();
+        if (sub == 0)
+            for (int k = 0; k < kn; k++) s = k0 + k == 0 ? tile[0][c] : __fadd_rn(s, tile[k][c]);
+        __syncthreads();
+    }
+    if (sub == 0 && j < cols) dw[j] = s;
 }
 
 static int64_t sdc_rms_blocks(int64_t rows, int lanes) {
@@ -212,13 +259,20 @@ static int sdc_rms_norm_backward_run(const sdc_ctx *c, uint64_t dx, uint64_t dw,
     SD_CUDA(cudaGetLastError());
     const int64_t col_blocks = (cols + SDC_RMS_COL_THREADS - 1) / SDC_RMS_COL_THREADS;
     float *part = chunks == 1 ? (float *)(uintptr_t)dw : (float *)(uintptr_t)c->scratch;
-    sdc_rms_norm_dw_kernel<T><<<dim3((unsigned)col_blocks, (unsigned)chunks), SDC_RMS_COL_THREADS, 0, st>>>(
-        part, (const T *)(uintptr_t)dy, (const T *)(uintptr_t)x, (const float *)(uintptr_t)rstd, rows, cols,
-        chunk_rows);
+    if (sizeof(T) == 2 && cols % 2 == 0 && x % 4 == 0 && dy % 4 == 0) {
+        const int64_t pair_blocks = (cols / 2 + SDC_RMS_COL_THREADS - 1) / SDC_RMS_COL_THREADS;
+        sdc_rms_norm_dw2_kernel<<<dim3((unsigned)pair_blocks, (unsigned)chunks), SDC_RMS_COL_THREADS, 0, st>>>(
+            part, (const sdc_bf16 *)(uintptr_t)dy, (const sdc_bf16 *)(uintptr_t)x, (const float *)(uintptr_t)rstd,
+            rows, cols, chunk_rows);
+    } else {
+        sdc_rms_norm_dw_kernel<T><<<dim3((unsigned)col_blocks, (unsigned)chunks), SDC_RMS_COL_THREADS, 0, st>>>(
+            part, (const T *)(uintptr_t)dy, (const T *)(uintptr_t)x, (const float *)(uintptr_t)rstd, rows, cols,
+            chunk_rows);
+    }
     SD_CUDA(cudaGetLastError());
     if (chunks > 1) {
-        sdc_rms_norm_dw_sum_kernel<<<(unsigned)col_blocks, SDC_RMS_COL_THREADS, 0, st>>>((float *)(uintptr_t)dw,
-                                                                                       part, chunks, cols);
+        sdc_rms_norm_dw_sum_kernel<<<(unsigned)((cols + 31) / 32), SDC_RMS_SUM_THREADS, 0, st>>>(
+            (float *)(uintptr_t)dw, part, chunks, cols);
         SD_CUDA(cudaGetLastError());
     }
     return SD_OK;

@@ -22,7 +22,8 @@
  * writes them and no other thread touches them, so y may be x. Where half
  * is a multiple of 8 bf16 or 4 floats and the pointers are 16-byte aligned
  * (Llama's heads of 64), a thread turns that many pairs in 16-byte loads
- * and stores (sdc_rotate_vec_kernel), the same operations on each.
+ * and stores in each head of its row, reading the table once
+ * (sdc_rotate_vec_kernel), the same operations on each.
  */
 #include "sd_compute.cuh"
 #include "sd_internal.h"
@@ -52,23 +53,22 @@ __global__ void sdc_rotate_kernel(T *y, const T *x, const float *__restrict__ co
 }
 
 /* The same rotation, where half is a multiple of V = 16/sizeof(T) and x, y
- * and the tables are 16-byte aligned: a thread turns V consecutive pairs
- * (channels i..i+V-1 with i+half..i+half+V-1, i a multiple of V) with
- * 16-byte loads and stores of x and y and of the tables' (p, i..i+V-1)
- * entries, each pair the operations above (the same bits). */
+ * and the tables are 16-byte aligned: a thread turns V pairs at (row, i) in
+ * every head of the row, reading their V cosines and sines once (the table
+ * does not depend on the head; read again for each head, it moved twice the
+ * bytes of x through the caches), with the same operations on each pair. */
 template <typename T>
 __global__ void sdc_rotate_vec_kernel(T *y, const T *x, const float *__restrict__ cos_tab,
                                       const float *__restrict__ sin_tab, int64_t rows, int64_t width, int64_t half,
                                       int64_t t, int inverse) {
     constexpr int V = 16 / sizeof(T);
-    const int64_t per_row = width / 2 / V; /* V-pair groups in a row */
-    const int64_t n = rows * per_row;
+    const int64_t groups = half / V; /* V-pair groups in a head */
+    const int64_t heads = width / (2 * half);
+    const int64_t n = rows * groups;
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
-        const int64_t row = k / per_row, pr = (k - row * per_row) * V;
-        const int64_t head = pr / half, i = pr - head * half;
+        const int64_t row = k / groups, i = (k - row * groups) * V;
         const int64_t e = (row % t) * half + i;
-        const int64_t o = row * width + head * 2 * half + i;
         float cs[V], sn[V];
 #pragma unroll
         for (int j = 0; j < V; j += 4) {
@@ -76,19 +76,23 @@ __global__ void sdc_rotate_vec_kernel(T *y, const T *x, const float *__restrict_
             cs[j] = c4.x, cs[j + 1] = c4.y, cs[j + 2] = c4.z, cs[j + 3] = c4.w;
             sn[j] = s4.x, sn[j + 1] = s4.y, sn[j + 2] = s4.z, sn[j + 3] = s4.w;
         }
-        sdc_vec16<T> xa, xb, ya, yb;
-        xa.u = *(const uint4 *)(x + o);
-        xb.u = *(const uint4 *)(x + o + half);
 #pragma unroll
-        for (int j = 0; j < V; j++) {
-            const float ci = cs[j];
-            const float si = inverse ? -sn[j] : sn[j];
-            const float a = sdc_ld(&xa.e[j]), b = sdc_ld(&xb.e[j]);
-            sdc_st(&ya.e[j], __fsub_rn(__fmul_rn(a, ci), __fmul_rn(b, si)));
-            sdc_st(&yb.e[j], __fadd_rn(__fmul_rn(b, ci), __fmul_rn(a, si)));
+        for (int j = 0; j < V; j++) sn[j] = inverse ? -sn[j] : sn[j];
+#pragma unroll 4
+        for (int64_t h = 0; h < heads; h++) {
+            const int64_t o = row * width + h * 2 * half + i;
+            sdc_vec16<T> xa, xb, ya, yb;
+            xa.u = *(const uint4 *)(x + o);
+            xb.u = *(const uint4 *)(x + o + half);
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                const float a = sdc_ld(&xa.e[j]), b = sdc_ld(&xb.e[j]);
+                sdc_st(&ya.e[j], __fsub_rn(__fmul_rn(a, cs[j]), __fmul_rn(b, sn[j])));
+                sdc_st(&yb.e[j], __fadd_rn(__fmul_rn(b, cs[j]), __fmul_rn(a, sn[j])));
+            }
+            *(uint4 *)(y + o) = ya.u;
+            *(uint4 *)(y + o + half) = yb.u;
         }
-        *(uint4 *)(y + o) = ya.u;
-        *(uint4 *)(y + o + half) = yb.u;
     }
 }
 
@@ -101,7 +105,7 @@ static int sdc_rotate_run(const sdc_ctx *c, uint64_t y, uint64_t x, uint64_t cos
     const T *xp = (const T *)(uintptr_t)x;
     const float *ct = (const float *)(uintptr_t)cos_tab, *st = (const float *)(uintptr_t)sin_tab;
     if ((hs / 2) % V == 0 && sdc_aligned16(y) && sdc_aligned16(x) && sdc_aligned16(cos_tab) && sdc_aligned16(sin_tab)) {
-        const unsigned blocks = (unsigned)sdc_grid(rows * (width / 2 / V), SDC_ROTATE_THREADS, c->sm_count, 16);
+        const unsigned blocks = (unsigned)sdc_grid(rows * (hs / 2 / V), SDC_ROTATE_THREADS, c->sm_count, 16);
         sdc_rotate_vec_kernel<T><<<blocks, SDC_ROTATE_THREADS, 0, s>>>(yp, xp, ct, st, rows, width, hs / 2, t, inverse);
     } else {
         const unsigned blocks = (unsigned)sdc_grid(rows * (width / 2), SDC_ROTATE_THREADS, c->sm_count, 16);

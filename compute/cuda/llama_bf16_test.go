@@ -27,7 +27,7 @@ type llamaBF16Case struct {
 
 // rmsNormShapes are rows x width: widths below, at and past a multiple of
 // eight and of a warp, and Llama's.
-var rmsNormShapes = [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {9, 40}, {130, 128}, {5, 771}, {4, 2048}, {300, 64}}
+var rmsNormShapes = [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {9, 40}, {130, 128}, {5, 771}, {4, 2048}, {300, 64}, {6, 768}, {17, 520}, {8300, 40}}
 
 // llamaBF16Cases are the cases of both tests: each returns its bf16
 // outputs and, for the fp32 comparison, the fp32 reference of each with
