@@ -76,7 +76,7 @@ func mpsBucketWarning(o *options, perGPU int) string {
 		return ""
 	}
 	return fmt.Sprintf("warning: --bucket-size %s with %d PEs sharing each GPU under MPS: the overlapped reduction has hung there "+
-		"(8 PEs in bf16 on an H100 and an H200, 2026-12-06; 2 PEs ran: docs/GPU.md); a hang ends at --timeout with the PE that "+
+		"(8 PEs in bf16 on H100s and an H200, 2026-12-06; 2 and 4 PEs in bf16 and 8 in fp32 ran: docs/GPU.md); a hang ends at --timeout with the PE that "+
 		"did not arrive, and --bucket-size 0 (the GPU's default) reduces once after backward", strings.TrimSpace(o.bucketSize), perGPU)
 }
 
