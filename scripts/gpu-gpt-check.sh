@@ -41,9 +41,10 @@
 #                       gradient against the CPU engine, then GPT-2 124M's
 #                       shape at batch 8 in bf16 and in fp32: tokens/s of
 #                       each), symbench gpu-gpt gpt2/8 --precision fp32 beside
-#                       PyTorch's fp32 eager step (TF32 off), and, where nsys
-#                       is installed, its summary of the fp32 step's kernels
-#                       (where the time goes: gpt-layers-kernels.csv)
+#                       PyTorch's fp32 eager step (TF32 off), and the fp32
+#                       step's kernels (where the time goes): nsys's summary
+#                       where it is installed (gpt-layers-kernels.csv), else
+#                       scripts/gpu-kernprof.sh's (gpt-fp32-kernprof.*.txt)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1; the whole run stays within
 # the budget (default 560 s): a stage that would not fit is skipped and
 # reported. Logs go to $OUT (else .device/out): gpt-env.log, gpt-build.log,
@@ -133,7 +134,13 @@ if [ "$layers" = 1 ]; then
         head -16 "$outdir"/gpt-layers-kernels*.csv 2>/dev/null | cut -c1-200 | tee -a "$summary"
         rm -f "$outdir/gpt-fp32.sqlite"
     else
-        note "no nsys on this host: no kernel summary"
+        # No Nsight Systems (the H100 hosts): CUPTI through scripts/gpu-kernprof.sh,
+        # 200 steps of which the first 5 s (plan builds, tuning) are not counted.
+        stage "kernprof: gpt2/8 fp32, 200 steps" 120 "$layers_log" bash "$root/scripts/gpu-kernprof.sh" --skip 5 \
+            --top 20 --out "$outdir/gpt-fp32-kernprof" -- "$bin/train" --backend nvshmem --pes 1 --model gpt2 \
+            --dataset synthetic --batch-size 8 --max-steps 200 --precision fp32 --eval-every 0 --eval-batches 1 \
+            --sample-tokens 0 --no-progress
+        head -22 "$outdir"/gpt-fp32-kernprof.*.txt 2>/dev/null | cut -c1-200 | tee -a "$summary"
     fi
     grep -E -A6 -- '--- FAIL|^panic' "$layers_log" | head -30 >>"$summary"
     echo
