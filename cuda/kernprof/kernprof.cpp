@@ -46,7 +46,8 @@ struct Sum {
     uint64_t launches = 0;
 };
 
-std::mutex mu;
+std::mutex mu;        // the sums
+std::mutex write_mu;  // the table's file: the writer thread and the exit handler
 std::unordered_map<std::string, Sum> sums;
 uint64_t first_start = 0;  // the first record's start (0: none yet)
 uint64_t lo = UINT64_MAX, hi = 0, busy = 0;
@@ -103,6 +104,7 @@ void write_table() {
         total = busy;
     }
     std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.second.ns > b.second.ns; });
+    std::lock_guard<std::mutex> w(write_mu);
     std::string tmp = out_path + ".tmp";
     FILE *f = fopen(tmp.c_str(), "w");
     if (!f) return;
