@@ -97,14 +97,16 @@ func filled(en compute.Engine, seed uint64, scale, shift float64, shape ...int) 
 
 // The layer norm's kernels do the CPU engine's float32 operations in its
 // order (sum8's lanes, the tails, dw and db in row order): the same bits,
-// eager and replayed, for widths below, at and past a multiple of eight.
+// eager and replayed, for widths below, at and past a multiple of eight,
+// and for rows that fill the dw/db kernel's tiles of 256 rows once, several
+// times and with a part left over.
 func TestLayerNormMatchesCPUGPU(t *testing.T) { testLayerNormMatchesCPU(t, gpuEngine(t)) }
 func TestLayerNormMatchesCPUEmulated(t *testing.T) {
 	testLayerNormMatchesCPU(t, cudatest.NewEmulated(cuda.Options{}))
 }
 
 func testLayerNormMatchesCPU(t *testing.T, e *cuda.Engine) {
-	for _, sh := range [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {130, 128}, {5, 771}} {
+	for _, sh := range [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {130, 128}, {5, 771}, {256, 16}, {600, 19}, {1030, 72}} {
 		rows, c := sh[0], sh[1]
 		for _, add := range []bool{false, true} {
 			sameBitsAsCPU(t, e, fmt.Sprintf("LayerNorm %dx%d, addDX %v", rows, c, add), func(en compute.Engine) (func(), []compute.Tensor) {
