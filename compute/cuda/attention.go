@@ -51,6 +51,7 @@ func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan
 	} else {
 		p.loop = attnLoop{n: H, batch: s.B, qkv: hs, out: hs, att: T * T, qkvStride: T * 3 * C, outStride: T * C, attStride: H * T * T}
 	}
+	p.gemms = newCausalGemms(e, T, hs, p.loop.batch)
 	return p, nil
 }
 
@@ -68,9 +69,9 @@ type attnLoop struct {
 // head as the CPU engine's: S = Q·Kᵀ/√hs by strided-batched SGEMM, reading
 // Q and K straight out of qkv with a leading dimension of 3C; P = causal
 // softmax of S in place (sdc_softmax_causal, the CPU engine's bits for the
-// same S); out = P·V. The products are cuBLAS's (fp32, no TF32): the whole
-// T×T scores, the causal zeros of P making the upper triangle's products
-// vanish. A plan allocates nothing per call and can be captured.
+// same S); out = P·V. The products are cuBLAS's (fp32, no TF32), by
+// blocks that skip the squares' upper triangles (causalGemms). A plan
+// allocates nothing per call and can be captured.
 type attentionPlan struct {
 	e     *Engine
 	s     compute.AttentionSpec
@@ -78,6 +79,7 @@ type attentionPlan struct {
 	scale float32
 	att   *Tensor // (B,Heads,T,T): the last Forward's probabilities, zero above the diagonal
 	loop  attnLoop
+	gemms causalGemms
 }
 
 // check returns the (B,T,3C) and (B,T,C) tensors of a call.
@@ -102,20 +104,18 @@ func at(base uintptr, off int) uintptr { return base + 4*uintptr(off) }
 func (p *attentionPlan) Forward(out, qkv compute.Tensor) {
 	const op = "attention Forward"
 	qd, od := p.check(op, qkv, out)
-	e, l := p.e, p.loop
-	T, C, hs := p.s.T, p.s.C, p.hs
+	e, l, g := p.e, p.loop, p.gemms
+	T, C := p.s.T, p.s.C
 	for u := 0; u < l.n; u++ {
 		q, a := at(qd.ptr, u*l.qkv), at(p.att.ptr, u*l.att)
 		// S (T,T) = scale · Q · Kᵀ, each head's
-		e.fail(op, e.dev.GemmBatched(false, true, T, T, hs, p.scale, q, 3*C, l.qkvStride, at(q, C), 3*C, l.qkvStride,
-			0, a, T, l.attStride, l.batch))
+		g.rowsABt(op, p.scale, q, 3*C, l.qkvStride, at(q, C), 3*C, l.qkvStride, a, l.attStride)
 	}
 	e.fail(op, e.dev.SoftmaxCausal(p.att.ptr, p.s.B*p.s.Heads, T))
 	for u := 0; u < l.n; u++ {
 		v, a := at(qd.ptr, u*l.qkv+2*C), at(p.att.ptr, u*l.att)
 		// out (T,hs) = P · V
-		e.fail(op, e.dev.GemmBatched(false, false, T, hs, T, 1, a, T, l.attStride, v, 3*C, l.qkvStride,
-			0, at(od.ptr, u*l.out), C, l.outStride, l.batch))
+		g.rowsPB(op, 1, a, l.attStride, v, 3*C, l.qkvStride, at(od.ptr, u*l.out), C, l.outStride)
 	}
 }
 
@@ -131,27 +131,23 @@ func (p *attentionPlan) Backward(dqkv, dout, qkv compute.Tensor) {
 	if overlap(dqd, qd) {
 		compute.PanicShapes("cuda", op, "dqkv overlaps qkv", dqd.shape, qd.shape)
 	}
-	e, l := p.e, p.loop
-	T, C, hs := p.s.T, p.s.C, p.hs
+	e, l, gm := p.e, p.loop, p.gemms
+	T, C := p.s.T, p.s.C
 	g := e.attnGrad.ptr
 	for u := 0; u < l.n; u++ {
 		v, dv := at(qd.ptr, u*l.qkv+2*C), at(dqd.ptr, u*l.qkv+2*C)
 		do, a, ga := at(dod.ptr, u*l.out), at(p.att.ptr, u*l.att), at(g, u*l.att)
 		// dP (T,T) = dO · Vᵀ
-		e.fail(op, e.dev.GemmBatched(false, true, T, T, hs, 1, do, C, l.outStride, v, 3*C, l.qkvStride,
-			0, ga, T, l.attStride, l.batch))
+		gm.rowsABt(op, 1, do, C, l.outStride, v, 3*C, l.qkvStride, ga, l.attStride)
 		// dV (T,hs) = Pᵀ · dO
-		e.fail(op, e.dev.GemmBatched(true, false, T, hs, T, 1, a, T, l.attStride, do, C, l.outStride,
-			0, dv, 3*C, l.qkvStride, l.batch))
+		gm.colsPtB(op, 1, a, l.attStride, do, C, l.outStride, 0, dv, 3*C, l.qkvStride)
 	}
 	e.fail(op, e.dev.SoftmaxCausalBackward(g, p.att.ptr, p.s.B*p.s.Heads, T))
 	for u := 0; u < l.n; u++ {
 		q, dq, ga := at(qd.ptr, u*l.qkv), at(dqd.ptr, u*l.qkv), at(g, u*l.att)
 		// dQ (T,hs) = scale · dS · K
-		e.fail(op, e.dev.GemmBatched(false, false, T, hs, T, p.scale, ga, T, l.attStride, at(q, C), 3*C, l.qkvStride,
-			0, dq, 3*C, l.qkvStride, l.batch))
+		gm.rowsPB(op, p.scale, ga, l.attStride, at(q, C), 3*C, l.qkvStride, dq, 3*C, l.qkvStride)
 		// dK (T,hs) = scale · dSᵀ · Q
-		e.fail(op, e.dev.GemmBatched(true, false, T, hs, T, p.scale, ga, T, l.attStride, q, 3*C, l.qkvStride,
-			0, at(dq, C), 3*C, l.qkvStride, l.batch))
+		gm.colsPtB(op, p.scale, ga, l.attStride, q, 3*C, l.qkvStride, 0, at(dq, C), 3*C, l.qkvStride)
 	}
 }

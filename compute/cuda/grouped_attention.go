@@ -58,6 +58,7 @@ func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute
 		}
 		p.batch, p.qStride, p.kvStride, p.attStride = B, T*qw, T*kw, H*T*T
 	}
+	p.gemms = newCausalGemms(e, T, hs, p.batch)
 	return p, nil
 }
 
@@ -80,7 +81,8 @@ type groupedCall struct {
 // Backward sums a key/value head's gradients over its group's query heads
 // in order of the member, beta 0 for the first and 1 after: the same order
 // on every run, so the same bits. The products are cuBLAS's (fp32, no
-// TF32). A plan allocates nothing per call and can be captured.
+// TF32), by blocks that skip the squares' upper triangles (causalGemms).
+// A plan allocates nothing per call and can be captured.
 type groupedPlan struct {
 	e     *Engine
 	s     compute.GroupedAttentionSpec
@@ -89,6 +91,7 @@ type groupedPlan struct {
 	calls []groupedCall
 	// every call's batch products lie these strides apart
 	batch, qStride, kvStride, attStride int
+	gemms                               causalGemms
 }
 
 // lastDim is t's last dimension.
@@ -124,19 +127,17 @@ func (e *Engine) groupedTensors(op string, s compute.GroupedAttentionSpec, dt co
 func (p *groupedPlan) Forward(out, q, k, v compute.Tensor) {
 	const op = "grouped attention Forward"
 	qd, od, kd, vd := p.check(op, q, out, k, v)
-	e := p.e
+	e, g := p.e, p.gemms
 	T, hs := p.s.T, p.s.HeadSize
 	ldq, ldkv := p.s.Heads*hs, p.s.KVHeads*hs
 	for _, c := range p.calls {
 		// S (T,T) = scale · Q · Kᵀ
-		e.fail(op, e.dev.GemmBatched(false, true, T, T, hs, p.scale, at(qd.ptr, c.q), ldq, p.qStride,
-			at(kd.ptr, c.kv), ldkv, p.kvStride, 0, at(p.att.ptr, c.att), T, p.attStride, p.batch))
+		g.rowsABt(op, p.scale, at(qd.ptr, c.q), ldq, p.qStride, at(kd.ptr, c.kv), ldkv, p.kvStride, at(p.att.ptr, c.att), p.attStride)
 	}
 	e.fail(op, e.dev.SoftmaxCausal(p.att.ptr, p.s.B*p.s.Heads, T))
 	for _, c := range p.calls {
 		// out (T,hs) = P · V
-		e.fail(op, e.dev.GemmBatched(false, false, T, hs, T, 1, at(p.att.ptr, c.att), T, p.attStride,
-			at(vd.ptr, c.kv), ldkv, p.kvStride, 0, at(od.ptr, c.q), ldq, p.qStride, p.batch))
+		g.rowsPB(op, 1, at(p.att.ptr, c.att), p.attStride, at(vd.ptr, c.kv), ldkv, p.kvStride, at(od.ptr, c.q), ldq, p.qStride)
 	}
 }
 
@@ -154,7 +155,7 @@ func (p *groupedPlan) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
 			compute.PanicShapes("cuda", op, "a gradient overlaps q, k or v", dqd.shape, dkd.shape, dvd.shape)
 		}
 	}
-	e := p.e
+	e, gm := p.e, p.gemms
 	T, hs := p.s.T, p.s.HeadSize
 	ldq, ldkv := p.s.Heads*hs, p.s.KVHeads*hs
 	g := e.attnGrad.ptr
@@ -165,11 +166,9 @@ func (p *groupedPlan) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
 		}
 		do, a, ga := at(dod.ptr, c.q), at(p.att.ptr, c.att), at(g, c.att)
 		// dP (T,T) = dO · Vᵀ
-		e.fail(op, e.dev.GemmBatched(false, true, T, T, hs, 1, do, ldq, p.qStride, at(vd.ptr, c.kv), ldkv, p.kvStride,
-			0, ga, T, p.attStride, p.batch))
+		gm.rowsABt(op, 1, do, ldq, p.qStride, at(vd.ptr, c.kv), ldkv, p.kvStride, ga, p.attStride)
 		// dV (T,hs) (+)= Pᵀ · dO
-		e.fail(op, e.dev.GemmBatched(true, false, T, hs, T, 1, a, T, p.attStride, do, ldq, p.qStride,
-			beta, at(dvd.ptr, c.kv), ldkv, p.kvStride, p.batch))
+		gm.colsPtB(op, 1, a, p.attStride, do, ldq, p.qStride, beta, at(dvd.ptr, c.kv), ldkv, p.kvStride)
 	}
 	e.fail(op, e.dev.SoftmaxCausalBackward(g, p.att.ptr, p.s.B*p.s.Heads, T))
 	for _, c := range p.calls {
@@ -179,10 +178,8 @@ func (p *groupedPlan) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
 		}
 		ga := at(g, c.att)
 		// dQ (T,hs) = scale · dS · K
-		e.fail(op, e.dev.GemmBatched(false, false, T, hs, T, p.scale, ga, T, p.attStride, at(kd.ptr, c.kv), ldkv, p.kvStride,
-			0, at(dqd.ptr, c.q), ldq, p.qStride, p.batch))
+		gm.rowsPB(op, p.scale, ga, p.attStride, at(kd.ptr, c.kv), ldkv, p.kvStride, at(dqd.ptr, c.q), ldq, p.qStride)
 		// dK (T,hs) (+)= scale · dSᵀ · Q
-		e.fail(op, e.dev.GemmBatched(true, false, T, hs, T, p.scale, ga, T, p.attStride, at(qd.ptr, c.q), ldq, p.qStride,
-			beta, at(dkd.ptr, c.kv), ldkv, p.kvStride, p.batch))
+		gm.colsPtB(op, p.scale, ga, p.attStride, at(qd.ptr, c.q), ldq, p.qStride, beta, at(dkd.ptr, c.kv), ldkv, p.kvStride)
 	}
 }
