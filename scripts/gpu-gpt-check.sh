@@ -44,7 +44,9 @@
 #                       PyTorch's fp32 eager step (TF32 off), and the fp32
 #                       step's kernels (where the time goes): nsys's summary
 #                       where it is installed (gpt-layers-kernels.csv), else
-#                       scripts/gpu-kernprof.sh's (gpt-fp32-kernprof.*.txt)
+#                       scripts/gpu-kernprof.sh's (gpt-fp32-kernprof.*.txt),
+#                       and PyTorch's fp32 step's through the same script
+#                       (gpt-fp32-torch-kernprof.*.txt; not with --no-torch)
 # Every command runs with NVSHMEM_DISABLE_NVLS=1; the whole run stays within
 # the budget (default 560 s): a stage that would not fit is skipped and
 # reported. Logs go to $OUT (else .device/out): gpt-env.log, gpt-build.log,
@@ -141,6 +143,14 @@ if [ "$layers" = 1 ]; then
             --dataset synthetic --batch-size 8 --max-steps 200 --precision fp32 --eval-every 0 --eval-batches 1 \
             --sample-tokens 0 --no-progress
         head -22 "$outdir"/gpt-fp32-kernprof.*.txt 2>/dev/null | cut -c1-200 | tee -a "$summary"
+    fi
+    if [ "$torch" = 1 ] && [ -n "$PY" ]; then
+        # PyTorch's fp32 eager step profiled the same way, to read beside ours
+        # (docs/GPU.md, "The fp32 per-layer step beside PyTorch's fp32 eager").
+        stage "kernprof: PyTorch gpt2/8 fp32, 150 steps" 150 "$layers_log" bash "$root/scripts/gpu-kernprof.sh" \
+            --skip 15 --top 20 --out "$outdir/gpt-fp32-torch-kernprof" -- "$PY" "$root/bench/torch_gpt_bench.py" \
+            --preset gpt2 --modes fp32 --batch 8 --warmup 10 --steps 150
+        head -22 "$outdir"/gpt-fp32-torch-kernprof.*.txt 2>/dev/null | cut -c1-200 | tee -a "$summary"
     fi
     grep -E -A6 -- '--- FAIL|^panic' "$layers_log" | head -30 >>"$summary"
     echo
