@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 19
+#define SDC_ABI_VERSION 20
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -627,6 +627,35 @@ int sdc_grouped_attention_backward_bf16_scratch_bytes(const sdc_ctx *c, sdc_attn
  */
 int sdc_grouped_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t NH,
                                          int64_t KVH, int64_t HS, sdc_flag *supported);
+
+/*
+ * The fp32 causal flash attention (compute.Attention and
+ * compute.GroupedAttention on fp32 tensors with a head size up to 64 where
+ * SYMDDP_ATTENTION_F32=flash; sd_compute_attention_f32.cu): the (T,T)
+ * scores never reach memory. One
+ * layout serves GPT-2's packed qkv and grouped-query attention: query head h
+ * of row r (= b*T + t) at q + r*ldq + h*HS, its key and value at
+ * k + r*ldkv + (h/(NH/KVH))*HS and v + r*ldkv + (h/(NH/KVH))*HS (packed
+ * qkv (B,T,3C): q = qkv, k = qkv + C, v = qkv + 2C, ldq = ldkv = 3C,
+ * KVH = NH); out (B,T,NH*HS); lse (B,NH,T), the natural-log logsumexp of
+ * each row of scores scaled by 1/sqrt(HS). SIMT fp32 (FMA, no TF32): the
+ * scores, the online softmax (exp2 of base-2 scaled scores) and the products
+ * by 64 x 64 tiles in shared memory, so the sums run in another order than
+ * the CPU engine's: its results agree to fp32 rounding, not bit for bit.
+ * 1 <= HS <= 64, NH a multiple of KVH, every index within an int64.
+ */
+int sdc_attention_f32(const sdc_ctx *c, uint64_t out, uint64_t lse, uint64_t q, uint64_t k, uint64_t v, int64_t ldq,
+                      int64_t ldkv, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS);
+/*
+ * Its backward from dout (B,T,NH*HS) and the forward's q, k, v, out and lse:
+ * dq, dk, dv (at q's, k's, v's offsets with their strides) WRITTEN, each
+ * element summed in an order fixed by the shapes (a key/value head's over
+ * its group's query heads in order), without atomics: the bits repeat.
+ * scratch: B*NH*T floats (each row's rowsum(dout * out)).
+ */
+int sdc_attention_backward_f32(const sdc_ctx *c, uint64_t dq, uint64_t dk, uint64_t dv, uint64_t dout, uint64_t q,
+                               uint64_t k, uint64_t v, uint64_t out, uint64_t lse, int64_t ldq, int64_t ldkv,
+                               int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS, uint64_t scratch);
 
 /* ---- a Llama block's operation groups (compute.RMSNorms, compute.SwiGLUs, compute.Rotary) ----
  * Each takes the dtype of its tensors: in fp32 the CPU engine's bits, in

@@ -39,6 +39,7 @@ func RunAttention(t *testing.T, e compute.Engine) {
 		r := rng(61)
 		qkv := tensorOf(e, randVals(r, s.B*s.T*3*s.C), s.B, s.T, 3*s.C)
 		out, dout, dqkv := e.Alloc(s.B, s.T, s.C), tensorOf(e, randVals(r, s.B*s.T*s.C), s.B, s.T, s.C), e.Alloc(s.B, s.T, 3*s.C)
+		p.Forward(out, qkv) // Backward reads what a Forward kept, and the map runs in any order
 		noAllocs(t, map[string]func(){
 			"Forward":  func() { p.Forward(out, qkv) },
 			"Backward": func() { p.Backward(dqkv, dout, qkv) },
@@ -160,6 +161,11 @@ func testAttention(t *testing.T, e compute.Engine, at compute.Attention) {
 		{B: 1, T: 70, C: 24, Heads: 3},  // more positions than a 64-row block
 		{B: 1, T: 130, C: 12, Heads: 2}, // three blocks, the last partial
 		{B: 3, T: 64, C: 32, Heads: 4},  // exactly one block
+
+		// head size 64, the largest of CUDA's flash kernel (64-row tiles), and past it
+		{B: 1, T: 64, C: 64, Heads: 1},   // one full tile
+		{B: 2, T: 130, C: 128, Heads: 2}, // three tiles, the last partial
+		{B: 1, T: 5, C: 130, Heads: 2},   // head size 65
 	}
 	for _, s := range specs {
 		p, err := at.CausalAttention(s)

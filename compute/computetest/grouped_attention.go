@@ -49,6 +49,7 @@ func RunGroupedAttention(t *testing.T, e compute.Engine) {
 		q, dout := tensorOf(e, randVals(r, s.B*s.T*qw), s.B, s.T, qw), tensorOf(e, randVals(r, s.B*s.T*qw), s.B, s.T, qw)
 		k, v := tensorOf(e, randVals(r, s.B*s.T*kw), s.B, s.T, kw), tensorOf(e, randVals(r, s.B*s.T*kw), s.B, s.T, kw)
 		out, dq, dk, dv := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, kw), e.Alloc(s.B, s.T, kw)
+		p.Forward(out, q, k, v) // Backward reads what a Forward kept, and the map runs in any order
 		noAllocs(t, map[string]func(){
 			"Forward":  func() { p.Forward(out, q, k, v) },
 			"Backward": func() { p.Backward(dq, dk, dv, dout, q, k, v) },
@@ -159,6 +160,10 @@ func testGrouped(t *testing.T, e compute.Engine, ga compute.GroupedAttention) {
 		{B: 1, T: 70, Heads: 6, KVHeads: 2, HeadSize: 4},  // more positions than a 64-row block
 		{B: 1, T: 130, Heads: 4, KVHeads: 2, HeadSize: 6}, // three blocks, the last partial
 		{B: 3, T: 64, Heads: 8, KVHeads: 2, HeadSize: 4},  // exactly one block, groups of four
+
+		// head size 64, the largest of CUDA's flash kernel (64-row tiles), and past it
+		{B: 1, T: 70, Heads: 4, KVHeads: 2, HeadSize: 64}, // two tiles, the last partial
+		{B: 1, T: 5, Heads: 2, KVHeads: 1, HeadSize: 65},
 	}
 	for _, s := range specs {
 		p, err := ga.GroupedCausalAttention(s)

@@ -9,13 +9,16 @@ import (
 
 var _ compute.Attention = (*Engine)(nil)
 
-// CausalAttention returns the plan of attention over s (in fp32; a bf16
-// spec's is attention_bf16.go's): it allocates the
-// probabilities (B,Heads,T,T), which Backward reads, and makes sure the
-// engine's scratch for the gradient at them (shared by the plans, which run
-// one after the other on the stream) has that size. It fails when a
-// dimension is below 1, C is not a multiple of Heads, or a size does not
-// fit cuBLAS's int.
+// CausalAttention returns the plan of attention over s (a bf16 spec's is
+// attention_bf16.go's). In fp32 it is the GEMM plan (attentionPlan),
+// which allocates the probabilities (B,Heads,T,T) that Backward reads, or
+// with SYMDDP_ATTENTION_F32=flash at a head size up to 64 the fused kernel
+// (flashAttention, attention_f32.go: each row's log-sum-exp (B,Heads,T) in
+// memory, the probabilities never). Either makes sure the engine's scratch
+// for the backward (shared by the plans, which run one after the other on
+// the stream) has its size. It fails when a dimension is below 1, C is not
+// a multiple of Heads, a size does not fit cuBLAS's int or the memory, or
+// SYMDDP_ATTENTION_F32 is neither gemm nor flash.
 func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan, error) {
 	switch s.DType {
 	case compute.BF16:
@@ -32,6 +35,11 @@ func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan
 		return nil, fmt.Errorf("cuda: causal attention %+v: sizes past cuBLAS's int or the memory's", s)
 	}
 	hs := s.C / s.Heads
+	if flash, err := flashF32Taken(hs); err != nil {
+		return nil, err
+	} else if flash {
+		return &flashAttention{flashF32: e.newFlashF32(s.B, s.T, s.Heads, s.Heads, hs), s: s}, nil
+	}
 	n := s.B * s.Heads * s.T * s.T
 	p := &attentionPlan{
 		e:     e,
@@ -65,9 +73,10 @@ type attnLoop struct {
 	qkvStride, outStride, attStride int
 }
 
-// attentionPlan is causal self-attention for one shape, per sequence and
-// head as the CPU engine's: S = Q·Kᵀ/√hs by strided-batched SGEMM, reading
-// Q and K straight out of qkv with a leading dimension of 3C; P = causal
+// attentionPlan is causal self-attention for one shape (flashAttention
+// takes head sizes up to 64 with SYMDDP_ATTENTION_F32=flash), per sequence
+// and head as the CPU engine's: S = Q·Kᵀ/√hs by strided-batched SGEMM,
+// reading Q and K straight out of qkv with a leading dimension of 3C; P = causal
 // softmax of S in place (sdc_softmax_causal, the CPU engine's bits for the
 // same S); out = P·V. The products are cuBLAS's (fp32, no TF32), by
 // blocks that skip the squares' upper triangles (causalGemms). A plan
@@ -82,10 +91,10 @@ type attentionPlan struct {
 	gemms causalGemms
 }
 
-// check returns the (B,T,3C) and (B,T,C) tensors of a call.
-func (p *attentionPlan) check(op string, wide, narrow compute.Tensor) (wd, nd *Tensor) {
-	s := p.s
-	wd, nd = p.e.tensorOf(op, wide), p.e.tensorOf(op, narrow)
+// packedTensors is an fp32 attention plan of s's check of a call's
+// tensors: qkv (or dqkv) (B,T,3C) and out (or dout) (B,T,C), apart.
+func (e *Engine) packedTensors(op string, s compute.AttentionSpec, wide, narrow compute.Tensor) (wd, nd *Tensor) {
+	wd, nd = e.tensorOf(op, wide), e.tensorOf(op, narrow)
 	ws, ns := wd.shape, nd.shape
 	if wd.size != s.B*s.T*3*s.C || ws[len(ws)-1] != 3*s.C || nd.size != s.B*s.T*s.C || ns[len(ns)-1] != s.C {
 		compute.PanicShapes("cuda", op, fmt.Sprintf("want (B,T,3C) and (B,T,C) for B=%d T=%d C=%d", s.B, s.T, s.C), ws, ns)
@@ -103,7 +112,7 @@ func at(base uintptr, off int) uintptr { return base + 4*uintptr(off) }
 // probabilities for Backward.
 func (p *attentionPlan) Forward(out, qkv compute.Tensor) {
 	const op = "attention Forward"
-	qd, od := p.check(op, qkv, out)
+	qd, od := p.e.packedTensors(op, p.s, qkv, out)
 	e, l, g := p.e, p.loop, p.gemms
 	T, C := p.s.T, p.s.C
 	for u := 0; u < l.n; u++ {
@@ -126,8 +135,8 @@ func (p *attentionPlan) Forward(out, qkv compute.Tensor) {
 // Every part of dqkv is written (beta 0).
 func (p *attentionPlan) Backward(dqkv, dout, qkv compute.Tensor) {
 	const op = "attention Backward"
-	dqd, dod := p.check(op, dqkv, dout)
-	qd, _ := p.check(op, qkv, dout)
+	dqd, dod := p.e.packedTensors(op, p.s, dqkv, dout)
+	qd, _ := p.e.packedTensors(op, p.s, qkv, dout)
 	if overlap(dqd, qd) {
 		compute.PanicShapes("cuda", op, "dqkv overlaps qkv", dqd.shape, qd.shape)
 	}

@@ -10,11 +10,14 @@ import (
 var _ compute.GroupedAttention = (*Engine)(nil)
 
 // GroupedCausalAttention returns the plan of grouped-query attention over
-// s (DType BF16: flash attention, grouped_attention_bf16.go): it allocates the probabilities (B,Heads,T,T), which Backward reads,
-// and makes sure the engine's scratch for the gradient at them (shared
+// s (DType BF16: flash attention, grouped_attention_bf16.go). In fp32 it
+// is the GEMM plan (groupedPlan), which allocates the probabilities
+// (B,Heads,T,T) that Backward reads, or with SYMDDP_ATTENTION_F32=flash at
+// a head size up to 64 the fused kernel (flashGrouped, attention_f32.go:
+// each row's log-sum-exp (B,Heads,T) in memory, the probabilities never). Either makes sure the engine's scratch for the backward (shared
 // with the multi-head plans: they run one after the other on the stream)
-// has that size. It fails when a dimension is below 1, Heads is not a
-// multiple of KVHeads, or a size does not fit cuBLAS's int.
+// has its size. It fails when a dimension is below 1, Heads is not a
+// multiple of KVHeads, or a size does not fit cuBLAS's int or the memory.
 func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
 	if err := s.Check(); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
@@ -27,6 +30,11 @@ func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute
 		return nil, fmt.Errorf("cuda: grouped causal attention %+v: sizes past cuBLAS's int or the memory's", s)
 	}
 	B, T, H, KV, hs := s.B, s.T, s.Heads, s.KVHeads, s.HeadSize
+	if flash, err := flashF32Taken(hs); err != nil {
+		return nil, err
+	} else if flash {
+		return &flashGrouped{flashF32: e.newFlashF32(B, T, H, KV, hs), s: s}, nil
+	}
 	g, qw, kw := s.Group(), H*hs, KV*hs
 	n := B * H * T * T
 	p := &groupedPlan{
@@ -72,8 +80,9 @@ type groupedCall struct {
 	first      bool
 }
 
-// groupedPlan is grouped-query attention for one shape, per query head as
-// the multi-head plan's (attentionPlan): S = Q·Kᵀ/√hs by strided-batched
+// groupedPlan is grouped-query attention for one shape (flashGrouped
+// takes head sizes up to 64 with SYMDDP_ATTENTION_F32=flash), per query
+// head as the multi-head plan's (attentionPlan): S = Q·Kᵀ/√hs by strided-batched
 // SGEMM reading Q out of q (leading dimension Heads·hs) and K out of k
 // (KVHeads·hs) where they are, every query head of a group reading its
 // key/value head's memory (no copy); P = causal softmax of S in place

@@ -103,11 +103,13 @@ func testRotaryMatchesCPU(t *testing.T, e *cuda.Engine) {
 	}
 }
 
-// Grouped attention's products are cuBLAS's, not the CPU BLAS's, so its
+// Grouped attention's sums are the flash kernel's (head sizes up to 64) or
+// cuBLAS's products (the GEMM plan past them), not the CPU engine's, so its
 // bits are its own, but they are the same on every run: eagerly twice and
-// replayed from a graph, with both layouts of the plan's batches (per
-// sequence and group member when B <= KVHeads, per query head otherwise)
-// and a key/value head's gradients summed over its group.
+// replayed from a graph, with the flash kernel and both layouts of the GEMM
+// plan's batches (per sequence and group member when B <= KVHeads, per
+// query head otherwise) and a key/value head's gradients summed over its
+// group.
 func TestGroupedAttentionRepeatsGPU(t *testing.T) { testGroupedAttentionRepeats(t, gpuEngine(t)) }
 func TestGroupedAttentionRepeatsEmulated(t *testing.T) {
 	testGroupedAttentionRepeats(t, cudatest.NewEmulated(cuda.Options{}))
@@ -117,6 +119,8 @@ func testGroupedAttentionRepeats(t *testing.T, e *cuda.Engine) {
 	for _, s := range []compute.GroupedAttentionSpec{
 		{B: 2, T: 70, Heads: 6, KVHeads: 2, HeadSize: 8},
 		{B: 3, T: 33, Heads: 4, KVHeads: 1, HeadSize: 16},
+		{B: 2, T: 20, Heads: 4, KVHeads: 2, HeadSize: 72},
+		{B: 3, T: 9, Heads: 4, KVHeads: 1, HeadSize: 65},
 	} {
 		qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
 		var want [][]float32

@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 19
+	ComputeABIVersion = 20
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -139,6 +139,10 @@ type Device interface {
 	GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (int, error)
 	// GroupedAttentionBF16Supported: sdc_grouped_attention_bf16_supported.
 	GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (bool, error)
+	// AttentionF32: sdc_attention_f32.
+	AttentionF32(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, ldq int, ldkv int, b int, t int, nh int, kvh int, hs int) error
+	// AttentionBackwardF32: sdc_attention_backward_f32.
+	AttentionBackwardF32(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, ldq int, ldkv int, b int, t int, nh int, kvh int, hs int, scratch uintptr) error
 	// RMSNorm: sdc_rms_norm.
 	RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) error
 	// RMSNormBackward: sdc_rms_norm_backward.
@@ -444,6 +448,16 @@ func (UnemulatedDevice) GroupedAttentionBackwardBF16ScratchBytes(impl AttentionI
 // GroupedAttentionBF16Supported fails: sdc_grouped_attention_bf16_supported is not emulated.
 func (UnemulatedDevice) GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (bool, error) {
 	return *new(bool), notEmulated("sdc_grouped_attention_bf16_supported")
+}
+
+// AttentionF32 fails: sdc_attention_f32 is not emulated.
+func (UnemulatedDevice) AttentionF32(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, ldq int, ldkv int, b int, t int, nh int, kvh int, hs int) error {
+	return notEmulated("sdc_attention_f32")
+}
+
+// AttentionBackwardF32 fails: sdc_attention_backward_f32 is not emulated.
+func (UnemulatedDevice) AttentionBackwardF32(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, ldq int, ldkv int, b int, t int, nh int, kvh int, hs int, scratch uintptr) error {
+	return notEmulated("sdc_attention_backward_f32")
 }
 
 // RMSNorm fails: sdc_rms_norm is not emulated.

@@ -73,6 +73,8 @@ enum {
 	SDCI_sdc_grouped_attention_backward_bf16,
 	SDCI_sdc_grouped_attention_backward_bf16_scratch_bytes,
 	SDCI_sdc_grouped_attention_bf16_supported,
+	SDCI_sdc_attention_f32,
+	SDCI_sdc_attention_backward_f32,
 	SDCI_sdc_rms_norm,
 	SDCI_sdc_rms_norm_backward,
 	SDCI_sdc_swiglu,
@@ -154,6 +156,8 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_grouped_attention_backward_bf16",
 	"sdc_grouped_attention_backward_bf16_scratch_bytes",
 	"sdc_grouped_attention_bf16_supported",
+	"sdc_attention_f32",
+	"sdc_attention_backward_f32",
 	"sdc_rms_norm",
 	"sdc_rms_norm_backward",
 	"sdc_swiglu",
@@ -276,6 +280,8 @@ static inline int cw_sdc_grouped_attention_bf16(SDCW, sdc_attn impl, uint64_t ou
 static inline int cw_sdc_grouped_attention_backward_bf16(SDCW, sdc_attn impl, uint64_t dq, uint64_t dk, uint64_t dv, uint64_t dout, uint64_t q, uint64_t k, uint64_t v, uint64_t out, uint64_t lse, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS, uint64_t scratch) { SDCR(SDCF(sdc_grouped_attention_backward_bf16, t)(&x->ctx, impl, dq, dk, dv, dout, q, k, v, out, lse, B, T, NH, KVH, HS, scratch)); }
 static inline int cw_sdc_grouped_attention_backward_bf16_scratch_bytes(SDCW, sdc_attn impl, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS) { SDCR(SDCF(sdc_grouped_attention_backward_bf16_scratch_bytes, t)(&x->ctx, impl, B, T, NH, KVH, HS, &x->out_int64_t[0])); }
 static inline int cw_sdc_grouped_attention_bf16_supported(SDCW, sdc_attn impl, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS) { SDCR(SDCF(sdc_grouped_attention_bf16_supported, t)(&x->ctx, impl, B, T, NH, KVH, HS, &x->out_sdc_flag[0])); }
+static inline int cw_sdc_attention_f32(SDCW, uint64_t out, uint64_t lse, uint64_t q, uint64_t k, uint64_t v, int64_t ldq, int64_t ldkv, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS) { SDCR(SDCF(sdc_attention_f32, t)(&x->ctx, out, lse, q, k, v, ldq, ldkv, B, T, NH, KVH, HS)); }
+static inline int cw_sdc_attention_backward_f32(SDCW, uint64_t dq, uint64_t dk, uint64_t dv, uint64_t dout, uint64_t q, uint64_t k, uint64_t v, uint64_t out, uint64_t lse, int64_t ldq, int64_t ldkv, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS, uint64_t scratch) { SDCR(SDCF(sdc_attention_backward_f32, t)(&x->ctx, dq, dk, dv, dout, q, k, v, out, lse, ldq, ldkv, B, T, NH, KVH, HS, scratch)); }
 static inline int cw_sdc_rms_norm(SDCW, sdc_dtype dtype, uint64_t y, uint64_t rstd, uint64_t x_, uint64_t w, int64_t rows, int64_t cols, float eps) { SDCR(SDCF(sdc_rms_norm, t)(&x->ctx, dtype, y, rstd, x_, w, rows, cols, eps)); }
 static inline int cw_sdc_rms_norm_backward(SDCW, sdc_dtype dtype, uint64_t dx, uint64_t dw, uint64_t dy, uint64_t x_, uint64_t w, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx) { SDCR(SDCF(sdc_rms_norm_backward, t)(&x->ctx, dtype, dx, dw, dy, x_, w, rstd, rows, cols, add_dx)); }
 static inline int cw_sdc_swiglu(SDCW, sdc_dtype dtype, uint64_t y, uint64_t a, uint64_t b, int64_t n) { SDCR(SDCF(sdc_swiglu, t)(&x->ctx, dtype, y, a, b, n)); }

@@ -573,6 +573,37 @@ func (c *Context) GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int
 	return c.x.out_sdc_flag[0] != 0, err
 }
 
+// AttentionF32 calls sdc_attention_f32 (cuda/symddp_compute.h).
+//
+//	The fp32 causal flash attention (compute.Attention and
+//	compute.GroupedAttention on fp32 tensors with a head size up to 64 where
+//	SYMDDP_ATTENTION_F32=flash; sd_compute_attention_f32.cu): the (T,T)
+//	scores never reach memory. One
+//	layout serves GPT-2's packed qkv and grouped-query attention: query head h
+//	of row r (= b*T + t) at q + r*ldq + h*HS, its key and value at
+//	k + r*ldkv + (h/(NH/KVH))*HS and v + r*ldkv + (h/(NH/KVH))*HS (packed
+//	qkv (B,T,3C): q = qkv, k = qkv + C, v = qkv + 2C, ldq = ldkv = 3C,
+//	KVH = NH); out (B,T,NH*HS); lse (B,NH,T), the natural-log logsumexp of
+//	each row of scores scaled by 1/sqrt(HS). SIMT fp32 (FMA, no TF32): the
+//	scores, the online softmax (exp2 of base-2 scaled scores) and the products
+//	by 64 x 64 tiles in shared memory, so the sums run in another order than
+//	the CPU engine's: its results agree to fp32 rounding, not bit for bit.
+//	1 <= HS <= 64, NH a multiple of KVH, every index within an int64.
+func (c *Context) AttentionF32(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, ldq int, ldkv int, b int, t int, nh int, kvh int, hs int) error {
+	return c.check("sdc_attention_f32", C.cw_sdc_attention_f32(c.cp.t, c.x, C.uint64_t(out), C.uint64_t(lse), C.uint64_t(q), C.uint64_t(k), C.uint64_t(v), C.int64_t(ldq), C.int64_t(ldkv), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs)))
+}
+
+// AttentionBackwardF32 calls sdc_attention_backward_f32 (cuda/symddp_compute.h).
+//
+//	Its backward from dout (B,T,NH*HS) and the forward's q, k, v, out and lse:
+//	dq, dk, dv (at q's, k's, v's offsets with their strides) WRITTEN, each
+//	element summed in an order fixed by the shapes (a key/value head's over
+//	its group's query heads in order), without atomics: the bits repeat.
+//	scratch: B*NH*T floats (each row's rowsum(dout * out)).
+func (c *Context) AttentionBackwardF32(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, ldq int, ldkv int, b int, t int, nh int, kvh int, hs int, scratch uintptr) error {
+	return c.check("sdc_attention_backward_f32", C.cw_sdc_attention_backward_f32(c.cp.t, c.x, C.uint64_t(dq), C.uint64_t(dk), C.uint64_t(dv), C.uint64_t(dout), C.uint64_t(q), C.uint64_t(k), C.uint64_t(v), C.uint64_t(out), C.uint64_t(lse), C.int64_t(ldq), C.int64_t(ldkv), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs), C.uint64_t(scratch)))
+}
+
 // RMSNorm calls sdc_rms_norm (cuda/symddp_compute.h).
 //
 //	RMS normalisation over rows (x, y: rows x cols of dtype; w: cols of dtype;

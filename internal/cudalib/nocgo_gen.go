@@ -675,6 +675,18 @@ func (c *Context) GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int
 	return
 }
 
+// AttentionF32 fails: the library needs cgo.
+func (c *Context) AttentionF32(out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, ldq int, ldkv int, b int, t int, nh int, kvh int, hs int) (err error) {
+	err = errNoCgo
+	return
+}
+
+// AttentionBackwardF32 fails: the library needs cgo.
+func (c *Context) AttentionBackwardF32(dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, ldq int, ldkv int, b int, t int, nh int, kvh int, hs int, scratch uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
 // RMSNorm fails: the library needs cgo.
 func (c *Context) RMSNorm(dtype DType, y uintptr, rstd uintptr, x uintptr, w uintptr, rows int, cols int, eps float32) (err error) {
 	err = errNoCgo

@@ -18,7 +18,9 @@ import (
 // once. The backward rounds P and dS to bf16 before their products, as the
 // kernels do (gptcheck's bf16 emulation, check_attention.cu); the forward's
 // softmax is exact (the kernels' online softmax over tiles with a bf16 P is
-// not emulated).
+// not emulated). The fp32 flash attention (attention.go) runs the same
+// loops on fp32 elements, P and dS unrounded, each result rounded to
+// float32 once where stored.
 // The implementations (cudalib.AttentionImpl) compute the same here; the
 // emulated device is a library built without cuDNN, so AttentionAuto runs
 // the mma kernels where they apply, else the wmma ones, and AttentionCUDNN
@@ -200,37 +202,55 @@ func (d *Device) AttentionBF16Supported(impl cudalib.AttentionImpl, b, t, c, nh 
 // attIO is where attention's operands lie, as the kernels' sdc_att_io
 // (cuda/sd_compute_attention.cuh): query head h of row r at q + r·ldq + h·hs, its key
 // and value at k + r·ldkv + (h/grp)·hs and v likewise; the gradients at
-// the same offsets of dq, dk, dv. GPT-2's packed qkv is packedIO.
+// the same offsets of dq, dk, dv; every operand but lse of element type dt.
+// GPT-2's packed qkv in bf16 is packedIO.
 type attIO struct {
+	dt                  cudalib.DType
 	q, k, v, dq, dk, dv uintptr
 	ldq, ldkv, nh, grp  int
 }
 
-// packedIO is GPT-2's qkv (B,T,3C) (and dqkv) as an attIO.
+// packedIO is GPT-2's bf16 qkv (B,T,3C) (and dqkv) as an attIO.
 func packedIO(qkv, dqkv uintptr, c, nh int) attIO {
-	io := attIO{q: qkv, k: qkv + uintptr(2*c), v: qkv + uintptr(4*c), ldq: 3 * c, ldkv: 3 * c, nh: nh, grp: 1}
+	io := attIO{dt: cudalib.BFloat16, q: qkv, k: qkv + uintptr(2*c), v: qkv + uintptr(4*c), ldq: 3 * c, ldkv: 3 * c, nh: nh, grp: 1}
 	if dqkv != 0 {
 		io.dq, io.dk, io.dv = dqkv, dqkv+uintptr(2*c), dqkv+uintptr(4*c)
 	}
 	return io
 }
 
-// rows is n rows of width elements ld apart at p (bf16): the span they
-// cover, as float64s, indexed as the device memory from p.
-func (d *Device) rows(p uintptr, n, ld, width int) []float64 {
-	return d.loadBF16(p, (n-1)*ld+width)
+// room is n zeroed float64s of the device's room for the attention's
+// copies, reused from call to call: the fp32 attention plans allocate
+// nothing per call (computetest's NoAllocs), nor may their emulation after
+// the first. take carves it.
+func (d *Device) room(n int) []float64 {
+	if cap(d.attRoom) < n {
+		d.attRoom = make([]float64, n)
+	}
+	r := d.attRoom[:n]
+	clear(r)
+	return r
+}
+
+// take is the first n of *room, which moves past them.
+func take(room *[]float64, n int) []float64 {
+	s := (*room)[:n:n]
+	*room = (*room)[n:]
+	return s
 }
 
 // attentionFwd: gptcheck's attention_fwd_ref (check_attention.cu: exact
 // softmax in float64 of the scores scaled by 1/sqrt(hs)); out rounded to
-// bf16, lse to float32. Query head h reads key/value head h/grp.
+// its type, lse to float32. Query head h reads key/value head h/grp.
 func (d *Device) attentionFwd(out, lse uintptr, io attIO, b, t, hs int) {
 	nh, c := io.nh, io.nh*hs
 	kw := nh / io.grp * hs
 	scale := 1 / math.Sqrt(float64(hs))
-	Q, K, V := d.rows(io.q, b*t, io.ldq, c), d.rows(io.k, b*t, io.ldkv, kw), d.rows(io.v, b*t, io.ldkv, kw)
-	O, L := d.bf16At(out, b*t*c), d.f32At(lse, b*nh*t)
-	p, o := make([]float64, t), make([]float64, hs)
+	// Q, K and V span their rows, indexed as the device memory from q, k, v
+	nq, nk := extent(b*t, c, io.ldq), extent(b*t, kw, io.ldkv)
+	room := d.room(nq + 2*nk + b*t*c + t)
+	Q, K, V := d.loadInto(io.dt, io.q, take(&room, nq)), d.loadInto(io.dt, io.k, take(&room, nk)), d.loadInto(io.dt, io.v, take(&room, nk))
+	O, p, L := take(&room, b*t*c), take(&room, t), d.f32At(lse, b*nh*t)
 	for bb := 0; bb < b; bb++ {
 		for h := 0; h < nh; h++ {
 			kh := h / io.grp * hs
@@ -252,37 +272,41 @@ func (d *Device) attentionFwd(out, lse uintptr, io attIO, b, t, hs int) {
 					sum += p[j]
 				}
 				L[(bb*nh+h)*t+i] = float32(mx + math.Log(sum))
-				clear(o)
+				o := O[(bb*t+i)*c+h*hs:][:hs]
 				for j := 0; j <= i; j++ {
 					v := V[(bb*t+j)*io.ldkv+kh:][:hs]
 					for x := range o {
 						o[x] += p[j] / sum * v[x]
 					}
 				}
-				for x, ov := range o {
-					O[(bb*t+i)*c+h*hs+x] = bf16FromF64(ov)
-				}
 			}
 		}
 	}
+	d.storeC(io.dt, out, O)
 }
 
 // attentionBwd: gptcheck's attention_bwd_ref (check_attention.cu) with
 // emulate on, from the out and lse given: D_i = dout_i . out_i,
-// P = exp(S scale - lse), dS = P (dP - D) scale; P and dS rounded to bf16
-// (from float32, as __float2bfloat16) before dV = P^T dout, dK = dS^T Q,
-// dQ = dS K; sums in float64 (a key/value head's over its group's query
-// heads in order), every element of dq, dk and dv WRITTEN in bf16.
+// P = exp(S scale - lse), dS = P (dP - D) scale; in bf16 P and dS rounded
+// to bf16 (from float32, as __float2bfloat16) before dV = P^T dout,
+// dK = dS^T Q, dQ = dS K; sums in float64 (a key/value head's over its
+// group's query heads in order), every element of dq, dk and dv WRITTEN,
+// rounded to their type.
 func (d *Device) attentionBwd(io attIO, dout, out, lse uintptr, b, t, hs int) {
 	nh, c := io.nh, io.nh*hs
 	kw := nh / io.grp * hs
 	scale := 1 / math.Sqrt(float64(hs))
-	Q, K, V := d.rows(io.q, b*t, io.ldq, c), d.rows(io.k, b*t, io.ldkv, kw), d.rows(io.v, b*t, io.ldkv, kw)
-	DO, O := d.loadBF16(dout, b*t*c), d.loadBF16(out, b*t*c)
+	nq, nk, no := extent(b*t, c, io.ldq), extent(b*t, kw, io.ldkv), b*t*c
+	room := d.room(2*nq + 4*nk + 2*no + 4*t)
+	Q, K, V := d.loadInto(io.dt, io.q, take(&room, nq)), d.loadInto(io.dt, io.k, take(&room, nk)), d.loadInto(io.dt, io.v, take(&room, nk))
+	DO, O := d.loadInto(io.dt, dout, take(&room, no)), d.loadInto(io.dt, out, take(&room, no))
 	L := d.f32At(lse, b*nh*t)
-	GQ, GK, GV := make([]float64, len(Q)), make([]float64, len(K)), make([]float64, len(V))
-	p, dp, pr, ds := make([]float64, t), make([]float64, t), make([]float64, t), make([]float64, t)
-	round := func(x float64) float64 { return bf16ToF64(bf16FromF32(float32(x))) }
+	GQ, GK, GV := take(&room, nq), take(&room, nk), take(&room, nk)
+	p, dp, pr, ds := take(&room, t), take(&room, t), take(&room, t), take(&room, t)
+	round := func(x float64) float64 { return x }
+	if io.dt == cudalib.BFloat16 {
+		round = func(x float64) float64 { return bf16ToF64(bf16FromF32(float32(x))) }
+	}
 	for bb := 0; bb < b; bb++ {
 		for h := 0; h < nh; h++ {
 			kh := h / io.grp * hs
@@ -330,18 +354,15 @@ func (d *Device) attentionBwd(io attIO, dout, out, lse uintptr, b, t, hs int) {
 		sum     []float64
 		ld, wid int
 	}{{io.dq, GQ, io.ldq, c}, {io.dk, GK, io.ldkv, kw}, {io.dv, GV, io.ldkv, kw}} {
-		dst := d.bf16At(gr.dst, len(gr.sum))
 		for r := 0; r < b*t; r++ {
-			for x := r * gr.ld; x < r*gr.ld+gr.wid; x++ {
-				dst[x] = bf16FromF64(gr.sum[x])
-			}
+			d.storeC(io.dt, gr.dst+uintptr(r*gr.ld*io.dt.Size()), gr.sum[r*gr.ld:][:gr.wid])
 		}
 	}
 }
 
-// groupedIO is grouped-query attention's three tensors as an attIO.
+// groupedIO is grouped-query attention's three bf16 tensors as an attIO.
 func groupedIO(q, k, v, dq, dk, dv uintptr, nh, kvh, hs int) attIO {
-	return attIO{q: q, k: k, v: v, dq: dq, dk: dk, dv: dv, ldq: nh * hs, ldkv: kvh * hs, nh: nh, grp: nh / kvh}
+	return attIO{dt: cudalib.BFloat16, q: q, k: k, v: v, dq: dq, dk: dk, dv: dv, ldq: nh * hs, ldkv: kvh * hs, nh: nh, grp: nh / kvh}
 }
 
 // ---- grouped-query attention ----

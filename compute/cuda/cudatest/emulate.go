@@ -57,6 +57,7 @@ type Device struct {
 	lt         ltState
 	scratch    []float32                     // room of the kernels that need some (see buffer)
 	sums       []float64                     // a row of the GEMM's sums
+	attRoom    []float64                     // the attention's float64 copies (room)
 	bf16Plans  map[uint64]cudalib.GemmDesc   // BF16GemmCreate's plans
 	bf16Reject map[cudalib.BF16Epilogue]bool // RejectBF16Epilogue's
 	limit      int64                         // SetMemoryLimit's bytes (0: none)

@@ -242,14 +242,21 @@ func (d *Device) bf16Epilogue(p cudalib.GemmDesc, acc, opA []float64, bias, aux 
 
 // loadC reads n elements of type t at p.
 func (d *Device) loadC(t cudalib.DType, p uintptr, n int) []float64 {
+	return d.loadInto(t, p, make([]float64, n))
+}
+
+// loadInto reads len(dst) elements of type t at p into dst, and returns it.
+func (d *Device) loadInto(t cudalib.DType, p uintptr, dst []float64) []float64 {
 	if t == cudalib.BFloat16 {
-		return d.loadBF16(p, n)
+		for i, v := range d.bf16At(p, len(dst)) {
+			dst[i] = bf16ToF64(v)
+		}
+		return dst
 	}
-	f := make([]float64, n)
-	for i, v := range d.f32At(p, n) {
-		f[i] = float64(v)
+	for i, v := range d.f32At(p, len(dst)) {
+		dst[i] = float64(v)
 	}
-	return f
+	return dst
 }
 
 // storeC writes v at p as elements of type t (rounded to nearest even).
