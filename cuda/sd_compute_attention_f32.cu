@@ -35,6 +35,8 @@
 #include "sd_internal.h"
 #include "symddp_compute.h"
 
+/* ---- the kernels (cuda/localcheck/attention_f32_sim.cpp runs this part on the CPU) ---- */
+
 #define AF_B 64         /* query rows and keys a tile */
 #define AF_D 64         /* the largest head size: tiles are zero past HS */
 #define AF_THREADS 128  /* 16 x 8 threads, each 8 rows x 4 columns */
@@ -350,6 +352,8 @@ __global__ void __launch_bounds__(AF_THREADS)
             }
     }
 }
+
+/* ---- the launchers ---- */
 
 #define AF_FWD_SMEM ((3 * AF_TILE + AF_PTILE) * sizeof(float))
 #define AF_DQ_SMEM ((4 * AF_TILE + AF_PTILE) * sizeof(float))

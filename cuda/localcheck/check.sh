@@ -56,4 +56,15 @@ else
     echo "FAIL kernprof/kernprof.cpp"
     status=1
 fi
+# The fp32 flash attention's kernels, run on the CPU against float64
+# attention (attention_f32_sim.cpp says how and what that shows).
+sed -n '/^\/\* ---- the kernels/,/^\/\* ---- the launchers/p' "$src/sd_compute_attention_f32.cu" >"$tmp/attention_f32_kernels.inc"
+if g++ -O1 -std=c++20 -pthread -Wall -Wextra -Wno-unknown-pragmas -Werror -I"$tmp" "$here/attention_f32_sim.cpp" -o "$tmp/attention_f32_sim" &&
+    "$tmp/attention_f32_sim" >"$tmp/attention_f32_sim.log" 2>&1; then
+    echo "ok   sd_compute_attention_f32.cu kernels simulated on the CPU"
+else
+    cat "$tmp/attention_f32_sim.log" 2>/dev/null
+    echo "FAIL sd_compute_attention_f32.cu kernels simulated on the CPU"
+    status=1
+fi
 exit $status
