@@ -135,19 +135,11 @@ func TestLlamaFP32MatchesCPUGPU(t *testing.T) { fp32Llama.matchesCPUGPU(t) }
 
 // The four above with the fp32 flash attention (SYMDDP_ATTENTION_F32=flash)
 // in place of the GEMM plans.
-func TestGPTFP32FlashMatchesCPU(t *testing.T) {
-	t.Setenv("SYMDDP_ATTENTION_F32", "flash")
-	fp32GPT.matchesCPU(t)
-}
-func TestGPTFP32FlashMatchesCPUGPU(t *testing.T) {
-	t.Setenv("SYMDDP_ATTENTION_F32", "flash")
-	fp32GPT.matchesCPUGPU(t)
-}
-func TestLlamaFP32FlashMatchesCPU(t *testing.T) {
-	t.Setenv("SYMDDP_ATTENTION_F32", "flash")
-	fp32Llama.matchesCPU(t)
-}
-func TestLlamaFP32FlashMatchesCPUGPU(t *testing.T) {
-	t.Setenv("SYMDDP_ATTENTION_F32", "flash")
-	fp32Llama.matchesCPUGPU(t)
-}
+func TestGPTFP32FlashMatchesCPU(t *testing.T)      { flashF32(t); fp32GPT.matchesCPU(t) }
+func TestGPTFP32FlashMatchesCPUGPU(t *testing.T)   { flashF32(t); fp32GPT.matchesCPUGPU(t) }
+func TestLlamaFP32FlashMatchesCPU(t *testing.T)    { flashF32(t); fp32Llama.matchesCPU(t) }
+func TestLlamaFP32FlashMatchesCPUGPU(t *testing.T) { flashF32(t); fp32Llama.matchesCPUGPU(t) }
+
+// flashF32 makes the CUDA engine's fp32 attention plans of t's test the
+// flash kernel's.
+func flashF32(t *testing.T) { t.Setenv("SYMDDP_ATTENTION_F32", "flash") }
