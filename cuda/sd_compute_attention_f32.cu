@@ -48,9 +48,23 @@
 #define AF_LN2 0.6931471805599453f
 
 /* Rows [row0, row0 + 64) of one head (HS columns, rows ld apart from base),
- * zero past T and past HS, into the tile t. */
+ * zero past T and past HS, into the tile t: 16 bytes a thread where HS and
+ * ld are multiples of 4 and base is 16-byte aligned (GPT-2's and Llama's
+ * heads of 64; the same for every block of a launch), else a float a
+ * thread. */
 static __device__ __forceinline__ void af_load(float *__restrict__ t, const float *__restrict__ base, int64_t ld,
                                                int row0, int T, int HS) {
+    if ((HS & 3) == 0 && (ld & 3) == 0 && ((uintptr_t)base & 15) == 0) {
+#pragma unroll 8
+        for (int e = threadIdx.x; e < AF_B * AF_D / 4; e += AF_THREADS) {
+            const int r = e >> 4, c = (e & 15) * 4;
+            const int row = row0 + r;
+            float4 x = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (row < T && c < HS) x = *(const float4 *)&base[(int64_t)row * ld + c];
+            *(float4 *)&t[r * AF_LDT + c] = x;
+        }
+        return;
+    }
 #pragma unroll 8
     for (int e = threadIdx.x; e < AF_B * AF_D; e += AF_THREADS) {
         const int r = e >> 6, c = e & 63;
