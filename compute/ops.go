@@ -68,11 +68,10 @@ type AttentionSpec struct {
 	B, T, C, Heads int
 	// DType is the precision of qkv, out and their gradients: F32, or
 	// BF16 on an engine with BF16Tensors. In flash attention (bf16, and
-	// the CUDA engine's fp32 at a head size up to 64 with
-	// SYMDDP_ATTENTION_F32=flash) the scores are
-	// never in memory; the plan keeps each row's log-sum-exp and
-	// remembers the forward's out for Backward, so out must stay as
-	// Forward left it until then. A bf16 plan also has Path() string,
+	// the CUDA engine's fp32 at a head size up to 64) the scores are never
+	// in memory; the plan keeps each row's log-sum-exp and remembers the
+	// forward's out for Backward, so out must stay as Forward left it
+	// until then. A bf16 plan also has Path() string,
 	// saying which kernels run.
 	DType DType
 }

@@ -630,9 +630,8 @@ int sdc_grouped_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int64_
 
 /*
  * The fp32 causal flash attention (compute.Attention and
- * compute.GroupedAttention on fp32 tensors with a head size up to 64 where
- * SYMDDP_ATTENTION_F32=flash; sd_compute_attention_f32.cu): the (T,T)
- * scores never reach memory. One
+ * compute.GroupedAttention on fp32 tensors with a head size up to 64;
+ * sd_compute_attention_f32.cu): the (T,T) scores never reach memory. One
  * layout serves GPT-2's packed qkv and grouped-query attention: query head h
  * of row r (= b*T + t) at q + r*ldq + h*HS, its key and value at
  * k + r*ldkv + (h/(NH/KVH))*HS and v + r*ldkv + (h/(NH/KVH))*HS (packed

@@ -88,10 +88,10 @@ func (lm fp32LM) matchesCPUGPU(t *testing.T) {
 
 // compareFP32 checks an fp32 run on the CUDA engine against the CPU
 // engine's, step by step: the two differ only in how their GEMMs round
-// (cuBLAS, or the emulator's float64 sums, against the CPU BLAS) and, with
-// SYMDDP_ATTENTION_F32=flash, in attention, a flash kernel whose sums over
-// tiles (the emulator's in float64) agree with the CPU engine's to fp32
-// rounding; the other kernels give the CPU engine's bits. So the losses agree to float32 rounding,
+// (cuBLAS, or the emulator's float64 sums, against the CPU BLAS) and in
+// attention, a flash kernel whose sums over tiles (the emulator's in
+// float64) agree with the CPU engine's to fp32 rounding; the other kernels
+// give the CPU engine's bits. So the losses agree to float32 rounding,
 // lossTol relative at every step, and no parameter is more than paramTol
 // from the CPU's after the last step.
 func compareFP32(t *testing.T, cpu, gpu []float64, cp, gp []float32, lossTol, paramTol float64) {
@@ -132,14 +132,3 @@ func TestLlamaFP32MatchesCPU(t *testing.T) { fp32Llama.matchesCPU(t) }
 
 // TestLlamaFP32MatchesCPUGPU is TestLlamaFP32MatchesCPU on the real GPU.
 func TestLlamaFP32MatchesCPUGPU(t *testing.T) { fp32Llama.matchesCPUGPU(t) }
-
-// The four above with the fp32 flash attention (SYMDDP_ATTENTION_F32=flash)
-// in place of the GEMM plans.
-func TestGPTFP32FlashMatchesCPU(t *testing.T)      { flashF32(t); fp32GPT.matchesCPU(t) }
-func TestGPTFP32FlashMatchesCPUGPU(t *testing.T)   { flashF32(t); fp32GPT.matchesCPUGPU(t) }
-func TestLlamaFP32FlashMatchesCPU(t *testing.T)    { flashF32(t); fp32Llama.matchesCPU(t) }
-func TestLlamaFP32FlashMatchesCPUGPU(t *testing.T) { flashF32(t); fp32Llama.matchesCPUGPU(t) }
-
-// flashF32 makes the CUDA engine's fp32 attention plans of t's test the
-// flash kernel's.
-func flashF32(t *testing.T) { t.Setenv("SYMDDP_ATTENTION_F32", "flash") }

@@ -163,9 +163,11 @@ func testAttention(t *testing.T, e compute.Engine, at compute.Attention) {
 		{B: 3, T: 64, C: 32, Heads: 4},  // exactly one block
 
 		// head size 64, the largest of CUDA's flash kernel (64-row tiles), and past it
+		// (CUDA's GEMM plans)
 		{B: 1, T: 64, C: 64, Heads: 1},   // one full tile
 		{B: 2, T: 130, C: 128, Heads: 2}, // three tiles, the last partial
 		{B: 1, T: 5, C: 130, Heads: 2},   // head size 65
+		{B: 2, T: 70, C: 144, Heads: 2},  // head size 72, more positions than a 64-row block
 	}
 	for _, s := range specs {
 		p, err := at.CausalAttention(s)

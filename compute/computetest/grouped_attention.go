@@ -162,8 +162,10 @@ func testGrouped(t *testing.T, e compute.Engine, ga compute.GroupedAttention) {
 		{B: 3, T: 64, Heads: 8, KVHeads: 2, HeadSize: 4},  // exactly one block, groups of four
 
 		// head size 64, the largest of CUDA's flash kernel (64-row tiles), and past it
+		// (CUDA's GEMM plans)
 		{B: 1, T: 70, Heads: 4, KVHeads: 2, HeadSize: 64}, // two tiles, the last partial
 		{B: 1, T: 5, Heads: 2, KVHeads: 1, HeadSize: 65},
+		{B: 2, T: 70, Heads: 4, KVHeads: 2, HeadSize: 72}, // more positions than a 64-row block
 	}
 	for _, s := range specs {
 		p, err := ga.GroupedCausalAttention(s)

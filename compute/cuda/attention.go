@@ -10,15 +10,15 @@ import (
 var _ compute.Attention = (*Engine)(nil)
 
 // CausalAttention returns the plan of attention over s (a bf16 spec's is
-// attention_bf16.go's). In fp32 it is the GEMM plan (attentionPlan),
-// which allocates the probabilities (B,Heads,T,T) that Backward reads, or
-// with SYMDDP_ATTENTION_F32=flash at a head size up to 64 the fused kernel
-// (flashAttention, attention_f32.go: each row's log-sum-exp (B,Heads,T) in
-// memory, the probabilities never). Either makes sure the engine's scratch
-// for the backward (shared by the plans, which run one after the other on
-// the stream) has its size. It fails when a dimension is below 1, C is not
-// a multiple of Heads, a size does not fit cuBLAS's int or the memory, or
-// SYMDDP_ATTENTION_F32 is neither gemm nor flash.
+// attention_bf16.go's). In fp32, at a head size up to 64, it is the flash
+// kernel (flashAttention, attention_f32.go: each row's log-sum-exp
+// (B,Heads,T) in memory, the probabilities never); at larger head sizes
+// the GEMM plan (attentionPlan), which allocates the probabilities
+// (B,Heads,T,T) that Backward reads. Either makes sure the engine's
+// scratch for the backward (shared by the plans, which run one after the
+// other on the stream) has its size. It fails when a dimension is below 1,
+// C is not a multiple of Heads, or a size does not fit the kernels' or
+// cuBLAS's int or the memory.
 func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan, error) {
 	switch s.DType {
 	case compute.BF16:
@@ -35,9 +35,7 @@ func (e *Engine) CausalAttention(s compute.AttentionSpec) (compute.AttentionPlan
 		return nil, fmt.Errorf("cuda: causal attention %+v: sizes past cuBLAS's int or the memory's", s)
 	}
 	hs := s.C / s.Heads
-	if flash, err := flashF32Taken(hs); err != nil {
-		return nil, err
-	} else if flash {
+	if hs <= flashF32MaxHeadSize {
 		return &flashAttention{flashF32: e.newFlashF32(s.B, s.T, s.Heads, s.Heads, hs), s: s}, nil
 	}
 	n := s.B * s.Heads * s.T * s.T
@@ -73,8 +71,8 @@ type attnLoop struct {
 	qkvStride, outStride, attStride int
 }
 
-// attentionPlan is causal self-attention for one shape (flashAttention
-// takes head sizes up to 64 with SYMDDP_ATTENTION_F32=flash), per sequence
+// attentionPlan is causal self-attention for one shape at a head size
+// above 64 (flashAttention takes those up to 64), per sequence
 // and head as the CPU engine's: S = Q·Kᵀ/√hs by strided-batched SGEMM,
 // reading Q and K straight out of qkv with a leading dimension of 3C; P = causal
 // softmax of S in place (sdc_softmax_causal, the CPU engine's bits for the

@@ -1,30 +1,12 @@
 package cuda
 
 import (
-	"fmt"
-
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/internal/settings"
 )
 
 // flashF32MaxHeadSize is the largest head size the fp32 flash kernel takes
 // (a 64 x 64 tile's width); larger ones get the GEMM plans.
 const flashF32MaxHeadSize = 64
-
-// flashF32Taken says whether the fp32 attention plans take the flash
-// kernel at head size hs: up to flashF32MaxHeadSize, where
-// SYMDDP_ATTENTION_F32 is flash. The GEMM plans stay the default until the
-// kernel has passed the GPU checks (docs/GPU.md); then this choice goes.
-func flashF32Taken(hs int) (bool, error) {
-	switch v := settings.Get(settings.AttentionF32); v {
-	case "", "gemm":
-		return false, nil
-	case "flash":
-		return hs <= flashF32MaxHeadSize, nil
-	default:
-		return false, fmt.Errorf("cuda: %s=%q: want gemm or flash", settings.AttentionF32, v)
-	}
-}
 
 // flashF32 is causal attention in fp32 by the library's flash kernel
 // (sdc_attention_f32 and its backward): the scores and probabilities never

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/compute/cuda/cudatest"
@@ -68,19 +67,16 @@ func testSoftmaxCausalMatchesCPU(t *testing.T, e *cuda.Engine) {
 	}
 }
 
-// In fp32 with SYMDDP_ATTENTION_F32=flash the flash kernel takes head
-// sizes up to 64: its plans say so and take (B,H,T) floats (each row's
-// log-sum-exp, the backward's D), where the GEMM plans (of larger head
-// sizes, and of every head size by default) take the (B,H,T,T)
-// probabilities and their gradient.
+// In fp32 the flash kernel takes head sizes up to 64: its plans say so
+// and take (B,H,T) floats (each row's log-sum-exp, the backward's D), where
+// the GEMM plans of larger head sizes take the (B,H,T,T) probabilities and
+// their gradient.
 func TestFP32AttentionPlansEmulated(t *testing.T) {
 	const B, T, H = 2, 128, 2
 	for _, c := range []struct {
-		setting string
-		hs      int
-		flash   bool
-	}{{"", 64, false}, {"gemm", 64, false}, {"flash", 64, true}, {"flash", 65, false}} {
-		t.Setenv("SYMDDP_ATTENTION_F32", c.setting)
+		hs    int
+		flash bool
+	}{{1, true}, {64, true}, {65, false}} {
 		hs := c.hs
 		for name, build := range map[string]func(e *cuda.Engine) (any, error){
 			"multi-head": func(e *cuda.Engine) (any, error) {
@@ -100,22 +96,12 @@ func TestFP32AttentionPlansEmulated(t *testing.T) {
 			path, flash := p.(interface{ Path() string })
 			switch {
 			case c.flash && (!flash || path.Path() != "flash attention (fp32)"):
-				t.Errorf("%s, %q, head size %d: plan %T, want the flash kernel's", name, c.setting, hs, p)
+				t.Errorf("%s, head size %d: plan %T, want the flash kernel's", name, hs, p)
 			case c.flash && taken > 2*4*B*H*T:
-				t.Errorf("%s, %q, head size %d: the plan took %d bytes, want no more than lse's and D's %d", name, c.setting, hs, taken, 2*4*B*H*T)
+				t.Errorf("%s, head size %d: the plan took %d bytes, want no more than lse's and D's %d", name, hs, taken, 2*4*B*H*T)
 			case !c.flash && (flash || taken < 2*4*B*H*T*T):
-				t.Errorf("%s, %q, head size %d: plan %T took %d bytes, want the GEMM plan's probabilities and gradient", name, c.setting, hs, p, taken)
+				t.Errorf("%s, head size %d: plan %T took %d bytes, want the GEMM plan's probabilities and gradient", name, hs, p, taken)
 			}
 		}
 	}
-}
-
-// An unknown SYMDDP_ATTENTION_F32 fails the plan's build, naming it.
-func TestFP32AttentionSettingEmulated(t *testing.T) {
-	t.Setenv("SYMDDP_ATTENTION_F32", "fast")
-	e := cudatest.NewEmulated(cuda.Options{})
-	_, err := e.CausalAttention(compute.AttentionSpec{B: 1, T: 8, C: 8, Heads: 2})
-	require.ErrorContains(t, err, `SYMDDP_ATTENTION_F32="fast": want gemm or flash`)
-	_, err = e.GroupedCausalAttention(compute.GroupedAttentionSpec{B: 1, T: 8, Heads: 2, KVHeads: 1, HeadSize: 4})
-	require.ErrorContains(t, err, `SYMDDP_ATTENTION_F32="fast": want gemm or flash`)
 }

@@ -33,18 +33,6 @@ func TestConformanceGPU(t *testing.T) { conformance(t, gpuEngine(t)) }
 // labels, panics) through the conformance suite on any machine.
 func TestConformanceEmulated(t *testing.T) { conformance(t, cudatest.NewEmulated(cuda.Options{})) }
 
-// The attention suites with the fp32 flash kernel (SYMDDP_ATTENTION_F32=flash).
-func TestFlashF32ConformanceGPU(t *testing.T) { flashF32Conformance(t, gpuEngine(t)) }
-func TestFlashF32ConformanceEmulated(t *testing.T) {
-	flashF32Conformance(t, cudatest.NewEmulated(cuda.Options{}))
-}
-
-func flashF32Conformance(t *testing.T, e *cuda.Engine) {
-	t.Setenv("SYMDDP_ATTENTION_F32", "flash")
-	computetest.RunAttention(t, e)
-	computetest.RunGroupedAttention(t, e)
-}
-
 func conformance(t *testing.T, e *cuda.Engine) {
 	computetest.Run(t, e)
 	t.Run("Groups", func(t *testing.T) { computetest.RunGroups(t, e) })

@@ -10,13 +10,14 @@ import (
 var _ compute.GroupedAttention = (*Engine)(nil)
 
 // GroupedCausalAttention returns the plan of grouped-query attention over
-// s (DType BF16: flash attention, grouped_attention_bf16.go). In fp32 it
-// is the GEMM plan (groupedPlan), which allocates the probabilities
-// (B,Heads,T,T) that Backward reads, or with SYMDDP_ATTENTION_F32=flash at
-// a head size up to 64 the fused kernel (flashGrouped, attention_f32.go:
-// each row's log-sum-exp (B,Heads,T) in memory, the probabilities never). Either makes sure the engine's scratch for the backward (shared
-// with the multi-head plans: they run one after the other on the stream)
-// has its size. It fails when a dimension is below 1, Heads is not a
+// s (DType BF16: flash attention, grouped_attention_bf16.go). In fp32, at
+// a head size up to 64, it is the flash kernel (flashGrouped,
+// attention_f32.go: each row's log-sum-exp (B,Heads,T) in memory, the
+// probabilities never); at larger head sizes the GEMM plan (groupedPlan),
+// which allocates the probabilities (B,Heads,T,T) that Backward reads.
+// Either makes sure the engine's scratch for the backward (shared with the
+// multi-head plans: they run one after the other on the stream) has its
+// size. It fails when a dimension is below 1, Heads is not a
 // multiple of KVHeads, or a size does not fit cuBLAS's int or the memory.
 func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute.GroupedAttentionPlan, error) {
 	if err := s.Check(); err != nil {
@@ -30,9 +31,7 @@ func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute
 		return nil, fmt.Errorf("cuda: grouped causal attention %+v: sizes past cuBLAS's int or the memory's", s)
 	}
 	B, T, H, KV, hs := s.B, s.T, s.Heads, s.KVHeads, s.HeadSize
-	if flash, err := flashF32Taken(hs); err != nil {
-		return nil, err
-	} else if flash {
+	if hs <= flashF32MaxHeadSize {
 		return &flashGrouped{flashF32: e.newFlashF32(B, T, H, KV, hs), s: s}, nil
 	}
 	g, qw, kw := s.Group(), H*hs, KV*hs
@@ -80,8 +79,8 @@ type groupedCall struct {
 	first      bool
 }
 
-// groupedPlan is grouped-query attention for one shape (flashGrouped
-// takes head sizes up to 64 with SYMDDP_ATTENTION_F32=flash), per query
+// groupedPlan is grouped-query attention for one shape at a head size
+// above 64 (flashGrouped takes those up to 64), per query
 // head as the multi-head plan's (attentionPlan): S = Q·Kᵀ/√hs by strided-batched
 // SGEMM reading Q out of q (leading dimension Heads·hs) and K out of k
 // (KVHeads·hs) where they are, every query head of a group reading its

@@ -103,13 +103,13 @@ func testRotaryMatchesCPU(t *testing.T, e *cuda.Engine) {
 	}
 }
 
-// Grouped attention's sums are cuBLAS's products (the GEMM plan; with
-// SYMDDP_ATTENTION_F32=flash, the flash kernel's at head sizes up to 64),
-// not the CPU engine's, so its bits are its own, but they are the same on
-// every run: eagerly twice and replayed from a graph, with both layouts of
-// the GEMM plan's batches (per sequence and group member when B <=
-// KVHeads, per query head otherwise), head sizes on both sides of 64, and
-// a key/value head's gradients summed over its group.
+// Grouped attention's sums are the flash kernel's at head sizes up to 64
+// and cuBLAS's products above (the GEMM plan), not the CPU engine's, so
+// its bits are its own, but they are the same on every run: eagerly twice
+// and replayed from a graph, head sizes on both sides of 64, both layouts
+// of the GEMM plan's batches (per sequence and group member when B <=
+// KVHeads, per query head otherwise), and a key/value head's gradients
+// summed over its group.
 func TestGroupedAttentionRepeatsGPU(t *testing.T) { testGroupedAttentionRepeats(t, gpuEngine(t)) }
 func TestGroupedAttentionRepeatsEmulated(t *testing.T) {
 	testGroupedAttentionRepeats(t, cudatest.NewEmulated(cuda.Options{}))

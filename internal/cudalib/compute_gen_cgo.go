@@ -576,9 +576,8 @@ func (c *Context) GroupedAttentionBF16Supported(impl AttentionImpl, b int, t int
 // AttentionF32 calls sdc_attention_f32 (cuda/symddp_compute.h).
 //
 //	The fp32 causal flash attention (compute.Attention and
-//	compute.GroupedAttention on fp32 tensors with a head size up to 64 where
-//	SYMDDP_ATTENTION_F32=flash; sd_compute_attention_f32.cu): the (T,T)
-//	scores never reach memory. One
+//	compute.GroupedAttention on fp32 tensors with a head size up to 64;
+//	sd_compute_attention_f32.cu): the (T,T) scores never reach memory. One
 //	layout serves GPT-2's packed qkv and grouped-query attention: query head h
 //	of row r (= b*T + t) at q + r*ldq + h*HS, its key and value at
 //	k + r*ldkv + (h/(NH/KVH))*HS and v + r*ldkv + (h/(NH/KVH))*HS (packed

@@ -84,7 +84,6 @@ const (
 	CUDAPDL      = "SYMDDP_CUDA_PDL"
 	CUDASpin     = "SYMDDP_CUDA_SPIN_US"
 	Attention    = "SYMDDP_ATTENTION"
-	AttentionF32 = "SYMDDP_ATTENTION_F32"
 	CUDNNBwd     = "SYMDDP_CUDNN_BWD"
 	CUDNNLog     = "SYMDDP_CUDNN_LOG"
 	NoCUDNN      = "SYMDDP_NO_CUDNN"
@@ -126,7 +125,6 @@ var table = []Var{
 	{CUDAPDL, "1", CUDA, "0: launch the step's own kernels without programmatic dependent launch"},
 	{CUDASpin, "1000", CUDA, "microseconds a host wait for GPU work (a step's report, a stream) spins before it sleeps; sleeps wake late by the timer slack, about 50 us"},
 	{Attention, "auto", CUDA, "bf16 attention: auto (cuDNN's fused attention where the library was built with cuDNN and its plans build for the shape, else ours), cudnn (cuDNN's, or an error saying why not), own (ours: mma.sync, or wmma)"},
-	{AttentionF32, "gemm", CUDA, "fp32 attention at head sizes up to 64: gemm (cuBLAS products and the causal softmax, the probabilities (B,H,T,T) in memory) or flash (the fused kernel of cuda/sd_compute_attention_f32.cu, not yet run on a GPU: docs/GPU.md)"},
 	{CUDNNBwd, "det", CUDA, "cuDNN attention's backward form: det (dP in a workspace of B*NH*T*T bf16; the bits repeat), accum2 or accum (an fp32 dQ the engine adds into: about 8% faster, the bits differ call to call); cuda/sd_compute_attention_cudnn.cu"},
 	{CUDNNLog, "0", CUDA, "1: print the cuDNN engines tried and chosen for attention to stderr"},
 	{NoCUDNN, "0", Test, "1: cuda/build.sh and the check scripts build the library without cuDNN even where they find it"},
