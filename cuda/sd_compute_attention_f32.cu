@@ -35,6 +35,21 @@
 #include "sd_internal.h"
 #include "symddp_compute.h"
 
+/* Asynchronous 16-byte copies into shared memory (cp.async, sm_80 on): from
+ * src, or zeros where n is 0 (src is then not read). af_commit closes a
+ * thread's group of copies; af_wait<N> waits until at most N of its newest
+ * groups are in flight; a __syncthreads after it makes every thread's
+ * copies visible to the block. (attention_f32_sim.cpp copies at once.) */
+static __device__ __forceinline__ void af_cp16(float *dst, const float *src, int n) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(n));
+}
+static __device__ __forceinline__ void af_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+static __device__ __forceinline__ void af_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
 /* ---- the kernels (cuda/localcheck/attention_f32_sim.cpp runs this part on the CPU) ---- */
 
 #define AF_B 64         /* query rows and keys a tile */
@@ -47,11 +62,15 @@
 #define AF_LOG2E 1.4426950408889634f
 #define AF_LN2 0.6931471805599453f
 
-/* Rows [row0, row0 + 64) of one head (HS columns, rows ld apart from base),
- * zero past T and past HS, into the tile t: 16 bytes a thread where HS and
- * ld are multiples of 4 and base is 16-byte aligned (GPT-2's and Llama's
- * heads of 64; the same for every block of a launch), else a float a
- * thread. */
+/* Starts filling the tile t (rows LD floats apart) with rows [row0, row0 +
+ * 64) of one head (HS columns, rows ld apart from base), zero past T and
+ * past HS: by 16-byte asynchronous copies where HS and ld are multiples of
+ * 4 and base is 16-byte aligned (GPT-2's and Llama's heads of 64, the dS
+ * tiles; the same for every block of a launch), else a float a thread,
+ * stored at once. Either way the tile is the block's after af_commit,
+ * af_wait and __syncthreads, and no thread may still read t when it is
+ * called. */
+template <int LD = AF_LDT>
 static __device__ __forceinline__ void af_load(float *__restrict__ t, const float *__restrict__ base, int64_t ld,
                                                int row0, int T, int HS) {
     if ((HS & 3) == 0 && (ld & 3) == 0 && ((uintptr_t)base & 15) == 0) {
@@ -59,9 +78,8 @@ static __device__ __forceinline__ void af_load(float *__restrict__ t, const floa
         for (int e = threadIdx.x; e < AF_B * AF_D / 4; e += AF_THREADS) {
             const int r = e >> 4, c = (e & 15) * 4;
             const int row = row0 + r;
-            float4 x = {0.0f, 0.0f, 0.0f, 0.0f};
-            if (row < T && c < HS) x = *(const float4 *)&base[(int64_t)row * ld + c];
-            *(float4 *)&t[r * AF_LDT + c] = x;
+            const bool in = row < T && c < HS;
+            af_cp16(&t[r * LD + c], in ? &base[(int64_t)row * ld + c] : base, in ? 16 : 0);
         }
         return;
     }
@@ -69,7 +87,7 @@ static __device__ __forceinline__ void af_load(float *__restrict__ t, const floa
     for (int e = threadIdx.x; e < AF_B * AF_D; e += AF_THREADS) {
         const int r = e >> 6, c = e & 63;
         const int row = row0 + r;
-        t[r * AF_LDT + c] = (row < T && c < HS) ? base[(int64_t)row * ld + c] : 0.0f;
+        t[r * LD + c] = (row < T && c < HS) ? base[(int64_t)row * ld + c] : 0.0f;
     }
 }
 
@@ -153,6 +171,15 @@ struct af_shape {
     float sl2, scale;               /* scale * log2 e; scale = 1/sqrt(HS) */
 };
 
+/* Where dS's tile of head bh (= b*NH + h), query tile qt and key tile
+ * kt <= qt lies in the backward's scratch dS: 64 x 64 floats, query row i
+ * and key j at i*64 + j, the causal tiles of a head in the order (0,0),
+ * (1,0), (1,1), (2,0), ... */
+static __device__ __forceinline__ float *af_dstile(float *dS, const af_shape &sh, int64_t bh, int qt, int kt) {
+    const int64_t ntiles = (int64_t)sh.nb * (sh.nb + 1) / 2;
+    return dS + ((bh * ntiles + (int64_t)qt * (qt + 1) / 2 + kt) << 12);
+}
+
 __global__ void __launch_bounds__(AF_THREADS)
     af_forward(float *__restrict__ out, float *__restrict__ lse, const float *__restrict__ q,
                const float *__restrict__ k, const float *__restrict__ v, const af_shape sh) {
@@ -178,6 +205,8 @@ __global__ void __launch_bounds__(AF_THREADS)
         __syncthreads(); /* the last tile's readers of Ks, Vs and Ps are done */
         af_load(Ks, kb_, sh.ldkv, kt * AF_B, sh.T, sh.HS);
         af_load(Vs, vb, sh.ldkv, kt * AF_B, sh.T, sh.HS);
+        af_commit();
+        af_wait<0>();
         __syncthreads();
         float s[8][4];
         af_abt(s, Qs, Ks, tx, ty);
@@ -243,51 +272,43 @@ __global__ void __launch_bounds__(256)
     if (lane == 0) D[idx] = x;
 }
 
+/* dQ = scale * sum over the key tiles of dS K: one block per (sequence,
+ * head, 64 queries), the dS tiles as af_backward_dkv wrote them (af_dstile),
+ * each tile's copies and the next key tile's in flight while the last
+ * product runs (two buffers). */
 __global__ void __launch_bounds__(AF_THREADS)
-    af_backward_dq(float *__restrict__ dq, const float *__restrict__ dout, const float *__restrict__ q,
-                   const float *__restrict__ k, const float *__restrict__ v, const float *__restrict__ lse,
-                   const float *__restrict__ D, const af_shape sh) {
+    af_backward_dq(float *__restrict__ dq, const float *__restrict__ k, float *__restrict__ dS,
+                   const af_shape sh) {
     extern __shared__ float4 af_smem[];
-    float *Qs = (float *)af_smem, *dOs = Qs + AF_TILE, *Ks = dOs + AF_TILE, *Vs = Ks + AF_TILE,
-          *DSs = Vs + AF_TILE;
+    /* buffer u (0, 1): its dS tile at DSs + u * AF_PTILE, its K tile at Ks + u * AF_TILE */
+    float *DSs = (float *)af_smem, *Ks = DSs + 2 * AF_PTILE;
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     const int64_t nbh = (int64_t)sh.B * sh.NH;
     const int qb = sh.nb - 1 - (int)(blockIdx.x / nbh);
     const int bh = (int)(blockIdx.x % nbh), b = bh / sh.NH, h = bh % sh.NH, kvh = h / sh.grp;
     const int64_t row0 = (int64_t)b * sh.T;
-    const int W = sh.NH * sh.HS;
-    const float *kb_ = k + row0 * sh.ldkv + (int64_t)kvh * sh.HS, *vb = v + row0 * sh.ldkv + (int64_t)kvh * sh.HS;
-    af_load(Qs, q + row0 * sh.ldq + (int64_t)h * sh.HS, sh.ldq, qb * AF_B, sh.T, sh.HS);
-    af_load(dOs, dout + row0 * W + (int64_t)h * sh.HS, W, qb * AF_B, sh.T, sh.HS);
-    float l2[8], Dr[8], acc[8][4];
+    const float *kb_ = k + row0 * sh.ldkv + (int64_t)kvh * sh.HS;
+    auto load = [&](int kt) {
+        af_load<AF_LDP>(DSs + (kt & 1) * AF_PTILE, af_dstile(dS, sh, bh, qb, kt), AF_B, 0, AF_B, AF_B);
+        af_load(Ks + (kt & 1) * AF_TILE, kb_, sh.ldkv, kt * AF_B, sh.T, sh.HS);
+        af_commit();
+    };
+    float acc[8][4];
 #pragma unroll
-    for (int r = 0; r < 8; r++) {
-        const int i = qb * AF_B + ty + 8 * r;
-        l2[r] = i < sh.T ? lse[(int64_t)bh * sh.T + i] * AF_LOG2E : 0.0f;
-        Dr[r] = i < sh.T ? D[(int64_t)bh * sh.T + i] : 0.0f;
+    for (int r = 0; r < 8; r++)
 #pragma unroll
         for (int c = 0; c < 4; c++) acc[r][c] = 0.0f;
-    }
+    load(0);
     for (int kt = 0; kt <= qb; kt++) {
-        __syncthreads();
-        af_load(Ks, kb_, sh.ldkv, kt * AF_B, sh.T, sh.HS);
-        af_load(Vs, vb, sh.ldkv, kt * AF_B, sh.T, sh.HS);
-        __syncthreads();
-        float s[8][4], dp[8][4];
-        af_abt(s, Qs, Ks, tx, ty);
-        af_abt(dp, dOs, Vs, tx, ty);
-#pragma unroll
-        for (int r = 0; r < 8; r++) {
-            const int i = qb * AF_B + ty + 8 * r;
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const int j = kt * AF_B + tx + 16 * c;
-                const float p = (j <= i && i < sh.T) ? exp2f(s[r][c] * sh.sl2 - l2[r]) : 0.0f;
-                DSs[(ty + 8 * r) * AF_LDP + tx + 16 * c] = p * (dp[r][c] - Dr[r]);
-            }
+        if (kt < qb) {
+            load(kt + 1); /* the other buffers: their last readers passed the barrier below */
+            af_wait<1>();
+        } else {
+            af_wait<0>();
         }
         __syncthreads();
-        af_pv(acc, DSs, Ks, tx, ty);
+        af_pv(acc, DSs + (kt & 1) * AF_PTILE, Ks + (kt & 1) * AF_TILE, tx, ty);
+        __syncthreads(); /* no thread reads these buffers any more */
     }
 #pragma unroll
     for (int r = 0; r < 8; r++) {
@@ -301,7 +322,7 @@ __global__ void __launch_bounds__(AF_THREADS)
 }
 
 __global__ void __launch_bounds__(AF_THREADS)
-    af_backward_dkv(float *__restrict__ dk, float *__restrict__ dv, const float *__restrict__ dout,
+    af_backward_dkv(float *__restrict__ dk, float *__restrict__ dv, float *__restrict__ dS, const float *__restrict__ dout,
                     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v,
                     const float *__restrict__ lse, const float *__restrict__ D, const af_shape sh) {
     extern __shared__ float4 af_smem[];
@@ -332,6 +353,8 @@ __global__ void __launch_bounds__(AF_THREADS)
                 Ls[threadIdx.x] = i < sh.T ? lse[bh * sh.T + i] * AF_LOG2E : 0.0f;
                 Ds[threadIdx.x] = i < sh.T ? D[bh * sh.T + i] : 0.0f;
             }
+            af_commit();
+            af_wait<0>();
             __syncthreads();
             float st[8][4], dpt[8][4]; /* [key row][query column] */
             af_abt(st, Ks, Qs, tx, ty);
@@ -348,6 +371,16 @@ __global__ void __launch_bounds__(AF_THREADS)
                 }
             }
             __syncthreads();
+            { /* dS's tile for af_backward_dq, transposed: thread (i, half) writes row i's keys of its half */
+                float *t = af_dstile(dS, sh, bh, qt, kt);
+                const int i = threadIdx.x & 63, j0 = (threadIdx.x >> 6) * 32;
+#pragma unroll
+                for (int j = j0; j < j0 + 32; j += 4) {
+                    const float4 x = {DSTs[j * AF_LDP + i], DSTs[(j + 1) * AF_LDP + i], DSTs[(j + 2) * AF_LDP + i],
+                                      DSTs[(j + 3) * AF_LDP + i]};
+                    *(float4 *)&t[i * AF_B + j] = x;
+                }
+            }
             af_pv(dva, PTs, dOs, tx, ty);
             af_pv(dka, DSTs, Qs, tx, ty);
         }
@@ -370,7 +403,7 @@ __global__ void __launch_bounds__(AF_THREADS)
 /* ---- the launchers ---- */
 
 #define AF_FWD_SMEM ((3 * AF_TILE + AF_PTILE) * sizeof(float))
-#define AF_DQ_SMEM ((4 * AF_TILE + AF_PTILE) * sizeof(float))
+#define AF_DQ_SMEM ((2 * AF_TILE + 2 * AF_PTILE) * sizeof(float))
 #define AF_DKV_SMEM ((4 * AF_TILE + 2 * AF_PTILE + 2 * AF_B) * sizeof(float))
 
 /* The checked shape of a call, or why not (what names it). */
@@ -382,6 +415,10 @@ static int af_shape_of(const char *what, const sdc_ctx *c, int64_t ldq, int64_t 
     if (ok) { /* every element's offset within 2^60, every grid within an int */
         int64_t widest = ldq > ldkv ? ldq : ldkv;
         ok = B * T <= ((int64_t)1 << 60) / widest && B * NH * T <= (int64_t)INT_MAX * 8;
+    }
+    if (ok) { /* the backward's scratch, D and the dS tiles, within 2^60 floats */
+        const int64_t nb = (T + AF_B - 1) / AF_B;
+        ok = nb * (nb + 1) / 2 <= ((int64_t)1 << 48) / (B * NH);
     }
     if (!ok)
         return SD_FAIL(SD_ERR_ARG,
@@ -448,13 +485,14 @@ extern "C" int sdc_attention_backward_f32(const sdc_ctx *c, uint64_t dq, uint64_
                 *fo = (const float *)(uintptr_t)out, *fdo = (const float *)(uintptr_t)dout,
                 *fl = (const float *)(uintptr_t)lse;
     const int64_t rows = (int64_t)sh.B * sh.NH * sh.T;
+    float *dS = D + ((rows + 3) & ~(int64_t)3); /* 16-byte aligned, after D */
     af_backward_d<<<(unsigned)((rows + 7) / 8), 256, 0, s>>>(D, fdo, fo, sh);
     SD_CUDA(cudaGetLastError());
-    af_backward_dq<<<(unsigned)((int64_t)sh.B * sh.NH * sh.nb), AF_THREADS, AF_DQ_SMEM, s>>>(
-        (float *)(uintptr_t)dq, fdo, fq, fk, fv, fl, D, sh);
-    SD_CUDA(cudaGetLastError());
     af_backward_dkv<<<(unsigned)((int64_t)sh.B * sh.KVH * sh.nb), AF_THREADS, AF_DKV_SMEM, s>>>(
-        (float *)(uintptr_t)dk, (float *)(uintptr_t)dv, fdo, fq, fk, fv, fl, D, sh);
+        (float *)(uintptr_t)dk, (float *)(uintptr_t)dv, dS, fdo, fq, fk, fv, fl, D, sh);
+    SD_CUDA(cudaGetLastError());
+    af_backward_dq<<<(unsigned)((int64_t)sh.B * sh.NH * sh.nb), AF_THREADS, AF_DQ_SMEM, s>>>(
+        (float *)(uintptr_t)dq, fk, dS, sh);
     SD_CUDA(cudaGetLastError());
     return SD_OK;
 }

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // flashF32MaxHeadSize is the largest head size the fp32 flash kernel takes
@@ -18,8 +19,10 @@ const flashF32MaxHeadSize = 64
 // of row r at q + r·ldq + h·hs, its key and value at k + r·ldkv + (h/g)·hs
 // and v likewise, the gradients at the same offsets. The plan keeps each
 // row's log-sum-exp and the forward's out, which the backward reads; the
-// backward's D (one float a row) is the engine's attnGrad, shared with the
-// other fp32 attention plans, which run one after the other on the stream.
+// backward's scratch (D, one float a row, and dS of every causal 64×64
+// tile: cudalib.AttentionF32ScratchFloats, 214 MB at GPT-2 124M batch 8)
+// is the engine's attnGrad, shared with the other fp32 attention plans,
+// which run one after the other on the stream.
 type flashF32 struct {
 	e                 *Engine
 	b, t, nh, kvh, hs int
@@ -28,7 +31,7 @@ type flashF32 struct {
 }
 
 func (e *Engine) newFlashF32(b, t, nh, kvh, hs int) flashF32 {
-	if n := b * nh * t; e.attnGrad == nil || e.attnGrad.size < n {
+	if n := cudalib.AttentionF32ScratchFloats(b, nh, t); e.attnGrad == nil || e.attnGrad.size < n {
 		e.attnGrad = e.Alloc(n).(*Tensor)
 	}
 	return flashF32{e: e, b: b, t: t, nh: nh, kvh: kvh, hs: hs, lse: e.Alloc(b * nh * t).(*Tensor)}

@@ -67,7 +67,7 @@ type Engine struct {
 	log      *slog.Logger
 	bf       *bf16State                         // what the bf16 plans share (bf16.go), made by the first
 	rows     []*residentRows                    // UploadRows' datasets
-	attnGrad *Tensor                            // the fp32 attention plans' shared scratch: the GEMM plans' dS (B,H,T,T), the flash plans' D (B,H,T)
+	attnGrad *Tensor                            // the fp32 attention plans' shared scratch: the GEMM plans' dS (B,H,T,T), the flash plans' D (B,H,T) and causal dS tiles
 	rotary   map[compute.RotarySpec]*rotaryPlan // one plan per spec, its table uploaded once (RotaryEmbedding)
 	err      error                              // the first failure of enqueued work
 	closed   bool

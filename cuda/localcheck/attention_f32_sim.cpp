@@ -6,9 +6,11 @@
  * thread and one block at a time: __syncthreads is a barrier of the block,
  * a shuffle goes through a slot per thread between two barriers (so every
  * thread of a block must reach it, as the kernels' do), and a thread that
- * returns drops out of the barrier. It checks the kernels' indexing, tiling,
- * masks, online softmax and backward sums as written; not what only a GPU
- * shows (the memory model, bank conflicts, speed).
+ * returns drops out of the barrier. The asynchronous copies into shared
+ * memory copy at once. It checks the kernels' indexing, tiling, masks,
+ * online softmax and backward sums as written; not what only a GPU shows
+ * (the memory model, whether copies are waited for before they are read,
+ * bank conflicts, speed).
  */
 #include <algorithm>
 #include <barrier>
@@ -45,6 +47,13 @@ static inline float __shfl_xor_sync(unsigned, float v, int lane_mask) {
     sim_bar->arrive_and_wait();
     return r;
 }
+/* The asynchronous copies (defined above the kernels in the .cu) copy at once. */
+static inline void af_cp16(float *dst, const float *src, int n) {
+    for (int i = 0; i < 4; i++) dst[i] = n ? src[i] : 0.0f;
+}
+static inline void af_commit() {}
+template <int N>
+static inline void af_wait() {}
 float4 af_smem[16384]; /* the kernels' dynamic shared memory (256 KiB) */
 #include "attention_f32_kernels.inc"
 
@@ -96,10 +105,11 @@ static int run(int B, int T, int NH, int KVH, int HS, bool packed) {
                          (float)(1.0 / std::sqrt((double)HS))};
     launch((unsigned)(B * NH * nb), AF_THREADS, [&] { af_forward(out.data(), lse.data(), q, k, v, sh); });
     launch((unsigned)((B * NH * T + 7) / 8), 256, [&] { af_backward_d(D.data(), dout.data(), out.data(), sh); });
-    launch((unsigned)(B * NH * nb), AF_THREADS,
-           [&] { af_backward_dq(dq, dout.data(), q, k, v, lse.data(), D.data(), sh); });
+    /* the causal dS tiles, written by af_backward_dkv and read by af_backward_dq (NaN: a tile not written shows) */
+    std::vector<float> dS((size_t)B * NH * nb * (nb + 1) / 2 * 4096, NAN);
     launch((unsigned)(B * KVH * nb), AF_THREADS,
-           [&] { af_backward_dkv(dk, dv, dout.data(), q, k, v, lse.data(), D.data(), sh); });
+           [&] { af_backward_dkv(dk, dv, dS.data(), dout.data(), q, k, v, lse.data(), D.data(), sh); });
+    launch((unsigned)(B * NH * nb), AF_THREADS, [&] { af_backward_dq(dq, k, dS.data(), sh); });
 
     /* float64: out, lse and the gradients, position by position */
     const double scale = 1 / std::sqrt((double)HS);

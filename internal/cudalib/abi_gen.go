@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 20
+	ComputeABIVersion = 21
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method

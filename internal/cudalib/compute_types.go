@@ -164,3 +164,13 @@ func (a AttentionImpl) String() string {
 	}
 	return fmt.Sprintf("AttentionImpl(%d)", int32(a))
 }
+
+// AttentionF32ScratchFloats is the scratch of sdc_attention_backward_f32
+// at B sequences of T positions and NH query heads, in floats: each row's
+// rowsum(dout·out), B·NH·T rounded up to a multiple of 4, then the dS of
+// every causal 64×64 tile, B·NH·nb(nb+1)/2 tiles of 4096 with nb =
+// ceil(T/64) (cuda/symddp_compute.h).
+func AttentionF32ScratchFloats(b, nh, t int) int {
+	nb := (t + 63) / 64
+	return (b*nh*t+3)&^3 + b*nh*nb*(nb+1)/2*4096
+}

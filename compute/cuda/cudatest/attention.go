@@ -79,7 +79,7 @@ func (d *Device) AttentionBackwardF32(dq, dk, dv, dout, q, k, v, out, lse uintpt
 			return sdcArgErr(call, "NULL pointer")
 		}
 	}
-	d.bytesAt(scratch, 4*b*nh*t)
+	d.bytesAt(scratch, 4*cudalib.AttentionF32ScratchFloats(b, nh, t))
 	io := attIO{dt: cudalib.Float32, q: q, k: k, v: v, dq: dq, dk: dk, dv: dv, ldq: ldq, ldkv: ldkv, nh: nh, grp: nh / kvh}
 	if d.capture { // as AttentionF32's
 		d.recorded = append(d.recorded, func() { d.attentionBwd(io, dout, out, lse, b, t, hs) })

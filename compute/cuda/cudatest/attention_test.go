@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // The fp32 flash attention is the float64 reference in matrices (attRef,
@@ -36,7 +38,7 @@ func TestAttentionF32(t *testing.T) {
 		}
 		return g.f32(s)
 	}
-	pdo, scratch := g.f32(dout), g.alloc(4*nh*tt)
+	pdo, scratch := g.f32(dout), g.alloc(4*cudalib.AttentionF32ScratchFloats(1, nh, tt))
 
 	prep, pout, plse, pd := g.f32(rep), nan(tt*c), g.alloc(4*nh*tt), nan(tt*3*c)
 	g.ok(g.d.AttentionF32(pout, plse, prep, prep+4*c, prep+8*c, 3*c, 3*c, 1, tt, nh, nh, hs))
