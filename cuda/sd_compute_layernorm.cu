@@ -141,14 +141,18 @@ __global__ void __launch_bounds__(SDC_LN_THREADS)
  * SDC_LN_DW_ROWS rows (every thread SDC_LN_DW_PER elements of one column),
  * form dy and n*dy (the products rounded as the CPU rounds them) into a
  * shared-memory tile, and one thread per column adds the tile's rows in order
- * while the loads of the next tile are in flight. One thread a column reading
- * the rows itself, the loop before this one, waited on a DRAM load every few
- * adds: 598 us at 8192 x 768 on an H100 (2026-12-06), 15 of the 40 ms that
- * GPT-2 124M's fp32 step spent outside its GEMMs; this one took 73 us there.
+ * while the loads of the next tile are in flight. The adding threads are a
+ * warp of their own (the block's first; lanes past SDC_LN_DW_COLS idle)
+ * that loads nothing, so that no load of the next tile waits behind this
+ * tile's adds: with the adders in a loading warp it took 73 us at 8192 x 768
+ * on an H100 (2026-12-06), where the chains alone take about 18. One thread a
+ * column reading the rows itself, the loop before those, waited on a DRAM
+ * load every few adds: 598 us.
  */
 #define SDC_LN_DW_COLS 8                                            /* columns a block */
-#define SDC_LN_DW_THREADS 256                                       /* threads a block */
-#define SDC_LN_DW_ROWS_PASS (SDC_LN_DW_THREADS / SDC_LN_DW_COLS)    /* rows one pass of the block reads: 32 */
+#define SDC_LN_DW_LOADERS 256                                       /* threads that load: warps 1.. */
+#define SDC_LN_DW_THREADS (32 + SDC_LN_DW_LOADERS)                  /* threads a block: the adders' warp first */
+#define SDC_LN_DW_ROWS_PASS (SDC_LN_DW_LOADERS / SDC_LN_DW_COLS)    /* rows one pass of the loaders reads: 32 */
 #define SDC_LN_DW_PER 8                                             /* passes a tile */
 #define SDC_LN_DW_ROWS (SDC_LN_DW_ROWS_PASS * SDC_LN_DW_PER)        /* rows a tile: 256 */
 
@@ -158,13 +162,15 @@ __global__ void __launch_bounds__(SDC_LN_DW_THREADS)
                                const float *__restrict__ rstd, int64_t rows, int64_t cols) {
     __shared__ float sd[2][SDC_LN_DW_ROWS][SDC_LN_DW_COLS];
     __shared__ float snd[2][SDC_LN_DW_ROWS][SDC_LN_DW_COLS];
-    const int c = threadIdx.x % SDC_LN_DW_COLS, rr = threadIdx.x / SDC_LN_DW_COLS;
+    const bool adder = threadIdx.x < 32;
+    const int lt = adder ? 0 : (int)threadIdx.x - 32; /* a loader's index */
+    const int c = lt % SDC_LN_DW_COLS, rr = lt / SDC_LN_DW_COLS;
     const int64_t j = (int64_t)blockIdx.x * SDC_LN_DW_COLS + c;
     const bool col_ok = j < cols;
     const int64_t tiles = (rows + SDC_LN_DW_ROWS - 1) / SDC_LN_DW_ROWS;
     float vd[SDC_LN_DW_PER], vx[SDC_LN_DW_PER], vm[SDC_LN_DW_PER], vr[SDC_LN_DW_PER];
 
-    /* load: tile t's elements of this thread into registers (0 past the ends) */
+    /* load: tile t's elements of this loader into registers (0 past the ends) */
     auto load = [&](int64_t t) {
 #pragma unroll
         for (int k = 0; k < SDC_LN_DW_PER; k++) {
@@ -187,28 +193,34 @@ __global__ void __launch_bounds__(SDC_LN_DW_THREADS)
     };
 
     float sw = 0.0f, sb = 0.0f;
-    load(0);
-    store(0);
+    if (!adder) {
+        load(0);
+        store(0);
+    }
     __syncthreads();
     for (int64_t t = 0; t < tiles; t++) {
         const int b = (int)(t & 1);
-        if (t + 1 < tiles) load(t + 1); /* in flight during the adds below */
-        if (threadIdx.x < SDC_LN_DW_COLS) {
-            const int64_t left = rows - t * SDC_LN_DW_ROWS;
-            const int n = left < SDC_LN_DW_ROWS ? (int)left : SDC_LN_DW_ROWS;
-            const int col = threadIdx.x;
+        if (adder) {
+            if (threadIdx.x < SDC_LN_DW_COLS) {
+                const int64_t left = rows - t * SDC_LN_DW_ROWS;
+                const int n = left < SDC_LN_DW_ROWS ? (int)left : SDC_LN_DW_ROWS;
+                const int col = threadIdx.x;
 #pragma unroll 16
-            for (int i = 0; i < n; i++) {
-                sb = __fadd_rn(sb, sd[b][i][col]);
-                sw = __fadd_rn(sw, snd[b][i][col]);
+                for (int i = 0; i < n; i++) {
+                    sb = __fadd_rn(sb, sd[b][i][col]);
+                    sw = __fadd_rn(sw, snd[b][i][col]);
+                }
             }
+        } else if (t + 1 < tiles) {
+            load(t + 1);
+            store(b ^ 1); /* the other buffer: last read two tiles ago, before the sync below */
         }
-        if (t + 1 < tiles) store(b ^ 1); /* the other buffer: last read two tiles ago, before the sync below */
         __syncthreads();
     }
-    if (threadIdx.x < SDC_LN_DW_COLS && col_ok) {
-        dw[j] = sw;
-        db[j] = sb;
+    const int64_t jc = (int64_t)blockIdx.x * SDC_LN_DW_COLS + threadIdx.x;
+    if (threadIdx.x < SDC_LN_DW_COLS && jc < cols) {
+        dw[jc] = sw;
+        db[jc] = sb;
     }
 }
 
