@@ -21,12 +21,14 @@
  * lse = (max + log2 sum) * ln 2.
  *
  * Backward, without atomics, so its bits repeat: af_backward_d writes
- * D = rowsum(dO * O) to the scratch; af_backward_dq, one block per
- * (sequence, head, 64 queries), recomputes P = exp2(S * scale log2 e -
- * lse log2 e) and dP = dO V^T tile by tile and sums dQ = scale dS K with
- * dS = P (dP - D); af_backward_dkv, one block per (sequence, key/value
- * head, 64 keys), sums dV = P^T dO and dK = scale dS^T Q over its group's
- * query heads in order and over the query tiles from the diagonal on.
+ * D = rowsum(dO * O) to the scratch; af_backward_dkv, one block per
+ * (sequence, key/value head, 64 keys), recomputes P^T = exp2(S^T * scale
+ * log2 e - lse log2 e) and dP^T = V dO^T tile by tile over its group's
+ * query heads in order and the query tiles from the diagonal on, sums
+ * dV = P^T dO and dK = scale dS^T Q with dS = P (dP - D), and writes each
+ * dS tile to the scratch; af_backward_dq, one block per (sequence, head,
+ * 64 queries), then sums dQ = scale dS K from those tiles, one product a
+ * tile (recomputing P and dP there too took 3).
  */
 #include <math.h>
 #include <stdio.h>
