@@ -178,3 +178,22 @@ static inline cudaError_t sdc_launch(void (*k)(Params...), dim3 grid, dim3 block
     cfg.numAttrs = sdc_pdl() ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, k, static_cast<Params>(args)...);
 }
+
+/* Asynchronous 16-byte copies from global into shared memory (cp.async,
+ * sm_80 on), for kernels that fill their next tiles while they compute:
+ * sdc_cp16 copies 16 bytes; sdc_cp16_zfill copies n of them (16, or 0:
+ * zeros, g not read). sdc_cp_commit closes a thread's group of copies,
+ * sdc_cp_wait<N> waits until at most its N newest groups are in flight; a
+ * __syncthreads after that makes every thread's copies the block's. */
+static __device__ __forceinline__ void sdc_cp16(void *s, const void *g) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)), "l"(g));
+}
+static __device__ __forceinline__ void sdc_cp16_zfill(void *s, const void *g, int n) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
+                 "l"(g), "r"(n));
+}
+static __device__ __forceinline__ void sdc_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+static __device__ __forceinline__ void sdc_cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}

@@ -37,21 +37,6 @@
 #include "sd_internal.h"
 #include "symddp_compute.h"
 
-/* Asynchronous 16-byte copies into shared memory (cp.async, sm_80 on): from
- * src, or zeros where n is 0 (src is then not read). af_commit closes a
- * thread's group of copies; af_wait<N> waits until at most N of its newest
- * groups are in flight; a __syncthreads after it makes every thread's
- * copies visible to the block. (attention_f32_sim.cpp copies at once.) */
-static __device__ __forceinline__ void af_cp16(float *dst, const float *src, int n) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                 "l"(src), "r"(n));
-}
-static __device__ __forceinline__ void af_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-static __device__ __forceinline__ void af_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
 /* ---- the kernels (cuda/localcheck/attention_f32_sim.cpp runs this part on the CPU) ---- */
 
 #define AF_B 64         /* query rows and keys a tile */
@@ -69,8 +54,8 @@ static __device__ __forceinline__ void af_wait() {
  * past HS: by 16-byte asynchronous copies where HS and ld are multiples of
  * 4 and base is 16-byte aligned (GPT-2's and Llama's heads of 64, the dS
  * tiles; the same for every block of a launch), else a float a thread,
- * stored at once. Either way the tile is the block's after af_commit,
- * af_wait and __syncthreads, and no thread may still read t when it is
+ * stored at once. Either way the tile is the block's after sdc_cp_commit,
+ * sdc_cp_wait and __syncthreads, and no thread may still read t when it is
  * called. */
 template <int LD = AF_LDT>
 static __device__ __forceinline__ void af_load(float *__restrict__ t, const float *__restrict__ base, int64_t ld,
@@ -81,7 +66,7 @@ static __device__ __forceinline__ void af_load(float *__restrict__ t, const floa
             const int r = e >> 4, c = (e & 15) * 4;
             const int row = row0 + r;
             const bool in = row < T && c < HS;
-            af_cp16(&t[r * LD + c], in ? &base[(int64_t)row * ld + c] : base, in ? 16 : 0);
+            sdc_cp16_zfill(&t[r * LD + c], in ? &base[(int64_t)row * ld + c] : base, in ? 16 : 0);
         }
         return;
     }
@@ -207,8 +192,8 @@ __global__ void __launch_bounds__(AF_THREADS)
         __syncthreads(); /* the last tile's readers of Ks, Vs and Ps are done */
         af_load(Ks, kb_, sh.ldkv, kt * AF_B, sh.T, sh.HS);
         af_load(Vs, vb, sh.ldkv, kt * AF_B, sh.T, sh.HS);
-        af_commit();
-        af_wait<0>();
+        sdc_cp_commit();
+        sdc_cp_wait<0>();
         __syncthreads();
         float s[8][4];
         af_abt(s, Qs, Ks, tx, ty);
@@ -293,7 +278,7 @@ __global__ void __launch_bounds__(AF_THREADS)
     auto load = [&](int kt) {
         af_load<AF_LDP>(DSs + (kt & 1) * AF_PTILE, af_dstile(dS, sh, bh, qb, kt), AF_B, 0, AF_B, AF_B);
         af_load(Ks + (kt & 1) * AF_TILE, kb_, sh.ldkv, kt * AF_B, sh.T, sh.HS);
-        af_commit();
+        sdc_cp_commit();
     };
     float acc[8][4];
 #pragma unroll
@@ -304,9 +289,9 @@ __global__ void __launch_bounds__(AF_THREADS)
     for (int kt = 0; kt <= qb; kt++) {
         if (kt < qb) {
             load(kt + 1); /* the other buffers: their last readers passed the barrier below */
-            af_wait<1>();
+            sdc_cp_wait<1>();
         } else {
-            af_wait<0>();
+            sdc_cp_wait<0>();
         }
         __syncthreads();
         af_pv(acc, DSs + (kt & 1) * AF_PTILE, Ks + (kt & 1) * AF_TILE, tx, ty);
@@ -355,8 +340,8 @@ __global__ void __launch_bounds__(AF_THREADS)
                 Ls[threadIdx.x] = i < sh.T ? lse[bh * sh.T + i] * AF_LOG2E : 0.0f;
                 Ds[threadIdx.x] = i < sh.T ? D[bh * sh.T + i] : 0.0f;
             }
-            af_commit();
-            af_wait<0>();
+            sdc_cp_commit();
+            sdc_cp_wait<0>();
             __syncthreads();
             float st[8][4], dpt[8][4]; /* [key row][query column] */
             af_abt(st, Ks, Qs, tx, ty);

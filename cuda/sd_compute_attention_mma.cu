@@ -62,13 +62,6 @@ static __device__ __forceinline__ uint32_t sdc_am_smem(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-static __device__ __forceinline__ void sdc_am_cp16(void *s, const void *g) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sdc_am_smem(s)), "l"(g));
-}
-static __device__ __forceinline__ void sdc_am_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> static __device__ __forceinline__ void sdc_am_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 static __device__ __forceinline__ void sdc_am_ldsm4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3,
                                                     const void *p) {
@@ -110,7 +103,7 @@ template <int ROWS>
 static __device__ __forceinline__ void sdc_am_load(bf16 *dst, const bf16 *src, size_t ld) {
     for (int i = threadIdx.x; i < ROWS * 8; i += SDC_AM_THREADS) {
         const int r = i >> 3, c = (i & 7) * 8;
-        sdc_am_cp16(dst + r * SDC_AM_LD + c, src + (size_t)r * ld + c);
+        sdc_cp16(dst + r * SDC_AM_LD + c, src + (size_t)r * ld + c);
     }
 }
 
@@ -159,7 +152,7 @@ __global__ void __launch_bounds__(SDC_AM_THREADS, 2)
     sdc_am_load<SDC_AM_BM>(sQ, qbase + (size_t)q0 * ldq, ldq);
     sdc_am_load<SDC_AM_BN>(sK, kbase, ldkv);
     sdc_am_load<SDC_AM_BN>(sV, vbase, ldkv);
-    sdc_am_commit();
+    sdc_cp_commit();
 
     uint32_t qf[2][4][4];
     float o[2][8][4];
@@ -181,10 +174,10 @@ __global__ void __launch_bounds__(SDC_AM_THREADS, 2)
             const size_t kr = (size_t)(kt + 1) * SDC_AM_BN * ldkv;
             sdc_am_load<SDC_AM_BN>(sK + nb * SDC_AM_BN * SDC_AM_LD, kbase + kr, ldkv);
             sdc_am_load<SDC_AM_BN>(sV + nb * SDC_AM_BN * SDC_AM_LD, vbase + kr, ldkv);
-            sdc_am_commit();
-            sdc_am_wait<1>();
+            sdc_cp_commit();
+            sdc_cp_wait<1>();
         } else {
-            sdc_am_wait<0>();
+            sdc_cp_wait<0>();
         }
         __syncthreads();
         if (kt == 0) {
@@ -366,7 +359,7 @@ __global__ void __launch_bounds__(SDC_AM_THREADS)
         }
     };
     load_q(0, 0);
-    sdc_am_commit();
+    sdc_cp_commit();
 
     uint32_t kf[4][4], vf[4][4];
     float dk[8][4], dv[8][4];
@@ -380,10 +373,10 @@ __global__ void __launch_bounds__(SDC_AM_THREADS)
         const int qt = kt + it % nq, bh = b * NH + kvh * grp + it / nq;
         if (it + 1 < iters) {
             load_q(it + 1, (it + 1) & 1);
-            sdc_am_commit();
-            sdc_am_wait<1>();
+            sdc_cp_commit();
+            sdc_cp_wait<1>();
         } else {
-            sdc_am_wait<0>();
+            sdc_cp_wait<0>();
         }
         __syncthreads();
         if (it == 0) {
@@ -501,7 +494,7 @@ __global__ void __launch_bounds__(SDC_AM_THREADS)
                                (size_t)SDC_AM_BN);
     };
     load(0, 0);
-    sdc_am_commit();
+    sdc_cp_commit();
     float dq[8][4];
 #pragma unroll
     for (int j = 0; j < 8; j++)
@@ -510,10 +503,10 @@ __global__ void __launch_bounds__(SDC_AM_THREADS)
     for (int kt = 0; kt <= qt; kt++) {
         if (kt + 1 <= qt) {
             load(kt + 1, (kt + 1) & 1);
-            sdc_am_commit();
-            sdc_am_wait<1>();
+            sdc_cp_commit();
+            sdc_cp_wait<1>();
         } else {
-            sdc_am_wait<0>();
+            sdc_cp_wait<0>();
         }
         __syncthreads();
         const bf16 *tK = sK + (kt & 1) * SDC_AM_BN * SDC_AM_LD, *tS = sS + (kt & 1) * SDC_AM_BN * SDC_AM_LD;

@@ -47,13 +47,13 @@ static inline float __shfl_xor_sync(unsigned, float v, int lane_mask) {
     sim_bar->arrive_and_wait();
     return r;
 }
-/* The asynchronous copies (defined above the kernels in the .cu) copy at once. */
-static inline void af_cp16(float *dst, const float *src, int n) {
+/* The asynchronous copies (sd_compute.cuh's) copy at once. */
+static inline void sdc_cp16_zfill(float *dst, const float *src, int n) {
     for (int i = 0; i < 4; i++) dst[i] = n ? src[i] : 0.0f;
 }
-static inline void af_commit() {}
+static inline void sdc_cp_commit() {}
 template <int N>
-static inline void af_wait() {}
+static inline void sdc_cp_wait() {}
 float4 af_smem[16384]; /* the kernels' dynamic shared memory (256 KiB) */
 #include "attention_f32_kernels.inc"
 
