@@ -68,7 +68,8 @@ func (d *Device) AttentionF32(out, lse, q, k, v uintptr, ldq, ldkv, b, t, nh, kv
 
 // AttentionBackwardF32 is sdc_attention_backward_f32: attentionBwd on
 // fp32 tensors, dq, dk and dv at q's, k's and v's offsets. scratch (D, one
-// float a row) is only checked to lie inside an allocation.
+// float a row, and the causal dS tiles: cudalib.AttentionF32ScratchFloats)
+// is only checked to lie inside an allocation.
 func (d *Device) AttentionBackwardF32(dq, dk, dv, dout, q, k, v, out, lse uintptr, ldq, ldkv, b, t, nh, kvh, hs int, scratch uintptr) error {
 	const call = "sdc_attention_backward_f32"
 	if err := attF32Sizes(call, ldq, ldkv, b, t, nh, kvh, hs); err != nil {
@@ -93,12 +94,16 @@ func (d *Device) AttentionBackwardF32(dq, dk, dv, dout, q, k, v, out, lse uintpt
 // least 1, HS at most 64 (a tile's width), NH a multiple of KVH, rows no
 // narrower than their heads, and every byte offset within an int64
 // (B·T·max(ldq, ldkv) <= 2^60; NH·HS <= ldq) and every grid within an int
-// (NH <= MaxInt32/64, B·NH·T <= 8·MaxInt32). Divisions keep the check itself
-// from overflowing.
+// (NH <= MaxInt32/64, B·NH·T <= 8·MaxInt32), and the backward's scratch
+// within 2^60 floats (B·NH·nb(nb+1)/2 tiles <= 2^48, nb = ceil(T/64)), as
+// the launchers check. Divisions keep the check itself from overflowing.
 func attF32Sizes(call string, ldq, ldkv, b, t, nh, kvh, hs int) error {
 	const limit = 1 << 60
 	ok := b >= 1 && t >= 1 && nh >= 1 && kvh >= 1 && hs >= 1 && hs <= 64 && nh <= math.MaxInt32/64 && nh%kvh == 0 &&
 		nh <= ldq/hs && kvh <= ldkv/hs && t <= limit/b && b*t <= limit/max(ldq, ldkv) && b*nh*t <= 8*math.MaxInt32
+	if nb := (t + 63) / 64; ok {
+		ok = nb*(nb+1)/2 <= (1<<48)/(b*nh)
+	}
 	if !ok {
 		return sdcArgErr(call, "B=%d T=%d NH=%d KVH=%d HS=%d ldq=%d ldkv=%d (want sizes >= 1, HS <= 64, NH a multiple of KVH, ldq >= NH*HS, ldkv >= KVH*HS)",
 			b, t, nh, kvh, hs, ldq, ldkv)
