@@ -47,9 +47,10 @@ type streamOut interface {
 	forwardOnto(x, r compute.Tensor) compute.Tensor
 }
 
-// streamIn is a layer that can begin a residual block in bf16: built with
+// streamIn is a layer that can begin a residual block: built with
 // Build.into, its Backward is backwardOnto, which adds the gradient at its
-// input to stream, the block's output gradient, in place.
+// input to stream in place: in bf16 the block's output gradient, in fp32
+// the block's input gradient (Residual.addsIn).
 type streamIn interface {
 	backwardOnto(dy, stream compute.Tensor)
 }

@@ -68,7 +68,10 @@ func (l *LayerNorm) Build(b Build) ([]int, error) {
 	l.y = b.Alloc(l.rows, l.c)
 	l.mean, l.rstd = b.Alloc(l.rows), b.Alloc(l.rows)
 	l.needInGrad = b.NeedInputGrad
-	l.dx = b.Alloc(l.rows, l.c) // also without NeedInputGrad: the kernel writes it
+	l.dx = nil
+	if !b.into { // also without NeedInputGrad: the kernel writes it
+		l.dx = b.Alloc(l.rows, l.c)
+	}
 	return b.In, nil
 }
 

@@ -167,7 +167,8 @@ type Build struct {
 	// take: bf16 says the layer builds its bf16 form, half are the bf16
 	// copies of Params, onto that the layer ends a residual block (its
 	// output lands on the block's input), into that it begins one (its
-	// input gradient adds into the block's), keep that its output is a
+	// input gradient adds into the block's; also in fp32, where the block
+	// has an input gradient: Residual.addsIn), keep that its output is a
 	// Checkpoint's (memory of its own, not the Scratch's), grads is the
 	// block's part of the input gradients the blocks share, notes collects
 	// what the plans run.

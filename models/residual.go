@@ -18,7 +18,8 @@ type Residual struct {
 	e          compute.Engine
 	y, dx      compute.Tensor // output and input gradient (Batch, In...); none in bf16
 	needInGrad bool
-	bf16       bool // built in bf16: the stream and its gradient in place
+	bf16       bool     // built in bf16: the stream and its gradient in place
+	in         streamIn // in fp32, the first layer when it adds its input gradient into dx itself
 }
 
 var _ Layer = (*Residual)(nil)
@@ -70,10 +71,13 @@ func (r *Residual) Build(b Build) ([]int, error) {
 	if size(shape) != size(b.In) {
 		return nil, fmt.Errorf("%s: its layers turn inputs of shape %v into %v; a residual block must keep the shape", r.name, b.In, shape)
 	}
-	r.e, r.needInGrad, r.bf16 = b.Engine, b.NeedInputGrad, b.bf16
+	r.e, r.needInGrad, r.bf16, r.in = b.Engine, b.NeedInputGrad, b.bf16, nil
 	if r.bf16 { // the stream and its gradient are updated in place: nothing of the block's own
 		r.y, r.dx = nil, nil
 		return b.In, nil
+	}
+	if r.addsIn(b) {
+		r.in = r.layers[0].(streamIn)
 	}
 	full := append([]int{b.Batch}, b.In...)
 	r.y = b.Alloc(full...)
@@ -86,14 +90,31 @@ func (r *Residual) Build(b Build) ([]int, error) {
 
 // part is layer i's Build: in bf16 the first layer begins the residual
 // stream's gradient and the last ends the stream (in memory of its own
-// when the block's output is kept: b.keep).
+// when the block's output is kept: b.keep); in fp32 the first layer adds
+// its input gradient into the block's when it can (addsIn).
 func (r *Residual) part(b Build, in []int, i, lo, hi int) Build {
 	p := b.part(in, lo, hi, i > 0 || b.NeedInputGrad)
 	if b.bf16 {
 		p.into, p.onto = i == 0, i == len(r.layers)-1
 		p.keep = p.onto && b.keep
+	} else {
+		p.into = i == 0 && r.addsIn(b)
 	}
 	return p
+}
+
+// addsIn says whether, in fp32, the block's first layer adds its input
+// gradient into the block's (dx = dy + f'(x)ᵀ·dy, the sum in the layer's
+// last write) instead of writing its own for the block to add: when the
+// block has an input gradient and the layer can (streamIn: LayerNorm,
+// RMSNorm). The sum is the same float32 add either way, so the same bits;
+// it saves a pass over the block's gradient and the layer's own dx.
+func (r *Residual) addsIn(b Build) bool {
+	if b.bf16 || !b.NeedInputGrad || len(r.layers) < 2 {
+		return false
+	}
+	_, ok := r.layers[0].(streamIn)
+	return ok
 }
 
 // checkEnds checks that the block's first layer can add its input
@@ -168,9 +189,14 @@ func (r *Residual) Backward(dy compute.Tensor) compute.Tensor {
 		r.e.Copy(r.dx, dy)
 	}
 	d := dy
-	for i := len(r.layers) - 1; i >= 0; i-- {
+	for i := len(r.layers) - 1; i >= 1; i-- {
 		d = r.layers[i].Backward(d)
 	}
+	if r.in != nil { // the first layer adds its input gradient into dx
+		r.in.backwardOnto(d, r.dx)
+		return r.dx
+	}
+	d = r.layers[0].Backward(d)
 	if !r.needInGrad {
 		return nil
 	}

@@ -60,7 +60,10 @@ func (l *RMSNorm) Build(b Build) ([]int, error) {
 		return b.In, l.buildBF16(b, rows)
 	}
 	l.w, l.dw = b.Params[0], b.Grads[0]
-	l.y, l.dx, l.rstd = b.Alloc(rows, l.c), b.Alloc(rows, l.c), b.Alloc(rows)
+	l.y, l.dx, l.rstd = b.Alloc(rows, l.c), nil, b.Alloc(rows)
+	if !b.into { // also without NeedInputGrad: the kernel writes it
+		l.dx = b.Alloc(rows, l.c)
+	}
 	l.needInGrad = b.NeedInputGrad
 	return b.In, nil
 }
