@@ -47,6 +47,14 @@ type streamOut interface {
 	forwardOnto(x, r compute.Tensor) compute.Tensor
 }
 
+// outGradKeeper is a layer whose fp32 Backward(dy) only reads dy and
+// returns a gradient in memory other than dy's (when keepsOutGrad), so
+// that a residual block it ends can keep its output gradient and its
+// input gradient in one tensor (Residual: dx is dy, updated in place).
+type outGradKeeper interface {
+	keepsOutGrad() bool
+}
+
 // streamIn is a layer that can begin a residual block: built with
 // Build.into, its Backward is backwardOnto, which adds the gradient at its
 // input to stream in place: in bf16 the block's output gradient, in fp32

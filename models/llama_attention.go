@@ -174,6 +174,9 @@ func (a *GroupedSelfAttention) attend(x compute.Tensor) compute.Tensor {
 	return a.att
 }
 
+// keepsOutGrad: dy goes to o_proj alone, which keeps it (outGradKeeper).
+func (a *GroupedSelfAttention) keepsOutGrad() bool { return a.op.keepsOutGrad() }
+
 // Backward writes the four weights' gradients and returns dx (B·T, C), the
 // sum of what goes through the three input projections.
 func (a *GroupedSelfAttention) Backward(dy compute.Tensor) compute.Tensor {

@@ -20,6 +20,7 @@ type Residual struct {
 	needInGrad bool
 	bf16       bool     // built in bf16: the stream and its gradient in place
 	in         streamIn // in fp32, the first layer when it adds its input gradient into dx itself
+	inPlace    bool     // in fp32 with in: dx is dy, updated in place (the last layer keeps dy)
 }
 
 var _ Layer = (*Residual)(nil)
@@ -76,13 +77,16 @@ func (r *Residual) Build(b Build) ([]int, error) {
 		r.y, r.dx = nil, nil
 		return b.In, nil
 	}
+	r.inPlace = false
 	if r.addsIn(b) {
 		r.in = r.layers[0].(streamIn)
+		k, ok := r.layers[len(r.layers)-1].(outGradKeeper)
+		r.inPlace = ok && k.keepsOutGrad()
 	}
 	full := append([]int{b.Batch}, b.In...)
 	r.y = b.Alloc(full...)
 	r.dx = nil
-	if r.needInGrad {
+	if r.needInGrad && !r.inPlace {
 		r.dx = b.Alloc(full...)
 	}
 	return b.In, nil
@@ -170,7 +174,9 @@ func (r *Residual) Forward(x compute.Tensor) compute.Tensor {
 }
 
 // Backward returns dx = dy + f'(x)ᵀ·dy and writes the layers' parameter
-// gradients. dy is copied first: the layers may overwrite it.
+// gradients. dy is copied first, as the layers may overwrite it, unless
+// the last layer keeps it (outGradKeeper) and the first adds into it
+// (addsIn): then dx is dy, updated in place, as in bf16.
 func (r *Residual) Backward(dy compute.Tensor) compute.Tensor {
 	if r.bf16 {
 		// dy is the stream's gradient: the layers read it, and the first
@@ -183,6 +189,14 @@ func (r *Residual) Backward(dy compute.Tensor) compute.Tensor {
 		if !r.needInGrad {
 			return nil
 		}
+		return dy
+	}
+	if r.inPlace {
+		d := dy
+		for i := len(r.layers) - 1; i >= 1; i-- {
+			d = r.layers[i].Backward(d)
+		}
+		r.in.backwardOnto(d, dy)
 		return dy
 	}
 	if r.needInGrad {

@@ -158,6 +158,9 @@ func (m *SwiGLUMLP) Forward(x compute.Tensor) compute.Tensor {
 	return m.down.Forward(m.h)
 }
 
+// keepsOutGrad: dy goes to down_proj alone, which keeps it (outGradKeeper).
+func (m *SwiGLUMLP) keepsOutGrad() bool { return m.down.keepsOutGrad() }
+
 // Backward writes the three weights' gradients and returns dx (B, C), the
 // sum of what goes through gate_proj and up_proj; with SharedHidden it
 // first recomputes silu(a)·b, which down_proj's weight gradient reads.
