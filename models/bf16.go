@@ -47,12 +47,15 @@ type streamOut interface {
 	forwardOnto(x, r compute.Tensor) compute.Tensor
 }
 
-// outGradKeeper is a layer whose fp32 Backward(dy) only reads dy and
-// returns a gradient in memory other than dy's (when keepsOutGrad), so
-// that a residual block it ends can keep its output gradient and its
-// input gradient in one tensor (Residual: dx is dy, updated in place).
-type outGradKeeper interface {
-	keepsOutGrad() bool
+// streamEnd is a layer that, when endsStream says so, can end an fp32
+// residual block as the bf16 layers end theirs: its Backward(dy) reads dy
+// without writing it, returns a gradient in memory other than dy's, and
+// reads nothing of the layer's output. So the block adds its input onto
+// that output in place instead of into a sum of its own, and, when its
+// first layer adds its input gradient in (Residual.addsIn), keeps its
+// output gradient and its input gradient in one tensor.
+type streamEnd interface {
+	endsStream() bool
 }
 
 // streamIn is a layer that can begin a residual block: built with

@@ -122,8 +122,9 @@ func (m *GELUMLP) forwardOnto(x, r compute.Tensor) compute.Tensor {
 	return m.proj.forwardOnto(m.fc.Forward(x), r)
 }
 
-// keepsOutGrad: dy goes to c_proj alone, which keeps it (outGradKeeper).
-func (m *GELUMLP) keepsOutGrad() bool { return m.proj.keepsOutGrad() }
+// endsStream: dy goes to c_proj alone, whose output is the layer's
+// (streamEnd).
+func (m *GELUMLP) endsStream() bool { return m.proj.endsStream() }
 
 // Backward writes the four parameters' gradients and returns dx (B, C)
 // (nil without NeedInputGrad); with SharedHidden it first recomputes

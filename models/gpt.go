@@ -175,7 +175,7 @@ func (m *GPT) Config() GPTConfig { return m.cfg }
 // in bf16 when the model runs in bf16 (Precision after a Build that chose
 // it, or set to bf16 before; activationBytesBF16), else in fp32 on the CPU
 // engine. In fp32, with R = B·T rows, one layer keeps
-// 28·R·C + 4·R + B·H·T² floats (the probabilities B·H·T² in attention's
+// 26·R·C + 4·R + B·H·T² floats (the probabilities B·H·T² in attention's
 // plan), and the model 4·R·C + 3·R + 2·R·V besides (the embeddings and
 // positions, ln_f, the head's input gradient, the logits and their
 // gradient). RecomputeGELU keeps one GELU output (R,4C) for all layers
@@ -190,7 +190,7 @@ func (m *GPT) ActivationBytes(seqs int) int64 {
 	g := m.cfg
 	b, t, c, h, v := int64(seqs), int64(g.Context), int64(g.Width), int64(g.Heads), int64(g.Vocab)
 	r, layers := b*t, int64(g.Layers)
-	layer := 28*r*c + 4*r + b*h*t*t
+	layer := 26*r*c + 4*r + b*h*t*t
 	var n int64
 	switch m.Recompute() {
 	case RecomputeGELU:

@@ -221,9 +221,10 @@ func (l *Linear) Forward(x compute.Tensor) compute.Tensor {
 	return l.y
 }
 
-// keepsOutGrad says that Backward reads dy without writing it: without an
-// activation (the gradient before it is dy itself) (outGradKeeper).
-func (l *Linear) keepsOutGrad() bool { return l.act == compute.Identity && !l.gelu }
+// endsStream: without an activation Backward reads dy without writing it
+// (the gradient before the activation is dy itself) and does not read y
+// (streamEnd).
+func (l *Linear) endsStream() bool { return l.act == compute.Identity && !l.gelu }
 
 // Backward takes dy (B,Out), overwrites it with the gradient before the
 // activation, and computes dW = dyᵀ·x (Out,In), db = column sums of dy (Out)

@@ -228,7 +228,7 @@ func require[G any](e compute.Engine, op string) error {
 
 // ActivationBytes is what a build for seqs sequences allocates for its
 // activations on the CPU engine, in bytes, in m's recompute mode
-// (docs/LLAMA.md's table): per layer 16·R·C + 5·R·K + 5·R·F + 2·R +
+// (docs/LLAMA.md's table): per layer 14·R·C + 5·R·K + 5·R·F + 2·R +
 // B·H·T² floats with R = B·T rows, K the key/value width
 // KVHeads·C/Heads and F SwiGLU's hidden width; plus 4·R·C + R for the
 // embedding, the final norm and the head's input gradient, and 2·R·V for
@@ -265,7 +265,7 @@ func (m *Llama) ActivationBytes(seqs int) int64 {
 		}
 		return n + table + 2*(3*r*c+2*r*k+2*r*f) + 8*r*c + 4*r + 2*r*v
 	}
-	layer := 16*r*c + 5*r*k + 5*r*f + 2*r + b*h*t*t
+	layer := 14*r*c + 5*r*k + 5*r*f + 2*r + b*h*t*t
 	var n int64
 	switch m.Recompute() {
 	case RecomputeGELU:

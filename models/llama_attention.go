@@ -174,8 +174,9 @@ func (a *GroupedSelfAttention) attend(x compute.Tensor) compute.Tensor {
 	return a.att
 }
 
-// keepsOutGrad: dy goes to o_proj alone, which keeps it (outGradKeeper).
-func (a *GroupedSelfAttention) keepsOutGrad() bool { return a.op.keepsOutGrad() }
+// endsStream: dy goes to o_proj alone, whose output is the layer's
+// (streamEnd).
+func (a *GroupedSelfAttention) endsStream() bool { return a.op.endsStream() }
 
 // Backward writes the four weights' gradients and returns dx (B·T, C), the
 // sum of what goes through the three input projections.

@@ -20,7 +20,8 @@ type Residual struct {
 	needInGrad bool
 	bf16       bool     // built in bf16: the stream and its gradient in place
 	in         streamIn // in fp32, the first layer when it adds its input gradient into dx itself
-	inPlace    bool     // in fp32 with in: dx is dy, updated in place (the last layer keeps dy)
+	onto       bool     // in fp32, y is the last layer's output, x added onto it (streamEnd)
+	inPlace    bool     // in fp32 with in and onto: dx is dy, updated in place
 }
 
 var _ Layer = (*Residual)(nil)
@@ -77,15 +78,17 @@ func (r *Residual) Build(b Build) ([]int, error) {
 		r.y, r.dx = nil, nil
 		return b.In, nil
 	}
-	r.inPlace = false
+	end, ok := r.layers[len(r.layers)-1].(streamEnd)
+	r.onto = ok && end.endsStream() && len(r.layers) > 1
 	if r.addsIn(b) {
 		r.in = r.layers[0].(streamIn)
-		k, ok := r.layers[len(r.layers)-1].(outGradKeeper)
-		r.inPlace = ok && k.keepsOutGrad()
 	}
+	r.inPlace = r.in != nil && r.onto
 	full := append([]int{b.Batch}, b.In...)
-	r.y = b.Alloc(full...)
-	r.dx = nil
+	r.y, r.dx = nil, nil
+	if !r.onto {
+		r.y = b.Alloc(full...)
+	}
 	if r.needInGrad && !r.inPlace {
 		r.dx = b.Alloc(full...)
 	}
@@ -155,7 +158,8 @@ func (r *Residual) checkBF16(b Build) ([]int, error) {
 }
 
 // Forward computes y = x + f(x); in bf16 the last layer writes it onto x
-// in its GEMM.
+// in its GEMM; in fp32 x is added onto the last layer's output where that
+// layer ends streams (streamEnd), else into y of the block's own.
 func (r *Residual) Forward(x compute.Tensor) compute.Tensor {
 	if r.bf16 {
 		h, last := x, len(r.layers)-1
@@ -168,6 +172,10 @@ func (r *Residual) Forward(x compute.Tensor) compute.Tensor {
 	for _, l := range r.layers {
 		h = l.Forward(h)
 	}
+	if r.onto { // h + x is x + h, bit for bit
+		r.e.Accumulate(h, x)
+		return h
+	}
 	r.e.Copy(r.y, x)
 	r.e.Accumulate(r.y, h)
 	return r.y
@@ -175,7 +183,7 @@ func (r *Residual) Forward(x compute.Tensor) compute.Tensor {
 
 // Backward returns dx = dy + f'(x)ᵀ·dy and writes the layers' parameter
 // gradients. dy is copied first, as the layers may overwrite it, unless
-// the last layer keeps it (outGradKeeper) and the first adds into it
+// the last layer keeps it (streamEnd) and the first adds into it
 // (addsIn): then dx is dy, updated in place, as in bf16.
 func (r *Residual) Backward(dy compute.Tensor) compute.Tensor {
 	if r.bf16 {

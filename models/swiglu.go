@@ -158,8 +158,9 @@ func (m *SwiGLUMLP) Forward(x compute.Tensor) compute.Tensor {
 	return m.down.Forward(m.h)
 }
 
-// keepsOutGrad: dy goes to down_proj alone, which keeps it (outGradKeeper).
-func (m *SwiGLUMLP) keepsOutGrad() bool { return m.down.keepsOutGrad() }
+// endsStream: dy goes to down_proj alone, whose output is the layer's
+// (streamEnd).
+func (m *SwiGLUMLP) endsStream() bool { return m.down.endsStream() }
 
 // Backward writes the three weights' gradients and returns dx (B, C), the
 // sum of what goes through gate_proj and up_proj; with SharedHidden it
