@@ -41,31 +41,58 @@ __device__ __forceinline__ float sdc_gelu_s(float v, float *e_out) {
     return __fdiv_rn(1.0f, __fadd_rn(1.0f, e));
 }
 
-/* y (n) = gelu(x (n)). */
-__global__ void sdc_gelu_kernel(float *__restrict__ y, const float *__restrict__ x, int64_t n) {
-    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float v = x[i];
-        float e;
-        y[i] = __fmul_rn(v, sdc_gelu_s(v, &e));
-    }
+/* y (n) = gelu(x (n)): float4 over the first n4 vectors when every pointer
+ * is 16-byte aligned, then the tail; each element the same operations, so
+ * the same bits (four independent elements a thread keep more loads in
+ * flight: the one-float loop took 100 us at 8192 x 3072 on an H100). */
+static __device__ __forceinline__ float sdc_gelu_one(float v) {
+    float e;
+    return __fmul_rn(v, sdc_gelu_s(v, &e));
 }
 
-/* dx (n) = dy (n) * gelu'(x (n)); dx may be dy. */
-__global__ void sdc_gelu_backward_kernel(float *dx, const float *dy, const float *__restrict__ x, int64_t n) {
+__global__ void sdc_gelu_kernel(float *__restrict__ y, const float *__restrict__ x, int64_t n, int64_t n4) {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float v = x[i];
-        const float a = __fadd_rn(__fmul_rn(SDC_GELU_3C, __fmul_rn(v, v)), 1.0f);
-        float e;
-        const float s = sdc_gelu_s(v, &e);
-        float q = __fmul_rn(s, e);
-        q = __fmul_rn(q, s);
-        q = __fmul_rn(q, v);
-        q = __fmul_rn(q, a);
-        q = __fmul_rn(SDC_GELU_2K, q);
-        dx[i] = __fmul_rn(dy[i], __fadd_rn(s, q));
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int64_t i = t; i < n4; i += stride) {
+        float4 v = ((const float4 *)x)[i];
+        v.x = sdc_gelu_one(v.x);
+        v.y = sdc_gelu_one(v.y);
+        v.z = sdc_gelu_one(v.z);
+        v.w = sdc_gelu_one(v.w);
+        ((float4 *)y)[i] = v;
     }
+    for (int64_t i = n4 * 4 + t; i < n; i += stride) y[i] = sdc_gelu_one(x[i]);
+}
+
+/* dy * gelu'(v). */
+static __device__ __forceinline__ float sdc_gelu_grad_one(float d, float v) {
+    const float a = __fadd_rn(__fmul_rn(SDC_GELU_3C, __fmul_rn(v, v)), 1.0f);
+    float e;
+    const float s = sdc_gelu_s(v, &e);
+    float q = __fmul_rn(s, e);
+    q = __fmul_rn(q, s);
+    q = __fmul_rn(q, v);
+    q = __fmul_rn(q, a);
+    q = __fmul_rn(SDC_GELU_2K, q);
+    return __fmul_rn(d, __fadd_rn(s, q));
+}
+
+/* dx (n) = dy (n) * gelu'(x (n)), vectors as the forward's; dx may be dy
+ * (each element is read before it is written, by the same thread). */
+__global__ void sdc_gelu_backward_kernel(float *dx, const float *dy, const float *__restrict__ x, int64_t n,
+                                         int64_t n4) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int64_t i = t; i < n4; i += stride) {
+        const float4 v = ((const float4 *)x)[i];
+        float4 d = ((const float4 *)dy)[i];
+        d.x = sdc_gelu_grad_one(d.x, v.x);
+        d.y = sdc_gelu_grad_one(d.y, v.y);
+        d.z = sdc_gelu_grad_one(d.z, v.z);
+        d.w = sdc_gelu_grad_one(d.w, v.w);
+        ((float4 *)dx)[i] = d;
+    }
+    for (int64_t i = n4 * 4 + t; i < n; i += stride) dx[i] = sdc_gelu_grad_one(dy[i], x[i]);
 }
 
 /* ---- bf16 ---- */
@@ -130,12 +157,14 @@ extern "C" int sdc_gelu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t 
     if (n == 0) return SD_OK;
     SD_TRY(sdc_use_device(c->device));
     cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
-    if (dtype == SDC_BF16)
+    if (dtype == SDC_BF16) {
         sdc_gelu_bf16_kernel<<<(unsigned)sdc_gelu_bf16_blocks(n), 256, 0, s>>>((bf16 *)(uintptr_t)y,
                                                                                (const bf16 *)(uintptr_t)x, n);
-    else
-        sdc_gelu_kernel<<<sdc_gelu_blocks(n, c->sm_count), SDC_GELU_THREADS, 0, s>>>((float *)(uintptr_t)y,
-                                                                                    (const float *)(uintptr_t)x, n);
+    } else {
+        const int64_t n4 = sdc_aligned16(y) && sdc_aligned16(x) ? n / 4 : 0;
+        sdc_gelu_kernel<<<sdc_gelu_blocks(n4 ? n4 : n, c->sm_count), SDC_GELU_THREADS, 0, s>>>(
+            (float *)(uintptr_t)y, (const float *)(uintptr_t)x, n, n4);
+    }
     SD_CUDA(cudaGetLastError());
     return SD_OK;
 }
@@ -149,12 +178,14 @@ extern "C" int sdc_gelu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx,
     if (n == 0) return SD_OK;
     SD_TRY(sdc_use_device(c->device));
     cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
-    if (dtype == SDC_BF16)
+    if (dtype == SDC_BF16) {
         sdc_gelu_backward_bf16_kernel<<<(unsigned)sdc_gelu_bf16_blocks(n), 256, 0, s>>>(
             (bf16 *)(uintptr_t)dx, (const bf16 *)(uintptr_t)x, (const bf16 *)(uintptr_t)dy, n);
-    else
-        sdc_gelu_backward_kernel<<<sdc_gelu_blocks(n, c->sm_count), SDC_GELU_THREADS, 0, s>>>(
-            (float *)(uintptr_t)dx, (const float *)(uintptr_t)dy, (const float *)(uintptr_t)x, n);
+    } else {
+        const int64_t n4 = sdc_aligned16(dx) && sdc_aligned16(dy) && sdc_aligned16(x) ? n / 4 : 0;
+        sdc_gelu_backward_kernel<<<sdc_gelu_blocks(n4 ? n4 : n, c->sm_count), SDC_GELU_THREADS, 0, s>>>(
+            (float *)(uintptr_t)dx, (const float *)(uintptr_t)dy, (const float *)(uintptr_t)x, n, n4);
+    }
     SD_CUDA(cudaGetLastError());
     return SD_OK;
 }
