@@ -13,40 +13,12 @@
  * bank conflicts, speed).
  */
 #include <algorithm>
-#include <barrier>
 #include <climits>
-#include <cmath>
-#include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <random>
-#include <thread>
-#include <vector>
 
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(x)
-#define __restrict__
+#include "sim.h"
 #define __shared__
-struct float4 {
-    float x, y, z, w;
-};
-struct sim_idx {
-    unsigned x;
-};
-thread_local sim_idx threadIdx, blockIdx;
-static std::barrier<> *sim_bar;
-static float sim_slot[1024];
-static inline void __syncthreads() { sim_bar->arrive_and_wait(); }
-static inline float __shfl_xor_sync(unsigned, float v, int lane_mask) {
-    const unsigned t = threadIdx.x;
-    sim_slot[t] = v;
-    sim_bar->arrive_and_wait();
-    const float r = sim_slot[t ^ (unsigned)lane_mask];
-    sim_bar->arrive_and_wait();
-    return r;
-}
 /* The asynchronous copies (sd_compute.cuh's) copy at once. */
 static inline void sdc_cp16_zfill(float *dst, const float *src, int n) {
     for (int i = 0; i < 4; i++) dst[i] = n ? src[i] : 0.0f;
@@ -56,23 +28,6 @@ template <int N>
 static inline void sdc_cp_wait() {}
 float4 af_smem[16384]; /* the kernels' dynamic shared memory (256 KiB) */
 #include "attention_f32_kernels.inc"
-
-/* Runs kernel on blocks blocks of threads threads, one block after another. */
-static void launch(unsigned blocks, unsigned threads, const std::function<void()> &kernel) {
-    for (unsigned b = 0; b < blocks; b++) {
-        std::barrier<> bar(threads);
-        sim_bar = &bar;
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < threads; t++)
-            ts.emplace_back([&, t, b] {
-                threadIdx.x = t;
-                blockIdx.x = b;
-                kernel();
-                sim_bar->arrive_and_drop();
-            });
-        for (auto &t : ts) t.join();
-    }
-}
 
 /* The largest relative difference (absolute below 1) of got from want, printed; 1 above tol (or NaN). */
 static int check(const char *what, const std::vector<float> &got, const std::vector<double> &want, double tol) {

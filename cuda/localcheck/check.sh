@@ -56,15 +56,22 @@ else
     echo "FAIL kernprof/kernprof.cpp"
     status=1
 fi
-# The fp32 flash attention's kernels, run on the CPU against float64
-# attention (attention_f32_sim.cpp says how and what that shows).
-sed -n '/^\/\* ---- the kernels/,/^\/\* ---- the launchers/p' "$src/sd_compute_attention_f32.cu" >"$tmp/attention_f32_kernels.inc"
-if g++ -O1 -std=c++20 -pthread -Wall -Wextra -Wno-unknown-pragmas -Werror -I"$tmp" "$here/attention_f32_sim.cpp" -o "$tmp/attention_f32_sim" &&
-    "$tmp/attention_f32_sim" >"$tmp/attention_f32_sim.log" 2>&1; then
-    echo "ok   sd_compute_attention_f32.cu kernels simulated on the CPU"
-else
-    cat "$tmp/attention_f32_sim.log" 2>/dev/null
-    echo "FAIL sd_compute_attention_f32.cu kernels simulated on the CPU"
-    status=1
-fi
+# CPU simulations of kernels (sim.h says how; each file says what it
+# checks): sim NAME FILE.cu FIRST LAST copies FILE.cu's lines from the one
+# matching FIRST to the one matching LAST into NAME_kernels.inc, builds
+# NAME_sim.cpp around it and runs it.
+sim() {
+    local name="$1" file="$2" first="$3" last="$4"
+    sed -n "/$first/,/$last/p" "$src/$file" >"$tmp/${name}_kernels.inc"
+    if g++ -O1 -std=c++20 -pthread -Wall -Wextra -Wno-unknown-pragmas -Werror -ffp-contract=off -I"$tmp" \
+        "$here/${name}_sim.cpp" -o "$tmp/${name}_sim" && "$tmp/${name}_sim" >"$tmp/${name}_sim.log" 2>&1; then
+        echo "ok   $file kernels simulated on the CPU ($name)"
+    else
+        cat "$tmp/${name}_sim.log" 2>/dev/null
+        echo "FAIL $file kernels simulated on the CPU ($name)"
+        status=1
+    fi
+}
+# the fp32 flash attention against float64 attention
+sim attention_f32 sd_compute_attention_f32.cu '^\/\* ---- the kernels' '^\/\* ---- the launchers'
 exit $status
