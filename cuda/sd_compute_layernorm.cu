@@ -28,6 +28,8 @@
 #include "sd_internal.h"
 #include "symddp_compute.h"
 
+/* ---- the fp32 kernels (cuda/localcheck/layernorm_f32_sim.cpp runs them on the CPU) ---- */
+
 #define SDC_LN_THREADS 256   /* 32 rows a block, eight lanes a row */
 
 /* y, mean, rstd of rows rows of cols: goLayerNorm's operations in its order. */

@@ -106,7 +106,7 @@ func TestLayerNormMatchesCPUEmulated(t *testing.T) {
 }
 
 func testLayerNormMatchesCPU(t *testing.T, e *cuda.Engine) {
-	for _, sh := range [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {130, 128}, {5, 771}, {256, 16}, {600, 19}, {1030, 72}} {
+	for _, sh := range [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {130, 128}, {5, 771}, {256, 16}, {600, 19}, {1030, 72}, {1700, 9}} {
 		rows, c := sh[0], sh[1]
 		for _, add := range []bool{false, true} {
 			sameBitsAsCPU(t, e, fmt.Sprintf("LayerNorm %dx%d, addDX %v", rows, c, add), func(en compute.Engine) (func(), []compute.Tensor) {

@@ -74,4 +74,6 @@ sim() {
 }
 # the fp32 flash attention against float64 attention
 sim attention_f32 sd_compute_attention_f32.cu '^\/\* ---- the kernels' '^\/\* ---- the launchers'
+# the fp32 layer norm's backward against hostloops' bits
+sim layernorm_f32 sd_compute_layernorm.cu '^\/\* ---- the fp32 kernels' '^\/\* ---- bf16'
 exit $status
