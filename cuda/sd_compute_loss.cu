@@ -4,12 +4,20 @@
  *
  * logits (rows,classes), labels int32 (rows), dlogits (rows,classes), stats (3).
  *
- * One warp per row. Lane l scans classes l, l+32, ...; the warp finds the
- * row's maximum and its first arg-max (ties go to the smaller index), sums
- * exp(x - max) in double, and writes
+ * One warp per row, two passes over it. The first finds the row's maximum,
+ * its first arg-max (ties go to the smaller index) and the sum of
+ * exp(x - max) in double at once: lane l takes classes l, l+32, ... (or, where
+ * the rows are 16-byte aligned and classes % 4 == 0, the four classes of
+ * vectors l, l+32, ...), keeps its own maximum and the sum of exp(x - that
+ * maximum), scaled by exp(old - new) when it grows, and the warp combines the
+ * lanes' pairs the same way. The second writes
  *   dlogits[j] = float32(float64(float32(p_j)) * scale / sum) - [j == label] * scale
  * with p_j = exp(x_j - max) in double, the same rounding steps as the CPU
- * engine. The row's loss is log(sum) - (x_label - max), in double. Rows
+ * engine (the sum, in double, is added in another order). The row's loss
+ * is log(sum) - (x_label - max), in double. A pass for the maximum, one for
+ * the sum and one for the gradient, in 4-byte loads, took 3.46 ms for GPT-2's
+ * 8192 x 50304 on an H100 (2026-12-06), where reading the logits twice and
+ * writing the gradient once takes about 1.5 at the memory's speed. Rows
  * labelled -1 (padding), and rows whose label is out of range (the host
  * rejects those before they get here), get zero gradients and count for
  * nothing.
@@ -37,8 +45,11 @@
 #include "symddp_compute.h"
 #include "sd_step_node.cuh"
 
+/* ---- the fp32 kernel (cuda/localcheck/xent_f32_sim.cpp runs it on the CPU) ---- */
+
 #define SDC_XENT_WARPS 8
 #define SDC_XENT_THREADS (SDC_XENT_WARPS * 32)
+#define SDC_XENT_PER_SM 3 /* blocks an SM holds at once (80 registers a thread) */
 /* Counter 0 is this kernel's ticket. */
 #define SDC_XENT_COUNTER 0
 
@@ -57,7 +68,7 @@ static __device__ __forceinline__ void sdc_argmax_combine(float &v, int &j, floa
     }
 }
 
-__global__ void __launch_bounds__(SDC_XENT_THREADS)
+__global__ void __launch_bounds__(SDC_XENT_THREADS, SDC_XENT_PER_SM)
     sdc_xent_kernel(const float *__restrict__ logits, const int32_t *__restrict__ labels,
                     int64_t rows, int64_t classes, float *__restrict__ dlogits, float scale_arg,
                     const sdc_step *block, float *stats, sdc_xent_partial *partial,
@@ -71,6 +82,8 @@ __global__ void __launch_bounds__(SDC_XENT_THREADS)
     const int64_t r0 = (int64_t)blockIdx.x * rows_per_block;
     const int64_t r1 = r0 + rows_per_block < rows ? r0 + rows_per_block : rows;
 
+    /* 16-byte loads and stores where the rows allow (GPT-2's 50304 classes) */
+    const bool vec = (classes & 3) == 0 && ((uintptr_t)logits & 15) == 0 && ((uintptr_t)dlogits & 15) == 0;
     double loss = 0.0;
     int32_t correct = 0, labelled = 0;
     for (int64_t r = r0 + warp; r < r1; r += SDC_XENT_WARPS) {
@@ -78,38 +91,94 @@ __global__ void __launch_bounds__(SDC_XENT_THREADS)
         float *g = dlogits + r * classes;
         const int32_t y = labels[r];
         if (y < 0 || (int64_t)y >= classes) {
-            for (int64_t j = lane; j < classes; j += 32) g[j] = 0.0f;
+            if (vec)
+                for (int64_t q = lane; q < classes / 4; q += 32) ((float4 *)g)[q] = make_float4(0.f, 0.f, 0.f, 0.f);
+            else
+                for (int64_t j = lane; j < classes; j += 32) g[j] = 0.0f;
             continue;
         }
-        /* Maximum and first arg-max. */
+        /* One pass for the maximum, the first arg-max and the sum: each lane
+         * keeps its classes' maximum and the sum of exp(x - its maximum),
+         * scaling the sum by exp(old - new) when the maximum grows. */
         float best = -INFINITY;
         int bj = 0x7fffffff;
-#pragma unroll 4
-        for (int64_t j = lane; j < classes; j += 32) {
-            const float v = x[j];
+        double s = 0.0;
+        auto see = [&](float v, int j) {
             if (bj == 0x7fffffff || v > best) {
+                s = bj == 0x7fffffff ? 1.0 : s * exp((double)best - (double)v) + 1.0;
                 best = v;
-                bj = (int)j;
+                bj = j;
+            } else {
+                s += exp((double)v - (double)best);
             }
+        };
+        if (vec) {
+            const float4 *x4 = (const float4 *)x;
+            const int64_t nq = classes / 4;
+            int64_t q = lane;
+            for (; q + 32 < nq; q += 64) { /* two loads in flight before their use */
+                float4 v[2];
+#pragma unroll
+                for (int u = 0; u < 2; u++) v[u] = x4[q + 32 * u];
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    const int j = (int)(4 * (q + 32 * u));
+                    see(v[u].x, j);
+                    see(v[u].y, j + 1);
+                    see(v[u].z, j + 2);
+                    see(v[u].w, j + 3);
+                }
+            }
+            for (; q < nq; q += 32) {
+                const float4 v = x4[q];
+                const int j = (int)(4 * q);
+                see(v.x, j);
+                see(v.y, j + 1);
+                see(v.z, j + 2);
+                see(v.w, j + 3);
+            }
+        } else {
+#pragma unroll 4
+            for (int64_t j = lane; j < classes; j += 32) see(x[j], (int)j);
         }
+        /* The lanes' maxima and sums, each sum moved to the larger maximum.
+         * Partners add the same two terms, so every lane ends on the same
+         * sum. A lane without a class (sum 0, index 0x7fffffff) loses every
+         * tie and adds nothing. */
         for (int off = 16; off > 0; off >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, best, off);
+            const float ob = __shfl_xor_sync(0xffffffffu, best, off);
             const int oj = __shfl_xor_sync(0xffffffffu, bj, off);
-            sdc_argmax_combine(best, bj, ov, oj);
+            const double os = __shfl_xor_sync(0xffffffffu, s, off);
+            float nb = best;
+            int nj = bj;
+            sdc_argmax_combine(nb, nj, ob, oj);
+            double t = 0.0;
+            if (s != 0.0) t += s * exp((double)best - (double)nb);
+            if (os != 0.0) t += os * exp((double)ob - (double)nb);
+            s = t;
+            best = nb;
+            bj = nj;
         }
-        /* Lanes without a class carried index 0x7fffffff and lost every tie above. */
-        const double m = (double)best;
-        double sum = 0.0;
-#pragma unroll 4
-        for (int64_t j = lane; j < classes; j += 32) sum += exp((double)x[j] - m);
-        for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        const double m = (double)best, sum = s;
         const double inv = (double)scale / sum;
-#pragma unroll 4
-        for (int64_t j = lane; j < classes; j += 32) {
-            const float p = (float)exp((double)x[j] - m);
+        auto grad = [&](float v, int j) {
+            const float p = (float)exp((double)v - m);
             float gj = (float)((double)p * inv);
             if (j == y) gj = __fsub_rn(gj, scale);
-            g[j] = gj;
+            return gj;
+        };
+        if (vec) {
+            const float4 *x4 = (const float4 *)x;
+            float4 *g4 = (float4 *)g;
+#pragma unroll 4
+            for (int64_t q = lane; q < classes / 4; q += 32) {
+                const float4 v = x4[q];
+                const int j = (int)(4 * q);
+                g4[q] = make_float4(grad(v.x, j), grad(v.y, j + 1), grad(v.z, j + 2), grad(v.w, j + 3));
+            }
+        } else {
+#pragma unroll 4
+            for (int64_t j = lane; j < classes; j += 32) g[j] = grad(x[j], (int)j);
         }
         if (lane == 0) {
             loss += log(sum) - ((double)x[y] - m);
@@ -159,6 +228,8 @@ __global__ void __launch_bounds__(SDC_XENT_THREADS)
     stats[2] = __fadd_rn(stats[2], (float)tn);
     *ticket_word = 0;
 }
+
+/* ---- the fp32 kernel's step node ---- */
 
 /* The loss kernel's step values: the scale (argument 5) by value, no block (6). */
 static void sdc_xent_set_values(sdc_step_node *n, const sdc_step *v) {
@@ -344,11 +415,11 @@ extern "C" int sdc_softmax_xent(const sdc_ctx *c, sdc_dtype dtype, uint64_t logi
         return SD_FAIL(SD_ERR_ARG, "sdc_softmax_xent: %lld rows of %lld classes", (long long)rows,
                        (long long)classes);
     SD_TRY(sdc_use_device(c->device));
-    /* About four blocks per SM, at least one row per warp: with two, the
-     * warps' loads in flight left the kernel at 4.5 ms for GPT-2's 8192 x
-     * 50304 on an H100 (2026-12-06), twice what the traffic needs; with
-     * four (and the loops unrolled by four), 3.48 ms there. */
-    const int64_t target = 4 * (int64_t)(c->sm_count > 0 ? c->sm_count : 1);
+    /* As many blocks as the SMs hold at once, at least one row per warp:
+     * each warp keeps its loads in flight (with 4-byte loads and two blocks
+     * an SM the kernel took 4.5 ms for GPT-2's 8192 x 50304 on an H100,
+     * 2026-12-06; with four, 3.48). */
+    const int64_t target = SDC_XENT_PER_SM * (int64_t)(c->sm_count > 0 ? c->sm_count : 1);
     int64_t per = (rows + target - 1) / target;
     per = (per + SDC_XENT_WARPS - 1) / SDC_XENT_WARPS * SDC_XENT_WARPS;
     int64_t blocks = (rows + per - 1) / per;

@@ -76,4 +76,6 @@ sim() {
 sim attention_f32 sd_compute_attention_f32.cu '^\/\* ---- the kernels' '^\/\* ---- the launchers'
 # the fp32 layer norm's backward against hostloops' bits
 sim layernorm_f32 sd_compute_layernorm.cu '^\/\* ---- the fp32 kernels' '^\/\* ---- bf16'
+# the fp32 softmax cross-entropy against hostloops' row
+sim xent_f32 sd_compute_loss.cu '^\/\* ---- the fp32 kernel (' '^\/\* ---- the fp32 kernel.s step node'
 exit $status
