@@ -79,7 +79,7 @@ func (r *Residual) Build(b Build) ([]int, error) {
 		return b.In, nil
 	}
 	end, ok := r.layers[len(r.layers)-1].(streamEnd)
-	r.onto = ok && end.endsStream() && len(r.layers) > 1
+	r.onto = ok && end.endsStream()
 	if r.addsIn(b) {
 		r.in = r.layers[0].(streamIn)
 	}
