@@ -15,8 +15,11 @@
 #          $OUT/kernprof, else .device/out/kernprof)
 #
 # To read a table per step, divide by a kernel that runs once a step (the
-# optimizer's). The command's exit status is the script's. Every command
-# keeps NVSHMEM_DISABLE_NVLS=1.
+# optimizer's). SDPROF_TAIL=N in the environment adds each stream's last N
+# kernels to every table (cuda/kernprof/kernprof.cpp): where a hung process's
+# streams stopped, by the GPU's clock, every PE's file naming its PE. The
+# command's exit status is the script's. Every command keeps
+# NVSHMEM_DISABLE_NVLS=1.
 set -u
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 skip=5
@@ -28,7 +31,7 @@ while [ "$#" -gt 0 ]; do
     --top) top="$2"; shift 2 ;;
     --out) prefix="$2"; shift 2 ;;
     --) shift; break ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "gpu-kernprof.sh: unknown argument $1 (the command goes after --)" >&2; exit 2 ;;
     esac
 done

@@ -8,6 +8,7 @@
 #define CUPTIAPI
 typedef struct CUctx_st *CUcontext;
 typedef enum { CUPTI_SUCCESS = 0 } CUptiResult;
+typedef enum { CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1 << 0 } CUpti_ActivityFlag;
 typedef enum {
     CUPTI_ACTIVITY_KIND_KERNEL = 3,
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10,
