@@ -111,6 +111,21 @@ func TestStalledPE(t *testing.T) {
 	j.clean(t)
 }
 
+// With SYMDDP_STOP_STACKS=1 the stalled PE, stopped by the launcher after
+// the others gave up on it, writes its goroutines' stacks first: the stall
+// shows (the fault's sleep).
+func TestStalledPEStacks(t *testing.T) {
+	j := newJob(t, "--pes", "3", "--batch-size", "63", "--timeout", "2s", "--fault-inject", "pe=1,step=3,mode=hang")
+	j.cmd.Env = append(j.cmd.Env, "SYMDDP_STOP_STACKS=1")
+	j.run(t)
+	errs := j.stderr.String()
+	if j.code == 0 || !strings.Contains(errs, "the goroutines' stacks (SYMDDP_STOP_STACKS)") ||
+		!strings.Contains(errs, "time.Sleep") || !strings.Contains(errs, "traincmd.") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant the stalled PE's stacks", j.code, errs)
+	}
+	j.clean(t)
+}
+
 // startAndWait starts j and waits until its stdout shows a log line.
 func (j *job) startAndWait(t *testing.T, marker string) {
 	t.Helper()

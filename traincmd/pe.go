@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/internal/settings"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 )
@@ -39,8 +41,11 @@ func (r reportedError) Error() string { return r.err.Error() }
 func (r reportedError) Unwrap() error { return r.err }
 
 // notifySignals returns a context that SIGINT or SIGTERM cancels, and the
-// signal that did (nil before).
+// signal that did (nil before). With SYMDDP_STOP_STACKS=1 the signal first
+// writes every goroutine's stack to stderr: a PE that the launcher stops
+// because another gave up waiting for it shows where it was.
 func notifySignals() (ctx context.Context, got func() os.Signal, stop func()) {
+	stacks := settings.Get(settings.StopStacks) == "1"
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -49,6 +54,10 @@ func notifySignals() (ctx context.Context, got func() os.Signal, stop func()) {
 	go func() {
 		select {
 		case s := <-ch:
+			if stacks {
+				fmt.Fprintf(os.Stderr, "%v: the goroutines' stacks (SYMDDP_STOP_STACKS):\n", s)
+				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+			}
 			mu.Lock()
 			sig = s
 			mu.Unlock()

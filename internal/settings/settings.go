@@ -73,6 +73,7 @@ const (
 	CUDAFused    = "SYMDDP_CUDA_FUSED"
 	CUDAOverlap  = "SYMDDP_CUDA_OVERLAP"
 	OverlapTrace = "SYMDDP_OVERLAP_TRACE"
+	StopStacks   = "SYMDDP_STOP_STACKS"
 	MPIHier      = "SYMDDP_MPI_HIERARCHICAL"
 	MPIHostSize  = "SYMDDP_MPI_HOST_SIZE"
 	OneShotMax   = "SYMDDP_ONE_SHOT_MAX"
@@ -113,6 +114,7 @@ var table = []Var{
 	{CUDAFused, "1", Go, "0: no cuBLASLt-fused Linear layers on the GPU"},
 	{CUDAOverlap, "1", Go, "0: a fused layer's weight-gradient GEMM runs after, not beside, its input-gradient GEMM"},
 	{OverlapTrace, "", Go, "a step number k: on the GPU step path with gradient buckets, stamp the GPU clock around each layer's backward and each bucket's reduction, and log after step k how many reductions ran before backward ended (docs/GPU.md)"},
+	{StopStacks, "", Go, "1: a PE that SIGINT or SIGTERM stops (the launcher's stop after another PE failed: a hang's deadline) first writes every goroutine's stack to its stderr, to show where its host thread waited"},
 	{MPIHier, "off", Go, "mpi backend: on for shared memory within a host and MPI between hosts"},
 	{MPIHostSize, "the real hosts", Go, "mpi backend, hierarchical mode: hosts of k consecutive ranks (to stand for several hosts on one)"},
 
