@@ -27,7 +27,7 @@
 #
 # Usage: scripts/gpu-overlap-check.sh [--budget SECONDS] [--only-train]
 #        [--module-loading LAZY|EAGER] [--precision bf16|fp32] [--pes N]
-#        [--repeat N] [--nsys]; results in $OUT (default .device/out):
+#        [--repeat N] [--nsys] [--tails]; results in $OUT (default .device/out):
 # overlap-summary.txt, overlap-tests.log, overlap-train.log.
 #
 # --precision and --pes set stage 4's model precision (default bf16) and
@@ -46,6 +46,15 @@
 # where (CUPTI records a kernel when it ends: a kernel that never ends is
 # missing, its predecessor is the last one listed).
 #
+# --tails runs, instead of stages 2-4, one bucketed run (replicated, 64 KiB)
+# under scripts/gpu-kernprof.sh with SDPROF_TAIL=16 and SYMDDP_STOP_STACKS=1,
+# for a host without Nsight Systems: each PE's streams' last kernels by the
+# GPU's clock go into the summary (where each PE's streams stopped), the
+# goroutine stacks of the PEs the launcher stops at the deadline into
+# overlap-tails.log (where their host threads were); the tuner off, as in
+# stage 4. Variables to try (CUDA_DEVICE_MAX_CONNECTIONS) pass through from
+# the caller's environment.
+#
 # --only-train skips stages 2 and 3. --module-loading exports
 # CUDA_MODULE_LOADING for every stage: CUDA's lazy loading (a kernel's first
 # launch waits for queued work to drain) was the first suspect of the hang
@@ -61,6 +70,7 @@ precision=bf16
 pes=8
 repeat=1
 nsys=0
+tails=0
 while [ "$#" -gt 0 ]; do
     case "$1" in
     --budget) budget="$2"; shift 2 ;;
@@ -73,6 +83,7 @@ while [ "$#" -gt 0 ]; do
     --pes) pes="$2"; shift 2 ;;
     --pes=*) pes="${1#*=}"; shift ;;
     --nsys) nsys=1; shift ;;
+    --tails) tails=1; only_train=1; shift ;;
     --repeat) repeat="$2"; shift 2 ;;
     --repeat=*) repeat="${1#*=}"; shift ;;
     -h | --help) sed -n '2,/^set -u$/{/^set -u$/!p}' "$0"; exit 0 ;;
@@ -140,37 +151,39 @@ fi
 common=(--backend nvshmem --pes "$pes" --mps on --precision "$precision" --no-progress --seed 1 --timeout 30s --model gpt-tiny
     --dataset text --data-dir "$root" --corpus-max 16MiB --max-steps 40 --eval-every 40 --sample-tokens 0)
 hash_of() { grep -o 'parameter hash [0-9a-f]*' "$1" | tail -1 | awk '{print $3}'; }
-for shard in false true; do
-    hashes=()
-    for bucket in 0 1MiB 64KiB; do
-        run_log="$outdir/overlap-run-$shard-$bucket.log"
-        trace=()
-        runs=1
-        [ "$bucket" != 0 ] && trace=(SYMDDP_OVERLAP_TRACE=20) && runs=$repeat
-        : >"$run_log"
-        ok=1
-        for ((r = 1; r <= runs; r++)); do
-            name="gpt-tiny $precision $pes PEs, shard-update=$shard, bucket $bucket"
-            [ "$runs" -gt 1 ] && name="$name, run $r of $runs"
-            stage "$name" 60 "$run_log" \
-                env "${trace[@]}" "$bin/train" "${common[@]}" --shard-update="$shard" --bucket-size "$bucket" ||
-                { ok=0; failed=1; break; }
+if [ "$tails" = 0 ]; then
+    for shard in false true; do
+        hashes=()
+        for bucket in 0 1MiB 64KiB; do
+            run_log="$outdir/overlap-run-$shard-$bucket.log"
+            trace=()
+            runs=1
+            [ "$bucket" != 0 ] && trace=(SYMDDP_OVERLAP_TRACE=20) && runs=$repeat
+            : >"$run_log"
+            ok=1
+            for ((r = 1; r <= runs; r++)); do
+                name="gpt-tiny $precision $pes PEs, shard-update=$shard, bucket $bucket"
+                [ "$runs" -gt 1 ] && name="$name, run $r of $runs"
+                stage "$name" 60 "$run_log" \
+                    env "${trace[@]}" "$bin/train" "${common[@]}" --shard-update="$shard" --bucket-size "$bucket" ||
+                    { ok=0; failed=1; break; }
+            done
+            cat "$run_log" >>"$train_log"
+            h=""
+            [ "$ok" = 1 ] && h="$(hash_of "$run_log")"
+            hashes+=("${h:-none}")
+            note "  hash ${h:-none}"
+            grep -o 'overlap trace of step.*' "$run_log" | head -1 | sed 's/^/  /' | tee -a "$summary"
+            grep -E 'gradient buckets off|TimeoutError|did not arrive|gave up' "$run_log" | head -3 | sed 's/^/  /' | tee -a "$summary"
         done
-        cat "$run_log" >>"$train_log"
-        h=""
-        [ "$ok" = 1 ] && h="$(hash_of "$run_log")"
-        hashes+=("${h:-none}")
-        note "  hash ${h:-none}"
-        grep -o 'overlap trace of step.*' "$run_log" | head -1 | sed 's/^/  /' | tee -a "$summary"
-        grep -E 'gradient buckets off|TimeoutError|did not arrive|gave up' "$run_log" | head -3 | sed 's/^/  /' | tee -a "$summary"
+        if [ "${hashes[0]}" != none ] && [ "${hashes[0]}" = "${hashes[1]}" ] && [ "${hashes[0]}" = "${hashes[2]}" ]; then
+            note "shard-update=$shard: bucket 0, 1MiB and 64KiB end on the same parameter hash ${hashes[0]}"
+        else
+            note "shard-update=$shard: HASHES DIFFER (bucket 0, 1MiB, 64KiB): ${hashes[*]}"
+            failed=1
+        fi
     done
-    if [ "${hashes[0]}" != none ] && [ "${hashes[0]}" = "${hashes[1]}" ] && [ "${hashes[0]}" = "${hashes[2]}" ]; then
-        note "shard-update=$shard: bucket 0, 1MiB and 64KiB end on the same parameter hash ${hashes[0]}"
-    else
-        note "shard-update=$shard: HASHES DIFFER (bucket 0, 1MiB, 64KiB): ${hashes[*]}"
-        failed=1
-    fi
-done
+fi
 
 # ---- 5 one bucketed run under Nsight Systems (--nsys) ----
 if [ "$nsys" = 1 ]; then
@@ -213,6 +226,24 @@ PY
             note "nsys: no SQLite export (see $nsys_log)"
         fi
     fi
+fi
+
+# ---- one bucketed run under kernprof's stream tails (--tails) ----
+if [ "$tails" = 1 ]; then
+    tails_log="$outdir/overlap-tails.log"
+    : >"$tails_log"
+    tdir="$(mktemp -d)"
+    stage "tails: gpt-tiny $precision $pes PEs, bucket 64KiB" 150 "$tails_log" \
+        env SDPROF_TAIL=16 SDPROF_EVERY_MS=300 SYMDDP_STOP_STACKS=1 \
+        bash "$root/scripts/gpu-kernprof.sh" --skip 0 --top 1 --out "$tdir/tails" -- \
+        "$bin/train" "${common[@]}" --shard-update=false --bucket-size 64KiB
+    {
+        echo "---- tails: each PE's streams' last kernels (ms of the GPU's clock) ----"
+        for f in "$tdir"/tails.*.txt; do grep -E '^# (kernprof|stream|  )' "$f"; done
+        echo "---- tails: the run's failure and the stopped PEs' stacks' cgo calls ----"
+        grep -E 'failed|gave up|did not arrive|SYMDDP_STOP_STACKS|_Cfunc_|cudalib\.' "$tails_log" | head -60
+    } >>"$summary" 2>&1
+    rm -rf "$tdir"
 fi
 
 # ---- summary ----
