@@ -41,15 +41,16 @@ __device__ __forceinline__ float sdc_gelu_s(float v, float *e_out) {
     return __fdiv_rn(1.0f, __fadd_rn(1.0f, e));
 }
 
-/* y (n) = gelu(x (n)): float4 over the first n4 vectors when every pointer
- * is 16-byte aligned, then the tail; each element the same operations, so
- * the same bits (four independent elements a thread keep more loads in
- * flight: the one-float loop took 100 us at 8192 x 3072 on an H100). */
+/* gelu(v). */
 static __device__ __forceinline__ float sdc_gelu_one(float v) {
     float e;
     return __fmul_rn(v, sdc_gelu_s(v, &e));
 }
 
+/* y (n) = gelu(x (n)): float4 over the first n4 vectors when every pointer
+ * is 16-byte aligned, then the tail; each element the same operations, so
+ * the same bits (four independent elements a thread keep more loads in
+ * flight: the one-float loop took 100 us at 8192 x 3072 on an H100). */
 __global__ void sdc_gelu_kernel(float *__restrict__ y, const float *__restrict__ x, int64_t n, int64_t n4) {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;

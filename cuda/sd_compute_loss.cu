@@ -115,28 +115,20 @@ __global__ void __launch_bounds__(SDC_XENT_THREADS, SDC_XENT_PER_SM)
         if (vec) {
             const float4 *x4 = (const float4 *)x;
             const int64_t nq = classes / 4;
-            int64_t q = lane;
-            for (; q + 32 < nq; q += 64) { /* two loads in flight before their use */
-                float4 v[2];
-#pragma unroll
-                for (int u = 0; u < 2; u++) v[u] = x4[q + 32 * u];
-#pragma unroll
-                for (int u = 0; u < 2; u++) {
-                    const int j = (int)(4 * (q + 32 * u));
-                    see(v[u].x, j);
-                    see(v[u].y, j + 1);
-                    see(v[u].z, j + 2);
-                    see(v[u].w, j + 3);
-                }
-            }
-            for (; q < nq; q += 32) {
-                const float4 v = x4[q];
+            auto see4 = [&](float4 v, int64_t q) { /* vector q: classes 4q .. 4q+3 */
                 const int j = (int)(4 * q);
                 see(v.x, j);
                 see(v.y, j + 1);
                 see(v.z, j + 2);
                 see(v.w, j + 3);
+            };
+            int64_t q = lane;
+            for (; q + 32 < nq; q += 64) { /* two loads in flight before their use */
+                const float4 a = x4[q], b = x4[q + 32];
+                see4(a, q);
+                see4(b, q + 32);
             }
+            for (; q < nq; q += 32) see4(x4[q], q);
         } else {
 #pragma unroll 4
             for (int64_t j = lane; j < classes; j += 32) see(x[j], (int)j);
