@@ -728,6 +728,47 @@ static cublasStatus_t sdc_bgemm_heuristics(const sdc_bgemm *p, cublasLtHandle_t 
     return st;
 }
 
+/* SYMDDP_CUDA_TUNE_LOG=1: the plan's shape and algorithm on stderr. */
+static void sdc_bgemm_log(const char *what, const sdc_bgemm *p, float waves) {
+    const char *log = getenv("SYMDDP_CUDA_TUNE_LOG");
+    if (!(log && log[0] == '1')) return;
+    char algo[160];
+    sd_lt_describe(&p->algo, algo, sizeof algo);
+    fprintf(stderr, "symddp: bf16 GEMM %s %s %c%c m=%d n=%d k=%d batch %d: %s, %.2f waves, workspace %zu\n", what,
+            sdc_bepi_name(p->d.epilogue), p->d.trans_a ? 'T' : 'N', p->d.trans_b ? 'T' : 'N', p->d.m, p->d.n, p->d.k,
+            p->d.batch, algo, waves, p->workspace);
+}
+
+/* SYMDDP_CUDA_LT_NOCLUSTER (sd_lt.cuh): *res becomes the heuristic's first
+ * algorithm of one-block clusters among its first 32, else *res with its
+ * cluster shape set to one block if cuBLASLt accepts that; else it stays,
+ * with a line on stderr. */
+static void sdc_bgemm_one_block_clusters(const sdc_bgemm *p, cublasLtHandle_t lt, size_t ws,
+                                         cublasLtMatmulHeuristicResult_t *res) {
+    cublasLtMatmulHeuristicResult_t more[32];
+    int n = 0;
+    memset(more, 0, sizeof more);
+    if (sdc_bgemm_heuristics(p, lt, 32, more, &n) == CUBLAS_STATUS_SUCCESS)
+        for (int i = 0; i < n; i++)
+            if (sd_lt_usable(&more[i], ws) && sd_lt_cluster(&more[i].algo) == CUBLASLT_CLUSTER_SHAPE_1x1x1) {
+                *res = more[i];
+                return;
+            }
+    cublasLtMatmulHeuristicResult_t v = *res;
+    const uint16_t one = CUBLASLT_CLUSTER_SHAPE_1x1x1;
+    if (cublasLtMatmulAlgoConfigSetAttribute(&v.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &one, sizeof one) ==
+            CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoCheck(lt, p->desc, p->la, p->lb, p->lc, p->lc, &v.algo, &v) == CUBLAS_STATUS_SUCCESS &&
+        v.workspaceSize <= ws) {
+        v.state = CUBLAS_STATUS_SUCCESS;
+        *res = v;
+        return;
+    }
+    fprintf(stderr, "symddp: SYMDDP_CUDA_LT_NOCLUSTER: no bf16 algorithm of one-block clusters for m=%d n=%d k=%d: "
+                    "the heuristic's choice stays\n",
+            p->d.m, p->d.n, p->d.k);
+}
+
 /* Fills p from d; p's handles are released by the caller on failure. */
 static int sdc_bgemm_plan(sdc_bgemm *p, cublasLtHandle_t lt, const sdc_bf16_gemm_desc *d) {
     const int e = d->epilogue;
@@ -777,7 +818,10 @@ static int sdc_bgemm_plan(sdc_bgemm *p, cublasLtHandle_t lt, const sdc_bf16_gemm
     cublasLtMatmulHeuristicResult_t res;
     memset(&res, 0, sizeof res);
     int found = 0;
-    const cublasStatus_t st = sdc_bgemm_heuristics(p, lt, 1, &res, &found);
+    cublasStatus_t st = sdc_bgemm_heuristics(p, lt, 1, &res, &found);
+    if (st == CUBLAS_STATUS_SUCCESS && found >= 1 && sd_lt_nocluster() &&
+        sd_lt_cluster(&res.algo) != CUBLASLT_CLUSTER_SHAPE_1x1x1)
+        sdc_bgemm_one_block_clusters(p, lt, (size_t)ws, &res);
     if (st != CUBLAS_STATUS_SUCCESS)
         return SD_FAIL(SD_ERR, "sdc_bf16_gemm_create (epilogue %s): heuristic: %s", sdc_bepi_name(e),
                         cublasLtGetStatusString(st));
@@ -789,6 +833,7 @@ static int sdc_bgemm_plan(sdc_bgemm *p, cublasLtHandle_t lt, const sdc_bf16_gemm
                         (unsigned long long)ws);
     p->algo = res.algo;
     p->workspace = res.workspaceSize;
+    sdc_bgemm_log("planned", p, res.wavesCount);
     return SD_OK;
 }
 
@@ -875,6 +920,7 @@ static int sdc_bgemm_tune_on(sdc_bgemm *p, void *lt, void *c, const void *a, con
     int picked = -1, rc = SD_OK;
     for (int i = 0; i < found && rc == SD_OK; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > (size_t)p->d.workspace_bytes) continue;
+        if (i > 0 && sd_lt_nocluster() && sd_lt_cluster(&res[i].algo) != CUBLASLT_CLUSTER_SHAPE_1x1x1) continue;
         p->algo = res[i].algo;
         p->workspace = res[i].workspaceSize;
         rc = sdc_bgemm_run_on(p, lt, c, a, b, bias, aux, workspace, stream); /* warm-up; a failing algorithm: skipped */
@@ -907,6 +953,7 @@ static int sdc_bgemm_tune_on(sdc_bgemm *p, void *lt, void *c, const void *a, con
     p->workspace = res[picked].workspaceSize;
     p->first_us = first_us;
     p->best_us = best;
+    sdc_bgemm_log("tuned", p, res[picked].wavesCount);
     return SD_OK;
 }
 

@@ -5,6 +5,8 @@
  */
 #pragma once
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublasLt.h>
@@ -14,6 +16,45 @@
 static const int32_t sd_lt_splits[] = {2, 3, 4, 6, 8, 12, 16, 24, 32};
 /* A split gets at least this many of k's elements. */
 #define SD_LT_MIN_SPLIT_K 16
+
+/* The algorithm's thread-block cluster shape (CUBLASLT_CLUSTER_SHAPE_*, 0 for
+ * AUTO), -1 when the library does not say. */
+static inline int sd_lt_cluster(const cublasLtMatmulAlgo_t *a) {
+    uint16_t c = 0;
+    size_t got = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &c, sizeof c, &got) !=
+        CUBLAS_STATUS_SUCCESS)
+        return -1;
+    return (int)c;
+}
+
+/* SYMDDP_CUDA_LT_NOCLUSTER=1: the bf16 GEMM plans take only algorithms whose
+ * thread-block clusters are one block (CUBLASLT_CLUSTER_SHAPE_1x1x1). With
+ * several PEs sharing a GPU under MPS and gradient buckets reduced during
+ * backward, the early PEs' parked barrier warps can keep a slower PE's
+ * several-block cluster from being placed, and the step hangs (issue 38,
+ * docs/GPU.md); train sets it for that case. */
+static inline bool sd_lt_nocluster(void) {
+    const char *v = getenv("SYMDDP_CUDA_LT_NOCLUSTER");
+    return v && v[0] == '1';
+}
+
+/* The algorithm's configuration in words, for SYMDDP_CUDA_TUNE_LOG. */
+static inline void sd_lt_describe(const cublasLtMatmulAlgo_t *a, char *buf, size_t n) {
+    const cublasLtMatmulAlgoConfigAttributes_t attrs[] = {
+        CUBLASLT_ALGO_CONFIG_ID,       CUBLASLT_ALGO_CONFIG_TILE_ID,          CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+        CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, CUBLASLT_ALGO_CONFIG_STAGES_ID};
+    int32_t v[sizeof attrs / sizeof attrs[0]];
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        size_t got = 0;
+        v[i] = -1;
+        uint32_t u = 0;
+        if (cublasLtMatmulAlgoConfigGetAttribute(a, attrs[i], &u, sizeof u, &got) == CUBLAS_STATUS_SUCCESS)
+            v[i] = (int32_t)u;
+    }
+    snprintf(buf, n, "algo %d tile %d split-K %d reduction %d swizzle %d stages %d cluster %d", v[0], v[1], v[2],
+             v[3], v[4], v[5], sd_lt_cluster(a));
+}
 
 static inline bool sd_lt_usable(const cublasLtMatmulHeuristicResult_t *r, size_t ws) {
     return r->state == CUBLAS_STATUS_SUCCESS && r->workspaceSize <= ws;

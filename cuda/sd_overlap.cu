@@ -17,9 +17,14 @@
  * hung on an H100 with 8 PEs sharing the GPU under MPS in the first step of
  * gpt-tiny with 1 MiB buckets. The rules below rule out each way a
  * flag-synchronised kernel (sd_flags.cuh) can wait forever here that we know
- * of; gpt-tiny in bf16 at 8 PEs under MPS still hangs with them (H100 and
- * H200, 2026-12-06: docs/GPU.md lists the runs), so some kernel of that step
- * breaks an assumption of (a):
+ * of; gpt-tiny in bf16 at 8 PEs under MPS still hung with them (H100 and
+ * H200, 2026-12-06: docs/GPU.md lists the runs): cuBLASLt's bf16 GEMMs of
+ * several-block thread-block clusters break an assumption of (a), that a
+ * PE's compute kernels can always start beside parked barrier warps. A
+ * cluster's blocks must be placed together, and under MPS's share of SMs
+ * they found no room; with one-block clusters (SYMDDP_CUDA_LT_NOCLUSTER=1,
+ * sd_lt.cuh, which train sets for PEs sharing a GPU) the runs passed
+ * (2026-12-07):
  *
  * (a) SM starvation. A collective's grid (up to max_blocks blocks of
  *     SD_THREADS threads) spins at its entry barrier until the same block of

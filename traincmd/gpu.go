@@ -12,6 +12,7 @@ import (
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // newGPUEngine builds the CUDA engine on the nvshmem comm: it shares the
@@ -65,19 +66,38 @@ func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
 	if w := mpsBucketWarning(o, perGPU); w != "" {
 		fmt.Fprintln(stderr, w)
 	}
+	spec.Env = append(spec.Env, sharedGPUEnv(o, perGPU)...)
 	return nil
+}
+
+// sharedGPUEnv is what the PEs' environment gets when --bucket-size asks for
+// the overlapped reduction on PEs that share a GPU under MPS:
+// SYMDDP_CUDA_LT_NOCLUSTER=1, unless the caller's environment sets it. There
+// the early PEs' parked one-warp barrier kernels kept a slower PE's bf16
+// GEMMs of several-block thread-block clusters from being placed, and the
+// step hung; with one-block clusters it ran (docs/GPU.md).
+func sharedGPUEnv(o *options, perGPU int) []string {
+	if n, err := bucketBytes(o.bucketSize); err != nil || n <= 0 || perGPU < 2 {
+		return nil
+	}
+	if _, set := settings.Lookup(settings.CUDANoCluster); set {
+		return nil
+	}
+	return []string{settings.CUDANoCluster + "=1"}
 }
 
 // mpsBucketWarning is what train says when --bucket-size asks for the
 // overlapped reduction on PEs that share a GPU under MPS, where it has hung
-// (docs/GPU.md, "Reducing gradients while backward runs"); "" otherwise.
+// (docs/GPU.md, "Reducing gradients while backward runs") and runs only
+// with sharedGPUEnv's setting; "" otherwise.
 func mpsBucketWarning(o *options, perGPU int) string {
 	if n, err := bucketBytes(o.bucketSize); err != nil || n <= 0 || perGPU < 2 {
 		return ""
 	}
-	return fmt.Sprintf("warning: --bucket-size %s with %d PEs sharing each GPU under MPS: the overlapped reduction has hung there "+
-		"(8 PEs in bf16 on H100s and an H200, 2026-12-06; 2 and 4 PEs in bf16 and 8 in fp32 ran: docs/GPU.md); a hang ends at --timeout with the PE that "+
-		"did not arrive, and --bucket-size 0 (the GPU's default) reduces once after backward", strings.TrimSpace(o.bucketSize), perGPU)
+	return fmt.Sprintf("warning: --bucket-size %s with %d PEs sharing each GPU under MPS: the overlapped reduction hung there in bf16 "+
+		"until its GEMMs were limited to one-block thread-block clusters (%s=1, set for the PEs unless you set it; with it 3 of 3 runs "+
+		"of gpt-tiny at 8 PEs passed on an H100, 2026-12-07: docs/GPU.md); a hang ends at --timeout with the PE that did not arrive, "+
+		"and --bucket-size 0 (the GPU's default) reduces once after backward", strings.TrimSpace(o.bucketSize), perGPU, settings.CUDANoCluster)
 }
 
 // jobDevices names the job's devices and counts them, for MFU: on the
