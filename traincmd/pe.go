@@ -94,6 +94,12 @@ func (r *peRun) run() (err error) {
 		return fmt.Errorf("open %s backend: %w", r.backend, err)
 	}
 	defer func() {
+		if p := recover(); p != nil {
+			// A panicking PE is out of step with its peers: closing the
+			// backend would wait for them (or show them a collective they
+			// do not call) before the panic is printed. It ends the process.
+			panic(p)
+		}
 		if errors.Is(err, compute.ErrDeviceMemory) {
 			err = fmt.Errorf("%w; %s", err, deviceMemoryHint(r.o))
 		}
@@ -195,7 +201,12 @@ func (r *peRun) run() (err error) {
 	if err != nil {
 		return err
 	}
-	defer tr.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			panic(p) // no collective frees while a panic unwinds (see above)
+		}
+		_ = tr.Close()
+	}()
 	if me == 0 && r.o.languageModel {
 		device, devices := jobDevices(c, r.local)
 		rep.mfu = newMFU(r.o, m, e, device, devices) // after ddp.New: the model is built
