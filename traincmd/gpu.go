@@ -70,6 +70,13 @@ func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
 	return nil
 }
 
+// overlapOnSharedGPU: --bucket-size asks for the overlapped reduction and
+// perGPU PEs share each GPU.
+func overlapOnSharedGPU(o *options, perGPU int) bool {
+	n, err := bucketBytes(o.bucketSize)
+	return err == nil && n > 0 && perGPU >= 2
+}
+
 // sharedGPUEnv is what the PEs' environment gets when --bucket-size asks for
 // the overlapped reduction on PEs that share a GPU under MPS:
 // SYMDDP_CUDA_LT_NOCLUSTER=1, unless the caller's environment sets it. There
@@ -77,7 +84,7 @@ func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
 // GEMMs of several-block thread-block clusters from being placed, and the
 // step hung; with one-block clusters it ran (docs/GPU.md).
 func sharedGPUEnv(o *options, perGPU int) []string {
-	if n, err := bucketBytes(o.bucketSize); err != nil || n <= 0 || perGPU < 2 {
+	if !overlapOnSharedGPU(o, perGPU) {
 		return nil
 	}
 	if _, set := settings.Lookup(settings.CUDANoCluster); set {
@@ -91,7 +98,7 @@ func sharedGPUEnv(o *options, perGPU int) []string {
 // (docs/GPU.md, "Reducing gradients while backward runs") and runs only
 // with sharedGPUEnv's setting; "" otherwise.
 func mpsBucketWarning(o *options, perGPU int) string {
-	if n, err := bucketBytes(o.bucketSize); err != nil || n <= 0 || perGPU < 2 {
+	if !overlapOnSharedGPU(o, perGPU) {
 		return ""
 	}
 	return fmt.Sprintf("warning: --bucket-size %s with %d PEs sharing each GPU under MPS: the overlapped reduction hung there in bf16 "+
