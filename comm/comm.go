@@ -230,6 +230,16 @@ type FixedOrderer interface {
 	FixedOrder() bool
 }
 
+// DeviceSharer is implemented by GPU backends that know whether PEs of the
+// job share a GPU (several PEs a GPU under MPS, or taking turns without it).
+// SharesDevice gives the same answer on every PE. ddp's device step path
+// overlaps gradient reduction with backward by default only where each PE
+// has a GPU of its own: on a shared GPU the reduction runs on the SMs that
+// backward needs.
+type DeviceSharer interface {
+	SharesDevice() bool
+}
+
 // Sharder is implemented by backends that can split an allreduce in two
 // around work that each PE does on its own part of a buffer, as a sharded
 // optimizer update (ZeRO stage 1) does: ReduceScatter leaves each PE with

@@ -3,6 +3,8 @@ package nvshmem
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"os"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/internal/desync"
@@ -43,29 +45,64 @@ var (
 // checkTag marks the word with which the PEs agree on the check at open.
 const checkTag = 0xde5c << 16
 
-// agreeCheck makes sure that every PE of the job has the desync check on,
+// agreeOpen makes sure that every PE of the job has the desync check on,
 // or every PE off: a PE that checks would take a peer that does not for a
 // desync. One allgather at open; every PE sees every PE's setting, so all
-// fail alike.
-func (c *Comm) agreeCheck(check bool) error {
+// fail alike. The same allgather carries each PE's place (placeWord), from
+// which every PE learns alike whether some PEs share a GPU (SharesDevice).
+func (c *Comm) agreeOpen(check bool) error {
 	mine := uint64(checkTag)
 	if check {
 		mine |= 1
 	}
-	if err := c.lib.AllGatherU64Enqueue([]uint64{mine}); err != nil {
+	if err := c.lib.AllGatherU64Enqueue([]uint64{mine, placeWord(hostName(), c.info.Device)}); err != nil {
 		return c.libErr("open", err)
 	}
 	if err := c.waitStream("open"); err != nil {
 		return err
 	}
-	all := make([]uint64, c.npes)
-	if err := c.lib.AllGatherU64Result(all, 1); err != nil {
+	all := make([]uint64, 2*c.npes)
+	if err := c.lib.AllGatherU64Result(all, 2); err != nil {
 		return c.libErr("open", err)
 	}
-	return checkAgreement(c.me, check, all)
+	checks, places := make([]uint64, c.npes), make([]uint64, c.npes)
+	for pe := range c.npes {
+		checks[pe], places[pe] = all[2*pe], all[2*pe+1]
+	}
+	c.sharesDevice = placesShared(places)
+	return checkAgreement(c.me, check, checks)
 }
 
-// checkAgreement is agreeCheck's verdict on PE me (its check on or off)
+// hostName is this host's name, "" when the system does not tell it.
+func hostName() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// placeWord names the GPU a PE runs on: the FNV-1a hash of its host's name
+// and the device number on that host. Two PEs with the same word share a
+// GPU. (A device number is as CUDA numbers the devices the process sees: PEs
+// whose CUDA_VISIBLE_DEVICES differ may be taken to share a GPU when they do
+// not, which only costs SharesDevice's users their overlap.)
+func placeWord(host string, device int) uint64 {
+	h := fnv.New32a()
+	h.Write([]byte(host))
+	return uint64(h.Sum32())<<32 | uint64(uint32(device))
+}
+
+// placesShared reports whether two of the PEs' place words are the same.
+func placesShared(places []uint64) bool {
+	seen := make(map[uint64]bool, len(places))
+	for _, w := range places {
+		if seen[w] {
+			return true
+		}
+		seen[w] = true
+	}
+	return false
+}
+
+// checkAgreement is agreeOpen's verdict on PE me (its check on or off)
 // over every PE's gathered word.
 func checkAgreement(me int, check bool, all []uint64) error {
 	state := func(on bool) string {

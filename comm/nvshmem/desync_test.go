@@ -285,3 +285,25 @@ func TestCheckAgreement(t *testing.T) {
 		t.Fatal("a word that is no setting passed")
 	}
 }
+
+// TestPlacesShared: PEs share a GPU when their host and device number are
+// the same, and only then.
+func TestPlacesShared(t *testing.T) {
+	a0, a1, b0 := placeWord("node-a", 0), placeWord("node-a", 1), placeWord("node-b", 0)
+	if a0 == a1 || a0 == b0 {
+		t.Fatalf("place words of different GPUs collide: %x %x %x", a0, a1, b0)
+	}
+	for _, c := range []struct {
+		places []uint64
+		want   bool
+	}{
+		{[]uint64{a0}, false},
+		{[]uint64{a0, a1, b0, placeWord("node-b", 1)}, false},
+		{[]uint64{a0, a1, a0}, true},                     // two PEs on node-a's GPU 0
+		{[]uint64{a0, b0, placeWord("node-b", 0)}, true}, // two on node-b's
+	} {
+		if got := placesShared(c.places); got != c.want {
+			t.Errorf("placesShared(%x) = %v, want %v", c.places, got, c.want)
+		}
+	}
+}

@@ -40,8 +40,10 @@ type Comm struct {
 	reqSeq   uint64 // collective requests (Alloc, Free) made
 	bufSeq   uint64 // buffers allocated: a buffer's id, the same on every PE
 	check    bool   // compare the PEs' collective calls (comm.DesyncChecking; desync.go)
-	calls    uint64 // collectives entered with the check on: the number in desync.Call
-	callBuf  []uint64
+	// sharesDevice: some PEs of the job run on the same GPU (agreeOpen)
+	sharesDevice bool
+	calls        uint64 // collectives entered with the check on: the number in desync.Call
+	callBuf      []uint64
 
 	closed  bool
 	forked  bool  // CommFork without its CommJoin (overlap.go)
@@ -51,7 +53,10 @@ type Comm struct {
 	peers   peerWatch
 }
 
-var _ comm.Comm = (*Comm)(nil)
+var (
+	_ comm.Comm         = (*Comm)(nil)
+	_ comm.DeviceSharer = (*Comm)(nil)
+)
 
 // New opens the backend for one PE; see the package documentation for the
 // start-up and cfg.Options. It returns once every PE has joined.
@@ -136,7 +141,7 @@ func open(cfg comm.Config, boot bootstrap) (*Comm, error) {
 		}
 	}
 	if c.npes > 1 {
-		if err := c.agreeCheck(check); err != nil {
+		if err := c.agreeOpen(check); err != nil {
 			return nil, c.abandonOpen(err)
 		}
 		c.check = check
@@ -170,6 +175,10 @@ func (c *Comm) FixedOrder() bool { return c.info.AllReachable }
 // Stream is the CUDA stream (a cudaStream_t) the collectives run on: device
 // work enqueued on it is ordered with them.
 func (c *Comm) Stream() uintptr { return c.stream }
+
+// SharesDevice reports whether some PEs of the job run on the same GPU (under
+// MPS, or taking turns): the same answer on every PE, agreed at open.
+func (c *Comm) SharesDevice() bool { return c.sharesDevice }
 
 // Info describes the GPU, NVSHMEM and the runtime's choices on this PE.
 func (c *Comm) Info() cudalib.Info { return c.info }
