@@ -124,7 +124,7 @@ func (t *Trainer) newGPUSteps(total int, train datasets.Source) (*gpuSteps, erro
 			g.graph = false // NVSHMEM's host-driven fallback collectives cannot be captured
 		}
 		var off string
-		if g.ov, off = t.newDeviceOverlap(g.ar); off != "" {
+		if g.ov, off = t.newDeviceOverlap(g.ar); off != "" && t.bucketAsked {
 			e.Notice("gradient buckets off, one reduction after backward: " + off)
 		}
 	}

@@ -38,10 +38,11 @@ type Options struct {
 	// gradients. Default 1 MiB; negative means one reduction over the whole
 	// arena at the end of backward (no overlap). The bits do not depend on
 	// it where the backend's sums have a fixed order (shm, nvshmem). On the
-	// device step path a positive size reduces the buckets on the backend's
-	// collectives stream beside backward (overlap.go); there the default
-	// (0) is one reduction after backward, the behaviour verified on a GPU,
-	// until the overlap has run on one.
+	// device step path the buckets are reduced on the backend's collectives
+	// stream beside backward (overlap.go); there the default (0) is
+	// DefaultDeviceBucketBytes where each PE has a GPU of its own
+	// (comm.DeviceSharer) and one reduction after backward where PEs share
+	// a GPU, whose SMs the reductions would take from backward.
 	BucketBytes int
 
 	// ReplicatedUpdate makes every PE run the optimizer over the whole

@@ -34,12 +34,32 @@ import (
 // reduce-scatter. Why the collectives stream cannot hang where an earlier
 // second stream did (8 PEs sharing a GPU under MPS): cuda/sd_overlap.cu.
 //
-// On the GPU this still hangs for gpt-tiny in bf16 with 8 PEs sharing one
-// GPU under MPS (docs/GPU.md, "Reducing gradients while backward runs", has
-// the runs), so the device path's default stays the verified one reduction
-// after backward: Options.BucketBytes left 0 means no overlap here (1 MiB
-// buckets on the host paths), and train's --bucket-size default is 0 on
-// the GPU.
+// The default (Options.BucketBytes left 0) is DefaultDeviceBucketBytes
+// where the backend says that each PE has a GPU of its own
+// (comm.DeviceSharer), one reduction after backward where PEs share a GPU
+// or the backend does not say. On a shared GPU the reduction runs on the
+// SMs that backward needs, so there is nothing to overlap: 8 PEs sharing an
+// H100 under MPS trained GPT-2 124M about 12% slower with 25 MiB buckets
+// than with one reduction after backward (docs/GPU.md). There, in bf16, the
+// overlapped reduction also needs the GEMMs' thread-block clusters limited
+// to one block (SYMDDP_CUDA_LT_NOCLUSTER=1, which train sets for such PEs):
+// with larger clusters it hung (docs/GPU.md, "Reducing gradients while
+// backward runs").
+
+// DefaultDeviceBucketBytes is the device step path's gradient bucket when
+// Options.BucketBytes is left 0 and each PE has a GPU of its own (the size
+// PyTorch DDP's buckets default to).
+const DefaultDeviceBucketBytes = 25 << 20
+
+// defaultDeviceBucket is the device path's bucket in elements when the
+// options leave it 0: DefaultDeviceBucketBytes' worth where c says that no
+// two PEs share a GPU, none otherwise.
+func defaultDeviceBucket(c comm.Comm) int {
+	if ds, ok := c.(comm.DeviceSharer); ok && c.NPEs() > 1 && !ds.SharesDevice() {
+		return DefaultDeviceBucketBytes / 4
+	}
+	return 0
+}
 
 // commForker is implemented by comm backends with a collectives stream
 // (comm/nvshmem): between CommFork and CommJoin the Enqueue collectives run
@@ -79,9 +99,9 @@ type deviceOverlap struct {
 }
 
 // newDeviceOverlap sets up the overlapped reduction for t's device step
-// path when the options ask for it (a positive bucket size, several PEs)
-// and the backend and the engine allow it; nil otherwise, with a notice of
-// why when a bucket size was asked for.
+// path when it has a bucket size (asked for or the default) and several PEs
+// and the backend and the engine allow it; nil otherwise, with why (the
+// caller says it when the bucket size was asked for, not the default).
 func (t *Trainer) newDeviceOverlap(ar enqueueAllReducer) (*deviceOverlap, string) {
 	if t.deviceBucket <= 0 || ar == nil {
 		return nil, ""

@@ -37,10 +37,10 @@ func overlapRun(t *testing.T, npes int, graphs bool, opts Options) ([]worldResul
 // gradients bucket by bucket on the collectives stream while backward runs
 // (a bucket per layer: 64 bytes; one bucket of the whole arena after
 // backward: 1 MiB) ends on the bits of the one reduction after backward
-// (bucket size -1; and 0, the device path's default), replicated and
-// sharded, eagerly and replayed from CUDA graphs (the collectives recorded
-// in them), with one and with two micro-batches a step, and with the
-// gradients reduced in bf16.
+// (bucket size -1; and 0, the default where PEs share a GPU, as the
+// emulated world's do), replicated and sharded, eagerly and replayed from
+// CUDA graphs (the collectives recorded in them), with one and with two
+// micro-batches a step, and with the gradients reduced in bf16.
 func TestDeviceOverlapSameBits(t *testing.T) {
 	const npes = 2
 	type variant struct {
@@ -96,6 +96,42 @@ func TestDeviceOverlapSameBits(t *testing.T) {
 				}
 			}
 			require.Greater(t, tinyForks, wholeForks, "%+v, graphs %v: a bucket per layer forks more often than one bucket", v, graphs)
+		}
+	}
+}
+
+// TestDeviceOverlapDefault: BucketBytes left 0 on the device step path
+// reduces once after backward where the PEs share a GPU (the emulated
+// world's default) and in DefaultDeviceBucketBytes buckets on the
+// collectives stream where each PE has a GPU of its own, on the same bits,
+// replicated and sharded.
+func TestDeviceOverlapDefault(t *testing.T) {
+	const npes = 2
+	for _, sharded := range []bool{false, true} {
+		opts := zeroOptions()
+		opts.ReplicatedUpdate = !sharded
+		var params [2][]float32
+		for i, own := range []bool{false, true} {
+			var logs syncbuf.Buffer
+			w := newWorldOf(npes, cuda.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			w.ownGPU = own
+			res := worldFitIn(t, w, opts)
+			name := fmt.Sprintf("sharded %v, a GPU a PE %v", sharded, own)
+			require.NotContains(t, logs.String(), "gradient buckets off", name)
+			for pe, r := range res {
+				require.True(t, r.res.Replicas.Identical, "%s: %s", name, r.res.Replicas.String())
+				if own {
+					require.Positive(t, w.forks[pe], "%s: PE %d's buckets did not go through the collectives stream", name, pe)
+				} else {
+					require.Zero(t, w.forks[pe], "%s: PE %d forked its collectives stream", name, pe)
+				}
+			}
+			params[i] = res[0].params
+		}
+		for j, p := range params[1] {
+			if math.Float32bits(p) != math.Float32bits(params[0][j]) {
+				t.Fatalf("sharded %v: parameter %d is %v with the default buckets, %v with one reduction after backward", sharded, j, p, params[0][j])
+			}
 		}
 	}
 }

@@ -83,8 +83,9 @@ type Trainer struct {
 	// buckets in flight during backward
 	bucketElems int
 	// elements of a bucket on the device step path: 0 (one reduction after
-	// backward) unless Options.BucketBytes asked for buckets (overlap.go)
+	// backward), Options.BucketBytes' or the default's (overlap.go)
 	deviceBucket int
+	bucketAsked  bool // Options.BucketBytes was positive: say why, when the device path cannot overlap
 	pendingEnd   int
 	reqs         []comm.Request
 	bucketErr    error
@@ -104,14 +105,17 @@ type Trainer struct {
 // micro-batch, initialises the parameters on PE 0 and broadcasts them.
 // It is collective: every PE calls it with the same model and options.
 func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts Options) (*Trainer, error) {
-	asked := opts.BucketBytes // the device path's default is no buckets (overlap.go)
+	asked := opts.BucketBytes // the device path has a default of its own (overlap.go)
 	opts.setDefaults()
 	if err := opts.validate(c.NPEs()); err != nil {
 		return nil, err
 	}
 	t := &Trainer{c: c, e: e, m: m, o: o, opts: opts}
-	if asked > 0 {
-		t.deviceBucket = max(1, asked/4)
+	switch {
+	case asked > 0:
+		t.deviceBucket, t.bucketAsked = max(1, asked/4), true
+	case asked == 0:
+		t.deviceBucket = defaultDeviceBucket(c)
 	}
 	t.readyFn = t.ready
 	t.specs = m.Params()

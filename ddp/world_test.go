@@ -38,6 +38,7 @@ type world struct {
 	calls  [][]string // per PE: every collective, fork and join called, in order (record)
 	trace  [][]uint64 // per PE: TraceStamp's slots
 	clock  []uint64   // per PE: the last stamp's value
+	ownGPU bool       // SharesDevice says that each PE has a GPU of its own
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -118,10 +119,11 @@ type worldComm struct {
 var _ enqueueSharder = (*worldComm)(nil)
 var _ enqueueAllReducer = (*worldComm)(nil)
 
-func (c *worldComm) MyPE() int        { return c.pe }
-func (c *worldComm) NPEs() int        { return c.w.npes }
-func (c *worldComm) Backend() string  { return "emulated-devices" }
-func (c *worldComm) FixedOrder() bool { return true }
+func (c *worldComm) MyPE() int          { return c.pe }
+func (c *worldComm) NPEs() int          { return c.w.npes }
+func (c *worldComm) Backend() string    { return "emulated-devices" }
+func (c *worldComm) FixedOrder() bool   { return true }
+func (c *worldComm) SharesDevice() bool { return !c.w.ownGPU }
 func (c *worldComm) Alloc(kind comm.Kind, n int) (comm.Buffer, error) {
 	if err := c.joined("alloc"); err != nil {
 		return nil, err

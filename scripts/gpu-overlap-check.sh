@@ -40,7 +40,8 @@
 # and one fp32 run at 8 PEs passed. 2026-12-07: the bucketed bf16 runs at 8
 # PEs passed (3 of 3, replicated, 64 KiB) with the bf16 GEMMs limited to
 # one-block thread-block clusters (SYMDDP_CUDA_LT_NOCLUSTER=1), which train
-# now sets for them; stage 4 with that has not run yet.
+# now sets for them; with that stage 4 passed, bf16 --repeat 2 and fp32, on
+# an H100 (docs/GPU.md).
 #
 # --nsys adds stage 5: one bucketed run (replicated, 64 KiB) under Nsight
 # Systems (CUDA trace, graphs traced per node, every PE process followed),

@@ -205,7 +205,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.Float32Var(&o.clipNorm, "clip-norm", 0, "clip the global gradient norm to this value (0: off)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of initialisation and data order")
 
-	fs.StringVar(&o.bucketSize, "bucket-size", "auto", "gradient bucket size: backward starts each bucket's reduction (its allreduce, or its reduce-scatter under --shard-update) as soon as it is final, on the GPU on a collectives stream beside backward (0: one reduction at the end of backward; auto: 1MiB on the CPU, 0 on the GPU, whose overlapped reduction hung with 8 PEs sharing a GPU until its bf16 GEMMs were limited to one-block clusters, which train then sets: docs/GPU.md)")
+	fs.StringVar(&o.bucketSize, "bucket-size", "auto", "gradient bucket size: backward starts each bucket's reduction (its allreduce, or its reduce-scatter under --shard-update) as soon as it is final, on the GPU on a collectives stream beside backward (0: one reduction at the end of backward; auto: 1MiB on the CPU; on the GPU 25MiB where each PE has a GPU of its own, 0 where PEs share one, whose SMs the reductions would take from backward: docs/GPU.md)")
 	fs.BoolVar(&o.shardUpdate, "shard-update", true, "each PE updates 1/PEs of the parameters and keeps that part of the optimizer state, between a reduce-scatter and an all-gather (ZeRO-1: shm and mpi on the CPU, nvshmem on the GPU step path); false: every PE updates all of them after an allreduce")
 	fs.IntVar(&o.threads, "threads", 0, "BLAS threads per PE (0: cores / PEs)")
 	fs.StringVar(&o.heapSize, "heap-size", "", "symmetric heap size per PE, e.g. 512MiB (default: what the model needs)")
@@ -585,9 +585,10 @@ func keyValues(flag string, list []string) (map[string]string, error) {
 
 // parseBytes reads sizes like 4096, 64KiB, 1MiB, 2G.
 // bucketBytes is ddp.Options.BucketBytes for --bucket-size s: 0 for auto
-// (ddp's default: 1 MiB buckets on the host paths, one reduction after
-// backward on the GPU step path), -1 for 0 (one reduction after backward
-// everywhere), else the size.
+// (ddp's default: 1 MiB buckets on the host paths; on the GPU step path
+// ddp.DefaultDeviceBucketBytes where each PE has a GPU of its own, one
+// reduction after backward where PEs share one), -1 for 0 (one reduction
+// after backward everywhere), else the size.
 func bucketBytes(s string) (int, error) {
 	if strings.EqualFold(strings.TrimSpace(s), "auto") {
 		return 0, nil

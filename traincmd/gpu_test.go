@@ -29,7 +29,7 @@ func TestMPSBucketWarning(t *testing.T) {
 			}
 			continue
 		}
-		for _, want := range []string{"warning: --bucket-size " + tc.bucket + " ", "sharing each GPU under MPS", "docs/GPU.md", "--bucket-size 0",
+		for _, want := range []string{"warning: --bucket-size " + tc.bucket + " ", "sharing each GPU under MPS", "docs/GPU.md", "--bucket-size 0, the default",
 			settings.CUDANoCluster + "=1"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("--bucket-size %s, %d PEs a GPU: %q lacks %q", tc.bucket, tc.perGPU, got, want)
