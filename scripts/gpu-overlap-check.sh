@@ -14,9 +14,12 @@
 #                       -1, 1 MiB and 1 KiB, replicated and sharded, in CUDA
 #                       graphs: the same bits; 2 PEs, then 8 under MPS
 #    4 train            gpt-tiny on byte-level text, 8 PEs under the launcher's
-#                       MPS daemon, SYMDDP_CUDA_TUNE=0, replicated and sharded,
-#                       --bucket-size 0, 1MiB and 64KiB: the parameter hash of
-#                       the three runs of each update must be the same, and
+#                       MPS daemon, SYMDDP_CUDA_TUNE=0 and
+#                       SYMDDP_CUDA_LT_NOCLUSTER=1, replicated and sharded,
+#                       --bucket-size 0, 1MiB, 64KiB and auto (PEs sharing a
+#                       GPU: one reduction after backward, so no trace): the
+#                       parameter hash of the four runs of each update must
+#                       be the same, and
 #                       SYMDDP_OVERLAP_TRACE logs, for one step of each bucket
 #                       run, how many bucket reductions began and ended before
 #                       backward ended
@@ -158,11 +161,14 @@ hash_of() { grep -o 'parameter hash [0-9a-f]*' "$1" | tail -1 | awk '{print $3}'
 if [ "$tails" = 0 ]; then
     for shard in false true; do
         hashes=()
-        for bucket in 0 1MiB 64KiB; do
+        for bucket in 0 1MiB 64KiB auto; do
             run_log="$outdir/overlap-run-$shard-$bucket.log"
-            trace=()
-            runs=1
-            [ "$bucket" != 0 ] && trace=(SYMDDP_OVERLAP_TRACE=20) && runs=$repeat
+            # the clusters limited in every run, not only in those that train
+            # limits them for (the bucketed ones), so that the four runs use
+            # the same GEMM kernels and the hashes compare the buckets alone
+            trace=(SYMDDP_OVERLAP_TRACE=20 SYMDDP_CUDA_LT_NOCLUSTER=1)
+            runs=$repeat
+            case "$bucket" in 0 | auto) runs=1 ;; esac
             : >"$run_log"
             ok=1
             for ((r = 1; r <= runs; r++)); do
@@ -179,11 +185,21 @@ if [ "$tails" = 0 ]; then
             note "  hash ${h:-none}"
             grep -o 'overlap trace of step.*' "$run_log" | head -1 | sed 's/^/  /' | tee -a "$summary"
             grep -E 'gradient buckets off|TimeoutError|did not arrive|gave up' "$run_log" | head -3 | sed 's/^/  /' | tee -a "$summary"
+            # 0, and auto with PEs sharing a GPU (comm/nvshmem's SharesDevice):
+            # one reduction after backward, so no bucket to trace
+            case "$bucket" in 0 | auto)
+                if grep -q 'overlap trace of step' "$run_log"; then
+                    note "  bucket $bucket overlapped the reduction with $pes PEs on one GPU: the default there is one reduction after backward"
+                    failed=1
+                fi
+                ;;
+            esac
         done
-        if [ "${hashes[0]}" != none ] && [ "${hashes[0]}" = "${hashes[1]}" ] && [ "${hashes[0]}" = "${hashes[2]}" ]; then
-            note "shard-update=$shard: bucket 0, 1MiB and 64KiB end on the same parameter hash ${hashes[0]}"
+        if [ "${hashes[0]}" != none ] && [ "${hashes[0]}" = "${hashes[1]}" ] && [ "${hashes[0]}" = "${hashes[2]}" ] &&
+            [ "${hashes[0]}" = "${hashes[3]}" ]; then
+            note "shard-update=$shard: bucket 0, 1MiB, 64KiB and auto end on the same parameter hash ${hashes[0]}"
         else
-            note "shard-update=$shard: HASHES DIFFER (bucket 0, 1MiB, 64KiB): ${hashes[*]}"
+            note "shard-update=$shard: HASHES DIFFER (bucket 0, 1MiB, 64KiB, auto): ${hashes[*]}"
             failed=1
         fi
     done
