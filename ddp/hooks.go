@@ -40,6 +40,10 @@ type StartInfo struct {
 	ShardedUpdate bool   // each PE updates its shard of the parameters (ZeRO-1)
 	Strategy      string // the gradient-sync strategy: replicated, sharded or device
 	Tokens        int    // tokens per sample for token models (context), 0 otherwise
+	// Reduction says how the gradients are reduced across the PEs ("" with
+	// one PE): in buckets during backward, and their size, or once after it
+	// and why
+	Reduction string
 }
 
 // StepInfo describes one finished optimizer step.

@@ -53,12 +53,18 @@ const DefaultDeviceBucketBytes = 25 << 20
 
 // defaultDeviceBucket is the device path's bucket in elements when the
 // options leave it 0: DefaultDeviceBucketBytes' worth where c says that no
-// two PEs share a GPU, none otherwise.
-func defaultDeviceBucket(c comm.Comm) int {
-	if ds, ok := c.(comm.DeviceSharer); ok && c.NPEs() > 1 && !ds.SharesDevice() {
-		return DefaultDeviceBucketBytes / 4
+// two PEs share a GPU; none otherwise, with why.
+func defaultDeviceBucket(c comm.Comm) (int, string) {
+	ds, ok := c.(comm.DeviceSharer)
+	switch {
+	case c.NPEs() == 1:
+		return 0, ""
+	case !ok:
+		return 0, fmt.Sprintf("the %s backend does not say whether PEs share a GPU", c.Backend())
+	case ds.SharesDevice():
+		return 0, "PEs share a GPU, whose SMs bucket reductions would take from backward"
 	}
-	return 0
+	return DefaultDeviceBucketBytes / 4, ""
 }
 
 // commForker is implemented by comm backends with a collectives stream
@@ -106,24 +112,72 @@ func (t *Trainer) newDeviceOverlap(ar enqueueAllReducer) (*deviceOverlap, string
 	if t.deviceBucket <= 0 || ar == nil {
 		return nil, ""
 	}
-	f, ok := t.c.(commForker)
-	if !ok {
-		return nil, fmt.Sprintf("the %s comm backend has no collectives stream", t.c.Backend())
+	if off := t.deviceOverlapOff(); off != "" {
+		return nil, off
 	}
-	if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() {
-		return nil, "some PE is not reachable by pointer (the collectives stream needs every peer)"
-	}
-	o := &deviceOverlap{t: t, f: f, ar: ar, bucket: t.deviceBucket}
+	o := &deviceOverlap{t: t, f: t.c.(commForker), ar: ar, bucket: t.deviceBucket}
 	if t.dshard != nil {
-		if o.rs, ok = t.c.(partReduceScatterer); !ok {
-			return nil, fmt.Sprintf("the %s comm backend cannot enqueue the reduce-scatter of part of the arena", t.c.Backend())
-		}
-	}
-	if t.acc != nil && t.accArena.Dev == 0 {
-		return nil, fmt.Sprintf("the %s engine's gradient accumulator has no device address", t.e.Name())
+		o.rs = t.c.(partReduceScatterer)
 	}
 	o.readyFn = o.ready
 	return o, ""
+}
+
+// deviceOverlapOff is why the backend or the engine cannot reduce t's
+// gradients in buckets during backward on the device step path; "" when
+// they can.
+func (t *Trainer) deviceOverlapOff() string {
+	if _, ok := t.c.(commForker); !ok {
+		return fmt.Sprintf("the %s comm backend has no collectives stream", t.c.Backend())
+	}
+	if fo, ok := t.c.(comm.FixedOrderer); ok && !fo.FixedOrder() {
+		return "some PE is not reachable by pointer (the collectives stream needs every peer)"
+	}
+	if _, ok := t.c.(partReduceScatterer); t.dshard != nil && !ok {
+		return fmt.Sprintf("the %s comm backend cannot enqueue the reduce-scatter of part of the arena", t.c.Backend())
+	}
+	if t.acc != nil && t.accArena.Dev == 0 {
+		return fmt.Sprintf("the %s engine's gradient accumulator has no device address", t.e.Name())
+	}
+	return ""
+}
+
+// reduction says how t reduces the gradients of a step (StartInfo's
+// Reduction); "" with one PE.
+func (t *Trainer) reduction() string {
+	if t.c.NPEs() == 1 {
+		return ""
+	}
+	what := "allreduce"
+	if t.ShardedUpdate() {
+		what = "reduce-scatter"
+	}
+	if _, ok := t.strat.(*deviceStrategy); ok {
+		switch off := t.deviceOverlapOff(); {
+		case t.deviceBucket > 0 && off == "":
+			return fmt.Sprintf("%s of %s buckets on the collectives stream during backward", what, byteSize(4*t.deviceBucket))
+		case t.deviceBucket > 0:
+			return fmt.Sprintf("one %s after backward (buckets off: %s)", what, off)
+		case t.bucketWhy != "":
+			return fmt.Sprintf("one %s after backward (%s)", what, t.bucketWhy)
+		}
+		return fmt.Sprintf("one %s after backward", what)
+	}
+	if t.bucketElems >= t.n {
+		return fmt.Sprintf("one %s after backward", what)
+	}
+	return fmt.Sprintf("%s of %s buckets, each started as backward finishes it", what, byteSize(4*t.bucketElems))
+}
+
+// byteSize writes n bytes as MiB or KiB where they divide it.
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // top is the end of the elements the buckets reduce: the gradients and, in

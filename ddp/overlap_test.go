@@ -104,19 +104,30 @@ func TestDeviceOverlapSameBits(t *testing.T) {
 // reduces once after backward where the PEs share a GPU (the emulated
 // world's default) and in DefaultDeviceBucketBytes buckets on the
 // collectives stream where each PE has a GPU of its own, on the same bits,
-// replicated and sharded.
+// replicated and sharded; StartInfo.Reduction says which.
 func TestDeviceOverlapDefault(t *testing.T) {
 	const npes = 2
 	for _, sharded := range []bool{false, true} {
 		opts := zeroOptions()
 		opts.ReplicatedUpdate = !sharded
+		what := map[bool]string{false: "allreduce", true: "reduce-scatter"}[sharded]
 		var params [2][]float32
 		for i, own := range []bool{false, true} {
 			var logs syncbuf.Buffer
 			w := newWorldOf(npes, cuda.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			w.ownGPU = own
-			res := worldFitIn(t, w, opts)
 			name := fmt.Sprintf("sharded %v, a GPU a PE %v", sharded, own)
+			want := "one " + what + " after backward (PEs share a GPU, whose SMs bucket reductions would take from backward)"
+			if own {
+				want = what + " of 25 MiB buckets on the collectives stream during backward"
+			}
+			o := opts
+			o.Hooks.OnStart = func(s StartInfo) {
+				if s.Reduction != want {
+					t.Errorf("%s: PE %d: Reduction %q, want %q", name, s.PE, s.Reduction, want)
+				}
+			}
+			res := worldFitIn(t, w, o)
 			require.NotContains(t, logs.String(), "gradient buckets off", name)
 			for pe, r := range res {
 				require.True(t, r.res.Replicas.Identical, "%s: %s", name, r.res.Replicas.String())

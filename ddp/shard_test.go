@@ -47,6 +47,9 @@ func TestShardedUpdateIsReplicatedUpdate(t *testing.T) {
 					if s.ShardedUpdate == replicated {
 						t.Errorf("PE %d: ShardedUpdate %v with ReplicatedUpdate %v", s.PE, s.ShardedUpdate, replicated)
 					}
+					if want := map[bool]string{false: "one reduce-scatter ", true: "one allreduce "}[replicated]; !strings.HasPrefix(s.Reduction, want) {
+						t.Errorf("PE %d: Reduction %q, want %q... (the mlp's arena is one bucket)", s.PE, s.Reduction, want)
+					}
 				}
 				return trainIn(t, c, tc.opt, o, context.Background())
 			})

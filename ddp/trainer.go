@@ -85,7 +85,8 @@ type Trainer struct {
 	// elements of a bucket on the device step path: 0 (one reduction after
 	// backward), Options.BucketBytes' or the default's (overlap.go)
 	deviceBucket int
-	bucketAsked  bool // Options.BucketBytes was positive: say why, when the device path cannot overlap
+	bucketAsked  bool   // Options.BucketBytes was positive: say why, when the device path cannot overlap
+	bucketWhy    string // why the default is no buckets on the device path (defaultDeviceBucket)
 	pendingEnd   int
 	reqs         []comm.Request
 	bucketErr    error
@@ -115,7 +116,7 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 	case asked > 0:
 		t.deviceBucket, t.bucketAsked = max(1, asked/4), true
 	case asked == 0:
-		t.deviceBucket = defaultDeviceBucket(c)
+		t.deviceBucket, t.bucketWhy = defaultDeviceBucket(c)
 	}
 	t.readyFn = t.ready
 	t.specs = m.Params()

@@ -194,6 +194,11 @@ if [ "$tails" = 0 ]; then
                 fi
                 ;;
             esac
+            grep -o 'gradients: .*' "$run_log" | head -1 | sed 's/^/  /' | tee -a "$summary"
+            if [ "$bucket" = auto ] && ! grep -q 'gradients: one [a-z-]* after backward (PEs share a GPU' "$run_log"; then
+                note "  bucket auto: train did not say that the PEs share a GPU (comm/nvshmem's SharesDevice)"
+                failed=1
+            fi
         done
         if [ "${hashes[0]}" != none ] && [ "${hashes[0]}" = "${hashes[1]}" ] && [ "${hashes[0]}" = "${hashes[2]}" ] &&
             [ "${hashes[0]}" = "${hashes[3]}" ]; then

@@ -120,6 +120,9 @@ func (r *reporter) hooks() ddp.Hooks {
 			fmt.Fprintf(r.errw, "training %s: %d parameters, %s (%s, %s), global batch %d (%d per PE per micro-batch), %s%s\n",
 				r.o.model, s.Params, plural(s.NPEs, "PE"), s.Backend, s.Engine, r.o.recipe.Batch, s.MicroBatch, plural(s.TotalSteps, "step"), update)
 			fmt.Fprintf(r.errw, "recipe: %s\n", r.recipe)
+			if s.Reduction != "" {
+				fmt.Fprintf(r.errw, "gradients: %s\n", s.Reduction)
+			}
 			if r.activations != "" {
 				fmt.Fprintln(r.errw, r.activations)
 			}

@@ -45,3 +45,25 @@ func TestResumeTrimsMetrics(t *testing.T) {
 	got, _ = os.ReadFile(path)
 	require.True(t, strings.TrimSpace(string(got)) == "", "a new run truncates: %q", got)
 }
+
+// The start names how the gradients are reduced when there are several PEs
+// (StartInfo.Reduction), and says nothing of it with one.
+func TestStartSaysReduction(t *testing.T) {
+	for _, tc := range []struct{ reduction, want string }{
+		{"allreduce of 25 MiB buckets on the collectives stream during backward", "gradients: allreduce of 25 MiB buckets on the collectives stream during backward\n"},
+		{"", ""},
+	} {
+		var errw strings.Builder
+		r, err := newReporter(&options{model: "mlp", noProgress: true}, 0, io.Discard, &errw)
+		require.NoError(t, err)
+		r.hooks().OnStart(ddp.StartInfo{NPEs: 2, TotalSteps: 5, Reduction: tc.reduction})
+		r.close()
+		got := ""
+		for _, line := range strings.SplitAfter(errw.String(), "\n") {
+			if strings.HasPrefix(line, "gradients:") {
+				got += line
+			}
+		}
+		require.Equal(t, tc.want, got, "Reduction %q", tc.reduction)
+	}
+}
