@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/internal/units"
 )
 
 // Gradient reduction overlapped with backward on the device step path
@@ -155,7 +156,7 @@ func (t *Trainer) reduction() string {
 	if _, ok := t.strat.(*deviceStrategy); ok {
 		switch off := t.deviceOverlapOff(); {
 		case t.deviceBucket > 0 && off == "":
-			return fmt.Sprintf("%s of %s buckets on the collectives stream during backward", what, byteSize(4*t.deviceBucket))
+			return fmt.Sprintf("%s of %s buckets on the collectives stream during backward", what, units.Bytes(int64(4*t.deviceBucket)))
 		case t.deviceBucket > 0:
 			return fmt.Sprintf("one %s after backward (buckets off: %s)", what, off)
 		case t.bucketWhy != "":
@@ -166,18 +167,7 @@ func (t *Trainer) reduction() string {
 	if t.bucketElems >= t.n {
 		return fmt.Sprintf("one %s after backward", what)
 	}
-	return fmt.Sprintf("%s of %s buckets, each started as backward finishes it", what, byteSize(4*t.bucketElems))
-}
-
-// byteSize writes n bytes as MiB or KiB where they divide it.
-func byteSize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return fmt.Sprintf("%s of %s buckets, each started as backward finishes it", what, units.Bytes(int64(4*t.bucketElems)))
 }
 
 // top is the end of the elements the buckets reduce: the gradients and, in

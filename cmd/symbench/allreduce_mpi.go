@@ -19,6 +19,7 @@ import (
 	_ "github.com/symddp/symddp/comm/mpi"
 
 	"github.com/symddp/symddp/internal/settings"
+	"github.com/symddp/symddp/internal/units"
 )
 
 // The allreduce-mpi subcommand (build tag mpi): the mpi comm backend's
@@ -156,7 +157,7 @@ func printMPITable(w io.Writer, opts mpiBenchOpts, host string, variants []strin
 	}
 	lines := [][]string{}
 	for _, r := range rows {
-		l := []string{fmt.Sprint(r.npes), formatBytes(r.bytes), formatTime(r.shm)}
+		l := []string{fmt.Sprint(r.npes), units.Bytes(r.bytes), formatTime(r.shm)}
 		for _, s := range r.backend {
 			l = append(l, formatTime(s))
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/comm/nvshmem"
 	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/units"
 )
 
 // The gpu-allreduce subcommand: the nvshmem backend's fused allreduce on the
@@ -241,7 +242,7 @@ func printGPUTable(w io.Writer, o gpuOpts, npes int, info string, res []gpuResul
 			continue
 		}
 		bw := 2 * float64(r.bytes) * float64(npes) / r.seconds
-		line := []string{formatBytes(r.bytes), r.what, fmt.Sprint(r.iters), formatTime(r.seconds), formatRate(bw)}
+		line := []string{units.Bytes(r.bytes), r.what, fmt.Sprint(r.iters), formatTime(r.seconds), formatRate(bw)}
 		if npes == 1 {
 			line = append(line, "-", fmt.Sprintf("%.0f%%", 100*bw/peakHBM), "-")
 			if c, ok := copies[r.bytes]; ok {

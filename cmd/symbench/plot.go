@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/symddp/symddp/bench/plotspec"
+	"github.com/symddp/symddp/internal/units"
 )
 
 // The figure of `symbench all`: symbench decides what it shows (a
@@ -57,7 +58,7 @@ func busbwPanel(ar []busbwPoint) plotspec.Panel {
 	}
 	slices.Sort(sizes)
 	for _, s := range sizes {
-		p.XTicks = append(p.XTicks, plotspec.Tick{Value: float64(s), Label: formatBytes(s)})
+		p.XTicks = append(p.XTicks, plotspec.Tick{Value: float64(s), Label: units.Bytes(s)})
 	}
 	ns := make([]int, 0, len(byN))
 	for n := range byN {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/units"
 )
 
 // The all subcommand: every benchmark of issue 11 in one invocation, its
@@ -398,7 +399,7 @@ func compareAllReduceResults(ours, theirs string) [][]string {
 		if o.gbs > 0 {
 			ratio = fmt.Sprintf("%.2f×", p.gbs/o.gbs)
 		}
-		rows = append(rows, []string{k.n, formatBytes(bytes), formatTime(p.us / 1e6), formatTime(o.us / 1e6),
+		rows = append(rows, []string{k.n, units.Bytes(bytes), formatTime(p.us / 1e6), formatTime(o.us / 1e6),
 			fmt.Sprintf("%.1f GB/s", p.gbs), fmt.Sprintf("%.1f GB/s", o.gbs), ratio})
 	}
 	return rows

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/symddp/symddp/internal/units"
 )
 
 // row is one line of the allreduce table.
@@ -42,7 +44,7 @@ func printTable(w io.Writer, opts allReduceOpts, host string, rows []row, note s
 	lines := [][]string{}
 	for _, r := range rows {
 		shmBW := busbw(r.bytes, r.npes, r.shm.seconds)
-		line := []string{fmt.Sprint(r.npes), formatBytes(r.bytes), formatTime(r.shm.seconds), fmt.Sprintf("%.2f GB/s", shmBW), "-", "-", "-"}
+		line := []string{fmt.Sprint(r.npes), units.Bytes(r.bytes), formatTime(r.shm.seconds), fmt.Sprintf("%.2f GB/s", shmBW), "-", "-", "-"}
 		if r.mpi != nil {
 			line[4] = formatTime(r.mpi.seconds)
 			line[5] = fmt.Sprintf("%.2f GB/s", busbw(r.bytes, r.npes, r.mpi.seconds))
@@ -70,18 +72,6 @@ func writeTable(w io.Writer, format string, pad int, head []string, lines [][]st
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(l, "\t"))
 	}
 	return tw.Flush()
-}
-
-func formatBytes(b int64) string {
-	switch {
-	case b >= 1<<30 && b%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", b>>30)
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", b>>20)
-	case b >= 1<<10 && b%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", b>>10)
-	}
-	return fmt.Sprintf("%d B", b)
 }
 
 func formatTime(s float64) string {

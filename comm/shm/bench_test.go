@@ -2,10 +2,12 @@ package shm_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch/launchtest"
+	"github.com/symddp/symddp/internal/units"
 )
 
 // BenchmarkAllReduce measures an in-place float32 Sum AllReduce in jobs of
@@ -51,15 +53,7 @@ func benchAllReduce(b *testing.B, c comm.Comm, n int) {
 }
 
 // sizeName writes a byte count the way the tables do: 4KiB, 1MiB.
-func sizeName(bytes int) string {
-	switch {
-	case bytes >= 1<<20 && bytes%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", bytes>>20)
-	case bytes >= 1<<10 && bytes%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", bytes>>10)
-	}
-	return fmt.Sprintf("%dB", bytes)
-}
+func sizeName(bytes int) string { return strings.ReplaceAll(units.Bytes(int64(bytes)), " ", "") }
 
 // BenchmarkDesyncCheck measures what the desync check costs a Barrier and
 // a 4 KiB AllReduce in a job of 2 PEs, with the check on and off
