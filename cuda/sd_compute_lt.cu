@@ -739,7 +739,7 @@ static void sdc_bgemm_log(const char *what, const sdc_bgemm *p, float waves) {
             p->d.batch, algo, waves, p->workspace);
 }
 
-/* SYMDDP_CUDA_LT_NOCLUSTER (sd_lt.cuh): *res becomes the heuristic's first
+/* One-block clusters (sd_lt_nocluster, sd_lt.cuh): *res becomes the heuristic's first
  * algorithm of one-block clusters among its first 32, else *res with its
  * cluster shape set to one block if cuBLASLt accepts that; else it stays,
  * with a line on stderr. */
@@ -764,7 +764,7 @@ static void sdc_bgemm_one_block_clusters(const sdc_bgemm *p, cublasLtHandle_t lt
         *res = v;
         return;
     }
-    fprintf(stderr, "symddp: SYMDDP_CUDA_LT_NOCLUSTER: no bf16 algorithm of one-block clusters for m=%d n=%d k=%d: "
+    fprintf(stderr, "symddp: one-block clusters: no bf16 algorithm of one-block clusters for m=%d n=%d k=%d: "
                     "the heuristic's choice stays\n",
             p->d.m, p->d.n, p->d.k);
 }
@@ -994,6 +994,12 @@ static int sdc_bgemm_run_into_on(sdc_bgemm *p, void *lt, void *d, const void *c,
 }
 
 #define SDC_BPTR(x) ((void *)(uintptr_t)(x))
+
+extern "C" int sdc_one_block_clusters(const sdc_ctx *c) {
+    if (!c) return SD_FAIL(SD_ERR_ARG, "sdc_one_block_clusters: NULL context");
+    sd_lt_one_block = 1;
+    return SD_OK;
+}
 
 extern "C" int sdc_bf16_gemm_create(const sdc_ctx *c, const sdc_bf16_gemm_desc *d, sdc_handle *plan) {
     if (!c || !plan) return SD_FAIL(SD_ERR_ARG, "sdc_bf16_gemm_create: NULL argument");

@@ -28,15 +28,21 @@ static inline int sd_lt_cluster(const cublasLtMatmulAlgo_t *a) {
     return (int)c;
 }
 
-/* SYMDDP_CUDA_LT_NOCLUSTER=1: the bf16 GEMM plans take only algorithms whose
- * thread-block clusters are one block (CUBLASLT_CLUSTER_SHAPE_1x1x1). With
- * several PEs sharing a GPU under MPS and gradient buckets reduced during
- * backward, the early PEs' parked barrier warps can keep a slower PE's
- * several-block cluster from being placed, and the step hangs (issue 38,
- * docs/GPU.md); train sets it for that case. */
+/* Set by sdc_one_block_clusters (sd_compute_lt.cu) for the whole process. */
+static int sd_lt_one_block;
+
+/* The bf16 GEMM plans take only algorithms whose thread-block clusters are
+ * one block (CUBLASLT_CLUSTER_SHAPE_1x1x1): after sdc_one_block_clusters,
+ * which the engine calls when ddp tells it that PEs share its GPU and reduce
+ * gradient buckets during backward, unless SYMDDP_CUDA_LT_NOCLUSTER=0; or
+ * with SYMDDP_CUDA_LT_NOCLUSTER=1. With several PEs sharing a GPU under MPS
+ * and buckets reduced during backward, the early PEs' parked barrier warps
+ * can keep a slower PE's several-block cluster from being placed, and the
+ * step hangs (issue 38, docs/GPU.md). */
 static inline bool sd_lt_nocluster(void) {
     const char *v = getenv("SYMDDP_CUDA_LT_NOCLUSTER");
-    return v && v[0] == '1';
+    if (v && v[0] == '0') return false;
+    return sd_lt_one_block || (v && v[0] == '1');
 }
 
 /* The algorithm's configuration in words, for SYMDDP_CUDA_TUNE_LOG. */

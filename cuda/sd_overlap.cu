@@ -22,9 +22,9 @@
  * several-block thread-block clusters break an assumption of (a), that a
  * PE's compute kernels can always start beside parked barrier warps. A
  * cluster's blocks must be placed together, and under MPS's share of SMs
- * they found no room; with one-block clusters (SYMDDP_CUDA_LT_NOCLUSTER=1,
- * sd_lt.cuh, which train sets for PEs sharing a GPU) the runs passed
- * (2026-12-07):
+ * they found no room; with one-block clusters (sdc_one_block_clusters,
+ * sd_lt.cuh, which the engine takes when ddp tells it that PEs share its GPU
+ * and reduce buckets during backward) the runs passed (2026-12-07):
  *
  * (a) SM starvation. A collective's grid (up to max_blocks blocks of
  *     SD_THREADS threads) spins at its entry barrier until the same block of

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 21
+#define SDC_ABI_VERSION 22
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -751,6 +751,15 @@ int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, sdc_f
                uint64_t partials, int32_t nparts, int64_t part_stride);
 /* Zeroes the update status (clears a halt). */
 int sdc_reset_status(const sdc_ctx *c);
+/*
+ * From now on, for the whole process, the bf16 GEMM plans take cuBLASLt
+ * algorithms whose thread-block clusters are one block (sd_lt.cuh), unless
+ * SYMDDP_CUDA_LT_NOCLUSTER=0 is set: call it before the plans are made when
+ * other PEs' kernels share the GPU while gradient buckets are reduced during
+ * backward (under MPS, a several-block cluster could then wait for SMs that
+ * the other PEs' parked barrier warps hold, and the step hung).
+ */
+int sdc_one_block_clusters(const sdc_ctx *c);
 
 /*
  * AdamW with a bf16 copy, for a bf16 training step written against the

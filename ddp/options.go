@@ -42,11 +42,10 @@ type Options struct {
 	// stream beside backward (overlap.go); there the default (0) is
 	// DefaultDeviceBucketBytes where each PE has a GPU of its own
 	// (comm.DeviceSharer) and one reduction after backward where PEs share
-	// a GPU, whose SMs the reductions would take from backward. A positive
-	// size on PEs that share a GPU needs SYMDDP_CUDA_LT_NOCLUSTER=1 in the
-	// PEs' environment (train's launcher sets it; under mpirun or in a
-	// program of your own, set it yourself): without it the bf16 step hung
-	// there (docs/GPU.md).
+	// a GPU, whose SMs the reductions would take from backward. With a
+	// positive size on PEs that share a GPU, New tells the engine before
+	// Build (compute/cuda's bf16 GEMMs then take one-block thread-block
+	// clusters: with larger ones the bf16 step hung there, docs/GPU.md).
 	BucketBytes int
 
 	// ReplicatedUpdate makes every PE run the optimizer over the whole

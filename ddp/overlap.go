@@ -43,9 +43,8 @@ import (
 // H100 under MPS trained GPT-2 124M about 12% slower with 25 MiB buckets
 // than with one reduction after backward (docs/GPU.md). There, in bf16, the
 // overlapped reduction also needs the GEMMs' thread-block clusters limited
-// to one block (SYMDDP_CUDA_LT_NOCLUSTER=1, which train sets for such PEs):
-// with larger clusters it hung (docs/GPU.md, "Reducing gradients while
-// backward runs").
+// to one block (shareGPU): with larger clusters it hung (docs/GPU.md,
+// "Reducing gradients while backward runs").
 
 // DefaultDeviceBucketBytes is the device step path's gradient bucket when
 // Options.BucketBytes is left 0 and each PE has a GPU of its own (the size
@@ -143,6 +142,31 @@ func (t *Trainer) deviceOverlapOff() string {
 	return ""
 }
 
+// gpuSharer is an engine that is told, before Build, that other PEs'
+// kernels share its GPU while gradient buckets are reduced during backward
+// (compute/cuda's: its bf16 GEMMs then take one-block thread-block
+// clusters). It returns what it did, for the reduction's line.
+type gpuSharer interface {
+	ShareGPU() (string, error)
+}
+
+// shareGPU tells the engine, before Build, when t reduces buckets during
+// backward on PEs that share a GPU (an explicit bucket size there: the
+// default is none).
+func (t *Trainer) shareGPU() error {
+	ds, ok := t.c.(comm.DeviceSharer)
+	gs, engine := t.e.(gpuSharer)
+	if t.deviceBucket <= 0 || !ok || !engine || !ds.SharesDevice() {
+		return nil
+	}
+	did, err := gs.ShareGPU()
+	if err != nil {
+		return fmt.Errorf("PEs share a GPU and reduce gradient buckets during backward: %w", err)
+	}
+	t.sharedGPU = did
+	return nil
+}
+
 // reduction says how t reduces the gradients of a step (StartInfo's
 // Reduction); "" with one PE.
 func (t *Trainer) reduction() string {
@@ -155,6 +179,9 @@ func (t *Trainer) reduction() string {
 	}
 	if _, ok := t.strat.(*deviceStrategy); ok {
 		switch off := t.deviceOverlapOff(); {
+		case t.deviceBucket > 0 && off == "" && t.sharedGPU != "":
+			return fmt.Sprintf("%s of %s buckets on the collectives stream during backward (PEs share a GPU: %s)", what,
+				units.Bytes(int64(4*t.deviceBucket)), t.sharedGPU)
 		case t.deviceBucket > 0 && off == "":
 			return fmt.Sprintf("%s of %s buckets on the collectives stream during backward", what, units.Bytes(int64(4*t.deviceBucket)))
 		case t.deviceBucket > 0:

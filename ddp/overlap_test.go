@@ -15,6 +15,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/settings"
 	"github.com/symddp/symddp/internal/syncbuf"
 	"github.com/symddp/symddp/models"
 )
@@ -144,6 +145,49 @@ func TestDeviceOverlapDefault(t *testing.T) {
 				t.Fatalf("sharded %v: parameter %d is %v with the default buckets, %v with one reduction after backward", sharded, j, p, params[0][j])
 			}
 		}
+	}
+}
+
+// TestSharedGPUClusters: a bucket size asked for on PEs that share a GPU
+// tells the engine so before Build (compute/cuda's then limits its bf16
+// GEMMs to one-block clusters, with which the overlapped reduction ran under
+// MPS where larger clusters hung), and the reduction's line says it; not
+// where each PE has a GPU, not with the default (no buckets on a shared
+// GPU), and not with SYMDDP_CUDA_LT_NOCLUSTER=0.
+func TestSharedGPUClusters(t *testing.T) {
+	const npes = 2
+	for _, tc := range []struct {
+		own     bool
+		bucket  int
+		env     string
+		limited bool
+		want    string
+	}{
+		{false, 1 << 20, "", true, "allreduce of 1 MiB buckets on the collectives stream during backward (PEs share a GPU: bf16 GEMMs of one-block clusters)"},
+		{false, 1 << 20, "0", false, "allreduce of 1 MiB buckets on the collectives stream during backward"},
+		{true, 1 << 20, "", false, "allreduce of 1 MiB buckets on the collectives stream during backward"},
+		{false, 0, "", false, "one allreduce after backward (PEs share a GPU, whose SMs bucket reductions would take from backward)"},
+	} {
+		name := fmt.Sprintf("a GPU a PE %v, bucket %d, SYMDDP_CUDA_LT_NOCLUSTER=%q", tc.own, tc.bucket, tc.env)
+		t.Run(name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(settings.CUDANoCluster, tc.env)
+			}
+			w := newWorldOf(npes, cuda.Options{})
+			w.ownGPU = tc.own
+			o := zeroOptions()
+			o.ReplicatedUpdate, o.BucketBytes = true, tc.bucket
+			o.Hooks.OnStart = func(s StartInfo) {
+				if s.Reduction != tc.want {
+					t.Errorf("PE %d: Reduction %q, want %q", s.PE, s.Reduction, tc.want)
+				}
+			}
+			res := worldFitIn(t, w, o)
+			for pe, r := range res {
+				require.True(t, r.res.Replicas.Identical, r.res.Replicas.String())
+				require.Equal(t, tc.limited, w.devs[pe].ClustersLimited(), "PE %d: clusters limited", pe)
+			}
+		})
 	}
 }
 

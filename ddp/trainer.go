@@ -87,6 +87,7 @@ type Trainer struct {
 	deviceBucket int
 	bucketAsked  bool   // Options.BucketBytes was positive: say why, when the device path cannot overlap
 	bucketWhy    string // why the default is no buckets on the device path (defaultDeviceBucket)
+	sharedGPU    string // what the engine did for PEs that share a GPU and reduce buckets (shareGPU)
 	pendingEnd   int
 	reqs         []comm.Request
 	bucketErr    error
@@ -147,6 +148,9 @@ func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts 
 	}
 	if t.sharder != nil {
 		t.shardSegs = t.segments(noDecay, t.shardLo, t.shardHi, t.stateShard)
+	}
+	if err := t.shareGPU(); err != nil {
+		return nil, err
 	}
 	if err := t.build(); err != nil {
 		return nil, err

@@ -14,12 +14,14 @@
 #                       -1, 1 MiB and 1 KiB, replicated and sharded, in CUDA
 #                       graphs: the same bits; 2 PEs, then 8 under MPS
 #    4 train            gpt-tiny on byte-level text, 8 PEs under the launcher's
-#                       MPS daemon, SYMDDP_CUDA_TUNE=0 and
-#                       SYMDDP_CUDA_LT_NOCLUSTER=1, replicated and sharded,
-#                       --bucket-size 0, 1MiB, 64KiB and auto (PEs sharing a
-#                       GPU: one reduction after backward, so no trace): the
-#                       parameter hash of the four runs of each update must
-#                       be the same, and
+#                       MPS daemon, SYMDDP_CUDA_TUNE=0, replicated and
+#                       sharded, --bucket-size 0, 1MiB, 64KiB and auto (PEs
+#                       sharing a GPU: one reduction after backward, so no
+#                       trace): the bucketed runs must say that their bf16
+#                       GEMMs take one-block clusters (ddp tells the engine),
+#                       0 and auto get SYMDDP_CUDA_LT_NOCLUSTER=1 so that all
+#                       four run the same GEMM kernels; the parameter hash of
+#                       the four runs of each update must be the same, and
 #                       SYMDDP_OVERLAP_TRACE logs, for one step of each bucket
 #                       run, how many bucket reductions began and ended before
 #                       backward ended
@@ -42,9 +44,9 @@
 # with SYMDDP_CUDA_PDL=0 and with SYMDDP_CUDA_OVERLAP=0; 2 PEs (MPS or not)
 # and one fp32 run at 8 PEs passed. 2026-12-07: the bucketed bf16 runs at 8
 # PEs passed (3 of 3, replicated, 64 KiB) with the bf16 GEMMs limited to
-# one-block thread-block clusters (SYMDDP_CUDA_LT_NOCLUSTER=1), which train
-# now sets for them; with that stage 4 passed, bf16 --repeat 2 and fp32, on
-# an H100 (docs/GPU.md).
+# one-block thread-block clusters (SYMDDP_CUDA_LT_NOCLUSTER=1), which ddp
+# now has the engine take for them; with that stage 4 passed, bf16 --repeat
+# 2 and fp32, on an H100 (docs/GPU.md).
 #
 # --nsys adds stage 5: one bucketed run (replicated, 64 KiB) under Nsight
 # Systems (CUDA trace, graphs traced per node, every PE process followed),
@@ -163,12 +165,13 @@ if [ "$tails" = 0 ]; then
         hashes=()
         for bucket in 0 1MiB 64KiB auto; do
             run_log="$outdir/overlap-run-$shard-$bucket.log"
-            # the clusters limited in every run, not only in those that train
-            # limits them for (the bucketed ones), so that the four runs use
-            # the same GEMM kernels and the hashes compare the buckets alone
-            trace=(SYMDDP_OVERLAP_TRACE=20 SYMDDP_CUDA_LT_NOCLUSTER=1)
+            # the bucketed runs limit the clusters themselves (ddp tells the
+            # engine that PEs share the GPU); 0 and auto, which do not, are
+            # given the same limit, so that the four runs use the same GEMM
+            # kernels and the hashes compare the buckets alone
+            trace=(SYMDDP_OVERLAP_TRACE=20)
             runs=$repeat
-            case "$bucket" in 0 | auto) runs=1 ;; esac
+            case "$bucket" in 0 | auto) runs=1 trace+=(SYMDDP_CUDA_LT_NOCLUSTER=1) ;; esac
             : >"$run_log"
             ok=1
             for ((r = 1; r <= runs; r++)); do
@@ -195,6 +198,13 @@ if [ "$tails" = 0 ]; then
                 ;;
             esac
             grep -o 'gradients: .*' "$run_log" | head -1 | sed 's/^/  /' | tee -a "$summary"
+            case "$bucket" in 0 | auto) ;; *)
+                if [ "$ok" = 1 ] && ! grep -q 'gradients: .* during backward (PEs share a GPU: bf16 GEMMs of one-block clusters)' "$run_log"; then
+                    note "  bucket $bucket: train did not say that the bf16 GEMMs take one-block clusters (ddp's shareGPU)"
+                    failed=1
+                fi
+                ;;
+            esac
             if [ "$bucket" = auto ] && ! grep -q 'gradients: one [a-z-]* after backward (PEs share a GPU' "$run_log"; then
                 note "  bucket auto: train did not say that the PEs share a GPU (comm/nvshmem's SharesDevice)"
                 failed=1

@@ -66,7 +66,6 @@ func prepareGPULaunch(o *options, spec *launch.Spec, stderr io.Writer) error {
 	if w := mpsBucketWarning(o, perGPU); w != "" {
 		fmt.Fprintln(stderr, w)
 	}
-	spec.Env = append(spec.Env, sharedGPUEnv(o, perGPU)...)
 	return nil
 }
 
@@ -77,34 +76,18 @@ func overlapOnSharedGPU(o *options, perGPU int) bool {
 	return err == nil && n > 0 && perGPU >= 2
 }
 
-// sharedGPUEnv is what the PEs' environment gets when --bucket-size asks for
-// the overlapped reduction on PEs that share a GPU under MPS:
-// SYMDDP_CUDA_LT_NOCLUSTER=1, unless the caller's environment sets it. There
-// the early PEs' parked one-warp barrier kernels kept a slower PE's bf16
-// GEMMs of several-block thread-block clusters from being placed, and the
-// step hung; with one-block clusters it ran (docs/GPU.md).
-func sharedGPUEnv(o *options, perGPU int) []string {
-	if !overlapOnSharedGPU(o, perGPU) {
-		return nil
-	}
-	if _, set := settings.Lookup(settings.CUDANoCluster); set {
-		return nil
-	}
-	return []string{settings.CUDANoCluster + "=1"}
-}
-
 // mpsBucketWarning is what train says when --bucket-size asks for the
 // overlapped reduction on PEs that share a GPU under MPS (the default there
-// is one reduction after backward): that it costs speed there, and that
-// sharedGPUEnv limits the bf16 GEMMs' clusters; "" otherwise.
+// is one reduction after backward): that it costs speed there, and that the
+// bf16 GEMMs take one-block clusters (ddp tells the engine); "" otherwise.
 func mpsBucketWarning(o *options, perGPU int) string {
 	if !overlapOnSharedGPU(o, perGPU) {
 		return ""
 	}
 	return fmt.Sprintf("warning: --bucket-size %s with %d PEs sharing each GPU under MPS: the bucket reductions take the SMs that "+
 		"backward needs (8 PEs on one H100 trained GPT-2 124M 12%% slower with 25MiB buckets than with --bucket-size 0, the default "+
-		"on a shared GPU); %s=1 is set for the PEs unless you set it (bf16 GEMMs of one-block thread-block clusters: with larger "+
-		"ones the overlapped reduction hung there; docs/GPU.md)", strings.TrimSpace(o.bucketSize), perGPU, settings.CUDANoCluster)
+		"on a shared GPU); the bf16 GEMMs take one-block thread-block clusters there (with larger ones the overlapped reduction hung; "+
+		"%s=0 keeps them; docs/GPU.md)", strings.TrimSpace(o.bucketSize), perGPU, settings.CUDANoCluster)
 }
 
 // jobDevices names the job's devices and counts them, for MFU: on the

@@ -2,8 +2,6 @@ package traincmd
 
 import (
 	"fmt"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 
@@ -30,7 +28,7 @@ func TestMPSBucketWarning(t *testing.T) {
 			continue
 		}
 		for _, want := range []string{"warning: --bucket-size " + tc.bucket + " ", "sharing each GPU under MPS", "docs/GPU.md", "--bucket-size 0, the default",
-			settings.CUDANoCluster + "=1"} {
+			"one-block thread-block clusters", settings.CUDANoCluster + "=0"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("--bucket-size %s, %d PEs a GPU: %q lacks %q", tc.bucket, tc.perGPU, got, want)
 			}
@@ -38,31 +36,5 @@ func TestMPSBucketWarning(t *testing.T) {
 		if !strings.Contains(got, fmt.Sprintf(" %d PEs", tc.perGPU)) {
 			t.Errorf("--bucket-size %s: %q does not say %d PEs", tc.bucket, got, tc.perGPU)
 		}
-	}
-}
-
-// An explicit --bucket-size on PEs that share a GPU gives the PEs
-// SYMDDP_CUDA_LT_NOCLUSTER=1 (bf16 GEMMs of one-block clusters), unless the
-// caller's environment already says; nothing else changes their environment.
-func TestSharedGPUEnv(t *testing.T) {
-	if v, set := os.LookupEnv(settings.CUDANoCluster); set {
-		t.Setenv(settings.CUDANoCluster, v) // restored after the test
-	}
-	os.Unsetenv(settings.CUDANoCluster)
-	for _, tc := range []struct {
-		bucket string
-		perGPU int
-		want   []string
-	}{
-		{"64KiB", 8, []string{settings.CUDANoCluster + "=1"}}, {"1MiB", 2, []string{settings.CUDANoCluster + "=1"}},
-		{"auto", 8, nil}, {"0", 8, nil}, {"64KiB", 1, nil}, {"nonsense", 8, nil},
-	} {
-		if got := sharedGPUEnv(&options{bucketSize: tc.bucket}, tc.perGPU); !slices.Equal(got, tc.want) {
-			t.Errorf("--bucket-size %s, %d PEs a GPU: %q, want %q", tc.bucket, tc.perGPU, got, tc.want)
-		}
-	}
-	t.Setenv(settings.CUDANoCluster, "0")
-	if got := sharedGPUEnv(&options{bucketSize: "64KiB"}, 8); got != nil {
-		t.Errorf("with %s=0 in the environment: %q, want nothing added", settings.CUDANoCluster, got)
 	}
 }

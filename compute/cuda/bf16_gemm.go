@@ -5,12 +5,32 @@ import (
 	"os"
 
 	"github.com/symddp/symddp/internal/cudalib"
+	"github.com/symddp/symddp/internal/settings"
 )
 
 // The bf16 plans' GEMMs: cuBLASLt plans (sdc_bf16_gemm_create) made once per
 // shape and epilogue for the whole engine, so that the layers of a model
 // share them (twelve transformer blocks run one QKV plan), each tuned at
 // its first run.
+
+// ShareGPU tells e, before its plans are made, that other PEs' kernels run
+// on its GPU while gradient buckets are reduced during backward (ddp calls
+// it for PEs that share a GPU and reduce in buckets): its bf16 GEMMs then
+// take cuBLASLt algorithms of one-block thread-block clusters, for the whole
+// process (sdc_one_block_clusters). Under MPS a GEMM's cluster of several
+// blocks must be placed at once, and the other PEs' barrier warps parked
+// for the reduction kept it from being placed: the step hung; with
+// one-block clusters it ran (docs/GPU.md). SYMDDP_CUDA_LT_NOCLUSTER=0 keeps
+// cuBLASLt's choice. It returns what it did, for the log ("" for nothing).
+func (e *Engine) ShareGPU() (string, error) {
+	if settings.Get(settings.CUDANoCluster) == "0" {
+		return "", nil
+	}
+	if err := e.dev.OneBlockClusters(); err != nil {
+		return "", fmt.Errorf("cuda engine: %w", err)
+	}
+	return "bf16 GEMMs of one-block clusters", nil
+}
 
 // gemmPlan returns the engine's plan of the row-major GEMM C (m,n) =
 // op(A) (m,k) op(B) (k,n) with fp32 accumulation, C and the bias of ctype,

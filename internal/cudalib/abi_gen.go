@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 21
+	ComputeABIVersion = 22
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -161,6 +161,8 @@ type Device interface {
 	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
 	// ResetStatus: sdc_reset_status.
 	ResetStatus() error
+	// OneBlockClusters: sdc_one_block_clusters.
+	OneBlockClusters() error
 	// AdamwBF16: sdc_adamw_bf16.
 	AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error
 	// SetStep: sdc_set_step.
@@ -502,6 +504,9 @@ func (UnemulatedDevice) Update(o OptimArgs, step StepValues, useBlock bool, para
 
 // ResetStatus fails: sdc_reset_status is not emulated.
 func (UnemulatedDevice) ResetStatus() error { return notEmulated("sdc_reset_status") }
+
+// OneBlockClusters fails: sdc_one_block_clusters is not emulated.
+func (UnemulatedDevice) OneBlockClusters() error { return notEmulated("sdc_one_block_clusters") }
 
 // AdamwBF16 fails: sdc_adamw_bf16 is not emulated.
 func (UnemulatedDevice) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error {

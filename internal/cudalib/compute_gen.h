@@ -84,6 +84,7 @@ enum {
 	SDCI_sdc_cast_f32,
 	SDCI_sdc_update,
 	SDCI_sdc_reset_status,
+	SDCI_sdc_one_block_clusters,
 	SDCI_sdc_adamw_bf16,
 	SDCI_sdc_set_step,
 	SDCI_sdc_capture_begin,
@@ -167,6 +168,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_cast_f32",
 	"sdc_update",
 	"sdc_reset_status",
+	"sdc_one_block_clusters",
 	"sdc_adamw_bf16",
 	"sdc_set_step",
 	"sdc_capture_begin",
@@ -291,6 +293,7 @@ static inline int cw_sdc_cast_bf16(SDCW, uint64_t dst, uint64_t src, int64_t n) 
 static inline int cw_sdc_cast_f32(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_f32, t)(&x->ctx, dst, src, n)); }
 static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
+static inline int cw_sdc_one_block_clusters(SDCW) { SDCR(SDCF(sdc_one_block_clusters, t)(&x->ctx)); }
 static inline int cw_sdc_adamw_bf16(SDCW, uint64_t params, uint64_t params_bf16, uint64_t grads, uint64_t m, uint64_t v, uint64_t decay, int64_t chunk, int64_t n, uint64_t hyper) { SDCR(SDCF(sdc_adamw_bf16, t)(&x->ctx, params, params_bf16, grads, m, v, decay, chunk, n, hyper)); }
 static inline int cw_sdc_set_step(SDCW) { SDCR(SDCF(sdc_set_step, t)(&x->ctx, &x->in_sdc_step)); }
 static inline int cw_sdc_capture_begin(SDCW) { SDCR(SDCF(sdc_capture_begin, t)(&x->ctx)); }

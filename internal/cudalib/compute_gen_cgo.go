@@ -716,6 +716,18 @@ func (c *Context) ResetStatus() error {
 	return c.check("sdc_reset_status", C.cw_sdc_reset_status(c.cp.t, c.x))
 }
 
+// OneBlockClusters calls sdc_one_block_clusters (cuda/symddp_compute.h).
+//
+//	From now on, for the whole process, the bf16 GEMM plans take cuBLASLt
+//	algorithms whose thread-block clusters are one block (sd_lt.cuh), unless
+//	SYMDDP_CUDA_LT_NOCLUSTER=0 is set: call it before the plans are made when
+//	other PEs' kernels share the GPU while gradient buckets are reduced during
+//	backward (under MPS, a several-block cluster could then wait for SMs that
+//	the other PEs' parked barrier warps hold, and the step hung).
+func (c *Context) OneBlockClusters() error {
+	return c.check("sdc_one_block_clusters", C.cw_sdc_one_block_clusters(c.cp.t, c.x))
+}
+
 // AdamwBF16 calls sdc_adamw_bf16 (cuda/symddp_compute.h).
 func (c *Context) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) error {
 	return c.check("sdc_adamw_bf16", C.cw_sdc_adamw_bf16(c.cp.t, c.x, C.uint64_t(params), C.uint64_t(paramsBF16), C.uint64_t(grads), C.uint64_t(m), C.uint64_t(v), C.uint64_t(decay), C.int64_t(chunk), C.int64_t(n), C.uint64_t(hyper)))

@@ -741,6 +741,12 @@ func (c *Context) ResetStatus() (err error) {
 	return
 }
 
+// OneBlockClusters fails: the library needs cgo.
+func (c *Context) OneBlockClusters() (err error) {
+	err = errNoCgo
+	return
+}
+
 // AdamwBF16 fails: the library needs cgo.
 func (c *Context) AdamwBF16(params uintptr, paramsBF16 uintptr, grads uintptr, m uintptr, v uintptr, decay uintptr, chunk int, n int, hyper uintptr) (err error) {
 	err = errNoCgo

@@ -62,6 +62,7 @@ type Device struct {
 	bf16Reject map[cudalib.BF16Epilogue]bool // RejectBF16Epilogue's
 	limit      int64                         // SetMemoryLimit's bytes (0: none)
 	used       int64                         // bytes allocated now
+	oneBlock   bool                          // OneBlockClusters was called
 }
 
 // SetMemoryLimit makes DevAlloc refuse, wrapping cudalib.ErrNoMemory as the
@@ -71,6 +72,22 @@ func (d *Device) SetMemoryLimit(bytes int64) {
 	d.mu.Lock()
 	d.limit = bytes
 	d.mu.Unlock()
+}
+
+// OneBlockClusters records the call (the library limits its bf16 GEMMs'
+// thread-block clusters, which the emulation does not have).
+func (d *Device) OneBlockClusters() error {
+	d.mu.Lock()
+	d.oneBlock = true
+	d.mu.Unlock()
+	return nil
+}
+
+// ClustersLimited says whether OneBlockClusters was called.
+func (d *Device) ClustersLimited() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.oneBlock
 }
 
 // MemoryUsed is the bytes allocated now.
