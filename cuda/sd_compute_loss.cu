@@ -252,17 +252,46 @@ bool sdc_xent_step_node(const cudaKernelNodeParams *p, sdc_step_node *out) {
  * giving lse = max + log(sum). loss = lse - logit[target], the target logit read
  * before any write. Pass 2 (write_grad): logits := (exp(x - lse) - [j == target])
  * * dscale as bf16, 0 for padded columns and ignored rows (target -1). The
- * logits are read twice and never copied to fp32.
+ * logits are never copied to fp32.
+ *
+ * CACHE: pass 1 also keeps the row's bf16 vectors in shared memory (Vp * 2
+ * bytes: 100,608 at GPT-2's padded 50304, which lets two blocks share an SM),
+ * and pass 2 reads them there, so the logits cross HBM once each way instead
+ * of being read twice (uncached: 1.68 ms a step at llama-124m B16 on an H100,
+ * 4.9 GB at 2.9 TB/s; scripts/gpu-kernprof.sh, 2026-12-07). A thread writes
+ * and reads only its own vectors, in the same order, with the same
+ * operations: the bits are those of the uncached kernel (gptcheck compares
+ * them). Rows too long for two blocks an SM (Llama 3's 128256) run uncached.
+ * Cached, a thread puts all its vectors of the row in flight at once
+ * (cp.async into shared memory, in SDC_CLSB_GROUPS groups) and adds each
+ * group as it lands; uncached, it loads SDC_CLSB_UNROLL vectors before it
+ * adds them.
  */
 
 /* Threads a row. gptcheck times the others at GPT-2's 16384 x 50304 on the
- * H200 (2026-12-02): 256 1230 us, 512 1302 us, 1024 1306 us; more blocks a
- * row's SM runs at once keep more of the rows' loads in flight. */
+ * H200 (2026-12-02, uncached): 256 1230 us, 512 1302 us, 1024 1306 us; more
+ * blocks a row's SM runs at once keep more of the rows' loads in flight. */
 #define SDC_CLSB_THREADS 256
+#define SDC_CLSB_CACHED_THREADS 512 /* cached: fewer blocks an SM (two), more threads a row */
+#define SDC_CLSB_UNROLL 4 /* uncached: vectors a thread loads before it adds them */
+#define SDC_CLSB_GROUPS 4 /* cached: the copy groups a thread's vectors come in */
 
-/* gptcheck's switch to time the kernel with other block sizes (0: SDC_CLSB_THREADS) */
+/* Waits until the copy groups up to g of G have landed (cp.async.wait_group
+ * takes a constant: G - 1 - g newest may stay in flight). */
+template <int G>
+static __device__ __forceinline__ void sdc_cp_wait_upto(int g) {
+    if (g >= G - 1) sdc_cp_wait<0>();
+    else if (g == G - 2) sdc_cp_wait<1>();
+    else if (g == G - 3) sdc_cp_wait<2>();
+    else sdc_cp_wait<3>();
+}
+
+/* gptcheck's switches: the bf16 block size to time (256, 512 or 1024; 0: the
+ * default, SDC_CLSB_CACHED_THREADS or SDC_CLSB_THREADS), and
+ * 0 to run uncached where the row would fit (1: cache where it fits). */
 extern "C" {
 int sdc_clsb_threads = 0;
+int sdc_clsb_cache = 1;
 }
 
 /* Merges (m2, s2) into (m, s): s sums exp(x - m). */
@@ -273,33 +302,65 @@ static __device__ __forceinline__ void sdc_clsb_lse_merge(float &m, float &s, fl
     m = mn;
 }
 
-template <int THREADS>
+/* Adds vector i of a row (its 8 logits, columns past V ignored) to the
+ * thread's running (max m, sum s of exp(x - m)). */
+static __device__ __forceinline__ void sdc_clsb_add(const uint4 raw, int i, int V, float &m, float &s) {
+    float f[8];
+    sdb_unpack8(raw, f);
+    float vm = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (8 * i + k < V) vm = fmaxf(vm, f[k]);
+    if (vm == -INFINITY) return; /* all padding */
+    const float mn = fmaxf(m, vm);
+    float add = 0.f;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (8 * i + k < V) add += __expf(f[k] - mn);
+    s = s * __expf(m - mn) + add; /* m = -inf at first: exp(-inf) = 0 */
+    m = mn;
+}
+
+template <int THREADS, bool CACHE>
 __global__ void __launch_bounds__(THREADS)
     sdc_clsb_kernel(float *__restrict__ losses, bf16 *__restrict__ logits, const int32_t *__restrict__ targets,
                           int V, int Vp, float dscale, int write_grad) {
+    extern __shared__ uint4 sm_row[]; /* CACHE: the row's Vp/8 vectors */
     __shared__ float sm_m[THREADS / 32], sm_s[THREADS / 32];
     __shared__ float sm_lse, sm_tgt;
     const int row = blockIdx.x;
     bf16 *x = logits + (size_t)row * Vp;
+    const uint4 *xv = reinterpret_cast<const uint4 *>(x);
     const int tgt = targets[row];
     if (threadIdx.x == 0) sm_tgt = (tgt >= 0 && tgt < V) ? __bfloat162float(x[tgt]) : 0.f;
     const int nv = Vp >> 3;
     float m = -INFINITY, s = 0.f;
-    for (int i = threadIdx.x; i < nv; i += THREADS) {
-        float f[8];
-        sdb_load8(x + 8 * i, f);
-        float vm = -INFINITY;
+    if (CACHE) {
+        /* the thread's vectors tid + k*THREADS, k < nk, copied in
+         * SDC_CLSB_GROUPS groups (all in flight at once), each added as
+         * soon as its group has landed, in order of k */
+        constexpr int G = SDC_CLSB_GROUPS;
+        const int tid = threadIdx.x;
+        const int nk = nv > tid ? (nv - tid + THREADS - 1) / THREADS : 0, q = (nk + G - 1) / G;
+        for (int g = 0; g < G; g++) {
+            for (int k = g * q; k < nk && k < (g + 1) * q; k++) sdc_cp16(&sm_row[tid + k * THREADS], xv + tid + k * THREADS);
+            sdc_cp_commit();
+        }
 #pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (8 * i + k < V) vm = fmaxf(vm, f[k]);
-        if (vm == -INFINITY) continue; /* all padding */
-        const float mn = fmaxf(m, vm);
-        float add = 0.f;
+        for (int g = 0; g < G; g++) {
+            sdc_cp_wait_upto<G>(g);
+            for (int k = g * q; k < nk && k < (g + 1) * q; k++) sdc_clsb_add(sm_row[tid + k * THREADS], tid + k * THREADS, V, m, s);
+        }
+    } else {
+        for (int i0 = threadIdx.x; i0 < nv; i0 += THREADS * SDC_CLSB_UNROLL) {
+            uint4 raw[SDC_CLSB_UNROLL];
 #pragma unroll
-        for (int k = 0; k < 8; k++)
-            if (8 * i + k < V) add += __expf(f[k] - mn);
-        s = s * __expf(m - mn) + add; /* m = -inf at first: exp(-inf) = 0 */
-        m = mn;
+            for (int u = 0; u < SDC_CLSB_UNROLL; u++)
+                if (i0 + u * THREADS < nv) raw[u] = xv[i0 + u * THREADS];
+#pragma unroll
+            for (int u = 0; u < SDC_CLSB_UNROLL; u++)
+                if (i0 + u * THREADS < nv) sdc_clsb_add(raw[u], i0 + u * THREADS, V, m, s);
+        }
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -326,7 +387,7 @@ __global__ void __launch_bounds__(THREADS)
     const bool ignore = !(tgt >= 0 && tgt < V);
     for (int i = threadIdx.x; i < nv; i += THREADS) {
         float f[8];
-        sdb_load8(x + 8 * i, f);
+        sdb_unpack8(CACHE ? sm_row[i] : xv[i], f);
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             const int j = 8 * i + k;
@@ -336,6 +397,22 @@ __global__ void __launch_bounds__(THREADS)
         }
         sdb_store8(x + 8 * i, f);
     }
+}
+
+/* Launches the bf16 kernel of THREADS a row, with the row cached in shared
+ * memory where cache is set (bytes: Vp * 2). */
+template <int THREADS>
+static int sdc_clsb_launch(cudaStream_t s, bool cache, size_t bytes, float *l, bf16 *x, const int32_t *t, int N, int V,
+                           int Vp, float scale, int write_grad) {
+    if (cache) {
+        SD_CUDA(cudaFuncSetAttribute(sdc_clsb_kernel<THREADS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)bytes));
+        sdc_clsb_kernel<THREADS, true><<<N, THREADS, bytes, s>>>(l, x, t, V, Vp, scale, write_grad);
+    } else {
+        sdc_clsb_kernel<THREADS, false><<<N, THREADS, 0, s>>>(l, x, t, V, Vp, scale, write_grad);
+    }
+    SD_CUDA(cudaGetLastError());
+    return SD_OK;
 }
 
 #define SDC_CLSB_STATS_THREADS 1024
@@ -379,12 +456,23 @@ static int sdc_softmax_xent_bf16(cudaStream_t s, uint64_t logits, uint64_t label
     float *l = (float *)(uintptr_t)losses;
     bf16 *x = (bf16 *)(uintptr_t)logits;
     const int32_t *t = (const int32_t *)(uintptr_t)labels;
-    switch (sdc_clsb_threads ? sdc_clsb_threads : SDC_CLSB_THREADS) {
-    case 512: sdc_clsb_kernel<512><<<N, 512, 0, s>>>(l, x, t, V, Vp, scale, write_grad); break;
-    case 1024: sdc_clsb_kernel<1024><<<N, 1024, 0, s>>>(l, x, t, V, Vp, scale, write_grad); break;
-    default: sdc_clsb_kernel<256><<<N, 256, 0, s>>>(l, x, t, V, Vp, scale, write_grad);
+    /* Cache the row where two blocks of it fit an SM's shared memory (and
+     * pass 2 runs: the forward alone reads the row once). */
+    const size_t bytes = (size_t)Vp * 2;
+    bool cache = false;
+    if (write_grad && sdc_clsb_cache) {
+        int dev = 0, per_sm = 0, optin = 0;
+        SD_CUDA(cudaGetDevice(&dev));
+        SD_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+        SD_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        cache = bytes + 2048 <= (size_t)per_sm / 2 && bytes + 1024 <= (size_t)optin;
     }
-    SD_CUDA(cudaGetLastError());
+    switch (sdc_clsb_threads ? sdc_clsb_threads : cache ? SDC_CLSB_CACHED_THREADS : SDC_CLSB_THREADS) {
+    case 256: SD_TRY(sdc_clsb_launch<256>(s, cache, bytes, l, x, t, N, V, Vp, scale, write_grad)); break;
+    case 512: SD_TRY(sdc_clsb_launch<512>(s, cache, bytes, l, x, t, N, V, Vp, scale, write_grad)); break;
+    case 1024: SD_TRY(sdc_clsb_launch<1024>(s, cache, bytes, l, x, t, N, V, Vp, scale, write_grad)); break;
+    default: return SD_FAIL(SD_ERR_ARG, "sdc_softmax_xent: bf16: no kernel of %d threads a row", sdc_clsb_threads);
+    }
     if (stats) {
         sdc_clsb_stats_kernel<<<1, SDC_CLSB_STATS_THREADS, 0, s>>>((float *)(uintptr_t)stats, l, t, N);
         SD_CUDA(cudaGetLastError());

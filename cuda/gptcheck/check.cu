@@ -68,6 +68,7 @@ int main(int argc, char **argv) {
             check_embed("gpt2 B=16 T=1024 V=50257", 16, 1024, 768, 50257);
             check_attention("gpt2 B=1 T=1024 NH=12", 1, 1024, 768, 12);
             check_classifier("gpt2 N=256 V=50257 Vp=50304", 256, 50257, 50304);
+            check_classifier("llama3 N=64 V=128256 (uncached)", 64, 128256, 128256); /* too long a row to cache */
             check_gemm("gpt2 256x2304x768", 256, 2304, 768);
             check_gemm("gpt2 256x768x3072", 256, 768, 3072);
             check_bias("gpt2 16384x2304", 16384, 2304);
