@@ -67,7 +67,10 @@ type Masters interface {
 	Views() []Tensor
 	// Cast enqueues the rounding of every master to its copy (one kernel
 	// over the parameters' span). Run it once per forward, before the
-	// first use of the copies; it can be recorded in a graph.
+	// first use of the copies; it can be recorded in a graph. An engine
+	// whose update writes the copy with the parameters (compute/cuda) skips
+	// the work when the last update did, and is told by ParamsWritten when
+	// the parameters were written another way.
 	Cast()
 }
 

@@ -23,6 +23,16 @@ __global__ void sdc_cast_bf16_kernel(uint16_t *__restrict__ dst, const float *__
     }
 }
 
+/* As sdc_cast_bf16_kernel, unless *flag says the copy is current. */
+__global__ void sdc_cast_bf16_unless_kernel(uint16_t *__restrict__ dst, const float *__restrict__ src, int64_t n,
+                                            const uint32_t *__restrict__ flag) {
+    if (*flag) return;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        dst[i] = sdc_bf16_rn(src[i]);
+    }
+}
+
 __global__ void sdc_cast_f32_kernel(float *__restrict__ dst, const uint16_t *__restrict__ src, int64_t n) {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
@@ -41,6 +51,20 @@ extern "C" int sdc_cast_bf16(const sdc_ctx *c, uint64_t dst, uint64_t src, int64
     sdc_cast_bf16_kernel<<<sdc_cast_blocks(n, c->sm_count), SDC_CAST_THREADS, 0, (cudaStream_t)(uintptr_t)c->stream>>>(
         (uint16_t *)(uintptr_t)dst, (const float *)(uintptr_t)src, n);
     SD_CUDA(cudaGetLastError());
+    return SD_OK;
+}
+
+extern "C" int sdc_cast_bf16_unless(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n, uint64_t flag) {
+    if (!c || n < 0 || !flag || flag % 4 || (n > 0 && (!dst || !src || dst % 2 || src % 4)))
+        return SD_FAIL(SD_ERR_ARG, "sdc_cast_bf16_unless: bad arguments");
+    if (n == 0) return SD_OK;
+    SD_TRY(sdc_use_device(c->device));
+    const cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
+    sdc_cast_bf16_unless_kernel<<<sdc_cast_blocks(n, c->sm_count), SDC_CAST_THREADS, 0, s>>>(
+        (uint16_t *)(uintptr_t)dst, (const float *)(uintptr_t)src, n, (const uint32_t *)(uintptr_t)flag);
+    SD_CUDA(cudaGetLastError());
+    /* after every block has read it (stream order) */
+    SD_CUDA(cudaMemsetAsync((void *)(uintptr_t)flag, 0, sizeof(uint32_t), s));
     return SD_OK;
 }
 

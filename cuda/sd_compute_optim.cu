@@ -87,7 +87,17 @@ struct sdc_update_args {
     const sdc_step *blk;  /* or the step block (captured), when not NULL */
     const float *status;  /* the gradient check's verdict */
     const uint8_t *exempt; /* n bytes, 1: no weight decay for that element (NULL: none exempt) */
+    uint16_t *copy;        /* the bf16 copy of element copy_lo (NULL: none written) */
+    int64_t copy_lo, copy_n; /* the elements [copy_lo, copy_lo + copy_n) that have one */
+    uint32_t *copy_flag;   /* set to 1 once the copy is current (NULL: none) */
+    bool copy_vec;         /* copy 8-byte aligned and copy_lo a multiple of 4: a vector's copies in one store */
 };
+
+/* Element i's bf16 copy, where it has one: p rounded as sdc_cast_bf16 rounds. */
+static __device__ __forceinline__ void sdc_copy_bf16(const sdc_update_args &a, int64_t i, float p) {
+    const uint64_t k = (uint64_t)(i - a.copy_lo);
+    if (a.copy && k < (uint64_t)a.copy_n) a.copy[k] = sdc_bf16_rn(p);
+}
 
 /* The clipped gradient: g * scale when clipping is on (exactly g when scale is 1). */
 static __device__ __forceinline__ float sdc_clip(float g, bool clip, float scale) {
@@ -156,47 +166,90 @@ static __device__ __forceinline__ void sdc_update_one(float *p, const float *g, 
         s1[i] = v;
     }
     p[i] = pi;
+    sdc_copy_bf16(a, i, pi);
 }
+
+/* One float4 vector of the arena in registers: loaded, updated element by
+ * element as sdc_update_one does, stored (with its bf16 copy). */
+template <int KIND>
+struct sdc_vec4_state {
+    float pe[4], ge[4], me[4], ve[4];
+    bool exk[4];
+    __device__ __forceinline__ void load(const float *p, const float *g, const float *s0, const float *s1,
+                                         const uint8_t *exempt, int64_t i) {
+        const float4 pv = ((const float4 *)p)[i], gv = ((const float4 *)g)[i];
+        const float4 m = s0 ? ((const float4 *)s0)[i] : make_float4(0, 0, 0, 0);
+        const float4 v = s1 ? ((const float4 *)s1)[i] : make_float4(0, 0, 0, 0);
+        const uchar4 ex = exempt ? ((const uchar4 *)exempt)[i] : make_uchar4(0, 0, 0, 0);
+        pe[0] = pv.x, pe[1] = pv.y, pe[2] = pv.z, pe[3] = pv.w;
+        ge[0] = gv.x, ge[1] = gv.y, ge[2] = gv.z, ge[3] = gv.w;
+        me[0] = m.x, me[1] = m.y, me[2] = m.z, me[3] = m.w;
+        ve[0] = v.x, ve[1] = v.y, ve[2] = v.z, ve[3] = v.w;
+        exk[0] = ex.x != 0, exk[1] = ex.y != 0, exk[2] = ex.z != 0, exk[3] = ex.w != 0;
+    }
+    __device__ __forceinline__ void apply(const sdc_update_args &a, const sdc_step &s, bool clip, float scale,
+                                          bool has_s0) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float gk = sdc_clip(ge[k], clip, scale);
+            const float l2 = (KIND == SDC_ADAMW || exk[k]) ? 0.0f : a.o.weight_decay;
+            if (KIND == SDC_SGD)
+                sdc_sgd(pe[k], gk, me[k], has_s0, a.o, l2, s.lr, s.first != 0);
+            else
+                sdc_adam(pe[k], gk, me[k], ve[k], a.o, l2, exk[k] ? 1.0f : s.decay, s);
+        }
+    }
+    __device__ __forceinline__ void store(float *p, float *s0, float *s1, const sdc_update_args &a, int64_t i) const {
+        ((float4 *)p)[i] = make_float4(pe[0], pe[1], pe[2], pe[3]);
+        const uint64_t k = (uint64_t)(4 * i - a.copy_lo);
+        if (a.copy_vec && k + 3 < (uint64_t)a.copy_n) { /* the four copies in one 8-byte store */
+            uint2 w;
+            w.x = (uint32_t)sdc_bf16_rn(pe[0]) | (uint32_t)sdc_bf16_rn(pe[1]) << 16;
+            w.y = (uint32_t)sdc_bf16_rn(pe[2]) | (uint32_t)sdc_bf16_rn(pe[3]) << 16;
+            *(uint2 *)(a.copy + k) = w;
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; j++) sdc_copy_bf16(a, 4 * i + j, pe[j]);
+        }
+        if (s0) ((float4 *)s0)[i] = make_float4(me[0], me[1], me[2], me[3]);
+        if (s1) ((float4 *)s1)[i] = make_float4(ve[0], ve[1], ve[2], ve[3]);
+    }
+};
 
 /*
  * params, grads, state (n): thread t of the grid updates float4 vectors
- * t, t+stride, ... of the first n4 (when every pointer is 16-byte aligned),
- * then elements n4*4 + t, ... of the tail, each exactly as sdc_update_one.
+ * t, t+stride, ... of the first n4, two at a time (when every pointer is
+ * 16-byte aligned), then elements n4*4 + t, ... of the tail, each exactly as
+ * sdc_update_one.
  */
 template <int KIND>
 __global__ void __launch_bounds__(SDC_OPT_THREADS)
     sdc_update_kernel(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ s0,
                       float *__restrict__ s1, int64_t n, int64_t n4, sdc_update_args a) {
     sdc_wait_prior_grid();
+    /* Skipped or not, the copy is current after the update: the forward
+     * that came before it cast or found it current, and a skipped step
+     * changes no parameter. */
+    if (a.copy_flag && blockIdx.x == 0 && threadIdx.x == 0) *a.copy_flag = 1;
     if (a.status[SDC_STATUS_SKIPPED] != 0.0f) return;
     const sdc_step s = a.blk ? *a.blk : a.v;
     const bool clip = a.o.max_norm > 0.0f;
     const float scale = a.status[SDC_STATUS_SCALE];
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int64_t i = t; i < n4; i += stride) {
-        float4 pv = ((float4 *)p)[i];
-        const float4 gv = ((const float4 *)g)[i];
-        float4 m = s0 ? ((float4 *)s0)[i] : make_float4(0, 0, 0, 0);
-        float4 v = s1 ? ((float4 *)s1)[i] : make_float4(0, 0, 0, 0);
-        float pe[4] = {pv.x, pv.y, pv.z, pv.w};
-        const float ge[4] = {gv.x, gv.y, gv.z, gv.w};
-        float me[4] = {m.x, m.y, m.z, m.w};
-        float ve[4] = {v.x, v.y, v.z, v.w};
-        const uchar4 ex = a.exempt ? ((const uchar4 *)a.exempt)[i] : make_uchar4(0, 0, 0, 0);
-        const bool exk[4] = {ex.x != 0, ex.y != 0, ex.z != 0, ex.w != 0};
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float gk = sdc_clip(ge[k], clip, scale);
-            const float l2 = (KIND == SDC_ADAMW || exk[k]) ? 0.0f : a.o.weight_decay;
-            if (KIND == SDC_SGD)
-                sdc_sgd(pe[k], gk, me[k], s0 != NULL, a.o, l2, s.lr, s.first != 0);
-            else
-                sdc_adam(pe[k], gk, me[k], ve[k], a.o, l2, exk[k] ? 1.0f : s.decay, s);
+    /* two vectors a turn, i and i + stride, loaded before either is used:
+     * twice the loads in flight (each element's operations unchanged) */
+    for (int64_t i = t; i < n4; i += 2 * stride) {
+        sdc_vec4_state<KIND> u[2];
+        const bool two = i + stride < n4;
+        u[0].load(p, g, s0, s1, a.exempt, i);
+        if (two) u[1].load(p, g, s0, s1, a.exempt, i + stride);
+        u[0].apply(a, s, clip, scale, s0 != NULL);
+        u[0].store(p, s0, s1, a, i);
+        if (two) {
+            u[1].apply(a, s, clip, scale, s0 != NULL);
+            u[1].store(p, s0, s1, a, i + stride);
         }
-        ((float4 *)p)[i] = make_float4(pe[0], pe[1], pe[2], pe[3]);
-        if (s0) ((float4 *)s0)[i] = make_float4(me[0], me[1], me[2], me[3]);
-        if (s1) ((float4 *)s1)[i] = make_float4(ve[0], ve[1], ve[2], ve[3]);
     }
     for (int64_t i = n4 * 4 + t; i < n; i += stride) sdc_update_one<KIND>(p, g, s0, s1, i, a, s, clip, scale);
 }
@@ -224,8 +277,13 @@ bool sdc_update_step_node(const cudaKernelNodeParams *p, sdc_step_node *out) {
 extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step,
                           int32_t use_block, uint64_t params, uint64_t grads, uint64_t state0,
                           uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts,
-                          int64_t part_stride) {
+                          int64_t part_stride, uint64_t copy, int64_t copy_lo, int64_t copy_n, uint64_t copy_flag) {
     if (!c || !o || !step || n < 0) return SD_FAIL(SD_ERR_ARG, "sdc_update: bad arguments");
+    if (copy ? copy % 2 || copy_lo < 0 || copy_n < 1 || copy_lo > n - copy_n || partials || copy_flag % 4
+             : copy_lo || copy_n || copy_flag)
+        return SD_FAIL(SD_ERR_ARG, "sdc_update: a bf16 copy at %#llx of elements [%lld, +%lld) of %lld, flag %#llx%s",
+                       (unsigned long long)copy, (long long)copy_lo, (long long)copy_n, (long long)n,
+                       (unsigned long long)copy_flag, partials ? " (a shard's update writes none)" : "");
     const bool adam = o->kind == SDC_ADAM || o->kind == SDC_ADAMW;
     if (o->kind != SDC_SGD && !adam) return SD_FAIL(SD_ERR_ARG, "sdc_update: unknown optimizer kind %d", o->kind);
     if (adam && (!state0 || !state1)) return SD_FAIL(SD_ERR_ARG, "sdc_update: Adam needs two state slots");
@@ -261,6 +319,11 @@ extern "C" int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *
     a.blk = use_block ? (const sdc_step *)(uintptr_t)c->step : NULL;
     a.status = status;
     a.exempt = (const uint8_t *)(uintptr_t)exempt;
+    a.copy = (uint16_t *)(uintptr_t)copy;
+    a.copy_lo = copy_lo;
+    a.copy_n = copy_n;
+    a.copy_flag = (uint32_t *)(uintptr_t)copy_flag;
+    a.copy_vec = copy % 8 == 0 && copy_lo % 4 == 0;
     const bool aligned = (params | grads | state0 | state1) % 16 == 0 && exempt % 4 == 0;
     const int64_t n4 = aligned ? n / 4 : 0;
     const int64_t g2 = sdc_grid(n4 ? n4 : n, SDC_OPT_THREADS, c->sm_count, 16);

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 22
+#define SDC_ABI_VERSION 23
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -717,6 +717,12 @@ int sdc_rotate(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, uint64
 
 /* dst: n bf16 = src (n fp32) rounded to nearest even; every NaN gives 0x7fc0. */
 int sdc_cast_bf16(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
+/*
+ * The same cast of a bf16 copy of master weights, unless the word at flag
+ * (device memory, 4-byte aligned) is not 0: sdc_update wrote the copy with
+ * the parameters and set it. Either way the word is 0 afterwards.
+ */
+int sdc_cast_bf16_unless(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n, uint64_t flag);
 /* dst: n fp32 = src (n bf16), exactly (the bf16 bits in the high half). */
 int sdc_cast_f32(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
 
@@ -745,10 +751,19 @@ int sdc_cast_f32(const sdc_ctx *c, uint64_t dst, uint64_t src, int64_t n);
  * same verdict follows (skip, halt, clip factor, norm), so that every PE
  * decides alike. With n == 0 only the verdict is written. partials = 0
  * (nparts = part_stride = 0): the check sums the squares of grads itself.
+ *
+ * copy (not with partials; 0: none): the bf16 copy of the master weights
+ * that the bf16 kernels read, for the elements [copy_lo, copy_lo + copy_n)
+ * of the n, element copy_lo at copy: each updated parameter is also written
+ * there rounded as sdc_cast_bf16 rounds, and the word at copy_flag (when not
+ * 0) is set to 1, so that the next forward's sdc_cast_bf16_unless has
+ * nothing to do. A skipped step sets the word too: the forward before it
+ * left the copy current, and no parameter changed.
  */
 int sdc_update(const sdc_ctx *c, const sdc_optim *o, const sdc_step *step, sdc_flag use_block,
                uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n,
-               uint64_t partials, int32_t nparts, int64_t part_stride);
+               uint64_t partials, int32_t nparts, int64_t part_stride, uint64_t copy, int64_t copy_lo,
+               int64_t copy_n, uint64_t copy_flag);
 /* Zeroes the update status (clears a halt). */
 int sdc_reset_status(const sdc_ctx *c);
 /*

@@ -93,6 +93,7 @@ func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 	if err := t.c.Broadcast(t.params, 0, t.n, 0); err != nil {
 		return "", fmt.Errorf("resume: broadcast parameters: %w", err)
 	}
+	t.paramsWritten()
 	if err := t.installState(lc); err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/ddp/devicestep"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 )
@@ -347,7 +348,16 @@ func (t *Trainer) initParams() error {
 	if err := t.c.Broadcast(t.params, 0, t.n, 0); err != nil {
 		return fmt.Errorf("broadcast initial parameters: %w", err)
 	}
+	t.paramsWritten()
 	return nil
+}
+
+// paramsWritten tells an engine that keeps copies of the parameters
+// (devicestep.ParamsWatcher) that ddp wrote the arena.
+func (t *Trainer) paramsWritten() {
+	if w, ok := t.e.(devicestep.ParamsWatcher); ok {
+		w.ParamsWritten()
+	}
 }
 
 // NumParams is the number of parameters in the arena.

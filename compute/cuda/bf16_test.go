@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/compute/cuda/cudatest"
+	"github.com/symddp/symddp/optim"
 )
 
 // The bf16 plans one by one against the engine's fp32 operations on the
@@ -397,4 +399,80 @@ func TestCheckBF16(t *testing.T) {
 	err = compute.CheckBF16(ce, compute.NormSpec{Rows: 64, Cols: 64, Eps: 1e-5})
 	require.True(t, errors.As(err, &missing), "%v", err)
 	assert.Equal(t, "engine "+ce.Name()+" has no bf16 layer norm (compute.BF16Tensors)", err.Error())
+}
+
+func TestMastersWrittenByUpdateEmulated(t *testing.T) {
+	testMastersWrittenByUpdate(t, cudatest.NewEmulated(cuda.Options{}))
+}
+func TestMastersWrittenByUpdateGPU(t *testing.T) { testMastersWrittenByUpdate(t, gpuEngine(t)) }
+
+// An Update over the whole arena writes the bf16 copy of the masters with
+// the parameters, so that Cast has nothing to do (the copy after Update is
+// the cast of the updated parameters, bit for bit); a skipped step leaves
+// it current; a copy that the update did not write (parameters written by
+// SetTensor, a shard's update) is cast again once ParamsWritten says so,
+// or always for the shard's.
+func testMastersWrittenByUpdate(t *testing.T, e *cuda.Engine) {
+	const n = 72 // the copy covers [8, 64): elements outside it have none
+	b := newBF16Engine(t, e)
+	arena := e.Alloc(n)
+	grads := e.Alloc(n)
+	a := compute.Arena{Dev: arena.(*cuda.Tensor).DevicePtr(), N: n}
+	p := []compute.Tensor{e.View(a, 8, 8, 4), e.View(a, 40, 24)}
+	m, err := e.BF16Masters(p)
+	require.NoError(t, err)
+	o, err := optim.NewAdamW(optim.DefaultAdamWConfig())
+	require.NoError(t, err)
+	// copyIs wants every copy to hold its master rounded (want) or not
+	copyIs := func(what string, want bool) {
+		t.Helper()
+		require.NoError(t, e.Sync())
+		for i, v := range m.Views() {
+			master, copied := b.read(p[i]), b.read(v)
+			same := true
+			for j := range master {
+				same = same && math.Float32bits(copied[j]) == math.Float32bits(bf16Round(master[j]))
+			}
+			require.Equal(t, want, same, "%s: parameter %d's copy is its master rounded", what, i)
+		}
+	}
+	e.SetTensor(arena, b.vals(n, 1))
+	m.Cast()
+	copyIs("first cast", true)
+	for step := 1; step <= 3; step++ {
+		g := b.vals(n, 1)
+		if step == 2 {
+			g[50] = float32(math.NaN()) // skipped
+		}
+		e.SetTensor(grads, g)
+		require.NoError(t, e.Update(o, arena, grads, step, 0.01, 0))
+		copyIs(fmt.Sprintf("step %d's update", step), true)
+		m.Cast() // nothing to do
+		copyIs(fmt.Sprintf("step %d's cast", step), true)
+	}
+	// written other than by Update: the copy is stale until ParamsWritten
+	e.SetTensor(grads, b.vals(n, 1))
+	require.NoError(t, e.Update(o, arena, grads, 4, 0.01, 0)) // the word set
+	e.SetTensor(arena, b.vals(n, 1))
+	m.Cast()
+	copyIs("cast after SetTensor without ParamsWritten", false)
+	e.ParamsWritten()
+	m.Cast()
+	copyIs("cast after ParamsWritten", true)
+	// a shard's update writes no copy and sets no word: Cast casts
+	parts := e.Alloc(2)
+	e.SetTensor(grads, b.vals(n, 1))
+	e.SumSquaresInto(parts, grads)
+	require.NoError(t, e.UpdateShard(o, arena, grads, 0, parts, 1, 0, 5, 0.01, 0))
+	copyIs("after a shard's update", false)
+	m.Cast()
+	copyIs("cast after a shard's update", true)
+}
+
+// bf16Round is v rounded to bf16 (to nearest even, as the kernels round)
+// and widened back.
+func bf16Round(v float32) float32 {
+	u := math.Float32bits(v)
+	u += 0x7fff + (u>>16)&1
+	return math.Float32frombits(u &^ 0xffff)
 }

@@ -56,8 +56,9 @@ type Engine struct {
 	stage   staging
 	capture captureState
 	opt     updater
-	status  *Tensor // the update status words (cudalib.Status*)
-	exempt  *Tensor // SetDecayExempt's mask (bytes), for Updates of exemptN elements
+	status  *Tensor    // the update status words (cudalib.Status*)
+	exempt  *Tensor    // SetDecayExempt's mask (bytes), for Updates of exemptN elements
+	masters []*masters // the bf16 copies of master weights (BF16Masters) that Update writes
 	exemptN int
 
 	graphs   bool

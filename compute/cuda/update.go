@@ -142,7 +142,12 @@ func (e *Engine) update(op string, o optim.Optimizer, p, g *Tensor, sh shardChec
 		e.capture.hyper = h
 		e.capture.updates++
 	}
-	e.fail(op, e.dev.Update(args, stepValues(h, step, lr), block, p.ptr, g.ptr, s0, s1, ex, p.size, sh.parts, sh.nparts, sh.strideBytes))
+	var cp, cur uintptr
+	var clo, cn int
+	if sh.parts == 0 { // a shard's copy would be stale past the shard after the gather: Cast casts
+		cp, clo, cn, cur = e.copyFor(p)
+	}
+	e.fail(op, e.dev.Update(args, stepValues(h, step, lr), block, p.ptr, g.ptr, s0, s1, ex, p.size, sh.parts, sh.nparts, sh.strideBytes, cp, clo, cn, cur))
 	return e.err
 }
 

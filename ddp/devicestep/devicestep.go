@@ -62,6 +62,16 @@ type DecayExempter interface {
 	SetDecayExempt(n int, spans [][2]int) error
 }
 
+// ParamsWatcher is offered by device engines that keep derived copies of
+// the parameters which their Update refreshes (compute/cuda: a bf16 model's
+// copy of its weights, written by the update, so that the next forward need
+// not cast): ddp calls ParamsWritten after it writes the parameter arena
+// other than through Update (initialisation, a broadcast, a checkpoint
+// loaded), so that the next forward casts again.
+type ParamsWatcher interface {
+	ParamsWritten()
+}
+
 // ShardedUpdater is offered by device engines that can apply the optimizer
 // to one shard of the arena (the sharded update, ZeRO-1, on the GPU): each
 // PE sums the squares of its shard of the reduced gradient (SumSquaresInto),

@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 22
+	ComputeABIVersion = 23
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -155,10 +155,12 @@ type Device interface {
 	Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error
 	// CastBF16: sdc_cast_bf16.
 	CastBF16(dst uintptr, src uintptr, n int) error
+	// CastBF16Unless: sdc_cast_bf16_unless.
+	CastBF16Unless(dst uintptr, src uintptr, n int, flag uintptr) error
 	// CastF32: sdc_cast_f32.
 	CastF32(dst uintptr, src uintptr, n int) error
 	// Update: sdc_update.
-	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error
+	Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int, copy uintptr, copyLo int, copyN int, copyFlag uintptr) error
 	// ResetStatus: sdc_reset_status.
 	ResetStatus() error
 	// OneBlockClusters: sdc_one_block_clusters.
@@ -492,13 +494,18 @@ func (UnemulatedDevice) CastBF16(dst uintptr, src uintptr, n int) error {
 	return notEmulated("sdc_cast_bf16")
 }
 
+// CastBF16Unless fails: sdc_cast_bf16_unless is not emulated.
+func (UnemulatedDevice) CastBF16Unless(dst uintptr, src uintptr, n int, flag uintptr) error {
+	return notEmulated("sdc_cast_bf16_unless")
+}
+
 // CastF32 fails: sdc_cast_f32 is not emulated.
 func (UnemulatedDevice) CastF32(dst uintptr, src uintptr, n int) error {
 	return notEmulated("sdc_cast_f32")
 }
 
 // Update fails: sdc_update is not emulated.
-func (UnemulatedDevice) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error {
+func (UnemulatedDevice) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int, copy uintptr, copyLo int, copyN int, copyFlag uintptr) error {
 	return notEmulated("sdc_update")
 }
 

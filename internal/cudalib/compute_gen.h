@@ -81,6 +81,7 @@ enum {
 	SDCI_sdc_swiglu_backward,
 	SDCI_sdc_rotate,
 	SDCI_sdc_cast_bf16,
+	SDCI_sdc_cast_bf16_unless,
 	SDCI_sdc_cast_f32,
 	SDCI_sdc_update,
 	SDCI_sdc_reset_status,
@@ -165,6 +166,7 @@ static const char *const sdcw_names[SDCI_count] = {
 	"sdc_swiglu_backward",
 	"sdc_rotate",
 	"sdc_cast_bf16",
+	"sdc_cast_bf16_unless",
 	"sdc_cast_f32",
 	"sdc_update",
 	"sdc_reset_status",
@@ -290,8 +292,9 @@ static inline int cw_sdc_swiglu(SDCW, sdc_dtype dtype, uint64_t y, uint64_t a, u
 static inline int cw_sdc_swiglu_backward(SDCW, sdc_dtype dtype, uint64_t da, uint64_t db, uint64_t dy, uint64_t a, uint64_t b, int64_t n) { SDCR(SDCF(sdc_swiglu_backward, t)(&x->ctx, dtype, da, db, dy, a, b, n)); }
 static inline int cw_sdc_rotate(SDCW, sdc_dtype dtype, uint64_t y, uint64_t x_, uint64_t cos_tab, uint64_t sin_tab, int64_t rows, int64_t width, int64_t hs, int64_t t_, sdc_flag inverse) { SDCR(SDCF(sdc_rotate, t)(&x->ctx, dtype, y, x_, cos_tab, sin_tab, rows, width, hs, t_, inverse)); }
 static inline int cw_sdc_cast_bf16(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_bf16, t)(&x->ctx, dst, src, n)); }
+static inline int cw_sdc_cast_bf16_unless(SDCW, uint64_t dst, uint64_t src, int64_t n, uint64_t flag) { SDCR(SDCF(sdc_cast_bf16_unless, t)(&x->ctx, dst, src, n, flag)); }
 static inline int cw_sdc_cast_f32(SDCW, uint64_t dst, uint64_t src, int64_t n) { SDCR(SDCF(sdc_cast_f32, t)(&x->ctx, dst, src, n)); }
-static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride)); }
+static inline int cw_sdc_update(SDCW, sdc_flag use_block, uint64_t params, uint64_t grads, uint64_t state0, uint64_t state1, uint64_t exempt, int64_t n, uint64_t partials, int32_t nparts, int64_t part_stride, uint64_t copy, int64_t copy_lo, int64_t copy_n, uint64_t copy_flag) { SDCR(SDCF(sdc_update, t)(&x->ctx, &x->in_sdc_optim, &x->in_sdc_step, use_block, params, grads, state0, state1, exempt, n, partials, nparts, part_stride, copy, copy_lo, copy_n, copy_flag)); }
 static inline int cw_sdc_reset_status(SDCW) { SDCR(SDCF(sdc_reset_status, t)(&x->ctx)); }
 static inline int cw_sdc_one_block_clusters(SDCW) { SDCR(SDCF(sdc_one_block_clusters, t)(&x->ctx)); }
 static inline int cw_sdc_adamw_bf16(SDCW, uint64_t params, uint64_t params_bf16, uint64_t grads, uint64_t m, uint64_t v, uint64_t decay, int64_t chunk, int64_t n, uint64_t hyper) { SDCR(SDCF(sdc_adamw_bf16, t)(&x->ctx, params, params_bf16, grads, m, v, decay, chunk, n, hyper)); }

@@ -672,6 +672,15 @@ func (c *Context) CastBF16(dst uintptr, src uintptr, n int) error {
 	return c.check("sdc_cast_bf16", C.cw_sdc_cast_bf16(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(src), C.int64_t(n)))
 }
 
+// CastBF16Unless calls sdc_cast_bf16_unless (cuda/symddp_compute.h).
+//
+//	The same cast of a bf16 copy of master weights, unless the word at flag
+//	(device memory, 4-byte aligned) is not 0: sdc_update wrote the copy with
+//	the parameters and set it. Either way the word is 0 afterwards.
+func (c *Context) CastBF16Unless(dst uintptr, src uintptr, n int, flag uintptr) error {
+	return c.check("sdc_cast_bf16_unless", C.cw_sdc_cast_bf16_unless(c.cp.t, c.x, C.uint64_t(dst), C.uint64_t(src), C.int64_t(n), C.uint64_t(flag)))
+}
+
 // CastF32 calls sdc_cast_f32 (cuda/symddp_compute.h).
 //
 //	dst: n fp32 = src (n bf16), exactly (the bf16 bits in the high half).
@@ -703,10 +712,18 @@ func (c *Context) CastF32(dst uintptr, src uintptr, n int) error {
 //	same verdict follows (skip, halt, clip factor, norm), so that every PE
 //	decides alike. With n == 0 only the verdict is written. partials = 0
 //	(nparts = part_stride = 0): the check sums the squares of grads itself.
-func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) error {
+//
+//	copy (not with partials; 0: none): the bf16 copy of the master weights
+//	that the bf16 kernels read, for the elements [copy_lo, copy_lo + copy_n)
+//	of the n, element copy_lo at copy: each updated parameter is also written
+//	there rounded as sdc_cast_bf16 rounds, and the word at copy_flag (when not
+//	0) is set to 1, so that the next forward's sdc_cast_bf16_unless has
+//	nothing to do. A skipped step sets the word too: the forward before it
+//	left the copy current, and no parameter changed.
+func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int, copy uintptr, copyLo int, copyN int, copyFlag uintptr) error {
 	c.setOptim(o)
 	c.setStep(step)
-	return c.check("sdc_update", C.cw_sdc_update(c.cp.t, c.x, C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(params), C.uint64_t(grads), C.uint64_t(state0), C.uint64_t(state1), C.uint64_t(exempt), C.int64_t(n), C.uint64_t(partials), C.int32_t(nparts), C.int64_t(partStride)))
+	return c.check("sdc_update", C.cw_sdc_update(c.cp.t, c.x, C.sdc_flag(sdcFlag(useBlock)), C.uint64_t(params), C.uint64_t(grads), C.uint64_t(state0), C.uint64_t(state1), C.uint64_t(exempt), C.int64_t(n), C.uint64_t(partials), C.int32_t(nparts), C.int64_t(partStride), C.uint64_t(copy), C.int64_t(copyLo), C.int64_t(copyN), C.uint64_t(copyFlag)))
 }
 
 // ResetStatus calls sdc_reset_status (cuda/symddp_compute.h).

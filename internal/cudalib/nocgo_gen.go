@@ -723,6 +723,12 @@ func (c *Context) CastBF16(dst uintptr, src uintptr, n int) (err error) {
 	return
 }
 
+// CastBF16Unless fails: the library needs cgo.
+func (c *Context) CastBF16Unless(dst uintptr, src uintptr, n int, flag uintptr) (err error) {
+	err = errNoCgo
+	return
+}
+
 // CastF32 fails: the library needs cgo.
 func (c *Context) CastF32(dst uintptr, src uintptr, n int) (err error) {
 	err = errNoCgo
@@ -730,7 +736,7 @@ func (c *Context) CastF32(dst uintptr, src uintptr, n int) (err error) {
 }
 
 // Update fails: the library needs cgo.
-func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int) (err error) {
+func (c *Context) Update(o OptimArgs, step StepValues, useBlock bool, params uintptr, grads uintptr, state0 uintptr, state1 uintptr, exempt uintptr, n int, partials uintptr, nparts int, partStride int, copy uintptr, copyLo int, copyN int, copyFlag uintptr) (err error) {
 	err = errNoCgo
 	return
 }

@@ -560,25 +560,39 @@ func (d *Device) sumSquaresEnqueue(x uintptr, n int, out uintptr) {
 // optim.SumSquares adds it, or the sum from 0 of the nparts partial sums at
 // partials, partStride bytes apart; the clip factor of optim.ClipFactor),
 // then the CPU engine's update loops (hostloops.SGD, hostloops.SGDMomentum, hostloops.Adam),
-// whose order of float32 operations the kernels follow.
-func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int, partials uintptr, nparts, partStride int) error {
+// whose order of float32 operations the kernels follow; with a bf16 copy,
+// the word at copyFlag set to 1 and the updated elements [copyLo,
+// copyLo+copyN) rounded into the copy.
+func (d *Device) Update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int, partials uintptr, nparts, partStride int, cp uintptr, copyLo, copyN int, copyFlag uintptr) error {
 	if partials != 0 && (nparts < 1 || partials%8 != 0 || partStride%8 != 0 || (nparts > 1 && partStride < 8)) ||
 		partials == 0 && (nparts != 0 || partStride != 0) {
 		return fmt.Errorf("emulated sdc_update: %d partial sums at %#x, %d bytes apart", nparts, partials, partStride)
 	}
+	if cp != 0 && (cp%2 != 0 || copyLo < 0 || copyN < 1 || copyLo > n-copyN || partials != 0 || copyFlag%4 != 0) ||
+		cp == 0 && (copyLo != 0 || copyN != 0 || copyFlag != 0) {
+		return sdcArgErr("sdc_update", "a bf16 copy at %#x of elements [%d, +%d) of %d, flag %#x", cp, copyLo, copyN, n, copyFlag)
+	}
+	run := func() {
+		if copyFlag != 0 {
+			binary.LittleEndian.PutUint32(d.bytesAt(copyFlag, 4), 1)
+		}
+		if d.update(o, v, useBlock, params, grads, state0, state1, exempt, n, partials, nparts, partStride) && cp != 0 {
+			d.castBF16(cp, params+uintptr(4*copyLo), copyN)
+		}
+	}
 	if d.capture {
-		d.recorded = append(d.recorded, func() {
-			d.update(o, v, useBlock, params, grads, state0, state1, exempt, n, partials, nparts, partStride)
-		})
+		d.recorded = append(d.recorded, run)
 		return nil
 	}
-	d.update(o, v, useBlock, params, grads, state0, state1, exempt, n, partials, nparts, partStride)
+	run()
 	return nil
 }
 
-func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int, partials uintptr, nparts, partStride int) {
+// update runs sdc_update's two kernels; it says whether the parameters
+// were updated (not skipped, not empty).
+func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool, params, grads, state0, state1, exempt uintptr, n int, partials uintptr, nparts, partStride int) bool {
 	if n == 0 && partials == 0 {
-		return
+		return false
 	}
 	if useBlock {
 		v = d.block
@@ -593,7 +607,7 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 	}
 	skip, scale := d.verdict(o, sum)
 	if skip || n == 0 {
-		return
+		return false
 	}
 	P, G := d.f32(params, n), d.f32(grads, n)
 	var S0, S1 []float32
@@ -616,7 +630,7 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 	}
 	if exempt == 0 {
 		d.updateRun(o, v, P, G, S0, S1, false)
-		return
+		return true
 	}
 	// runs of elements with the same exemption, each as the optimizer
 	// with (or without) weight decay; a shard's mask need not be aligned
@@ -635,6 +649,7 @@ func (d *Device) update(o cudalib.OptimArgs, v cudalib.StepValues, useBlock bool
 		d.updateRun(o, v, P[i:j], G[i:j], sub(S0, i, j), sub(S1, i, j), mask[i] != 0)
 		i = j
 	}
+	return true
 }
 
 // verdict is sdc_verdict: the status words from the global sum of squares
