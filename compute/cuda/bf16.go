@@ -167,13 +167,15 @@ func (e *Engine) ParamsWritten() {
 }
 
 // copyFor is the bf16 copy that an Update of the whole arena p writes with
-// the parameters: the first masters whose span lies inside p, as the
-// sdc_update arguments (copy of element lo, n elements, the current word);
-// zeros when there is none.
+// the parameters: the newest masters whose span lies inside p (a model
+// built later over an arena at the same place, as a second trainer's on
+// this engine, is the one that trains; an older one left there only casts
+// for itself), as the sdc_update arguments (copy of element lo, n
+// elements, the current word); zeros when there is none.
 func (e *Engine) copyFor(p *Tensor) (copy uintptr, lo, n int, current uintptr) {
 	end := p.ptr + uintptr(p.bytes())
-	for _, m := range e.masters {
-		if m.base >= p.ptr && m.base+m.span <= end && (m.base-p.ptr)%4 == 0 {
+	for i := len(e.masters) - 1; i >= 0; i-- {
+		if m := e.masters[i]; m.base >= p.ptr && m.base+m.span <= end {
 			return m.wb, int((m.base - p.ptr) / 4), int(m.span / 4), m.current.ptr
 		}
 	}

@@ -423,11 +423,11 @@ func testMastersWrittenByUpdate(t *testing.T, e *cuda.Engine) {
 	require.NoError(t, err)
 	o, err := optim.NewAdamW(optim.DefaultAdamWConfig())
 	require.NoError(t, err)
-	// copyIs wants every copy to hold its master rounded (want) or not
-	copyIs := func(what string, want bool) {
+	// copyOfIs wants every copy of c to hold its master rounded (want) or not
+	copyOfIs := func(c compute.Masters, what string, want bool) {
 		t.Helper()
 		require.NoError(t, e.Sync())
-		for i, v := range m.Views() {
+		for i, v := range c.Views() {
 			master, copied := b.read(p[i]), b.read(v)
 			same := true
 			for j := range master {
@@ -436,6 +436,7 @@ func testMastersWrittenByUpdate(t *testing.T, e *cuda.Engine) {
 			require.Equal(t, want, same, "%s: parameter %d's copy is its master rounded", what, i)
 		}
 	}
+	copyIs := func(what string, want bool) { t.Helper(); copyOfIs(m, what, want) }
 	e.SetTensor(arena, b.vals(n, 1))
 	m.Cast()
 	copyIs("first cast", true)
@@ -467,6 +468,16 @@ func testMastersWrittenByUpdate(t *testing.T, e *cuda.Engine) {
 	copyIs("after a shard's update", false)
 	m.Cast()
 	copyIs("cast after a shard's update", true)
+	// a second copy of the same parameters (a model built again over this
+	// arena): the update writes the newest one; the older casts for itself
+	m2, err := e.BF16Masters(p)
+	require.NoError(t, err)
+	m2.Cast()
+	require.NoError(t, e.Update(o, arena, grads, 6, 0.01, 0))
+	copyOfIs(m2, "the newer copy after an update", true)
+	copyIs("the older copy after an update", false)
+	m.Cast()
+	copyIs("the older copy's cast", true)
 }
 
 // bf16Round is v rounded to bf16 (to nearest even, as the kernels round)
