@@ -56,10 +56,10 @@ type Engine struct {
 	stage   staging
 	capture captureState
 	opt     updater
-	status  *Tensor    // the update status words (cudalib.Status*)
-	exempt  *Tensor    // SetDecayExempt's mask (bytes), for Updates of exemptN elements
-	masters []*masters // the bf16 copies of master weights (BF16Masters) that Update writes
+	status  *Tensor // the update status words (cudalib.Status*)
+	exempt  *Tensor // SetDecayExempt's mask (bytes), for Updates of exemptN elements
 	exemptN int
+	masters []*masters // the bf16 copies of master weights (BF16Masters) that Update writes
 
 	graphs   bool
 	fused    bool     // FuseLinear plans cuBLASLt GEMMs (Options.DisableFused, SYMDDP_CUDA_FUSED)
