@@ -83,4 +83,7 @@ bash -n scripts/gpu-compute-check.sh
 bash -n scripts/gpu-gpt-check.sh
 bash -n scripts/gpu-overlap-check.sh
 bash -n scripts/gpu-lm-check.sh
+bash -n scripts/gpu-kernprof.sh
+# gpu-kernprof.sh --groups' sums, on a table of 2026-12-07 (llama-124m B16, an H100)
+awk -f scripts/kernprof-groups.awk cuda/kernprof/testdata/llama-124m-b16-h100.txt | grep -q 'all kernels  *30876.1$'
 echo "ready: run scripts/gpu-compute-check.sh (with .device/data), scripts/gpu-gpt-check.sh or scripts/gpu-lm-check.sh on the GPU host with .device/bin carried along"

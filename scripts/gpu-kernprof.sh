@@ -6,16 +6,20 @@
 # prints the first lines of each CUDA process's table (total microseconds,
 # launches, mean, kernel name; sorted by total).
 #
-#   scripts/gpu-kernprof.sh [--skip SECONDS] [--top N] [--out PREFIX] -- CMD [ARGS...]
+#   scripts/gpu-kernprof.sh [--skip SECONDS] [--top N] [--out PREFIX] [--groups] -- CMD [ARGS...]
 #
 # --skip   seconds after a process's first kernel that are not counted
 #          (default 5: plan builds, the GEMM tuner, the first steps)
 # --top    lines of each table printed (default 30)
 # --out    table prefix; each process writes PREFIX.PID.txt (default
 #          $OUT/kernprof, else .device/out/kernprof)
+# --groups also each table summed by operation per training step
+#          (scripts/kernprof-groups.awk: GEMMs, attention, norms, SwiGLU,
+#          rotation, classifier, optimizer, ...; steps counted by the
+#          update kernel's launches)
 #
-# To read a table per step, divide by a kernel that runs once a step (the
-# optimizer's). SDPROF_TAIL=N in the environment adds each stream's last N
+# To read a table per step by hand, divide by a kernel that runs once a
+# step (the optimizer's). SDPROF_TAIL=N in the environment adds each stream's last N
 # kernels to every table (cuda/kernprof/kernprof.cpp): where a hung process's
 # streams stopped, by the GPU's clock, every PE's file naming its PE. The
 # command's exit status is the script's. Every command keeps
@@ -24,14 +28,16 @@ set -u
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 skip=5
 top=30
+groups=0
 prefix="${OUT:-$root/.device/out}/kernprof"
 while [ "$#" -gt 0 ]; do
     case "$1" in
     --skip) skip="$2"; shift 2 ;;
     --top) top="$2"; shift 2 ;;
     --out) prefix="$2"; shift 2 ;;
+    --groups) groups=1; shift ;;
     --) shift; break ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu-kernprof.sh: unknown argument $1 (the command goes after --)" >&2; exit 2 ;;
     esac
 done
@@ -82,6 +88,7 @@ for t in "$prefix".*.txt; do
     found=1
     echo "---- $t (first $top lines) ----"
     head -n "$((top + 2))" "$t" | cut -c1-220
+    [ "$groups" = 1 ] && awk -f "$root/scripts/kernprof-groups.awk" "$t"
 done
 [ "$found" = 1 ] || echo "gpu-kernprof.sh: no table written (did the command start CUDA?)"
 exit "$rc"
