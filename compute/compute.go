@@ -202,6 +202,18 @@ func HostData(t Tensor) []float32 {
 	return nil
 }
 
+// Joiner is an engine that views tensors lying back to back in its memory
+// as one. A layer whose parameters are declared apart, for their names and
+// initialisation, but multiplied as one matrix asks for it: Llama's q_proj,
+// k_proj and v_proj, which ddp lays out one after the other (as it lays out
+// every model's parameters, in declaration order), are one GEMM.
+type Joiner interface {
+	// Join returns a tensor of the given shape over ts, which must be of one
+	// element type, lie back to back in this order and hold prod(shape)
+	// elements in all; it returns nil when they do not.
+	Join(shape []int, ts ...Tensor) Tensor
+}
+
 // LinearFuser is implemented by engines that can run a Linear layer's bias,
 // activation and their gradients inside the layer's GEMMs (compute/cuda:
 // cuBLASLt epilogues), so that a layer takes fewer kernels. models.Linear

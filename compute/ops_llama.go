@@ -117,18 +117,20 @@ type SwiGLUSpec struct{ N int }
 // OpName is "SwiGLU".
 func (SwiGLUSpec) OpName() string { return "SwiGLU" }
 
-// RotaryPlan rotates tensors of one prepared RotarySpec. Its methods
-// allocate nothing. On an engine with BF16Tensors whose CheckBF16 takes
-// the RotarySpec, x and y (dx and dy) may be bf16, both.
+// RotaryPlan rotates tensors of one prepared RotarySpec, in place. Its
+// methods allocate nothing. On an engine with BF16Tensors whose CheckBF16
+// takes the RotarySpec, x (dx) may be bf16.
 type RotaryPlan interface {
-	// Forward sets y to x rotated. x is (R, n·HeadSize) for any n (rows of
-	// n heads side by side, such as (B,T,Heads·HeadSize)), R a multiple of
-	// T: row r is at position r mod T. y has x's size; it may be x (in
-	// place) but may not otherwise overlap it.
-	Forward(y, x Tensor)
-	// Backward sets dx to the gradient at x from dy, the gradient at y:
-	// the inverse rotation. dx may be dy.
-	Backward(dx, dy Tensor)
+	// Forward rotates the first heads·HeadSize columns of every row of x in
+	// place and leaves its other columns as they are. x is (R, ..., W),
+	// read as R' rows of its last dimension W >= heads·HeadSize (such as a
+	// packed (B,T,(Heads+2·KVHeads)·hs) whose query and key heads come
+	// first), R' a multiple of T: row r is at position r mod T.
+	Forward(x Tensor, heads int)
+	// Backward sets the first heads·HeadSize columns of every row of dx,
+	// the gradient at the rotation's output, to the gradient at its input:
+	// the inverse rotation, in place.
+	Backward(dx Tensor, heads int)
 }
 
 // GroupedAttention is causal self-attention with grouped key/value heads
@@ -138,9 +140,11 @@ type RotaryPlan interface {
 // never copied per query head. KVHeads == Heads is multi-head attention and
 // KVHeads == 1 multi-query attention.
 //
-// Queries, keys and values come in three tensors, as three projections
-// (Llama's q_proj, k_proj, v_proj) write them: the CPU engine's BLAS reads
-// each with its own leading dimension, so no layout interleaves them.
+// Queries, keys and values come packed in one tensor, as one projection
+// over Llama's adjacent q_proj, k_proj and v_proj weights writes them: each
+// row the Heads query heads, then the KVHeads key heads, then the KVHeads
+// value heads (GroupedAttentionSpec.Width columns). Every engine reads them
+// where they lie, rows Width apart.
 type GroupedAttention interface {
 	// GroupedCausalAttention prepares attention for a batch of shape s at
 	// build time (its scratch memory); it fails, saying why, when the
@@ -174,6 +178,11 @@ func (s GroupedAttentionSpec) Check() error {
 	return nil
 }
 
+// Width is the columns of a packed row of queries, keys and values:
+// (Heads + 2·KVHeads)·HeadSize. Queries start at column 0, keys at
+// Heads·HeadSize, values at (Heads+KVHeads)·HeadSize.
+func (s GroupedAttentionSpec) Width() int { return (s.Heads + 2*s.KVHeads) * s.HeadSize }
+
 // Group is the number of query heads that share a key/value head,
 // Heads/KVHeads.
 func (s GroupedAttentionSpec) Group() int { return s.Heads / s.KVHeads }
@@ -191,15 +200,16 @@ func (s GroupedAttentionSpec) FirstOfGroup(h int) bool { return h%s.Group() == 0
 // GroupedAttentionPlan runs one prepared grouped attention shape. Its
 // methods allocate nothing.
 type GroupedAttentionPlan interface {
-	// Forward reads q (B,T,Heads·hs), k and v (B,T,KVHeads·hs), head h at
-	// columns h·hs..(h+1)·hs-1, and writes out (B,T,Heads·hs): per query
-	// head h softmax(q_h·k_jᵀ/√hs, causal)·v_j with j = h/(Heads/KVHeads),
-	// heads side by side. It keeps what Backward needs.
-	Forward(out, q, k, v Tensor)
-	// Backward takes dout (B,T,Heads·hs) and the forward's q, k, v and
-	// writes dq, dk, dv (their shapes), overwriting them: a key/value
-	// head's gradient sums its group's query heads.
-	Backward(dq, dk, dv, dout, q, k, v Tensor)
+	// Forward reads qkv (B,T,Width()): query head h at columns h·hs..,
+	// key/value head j at (Heads+j)·hs.. and (Heads+KVHeads+j)·hs.., and
+	// writes out (B,T,Heads·hs): per query head h softmax(q_h·k_jᵀ/√hs,
+	// causal)·v_j with j = h/(Heads/KVHeads), heads side by side. It keeps
+	// what Backward needs.
+	Forward(out, qkv Tensor)
+	// Backward takes dout (B,T,Heads·hs) and the forward's qkv and writes
+	// dqkv (qkv's shape and layout), overwriting it: a key/value head's
+	// gradient sums its group's query heads.
+	Backward(dqkv, dout, qkv Tensor)
 }
 
 // RMSNormDims checks the shapes of an RMSNorm for engine (y the size of x,

@@ -301,11 +301,21 @@ extern "C" int sdc_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int
 /* Whether the mma kernels take a grouped shape (head size 64, T a multiple of 128). */
 static bool sdc_gqa_mma(int T, int NH, int HS) { return HS == 64 && sdc_am_supported(T, NH * HS, NH); }
 
-static sdc_att_io sdc_gqa_io(uint64_t q, uint64_t k, uint64_t v, uint64_t dq, uint64_t dk, uint64_t dv, int NH, int KVH,
-                             int HS) {
-    sdc_att_io io = {(const bf16 *)(uintptr_t)q, (const bf16 *)(uintptr_t)k, (const bf16 *)(uintptr_t)v,
-                     (bf16 *)(uintptr_t)dq,      (bf16 *)(uintptr_t)dk,      (bf16 *)(uintptr_t)dv,
-                     NH * HS,                    KVH * HS,                   NH,
+/* Packed qkv (and dqkv, 0 for the forward) of a grouped shape as an io: the
+ * keys NH*HS and the values (NH+KVH)*HS elements into a row of
+ * (NH+2*KVH)*HS. */
+static sdc_att_io sdc_gqa_io(uint64_t qkv, uint64_t dqkv, int NH, int KVH, int HS) {
+    const uint64_t ko = 2 * (uint64_t)(NH * HS), vo = 2 * (uint64_t)((NH + KVH) * HS); /* bytes */
+    const int ld = (NH + 2 * KVH) * HS;
+    sdc_att_io io = {(const bf16 *)(uintptr_t)qkv,
+                     qkv ? (const bf16 *)(uintptr_t)(qkv + ko) : NULL,
+                     qkv ? (const bf16 *)(uintptr_t)(qkv + vo) : NULL,
+                     (bf16 *)(uintptr_t)dqkv,
+                     dqkv ? (bf16 *)(uintptr_t)(dqkv + ko) : NULL,
+                     dqkv ? (bf16 *)(uintptr_t)(dqkv + vo) : NULL,
+                     ld,
+                     ld,
+                     NH,
                      NH / KVH};
     return io;
 }
@@ -319,7 +329,7 @@ static sdc_att_io sdc_gqa_io(uint64_t q, uint64_t k, uint64_t v, uint64_t dq, ui
  * they cannot, the queries ask sdc_att_cudnn_supported. */
 static int sdc_gqa_resolve(sdc_attn *impl, int B, int T, int NH, int KVH, int HS, cudaStream_t s, char *why,
                            size_t cap) {
-    if (*impl == SDC_ATTN_AUTO && sdc_att_use_cudnn(sdc_gqa_io(0, 0, 0, 0, 0, 0, NH, KVH, HS), B, T, HS, s))
+    if (*impl == SDC_ATTN_AUTO && sdc_att_use_cudnn(sdc_gqa_io(0, 0, NH, KVH, HS), B, T, HS, s))
         *impl = SDC_ATTN_CUDNN;
     if (*impl == SDC_ATTN_CUDNN) return 0;
     if (sdc_att_wmma_why(B, T, NH, HS, why, cap)) return 1;
@@ -351,18 +361,17 @@ static int sdc_gqa_args(const char *what, const sdc_ctx *c, sdc_attn impl, int64
     return SD_OK;
 }
 
-extern "C" int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t q,
-                                          uint64_t k, uint64_t v, int64_t B, int64_t T, int64_t NH, int64_t KVH,
-                                          int64_t HS) {
+extern "C" int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse,
+                                          uint64_t qkv, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS) {
     static const char what[] = "sdc_grouped_attention_bf16";
     SD_TRY(sdc_gqa_args(what, c, impl, B, T, NH, KVH, HS));
     const int b = (int)B, t = (int)T, nh = (int)NH, kvh = (int)KVH, hs = (int)HS;
-    if (!out || !lse || !q || !k || !v || out % 16 || q % 16 || k % 16 || v % 16)
-        return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer", what);
+    if (!out || !lse || !qkv || out % 16 || qkv % 16 || HS % 8)
+        return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer, or a head size that is not a multiple of 8", what);
     SD_TRY(sdc_use_device(c->device));
     cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
     SD_TRY(sdc_gqa_impl(what, &impl, b, t, nh, kvh, hs, s));
-    const sdc_att_io io = sdc_gqa_io(q, k, v, 0, 0, 0, nh, kvh, hs);
+    const sdc_att_io io = sdc_gqa_io(qkv, 0, nh, kvh, hs);
     void *o = (void *)(uintptr_t)out;
     float *l = (float *)(uintptr_t)lse;
     if (impl == SDC_ATTN_CUDNN) return sdc_att_cudnn_forward(what, o, l, io, b, t, hs, s);
@@ -370,21 +379,21 @@ extern "C" int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint6
     return sdc_att_forward_io(o, l, io, b, t, hs, s);
 }
 
-extern "C" int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dq, uint64_t dk,
-                                                   uint64_t dv, uint64_t dout, uint64_t q, uint64_t k, uint64_t v,
-                                                   uint64_t out, uint64_t lse, int64_t B, int64_t T, int64_t NH,
-                                                   int64_t KVH, int64_t HS, uint64_t scratch) {
+extern "C" int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dqkv, uint64_t dout,
+                                                   uint64_t qkv, uint64_t out, uint64_t lse, int64_t B, int64_t T,
+                                                   int64_t NH, int64_t KVH, int64_t HS, uint64_t scratch) {
     static const char what[] = "sdc_grouped_attention_backward_bf16";
     SD_TRY(sdc_gqa_args(what, c, impl, B, T, NH, KVH, HS));
     const int b = (int)B, t = (int)T, nh = (int)NH, kvh = (int)KVH, hs = (int)HS;
-    const uint64_t ptrs[] = {dq, dk, dv, dout, q, k, v, out};
+    const uint64_t ptrs[] = {dqkv, dout, qkv, out};
     for (uint64_t p : ptrs)
-        if (!p || p % 16) return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer", what);
+        if (!p || p % 16 || HS % 8)
+            return SD_FAIL(SD_ERR_ARG, "%s: NULL or unaligned pointer, or a head size that is not a multiple of 8", what);
     if (!lse || !scratch) return SD_FAIL(SD_ERR_ARG, "%s: NULL lse or scratch", what);
     SD_TRY(sdc_use_device(c->device));
     cudaStream_t s = (cudaStream_t)(uintptr_t)c->stream;
     SD_TRY(sdc_gqa_impl(what, &impl, b, t, nh, kvh, hs, s));
-    const sdc_att_io io = sdc_gqa_io(q, k, v, dq, dk, dv, nh, kvh, hs);
+    const sdc_att_io io = sdc_gqa_io(qkv, dqkv, nh, kvh, hs);
     const void *dy = (const void *)(uintptr_t)dout, *o = (const void *)(uintptr_t)out;
     const float *l = (const float *)(uintptr_t)lse;
     void *sc = (void *)(uintptr_t)scratch;
@@ -399,7 +408,7 @@ static int sdc_gqa_query_impl(const sdc_ctx *c, sdc_attn impl, int b, int t, int
     char buf[160];
     if (sdc_gqa_resolve(&impl, b, t, nh, kvh, hs, (cudaStream_t)(uintptr_t)c->stream, buf, sizeof buf) != 0) return -1;
     if (impl == SDC_ATTN_CUDNN)
-        return sdc_att_cudnn_supported(sdc_gqa_io(0, 0, 0, 0, 0, 0, nh, kvh, hs), b, t, hs) ? SDC_ATTN_CUDNN : -1;
+        return sdc_att_cudnn_supported(sdc_gqa_io(0, 0, nh, kvh, hs), b, t, hs) ? SDC_ATTN_CUDNN : -1;
     return impl;
 }
 
@@ -414,7 +423,7 @@ extern "C" int sdc_grouped_attention_backward_bf16_scratch_bytes(const sdc_ctx *
     const int b = (int)B, t = (int)T, nh = (int)NH, kvh = (int)KVH, hs = (int)HS;
     switch (sdc_gqa_query_impl(c, impl, b, t, nh, kvh, hs)) {
     case SDC_ATTN_CUDNN: /* its workspace, where its plans build */
-        *bytes = (int64_t)sdc_att_cudnn_scratch_bytes(sdc_gqa_io(0, 0, 0, 0, 0, 0, nh, kvh, hs), b, t, hs);
+        *bytes = (int64_t)sdc_att_cudnn_scratch_bytes(sdc_gqa_io(0, 0, nh, kvh, hs), b, t, hs);
         break;
     case SDC_ATTN_MMA: /* D and the dS^T tiles */
         *bytes = (int64_t)sdc_am_backward_scratch_bytes(b, t, nh);

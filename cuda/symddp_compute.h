@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 23
+#define SDC_ABI_VERSION 24
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -596,23 +596,25 @@ int sdc_attention_backward_bf16_scratch_bytes(const sdc_ctx *c, sdc_attn impl, i
 int sdc_attention_bf16_supported(const sdc_ctx *c, sdc_attn impl, int64_t B, int64_t T, int64_t C, int64_t NH,
                                  sdc_flag *supported);
 /*
- * Grouped-query attention on three tensors: q (B,T,NH*HS), k and v
- * (B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value
- * head h/(NH/KVH) (Hugging Face's repeat_kv order) where it lies (no copy).
- * KVH == NH is multi-head attention with separate q, k, v. impl as
+ * Grouped-query attention on packed queries, keys and values: qkv
+ * (B,T,(NH+2*KVH)*HS) bf16, each row NH query heads, then KVH key heads,
+ * then KVH value heads (one projection over Llama's adjacent q_proj, k_proj
+ * and v_proj writes them so), NH a multiple of KVH; query head h reads
+ * key/value head h/(NH/KVH) (Hugging Face's repeat_kv order) where it lies
+ * (no copy); out (B,T,NH*HS). KVH == NH is GPT-2's packed qkv. impl as
  * sdc_attention_bf16's (AUTO: cuDNN's where its plans build, else the mma
  * kernels where they apply, else wmma).
  */
-int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t q, uint64_t k,
-                               uint64_t v, int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS);
+int sdc_grouped_attention_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t out, uint64_t lse, uint64_t qkv, int64_t B,
+                               int64_t T, int64_t NH, int64_t KVH, int64_t HS);
 /*
- * Its backward: dq, dk, dv (q's, k's, v's shapes) bf16 written; a key/value
+ * Its backward: dqkv (qkv's shape and layout) bf16 written; a key/value
  * head's dk and dv sum its group's query heads in order, in the kernels'
  * registers. scratch: sdc_grouped_attention_backward_bf16_scratch_bytes.
  */
-int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dq, uint64_t dk, uint64_t dv,
-                                        uint64_t dout, uint64_t q, uint64_t k, uint64_t v, uint64_t out, uint64_t lse,
-                                        int64_t B, int64_t T, int64_t NH, int64_t KVH, int64_t HS, uint64_t scratch);
+int sdc_grouped_attention_backward_bf16(const sdc_ctx *c, sdc_attn impl, uint64_t dqkv, uint64_t dout, uint64_t qkv,
+                                        uint64_t out, uint64_t lse, int64_t B, int64_t T, int64_t NH, int64_t KVH,
+                                        int64_t HS, uint64_t scratch);
 /*
  * The bytes of device scratch sdc_grouped_attention_backward_bf16 wants
  * with impl at this shape (0 where impl's kernels do not take it). Builds
@@ -701,8 +703,9 @@ int sdc_swiglu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t a, uint64
 int sdc_swiglu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t da, uint64_t db, uint64_t dy, uint64_t a,
                         uint64_t b, int64_t n);
 /*
- * Rotary position embedding: y = x (rows x width of dtype, heads of hs
- * channels side by side: hs even, width a multiple of hs) with each head's
+ * Rotary position embedding: y = x (rows of width elements of dtype, ld
+ * elements apart, ld >= width; heads of hs channels side by side: hs even,
+ * width a multiple of hs; the columns past width are not touched) with each head's
  * channel i < hs/2 turned with channel i + hs/2 by the angle whose cosine and
  * sine are cos_tab[p * hs/2 + i] and sin_tab[p * hs/2 + i] (fp32 device
  * tables of t x hs/2), p = row mod t:
@@ -711,7 +714,7 @@ int sdc_swiglu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t da, uint64_t
  * Rotate. y may be x; otherwise it may not alias x.
  */
 int sdc_rotate(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t x, uint64_t cos_tab, uint64_t sin_tab,
-               int64_t rows, int64_t width, int64_t hs, int64_t t, sdc_flag inverse);
+               int64_t rows, int64_t width, int64_t ld, int64_t hs, int64_t t, sdc_flag inverse);
 
 /* ---- bf16 casts (sd_compute_cast.cu: a bf16 gradient allreduce, the bf16 copy of the master weights) ---- */
 

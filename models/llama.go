@@ -228,7 +228,7 @@ func require[G any](e compute.Engine, op string) error {
 
 // ActivationBytes is what a build for seqs sequences allocates for its
 // activations on the CPU engine, in bytes, in m's recompute mode
-// (docs/LLAMA.md's table): per layer 14·R·C + 5·R·K + 5·R·F + 2·R +
+// (docs/LLAMA.md's table): per layer 11·R·C + 4·R·K + 5·R·F + 2·R +
 // B·H·T² floats with R = B·T rows, K the key/value width
 // KVHeads·C/Heads and F SwiGLU's hidden width; plus 4·R·C + R for the
 // embedding, the final norm and the head's input gradient, and 2·R·V for
@@ -239,7 +239,7 @@ func require[G any](e compute.Engine, op string) error {
 // tables (T·C/Heads per plan) and attention's scratch.
 //
 // At precision bf16 (SetPrecision before Build) it is what the bf16 build
-// allocates (docs/LLAMA.md): per layer 14·R·C + 6·R·K + 6·R·F + 8·R + 4·R·H
+// allocates (docs/LLAMA.md): per layer 12·R·C + 4·R·K + 6·R·F + 8·R + 4·R·H
 // bytes (bf16 activations, fp32 rstd and attention's log-sum-exp, no
 // probabilities); the rotary plan's fp32 table, 4·T·C/H, once (the layers'
 // plans are one, the engine's for the spec); the blocks'
@@ -258,14 +258,14 @@ func (m *Llama) ActivationBytes(seqs int) int64 {
 		// the rotary plan, one for all layers, holds the cos and sin table,
 		// fp32 (T, C/H/2) each
 		table := 4 * t * (c / h)
-		layer := 14*r*c + 6*r*k + 6*r*f + 8*r + 4*r*h
+		layer := 12*r*c + 4*r*k + 6*r*f + 8*r + 4*r*h
 		n := layers * layer
 		if m.Recompute() == RecomputeBlock { // each layer's output stream, and one layer's activations less it
 			n = layers*2*r*c + layer - 2*r*c
 		}
 		return n + table + 2*(3*r*c+2*r*k+2*r*f) + 8*r*c + 4*r + 2*r*v
 	}
-	layer := 14*r*c + 5*r*k + 5*r*f + 2*r + b*h*t*t
+	layer := 11*r*c + 4*r*k + 5*r*f + 2*r + b*h*t*t
 	var n int64
 	switch m.Recompute() {
 	case RecomputeGELU:

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/symddp/symddp/compute"
 )
@@ -11,17 +12,25 @@ import (
 // queries and keys, causal attention in which groups of H/KVH query heads
 // share a key/value head, and o_proj (C,H·hs). Its parameters are named as
 // Hugging Face's LlamaAttention names them (name+".q_proj.weight", ...).
-// It needs the engine's compute.Rotary and compute.GroupedAttention.
+//
+// q_proj, k_proj and v_proj are declared apart (their names, shapes and
+// initialisation) but run as one Linear over their weights joined
+// (compute.Joiner: the trainer lays them out back to back): one GEMM writes
+// the packed queries, keys and values ((B,T,(H+2·KVH)·hs), the layout of
+// compute.GroupedAttentionPlan), one rotation turns the query and key heads
+// at the front of each row in place, and the backward is one GEMM for the
+// three weights' gradients and one for the input gradient. It needs the
+// engine's compute.Rotary, compute.GroupedAttention and compute.Joiner.
 type GroupedSelfAttention struct {
 	name                string
 	t, c, heads, kv, hs int
 	theta               float64
-	qp, kp, vp, op      *Linear
+	specs               []ParamSpec // q_proj, k_proj and v_proj's weights
+	qkv, op             *Linear     // qkv: the three projections as one
 	e                   compute.Engine
 	rope                compute.RotaryPlan
 	plan                compute.GroupedAttentionPlan
-	qr, kr, att         compute.Tensor // rotated queries and keys, attention's output
-	dq, dk, dv          compute.Tensor
+	att, dqkv           compute.Tensor // attention's output, the gradient at the packed qkv
 	needInGrad          bool
 }
 
@@ -36,25 +45,25 @@ func NewGroupedSelfAttention(name string, context, c, heads, kvHeads int, theta,
 		panic(fmt.Sprintf("models: NewGroupedSelfAttention(%q): context %d, width %d, heads %d, kv heads %d", name, context, c, heads, kvHeads))
 	}
 	hs := c / heads
-	return &GroupedSelfAttention{name: name, t: context, c: c, heads: heads, kv: kvHeads, hs: hs, theta: theta,
-		qp: normalLinear(name+".q_proj", c, heads*hs, std),
-		kp: normalLinear(name+".k_proj", c, kvHeads*hs, std),
-		vp: normalLinear(name+".v_proj", c, kvHeads*hs, std),
-		op: normalLinear(name+".o_proj", heads*hs, c, outStd)}
+	a := &GroupedSelfAttention{name: name, t: context, c: c, heads: heads, kv: kvHeads, hs: hs, theta: theta,
+		qkv: normalLinear(name+".qkv", c, (heads+2*kvHeads)*hs, std),
+		op:  normalLinear(name+".o_proj", heads*hs, c, outStd)}
+	for _, l := range []*Linear{normalLinear(name+".q_proj", c, heads*hs, std),
+		normalLinear(name+".k_proj", c, kvHeads*hs, std), normalLinear(name+".v_proj", c, kvHeads*hs, std)} {
+		a.specs = append(a.specs, l.Params()...)
+	}
+	return a
 }
 
 // Params declares q_proj, k_proj, v_proj and o_proj's weights.
 func (a *GroupedSelfAttention) Params() []ParamSpec {
-	var p []ParamSpec
-	for _, l := range []*Linear{a.qp, a.kp, a.vp, a.op} {
-		p = append(p, l.Params()...)
-	}
-	return p
+	return append(slices.Clone(a.specs), a.op.Params()...)
 }
 
 // Build asks the engine for the rotary embedding and grouped attention,
 // prepares both for Batch/T sequences (Batch counts rows, one per
-// position), builds the projections and allocates the activations.
+// position), builds the joined projection and o_proj and allocates the
+// activations.
 func (a *GroupedSelfAttention) Build(b Build) ([]int, error) {
 	if size(b.In) != a.c {
 		return nil, fmt.Errorf("%s: input of shape %v, want %d features", a.name, b.In, a.c)
@@ -82,28 +91,27 @@ func (a *GroupedSelfAttention) Build(b Build) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.name, err)
 	}
-	a.kp.addDXOf, a.vp.addDXOf = nil, nil
 	if b.bf16 {
-		// k_proj and v_proj add their input gradients to q_proj's
-		a.kp.addDXOf, a.vp.addDXOf = a.qp, a.qp
 		if p, ok := a.plan.(interface{ Path() string }); ok {
 			b.note(p.Path())
 		}
 	}
-	for i, l := range []*Linear{a.qp, a.kp, a.vp, a.op} {
-		if _, err := l.Build(a.part(b, i)); err != nil {
-			return nil, err
-		}
+	qb, err := a.joined(b)
+	if err != nil {
+		return nil, err
 	}
-	r, qw, kw := b.Batch, a.heads*a.hs, a.kv*a.hs
+	if _, err := a.qkv.Build(qb); err != nil {
+		return nil, err
+	}
+	if _, err := a.op.Build(a.outBuild(b)); err != nil {
+		return nil, err
+	}
 	a.e, a.needInGrad = b.Engine, b.NeedInputGrad
 	if b.bf16 {
-		a.qr, a.kr, a.att = b.allocBF16(qw), b.allocBF16(kw), b.allocBF16(qw)
-		a.dq, a.dk, a.dv = b.allocGradBF16(qw), b.allocGradBF16(kw), b.allocGradBF16(kw)
+		a.att, a.dqkv = b.allocBF16(a.heads*a.hs), b.allocGradBF16(spec.Width())
 		return []int{a.c}, nil
 	}
-	a.qr, a.kr, a.att = b.Alloc(r, qw), b.Alloc(r, kw), b.Alloc(r, qw)
-	a.dq, a.dk, a.dv = b.Alloc(r, qw), b.Alloc(r, kw), b.Alloc(r, kw)
+	a.att, a.dqkv = b.Alloc(b.Batch, a.heads*a.hs), b.Alloc(b.Batch, spec.Width())
 	return []int{a.c}, nil
 }
 
@@ -116,21 +124,58 @@ func (a *GroupedSelfAttention) spec(b Build) compute.GroupedAttentionSpec {
 	return s
 }
 
-// part is projection i's (q, k, v, o) part of b: o_proj takes the heads'
-// width and ends a residual block when the layer does.
-func (a *GroupedSelfAttention) part(b Build, i int) Build {
-	if i < 3 {
-		return b.part(b.In, i, i+1, b.NeedInputGrad)
+// joined is the Build of the joined projection: q_proj, k_proj and v_proj's
+// weights, their gradients and (bf16) their bf16 copies each viewed as one
+// ((H+2·KVH)·hs, C) matrix, or an error saying why they cannot be.
+func (a *GroupedSelfAttention) joined(b Build) (Build, error) {
+	p := b.part(b.In, 0, 3, b.NeedInputGrad)
+	for k := range 3 {
+		if p.AddGrad(k) {
+			return p, fmt.Errorf("%s: %s is tied to another parameter, which the joined q/k/v projection does not take", a.name, a.specs[k].Name)
+		}
 	}
+	j, err := compute.Require[compute.Joiner](b.Engine, "joined parameter views")
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", a.name, err)
+	}
+	shape := []int{(a.heads + 2*a.kv) * a.hs, a.c}
+	join := func(ts []compute.Tensor) (compute.Tensor, error) {
+		if t := j.Join(shape, ts...); t != nil {
+			return t, nil
+		}
+		return nil, fmt.Errorf("%s: q_proj, k_proj and v_proj's weights do not lie back to back in one arena, in that order, "+
+			"as the trainer lays out a model's parameters (models.Layout); lay them out so to build this layer", a.name)
+	}
+	w, err := join(p.Params)
+	if err != nil {
+		return p, err
+	}
+	g, err := join(p.Grads)
+	if err != nil {
+		return p, err
+	}
+	p.Params, p.Grads, p.AddGrads = []compute.Tensor{w}, []compute.Tensor{g}, nil
+	if p.half != nil {
+		h, err := join(p.half)
+		if err != nil {
+			return p, err
+		}
+		p.half = []compute.Tensor{h}
+	}
+	return p, nil
+}
+
+// outBuild is o_proj's part of b: the heads' width in, ending a residual
+// block when the layer does.
+func (a *GroupedSelfAttention) outBuild(b Build) Build {
 	p := b.part([]int{a.heads * a.hs}, 3, 4, true)
 	p.onto, p.keep = b.onto, b.keep
 	return p
 }
 
 // checkBF16 asks the engine for the rotary embedding, grouped attention
-// and the four projections in bf16, k_proj and v_proj adding their input
-// gradients to q_proj's and o_proj ending a residual block when the layer
-// does (bf16Layer).
+// and the two projections in bf16, o_proj ending a residual block when the
+// layer does (bf16Layer).
 func (a *GroupedSelfAttention) checkBF16(b Build) ([]int, error) {
 	if size(b.In) != a.c || b.Batch%a.t != 0 {
 		return nil, fmt.Errorf("%s: input of shape %v, %d rows of sequences of %d", a.name, b.In, b.Batch, a.t)
@@ -145,11 +190,15 @@ func (a *GroupedSelfAttention) checkBF16(b Build) ([]int, error) {
 			return nil, fmt.Errorf("%s: %w", a.name, err)
 		}
 	}
-	a.kp.addDXOf, a.vp.addDXOf = a.qp, a.qp
-	for i, l := range []*Linear{a.qp, a.kp, a.vp, a.op} {
-		if _, err := l.checkBF16(a.part(b, i)); err != nil {
-			return nil, err
-		}
+	qb, err := a.joined(b)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.qkv.checkBF16(qb); err != nil {
+		return nil, err
+	}
+	if _, err := a.op.checkBF16(a.outBuild(b)); err != nil {
+		return nil, err
 	}
 	return []int{a.c}, nil
 }
@@ -166,11 +215,12 @@ func (a *GroupedSelfAttention) Forward(x compute.Tensor) compute.Tensor {
 	return a.op.Forward(a.attend(x))
 }
 
-// attend is the layer up to o_proj: attention of the rotated projections.
+// attend is the layer up to o_proj: the joined projection, its query and
+// key heads rotated in place, attention.
 func (a *GroupedSelfAttention) attend(x compute.Tensor) compute.Tensor {
-	a.rope.Forward(a.qr, a.qp.Forward(x))
-	a.rope.Forward(a.kr, a.kp.Forward(x))
-	a.plan.Forward(a.att, a.qr, a.kr, a.vp.Forward(x))
+	qkv := a.qkv.Forward(x)
+	a.rope.Forward(qkv, a.heads+a.kv)
+	a.plan.Forward(a.att, qkv)
 	return a.att
 }
 
@@ -179,21 +229,10 @@ func (a *GroupedSelfAttention) attend(x compute.Tensor) compute.Tensor {
 func (a *GroupedSelfAttention) endsStream() bool { return a.op.endsStream() }
 
 // Backward writes the four weights' gradients and returns dx (B·T, C), the
-// sum of what goes through the three input projections.
+// sum of what goes through the three input projections (one GEMM).
 func (a *GroupedSelfAttention) Backward(dy compute.Tensor) compute.Tensor {
 	datt := a.op.Backward(dy)
-	a.plan.Backward(a.dq, a.dk, a.dv, datt, a.qr, a.kr, a.vp.y)
-	a.rope.Backward(a.dq, a.dq)
-	a.rope.Backward(a.dk, a.dk)
-	dx := a.qp.Backward(a.dq)
-	dxk := a.kp.Backward(a.dk) // in bf16 added to q_proj's, in its GEMM
-	dxv := a.vp.Backward(a.dv)
-	if !a.needInGrad {
-		return nil
-	}
-	if a.kp.addDXOf == nil {
-		a.e.Accumulate(dx, dxk)
-		a.e.Accumulate(dx, dxv)
-	}
-	return dx
+	a.plan.Backward(a.dqkv, datt, a.qkv.y)
+	a.rope.Backward(a.dqkv, a.heads+a.kv)
+	return a.qkv.Backward(a.dqkv)
 }

@@ -3,6 +3,7 @@ package computetest
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/symddp/symddp/compute"
@@ -26,17 +27,19 @@ func RunGroupedAttention(t *testing.T, e compute.Engine) {
 		}
 	})
 	t.Run("Panics", func(t *testing.T) {
-		p, err := ga.GroupedCausalAttention(compute.GroupedAttentionSpec{B: 2, T: 3, Heads: 4, KVHeads: 2, HeadSize: 2})
+		s := compute.GroupedAttentionSpec{B: 2, T: 3, Heads: 4, KVHeads: 2, HeadSize: 2}
+		p, err := ga.GroupedCausalAttention(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, k := e.Alloc(2, 3, 8), e.Alloc(2, 3, 4)
-		expectPanic(t, "grouped attention Forward with k as wide as q", func() { p.Forward(e.Alloc(2, 3, 8), q, e.Alloc(2, 3, 8), k) }, "attention")
-		expectPanic(t, "grouped attention Forward with out = q", func() { p.Forward(q, q, k, e.Alloc(2, 3, 4)) }, "attention")
-		expectPanic(t, "grouped attention Backward with dq of another size",
-			func() {
-				p.Backward(e.Alloc(2, 2, 8), e.Alloc(2, 3, 4), e.Alloc(2, 3, 4), e.Alloc(2, 3, 8), q, k, e.Alloc(2, 3, 4))
-			}, "attention")
+		qkv := e.Alloc(2, 3, s.Width())
+		expectPanic(t, "grouped attention Forward with qkv of three query widths", func() { p.Forward(e.Alloc(2, 3, 8), e.Alloc(2, 3, 24)) }, "attention")
+		expectPanic(t, "grouped attention Forward with out of qkv's width", func() { p.Forward(e.Alloc(2, 3, s.Width()), qkv) }, "attention")
+		expectPanic(t, "grouped attention Forward with out = qkv", func() { p.Forward(qkv, qkv) }, "attention")
+		expectPanic(t, "grouped attention Backward with dqkv of another size",
+			func() { p.Backward(e.Alloc(2, 2, s.Width()), e.Alloc(2, 3, 8), qkv) }, "attention")
+		expectPanic(t, "grouped attention Backward with dqkv = qkv",
+			func() { p.Backward(qkv, e.Alloc(2, 3, 8), qkv) }, "attention")
 	})
 	t.Run("NoAllocs", func(t *testing.T) {
 		s := compute.GroupedAttentionSpec{B: 2, T: 70, Heads: 4, KVHeads: 2, HeadSize: 6}
@@ -45,16 +48,41 @@ func RunGroupedAttention(t *testing.T, e compute.Engine) {
 			t.Fatal(err)
 		}
 		r := rng(101)
-		qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
-		q, dout := tensorOf(e, randVals(r, s.B*s.T*qw), s.B, s.T, qw), tensorOf(e, randVals(r, s.B*s.T*qw), s.B, s.T, qw)
-		k, v := tensorOf(e, randVals(r, s.B*s.T*kw), s.B, s.T, kw), tensorOf(e, randVals(r, s.B*s.T*kw), s.B, s.T, kw)
-		out, dq, dk, dv := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, kw), e.Alloc(s.B, s.T, kw)
-		p.Forward(out, q, k, v) // Backward reads what a Forward kept, and the map runs in any order
+		qw, w := s.Heads*s.HeadSize, s.Width()
+		qkv, dout := tensorOf(e, randVals(r, s.B*s.T*w), s.B, s.T, w), tensorOf(e, randVals(r, s.B*s.T*qw), s.B, s.T, qw)
+		out, dqkv := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, w)
+		p.Forward(out, qkv) // Backward reads what a Forward kept, and the map runs in any order
 		noAllocs(t, map[string]func(){
-			"Forward":  func() { p.Forward(out, q, k, v) },
-			"Backward": func() { p.Backward(dq, dk, dv, dout, q, k, v) },
+			"Forward":  func() { p.Forward(out, qkv) },
+			"Backward": func() { p.Backward(dqkv, dout, qkv) },
 		})
 	})
+}
+
+// packQKV lays q (B·T rows of Heads·hs), k and v (rows of KVHeads·hs) side
+// by side, row by row: the packed qkv of a GroupedAttentionPlan.
+func packQKV(q, k, v []float32, s compute.GroupedAttentionSpec) []float32 {
+	qw, kw, w := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize, s.Width()
+	out := make([]float32, s.B*s.T*w)
+	for r := range s.B * s.T {
+		copy(out[r*w:], q[r*qw:(r+1)*qw])
+		copy(out[r*w+qw:], k[r*kw:(r+1)*kw])
+		copy(out[r*w+qw+kw:], v[r*kw:(r+1)*kw])
+	}
+	return out
+}
+
+// unpackQKV is packQKV's inverse.
+func unpackQKV(qkv []float32, s compute.GroupedAttentionSpec) (q, k, v []float32) {
+	qw, kw, w := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize, s.Width()
+	rows := s.B * s.T
+	q, k, v = make([]float32, rows*qw), make([]float32, rows*kw), make([]float32, rows*kw)
+	for r := range rows {
+		copy(q[r*qw:(r+1)*qw], qkv[r*w:])
+		copy(k[r*kw:(r+1)*kw], qkv[r*w+qw:])
+		copy(v[r*kw:(r+1)*kw], qkv[r*w+qw+kw:])
+	}
+	return q, k, v
 }
 
 // refGrouped is grouped-query causal attention in float64, position by
@@ -182,24 +210,28 @@ func testGrouped(t *testing.T, e compute.Engine, ga compute.GroupedAttention) {
 			kv[i] *= 2
 		}
 		dov := randVals(r, s.B*s.T*qw)
-		q, k, v := tensorOf(e, qv, s.B, s.T, qw), tensorOf(e, kv, s.B, s.T, kw), tensorOf(e, vv, s.B, s.T, kw)
+		qkv := tensorOf(e, packQKV(qv, kv, vv, s), s.B, s.T, s.Width())
 		out := tensorOf(e, nanVals(len(qv)), s.B, s.T, qw)
-		p.Forward(out, q, k, v)
+		p.Forward(out, qkv)
 		wantOut, _ := refGrouped(qv, kv, vv, s)
 		checkNear(t, fmt.Sprintf("grouped attention Forward %+v", s), read(e, out), wantOut, 1e-5)
-		dq, dk, dv := tensorOf(e, nanVals(len(qv)), s.B, s.T, qw), tensorOf(e, nanVals(len(kv)), s.B, s.T, kw), tensorOf(e, nanVals(len(vv)), s.B, s.T, kw)
-		p.Backward(dq, dk, dv, tensorOf(e, dov, s.B, s.T, qw), q, k, v)
+		dqkv := tensorOf(e, nanVals(s.B*s.T*s.Width()), s.B, s.T, s.Width())
+		p.Backward(dqkv, tensorOf(e, dov, s.B, s.T, qw), qkv)
+		dq, dk, dv := unpackQKV(read(e, dqkv), s)
 		wq, wk, wv := refGroupedBackward(qv, kv, vv, dov, s)
 		tol := 2e-5 * float64(s.Heads/s.KVHeads) // a key/value head sums its group
-		checkNear(t, fmt.Sprintf("grouped attention dq %+v", s), read(e, dq), wq, tol)
-		checkNear(t, fmt.Sprintf("grouped attention dk %+v", s), read(e, dk), wk, tol)
-		checkNear(t, fmt.Sprintf("grouped attention dv %+v", s), read(e, dv), wv, tol)
+		checkNear(t, fmt.Sprintf("grouped attention dq %+v", s), dq, wq, tol)
+		checkNear(t, fmt.Sprintf("grouped attention dk %+v", s), dk, wk, tol)
+		checkNear(t, fmt.Sprintf("grouped attention dv %+v", s), dv, wv, tol)
+		if got := read(e, qkv); !slices.Equal(got, packQKV(qv, kv, vv, s)) {
+			t.Errorf("grouped attention %+v wrote qkv", s)
+		}
 	}
 }
 
 // With as many key/value heads as query heads, grouped attention is the
-// engine's multi-head attention (compute.Attention) on the same numbers
-// laid out side by side; skipped when the engine has no Attention.
+// engine's multi-head attention (compute.Attention) on the same packed
+// qkv, to the bit; skipped when the engine has no Attention.
 func testGroupedAsMultiHead(t *testing.T, e compute.Engine, ga compute.GroupedAttention) {
 	at := require[compute.Attention](t, e, "causal attention")
 	const B, T, H, hs = 2, 70, 3, 8
@@ -213,36 +245,15 @@ func testGroupedAsMultiHead(t *testing.T, e compute.Engine, ga compute.GroupedAt
 		t.Fatal(err)
 	}
 	r := rng(103)
-	qkv, dov := randVals(r, B*T*3*C), randVals(r, B*T*C)
-	part := func(k int) []float32 { // queries (0), keys (1) or values (2) of qkv
-		s := make([]float32, B*T*C)
-		for row := 0; row < B*T; row++ {
-			copy(s[row*C:(row+1)*C], qkv[row*3*C+k*C:])
-		}
-		return s
-	}
-	q, k, v := tensorOf(e, part(0), B, T, C), tensorOf(e, part(1), B, T, C), tensorOf(e, part(2), B, T, C)
+	packed, dout := tensorOf(e, randVals(r, B*T*3*C), B, T, 3*C), tensorOf(e, randVals(r, B*T*C), B, T, C)
 	mout, gout := e.Alloc(B, T, C), e.Alloc(B, T, C)
-	packed := tensorOf(e, qkv, B, T, 3*C)
 	mp.Forward(mout, packed)
-	gp.Forward(gout, q, k, v)
-	want := read(e, mout)
-	checkNear(t, "grouped against multi-head Forward", read(e, gout), widen(want), 1e-6)
-	dout := tensorOf(e, dov, B, T, C)
-	dqkv := e.Alloc(B, T, 3*C)
-	mp.Backward(dqkv, dout, packed)
-	dq, dk, dv := e.Alloc(B, T, C), e.Alloc(B, T, C), e.Alloc(B, T, C)
-	gp.Backward(dq, dk, dv, dout, q, k, v)
-	md := read(e, dqkv)
-	for i, g := range [][]float32{read(e, dq), read(e, dk), read(e, dv)} {
-		w := make([]float64, B*T*C)
-		for row := 0; row < B*T; row++ {
-			for c := 0; c < C; c++ {
-				w[row*C+c] = float64(md[row*3*C+i*C+c])
-			}
-		}
-		checkNear(t, fmt.Sprintf("grouped against multi-head Backward, part %d", i), g, w, 1e-6)
-	}
+	gp.Forward(gout, packed)
+	checkNear(t, "grouped against multi-head Forward", read(e, gout), widen(read(e, mout)), 0)
+	md, gd := e.Alloc(B, T, 3*C), e.Alloc(B, T, 3*C)
+	mp.Backward(md, dout, packed)
+	gp.Backward(gd, dout, packed)
+	checkNear(t, "grouped against multi-head Backward", read(e, gd), widen(read(e, md)), 0)
 }
 
 // widen is s in float64.

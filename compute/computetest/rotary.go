@@ -28,20 +28,20 @@ func RunRotary(t *testing.T, e compute.Engine) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		expectPanic(t, "rotary Forward with a width that is not whole heads", func() { p.Forward(e.Alloc(2, 3, 6), e.Alloc(2, 3, 6)) }, "rotary")
-		expectPanic(t, "rotary Forward with rows that are not whole sequences", func() { p.Forward(e.Alloc(4, 8), e.Alloc(4, 8)) }, "rotary")
-		expectPanic(t, "rotary Backward with dx of another size", func() { p.Backward(e.Alloc(2, 3, 4), e.Alloc(2, 3, 8)) }, "rotary")
+		expectPanic(t, "rotary Forward of more heads than a row holds", func() { p.Forward(e.Alloc(2, 3, 6), 2) }, "rotary")
+		expectPanic(t, "rotary Forward of no heads", func() { p.Forward(e.Alloc(2, 3, 8), 0) }, "rotary")
+		expectPanic(t, "rotary Forward with rows that are not whole sequences", func() { p.Forward(e.Alloc(4, 8), 2) }, "rotary")
+		expectPanic(t, "rotary Backward of more heads than a row holds", func() { p.Backward(e.Alloc(2, 3, 4), 2) }, "rotary")
 	})
 	t.Run("NoAllocs", func(t *testing.T) {
 		p, err := ro.RotaryEmbedding(compute.RotarySpec{T: 16, HeadSize: 8, Theta: 5e5})
 		if err != nil {
 			t.Fatal(err)
 		}
-		x, y := tensorOf(e, randVals(rng(91), 2*16*24), 2, 16, 24), e.Alloc(2, 16, 24)
+		x := tensorOf(e, randVals(rng(91), 2*16*24), 2, 16, 24)
 		noAllocs(t, map[string]func(){
-			"Forward":          func() { p.Forward(y, x) },
-			"Forward in place": func() { p.Forward(y, y) },
-			"Backward":         func() { p.Backward(x, y) },
+			"Forward":  func() { p.Forward(x, 3) },
+			"Backward": func() { p.Backward(x, 2) },
 		})
 	})
 }
@@ -88,46 +88,70 @@ func testRotaryConvention(t *testing.T, e compute.Engine, ro compute.Rotary) {
 		t.Fatal(err)
 	}
 	x := tensorOf(e, []float32{1, 2, 3, 4, 1, 0, 0, 1}, 1, 2, 4) // position 0: (1,2,3,4); 1: (1,0,0,1)
-	y := e.Alloc(1, 2, 4)
-	p.Forward(y, x)
+	p.Forward(x, 1)
 	want := []float64{1, 2, 3, 4, math.Cos(1), -math.Sin(0.01), math.Sin(1), math.Cos(0.01)}
-	checkNear(t, "rotary Forward of unit vectors", read(e, y), want, 1e-7)
+	checkNear(t, "rotary Forward of unit vectors", read(e, x), want, 1e-7)
+}
+
+// rotaryRows are the first width columns of each row of x (rows ld
+// apart), one row after another.
+func rotaryRows(x []float32, width, ld int) []float32 {
+	out := make([]float32, 0, len(x)/ld*width)
+	for r := 0; r < len(x)/ld; r++ {
+		out = append(out, x[r*ld:r*ld+width]...)
+	}
+	return out
+}
+
+// withRows is x with the first width columns of each row (rows ld apart)
+// replaced by y's rows of width.
+func withRows(x []float32, y []float64, width, ld int) []float64 {
+	out := widen(x)
+	for r := 0; r < len(x)/ld; r++ {
+		copy(out[r*ld:r*ld+width], y[r*width:(r+1)*width])
+	}
+	return out
 }
 
 func testRotary(t *testing.T, e compute.Engine, ro compute.Rotary) {
 	cases := []struct {
-		rows, width, hs, T int
-		theta              float64
+		rows, heads, ld, hs, T int
+		theta                  float64
 	}{
-		{1, 2, 2, 1, 10000},
-		{6, 8, 8, 3, 10000},       // two sequences of three positions, one head
-		{2 * 70, 48, 16, 70, 5e5}, // three heads, Llama 3's θ
-		{4 * 33, 24, 6, 33, 10},   // head size 6: an odd half
-		{128, 64, 64, 128, 5e5},   // one sequence of a long context, one head of 64
+		{1, 1, 2, 2, 1, 10000},
+		{6, 1, 8, 8, 3, 10000},        // two sequences of three positions, one head
+		{2 * 70, 3, 48, 16, 70, 5e5},  // three heads, Llama 3's θ
+		{4 * 33, 4, 24, 6, 33, 10},    // head size 6: an odd half
+		{128, 1, 64, 64, 128, 5e5},    // one sequence of a long context, one head of 64
+		{2 * 70, 3, 80, 16, 70, 5e5},  // three heads of five: a packed qkv's queries and keys
+		{2 * 33, 6, 64, 8, 33, 10000}, // heads of 8 in rows of 64, two left alone
+		{3 * 5, 2, 14, 6, 5, 10},      // rows of an odd stride
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("rows %d width %d head %d T %d theta %g", c.rows, c.width, c.hs, c.T, c.theta)
+		width := c.heads * c.hs
+		name := fmt.Sprintf("rows %d heads %d of %d in rows of %d, T %d theta %g", c.rows, c.heads, c.hs, c.ld, c.T, c.theta)
 		p, err := ro.RotaryEmbedding(compute.RotarySpec{T: c.T, HeadSize: c.hs, Theta: c.theta})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		r := rng(uint64(c.rows*100 + c.width))
-		xv := randVals(r, c.rows*c.width)
-		x := tensorOf(e, xv, c.rows, c.width)
-		y := tensorOf(e, nanVals(len(xv)), c.rows, c.width)
-		p.Forward(y, x)
-		want := refRotary(xv, c.width, c.hs, c.T, c.theta, false)
+		r := rng(uint64(c.rows*100 + c.ld))
+		xv := randVals(r, c.rows*c.ld)
+		x := tensorOf(e, xv, c.rows, c.ld)
+		p.Forward(x, c.heads)
+		want := withRows(xv, refRotary(rotaryRows(xv, width, c.ld), width, c.hs, c.T, c.theta, false), width, c.ld)
 		// float32 angles of up to T radians: cos and sin within about T·2⁻²⁴
 		tol := 1e-6 * math.Max(1, float64(c.T)/8)
-		checkNear(t, "rotary Forward "+name, read(e, y), want, tol)
-		p.Forward(x, x) // in place
-		checkNear(t, "rotary Forward in place "+name, read(e, x), want, tol)
+		checkNear(t, "rotary Forward "+name, read(e, x), want, tol)
 		dyv := randVals(r, len(xv))
-		dy, dx := tensorOf(e, dyv, c.rows, c.width), tensorOf(e, nanVals(len(xv)), c.rows, c.width)
-		p.Backward(dx, dy)
-		wantD := refRotary(dyv, c.width, c.hs, c.T, c.theta, true)
-		checkNear(t, "rotary Backward "+name, read(e, dx), wantD, tol)
-		p.Backward(dy, dy)
-		checkNear(t, "rotary Backward in place "+name, read(e, dy), wantD, tol)
+		dy := tensorOf(e, dyv, c.rows, c.ld)
+		p.Backward(dy, c.heads)
+		wantD := withRows(dyv, refRotary(rotaryRows(dyv, width, c.ld), width, c.hs, c.T, c.theta, true), width, c.ld)
+		checkNear(t, "rotary Backward "+name, read(e, dy), wantD, tol)
+		// the columns past the heads are the input's, to the bit
+		for i, v := range read(e, dy) {
+			if i%c.ld >= width && v != dyv[i] {
+				t.Fatalf("rotary Backward %s wrote column %d of a row", name, i%c.ld)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ package cpu
 import (
 	"fmt"
 	"log/slog"
+	"unsafe"
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/blas"
@@ -88,6 +89,37 @@ func (e *Engine) View(a compute.Arena, off int, shape ...int) compute.Tensor {
 		panic(fmt.Sprintf("cpu: View %v at offset %d is outside an arena of %d elements", shape, off, len(a.Host)))
 	}
 	return dense(a.Host[off:off+n:off+n], shape)
+}
+
+var _ compute.Joiner = (*Engine)(nil)
+
+// Join returns a tensor of shape over ts when they lie back to back in
+// this order (views of one arena, as ddp lays out a model's parameters)
+// and hold its elements; nil otherwise.
+func (e *Engine) Join(shape []int, ts ...compute.Tensor) compute.Tensor {
+	n := checkShape("Join", shape)
+	if len(ts) == 0 {
+		return nil
+	}
+	total := 0
+	var next unsafe.Pointer
+	for i, t := range ts {
+		d, ok := t.(*Tensor)
+		if !ok || d == nil {
+			return nil
+		}
+		s := d.Float32s()
+		if len(s) == 0 || (i > 0 && unsafe.Pointer(&s[0]) != next) {
+			return nil
+		}
+		next = unsafe.Add(unsafe.Pointer(&s[0]), 4*len(s))
+		total += len(s)
+	}
+	if total != n {
+		return nil
+	}
+	first := ts[0].(*Tensor).Float32s()
+	return dense(unsafe.Slice(&first[0], n), shape)
 }
 
 // AllocLabels returns room for n labels.

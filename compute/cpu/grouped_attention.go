@@ -28,10 +28,10 @@ func (e *Engine) GroupedCausalAttention(s compute.GroupedAttentionSpec) (compute
 
 // groupedPlan is grouped-query attention for one shape, per sequence and
 // query head as attentionPlan's: query head h reads key/value head
-// h/(Heads/KVHeads) straight out of k and v (leading dimension
-// KVHeads·hs), so a group's query heads read the same memory. Backward
-// runs a group's query heads in order: the first overwrites its key/value
-// head's gradients, the others add to them.
+// h/(Heads/KVHeads) straight out of the packed qkv (every row Width()
+// elements), so a group's query heads read the same memory. Backward runs a
+// group's query heads in order: the first overwrites its key/value head's
+// gradients, the others add to them.
 type groupedPlan struct {
 	s    compute.GroupedAttentionSpec
 	head attnHead
@@ -39,59 +39,57 @@ type groupedPlan struct {
 	att []float32
 }
 
-// check returns the memory of q and out (or their gradients), (B,T,H·hs),
-// and of k and v, (B,T,KVH·hs), and panics unless they have those sizes
-// and none overlaps another.
-func (p *groupedPlan) check(op string, q, out, k, v compute.Tensor) (qd, od, kd, vd []float32) {
+// check returns the memory of qkv (or its gradient), (B,T,Width()), and of
+// out (or its gradient), (B,T,Heads·hs), and panics unless they have those
+// sizes and do not overlap.
+func (p *groupedPlan) check(op string, qkv, out compute.Tensor) (qd, od []float32) {
 	s := p.s
-	qd, od, kd, vd = data(op, q), data(op, out), data(op, k), data(op, v)
-	qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
-	rows := s.B * s.T
+	qd, od = data(op, qkv), data(op, out)
+	w, qw, rows := s.Width(), s.Heads*s.HeadSize, s.B*s.T
 	last := func(t compute.Tensor) int { sh := t.Shape(); return sh[len(sh)-1] }
-	if len(qd) != rows*qw || last(q) != qw || len(od) != rows*qw || last(out) != qw ||
-		len(kd) != rows*kw || last(k) != kw || len(vd) != rows*kw || last(v) != kw {
-		compute.PanicShapes("cpu", op, fmt.Sprintf("want q and out (B,T,%d), k and v (B,T,%d) for B=%d T=%d", qw, kw, s.B, s.T),
-			q.Shape(), out.Shape(), k.Shape(), v.Shape())
+	if len(qd) != rows*w || last(qkv) != w || len(od) != rows*qw || last(out) != qw {
+		compute.PanicShapes("cpu", op, fmt.Sprintf("want qkv (B,T,%d) and out (B,T,%d) for B=%d T=%d", w, qw, s.B, s.T),
+			qkv.Shape(), out.Shape())
 	}
-	if anyOverlap(od, qd, kd, vd) || anyOverlap(qd, kd, vd) || overlap(kd, vd) {
-		compute.PanicShapes("cpu", op, "the tensors overlap", q.Shape(), out.Shape(), k.Shape(), v.Shape())
+	if overlap(qd, od) {
+		compute.PanicShapes("cpu", op, "the tensors overlap", qkv.Shape(), out.Shape())
 	}
-	return qd, od, kd, vd
+	return qd, od
 }
 
-// Forward computes out from q, k and v and keeps the probabilities.
-func (p *groupedPlan) Forward(out, q, k, v compute.Tensor) {
-	qd, od, kd, vd := p.check("grouped attention Forward", q, out, k, v)
+// Forward computes out from qkv and keeps the probabilities.
+func (p *groupedPlan) Forward(out, qkv compute.Tensor) {
+	qd, od := p.check("grouped attention Forward", qkv, out)
 	T, H, hs := p.s.T, p.s.Heads, p.s.HeadSize
-	ldq, ldkv := H*hs, p.s.KVHeads*hs
+	ld, ldo, ko, vo := p.s.Width(), H*hs, H*hs, (H+p.s.KVHeads)*hs
 	for b := 0; b < p.s.B; b++ {
 		for h := 0; h < H; h++ {
 			j := p.s.KVHead(h)
 			att := p.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
-			p.head.forward(att, qd[b*T*ldq+h*hs:], ldq, kd[b*T*ldkv+j*hs:], vd[b*T*ldkv+j*hs:], ldkv, od[b*T*ldq+h*hs:], ldq)
+			row := b * T * ld
+			p.head.forward(att, qd[row+h*hs:], ld, qd[row+ko+j*hs:], qd[row+vo+j*hs:], ld, od[b*T*ldo+h*hs:], ldo)
 		}
 	}
 }
 
-// Backward writes dq, dk and dv from dout, using the probabilities of the
-// last Forward (which must have run on these q, k, v).
-func (p *groupedPlan) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
+// Backward writes dqkv from dout, using the probabilities of the last
+// Forward (which must have run on this qkv).
+func (p *groupedPlan) Backward(dqkv, dout, qkv compute.Tensor) {
 	const op = "grouped attention Backward"
-	qd, dod, kd, vd := p.check(op, q, dout, k, v)
-	dqd, _, dkd, dvd := p.check(op, dq, dout, dk, dv)
-	for _, d := range [][]float32{dqd, dkd, dvd} {
-		if anyOverlap(d, qd, kd, vd) {
-			compute.PanicShapes("cpu", op, "a gradient overlaps q, k or v", dq.Shape(), dk.Shape(), dv.Shape())
-		}
+	qd, dod := p.check(op, qkv, dout)
+	dqd, _ := p.check(op, dqkv, dout)
+	if overlap(dqd, qd) {
+		compute.PanicShapes("cpu", op, "dqkv overlaps qkv", dqkv.Shape(), qkv.Shape())
 	}
 	T, H, hs := p.s.T, p.s.Heads, p.s.HeadSize
-	ldq, ldkv := H*hs, p.s.KVHeads*hs
+	ld, ldo, ko, vo := p.s.Width(), H*hs, H*hs, (H+p.s.KVHeads)*hs
 	for b := 0; b < p.s.B; b++ {
 		for h := 0; h < H; h++ {
 			j := p.s.KVHead(h)
-			qo, ko := b*T*ldq+h*hs, b*T*ldkv+j*hs
+			row, qo, kvo := b*T*ld, h*hs, j*hs
 			att := p.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
-			p.head.backward(att, qd[qo:], ldq, kd[ko:], vd[ko:], ldkv, dod[qo:], ldq, dqd[qo:], dkd[ko:], dvd[ko:], p.s.FirstOfGroup(h))
+			p.head.backward(att, qd[row+qo:], ld, qd[row+ko+kvo:], qd[row+vo+kvo:], ld, dod[b*T*ldo+h*hs:], ldo,
+				dqd[row+qo:], dqd[row+ko+kvo:], dqd[row+vo+kvo:], p.s.FirstOfGroup(h))
 		}
 	}
 }

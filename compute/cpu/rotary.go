@@ -28,22 +28,28 @@ type rotaryPlan struct {
 	cos, sin []float32
 }
 
-// run rotates x into y (inverse: the other way) after checking them.
-func (p *rotaryPlan) run(op string, y, x compute.Tensor, inverse bool) {
-	yd, xd := data(op, y), data(op, x)
-	xs := x.Shape()
-	width := xs[len(xs)-1]
-	if len(yd) != len(xd) || width%p.s.HeadSize != 0 || (len(xd)/width)%p.s.T != 0 {
-		compute.PanicShapes("cpu", op, fmt.Sprintf("want x (R, n·%d) with R a multiple of %d positions and y of its size", p.s.HeadSize, p.s.T), xs, y.Shape())
-	}
-	if &yd[0] != &xd[0] && overlap(yd, xd) {
-		compute.PanicShapes("cpu", op, "the tensors overlap without being the same", xs, y.Shape())
-	}
-	hostloops.Rotate(yd, xd, p.cos, p.sin, len(xd)/width, width, p.s.HeadSize, p.s.T, inverse)
+// run rotates the first heads of every row of x in place (inverse: the
+// other way) after checking them.
+func (p *rotaryPlan) run(op string, x compute.Tensor, heads int, inverse bool) {
+	xd := data(op, x)
+	ld, width := rotaryRows(op, p.s, x.Shape(), heads)
+	hostloops.Rotate(xd, xd, p.cos, p.sin, len(xd)/ld, width, ld, p.s.HeadSize, p.s.T, inverse)
 }
 
-// Forward sets y to x rotated; y may be x.
-func (p *rotaryPlan) Forward(y, x compute.Tensor) { p.run("rotary Forward", y, x, false) }
+// rotaryRows checks a rotation of the first heads of the rows of a tensor
+// of shape xs and returns its row length ld and the columns it turns.
+func rotaryRows(op string, s compute.RotarySpec, xs compute.Shape, heads int) (ld, width int) {
+	ld, width = xs[len(xs)-1], heads*s.HeadSize
+	if heads < 1 || width > ld || (xs.Size()/ld)%s.T != 0 {
+		compute.PanicShapes("cpu", op, fmt.Sprintf("want x (R, W) with R a multiple of %d positions and W at least %d heads of %d", s.T, heads, s.HeadSize), xs)
+	}
+	return ld, width
+}
 
-// Backward sets dx to dy rotated back; dx may be dy.
-func (p *rotaryPlan) Backward(dx, dy compute.Tensor) { p.run("rotary Backward", dx, dy, true) }
+// Forward rotates the first heads of every row of x in place.
+func (p *rotaryPlan) Forward(x compute.Tensor, heads int) { p.run("rotary Forward", x, heads, false) }
+
+// Backward rotates the first heads of every row of dx back, in place.
+func (p *rotaryPlan) Backward(dx compute.Tensor, heads int) {
+	p.run("rotary Backward", dx, heads, true)
+}

@@ -95,31 +95,33 @@ func (p *flashAttention) Backward(dqkv, dout, qkv compute.Tensor) {
 }
 
 // flashGrouped is GroupedCausalAttention's fp32 plan at a head size up to
-// 64: flashF32 on q (B,T,Heads·hs) and k, v (B,T,KVHeads·hs), a key/value
-// head's dK and dV summed over its group's query heads in the kernel.
+// 64: flashF32 on packed qkv (B,T,Width()), keys Heads·hs and values
+// (Heads+KVHeads)·hs elements past the queries, rows Width() apart, a
+// key/value head's dK and dV summed over its group's query heads in the
+// kernel.
 type flashGrouped struct {
 	flashF32
 	s compute.GroupedAttentionSpec
 }
 
-// Forward computes out from q, k and v, keeping lse and out.
-func (p *flashGrouped) Forward(out, q, k, v compute.Tensor) {
+// Forward computes out from qkv, keeping lse and out.
+func (p *flashGrouped) Forward(out, qkv compute.Tensor) {
 	const op = "grouped attention Forward"
-	qd, od, kd, vd := p.e.groupedTensors(op, p.s, compute.F32, q, out, k, v)
-	p.forward(op, od, qd.ptr, kd.ptr, vd.ptr, p.nh*p.hs, p.kvh*p.hs)
+	qd, od := p.e.groupedTensors(op, p.s, compute.F32, qkv, out)
+	q, w, ko, vo := qd.ptr, p.s.Width(), p.nh*p.hs, (p.nh+p.kvh)*p.hs
+	p.forward(op, od, q, at(q, ko), at(q, vo), w, w)
 }
 
-// Backward writes dq, dk and dv from dout, the forward's q, k, v and the
-// out and lse it kept.
-func (p *flashGrouped) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
+// Backward writes dqkv from dout, the forward's qkv and the out and lse it
+// kept.
+func (p *flashGrouped) Backward(dqkv, dout, qkv compute.Tensor) {
 	const op = "grouped attention Backward"
-	qd, dod, kd, vd := p.e.groupedTensors(op, p.s, compute.F32, q, dout, k, v)
-	dqd, _, dkd, dvd := p.e.groupedTensors(op, p.s, compute.F32, dq, dout, dk, dv)
+	qd, dod := p.e.groupedTensors(op, p.s, compute.F32, qkv, dout)
+	dqd, _ := p.e.groupedTensors(op, p.s, compute.F32, dqkv, dout)
 	out := p.forwardOut(op)
-	for _, d := range [...]*Tensor{dqd, dkd, dvd} {
-		if anyOverlap(d, qd, kd, vd, out) {
-			compute.PanicShapes("cuda", op, "a gradient overlaps q, k, v or out", dqd.shape, dkd.shape, dvd.shape)
-		}
+	if anyOverlap(dqd, qd, out) {
+		compute.PanicShapes("cuda", op, "dqkv overlaps qkv or out", dqd.shape, qd.shape, out.shape)
 	}
-	p.backward(op, dqd.ptr, dkd.ptr, dvd.ptr, dod.ptr, qd.ptr, kd.ptr, vd.ptr, p.nh*p.hs, p.kvh*p.hs)
+	q, d, w, ko, vo := qd.ptr, dqd.ptr, p.s.Width(), p.nh*p.hs, (p.nh+p.kvh)*p.hs
+	p.backward(op, d, at(d, ko), at(d, vo), dod.ptr, q, at(q, ko), at(q, vo), w, w)
 }

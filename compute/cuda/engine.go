@@ -223,6 +223,35 @@ func (e *Engine) View(a compute.Arena, off int, shape ...int) compute.Tensor {
 	return &Tensor{e: e, ptr: a.Dev + 4*uintptr(off), shape: append([]int(nil), shape...), size: n}
 }
 
+var _ compute.Joiner = (*Engine)(nil)
+
+// Join returns a tensor of shape over ts when they are this engine's, of
+// one element type, back to back in this order in device memory and hold
+// its elements (views of one arena, or of the bf16 copy of its weights,
+// which keeps their order); nil otherwise.
+func (e *Engine) Join(shape []int, ts ...compute.Tensor) compute.Tensor {
+	n := checkShape("Join", shape)
+	if len(ts) == 0 {
+		return nil
+	}
+	var first *Tensor
+	total, next := 0, uintptr(0)
+	for i, t := range ts {
+		d, ok := t.(*Tensor)
+		if !ok || d == nil || d.e != e || (i > 0 && (d.dtype != first.dtype || d.ptr != next)) {
+			return nil
+		}
+		if i == 0 {
+			first = d
+		}
+		next, total = d.ptr+uintptr(d.bytes()), total+d.size
+	}
+	if total != n {
+		return nil
+	}
+	return &Tensor{e: e, ptr: first.ptr, shape: append([]int(nil), shape...), size: n, dtype: first.dtype}
+}
+
 // AllocLabels returns room for n labels in device memory, all 0 (as the
 // CPU engine's).
 func (e *Engine) AllocLabels(n int) compute.Labels {

@@ -6,8 +6,8 @@ import (
 )
 
 // groupedBF16 is grouped-query causal attention in bf16
-// (GroupedAttentionSpec.DType BF16): the GPT's flash attention on three
-// tensors (sdc_grouped_attention_bf16 and its backward with SDC_ATTN_AUTO:
+// (GroupedAttentionSpec.DType BF16): the GPT's flash attention on packed
+// qkv (sdc_grouped_attention_bf16 and its backward with SDC_ATTN_AUTO:
 // cuDNN's fused attention where the library has it and its plans build at
 // the shape, unless SYMDDP_ATTENTION asks for ours; else our mma.sync
 // kernels at a head size of 64 and a context that is a multiple of 128,
@@ -53,35 +53,28 @@ func (e *Engine) groupedBF16Plan(s compute.GroupedAttentionSpec) (compute.Groupe
 // Path says which kernels run.
 func (p *groupedBF16) Path() string { return p.path }
 
-// check is groupedTensors of bf16 tensors.
-func (p *groupedBF16) check(op string, q, out, k, v compute.Tensor) (qd, od, kd, vd *Tensor) {
-	return p.e.groupedTensors(op, p.s, compute.BF16, q, out, k, v)
-}
-
-// Forward computes out from q, k and v, keeping lse and out.
-func (p *groupedBF16) Forward(out, q, k, v compute.Tensor) {
+// Forward computes out from qkv, keeping lse and out.
+func (p *groupedBF16) Forward(out, qkv compute.Tensor) {
 	const op = "bf16 grouped attention Forward"
-	qd, od, kd, vd := p.check(op, q, out, k, v)
+	qd, od := p.e.groupedTensors(op, p.s, compute.BF16, qkv, out)
 	s, e := p.s, p.e
 	p.out = od
-	e.fail(op, e.dev.GroupedAttentionBF16(cudalib.AttentionAuto, od.ptr, p.lse.ptr, qd.ptr, kd.ptr, vd.ptr, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize))
+	e.fail(op, e.dev.GroupedAttentionBF16(cudalib.AttentionAuto, od.ptr, p.lse.ptr, qd.ptr, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize))
 }
 
-// Backward writes dq, dk and dv from dout, the forward's q, k, v and the
-// out and lse it kept.
-func (p *groupedBF16) Backward(dq, dk, dv, dout, q, k, v compute.Tensor) {
+// Backward writes dqkv from dout, the forward's qkv and the out and lse it
+// kept.
+func (p *groupedBF16) Backward(dqkv, dout, qkv compute.Tensor) {
 	const op = "bf16 grouped attention Backward"
 	if p.out == nil {
 		panic("cuda: " + op + " before Forward")
 	}
-	qd, dod, kd, vd := p.check(op, q, dout, k, v)
-	dqd, _, dkd, dvd := p.check(op, dq, dout, dk, dv)
-	for _, d := range [...]*Tensor{dqd, dkd, dvd} {
-		if anyOverlap(d, qd, kd, vd, p.out) {
-			compute.PanicShapes("cuda", op, "a gradient overlaps q, k, v or out", dqd.shape, dkd.shape, dvd.shape)
-		}
+	qd, dod := p.e.groupedTensors(op, p.s, compute.BF16, qkv, dout)
+	dqd, _ := p.e.groupedTensors(op, p.s, compute.BF16, dqkv, dout)
+	if anyOverlap(dqd, qd, p.out) {
+		compute.PanicShapes("cuda", op, "dqkv overlaps qkv or out", dqd.shape, qd.shape)
 	}
 	s, e := p.s, p.e
-	e.fail(op, e.dev.GroupedAttentionBackwardBF16(cudalib.AttentionAuto, dqd.ptr, dkd.ptr, dvd.ptr, dod.ptr, qd.ptr, kd.ptr, vd.ptr,
+	e.fail(op, e.dev.GroupedAttentionBackwardBF16(cudalib.AttentionAuto, dqd.ptr, dod.ptr, qd.ptr,
 		p.out.ptr, p.lse.ptr, s.B, s.T, s.Heads, s.KVHeads, s.HeadSize, e.bf.att.ptr))
 }

@@ -66,22 +66,21 @@ func llamaBF16Cases() []llamaBF16Case {
 			}})
 	}
 	for _, r := range []struct {
-		rows, width, hs, T int
-		theta              float64
-	}{{6, 8, 8, 3, 10000}, {4 * 33, 24, 6, 33, 10}, {2 * 128, 64, 64, 128, 5e5}} {
+		rows, heads, ld, hs, T int
+		theta                  float64
+	}{{6, 1, 8, 8, 3, 10000}, {4 * 33, 4, 24, 6, 33, 10}, {2 * 128, 1, 64, 64, 128, 5e5},
+		{2 * 128, 3, 320, 64, 128, 5e5}, {3 * 5, 2, 14, 6, 5, 10}} {
 		cs = append(cs, llamaBF16Case{fmt.Sprintf("rotary %+v", r),
 			func(b *bf16Engine, vals func(int, float64) []float32) (func(), []compute.Tensor) {
 				e := b.e
 				p, err := e.RotaryEmbedding(compute.RotarySpec{T: r.T, HeadSize: r.hs, Theta: r.theta})
 				require.NoError(b.t, err)
-				x, dy := vals(r.rows*r.width, 2), vals(r.rows*r.width, 1)
-				bx, y, inPlace := b.bf(x, r.rows, r.width), e.AllocBF16(r.rows, r.width), b.bf(x, r.rows, r.width)
-				bdy, dx := b.bf(dy, r.rows, r.width), e.AllocBF16(r.rows, r.width)
+				x, dy := vals(r.rows*r.ld, 2), vals(r.rows*r.ld, 1)
+				bx, bdy := b.bf(x, r.rows, r.ld), b.bf(dy, r.rows, r.ld)
 				return func() {
-					p.Forward(y, bx)
-					p.Forward(inPlace, inPlace)
-					p.Backward(dx, bdy)
-				}, []compute.Tensor{y, inPlace, dx}
+					p.Forward(bx, r.heads)
+					p.Backward(bdy, r.heads)
+				}, []compute.Tensor{bx, bdy}
 			}})
 	}
 	return cs
@@ -141,18 +140,23 @@ func testBF16LlamaOps(t *testing.T, e *cuda.Engine) {
 	}
 	for _, r := range []compute.RotarySpec{{T: 3, HeadSize: 8, Theta: 1e4}, {T: 33, HeadSize: 6, Theta: 10}, {T: 128, HeadSize: 64, Theta: 5e5}} {
 		what := fmt.Sprintf("rotary %+v", r)
-		rows, width := 2*r.T, 4*r.HeadSize
+		rows, ld, heads := 2*r.T, 5*r.HeadSize, 3 // three heads of five rotated, as a packed qkv's queries and keys
 		p, err := e.RotaryEmbedding(r)
 		require.NoError(t, err)
-		x := b.vals(rows*width, 2)
-		fy, fx := e.Alloc(rows, width), e.Alloc(rows, width)
-		p.Forward(fy, b.f32(x, rows, width))
-		p.Backward(fx, b.f32(x, rows, width))
-		y, dx := b.bf(x, rows, width), e.AllocBF16(rows, width)
-		p.Backward(dx, y)
-		p.Forward(y, y)
+		x := b.vals(rows*ld, 2)
+		fy, fx := b.f32(x, rows, ld), b.f32(x, rows, ld)
+		p.Forward(fy, heads)
+		p.Backward(fx, heads)
+		y, dx := b.bf(x, rows, ld), b.bf(x, rows, ld)
+		p.Backward(dx, heads)
+		p.Forward(y, heads)
 		b.near(what+": forward", b.read(y), b.read(fy), 1e-2)
 		b.near(what+": backward", b.read(dx), b.read(fx), 1e-2)
+		for i, v := range b.read(y) {
+			if i%ld >= heads*r.HeadSize && v != x[i] {
+				t.Fatalf("%s: column %d of a row past the rotated heads changed", what, i%ld)
+			}
+		}
 	}
 	require.NoError(t, e.Sync())
 }
@@ -210,7 +214,7 @@ func TestBF16GroupedAttentionGPU(t *testing.T) { testBF16GroupedAttention(t, gpu
 // The bf16 grouped plan against the fp32 one on the same values (both
 // kernel families: wmma at head size 32, mma.sync at 64 over 128
 // positions; groups of 1, 2 and 4 query heads); and with KVHeads = Heads
-// it is the GPT's bf16 attention with q, k and v apart: the same kernels
+// it is the GPT's bf16 attention on the same packed qkv: the same kernels
 // on the same numbers, so the same bits as the packed plan. The packed plan
 // must then run our kernels too, as must the grouped one: on a GPU whose
 // library has cuDNN both would take cuDNN's fused attention, so
@@ -232,29 +236,18 @@ func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
 		require.NoError(t, err)
 		require.Contains(t, p.(interface{ Path() string }).Path(), "grouped flash attention")
 		run := checkGroupedBF16(t, b, s, p)
-		q, k, v, dout, o, dq, dk, dv := run.q, run.k, run.v, run.dout, run.out, run.dq, run.dk, run.dv
 		if s.KVHeads != s.Heads {
 			continue
 		}
-		// the packed plan on (q | k | v) side by side per row
-		packed := make([]float32, 0, n*3*qw)
-		for r := range n {
-			packed = append(append(append(packed, q[r*qw:(r+1)*qw]...), k[r*qw:(r+1)*qw]...), v[r*qw:(r+1)*qw]...)
-		}
+		// with a key/value head a query head, the packed layout is GPT-2's
 		mh, err := e.CausalAttention(compute.AttentionSpec{B: s.B, T: s.T, C: qw, Heads: s.Heads, DType: compute.BF16})
 		require.NoError(t, err)
 		require.NotContains(t, mh.(interface{ Path() string }).Path(), "cuDNN", "SYMDDP_ATTENTION=own")
-		bqkv, po, pd := b.bf(packed, n, 3*qw), e.AllocBF16(n, qw), e.AllocBF16(n, 3*qw)
+		bqkv, po, pd := b.bf(run.qkv, n, 3*qw), e.AllocBF16(n, qw), e.AllocBF16(n, 3*qw)
 		mh.Forward(po, bqkv)
-		mh.Backward(pd, b.bf(dout, n, qw), bqkv)
-		requireSameBits(t, what+": out against the packed plan", b.read(o), b.read(po))
-		pdv := b.read(pd)
-		var dqkv []float32
-		gq, gk, gv := b.read(dq), b.read(dk), b.read(dv)
-		for r := range n {
-			dqkv = append(append(append(dqkv, gq[r*qw:(r+1)*qw]...), gk[r*qw:(r+1)*qw]...), gv[r*qw:(r+1)*qw]...)
-		}
-		requireSameBits(t, what+": dq, dk, dv against the packed plan's dqkv", dqkv, pdv)
+		mh.Backward(pd, b.bf(run.dout, n, qw), bqkv)
+		requireSameBits(t, what+": out against the packed plan", b.read(run.out), b.read(po))
+		requireSameBits(t, what+": dqkv against the packed plan's", b.read(run.dqkv), b.read(pd))
 	}
 	require.NoError(t, e.Sync())
 }
@@ -262,34 +255,31 @@ func testBF16GroupedAttention(t *testing.T, e *cuda.Engine) {
 // groupedRun is what checkGroupedBF16 ran: the values, the bf16 plan's
 // outputs, and its backward again on the same tensors.
 type groupedRun struct {
-	q, k, v, dout   []float32
-	out, dq, dk, dv compute.Tensor
-	backward        func()
+	qkv, dout []float32
+	out, dqkv compute.Tensor
+	backward  func()
 }
 
 // checkGroupedBF16 runs the bf16 plan p of s (an fp32 spec) forward and
-// backward on fresh bf16-exact values and checks out, dq, dk and dv against
-// the engine's fp32 plan on the same values, within bf16's rounding.
+// backward on fresh bf16-exact values and checks out and dqkv against the
+// engine's fp32 plan on the same values, within bf16's rounding.
 func checkGroupedBF16(t *testing.T, b *bf16Engine, s compute.GroupedAttentionSpec, p compute.GroupedAttentionPlan) groupedRun {
 	t.Helper()
 	e, what := b.e, fmt.Sprintf("%+v", s)
-	n, qw, kw := s.B*s.T, s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
-	r := groupedRun{q: b.vals(n*qw, 1), k: b.vals(n*kw, 1), v: b.vals(n*kw, 1), dout: b.vals(n*qw, 1)}
+	n, qw, w := s.B*s.T, s.Heads*s.HeadSize, s.Width()
+	r := groupedRun{qkv: b.vals(n*w, 1), dout: b.vals(n*qw, 1)}
 	f32, err := e.GroupedCausalAttention(s)
 	require.NoError(t, err)
-	fo, fdq, fdk, fdv := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, kw), e.Alloc(s.B, s.T, kw)
-	fq, fk, fv := b.f32(r.q, s.B, s.T, qw), b.f32(r.k, s.B, s.T, kw), b.f32(r.v, s.B, s.T, kw)
-	f32.Forward(fo, fq, fk, fv)
-	f32.Backward(fdq, fdk, fdv, b.f32(r.dout, s.B, s.T, qw), fq, fk, fv)
-	bq, bk, bv, bdo := b.bf(r.q, s.B, s.T, qw), b.bf(r.k, s.B, s.T, kw), b.bf(r.v, s.B, s.T, kw), b.bf(r.dout, s.B, s.T, qw)
-	r.out, r.dq, r.dk, r.dv = e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, kw), e.AllocBF16(s.B, s.T, kw)
-	r.backward = func() { p.Backward(r.dq, r.dk, r.dv, bdo, bq, bk, bv) }
-	p.Forward(r.out, bq, bk, bv)
+	fo, fd, fq := e.Alloc(s.B, s.T, qw), e.Alloc(s.B, s.T, w), b.f32(r.qkv, s.B, s.T, w)
+	f32.Forward(fo, fq)
+	f32.Backward(fd, b.f32(r.dout, s.B, s.T, qw), fq)
+	bq, bdo := b.bf(r.qkv, s.B, s.T, w), b.bf(r.dout, s.B, s.T, qw)
+	r.out, r.dqkv = e.AllocBF16(s.B, s.T, qw), e.AllocBF16(s.B, s.T, w)
+	r.backward = func() { p.Backward(r.dqkv, bdo, bq) }
+	p.Forward(r.out, bq)
 	r.backward()
 	b.near(what+": out", b.read(r.out), b.read(fo), 1e-2)
-	b.near(what+": dq", b.read(r.dq), b.read(fdq), 3e-2)
-	b.near(what+": dk", b.read(r.dk), b.read(fdk), 3e-2)
-	b.near(what+": dv", b.read(r.dv), b.read(fdv), 3e-2)
+	b.near(what+": dqkv", b.read(r.dqkv), b.read(fd), 3e-2)
 	return r
 }
 
@@ -351,8 +341,8 @@ func TestBF16GroupedAttentionPath(t *testing.T) {
 // On a GPU whose library has cuDNN: cuDNN's grouped attention (its graphs
 // reading K and V with their KVH heads, dK and dV reduced over each group)
 // against the fp32 plan on the same values, within bf16's rounding, at
-// Llama's head size and at 32, groups of 2 and 4 (and 1: multi-head with
-// q, k, v apart); its backward's bits repeat from call to call (the det
+// Llama's head size and at 32, groups of 2 and 4 (and 1: multi-head on
+// GPT-2's packed layout); its backward's bits repeat from call to call (the det
 // form). Skips where the library has no cuDNN.
 func TestBF16GroupedAttentionCUDNNGPU(t *testing.T) {
 	e := gpuEngine(t)
@@ -373,11 +363,9 @@ func TestBF16GroupedAttentionCUDNNGPU(t *testing.T) {
 			t.Skipf("%s: %s: no cuDNN plan for grouped attention in this library (built without cuDNN, or cuDNN refused the graph: SYMDDP_CUDNN_LOG=1 says why)", what, path)
 		}
 		r := checkGroupedBF16(t, b, s, p)
-		first := [][]float32{b.read(r.dq), b.read(r.dk), b.read(r.dv)}
+		first := b.read(r.dqkv)
 		r.backward()
-		for i, again := range [][]float32{b.read(r.dq), b.read(r.dk), b.read(r.dv)} {
-			requireSameBits(t, fmt.Sprintf("%s: gradient %d, second backward against the first", what, i), again, first[i])
-		}
+		requireSameBits(t, what+": dqkv, second backward against the first", b.read(r.dqkv), first)
 	}
 	require.NoError(t, e.Sync())
 }

@@ -66,8 +66,9 @@ func testSwiGLUMatchesCPU(t *testing.T, e *cuda.Engine) {
 }
 
 // The rotation does hostloops' float32 operations over the CPU engine's
-// table: the same bits, eager and replayed, forward and backward, in place
-// and not, for one and several heads, an odd half head and T = 1.
+// table: the same bits, eager and replayed, forward and backward, for one
+// and several heads, rows wider than the heads turned (a packed qkv's),
+// an odd half head and T = 1.
 func TestRotaryMatchesCPUGPU(t *testing.T) { testRotaryMatchesCPU(t, gpuEngine(t)) }
 func TestRotaryMatchesCPUEmulated(t *testing.T) {
 	testRotaryMatchesCPU(t, cudatest.NewEmulated(cuda.Options{}))
@@ -75,30 +76,27 @@ func TestRotaryMatchesCPUEmulated(t *testing.T) {
 
 func testRotaryMatchesCPU(t *testing.T, e *cuda.Engine) {
 	for _, c := range []struct {
-		rows, width, hs, T int
-		theta              float64
+		rows, heads, ld, hs, T int
+		theta                  float64
 	}{
-		{1, 2, 2, 1, 10000},
-		{6, 8, 8, 3, 10000},
-		{2 * 70, 48, 16, 70, 5e5},
-		{4 * 33, 24, 6, 33, 10},
-		{2 * 128, 64, 64, 128, 5e5},
+		{1, 1, 2, 2, 1, 10000},
+		{6, 1, 8, 8, 3, 10000},
+		{2 * 70, 3, 48, 16, 70, 5e5},
+		{4 * 33, 4, 24, 6, 33, 10},
+		{2 * 128, 1, 64, 64, 128, 5e5},
+		{2 * 128, 16, 1280, 64, 128, 5e5}, // llama-124m's packed qkv: 12 query and 4 key heads of 20
+		{3 * 5, 2, 14, 6, 5, 10},          // rows of an odd stride
 	} {
 		sameBitsAsCPU(t, e, fmt.Sprintf("rotary %+v", c), func(en compute.Engine) (func(), []compute.Tensor) {
 			p, err := en.(compute.Rotary).RotaryEmbedding(compute.RotarySpec{T: c.T, HeadSize: c.hs, Theta: c.theta})
 			if err != nil {
 				t.Fatal(err)
 			}
-			x, y := filled(en, 1, 2, 0, c.rows, c.width), filled(en, 0, 0, 0, c.rows, c.width)
-			inPlace := filled(en, 1, 2, 0, c.rows, c.width)
-			dy, dx := filled(en, 2, 1, 0, c.rows, c.width), filled(en, 0, 0, 0, c.rows, c.width)
-			dyInPlace := filled(en, 2, 1, 0, c.rows, c.width)
+			x, dy := filled(en, 1, 2, 0, c.rows, c.ld), filled(en, 2, 1, 0, c.rows, c.ld)
 			return func() {
-				p.Forward(y, x)
-				p.Forward(inPlace, inPlace)
-				p.Backward(dx, dy)
-				p.Backward(dyInPlace, dyInPlace)
-			}, []compute.Tensor{y, inPlace, dx, dyInPlace}
+				p.Forward(x, c.heads)
+				p.Backward(dy, c.heads)
+			}, []compute.Tensor{x, dy}
 		})
 	}
 }
@@ -122,23 +120,21 @@ func testGroupedAttentionRepeats(t *testing.T, e *cuda.Engine) {
 		{B: 2, T: 20, Heads: 4, KVHeads: 2, HeadSize: 72},
 		{B: 3, T: 9, Heads: 4, KVHeads: 1, HeadSize: 65},
 	} {
-		qw, kw := s.Heads*s.HeadSize, s.KVHeads*s.HeadSize
+		qw, w := s.Heads*s.HeadSize, s.Width()
 		var want [][]float32
 		for i, graph := range []bool{false, false, true} {
 			p, err := e.GroupedCausalAttention(s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, k, v := filled(e, 1, 1, 0, s.B, s.T, qw), filled(e, 2, 1, 0, s.B, s.T, kw), filled(e, 3, 1, 0, s.B, s.T, kw)
-			dout := filled(e, 4, 1, 0, s.B, s.T, qw)
-			out, dq := filled(e, 0, 0, 0, s.B, s.T, qw), filled(e, 0, 0, 0, s.B, s.T, qw)
-			dk, dv := filled(e, 0, 0, 0, s.B, s.T, kw), filled(e, 0, 0, 0, s.B, s.T, kw)
+			qkv, dout := filled(e, 1, 1, 0, s.B, s.T, w), filled(e, 4, 1, 0, s.B, s.T, qw)
+			out, dqkv := filled(e, 0, 0, 0, s.B, s.T, qw), filled(e, 0, 0, 0, s.B, s.T, w)
 			runOn(t, e, graph, func() {
-				p.Forward(out, q, k, v)
-				p.Backward(dq, dk, dv, dout, q, k, v)
+				p.Forward(out, qkv)
+				p.Backward(dqkv, dout, qkv)
 			})
-			got := make([][]float32, 4)
-			for j, o := range []compute.Tensor{out, dq, dk, dv} {
+			got := make([][]float32, 2)
+			for j, o := range []compute.Tensor{out, dqkv} {
 				got[j] = make([]float32, o.Size())
 				e.ReadTensor(got[j], o)
 			}

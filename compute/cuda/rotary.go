@@ -46,24 +46,22 @@ type rotaryPlan struct {
 	cos, sin *Tensor
 }
 
-// run rotates x into y (inverse: the other way) after checking them: fp32
-// or bf16 tensors (both of one type; the table is fp32 either way).
-func (p *rotaryPlan) run(op string, y, x compute.Tensor, inverse bool) {
+// run rotates the first heads of every row of x in place (inverse: the
+// other way) after checking it: fp32 or bf16 (the table is fp32 either way).
+func (p *rotaryPlan) run(op string, x compute.Tensor, heads int, inverse bool) {
 	e := p.e
-	dt := x.DType()
-	yd, xd := e.typedOf(op, y, dt), e.typedOf(op, x, dt)
-	width := xd.shape[len(xd.shape)-1]
-	if yd.size != xd.size || width%p.s.HeadSize != 0 || (xd.size/width)%p.s.T != 0 {
-		compute.PanicShapes("cuda", op, fmt.Sprintf("want x (R, n·%d) with R a multiple of %d positions and y of its size", p.s.HeadSize, p.s.T), xd.shape, yd.shape)
+	xd := e.typedOf(op, x, x.DType())
+	ld, width := xd.shape[len(xd.shape)-1], heads*p.s.HeadSize
+	if heads < 1 || width > ld || (xd.size/ld)%p.s.T != 0 {
+		compute.PanicShapes("cuda", op, fmt.Sprintf("want x (R, W) with R a multiple of %d positions and W at least %d heads of %d", p.s.T, heads, p.s.HeadSize), xd.shape)
 	}
-	if yd.ptr != xd.ptr && overlap(yd, xd) {
-		compute.PanicShapes("cuda", op, "the tensors overlap without being the same", xd.shape, yd.shape)
-	}
-	e.fail(op, e.dev.Rotate(libDType(dt), yd.ptr, xd.ptr, p.cos.ptr, p.sin.ptr, xd.size/width, width, p.s.HeadSize, p.s.T, inverse))
+	e.fail(op, e.dev.Rotate(libDType(xd.dtype), xd.ptr, xd.ptr, p.cos.ptr, p.sin.ptr, xd.size/ld, width, ld, p.s.HeadSize, p.s.T, inverse))
 }
 
-// Forward sets y to x rotated; y may be x.
-func (p *rotaryPlan) Forward(y, x compute.Tensor) { p.run("rotary Forward", y, x, false) }
+// Forward rotates the first heads of every row of x in place.
+func (p *rotaryPlan) Forward(x compute.Tensor, heads int) { p.run("rotary Forward", x, heads, false) }
 
-// Backward sets dx to dy rotated back; dx may be dy.
-func (p *rotaryPlan) Backward(dx, dy compute.Tensor) { p.run("rotary Backward", dx, dy, true) }
+// Backward rotates the first heads of every row of dx back, in place.
+func (p *rotaryPlan) Backward(dx compute.Tensor, heads int) {
+	p.run("rotary Backward", dx, heads, true)
+}

@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 23
+	ComputeABIVersion = 24
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -132,9 +132,9 @@ type Device interface {
 	// AttentionBF16Supported: sdc_attention_bf16_supported.
 	AttentionBF16Supported(impl AttentionImpl, b int, t int, cArg int, nh int) (bool, error)
 	// GroupedAttentionBF16: sdc_grouped_attention_bf16.
-	GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) error
+	GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, qkv uintptr, b int, t int, nh int, kvh int, hs int) error
 	// GroupedAttentionBackwardBF16: sdc_grouped_attention_backward_bf16.
-	GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error
+	GroupedAttentionBackwardBF16(impl AttentionImpl, dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error
 	// GroupedAttentionBackwardBF16ScratchBytes: sdc_grouped_attention_backward_bf16_scratch_bytes.
 	GroupedAttentionBackwardBF16ScratchBytes(impl AttentionImpl, b int, t int, nh int, kvh int, hs int) (int, error)
 	// GroupedAttentionBF16Supported: sdc_grouped_attention_bf16_supported.
@@ -152,7 +152,7 @@ type Device interface {
 	// SwiGLUBackward: sdc_swiglu_backward.
 	SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error
 	// Rotate: sdc_rotate.
-	Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error
+	Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, ld int, hs int, t int, inverse bool) error
 	// CastBF16: sdc_cast_bf16.
 	CastBF16(dst uintptr, src uintptr, n int) error
 	// CastBF16Unless: sdc_cast_bf16_unless.
@@ -435,12 +435,12 @@ func (UnemulatedDevice) AttentionBF16Supported(impl AttentionImpl, b int, t int,
 }
 
 // GroupedAttentionBF16 fails: sdc_grouped_attention_bf16 is not emulated.
-func (UnemulatedDevice) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) error {
+func (UnemulatedDevice) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, qkv uintptr, b int, t int, nh int, kvh int, hs int) error {
 	return notEmulated("sdc_grouped_attention_bf16")
 }
 
 // GroupedAttentionBackwardBF16 fails: sdc_grouped_attention_backward_bf16 is not emulated.
-func (UnemulatedDevice) GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error {
+func (UnemulatedDevice) GroupedAttentionBackwardBF16(impl AttentionImpl, dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error {
 	return notEmulated("sdc_grouped_attention_backward_bf16")
 }
 
@@ -485,7 +485,7 @@ func (UnemulatedDevice) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy u
 }
 
 // Rotate fails: sdc_rotate is not emulated.
-func (UnemulatedDevice) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
+func (UnemulatedDevice) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, ld int, hs int, t int, inverse bool) error {
 	return notEmulated("sdc_rotate")
 }
 

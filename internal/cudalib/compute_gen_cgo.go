@@ -534,23 +534,25 @@ func (c *Context) AttentionBF16Supported(impl AttentionImpl, b int, t int, cArg 
 
 // GroupedAttentionBF16 calls sdc_grouped_attention_bf16 (cuda/symddp_compute.h).
 //
-//	Grouped-query attention on three tensors: q (B,T,NH*HS), k and v
-//	(B,T,KVH*HS) bf16, NH a multiple of KVH; query head h reads key/value
-//	head h/(NH/KVH) (Hugging Face's repeat_kv order) where it lies (no copy).
-//	KVH == NH is multi-head attention with separate q, k, v. impl as
+//	Grouped-query attention on packed queries, keys and values: qkv
+//	(B,T,(NH+2*KVH)*HS) bf16, each row NH query heads, then KVH key heads,
+//	then KVH value heads (one projection over Llama's adjacent q_proj, k_proj
+//	and v_proj writes them so), NH a multiple of KVH; query head h reads
+//	key/value head h/(NH/KVH) (Hugging Face's repeat_kv order) where it lies
+//	(no copy); out (B,T,NH*HS). KVH == NH is GPT-2's packed qkv. impl as
 //	sdc_attention_bf16's (AUTO: cuDNN's where its plans build, else the mma
 //	kernels where they apply, else wmma).
-func (c *Context) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) error {
-	return c.check("sdc_grouped_attention_bf16", C.cw_sdc_grouped_attention_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(out), C.uint64_t(lse), C.uint64_t(q), C.uint64_t(k), C.uint64_t(v), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs)))
+func (c *Context) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, qkv uintptr, b int, t int, nh int, kvh int, hs int) error {
+	return c.check("sdc_grouped_attention_bf16", C.cw_sdc_grouped_attention_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(out), C.uint64_t(lse), C.uint64_t(qkv), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs)))
 }
 
 // GroupedAttentionBackwardBF16 calls sdc_grouped_attention_backward_bf16 (cuda/symddp_compute.h).
 //
-//	Its backward: dq, dk, dv (q's, k's, v's shapes) bf16 written; a key/value
+//	Its backward: dqkv (qkv's shape and layout) bf16 written; a key/value
 //	head's dk and dv sum its group's query heads in order, in the kernels'
 //	registers. scratch: sdc_grouped_attention_backward_bf16_scratch_bytes.
-func (c *Context) GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error {
-	return c.check("sdc_grouped_attention_backward_bf16", C.cw_sdc_grouped_attention_backward_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(dq), C.uint64_t(dk), C.uint64_t(dv), C.uint64_t(dout), C.uint64_t(q), C.uint64_t(k), C.uint64_t(v), C.uint64_t(out), C.uint64_t(lse), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs), C.uint64_t(scratch)))
+func (c *Context) GroupedAttentionBackwardBF16(impl AttentionImpl, dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) error {
+	return c.check("sdc_grouped_attention_backward_bf16", C.cw_sdc_grouped_attention_backward_bf16(c.cp.t, c.x, C.sdc_attn(impl), C.uint64_t(dqkv), C.uint64_t(dout), C.uint64_t(qkv), C.uint64_t(out), C.uint64_t(lse), C.int64_t(b), C.int64_t(t), C.int64_t(nh), C.int64_t(kvh), C.int64_t(hs), C.uint64_t(scratch)))
 }
 
 // GroupedAttentionBackwardBF16ScratchBytes calls sdc_grouped_attention_backward_bf16_scratch_bytes (cuda/symddp_compute.h).
@@ -653,16 +655,17 @@ func (c *Context) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr
 
 // Rotate calls sdc_rotate (cuda/symddp_compute.h).
 //
-//	Rotary position embedding: y = x (rows x width of dtype, heads of hs
-//	channels side by side: hs even, width a multiple of hs) with each head's
+//	Rotary position embedding: y = x (rows of width elements of dtype, ld
+//	elements apart, ld >= width; heads of hs channels side by side: hs even,
+//	width a multiple of hs; the columns past width are not touched) with each head's
 //	channel i < hs/2 turned with channel i + hs/2 by the angle whose cosine and
 //	sine are cos_tab[p * hs/2 + i] and sin_tab[p * hs/2 + i] (fp32 device
 //	tables of t x hs/2), p = row mod t:
 //	y[i] = x[i] * cos - x[i + hs/2] * sin,  y[i + hs/2] = x[i + hs/2] * cos + x[i] * sin,
 //	or by the opposite angle when inverse = 1 (the gradient): hostloops'
 //	Rotate. y may be x; otherwise it may not alias x.
-func (c *Context) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) error {
-	return c.check("sdc_rotate", C.cw_sdc_rotate(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(x), C.uint64_t(cosTab), C.uint64_t(sinTab), C.int64_t(rows), C.int64_t(width), C.int64_t(hs), C.int64_t(t), C.sdc_flag(sdcFlag(inverse))))
+func (c *Context) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, ld int, hs int, t int, inverse bool) error {
+	return c.check("sdc_rotate", C.cw_sdc_rotate(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(x), C.uint64_t(cosTab), C.uint64_t(sinTab), C.int64_t(rows), C.int64_t(width), C.int64_t(ld), C.int64_t(hs), C.int64_t(t), C.sdc_flag(sdcFlag(inverse))))
 }
 
 // CastBF16 calls sdc_cast_bf16 (cuda/symddp_compute.h).

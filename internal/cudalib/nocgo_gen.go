@@ -652,13 +652,13 @@ func (c *Context) AttentionBF16Supported(impl AttentionImpl, b int, t int, cArg 
 }
 
 // GroupedAttentionBF16 fails: the library needs cgo.
-func (c *Context) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, q uintptr, k uintptr, v uintptr, b int, t int, nh int, kvh int, hs int) (err error) {
+func (c *Context) GroupedAttentionBF16(impl AttentionImpl, out uintptr, lse uintptr, qkv uintptr, b int, t int, nh int, kvh int, hs int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // GroupedAttentionBackwardBF16 fails: the library needs cgo.
-func (c *Context) GroupedAttentionBackwardBF16(impl AttentionImpl, dq uintptr, dk uintptr, dv uintptr, dout uintptr, q uintptr, k uintptr, v uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) (err error) {
+func (c *Context) GroupedAttentionBackwardBF16(impl AttentionImpl, dqkv uintptr, dout uintptr, qkv uintptr, out uintptr, lse uintptr, b int, t int, nh int, kvh int, hs int, scratch uintptr) (err error) {
 	err = errNoCgo
 	return
 }
@@ -712,7 +712,7 @@ func (c *Context) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr
 }
 
 // Rotate fails: the library needs cgo.
-func (c *Context) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, hs int, t int, inverse bool) (err error) {
+func (c *Context) Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, ld int, hs int, t int, inverse bool) (err error) {
 	err = errNoCgo
 	return
 }

@@ -104,26 +104,29 @@ func SwiGLUBackward(da, db, dy, a, b []float32) {
 	}
 }
 
-// Rotate turns the heads of x (rows of width channels, heads of hs
-// channels side by side, hs even) into y, row r at position r mod t:
-// channel i < hs/2 of a head with channel i+hs/2 by the angle whose cosine
-// and sine are cos[p·hs/2+i] and sin[p·hs/2+i] at position p,
+// Rotate turns the heads of x (rows of width channels at a stride of ld
+// elements, ld >= width, heads of hs channels side by side, hs even) into
+// the same places of y, row r at position r mod t: channel i < hs/2 of a
+// head with channel i+hs/2 by the angle whose cosine and sine are
+// cos[p·hs/2+i] and sin[p·hs/2+i] at position p,
 //
 //	y[i]      = x[i]·cos - x[i+hs/2]·sin
 //	y[i+hs/2] = x[i+hs/2]·cos + x[i]·sin
 //
-// or by the opposite angle when inverse is true (the gradient). y may be x.
-func Rotate(y, x, cos, sin []float32, rows, width, hs, t int, inverse bool) {
-	if rows <= 0 || width <= 0 || hs <= 0 || hs%2 != 0 || width%hs != 0 || t <= 0 {
-		panicArgs("Rotate", rows, width, hs, t)
+// or by the opposite angle when inverse is true (the gradient). The
+// columns of a row past width are not touched. y may be x.
+func Rotate(y, x, cos, sin []float32, rows, width, ld, hs, t int, inverse bool) {
+	if rows <= 0 || width <= 0 || ld < width || hs <= 0 || hs%2 != 0 || width%hs != 0 || t <= 0 {
+		panicArgs("Rotate", rows, width, ld, hs, t)
 	}
 	half := hs / 2
-	atLeast("Rotate", rows*width, len(y), len(x))
+	atLeast("Rotate", (rows-1)*ld+width, len(y), len(x))
 	atLeast("Rotate", t*half, len(cos), len(sin))
 	for r := 0; r < rows; r++ {
 		p := r % t
 		c, s := cos[p*half:p*half+half:p*half+half], sin[p*half:p*half+half:p*half+half]
-		xr, yr := x[r*width:r*width+width:r*width+width], y[r*width:r*width+width:r*width+width]
+		o := r * ld
+		xr, yr := x[o:o+width:o+width], y[o:o+width:o+width]
 		for h := 0; h < width; h += hs {
 			x0, x1 := xr[h:h+half:h+half], xr[h+half:h+hs:h+hs]
 			y0, y1 := yr[h:h+half:h+half], yr[h+half:h+hs:h+hs]

@@ -361,8 +361,13 @@ func (d *Device) attentionBwd(io attIO, dout, out, lse uintptr, b, t, hs int) {
 }
 
 // groupedIO is grouped-query attention's three bf16 tensors as an attIO.
-func groupedIO(q, k, v, dq, dk, dv uintptr, nh, kvh, hs int) attIO {
-	return attIO{dt: cudalib.BFloat16, q: q, k: k, v: v, dq: dq, dk: dk, dv: dv, ldq: nh * hs, ldkv: kvh * hs, nh: nh, grp: nh / kvh}
+func groupedIO(qkv, dqkv uintptr, nh, kvh, hs int) attIO {
+	ko, vo, ld := uintptr(2*nh*hs), uintptr(2*(nh+kvh)*hs), (nh+2*kvh)*hs
+	io := attIO{dt: cudalib.BFloat16, q: qkv, k: qkv + ko, v: qkv + vo, ldq: ld, ldkv: ld, nh: nh, grp: nh / kvh}
+	if dqkv != 0 {
+		io.dq, io.dk, io.dv = dqkv, dqkv+ko, dqkv+vo
+	}
+	return io
 }
 
 // ---- grouped-query attention ----
@@ -409,16 +414,16 @@ func (d *Device) GroupedAttentionBF16Supported(impl cudalib.AttentionImpl, b, t,
 }
 
 // GroupedAttentionBF16 is sdc_grouped_attention_bf16: attentionFwd on the
-// three tensors.
-func (d *Device) GroupedAttentionBF16(impl cudalib.AttentionImpl, out, lse, q, k, v uintptr, b, t, nh, kvh, hs int) error {
+// packed qkv.
+func (d *Device) GroupedAttentionBF16(impl cudalib.AttentionImpl, out, lse, qkv uintptr, b, t, nh, kvh, hs int) error {
 	const call = "sdc_grouped_attention_bf16"
 	if _, err := groupedImpl(call, impl, b, t, nh, kvh, hs); err != nil {
 		return err
 	}
-	if lse == 0 || !aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) {
-		return sdcArgErr(call, "NULL or unaligned pointer")
+	if lse == 0 || !aligned16(out) || !aligned16(qkv) || hs%8 != 0 {
+		return sdcArgErr(call, "NULL or unaligned pointer, or a head size that is not a multiple of 8")
 	}
-	io := groupedIO(q, k, v, 0, 0, 0, nh, kvh, hs)
+	io := groupedIO(qkv, 0, nh, kvh, hs)
 	return d.attCall(func() { d.attentionFwd(out, lse, io, b, t, hs) })
 }
 
@@ -438,22 +443,22 @@ func (d *Device) GroupedAttentionBackwardBF16ScratchBytes(impl cudalib.Attention
 }
 
 // GroupedAttentionBackwardBF16 is sdc_grouped_attention_backward_bf16:
-// attentionBwd on the three tensors.
-func (d *Device) GroupedAttentionBackwardBF16(impl cudalib.AttentionImpl, dq, dk, dv, dout, q, k, v, out, lse uintptr, b, t, nh, kvh, hs int, scratch uintptr) error {
+// attentionBwd on the packed qkv and dqkv.
+func (d *Device) GroupedAttentionBackwardBF16(impl cudalib.AttentionImpl, dqkv, dout, qkv, out, lse uintptr, b, t, nh, kvh, hs int, scratch uintptr) error {
 	const call = "sdc_grouped_attention_backward_bf16"
 	impl, err := groupedImpl(call, impl, b, t, nh, kvh, hs)
 	if err != nil {
 		return err
 	}
-	for _, p := range []uintptr{dq, dk, dv, dout, q, k, v, out} {
-		if !aligned16(p) {
-			return sdcArgErr(call, "NULL or unaligned pointer")
+	for _, p := range []uintptr{dqkv, dout, qkv, out} {
+		if !aligned16(p) || hs%8 != 0 {
+			return sdcArgErr(call, "NULL or unaligned pointer, or a head size that is not a multiple of 8")
 		}
 	}
 	if lse == 0 || scratch == 0 {
 		return sdcArgErr(call, "NULL lse or scratch")
 	}
-	io, sb := groupedIO(q, k, v, dq, dk, dv, nh, kvh, hs), attScratchBytes(impl == cudalib.AttentionMMA, b, t, nh)
+	io, sb := groupedIO(qkv, dqkv, nh, kvh, hs), attScratchBytes(impl == cudalib.AttentionMMA, b, t, nh)
 	return d.attCall(func() {
 		d.bytesAt(scratch, sb)
 		d.attentionBwd(io, dout, out, lse, b, t, hs)

@@ -241,16 +241,30 @@ func TestGroupedAttentionBF16(t *testing.T) {
 		g.ok(g.d.AttentionBF16(cudalib.AttentionAuto, pout, plse, prep, b, tt, c, nh))
 		g.ok(g.d.AttentionBackwardBF16(cudalib.AttentionAuto, pdqkv, pdo, prep, pout, plse, b, tt, c, nh, g.alloc(sp)))
 
-		pq, pk, pv := g.bf(heads(qkv, 0, nh)), g.bf(heads(qkv, 1, kvh)), g.bf(heads(qkv, 2, kvh))
-		gout, glse := g.alloc(2*b*tt*c), g.alloc(4*b*nh*tt)
-		gdq, gdk, gdv := g.alloc(2*b*tt*c), g.alloc(2*b*tt*kvh*hs), g.alloc(2*b*tt*kvh*hs)
+		// the grouped layout: each row nh query heads, kvh key heads, kvh value heads
+		w := (nh + 2*kvh) * hs
+		pq, pk, pv := heads(qkv, 0, nh), heads(qkv, 1, kvh), heads(qkv, 2, kvh)
+		gq := make([]float64, 0, b*tt*w)
+		for r := 0; r < b*tt; r++ {
+			gq = append(append(append(gq, pq[r*c:][:c]...), pk[r*kvh*hs:][:kvh*hs]...), pv[r*kvh*hs:][:kvh*hs]...)
+		}
+		gout, glse, gd := g.alloc(2*b*tt*c), g.alloc(4*b*nh*tt), g.alloc(2*b*tt*w)
 		sg, err := g.d.GroupedAttentionBackwardBF16ScratchBytes(cudalib.AttentionAuto, b, tt, nh, kvh, hs)
 		g.ok(err)
 		if want := b * nh * tt * 4; sg != want {
 			t.Errorf("KVH=%d: scratch %d bytes, want D's %d", kvh, sg, want)
 		}
-		g.ok(g.d.GroupedAttentionBF16(cudalib.AttentionAuto, gout, glse, pq, pk, pv, b, tt, nh, kvh, hs))
-		g.ok(g.d.GroupedAttentionBackwardBF16(cudalib.AttentionAuto, gdq, gdk, gdv, pdo, pq, pk, pv, gout, glse, b, tt, nh, kvh, hs, g.alloc(sg)))
+		g.ok(g.d.GroupedAttentionBF16(cudalib.AttentionAuto, gout, glse, g.bf(gq), b, tt, nh, kvh, hs))
+		g.ok(g.d.GroupedAttentionBackwardBF16(cudalib.AttentionAuto, gd, pdo, g.bf(gq), gout, glse, b, tt, nh, kvh, hs, g.alloc(sg)))
+		// part of a row of the grouped dqkv: columns lo..lo+n
+		part := func(all []float64, lo, n int) []float64 {
+			out := make([]float64, 0, b*tt*n)
+			for r := 0; r < b*tt; r++ {
+				out = append(out, all[r*w+lo:][:n]...)
+			}
+			return out
+		}
+		gdqkv := g.readBF(gd, b*tt*w)
 
 		if string(u16bytes(g.bits(gout, b*tt*c))) != string(u16bytes(g.bits(pout, b*tt*c))) ||
 			string(u16bytes(g.bits(glse, 2*b*nh*tt))) != string(u16bytes(g.bits(plse, 2*b*nh*tt))) {
@@ -262,8 +276,8 @@ func TestGroupedAttentionBF16(t *testing.T) {
 			packed = attBwdRef(rep, dout, g.readBF(pout, b*tt*c), g.readF32(plse, b*nh*tt), tt, c, nh, true)
 			rtol, atol = bf16Tol, 1e-3
 		}
-		near(t, fmt.Sprintf("KVH=%d dq", kvh), g.readBF(gdq, b*tt*c), heads(packed, 0, nh), rtol, atol)
-		for w, pd := range []uintptr{1: gdk, 2: gdv} {
+		near(t, fmt.Sprintf("KVH=%d dq", kvh), part(gdqkv, 0, c), heads(packed, 0, nh), rtol, atol)
+		for w, lo := range []int{1: c, 2: c + kvh*hs} {
 			if w == 0 {
 				continue
 			}
@@ -276,12 +290,13 @@ func TestGroupedAttentionBF16(t *testing.T) {
 					}
 				}
 			}
-			near(t, fmt.Sprintf("KVH=%d d%c", kvh, "qkv"[w]), g.readBF(pd, b*tt*kvh*hs), sum, rtol, atol)
+			near(t, fmt.Sprintf("KVH=%d d%c", kvh, "qkv"[w]), part(gdqkv, lo, kvh*hs), sum, rtol, atol)
 		}
 	}
 	p := g.alloc(2 * b * tt * 3 * c)
-	wantArg(t, "cuDNN's grouped", g.d.GroupedAttentionBF16(cudalib.AttentionCUDNN, p, p, p, p, p, b, tt, nh, 2, hs))
-	wantArg(t, "NH%KVH", g.d.GroupedAttentionBF16(cudalib.AttentionAuto, p, p, p, p, p, b, tt, nh, 3, hs))
-	wantArg(t, "mma at hs 32", g.d.GroupedAttentionBF16(cudalib.AttentionMMA, p, p, p, p, p, b, tt, nh, 2, hs))
-	wantArg(t, "no scratch", g.d.GroupedAttentionBackwardBF16(cudalib.AttentionAuto, p, p, p, p, p, p, p, p, p, b, tt, nh, 2, hs, 0))
+	wantArg(t, "cuDNN's grouped", g.d.GroupedAttentionBF16(cudalib.AttentionCUDNN, p, p, p, b, tt, nh, 2, hs))
+	wantArg(t, "NH%KVH", g.d.GroupedAttentionBF16(cudalib.AttentionAuto, p, p, p, b, tt, nh, 3, hs))
+	wantArg(t, "mma at hs 32", g.d.GroupedAttentionBF16(cudalib.AttentionMMA, p, p, p, b, tt, nh, 2, hs))
+	wantArg(t, "no scratch", g.d.GroupedAttentionBackwardBF16(cudalib.AttentionAuto, p, p, p, p, p, b, tt, nh, 2, hs, 0))
+	wantArg(t, "unaligned qkv", g.d.GroupedAttentionBF16(cudalib.AttentionAuto, p, p, p+2, b, tt, nh, 2, hs))
 }
