@@ -552,10 +552,9 @@ int sdc_softmax_causal_backward(const sdc_ctx *c, uint64_t ds, uint64_t p, int64
  *     in the scratch (B*NH*T*(T+64) bytes) for its dQ kernel.
  *   SDC_ATTN_CUDNN (sd_compute_attention_cudnn.cu): cuDNN's fused attention
  *     engines through its backend graph API, where the library was built
- *     with cuDNN; HS a multiple of 8 up to 128; packed qkv and grouped
- *     attention's three tensors (its graphs read K and V with their own
- *     heads, no copy; dK and dV summed over each group by a reduction in the
- *     graph). Plans are built per shape, layout and device on first use (by
+ *     with cuDNN; HS a multiple of 8 up to 128; packed qkv, grouped or not
+ *     (its graphs read K and V with their own heads, no copy; dK and dV
+ *     summed over each group by a reduction in the graph). Plans are built per shape, layout and device on first use (by
  *     the supported or the scratch queries: call one before capturing) and
  *     kept; the scratch holds its workspace. Its backward form is
  *     SYMDDP_CUDNN_BWD's (det, the default, repeats its bits).

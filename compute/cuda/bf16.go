@@ -203,8 +203,10 @@ const bf16Eps = 1e-5
 // compute.BF16Tensors): Linear layers of widths that are multiples of 8,
 // layer norms of such widths with eps 1e-5, causal attention with heads of
 // 32 or 64 over a context that is a multiple of 64, the GPT-2 embedding and
-// the classifier over a vocabulary that is a multiple of 8; every tensor
-// below 2^31 elements; a Llama's RMSNorm, SwiGLU and rotary embedding at
+// the classifier over a vocabulary that is a multiple of 8; the Linear
+// layers' and the classifier's rows and widths each below 2^31 (their
+// kernels take rows at 64-bit offsets, so the logits may pass 2^31
+// elements), every other tensor below 2^31 elements; a Llama's RMSNorm, SwiGLU and rotary embedding at
 // any size (their kernels take 64-bit sizes and need no scratch of the
 // engine's).
 func (e *Engine) CheckBF16(s compute.OpSpec) error {
@@ -221,7 +223,9 @@ func (e *Engine) CheckBF16(s compute.OpSpec) error {
 			return fmt.Errorf("cuda: bf16 Linear of %d rows from %d to %d features", s.Batch, s.In, s.Out)
 		case s.In%8 != 0 || s.Out%8 != 0:
 			return shape("Linear %s from %d to %d features: the bf16 GEMMs need multiples of 8", s.Name, s.In, s.Out)
-		case int64(s.Batch)*int64(max(s.In, s.Out)) > bf16MaxIndex:
+		case s.Batch > bf16MaxIndex || max(s.In, s.Out) > bf16MaxIndex:
+			// cuBLASLt takes 64-bit sizes, and the bias gradient and GELU
+			// kernels index rows with 64-bit offsets
 			return tooMany(s.Batch, max(s.In, s.Out))
 		case s.Act != compute.Identity:
 			return &compute.MissingOpError{Engine: e.Name(), Op: "bf16 Linear with ReLU", Group: "BF16Tensors"}
@@ -273,7 +277,9 @@ func (e *Engine) CheckBF16(s compute.OpSpec) error {
 			return fmt.Errorf("cuda: bf16 cross-entropy of %d rows of %d", s.Rows, s.Classes)
 		case s.Classes%8 != 0:
 			return shape("vocabulary %d: the classifier needs a multiple of 8 (pad it, as gpt2's 50304)", s.Classes)
-		case int64(s.Rows)*int64(s.Classes) > bf16MaxIndex:
+		case s.Rows > bf16MaxIndex || s.Classes > bf16MaxIndex:
+			// a block a row, rows at 64-bit offsets: Llama 3's 128256 over
+			// more than 16,743 rows (llama3-1b past 8 sequences of 2048)
 			return tooMany(s.Rows, s.Classes)
 		}
 		return nil

@@ -293,6 +293,10 @@ func testBF16Embedding(t *testing.T, e *cuda.Engine) {
 	p.Backward(b.bf(dout, n, C))
 	b.near("token gradient without positions", b.read(dte), b.read(rte), 1e-5)
 	_, err = e.Embedding(compute.EmbeddingSpec{B: B, T: T, C: C, Vocab: V})
+	// llama3-1b at 12 sequences of 2048: logits of 24576 x 128256, past
+	// 2^31 elements, which the classifier and cuBLASLt take
+	require.NoError(t, e.CheckBF16(compute.CrossEntropySpec{Rows: 24576, Classes: 128256}))
+	require.NoError(t, e.CheckBF16(compute.LinearSpec{Name: "lm_head", Batch: 24576, In: 2048, Out: 128256}))
 	var missing *compute.MissingOpError
 	require.ErrorAs(t, err, &missing, "no fp32 embedding plan")
 }
@@ -382,7 +386,8 @@ func TestCheckBF16(t *testing.T) {
 		{compute.AttentionSpec{B: 2, T: 128, C: 64, Heads: 4}, "head size of 32 or 64"},
 		{compute.AttentionSpec{B: 2, T: 100, C: 64, Heads: 2}, "context 100"},
 		{compute.CrossEntropySpec{Rows: 128, Classes: 250}, "vocabulary 250"},
-		{compute.CrossEntropySpec{Rows: 1 << 20, Classes: 4096}, "32-bit indices"},
+		{compute.CrossEntropySpec{Rows: 1 << 31, Classes: 8}, "32-bit indices"},
+		{compute.LinearSpec{Name: "head", Batch: 64, In: 64, Out: 1 << 31}, "32-bit indices"},
 		{compute.GroupedAttentionSpec{B: 2, T: 128, Heads: 4, KVHeads: 2, HeadSize: 16}, "head size 16"},
 		{compute.GroupedAttentionSpec{B: 2, T: 96, Heads: 4, KVHeads: 2, HeadSize: 32}, "context 96"},
 	} {
