@@ -1,12 +1,14 @@
 package ddp
 
 import (
+	"context"
 	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 )
@@ -41,4 +43,30 @@ func TestNewOutOfDeviceMemory(t *testing.T) {
 	tr, err = New(w.comm(0), w.engs[0], m, o, Options{GlobalBatch: 2048, Epochs: 1, LR: 0.1, Seed: 1})
 	require.NoError(t, err)
 	require.NoError(t, tr.Close())
+}
+
+// A GPU with room for the model but not for AdamW's two moments ends Fit
+// before its first step with an error that names the optimizer's state
+// (errors.Is compute.ErrDeviceMemory), not with the engine's panic inside
+// the first update, which allocated them before.
+func TestFitOutOfDeviceMemoryForOptimizerState(t *testing.T) {
+	w := newWorldOf(1, cuda.Options{DisableGraphs: true})
+	d := w.devs[0]
+	// 2048 x 8192 + ...: about 16.9M parameters, 67 MiB each for the
+	// parameters, the gradients and each of AdamW's moments
+	m, err := models.New("mlp", models.Config{Input: []int{2048}, Hidden: []int{8192}, Classes: 4})
+	require.NoError(t, err)
+	o, err := optim.New("adamw", optim.Config{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+	require.NoError(t, err)
+	tr, err := New(w.comm(0), w.engs[0], m, o, Options{GlobalBatch: 16, Epochs: 1, LR: 1e-3, Seed: 1})
+	require.NoError(t, err)
+	defer tr.Close()
+	d.SetMemoryLimit(d.MemoryUsed() + 100<<20) // room for one moment, not two
+	train, _, err := datasets.SyntheticSplit(32, 8, 2048, 4, 7)
+	require.NoError(t, err)
+	res, err := tr.Fit(context.Background(), train, nil)
+	require.Error(t, err)
+	require.True(t, errors.Is(err, compute.ErrDeviceMemory), "%v", err)
+	require.Contains(t, err.Error(), "the adamw optimizer's state over")
+	require.Zero(t, res.Steps, "no step ran")
 }

@@ -1,6 +1,8 @@
 package ddp
 
 import (
+	"fmt"
+
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp/devicestep"
@@ -100,12 +102,35 @@ func (d *deviceStrategy) prepare(t *Trainer, total int, train datasets.Source) (
 	if err := d.close(); err != nil {
 		return err
 	}
+	if err := d.allocState(t); err != nil {
+		return err
+	}
 	defer func() { compute.RecoverDeviceMemory(recover(), &err, "the GPU step path's buffers") }()
 	g, err := t.newGPUSteps(total, train)
 	d.g, d.residentNote = g, ""
 	if g != nil {
 		d.residentNote = g.residentNote
 	}
+	return err
+}
+
+// allocState allocates the device's optimizer state (AdamW's two moments:
+// 8 bytes a parameter) before the first step, which would otherwise
+// allocate it: a GPU without room for it ends Fit with an error saying so
+// before any work, not with a panic in the first step.
+func (d *deviceStrategy) allocState(t *Trainer) (err error) {
+	ds, ok := t.e.(DeviceOptimizerState)
+	if !ok || t.o.Slots() == 0 {
+		return nil
+	}
+	n := t.n
+	if t.dshard != nil {
+		n = t.dshard.stateLen()
+	}
+	defer func() {
+		compute.RecoverDeviceMemory(recover(), &err, fmt.Sprintf("the %s optimizer's state over %d parameters", t.o.Name(), n))
+	}()
+	_, err = ds.AllocOptimizerState(t.o, n)
 	return err
 }
 
