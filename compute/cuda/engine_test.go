@@ -122,7 +122,8 @@ func testGraphReadsStepValues(t *testing.T, e *cuda.Engine) {
 }
 
 // DeviceBytes counts the pool's chunks: a first allocation takes one, a
-// large one a chunk of its own size, and Close gives them back.
+// piece of 16 MiB or more a chunk of its own size (the shared chunk keeps
+// its room), and Close gives them back.
 // TakenBytes counts what the pool handed out, in pieces of 256 bytes.
 func TestDeviceBytes(t *testing.T) {
 	e := cudatest.NewEmulated(cuda.Options{})
@@ -141,12 +142,24 @@ func TestDeviceBytes(t *testing.T) {
 	if got := e.TakenBytes(); got != 256+512 {
 		t.Fatalf("after AllocBF16(200): %d bytes taken, want %d", got, 256+512)
 	}
+	// a piece of 16 MiB or more has a chunk of its own: the shared chunk's
+	// room stays for the small ones
+	e.Alloc(5 << 20) // 20 MiB
+	if got := e.DeviceBytes(); got != first+20<<20 {
+		t.Fatalf("after a 20 MiB Alloc: %d bytes, want %d (a chunk of its own)", got, first+20<<20)
+	}
+	e.Alloc(4 << 20) // 16 MiB, then 15 MiB: the first its own chunk, the second in the shared one
+	e.Alloc(15 << 18)
+	if got := e.DeviceBytes(); got != first+36<<20 {
+		t.Fatalf("after 16 and 15 MiB Allocs: %d bytes, want %d", got, first+36<<20)
+	}
+	first = e.DeviceBytes()
 	e.Alloc(40 << 20) // 160 MiB: more than a chunk
 	if got := e.DeviceBytes(); got < first+160<<20 {
 		t.Fatalf("after a 160 MiB Alloc: %d bytes, want at least %d", got, first+160<<20)
 	}
-	if got := e.TakenBytes(); got != 768+160<<20 {
-		t.Fatalf("after a 160 MiB Alloc: %d bytes taken, want %d", got, 768+160<<20)
+	if got, want := e.TakenBytes(), int64(768+(20+16+15+160)<<20); got != want {
+		t.Fatalf("after a 160 MiB Alloc: %d bytes taken, want %d", got, want)
 	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)

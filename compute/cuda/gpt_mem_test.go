@@ -29,9 +29,9 @@ func TestBF16GPTOutOfDeviceMemoryEmulated(t *testing.T) {
 	for i, s := range specs {
 		pv[i], gv[i] = e.View(pa, offsets[i], s.Shape...), e.View(ga, offsets[i], s.Shape...)
 	}
-	// 256 sequences of 64: about 0.2 GiB of activations, past the first
-	// 64 MiB pool chunk, which the arenas took
-	d.SetMemoryLimit(d.MemoryUsed() + 100<<20)
+	// 256 sequences of 64: about 99 MiB of activations, more than the 32
+	// MiB given
+	d.SetMemoryLimit(d.MemoryUsed() + 32<<20)
 	err = m.Build(e, pv, gv, 256)
 	require.Error(t, err)
 	require.True(t, errors.Is(err, compute.ErrDeviceMemory), "%v", err)
@@ -41,6 +41,8 @@ func TestBF16GPTOutOfDeviceMemoryEmulated(t *testing.T) {
 	d.SetMemoryLimit(0)
 	m, err = models.NewGPT("gpt", cfg)
 	require.NoError(t, err)
+	before := e.TakenBytes()
 	require.NoError(t, m.Build(e, pv, gv, 256))
+	require.Greater(t, e.TakenBytes()-before, int64(32<<20), "the build needs more than the limit above gave")
 	require.Equal(t, compute.PrecisionBF16, m.Precision())
 }
