@@ -259,8 +259,8 @@ type LinearSpec struct {
 	// when it recomputes the layer); nil: the plan allocates its own.
 	Aux Tensor
 	// AddDX: Backward adds dx to DX (another layer that reads the same
-	// input wrote it first: a SwiGLU's gate and up projections, attention's
-	// q, k and v projections) instead of overwriting it, in the GEMM.
+	// input wrote it first: a SwiGLU's gate and up projections) instead of
+	// overwriting it, in the GEMM.
 	AddDX bool
 }
 

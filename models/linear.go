@@ -46,8 +46,8 @@ type Linear struct {
 	gelu   bool                // bf16: GELU in the epilogue (GELUMLP's c_fc)
 	// bf16: the layer that reads the same input and writes its input
 	// gradient first; this layer's Backward adds its own to it, in the GEMM
-	// (SwiGLU's up_proj onto gate_proj's, attention's k_proj and v_proj
-	// onto q_proj's). Set by the composite layer before Build.
+	// (SwiGLU's up_proj onto gate_proj's). Set by the composite layer
+	// before Build.
 	addDXOf *Linear
 }
 
