@@ -2,6 +2,7 @@ package models
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/symddp/symddp/compute"
@@ -79,5 +80,25 @@ func TestGroupedSelfAttentionGradients(t *testing.T) {
 				t.Errorf("checked %d elements", n)
 			}
 		})
+	}
+}
+
+// The joined q/k/v projection needs q_proj, k_proj and v_proj's weights
+// back to back, as Layout puts them; views that are not say so at Build.
+func TestGroupedSelfAttentionWantsAdjacentWeights(t *testing.T) {
+	e := gradcheck.Engines(t)["gonum"] // pure Go: always there
+	l := NewGroupedSelfAttention("attn", 3, 8, 4, 2, 4, 0.02, 0.02)
+	specs := l.Params()
+	a := newArenas(e, specs, rand.New(rand.NewPCG(1, 2)))
+	b := Build{Engine: e, Batch: 6, In: []int{8}, NeedInputGrad: true, Params: a.pv, Grads: a.gv}
+	if _, err := l.Build(b); err != nil {
+		t.Fatal(err)
+	}
+	// k_proj's weight in memory of its own
+	own := make([]float32, specs[1].Size())
+	b.Params = append([]compute.Tensor{a.pv[0], e.View(compute.HostArena(own), 0, specs[1].Shape...)}, a.pv[2:]...)
+	_, err := l.Build(b)
+	if want := "attn: q_proj, k_proj and v_proj's weights do not lie back to back"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Build with k_proj's weight apart: %v, want an error containing %q", err, want)
 	}
 }

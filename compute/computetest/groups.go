@@ -9,7 +9,8 @@ import (
 
 // RunGroups runs the conformance suite of every operation group of
 // compute/ops.go (Norms, GELUs, Indexing, BatchedMatMul, Attention) and
-// compute/ops_llama.go (RMSNorms, SwiGLUs, Rotary, GroupedAttention) on e as
+// compute/ops_llama.go (RMSNorms, SwiGLUs, Rotary, GroupedAttention), and
+// compute.Joiner, on e as
 // subtests; a group that e lacks is skipped with Require's message. Run
 // does not include them, so an engine without the groups runs Run alone:
 //
@@ -24,6 +25,7 @@ func RunGroups(t *testing.T, e compute.Engine) {
 	t.Run("SwiGLUs", func(t *testing.T) { RunSwiGLU(t, e) })
 	t.Run("Rotary", func(t *testing.T) { RunRotary(t, e) })
 	t.Run("GroupedAttention", func(t *testing.T) { RunGroupedAttention(t, e) })
+	t.Run("Joiner", func(t *testing.T) { RunJoiner(t, e) })
 }
 
 // require returns e as the group G, or skips t saying what e lacks.
