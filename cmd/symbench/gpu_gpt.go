@@ -64,8 +64,13 @@ var gptPresets = map[string]gptPreset{
 // gptGPUConfig is one measured model and batch.
 type gptGPUConfig struct {
 	preset string // a key of gptPresets
-	batch  int
+	batch  int    // with fit: the batch that fitted, once measured
+	fit    bool   // PRESET/max: each side at the largest of fitBatches that fits
 }
+
+// fitBatches are the batches a PRESET/max configuration tries, largest
+// first, on both sides (the torch scripts' --fit search).
+var fitBatches = []int{32, 24, 16, 12, 8, 4, 2, 1}
 
 func (c gptGPUConfig) model() gptPreset { return gptPresets[c.preset] }
 
@@ -73,18 +78,21 @@ func (c gptGPUConfig) model() gptPreset { return gptPresets[c.preset] }
 // taken at, and the two byte models at the torch script's batch.
 var defaultGPTGPUConfigs = []string{"gpt2/16", "gpt2/32", "tiny/64", "small/64"}
 
-// parseGPTGPUConfig reads PRESET/BATCH (gpt-tiny is tiny's other name, and
-// train's gpt2-medium, gpt2-large and gpt2-xl are medium's, large's and
-// xl's).
+// parseGPTGPUConfig reads PRESET/BATCH or PRESET/max (gpt-tiny is tiny's
+// other name, and train's gpt2-medium, gpt2-large and gpt2-xl are medium's,
+// large's and xl's).
 func parseGPTGPUConfig(s string) (gptGPUConfig, error) {
 	name, b, ok := strings.Cut(s, "/")
 	if name == "gpt-tiny" {
 		name = "tiny"
 	}
 	name = strings.TrimPrefix(name, "gpt2-")
+	if _, known := gptPresets[name]; ok && known && b == "max" {
+		return gptGPUConfig{preset: name, fit: true}, nil
+	}
 	batch, err := strconv.Atoi(b)
 	if _, known := gptPresets[name]; !ok || !known || err != nil || batch < 1 {
-		return gptGPUConfig{}, fmt.Errorf("config %q: want PRESET/BATCH with PRESET gpt2, medium, large, xl, tiny, small, llama-tiny, llama-124m or llama3-1b, e.g. gpt2/16", s)
+		return gptGPUConfig{}, fmt.Errorf("config %q: want PRESET/BATCH or PRESET/max with PRESET gpt2, medium, large, xl, tiny, small, llama-tiny, llama-124m or llama3-1b, e.g. gpt2/16", s)
 	}
 	return gptGPUConfig{preset: name, batch: batch}, nil
 }
@@ -126,7 +134,7 @@ func defaultPython() string {
 func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	var o gpuGPTOpts
 	fs := pflag.NewFlagSet("symbench gpu-gpt", pflag.ContinueOnError)
-	cfgs := fs.StringSlice("configs", defaultGPTGPUConfigs, "models and batches as PRESET/BATCH: gpt2 (GPT-2 124M, T 1024), medium, large, xl (the larger GPT-2 sizes, T 1024), tiny (gpt-tiny, T 128), small (6 layers, 384 wide, T 256), llama-tiny, llama-124m (T 1024), llama3-1b (T 2048); the torch scripts' presets")
+	cfgs := fs.StringSlice("configs", defaultGPTGPUConfigs, "models and batches as PRESET/BATCH, or PRESET/max: each side at the largest of 32, 24, 16, 12, 8, 4, 2, 1 sequences that fits the GPU (symddp: train again at the next batch while it runs out of device memory; PyTorch: the script's --fit); PRESET gpt2 (GPT-2 124M, T 1024), medium, large, xl (the larger GPT-2 sizes, T 1024), tiny (gpt-tiny, T 128), small (6 layers, 384 wide, T 256), llama-tiny, llama-124m (T 1024), llama3-1b (T 2048); the torch scripts' presets")
 	fs.IntVar(&o.warmup, "warmup", 20, "train's untimed steps (also its --log-every)")
 	fs.IntVar(&o.steps, "steps", 100, "train's timed steps; a multiple of --warmup")
 	fs.StringVar(&o.precision, "precision", "bf16", "train --precision: bf16 (PyTorch's side runs bf16 autocast), auto or fp32")
@@ -152,11 +160,16 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	if !fs.Changed("torch-warmup") {
 		o.torchWarmup = o.warmup
 	}
+	fitted, fixed := map[string]bool{}, map[string]bool{}
 	for _, s := range *cfgs {
 		c, err := parseGPTGPUConfig(s)
 		if err != nil {
 			return o, err
 		}
+		if fitted[c.preset] || (c.fit && fixed[c.preset]) {
+			return o, fmt.Errorf("--configs: %s/max goes alone, without %s at another batch (the PyTorch script searches one way or the other)", c.preset, c.preset)
+		}
+		fitted[c.preset], fixed[c.preset] = fitted[c.preset] || c.fit, fixed[c.preset] || !c.fit
 		o.configs = append(o.configs, c)
 	}
 	switch {
@@ -225,14 +238,19 @@ func gpuGPTArgs(o gpuGPTOpts, c gptGPUConfig, metricsPath string) []string {
 }
 
 // gpuGPTTorchArgs are the PyTorch script's arguments for preset's batches
-// in --torch-modes (eager and torch.compile by default).
-func gpuGPTTorchArgs(o gpuGPTOpts, preset string, batches []int) []string {
+// in --torch-modes (eager and torch.compile by default); with fit, the
+// script times only the largest of them that fits.
+func gpuGPTTorchArgs(o gpuGPTOpts, preset string, batches []int, fit bool) []string {
 	bs := make([]string, len(batches))
 	for i, b := range batches {
 		bs[i] = strconv.Itoa(b)
 	}
-	return []string{o.scriptFor(preset), "--preset", gptPresets[preset].torch, "--batch", strings.Join(bs, ","), "--modes", strings.Join(o.torchModes, ","),
+	args := []string{o.scriptFor(preset), "--preset", gptPresets[preset].torch, "--batch", strings.Join(bs, ","), "--modes", strings.Join(o.torchModes, ","),
 		"--steps", strconv.Itoa(o.torchSteps), "--warmup", strconv.Itoa(o.torchWarmup)}
+	if fit {
+		args = append(args, "--fit")
+	}
+	return args
 }
 
 func runGPUGPT(args []string) error {
@@ -296,8 +314,23 @@ func gpuGPT(ctx context.Context, o gpuGPTOpts, w io.Writer) error {
 	rows := make([]gptGPURow, len(o.configs))
 	var failed []error
 	for i, c := range o.configs {
-		rows[i].cfg, rows[i].torch = c, map[string]torchGPUGPT{}
-		stderr, metrics, err := o.train(ctx, gpuGPTArgs(o, c, metricsFile))
+		rows[i].torch = map[string]torchGPUGPT{}
+		var stderr string
+		var metrics []byte
+		var err error
+		if c.fit {
+			for k, b := range fitBatches {
+				c.batch = b
+				stderr, metrics, err = o.train(ctx, gpuGPTArgs(o, c, metricsFile))
+				if err == nil || !strings.Contains(stderr, "out of device memory") || k == len(fitBatches)-1 {
+					break
+				}
+				fmt.Fprintf(w, "symddp %s batch %d: out of device memory (trying batch %d)\n", c.model().label, b, fitBatches[k+1])
+			}
+		} else {
+			stderr, metrics, err = o.train(ctx, gpuGPTArgs(o, c, metricsFile))
+		}
+		rows[i].cfg = c
 		if g, f := trainNotices(stderr); g != "" || f != "" {
 			rows[i].gpu, rows[i].fusion = g, f
 		}
@@ -337,29 +370,37 @@ func gpuGPT(ctx context.Context, o gpuGPTOpts, w io.Writer) error {
 // batches, and fills in the rows' torch columns; it returns what failed.
 func measureTorchGPT(ctx context.Context, o gpuGPTOpts, rows []gptGPURow, w io.Writer) []error {
 	var order []string
-	batches := map[string][]int{}
+	batches, fit := map[string][]int{}, map[string]bool{}
 	for _, r := range rows {
 		p := r.cfg.preset
 		if _, seen := batches[p]; !seen {
 			order = append(order, p)
 		}
-		if !slices.Contains(batches[p], r.cfg.batch) {
+		switch {
+		case r.cfg.fit:
+			batches[p], fit[p] = fitBatches, true
+		case !slices.Contains(batches[p], r.cfg.batch):
 			batches[p] = append(batches[p], r.cfg.batch)
 		}
 	}
 	var failed []error
 	for _, p := range order {
-		out, runErr := o.torch(ctx, gpuGPTTorchArgs(o, p, batches[p]))
+		out, runErr := o.torch(ctx, gpuGPTTorchArgs(o, p, batches[p], fit[p]))
 		res, errLines := parseTorchGPUGPT(out)
 		for i := range rows {
 			if rows[i].cfg.preset != p {
 				continue
 			}
 			for _, t := range res {
-				if t.preset == gptPresets[p].torch && t.batch == rows[i].cfg.batch {
+				// a search's result is the row's whatever its batch
+				if t.preset == gptPresets[p].torch && (t.batch == rows[i].cfg.batch || fit[p]) {
 					rows[i].torch[t.mode] = t
 				}
 			}
+		}
+		if fit[p] {
+			// a batch that did not fit is a step of the search, not a failure
+			errLines = slices.DeleteFunc(errLines, func(l string) bool { return strings.Contains(l, "(trying batch ") })
 		}
 		for _, t := range res {
 			mem := ""

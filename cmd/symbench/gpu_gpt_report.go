@@ -172,7 +172,11 @@ func printGPUGPTTable(w io.Writer, rows []gptGPURow) error {
 		if cc != "-" {
 			cc += mark
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.cfg.model().label, r.cfg.batch, ours, mfu,
+		batch := strconv.Itoa(r.cfg.batch)
+		if t, ok := r.torch[peer]; ok && r.cfg.fit && t.batch != r.cfg.batch {
+			batch += "/" + strconv.Itoa(t.batch) // each side's largest that fits
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.cfg.model().label, batch, ours, mfu,
 			torchCell(r.torch, "eager"), cc, ratio, target, mem, tmem)
 	}
 	if err := tw.Flush(); err != nil {
@@ -187,6 +191,9 @@ func printGPUGPTTable(w io.Writer, rows []gptGPURow) error {
 			r.ours.tokensPerSec, r.ours.mfu, r.ours.precision, r.torch["eager"].tokensPerSec, r.torch["compile"].tokensPerSec)
 		if t, ok := r.torch["compile-ckpt"]; ok {
 			fmt.Fprintf(w, " compile_ckpt=%.0f", t.tokensPerSec)
+		}
+		if t, ok := r.torch["compile"]; ok && r.cfg.fit {
+			fmt.Fprintf(w, " fit=1 compile_batch=%d", t.batch)
 		}
 		fmt.Fprintln(w)
 	}

@@ -14,14 +14,17 @@ import (
 )
 
 func TestParseGPTGPUConfig(t *testing.T) {
-	for in, want := range map[string]gptGPUConfig{"gpt2/16": {"gpt2", 16}, "tiny/64": {"tiny", 64}, "gpt-tiny/8": {"tiny", 8}, "small/64": {"small", 64},
-		"xl/16": {"xl", 16}, "gpt2-xl/16": {"xl", 16}, "gpt2-medium/16": {"medium", 16}, "large/8": {"large", 8},
-		"llama-124m/16": {"llama-124m", 16}, "llama3-1b/8": {"llama3-1b", 8}, "llama-tiny/64": {"llama-tiny", 64}} {
+	for in, want := range map[string]gptGPUConfig{"gpt2/16": {preset: "gpt2", batch: 16}, "tiny/64": {preset: "tiny", batch: 64}, "gpt-tiny/8": {preset: "tiny", batch: 8}, "small/64": {preset: "small", batch: 64},
+		"xl/16": {preset: "xl", batch: 16}, "gpt2-xl/16": {preset: "xl", batch: 16}, "gpt2-medium/16": {preset: "medium", batch: 16}, "large/8": {preset: "large", batch: 8},
+		"llama-124m/16": {preset: "llama-124m", batch: 16}, "llama3-1b/8": {preset: "llama3-1b", batch: 8}, "llama-tiny/64": {preset: "llama-tiny", batch: 64}} {
 		if got, err := parseGPTGPUConfig(in); err != nil || got != want {
 			t.Errorf("parseGPTGPUConfig(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"gpt2", "gpt2/0", "gpt3/16", "gpt2/x", "", "llama/16", "llama3-8b/1"} {
+	if got, err := parseGPTGPUConfig("llama3-1b/max"); err != nil || got != (gptGPUConfig{preset: "llama3-1b", fit: true}) {
+		t.Errorf("parseGPTGPUConfig(llama3-1b/max) = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"gpt2", "gpt2/0", "gpt3/16", "gpt2/x", "", "llama/16", "llama3-8b/1", "gpt3/max", "gpt2/MAX"} {
 		if _, err := parseGPTGPUConfig(bad); err == nil {
 			t.Errorf("parseGPTGPUConfig(%q) succeeded", bad)
 		}
@@ -187,18 +190,18 @@ func TestGPUGPTRecompute(t *testing.T) {
 	if !strings.Contains(got, "--model gpt2-xl ") || !strings.Contains(got, "--recompute block") {
 		t.Errorf("train args %q: want --model gpt2-xl and --recompute block", got)
 	}
-	if got := strings.Join(gpuGPTTorchArgs(o, "xl", []int{16}), " "); !strings.Contains(got, "--preset xl --batch 16 --modes compile,compile-ckpt") {
+	if got := strings.Join(gpuGPTTorchArgs(o, "xl", []int{16}, false), " "); !strings.Contains(got, "--preset xl --batch 16 --modes compile,compile-ckpt") {
 		t.Errorf("torch args %q", got)
 	}
 	o = gpuGPTTestOpts(t)
-	if got := strings.Join(gpuGPTArgs(o, gptGPUConfig{"gpt2", 16}, "m.jsonl"), " "); strings.Contains(got, "--recompute") {
+	if got := strings.Join(gpuGPTArgs(o, gptGPUConfig{preset: "gpt2", batch: 16}, "m.jsonl"), " "); strings.Contains(got, "--recompute") {
 		t.Errorf("train args %q: --recompute without the flag", got)
 	}
 }
 
 func TestGPUGPTArgs(t *testing.T) {
 	o := gpuGPTTestOpts(t, "--lib", "/opt/libsymddp_cuda.so", "--warmup", "10", "--steps", "40", "--precision", "auto")
-	got := strings.Join(gpuGPTArgs(o, gptGPUConfig{"small", 64}, "m.jsonl"), " ")
+	got := strings.Join(gpuGPTArgs(o, gptGPUConfig{preset: "small", batch: 64}, "m.jsonl"), " ")
 	for _, want := range []string{"--backend nvshmem --pes 1 --model gpt --layers 6 --heads 6 --width 384 --context 256 --batch-size 64 --dataset synthetic --precision auto ",
 		"--clip-norm 0 ", "--max-steps 50 ", "--log-every 10 ", "--eval-every 0 ", "--sample-tokens 0 ", "--metrics m.jsonl", "--gpu-lib /opt/libsymddp_cuda.so"} {
 		if !strings.Contains(got, want) {
@@ -257,10 +260,10 @@ func TestGPUGPTLlama(t *testing.T) {
 	if got := strings.Join(gpuGPTArgs(o, o.configs[1], "m.jsonl"), " "); !strings.Contains(got, "--model llama-124m --batch-size 16 ") {
 		t.Errorf("train args %q", got)
 	}
-	if got := strings.Join(gpuGPTTorchArgs(o, "llama3-1b", []int{8}), " "); got != filepath.Join(dir, torchLlamaScript)+" --preset llama3-1b --batch 8 --modes eager,compile --steps 100 --warmup 20" {
+	if got := strings.Join(gpuGPTTorchArgs(o, "llama3-1b", []int{8}, false), " "); got != filepath.Join(dir, torchLlamaScript)+" --preset llama3-1b --batch 8 --modes eager,compile --steps 100 --warmup 20" {
 		t.Errorf("llama torch args %q", got)
 	}
-	if got := gpuGPTTorchArgs(o, "gpt2", []int{16})[0]; got != filepath.Join(dir, torchGPTScript) {
+	if got := gpuGPTTorchArgs(o, "gpt2", []int{16}, false)[0]; got != filepath.Join(dir, torchGPTScript) {
 		t.Errorf("gpt2's script %q", got)
 	}
 	res, bad := parseTorchGPUGPT("RESULT torch_llama model=llama preset=llama-124m layers=12 heads=12 kv_heads=4 width=768 ffn=2048 context=1024 vocab=50304 rope_theta=10000 tied=1 batch=16 mode=compile attention=gqa adamw=fused device=cuda ms_per_step=30.00 tokens_per_s=546133 mfu=0.420 n_params=123000000 flops_per_token=7.6e+08 peak_mem_gib=18.50 loss=10.9 warmup_s=40.0 steps=20\n" +
@@ -303,6 +306,61 @@ func TestGPUGPTTableCheckpointedPeer(t *testing.T) {
 	for _, want := range []string{"40000 (ckpt)", "1.10x", ">= 1.1x met", "34.00", "25.08 (ckpt)", "compile=0 compile_ckpt=40000\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+}
+
+// PRESET/max: symddp trains at 32, 24, 16, ... until a run does not run out
+// of device memory, the script searches the same batches with --fit, and
+// the row pairs each side's largest (a batch that did not fit is no
+// failure on either side); --configs refuses PRESET/max beside the same
+// preset at a batch.
+func TestGPUGPTFit(t *testing.T) {
+	o := gpuGPTTestOpts(t, "--configs", "llama3-1b/max", "--torch-modes", "compile")
+	var trained []string
+	o.train = func(_ context.Context, args []string) (string, []byte, error) {
+		b := args[slices.Index(args, "--batch-size")+1]
+		trained = append(trained, b)
+		if b != "12" {
+			return "train: build model llama3-1b for 32768 rows: cuda/cublas: Alloc: 4943257600 bytes: out of device memory: ...\n", nil, errors.New("exit status 1")
+		}
+		// 20·12 sequences of 2048 tokens in 7 s: 70217 tokens/s
+		return gptGPUStderr, gptMetrics(12, 7, gptFinal), nil
+	}
+	var torched string
+	o.torch = func(_ context.Context, args []string) (string, error) {
+		torched = strings.Join(args[1:], " ")
+		return "ERROR torch_llama model=llama preset=llama3-1b batch=32 mode=compile: OutOfMemoryError: CUDA out of memory (trying batch 24)\n" +
+			"ERROR torch_llama model=llama preset=llama3-1b batch=24 mode=compile: OutOfMemoryError: CUDA out of memory (trying batch 16)\n" +
+			"RESULT torch_llama model=llama preset=llama3-1b batch=16 mode=compile ms_per_step=470 tokens_per_s=69720 mfu=0.551 peak_mem_gib=65.81\n", nil
+	}
+	var out bytes.Buffer
+	if err := gpuGPT(context.Background(), o, &out); err != nil {
+		t.Fatalf("gpuGPT: %v\n%s", err, out.String())
+	}
+	if want := []string{"32", "24", "16", "12"}; !slices.Equal(trained, want) {
+		t.Errorf("train batches %q, want %q", trained, want)
+	}
+	if want := "--preset llama3-1b --batch 32,24,16,12,8,4,2,1 --modes compile --steps 100 --warmup 20 --fit"; torched != want {
+		t.Errorf("torch args %q, want %q", torched, want)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"symddp llama3-1b batch 16: out of device memory (trying batch 12)\n",
+		"symddp llama3-1b batch 12: 70217 tokens/s",
+		// 70217 / 69720 = 1.007
+		"llama3-1b  12/16            70217",
+		"1.01x",
+		"RESULT gpu-gpt model=llama3-1b batch=12 symddp=70217 ",
+		" fit=1 compile_batch=16\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	for _, bad := range [][]string{{"llama3-1b/max", "llama3-1b/8"}, {"llama3-1b/8", "llama3-1b/max"}, {"gpt2/max", "gpt2/max"}} {
+		if _, err := parseGPUGPTFlags([]string{"--configs", strings.Join(bad, ","), "--torch-script", "none"}); err == nil {
+			t.Errorf("--configs %s accepted", strings.Join(bad, ","))
 		}
 	}
 }
