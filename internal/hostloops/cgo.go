@@ -36,6 +36,10 @@ package hostloops
 #cgo nocallback sdh_gelu
 #cgo noescape sdh_gelu_backward
 #cgo nocallback sdh_gelu_backward
+#cgo noescape sdh_swiglu
+#cgo nocallback sdh_swiglu
+#cgo noescape sdh_swiglu_backward
+#cgo nocallback sdh_swiglu_backward
 #cgo noescape sdh_softmax_causal
 #cgo nocallback sdh_softmax_causal
 #cgo noescape sdh_softmax_causal_backward
@@ -118,6 +122,12 @@ func cGELU(y, x []float32) { C.sdh_gelu(ptr(y), ptr(x), C.long(len(x))) }
 
 func cGELUBackward(dx, dy, x []float32) {
 	C.sdh_gelu_backward(ptr(dx), ptr(dy), ptr(x), C.long(len(x)))
+}
+
+func cSwiGLU(y, a, b []float32) { C.sdh_swiglu(ptr(y), ptr(a), ptr(b), C.long(len(a))) }
+
+func cSwiGLUBackward(da, db, dy, a, b []float32) {
+	C.sdh_swiglu_backward(ptr(da), ptr(db), ptr(dy), ptr(a), ptr(b), C.long(len(a)))
 }
 
 func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {

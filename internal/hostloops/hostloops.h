@@ -32,6 +32,8 @@ void sdh_layernorm_backward(float *dx, float *dw, float *db, const float *dy, co
                             int add_dx);
 void sdh_gelu(float *y, const float *x, long n);
 void sdh_gelu_backward(float *dx, const float *dy, const float *x, long n);
+void sdh_swiglu(float *y, const float *a, const float *b, long n);
+void sdh_swiglu_backward(float *da, float *db, const float *dy, const float *a, const float *b, long n);
 void sdh_softmax_causal(float *p, long ld, long r0, long rows, long width);
 void sdh_softmax_causal_backward(float *ds, const float *p, long ld, long r0, long rows, long width);
 void sdh_gather_rows(float *dst, const float *table, const int32_t *idx, long n, long c, int accumulate);

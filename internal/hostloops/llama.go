@@ -1,10 +1,10 @@
 package hostloops
 
 // The loops of a Llama block: RMSNorm, SwiGLU's elementwise part and the
-// rotary embedding. They are Go only for now (no C variant): what runs is
-// the reference. They follow the package's rules all the same (explicit
-// float32 rounding, sums in sum8's lanes, exp32: lanes.go), so that a C
-// version can give the same bits.
+// rotary embedding. SwiGLU's have C twins (swiglu.h), the others are Go
+// only for now. They follow the package's rules (explicit float32
+// rounding, sums in sum8's lanes, exp32: lanes.go), so that a C version
+// gives the same bits.
 
 // RMSNorm normalises each of the rows of x (rows × c, row-major) into y:
 // r = 1/sqrt(Σx²/c + eps), y = (x·r)·w; it writes rstd (rows). y may not
@@ -79,6 +79,15 @@ func RMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool) 
 // with σ(a) = 1/(1+e^-a). y may not be a or b.
 func SwiGLU(y, a, b []float32) {
 	atLeast("SwiGLU", len(a), len(y), len(b))
+	if !useC || len(a) == 0 {
+		goSwiGLU(y, a, b)
+		return
+	}
+	cSwiGLU(y, a, b)
+}
+
+// goSwiGLU is SwiGLU's Go loop: the reference for the C one.
+func goSwiGLU(y, a, b []float32) {
 	y, b = y[:len(a)], b[:len(a)]
 	for i, v := range a {
 		s := 1 / (1 + exp32(-v))
@@ -91,6 +100,16 @@ func SwiGLU(y, a, b []float32) {
 // e^-a·σ (precise where σ is near 1). da may be dy; db may not.
 func SwiGLUBackward(da, db, dy, a, b []float32) {
 	atLeast("SwiGLUBackward", len(a), len(da), len(db), len(dy), len(b))
+	if !useC || len(a) == 0 {
+		goSwiGLUBackward(da, db, dy, a, b)
+		return
+	}
+	cSwiGLUBackward(da, db, dy, a, b)
+}
+
+// goSwiGLUBackward is SwiGLUBackward's Go loop: the reference for the C
+// one.
+func goSwiGLUBackward(da, db, dy, a, b []float32) {
 	da, db, dy, b = da[:len(a)], db[:len(a)], dy[:len(a)], b[:len(a)]
 	for i, v := range a {
 		e := exp32(-v)

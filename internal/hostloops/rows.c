@@ -1,6 +1,6 @@
 //go:build cgo
 
-// The row C loops (lanes.h, layernorm.h, gelu.h, attention.h,
+// The row C loops (lanes.h, layernorm.h, gelu.h, swiglu.h, attention.h,
 // indexing.h), compiled for the baseline instruction set and, on x86-64,
 // again for AVX2, each copy under its own names (SDH_NAME); the entry
 // points run the copy that hostloops.c picked. Every element goes through
@@ -21,6 +21,7 @@
 #include "lanes.h"
 #include "layernorm.h"
 #include "gelu.h"
+#include "swiglu.h"
 #include "attention.h"
 #include "indexing.h"
 #undef SDH_NAME
@@ -32,6 +33,7 @@
 #include "lanes.h"
 #include "layernorm.h"
 #include "gelu.h"
+#include "swiglu.h"
 #include "attention.h"
 #include "indexing.h"
 #undef SDH_NAME
@@ -50,6 +52,10 @@ void sdh_layernorm_backward(float *dx, float *dw, float *db, const float *dy, co
 void sdh_gelu(float *y, const float *x, long n) { SDH_CALL(gelu, y, x, n); }
 void sdh_gelu_backward(float *dx, const float *dy, const float *x, long n) {
 	SDH_CALL(gelu_backward, dx, dy, x, n);
+}
+void sdh_swiglu(float *y, const float *a, const float *b, long n) { SDH_CALL(swiglu, y, a, b, n); }
+void sdh_swiglu_backward(float *da, float *db, const float *dy, const float *a, const float *b, long n) {
+	SDH_CALL(swiglu_backward, da, db, dy, a, b, n);
 }
 void sdh_softmax_causal(float *p, long ld, long r0, long rows, long width) {
 	SDH_CALL(softmax_causal, p, ld, r0, rows, width);
