@@ -36,6 +36,10 @@ package hostloops
 #cgo nocallback sdh_gelu
 #cgo noescape sdh_gelu_backward
 #cgo nocallback sdh_gelu_backward
+#cgo noescape sdh_rmsnorm
+#cgo nocallback sdh_rmsnorm
+#cgo noescape sdh_rmsnorm_backward
+#cgo nocallback sdh_rmsnorm_backward
 #cgo noescape sdh_swiglu
 #cgo nocallback sdh_swiglu
 #cgo noescape sdh_swiglu_backward
@@ -122,6 +126,14 @@ func cGELU(y, x []float32) { C.sdh_gelu(ptr(y), ptr(x), C.long(len(x))) }
 
 func cGELUBackward(dx, dy, x []float32) {
 	C.sdh_gelu_backward(ptr(dx), ptr(dy), ptr(x), C.long(len(x)))
+}
+
+func cRMSNorm(y, rstd, x, w []float32, rows, c int, eps float32) {
+	C.sdh_rmsnorm(ptr(y), ptr(rstd), ptr(x), ptr(w), C.long(rows), C.long(c), C.float(eps))
+}
+
+func cRMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool) {
+	C.sdh_rmsnorm_backward(ptr(dx), ptr(dw), ptr(dy), ptr(x), ptr(w), ptr(rstd), C.long(rows), C.long(c), cbool(addDX))
 }
 
 func cSwiGLU(y, a, b []float32) { C.sdh_swiglu(ptr(y), ptr(a), ptr(b), C.long(len(a))) }

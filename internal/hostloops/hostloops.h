@@ -32,6 +32,9 @@ void sdh_layernorm_backward(float *dx, float *dw, float *db, const float *dy, co
                             int add_dx);
 void sdh_gelu(float *y, const float *x, long n);
 void sdh_gelu_backward(float *dx, const float *dy, const float *x, long n);
+void sdh_rmsnorm(float *y, float *rstd, const float *x, const float *w, long rows, long c, float eps);
+void sdh_rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                          const float *rstd, long rows, long c, int add_dx);
 void sdh_swiglu(float *y, const float *a, const float *b, long n);
 void sdh_swiglu_backward(float *da, float *db, const float *dy, const float *a, const float *b, long n);
 void sdh_softmax_causal(float *p, long ld, long r0, long rows, long width);

@@ -1,8 +1,8 @@
 package hostloops
 
 // The loops of a Llama block: RMSNorm, SwiGLU's elementwise part and the
-// rotary embedding. SwiGLU's have C twins (swiglu.h), the others are Go
-// only for now. They follow the package's rules (explicit float32
+// rotary embedding. RMSNorm's and SwiGLU's have C twins (rmsnorm.h,
+// swiglu.h); the rotation is Go only for now. They follow the package's rules (explicit float32
 // rounding, sums in sum8's lanes, exp32: lanes.go), so that a C version
 // gives the same bits.
 
@@ -16,6 +16,15 @@ func RMSNorm(y, rstd, x, w []float32, rows, c int, eps float32) {
 	atLeast("RMSNorm", rows*c, len(y), len(x))
 	atLeast("RMSNorm", rows, len(rstd))
 	atLeast("RMSNorm", c, len(w))
+	if !useC {
+		goRMSNorm(y, rstd, x, w, rows, c, eps)
+		return
+	}
+	cRMSNorm(y, rstd, x, w, rows, c, eps)
+}
+
+// goRMSNorm is RMSNorm's Go loop: the reference for the C one.
+func goRMSNorm(y, rstd, x, w []float32, rows, c int, eps float32) {
 	w = w[:c:c]
 	fc := float32(c)
 	for i := 0; i < rows; i++ {
@@ -40,6 +49,16 @@ func RMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool) 
 	atLeast("RMSNormBackward", rows*c, len(dx), len(dy), len(x))
 	atLeast("RMSNormBackward", rows, len(rstd))
 	atLeast("RMSNormBackward", c, len(w), len(dw))
+	if !useC {
+		goRMSNormBackward(dx, dw, dy, x, w, rstd, rows, c, addDX)
+		return
+	}
+	cRMSNormBackward(dx, dw, dy, x, w, rstd, rows, c, addDX)
+}
+
+// goRMSNormBackward is RMSNormBackward's Go loop: the reference for the C
+// one.
+func goRMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool) {
 	w, dw = w[:c:c], dw[:c:c]
 	fc := float32(c)
 	for i := 0; i < rows; i++ {

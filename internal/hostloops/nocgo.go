@@ -30,8 +30,14 @@ func cLayerNorm(y, mean, rstd, x, w, b []float32, rows, c int, eps float32) {
 func cLayerNormBackward(dx, dw, db, dy, x, w, mean, rstd []float32, rows, c int, addDX bool) {
 	goLayerNormBackward(dx, dw, db, dy, x, w, mean, rstd, rows, c, addDX)
 }
-func cGELU(y, x []float32)                       { goGELU(y, x) }
-func cGELUBackward(dx, dy, x []float32)          { goGELUBackward(dx, dy, x) }
+func cGELU(y, x []float32)              { goGELU(y, x) }
+func cGELUBackward(dx, dy, x []float32) { goGELUBackward(dx, dy, x) }
+func cRMSNorm(y, rstd, x, w []float32, rows, c int, eps float32) {
+	goRMSNorm(y, rstd, x, w, rows, c, eps)
+}
+func cRMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool) {
+	goRMSNormBackward(dx, dw, dy, x, w, rstd, rows, c, addDX)
+}
 func cSwiGLU(y, a, b []float32)                  { goSwiGLU(y, a, b) }
 func cSwiGLUBackward(da, db, dy, a, b []float32) { goSwiGLUBackward(da, db, dy, a, b) }
 func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {

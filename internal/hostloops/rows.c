@@ -1,7 +1,7 @@
 //go:build cgo
 
-// The row C loops (lanes.h, layernorm.h, gelu.h, swiglu.h, attention.h,
-// indexing.h), compiled for the baseline instruction set and, on x86-64,
+// The row C loops (lanes.h, layernorm.h, gelu.h, swiglu.h, rmsnorm.h,
+// attention.h, indexing.h), compiled for the baseline instruction set and, on x86-64,
 // again for AVX2, each copy under its own names (SDH_NAME); the entry
 // points run the copy that hostloops.c picked. Every element goes through
 // the same IEEE float operations, in the same order, as the Go loops, and
@@ -22,6 +22,7 @@
 #include "layernorm.h"
 #include "gelu.h"
 #include "swiglu.h"
+#include "rmsnorm.h"
 #include "attention.h"
 #include "indexing.h"
 #undef SDH_NAME
@@ -34,6 +35,7 @@
 #include "layernorm.h"
 #include "gelu.h"
 #include "swiglu.h"
+#include "rmsnorm.h"
 #include "attention.h"
 #include "indexing.h"
 #undef SDH_NAME
@@ -52,6 +54,13 @@ void sdh_layernorm_backward(float *dx, float *dw, float *db, const float *dy, co
 void sdh_gelu(float *y, const float *x, long n) { SDH_CALL(gelu, y, x, n); }
 void sdh_gelu_backward(float *dx, const float *dy, const float *x, long n) {
 	SDH_CALL(gelu_backward, dx, dy, x, n);
+}
+void sdh_rmsnorm(float *y, float *rstd, const float *x, const float *w, long rows, long c, float eps) {
+	SDH_CALL(rmsnorm, y, rstd, x, w, rows, c, eps);
+}
+void sdh_rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                          const float *rstd, long rows, long c, int add_dx) {
+	SDH_CALL(rmsnorm_backward, dx, dw, dy, x, w, rstd, rows, c, add_dx);
 }
 void sdh_swiglu(float *y, const float *a, const float *b, long n) { SDH_CALL(swiglu, y, a, b, n); }
 void sdh_swiglu_backward(float *da, float *db, const float *dy, const float *a, const float *b, long n) {
