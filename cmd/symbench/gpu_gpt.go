@@ -87,7 +87,10 @@ func parseGPTGPUConfig(s string) (gptGPUConfig, error) {
 		name = "tiny"
 	}
 	name = strings.TrimPrefix(name, "gpt2-")
-	if _, known := gptPresets[name]; ok && known && b == "max" {
+	if p, known := gptPresets[name]; ok && known && b == "max" {
+		if p.script != torchLlamaScript {
+			return gptGPUConfig{}, fmt.Errorf("config %q: PRESET/max takes the llama presets (torch_gpt_bench.py has no --fit search); give the GPT a batch", s)
+		}
 		return gptGPUConfig{preset: name, fit: true}, nil
 	}
 	batch, err := strconv.Atoi(b)
@@ -134,7 +137,7 @@ func defaultPython() string {
 func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	var o gpuGPTOpts
 	fs := pflag.NewFlagSet("symbench gpu-gpt", pflag.ContinueOnError)
-	cfgs := fs.StringSlice("configs", defaultGPTGPUConfigs, "models and batches as PRESET/BATCH, or PRESET/max: each side at the largest of 32, 24, 16, 12, 8, 4, 2, 1 sequences that fits the GPU (symddp: train again at the next batch while it runs out of device memory; PyTorch: the script's --fit); PRESET gpt2 (GPT-2 124M, T 1024), medium, large, xl (the larger GPT-2 sizes, T 1024), tiny (gpt-tiny, T 128), small (6 layers, 384 wide, T 256), llama-tiny, llama-124m (T 1024), llama3-1b (T 2048); the torch scripts' presets")
+	cfgs := fs.StringSlice("configs", defaultGPTGPUConfigs, "models and batches as PRESET/BATCH, or PRESET/max for a llama preset: each side at the largest of 32, 24, 16, 12, 8, 4, 2, 1 sequences that fits the GPU (symddp: train again at the next batch while it runs out of device memory; PyTorch: the script's --fit); PRESET gpt2 (GPT-2 124M, T 1024), medium, large, xl (the larger GPT-2 sizes, T 1024), tiny (gpt-tiny, T 128), small (6 layers, 384 wide, T 256), llama-tiny, llama-124m (T 1024), llama3-1b (T 2048); the torch scripts' presets")
 	fs.IntVar(&o.warmup, "warmup", 20, "train's untimed steps (also its --log-every)")
 	fs.IntVar(&o.steps, "steps", 100, "train's timed steps; a multiple of --warmup")
 	fs.StringVar(&o.precision, "precision", "bf16", "train --precision: bf16 (PyTorch's side runs bf16 autocast), auto or fp32")

@@ -24,7 +24,7 @@ func TestParseGPTGPUConfig(t *testing.T) {
 	if got, err := parseGPTGPUConfig("llama3-1b/max"); err != nil || got != (gptGPUConfig{preset: "llama3-1b", fit: true}) {
 		t.Errorf("parseGPTGPUConfig(llama3-1b/max) = %+v, %v", got, err)
 	}
-	for _, bad := range []string{"gpt2", "gpt2/0", "gpt3/16", "gpt2/x", "", "llama/16", "llama3-8b/1", "gpt3/max", "gpt2/MAX"} {
+	for _, bad := range []string{"gpt2", "gpt2/0", "gpt3/16", "gpt2/x", "", "llama/16", "llama3-8b/1", "gpt3/max", "gpt2/MAX", "gpt2/max"} {
 		if _, err := parseGPTGPUConfig(bad); err == nil {
 			t.Errorf("parseGPTGPUConfig(%q) succeeded", bad)
 		}
@@ -358,7 +358,7 @@ func TestGPUGPTFit(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, got)
 		}
 	}
-	for _, bad := range [][]string{{"llama3-1b/max", "llama3-1b/8"}, {"llama3-1b/8", "llama3-1b/max"}, {"gpt2/max", "gpt2/max"}} {
+	for _, bad := range [][]string{{"llama3-1b/max", "llama3-1b/8"}, {"llama3-1b/8", "llama3-1b/max"}, {"llama-124m/max", "llama-124m/max"}} {
 		if _, err := parseGPUGPTFlags([]string{"--configs", strings.Join(bad, ","), "--torch-script", "none"}); err == nil {
 			t.Errorf("--configs %s accepted", strings.Join(bad, ","))
 		}
