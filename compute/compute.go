@@ -258,10 +258,6 @@ type LinearSpec struct {
 	// pre-activation: memory the caller chose (a model's shared scratch
 	// when it recomputes the layer); nil: the plan allocates its own.
 	Aux Tensor
-	// AddDX: Backward adds dx to DX (another layer that reads the same
-	// input wrote it first: a SwiGLU's gate and up projections) instead of
-	// overwriting it, in the GEMM.
-	AddDX bool
 }
 
 // FusedLinear is a Linear layer's work on an engine that fuses it. Like

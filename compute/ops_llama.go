@@ -27,17 +27,21 @@ type RMSNorms interface {
 }
 
 // SwiGLUs is the elementwise part of a SwiGLU feed-forward layer,
-// silu(a)⊙b with silu(a) = a·σ(a); the three projections around it are
-// Gemm. On an engine with BF16Tensors whose CheckBF16 takes a SwiGLUSpec,
-// every tensor of a call may be bf16 (all of them; float32 arithmetic).
+// silu(a)⊙b with silu(a) = a·σ(a), a and b read from one packed tensor:
+// each row [a | b], gate_proj's and up_proj's outputs side by side as one
+// GEMM over their joined weights writes them. The projections around it
+// are Gemm. On an engine with BF16Tensors whose CheckBF16 takes a
+// SwiGLUSpec, every tensor of a call may be bf16 (all of them; float32
+// arithmetic).
 type SwiGLUs interface {
-	// SwiGLU computes y = silu(a)·b element by element; y, a and b have
-	// the same size, and y may not overlap a or b.
-	SwiGLU(y, a, b Tensor)
-	// SwiGLUBackward takes dy, the gradient at y, and writes the gradients
-	// da = dy·b·silu'(a) and db = dy·silu(a) (overwriting them). da may be
-	// dy; db may not overlap dy, a, b or da.
-	SwiGLUBackward(da, db, dy, a, b Tensor)
+	// SwiGLU computes y = silu(a)·b element by element for y (R, ..., F)
+	// from ab (R, ..., 2F), row r of ab being [a | b] for row r of y. y
+	// may not overlap ab.
+	SwiGLU(y, ab Tensor)
+	// SwiGLUBackward takes dy (R, ..., F), the gradient at y, and writes
+	// dab (R, ..., 2F), row r [da | db] with da = dy·b·silu'(a) and db =
+	// dy·silu(a) (overwriting it). dab may not overlap dy or ab.
+	SwiGLUBackward(dab, dy, ab Tensor)
 }
 
 // Rotary is rotary position embedding (RoPE) of queries and keys.
@@ -111,8 +115,9 @@ type RMSNormSpec struct {
 // OpName is "RMSNorm".
 func (RMSNormSpec) OpName() string { return "RMSNorm" }
 
-// SwiGLUSpec is the size of a SwiGLU as CheckBF16 sees it: N elements.
-type SwiGLUSpec struct{ N int }
+// SwiGLUSpec is the size of a SwiGLU as CheckBF16 sees it: Rows rows of
+// Cols outputs (2·Cols inputs).
+type SwiGLUSpec struct{ Rows, Cols int }
 
 // OpName is "SwiGLU".
 func (SwiGLUSpec) OpName() string { return "SwiGLU" }
@@ -245,4 +250,19 @@ func RMSNormBackwardDims(engine string, x, dx, dy, w, dw, rstd Shape) (rows, col
 		PanicShapes(engine, op, "rstd must have one element per row of x", x, rstd)
 	}
 	return rows, cols
+}
+
+// SwiGLUDims checks the shapes of a SwiGLU (y and the packed ab) or of its
+// backward (dy and dab) and returns its rows and output width F: y (R,
+// ..., F) and ab of 2·R·F elements with last dimension 2F. It panics
+// (PanicShapes) on anything else.
+func SwiGLUDims(engine, op string, y, ab Shape) (rows, f int) {
+	if len(y) == 0 || len(ab) == 0 {
+		PanicShapes(engine, op, "want rows of a last dimension", y, ab)
+	}
+	f = y[len(y)-1]
+	if f < 1 || ab[len(ab)-1] != 2*f || ab.Size() != 2*y.Size() {
+		PanicShapes(engine, op, "want y (R, F) and ab (R, 2F), each row [a | b]", y, ab)
+	}
+	return y.Size() / f, f
 }

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* SDC_ABI_VERSION changes whenever a signature or a struct below changes. */
-#define SDC_ABI_VERSION 24
+#define SDC_ABI_VERSION 25
 
 /* Activations (the numbers match compute.Activation). */
 enum { SDC_IDENTITY = 0, SDC_RELU = 1 };
@@ -690,17 +690,18 @@ int sdc_rms_norm(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t rstd, u
 int sdc_rms_norm_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dx, uint64_t dw, uint64_t dy, uint64_t x,
                           uint64_t w, uint64_t rstd, int64_t rows, int64_t cols, sdc_flag add_dx);
 /*
- * y (n) = silu(a) * b element by element, silu(a) = a * s with
- * s = 1 / (1 + e^-a) (hostloops' exp32), in float32. y may not alias a or b.
+ * y (rows, f) = silu(a) * b element by element from ab (rows, 2f), row r of
+ * ab [a | b] (the joined gate_proj and up_proj GEMM's output), silu(a) = a * s
+ * with s = 1 / (1 + e^-a) (hostloops' exp32), in float32. y may not alias ab.
  */
-int sdc_swiglu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t a, uint64_t b, int64_t n);
+int sdc_swiglu(const sdc_ctx *c, sdc_dtype dtype, uint64_t y, uint64_t ab, int64_t rows, int64_t f);
 /*
- * Its backward: da (n) = (dy * b) * (s + e * s * s * a) (silu'(a), with
- * e = e^-a) and db (n) = (a * s) * dy, likewise. da may be dy; db may alias
- * nothing.
+ * Its backward: dab (rows, 2f), row r [da | db], from dy (rows, f) and ab:
+ * da = (dy * b) * (s + e * s * s * a) (silu'(a), with e = e^-a) and
+ * db = (a * s) * dy, likewise. dab may alias nothing.
  */
-int sdc_swiglu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t da, uint64_t db, uint64_t dy, uint64_t a,
-                        uint64_t b, int64_t n);
+int sdc_swiglu_backward(const sdc_ctx *c, sdc_dtype dtype, uint64_t dab, uint64_t dy, uint64_t ab, int64_t rows,
+                        int64_t f);
 /*
  * Rotary position embedding: y = x (rows of width elements of dtype, ld
  * elements apart, ld >= width; heads of hs channels side by side: hs even,

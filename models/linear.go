@@ -44,11 +44,6 @@ type Linear struct {
 	fused  compute.FusedLinear // the engine's fused layer (or bf16 plan), nil on the plain path
 	unfuse string              // why the layer is not fused (engines with compute.LinearFuser)
 	gelu   bool                // bf16: GELU in the epilogue (GELUMLP's c_fc)
-	// bf16: the layer that reads the same input and writes its input
-	// gradient first; this layer's Backward adds its own to it, in the GEMM
-	// (SwiGLU's up_proj onto gate_proj's). Set by the composite layer
-	// before Build.
-	addDXOf *Linear
 }
 
 // NewLinear returns a Linear layer from in to out features whose parameters
@@ -127,7 +122,7 @@ func (l *Linear) Build(b Build) ([]int, error) {
 // out.
 func (l *Linear) bf16Spec(b Build) compute.LinearSpec {
 	return compute.LinearSpec{Name: l.name, Batch: b.Batch, In: l.in, Out: l.out, Act: l.act, DType: compute.BF16,
-		GELU: l.gelu, Residual: b.onto, AddDW: b.AddGrad(0), AddDX: l.addDXOf != nil && b.NeedInputGrad}
+		GELU: l.gelu, Residual: b.onto, AddDW: b.AddGrad(0)}
 }
 
 // checkBF16 asks the engine for the layer's bf16 plan (bf16Layer).
@@ -165,12 +160,7 @@ func (l *Linear) buildBF16(b Build) error {
 	}
 	l.y = b.allocOutBF16(l.out)
 	l.needInGrad, l.dx = b.NeedInputGrad, nil
-	switch {
-	case l.needInGrad && l.addDXOf != nil:
-		if l.dx = l.addDXOf.dx; l.dx == nil {
-			return fmt.Errorf("%s: adds its input gradient to %s's, which has none", l.name, l.addDXOf.name)
-		}
-	case l.needInGrad:
+	if l.needInGrad {
 		l.dx = b.allocGradBF16(l.in)
 	}
 	l.addW, l.addB, l.unfuse = b.AddGrad(0), false, ""

@@ -228,7 +228,7 @@ func require[G any](e compute.Engine, op string) error {
 
 // ActivationBytes is what a build for seqs sequences allocates for its
 // activations on the CPU engine, in bytes, in m's recompute mode
-// (docs/LLAMA.md's table): per layer 11·R·C + 4·R·K + 5·R·F + 2·R +
+// (docs/LLAMA.md's table): per layer 10·R·C + 4·R·K + 6·R·F + 2·R +
 // B·H·T² floats with R = B·T rows, K the key/value width
 // KVHeads·C/Heads and F SwiGLU's hidden width; plus 4·R·C + R for the
 // embedding, the final norm and the head's input gradient, and 2·R·V for
@@ -243,7 +243,7 @@ func require[G any](e compute.Engine, op string) error {
 // bytes (bf16 activations, fp32 rstd and attention's log-sum-exp, no
 // probabilities); the rotary plan's fp32 table, 4·T·C/H, once (the layers'
 // plans are one, the engine's for the spec); the blocks'
-// shared input gradients once, 2·(3·R·C + 2·R·K + 2·R·F), and 8·R·C + 4·R
+// shared input gradients once, 2·(3·R·C + 2·R·K + 3·R·F), and 8·R·C + 4·R
 // + 2·R·V for the embedding, the final norm and the head (the logits bf16,
 // their gradient written over them). RecomputeBlock keeps each layer's
 // output, the residual stream (2·R·C), and one layer's activations less
@@ -263,9 +263,9 @@ func (m *Llama) ActivationBytes(seqs int) int64 {
 		if m.Recompute() == RecomputeBlock { // each layer's output stream, and one layer's activations less it
 			n = layers*2*r*c + layer - 2*r*c
 		}
-		return n + table + 2*(3*r*c+2*r*k+2*r*f) + 8*r*c + 4*r + 2*r*v
+		return n + table + 2*(3*r*c+2*r*k+3*r*f) + 8*r*c + 4*r + 2*r*v
 	}
-	layer := 11*r*c + 4*r*k + 5*r*f + 2*r + b*h*t*t
+	layer := 10*r*c + 4*r*k + 6*r*f + 2*r + b*h*t*t
 	var n int64
 	switch m.Recompute() {
 	case RecomputeGELU:

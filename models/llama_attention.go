@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/symddp/symddp/compute"
 )
@@ -125,26 +126,36 @@ func (a *GroupedSelfAttention) spec(b Build) compute.GroupedAttentionSpec {
 }
 
 // joined is the Build of the joined projection: q_proj, k_proj and v_proj's
-// weights, their gradients and (bf16) their bf16 copies each viewed as one
-// ((H+2·KVH)·hs, C) matrix, or an error saying why they cannot be.
+// weights as one ((H+2·KVH)·hs, C) matrix (joinedBuild).
 func (a *GroupedSelfAttention) joined(b Build) (Build, error) {
-	p := b.part(b.In, 0, 3, b.NeedInputGrad)
-	for k := range 3 {
+	return joinedBuild(b, a.name, a.specs, []int{(a.heads + 2*a.kv) * a.hs, a.c})
+}
+
+// joinedBuild is the Build of one Linear over b's first len(specs)
+// parameters joined (compute.Joiner): their weights, their gradients and
+// (bf16) their bf16 copies each viewed as one matrix of shape, the rows of
+// one after the other's; or an error saying why they cannot be (tied, or
+// not back to back in one arena).
+func joinedBuild(b Build, layer string, specs []ParamSpec, shape []int) (Build, error) {
+	p := b.part(b.In, 0, len(specs), b.NeedInputGrad)
+	names := make([]string, len(specs))
+	for k, s := range specs {
 		if p.AddGrad(k) {
-			return p, fmt.Errorf("%s: %s is tied to another parameter, which the joined q/k/v projection does not take", a.name, a.specs[k].Name)
+			return p, fmt.Errorf("%s: %s is tied to another parameter, which a joined projection does not take", layer, s.Name)
 		}
+		names[k] = s.Name
 	}
 	j, err := compute.Require[compute.Joiner](b.Engine, "joined parameter views")
 	if err != nil {
-		return p, fmt.Errorf("%s: %w", a.name, err)
+		return p, fmt.Errorf("%s: %w", layer, err)
 	}
-	shape := []int{(a.heads + 2*a.kv) * a.hs, a.c}
 	join := func(ts []compute.Tensor) (compute.Tensor, error) {
 		if t := j.Join(shape, ts...); t != nil {
 			return t, nil
 		}
-		return nil, fmt.Errorf("%s: q_proj, k_proj and v_proj's weights do not lie back to back in one arena, in that order, "+
-			"as the trainer lays out a model's parameters (models.Layout); lay them out so to build this layer", a.name)
+		return nil, fmt.Errorf("%s: the weights %s do not lie back to back in one arena, in that order, "+
+			"as the trainer lays out a model's parameters (models.Layout); lay them out so to build this layer",
+			layer, strings.Join(names, ", "))
 	}
 	w, err := join(p.Params)
 	if err != nil {

@@ -14,18 +14,19 @@ func RunSwiGLU(t *testing.T, e compute.Engine) {
 	t.Run("Reference", testSwiGLUReference)
 	t.Run("SwiGLU", func(t *testing.T) { testSwiGLU(t, e, g) })
 	t.Run("Panics", func(t *testing.T) {
-		a, b := e.Alloc(4, 5), e.Alloc(4, 5)
-		expectPanic(t, "SwiGLU with y of another size", func() { g.SwiGLU(e.Alloc(4, 4), a, b) }, "SwiGLU")
-		expectPanic(t, "SwiGLU with y = a", func() { g.SwiGLU(a, a, b) }, "SwiGLU")
-		expectPanic(t, "SwiGLUBackward with db = dy", func() { d := e.Alloc(4, 5); g.SwiGLUBackward(e.Alloc(4, 5), d, d, a, b) }, "SwiGLUBackward")
+		ab := e.Alloc(4, 10)
+		expectPanic(t, "SwiGLU with y of another size", func() { g.SwiGLU(e.Alloc(4, 4), ab) }, "SwiGLU")
+		expectPanic(t, "SwiGLU with ab not two of y's rows", func() { g.SwiGLU(e.Alloc(5, 4), e.Alloc(4, 10)) }, "SwiGLU")
+		expectPanic(t, "SwiGLUBackward with dab = ab", func() { g.SwiGLUBackward(ab, e.Alloc(4, 5), ab) }, "SwiGLUBackward")
+		expectPanic(t, "SwiGLUBackward with dab of another size", func() { g.SwiGLUBackward(e.Alloc(4, 5), e.Alloc(4, 5), ab) }, "SwiGLUBackward")
 	})
 	t.Run("NoAllocs", func(t *testing.T) {
 		r := rng(81)
-		a, b, y := tensorOf(e, randVals(r, 1000), 10, 100), tensorOf(e, randVals(r, 1000), 10, 100), e.Alloc(10, 100)
-		db := e.Alloc(10, 100)
+		ab, y := tensorOf(e, randVals(r, 2000), 10, 200), e.Alloc(10, 100)
+		dab := e.Alloc(10, 200)
 		noAllocs(t, map[string]func(){
-			"SwiGLU":         func() { g.SwiGLU(y, a, b) },
-			"SwiGLUBackward": func() { g.SwiGLUBackward(y, db, y, a, b) },
+			"SwiGLU":         func() { g.SwiGLU(y, ab) },
+			"SwiGLUBackward": func() { g.SwiGLUBackward(dab, y, ab) },
 		})
 	})
 }
@@ -69,9 +70,20 @@ func refSwiGLUBackward(dy, a, b []float32) (da, db []float64) {
 	return da, db
 }
 
+// packRows lays a and b (rows of f) out as rows [a | b] of 2f.
+func packRows(a, b []float32, f int) []float32 {
+	ab := make([]float32, 0, 2*len(a))
+	for r := 0; r < len(a); r += f {
+		ab = append(append(ab, a[r:r+f]...), b[r:r+f]...)
+	}
+	return ab
+}
+
 func testSwiGLU(t *testing.T, e compute.Engine, g compute.SwiGLUs) {
 	for _, shape := range [][]int{{1}, {7}, {3, 7, 5}, {1031}, {64, 33}} {
 		size := compute.ShapeSize("test", "SwiGLU", shape)
+		f := shape[len(shape)-1]
+		wide := append(append([]int(nil), shape[:len(shape)-1]...), 2*f)
 		r := rng(uint64(size) + 80)
 		av, bv, dyv := randVals(r, size), randVals(r, size), randVals(r, size)
 		for i := range av {
@@ -80,9 +92,9 @@ func testSwiGLU(t *testing.T, e compute.Engine, g compute.SwiGLUs) {
 		// The tails: large |a|, where σ saturates, and past exp's clamp.
 		edge := []float32{0, -0.5, 3, -3, 10, -10, 20, -20, 100, -100}
 		copy(av, edge[:min(len(edge), size)])
-		a, b := tensorOf(e, av, shape...), tensorOf(e, bv, shape...)
+		ab := tensorOf(e, packRows(av, bv, f), wide...)
 		y := tensorOf(e, nanVals(size), shape...)
-		g.SwiGLU(y, a, b)
+		g.SwiGLU(y, ab)
 		wantY := make([]float64, size)
 		for i := range av {
 			s, _ := refSiLU(float64(av[i]))
@@ -90,13 +102,14 @@ func testSwiGLU(t *testing.T, e compute.Engine, g compute.SwiGLUs) {
 		}
 		checkNear(t, "SwiGLU", read(e, y), wantY, 2e-6)
 		wantDA, wantDB := refSwiGLUBackward(dyv, av, bv)
-		da, db, dy := tensorOf(e, nanVals(size), shape...), tensorOf(e, nanVals(size), shape...), tensorOf(e, dyv, shape...)
-		g.SwiGLUBackward(da, db, dy, a, b)
-		checkNear(t, "SwiGLUBackward da", read(e, da), wantDA, 2e-6)
-		checkNear(t, "SwiGLUBackward db", read(e, db), wantDB, 2e-6)
-		db2 := tensorOf(e, nanVals(size), shape...)
-		g.SwiGLUBackward(dy, db2, dy, a, b) // da in place of dy
-		checkNear(t, "SwiGLUBackward da in place", read(e, dy), wantDA, 2e-6)
-		checkNear(t, "SwiGLUBackward db (da in place)", read(e, db2), wantDB, 2e-6)
+		dab, dy := tensorOf(e, nanVals(2*size), wide...), tensorOf(e, dyv, shape...)
+		g.SwiGLUBackward(dab, dy, ab)
+		got := read(e, dab)
+		gotDA, gotDB := make([]float32, 0, size), make([]float32, 0, size)
+		for o := 0; o < len(got); o += 2 * f {
+			gotDA, gotDB = append(gotDA, got[o:o+f]...), append(gotDB, got[o+f:o+2*f]...)
+		}
+		checkNear(t, "SwiGLUBackward da", gotDA, wantDA, 2e-6)
+		checkNear(t, "SwiGLUBackward db", gotDB, wantDB, 2e-6)
 	}
 }

@@ -7,33 +7,30 @@ import (
 
 var _ compute.SwiGLUs = (*Engine)(nil)
 
-// SwiGLU computes y = silu(a)·b element by element, silu(a) = a·σ(a).
-// y, a and b have the same size; y may not overlap a or b.
-func (e *Engine) SwiGLU(y, a, b compute.Tensor) {
+// SwiGLU computes y (R,F) = silu(a)·b element by element, silu(a) =
+// a·σ(a), from ab (R,2F), each row [a | b]. y may not overlap ab.
+func (e *Engine) SwiGLU(y, ab compute.Tensor) {
 	const op = "SwiGLU"
-	yd, ad, bd := data(op, y), data(op, a), data(op, b)
-	if len(yd) != len(ad) || len(bd) != len(ad) {
-		compute.PanicShapes("cpu", op, "y, a and b must have the same size", y.Shape(), a.Shape(), b.Shape())
+	rows, f := compute.SwiGLUDims("cpu", op, y.Shape(), ab.Shape())
+	yd, abd := data(op, y), data(op, ab)
+	if overlap(yd, abd) {
+		compute.PanicShapes("cpu", op, "y overlaps ab", y.Shape(), ab.Shape())
 	}
-	if anyOverlap(yd, ad, bd) {
-		compute.PanicShapes("cpu", op, "y overlaps a or b", y.Shape(), a.Shape(), b.Shape())
-	}
-	hostloops.SwiGLU(yd, ad, bd)
+	hostloops.SwiGLU(yd, abd, rows, f)
 }
 
-// SwiGLUBackward writes da = dy·b·silu'(a) and db = dy·silu(a). da may be
-// dy (it is then updated in place) but may not otherwise overlap an input;
-// db may not overlap anything.
-func (e *Engine) SwiGLUBackward(da, db, dy, a, b compute.Tensor) {
+// SwiGLUBackward writes dab (R,2F), each row [da | db] with da =
+// dy·b·silu'(a) and db = dy·silu(a), from dy (R,F) and ab. dab may not
+// overlap dy or ab.
+func (e *Engine) SwiGLUBackward(dab, dy, ab compute.Tensor) {
 	const op = "SwiGLUBackward"
-	dad, dbd, dyd, ad, bd := data(op, da), data(op, db), data(op, dy), data(op, a), data(op, b)
-	n := len(ad)
-	if len(dad) != n || len(dbd) != n || len(dyd) != n || len(bd) != n {
-		compute.PanicShapes("cpu", op, "da, db, dy, a and b must have the same size", da.Shape(), db.Shape(), dy.Shape(), a.Shape(), b.Shape())
+	rows, f := compute.SwiGLUDims("cpu", op, dy.Shape(), ab.Shape())
+	dabd, dyd, abd := data(op, dab), data(op, dy), data(op, ab)
+	if len(dabd) != len(abd) {
+		compute.PanicShapes("cpu", op, "dab must have the size of ab", dab.Shape(), ab.Shape())
 	}
-	same := &dad[0] == &dyd[0]
-	if anyOverlap(dad, ad, bd, dbd) || (!same && overlap(dad, dyd)) || anyOverlap(dbd, dyd, ad, bd) {
-		compute.PanicShapes("cpu", op, "da or db overlaps another tensor (da may be dy)", da.Shape(), db.Shape(), dy.Shape())
+	if anyOverlap(dabd, dyd, abd) {
+		compute.PanicShapes("cpu", op, "dab overlaps dy or ab", dab.Shape(), dy.Shape(), ab.Shape())
 	}
-	hostloops.SwiGLUBackward(dad, dbd, dyd, ad, bd)
+	hostloops.SwiGLUBackward(dabd, dyd, abd, rows, f)
 }

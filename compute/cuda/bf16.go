@@ -304,8 +304,8 @@ func (e *Engine) CheckBF16(s compute.OpSpec) error {
 		}
 		return nil
 	case compute.SwiGLUSpec:
-		if s.N < 1 {
-			return fmt.Errorf("cuda: bf16 SwiGLU of %d elements", s.N)
+		if s.Rows < 1 || s.Cols < 1 {
+			return fmt.Errorf("cuda: bf16 SwiGLU of %d rows of %d", s.Rows, s.Cols)
 		}
 		return nil
 	case compute.RotarySpec:

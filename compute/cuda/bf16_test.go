@@ -367,7 +367,7 @@ func TestCheckBF16(t *testing.T) {
 		compute.EmbeddingSpec{B: 2, T: 64, C: 64, Vocab: 256},
 		compute.CrossEntropySpec{Rows: 128, Classes: 256},
 		compute.RMSNormSpec{Rows: 7, Cols: 13, Eps: 1e-6},
-		compute.SwiGLUSpec{N: 5},
+		compute.SwiGLUSpec{Rows: 5, Cols: 3},
 		compute.RotarySpec{T: 3, HeadSize: 6, Theta: 10},
 		compute.GroupedAttentionSpec{B: 2, T: 128, Heads: 12, KVHeads: 4, HeadSize: 64},
 	} {

@@ -20,8 +20,6 @@ import (
 //	          db = column sums of dy  sdc_bias_act_backward
 //	          dx = dy·W               with the GELU derivative of the layer
 //	                                  before when chained (ChainInput)
-//	          dx += dy·W              with AddDX: onto another layer's input
-//	                                  gradient (the GEMM accumulates)
 
 // linearBF16 is one bf16 Linear layer's plans.
 type linearBF16 struct {
@@ -33,7 +31,6 @@ type linearBF16 struct {
 	aux               *Tensor // bf16 pre-activation of a GELU layer
 	fwd, dwPlan, dxPl uintptr
 	gelu, residual    bool
-	addDX             bool
 	prev              *linearBF16 // the GELU layer whose derivative dxPl applies
 	chained           bool        // the next layer's dx GEMM applies this layer's GELU derivative
 }
@@ -46,7 +43,7 @@ func (e *Engine) linearBF16Plan(s compute.LinearSpec) (compute.FusedLinear, erro
 	if err := e.CheckBF16(s); err != nil {
 		return nil, err
 	}
-	f := &linearBF16{e: e, name: s.Name, n: s.Batch, in: s.In, out: s.Out, gelu: s.GELU, residual: s.Residual, addDX: s.AddDX}
+	f := &linearBF16{e: e, name: s.Name, n: s.Batch, in: s.In, out: s.Out, gelu: s.GELU, residual: s.Residual}
 	f.w, f.y, f.dw = e.bf16Of(op, s.W), e.bf16Of(op, s.Y), e.tensorOf(op, s.DW)
 	if s.B != nil {
 		f.b, f.db = e.bf16Of(op, s.B), e.tensorOf(op, s.DB)
@@ -85,7 +82,7 @@ func (e *Engine) linearBF16Plan(s compute.LinearSpec) (compute.FusedLinear, erro
 		return nil, err
 	}
 	if f.dx != nil {
-		if f.dxPl, err = e.gemmPlan(s.Batch, s.In, s.Out, false, false, b16, cudalib.BF16EpiNone, s.AddDX); err != nil {
+		if f.dxPl, err = e.gemmPlan(s.Batch, s.In, s.Out, false, false, b16, cudalib.BF16EpiNone, false); err != nil {
 			return nil, err
 		}
 	}
@@ -116,9 +113,6 @@ func (f *linearBF16) Path() string {
 	}
 	if f.prev != nil {
 		what += ", " + f.prev.name + "'s GELU derivative in the input gradient's"
-	}
-	if f.addDX {
-		what += ", the input gradient added in the GEMM"
 	}
 	if f.b != nil {
 		what += ", bias gradient by sdc_bias_act_backward"
@@ -192,8 +186,6 @@ func (f *linearBF16) ChainInput(p compute.FusedLinear) error {
 		return fmt.Errorf("%T is not a bf16 Linear of this engine", p)
 	case f.dx == nil:
 		return fmt.Errorf("%s computes no input gradient", f.name)
-	case f.addDX:
-		return fmt.Errorf("%s adds its input gradient to another's, which a GELU derivative would scale", f.name)
 	case f.prev != nil || prev.chained:
 		return fmt.Errorf("%s or %s is chained already", f.name, prev.name)
 	case !prev.gelu:

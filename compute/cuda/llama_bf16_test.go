@@ -29,6 +29,10 @@ type llamaBF16Case struct {
 // eight and of a warp, and Llama's.
 var rmsNormShapes = [][2]int{{1, 1}, {3, 5}, {37, 8}, {33, 13}, {9, 40}, {130, 128}, {5, 771}, {4, 2048}, {300, 64}, {6, 768}, {17, 520}, {8300, 40}}
 
+// swiGLUShapes are rows x F: widths off and on whole 16-byte words (of
+// bf16 and of fp32), and enough elements for a grid of many blocks.
+var swiGLUShapes = [][2]int{{1, 1}, {1, 7}, {3, 4}, {5, 200}, {3, 1003}, {7, 1000}, {6, 8192}}
+
 // llamaBF16Cases are the cases of both tests: each returns its bf16
 // outputs and, for the fp32 comparison, the fp32 reference of each with
 // the tolerance (of the reference's largest magnitude) it is held to.
@@ -50,19 +54,18 @@ func llamaBF16Cases() []llamaBF16Case {
 				}})
 		}
 	}
-	for _, n := range []int{1, 7, 1000, 1003, 3 << 14} {
-		cs = append(cs, llamaBF16Case{fmt.Sprintf("SwiGLU of %d", n),
+	for _, sh := range swiGLUShapes {
+		rows, f := sh[0], sh[1]
+		cs = append(cs, llamaBF16Case{fmt.Sprintf("SwiGLU %dx%d", rows, f),
 			func(b *bf16Engine, vals func(int, float64) []float32) (func(), []compute.Tensor) {
 				e := b.e
-				a, bv, dy := vals(n, 3), vals(n, 1), vals(n, 1)
-				ba, bb := b.bf(a, n), b.bf(bv, n)
-				y, da, db, db2 := e.AllocBF16(n), e.AllocBF16(n), e.AllocBF16(n), e.AllocBF16(n)
-				bdy, inPlace := b.bf(dy, n), b.bf(dy, n)
+				ab, dy := vals(2*rows*f, 3), vals(rows*f, 1)
+				bab, bdy := b.bf(ab, rows, 2*f), b.bf(dy, rows, f)
+				y, dab := e.AllocBF16(rows, f), e.AllocBF16(rows, 2*f)
 				return func() {
-					e.SwiGLU(y, ba, bb)
-					e.SwiGLUBackward(da, db, bdy, ba, bb)
-					e.SwiGLUBackward(inPlace, db2, inPlace, ba, bb)
-				}, []compute.Tensor{y, da, db, inPlace, db2}
+					e.SwiGLU(y, bab)
+					e.SwiGLUBackward(dab, bdy, bab)
+				}, []compute.Tensor{y, dab}
 			}})
 	}
 	for _, r := range []struct {
@@ -124,19 +127,19 @@ func testBF16LlamaOps(t *testing.T, e *cuda.Engine) {
 			b.near(what+": dw", b.read(dw), b.read(fdw), 1e-4)
 		}
 	}
-	for _, n := range []int{1, 7, 1000, 1003, 3 << 14} {
-		what := fmt.Sprintf("SwiGLU of %d", n)
-		a, bv, dy := b.vals(n, 3), b.vals(n, 1), b.vals(n, 1)
-		fy, fda, fdb := e.Alloc(n), e.Alloc(n), e.Alloc(n)
-		e.SwiGLU(fy, b.f32(a, n), b.f32(bv, n))
-		e.SwiGLUBackward(fda, fdb, b.f32(dy, n), b.f32(a, n), b.f32(bv, n))
-		ba, bb, bdy := b.bf(a, n), b.bf(bv, n), b.bf(dy, n)
-		y, db := e.AllocBF16(n), e.AllocBF16(n)
-		e.SwiGLU(y, ba, bb)
-		e.SwiGLUBackward(bdy, db, bdy, ba, bb) // in place: dy becomes da
+	for _, sh := range swiGLUShapes {
+		rows, f := sh[0], sh[1]
+		what := fmt.Sprintf("SwiGLU %dx%d", rows, f)
+		ab, dy := b.vals(2*rows*f, 3), b.vals(rows*f, 1)
+		fy, fdab := e.Alloc(rows, f), e.Alloc(rows, 2*f)
+		e.SwiGLU(fy, b.f32(ab, rows, 2*f))
+		e.SwiGLUBackward(fdab, b.f32(dy, rows, f), b.f32(ab, rows, 2*f))
+		bab := b.bf(ab, rows, 2*f)
+		y, dab := e.AllocBF16(rows, f), e.AllocBF16(rows, 2*f)
+		e.SwiGLU(y, bab)
+		e.SwiGLUBackward(dab, b.bf(dy, rows, f), bab)
 		b.near(what+": y", b.read(y), b.read(fy), 1e-2)
-		b.near(what+": da", b.read(bdy), b.read(fda), 1e-2)
-		b.near(what+": db", b.read(db), b.read(fdb), 1e-2)
+		b.near(what+": [da | db]", b.read(dab), b.read(fdab), 1e-2)
 	}
 	for _, r := range []compute.RotarySpec{{T: 3, HeadSize: 8, Theta: 1e4}, {T: 33, HeadSize: 6, Theta: 10}, {T: 128, HeadSize: 64, Theta: 5e5}} {
 		what := fmt.Sprintf("rotary %+v", r)

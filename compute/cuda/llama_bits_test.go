@@ -41,26 +41,25 @@ func testRMSNormMatchesCPU(t *testing.T, e *cuda.Engine) {
 }
 
 // The SwiGLU kernels do hostloops' float32 operations with its exp32: the
-// same bits, eager and replayed, with inputs past exp32's clamp and the
-// backward in place (da = dy).
+// same bits, eager and replayed, with inputs past exp32's clamp, over rows
+// whose halves are and are not whole 16-byte words.
 func TestSwiGLUMatchesCPUGPU(t *testing.T) { testSwiGLUMatchesCPU(t, gpuEngine(t)) }
 func TestSwiGLUMatchesCPUEmulated(t *testing.T) {
 	testSwiGLUMatchesCPU(t, cudatest.NewEmulated(cuda.Options{}))
 }
 
 func testSwiGLUMatchesCPU(t *testing.T, e *cuda.Engine) {
-	for _, n := range []int{1, 7, 1000, 1003, 3 << 16} {
-		sameBitsAsCPU(t, e, fmt.Sprintf("SwiGLU of %d", n), func(en compute.Engine) (func(), []compute.Tensor) {
+	for _, sh := range append(swiGLUShapes, [2]int{48, 4096}) {
+		rows, f := sh[0], sh[1]
+		sameBitsAsCPU(t, e, fmt.Sprintf("SwiGLU %dx%d", rows, f), func(en compute.Engine) (func(), []compute.Tensor) {
 			sg := en.(compute.SwiGLUs)
-			a, b := filled(en, 1, 30, 0, n), filled(en, 2, 2, 0.5, n) // |a| past 88 now and then
-			y, da, db := filled(en, 0, 0, 0, n), filled(en, 0, 0, 0, n), filled(en, 0, 0, 0, n)
-			dy, db2 := filled(en, 3, 1, 0, n), filled(en, 0, 0, 0, n)
-			dyInPlace := filled(en, 3, 1, 0, n)
+			ab := filled(en, 1, 30, 0, rows, 2*f) // |a| past 88 now and then
+			y, dab := filled(en, 0, 0, 0, rows, f), filled(en, 0, 0, 0, rows, 2*f)
+			dy := filled(en, 3, 1, 0, rows, f)
 			return func() {
-				sg.SwiGLU(y, a, b)
-				sg.SwiGLUBackward(da, db, dy, a, b)
-				sg.SwiGLUBackward(dyInPlace, db2, dyInPlace, a, b)
-			}, []compute.Tensor{y, da, db, dyInPlace, db2}
+				sg.SwiGLU(y, ab)
+				sg.SwiGLUBackward(dab, dy, ab)
+			}, []compute.Tensor{y, dab}
 		})
 	}
 }

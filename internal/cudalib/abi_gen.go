@@ -13,7 +13,7 @@ const (
 	// ABIVersion is SD_ABI_VERSION of cuda/symddp_cuda.h.
 	ABIVersion = 4
 	// ComputeABIVersion is SDC_ABI_VERSION of cuda/symddp_compute.h.
-	ComputeABIVersion = 24
+	ComputeABIVersion = 25
 )
 
 // Device is what compute/cuda's engine needs of a compute context: one method
@@ -148,9 +148,9 @@ type Device interface {
 	// RMSNormBackward: sdc_rms_norm_backward.
 	RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintptr, x uintptr, w uintptr, rstd uintptr, rows int, cols int, addDx bool) error
 	// SwiGLU: sdc_swiglu.
-	SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) error
+	SwiGLU(dtype DType, y uintptr, ab uintptr, rows int, f int) error
 	// SwiGLUBackward: sdc_swiglu_backward.
-	SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error
+	SwiGLUBackward(dtype DType, dab uintptr, dy uintptr, ab uintptr, rows int, f int) error
 	// Rotate: sdc_rotate.
 	Rotate(dtype DType, y uintptr, x uintptr, cosTab uintptr, sinTab uintptr, rows int, width int, ld int, hs int, t int, inverse bool) error
 	// CastBF16: sdc_cast_bf16.
@@ -475,12 +475,12 @@ func (UnemulatedDevice) RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy 
 }
 
 // SwiGLU fails: sdc_swiglu is not emulated.
-func (UnemulatedDevice) SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) error {
+func (UnemulatedDevice) SwiGLU(dtype DType, y uintptr, ab uintptr, rows int, f int) error {
 	return notEmulated("sdc_swiglu")
 }
 
 // SwiGLUBackward fails: sdc_swiglu_backward is not emulated.
-func (UnemulatedDevice) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
+func (UnemulatedDevice) SwiGLUBackward(dtype DType, dab uintptr, dy uintptr, ab uintptr, rows int, f int) error {
 	return notEmulated("sdc_swiglu_backward")
 }
 

@@ -638,19 +638,20 @@ func (c *Context) RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintpt
 
 // SwiGLU calls sdc_swiglu (cuda/symddp_compute.h).
 //
-//	y (n) = silu(a) * b element by element, silu(a) = a * s with
-//	s = 1 / (1 + e^-a) (hostloops' exp32), in float32. y may not alias a or b.
-func (c *Context) SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) error {
-	return c.check("sdc_swiglu", C.cw_sdc_swiglu(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(a), C.uint64_t(b), C.int64_t(n)))
+//	y (rows, f) = silu(a) * b element by element from ab (rows, 2f), row r of
+//	ab [a | b] (the joined gate_proj and up_proj GEMM's output), silu(a) = a * s
+//	with s = 1 / (1 + e^-a) (hostloops' exp32), in float32. y may not alias ab.
+func (c *Context) SwiGLU(dtype DType, y uintptr, ab uintptr, rows int, f int) error {
+	return c.check("sdc_swiglu", C.cw_sdc_swiglu(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(y), C.uint64_t(ab), C.int64_t(rows), C.int64_t(f)))
 }
 
 // SwiGLUBackward calls sdc_swiglu_backward (cuda/symddp_compute.h).
 //
-//	Its backward: da (n) = (dy * b) * (s + e * s * s * a) (silu'(a), with
-//	e = e^-a) and db (n) = (a * s) * dy, likewise. da may be dy; db may alias
-//	nothing.
-func (c *Context) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) error {
-	return c.check("sdc_swiglu_backward", C.cw_sdc_swiglu_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(da), C.uint64_t(db), C.uint64_t(dy), C.uint64_t(a), C.uint64_t(b), C.int64_t(n)))
+//	Its backward: dab (rows, 2f), row r [da | db], from dy (rows, f) and ab:
+//	da = (dy * b) * (s + e * s * s * a) (silu'(a), with e = e^-a) and
+//	db = (a * s) * dy, likewise. dab may alias nothing.
+func (c *Context) SwiGLUBackward(dtype DType, dab uintptr, dy uintptr, ab uintptr, rows int, f int) error {
+	return c.check("sdc_swiglu_backward", C.cw_sdc_swiglu_backward(c.cp.t, c.x, C.sdc_dtype(dtype), C.uint64_t(dab), C.uint64_t(dy), C.uint64_t(ab), C.int64_t(rows), C.int64_t(f)))
 }
 
 // Rotate calls sdc_rotate (cuda/symddp_compute.h).

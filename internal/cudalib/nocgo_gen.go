@@ -700,13 +700,13 @@ func (c *Context) RMSNormBackward(dtype DType, dx uintptr, dw uintptr, dy uintpt
 }
 
 // SwiGLU fails: the library needs cgo.
-func (c *Context) SwiGLU(dtype DType, y uintptr, a uintptr, b uintptr, n int) (err error) {
+func (c *Context) SwiGLU(dtype DType, y uintptr, ab uintptr, rows int, f int) (err error) {
 	err = errNoCgo
 	return
 }
 
 // SwiGLUBackward fails: the library needs cgo.
-func (c *Context) SwiGLUBackward(dtype DType, da uintptr, db uintptr, dy uintptr, a uintptr, b uintptr, n int) (err error) {
+func (c *Context) SwiGLUBackward(dtype DType, dab uintptr, dy uintptr, ab uintptr, rows int, f int) (err error) {
 	err = errNoCgo
 	return
 }

@@ -136,10 +136,10 @@ func cRMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool)
 	C.sdh_rmsnorm_backward(ptr(dx), ptr(dw), ptr(dy), ptr(x), ptr(w), ptr(rstd), C.long(rows), C.long(c), cbool(addDX))
 }
 
-func cSwiGLU(y, a, b []float32) { C.sdh_swiglu(ptr(y), ptr(a), ptr(b), C.long(len(a))) }
+func cSwiGLU(y, ab []float32, rows, f int) { C.sdh_swiglu(ptr(y), ptr(ab), C.long(rows), C.long(f)) }
 
-func cSwiGLUBackward(da, db, dy, a, b []float32) {
-	C.sdh_swiglu_backward(ptr(da), ptr(db), ptr(dy), ptr(a), ptr(b), C.long(len(a)))
+func cSwiGLUBackward(dab, dy, ab []float32, rows, f int) {
+	C.sdh_swiglu_backward(ptr(dab), ptr(dy), ptr(ab), C.long(rows), C.long(f))
 }
 
 func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {

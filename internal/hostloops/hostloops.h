@@ -35,8 +35,8 @@ void sdh_gelu_backward(float *dx, const float *dy, const float *x, long n);
 void sdh_rmsnorm(float *y, float *rstd, const float *x, const float *w, long rows, long c, float eps);
 void sdh_rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x, const float *w,
                           const float *rstd, long rows, long c, int add_dx);
-void sdh_swiglu(float *y, const float *a, const float *b, long n);
-void sdh_swiglu_backward(float *da, float *db, const float *dy, const float *a, const float *b, long n);
+void sdh_swiglu(float *y, const float *ab, long rows, long f);
+void sdh_swiglu_backward(float *dab, const float *dy, const float *ab, long rows, long f);
 void sdh_softmax_causal(float *p, long ld, long r0, long rows, long width);
 void sdh_softmax_causal_backward(float *ds, const float *p, long ld, long r0, long rows, long width);
 void sdh_gather_rows(float *dst, const float *table, const int32_t *idx, long n, long c, int accumulate);

@@ -94,51 +94,68 @@ func goRMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool
 	}
 }
 
-// SwiGLU sets y[i] = silu(a[i])·b[i] for every i of a, silu(a) = a·σ(a)
-// with σ(a) = 1/(1+e^-a). y may not be a or b.
-func SwiGLU(y, a, b []float32) {
-	atLeast("SwiGLU", len(a), len(y), len(b))
-	if !useC || len(a) == 0 {
-		goSwiGLU(y, a, b)
+// SwiGLU sets y (rows × f) to silu(a)·b element by element from ab (rows
+// × 2f), each row of ab [a | b] (gate_proj's and up_proj's outputs side by
+// side, as their joined GEMM writes them); silu(a) = a·σ(a) with σ(a) =
+// 1/(1+e^-a). y may not overlap ab.
+func SwiGLU(y, ab []float32, rows, f int) {
+	if rows <= 0 || f <= 0 {
+		panicArgs("SwiGLU", rows, f)
+	}
+	atLeast("SwiGLU", rows*f, len(y))
+	atLeast("SwiGLU", 2*rows*f, len(ab))
+	if !useC {
+		goSwiGLU(y, ab, rows, f)
 		return
 	}
-	cSwiGLU(y, a, b)
+	cSwiGLU(y, ab, rows, f)
 }
 
 // goSwiGLU is SwiGLU's Go loop: the reference for the C one.
-func goSwiGLU(y, a, b []float32) {
-	y, b = y[:len(a)], b[:len(a)]
-	for i, v := range a {
-		s := 1 / (1 + exp32(-v))
-		y[i] = float32(v*s) * b[i]
+func goSwiGLU(y, ab []float32, rows, f int) {
+	for r := range rows {
+		a, b, yr := ab[2*r*f:2*r*f+f:2*r*f+f], ab[2*r*f+f:2*r*f+2*f:2*r*f+2*f], y[r*f:r*f+f:r*f+f]
+		for i, v := range a {
+			s := 1 / (1 + exp32(-v))
+			yr[i] = float32(v*s) * b[i]
+		}
 	}
 }
 
-// SwiGLUBackward sets da[i] = dy[i]·b[i]·silu'(a[i]) and db[i] =
-// dy[i]·silu(a[i]), with silu'(a) = σ + a·σ·(1-σ) and 1-σ computed as
-// e^-a·σ (precise where σ is near 1). da may be dy; db may not.
-func SwiGLUBackward(da, db, dy, a, b []float32) {
-	atLeast("SwiGLUBackward", len(a), len(da), len(db), len(dy), len(b))
-	if !useC || len(a) == 0 {
-		goSwiGLUBackward(da, db, dy, a, b)
+// SwiGLUBackward writes dab (rows × 2f), each row [da | db], from dy (rows
+// × f), the gradient at SwiGLU's output, and its input ab: da =
+// dy·b·silu'(a) and db = dy·silu(a), with silu'(a) = σ + a·σ·(1-σ) and 1-σ
+// computed as e^-a·σ (precise where σ is near 1). dab may not overlap dy
+// or ab.
+func SwiGLUBackward(dab, dy, ab []float32, rows, f int) {
+	if rows <= 0 || f <= 0 {
+		panicArgs("SwiGLUBackward", rows, f)
+	}
+	atLeast("SwiGLUBackward", rows*f, len(dy))
+	atLeast("SwiGLUBackward", 2*rows*f, len(dab), len(ab))
+	if !useC {
+		goSwiGLUBackward(dab, dy, ab, rows, f)
 		return
 	}
-	cSwiGLUBackward(da, db, dy, a, b)
+	cSwiGLUBackward(dab, dy, ab, rows, f)
 }
 
 // goSwiGLUBackward is SwiGLUBackward's Go loop: the reference for the C
 // one.
-func goSwiGLUBackward(da, db, dy, a, b []float32) {
-	da, db, dy, b = da[:len(a)], db[:len(a)], dy[:len(a)], b[:len(a)]
-	for i, v := range a {
-		e := exp32(-v)
-		s := 1 / (1 + e)
-		d := dy[i]
-		db[i] = float32(float32(v*s) * d)
-		q := float32(e * s)
-		q = float32(q * s)
-		q = float32(q * v)
-		da[i] = float32(d*b[i]) * (s + q)
+func goSwiGLUBackward(dab, dy, ab []float32, rows, f int) {
+	for r := range rows {
+		o := 2 * r * f
+		a, b := ab[o:o+f:o+f], ab[o+f:o+2*f:o+2*f]
+		da, db, d := dab[o:o+f:o+f], dab[o+f:o+2*f:o+2*f], dy[r*f:r*f+f:r*f+f]
+		for i, v := range a {
+			e := exp32(-v)
+			s := 1 / (1 + e)
+			db[i] = float32(float32(v*s) * d[i])
+			q := float32(e * s)
+			q = float32(q * s)
+			q = float32(q * v)
+			da[i] = float32(d[i]*b[i]) * (s + q)
+		}
 	}
 }
 

@@ -38,8 +38,8 @@ func cRMSNorm(y, rstd, x, w []float32, rows, c int, eps float32) {
 func cRMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool) {
 	goRMSNormBackward(dx, dw, dy, x, w, rstd, rows, c, addDX)
 }
-func cSwiGLU(y, a, b []float32)                  { goSwiGLU(y, a, b) }
-func cSwiGLUBackward(da, db, dy, a, b []float32) { goSwiGLUBackward(da, db, dy, a, b) }
+func cSwiGLU(y, ab []float32, rows, f int)               { goSwiGLU(y, ab, rows, f) }
+func cSwiGLUBackward(dab, dy, ab []float32, rows, f int) { goSwiGLUBackward(dab, dy, ab, rows, f) }
 func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {
 	goSoftmaxCausal(p, ld, r0, rows, width)
 }

@@ -62,9 +62,9 @@ void sdh_rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x,
                           const float *rstd, long rows, long c, int add_dx) {
 	SDH_CALL(rmsnorm_backward, dx, dw, dy, x, w, rstd, rows, c, add_dx);
 }
-void sdh_swiglu(float *y, const float *a, const float *b, long n) { SDH_CALL(swiglu, y, a, b, n); }
-void sdh_swiglu_backward(float *da, float *db, const float *dy, const float *a, const float *b, long n) {
-	SDH_CALL(swiglu_backward, da, db, dy, a, b, n);
+void sdh_swiglu(float *y, const float *ab, long rows, long f) { SDH_CALL(swiglu, y, ab, rows, f); }
+void sdh_swiglu_backward(float *dab, const float *dy, const float *ab, long rows, long f) {
+	SDH_CALL(swiglu_backward, dab, dy, ab, rows, f);
 }
 void sdh_softmax_causal(float *p, long ld, long r0, long rows, long width) {
 	SDH_CALL(softmax_causal, p, ld, r0, rows, width);

@@ -6,52 +6,58 @@ import (
 )
 
 // SwiGLU is sdc_swiglu: the CPU engine's loop (hostloops.SwiGLU), whose
-// float32 operations the kernel does; in bf16 the same loop on the widened
-// a and b, y rounded to bf16.
-func (d *Device) SwiGLU(dt cudalib.DType, y, a, b uintptr, n int) error {
+// float32 operations the kernel does, over y (rows, f) and the packed ab
+// (rows, 2f); in bf16 the same loop on the widened ab, y rounded to bf16.
+func (d *Device) SwiGLU(dt cudalib.DType, y, ab uintptr, rows, f int) error {
 	if err := checkDType("sdc_swiglu", dt); err != nil {
 		return err
 	}
-	if d.capture {
-		d.recorded = append(d.recorded, func() { d.swiGLU(dt, y, a, b, n) })
+	if rows == 0 || f == 0 {
 		return nil
 	}
-	d.swiGLU(dt, y, a, b, n)
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.swiGLU(dt, y, ab, rows, f) })
+		return nil
+	}
+	d.swiGLU(dt, y, ab, rows, f)
 	return nil
 }
 
-func (d *Device) swiGLU(dt cudalib.DType, y, a, b uintptr, n int) {
+func (d *Device) swiGLU(dt cudalib.DType, y, ab uintptr, rows, f int) {
+	n := rows * f
 	if dt == cudalib.Float32 {
-		hostloops.SwiGLU(d.f32(y, n), d.f32(a, n), d.f32(b, n))
+		hostloops.SwiGLU(d.f32(y, n), d.f32(ab, 2*n), rows, f)
 		return
 	}
 	out := make([]float32, n)
-	hostloops.SwiGLU(out, d.widen(a, n), d.widen(b, n))
+	hostloops.SwiGLU(out, d.widen(ab, 2*n), rows, f)
 	narrow(d.bf16At(y, n), out)
 }
 
 // SwiGLUBackward is sdc_swiglu_backward: hostloops.SwiGLUBackward, in bf16
-// on the widened dy, a and b (all read before da, which may be dy, is
-// written), da and db rounded to bf16.
-func (d *Device) SwiGLUBackward(dt cudalib.DType, da, db, dy, a, b uintptr, n int) error {
+// on the widened dy and ab, dab rounded to bf16.
+func (d *Device) SwiGLUBackward(dt cudalib.DType, dab, dy, ab uintptr, rows, f int) error {
 	if err := checkDType("sdc_swiglu_backward", dt); err != nil {
 		return err
 	}
-	if d.capture {
-		d.recorded = append(d.recorded, func() { d.swiGLUBackward(dt, da, db, dy, a, b, n) })
+	if rows == 0 || f == 0 {
 		return nil
 	}
-	d.swiGLUBackward(dt, da, db, dy, a, b, n)
+	if d.capture {
+		d.recorded = append(d.recorded, func() { d.swiGLUBackward(dt, dab, dy, ab, rows, f) })
+		return nil
+	}
+	d.swiGLUBackward(dt, dab, dy, ab, rows, f)
 	return nil
 }
 
-func (d *Device) swiGLUBackward(dt cudalib.DType, da, db, dy, a, b uintptr, n int) {
+func (d *Device) swiGLUBackward(dt cudalib.DType, dab, dy, ab uintptr, rows, f int) {
+	n := rows * f
 	if dt == cudalib.Float32 {
-		hostloops.SwiGLUBackward(d.f32(da, n), d.f32(db, n), d.f32(dy, n), d.f32(a, n), d.f32(b, n))
+		hostloops.SwiGLUBackward(d.f32(dab, 2*n), d.f32(dy, n), d.f32(ab, 2*n), rows, f)
 		return
 	}
-	outA, outB := make([]float32, n), make([]float32, n)
-	hostloops.SwiGLUBackward(outA, outB, d.widen(dy, n), d.widen(a, n), d.widen(b, n))
-	narrow(d.bf16At(da, n), outA)
-	narrow(d.bf16At(db, n), outB)
+	out := make([]float32, 2*n)
+	hostloops.SwiGLUBackward(out, d.widen(dy, n), d.widen(ab, 2*n), rows, f)
+	narrow(d.bf16At(dab, 2*n), out)
 }
