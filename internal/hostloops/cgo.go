@@ -44,6 +44,8 @@ package hostloops
 #cgo nocallback sdh_swiglu
 #cgo noescape sdh_swiglu_backward
 #cgo nocallback sdh_swiglu_backward
+#cgo noescape sdh_rotate
+#cgo nocallback sdh_rotate
 #cgo noescape sdh_softmax_causal
 #cgo nocallback sdh_softmax_causal
 #cgo noescape sdh_softmax_causal_backward
@@ -140,6 +142,10 @@ func cSwiGLU(y, ab []float32, rows, f int) { C.sdh_swiglu(ptr(y), ptr(ab), C.lon
 
 func cSwiGLUBackward(dab, dy, ab []float32, rows, f int) {
 	C.sdh_swiglu_backward(ptr(dab), ptr(dy), ptr(ab), C.long(rows), C.long(f))
+}
+
+func cRotate(y, x, cos, sin []float32, rows, width, ld, hs, t int, inverse bool) {
+	C.sdh_rotate(ptr(y), ptr(x), ptr(cos), ptr(sin), C.long(rows), C.long(width), C.long(ld), C.long(hs), C.long(t), cbool(inverse))
 }
 
 func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {

@@ -4,7 +4,7 @@
 // (activation.go), the optimizer updates (optimizer.go), the row loops of a
 // transformer block (layernorm.go, gelu.go, attention.go's causal softmax,
 // indexing.go's embedding gathers and scatters), a Llama block's RMSNorm,
-// SwiGLU and rotary embedding (llama.go, Go only for now), the classifier's
+// SwiGLU and rotary embedding (llama.go), the classifier's
 // softmax cross-entropy row (crossentropy.go, Go only), and what the row
 // loops share (lanes.go: eight-lane sums, exp32).
 // The CPU engine (compute/cpu), the optimizers (optim), the trainer (ddp)

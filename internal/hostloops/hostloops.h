@@ -37,6 +37,8 @@ void sdh_rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x,
                           const float *rstd, long rows, long c, int add_dx);
 void sdh_swiglu(float *y, const float *ab, long rows, long f);
 void sdh_swiglu_backward(float *dab, const float *dy, const float *ab, long rows, long f);
+void sdh_rotate(float *y, const float *x, const float *cos_t, const float *sin_t, long rows, long width, long ld,
+                long hs, long t, int inverse);
 void sdh_softmax_causal(float *p, long ld, long r0, long rows, long width);
 void sdh_softmax_causal_backward(float *ds, const float *p, long ld, long r0, long rows, long width);
 void sdh_gather_rows(float *dst, const float *table, const int32_t *idx, long n, long c, int accumulate);

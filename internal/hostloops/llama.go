@@ -1,10 +1,10 @@
 package hostloops
 
 // The loops of a Llama block: RMSNorm, SwiGLU's elementwise part and the
-// rotary embedding. RMSNorm's and SwiGLU's have C twins (rmsnorm.h,
-// swiglu.h); the rotation is Go only for now. They follow the package's rules (explicit float32
-// rounding, sums in sum8's lanes, exp32: lanes.go), so that a C version
-// gives the same bits.
+// rotary embedding, each with a C twin (rmsnorm.h, swiglu.h, rotary.h).
+// They follow the package's rules (explicit float32 rounding, sums in
+// sum8's lanes, exp32: lanes.go), so that the C versions give the same
+// bits.
 
 // RMSNorm normalises each of the rows of x (rows × c, row-major) into y:
 // r = 1/sqrt(Σx²/c + eps), y = (x·r)·w; it writes rstd (rows). y may not
@@ -177,6 +177,16 @@ func Rotate(y, x, cos, sin []float32, rows, width, ld, hs, t int, inverse bool) 
 	half := hs / 2
 	atLeast("Rotate", (rows-1)*ld+width, len(y), len(x))
 	atLeast("Rotate", t*half, len(cos), len(sin))
+	if !useC {
+		goRotate(y, x, cos, sin, rows, width, ld, hs, t, inverse)
+		return
+	}
+	cRotate(y, x, cos, sin, rows, width, ld, hs, t, inverse)
+}
+
+// goRotate is Rotate's Go loop: the reference for the C one.
+func goRotate(y, x, cos, sin []float32, rows, width, ld, hs, t int, inverse bool) {
+	half := hs / 2
 	for r := 0; r < rows; r++ {
 		p := r % t
 		c, s := cos[p*half:p*half+half:p*half+half], sin[p*half:p*half+half:p*half+half]

@@ -40,6 +40,9 @@ func cRMSNormBackward(dx, dw, dy, x, w, rstd []float32, rows, c int, addDX bool)
 }
 func cSwiGLU(y, ab []float32, rows, f int)               { goSwiGLU(y, ab, rows, f) }
 func cSwiGLUBackward(dab, dy, ab []float32, rows, f int) { goSwiGLUBackward(dab, dy, ab, rows, f) }
+func cRotate(y, x, cos, sin []float32, rows, width, ld, hs, t int, inverse bool) {
+	goRotate(y, x, cos, sin, rows, width, ld, hs, t, inverse)
+}
 func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {
 	goSoftmaxCausal(p, ld, r0, rows, width)
 }

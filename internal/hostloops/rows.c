@@ -1,7 +1,7 @@
 //go:build cgo
 
 // The row C loops (lanes.h, layernorm.h, gelu.h, swiglu.h, rmsnorm.h,
-// attention.h, indexing.h), compiled for the baseline instruction set and, on x86-64,
+// rotary.h, attention.h, indexing.h), compiled for the baseline instruction set and, on x86-64,
 // again for AVX2, each copy under its own names (SDH_NAME); the entry
 // points run the copy that hostloops.c picked. Every element goes through
 // the same IEEE float operations, in the same order, as the Go loops, and
@@ -23,6 +23,7 @@
 #include "gelu.h"
 #include "swiglu.h"
 #include "rmsnorm.h"
+#include "rotary.h"
 #include "attention.h"
 #include "indexing.h"
 #undef SDH_NAME
@@ -36,6 +37,7 @@
 #include "gelu.h"
 #include "swiglu.h"
 #include "rmsnorm.h"
+#include "rotary.h"
 #include "attention.h"
 #include "indexing.h"
 #undef SDH_NAME
@@ -65,6 +67,10 @@ void sdh_rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x,
 void sdh_swiglu(float *y, const float *ab, long rows, long f) { SDH_CALL(swiglu, y, ab, rows, f); }
 void sdh_swiglu_backward(float *dab, const float *dy, const float *ab, long rows, long f) {
 	SDH_CALL(swiglu_backward, dab, dy, ab, rows, f);
+}
+void sdh_rotate(float *y, const float *x, const float *cos_t, const float *sin_t, long rows, long width, long ld,
+                long hs, long t, int inverse) {
+	SDH_CALL(rotate, y, x, cos_t, sin_t, rows, width, ld, hs, t, inverse);
 }
 void sdh_softmax_causal(float *p, long ld, long r0, long rows, long width) {
 	SDH_CALL(softmax_causal, p, ld, r0, rows, width);
