@@ -45,9 +45,10 @@
 #                       recompute beside torch.compile, and with --recompute
 #                       block beside compile-ckpt (issue 40's XL comparison:
 #                       tokens/s and peak memory, both sides in one run each),
-#                       and symbench gpu-gpt at llama-124m batch 16 and llama3-1b
-#                       batch 8 beside bench/torch_llama_bench.py, eager and
-#                       compile (issue 39's benchmark)
+#                       and symbench gpu-gpt at llama-124m batch 16 beside
+#                       bench/torch_llama_bench.py, eager and compile, and
+#                       llama3-1b at each side's largest batch beside compile
+#                       (issue 39's benchmark)
 #    7 Llama parity     (--parity, which runs it instead of stages 4-6)
 #                       issue 39's loss parity: train --model llama-124m and
 #                       bench/torch_llama_train.py (torch.compile) train 1000
@@ -195,9 +196,12 @@ if [ "$torch" = 1 ] && [ -n "$PY" ]; then
     # issue 39's benchmark, both sides in one table (symbench runs train and
     # bench/torch_llama_bench.py at the same shapes)
     if wanted llama; then
-        for cfg in llama-124m/16 llama3-1b/8; do
-            stage "symbench gpu-gpt $cfg" 300 "$bench_log" "$bin/symbench" gpu-gpt --train-bin "$bin/train" \
-                --configs "$cfg" --warmup 10 --steps 50 --timeout 240s --python "$PY"
+        # llama3-1b at each side's largest batch (symbench's PRESET/max: 32, 24,
+        # 16, ... until one fits), beside torch.compile alone: each fit search
+        # compiles again (190 s for compile on an H100, 2026-12-07)
+        for cfg in llama-124m/16:eager,compile llama3-1b/max:compile; do
+            stage "symbench gpu-gpt ${cfg%%:*}" 300 "$bench_log" "$bin/symbench" gpu-gpt --train-bin "$bin/train" \
+                --configs "${cfg%%:*}" --torch-modes "${cfg#*:}" --warmup 10 --steps 50 --timeout 240s --python "$PY"
         done
     fi
 else
