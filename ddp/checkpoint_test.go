@@ -247,7 +247,8 @@ func TestSafetensorsHeader(t *testing.T) {
 }
 
 // TestResumeOnOtherPECount: a checkpoint of 2 PEs resumes on 4 PEs; the
-// global batches continue, so the losses follow the 2-PE run closely.
+// global batches continue, so the losses follow the 2-PE run closely, and
+// a warning says the sums may round differently.
 func TestResumeOnOtherPECount(t *testing.T) {
 	dir := filepath.Join(os.TempDir(), "symddp-resume-pes")
 	if !launchtest.InPE() {
@@ -269,6 +270,9 @@ func TestResumeOnOtherPECount(t *testing.T) {
 	}
 	if more.Err != "" || more.Steps != 20 || !more.Identity {
 		t.Fatalf("resume on 4 PEs: err %q, %d steps", more.Err, more.Steps)
+	}
+	if w := strings.Join(more.Warnings, "\n"); !strings.Contains(w, "was written by 2 PEs and resumes on 4") || !strings.Contains(w, "sums may round differently") {
+		t.Errorf("resume on 4 PEs: warnings %q, want one saying the checkpoint of 2 PEs resumes on 4", more.Warnings)
 	}
 	for i, l := range more.Losses {
 		if d := l - whole.Losses[10+i]; d > 1e-4 || d < -1e-4 {

@@ -32,6 +32,7 @@ type record struct {
 	TestAcc  float64
 	Err      string
 	Identity bool
+	Warnings []string // what Hooks.OnWarning was given (trainIn, unless the options set it)
 }
 
 // smallData is a synthetic problem small enough for 8 PEs on 2 cores.
@@ -69,14 +70,17 @@ func trainIn(t *testing.T, c comm.Comm, optName string, opts ddp.Options, ctx co
 	var rec record
 	opts.LogEvery = 1
 	opts.Hooks.OnLog = func(l ddp.LogInfo) { rec.Losses = append(rec.Losses, l.Loss) }
+	if opts.Hooks.OnWarning == nil {
+		opts.Hooks.OnWarning = func(w string) { rec.Warnings = append(rec.Warnings, w) }
+	}
 	tr, err := ddp.New(c, e, m, o, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := tr.Fit(ctx, train, test)
-	losses := rec.Losses
+	losses, warnings := rec.Losses, rec.Warnings
 	rec = recordOf(res, err)
-	rec.Losses = losses
+	rec.Losses, rec.Warnings = losses, warnings
 	if err := tr.Close(); err != nil && rec.Err == "" {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,11 +89,16 @@ func TestCheckpointDirUnwritable(t *testing.T) {
 		t.Skipf("cannot mount a small tmpfs here: %v", err)
 	}
 	defer exec.Command("umount", dir).Run()
-	full.cmd.Args = append(full.cmd.Args, "--checkpoint-dir", dir)
+	full.cmd.Args = append(full.cmd.Args, "--checkpoint-dir", dir, "--checkpoint-every", "10")
 	full.run(t)
+	// the periodic save at step 10 fails as a warning and training goes on;
+	// the final one at step 20 is the run's error
 	msg := "checkpoint not saved at step 20"
 	if full.code != 1 || strings.Count(full.stderr.String(), msg) != 1 || !strings.Contains(full.stderr.String(), "no space left on device") {
 		t.Fatalf("full checkpoint dir: exit %d, stderr:\n%s\nwant exit 1 and %q once", full.code, full.stderr.String(), msg)
+	}
+	if warn := regexp.MustCompile(`checkpoint not saved at step 10: .*; training goes on`); !warn.MatchString(full.stderr.String()) {
+		t.Errorf("full checkpoint dir: stderr lacks the warning of step 10's save (%s):\n%s", warn, full.stderr.String())
 	}
 	for _, want := range []string{"done: 20 steps", "test accuracy", "replicas identical"} {
 		if !strings.Contains(full.stdout.String(), want) {
