@@ -166,6 +166,9 @@ func TestInterruptWritesCheckpoint(t *testing.T) {
 	if j.code != 130 || !strings.Contains(j.stdout.String(), "stopped by signal") {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", j.code, j.stdout.String(), j.stderr.String())
 	}
+	if msg := "[pe 0] train: SIGINT: stopping after the step in progress, then a checkpoint; SIGINT again stops at once"; strings.Count(j.stderr.String(), msg) != 1 {
+		t.Errorf("stderr does not say once what the SIGINT does (%q):\n%s", msg, j.stderr.String())
+	}
 	t.Logf("stopped %v after SIGINT", time.Since(start))
 	ckpts, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.safetensors"))
 	if len(ckpts) != 1 {
@@ -181,26 +184,43 @@ func TestInterruptWritesCheckpoint(t *testing.T) {
 }
 
 // TestSecondInterruptStopsAtOnce: when the PEs cannot stop by themselves (one
-// is stuck), a second SIGINT kills them all at once, not at the collective
+// is stuck), a second SIGINT ends the job at once, not at the collective
 // deadline (10 minutes here: a PE that reached it would say which peers had
-// not arrived).
+// not arrived): with --pes 2 the launcher kills the PEs; with --pes 1 the PE
+// is this process and exits itself. The first SIGINT says what it does.
 func TestSecondInterruptStopsAtOnce(t *testing.T) {
-	j := newJob(t, "--pes", "2", "--log-every", "5", "--timeout", "10m", "--fault-inject", "pe=1,step=8,mode=hang")
-	j.startAndWait(t, "step 5/")
-	time.Sleep(300 * time.Millisecond) // PE 1 is stuck at step 8 by now
-	j.cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(300 * time.Millisecond)
-	start := time.Now()
-	j.cmd.Process.Signal(syscall.SIGINT)
-	j.code = exitCode(t, j.cmd.Wait())
-	if j.code != 130 {
-		t.Fatalf("exit %d after two SIGINTs, stderr:\n%s", j.code, j.stderr.String())
+	for _, pes := range []string{"2", "1"} {
+		t.Run("pes="+pes, func(t *testing.T) {
+			j := newJob(t, "--pes", pes, "--log-every", "5", "--timeout", "10m", "--fault-inject", "pe="+map[string]string{"2": "1", "1": "0"}[pes]+",step=8,mode=hang")
+			j.startAndWait(t, "step 5/")
+			time.Sleep(300 * time.Millisecond) // the PE is stuck at step 8 by now
+			j.cmd.Process.Signal(syscall.SIGINT)
+			time.Sleep(300 * time.Millisecond)
+			start := time.Now()
+			j.cmd.Process.Signal(syscall.SIGINT)
+			waited := make(chan error, 1)
+			go func() { waited <- j.cmd.Wait() }()
+			select {
+			case err := <-waited:
+				j.code = exitCode(t, err)
+			case <-time.After(30 * time.Second):
+				j.cmd.Process.Kill()
+				<-waited
+				t.Fatalf("still running 30 s after the second SIGINT; stderr:\n%s", j.stderr.String())
+			}
+			if j.code != 130 {
+				t.Fatalf("exit %d after two SIGINTs, stderr:\n%s", j.code, j.stderr.String())
+			}
+			if strings.Contains(j.stderr.String(), "not arrived") {
+				t.Errorf("a PE waited for the collective deadline:\n%s", j.stderr.String())
+			}
+			if msg := "train: SIGINT: stopping after the step in progress; SIGINT again stops at once"; strings.Count(j.stderr.String(), msg) != 1 {
+				t.Errorf("stderr does not say once what the first SIGINT does (%q):\n%s", msg, j.stderr.String())
+			}
+			t.Logf("stopped %v after the second SIGINT", time.Since(start))
+			j.clean(t)
+		})
 	}
-	if strings.Contains(j.stderr.String(), "not arrived") {
-		t.Errorf("a PE waited for the collective deadline:\n%s", j.stderr.String())
-	}
-	t.Logf("stopped %v after the second SIGINT", time.Since(start))
-	j.clean(t)
 }
 
 // TestNonFiniteLoss: a NaN in one PE's data stops the job naming the step;

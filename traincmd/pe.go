@@ -22,6 +22,7 @@ import (
 	"github.com/symddp/symddp/internal/settings"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
+	"golang.org/x/sys/unix"
 )
 
 // stoppedError marks a run that a signal stopped early: exit status 128 +
@@ -41,28 +42,48 @@ func (r reportedError) Error() string { return r.err.Error() }
 func (r reportedError) Unwrap() error { return r.err }
 
 // notifySignals returns a context that SIGINT or SIGTERM cancels, and the
-// signal that did (nil before). With SYMDDP_STOP_STACKS=1 the signal first
-// writes every goroutine's stack to stderr: a PE that the launcher stops
-// because another gave up waiting for it shows where it was.
-func notifySignals() (ctx context.Context, got func() os.Signal, stop func()) {
+// signal that did (nil before). The first signal asks the run to stop after
+// the step in progress (every PE agrees on which), which can take a while
+// when a step is long: say writes that to w (PE 0 says it, so the job says
+// it once). A second signal ends the process at once, exit status 128 + the
+// signal: what a PE that this process is (--pes 1, a rank of mpirun) must do
+// itself; a PE of train's own launcher never sees one (a second signal
+// there makes the launcher kill the PEs). With SYMDDP_STOP_STACKS=1 the
+// signal first writes every goroutine's stack to stderr: a PE that the
+// launcher stops because another gave up waiting for it shows where it was.
+func notifySignals(w io.Writer, say bool, then string) (ctx context.Context, got func() os.Signal, stop func()) {
 	stacks := settings.Get(settings.StopStacks) == "1"
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 1)
+	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
 	var mu sync.Mutex
 	var sig os.Signal
 	go func() {
+		var s os.Signal
 		select {
-		case s := <-ch:
-			if stacks {
-				fmt.Fprintf(os.Stderr, "%v: the goroutines' stacks (SYMDDP_STOP_STACKS):\n", s)
-				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
-			}
-			mu.Lock()
-			sig = s
-			mu.Unlock()
-			cancel()
-		case <-ctx.Done():
+		case s = <-ch:
+		case <-done:
+			return
+		}
+		if stacks {
+			fmt.Fprintf(os.Stderr, "%v: the goroutines' stacks (SYMDDP_STOP_STACKS):\n", s)
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		}
+		name := unix.SignalName(s.(syscall.Signal))
+		if say {
+			fmt.Fprintf(w, "train: %s: stopping after the step in progress%s; %s again stops at once\n", name, then, name)
+		}
+		mu.Lock()
+		sig = s
+		mu.Unlock()
+		cancel()
+		select {
+		case s2 := <-ch:
+			n := s2.(syscall.Signal)
+			fmt.Fprintf(w, "train: %s again: stopping at once\n", unix.SignalName(n))
+			os.Exit(128 + int(n))
+		case <-done:
 		}
 	}()
 	got = func() os.Signal {
@@ -70,7 +91,8 @@ func notifySignals() (ctx context.Context, got func() os.Signal, stop func()) {
 		defer mu.Unlock()
 		return sig
 	}
-	return ctx, got, func() { signal.Stop(ch); cancel() }
+	var once sync.Once
+	return ctx, got, func() { once.Do(func() { signal.Stop(ch); close(done); cancel() }) }
 }
 
 // peRun is one PE's whole job: open the comm, build everything, train.
@@ -86,7 +108,11 @@ type peRun struct {
 }
 
 func (r *peRun) run() (err error) {
-	ctx, gotSignal, stop := notifySignals()
+	then := ""
+	if r.o.ckptDir != "" {
+		then = ", then a checkpoint"
+	}
+	ctx, gotSignal, stop := notifySignals(r.stderr, r.cfg.PE == 0, then)
 	defer stop()
 
 	c, err := comm.Open(r.backend, r.cfg)
