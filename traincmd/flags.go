@@ -170,18 +170,18 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&o.ffnHidden, "ffn-hidden", 0, "SwiGLU hidden width of a llama model (0: the preset's, from the width as Llama rounds it)")
 	fs.Float64Var(&o.ropeTheta, "rope-theta", 0, "rotary embedding base of a llama model (0: the preset's; Llama 3 uses 500000)")
 	fs.IntVar(&o.context, "context", 0, "context length (tokens) of a gpt or llama model (0: the preset's)")
-	fs.IntVar(&o.vocab, "vocab", 0, "vocabulary of a gpt or llama model: token ids 0..N-1, for shards of another tokenizer (0: the preset's, 256 for gpt, gpt-tiny, llama and llama-tiny, 50304 for the gpt2 family and llama-124m)")
+	fs.IntVar(&o.vocab, "vocab", 0, "vocabulary of a gpt or llama model: token ids 0..N-1, for shards of another tokenizer (0: the preset's, 256 for gpt, gpt-tiny, llama and llama-tiny, 50304 for the gpt2 family and llama-124m, 128256 for llama3-1b)")
 	fs.StringVar(&o.initFrom, "init-from", "", "start from these weights with fresh optimizer state, step, schedule and data (fine-tuning): a Hugging Face directory (config.json + model.safetensors) of GPT2LMHeadModel for a gpt model or LlamaForCausalLM for a llama model, sizes as the model's flags, or a symddp checkpoint file or --checkpoint-dir; not with --resume")
 	fs.StringVar(&o.trainShards, "train-shards", "", "--dataset llmc: glob of llm.c training token shards (e.g. 'data/fineweb_train_*.bin')")
 	fs.StringVar(&o.valShards, "val-shards", "", "--dataset llmc: glob of llm.c validation token shards")
-	fs.StringVar(&o.tokenizer, "tokenizer", "auto", "--dataset text: how text becomes tokens: byte (256 byte values), gpt2 (GPT-2's BPE, 50257 tokens, offline; each file one document after <|endoftext|>), or auto (gpt2 for models whose vocabulary holds GPT-2's tokens, the gpt2 family; byte otherwise)")
+	fs.StringVar(&o.tokenizer, "tokenizer", "auto", "--dataset text: how text becomes tokens: byte (256 byte values), gpt2 (GPT-2's BPE, 50257 tokens, offline; each file one document after <|endoftext|>), or auto (gpt2 for a vocabulary of 50257 to 50304: the gpt2 family and llama-124m; byte otherwise, llama3-1b's 128256 included: train it on llm.c's Llama 3 shards, --dataset llmc)")
 	fs.StringVar(&o.corpusMax, "corpus-max", "0", "--dataset text: use at most this much of the corpus, e.g. 16MiB (0: all)")
 	fs.StringVar(&o.precision, "precision", "auto", "how a language model (gpt, llama, or one a program registered, such as examples/ownlm) computes: auto (bf16 where the engine has a bf16 form of every layer of the model at its sizes, the GPU engine of --backend nvshmem; fp32 elsewhere), bf16 (bf16 activations and GEMMs accumulating in fp32, fp32 master weights, gradients and optimizer state; GPU engine only), fp32 (fp32 throughout; the CPU engine's only mode). The mlp trains in fp32: auto or fp32")
 	fs.StringVar(&o.recompute, "recompute", "none", "activations a gpt or llama model recomputes in backward instead of keeping them from forward; the trained bits are the same in every mode: "+
 		"none (keep them all); "+
 		"gelu (keep the MLP's widest activation, the GELU's output of 4x the width, a llama's SwiGLU output, in one buffer for all layers and recompute it in backward: one elementwise pass per layer, almost free; gpt2 at 16 sequences: 27.9 GiB of activations instead of 30.0; fp32 only: with --backend nvshmem a gpt or llama model that runs in bf16 refuses it); "+
 		"block (keep each layer's input, the residual stream, and the activations of one layer in memory all layers share; each layer's backward runs its forward again first: about one more forward of every layer a step, a third more of the blocks' arithmetic; in fp32 and in bf16 on the GPU: gpt2 at 16 sequences 9.0 GiB in fp32, most of it the logits; gpt2-xl at 16 sequences in bf16 5.25 GiB instead of 39.76). "+
-		"The start-up header and --list-models give the activations with and without it")
+		"The start-up header gives the activations with and without it, --list-models the whole memory per PE with and without block")
 	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the type gradients are summed across PEs in: fp32, or bf16 (half the bytes; each PE's gradients and their sum rounded to bf16, the update still fp32; GPU step path of --backend nvshmem only)")
 	fs.Float64Var(&o.peakTFLOPS, "peak-tflops", 0, "language models: the dense peak TFLOP/s of one GPU at the run's precision (of the host's CPUs on the CPU engine), against which MFU (model FLOPs utilisation: tokens/s x FLOPs per token / peak) is printed; default: the dense (not sparse) peak of a known GPU by its name (H200 and H100 SXM: bf16 989, fp32 67; H100 PCIe: 756, 51; A100: 312, 19.5), and no MFU on the CPU")
 
@@ -406,7 +406,7 @@ func (o *options) checkRecompute() error {
 		return usagef("--recompute %s: model %s does not recompute activations (the gpt and llama models do)", r, o.model)
 	}
 	if r == models.RecomputeGELU && o.precisions && o.backend == "nvshmem" && o.precision != "fp32" && o.takesBF16() {
-		return usagef("--recompute gelu: with --backend nvshmem and --precision %s model %s runs in bf16, where the GELU is in the MLP's GEMM and is not recomputed: use --recompute block, or add --precision fp32 to recompute gelu in fp32",
+		return usagef("--recompute gelu: with --backend nvshmem and --precision %s model %s runs in bf16, where the MLP's activation (a gpt's GELU, a llama's SwiGLU) is not recomputed: use --recompute block, or add --precision fp32 to recompute gelu in fp32",
 			o.precision, o.model)
 	}
 	return nil

@@ -34,7 +34,7 @@ func TestRecomputeUsage(t *testing.T) {
 		{[]string{"--model", "gpt-tiny", "--recompute", "full"}, `--recompute "full": want none, gelu or block`},
 		{[]string{"--recompute", "block"}, "model mlp: recompute block: the mlp has no transformer blocks to recompute"},
 		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--recompute", "gelu"},
-			"--recompute gelu: with --backend nvshmem and --precision auto model gpt2 runs in bf16, where the GELU is in the MLP's GEMM and is not recomputed: use --recompute block, or add --precision fp32 to recompute gelu in fp32"},
+			"--recompute gelu: with --backend nvshmem and --precision auto model gpt2 runs in bf16, where the MLP's activation (a gpt's GELU, a llama's SwiGLU) is not recomputed: use --recompute block, or add --precision fp32 to recompute gelu in fp32"},
 		{[]string{"--model", "gpt2", "--backend", "nvshmem", "--precision", "bf16", "--recompute", "gelu"},
 			"--recompute gelu: with --backend nvshmem and --precision bf16 model gpt2 runs in bf16"},
 		{[]string{"--model", "llama-tiny", "--backend", "nvshmem", "--recompute", "gelu"},

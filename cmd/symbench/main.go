@@ -9,8 +9,9 @@
 //	                             beside PyTorch DDP in the same run, memory per PE
 //	symbench gpu-gpt [flags]     tokens/s and MFU of train --backend nvshmem --model gpt2
 //	                             (and two byte models) beside PyTorch eager and torch.compile
-//	symbench all [flags]         all of them (GPU ones on a GPU host): a markdown
-//	                             report and a PNG plot in an output directory
+//	symbench all [flags]         allreduce and train, and on a GPU host gpu-train and
+//	                             (2+ GPUs) gpu-allreduce: a markdown report and a PNG
+//	                             plot in an output directory
 //
 // Run `symbench <subcommand> -h` for a subcommand's flags. A subcommand that
 // needs several PEs starts them itself (comm/launch): the PEs are this binary

@@ -29,7 +29,7 @@ import (
 // The entry is added in init: runSuite looks up other subcommands, so the
 // table literal cannot name it.
 func init() {
-	register("all", "allreduce, train and, on a GPU host, the GPU benchmarks: a report and a plot in a directory", runSuite)
+	register("all", "allreduce, train and, on a GPU host, gpu-train and (2 or more GPUs) gpu-allreduce: a report and a plot in a directory", runSuite)
 }
 
 // suiteOpts are the flags of `symbench all`.
@@ -50,15 +50,15 @@ func parseSuiteFlags(args []string) (suiteOpts, error) {
 	var o suiteOpts
 	fs := pflag.NewFlagSet("symbench all", pflag.ContinueOnError)
 	fs.StringVar(&o.out, "out", "symbench-results", "directory for the report (REPORT.md), the tables and the plot (plot.json, drawn into symbench.png)")
-	ar := fs.String("allreduce-args", "--reps 5", "arguments of `symbench allreduce` (always --format markdown --json)")
-	tr := fs.String("train-args", "", "arguments of `symbench train` (always --format markdown --json)")
-	gt := fs.String("gpu-train-args", "", "arguments of `symbench gpu-train`")
-	ga := fs.String("gpu-allreduce-args", "", "arguments of `symbench gpu-allreduce` (more than one GPU)")
+	ar := fs.String("allreduce-args", "--reps 5", "arguments of 'symbench allreduce' (always --format markdown --json)")
+	tr := fs.String("train-args", "", "arguments of 'symbench train' (always --format markdown --json)")
+	gt := fs.String("gpu-train-args", "", "arguments of 'symbench gpu-train'")
+	ga := fs.String("gpu-allreduce-args", "", "arguments of 'symbench gpu-allreduce' (more than one GPU)")
 	th := fs.String("torch-args", "", "arguments of bench/torch_mlp_bench.py")
 	fs.StringSliceVar(&o.skip, "skip", nil, "steps to leave out: allreduce, train, gpu")
 	fs.StringVar(&o.scripts, "scripts", "", "directory of the reference scripts (default: bench/ of the module holding the working directory)")
 	fs.StringVar(&o.python, "python", "python3", "Python for the PyTorch reference")
-	fs.StringVar(&o.symplot, "symplot", "", "plotter binary (default: symplot beside symbench or on PATH, else `go run` of bench/symplot in the module)")
+	fs.StringVar(&o.symplot, "symplot", "", "plotter binary (default: symplot beside symbench or on PATH, else 'go run' of bench/symplot in the module)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
