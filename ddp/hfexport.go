@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/symddp/symddp/models"
 )
@@ -49,12 +50,19 @@ type HFExport struct {
 }
 
 // CheckExportDir checks, before any work, that ExportHF can write
-// into dir: it is a directory or does not exist yet, and it holds no
-// model.safetensors or config.json unless overwrite.
+// into dir: it is a directory, or is created now (with its parents), and
+// it holds no model.safetensors or config.json unless overwrite.
 func CheckExportDir(dir string, overwrite bool) error {
 	fi, err := os.Stat(dir)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR): // not there, or under a file
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("%s: cannot create it: %w", dir, err)
+		}
 		return nil
 	case err != nil:
 		return err
@@ -145,9 +153,6 @@ func (a *hfArch) export(w *Weights, dir string, o HFExportOptions) (HFExport, er
 			transpose(t.Data, vals, s.Shape[0], s.Shape[1])
 		}
 		tensors = append(tensors, t)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return HFExport{}, err
 	}
 	if err := writeFileAtomic(dir, hfModelFile, func(bw *bufio.Writer) error {
 		return writeSafetensors(bw, map[string]string{"format": "pt"}, tensors)

@@ -93,6 +93,9 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 }
 
 func export(o *options, stdout io.Writer) error {
+	if _, err := os.Stat(o.checkpoint); err != nil {
+		return usageError{fmt.Errorf("--checkpoint %s: %w (a checkpoint file, or a --checkpoint-dir of train)", o.checkpoint, errors.Unwrap(err))}
+	}
 	if err := ddp.CheckExportDir(o.out, o.overwrite); err != nil {
 		return usageError{fmt.Errorf("--out: %w", err)}
 	}

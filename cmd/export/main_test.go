@@ -83,6 +83,18 @@ func TestExportCommand(t *testing.T) {
 	rc, _, stderr = runExport("--checkpoint", ck)
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, "--out is required")
+	// a --checkpoint that is not there, an --out that cannot be made: said
+	// before any work, naming the flag, and nothing created
+	missing, fresh := filepath.Join(t.TempDir(), "nothing"), filepath.Join(t.TempDir(), "new")
+	rc, _, stderr = runExport("--checkpoint", missing, "--out", fresh)
+	assert.Equal(t, 2, rc)
+	assert.Equal(t, "export: --checkpoint "+missing+": no such file or directory (a checkpoint file, or a --checkpoint-dir of train)\n", stderr)
+	assert.NoDirExists(t, fresh)
+	blocker := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o644))
+	rc, _, stderr = runExport("--checkpoint", ck, "--out", filepath.Join(blocker, "hf"))
+	assert.Equal(t, 2, rc)
+	assert.Equal(t, "export: --out: "+filepath.Join(blocker, "hf")+": cannot create it: not a directory\n", stderr)
 	rc, _, stderr = runExport("--checkpoint", ck, "--out", out, "--dtype", "f16")
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, `--dtype "f16": want f32 or bf16`)

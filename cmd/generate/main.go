@@ -183,6 +183,9 @@ func generateOnDevice(o *options, w *ddp.Weights, m models.LanguageModel, prompt
 }
 
 func generate(o *options, stdout io.Writer) error {
+	if _, err := os.Stat(o.checkpoint); err != nil {
+		return fileError{fmt.Errorf("--checkpoint %s: %w (a checkpoint file, or a --checkpoint-dir of train)", o.checkpoint, errors.Unwrap(err))}
+	}
 	w, err := ddp.ReadWeights(o.checkpoint)
 	if err != nil {
 		return fileError{err}
