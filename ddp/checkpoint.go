@@ -395,7 +395,7 @@ func (t *Trainer) compatible(meta ckptMeta, f *stFile) error {
 		now := d.Describe()
 		for _, k := range slices.Sorted(maps.Keys(now)) {
 			if was, ok := meta.ModelConfig[k]; ok && was != now[k] {
-				return fmt.Errorf("%w: the checkpoint's model has %s %d, this run's %d (pass --%s %d to resume)", ErrMismatch, k, was, now[k], k, was)
+				return fmt.Errorf("%w: the checkpoint's model has %s %d, this run's %d (%s to resume)", ErrMismatch, k, was, now[k], sizeHint(k, was))
 			}
 		}
 	}
@@ -474,6 +474,9 @@ func readCheckpointFile(path string) (*stFile, ckptMeta, error) {
 		return nil, ckptMeta{}, err
 	}
 	var meta ckptMeta
+	if _, ok := f.Meta["symddp"]; !ok {
+		return nil, ckptMeta{}, ErrNotCheckpoint
+	}
 	if err := json.Unmarshal([]byte(f.Meta["symddp"]), &meta); err != nil || meta.Format != ckptFormat {
 		return nil, ckptMeta{}, fmt.Errorf("%w: no %s metadata", ErrCorrupt, ckptFormat)
 	}
@@ -482,4 +485,17 @@ func readCheckpointFile(path string) (*stFile, ckptMeta, error) {
 		return nil, ckptMeta{}, fmt.Errorf("%w: SHA-256 of the data does not match the header (damaged on disk?)", ErrCorrupt)
 	}
 	return f, meta, nil
+}
+
+// sizeHint says how to build the model that a checkpoint's description
+// records key = was for: the flag of train that sizes it, or for
+// tied_embeddings (a preset's choice, no flag) what the model must be.
+func sizeHint(key string, was int) string {
+	if key == "tied_embeddings" {
+		if was != 0 {
+			return "build a model whose output head is its token embedding (tied)"
+		}
+		return "build a model whose output head is a matrix of its own (untied)"
+	}
+	return fmt.Sprintf("pass --%s %d", strings.ReplaceAll(key, "_", "-"), was)
 }

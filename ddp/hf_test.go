@@ -123,6 +123,10 @@ func TestHFRoundTrip(t *testing.T) {
 			}
 			assert.NotContains(t, f.Entries, "lm_head.weight")
 			assert.Equal(t, map[string]string{"format": "pt"}, f.Meta)
+			// read back as a checkpoint (generate, export): said to be none
+			_, err = ReadWeights(filepath.Join(dir, hfModelFile))
+			assert.ErrorIs(t, err, ErrNotCheckpoint)
+			assert.NotErrorIs(t, err, ErrCorrupt)
 			// c_fc's element (out o, in i) is at (i, o) in the file
 			cfc := make([]float32, 4*C*C)
 			require.NoError(t, f.floats("transformer.h.0.mlp.c_fc.weight", cfc))
@@ -419,15 +423,25 @@ func TestInitFromCheckpoint(t *testing.T) {
 	heads, err := models.NewGPT("gpt", models.GPTConfig{Layers: 2, Heads: 4, Width: 8, Context: 8, Vocab: 256})
 	require.NoError(t, err)
 	_, err = ReadInitWeights(w.Path, heads)
-	assert.EqualError(t, err, w.Path+": the checkpoint's model has heads 2, this model 4 (--heads 2)")
+	assert.EqualError(t, err, w.Path+": the checkpoint's model has heads 2, this model 4 (pass --heads 2)")
 	wide, err := models.NewGPT("gpt", models.GPTConfig{Layers: 2, Heads: 2, Width: 8, Context: 16, Vocab: 256})
 	require.NoError(t, err)
 	_, err = ReadInitWeights(w.Path, wide)
-	assert.EqualError(t, err, w.Path+": the checkpoint's model has context 8, this model 16 (--context 8)")
+	assert.EqualError(t, err, w.Path+": the checkpoint's model has context 8, this model 16 (pass --context 8)")
 	mlp, err := models.New("mlp", models.Config{})
 	require.NoError(t, err)
 	_, err = ReadInitWeights(w.Path, mlp)
-	assert.EqualError(t, err, w.Path+`: tensor "fc1.weight" is missing`)
+	assert.EqualError(t, err, w.Path+`: tensor "fc1.weight" is missing (the checkpoint holds model "gpt2")`)
+}
+
+// The hint of a size mismatch names train's flag (hyphens, not the
+// description's underscores), or for the tie what the model must be.
+func TestSizeHint(t *testing.T) {
+	assert.Equal(t, "pass --kv-heads 2", sizeHint("kv_heads", 2))
+	assert.Equal(t, "pass --rope-theta 500000", sizeHint("rope_theta", 500000))
+	assert.Equal(t, "pass --ffn-hidden 384", sizeHint("ffn_hidden", 384))
+	assert.Equal(t, "build a model whose output head is its token embedding (tied)", sizeHint("tied_embeddings", 1))
+	assert.Equal(t, "build a model whose output head is a matrix of its own (untied)", sizeHint("tied_embeddings", 0))
 }
 
 // Export refuses a checkpoint of another model, a directory that already

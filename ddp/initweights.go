@@ -93,7 +93,7 @@ func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[strin
 	}
 	for _, k := range slices.Sorted(maps.Keys(desc)) {
 		if was, ok := w.Config[k]; ok && was != desc[k] {
-			return nil, fmt.Errorf("%s: the checkpoint's model has %s %d, this model %d (--%s %d)", w.Path, k, was, desc[k], k, was)
+			return nil, fmt.Errorf("%s: the checkpoint's model has %s %d, this model %d (%s)", w.Path, k, was, desc[k], sizeHint(k, was))
 		}
 	}
 	offsets, n := models.Layout(specs)
@@ -102,7 +102,7 @@ func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[strin
 		shape := w.Shape(s.Name)
 		switch {
 		case shape == nil:
-			return nil, fmt.Errorf("%s: tensor %q is missing", w.Path, s.Name)
+			return nil, fmt.Errorf("%s: tensor %q is missing (the checkpoint holds model %q)", w.Path, s.Name, w.Model)
 		case !slices.Equal(shape, s.Shape):
 			return nil, fmt.Errorf("%s: tensor %q has shape %v, the model's is %v", w.Path, s.Name, shape, s.Shape)
 		}

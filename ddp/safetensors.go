@@ -22,6 +22,12 @@ import (
 // tampered checkpoint file.
 var ErrCorrupt = errors.New("checkpoint file is corrupt")
 
+// ErrNotCheckpoint is the error of a well-formed safetensors file that
+// symddp did not write as a checkpoint (no symddp metadata), such as a
+// Hugging Face model or this program's export of one.
+var ErrNotCheckpoint = errors.New("not a symddp checkpoint: a safetensors file without symddp's metadata " +
+	"(a Hugging Face model? train --init-from takes its directory)")
+
 // maxHeader bounds the JSON header so that a corrupt length cannot make the
 // reader allocate gigabytes.
 const maxHeader = 64 << 20
