@@ -88,6 +88,11 @@ func TestResumedSummary(t *testing.T) {
 	code, stdout, stderr = runTrain(t, nil, append(args, "--max-steps", "16", "--resume", "latest")...)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "done: 6 steps (11-16, resumed at 10) (0.017 epochs) in ")
+	// resumed where the run already ends: said at the start and in the summary
+	code, stdout, stderr = runTrain(t, nil, append(args, "--max-steps", "16", "--resume", "latest")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "note: this run ends at step 16, so there is nothing to train: raise --max-steps (or --epochs) to go on\n")
+	assert.Contains(t, stdout, "done: 0 steps (resumed at 16, the run's end) (0.017 epochs) in ")
 }
 
 func TestStepsAndEpochsWording(t *testing.T) {
@@ -95,6 +100,7 @@ func TestStepsAndEpochsWording(t *testing.T) {
 	assert.Equal(t, "1 step", stepsDone(1, 0))
 	assert.Equal(t, "300 steps (101-400, resumed at 100)", stepsDone(400, 100))
 	assert.Equal(t, "1 step (401-401, resumed at 400)", stepsDone(401, 400))
+	assert.Equal(t, "0 steps (resumed at 400, the run's end)", stepsDone(400, 400))
 	assert.Equal(t, "5 epochs", epochs(1175, 235))
 	assert.Equal(t, "1 epoch", epochs(235, 235))
 	assert.Equal(t, "0.085 epochs", epochs(20, 235))

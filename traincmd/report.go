@@ -129,6 +129,9 @@ func (r *reporter) hooks() ddp.Hooks {
 			if s.Resumed != "" {
 				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
 				r.trimMetrics(s.StartStep)
+				if s.StartStep >= s.TotalSteps {
+					fmt.Fprintf(r.errw, "note: this run ends at step %d, so there is nothing to train: raise --max-steps (or --epochs) to go on\n", s.TotalSteps)
+				}
 			}
 			if m := r.mfu; m.peak > 0 {
 				fmt.Fprintf(r.errw, "MFU against %.4g TFLOP/s (%s): %.4g FLOPs per token (6N + 6LCT), computing in %s\n",
@@ -386,6 +389,9 @@ func (r *reporter) close() {
 func stepsDone(last, start int) string {
 	if start <= 0 {
 		return plural(last, "step")
+	}
+	if last <= start {
+		return fmt.Sprintf("0 steps (resumed at %d, the run's end)", start)
 	}
 	return fmt.Sprintf("%s (%d-%d, resumed at %d)", plural(last-start, "step"), start+1, last, start)
 }
