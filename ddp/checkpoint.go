@@ -436,6 +436,26 @@ func countState(f *stFile) int {
 	return len(names)
 }
 
+// ErrCheckpointDirInUse is wrapped by the error of a run that starts afresh
+// in a checkpoint directory that already holds checkpoints: its own would
+// overwrite theirs at the same steps, and keeping the newest steps
+// (CheckpointOptions.Keep) would delete its own in favour of theirs.
+var ErrCheckpointDirInUse = errors.New("it already holds checkpoints")
+
+// CheckFreshCheckpointDir returns an error wrapping ErrCheckpointDirInUse
+// when dir holds checkpoint files, nil when it holds none or does not exist.
+func CheckFreshCheckpointDir(dir string) error {
+	paths, err := listCheckpoints(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(paths) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoints in %s: %w", dir, err)
+	}
+	return fmt.Errorf("%w (%d, the newest %s), which a run started afresh would overwrite and prune",
+		ErrCheckpointDirInUse, len(paths), filepath.Base(paths[0]))
+}
+
 // LatestCheckpoint returns the newest checkpoint in dir that is intact (its
 // data matches its SHA-256) and the step it was written at; path is ""
 // when dir holds none (or does not exist). Whether it fits a model is

@@ -143,6 +143,16 @@ func TestCheckpointErrors(t *testing.T) {
 	newest := filepath.Join(dir, "ckpt-000000006.safetensors")
 	good, _ := os.ReadFile(newest)
 
+	// A fresh start there would overwrite and prune them: refused, the
+	// files kept.
+	if _, err := fitLocal(t, 64, o); !errors.Is(err, ddp.ErrCheckpointDirInUse) ||
+		!strings.Contains(err.Error(), "(3, the newest ckpt-000000006.safetensors), which a run started afresh would overwrite and prune: resume from its newest") {
+		t.Fatalf("fresh start in a directory of checkpoints: %v", err)
+	}
+	if again, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.safetensors")); !slices.Equal(again, names) {
+		t.Fatalf("checkpoints after the refusal %v, want %v", again, names)
+	}
+
 	resume := func(path string, hidden int, warn *[]string) error {
 		o := baseOpts()
 		o.MaxSteps = 8

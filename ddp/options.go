@@ -132,7 +132,9 @@ type CheckpointOptions struct {
 	// Keep is the number of checkpoints kept in Dir (default 3).
 	Keep int
 	// Resume is "" (start fresh), "latest" (the newest valid checkpoint in
-	// Dir; fresh when there is none) or a checkpoint file's path.
+	// Dir; fresh when there is none) or a checkpoint file's path. A fresh
+	// start in a Dir that holds checkpoints is refused
+	// (ErrCheckpointDirInUse): it would overwrite and prune them.
 	Resume string
 }
 

@@ -62,7 +62,7 @@ func (t *Trainer) shareFromRoot(msg ctlMsg) (ctlMsg, error) {
 // fresh start.
 func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 	if t.opts.Checkpoint.Resume == "" {
-		return "", nil
+		return "", t.checkFreshStart()
 	}
 	var lc *loadedCheckpoint
 	msg := ctlMsg{OK: true}
@@ -99,6 +99,34 @@ func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 	}
 	t.step = got.Step
 	return got.Path, nil
+}
+
+// checkFreshStart refuses (collective) a first Fit that starts afresh in a
+// checkpoint directory holding checkpoints: PE 0 looks (it alone writes
+// there) and tells the others.
+func (t *Trainer) checkFreshStart() error {
+	dir := t.opts.Checkpoint.Dir
+	if dir == "" || t.step > 0 {
+		return nil
+	}
+	msg, mine := ctlMsg{OK: true}, error(nil)
+	if t.c.MyPE() == 0 {
+		if err := CheckFreshCheckpointDir(dir); err != nil {
+			mine = fmt.Errorf("checkpoint directory %s: %w: resume from its newest (Checkpoint.Resume \"latest\") or use another directory", dir, err)
+			msg = ctlMsg{Err: mine.Error()}
+		}
+	}
+	got, err := t.shareFromRoot(msg)
+	if err != nil {
+		return fmt.Errorf("check checkpoint directory: %w", err)
+	}
+	if !got.OK {
+		if mine == nil {
+			mine = errors.New(got.Err)
+		}
+		return sharedFrom(0, mine)
+	}
+	return nil
 }
 
 // installState broadcasts PE 0's optimizer state slot by slot, staged in

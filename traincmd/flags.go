@@ -224,7 +224,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&o.sampleTokens, "sample-tokens", 200, "language models: print a sample of this many tokens at the end (0: none)")
 	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar even on a terminal")
 
-	fs.StringVar(&o.ckptDir, "checkpoint-dir", "", "directory for checkpoints (off when empty)")
+	fs.StringVar(&o.ckptDir, "checkpoint-dir", "", "directory for checkpoints (off when empty); one that holds checkpoints takes --resume")
 	fs.IntVar(&o.ckptEvery, "checkpoint-every", 0, "write a checkpoint every N steps (and always at the end)")
 	fs.StringVar(&o.resume, "resume", "", "resume from 'latest' in --checkpoint-dir or from a checkpoint file")
 	fs.IntVar(&o.keepCkpt, "keep-checkpoints", 3, "checkpoints kept in --checkpoint-dir")

@@ -215,15 +215,15 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 	if backend == "mpi" {
 		return usagef("--backend mpi needs an MPI launcher: run `mpirun -np %d train --backend mpi ...`", o.pes)
 	}
+	if err := checkOutputs(o); err != nil { // before the data, which may take minutes to tokenize
+		return err
+	}
 	dc, err := chooseData(o)
 	if err != nil {
 		return err
 	}
 	heap, err := heapSize(o, backend)
 	if err != nil {
-		return err
-	}
-	if err := checkOutputs(o); err != nil {
 		return err
 	}
 	if o.pes == 1 && backend == "shm" && o.maxRestarts == 0 {
@@ -265,14 +265,17 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	if backend == "mpi" && !contains(comm.Backends(), "mpi") {
 		return errors.New("this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train` (needs libopenmpi-dev), or run train --pes N without mpirun")
 	}
+	if mpi.Rank == 0 {
+		if err := checkOutputs(o); err != nil {
+			return err
+		}
+	}
 	dc, err := chooseData(o)
 	if err != nil {
 		return err
 	}
 	if mpi.Rank != 0 {
 		dc.notice = ""
-	} else if err := checkOutputs(o); err != nil {
-		return err
 	}
 	heap, err := heapSize(o, backend)
 	if err != nil {

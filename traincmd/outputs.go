@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+
+	"github.com/symddp/symddp/ddp"
 )
 
 // checkOutputs makes sure, before any PE starts, that what the run will
@@ -28,6 +31,15 @@ func checkOutputs(o *options) error {
 		if err := probeDir(o.ckptDir); err != nil {
 			return inputf("--checkpoint-dir %s: %v", o.ckptDir, err)
 		}
+		if o.resume == "" {
+			if err := ddp.CheckFreshCheckpointDir(o.ckptDir); err != nil {
+				what := "add --resume latest to go on from there, or name another --checkpoint-dir"
+				if o.initFrom != "" {
+					what = "name another --checkpoint-dir for a run from --init-from"
+				}
+				return inputf("--checkpoint-dir %s: %v: %s", o.ckptDir, err, what)
+			}
+		}
 	}
 	if o.metrics != "" {
 		_, statErr := os.Stat(o.metrics)
@@ -43,14 +55,28 @@ func checkOutputs(o *options) error {
 	return nil
 }
 
-// probeDir creates dir and writes, syncs and removes a small file in it.
+// probeDir creates dir and writes, syncs and removes a small file in it,
+// then removes the directories it created (the first checkpoint makes them
+// again), so that a run stopped before that leaves nothing behind.
 func probeDir(dir string) error {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return errors.New("it exists and is not a directory")
 	}
+	var made []string // the directories MkdirAll will create, innermost first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		made = append(made, d)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create it: %w", unwrapPath(err))
 	}
+	defer func() {
+		for _, d := range made {
+			os.Remove(d) // only when empty
+		}
+	}()
 	// the name of a checkpoint's temporary file, which the next save
 	// removes should this one be left behind
 	f, err := os.CreateTemp(dir, ".ckpt-probe-*.tmp")

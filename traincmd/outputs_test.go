@@ -262,3 +262,43 @@ func TestSharedErrorOncePerJob(t *testing.T) {
 		t.Errorf("Shared: a rank's own error %v, a wrapped non-finite step %v", ddp.Shared(own), ddp.Shared(finishedError{nonFinite}))
 	}
 }
+
+// TestCheckpointDirOfAnotherRun: a run started afresh in a directory that
+// holds checkpoints would write over them and prune its own (the newest
+// steps are kept, whoever wrote them): refused before any PE starts, the
+// files left as they were; --resume latest is what the user meant or
+// another directory. The directory is checked before the data, which may
+// take minutes to tokenize, and one that the check created is removed
+// when the run stops before its first checkpoint.
+func TestCheckpointDirOfAnotherRun(t *testing.T) {
+	dir := t.TempDir()
+	for _, step := range []string{"000000010", "000000020"} {
+		os.WriteFile(filepath.Join(dir, "ckpt-"+step+".safetensors"), []byte("another run's"), 0o644)
+	}
+	j := newJob(t, append([]string{"--pes", "2", "--checkpoint-dir", dir}, short...)...).run(t)
+	want := "train: --checkpoint-dir " + dir + ": it already holds checkpoints (2, the newest ckpt-000000020.safetensors), " +
+		"which a run started afresh would overwrite and prune: add --resume latest to go on from there, or name another --checkpoint-dir"
+	if lines := strings.Split(strings.TrimSpace(j.stderr.String()), "\n"); j.code != 2 || len(lines) != 1 || lines[0] != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 2 and\n%s", j.code, j.stderr.String(), want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 2 {
+		t.Fatalf("files after the refusal: %v", left)
+	}
+
+	// the checkpoint directory is looked at before the data
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, nil, 0o644)
+	code, _, stderr := runTrain(t, nil, "--model", "gpt-tiny", "--data-dir", filepath.Join(dir, "none"), "--checkpoint-dir", filepath.Join(file, "ckpt"))
+	if code != 2 || !strings.Contains(stderr, "--checkpoint-dir "+filepath.Join(file, "ckpt")+": cannot create it") {
+		t.Fatalf("bad --checkpoint-dir and --data-dir: exit %d, stderr:\n%s\nwant the checkpoint directory's error", code, stderr)
+	}
+	// and what the check made is gone when the run stops before saving
+	fresh := filepath.Join(t.TempDir(), "new", "ckpt")
+	code, _, stderr = runTrain(t, nil, "--model", "gpt-tiny", "--data-dir", filepath.Join(dir, "none"), "--checkpoint-dir", fresh)
+	if code != 2 || !strings.Contains(stderr, "--data-dir") {
+		t.Fatalf("bad --data-dir: exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Dir(fresh)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s left behind by a run that never started (%v)", filepath.Dir(fresh), err)
+	}
+}
