@@ -514,6 +514,9 @@ func (o *options) validate() error {
 	if o.ckptEvery > 0 && o.ckptDir == "" {
 		return usagef("--checkpoint-every needs --checkpoint-dir")
 	}
+	if err := o.checkModelScale(); err != nil { // before the checks below build the model
+		return err
+	}
 	if err := o.checkPrecision(); err != nil {
 		return err
 	}

@@ -226,6 +226,11 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if backend == "shm" {
+		if err := checkPEMemory(o, heap, dc); err != nil {
+			return err
+		}
+	}
 	if o.pes == 1 && backend == "shm" && o.maxRestarts == 0 {
 		r := &peRun{o: o, dc: dc, cfg: comm.Config{PE: 0, NPEs: 1, HeapSize: heap, Timeout: o.timeout},
 			backend: backend, local: 1, stdout: stdout, stderr: stderr}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestUsageErrors: every bad command line is one line on stderr (plus the
@@ -48,6 +49,38 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("train %s: exit %d, stderr %q; want exit 2 and one line containing %q (and the --help pointer)",
 				strings.Join(tc.args, " "), code, stderr.String(), tc.want)
 		}
+	}
+}
+
+// TestHostMemoryRefusals: a model of ten million layers and a thousand
+// PEs each with its own copy of the synthetic data are refused at once,
+// with the estimate, instead of building for minutes or starting PEs that
+// the kernel's out-of-memory killer then stops (with other processes).
+func TestHostMemoryRefusals(t *testing.T) {
+	avail := memAvailable()
+	for _, tc := range []struct {
+		args []string
+		need int64 // bytes the refusal counts
+		want string
+	}{
+		{[]string{"--model", "llama-tiny", "--layers", "10000000"}, 27504 << 30,
+			"--layers 10000000: model llama-tiny's weights, gradients and optimizer state would take about 27504.0 GiB per PE (27504.0 GiB for 1 PE), more than the "},
+		{[]string{"--pes", "1000", "--batch-size", "1000", "--dataset", "synthetic", "--max-steps", "1"}, 229 << 30,
+			"--pes 1000: each PE takes about 234.6 MiB (its 9.0 MiB symmetric heap, its copy of the data and the program), 229.1 GiB for 1000 PEs, more than the "},
+	} {
+		if avail <= 0 || avail >= tc.need {
+			t.Logf("train %s: not refused on a host with %d bytes available: not run", strings.Join(tc.args, " "), avail)
+			continue
+		}
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := run(tc.args, &stdout, &stderr)
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if code != 2 || !strings.Contains(lines[0], tc.want) || len(lines) != 2 {
+			t.Errorf("train %s: exit %d, stderr %q; want exit 2 and one line containing %q",
+				strings.Join(tc.args, " "), code, stderr.String(), tc.want)
+		}
+		t.Logf("train %s: refused in %v", strings.Join(tc.args, " "), time.Since(start))
 	}
 }
 

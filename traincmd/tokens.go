@@ -221,6 +221,79 @@ func checkMemory(o *options, g models.ActivationSizer, context int) error {
 	return nil
 }
 
+// checkModelScale refuses, before the model is built, a language model
+// whose --layers make its fp32 weights, gradients and two optimizer state
+// slots alone larger than this host's available memory: building a model
+// of a million layers takes gigabytes and seconds before any other check
+// could say so. It builds the model at 1 and 2 layers and extrapolates
+// (a decoder's layers are alike). The GPU backend keeps these on the GPU
+// (checked when the PEs build the model there).
+func (o *options) checkModelScale() error {
+	if !o.languageModel || !o.set("layers") || o.layers <= 2 || o.backend == "nvshmem" {
+		return nil
+	}
+	arenas := func(layers int) (int64, bool) {
+		cfg := o.modelConfig()
+		cfg.Layers, cfg.Recompute = layers, models.RecomputeNone
+		m, err := models.New(o.model, cfg)
+		if err != nil {
+			return 0, false // reported where the model is built
+		}
+		return models.FootprintOf(m, 1, 2).ArenaBytes, true
+	}
+	one, ok1 := arenas(1)
+	two, ok2 := arenas(2)
+	avail := memAvailable()
+	if !ok1 || !ok2 || avail <= 0 {
+		return nil
+	}
+	per := float64(one) + float64(o.layers-1)*float64(two-one)
+	if need := per * float64(o.pes); need > float64(avail) {
+		return usagef("--layers %d: model %s's weights, gradients and optimizer state would take about %.1f GiB per PE (%.1f GiB for %s), more than the %.1f GiB this host has available: use fewer --layers (about %d fit) or a smaller --width",
+			o.layers, o.model, per/(1<<30), need/(1<<30), plural(o.pes, "PE"), gib(avail), 1+int64((float64(avail)/float64(o.pes)-float64(one))/float64(max(1, two-one))))
+	}
+	return nil
+}
+
+// peRuntime is what a shm PE's process takes besides its symmetric heap and
+// its data (the Go runtime, the engine's buffers): about 20 MB of an mlp
+// PE's resident memory (84 MB on Fashion-MNIST, 246 MB on the synthetic
+// data, 9 MiB of heap; 2026-12-07, this repository's CI host).
+const peRuntime = 16 << 20
+
+// dataBytes is about what each PE holds of the data in its own memory: the
+// built-in image sets are loaded by every PE (synthetic as fp32, 70,000
+// samples of 784; the IDX sets as bytes); token data is a mapped file
+// that the PEs share, and a registered dataset's size is not known here.
+func (dc dataChoice) dataBytes() int64 {
+	switch {
+	case dc.loader != nil || dc.vocab > 0:
+		return 0
+	case dc.name == "synthetic":
+		return 70000 * (784 + 1) * 4
+	default:
+		return 70000 * (784 + 1)
+	}
+}
+
+// checkPEMemory refuses a shm run whose PEs cannot all fit this host's
+// available memory, each with heap bytes of symmetric heap, its copy of the
+// data and peRuntime: a thousand PEs would otherwise start, swap and be
+// killed by the kernel's out-of-memory killer, taking other processes with
+// them.
+func checkPEMemory(o *options, heap int64, dc dataChoice) error {
+	avail := memAvailable()
+	if avail <= 0 || o.pes < 2 {
+		return nil
+	}
+	each := heap + dc.dataBytes() + peRuntime
+	if need := each * int64(o.pes); need > avail {
+		return usagef("--pes %d: each PE takes about %s (its %s symmetric heap, its copy of the data and the program), %.1f GiB for %d PEs, more than the %.1f GiB this host has available: use --pes %d or fewer",
+			o.pes, memSize(each), memSize(heap), gib(need), o.pes, gib(avail), max(1, avail/each))
+	}
+	return nil
+}
+
 // activationNote is the start-up header's line on a model's activations
 // (models.ActivationSizer) for micro sequences per PE: the estimate in the
 // run's recompute mode and without recomputing; with none, what --recompute
