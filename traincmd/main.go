@@ -207,7 +207,7 @@ func dispatch(o *options, stdout, stderr io.Writer) error {
 // launchLocal checks what can be checked once, then runs the PEs: in this
 // process for one PE on the shm backend, as child processes otherwise
 // (started again after a failure, up to --max-restarts times).
-func launchLocal(o *options, stdout, stderr io.Writer) error {
+func launchLocal(o *options, stdout, stderr io.Writer) (err error) {
 	backend := o.backend
 	if backend == "auto" {
 		backend = "shm"
@@ -215,9 +215,16 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 	if backend == "mpi" {
 		return usagef("--backend mpi needs an MPI launcher: run `mpirun -np %d train --backend mpi ...`", o.pes)
 	}
-	if err := checkOutputs(o); err != nil { // before the data, which may take minutes to tokenize
+	undo, err := checkOutputs(o) // before the data, which may take minutes to tokenize
+	if err != nil {
 		return err
 	}
+	started := false
+	defer func() {
+		if err != nil && !started {
+			undo() // what the check created, when no PE ran
+		}
+	}()
 	dc, err := chooseData(o)
 	if err != nil {
 		return err
@@ -234,6 +241,7 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 	if o.pes == 1 && backend == "shm" && o.maxRestarts == 0 {
 		r := &peRun{o: o, dc: dc, cfg: comm.Config{PE: 0, NPEs: 1, HeapSize: heap, Timeout: o.timeout},
 			backend: backend, local: 1, stdout: stdout, stderr: stderr}
+		started = true
 		return r.run()
 	}
 	args := o.args
@@ -252,6 +260,7 @@ func launchLocal(o *options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	started = true
 	return runWithRestarts(o, spec, stderr)
 }
 
@@ -271,7 +280,7 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 		return errors.New("this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train` (needs libopenmpi-dev), or run train --pes N without mpirun")
 	}
 	if mpi.Rank == 0 {
-		if err := checkOutputs(o); err != nil {
+		if _, err := checkOutputs(o); err != nil {
 			return err
 		}
 	}

@@ -13,23 +13,37 @@ import (
 // write can be written: the metrics file can be opened, and the checkpoint
 // directory exists (it is created) and takes a file. A run must not train
 // for hours and then lose its results at the first save. Each failure is a
-// usage error (exit 2); so is a --resume file that does not exist.
-func checkOutputs(o *options) error {
+// usage error (exit 2); so is a --resume file that does not exist. undo
+// removes the directories the check created, for a run that stops before
+// any PE starts (a bad --data-dir found after it).
+func checkOutputs(o *options) (undo func(), err error) {
+	undo = func() {}
+	defer func() {
+		if err != nil {
+			undo()
+		}
+	}()
 	if o.resume != "" && o.resume != "latest" {
 		// a checkpoint file named by the user: a missing one is one line
 		// here, not every PE's error after it started
 		if _, err := os.Stat(o.resume); err != nil {
-			return inputf("--resume %s: %v", o.resume, unwrapPath(err))
+			return undo, inputf("--resume %s: %v", o.resume, unwrapPath(err))
 		}
 	}
 	if o.initFrom != "" {
 		if _, err := os.Stat(o.initFrom); err != nil {
-			return inputf("--init-from %s: %v", o.initFrom, unwrapPath(err))
+			return undo, inputf("--init-from %s: %v", o.initFrom, unwrapPath(err))
 		}
 	}
 	if o.ckptDir != "" {
-		if err := probeDir(o.ckptDir); err != nil {
-			return inputf("--checkpoint-dir %s: %v", o.ckptDir, err)
+		made, err := probeDir(o.ckptDir)
+		undo = func() {
+			for _, d := range made {
+				os.Remove(d) // only when empty
+			}
+		}
+		if err != nil {
+			return undo, inputf("--checkpoint-dir %s: %v", o.ckptDir, err)
 		}
 		if o.resume == "" {
 			if err := ddp.CheckFreshCheckpointDir(o.ckptDir); err != nil {
@@ -37,7 +51,7 @@ func checkOutputs(o *options) error {
 				if o.initFrom != "" {
 					what = "name another --checkpoint-dir for a run from --init-from"
 				}
-				return inputf("--checkpoint-dir %s: %v: %s", o.ckptDir, err, what)
+				return undo, inputf("--checkpoint-dir %s: %v: %s", o.ckptDir, err, what)
 			}
 		}
 	}
@@ -45,24 +59,22 @@ func checkOutputs(o *options) error {
 		_, statErr := os.Stat(o.metrics)
 		f, err := os.OpenFile(o.metrics, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
-			return inputf("--metrics %s: %v", o.metrics, unwrapPath(err))
+			return undo, inputf("--metrics %s: %v", o.metrics, unwrapPath(err))
 		}
 		f.Close()
 		if errors.Is(statErr, os.ErrNotExist) {
 			os.Remove(o.metrics) // PE 0 creates it; leave nothing if the run never starts
 		}
 	}
-	return nil
+	return undo, nil
 }
 
-// probeDir creates dir and writes, syncs and removes a small file in it,
-// then removes the directories it created (the first checkpoint makes them
-// again), so that a run stopped before that leaves nothing behind.
-func probeDir(dir string) error {
+// probeDir creates dir and writes, syncs and removes a small file in it. It
+// returns the directories it created, innermost first.
+func probeDir(dir string) (made []string, err error) {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return errors.New("it exists and is not a directory")
+		return nil, errors.New("it exists and is not a directory")
 	}
-	var made []string // the directories MkdirAll will create, innermost first
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
 			break
@@ -70,18 +82,13 @@ func probeDir(dir string) error {
 		made = append(made, d)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create it: %w", unwrapPath(err))
+		return made, fmt.Errorf("cannot create it: %w", unwrapPath(err))
 	}
-	defer func() {
-		for _, d := range made {
-			os.Remove(d) // only when empty
-		}
-	}()
 	// the name of a checkpoint's temporary file, which the next save
 	// removes should this one be left behind
 	f, err := os.CreateTemp(dir, ".ckpt-probe-*.tmp")
 	if err != nil {
-		return fmt.Errorf("cannot write in it: %w", unwrapPath(err))
+		return made, fmt.Errorf("cannot write in it: %w", unwrapPath(err))
 	}
 	defer os.Remove(f.Name())
 	_, err = f.Write([]byte("symddp\n"))
@@ -92,7 +99,7 @@ func probeDir(dir string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("cannot write in it: %w", unwrapPath(err))
+		return made, fmt.Errorf("cannot write in it: %w", unwrapPath(err))
 	}
-	return nil
+	return made, nil
 }

@@ -301,4 +301,14 @@ func TestCheckpointDirOfAnotherRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(fresh)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s left behind by a run that never started (%v)", filepath.Dir(fresh), err)
 	}
+	// but a run that starts keeps it: its metrics file may live in it
+	j = newJob(t, "--pes", "2", "--max-steps", "2", "--checkpoint-dir", fresh, "--metrics", filepath.Join(fresh, "m.jsonl")).run(t)
+	if j.code != 0 {
+		t.Fatalf("metrics in a new checkpoint directory: exit %d, stderr:\n%s", j.code, j.stderr.String())
+	}
+	for _, name := range []string{"m.jsonl", "ckpt-000000002.safetensors"} {
+		if _, err := os.Stat(filepath.Join(fresh, name)); err != nil {
+			t.Errorf("after the run: %v", err)
+		}
+	}
 }
