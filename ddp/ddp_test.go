@@ -13,6 +13,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch/launchtest"
 	_ "github.com/symddp/symddp/comm/shm"
+	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
@@ -308,16 +309,24 @@ func TestNonFiniteStopsWithStep(t *testing.T) {
 	}
 }
 
-// TestOptionErrors: bad options are errors that say what to use instead.
-func TestOptionErrors(t *testing.T) {
+// tinyParts opens a one-PE shm comm (closed when t ends) and makes what
+// New takes besides: a CPU engine, an mlp 8-4-10 and SGD.
+func tinyParts(t *testing.T) (comm.Comm, compute.Engine, models.Model, optim.Optimizer) {
+	t.Helper()
 	c, err := comm.Open("shm", comm.Config{NPEs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
 	e, _ := cpu.New(cpu.Options{Threads: 1})
 	m, _ := models.New("mlp", models.Config{Input: []int{8}, Hidden: []int{4}})
 	o, _ := optim.New("sgd", optim.Config{})
+	return c, e, m, o
+}
+
+// TestOptionErrors: bad options are errors that say what to use instead.
+func TestOptionErrors(t *testing.T) {
+	c, e, m, o := tinyParts(t)
 	for _, tc := range []struct {
 		opts ddp.Options
 		want string

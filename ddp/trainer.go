@@ -106,8 +106,19 @@ type Trainer struct {
 // New builds a Trainer: it lays the model's parameters out in two
 // symmetric arenas, builds the model on the engine for this PE's
 // micro-batch, initialises the parameters on PE 0 and broadcasts them.
-// It is collective: every PE calls it with the same model and options.
+// It is collective: every PE calls it with the same model and options. It
+// panics when c, e, m or o is nil.
 func New(c comm.Comm, e compute.Engine, m models.Model, o optim.Optimizer, opts Options) (*Trainer, error) {
+	switch {
+	case c == nil:
+		panic("ddp.New: nil comm")
+	case e == nil:
+		panic("ddp.New: nil engine")
+	case m == nil:
+		panic("ddp.New: nil model")
+	case o == nil:
+		panic("ddp.New: nil optimizer")
+	}
 	asked := opts.BucketBytes // the device path has a default of its own (overlap.go)
 	opts.setDefaults()
 	if err := opts.validate(c.NPEs()); err != nil {

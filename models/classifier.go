@@ -19,8 +19,13 @@ var _ Model = (*Classifier)(nil)
 
 // NewClassifier returns net as a Model: Forward runs net and the engine's
 // SoftmaxCrossEntropy on its logits, Backward propagates the loss's
-// gradient through net.
-func NewClassifier(net Network) *Classifier { return &Classifier{net: net} }
+// gradient through net. It panics when net is nil.
+func NewClassifier(net Network) *Classifier {
+	if net == nil {
+		panic("models.NewClassifier: nil network")
+	}
+	return &Classifier{net: net}
+}
 
 // Network is the classifier's network.
 func (c *Classifier) Network() Network { return c.net }
