@@ -12,6 +12,7 @@ import (
 // padding), and returns the loss and accuracy over those samples (targets),
 // reduced across PEs. It is collective.
 func (t *Trainer) Evaluate(ds datasets.Source) (Metrics, error) {
+	t.mustBeOpen()
 	if err := t.checkDataset("evaluation", ds); err != nil {
 		return Metrics{}, err
 	}

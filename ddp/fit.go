@@ -18,6 +18,7 @@ import (
 // to OnWarning and the run goes on; when the final one cannot, Fit still
 // evaluates and returns the complete Result, with that error.
 func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result, error) {
+	t.mustBeOpen()
 	if err := t.checkDataset("training", train); err != nil {
 		return Result{}, err
 	}

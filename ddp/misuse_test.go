@@ -1,6 +1,7 @@
 package ddp_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/symddp/symddp/ddp"
@@ -30,5 +31,34 @@ func TestNewNilArgumentPanics(t *testing.T) {
 		if got := panicOf(tc.new); got != tc.want {
 			t.Errorf("panic %v, want %q", got, tc.want)
 		}
+	}
+}
+
+// TestTrainerUsedAfterClose: a second Close is a no-op, and a closed
+// Trainer's collectives panic saying so instead of running on freed
+// symmetric buffers.
+func TestTrainerUsedAfterClose(t *testing.T) {
+	c, _, _, _ := tinyParts(t)
+	tr := newLocalTrainer(t, c, 16, ddp.Options{GlobalBatch: 8, LR: 0.1, MaxSteps: 2, Epochs: 1})
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatalf("second Close = %v, want nil", err)
+	}
+	train, test := smallData(t)
+	const want = "ddp: Trainer used after Close"
+	for name, use := range map[string]func(){
+		"Fit":           func() { _, _ = tr.Fit(context.Background(), train, test) },
+		"Evaluate":      func() { _, _ = tr.Evaluate(test) },
+		"CheckReplicas": func() { _, _ = tr.CheckReplicas() },
+		"Params":        func() { _ = tr.Params() },
+	} {
+		if got := panicOf(use); got != want {
+			t.Errorf("%s after Close: panic %v, want %q", name, got, want)
+		}
+	}
+	if tr.NumParams() == 0 {
+		t.Errorf("NumParams after Close = 0, want the model's count")
 	}
 }

@@ -42,6 +42,7 @@ func (r ReplicaReport) String() string {
 // all PEs. It is collective. The error is for communication failures; a
 // mismatch is reported in the result.
 func (t *Trainer) CheckReplicas() (ReplicaReport, error) {
+	t.mustBeOpen()
 	all, err := t.gatherWords(hashFloat32s(t.Params()))
 	if err != nil {
 		return ReplicaReport{}, fmt.Errorf("replica check: %w", err)

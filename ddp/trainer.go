@@ -101,6 +101,8 @@ type Trainer struct {
 	segs, shardSegs []updateSeg
 
 	step int // optimizer steps done
+
+	closed bool // Close ran: the symmetric buffers are freed
 }
 
 // New builds a Trainer: it lays the model's parameters out in two
@@ -382,6 +384,7 @@ func (t *Trainer) MicroBatch() int { return t.micro }
 
 // Params copies the parameter arena into a new host slice.
 func (t *Trainer) Params() []float32 {
+	t.mustBeOpen()
 	out := make([]float32, t.n)
 	t.e.ReadTensor(out, t.pView)
 	return out
@@ -391,8 +394,13 @@ func (t *Trainer) Params() []float32 {
 func (t *Trainer) ParamSpecs() ([]models.ParamSpec, []int) { return t.specs, t.offsets }
 
 // Close frees the trainer's symmetric buffers (collective). The Comm stays
-// open.
+// open. A second Close does nothing; any other use of a closed Trainer but
+// its counters (NumParams, Step, MicroBatch, ParamSpecs) panics.
 func (t *Trainer) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
 	var errs []error
 	if t.strat != nil {
 		errs = append(errs, t.strat.close())
@@ -403,4 +411,12 @@ func (t *Trainer) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// mustBeOpen panics when the trainer is closed: its buffers are freed, and a
+// step on them would fail in the comm with an error that names no cause.
+func (t *Trainer) mustBeOpen() {
+	if t.closed {
+		panic("ddp: Trainer used after Close")
+	}
 }
