@@ -96,8 +96,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	switch {
 	case o.pes < 1:
 		return nil, fmt.Errorf("--pes %d: want at least 1", o.pes)
+	case o.batch < 1:
+		return nil, fmt.Errorf("--batch-size %d: must be positive", o.batch)
 	case o.batch%o.pes != 0:
 		return nil, fmt.Errorf("--batch-size %d is not a multiple of --pes %d", o.batch, o.pes)
+	case o.epochs < 1:
+		return nil, fmt.Errorf("--epochs %d: must be at least 1", o.epochs)
+	case o.maxSteps < 0:
+		return nil, fmt.Errorf("--max-steps %d: must not be negative (0: no limit)", o.maxSteps)
+	case o.logEvery < 0 || o.ckptEvery < 0 || o.checkReplicasEvery < 0:
+		return nil, errors.New("--log-every, --checkpoint-every and --check-replicas-every must not be negative")
 	case o.dataset != "fashion-mnist" && o.dataset != "synthetic":
 		return nil, fmt.Errorf("--dataset %q: want fashion-mnist or synthetic", o.dataset)
 	case o.lr < 0:

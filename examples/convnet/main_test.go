@@ -119,3 +119,18 @@ func TestConvNetLearnsFashionMNISTOn4PEs(t *testing.T) {
 		"--epochs", "1", "--batch-size", "32", "--log-every", "16")
 	checkLearned(t, r, 4, 0.7)
 }
+
+// TestBadFlagsStopBeforeLaunching: a flag no run can use is one line
+// naming it and exit status 2, before any PE starts (--batch-size 0 was a
+// division by zero in every PE, --epochs 0 a cosine-schedule error).
+func TestBadFlagsStopBeforeLaunching(t *testing.T) {
+	petest.UsageErrors(t, "convnet", run, []petest.UsageCase{
+		{Args: []string{"--batch-size", "0"}, Want: "--batch-size 0: must be positive"},
+		{Args: []string{"--batch-size", "-64"}, Want: "--batch-size -64: must be positive"},
+		{Args: []string{"--pes", "3"}, Want: "--batch-size 64 is not a multiple of --pes 3"},
+		{Args: []string{"--epochs", "0"}, Want: "--epochs 0: must be at least 1"},
+		{Args: []string{"--epochs", "-1", "--max-steps", "5"}, Want: "--epochs -1: must be at least 1"},
+		{Args: []string{"--max-steps", "-1"}, Want: "--max-steps -1: must not be negative (0: no limit)"},
+		{Args: []string{"--checkpoint-every", "-1"}, Want: "--log-every, --checkpoint-every and --check-replicas-every must not be negative"},
+	})
+}

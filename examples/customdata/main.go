@@ -66,8 +66,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	switch {
 	case o.pes < 1:
 		return nil, fmt.Errorf("--pes %d: want at least 1", o.pes)
+	case o.batch < 1:
+		return nil, fmt.Errorf("--batch-size %d: must be positive", o.batch)
 	case o.batch%o.pes != 0:
 		return nil, fmt.Errorf("--batch-size %d is not a multiple of --pes %d", o.batch, o.pes)
+	case o.epochs < 1:
+		return nil, fmt.Errorf("--epochs %d: must be at least 1", o.epochs)
+	case o.lr < 0:
+		return nil, fmt.Errorf("--lr %g: must not be negative", o.lr)
+	case o.logEvery < 0:
+		return nil, fmt.Errorf("--log-every %d: must not be negative", o.logEvery)
 	}
 	return o, nil
 }

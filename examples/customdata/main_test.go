@@ -53,12 +53,17 @@ func TestSpiralsTrainOnSeveralPEs(t *testing.T) {
 	}
 }
 
+// TestBadFlagsStopBeforeLaunching: a flag no run can use is one line
+// naming it and exit status 2, before any PE starts (--batch-size 0 was a
+// division by zero in every PE, --epochs 0 a cosine-schedule error).
 func TestBadFlagsStopBeforeLaunching(t *testing.T) {
-	var out, errs syncbuf.Buffer
-	if code := run([]string{"--pes", "3"}, &out, &errs); code != 2 {
-		t.Errorf("exit status %d, want 2", code)
-	}
-	if got, want := errs.String(), "customdata: --batch-size 64 is not a multiple of --pes 3\n"; got != want {
-		t.Errorf("stderr %q, want %q", got, want)
-	}
+	petest.UsageErrors(t, "customdata", run, []petest.UsageCase{
+		{Args: []string{"--pes", "3"}, Want: "--batch-size 64 is not a multiple of --pes 3"},
+		{Args: []string{"--batch-size", "0"}, Want: "--batch-size 0: must be positive"},
+		{Args: []string{"--batch-size", "-64"}, Want: "--batch-size -64: must be positive"},
+		{Args: []string{"--epochs", "0"}, Want: "--epochs 0: must be at least 1"},
+		{Args: []string{"--epochs", "-1"}, Want: "--epochs -1: must be at least 1"},
+		{Args: []string{"--lr", "-1"}, Want: "--lr -1: must not be negative"},
+		{Args: []string{"--log-every", "-1"}, Want: "--log-every -1: must not be negative"},
+	})
 }

@@ -4,12 +4,14 @@
 package petest
 
 import (
+	"io"
 	"os"
 	"regexp"
 	"strconv"
 	"testing"
 
 	"github.com/symddp/symddp/comm"
+	"github.com/symddp/symddp/internal/syncbuf"
 )
 
 // Main is the TestMain of such a program's tests: in a PE that the
@@ -41,4 +43,28 @@ func Losses(t *testing.T, line *regexp.Regexp, text string) []float64 {
 		t.Fatalf("fewer than two log lines in:\n%s", text)
 	}
 	return losses
+}
+
+// UsageCase is a command line that no run can use and the line that says
+// why.
+type UsageCase struct {
+	Args []string
+	Want string // stderr's one line, after the program's name and ": "
+}
+
+// UsageErrors calls run, a program's whole command, with each case's
+// arguments, and fails t unless it exits with status 2, prints nothing on
+// stdout and exactly name+": "+Want on stderr: a flag no run can use is
+// refused before any PE starts, in one line that names it.
+func UsageErrors(t *testing.T, name string, run func(args []string, stdout, stderr io.Writer) int, cases []UsageCase) {
+	t.Helper()
+	for _, tc := range cases {
+		var out, errs syncbuf.Buffer
+		if code := run(tc.Args, &out, &errs); code != 2 {
+			t.Errorf("%s %v: exit status %d, want 2", name, tc.Args, code)
+		}
+		if got, want := errs.String(), name+": "+tc.Want+"\n"; got != want || out.String() != "" {
+			t.Errorf("%s %v: stderr %q and stdout %q, want stderr %q and nothing on stdout", name, tc.Args, got, out.String(), want)
+		}
+	}
 }
