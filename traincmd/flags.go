@@ -439,6 +439,8 @@ func (o *options) validate() error {
 		return usagef("--accumulate %d: must be at least 1", o.accumulate)
 	case o.epochs < 1 && o.maxSteps == 0:
 		return usagef("--epochs %d: must be at least 1", o.epochs)
+	case o.epochs < 0:
+		return usagef("--epochs %d: must not be negative", o.epochs)
 	case o.maxSteps < 0:
 		return usagef("--max-steps %d: must not be negative", o.maxSteps)
 	case o.momentum < 0 || o.momentum >= 1:

@@ -32,6 +32,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--optimizer", "lbfgs"}, `--optimizer "lbfgs"`},
 		{[]string{"--lr", "-1"}, "--lr -1"},
 		{[]string{"--epochs", "0"}, "--epochs 0"},
+		{[]string{"--epochs", "-1", "--max-steps", "5"}, "--epochs -1: must not be negative"},
 		{[]string{"--bucket-size", "lots"}, "--bucket-size"},
 		{[]string{"--backend", "tcp"}, `--backend "tcp"`},
 		{[]string{"--nesterov", "--momentum", "0"}, "--nesterov needs --momentum > 0"},
