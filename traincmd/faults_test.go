@@ -264,7 +264,9 @@ func TestBadEnvironment(t *testing.T) {
 }
 
 // TestHeapDirFull: a full tmpfs is an error that says the heap could not be
-// reserved (needs root and mount; skipped elsewhere).
+// reserved because the directory is full, and what to do; not that the
+// heap is exhausted, which points at --heap-size (needs root and mount;
+// skipped elsewhere).
 func TestHeapDirFull(t *testing.T) {
 	j := newJob(t, "--pes", "2")
 	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", j.heapDir).Run(); err != nil {
@@ -272,8 +274,9 @@ func TestHeapDirFull(t *testing.T) {
 	}
 	defer exec.Command("umount", j.heapDir).Run()
 	j.run(t)
-	if j.code == 0 || !strings.Contains(j.stderr.String(), "could not reserve") {
-		t.Fatalf("full heap directory: exit %d, stderr:\n%s", j.code, j.stderr.String())
+	const want = "could not reserve its copy in %s: no space left on device (the directory is full: free space in it, or set SYMDDP_HEAP_DIR to a directory with room)"
+	if out := j.stderr.String(); j.code != 1 || !strings.Contains(out, fmt.Sprintf(want, j.heapDir)) || strings.Contains(out, "heap exhausted") {
+		t.Fatalf("full heap directory: exit %d, stderr:\n%s\nwant exit 1 and %q", j.code, out, fmt.Sprintf(want, j.heapDir))
 	}
 }
 

@@ -152,10 +152,26 @@ func (c *Comm) exhausted(op string, kind comm.Kind, n int, bytes int64) error {
 // seq (a full /dev/shm).
 func (c *Comm) reserved(op string, seq uint64, kind comm.Kind, n int) error {
 	for q := 0; q < c.npes; q++ {
-		if st := c.seg.slot(q).req[seq&1].status.Load(); st != 0 {
-			return fmt.Errorf("shm: PE %d: %s: %s×%d: PE %d could not reserve its copy in %s: %v: %w",
-				c.me, op, kind, n, q, comm.HeapDir(), unix.Errno(st), comm.ErrHeapExhausted)
+		st := c.seg.slot(q).req[seq&1].status.Load()
+		if st == 0 {
+			continue
 		}
+		failed := fmt.Sprintf("shm: PE %d: %s: %s×%d: PE %d could not reserve its copy in %s", c.me, op, kind, n, q, comm.HeapDir())
+		errno := unix.Errno(st)
+		if errno == unix.ENOSPC {
+			return &dirFullError{msg: fmt.Sprintf("%s: %v (the directory is full: free space in it, or set %s to a directory with room)",
+				failed, errno, comm.EnvHeapDir)}
+		}
+		return fmt.Errorf("%s: %v: %w", failed, errno, comm.ErrHeapExhausted)
 	}
 	return nil
 }
+
+// dirFullError is an allocation that the heap directory's file system had
+// no room for. It says so, not "symmetric heap exhausted", which would point
+// at the heap size; it still wraps comm.ErrHeapExhausted (the memory the
+// caller asked for is not there, whatever the cause) and unix.ENOSPC.
+type dirFullError struct{ msg string }
+
+func (e *dirFullError) Error() string   { return e.msg }
+func (e *dirFullError) Unwrap() []error { return []error{unix.ENOSPC, comm.ErrHeapExhausted} }

@@ -2,10 +2,13 @@ package shm
 
 import (
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/symddp/symddp/comm"
 )
@@ -106,6 +109,27 @@ func TestHeapSizeIsEnforced(t *testing.T) {
 	}
 	if c.HeapFree() != 1<<20 {
 		t.Fatalf("HeapFree() = %d after freeing everything, want %d", c.HeapFree(), 1<<20)
+	}
+}
+
+// TestFullHeapDirSaysSo: a heap file whose directory has no room left is
+// an error that says the directory is full and what to do, not "symmetric
+// heap exhausted" (which points at the heap size); it still wraps
+// ErrHeapExhausted, as callers that fall back on a smaller plan expect, and
+// ENOSPC. Needs root to mount a small tmpfs; skipped elsewhere.
+func TestFullHeapDirSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	if err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).Run(); err != nil {
+		t.Skipf("cannot mount a small tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	t.Setenv(comm.EnvHeapDir, dir)
+	c := openOne(t, comm.Config{NPEs: 1, HeapName: "heap", HeapSize: 4 << 20})
+	_, err := c.Alloc(comm.Float32, 1<<20)
+	want := "shm: PE 0: alloc: float32×1048576: PE 0 could not reserve its copy in " + dir +
+		": no space left on device (the directory is full: free space in it, or set SYMDDP_HEAP_DIR to a directory with room)"
+	if err == nil || err.Error() != want || !errors.Is(err, comm.ErrHeapExhausted) || !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("alloc of 4 MiB in a 256 KiB tmpfs: %v\nwant %s (wrapping ErrHeapExhausted and ENOSPC)", err, want)
 	}
 }
 
