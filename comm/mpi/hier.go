@@ -32,13 +32,14 @@ import (
 // the other collectives are unchanged (a second window, MPI_Win_create over
 // the same memory, serves puts and gets).
 //
-// It is off by default; SYMDDP_MPI_HIERARCHICAL=1 (or comm.Config.Options
-// "hierarchical"="on") switches it on. Every host must have the same number
-// of PEs. SYMDDP_MPI_HOST_SIZE=k makes hosts of k consecutive ranks instead
-// of the real ones, so that one machine can stand for several hosts in
-// tests.
+// It is off by default; SYMDDP_MPI_HIERARCHICAL=1, on or true (or
+// comm.Config.Options "hierarchical", which wins) switches it on, and 0, off
+// or false leave it off; another value fails the open. Every host must have
+// the same number of PEs. SYMDDP_MPI_HOST_SIZE=k makes hosts of k
+// consecutive ranks instead of the real ones, so that one machine can stand
+// for several hosts in tests.
 const (
-	EnvHierarchical = settings.MPIHier     // 1 or on: hierarchical allreduce
+	EnvHierarchical = settings.MPIHier     // 1, on or true: hierarchical allreduce; 0, off or false: flat
 	EnvHostSize     = settings.MPIHostSize // testing: hosts of k consecutive ranks
 )
 
@@ -63,15 +64,16 @@ type hierarchy struct {
 // host size (0: the real hosts).
 func hierConfig(cfg comm.Config) (on bool, hostSize int, err error) {
 	v, ok := cfg.Options["hierarchical"]
+	from := `comm.Config.Options["hierarchical"]`
 	if !ok {
-		v = settings.Get(EnvHierarchical)
+		v, from = settings.Get(EnvHierarchical), EnvHierarchical
 	}
 	switch v {
 	case "", "0", "off", "false":
 	case "1", "on", "true":
 		on = true
 	default:
-		return false, 0, fmt.Errorf("hierarchical=%q: want on or off", v)
+		return false, 0, fmt.Errorf("%s=%q: want 1, on or true (hierarchical allreduce) or 0, off or false (flat, the default)", from, v)
 	}
 	if s := settings.Get(EnvHostSize); s != "" && on {
 		if hostSize, err = strconv.Atoi(s); err != nil || hostSize < 1 {

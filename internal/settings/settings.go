@@ -116,7 +116,7 @@ var table = []Var{
 	{CUDAOverlap, "1", Go, "0: a fused layer's weight-gradient GEMM runs after, not beside, its input-gradient GEMM"},
 	{OverlapTrace, "", Go, "a step number k: on the GPU step path with gradient buckets, stamp the GPU clock around each layer's backward and each bucket's reduction, and log after step k how many reductions ran before backward ended (docs/GPU.md)"},
 	{StopStacks, "", Go, "1: a PE that SIGINT or SIGTERM stops (the launcher's stop after another PE failed: a hang's deadline) first writes every goroutine's stack to its stderr, to show where its host thread waited"},
-	{MPIHier, "off", Go, "mpi backend: on for shared memory within a host and MPI between hosts"},
+	{MPIHier, "off", Go, "mpi backend: 1, on or true for shared memory within a host and MPI between hosts; 0, off or false for flat"},
 	{MPIHostSize, "the real hosts", Go, "mpi backend, hierarchical mode: hosts of k consecutive ranks (to stand for several hosts on one)"},
 
 	{OneShotMax, "256 KiB", CUDA, "GPU allreduce: bytes up to which the one-shot algorithm is used"},
