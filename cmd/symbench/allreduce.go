@@ -45,7 +45,7 @@ type result struct {
 func parseAllReduceFlags(args []string) (allReduceOpts, error) {
 	var o allReduceOpts
 	fs := pflag.NewFlagSet("symbench allreduce", pflag.ContinueOnError)
-	fs.IntSliceVar(&o.pes, "pes", []int{2, 4, 8}, "job sizes (numbers of PEs) to measure")
+	fs.IntSliceVar(&o.pes, "pes", []int{2, 4, 8}, "job sizes (numbers of PEs, at least 2) to measure")
 	minSize, maxSize := o.sweepFlags(fs, "64MiB")
 	fs.StringVar(&o.mpi, "mpi", "auto", "measure Open MPI too: auto (if mpicc and mpirun are found), on, off")
 	fs.StringVar(&o.mpirunArgs, "mpirun-args", "", "extra arguments for mpirun, such as \"--mca btl self,vader\"")
@@ -139,8 +139,8 @@ func (o *allReduceOpts) check(minSize, maxSize string) error {
 		return fmt.Errorf("--format %q: want text or markdown", o.format)
 	}
 	for _, n := range o.pes {
-		if n < 1 {
-			return fmt.Errorf("--pes: %d PEs", n)
+		if n < 2 {
+			return fmt.Errorf("--pes %d: an allreduce needs at least 2 PEs (at 1 its bus bandwidth, bytes·2(N−1)/N / time, is 0)", n)
 		}
 	}
 	return nil

@@ -39,7 +39,7 @@ type mpiBenchOpts struct {
 func parseAllReduceMPIFlags(args []string) (mpiBenchOpts, error) {
 	var o mpiBenchOpts
 	fs := pflag.NewFlagSet("symbench allreduce-mpi", pflag.ContinueOnError)
-	fs.IntSliceVar(&o.pes, "pes", []int{2, 4}, "job sizes (ranks) to measure")
+	fs.IntSliceVar(&o.pes, "pes", []int{2, 4}, "job sizes (ranks, at least 2) to measure")
 	minSize, maxSize := o.sweepFlags(fs, "16MiB")
 	fs.StringVar(&o.mpirunArgs, "mpirun-args", "", "extra arguments for mpirun, such as \"--mca btl tcp,self --mca osc pt2pt\"")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of every wait in the PEs")
