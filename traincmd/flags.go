@@ -496,6 +496,9 @@ func (o *options) validate() error {
 			return usagef("--dataset %q: want fashion-mnist, mnist or synthetic (classifiers), text or llmc (language models)%s", o.dataset, extra)
 		}
 	}
+	if err := o.checkDataFlags(); err != nil {
+		return err
+	}
 	switch o.mps {
 	case "auto", "on", "off":
 	default:

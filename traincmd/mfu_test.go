@@ -121,7 +121,7 @@ func TestPrecisionErrors(t *testing.T) {
 		{[]string{"--model", "gpt-tiny", "--peak-tflops", "-1"}, "--peak-tflops -1: want a positive peak"},
 		{[]string{"--model", "gpt-tiny", "--peak-tflops", "0"}, "--peak-tflops 0: want a positive peak"},
 		{[]string{"--model", "mlp", "--peak-tflops", "989"}, "--peak-tflops: MFU is printed for the language models"},
-		{[]string{"--model", "gpt-tiny", "--dataset", "synthetic", "--data-dir", "/tmp"}, "--dataset synthetic makes its tokens"},
+		{[]string{"--model", "gpt-tiny", "--dataset", "synthetic", "--data-dir", "/tmp"}, "not to --dataset synthetic, which makes its tokens"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)

@@ -33,9 +33,6 @@ func chooseTokenData(o *options) (dataChoice, error) {
 	}
 	switch o.dataset {
 	case "text":
-		if o.set("train-shards") || o.set("val-shards") {
-			return dataChoice{}, usagef("--train-shards and --val-shards go with --dataset llmc")
-		}
 		name, err := textTokenizer(o, dc.vocab)
 		if err != nil {
 			return dataChoice{}, err
@@ -61,9 +58,6 @@ func chooseTokenData(o *options) (dataChoice, error) {
 			return dataChoice{}, inputErr(err)
 		}
 	case "llmc":
-		if o.set("tokenizer") {
-			return dataChoice{}, usagef("--tokenizer goes with --dataset text: llm.c shards hold tokens already")
-		}
 		if o.trainShards == "" || o.valShards == "" {
 			return dataChoice{}, usagef("--dataset llmc needs --train-shards and --val-shards (globs of llm.c .bin token shards)")
 		}
@@ -77,10 +71,7 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		}
 		tr.Close()
 		va.Close()
-	case "synthetic":
-		if o.set("train-shards") || o.set("val-shards") || o.set("data-dir") {
-			return dataChoice{}, usagef("--dataset synthetic makes its tokens: --data-dir, --train-shards and --val-shards go with text and llmc")
-		}
+	case "synthetic": // checkDataFlags refused the flags it does not read
 	default:
 		return dataChoice{}, usagef("--dataset %s: model %s is a language model: use --dataset text, llmc or synthetic", o.dataset, o.model)
 	}
