@@ -37,7 +37,7 @@ func init() {
 	presets := map[string]GPTConfig{"gpt": GPTTiny, "gpt-tiny": GPTTiny,
 		"gpt2": GPT2, "gpt2-medium": GPT2Medium, "gpt2-large": GPT2Large, "gpt2-xl": GPT2XL}
 	for name, preset := range presets {
-		Register(name, func(cfg Config) (Model, error) {
+		registerBuiltIn(name, func(cfg Config) (Model, error) {
 			if err := noLlamaSettings(cfg); err != nil {
 				return nil, err
 			}

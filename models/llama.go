@@ -47,7 +47,7 @@ var (
 
 func init() {
 	for name, preset := range map[string]LlamaConfig{"llama": LlamaTiny, "llama-tiny": LlamaTiny, "llama-124m": Llama124M, "llama3-1b": Llama3_1B} {
-		Register(name, func(cfg Config) (Model, error) {
+		registerBuiltIn(name, func(cfg Config) (Model, error) {
 			l := preset
 			for _, o := range []struct {
 				dst *int

@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	Register("mlp", func(cfg Config) (Model, error) {
+	registerBuiltIn("mlp", func(cfg Config) (Model, error) {
 		if cfg.Recompute != "" && cfg.Recompute != RecomputeNone {
 			return nil, fmt.Errorf("recompute %s: the mlp has no transformer blocks to recompute (the gpt and llama models have)", cfg.Recompute)
 		}

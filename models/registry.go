@@ -38,7 +38,8 @@ type Config struct {
 	// instead of keeping them ("" or RecomputeNone: none). A model without
 	// transformer blocks refuses any other mode.
 	Recompute Recompute
-	// Options are free-form settings for user models (key=value flags).
+	// Options are free-form settings for models a program registers
+	// (train's --model-opt key=value); the built-in models (BuiltIn) read none.
 	Options map[string]string
 }
 
@@ -47,8 +48,9 @@ type Factory func(cfg Config) (Model, error)
 
 var registry = struct {
 	sync.Mutex
-	m map[string]Factory
-}{m: map[string]Factory{}}
+	m       map[string]Factory
+	builtIn map[string]bool // registered by this package (BuiltIn)
+}{m: map[string]Factory{}, builtIn: map[string]bool{}}
 
 // Register makes a model available to New under name. It panics when name is
 // empty or already registered, or f is nil; call it from an init function.
@@ -62,6 +64,25 @@ func Register(name string, f Factory) {
 		panic(fmt.Sprintf("models: model %q registered twice", name))
 	}
 	registry.m[name] = f
+}
+
+// registerBuiltIn registers a model of this package: mlp and the gpt and
+// llama presets (BuiltIn).
+func registerBuiltIn(name string, f Factory) {
+	Register(name, f)
+	registry.Lock()
+	defer registry.Unlock()
+	registry.builtIn[name] = true
+}
+
+// BuiltIn reports whether the model registered under name is one of this
+// package's (mlp, the gpt and llama presets), sized by Config's fields,
+// rather than one a program registered, whose settings come in
+// Config.Options: the built-in models read no Options.
+func BuiltIn(name string) bool {
+	registry.Lock()
+	defer registry.Unlock()
+	return registry.builtIn[name]
 }
 
 // Names lists the registered models, sorted.

@@ -158,3 +158,18 @@ func TestBuildErrors(t *testing.T) {
 		t.Errorf("Build with the wrong number of outputs: %v", err)
 	}
 }
+
+// TestBuiltIn: the models of this package are built in, one a program
+// registers is not, nor an unknown name.
+func TestBuiltIn(t *testing.T) {
+	name := uniqueName("own")
+	Register(name, func(cfg Config) (Model, error) { return New("mlp", Config{}) })
+	for _, c := range []struct {
+		name string
+		want bool
+	}{{"mlp", true}, {"gpt-tiny", true}, {"gpt2-xl", true}, {"llama", true}, {"llama3-1b", true}, {name, false}, {"no-such-model", false}} {
+		if got := BuiltIn(c.name); got != c.want {
+			t.Errorf("BuiltIn(%q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -161,8 +161,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.dataset, "dataset", "fashion-mnist", "dataset: fashion-mnist|mnist|synthetic for classifiers; text|llmc|synthetic for language models (default text for them; synthetic: pseudo-random tokens over the model's vocabulary, computed as batches are gathered, for measuring speed: the loss stays near ln(vocabulary))")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory with the IDX files (default /usr/share/datasets/<dataset>); with --dataset text a text file or directory (default: Go's own source tree)")
 	fs.IntVar(&o.trainLimit, "train-limit", 0, "use only the first N training samples (0: all)")
-	modelOpts := fs.StringArray("model-opt", nil, "key=value setting for the model (models.Config.Options of a model a program registered; repeatable)")
-	dataOpts := fs.StringArray("data-opt", nil, "key=value setting for a dataset a program registered (datasets.LoadConfig.Options; repeatable)")
+	modelOpts := fs.StringArray("model-opt", nil, "key=value setting for a model a program registered (models.Config.Options; repeatable); the built-in models are sized with --hidden, --layers, --heads and the like")
+	dataOpts := fs.StringArray("data-opt", nil, "key=value setting for a dataset a program registered (datasets.LoadConfig.Options; repeatable); the built-in datasets take --data-dir, --corpus-max, --tokenizer, --train-shards and the like")
 	fs.IntVar(&o.layers, "layers", 0, "transformer blocks of a gpt or llama model (0: the preset's)")
 	fs.IntVar(&o.heads, "heads", 0, "attention (query) heads of a gpt or llama model (0: the preset's)")
 	fs.IntVar(&o.kvHeads, "kv-heads", 0, "key/value heads of a llama model (grouped-query attention: --heads a multiple of it; 0: the preset's)")
@@ -495,6 +495,9 @@ func (o *options) validate() error {
 			}
 			return usagef("--dataset %q: want fashion-mnist, mnist or synthetic (classifiers), text or llmc (language models)%s", o.dataset, extra)
 		}
+	}
+	if err := o.checkModelOpts(); err != nil {
+		return err
 	}
 	if err := o.checkDataFlags(); err != nil {
 		return err
