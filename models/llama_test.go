@@ -249,6 +249,8 @@ func TestLlamaPresets(t *testing.T) {
 		{"llama", models.Config{Heads: 8, KVHeads: 8, Width: 8}, "head size 1"},
 		{"llama", models.Config{Heads: 5}, "5 heads do not divide the width 128"},
 		{"llama", models.Config{RopeTheta: 1000.5}, "rope theta 1000.5"},
+		{"llama", models.Config{RopeTheta: math.NaN()}, "rope theta NaN: want a whole number above 1 (0: the preset's)"}, // not the preset's 10000
+		{"gpt", models.Config{RopeTheta: math.NaN()}, "rope theta NaN"},
 		{"llama", models.Config{Precision: "fp16"}, `precision "fp16": want bf16, fp32 or auto`},
 		{"llama", models.Config{KVHeads: -1}, "must not be negative"},
 		{"gpt", models.Config{KVHeads: 2}, "no grouped key/value heads"},

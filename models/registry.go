@@ -1,8 +1,10 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -148,6 +150,9 @@ func (c Config) withDefaults() (Config, error) {
 		return Config{}, err
 	}
 	out.Recompute = r
+	if math.IsNaN(out.RopeTheta) { // NaN passes the comparisons below, then reads as 0: the preset's
+		return Config{}, errors.New("rope theta NaN: want a whole number above 1 (0: the preset's)")
+	}
 	if out.KVHeads < 0 || out.FFNHidden < 0 || out.RopeTheta < 0 {
 		return Config{}, fmt.Errorf("key/value heads %d, SwiGLU hidden width %d, rope theta %g: must not be negative",
 			out.KVHeads, out.FFNHidden, out.RopeTheta)

@@ -14,6 +14,7 @@ import (
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 
+	"github.com/symddp/symddp/internal/floatflag"
 	"github.com/symddp/symddp/internal/settings"
 )
 
@@ -253,6 +254,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	if err := floatflag.CheckFinite(fs); err != nil {
+		return nil, usageError{err: err}
 	}
 	o.set = func(name string) bool { return fs.Changed(name) }
 	var err error

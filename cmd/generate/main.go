@@ -35,6 +35,7 @@ import (
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/internal/floatflag"
 	"github.com/symddp/symddp/models"
 )
 
@@ -109,6 +110,9 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 		fmt.Fprint(stdout, "generate: sample from a language model checkpoint written by train.\n\nUsage:\n  generate --checkpoint DIR|FILE [--prompt TEXT] [flags]\n\nFlags:\n")
 		fmt.Fprint(stdout, fs.FlagUsages())
 		return nil, pflag.ErrHelp
+	}
+	if err := floatflag.CheckFinite(fs); err != nil {
+		return nil, usageError{err}
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -131,6 +131,12 @@ func TestGenerateErrors(t *testing.T) {
 	rc, _, stderr := runGenerate()
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, "--checkpoint is required")
+	for _, temp := range []string{"nan", "-inf", "inf"} { // NaN passed the check that the temperature is not negative
+		rc, _, stderr = runGenerate("--checkpoint", t.TempDir(), "--temperature", temp)
+		assert.Equal(t, 2, rc, temp)
+		assert.True(t, strings.HasPrefix(stderr, "generate: --temperature "), stderr)
+		assert.Contains(t, stderr, ": want a finite number\n", temp)
+	}
 	missing := filepath.Join(t.TempDir(), "nothing")
 	rc, _, stderr = runGenerate("--checkpoint", missing)
 	assert.Equal(t, 2, rc)

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/floatflag"
 )
 
 // The train subcommand: samples/s of the real train command at several PE
@@ -78,6 +79,9 @@ func parseCPUTrainFlags(args []string) (cpuTrainOpts, error) {
 		return o, err
 	}
 	o.extraArgs = strings.Fields(*extra)
+	if err := floatflag.CheckFinite(fs); err != nil {
+		return o, err
+	}
 	switch {
 	case len(o.pes) == 0:
 		return o, errors.New("--pes: no PE counts")
@@ -87,6 +91,8 @@ func parseCPUTrainFlags(args []string) (cpuTrainOpts, error) {
 		return o, fmt.Errorf("--reps %d: want at least 1", o.reps)
 	case o.format != "text" && o.format != "markdown":
 		return o, fmt.Errorf("--format %q: want text or markdown", o.format)
+	case o.quiet < 0:
+		return o, fmt.Errorf("--quiet %g: want a number of CPUs, 0 or more", o.quiet)
 	}
 	if o.perPE < 0 {
 		return o, fmt.Errorf("--per-pe-batch %d: want a positive batch per PE (0: --batch-size)", o.perPE)

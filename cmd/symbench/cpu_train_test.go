@@ -189,3 +189,19 @@ func TestCPUTrainRealRun(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietFlag: --quiet NaN, Inf or below 0 is refused, naming the value
+// (NaN used to make no run quiet, silently).
+func TestQuietFlag(t *testing.T) {
+	for _, c := range []struct{ arg, want string }{
+		{"nan", "--quiet NaN: want a finite number"}, {"inf", "--quiet +Inf: want a finite number"},
+		{"-1", "--quiet -1: want a number of CPUs, 0 or more"},
+	} {
+		if _, err := parseCPUTrainFlags([]string{"--quiet", c.arg}); err == nil || err.Error() != c.want {
+			t.Errorf("--quiet %s: error %v, want %q", c.arg, err, c.want)
+		}
+	}
+	if o, err := parseCPUTrainFlags([]string{"--quiet", "0"}); err != nil || o.quiet != 0 {
+		t.Errorf("--quiet 0: %+v, %v; want quiet 0", o.quiet, err)
+	}
+}
