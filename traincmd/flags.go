@@ -503,6 +503,9 @@ func (o *options) validate() error {
 	if err := o.checkModelOpts(); err != nil {
 		return err
 	}
+	if err := o.checkGroupedHeads(); err != nil {
+		return err
+	}
 	if err := o.checkDataFlags(); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package traincmd
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/symddp/symddp/ddp"
@@ -10,6 +11,20 @@ import (
 // sizeFlags are the flags that size a language model, each named as the
 // model's Describe map (ddp.ModelDescriber) names the size, with _ for -.
 var sizeFlags = []string{"layers", "heads", "kv-heads", "width", "ffn-hidden", "context", "vocab", "rope-theta"}
+
+// presetSizes is the Describe map (ddp.ModelDescriber) of --model's
+// preset, nil for a model that is not built or says nothing of its sizes.
+func (o *options) presetSizes() map[string]int {
+	m, err := models.New(o.model, models.Config{})
+	if err != nil {
+		return nil
+	}
+	d, ok := m.(ddp.ModelDescriber)
+	if !ok {
+		return nil
+	}
+	return d.Describe()
+}
 
 // sizedWith lists the flags that size the preset of --model: those of
 // sizeFlags its Describe map has, --hidden for the mlp, "" for a model that
@@ -21,15 +36,7 @@ func (o *options) sizedWith() string {
 		}
 		return ""
 	}
-	m, err := models.New(o.model, models.Config{})
-	if err != nil {
-		return ""
-	}
-	d, ok := m.(ddp.ModelDescriber)
-	if !ok {
-		return ""
-	}
-	sizes := d.Describe()
+	sizes := o.presetSizes()
 	var flags []string
 	for _, f := range sizeFlags {
 		if _, ok := sizes[strings.ReplaceAll(f, "-", "_")]; ok {
@@ -50,6 +57,35 @@ func (o *options) checkModelOpts() error {
 		sized = ", sized with " + s
 	}
 	return usagef("--model-opt applies to models a program registers (models.Register, docs/LIBRARY.md), not to the built-in %s%s", o.model, sized)
+}
+
+// checkGroupedHeads refuses, for a model with grouped key/value heads
+// (kv_heads in its Describe map), query heads that are not a multiple of
+// the key/value heads, naming both flags and saying which number is the
+// preset's (the model's own error names no flag).
+func (o *options) checkGroupedHeads() error {
+	if !o.languageModel || (!o.set("heads") && !o.set("kv-heads")) {
+		return nil
+	}
+	sizes := o.presetSizes()
+	heads, kv := sizes["heads"], sizes["kv_heads"]
+	if o.heads > 0 {
+		heads = o.heads
+	}
+	if o.kvHeads > 0 {
+		kv = o.kvHeads
+	}
+	if heads < 1 || kv < 1 || heads%kv == 0 {
+		return nil // no grouped heads, or sizes the model reports
+	}
+	value := func(flag string, n int) string {
+		if o.set(flag) {
+			return fmt.Sprintf("--%s %d", flag, n)
+		}
+		return fmt.Sprintf("--%s %d (%s's)", flag, n, o.model)
+	}
+	return usagef("%s is not a multiple of %s: give --heads a multiple of %d, or --kv-heads a divisor of %d",
+		value("heads", heads), value("kv-heads", kv), kv, heads)
 }
 
 // flagList writes flags as "--a, --b and --c".

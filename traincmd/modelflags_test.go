@@ -25,3 +25,23 @@ func TestModelOptRefusedForBuiltIns(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupedHeadsNamesBothFlags: query heads that are not a multiple of
+// the key/value heads are refused naming --heads and --kv-heads, and which
+// number is the preset's (--heads 1 on llama-tiny used to say "2 key/value
+// heads do not divide the 1 query heads", naming neither flag).
+func TestGroupedHeadsNamesBothFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--heads", "1"}, "train: --heads 1 is not a multiple of --kv-heads 2 (llama-tiny's): give --heads a multiple of 2, or --kv-heads a divisor of 1"},
+		{[]string{"--kv-heads", "3"}, "train: --heads 4 (llama-tiny's) is not a multiple of --kv-heads 3: give --heads a multiple of 3, or --kv-heads a divisor of 4"},
+		{[]string{"--heads", "8", "--kv-heads", "3"}, "train: --heads 8 is not a multiple of --kv-heads 3: give --heads a multiple of 3, or --kv-heads a divisor of 8"},
+	} {
+		args := append([]string{"--model", "llama-tiny", "--dataset", "synthetic"}, tc.args...)
+		if line, ok := usageRefusal(args...); !ok || line != tc.want {
+			t.Errorf("train %s: %q; want exit 2 and %q (and the --help pointer)", strings.Join(args, " "), line, tc.want)
+		}
+	}
+}

@@ -34,9 +34,32 @@ func TestTextWithGPT2Tokens(t *testing.T) {
 	var out, errs bytes.Buffer
 	code = run([]string{"--model", "gpt-tiny", "--tokenizer", "gpt2", "--data-dir", text}, &out, &errs)
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errs.String(), "--dataset text with --tokenizer gpt2 has 50257 tokens but model gpt-tiny a vocabulary of 256: use --tokenizer byte, or a larger --vocab")
+	assert.Contains(t, errs.String(), "--dataset text with --tokenizer gpt2 has 50257 tokens but model gpt-tiny a vocabulary of 256: use --tokenizer byte, or --vocab 50257 or more")
 	errs.Reset()
 	code = run([]string{"--model", "gpt-tiny", "--tokenizer", "bpe", "--data-dir", text}, &out, &errs)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs.String(), `--tokenizer "bpe": want auto, byte or gpt2`)
+}
+
+// TestTokenizerAdvice: a tokenizer with more tokens than the model's
+// vocabulary is refused with advice that does not suggest what the run
+// already uses (--vocab 100 used to say "use --tokenizer byte" to a run
+// whose tokenizer was byte), and says when auto chose the tokenizer.
+func TestTokenizerAdvice(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "llama-tiny", "--vocab", "100"},
+			"--dataset text with --tokenizer byte (auto's choice) has 256 tokens but model llama-tiny a vocabulary of 100: use --vocab 256 or more"},
+		{[]string{"--model", "llama-tiny", "--vocab", "100", "--tokenizer", "byte"},
+			"--dataset text with --tokenizer byte has 256 tokens but model llama-tiny a vocabulary of 100: use --vocab 256 or more"},
+		{[]string{"--model", "gpt-tiny", "--vocab", "300", "--tokenizer", "gpt2"},
+			"--dataset text with --tokenizer gpt2 has 50257 tokens but model gpt-tiny a vocabulary of 300: use --tokenizer byte, or --vocab 50257 or more"},
+	} {
+		o, err := parseFlags(tc.args, &bytes.Buffer{})
+		require.NoError(t, err)
+		_, err = textTokenizer(o, o.vocab)
+		assert.EqualError(t, err, tc.want, "%v", tc.args)
+	}
 }

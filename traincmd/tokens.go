@@ -94,9 +94,25 @@ func textTokenizer(o *options, vocab int) (string, error) {
 		return "", usagef("--tokenizer %q: want auto, %s", o.tokenizer, strings.Join(datasets.TokenizerNames, " or "))
 	}
 	if vocab < tok.Vocab() {
-		return "", usagef("--dataset text with --tokenizer %s has %d tokens but model %s a vocabulary of %d: use --tokenizer byte, or a larger --vocab", name, tok.Vocab(), o.model, vocab)
+		which := name
+		if o.tokenizer == "auto" {
+			which += " (auto's choice)"
+		}
+		return "", usagef("--dataset text with --tokenizer %s has %d tokens but model %s a vocabulary of %d: use %s--vocab %d or more",
+			which, tok.Vocab(), o.model, vocab, otherTokenizer(name, vocab), tok.Vocab())
 	}
 	return name, nil
+}
+
+// otherTokenizer is "--tokenizer T, or " for the first tokenizer other than
+// name whose ids fit a vocabulary of vocab tokens, "" when there is none.
+func otherTokenizer(name string, vocab int) string {
+	for _, n := range datasets.TokenizerNames {
+		if t, err := datasets.NewTokenizer(n); err == nil && n != name && t.Vocab() <= vocab {
+			return "--tokenizer " + n + ", or "
+		}
+	}
+	return ""
 }
 
 // Synthetic token data (--dataset synthetic for a language model): windows of
