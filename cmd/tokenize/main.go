@@ -266,12 +266,19 @@ func tokenize(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// report prints what was read and written.
+// report prints what was read and written. With fewer text files than
+// --val-every the parts are split by bytes, not files (CorpusInfo's
+// TrainFiles and ValFiles are 0 then): the lines say so.
 func report(out io.Writer, o *options, tok datasets.Tokenizer, info datasets.CorpusInfo, paths []string, workers int, took time.Duration) {
 	bytes := info.TrainBytes + info.ValBytes
-	fmt.Fprintf(out, "read %d text files (%d binary skipped), %.1f MB, of %s\n", info.Files, info.Binary, float64(bytes)/1e6, strings.Join(o.paths, " "))
-	fmt.Fprintf(out, "validation: %s; %d files, %d bytes, %d tokens\n", info.Split, info.ValFiles, info.ValBytes, info.ValTokens)
-	fmt.Fprintf(out, "training: %d files, %d bytes, %d tokens\n", info.TrainFiles, info.TrainBytes, info.TrainTokens)
+	fmt.Fprintf(out, "read %s (%d binary skipped), %.1f MB, of %s\n", textFiles(info.Files), info.Binary, float64(bytes)/1e6, strings.Join(o.paths, " "))
+	if info.ValFiles == 0 {
+		fmt.Fprintf(out, "validation: %s: %d bytes, %d tokens\n", info.Split, info.ValBytes, info.ValTokens)
+		fmt.Fprintf(out, "training: the first %d bytes (of %s, split by bytes), %d tokens\n", info.TrainBytes, textFiles(info.Files), info.TrainTokens)
+	} else {
+		fmt.Fprintf(out, "validation: %s; %s, %d bytes, %d tokens\n", info.Split, textFiles(info.ValFiles), info.ValBytes, info.ValTokens)
+		fmt.Fprintf(out, "training: %s, %d bytes, %d tokens\n", textFiles(info.TrainFiles), info.TrainBytes, info.TrainTokens)
+	}
 	for _, p := range paths {
 		fmt.Fprintln(out, "wrote", p)
 	}
@@ -281,6 +288,14 @@ func report(out io.Writer, o *options, tok datasets.Tokenizer, info datasets.Cor
 	}
 	fmt.Fprintf(out, "%s tokens (%.2f bytes per token) in %.1f s on %d workers: %.2f MB/s%s\n",
 		tok.Name(), float64(bytes)/float64(max(info.TrainTokens+info.ValTokens, 1)), took.Seconds(), workers, float64(bytes)/1e6/took.Seconds(), check)
+}
+
+// textFiles is "1 text file" or "n text files".
+func textFiles(n int) string {
+	if n == 1 {
+		return "1 text file"
+	}
+	return fmt.Sprintf("%d text files", n)
 }
 
 // isTerminal reports whether w is a terminal (the progress bar only there).

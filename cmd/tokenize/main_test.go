@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,6 +91,8 @@ func TestTokenizeWritesShardsThatDecodeToTheFiles(t *testing.T) {
 	require.Equal(t, 0, rc, stderr)
 	name := filepath.Base(dir)
 	assert.Contains(t, stdout, "read 6 text files (1 binary skipped)")
+	assert.Regexp(t, `\nvalidation: one text file in 3 \(files 2, 5, \.\.\. counting from 0, in file order\); 2 text files, \d+ bytes, \d+ tokens\n`, stdout)
+	assert.Regexp(t, `\ntraining: 4 text files, \d+ bytes, \d+ tokens\n`, stdout)
 	assert.Contains(t, stdout, "every document decoded back to its file")
 
 	// Files 2 and 5 (0-based) are validation data, shard 0; the training
@@ -141,12 +144,16 @@ func TestTokenizeIsIndependentOfWorkers(t *testing.T) {
 func TestTokenizeByteTokenizer(t *testing.T) {
 	dir, texts := textDir(t)
 	out := t.TempDir()
-	rc, _, stderr := runTokenize("--out", out, "--name", "bytes", "--tokenizer", "byte", "--val-every", "100", filepath.Join(dir, "f.txt"))
+	rc, stdout, stderr := runTokenize("--out", out, "--name", "bytes", "--tokenizer", "byte", "--val-every", "100", filepath.Join(dir, "f.txt"))
 	require.Equal(t, 0, rc, stderr)
 	// One file, fewer than 100: the last 1/100 of its bytes is validation
 	// data; byte tokens have no EOT.
 	text := texts[4]
 	cut := len(text) - len(text)/100
+	// The report says so (it used to say "training: 0 files").
+	assert.Contains(t, stdout, "read 1 text file (0 binary skipped), ")
+	assert.Contains(t, stdout, fmt.Sprintf("\nvalidation: the last 1/100 of the bytes (fewer than 100 text files): %d bytes, %d tokens\n", len(text)-cut, len(text)-cut))
+	assert.Contains(t, stdout, fmt.Sprintf("\ntraining: the first %d bytes (of 1 text file, split by bytes), %d tokens\n", cut, cut))
 	for _, c := range []struct {
 		file string
 		want string
