@@ -24,6 +24,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/internal/outdir"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -92,10 +93,19 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	return o, nil
 }
 
-func export(o *options, stdout io.Writer) error {
+// export writes the checkpoint into --out. --out is made if missing; when
+// the export fails, the directories it made are removed again while they
+// are empty, so that a bad checkpoint leaves no trace.
+func export(o *options, stdout io.Writer) (err error) {
 	if _, err := os.Stat(o.checkpoint); err != nil {
 		return usageError{fmt.Errorf("--checkpoint %s: %w (a checkpoint file, or a --checkpoint-dir of train)", o.checkpoint, errors.Unwrap(err))}
 	}
+	made := outdir.Of(o.out)
+	defer func() {
+		if err != nil {
+			made.RemoveEmpty()
+		}
+	}()
 	if err := ddp.CheckExportDir(o.out, o.overwrite); err != nil {
 		return usageError{fmt.Errorf("--out: %w", err)}
 	}

@@ -103,9 +103,22 @@ func TestExportCommand(t *testing.T) {
 	train, _, err := datasets.SyntheticSplit(64, 16, 8, 3, 1)
 	require.NoError(t, err)
 	mlp := trainCheckpoint(t, "mlp", models.Config{Input: []int{8}, Classes: 3, Hidden: []int{4}}, train)
-	rc, _, stderr = runExport("--checkpoint", mlp, "--out", t.TempDir())
+	existing := t.TempDir()
+	rc, _, stderr = runExport("--checkpoint", mlp, "--out", existing)
 	assert.Equal(t, 2, rc)
 	assert.Regexp(t, `^export: .*ckpt-000000005.safetensors holds model "mlp", which has no Hugging Face layout \(it records no sizes\): export writes the checkpoints of the gpt models \(GPT2LMHeadModel\) and of the llama models \(LlamaForCausalLM\)\n$`, stderr)
+	assert.DirExists(t, existing, "an --out that was there before stays")
+
+	// a checkpoint that cannot be read or exported: the --out directories
+	// export made for it are removed again (they used to stay, empty)
+	bad := filepath.Join(t.TempDir(), "bad.safetensors")
+	require.NoError(t, os.WriteFile(bad, []byte("junk\n"), 0o644))
+	root := t.TempDir()
+	for _, ck := range []string{bad, mlp} {
+		rc, _, stderr = runExport("--checkpoint", ck, "--out", filepath.Join(root, "new", "hf"))
+		assert.Equal(t, 2, rc, stderr)
+		assert.NoDirExists(t, filepath.Join(root, "new"), ck)
+	}
 }
 
 // A Llama's checkpoint exports as LlamaForCausalLM, and the line says its

@@ -19,7 +19,7 @@
 // DIR/NAME_val_000000.bin, then DIR/NAME_train_000001.bin, ... A progress
 // bar shows on a terminal. A bad flag or path is one line and exit status 2,
 // checked before any file is read; a failure during the work exits 1 and
-// leaves no partial shard.
+// leaves no partial shard, nor an empty --out directory that it made.
 package main
 
 import (
@@ -38,6 +38,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/outdir"
 	"golang.org/x/term"
 )
 
@@ -209,11 +210,21 @@ func unwrapPath(err error, path string) error {
 	return err
 }
 
-func tokenize(ctx context.Context, o *options, stdout, stderr io.Writer) error {
+// tokenize writes the shards into --out. --out is made if missing; when
+// tokenizing fails, the directories it made are removed again while they
+// are empty (no partial shard is left), so that an empty input leaves no
+// trace.
+func tokenize(ctx context.Context, o *options, stdout, stderr io.Writer) (err error) {
 	tok, err := datasets.NewTokenizer(o.tokenizer)
 	if err != nil {
 		return usageError{err}
 	}
+	made := outdir.Of(o.out)
+	defer func() {
+		if err != nil {
+			made.RemoveEmpty()
+		}
+	}()
 	if err := prepareOut(o); err != nil {
 		return err
 	}

@@ -214,3 +214,19 @@ func TestTokenizeErrors(t *testing.T) {
 	assert.True(t, strings.HasPrefix(stdout, "tokenize: encode text files into llm.c token shards"), stdout)
 	assert.True(t, slices.ContainsFunc(strings.Split(stdout, "\n"), func(l string) bool { return strings.Contains(l, "--shard-tokens") }))
 }
+
+// TestTokenizeFailureLeavesNoDirectory: a run that fails before writing a
+// shard (an input directory without text) removes the --out directories it
+// made, and keeps one that existed before.
+func TestTokenizeFailureLeavesNoDirectory(t *testing.T) {
+	empty, root := t.TempDir(), t.TempDir()
+	out := filepath.Join(root, "new", "shards")
+	rc, _, stderr := runTokenize("--out", out, empty)
+	assert.Equal(t, 1, rc)
+	assert.Equal(t, "tokenize: text corpus: no text files in "+empty+" (0 binary files skipped)\n", stderr)
+	assert.NoDirExists(t, filepath.Join(root, "new"), "made by the failed run")
+
+	rc, _, _ = runTokenize("--out", root, empty)
+	assert.Equal(t, 1, rc)
+	assert.DirExists(t, root, "there before the run")
+}
