@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/symddp/symddp/internal/tempfile"
 )
 
 // ShardWriter writes token streams into llm.c's token shards (the .bin
@@ -111,7 +113,7 @@ func (w *ShardWriter) Write(val bool, tokens []int32) error {
 // startShard opens a temporary file for the next shard of s, its header
 // zero until finishShard.
 func (w *ShardWriter) startShard(s *shardSplit) error {
-	f, err := os.CreateTemp(w.dir, fmt.Sprintf(".%s_%s.tmp-*", w.name, s.label))
+	f, err := tempfile.Create(w.dir, fmt.Sprintf(".%s_%s.tmp-*", w.name, s.label)) // os.Create's mode, not 0600
 	if err != nil {
 		return fmt.Errorf("write shards: %w", err)
 	}

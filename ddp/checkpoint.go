@@ -20,6 +20,7 @@ import (
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/hostloops"
+	"github.com/symddp/symddp/internal/tempfile"
 	"github.com/symddp/symddp/optim"
 )
 
@@ -158,7 +159,7 @@ func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
 	sum := dataSHA256(tensors)
 	md := map[string]string{"symddp": string(js), "sha256": hex.EncodeToString(sum[:]), "format": "pt"}
 
-	f, err := os.CreateTemp(dir, tmpPrefix+"*.tmp")
+	f, err := tempfile.Create(dir, tmpPrefix+"*.tmp") // os.Create's mode: readable as the user's other files
 	if err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/symddp/symddp/internal/tempfile"
 	"github.com/symddp/symddp/models"
 )
 
@@ -207,9 +208,10 @@ func (a *hfArch) checkpointParams(w *Weights) ([]models.ParamSpec, error) {
 }
 
 // writeFileAtomic writes dir/name through write into a temporary file in
-// dir, syncs it and renames it into place.
+// dir (of os.Create's mode, 0666 less the umask), syncs it and renames it
+// into place.
 func writeFileAtomic(dir, name string, write func(*bufio.Writer) error) error {
-	f, err := os.CreateTemp(dir, "."+name+"-*.tmp")
+	f, err := tempfile.Create(dir, "."+name+"-*.tmp")
 	if err != nil {
 		return err
 	}
