@@ -466,6 +466,9 @@ func TestHFExportErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ExportHFGPT2(w, dir, HFExportOptions{})
 	assert.EqualError(t, err, dir+" already holds model.safetensors (overwrite it, or write to another directory)")
+	var exists *ExportExistsError
+	require.ErrorAs(t, err, &exists, "a command tells it apart, to name its flag")
+	assert.Equal(t, ExportExistsError{Dir: dir, File: hfModelFile}, *exists)
 	_, err = ExportHFGPT2(w, dir, HFExportOptions{Overwrite: true})
 	require.NoError(t, err)
 	left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp"))

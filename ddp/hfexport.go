@@ -75,10 +75,21 @@ func CheckExportDir(dir string, overwrite bool) error {
 	}
 	for _, name := range []string{hfModelFile, hfConfigFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return fmt.Errorf("%s already holds %s (overwrite it, or write to another directory)", dir, name)
+			return &ExportExistsError{Dir: dir, File: name}
 		}
 	}
 	return nil
+}
+
+// ExportExistsError is CheckExportDir's (and ExportHF's) error for a
+// directory that holds an export already, without
+// HFExportOptions.Overwrite; a command names its own flag for that.
+type ExportExistsError struct {
+	Dir, File string // the directory, and the file of an export it holds
+}
+
+func (e *ExportExistsError) Error() string {
+	return fmt.Sprintf("%s already holds %s (overwrite it, or write to another directory)", e.Dir, e.File)
 }
 
 // ExportHF writes checkpoint w into dir in the Hugging Face layout of its

@@ -107,6 +107,10 @@ func export(o *options, stdout io.Writer) (err error) {
 		}
 	}()
 	if err := ddp.CheckExportDir(o.out, o.overwrite); err != nil {
+		var exists *ddp.ExportExistsError
+		if errors.As(err, &exists) {
+			return usageError{fmt.Errorf("--out %s already holds %s: pass --overwrite to replace the export there, or choose another --out", exists.Dir, exists.File)}
+		}
 		return usageError{fmt.Errorf("--out: %w", err)}
 	}
 	w, err := ddp.ReadWeights(o.checkpoint)

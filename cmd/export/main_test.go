@@ -74,7 +74,7 @@ func TestExportCommand(t *testing.T) {
 
 	rc, _, stderr = runExport("--checkpoint", ck, "--out", out)
 	assert.Equal(t, 2, rc)
-	assert.Equal(t, "export: --out: "+out+" already holds model.safetensors (overwrite it, or write to another directory)\n", stderr)
+	assert.Equal(t, "export: --out "+out+" already holds model.safetensors: pass --overwrite to replace the export there, or choose another --out\n", stderr)
 	rc, _, stderr = runExport("--checkpoint", ck, "--out", out, "--overwrite")
 	assert.Equal(t, 0, rc, stderr)
 	rc, _, stderr = runExport("--checkpoint", ck, "--out", t.TempDir(), "--vocab", "300")
