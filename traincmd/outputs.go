@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/internal/outdir"
 )
 
 // checkOutputs makes sure, before any PE starts, that what the run will
@@ -37,11 +37,7 @@ func checkOutputs(o *options) (undo func(), err error) {
 	}
 	if o.ckptDir != "" {
 		made, err := probeDir(o.ckptDir)
-		undo = func() {
-			for _, d := range made {
-				os.Remove(d) // only when empty
-			}
-		}
+		undo = made.RemoveEmpty
 		if err != nil {
 			return undo, inputf("--checkpoint-dir %s: %v", o.ckptDir, err)
 		}
@@ -70,17 +66,12 @@ func checkOutputs(o *options) (undo func(), err error) {
 }
 
 // probeDir creates dir and writes, syncs and removes a small file in it. It
-// returns the directories it created, innermost first.
-func probeDir(dir string) (made []string, err error) {
+// returns the directories it created.
+func probeDir(dir string) (made outdir.Missing, err error) {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return nil, errors.New("it exists and is not a directory")
 	}
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
-			break
-		}
-		made = append(made, d)
-	}
+	made = outdir.Of(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return made, fmt.Errorf("cannot create it: %w", unwrapPath(err))
 	}
