@@ -300,3 +300,26 @@ func FuzzParseSafetensors(f *testing.F) {
 		_ = ddp.ParseSafetensors(b) // must not panic or hang
 	})
 }
+
+// TestMaxStepsWithoutEpochs: Epochs 0 with MaxSteps trains MaxSteps steps,
+// over as many epochs as they take (it was one epoch: 16 steps here, while
+// a schedule made for the whole run went on), to the bits of a run whose
+// Epochs are more than enough.
+func TestMaxStepsWithoutEpochs(t *testing.T) {
+	run := func(epochs int) ddp.Result {
+		o := baseOpts() // 16 steps an epoch
+		o.Epochs, o.MaxSteps = epochs, 50
+		res, err := fitLocal(t, 64, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	none, ten := run(0), run(10)
+	if none.Steps != 50 || none.Epochs != 3 {
+		t.Fatalf("Epochs 0, MaxSteps 50: %d steps, %d epochs; want 50 and 3", none.Steps, none.Epochs)
+	}
+	if none.Replicas.Hashes[0] != ten.Replicas.Hashes[0] || none.Test.Loss != ten.Test.Loss {
+		t.Fatalf("Epochs 0: hash %016x, test loss %g; Epochs 10: %016x, %g", none.Replicas.Hashes[0], none.Test.Loss, ten.Replicas.Hashes[0], ten.Test.Loss)
+	}
+}

@@ -72,7 +72,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 	t.e.Zero(t.stats)
 	stopped := false
 	epoch := start / spe
-	for ; epoch < t.opts.Epochs && t.step < total && !stopped; epoch++ {
+	for ; (t.opts.Epochs == 0 || epoch < t.opts.Epochs) && t.step < total && !stopped; epoch++ {
 		for s, first := t.step-epoch*spe, true; s < spe && t.step < total; s, first = s+1, false {
 			r, err := t.strat.step(t, sm, train, epoch, s, ctx.Err() != nil)
 			if err != nil {
@@ -168,10 +168,10 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 }
 
 // totalSteps is the run's last step for epochs of spe steps: Options.Epochs
-// of them, or Options.MaxSteps when that is fewer.
+// of them, or Options.MaxSteps when that is fewer or Epochs is 0.
 func (t *Trainer) totalSteps(spe int) int {
 	total := t.opts.Epochs * spe
-	if t.opts.MaxSteps > 0 && t.opts.MaxSteps < total {
+	if t.opts.MaxSteps > 0 && (t.opts.MaxSteps < total || t.opts.Epochs == 0) {
 		total = t.opts.MaxSteps
 	}
 	return total

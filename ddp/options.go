@@ -17,7 +17,8 @@ type Options struct {
 	// Accumulate is the number of micro-batches per optimizer step
 	// (gradient accumulation; no communication until the last). Default 1.
 	Accumulate int
-	// Epochs is the number of passes over the training set. Default 1.
+	// Epochs is the number of passes over the training set. Default 1; 0
+	// with MaxSteps: as many as MaxSteps takes.
 	Epochs int
 	// MaxSteps stops training after this many optimizer steps (0: no limit).
 	MaxSteps int
@@ -142,7 +143,7 @@ func (o *Options) setDefaults() {
 	if o.Accumulate == 0 {
 		o.Accumulate = 1
 	}
-	if o.Epochs == 0 {
+	if o.Epochs == 0 && o.MaxSteps == 0 {
 		o.Epochs = 1
 	}
 	if o.BucketBytes == 0 {

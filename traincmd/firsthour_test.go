@@ -95,6 +95,23 @@ func TestResumedSummary(t *testing.T) {
 	assert.Contains(t, stdout, "done: 0 steps (resumed at 16, the run's end) (0.017 epochs) in ")
 }
 
+// TestRunLengthDefaults: --epochs 0 with --max-steps trains the steps it
+// planned (it stopped after one epoch, its schedule aimed at the later
+// step), and a language model's default warm-up is a tenth of the steps the
+// run takes, also when its corpus or --epochs make it shorter than
+// --max-steps (19 steps warmed up for 20 and failed to start).
+func TestRunLengthDefaults(t *testing.T) {
+	args := []string{"--model", "gpt-tiny", "--sample-tokens", "0", "--eval-every", "0", "--no-progress"}
+	code, stdout, stderr := runTrain(t, nil, append(args, "--corpus-max", "64KiB", "--epochs", "0", "--max-steps", "40")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "done: 40 steps in ") // 31 steps an epoch
+	assert.Contains(t, stderr, "lr 0.001 after 4 steps of linear warm-up, cosine to 0 at step 40,")
+	code, stdout, stderr = runTrain(t, nil, append(args, "--corpus-max", "40KiB", "--epochs", "1")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "done: 19 steps in ")
+	assert.Contains(t, stderr, "lr 0.001 after 1 step of linear warm-up, cosine to 0 at step 19,")
+}
+
 func TestStepsAndEpochsWording(t *testing.T) {
 	assert.Equal(t, "400 steps", stepsDone(400, 0))
 	assert.Equal(t, "1 step", stepsDone(1, 0))

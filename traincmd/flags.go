@@ -186,7 +186,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.gradDType, "grad-dtype", "fp32", "the type gradients are summed across PEs in: fp32, or bf16 (half the bytes; each PE's gradients and their sum rounded to bf16, the update still fp32; GPU step path of --backend nvshmem only)")
 	fs.Float64Var(&o.peakTFLOPS, "peak-tflops", 0, "language models: the dense peak TFLOP/s of one GPU at the run's precision (of the host's CPUs on the CPU engine), against which MFU (model FLOPs utilisation: tokens/s x FLOPs per token / peak) is printed; default: the dense (not sparse) peak of a known GPU by its name (H200 and H100 SXM: bf16 989, fp32 67; H100 PCIe: 756, 51; A100: 312, 19.5), and no MFU on the CPU")
 
-	fs.IntVar(&o.epochs, "epochs", 5, "passes over the training set")
+	fs.IntVar(&o.epochs, "epochs", 5, "passes over the training set (0 with --max-steps: as many as those steps take)")
 	fs.IntVar(&o.maxSteps, "max-steps", 0, "stop after this many optimizer steps (0: no limit)")
 	fs.IntVar(&o.batch, "batch-size", 256, "global batch size (all PEs together); a multiple of --pes x --accumulate")
 	fs.IntVar(&o.accumulate, "accumulate", 1, "micro-batches per optimizer step (gradient accumulation)")
@@ -302,12 +302,9 @@ func (o *options) modelDefaults() error {
 		def("weight-decay", d.WeightDecay > 0, func() { o.weightDecay = d.WeightDecay })
 		def("beta2", d.Beta2 > 0, func() { o.beta2 = d.Beta2 })
 	}
-	def("warmup-steps", d.WarmupSteps > 0, func() {
-		o.warmup = d.WarmupSteps
-		if o.maxSteps > 0 {
-			o.warmup = min(d.WarmupSteps, o.maxSteps/10) // a short run warms up for a tenth of it
-		}
-	})
+	// a run shorter than 10 x WarmupSteps warms up for a tenth of it
+	// (recipe.forRun, once the PEs know the run's steps)
+	def("warmup-steps", d.WarmupSteps > 0, func() { o.warmup = d.WarmupSteps })
 	def("clip-norm", d.ClipNorm > 0, func() { o.clipNorm = d.ClipNorm })
 	def("eval-every", d.EvalEvery > 0, func() { o.evalEvery = d.EvalEvery })
 	def("eval-batches", d.EvalBatches > 0, func() { o.evalBatches = d.EvalBatches })

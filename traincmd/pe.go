@@ -182,6 +182,7 @@ func (r *peRun) run() (err error) {
 		return usageError{err: err}
 	}
 	steps := r.totalSteps(train.Len())
+	rc = rc.forRun(steps)
 	sched, err := rc.schedule(steps)
 	if err != nil {
 		return usageError{err: err}

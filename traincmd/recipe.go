@@ -22,14 +22,17 @@ type recipe struct {
 	LR        float32      // base (peak) learning rate
 	Schedule  string       // optim.ScheduleNames
 	Warmup    int          // linear warm-up steps
-	MinLR     float32      // cosine's final learning rate
-	StepSize  int          // step schedule: steps between decays
-	Gamma     float32      // step schedule: decay factor
-	ClipNorm  float32      // 0: no clipping
-	Batch     int          // global batch (all PEs, all micro-batches)
-	Accum     int          // micro-batches per optimizer step
-	Epochs    int          // passes over the training set (MaxSteps may cut them short)
-	MaxSteps  int          // 0: no limit
+	// WarmupDefault says Warmup is the model's default (not --warmup-steps),
+	// which a run shorter than ten times it cuts to a tenth (forRun).
+	WarmupDefault bool
+	MinLR         float32 // cosine's final learning rate
+	StepSize      int     // step schedule: steps between decays
+	Gamma         float32 // step schedule: decay factor
+	ClipNorm      float32 // 0: no clipping
+	Batch         int     // global batch (all PEs, all micro-batches)
+	Accum         int     // micro-batches per optimizer step
+	Epochs        int     // passes over the training set (MaxSteps may cut them short)
+	MaxSteps      int     // 0: no limit
 	// Recompute is the activations a transformer recomputes in backward
 	// (--recompute): not the trained bits, which every mode keeps, but the
 	// memory and arithmetic of a step, which a checkpoint records as well.
@@ -65,7 +68,7 @@ var scheduleUses = []struct {
 func (o *options) resolve() (recipe, error) {
 	rc := recipe{Optimizer: o.optimizer, Schedule: o.schedule, Warmup: o.warmup, StepSize: o.stepSize,
 		Gamma: o.gamma, MinLR: o.minLR, ClipNorm: o.clipNorm, Batch: o.batch, Accum: o.accumulate,
-		Epochs: o.epochs, MaxSteps: o.maxSteps}
+		Epochs: o.epochs, MaxSteps: o.maxSteps, WarmupDefault: o.modelDefault["warmup-steps"]}
 	r, err := models.ParseRecompute(o.recompute)
 	if err != nil {
 		return recipe{}, usagef("--recompute %q: want none, gelu or block", o.recompute)
@@ -149,6 +152,16 @@ func (o *options) resolve() (recipe, error) {
 }
 
 func isNaN32(f float32) bool { return math.IsNaN(float64(f)) }
+
+// forRun is the recipe of a run of total steps: the model's default
+// warm-up is at most a tenth of it, so that a run made short by --max-steps,
+// --epochs or a small corpus still warms up for a part of it only.
+func (rc recipe) forRun(total int) recipe {
+	if rc.WarmupDefault {
+		rc.Warmup = min(rc.Warmup, total/10)
+	}
+	return rc
+}
 
 // schedule is the recipe's learning-rate schedule over total steps.
 func (rc recipe) schedule(total int) (optim.Schedule, error) {

@@ -30,14 +30,17 @@ func resolved(t *testing.T, args ...string) recipe {
 func TestLanguageModelRecipe(t *testing.T) {
 	rc := resolved(t, "--pes", "2", "--model", "gpt-tiny")
 	want := recipe{Optimizer: "adamw", Hyper: optim.Config{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1},
-		LR: 1e-3, Schedule: "cosine", Warmup: 20, StepSize: 1000, Gamma: 0.1, ClipNorm: 1, Batch: 16, Accum: 1,
+		LR: 1e-3, Schedule: "cosine", Warmup: 20, WarmupDefault: true, StepSize: 1000, Gamma: 0.1, ClipNorm: 1, Batch: 16, Accum: 1,
 		Epochs: 5, MaxSteps: 400, Recompute: models.RecomputeNone}
 	if rc != want {
 		t.Errorf("gpt-tiny's recipe\n got %+v\nwant %+v", rc, want)
 	}
-	// a short run warms up for a tenth of it
-	if rc := resolved(t, "--model", "gpt-tiny", "--max-steps", "60"); rc.Warmup != 6 || rc.MaxSteps != 60 {
+	// a short run warms up for a tenth of it; a typed warm-up stays
+	if rc := resolved(t, "--model", "gpt-tiny", "--max-steps", "60").forRun(60); rc.Warmup != 6 || rc.MaxSteps != 60 {
 		t.Errorf("--max-steps 60: warm-up %d over %d steps, want 6 over 60", rc.Warmup, rc.MaxSteps)
+	}
+	if rc := resolved(t, "--model", "gpt-tiny", "--warmup-steps", "20").forRun(60); rc.Warmup != 20 {
+		t.Errorf("--warmup-steps 20 over 60 steps: warm-up %d, want 20", rc.Warmup)
 	}
 	// what the user types wins over the model's default
 	rc = resolved(t, "--model", "gpt-tiny", "--beta2", "0.999", "--weight-decay", "0.01", "--clip-norm", "0", "--lr", "3e-4")
