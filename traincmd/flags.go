@@ -360,6 +360,13 @@ func (o *options) checkPrecision() error {
 	default:
 		return usagef("--data-on-device %q: want auto, on or off", o.deviceData)
 	}
+	if o.backend != "nvshmem" {
+		for _, f := range []string{"data-on-device", "cuda-graph", "gpu-lib", "mps"} {
+			if o.set(f) {
+				return usagef("--%s applies to the GPU (--backend nvshmem), not to --backend %s (the CPU)", f, o.backend)
+			}
+		}
+	}
 	if o.precision == "bf16" && !o.precisions && contains(models.Names(), o.model) { // an unknown model is reported where it is built
 		who := "model " + o.model
 		if o.model == "mlp" {
@@ -463,6 +470,10 @@ func (o *options) validate() error {
 		return usagef("--init-from and --resume: --resume continues a run with its own weights; give one of them")
 	case o.keepCkpt < 1:
 		return usagef("--keep-checkpoints %d: must be at least 1", o.keepCkpt)
+	case o.set("keep-checkpoints") && o.ckptDir == "":
+		return usagef("--keep-checkpoints needs --checkpoint-dir")
+	case o.set("sample-tokens") && o.sampleTokens > 0 && !o.languageModel:
+		return usagef("--sample-tokens: samples are printed by the language models, not by %s", o.model)
 	case o.threads < 0:
 		return usagef("--threads %d: must not be negative", o.threads)
 	case o.timeout <= 0:

@@ -42,6 +42,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--hidden", "256,x"}, "--hidden"},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"--mps", "on"}, "--mps applies to the GPU (--backend nvshmem), not to --backend auto (the CPU)"},
+		{[]string{"--backend", "shm", "--cuda-graph=false"}, "--cuda-graph applies to the GPU (--backend nvshmem), not to --backend shm (the CPU)"},
+		{[]string{"--data-on-device", "on"}, "--data-on-device applies to the GPU"},
+		{[]string{"--gpu-lib", "/x/libsymddp_cuda.so"}, "--gpu-lib applies to the GPU"},
+		{[]string{"--sample-tokens", "10"}, "--sample-tokens: samples are printed by the language models, not by mlp"},
+		{[]string{"--keep-checkpoints", "2"}, "--keep-checkpoints needs --checkpoint-dir"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)
