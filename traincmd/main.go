@@ -279,13 +279,17 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	if backend == "mpi" && !contains(comm.Backends(), "mpi") {
 		return errors.New("this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train` (needs libopenmpi-dev), or run train --pes N without mpirun")
 	}
+	undo := func() {}
 	if mpi.Rank == 0 {
-		if _, err := checkOutputs(o); err != nil {
+		u, err := checkOutputs(o)
+		if err != nil {
 			return err
 		}
+		undo = u // what the check created, should this rank stop before its PE runs
 	}
 	dc, err := chooseData(o)
 	if err != nil {
+		undo()
 		return err
 	}
 	if mpi.Rank != 0 {
@@ -293,6 +297,7 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	}
 	heap, err := heapSize(o, backend)
 	if err != nil {
+		undo()
 		return err
 	}
 	local := mpi.LocalRank
