@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"time"
@@ -93,6 +94,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	for _, c := range o.channels {
+		if c < 1 {
+			return nil, fmt.Errorf("--channels %v: every block needs at least 1 channel", o.channels)
+		}
+	}
 	switch {
 	case o.pes < 1:
 		return nil, fmt.Errorf("--pes %d: want at least 1", o.pes)
@@ -108,8 +114,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--log-every, --checkpoint-every and --check-replicas-every must not be negative")
 	case o.dataset != "fashion-mnist" && o.dataset != "synthetic":
 		return nil, fmt.Errorf("--dataset %q: want fashion-mnist or synthetic", o.dataset)
-	case o.lr < 0:
-		return nil, fmt.Errorf("--lr %g: must not be negative", o.lr)
+	case !(o.lr >= 0) || math.IsInf(float64(o.lr), 1):
+		return nil, fmt.Errorf("--lr %g: want a finite number >= 0 (0: the optimizer's default)", o.lr)
 	case o.trainSize < 0 || o.testSize < 0:
 		return nil, errors.New("--train-size and --test-size must not be negative")
 	}

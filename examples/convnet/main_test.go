@@ -122,7 +122,9 @@ func TestConvNetLearnsFashionMNISTOn4PEs(t *testing.T) {
 
 // TestBadFlagsStopBeforeLaunching: a flag no run can use is one line
 // naming it and exit status 2, before any PE starts (--batch-size 0 was a
-// division by zero in every PE, --epochs 0 a cosine-schedule error).
+// division by zero in every PE, --epochs 0 a cosine-schedule error;
+// --channels 0 was 'hidden sizes [0]' from every PE, exit 1, and a NaN
+// --lr a schedule error there).
 func TestBadFlagsStopBeforeLaunching(t *testing.T) {
 	petest.UsageErrors(t, "convnet", run, []petest.UsageCase{
 		{Args: []string{"--batch-size", "0"}, Want: "--batch-size 0: must be positive"},
@@ -132,5 +134,8 @@ func TestBadFlagsStopBeforeLaunching(t *testing.T) {
 		{Args: []string{"--epochs", "-1", "--max-steps", "5"}, Want: "--epochs -1: must be at least 1"},
 		{Args: []string{"--max-steps", "-1"}, Want: "--max-steps -1: must not be negative (0: no limit)"},
 		{Args: []string{"--checkpoint-every", "-1"}, Want: "--log-every, --checkpoint-every and --check-replicas-every must not be negative"},
+		{Args: []string{"--channels", "8,0"}, Want: "--channels [8 0]: every block needs at least 1 channel"},
+		{Args: []string{"--lr", "nan"}, Want: "--lr NaN: want a finite number >= 0 (0: the optimizer's default)"},
+		{Args: []string{"--lr", "-1"}, Want: "--lr -1: want a finite number >= 0 (0: the optimizer's default)"},
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -63,6 +64,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	for _, w := range o.hidden {
+		if w < 1 {
+			return nil, fmt.Errorf("--hidden %v: every width must be at least 1", o.hidden)
+		}
+	}
 	switch {
 	case o.pes < 1:
 		return nil, fmt.Errorf("--pes %d: want at least 1", o.pes)
@@ -72,10 +78,18 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--batch-size %d is not a multiple of --pes %d", o.batch, o.pes)
 	case o.epochs < 1:
 		return nil, fmt.Errorf("--epochs %d: must be at least 1", o.epochs)
-	case o.lr < 0:
-		return nil, fmt.Errorf("--lr %g: must not be negative", o.lr)
+	case !(o.lr >= 0) || math.IsInf(float64(o.lr), 1):
+		return nil, fmt.Errorf("--lr %g: want a finite number >= 0", o.lr)
 	case o.logEvery < 0:
 		return nil, fmt.Errorf("--log-every %d: must not be negative", o.logEvery)
+	case o.arms < 2:
+		return nil, fmt.Errorf("--arms %d: want at least two (one class each)", o.arms)
+	case o.trainSize < 1:
+		return nil, fmt.Errorf("--train-size %d: want at least one point", o.trainSize)
+	case o.testSize < 1:
+		return nil, fmt.Errorf("--test-size %d: want at least one point", o.testSize)
+	case !(o.noise >= 0) || math.IsInf(o.noise, 1):
+		return nil, fmt.Errorf("--noise %g: want a finite standard deviation >= 0", o.noise)
 	}
 	return o, nil
 }

@@ -55,7 +55,9 @@ func TestSpiralsTrainOnSeveralPEs(t *testing.T) {
 
 // TestBadFlagsStopBeforeLaunching: a flag no run can use is one line
 // naming it and exit status 2, before any PE starts (--batch-size 0 was a
-// division by zero in every PE, --epochs 0 a cosine-schedule error).
+// division by zero in every PE, --epochs 0 a cosine-schedule error; --arms,
+// --train-size, --test-size, --noise, --hidden and a NaN --lr were
+// refused by every PE, exit 1, in the words of the spirals or the model).
 func TestBadFlagsStopBeforeLaunching(t *testing.T) {
 	petest.UsageErrors(t, "customdata", run, []petest.UsageCase{
 		{Args: []string{"--pes", "3"}, Want: "--batch-size 64 is not a multiple of --pes 3"},
@@ -63,7 +65,15 @@ func TestBadFlagsStopBeforeLaunching(t *testing.T) {
 		{Args: []string{"--batch-size", "-64"}, Want: "--batch-size -64: must be positive"},
 		{Args: []string{"--epochs", "0"}, Want: "--epochs 0: must be at least 1"},
 		{Args: []string{"--epochs", "-1"}, Want: "--epochs -1: must be at least 1"},
-		{Args: []string{"--lr", "-1"}, Want: "--lr -1: must not be negative"},
+		{Args: []string{"--lr", "-1"}, Want: "--lr -1: want a finite number >= 0"},
+		{Args: []string{"--lr", "nan"}, Want: "--lr NaN: want a finite number >= 0"},
+		{Args: []string{"--lr", "inf"}, Want: "--lr +Inf: want a finite number >= 0"},
+		{Args: []string{"--arms", "1"}, Want: "--arms 1: want at least two (one class each)"},
+		{Args: []string{"--train-size", "0"}, Want: "--train-size 0: want at least one point"},
+		{Args: []string{"--test-size", "-5"}, Want: "--test-size -5: want at least one point"},
+		{Args: []string{"--noise", "-0.1"}, Want: "--noise -0.1: want a finite standard deviation >= 0"},
+		{Args: []string{"--noise", "nan"}, Want: "--noise NaN: want a finite standard deviation >= 0"},
+		{Args: []string{"--hidden", "64,0"}, Want: "--hidden [64 0]: every width must be at least 1"},
 		{Args: []string{"--log-every", "-1"}, Want: "--log-every -1: must not be negative"},
 	})
 }
