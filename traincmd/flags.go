@@ -511,7 +511,7 @@ func (o *options) validate() error {
 	if err := o.checkModelOpts(); err != nil {
 		return err
 	}
-	if err := o.checkGroupedHeads(); err != nil {
+	if err := o.checkHeads(); err != nil {
 		return err
 	}
 	if err := o.checkDataFlags(); err != nil {

@@ -44,7 +44,7 @@ func TestLanguageModelUsageErrors(t *testing.T) {
 		want string
 		file bool // a problem with the data: no pointer to --help
 	}{
-		{[]string{"--model", "gpt-tiny", "--heads", "3"}, "3 heads do not divide the width 128", false},
+		{[]string{"--model", "gpt-tiny", "--heads", "3"}, "--heads 3 does not divide --width 128 (gpt-tiny's)", false},
 		{[]string{"--model", "gpt-tiny", "--pes", "3"}, "--batch-size 16 is not a multiple of --pes 3", false},
 		{[]string{"--model", "gpt-tiny", "--dataset", "mnist"}, "model gpt-tiny is a language model: use --dataset text", false},
 		{[]string{"--model", "mlp", "--dataset", "text"}, "--dataset text is token data for a language model", false},

@@ -59,30 +59,38 @@ func (o *options) checkModelOpts() error {
 	return usagef("--model-opt applies to models a program registers (models.Register, docs/LIBRARY.md), not to the built-in %s%s", o.model, sized)
 }
 
-// checkGroupedHeads refuses, for a model with grouped key/value heads
-// (kv_heads in its Describe map), query heads that are not a multiple of
-// the key/value heads, naming both flags and saying which number is the
-// preset's (the model's own error names no flag).
-func (o *options) checkGroupedHeads() error {
-	if !o.languageModel || (!o.set("heads") && !o.set("kv-heads")) {
+// checkHeads refuses, for a language model, query heads that do not divide
+// its width and, where it has grouped key/value heads (kv_heads in its
+// Describe map), query heads that are not a multiple of the key/value heads:
+// each names both flags and says which number is the preset's (the model's
+// own errors name no flag).
+func (o *options) checkHeads() error {
+	if !o.languageModel || (!o.set("heads") && !o.set("kv-heads") && !o.set("width")) {
 		return nil
 	}
 	sizes := o.presetSizes()
-	heads, kv := sizes["heads"], sizes["kv_heads"]
+	heads, kv, width := sizes["heads"], sizes["kv_heads"], sizes["width"]
 	if o.heads > 0 {
 		heads = o.heads
 	}
 	if o.kvHeads > 0 {
 		kv = o.kvHeads
 	}
-	if heads < 1 || kv < 1 || heads%kv == 0 {
-		return nil // no grouped heads, or sizes the model reports
+	if o.width > 0 {
+		width = o.width
 	}
 	value := func(flag string, n int) string {
 		if o.set(flag) {
 			return fmt.Sprintf("--%s %d", flag, n)
 		}
 		return fmt.Sprintf("--%s %d (%s's)", flag, n, o.model)
+	}
+	if heads > 0 && width > 0 && width%heads != 0 {
+		return usagef("%s does not divide %s: give --width a multiple of %d, or --heads a divisor of %d",
+			value("heads", heads), value("width", width), heads, width)
+	}
+	if heads < 1 || kv < 1 || heads%kv == 0 {
+		return nil // no grouped heads, or sizes the model reports
 	}
 	return usagef("%s is not a multiple of %s: give --heads a multiple of %d, or --kv-heads a divisor of %d",
 		value("heads", heads), value("kv-heads", kv), kv, heads)

@@ -26,11 +26,12 @@ func TestModelOptRefusedForBuiltIns(t *testing.T) {
 	}
 }
 
-// TestGroupedHeadsNamesBothFlags: query heads that are not a multiple of
-// the key/value heads are refused naming --heads and --kv-heads, and which
-// number is the preset's (--heads 1 on llama-tiny used to say "2 key/value
-// heads do not divide the 1 query heads", naming neither flag).
-func TestGroupedHeadsNamesBothFlags(t *testing.T) {
+// TestHeadsNameTheirFlags: query heads that do not divide the width, or
+// are not a multiple of the key/value heads, are refused naming the two
+// flags and which number is the preset's (--heads 1 on llama-tiny used to
+// say "2 key/value heads do not divide the 1 query heads", gpt-tiny's
+// --heads 3 "pick a width that is a multiple of the heads", naming no flag).
+func TestHeadsNameTheirFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -38,6 +39,10 @@ func TestGroupedHeadsNamesBothFlags(t *testing.T) {
 		{[]string{"--heads", "1"}, "train: --heads 1 is not a multiple of --kv-heads 2 (llama-tiny's): give --heads a multiple of 2, or --kv-heads a divisor of 1"},
 		{[]string{"--kv-heads", "3"}, "train: --heads 4 (llama-tiny's) is not a multiple of --kv-heads 3: give --heads a multiple of 3, or --kv-heads a divisor of 4"},
 		{[]string{"--heads", "8", "--kv-heads", "3"}, "train: --heads 8 is not a multiple of --kv-heads 3: give --heads a multiple of 3, or --kv-heads a divisor of 8"},
+		{[]string{"--heads", "3"}, "train: --heads 3 does not divide --width 128 (llama-tiny's): give --width a multiple of 3, or --heads a divisor of 128"},
+		{[]string{"--width", "102"}, "train: --heads 4 (llama-tiny's) does not divide --width 102: give --width a multiple of 4, or --heads a divisor of 102"},
+		{[]string{"--model", "gpt-tiny", "--heads", "3"}, "train: --heads 3 does not divide --width 128 (gpt-tiny's): give --width a multiple of 3, or --heads a divisor of 128"},
+		{[]string{"--model", "gpt-tiny", "--heads", "6", "--width", "100"}, "train: --heads 6 does not divide --width 100: give --width a multiple of 6, or --heads a divisor of 100"},
 	} {
 		args := append([]string{"--model", "llama-tiny", "--dataset", "synthetic"}, tc.args...)
 		if line, ok := usageRefusal(args...); !ok || line != tc.want {
