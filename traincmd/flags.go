@@ -378,12 +378,12 @@ func (o *options) checkPrecision() error {
 		return usagef("--precision bf16 needs the GPU engine (--backend nvshmem); the CPU engine computes in fp32")
 	}
 	switch p := o.peakTFLOPS; {
-	case p < 0 || p != p || p > 1e9:
+	case p < 0 || p > 1e9: // NaN and Inf: floatflag.CheckFinite, above
 		return usagef("--peak-tflops %g: want a positive peak in TFLOP/s, e.g. 989", p)
 	case o.set("peak-tflops") && p == 0:
 		return usagef("--peak-tflops 0: want a positive peak in TFLOP/s, e.g. 989 (leave it out for the table of known GPUs)")
 	case p > 0 && !o.languageModel:
-		return usagef("--peak-tflops: MFU is printed for the language models (gpt-tiny, gpt, gpt2), not for %s", o.model)
+		return usagef("--peak-tflops: MFU is printed for the language models (the gpt and llama models), not for %s", o.model)
 	}
 	return nil
 }
