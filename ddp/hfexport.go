@@ -2,9 +2,11 @@ package ddp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,9 +99,17 @@ func (e *ExportExistsError) Error() string {
 // GPT (ExportHFGPT2). A checkpoint of another model is an error naming
 // it and the layouts there are.
 func ExportHF(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
+	return ExportHFContext(context.Background(), w, dir, o)
+}
+
+// ExportHFContext is ExportHF, stopped when ctx is done (a signal to the
+// export command): it returns ctx's error then, having removed what it had
+// written, so that dir holds what it held before (nothing, or the previous
+// export).
+func ExportHFContext(ctx context.Context, w *Weights, dir string, o HFExportOptions) (HFExport, error) {
 	for _, a := range hfArchs {
 		if _, err := a.params(w.Config); err == nil {
-			return a.export(w, dir, o)
+			return a.export(ctx, w, dir, o)
 		}
 	}
 	why := "its sizes are neither a GPT's nor a Llama's"
@@ -115,17 +125,17 @@ func ExportHF(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
 // Conv1D's (in,out), wte cut to o.Vocab rows, no lm_head.weight (tied to
 // wte, as transformers saves it), metadata {"format": "pt"}; then
 // config.json, GPT2Config's fields for the model's sizes (no dropout:
-// symddp trains without it). Each file is written to a temporary file
-// and renamed into place, config.json last. A checkpoint of another model
-// is an error naming it.
+// symddp trains without it). Both files are written to temporary files
+// and then renamed into place, config.json last, so that a failure leaves
+// dir as it was. A checkpoint of another model is an error naming it.
 func ExportHFGPT2(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
-	return hfGPT2.export(w, dir, o)
+	return hfGPT2.export(context.Background(), w, dir, o)
 }
 
 // export writes checkpoint w, a model of a's kind, into dir: every
 // parameter under its file name and shape (vocabulary rows cut to
 // o.Vocab), metadata {"format": "pt"}, then config.json.
-func (a *hfArch) export(w *Weights, dir string, o HFExportOptions) (HFExport, error) {
+func (a *hfArch) export(ctx context.Context, w *Weights, dir string, o HFExportOptions) (HFExport, error) {
 	dtype := o.DType
 	if dtype == "" {
 		dtype = "F32"
@@ -166,19 +176,35 @@ func (a *hfArch) export(w *Weights, dir string, o HFExportOptions) (HFExport, er
 		}
 		tensors = append(tensors, t)
 	}
-	if err := writeFileAtomic(dir, hfModelFile, func(bw *bufio.Writer) error {
-		return writeSafetensors(bw, map[string]string{"format": "pt"}, tensors)
-	}); err != nil {
-		return HFExport{}, err
-	}
 	js, err := json.MarshalIndent(a.exportConfig(w.Config, vocab, dtype), "", "  ")
 	if err != nil {
 		return HFExport{}, err
 	}
-	if err := writeFileAtomic(dir, hfConfigFile, func(bw *bufio.Writer) error {
+	// Both files are complete on disk before either is renamed into
+	// place: a failure or a stop leaves dir's previous export (or none),
+	// not a new model.safetensors beside an old config.json.
+	model, err := writeTemp(ctx, dir, hfModelFile, func(bw *bufio.Writer) error {
+		return writeSafetensors(bw, map[string]string{"format": "pt"}, tensors)
+	})
+	defer os.Remove(model) // a no-op once renamed
+	if err != nil {
+		return HFExport{}, err
+	}
+	config, err := writeTemp(ctx, dir, hfConfigFile, func(bw *bufio.Writer) error {
 		_, err := bw.Write(append(js, '\n'))
 		return err
-	}); err != nil {
+	})
+	defer os.Remove(config)
+	if err != nil {
+		return HFExport{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return HFExport{}, err
+	}
+	if err := os.Rename(model, filepath.Join(dir, hfModelFile)); err != nil {
+		return HFExport{}, err
+	}
+	if err := os.Rename(config, filepath.Join(dir, hfConfigFile)); err != nil {
 		return HFExport{}, err
 	}
 	fi, err := os.Stat(filepath.Join(dir, hfModelFile))
@@ -218,17 +244,17 @@ func (a *hfArch) checkpointParams(w *Weights) ([]models.ParamSpec, error) {
 	return specs, nil
 }
 
-// writeFileAtomic writes dir/name through write into a temporary file in
-// dir (of os.Create's mode, 0666 less the umask), syncs it and renames it
-// into place.
-func writeFileAtomic(dir, name string, write func(*bufio.Writer) error) error {
+// writeTemp writes dir/name's content through write into a temporary
+// file in dir (of os.Create's mode, 0666 less the umask), syncs it and
+// returns its path, for the caller to rename into place or remove (also
+// after an error, when the path is not ""). The writes stop with ctx's
+// error once ctx is done.
+func writeTemp(ctx context.Context, dir, name string, write func(*bufio.Writer) error) (string, error) {
 	f, err := tempfile.Create(dir, "."+name+"-*.tmp")
 	if err != nil {
-		return err
+		return "", err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	bw := bufio.NewWriterSize(f, 1<<20)
+	bw := bufio.NewWriterSize(ctxWriter{ctx, f}, 1<<20)
 	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
@@ -240,7 +266,20 @@ func writeFileAtomic(dir, name string, write func(*bufio.Writer) error) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+		return f.Name(), fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, name))
+	return f.Name(), nil
+}
+
+// ctxWriter writes to w until ctx is done, then fails with ctx's error.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }

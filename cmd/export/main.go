@@ -12,9 +12,15 @@
 // docs/LLAMA.md). The vocabulary is cut back to GPT-2's 50257 tokens for a
 // model with the gpt2 presets' padded 50304. train --init-from reads such
 // a directory back.
+//
+// A bad command line or checkpoint exits 2, a failure to write --out 1;
+// either leaves --out as it was: both files are written to temporary files
+// first, then renamed into place. So does SIGINT or SIGTERM, which exits
+// 130 or 143 (a second signal stops at once).
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -25,9 +31,15 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/internal/outdir"
+	"github.com/symddp/symddp/internal/stopsignal"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	ctx, stop := stopsignal.Notify(context.Background(), "export", os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
 type options struct {
 	checkpoint string
@@ -40,13 +52,17 @@ type options struct {
 // usageError is a bad command line or input (exit 2).
 type usageError struct{ error }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stdout)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	if err == nil {
-		err = export(o, stdout)
+		err = export(ctx, o, stdout)
+	}
+	if s, ok := stopsignal.Of(ctx); ok && err != nil {
+		fmt.Fprintf(stderr, "export: %v: --out %s is as it was (nothing of this export written)\n", s, o.out)
+		return s.ExitCode()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "export:", err)
@@ -96,7 +112,7 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 // export writes the checkpoint into --out. --out is made if missing; when
 // the export fails, the directories it made are removed again while they
 // are empty, so that a bad checkpoint leaves no trace.
-func export(o *options, stdout io.Writer) (err error) {
+func export(ctx context.Context, o *options, stdout io.Writer) (err error) {
 	if _, err := os.Stat(o.checkpoint); err != nil {
 		return usageError{fmt.Errorf("--checkpoint %s: %w (a checkpoint file, or a --checkpoint-dir of train)", o.checkpoint, errors.Unwrap(err))}
 	}
@@ -117,7 +133,7 @@ func export(o *options, stdout io.Writer) (err error) {
 	if err != nil {
 		return usageError{err}
 	}
-	res, err := ddp.ExportHF(w, o.out, ddp.HFExportOptions{DType: strings.ToUpper(o.dtype), Vocab: o.vocab, Overwrite: o.overwrite})
+	res, err := ddp.ExportHFContext(ctx, w, o.out, ddp.HFExportOptions{DType: strings.ToUpper(o.dtype), Vocab: o.vocab, Overwrite: o.overwrite})
 	var pathErr *fs.PathError
 	var linkErr *os.LinkError
 	switch {

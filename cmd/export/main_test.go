@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,6 +22,7 @@ import (
 	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/internal/stopsignal"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 )
@@ -50,7 +52,7 @@ func trainCheckpoint(t *testing.T, model string, cfg models.Config, train datase
 
 func runExport(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	rc := run(args, &out, &errb)
+	rc := run(context.Background(), args, &out, &errb)
 	return rc, out.String(), errb.String()
 }
 
@@ -299,4 +301,41 @@ func TestTorchReadsExport(t *testing.T) {
 			assert.Greater(t, r.Rel, 1e-6, "bf16 rounding shows in the logits")
 		})
 	}
+}
+
+// SIGINT or SIGTERM during an export (a cancelled context with the signal
+// as its cause) exits 128 + the signal and leaves --out as it was: a
+// directory export made is removed again, an earlier export is unchanged,
+// and no temporary file stays.
+func TestExportStoppedBySignal(t *testing.T) {
+	ck := trainCheckpoint(t, "gpt", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 8}, byteText(t, 8))
+	stopped, cancel := context.WithCancelCause(context.Background())
+	cancel(stopsignal.Stop{Signal: syscall.SIGTERM})
+	runStopped := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		rc := run(stopped, args, &out, &errb)
+		assert.Empty(t, out.String())
+		return rc, errb.String()
+	}
+
+	out := filepath.Join(t.TempDir(), "new", "hf")
+	rc, stderr := runStopped("--checkpoint", ck, "--out", out)
+	assert.Equal(t, 143, rc)
+	assert.Equal(t, "export: stopped by SIGTERM: --out "+out+" is as it was (nothing of this export written)\n", stderr)
+	_, err := os.Stat(filepath.Dir(out))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the directories export made are removed")
+
+	out = filepath.Join(t.TempDir(), "hf")
+	rc, _, stderr = runExport("--checkpoint", ck, "--out", out, "--dtype", "bf16")
+	require.Equal(t, 0, rc, stderr)
+	before, err := os.ReadFile(filepath.Join(out, "model.safetensors"))
+	require.NoError(t, err)
+	rc, _ = runStopped("--checkpoint", ck, "--out", out, "--overwrite")
+	assert.Equal(t, 143, rc)
+	after, err := os.ReadFile(filepath.Join(out, "model.safetensors"))
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the earlier export is unchanged")
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "model.safetensors and config.json, no temporary file")
 }
