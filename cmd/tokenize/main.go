@@ -18,8 +18,11 @@
 // --shard-tokens each; the validation shards are numbered first:
 // DIR/NAME_val_000000.bin, then DIR/NAME_train_000001.bin, ... A progress
 // bar shows on a terminal. A bad flag or path is one line and exit status 2,
-// checked before any file is read; a failure during the work exits 1 and
-// leaves no partial shard, nor an empty --out directory that it made.
+// checked before any file is read; a failure during the work exits 1, and
+// SIGINT or SIGTERM 130 or 143 (a second signal stops at once); either
+// leaves no partial shard, nor an empty --out directory that it made, and
+// the shards that --force replaces are deleted only once the new ones are
+// complete.
 package main
 
 import (
@@ -28,22 +31,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/internal/outdir"
+	"github.com/symddp/symddp/internal/stopsignal"
 	"golang.org/x/term"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopsignal.Notify(context.Background(), "tokenize", os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -72,6 +75,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		err = tokenize(ctx, o, stdout, stderr)
+	}
+	if s, ok := stopsignal.Of(ctx); ok && err != nil {
+		fmt.Fprintf(stderr, "tokenize: %v: no shard written; --out %s holds what it held before\n", s, o.out)
+		return s.ExitCode()
 	}
 	if err != nil {
 		msg := err.Error() // datasets.TokenizeText's errors start "tokenize: " already
@@ -115,7 +122,7 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 	fs.Int64Var(&o.maxBytes, "max-bytes", 0, "read only the first N bytes of text in file order (0: all)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines that encode (0: one per core)")
 	fs.BoolVar(&o.verify, "verify", false, "decode every document and compare it with its file")
-	fs.BoolVar(&o.force, "force", false, "delete shards named NAME that DIR already holds")
+	fs.BoolVar(&o.force, "force", false, "replace the shards named NAME that DIR already holds (deleted once the new shards are complete)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
@@ -168,37 +175,32 @@ func defaultName(path string) string {
 
 // prepareOut checks the paths and the output directory before any work:
 // the directory is made if missing and must take a file, and must not hold
-// shards of this name already (--force deletes them).
-func prepareOut(o *options) error {
+// shards of this name already, unless --force: it returns them then, for
+// tokenize to delete once the new shards are in place.
+func prepareOut(o *options) (old []string, err error) {
 	for _, p := range o.paths {
 		if _, err := os.Stat(p); err != nil {
-			return usageError{fmt.Errorf("PATH %w", unwrapPath(err, p))}
+			return nil, usageError{fmt.Errorf("PATH %w", unwrapPath(err, p))}
 		}
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return usageError{fmt.Errorf("--out %w", unwrapPath(err, o.out))}
+		return nil, usageError{fmt.Errorf("--out %w", unwrapPath(err, o.out))}
 	}
 	probe, err := os.CreateTemp(o.out, ".tokenize-probe-*")
 	if err != nil {
-		return usageError{fmt.Errorf("--out %s: cannot write there: %w", o.out, errors.Unwrap(err))}
+		return nil, usageError{fmt.Errorf("--out %s: cannot write there: %w", o.out, errors.Unwrap(err))}
 	}
 	probe.Close()
 	os.Remove(probe.Name())
-	var old []string
 	for _, split := range []string{"train", "val"} {
 		m, _ := filepath.Glob(filepath.Join(o.out, o.name+"_"+split+"_*.bin"))
 		old = append(old, m...)
 	}
 	if len(old) > 0 && !o.force {
-		return usageError{fmt.Errorf("--out %s already holds %d shards named %s_train_*/%s_val_* (%s, ...): delete them, pass --force, or choose another --name",
+		return nil, usageError{fmt.Errorf("--out %s already holds %d shards named %s_train_*/%s_val_* (%s, ...): delete them, pass --force, or choose another --name",
 			o.out, len(old), o.name, o.name, filepath.Base(old[0]))}
 	}
-	for _, f := range old {
-		if err := os.Remove(f); err != nil {
-			return fmt.Errorf("--force: %w", err)
-		}
-	}
-	return nil
+	return old, nil
 }
 
 // unwrapPath turns an *os.PathError into "path: reason".
@@ -225,7 +227,8 @@ func tokenize(ctx context.Context, o *options, stdout, stderr io.Writer) (err er
 			made.RemoveEmpty()
 		}
 	}()
-	if err := prepareOut(o); err != nil {
+	old, err := prepareOut(o)
+	if err != nil {
 		return err
 	}
 	w, err := datasets.NewShardWriter(o.out, o.name, o.shardTokens, tok.Vocab())
@@ -257,13 +260,16 @@ func tokenize(ctx context.Context, o *options, stdout, stderr io.Writer) (err er
 			}
 		},
 	}, func(val bool, tokens []int32) error {
-		if err := ctx.Err(); err != nil {
-			return errors.New("stopped by a signal")
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
 		}
 		return w.Write(val, tokens)
 	})
 	if bar != nil {
 		_ = bar.Finish()
+	}
+	if err == nil && ctx.Err() != nil { // a signal after the last document
+		err = context.Cause(ctx)
 	}
 	if err != nil {
 		w.Abort()
@@ -272,6 +278,13 @@ func tokenize(ctx context.Context, o *options, stdout, stderr io.Writer) (err er
 	paths, err := w.Close()
 	if err != nil {
 		return err
+	}
+	for _, f := range old { // --force: the shards the new ones did not replace
+		if !slices.Contains(paths, f) {
+			if err := os.Remove(f); err != nil {
+				return fmt.Errorf("--force: %w", err)
+			}
+		}
 	}
 	report(stdout, o, tok, info, paths, workers, time.Since(start))
 	return nil

@@ -3,16 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/internal/stopsignal"
 )
 
 func runTokenize(args ...string) (int, string, string) {
@@ -229,4 +232,53 @@ func TestTokenizeFailureLeavesNoDirectory(t *testing.T) {
 	rc, _, _ = runTokenize("--out", root, empty)
 	assert.Equal(t, 1, rc)
 	assert.DirExists(t, root, "there before the run")
+}
+
+// SIGINT or SIGTERM (a context cancelled with the signal as its cause)
+// exits 128 + the signal and leaves --out as it was: a directory tokenize
+// made is removed, and the shards that --force would replace are still
+// there, unchanged, until the new ones are complete.
+func TestTokenizeStoppedBySignal(t *testing.T) {
+	dir, _ := textDir(t)
+	stopped, cancel := context.WithCancelCause(context.Background())
+	cancel(stopsignal.Stop{Signal: syscall.SIGINT})
+	runStopped := func(args ...string) (int, string) {
+		var out, errb bytes.Buffer
+		rc := run(stopped, args, &out, &errb)
+		assert.Empty(t, out.String())
+		return rc, errb.String()
+	}
+	root := t.TempDir()
+	out := filepath.Join(root, "new", "shards")
+	rc, stderr := runStopped("--out", out, dir)
+	assert.Equal(t, 130, rc)
+	assert.Equal(t, "tokenize: stopped by SIGINT: no shard written; --out "+out+" holds what it held before\n", stderr)
+	assert.NoDirExists(t, filepath.Join(root, "new"), "made by the stopped run")
+
+	out = t.TempDir()
+	rc, _, stderr = runTokenize("--out", out, "--name", "x", "--shard-tokens", "20", dir)
+	require.Equal(t, 0, rc, stderr)
+	shards := func() map[string]string { // name: SHA-256 of the file
+		paths, _ := filepath.Glob(filepath.Join(out, "*"))
+		hidden, _ := filepath.Glob(filepath.Join(out, ".*"))
+		got := map[string]string{}
+		for _, p := range append(paths, hidden...) {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			got[filepath.Base(p)] = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+		return got
+	}
+	before := shards()
+	require.Greater(t, len(before), 2)
+	rc, _ = runStopped("--out", out, "--name", "x", "--force", filepath.Join(dir, "a.txt"))
+	assert.Equal(t, 130, rc)
+	assert.Equal(t, before, shards(), "--force deletes the old shards only once the new ones are complete")
+
+	// Completed, --force replaces them: the shards of the new run only.
+	rc, _, stderr = runTokenize("--out", out, "--name", "x", "--force", filepath.Join(dir, "a.txt"), filepath.Join(dir, "f.txt"))
+	require.Equal(t, 0, rc, stderr)
+	after := shards()
+	assert.Len(t, after, 2)
+	assert.Equal(t, []string{"Hello world\n"}, splitDocs(t, readShard(t, filepath.Join(out, "x_train_000001.bin")))[:1])
 }
