@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -149,7 +151,9 @@ func writeSafetensors(w io.Writer, meta map[string]string, tensors []stTensor) e
 // parseSafetensors parses and validates a whole file: header length within
 // the file, JSON well formed, every tensor's dtype known, its shape
 // matching its byte range, ranges inside the data, not overlapping, and
-// covering the data section exactly.
+// covering the data section exactly. The tensors are checked in the order
+// of their names, so that a file gives the same error every time; a file
+// cut short says how many bytes its header's tensors need.
 func parseSafetensors(b []byte) (*stFile, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("%w: %d bytes, shorter than the 8-byte header length", ErrCorrupt, len(b))
@@ -169,7 +173,9 @@ func parseSafetensors(b []byte) (*stFile, error) {
 		begin, end int64
 	}
 	var spans []span
-	for name, msg := range raw {
+	var need int64 // the data bytes the header's tensors reach
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		msg := raw[name]
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &f.Meta); err != nil {
 				return nil, fmt.Errorf("%w: __metadata__ is not a map of strings: %v", ErrCorrupt, err)
@@ -184,10 +190,12 @@ func parseSafetensors(b []byte) (*stFile, error) {
 		if size == 0 {
 			return nil, fmt.Errorf("%w: tensor %q: unknown dtype %q", ErrCorrupt, name, e.DType)
 		}
-		if len(e.DataOffsets) != 2 || e.DataOffsets[0] < 0 || e.DataOffsets[1] < e.DataOffsets[0] ||
-			e.DataOffsets[1] > int64(len(f.Data)) {
-			return nil, fmt.Errorf("%w: tensor %q: data offsets %v outside the %d-byte data section (truncated?)",
-				ErrCorrupt, name, e.DataOffsets, len(f.Data))
+		if len(e.DataOffsets) != 2 || e.DataOffsets[0] < 0 || e.DataOffsets[1] < e.DataOffsets[0] {
+			return nil, fmt.Errorf("%w: tensor %q: data offsets %v", ErrCorrupt, name, e.DataOffsets)
+		}
+		if end := e.DataOffsets[1]; end > int64(len(f.Data)) {
+			need = max(need, end)
+			continue
 		}
 		for _, d := range e.Shape {
 			if d < 0 {
@@ -200,6 +208,10 @@ func parseSafetensors(b []byte) (*stFile, error) {
 		}
 		f.Entries[name] = e
 		spans = append(spans, span{name, e.DataOffsets[0], e.DataOffsets[1]})
+	}
+	if need > 0 {
+		return nil, fmt.Errorf("%w: the header's tensors need %d bytes of data and the file holds %d: it is %d bytes long, want %d (truncated?)",
+			ErrCorrupt, need, len(f.Data), len(b), 8+int64(hl)+need)
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].begin < spans[j].begin })
 	var at int64
