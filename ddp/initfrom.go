@@ -24,18 +24,25 @@ func (e *InitError) Error() string {
 func (t *Trainer) initFrom() error {
 	msg := ctlMsg{OK: true}
 	if t.c.MyPE() == 0 {
-		arena, err := ReadInitWeights(t.opts.InitFrom, t.m)
+		arena, warning, err := readInitWeights(t.opts.InitFrom, t.m)
 		if err == nil {
 			t.e.SetTensor(t.pView, arena)
 			err = t.e.Sync()
 		}
 		if err != nil {
 			msg = ctlMsg{Err: err.Error()}
+		} else if warning != "" {
+			msg.Warnings = []string{"initial weights: " + warning}
 		}
 	}
 	got, err := t.shareFromRoot(msg)
 	if err != nil {
 		return fmt.Errorf("initial weights from %s: %w", t.opts.InitFrom, err)
+	}
+	if h := t.opts.Hooks.OnWarning; h != nil {
+		for _, w := range got.Warnings {
+			h(w)
+		}
 	}
 	if !got.OK {
 		return sharedFrom(0, &InitError{Path: t.opts.InitFrom, Reason: got.Err}) // PE 0 read it

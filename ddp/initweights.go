@@ -52,12 +52,21 @@ import (
 // (models.Layout of m.Params()). An error is one line that names the file
 // and the tensor or the config.json field at fault.
 func ReadInitWeights(path string, m models.Model) ([]float32, error) {
+	arena, _, err := readInitWeights(path, m)
+	return arena, err
+}
+
+// readInitWeights is ReadInitWeights, with the warning of a checkpoint
+// directory whose newest checkpoints are damaged (Weights.Warning; "" when
+// none).
+func readInitWeights(path string, m models.Model) ([]float32, string, error) {
 	var desc map[string]int
 	if d, ok := m.(ModelDescriber); ok {
 		desc = d.Describe()
 	}
 	if dir, file, ok := hfSource(path); ok {
-		return readHF(dir, file, m.Name(), m.Params(), desc)
+		arena, err := readHF(dir, file, m.Name(), m.Params(), desc)
+		return arena, "", err
 	}
 	return readCheckpointWeights(path, m.Params(), desc)
 }
@@ -85,15 +94,16 @@ func hfSource(path string) (dir, file string, ok bool) {
 
 // readCheckpointWeights reads the parameters of a symddp checkpoint
 // (weights only) into an arena for specs, checking the sizes the
-// checkpoint records against desc, the model's.
-func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[string]int) ([]float32, error) {
+// checkpoint records against desc, the model's; and the warning of a
+// directory whose newest checkpoints are damaged.
+func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[string]int) ([]float32, string, error) {
 	w, err := ReadWeights(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	for _, k := range slices.Sorted(maps.Keys(desc)) {
 		if was, ok := w.Config[k]; ok && was != desc[k] {
-			return nil, fmt.Errorf("%s: the checkpoint's model has %s %d, this model %d (%s)", w.Path, k, was, desc[k], sizeHint(k, was))
+			return nil, "", fmt.Errorf("%s: the checkpoint's model has %s %d, this model %d (%s)", w.Path, k, was, desc[k], sizeHint(k, was))
 		}
 	}
 	offsets, n := models.Layout(specs)
@@ -102,16 +112,16 @@ func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[strin
 		shape := w.Shape(s.Name)
 		switch {
 		case shape == nil:
-			return nil, fmt.Errorf("%s: tensor %q is missing (the checkpoint holds model %q)", w.Path, s.Name, w.Model)
+			return nil, "", fmt.Errorf("%s: tensor %q is missing (the checkpoint holds model %q)", w.Path, s.Name, w.Model)
 		case !slices.Equal(shape, s.Shape):
-			return nil, fmt.Errorf("%s: tensor %q has shape %v, the model's is %v", w.Path, s.Name, shape, s.Shape)
+			return nil, "", fmt.Errorf("%s: tensor %q has shape %v, the model's is %v", w.Path, s.Name, shape, s.Shape)
 		}
 		if err := w.f.floats(s.Name, arena[offsets[i]:offsets[i]+s.Size()]); err != nil {
-			return nil, fmt.Errorf("%s: %w", w.Path, err)
+			return nil, "", fmt.Errorf("%s: %w", w.Path, err)
 		}
 	}
 	if !hostloops.AllFinite(arena) {
-		return nil, fmt.Errorf("%s: the parameters hold NaN or Inf", w.Path)
+		return nil, "", fmt.Errorf("%s: the parameters hold NaN or Inf", w.Path)
 	}
-	return arena, nil
+	return arena, w.Warning(), nil
 }

@@ -17,51 +17,74 @@ type Weights struct {
 	Config map[string]int
 	// Step is the optimizer step the checkpoint was written after.
 	Step int
-	f    *stFile
+	// Skipped are the newer checkpoints of the directory read that fail
+	// their checks, newest first, each "path: why": a program says that it
+	// read an older one (Warning).
+	Skipped []string
+	f       *stFile
 }
 
-// latestIntact is the newest intact checkpoint of dir, or an error that
+// Warning is the line a program prints when ReadWeights read an older
+// checkpoint of a directory than its newest, which is damaged; "" when not.
+func (w *Weights) Warning() string {
+	switch len(w.Skipped) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("%s; read the newest intact checkpoint instead, %s (step %d)", w.Skipped[0], w.Path, w.Step)
+	}
+	return fmt.Sprintf("%s, and %d more newer checkpoints fail their checks; read the newest intact one instead, %s (step %d)",
+		w.Skipped[0], len(w.Skipped)-1, w.Path, w.Step)
+}
+
+// latestIntact is the newest intact checkpoint of dir and the newer ones
+// that fail their checks ("path: why", newest first), or an error that
 // says why there is none: no checkpoint files at all, or why the newest
 // one fails its checks (and how many older ones fail too).
-func latestIntact(dir string) (string, error) {
+func latestIntact(dir string) (string, []string, error) {
 	paths, err := listCheckpoints(dir)
 	if err != nil {
-		return "", fmt.Errorf("checkpoints in %s: %w", dir, err)
+		return "", nil, fmt.Errorf("checkpoints in %s: %w", dir, err)
 	}
 	if len(paths) == 0 {
-		return "", fmt.Errorf("no checkpoint in %s: train writes %s<step>%s files there with --checkpoint-dir", dir, ckptPrefix, ckptSuffix)
+		return "", nil, fmt.Errorf("no checkpoint in %s: train writes %s<step>%s files there with --checkpoint-dir", dir, ckptPrefix, ckptSuffix)
 	}
+	var skipped []string
 	var newest error
 	for _, p := range paths {
 		_, err := verifyCheckpoint(p)
 		if err == nil {
-			return p, nil
+			return p, skipped, nil
 		}
+		skipped = append(skipped, fmt.Sprintf("%s: %v", p, err))
 		if newest == nil {
 			newest = fmt.Errorf("%s: %w", p, err)
 		}
 	}
 	if len(paths) == 1 {
-		return "", fmt.Errorf("no intact checkpoint in %s: %w", dir, newest)
+		return "", nil, fmt.Errorf("no intact checkpoint in %s: %w", dir, newest)
 	}
-	return "", fmt.Errorf("none of the %d checkpoints in %s is intact; the newest, %w", len(paths), dir, newest)
+	return "", nil, fmt.Errorf("none of the %d checkpoints in %s is intact; the newest, %w", len(paths), dir, newest)
 }
 
 // ReadWeights reads a checkpoint file, or the newest intact checkpoint of a
-// checkpoint directory (LatestCheckpoint), and verifies its SHA-256.
+// checkpoint directory (LatestCheckpoint), and verifies its SHA-256. When
+// newer checkpoints of the directory are damaged, Weights.Skipped lists
+// them.
 func ReadWeights(path string) (*Weights, error) {
+	var skipped []string
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		latest, err := latestIntact(path)
+		latest, sk, err := latestIntact(path)
 		if err != nil {
 			return nil, fmt.Errorf("read weights: %w", err)
 		}
-		path = latest
+		path, skipped = latest, sk
 	}
 	f, meta, err := readCheckpointFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read weights %s: %w", path, err)
 	}
-	return &Weights{Path: path, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, f: f}, nil
+	return &Weights{Path: path, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, Skipped: skipped, f: f}, nil
 }
 
 // Shape is the shape of tensor name, nil when the checkpoint has none.

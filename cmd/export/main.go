@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		err = export(ctx, o, stdout)
+		err = export(ctx, o, stdout, stderr)
 	}
 	if s, ok := stopsignal.Of(ctx); ok && err != nil {
 		fmt.Fprintf(stderr, "export: %v: --out %s is as it was (nothing of this export written)\n", s, o.out)
@@ -112,7 +112,7 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 // export writes the checkpoint into --out. --out is made if missing; when
 // the export fails, the directories it made are removed again while they
 // are empty, so that a bad checkpoint leaves no trace.
-func export(ctx context.Context, o *options, stdout io.Writer) (err error) {
+func export(ctx context.Context, o *options, stdout, stderr io.Writer) (err error) {
 	if _, err := os.Stat(o.checkpoint); err != nil {
 		return usageError{fmt.Errorf("--checkpoint %s: %w (a checkpoint file, or a --checkpoint-dir of train)", o.checkpoint, errors.Unwrap(err))}
 	}
@@ -132,6 +132,9 @@ func export(ctx context.Context, o *options, stdout io.Writer) (err error) {
 	w, err := ddp.ReadWeights(o.checkpoint)
 	if err != nil {
 		return usageError{err}
+	}
+	if warn := w.Warning(); warn != "" {
+		fmt.Fprintln(stderr, "export: warning:", warn)
 	}
 	res, err := ddp.ExportHFContext(ctx, w, o.out, ddp.HFExportOptions{DType: strings.ToUpper(o.dtype), Vocab: o.vocab, Overwrite: o.overwrite})
 	var pathErr *fs.PathError

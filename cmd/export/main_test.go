@@ -339,3 +339,19 @@ func TestExportStoppedBySignal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, entries, 2, "model.safetensors and config.json, no temporary file")
 }
+
+// A checkpoint directory whose newest checkpoint is damaged exports the
+// newest intact one, and says so on stderr (it used to say nothing).
+func TestExportSaysItReadAnOlderCheckpoint(t *testing.T) {
+	ck := trainCheckpoint(t, "gpt", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 8}, byteText(t, 8))
+	good := filepath.Join(ck, "ckpt-000000005.safetensors")
+	b, err := os.ReadFile(good)
+	require.NoError(t, err)
+	damaged := filepath.Join(ck, "ckpt-000000009.safetensors")
+	require.NoError(t, os.WriteFile(damaged, b[:len(b)/3], 0o644))
+
+	rc, stdout, stderr := runExport("--checkpoint", ck, "--out", filepath.Join(t.TempDir(), "hf"))
+	require.Equal(t, 0, rc, stderr)
+	assert.Contains(t, stdout, "of step 5")
+	assert.Regexp(t, `^export: warning: `+damaged+`: checkpoint file is corrupt: the header's tensors need .*; read the newest intact checkpoint instead, `+good+` \(step 5\)\n$`, stderr)
+}

@@ -68,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		err = generate(o, stdout)
+		err = generate(o, stdout, stderr)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "generate:", err)
@@ -186,13 +186,16 @@ func generateOnDevice(o *options, w *ddp.Weights, m models.LanguageModel, prompt
 	return s.Generate(context.Background(), prompt, o.maxTokens, so)
 }
 
-func generate(o *options, stdout io.Writer) error {
+func generate(o *options, stdout, stderr io.Writer) error {
 	if _, err := os.Stat(o.checkpoint); err != nil {
 		return fileError{fmt.Errorf("--checkpoint %s: %w (a checkpoint file, or a --checkpoint-dir of train)", o.checkpoint, errors.Unwrap(err))}
 	}
 	w, err := ddp.ReadWeights(o.checkpoint)
 	if err != nil {
 		return fileError{err}
+	}
+	if warn := w.Warning(); warn != "" {
+		fmt.Fprintln(stderr, "generate: warning:", warn)
 	}
 	if w.Config == nil {
 		return fileError{fmt.Errorf("%s holds model %q, which is not a language model (it records no sizes): generate samples from the gpt and llama models' checkpoints", w.Path, w.Model)}

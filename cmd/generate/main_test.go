@@ -198,3 +198,22 @@ func TestDrawVocab(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 256, drawVocab(byteTok, 50304), "bytes only from a byte tokenizer")
 }
+
+// A checkpoint directory whose newest checkpoint is damaged samples from
+// the newest intact one, and says so on stderr (it used to say nothing).
+func TestGenerateSaysItReadAnOlderCheckpoint(t *testing.T) {
+	text := []byte(strings.Repeat("hello, world\n", 200))
+	train, err := datasets.NewTokenSource([][]byte{text}, 8, 256)
+	require.NoError(t, err)
+	dir := trainCheckpoint(t, "gpt", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 8}, train)
+	good := filepath.Join(dir, "ckpt-000000005.safetensors")
+	b, err := os.ReadFile(good)
+	require.NoError(t, err)
+	damaged := filepath.Join(dir, "ckpt-000000009.safetensors")
+	require.NoError(t, os.WriteFile(damaged, b[:len(b)-10], 0o644))
+
+	rc, out, stderr := runGenerate("--checkpoint", dir, "--max-tokens", "4")
+	require.Equal(t, 0, rc, stderr)
+	assert.NotEmpty(t, out)
+	assert.Regexp(t, `^generate: warning: `+damaged+`: checkpoint file is corrupt: .*; read the newest intact checkpoint instead, `+good+` \(step 5\)\n$`, stderr)
+}
