@@ -127,7 +127,9 @@ func fitLocal(t *testing.T, hidden int, opts ddp.Options) (ddp.Result, error) {
 }
 
 // TestCheckpointErrors: truncated, corrupt and mismatched files each give a
-// clear error; "latest" falls back past a damaged newest file with a warning.
+// clear error, which wraps ErrCorrupt or ErrMismatch on every PE (PE 0
+// reads the file and tells the others); "latest" falls back past a damaged
+// newest file with a warning.
 func TestCheckpointErrors(t *testing.T) {
 	dir := t.TempDir()
 	o := baseOpts()
@@ -165,7 +167,7 @@ func TestCheckpointErrors(t *testing.T) {
 
 	// Truncated: an explicit path fails; latest falls back to step 4.
 	os.WriteFile(newest, good[:len(good)/2], 0o644)
-	if err := resume(newest, 64, &warns); !errors.Is(err, ddp.ErrCorrupt) && !strings.Contains(err.Error(), "truncated") {
+	if err := resume(newest, 64, &warns); !errors.Is(err, ddp.ErrCorrupt) || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("truncated file: %v", err)
 	}
 	warns = nil
@@ -187,12 +189,12 @@ func TestCheckpointErrors(t *testing.T) {
 	// Mismatched: another model's shapes are named with both shapes.
 	os.WriteFile(newest, good, 0o644)
 	err := resume(newest, 32, &warns)
-	if err == nil || !strings.Contains(err.Error(), "fc1.weight has shape [64 32] in the checkpoint and [32 32] in the model") {
+	if !errors.Is(err, ddp.ErrMismatch) || !strings.Contains(err.Error(), "fc1.weight has shape [64 32] in the checkpoint and [32 32] in the model") {
 		t.Fatalf("mismatched model: %v", err)
 	}
 	// A mismatch is never skipped by latest.
 	warns = nil
-	if err := resume("latest", 32, &warns); err == nil || !errors.Is(err, ddp.ErrMismatch) && !strings.Contains(err.Error(), "does not match") {
+	if err := resume("latest", 32, &warns); !errors.Is(err, ddp.ErrMismatch) || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("latest with a mismatched model: %v", err)
 	}
 }

@@ -16,12 +16,47 @@ const ctlBytes = 4096
 
 // ctlMsg is PE 0's word to the other PEs about a checkpoint.
 type ctlMsg struct {
-	OK       bool     `json:"ok"`
-	Err      string   `json:"err,omitempty"`
+	OK  bool   `json:"ok"`
+	Err string `json:"err,omitempty"`
+	// Is names the sentinel Err wraps on PE 0 ("mismatch": ErrMismatch,
+	// "corrupt": ErrCorrupt), for every PE's error to wrap it too.
+	Is       string   `json:"is,omitempty"`
 	Path     string   `json:"path,omitempty"`
 	Step     int      `json:"step,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
+
+// sentinelName names the sentinel error err wraps, for ctlMsg.Is.
+func sentinelName(err error) string {
+	switch {
+	case errors.Is(err, ErrMismatch):
+		return "mismatch"
+	case errors.Is(err, ErrCorrupt):
+		return "corrupt"
+	}
+	return ""
+}
+
+// err is PE 0's error as every PE returns it: its message, wrapping the
+// sentinel PE 0's wrapped (errors.Is(err, ErrMismatch) holds on every PE).
+func (m ctlMsg) err() error {
+	switch m.Is {
+	case "mismatch":
+		return sentinelError{m.Err, ErrMismatch}
+	case "corrupt":
+		return sentinelError{m.Err, ErrCorrupt}
+	}
+	return errors.New(m.Err)
+}
+
+// sentinelError is a message that wraps a sentinel error.
+type sentinelError struct {
+	msg string
+	is  error
+}
+
+func (e sentinelError) Error() string { return e.msg }
+func (e sentinelError) Unwrap() error { return e.is }
 
 // shareFromRoot broadcasts PE 0's msg to every PE (collective).
 func (t *Trainer) shareFromRoot(msg ctlMsg) (ctlMsg, error) {
@@ -79,7 +114,7 @@ func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 		}
 	}
 	if !got.OK {
-		return "", sharedFrom(0, errors.New(got.Err)) // PE 0 read it
+		return "", sharedFrom(0, got.err()) // PE 0 read it
 	}
 	if got.Path == "" {
 		return "", nil
@@ -217,7 +252,7 @@ func (t *Trainer) findCheckpoint(stepsPerEpoch int) (*loadedCheckpoint, ctlMsg) 
 			if i > 0 {
 				err = fmt.Errorf("%w (and no newer checkpoint was usable)", err)
 			}
-			return nil, ctlMsg{Err: err.Error(), Warnings: warns}
+			return nil, ctlMsg{Err: err.Error(), Is: sentinelName(err), Warnings: warns}
 		}
 		warns = append(warns, fmt.Sprintf("%v; falling back to the previous checkpoint %s", err, paths[i+1]))
 	}

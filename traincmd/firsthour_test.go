@@ -148,3 +148,21 @@ func TestByteModelOnShardsSamplesText(t *testing.T) {
 	assert.Contains(t, stdout, "sample (temperature 0.8, top-k 40) after \"")
 	assert.NotContains(t, stdout, "token ids")
 }
+
+// TestMismatchedCheckpointIsNotRestarted: a checkpoint of another model is
+// a command-line problem: one line that says what to pass, exit 2, and no
+// restart, which would fail the same way (with --max-restarts 2 it was
+// tried three times and exited 1).
+func TestMismatchedCheckpointIsNotRestarted(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--pes", "2", "--dataset", "synthetic", "--batch-size", "32", "--max-steps", "2",
+		"--checkpoint-dir", dir, "--no-progress", "--eval-every", "0"}
+	code, _, stderr := runTrain(t, nil, append(args, "--hidden", "16")...)
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runTrain(t, nil, append(args, "--hidden", "8", "--resume", "latest", "--max-restarts", "2", "--max-steps", "4")...)
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "checkpoint does not match this run: ")
+	assert.NotContains(t, stderr, "restart")
+	assert.NotContains(t, stderr, "Run 'train --help'")
+	assert.Equal(t, 1, strings.Count(stderr, "does not match"), stderr)
+}
