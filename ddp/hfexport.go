@@ -53,8 +53,9 @@ type HFExport struct {
 }
 
 // CheckExportDir checks, before any work, that ExportHF can write
-// into dir: it is a directory, or is created now (with its parents), and
-// it holds no model.safetensors or config.json unless overwrite.
+// into dir: it is a directory, or is created now (with its parents), a
+// file can be made in it, and it holds no model.safetensors or
+// config.json unless overwrite.
 func CheckExportDir(dir string, overwrite bool) error {
 	fi, err := os.Stat(dir)
 	switch {
@@ -72,6 +73,16 @@ func CheckExportDir(dir string, overwrite bool) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%s is a file, not a directory", dir)
 	}
+	probe, err := tempfile.Create(dir, ".export-probe-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: cannot write in it: %w", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	if overwrite {
 		return nil
 	}

@@ -355,3 +355,25 @@ func TestExportSaysItReadAnOlderCheckpoint(t *testing.T) {
 	assert.Contains(t, stdout, "of step 5")
 	assert.Regexp(t, `^export: warning: `+damaged+`: checkpoint file is corrupt: the header's tensors need .*; read the newest intact checkpoint instead, `+good+` \(step 5\)\n$`, stderr)
 }
+
+// An --out directory that exists but takes no file (read-only) is one line
+// and exit 2 before the checkpoint is read, as tokenize's and train's
+// output directories are; it was exit 1 with the name of a temporary file
+// (`open DIR/.model.safetensors-1234.tmp: read-only file system`).
+func TestExportOutUnwritable(t *testing.T) {
+	ro := t.TempDir()
+	if os.Geteuid() == 0 { // root writes into a mode-0500 directory anyway
+		if err := exec.Command("mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", ro).Run(); err != nil {
+			t.Skipf("cannot mount a read-only tmpfs here: %v", err)
+		}
+		defer exec.Command("umount", ro).Run()
+	} else {
+		require.NoError(t, os.Chmod(ro, 0o500))
+		defer os.Chmod(ro, 0o700)
+	}
+	ck := trainCheckpoint(t, "gpt", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 8}, byteText(t, 8))
+	rc, stdout, stderr := runExport("--checkpoint", ck, "--out", ro)
+	assert.Equal(t, 2, rc)
+	assert.Empty(t, stdout)
+	assert.Regexp(t, `^export: --out: `+ro+`: cannot write in it: (read-only file system|permission denied)\n$`, stderr)
+}
