@@ -3,6 +3,7 @@ package ddp
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // Weights are the parameters of a checkpoint, read without a trainer: what
@@ -47,6 +48,10 @@ func latestIntact(dir string) (string, []string, error) {
 		return "", nil, fmt.Errorf("checkpoints in %s: %w", dir, err)
 	}
 	if len(paths) == 0 {
+		if _, err := os.Stat(filepath.Join(dir, hfModelFile)); err == nil {
+			return "", nil, fmt.Errorf("no checkpoint in %s: it holds %s, a Hugging Face model, not train's %s<step>%s files (train --init-from reads such a directory, with its %s)",
+				dir, hfModelFile, ckptPrefix, ckptSuffix, hfConfigFile)
+		}
 		return "", nil, fmt.Errorf("no checkpoint in %s: train writes %s<step>%s files there with --checkpoint-dir", dir, ckptPrefix, ckptSuffix)
 	}
 	var skipped []string

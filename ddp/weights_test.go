@@ -43,3 +43,15 @@ func TestReadWeightsSaysWhatItSkipped(t *testing.T) {
 	assert.Len(t, w.Skipped, 2)
 	assert.Regexp(t, `^`+filepath.Join(dir, "ckpt-000000010.safetensors")+`: checkpoint file is corrupt: 0 bytes, .*, and 1 more newer checkpoints fail their checks; read the newest intact one instead, `+w.Path+` \(step 0\)$`, w.Warning())
 }
+
+// A directory that holds a Hugging Face model.safetensors (an export, or
+// one without its config.json) is not a checkpoint directory, and the
+// error says what it is instead of only that no checkpoint is there.
+func TestReadWeightsOfAHuggingFaceDirectory(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, hfModelFile), []byte("x"), 0o644))
+	_, err := ReadWeights(dir)
+	assert.EqualError(t, err, "read weights: no checkpoint in "+dir+": it holds model.safetensors, a Hugging Face model, not train's ckpt-<step>.safetensors files (train --init-from reads such a directory, with its config.json)")
+	_, err = ReadWeights(t.TempDir())
+	assert.ErrorContains(t, err, "train writes ckpt-<step>.safetensors files there with --checkpoint-dir")
+}
