@@ -262,7 +262,7 @@ func collectText(root string, files []textFile, opts TextOptions, train io.Write
 	total := info.TrainBytes + info.ValBytes
 	switch {
 	case info.Files == 0:
-		return info, fmt.Errorf("text corpus: no text files in %s (%d binary files skipped)", root, info.Binary)
+		return info, noText(root, info.Binary)
 	case info.ValFiles > 0:
 		info.Split = fmt.Sprintf("one text file in %d (files %d, %d, ... counting from 0, in file order)",
 			opts.ValEvery, opts.ValEvery-1, 2*opts.ValEvery-1)
@@ -361,4 +361,19 @@ func textSources(name string, info CorpusInfo, trainBytes, valBytes []byte, cont
 		return nil, nil, fmt.Errorf("load text %s: validation part (%d files, %d bytes): %w", name, info.ValFiles, len(valBytes), err)
 	}
 	return train, val, nil
+}
+
+// ErrNoText is wrapped by the error of a text corpus without a text file:
+// the path named holds nothing to train on (a command's input, exit 2).
+var ErrNoText = errors.New("no text files")
+
+// noText is ErrNoText for root, counting the binary files skipped.
+func noText(root string, binary int) error {
+	switch binary {
+	case 0:
+		return fmt.Errorf("text corpus: %w in %s", ErrNoText, root)
+	case 1:
+		return fmt.Errorf("text corpus: %w in %s (1 binary file skipped)", ErrNoText, root)
+	}
+	return fmt.Errorf("text corpus: %w in %s (%d binary files skipped)", ErrNoText, root, binary)
 }

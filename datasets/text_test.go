@@ -120,7 +120,7 @@ func TestLoadTextErrors(t *testing.T) {
 		opts    TextOptions
 		want    string
 	}{
-		{"binary only", binOnly, 4, TextOptions{}, "load text: text corpus: no text files in DIR/x.bin (1 binary files skipped)"},
+		{"binary only", binOnly, 4, TextOptions{}, "load text: text corpus: no text files in DIR/x.bin (1 binary file skipped)"},
 		{"missing", filepath.Join(dir, "nope"), 4, TextOptions{}, "load text: text corpus: lstat DIR/nope: no such file or directory"},
 		{"too small", filepath.Join(dir, "tiny.txt"), 4, TextOptions{},
 			"load text DIR/tiny.txt: training part (0 files, 2 bytes): 2 tokens in 1 stream holds no window of 5 tokens: use more data or a shorter context"},

@@ -63,7 +63,7 @@ func planText(root string, files []textFile, opts TextOptions) ([]textPart, Corp
 	}
 	switch {
 	case info.Files == 0:
-		return nil, info, fmt.Errorf("text corpus: no text files in %s (%d binary files skipped)", root, info.Binary)
+		return nil, info, noText(root, info.Binary)
 	case info.ValFiles > 0:
 		info.Split = fmt.Sprintf("one text file in %d (files %d, %d, ... counting from 0, in file order)",
 			opts.ValEvery, opts.ValEvery-1, 2*opts.ValEvery-1)

@@ -18,7 +18,8 @@
 // --shard-tokens each; the validation shards are numbered first:
 // DIR/NAME_val_000000.bin, then DIR/NAME_train_000001.bin, ... A progress
 // bar shows on a terminal. A bad flag or path is one line and exit status 2,
-// checked before any file is read; a failure during the work exits 1, and
+// checked before any file is read, and so is an input without a text file
+// (after reading it); a failure during the work exits 1, and
 // SIGINT or SIGTERM 130 or 143 (a second signal stops at once); either
 // leaves no partial shard, nor an empty --out directory that it made, and
 // the shards that --force replaces are deleted only once the new ones are
@@ -90,6 +91,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ue) {
 			fmt.Fprintln(stderr, "Run 'tokenize --help' for the flags.")
 			return 2
+		}
+		if errors.Is(err, datasets.ErrNoText) {
+			return 2 // the input named holds nothing to tokenize, as train says of it
 		}
 		return 1
 	}

@@ -225,12 +225,12 @@ func TestTokenizeFailureLeavesNoDirectory(t *testing.T) {
 	empty, root := t.TempDir(), t.TempDir()
 	out := filepath.Join(root, "new", "shards")
 	rc, _, stderr := runTokenize("--out", out, empty)
-	assert.Equal(t, 1, rc)
-	assert.Equal(t, "tokenize: text corpus: no text files in "+empty+" (0 binary files skipped)\n", stderr)
+	assert.Equal(t, 2, rc, "an input without text, as train --data-dir says of it")
+	assert.Equal(t, "tokenize: text corpus: no text files in "+empty+"\n", stderr)
 	assert.NoDirExists(t, filepath.Join(root, "new"), "made by the failed run")
 
 	rc, _, _ = runTokenize("--out", root, empty)
-	assert.Equal(t, 1, rc)
+	assert.Equal(t, 2, rc)
 	assert.DirExists(t, root, "there before the run")
 }
 
