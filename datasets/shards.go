@@ -140,10 +140,23 @@ func loadShardSplit(split, glob string, files []string, context, vocab int, scan
 	return d, nil
 }
 
+// VocabError is a shard's token outside the vocabulary it was loaded for
+// (wrapped with ErrBadShard): the shards hold ids of a larger vocabulary,
+// or are not token shards of this tokenizer.
+type VocabError struct {
+	Token    int   // the first token outside
+	Position int64 // its index among the shard's tokens
+	Vocab    int   // the vocabulary the shards were loaded for
+}
+
+func (e *VocabError) Error() string {
+	return fmt.Sprintf("token %d at position %d is outside the vocabulary of %d", e.Token, e.Position, e.Vocab)
+}
+
 // checkShardTokens reports the first token of s outside the vocabulary.
 func checkShardTokens(s tokenSegment, vocab int) error {
 	if i, tok := firstOutside(s, vocab); i >= 0 {
-		return fmt.Errorf("%w: token %d at position %d is outside the vocabulary of %d", ErrBadShard, tok, i, vocab)
+		return fmt.Errorf("%w: %w", ErrBadShard, &VocabError{Token: int(tok), Position: int64(i), Vocab: vocab})
 	}
 	return nil
 }

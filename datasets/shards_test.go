@@ -208,6 +208,12 @@ func TestLoadShardsValErrors(t *testing.T) {
 	if want := fmt.Sprintf("load shards: read %s/v.bin: bad token shard: token 9 at position 2 is outside the vocabulary of 4", dir); err == nil || err.Error() != want {
 		t.Fatalf("error %v, want %s", err, want)
 	}
+	// The token and the vocabulary reach a program (train's advice) as a
+	// VocabError, and the error is still a bad shard.
+	var ve *VocabError
+	if !errors.As(err, &ve) || *ve != (VocabError{Token: 9, Position: 2, Vocab: 4}) || !errors.Is(err, ErrBadShard) {
+		t.Fatalf("error %v: VocabError %+v, ErrBadShard %v", err, ve, errors.Is(err, ErrBadShard))
+	}
 }
 
 // TestParseShardUnaligned checks the decoded copy taken for tokens that are

@@ -50,7 +50,7 @@ func TestLanguageModelUsageErrors(t *testing.T) {
 		{[]string{"--model", "mlp", "--dataset", "text"}, "--dataset text is token data for a language model", false},
 		{[]string{"--model", "gpt-tiny", "--dataset", "llmc"}, "--dataset llmc needs --train-shards and --val-shards", false},
 		{[]string{"--model", "gpt-tiny", "--dataset", "llmc", "--train-shards", filepath.Join(dir, "bad_train_*.bin"),
-			"--val-shards", filepath.Join(dir, "good_val_*.bin")}, "bad_train_000.bin", true},
+			"--val-shards", filepath.Join(dir, "good_val_*.bin")}, "bad_train_000.bin: bad token shard: token 300 at position 1234 is outside the vocabulary of 256 (model gpt-tiny's): the shards hold ids of a larger vocabulary: pass --vocab 301 or more", true},
 		{[]string{"--model", "gpt-tiny", "--dataset", "llmc", "--train-shards", filepath.Join(dir, "none_*.bin"),
 			"--val-shards", filepath.Join(dir, "good_val_*.bin")}, "none_*.bin", true},
 		{[]string{"--model", "gpt-tiny", "--data-dir", filepath.Join(dir, "missing")}, "missing", true},

@@ -67,7 +67,7 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		}
 		tr, va, err := datasets.LoadShards(dc.trainGlob, dc.valGlob, dc.context, dc.vocab)
 		if err != nil {
-			return dataChoice{}, inputErr(err)
+			return dataChoice{}, inputErr(shardVocabHint(err, o.model))
 		}
 		tr.Close()
 		va.Close()
@@ -369,3 +369,16 @@ func memAvailable() int64 {
 }
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
+
+// shardVocabHint adds to a shard's token outside the model's vocabulary
+// what to do: the shards are of a larger vocabulary (GPT-2's for shards of
+// tokenize --tokenizer gpt2 or llm.c's GPT-2 data, given to gpt-tiny), so
+// the model needs one that takes their ids.
+func shardVocabHint(err error, model string) error {
+	var ve *datasets.VocabError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	return fmt.Errorf("%w (model %s's): the shards hold ids of a larger vocabulary: pass --vocab %d or more, or train a model that has one (the gpt2 family and llama-124m: 50304, GPT-2's ids; llama3-1b: 128256, Llama 3's)",
+		err, model, ve.Token+1)
+}
