@@ -405,6 +405,10 @@ func TestHFImportErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ReadInitWeights(dir, mlp)
 	assert.EqualError(t, err, dir+": Hugging Face GPT-2 weights load into GPT models only, and model mlp is not one: it records no sizes (not a GPT)")
+	llama, err := models.NewLlama("llama", models.LlamaTiny)
+	require.NoError(t, err)
+	_, err = ReadInitWeights(dir, llama)
+	assert.EqualError(t, err, dir+": Hugging Face GPT-2 weights load into GPT models only, and model llama is a Llama: pick a GPT model with --model (and its sizes as config.json gives them)")
 }
 
 // A symddp checkpoint is a source too, weights only, of any model with the

@@ -186,6 +186,10 @@ func readHF(dir, file, model string, specs []models.ParamSpec, desc map[string]i
 		a = hfArchOfModel(desc)
 	}
 	if err := a.layout(desc, specs); err != nil {
+		if other := hfArchOfModel(desc); other != a && other.layout(desc, specs) == nil {
+			return nil, fmt.Errorf("%s: Hugging Face %s weights load into %s models only, and model %s is a %s: pick a %s model with --model (and its sizes as config.json gives them)",
+				dir, a.name, a.kind, model, other.kind, a.kind)
+		}
 		return nil, fmt.Errorf("%s: Hugging Face %s weights load into %s models only, and model %s is not one: %v", dir, a.name, a.kind, model, err)
 	}
 	c, err := a.parseConfig(cb)

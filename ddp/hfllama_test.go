@@ -258,7 +258,7 @@ func TestHFLlamaImportErrors(t *testing.T) {
 	gpt, err := models.NewGPT("gpt", smallGPT)
 	require.NoError(t, err)
 	_, err = ReadInitWeights(dir, gpt)
-	assert.EqualError(t, err, dir+": Hugging Face Llama weights load into Llama models only, and model gpt is not one: not a Llama: model description without a SwiGLU hidden width (ffn_hidden 0)")
+	assert.EqualError(t, err, dir+": Hugging Face Llama weights load into Llama models only, and model gpt is a GPT: pick a Llama model with --model (and its sizes as config.json gives them)")
 	other, err := models.NewLlama("llama", models.LlamaTiny)
 	require.NoError(t, err)
 	_, err = ReadInitWeights(dir, other)
