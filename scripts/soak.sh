@@ -10,12 +10,14 @@ dur=${1:-1200}
 every=${2:-60}
 shift $(( $# > 2 ? 2 : $# )) || true
 
-bin=$(mktemp -d)/train
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+bin=$tmp/train
 go build -o "$bin" ./cmd/train
-log=$(mktemp)
+log=$tmp/train.log
 "$bin" --pes 8 --model mlp --epochs 100000 --log-every 1000 --no-progress "$@" >"$log" 2>&1 &
 launcher=$!
-trap 'kill -INT $launcher 2>/dev/null || true; wait $launcher 2>/dev/null || true' EXIT
+trap 'kill -INT $launcher 2>/dev/null || true; wait $launcher 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
 sleep 5
 pes=$(pgrep -P "$launcher" | tr '\n' ' ')
