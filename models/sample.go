@@ -36,6 +36,10 @@ type SampleOptions struct {
 	// Vocab limits the draw to tokens 0..Vocab-1 (a padded vocabulary's
 	// real part; 0: all).
 	Vocab int
+	// Emit, when set, is called with each token as it is drawn, in order,
+	// before the next one is computed: a program prints the text as it
+	// comes.
+	Emit func(token int32)
 }
 
 // ErrPromptTooLong is returned by Generate for a prompt that does not fit
@@ -175,7 +179,11 @@ func generate(ctx context.Context, e compute.Engine, t, v, rows int, next func(t
 		if err != nil {
 			return text[len(prompt):], fmt.Errorf("generate: %w", err)
 		}
-		text = append(text, int32(draw(row[:vocab], probs, order, o, rng)))
+		tok := int32(draw(row[:vocab], probs, order, o, rng))
+		text = append(text, tok)
+		if o.Emit != nil {
+			o.Emit(tok)
+		}
 	}
 	return text[len(prompt):], nil
 }

@@ -17,7 +17,10 @@
 //	generate --checkpoint ckpt --prompt 'The dog' --max-tokens 50
 //
 // --prompt-tokens gives the prompt as token ids instead; --tokenizer none
-// prints the sample as token ids.
+// prints the sample as token ids. The sample is printed as it is drawn
+// (a character whose bytes span tokens once its last byte is in); SIGINT or
+// SIGTERM stops between two tokens, leaves what was drawn on the screen and
+// exits 130 or 143.
 package main
 
 import (
@@ -27,8 +30,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/symddp/symddp/compute"
@@ -36,10 +37,16 @@ import (
 	"github.com/symddp/symddp/compute/cuda"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/internal/floatflag"
+	"github.com/symddp/symddp/internal/stopsignal"
 	"github.com/symddp/symddp/models"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	ctx, stop := stopsignal.Notify(context.Background(), "generate", os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
 type options struct {
 	checkpoint   string
@@ -62,13 +69,17 @@ type usageError struct{ error }
 // pointer to --help: the flags were fine).
 type fileError struct{ error }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stdout)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	if err == nil {
-		err = generate(o, stdout, stderr)
+		err = generate(ctx, o, stdout, stderr)
+	}
+	if s, ok := stopsignal.Of(ctx); ok && err != nil {
+		fmt.Fprintf(stderr, "generate: %v\n", err)
+		return s.ExitCode()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "generate:", err)
@@ -139,7 +150,7 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 var newGPUEngine = func(lib string) (compute.Engine, error) { return cuda.New(cuda.Options{LibPath: lib}) }
 
 // generateOnCPU samples on the CPU engine with m built over host arenas.
-func generateOnCPU(o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
+func generateOnCPU(ctx context.Context, o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
 	e, err := cpu.New(cpu.Options{Threads: 0})
 	if err != nil {
 		return nil, err
@@ -158,12 +169,12 @@ func generateOnCPU(o *options, w *ddp.Weights, m models.LanguageModel, prompt []
 	if err := models.LoadParams(e, specs, pv, w.Read); err != nil {
 		return nil, err
 	}
-	return m.Generate(context.Background(), prompt, o.maxTokens, so)
+	return m.Generate(ctx, prompt, o.maxTokens, so)
 }
 
 // generateOnDevice samples on the CUDA engine: the checkpoint's values in
 // device memory, the model's layers in bf16 where they can (models.NewSampler).
-func generateOnDevice(o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
+func generateOnDevice(ctx context.Context, o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
 	e, err := newGPUEngine(o.gpuLib)
 	if err != nil {
 		return nil, fmt.Errorf("--device gpu: %w", err)
@@ -183,10 +194,10 @@ func generateOnDevice(o *options, w *ddp.Weights, m models.LanguageModel, prompt
 	if err != nil {
 		return nil, err
 	}
-	return s.Generate(context.Background(), prompt, o.maxTokens, so)
+	return s.Generate(ctx, prompt, o.maxTokens, so)
 }
 
-func generate(o *options, stdout, stderr io.Writer) error {
+func generate(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if _, err := os.Stat(o.checkpoint); err != nil {
 		return fileError{fmt.Errorf("--checkpoint %s: %w (a checkpoint file, or a --checkpoint-dir of train)", o.checkpoint, errors.Unwrap(err))}
 	}
@@ -217,28 +228,25 @@ func generate(o *options, stdout, stderr io.Writer) error {
 	if len(prompt) > cfg.Context {
 		return usageError{fmt.Errorf("the prompt has %d tokens, more than the model's context of %d: shorten it", len(prompt), cfg.Context)}
 	}
-	sample := models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed, Vocab: drawVocab(tok, cfg.Vocab)}
-	var out []int32
-	if o.device == "gpu" {
-		out, err = generateOnDevice(o, w, m, prompt, sample)
-	} else {
-		out, err = generateOnCPU(o, w, m, prompt, sample)
-	}
-	if err != nil {
+	// The prompt first, then the sample as it is drawn (a signal stops
+	// between two tokens: what was drawn stays on the screen).
+	if _, err := io.WriteString(stdout, shown); err != nil {
 		return err
 	}
-	if tok != nil {
-		text, err := display(tok, out)
-		if err != nil {
-			return err
+	st := &streamer{w: stdout, tok: tok}
+	sample := models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed, Vocab: drawVocab(tok, cfg.Vocab), Emit: st.emit}
+	if o.device == "gpu" {
+		_, err = generateOnDevice(ctx, o, w, m, prompt, sample)
+	} else {
+		_, err = generateOnCPU(ctx, o, w, m, prompt, sample)
+	}
+	if shown != "" || st.n > 0 || err == nil { // end the line begun
+		if ferr := st.finish(); err == nil {
+			err = ferr
 		}
-		fmt.Fprint(stdout, shown, text, "\n")
-		return nil
 	}
-	ids := make([]string, len(out))
-	for i, t := range out {
-		ids[i] = strconv.Itoa(int(t))
+	if s, ok := stopsignal.Of(ctx); ok && err != nil {
+		return fmt.Errorf("%v after %d of %d tokens", s, st.n, o.maxTokens)
 	}
-	fmt.Fprintln(stdout, strings.Join(ids, ","))
-	return nil
+	return err
 }

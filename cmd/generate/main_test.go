@@ -46,8 +46,12 @@ func trainCheckpoint(t *testing.T, model string, cfg models.Config, train datase
 }
 
 func runGenerate(args ...string) (int, string, string) {
+	return runGenerateCtx(context.Background(), args...)
+}
+
+func runGenerateCtx(ctx context.Context, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	rc := run(args, &out, &errb)
+	rc := run(ctx, args, &out, &errb)
 	return rc, out.String(), errb.String()
 }
 
