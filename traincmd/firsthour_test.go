@@ -24,10 +24,12 @@ func runTrain(t *testing.T, env []string, args ...string) (int, string, string) 
 	return exitCode(t, cmd.Run()), stdout.String(), stderr.String()
 }
 
-// TestCheckpointErrorNamesPE0: every PE fails alike when the checkpoint to
-// resume from is damaged, and the one line says that PE 0, which read it,
-// failed (not whichever PE exited first), without the pointer to --help.
-func TestCheckpointErrorNamesPE0(t *testing.T) {
+// TestDamagedCheckpointIsOneLine: every PE fails alike when the checkpoint to
+// resume from is damaged (and none older is intact), in one line that says
+// why, not which PE exited first, without the pointer to --help; exit 2,
+// and --max-restarts does not retry it (each restart failed the same way,
+// exit 1, before 2026-12-07).
+func TestDamagedCheckpointIsOneLine(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--pes", "3", "--dataset", "synthetic", "--hidden", "16", "--batch-size", "48", "--max-steps", "4",
 		"--checkpoint-dir", dir, "--no-progress", "--eval-every", "0"}
@@ -41,9 +43,12 @@ func TestCheckpointErrorNamesPE0(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	for range 3 { // which PE exits first varies from run to run
-		code, _, stderr = runTrain(t, nil, append(args, "--max-steps", "8", "--resume", "latest")...)
-		assert.Equal(t, 1, code)
-		assert.Contains(t, stderr, "train: PE 0 failed: load checkpoint "+ckpts[0]+": checkpoint file is corrupt: SHA-256")
+		code, _, stderr = runTrain(t, nil, append(args, "--max-steps", "8", "--resume", "latest", "--max-restarts", "2")...)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "\ntrain: load checkpoint "+ckpts[0]+": checkpoint file is corrupt: SHA-256")
+		assert.Equal(t, 1, strings.Count(stderr, "is corrupt"), stderr)
+		assert.NotContains(t, stderr, "restart")
+		assert.NotContains(t, stderr, "PE 0 failed")
 		assert.NotContains(t, stderr, "PE 1 failed")
 		assert.NotContains(t, stderr, "PE 2 failed")
 		assert.NotContains(t, stderr, "Run 'train --help'")

@@ -250,9 +250,11 @@ func (r *peRun) run() (err error) {
 		rep.activations = activationNote(r.o, m, cfg, rc.Batch/(c.NPEs()*rc.Accum))
 	}
 	res, err := tr.Fit(ctx, train, test)
-	if errors.Is(err, ddp.ErrMismatch) {
-		// a checkpoint of another model or run: the command line must
-		// change (one line, exit 2), and a restart would fail the same way
+	if errors.Is(err, ddp.ErrMismatch) || errors.Is(err, ddp.ErrCorrupt) {
+		// a checkpoint of another model or run, or none intact to resume
+		// from (a damaged newest one falls back to the one before): the
+		// command line or the directory must change (one line, exit 2),
+		// and a restart would fail the same way
 		return inputErr(err)
 	}
 	if err != nil && !errors.Is(err, ddp.ErrCheckpointSave) {
