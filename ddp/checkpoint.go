@@ -136,7 +136,7 @@ func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint directory: %w", err)
 	}
-	removeTemps(dir)
+	removeTemps(dir, tmpPrefix+"*.tmp")
 	params := t.Params()
 	if !hostloops.AllFinite(params) {
 		return "", fmt.Errorf("refusing to write a checkpoint: the parameters hold NaN or Inf")
@@ -295,11 +295,14 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// removeTemps deletes temporary files of interrupted saves.
-func removeTemps(dir string) {
-	tmps, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+"*.tmp"))
-	for _, p := range tmps {
-		os.Remove(p)
+// removeTemps deletes the files of dir that match the patterns: the
+// temporary files of interrupted saves (or exports).
+func removeTemps(dir string, patterns ...string) {
+	for _, pattern := range patterns {
+		tmps, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, p := range tmps {
+			os.Remove(p)
+		}
 	}
 }
 

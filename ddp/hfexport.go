@@ -157,6 +157,9 @@ func (a *hfArch) export(ctx context.Context, w *Weights, dir string, o HFExportO
 	if err := CheckExportDir(dir, o.Overwrite); err != nil {
 		return HFExport{}, err
 	}
+	// the temporary files of an export killed before it could remove them
+	// (SIGKILL, a second signal): each as large as the model, hidden
+	removeTemps(dir, "."+hfModelFile+"-*.tmp", "."+hfConfigFile+"-*.tmp")
 	specs, err := a.checkpointParams(w)
 	if err != nil {
 		return HFExport{}, err

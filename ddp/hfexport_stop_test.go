@@ -61,3 +61,23 @@ func TestHFExportStopped(t *testing.T) {
 		require.Equal(t, before, files(), "stopped at look %d: the directory changed", n+1)
 	}
 }
+
+// A killed export's temporary files (SIGKILL leaves them, a model's size
+// each) are removed by the next export into the directory.
+func TestHFExportRemovesKilledTemps(t *testing.T) {
+	_, _, w := testGPT(t, "gpt", smallGPT)
+	dir := t.TempDir()
+	stale := []string{filepath.Join(dir, "."+hfModelFile+"-123.tmp"), filepath.Join(dir, "."+hfConfigFile+"-456.tmp")}
+	for _, p := range stale {
+		require.NoError(t, os.WriteFile(p, []byte("half an export"), 0o644))
+	}
+	mine := filepath.Join(dir, ".notes-1.tmp") // not an export's
+	require.NoError(t, os.WriteFile(mine, nil, 0o644))
+	_, err := ExportHFGPT2(w, dir, HFExportOptions{})
+	require.NoError(t, err)
+	for _, p := range stale {
+		assert.NoFileExists(t, p)
+	}
+	assert.FileExists(t, mine)
+	assert.FileExists(t, filepath.Join(dir, hfModelFile))
+}
