@@ -124,7 +124,7 @@ func (w *ShardWriter) startShard(s *shardSplit) error {
 	return nil
 }
 
-// finishShard writes the header of s's open shard and closes it.
+// finishShard writes the header of s's open shard, syncs it and closes it.
 func (w *ShardWriter) finishShard(s *shardSplit) error {
 	f := s.file
 	s.file = nil
@@ -142,6 +142,9 @@ func (w *ShardWriter) finishShard(s *shardSplit) error {
 	binary.LittleEndian.PutUint32(head[4:], uint32(version))
 	binary.LittleEndian.PutUint32(head[8:], uint32(s.n))
 	_, err := f.WriteAt(head, 0)
+	if err == nil {
+		err = f.Sync() // on disk before Close renames it into place, as checkpoints are
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
