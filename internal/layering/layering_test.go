@@ -37,6 +37,7 @@ func TestPackageLayers(t *testing.T) {
 	}{
 		{"compute", []string{"optim", "models", "ddp", "ddp/devicestep", "comm", "datasets", "compute/cuda", "internal/cudalib"}},
 		{"models", []string{"ddp", "optim", "comm", "compute/cuda", "traincmd"}},
+		{"models/layertest", []string{"ddp", "optim", "comm", "compute/cuda", "traincmd"}},
 		{"optim", []string{"compute", "models", "ddp", "comm"}},
 		{"ddp", []string{"compute/cuda", "internal/cudalib", "comm/nvshmem", "traincmd"}},
 		{"ddp/devicestep", []string{"ddp", "models", "comm"}},
