@@ -257,7 +257,7 @@ func (c *checker) addGrads() {
 		for i := range s.Size() {
 			want := float64(held[at+i]) + float64(c.g[at+i])
 			if got := float64(c.a.grads[at+i]); math.Abs(got-want) > tol.Atol+tol.Rtol*math.Abs(want) {
-				c.problems = append(c.problems, fmt.Sprintf("%s[%d]: Backward built with AddGrads gave %g onto %g, want %g: it must add to the gradient",
+				c.problems = append(c.problems, fmt.Sprintf("%s[%d]: Backward built with AddGrads gave %.6g onto %g, want %.6g: it must add to the gradient",
 					s.Name, i, got, held[at+i], want))
 				break
 			}
