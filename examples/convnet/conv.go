@@ -46,6 +46,7 @@ type Conv2D struct {
 	batch, h, w, ho, wo int
 
 	wt, b, dw, db compute.Tensor // W (F,C,K,K), bias (F) and their gradients
+	addW, addB    bool           // Backward adds to dw, db (Build.AddGrads: a tied parameter)
 	cols          compute.Tensor // (B·Ho·Wo, C·K·K) receptive fields of the last input
 	yt            compute.Tensor // (B·Ho·Wo, F) output, one row per output position
 	y             compute.Tensor // (B,F,Ho,Wo) output
@@ -106,6 +107,7 @@ func (l *Conv2D) Build(b models.Build) ([]int, error) {
 	e := b.Engine
 	l.e, l.batch = e, b.Batch
 	l.wt, l.b, l.dw, l.db = b.Params[0], b.Params[1], b.Grads[0], b.Grads[1]
+	l.addW, l.addB = b.AddGrad(0), b.AddGrad(1)
 	rows, ckk := b.Batch*l.ho*l.wo, l.inC*l.k*l.k
 	l.cols = e.Alloc(rows, ckk)
 	l.yt = e.Alloc(rows, l.outC)
@@ -141,7 +143,7 @@ func (l *Conv2D) Forward(x compute.Tensor) compute.Tensor {
 
 // Backward takes dy (B,F,Ho,Wo), writes dW (F,C,K,K) = dytᵀ·cols and
 // db (F) = the sums of dy over batch and positions (after the activation's
-// derivative), and returns dx (B,C,H,W) = col2im(dyt·W), or nil for a first
+// derivative), or adds them where Build marked AddGrads, and returns dx (B,C,H,W) = col2im(dyt·W), or nil for a first
 // layer.
 func (l *Conv2D) Backward(dy compute.Tensor) compute.Tensor {
 	// dyt[b·Ho·Wo+p, f] = dy[b,f,p]
@@ -155,8 +157,12 @@ func (l *Conv2D) Backward(dy compute.Tensor) compute.Tensor {
 			}
 		}
 	}
-	l.e.BiasActBackward(l.dyt, l.yt, l.db, l.act, false)
-	l.e.Gemm(true, false, 1, l.dyt, l.cols, 0, l.dw) // dW (F, CKK) = dytᵀ (F, B·Ho·Wo) · cols (B·Ho·Wo, CKK)
+	l.e.BiasActBackward(l.dyt, l.yt, l.db, l.act, l.addB)
+	var beta float32 // 0: overwrite dW; 1: add to it
+	if l.addW {
+		beta = 1
+	}
+	l.e.Gemm(true, false, 1, l.dyt, l.cols, beta, l.dw) // dW (F, CKK) = dytᵀ (F, B·Ho·Wo) · cols (B·Ho·Wo, CKK) (+ dW)
 	if l.dx == nil {
 		return nil
 	}
