@@ -8,38 +8,42 @@ import (
 	"testing"
 
 	"github.com/symddp/symddp/compute"
-	"github.com/symddp/symddp/internal/gradcheck"
+	"github.com/symddp/symddp/compute/blas"
+	"github.com/symddp/symddp/compute/cpu"
 	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/models/layertest"
 )
 
-// Central differences with eps = 1e-2 on float32 data of magnitude <= 1.
-// Without the activation a convolution is linear in W, b and x, so the
-// difference quotient is exact up to float32 rounding of the objective.
-const (
-	fdEps  = 1e-2
-	fdAtol = 3e-4
-	fdRtol = 2e-3
-)
+// engines are a one-thread CPU engine per BLAS this host has (gonum
+// always; OpenBLAS where its library is installed).
+func engines(t *testing.T) []compute.Engine {
+	var es []compute.Engine
+	for _, k := range []blas.Kind{blas.Gonum, blas.OpenBLAS} {
+		if e, err := cpu.New(cpu.Options{BLAS: k, Threads: 1}); err == nil {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// uniform fills v with draws in [-1, 1).
+func uniform(r *rand.Rand, v []float32) []float32 {
+	for i := range v {
+		v[i] = float32(2*r.Float64() - 1)
+	}
+	return v
+}
 
 // layerArenas lays out a layer's parameters in a parameter and a gradient
 // arena, fills the parameters with draws in [-1, 1) and returns the views.
 func layerArenas(e compute.Engine, specs []models.ParamSpec, r *rand.Rand) (params, grads []float32, pv, gv []compute.Tensor) {
 	offsets, total := models.Layout(specs)
-	params, grads = make([]float32, total), make([]float32, total)
-	for i := range params {
-		params[i] = float32(2*r.Float64() - 1)
-	}
+	params, grads = uniform(r, make([]float32, total)), make([]float32, total)
 	for i, s := range specs {
 		pv = append(pv, e.View(compute.HostArena(params), offsets[i], s.Shape...))
 		gv = append(gv, e.View(compute.HostArena(grads), offsets[i], s.Shape...))
 	}
 	return params, grads, pv, gv
-}
-
-// checkFD is gradcheck.CheckFD with this file's eps and tolerances.
-func checkFD(t *testing.T, what string, v, analytic []float32, f func() float64) int {
-	t.Helper()
-	return gradcheck.CheckFD(t, what, v, analytic, f, fdEps, fdAtol, fdRtol)
 }
 
 // directConv is the textbook convolution in float64, the reference for
@@ -74,9 +78,9 @@ func directConv(x, w, bias []float32, batch, c, h, wd, f, k, pad int) []float64 
 
 func TestConv2DForwardMatchesDirectConvolution(t *testing.T) {
 	const batch, c, h, w, f, k = 2, 3, 7, 6, 4, 3
-	for name, e := range gradcheck.Engines(t) {
+	for _, e := range engines(t) {
 		for _, pad := range []Padding{Valid, Same} {
-			t.Run(fmt.Sprintf("%s/pad=%d", name, pad), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/pad=%d", e.Name(), pad), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(5, 5))
 				l := NewConv2D("conv", c, f, k, pad, compute.Identity)
 				params, _, pv, gv := layerArenas(e, l.Params(), r)
@@ -92,7 +96,8 @@ func TestConv2DForwardMatchesDirectConvolution(t *testing.T) {
 				if !slices.Equal(out, []int{f, ho, wo}) {
 					t.Fatalf("output shape %v, want %v", out, []int{f, ho, wo})
 				}
-				x := gradcheck.Uniform(e, r, batch, c, h, w)
+				x := e.Alloc(batch, c, h, w)
+				uniform(r, compute.HostData(x))
 				y := l.Forward(x)
 				if !slices.Equal([]int(y.Shape()), []int{batch, f, ho, wo}) {
 					t.Fatalf("y has shape %v", y.Shape())
@@ -108,61 +113,35 @@ func TestConv2DForwardMatchesDirectConvolution(t *testing.T) {
 	}
 }
 
-// TestConv2DGradients checks dW, db and dx against central differences of
-// the objective sum(proj ⊙ y), for both paddings, with and without ReLU.
+// TestConv2DGradients checks Conv2D with models/layertest, for both
+// paddings, with and without ReLU: dW, db and dx against central
+// differences of Σ R ⊙ y, and the Layer contract (gradients overwritten,
+// or added to where Build marks them AddGrads; Forward deterministic).
 func TestConv2DGradients(t *testing.T) {
 	const batch, c, h, w, f, k = 2, 2, 6, 5, 3, 3
-	for name, e := range gradcheck.Engines(t) {
+	for _, e := range engines(t) {
 		for _, pad := range []Padding{Valid, Same} {
 			for _, act := range []compute.Activation{compute.Identity, compute.ReLU} {
-				t.Run(fmt.Sprintf("%s/pad=%d/act=%d", name, pad, act), func(t *testing.T) {
-					l := NewConv2D("conv", c, f, k, pad, act)
+				t.Run(fmt.Sprintf("%s/pad=%d/act=%d", e.Name(), pad, act), func(t *testing.T) {
 					p := 0
 					if pad == Same {
 						p = 1
 					}
-					// With ReLU, draw until no pre-activation lies within 3 eps
-					// of the kink: one perturbation moves one by at most eps.
-					var params, grads []float32
-					var pv, gv []compute.Tensor
-					var x compute.Tensor
-					for seed := uint64(1); ; seed++ {
-						r := rand.New(rand.NewPCG(seed, 2))
-						params, grads, pv, gv = layerArenas(e, l.Params(), r)
-						x = gradcheck.Uniform(e, r, batch, c, h, w)
-						if act == compute.Identity {
-							break
-						}
-						z := directConv(compute.HostData(x), params[:f*c*k*k], params[f*c*k*k:], batch, c, h, w, f, k, p)
-						if minAbs(z) > 3*fdEps {
-							break
-						}
-						if seed > 10000 {
-							t.Fatal("no draw keeps clear of ReLU's kink")
+					var o layertest.Options
+					if act == compute.ReLU {
+						// Only draws with every pre-activation farther than
+						// 3 eps from ReLU's kink: a step moves one by at
+						// most eps.
+						o.Accept = func(params [][]float32, x []float32) bool {
+							return minAbs(directConv(x, params[0], params[1], batch, c, h, w, f, k, p)) > 3*layertest.DefaultEps
 						}
 					}
-					out, err := l.Build(models.Build{Engine: e, Batch: batch, Params: pv, Grads: gv, In: []int{c, h, w}, NeedInputGrad: true})
+					n, err := layertest.Check(e, NewConv2D("conv", c, f, k, pad, act), batch, []int{c, h, w}, o)
 					if err != nil {
 						t.Fatal(err)
 					}
-					n := batch * out[0] * out[1] * out[2]
-					rr := rand.New(rand.NewPCG(99, 1))
-					proj := make([]float32, n) // the objective is sum(proj ⊙ y)
-					for i := range proj {
-						proj[i] = float32(2*rr.Float64() - 1)
-					}
-					fn := func() float64 { return gradcheck.Dot(proj, compute.HostData(l.Forward(x))) }
-					fn()
-					dy := e.Alloc(batch, out[0], out[1], out[2])
-					e.SetTensor(dy, proj)
-					dx := slices.Clone(compute.HostData(l.Backward(dy)))
-					g := slices.Clone(grads)
-					nw := f * c * k * k
-					checked := checkFD(t, "dW", params[:nw], g[:nw], fn)
-					checked += checkFD(t, "db", params[nw:], g[nw:], fn)
-					checked += checkFD(t, "dx", compute.HostData(x), dx, fn)
-					if checked != nw+f+batch*c*h*w {
-						t.Errorf("checked %d elements", checked)
+					if want := f*c*k*k + f + batch*c*h*w; n != want {
+						t.Errorf("checked %d elements, want %d", n, want)
 					}
 				})
 			}
@@ -179,7 +158,7 @@ func minAbs(z []float64) float64 {
 }
 
 func TestConv2DFirstLayerSkipsInputGradient(t *testing.T) {
-	e := gradcheck.Engines(t)["gonum"]
+	e := engines(t)[0]
 	l := NewConv2D("conv", 1, 2, 3, Same, compute.ReLU)
 	_, _, pv, gv := layerArenas(e, l.Params(), rand.New(rand.NewPCG(1, 1)))
 	if _, err := l.Build(models.Build{Engine: e, Batch: 2, Params: pv, Grads: gv, In: []int{1, 4, 4}}); err != nil {
@@ -192,7 +171,7 @@ func TestConv2DFirstLayerSkipsInputGradient(t *testing.T) {
 }
 
 func TestConv2DBuildErrors(t *testing.T) {
-	e := gradcheck.Engines(t)["gonum"]
+	e := engines(t)[0]
 	l := NewConv2D("conv", 3, 2, 5, Valid, compute.Identity)
 	_, _, pv, gv := layerArenas(e, l.Params(), rand.New(rand.NewPCG(1, 1)))
 	for _, tc := range []struct {
@@ -214,12 +193,40 @@ func TestConv2DBuildErrors(t *testing.T) {
 	}
 }
 
-// TestMaxPool2DGradients checks dx against central differences. The input
-// is a permutation of values spaced 4 eps apart, so no perturbation changes
+// TestMaxPool2DGradients checks MaxPool2D with models/layertest: dx
+// against central differences, on draws where no step of eps changes
 // which element of a window is the largest.
 func TestMaxPool2DGradients(t *testing.T) {
 	const batch, c, h, w = 2, 3, 5, 6 // an odd height: the last row is dropped
-	e := gradcheck.Engines(t)["gonum"]
+	clearOfTies := func(_ [][]float32, x []float32) bool {
+		for plane := range batch * c {
+			p := x[plane*h*w:]
+			for i := 0; i+1 < h; i += 2 {
+				for j := 0; j+1 < w; j += 2 {
+					v := []float32{p[i*w+j], p[i*w+j+1], p[(i+1)*w+j], p[(i+1)*w+j+1]}
+					slices.Sort(v)
+					if v[3]-v[2] < 3*layertest.DefaultEps {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	}
+	n, err := layertest.Check(engines(t)[0], NewMaxPool2D(), batch, []int{c, h, w}, layertest.Options{Accept: clearOfTies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != batch*c*h*w {
+		t.Errorf("checked %d elements, want %d", n, batch*c*h*w)
+	}
+}
+
+// Every window routes its gradient to exactly one element; the dropped
+// last row gets none.
+func TestMaxPool2DRoutesGradient(t *testing.T) {
+	const batch, c, h, w = 2, 3, 5, 6
+	e := engines(t)[0]
 	l := NewMaxPool2D()
 	out, err := l.Build(models.Build{Engine: e, Batch: batch, In: []int{c, h, w}, NeedInputGrad: true})
 	if err != nil {
@@ -228,26 +235,15 @@ func TestMaxPool2DGradients(t *testing.T) {
 	if !slices.Equal(out, []int{c, 2, 3}) {
 		t.Fatalf("output shape %v, want [3 2 3]", out)
 	}
-	n := batch * c * h * w
-	r := rand.New(rand.NewPCG(4, 4))
 	x := e.Alloc(batch, c, h, w)
-	for i, j := range r.Perm(n) {
-		compute.HostData(x)[i] = float32(j-n/2) * 4 * fdEps
-	}
-	proj := make([]float32, batch*c*2*3)
-	for i := range proj {
-		proj[i] = float32(2*r.Float64() - 1)
-	}
-	fn := func() float64 { return gradcheck.Dot(proj, compute.HostData(l.Forward(x))) }
-	fn()
+	uniform(rand.New(rand.NewPCG(4, 4)), compute.HostData(x))
+	l.Forward(x)
 	dy := e.Alloc(batch, c, 2, 3)
-	e.SetTensor(dy, proj)
-	dx := slices.Clone(compute.HostData(l.Backward(dy)))
-	checkFD(t, "dx", compute.HostData(x), dx, fn)
-	// Every window routes its gradient to exactly one element; the dropped
-	// last row gets none.
+	for i := range compute.HostData(dy) {
+		compute.HostData(dy)[i] = 1
+	}
 	nonzero := 0
-	for i, g := range dx {
+	for i, g := range compute.HostData(l.Backward(dy)) {
 		if g != 0 {
 			nonzero++
 		}
@@ -255,13 +251,13 @@ func TestMaxPool2DGradients(t *testing.T) {
 			t.Errorf("dx[%d] = %v in the dropped last row", i, g)
 		}
 	}
-	if nonzero != len(proj) {
-		t.Errorf("%d nonzero input gradients for %d outputs", nonzero, len(proj))
+	if nonzero != batch*c*2*3 {
+		t.Errorf("%d nonzero input gradients for %d outputs", nonzero, batch*c*2*3)
 	}
 }
 
 func TestMaxPool2DForward(t *testing.T) {
-	e := gradcheck.Engines(t)["gonum"]
+	e := engines(t)[0]
 	l := NewMaxPool2D()
 	if _, err := l.Build(models.Build{Engine: e, Batch: 1, In: []int{1, 2, 4}}); err != nil {
 		t.Fatal(err)
@@ -316,7 +312,7 @@ func TestConvNetShapesAndRegistry(t *testing.T) {
 // gradient of the loss with respect to a few parameters of every layer by
 // finite differences: the layers compose.
 func TestConvNetGradientThroughModel(t *testing.T) {
-	e := gradcheck.Engines(t)["gonum"]
+	e := engines(t)[0]
 	const batch = 3
 	m, err := NewConvNet(models.Config{Input: []int{1, 8, 8}, Classes: 4, Hidden: []int{3, 4}})
 	if err != nil {
@@ -334,7 +330,8 @@ func TestConvNetGradientThroughModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(8, 8))
-	x := gradcheck.Uniform(e, r, batch, 1, 8, 8)
+	x := e.Alloc(batch, 1, 8, 8)
+	uniform(r, compute.HostData(x))
 	labels := e.AllocLabels(batch)
 	e.SetLabels(labels, []int32{0, 3, 1})
 	stats := e.Alloc(3)
