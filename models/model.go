@@ -74,8 +74,9 @@
 // A layer written with the Engine's operations alone (Gemm, BiasAct,
 // BiasActBackward, Copy, ...) runs on every engine; one that loops over
 // memory itself uses compute.HostData and runs on the CPU engine only.
-// Check a new layer's gradients with finite differences, as this package's
-// tests do for Linear, ReLU and Residual and examples/convnet does for a
+// Check a new layer with layertest.Check (package models/layertest): its
+// gradients against finite differences, and the promises above, as this
+// package's tests do for its layers and examples/convnet does for a
 // convolution and a pooling layer.
 //
 // # The registry
