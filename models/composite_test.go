@@ -114,25 +114,12 @@ func TestResidualTiedGradients(t *testing.T) {
 	for name, e := range compositeEngines(t) {
 		t.Run(name, func(t *testing.T) {
 			b := build(t, e, tiedResidual(), rows)
-			analytic := append([]float32(nil), b.grads(1)...)
-			const eps = 1e-2
-			worst := 0.0
-			for i := range b.host {
-				orig := b.host[i]
-				b.host[i] = orig + eps
+			loss := func() float64 {
 				e.SetTensor(b.p, b.host)
-				hi := b.loss(1)
-				b.host[i] = orig - eps
-				e.SetTensor(b.p, b.host)
-				lo := b.loss(1)
-				b.host[i] = orig
-				fd := (hi - lo) / (2 * eps)
-				err := math.Abs(fd-float64(analytic[i])) / (1e-2 + math.Abs(fd))
-				worst = math.Max(worst, err)
-				assert.InDelta(t, fd, float64(analytic[i]), 2e-3+2e-2*math.Abs(fd), "parameter element %d", i)
+				return b.loss(1)
 			}
+			gradcheck.CheckFD(t, "parameters", b.host, append([]float32(nil), b.grads(1)...), loss, 1e-2, 2e-3, 2e-2)
 			e.SetTensor(b.p, b.host)
-			t.Logf("worst relative error %.2g over %d parameters", worst, b.n)
 		})
 	}
 }

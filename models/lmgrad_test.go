@@ -1,7 +1,6 @@
 package models_test
 
 import (
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/internal/gradcheck"
 	"github.com/symddp/symddp/models"
 )
 
@@ -27,24 +27,7 @@ func checkLMGradients(t *testing.T, m models.Model, p, g []float32, loss func() 
 	for i := 1; i < len(ready); i++ {
 		assert.Less(t, ready[i], ready[i-1], "ready goes down the arena")
 	}
-	analytic := append([]float32(nil), g...)
-	const eps = 1e-3
-	bad := 0
-	for i := range p {
-		orig := p[i]
-		p[i] = orig + eps
-		hi := loss()
-		p[i] = orig - eps
-		lo := loss()
-		p[i] = orig
-		fd := (hi - lo) / (2 * eps)
-		if math.Abs(fd-float64(analytic[i])) > 3e-3+3e-2*math.Abs(fd) {
-			if bad++; bad <= 10 {
-				t.Errorf("parameter element %d: analytic %v, finite difference %v", i, analytic[i], fd)
-			}
-		}
-	}
-	assert.Zero(t, bad, "elements off of %d", len(p))
+	gradcheck.CheckFD(t, "parameters", p, append([]float32(nil), g...), loss, 1e-3, 3e-3, 3e-2)
 }
 
 // deviceViews allocates one arena of m's parameters on the device engine
