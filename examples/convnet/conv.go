@@ -143,8 +143,8 @@ func (l *Conv2D) Forward(x compute.Tensor) compute.Tensor {
 
 // Backward takes dy (B,F,Ho,Wo), writes dW (F,C,K,K) = dytᵀ·cols and
 // db (F) = the sums of dy over batch and positions (after the activation's
-// derivative), or adds them where Build marked AddGrads, and returns dx (B,C,H,W) = col2im(dyt·W), or nil for a first
-// layer.
+// derivative), or adds them where Build marked AddGrads, and returns
+// dx (B,C,H,W) = col2im(dyt·W), or nil for a first layer.
 func (l *Conv2D) Backward(dy compute.Tensor) compute.Tensor {
 	// dyt[b·Ho·Wo+p, f] = dy[b,f,p]
 	src, dyt := hostData(l.name, dy), compute.HostData(l.dyt)
