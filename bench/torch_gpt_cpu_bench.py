@@ -1,31 +1,49 @@
 #!/usr/bin/python3
-"""PyTorch CPU peer for symddp's GPT benchmark: tokens/s of data-parallel
-training of "gpt-tiny" with DistributedDataParallel over gloo, one thread per
-rank, on synthetic random byte tokens.
+"""PyTorch CPU peer for symddp's CPU language-model benchmark (symbench
+gpt-cpu): tokens/s of data-parallel training of "gpt-tiny" or "llama-tiny"
+with DistributedDataParallel over gloo, one thread per rank, on synthetic
+random byte tokens.
 
-    /usr/bin/python3 bench/torch_gpt_cpu_bench.py [--ranks 1,2,4] [--batch 8]
-        [--warmup 3] [--steps 10] [--seed 1]
+    /usr/bin/python3 bench/torch_gpt_cpu_bench.py [--model gpt-tiny|llama-tiny]
+        [--ranks 1,2,4] [--batch 8] [--warmup 3] [--steps 10] [--seed 1]
+        [--expect-params N]
 
 Needs Debian's PyTorch (`apt-get install -y python3-torch`, 1.13, which has
 no scaled_dot_product_attention: attention is written out with a causal mask
 and softmax). The script starts its ranks itself with torch.multiprocessing,
 one rank count after the other.
 
-gpt-tiny: 4 pre-LayerNorm blocks of width 128 with 4 heads, context 128,
-byte vocabulary 256, learned position embedding, GELU (tanh approximation)
-MLP of width 512, output head tied to the token embedding, GPT-2 init
-(normal 0.02, residual projections 0.02/sqrt(2·layers), zero biases, unit
-LayerNorm). AdamW: lr 1e-3, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on
-matrices (embeddings and linear weights) only. Each step: zero grads,
-forward, mean cross-entropy over every position, backward (DDP averages the
-gradients), AdamW step.
+gpt-tiny (written here): 4 pre-LayerNorm blocks of width 128 with 4 heads,
+context 128, byte vocabulary 256, learned position embedding, GELU (tanh
+approximation) MLP of width 512, output head tied to the token embedding,
+GPT-2 init (normal 0.02, residual projections 0.02/sqrt(2·layers), zero
+biases, unit LayerNorm).
+
+llama-tiny (torch_llama_bench.py's model, preset tiny, whose parameters,
+initialisation and forward bench/torch_llama_bench_test.go checks against
+symddp's models.Llama): 4 pre-RMSNorm blocks (eps 1e-5) of width 128 with 4
+query and 2 key/value heads, rotary embedding (theta 10000) on q and k,
+SwiGLU of hidden width 352, no biases, no learned positions, context 128,
+byte vocabulary 256, untied output head; N(0, 0.02) init, o_proj and
+down_proj N(0, 0.02/sqrt(2·layers)), unit gains. Attention is its "math"
+path: each key/value head is repeated for the query heads it serves
+(repeat_interleave), then the causal mask, softmax and two matmuls, as
+gpt-tiny's.
+
+Both: AdamW lr 1e-3 (train's default), betas 0.9/0.95, eps 1e-8, weight
+decay 0.1 on matrices (embeddings and linear weights) only, no clipping.
+Each step: zero grads, forward, mean cross-entropy over every position,
+backward (DDP averages the gradients), AdamW step. DDP does not broadcast
+buffers each step (llama-tiny's rotary tables are constants).
 
 Each rank trains on its own batch of --batch sequences (global batch
 ranks·batch); after --warmup steps and a barrier, --steps steps are timed.
-One line per rank count, for scripts:
+With --expect-params N the script exits 2 before training when the model
+has another number of parameters (symbench passes symddp's count). One line
+per rank count, for scripts:
 
-    torch-gpt model=gpt-tiny ranks=2 batch_per_rank=8 context=128 steps=10
-        tokens_per_s=<global> ms_per_step=<ms> loss=<last> peak_rss_mib=<rank0>,<rank1>
+    torch-gpt model=llama-tiny params=803968 ranks=2 batch_per_rank=8 context=128
+        steps=10 tokens_per_s=<global> ms_per_step=<ms> loss=<last> peak_rss_mib=<rank0>,<rank1>
 
 (on one line), where tokens_per_s counts the input tokens of all ranks,
 ranks·batch·context per step, and peak_rss_mib is each rank's maximum
@@ -39,11 +57,16 @@ import socket
 import sys
 import time
 
-MODEL = dict(name="gpt-tiny", layers=4, heads=4, width=128, context=128, vocab=256)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_llama_bench as tlb  # noqa: E402 (llama-tiny: the model the Llama checks hold to symddp's)
+
+GPT_TINY = dict(layers=4, heads=4, width=128, context=128, vocab=256)
+# The Llama preset's sizes, without torch_llama_bench's batch settings.
+LLAMA_TINY = {k: v for k, v in tlb.PRESETS["tiny"].items() if k not in ("batches", "fit")}
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-3, (0.9, 0.95), 1e-8, 0.1
 
 
-def build_model(torch, cfg):
+def build_gpt(torch, cfg):
     nn = torch.nn
     F = torch.nn.functional
 
@@ -116,6 +139,15 @@ def build_model(torch, cfg):
     return GPT()
 
 
+def build_llama(torch, cfg):
+    return tlb.build_model(torch, cfg, "cpu", "math")
+
+
+# The models by symddp's names: their sizes (context and vocab used here)
+# and builders, each model's forward(idx, targets) returning the mean loss.
+MODELS = {"gpt-tiny": (GPT_TINY, build_gpt), "llama-tiny": (LLAMA_TINY, build_llama)}
+
+
 def adamw(torch, model):
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
@@ -133,11 +165,14 @@ def rank_main(rank, ranks, port, args, results):
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     dist.init_process_group("gloo", rank=rank, world_size=ranks)
     torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP broadcasts rank 0's anyway)
-    model = DDP(build_model(torch, MODEL))
+    cfg, build = MODELS[args.model]
+    # No buffer changes in training (llama-tiny's rotary tables are
+    # constants): nothing to broadcast before every forward.
+    model = DDP(build(torch, cfg), broadcast_buffers=False)
     opt = adamw(torch, model)
     gen = torch.Generator().manual_seed(args.seed * 1000 + rank)
-    t = MODEL["context"]
-    pool = [torch.randint(0, MODEL["vocab"], (args.batch, t + 1), generator=gen) for _ in range(4)]
+    t = cfg["context"]
+    pool = [torch.randint(0, cfg["vocab"], (args.batch, t + 1), generator=gen) for _ in range(4)]
 
     def step(i):
         seq = pool[i % len(pool)]
@@ -179,11 +214,14 @@ def parse_ranks(s):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="gpt-tiny", choices=sorted(MODELS), help="model to train (default gpt-tiny)")
     p.add_argument("--ranks", default="1,2,4", help="rank counts to run, one after the other (default 1,2,4)")
     p.add_argument("--batch", type=int, default=8, help="sequences per rank and step (default 8)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
     p.add_argument("--steps", type=int, default=10, help="timed steps (default 10)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--expect-params", type=int, default=0, metavar="N",
+                   help="exit 2 before training unless the model has N parameters (symddp's count)")
     args = p.parse_args()
     ranks_list = parse_ranks(args.ranks)
     if args.batch < 1 or args.steps < 1 or args.warmup < 0:
@@ -194,7 +232,13 @@ def main():
     except ImportError:
         raise SystemExit("PyTorch is not installed for this python: apt-get install -y python3-torch, "
                          "then run /usr/bin/python3 " + sys.argv[0])
-    print(f"# torch {torch.__version__}, model {MODEL}, {os.cpu_count()} CPUs", flush=True)
+    cfg, build = MODELS[args.model]
+    params = sum(w.numel() for w in build(torch, cfg).parameters())
+    if args.expect_params and params != args.expect_params:
+        print(f"{sys.argv[0]}: --model {args.model} has {params} parameters here, symddp's has {args.expect_params}: "
+              "not the same model", file=sys.stderr)
+        sys.exit(2)
+    print(f"# torch {torch.__version__}, model {args.model} {cfg}, {params} parameters, {os.cpu_count()} CPUs", flush=True)
     ctx = mp.get_context("spawn")
     for ranks in ranks_list:
         results = ctx.SimpleQueue()
@@ -202,10 +246,10 @@ def main():
                            join=True, start_method="spawn")
         got = sorted(results.get() for _ in range(ranks))
         elapsed = max(r[1] for r in got)
-        tokens = ranks * args.batch * MODEL["context"] * args.steps
+        tokens = ranks * args.batch * cfg["context"] * args.steps
         rss = ",".join(f"{r[3]:.1f}" for r in got)
-        print(f"torch-gpt model={MODEL['name']} params={got[0][4]} ranks={ranks} batch_per_rank={args.batch} "
-              f"context={MODEL['context']} steps={args.steps} tokens_per_s={tokens / elapsed:.1f} "
+        print(f"torch-gpt model={args.model} params={got[0][4]} ranks={ranks} batch_per_rank={args.batch} "
+              f"context={cfg['context']} steps={args.steps} tokens_per_s={tokens / elapsed:.1f} "
               f"ms_per_step={1000 * elapsed / args.steps:.1f} loss={got[0][2]:.4f} peak_rss_mib={rss}", flush=True)
 
 
