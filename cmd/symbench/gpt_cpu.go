@@ -10,31 +10,33 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/symddp/symddp/models"
 )
 
 // The gpt-cpu subcommand: tokens/s of the product's `train --model
-// gpt-tiny` on this host's CPUs at several PE counts, beside PyTorch's
-// DistributedDataParallel training the same model in the same run
-// (bench/torch_gpt_cpu_bench.py), with the same batch per PE.
+// gpt-tiny` (or llama-tiny) on this host's CPUs at several PE counts,
+// beside PyTorch's DistributedDataParallel training the same model in the
+// same run (bench/torch_gpt_cpu_bench.py), with the same batch per PE.
 
 func init() {
-	register("gpt-cpu", "tokens/s of train --model gpt-tiny at --pes 1, 2, 4 beside PyTorch DDP (gloo), and memory per PE", runGPTCPU)
+	register("gpt-cpu", "tokens/s of train --model gpt-tiny (or llama-tiny) at --pes 1, 2, 4 beside PyTorch DDP (gloo), and memory per PE", runGPTCPU)
 }
 
-// gptModel is the model measured; gptContext is its context (tokens per
-// sequence), which turns train's samples/s into tokens/s.
-const (
-	gptModel   = "gpt-tiny"
-	gptContext = 128
-)
+// gptCPUModels are the models the PyTorch peer builds, by train's names.
+var gptCPUModels = []string{"gpt-tiny", "llama-tiny"}
 
 // gptCPUOpts are the flags of `symbench gpt-cpu`.
 type gptCPUOpts struct {
+	model     string
+	context   int // the model's context (tokens per sequence): train's samples/s times it are tokens/s
+	params    int // the model's parameters by models.New, which train and the peer must both have
 	pes       []int
 	perPE     int // sequences per PE and step
 	warmup    int // untimed steps (also train's logging interval)
@@ -52,8 +54,9 @@ type gptCPUOpts struct {
 func parseGPTCPUFlags(args []string) (gptCPUOpts, error) {
 	var o gptCPUOpts
 	fs := pflag.NewFlagSet("symbench gpt-cpu", pflag.ContinueOnError)
+	fs.StringVar(&o.model, "model", "gpt-tiny", "model both sides train: "+strings.Join(gptCPUModels, " or "))
 	fs.IntSliceVar(&o.pes, "pes", []int{1, 2, 4}, "PE counts (and PyTorch rank counts) to measure")
-	fs.IntVar(&o.perPE, "per-pe-batch", 8, "sequences of 128 tokens per PE and step (train --batch-size is PEs times this; PyTorch --batch)")
+	fs.IntVar(&o.perPE, "per-pe-batch", 8, "sequences (of the model's context, 128 tokens) per PE and step (train --batch-size is PEs times this; PyTorch --batch)")
 	fs.IntVar(&o.warmup, "warmup", 5, "untimed steps first (also train's --log-every)")
 	fs.IntVar(&o.steps, "steps", 20, "timed steps; a multiple of --warmup")
 	fs.IntVar(&o.reps, "reps", 1, "runs of every PE count on each side (the median is reported)")
@@ -88,6 +91,10 @@ func parseGPTCPUFlags(args []string) (gptCPUOpts, error) {
 			return o, fmt.Errorf("--pes %d: want positive PE counts", n)
 		}
 	}
+	var err error
+	if o.context, o.params, err = gptCPUModel(o.model); err != nil {
+		return o, err
+	}
 	switch o.script {
 	case "none":
 		o.script = ""
@@ -100,6 +107,21 @@ func parseGPTCPUFlags(args []string) (gptCPUOpts, error) {
 	return o, nil
 }
 
+// gptCPUModel is the context and parameter count of a model the peer builds.
+func gptCPUModel(name string) (context, params int, err error) {
+	if !slices.Contains(gptCPUModels, name) {
+		return 0, 0, fmt.Errorf("--model %q: want %s (the models the PyTorch peer builds)", name, strings.Join(gptCPUModels, " or "))
+	}
+	m, err := models.New(name, models.Config{})
+	if err != nil {
+		return 0, 0, fmt.Errorf("--model %s: %w", name, err)
+	}
+	for _, s := range m.Params() {
+		params += s.Size()
+	}
+	return m.Data().Input[0], params, nil
+}
+
 // gptTrainArgs are the arguments of the train run at pes PEs, its metrics
 // log written to metricsPath. The step is PyTorch's: AdamW without
 // gradient clipping, one BLAS thread per PE as the script gives each rank
@@ -107,7 +129,7 @@ func parseGPTCPUFlags(args []string) (gptCPUOpts, error) {
 // (it changes no work); validation runs once at the end, on one batch,
 // after the timed steps; no sample is generated.
 func gptTrainArgs(o gptCPUOpts, pes int, metricsPath string) []string {
-	args := []string{"--pes", strconv.Itoa(pes), "--model", gptModel, "--batch-size", strconv.Itoa(o.perPE * pes),
+	args := []string{"--pes", strconv.Itoa(pes), "--model", o.model, "--batch-size", strconv.Itoa(o.perPE * pes),
 		"--max-steps", strconv.Itoa(o.warmup + o.steps), "--log-every", strconv.Itoa(o.warmup),
 		"--optimizer", "adamw", "--clip-norm", "0", "--warmup-steps", "0", "--threads", "1",
 		"--eval-every", "0", "--eval-batches", "1", "--sample-tokens", "0", "--corpus-max", o.corpusMax,
@@ -115,10 +137,11 @@ func gptTrainArgs(o gptCPUOpts, pes int, metricsPath string) []string {
 	return append(args, o.extraArgs...)
 }
 
-// torchArgs are the arguments of the PyTorch script at ranks ranks.
+// torchArgs are the arguments of the PyTorch script at ranks ranks; it
+// exits before training when its model has not symddp's parameter count.
 func torchArgs(o gptCPUOpts, ranks int) []string {
-	return []string{o.script, "--ranks", strconv.Itoa(ranks), "--batch", strconv.Itoa(o.perPE),
-		"--warmup", strconv.Itoa(o.warmup), "--steps", strconv.Itoa(o.steps)}
+	return []string{o.script, "--model", o.model, "--ranks", strconv.Itoa(ranks), "--batch", strconv.Itoa(o.perPE),
+		"--warmup", strconv.Itoa(o.warmup), "--steps", strconv.Itoa(o.steps), "--expect-params", strconv.Itoa(o.params)}
 }
 
 func runGPTCPU(args []string) error {
@@ -139,7 +162,7 @@ func runGPTCPU(args []string) error {
 // times, the repetitions outermost and the two sides in turns, so that a
 // change of the machine's load affects both alike.
 func measureGPTCPU(ctx context.Context, bin string, o gptCPUOpts, progress io.Writer) (gptCPUReport, error) {
-	rep := gptCPUReport{Date: time.Now().Format("2006-01-02 15:04 MST"), Host: describeHost(nil), PerPE: o.perPE,
+	rep := gptCPUReport{Date: time.Now().Format("2006-01-02 15:04 MST"), Host: describeHost(nil), Model: o.model, Context: o.context, PerPE: o.perPE,
 		Warmup: o.warmup, Steps: o.steps, Reps: o.reps, CPUs: runtime.NumCPU(), Torch: o.script != "", StartLoad: loadAverage()}
 	rep.Rows = make([]gptCPURow, len(o.pes))
 	for i, p := range o.pes {
@@ -156,6 +179,10 @@ func measureGPTCPU(ctx context.Context, bin string, o gptCPUOpts, progress io.Wr
 			if err != nil {
 				return rep, err
 			}
+			if run.Run.Params != o.params {
+				return rep, fmt.Errorf("train --model %s --pes %d: %d parameters, symbench's models.New(%q) has %d: not the model measured (a train of another version? --train-bin)",
+					o.model, p, run.Run.Params, o.model, o.params)
+			}
 			row.Ours = append(row.Ours, run)
 			if rep.Params == 0 {
 				rep.Params, rep.Engine = run.Run.Params, run.Run.Engine
@@ -169,16 +196,9 @@ func measureGPTCPU(ctx context.Context, bin string, o gptCPUOpts, progress io.Wr
 			if err != nil {
 				return rep, err
 			}
-			lines, version, err := parseTorchGPTOutput(out)
+			t, version, err := checkTorchGPTOutput(o, p, run.Run.Params, out)
 			if err != nil {
-				return rep, fmt.Errorf("%s: %w", o.script, err)
-			}
-			if len(lines) != 1 || lines[0].Ranks != p {
-				return rep, fmt.Errorf("%s --ranks %d: want one torch-gpt line with ranks=%d, got %d lines:\n%s", o.script, p, p, len(lines), out)
-			}
-			t := lines[0]
-			if t.Context != gptContext || t.BatchPerRank != o.perPE || t.Steps != o.steps {
-				return rep, fmt.Errorf("%s: ran context %d, batch %d, %d steps; asked for %d, %d, %d", o.script, t.Context, t.BatchPerRank, t.Steps, gptContext, o.perPE, o.steps)
+				return rep, err
 			}
 			rep.TorchVersion, rep.TorchParams = version, t.Params
 			row.Torch = append(row.Torch, t)
@@ -186,6 +206,28 @@ func measureGPTCPU(ctx context.Context, bin string, o gptCPUOpts, progress io.Wr
 		}
 	}
 	return rep, nil
+}
+
+// checkTorchGPTOutput reads the PyTorch script's output of a run at ranks
+// ranks and checks that it ran what was asked: one line, of o's model,
+// context, batch and steps, with the parameter count of train's run.
+func checkTorchGPTOutput(o gptCPUOpts, ranks, trainParams int, out string) (torchGPTLine, string, error) {
+	lines, version, err := parseTorchGPTOutput(out)
+	if err != nil {
+		return torchGPTLine{}, version, fmt.Errorf("%s: %w", o.script, err)
+	}
+	if len(lines) != 1 || lines[0].Ranks != ranks {
+		return torchGPTLine{}, version, fmt.Errorf("%s --ranks %d: want one torch-gpt line with ranks=%d, got %d lines:\n%s", o.script, ranks, ranks, len(lines), out)
+	}
+	t := lines[0]
+	if t.Model != o.model || t.Context != o.context || t.BatchPerRank != o.perPE || t.Steps != o.steps {
+		return t, version, fmt.Errorf("%s: ran %s, context %d, batch %d, %d steps; asked for %s, %d, %d, %d",
+			o.script, t.Model, t.Context, t.BatchPerRank, t.Steps, o.model, o.context, o.perPE, o.steps)
+	}
+	if t.Params != trainParams {
+		return t, version, fmt.Errorf("%s: PyTorch's %s has %d parameters, train's %d: not the same model", o.script, o.model, t.Params, trainParams)
+	}
+	return t, version, nil
 }
 
 // runGPTTrain runs train once at pes PEs and reads its tokens/s over the
@@ -206,19 +248,19 @@ func runGPTTrain(ctx context.Context, bin string, o gptCPUOpts, pes int) (gptTra
 	if err != nil {
 		return out, fmt.Errorf("metrics of --pes %d: %w", pes, err)
 	}
-	if out.TokensPerSec, out.Run.StepSeconds, err = gptTokensPerSec(b, o.warmup, o.warmup+o.steps); err != nil {
+	if out.TokensPerSec, out.Run.StepSeconds, err = gptTokensPerSec(b, o.context, o.warmup, o.warmup+o.steps); err != nil {
 		return out, fmt.Errorf("metrics of --pes %d: %w", pes, err)
 	}
-	out.Run.SamplesPerSec = out.TokensPerSec / gptContext
+	out.Run.SamplesPerSec = out.TokensPerSec / float64(o.context)
 	return out, nil
 }
 
 // gptTokensPerSec is the tokens/s and mean step time between the logs at
 // steps from and to of train's metrics log: its samples (sequences) per
 // second times the context.
-func gptTokensPerSec(metrics []byte, from, to int) (tokensPerSec, stepSeconds float64, err error) {
+func gptTokensPerSec(metrics []byte, context, from, to int) (tokensPerSec, stepSeconds float64, err error) {
 	sps, step, err := timedWindow(bytes.NewReader(metrics), from, to)
-	return sps * gptContext, step, err
+	return sps * float64(context), step, err
 }
 
 // runTorchGPT runs the PyTorch script at ranks ranks and returns its stdout.

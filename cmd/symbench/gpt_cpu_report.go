@@ -116,6 +116,8 @@ func parseTorchGPTFields(s string) (torchGPTLine, error) {
 // gptCPUReport is what `symbench gpt-cpu` measured.
 type gptCPUReport struct {
 	Date, Host   string
+	Model        string // train's --model, the peer's --model
+	Context      int    // tokens per sequence
 	Params       int    // from train's header line
 	Engine       string // train's comm backend and compute engine
 	PerPE        int
@@ -166,6 +168,19 @@ func (r gptCPURow) oursMemory() (hwm, pss int64) {
 	return hwm, pss
 }
 
+// paramsCell is the parameter counts of train's and PyTorch's runs (they
+// are equal: symbench stops when they are not), "-" where a side did not run.
+func (r gptCPURow) paramsCell() string {
+	ours, theirs := "-", "-"
+	if len(r.Ours) > 0 {
+		ours = strconv.Itoa(r.Ours[0].Run.Params)
+	}
+	if len(r.Torch) > 0 {
+		theirs = strconv.Itoa(r.Torch[0].Params)
+	}
+	return ours + " / " + theirs
+}
+
 // torchPeakRSS is the largest peak RSS of any rank in any run, in bytes.
 func (r gptCPURow) torchPeakRSS() int64 {
 	var m float64
@@ -209,13 +224,13 @@ var gptCPUTargets = []struct {
 // gptCPUTable is the table's header and rows.
 func gptCPUTable(rep gptCPUReport) ([]string, [][]string) {
 	head := []string{"PEs", "global batch", "symddp tokens/s", "PyTorch tokens/s", "symddp/PyTorch",
-		"symddp VmHWM/PE", "symddp PSS/PE", "PyTorch peak RSS/PE", "arenas/PE"}
+		"symddp VmHWM/PE", "symddp PSS/PE", "PyTorch peak RSS/PE", "arenas/PE", "params symddp / PyTorch"}
 	var rows [][]string
 	for _, r := range rep.Rows {
 		ours, theirs := r.oursTokens(), r.torchTokens()
 		hwm, pss := r.oursMemory()
 		row := []string{strconv.Itoa(r.PEs), strconv.Itoa(r.PEs * rep.PerPE), tokensCell(ours), tokensCell(theirs), "-",
-			mib(hwm), mib(pss), mib(r.torchPeakRSS()), "-"}
+			mib(hwm), mib(pss), mib(r.torchPeakRSS()), "-", r.paramsCell()}
 		if ours > 0 && theirs > 0 {
 			row[4] = fmt.Sprintf("%.2f×", ours/theirs)
 		}
@@ -286,13 +301,10 @@ func gptCPUVerdicts(rep gptCPUReport) []string {
 // RESULT line per PE count for scripts, and the commands that ran.
 func printGPTCPUReport(w io.Writer, format string, rep gptCPUReport) error {
 	fmt.Fprintf(w, "gpt-cpu: %s (%d parameters), %s; %d sequences of %d tokens per PE and step; %d warm-up steps, then %d timed; %d run(s) of each\n",
-		gptModel, rep.Params, rep.Engine, rep.PerPE, gptContext, rep.Warmup, rep.Steps, rep.Reps)
+		rep.Model, rep.Params, rep.Engine, rep.PerPE, rep.Context, rep.Warmup, rep.Steps, rep.Reps)
 	fmt.Fprintf(w, "symddp: train, AdamW without clipping, 1 BLAS thread per PE, Go source text; tokens/s from its metrics log over the timed steps\n")
 	if rep.Torch {
-		fmt.Fprintf(w, "PyTorch %s: DistributedDataParallel over gloo, 1 thread per rank, random tokens (%d parameters)\n", rep.TorchVersion, rep.TorchParams)
-		if rep.TorchParams != rep.Params {
-			fmt.Fprintf(w, "note: the two models differ in size (%d and %d parameters)\n", rep.Params, rep.TorchParams)
-		}
+		fmt.Fprintf(w, "PyTorch %s: DistributedDataParallel over gloo, 1 thread per rank, random tokens (%s, %d parameters)\n", rep.TorchVersion, rep.Model, rep.TorchParams)
 	} else {
 		fmt.Fprintln(w, "PyTorch: not measured (--torch-script none)")
 	}
@@ -312,7 +324,7 @@ func printGPTCPUReport(w io.Writer, format string, rep gptCPUReport) error {
 	fmt.Fprintln(w)
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "RESULT gpt-cpu model=%s pes=%d batch_per_pe=%d symddp_tokens_per_s=%.1f torch_tokens_per_s=%.1f\n",
-			gptModel, r.PEs, rep.PerPE, r.oursTokens(), r.torchTokens())
+			rep.Model, r.PEs, rep.PerPE, r.oursTokens(), r.torchTokens())
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"math"
+	"os/exec"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/symddp/symddp/models"
 )
 
 // gptMetricsLog is train's --metrics log of `train --pes 2 --model gpt-tiny
@@ -19,15 +24,22 @@ const gptMetricsLog = `{"accuracy":0.1700439453125,"elapsed":0.867798682,"epoch"
 
 // torchGPTOutput is the stdout of bench/torch_gpt_cpu_bench.py --ranks
 // 1,2 --steps 5 --warmup 2 as recorded.
-const torchGPTOutput = `# torch 1.13.0a0, model {'name': 'gpt-tiny', 'layers': 4, 'heads': 4, 'width': 128, 'context': 128, 'vocab': 256}, 2 CPUs
+const torchGPTOutput = `# torch 1.13.0a0, model gpt-tiny {'layers': 4, 'heads': 4, 'width': 128, 'context': 128, 'vocab': 256}, 842496 parameters, 2 CPUs
 torch-gpt model=gpt-tiny params=842496 ranks=1 batch_per_rank=8 context=128 steps=5 tokens_per_s=910.8 ms_per_step=1124.3 loss=5.1202 peak_rss_mib=356.3
 torch-gpt model=gpt-tiny params=842496 ranks=2 batch_per_rank=8 context=128 steps=5 tokens_per_s=938.7 ms_per_step=2181.7 loss=5.2394 peak_rss_mib=373.7,362.7
+`
+
+// torchLlamaOutput is the stdout of bench/torch_gpt_cpu_bench.py --model
+// llama-tiny --ranks 2 --warmup 1 --steps 2 --expect-params 803968 as
+// recorded.
+const torchLlamaOutput = `# torch 1.13.0a0, model llama-tiny {'layers': 4, 'width': 128, 'heads': 4, 'kv_heads': 2, 'ffn': 0, 'multiple': 32, 'multiplier': 0.0, 'context': 128, 'vocab': 256, 'rope_theta': 10000, 'tied': False}, 803968 parameters, 2 CPUs
+torch-gpt model=llama-tiny params=803968 ranks=2 batch_per_rank=8 context=128 steps=2 tokens_per_s=6811.2 ms_per_step=300.7 loss=5.5755 peak_rss_mib=391.1,392.5
 `
 
 // TestGPTTokensPerSec: tokens/s are the window's sequences times the
 // context of 128, counted from the log at step 4 to the log at step 12.
 func TestGPTTokensPerSec(t *testing.T) {
-	tps, step, err := gptTokensPerSec([]byte(gptMetricsLog), 4, 12)
+	tps, step, err := gptTokensPerSec([]byte(gptMetricsLog), 128, 4, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +51,7 @@ func TestGPTTokensPerSec(t *testing.T) {
 	if want := d / 8; math.Abs(step-want) > 1e-12 {
 		t.Errorf("step %v s, want %v", step, want)
 	}
-	if _, _, err := gptTokensPerSec([]byte(gptMetricsLog), 4, 20); err == nil {
+	if _, _, err := gptTokensPerSec([]byte(gptMetricsLog), 128, 4, 20); err == nil {
 		t.Error("a window past the log's end was accepted")
 	}
 }
@@ -83,19 +95,19 @@ func gptTestReport(t *testing.T) gptCPUReport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tps, _, err := gptTokensPerSec([]byte(gptMetricsLog), 4, 12)
+	tps, _, err := gptTokensPerSec([]byte(gptMetricsLog), 128, 4, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := func(hwm, pss int64) map[int]peMemory {
 		return map[int]peMemory{0: {HWM: hwm, PSS: pss}, 1: {HWM: hwm / 2, PSS: pss / 2}}
 	}
-	return gptCPUReport{Params: 842496, Engine: "shm, cpu/openblas", PerPE: 8, Warmup: 4, Steps: 8, Reps: 1, CPUs: 2,
+	return gptCPUReport{Model: "gpt-tiny", Context: 128, Params: 842496, Engine: "shm, cpu/openblas", PerPE: 8, Warmup: 4, Steps: 8, Reps: 1, CPUs: 2,
 		Torch: true, TorchVersion: version, TorchParams: 842496,
 		Rows: []gptCPURow{
-			{PEs: 1, Ours: []gptTrainRun{{Run: cpuTrainRun{Memory: mem(100<<20, 90<<20)}, TokensPerSec: 1400}}, Torch: torch[:1]},
-			{PEs: 2, Ours: []gptTrainRun{{Run: cpuTrainRun{Memory: mem(80<<20, 50<<20)}, TokensPerSec: tps, Sharded: true}}, Torch: torch[1:]},
-			{PEs: 4, Ours: []gptTrainRun{{TokensPerSec: 5000, Sharded: true}}},
+			{PEs: 1, Ours: []gptTrainRun{{Run: cpuTrainRun{Params: 842496, Memory: mem(100<<20, 90<<20)}, TokensPerSec: 1400}}, Torch: torch[:1]},
+			{PEs: 2, Ours: []gptTrainRun{{Run: cpuTrainRun{Params: 842496, Memory: mem(80<<20, 50<<20)}, TokensPerSec: tps, Sharded: true}}, Torch: torch[1:]},
+			{PEs: 4, Ours: []gptTrainRun{{Run: cpuTrainRun{Params: 842496}, TokensPerSec: 5000, Sharded: true}}},
 		}}
 }
 
@@ -104,13 +116,13 @@ func gptTestReport(t *testing.T) gptCPUReport {
 // when sharded).
 func TestGPTCPUTable(t *testing.T) {
 	head, rows := gptCPUTable(gptTestReport(t))
-	if len(head) != 9 || head[2] != "symddp tokens/s" || head[4] != "symddp/PyTorch" || head[8] != "arenas/PE" {
+	if len(head) != 10 || head[2] != "symddp tokens/s" || head[4] != "symddp/PyTorch" || head[8] != "arenas/PE" || head[9] != "params symddp / PyTorch" {
 		t.Errorf("head %q", head)
 	}
 	want := [][]string{
-		{"1", "8", "1400", "911", "1.54×", "100.0 MiB", "90.0 MiB", "356.3 MiB", "12.9 MiB (replicated)"},
-		{"2", "16", "8548", "939", "9.11×", "80.0 MiB", "50.0 MiB", "373.7 MiB", "9.6 MiB (sharded)"},
-		{"4", "32", "5000", "-", "-", "-", "-", "-", "8.0 MiB (sharded)"},
+		{"1", "8", "1400", "911", "1.54×", "100.0 MiB", "90.0 MiB", "356.3 MiB", "12.9 MiB (replicated)", "842496 / 842496"},
+		{"2", "16", "8548", "939", "9.11×", "80.0 MiB", "50.0 MiB", "373.7 MiB", "9.6 MiB (sharded)", "842496 / 842496"},
+		{"4", "32", "5000", "-", "-", "-", "-", "-", "8.0 MiB (sharded)", "842496 / -"},
 	}
 	if !slices.EqualFunc(rows, want, slices.Equal) {
 		t.Errorf("rows\n%q\nwant\n%q", rows, want)
@@ -161,10 +173,11 @@ func TestPrintGPTCPUReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| 2 | 16 | 8548 | 939 | 9.11× | 80.0 MiB | 50.0 MiB | 373.7 MiB | 9.6 MiB (sharded) |\n",
+		"| 2 | 16 | 8548 | 939 | 9.11× | 80.0 MiB | 50.0 MiB | 373.7 MiB | 9.6 MiB (sharded) | 842496 / 842496 |\n",
 		"RESULT gpt-cpu model=gpt-tiny pes=2 batch_per_pe=8 symddp_tokens_per_s=8547.7 torch_tokens_per_s=938.7\n",
 		"RESULT gpt-cpu model=gpt-tiny pes=4 batch_per_pe=8 symddp_tokens_per_s=5000.0 torch_tokens_per_s=0.0\n",
-		"PyTorch 1.13.0a0: DistributedDataParallel",
+		"PyTorch 1.13.0a0: DistributedDataParallel over gloo, 1 thread per rank, random tokens (gpt-tiny, 842496 parameters)\n",
+		"gpt-cpu: gpt-tiny (842496 parameters), shm, cpu/openblas; 8 sequences of 128 tokens per PE and step;",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())
@@ -187,5 +200,106 @@ func TestGPTTrainArgs(t *testing.T) {
 		if _, err := parseGPTCPUFlags(append(bad, "--torch-script", "none")); err == nil {
 			t.Errorf("flags %q were accepted", bad)
 		}
+	}
+}
+
+// TestGPTCPUModel: --model picks what both sides train: train's --model,
+// the script's --model, and symddp's parameter count, which the script
+// must have (--expect-params); other models are refused.
+func TestGPTCPUModel(t *testing.T) {
+	for _, c := range []struct {
+		flags  []string
+		model  string
+		params int
+	}{
+		{nil, "gpt-tiny", 842496},
+		{[]string{"--model", "llama-tiny"}, "llama-tiny", 803968},
+	} {
+		o, err := parseGPTCPUFlags(append(c.flags, "--pes", "2", "--warmup", "4", "--steps", "8", "--torch-script", "peer.py"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.model != c.model || o.context != 128 || o.params != c.params {
+			t.Errorf("%q: model %s, context %d, %d parameters; want %s, 128, %d", c.flags, o.model, o.context, o.params, c.model, c.params)
+		}
+		if got := strings.Join(gptTrainArgs(o, 2, "m.jsonl"), " "); !strings.Contains(got, "--model "+c.model+" ") {
+			t.Errorf("train args %q lack --model %s", got, c.model)
+		}
+		want := "peer.py --model " + c.model + " --ranks 2 --batch 8 --warmup 4 --steps 8 --expect-params " + strconv.Itoa(c.params)
+		if got := strings.Join(torchArgs(o, 2), " "); got != want {
+			t.Errorf("script args %q, want %q", got, want)
+		}
+	}
+	for _, bad := range []string{"mlp", "gpt2", "llama-124m", "nosuch"} {
+		if _, err := parseGPTCPUFlags([]string{"--model", bad, "--torch-script", "none"}); err == nil || !strings.Contains(err.Error(), "want gpt-tiny or llama-tiny") {
+			t.Errorf("--model %s: %v", bad, err)
+		}
+	}
+}
+
+// TestCheckTorchGPTOutput: the peer's line is taken when it ran the model,
+// context, batch and steps asked for with train's parameter count; a
+// different count, model or number of lines stops the benchmark.
+func TestCheckTorchGPTOutput(t *testing.T) {
+	o, err := parseGPTCPUFlags([]string{"--model", "llama-tiny", "--warmup", "1", "--steps", "2", "--torch-script", "peer.py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, version, err := checkTorchGPTOutput(o, 2, 803968, torchLlamaOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != "1.13.0a0" || l.Model != "llama-tiny" || l.Params != 803968 || l.TokensPerSec != 6811.2 || !slices.Equal(l.PeakRSSMiB, []float64{391.1, 392.5}) {
+		t.Errorf("line %+v, version %q", l, version)
+	}
+	for name, c := range map[string]struct {
+		ranks, params int
+		out, err      string
+	}{
+		"train's count": {2, 842496, torchLlamaOutput, "peer.py: PyTorch's llama-tiny has 803968 parameters, train's 842496: not the same model"},
+		"other model":   {2, 803968, strings.ReplaceAll(torchLlamaOutput, "model=llama-tiny", "model=gpt-tiny"), "peer.py: ran gpt-tiny, context 128, batch 8, 2 steps; asked for llama-tiny, 128, 8, 2"},
+		"other ranks":   {1, 803968, torchLlamaOutput, "peer.py --ranks 1: want one torch-gpt line with ranks=1, got 1 lines"},
+		"no line":       {2, 803968, "# torch 1.13.0a0, model llama-tiny\n", "peer.py --ranks 2: want one torch-gpt line with ranks=2, got 0 lines"},
+	} {
+		if _, _, err := checkTorchGPTOutput(o, c.ranks, c.params, c.out); err == nil || !strings.HasPrefix(err.Error(), c.err) {
+			t.Errorf("%s: error %v, want %q", name, err, c.err)
+		}
+	}
+}
+
+// TestTorchPeerLlamaParams runs the PyTorch peer for 2 steps of llama-tiny
+// (one rank, one sequence) as symbench runs it, when /usr/bin/python3 has
+// PyTorch: its line parses, and its model has the parameter count of
+// models.New("llama-tiny"), which symbench also passes as --expect-params.
+func TestTorchPeerLlamaParams(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
+		t.Skipf("no PyTorch for /usr/bin/python3 (Debian's python3-torch): %v", err)
+	}
+	m, err := models.New("llama-tiny", models.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := 0
+	for _, s := range m.Params() {
+		params += s.Size()
+	}
+	o, err := parseGPTCPUFlags([]string{"--model", "llama-tiny", "--per-pe-batch", "1", "--warmup", "1", "--steps", "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.params != params {
+		t.Fatalf("symbench's count %d, models.New's %d", o.params, params)
+	}
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	out, err := runTorchGPT(context.Background(), o, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := checkTorchGPTOutput(o, 1, params, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Params != 803968 || l.TokensPerSec <= 0 || math.IsNaN(l.Loss) || len(l.PeakRSSMiB) != 1 {
+		t.Errorf("line %+v", l)
 	}
 }

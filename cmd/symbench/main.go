@@ -5,8 +5,9 @@
 //	                             beside Open MPI's MPI_Allreduce on the same host
 //	symbench train [flags]       samples/s of the train command at --pes 1, 2, 4, 8,
 //	                             the speed-up, allreduce overlap and memory per PE
-//	symbench gpt-cpu [flags]     tokens/s of train --model gpt-tiny at --pes 1, 2, 4
-//	                             beside PyTorch DDP in the same run, memory per PE
+//	symbench gpt-cpu [flags]     tokens/s of train --model gpt-tiny (--model llama-tiny)
+//	                             at --pes 1, 2, 4 beside PyTorch DDP in the same run,
+//	                             memory per PE
 //	symbench gpu-gpt [flags]     tokens/s and MFU of train --backend nvshmem --model gpt2
 //	                             (and two byte models) beside PyTorch eager and torch.compile
 //	symbench all [flags]         allreduce and train, and on a GPU host gpu-train and
