@@ -29,15 +29,6 @@ func newArenas(e compute.Engine, specs []models.ParamSpec) *arenas {
 	return a
 }
 
-// size is the number of elements of a shape.
-func size(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
-}
-
 // firstDiff is the first index where a and b differ in bits (or in
 // length: the shorter's length), -1 when they are the same.
 func firstDiff(a, b []float32) int {

@@ -136,7 +136,7 @@ func build(e compute.Engine, l models.Layer, batch int, in []int, o Options) (*c
 	}
 	c := &checker{e: e, l: l, o: o, r: rand.New(rand.NewPCG(o.Seed, 0x6c61796572)), specs: l.Params()}
 	c.a = newArenas(e, c.specs)
-	c.xs = make([]float32, batch*size(in))
+	c.xs = make([]float32, batch*compute.Shape(in).Size())
 	for n := 0; ; n++ {
 		if n == maxDraws {
 			return nil, fmt.Errorf("Accept refused %d draws", maxDraws)
