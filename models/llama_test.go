@@ -303,6 +303,11 @@ func TestLlamaDescribesItself(t *testing.T) {
 	delete(d, "ffn_hidden")
 	_, err = models.LanguageModelOf("llama-tiny", d)
 	assert.ErrorContains(t, err, "ffn_hidden")
+	// a checkpoint of a model that does not describe itself (a Decoder of a
+	// user's spec): not taken for a GPT, and the error says what to do
+	_, err = models.LanguageModelOf("mylm", nil)
+	assert.EqualError(t, err, `model "mylm": the checkpoint records no sizes, so it is neither a GPT nor a Llama: `+
+		"build it with the factory it was trained with (models.New and the run's settings) and read its weights with ddp.ReadInitWeights")
 }
 
 // A sampler of a Llama on the CPU engine draws the same tokens for the

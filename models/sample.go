@@ -268,9 +268,17 @@ func NewSampler[M LanguageModel](m M, e compute.Engine, params []float32) (_ M, 
 }
 
 // LanguageModelOf returns the language model, not built, that a
-// checkpoint of model name records with config (its Describe map): a
-// Llama when config has key/value heads, a GPT otherwise.
+// checkpoint of model name records with config (its Describe map,
+// ddp.Weights.Config): a Llama when config has key/value heads, a GPT
+// otherwise. Only GPTs and Llamas describe themselves; a checkpoint that
+// records no sizes (a classifier, or a Decoder of one's own spec) is
+// refused: rebuild such a model with the factory that trained it, read its
+// weights with ddp.ReadInitWeights and sample with NewSampler.
 func LanguageModelOf(name string, config map[string]int) (LanguageModel, error) {
+	if len(config) == 0 {
+		return nil, fmt.Errorf("model %q: the checkpoint records no sizes, so it is neither a GPT nor a Llama: "+
+			"build it with the factory it was trained with (models.New and the run's settings) and read its weights with ddp.ReadInitWeights", name)
+	}
 	if _, ok := config["kv_heads"]; ok {
 		l, err := LlamaConfigOf(config)
 		if err != nil {
