@@ -88,6 +88,7 @@ type options struct {
 	faultInject string
 	maxRestarts int
 
+	modelKnown    bool            // --model was built (modelDefaults), so languageModel says what it is
 	languageModel bool            // --model reads tokens (modelDefaults)
 	modelDefault  map[string]bool // flags the model's defaults set (modelDefaults)
 	recipe        recipe          // the resolved recipe (resolve, in validate)
@@ -279,8 +280,14 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 func (o *options) modelDefaults() error {
 	m, err := models.New(o.model, models.Config{Options: o.modelOpts}) // the preset: bad sizes are reported where the model is built
 	if err != nil {
-		return nil // an unknown model is reported where the model is built
+		// a registered model may need the size flags to be built at all
+		m, err = models.New(o.model, models.Config{Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context,
+			Vocab: o.vocab, KVHeads: o.kvHeads, FFNHidden: o.ffnHidden, RopeTheta: o.ropeTheta, Options: o.modelOpts})
 	}
+	if err != nil {
+		return nil // an unknown model, or one that settings do not build, is reported where the model is built
+	}
+	o.modelKnown = true
 	_, o.precisions = m.(models.PrecisionSetter)
 	o.languageModel = m.Data().Tokens
 	d, ok := models.DefaultsOf(m)
@@ -461,7 +468,7 @@ func (o *options) validate() error {
 		return usagef("--hidden sizes the mlp; model %s is sized with --layers, --heads, --width and --context", o.model)
 	case o.languageModel && o.set("train-limit"):
 		return usagef("--train-limit applies to classifiers; for model %s shorten the text with --corpus-max", o.model)
-	case !o.languageModel && (o.set("layers") || o.set("heads") || o.set("width") || o.set("context") || o.set("vocab") ||
+	case o.modelKnown && !o.languageModel && (o.set("layers") || o.set("heads") || o.set("width") || o.set("context") || o.set("vocab") ||
 		o.set("kv-heads") || o.set("ffn-hidden") || o.set("rope-theta")):
 		return usagef("--layers, --heads, --width, --context, --vocab, --kv-heads, --ffn-hidden and --rope-theta size a language model, not %s", o.model)
 	case o.vocab < 0:

@@ -1,8 +1,11 @@
 package traincmd
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/symddp/symddp/models"
 )
 
 // TestModelOptRefusedForBuiltIns: --model-opt, which reaches only a model a
@@ -47,6 +50,38 @@ func TestHeadsNameTheirFlags(t *testing.T) {
 		args := append([]string{"--model", "llama-tiny", "--dataset", "synthetic"}, tc.args...)
 		if line, ok := usageRefusal(args...); !ok || line != tc.want {
 			t.Errorf("train %s: %q; want exit 2 and %q (and the --help pointer)", strings.Join(args, " "), line, tc.want)
+		}
+	}
+}
+
+// TestRegisteredModelSizedByFlags: a registered language model whose
+// factory needs a size flag to build (it refuses the empty Config) is a
+// language model for train when the flag is given: it gets the
+// language-model recipe instead of "--layers ... size a language model, not
+// it"; a model that no settings build, or an unknown one, is reported where
+// the model is built, not as a classifier given size flags.
+func TestRegisteredModelSizedByFlags(t *testing.T) {
+	models.Register("lm-needs-layers", func(cfg models.Config) (models.Model, error) {
+		if cfg.Layers == 0 {
+			return nil, errors.New("lm-needs-layers: give --layers")
+		}
+		if cfg.Layers > 2 {
+			return nil, errors.New("lm-needs-layers: at most 2 layers")
+		}
+		return models.New("gpt-tiny", cfg)
+	})
+	if rc := resolved(t, "--model", "lm-needs-layers", "--layers", "1"); rc.Optimizer != "adamw" || rc.Batch != 16 {
+		t.Errorf("train --model lm-needs-layers --layers 1: recipe %s with batch %d; want the language models' adamw and 16", rc.Optimizer, rc.Batch)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "lm-needs-layers", "--layers", "3"}, "train: model lm-needs-layers: lm-needs-layers: at most 2 layers"},
+		{[]string{"--model", "no-such-model", "--layers", "3"}, `train: --model "no-such-model": unknown model`},
+	} {
+		if line, ok := usageRefusal(tc.args...); !ok || !strings.HasPrefix(line, tc.want) {
+			t.Errorf("train %s: %q; want exit 2 and %q (and the --help pointer)", strings.Join(tc.args, " "), line, tc.want)
 		}
 	}
 }
