@@ -52,7 +52,8 @@ var ErrPromptTooLong = errors.New("prompt longer than the model's context")
 type LanguageModel interface {
 	Model
 	// Generate continues prompt by n tokens, drawn one at a time from the
-	// built model's next-token distribution (see Decoder.Generate).
+	// built model's next-token distribution, and returns the n tokens
+	// drawn, without the prompt (see Decoder.Generate).
 	Generate(ctx context.Context, prompt []int32, n int, o SampleOptions) ([]int32, error)
 	// Fresh returns a new model of the same sizes and settings (the
 	// precision a build chose included), not built.
@@ -65,7 +66,8 @@ var (
 )
 
 // Generate continues prompt by n tokens, drawn one at a time from the
-// model's next-token distribution. The model must be built (for any number
+// model's next-token distribution, and returns the n tokens drawn (not the
+// prompt). The model must be built (for any number
 // of sequences; it uses the first). When the text outgrows the context the
 // window slides: the model sees the last Context tokens. Every token runs
 // the forward of all the sequences the model was built for (only the first
