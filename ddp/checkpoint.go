@@ -448,6 +448,11 @@ var ErrCheckpointDirInUse = errors.New("it already holds checkpoints")
 
 // CheckFreshCheckpointDir returns an error wrapping ErrCheckpointDirInUse
 // when dir holds checkpoint files, nil when it holds none or does not exist.
+// A program calls it before Launch to refuse a fresh start once, before any
+// PE starts. The error says what dir holds but does not name dir nor how to
+// resume: the caller adds both, as Fit does ("checkpoint directory DIR: ...:
+// resume from its newest (Checkpoint.Resume "latest") or use another
+// directory") and train does for --checkpoint-dir and --resume latest.
 func CheckFreshCheckpointDir(dir string) error {
 	paths, err := listCheckpoints(dir)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(paths) == 0) {
