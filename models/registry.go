@@ -54,8 +54,10 @@ var registry = struct {
 	builtIn map[string]bool // registered by this package (BuiltIn)
 }{m: map[string]Factory{}, builtIn: map[string]bool{}}
 
-// Register makes a model available to New under name. It panics when name is
-// empty or already registered, or f is nil; call it from an init function.
+// Register makes a model available to New (and train's --model) under name.
+// It panics when name is empty or already registered, or f is nil; call it
+// from an init function or from main before traincmd.Main (every PE runs
+// main again, so the PEs have it too).
 func Register(name string, f Factory) {
 	if name == "" || f == nil {
 		panic("models: Register with an empty name or a nil factory")
