@@ -281,8 +281,7 @@ func (o *options) modelDefaults() error {
 	m, err := models.New(o.model, models.Config{Options: o.modelOpts}) // the preset: bad sizes are reported where the model is built
 	if err != nil {
 		// a registered model may need the size flags to be built at all
-		m, err = models.New(o.model, models.Config{Layers: o.layers, Heads: o.heads, Width: o.width, Context: o.context,
-			Vocab: o.vocab, KVHeads: o.kvHeads, FFNHidden: o.ffnHidden, RopeTheta: o.ropeTheta, Options: o.modelOpts})
+		m, err = models.New(o.model, o.modelConfig())
 	}
 	if err != nil {
 		return nil // an unknown model, or one that settings do not build, is reported where the model is built
