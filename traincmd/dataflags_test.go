@@ -56,7 +56,7 @@ func usageRefusal(args ...string) (line string, ok bool) {
 	var stdout, stderr bytes.Buffer
 	code := run(append(args, "--max-steps", "1", "--sample-tokens", "0", "--no-progress"), &stdout, &stderr)
 	line, rest, _ := strings.Cut(stderr.String(), "\n")
-	return line, code == 2 && rest == helpLine
+	return line, code == 2 && rest == helpLine()
 }
 
 // TestDataFlagsRead: the flags a dataset reads pass the check.

@@ -120,7 +120,7 @@ func inputf(format string, a ...any) error {
 // inputErr marks err as a usage error about the run's files.
 func inputErr(err error) error { return usageError{err: err, input: true} }
 
-const usageHead = `train: data-parallel training on a symmetric heap.
+const usageHead = `%s: data-parallel training on a symmetric heap.
 
 Usage:
   train [flags]                      start --pes PE processes on this host
@@ -242,7 +242,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		return nil, usageError{err: err}
 	}
 	if *help {
-		fmt.Fprint(stdout, usageHead)
+		fmt.Fprintf(stdout, usageHead, Program)
 		fmt.Fprint(stdout, fs.FlagUsages())
 		return nil, errHelp
 	}

@@ -36,8 +36,14 @@ import (
 	"github.com/symddp/symddp/models"
 )
 
+// Program is the command's name in its messages ("train: ...", "Run
+// 'train --help' for the flags."). A program of one's own that calls Main
+// sets it first, to its own name, so that its users are told what to run.
+var Program = "train"
+
 // Main runs the train command on the process's arguments and returns its
-// exit status, for os.Exit. Register models and datasets before calling it.
+// exit status, for os.Exit. Register models and datasets, and set Program,
+// before calling it.
 func Main() int {
 	return Run(os.Args[1:], os.Stdout, os.Stderr)
 }
@@ -362,7 +368,7 @@ const (
 )
 
 // helpLine follows a bad command line (not a problem with files).
-const helpLine = "Run 'train --help' for the flags.\n"
+func helpLine() string { return "Run '" + Program + " --help' for the flags.\n" }
 
 // peExit is the exit status of a PE whose run failed with the usage error ue.
 func peExit(ue usageError) int {
@@ -392,35 +398,35 @@ func fail(stderr io.Writer, err error) int {
 		switch {
 		case proc.Role == launch.LocalPE:
 			if !proc.ReportFailure(err) {
-				fmt.Fprintf(stderr, "train: %v\n", err)
+				fmt.Fprintf(stderr, "%s: %v\n", Program, err)
 			}
 			return peExit(ue)
 		case proc.Role == launch.MPIRank && proc.MPI.Rank != 0:
 			return 2
 		}
-		fmt.Fprintf(stderr, "train: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", Program, err)
 		if !ue.input {
-			fmt.Fprint(stderr, helpLine)
+			fmt.Fprint(stderr, helpLine())
 		}
 		return 2
 	case errors.As(err, &stop):
 		return 128 + int(stop.sig)
 	case errors.As(err, &intr):
-		fmt.Fprintf(stderr, "train: stopped by %s\n", unix.SignalName(intr.Signal))
+		fmt.Fprintf(stderr, "%s: stopped by %s\n", Program, unix.SignalName(intr.Signal))
 		return 128 + int(intr.Signal)
 	case errors.As(err, &pe):
 		switch {
 		case pe.ExitCode == exitPEUsage && pe.Reason != "":
-			fmt.Fprintf(stderr, "train: %s\n%s", pe.Reason, helpLine)
+			fmt.Fprintf(stderr, "%s: %s\n%s", Program, pe.Reason, helpLine())
 			return 2
 		case pe.ExitCode == exitPEInput && pe.Reason != "":
-			fmt.Fprintf(stderr, "train: %s\n", pe.Reason)
+			fmt.Fprintf(stderr, "%s: %s\n", Program, pe.Reason)
 			return 2
 		case pe.ExitCode == exitPEUsage || pe.ExitCode == exitPEInput:
-			fmt.Fprintf(stderr, "train: %v\n", err)
+			fmt.Fprintf(stderr, "%s: %v\n", Program, err)
 			return 2
 		}
-		fmt.Fprintf(stderr, "train: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", Program, err)
 		if pe.Signal == 0 && (pe.ExitCode == 2 || pe.ExitCode == exitFinished) { // 2: a Go panic in the PE
 			return 1
 		}
@@ -432,7 +438,7 @@ func fail(stderr io.Writer, err error) int {
 	if leftToRankZero(err) {
 		return 1
 	}
-	fmt.Fprintf(stderr, "train: %v\n", err)
+	fmt.Fprintf(stderr, "%s: %v\n", Program, err)
 	return 1
 }
 

@@ -1,10 +1,13 @@
 package traincmd
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/models"
 )
 
@@ -84,4 +87,20 @@ func TestRegisteredModelSizedByFlags(t *testing.T) {
 			t.Errorf("train %s: %q; want exit 2 and %q (and the --help pointer)", strings.Join(tc.args, " "), line, tc.want)
 		}
 	}
+}
+
+// TestProgramNamesTheCommand: a program of one's own that calls Main with
+// Program set is named in its messages, and its --help pointer names it
+// ("train: ... Run 'train --help'" told its users to run a command they
+// do not have).
+func TestProgramNamesTheCommand(t *testing.T) {
+	defer func(p string) { Program = p }(Program)
+	Program = "mytrain"
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--pes", "0"}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "mytrain: --pes 0: need at least 1 PE\nRun 'mytrain --help' for the flags.\n", stderr.String())
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"--help"}, &stdout, &stderr))
+	assert.True(t, strings.HasPrefix(stdout.String(), "mytrain: data-parallel training on a symmetric heap."), stdout.String())
 }

@@ -72,7 +72,7 @@ func notifySignals(w io.Writer, say bool, then string) (ctx context.Context, got
 		}
 		name := unix.SignalName(s.(syscall.Signal))
 		if say {
-			fmt.Fprintf(w, "train: %s: stopping after the step in progress%s; %s again stops at once\n", name, then, name)
+			fmt.Fprintf(w, "%s: %s: stopping after the step in progress%s; %s again stops at once\n", Program, name, then, name)
 		}
 		mu.Lock()
 		sig = s
@@ -81,7 +81,7 @@ func notifySignals(w io.Writer, say bool, then string) (ctx context.Context, got
 		select {
 		case s2 := <-ch:
 			n := s2.(syscall.Signal)
-			fmt.Fprintf(w, "train: %s again: stopping at once\n", unix.SignalName(n))
+			fmt.Fprintf(w, "%s: %s again: stopping at once\n", Program, unix.SignalName(n))
 			os.Exit(128 + int(n))
 		case <-done:
 		}
@@ -145,7 +145,7 @@ func (r *peRun) run() (err error) {
 				code = exitFinished
 			}
 			if !proc.ReportFailure(err) && !leftToRankZero(err) {
-				fmt.Fprintf(r.stderr, "train: PE %d: %v\n", c.MyPE(), err)
+				fmt.Fprintf(r.stderr, "%s: PE %d: %v\n", Program, c.MyPE(), err)
 			}
 			err = reportedError{err, code}
 		}

@@ -43,7 +43,7 @@ func runWithRestarts(o *options, spec launch.Spec, stderr io.Writer) error {
 		if cerr != nil {
 			return fmt.Errorf("%w; no restart: %w", err, cerr)
 		}
-		fmt.Fprintf(stderr, "train: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", Program, err)
 		from := "from the start (no checkpoint yet)"
 		spec.Args = base
 		if ckpt != "" {
@@ -52,7 +52,7 @@ func runWithRestarts(o *options, spec launch.Spec, stderr io.Writer) error {
 			// the checkpoint holds the weights now: --init-from started them
 			spec.Args = append(withoutFlag(base, "init-from"), "--resume", ckpt)
 		}
-		fmt.Fprintf(stderr, "train: restart %d of %d: starting %s again %s\n",
+		fmt.Fprintf(stderr, "%s: restart %d of %d: starting %s again %s\n", Program,
 			restarts+1, o.maxRestarts, plural(o.pes, "PE"), from)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 func main() {
 	register()
+	traincmd.Program = "ownlm" // its messages name this program: "Run 'ownlm --help' for the flags."
 	os.Exit(traincmd.Main())
 }
 

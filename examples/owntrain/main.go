@@ -19,6 +19,7 @@ import (
 
 func main() {
 	register()
+	traincmd.Program = "owntrain" // its messages name this program: "Run 'owntrain --help' for the flags."
 	os.Exit(traincmd.Main())
 }
 
