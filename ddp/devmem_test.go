@@ -70,3 +70,30 @@ func TestFitOutOfDeviceMemoryForOptimizerState(t *testing.T) {
 	require.Contains(t, err.Error(), "the adamw optimizer's state over")
 	require.Zero(t, res.Steps, "no step ran")
 }
+
+// failingBuild is a model whose Build fails with err.
+type failingBuild struct {
+	models.Model
+	err error
+}
+
+func (f failingBuild) Build(compute.Engine, []compute.Tensor, []compute.Tensor, int) error { return f.err }
+
+// New names the model and the rows of a failed build once: a model's own
+// error that names it already ("build model mlp: ...", as the library's
+// models say it) is not wrapped in "build model mlp for 8 rows: " again.
+func TestNewBuildErrorNamesTheModelOnce(t *testing.T) {
+	inner, err := models.New("mlp", models.Config{Input: []int{4}, Hidden: []int{8}, Classes: 2})
+	require.NoError(t, err)
+	o, err := optim.NewSGD(optim.SGDConfig{})
+	require.NoError(t, err)
+	for _, c := range []struct{ err, want string }{
+		{"build model mlp: layer 2: too wide", "build model mlp: layer 2: too wide (for 8 rows)"},
+		{"layer 2: too wide", "build model mlp for 8 rows: layer 2: too wide"},
+	} {
+		w := newWorldOf(1, cuda.Options{DisableGraphs: true})
+		_, err := New(w.comm(0), w.engs[0], failingBuild{inner, errors.New(c.err)}, o, Options{GlobalBatch: 8, Epochs: 1, LR: 0.1, Seed: 1})
+		require.Error(t, err)
+		require.Equal(t, c.want, err.Error())
+	}
+}

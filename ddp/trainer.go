@@ -3,6 +3,7 @@ package ddp
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/compute"
@@ -302,6 +303,9 @@ func (t *Trainer) build() (err error) {
 		gv[i] = e.View(t.gArena, t.offsets[i], s.Shape...)
 	}
 	if err := t.m.Build(e, pv, gv, t.micro); err != nil {
+		if head := "build model " + t.m.Name() + ":"; strings.HasPrefix(err.Error(), head) {
+			return fmt.Errorf("%w (for %d rows)", err, t.micro) // the model's own words name it already
+		}
 		return fmt.Errorf("build model %s for %d rows: %w", t.m.Name(), t.micro, err)
 	}
 	t.pView = e.View(t.pArena, 0, t.n)
