@@ -77,7 +77,9 @@ type failingBuild struct {
 	err error
 }
 
-func (f failingBuild) Build(compute.Engine, []compute.Tensor, []compute.Tensor, int) error { return f.err }
+func (f failingBuild) Build(compute.Engine, []compute.Tensor, []compute.Tensor, int) error {
+	return f.err
+}
 
 // New names the model and the rows of a failed build once: a model's own
 // error that names it already ("build model mlp: ...", as the library's
