@@ -95,6 +95,11 @@ func TestPECrash(t *testing.T) {
 			if strings.Contains(j.stderr.String(), "not arrived") {
 				t.Errorf("a PE waited for the collective deadline instead of being stopped by the launcher:\n%s", j.stderr.String())
 			}
+			// the launcher's SIGTERM to the others is not the user's: PE 0
+			// said "SIGTERM: stopping after the step in progress" here
+			if strings.Contains(j.stderr.String(), "stopping after the step in progress") {
+				t.Errorf("a PE stopped by the launcher said it was asked to stop:\n%s", j.stderr.String())
+			}
 			t.Logf("the job stopped %v after it started", j.took)
 			j.clean(t)
 		})

@@ -45,7 +45,8 @@ func (r reportedError) Unwrap() error { return r.err }
 // signal that did (nil before). The first signal asks the run to stop after
 // the step in progress (every PE agrees on which), which can take a while
 // when a step is long: say writes that to w (PE 0 says it, so the job says
-// it once). A second signal ends the process at once, exit status 128 + the
+// it once), unless the signal is the launcher stopping the job after a
+// PE failed (launch.Process.StoppedByLauncher), which it reports itself. A second signal ends the process at once, exit status 128 + the
 // signal: what a PE that this process is (--pes 1, a rank of mpirun) must do
 // itself; a PE of train's own launcher never sees one (a second signal
 // there makes the launcher kill the PEs). With SYMDDP_STOP_STACKS=1 the
@@ -71,7 +72,7 @@ func notifySignals(w io.Writer, say bool, then string) (ctx context.Context, got
 			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 		}
 		name := unix.SignalName(s.(syscall.Signal))
-		if say {
+		if say && !proc.StoppedByLauncher() { // the launcher's stop after a failure: it reports the failure
 			fmt.Fprintf(w, "%s: %s: stopping after the step in progress%s; %s again stops at once\n", Program, name, then, name)
 		}
 		mu.Lock()

@@ -76,6 +76,26 @@ func (p Process) ReportFailure(err error) bool {
 	return true
 }
 
+// stoppingPath is the mark that the launcher writes into the run directory
+// before it sends SIGTERM to the PEs of a job that is ending early (a PE
+// failed, or Run's context ended): the PEs' signal is the launcher's, not
+// the user's.
+func stoppingPath(runDir string) string { return filepath.Join(runDir, "stopping") }
+
+// StoppedByLauncher reports whether the launcher that started this PE is
+// stopping its job because a PE failed (or its context ended): a PE that
+// gets SIGTERM then need not say that it was asked to stop, since the
+// launcher reports the failure. False for a process Run did not start, and
+// for a signal the user sent (the launcher forwards SIGINT and SIGTERM
+// without the mark).
+func (p Process) StoppedByLauncher() bool {
+	if p.Role != LocalPE || p.Config.RunDir == "" {
+		return false
+	}
+	_, err := os.Stat(stoppingPath(p.Config.RunDir))
+	return err == nil
+}
+
 // readFailure returns PE pe's report, or nil when it wrote none.
 func readFailure(runDir string, pe int) *failureReport {
 	b, err := os.ReadFile(failurePath(runDir, pe))

@@ -101,6 +101,9 @@ func (j *job) watch(ctx context.Context) error {
 	stop := func() {
 		if !stopping {
 			stopping = true
+			if j.cfg.RunDir != "" { // the PEs' SIGTERM is ours (StoppedByLauncher)
+				_ = os.WriteFile(stoppingPath(j.cfg.RunDir), nil, 0o600)
+			}
 			j.signalRunning(ended, syscall.SIGTERM)
 			kill = time.After(j.spec.Grace)
 		}

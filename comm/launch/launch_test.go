@@ -100,6 +100,25 @@ func TestRunReportsTheFailedPEAndStopsTheOthers(t *testing.T) {
 	}
 }
 
+// The SIGTERM that stops the others after a failure is marked as the
+// launcher's (Process.StoppedByLauncher): train's PEs then do not say
+// "SIGTERM: stopping after the step in progress", which read as if the
+// user had sent it.
+func TestStopAfterAFailureIsTheLaunchers(t *testing.T) {
+	var out syncbuf.Buffer
+	err := Run(context.Background(), spec("trap-fail-on-1", 2, &out))
+	var pe *PEError
+	if !errors.As(err, &pe) || pe.PE != 1 {
+		t.Fatalf("Run returned %v, want PE 1's failure\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "PE 0 got terminated, stopped by the launcher: true") {
+		t.Errorf("PE 0 did not see the launcher's mark:\n%s", out.String())
+	}
+	if (Process{}).StoppedByLauncher() {
+		t.Error("a process Run did not start is stopped by a launcher")
+	}
+}
+
 func TestRunStopsWhenTheContextEnds(t *testing.T) {
 	var out syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -75,6 +75,26 @@ func playRole(role string) int {
 		case <-time.After(time.Minute):
 			return 1
 		}
+	case "trap-fail-on-1": // PE 1 fails once PE 0 traps SIGTERM, which says whose it is
+		trapped := filepath.Join(cfg.RunDir, "trapped-0")
+		if cfg.PE == 1 {
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if _, err := os.Stat(trapped); err == nil {
+					break
+				}
+			}
+			return 3
+		}
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		os.WriteFile(trapped, nil, 0o600)
+		select {
+		case s := <-ch:
+			fmt.Printf("PE %d got %v, stopped by the launcher: %v\n", cfg.PE, s, Process{Role: LocalPE, Config: cfg}.StoppedByLauncher())
+			return 0
+		case <-time.After(time.Minute):
+			return 1
+		}
 	case "mps": // report the MPS variables
 		daemon, _ := os.ReadFile(filepath.Join(os.Getenv("CUDA_MPS_PIPE_DIRECTORY"), "daemon.pid"))
 		fmt.Printf("pe=%d daemon=%s pipe=%s share=%s\n", cfg.PE, strings.TrimSpace(string(daemon)),
