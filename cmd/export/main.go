@@ -34,12 +34,7 @@ import (
 	"github.com/symddp/symddp/internal/stopsignal"
 )
 
-func main() {
-	ctx, stop := stopsignal.Notify(context.Background(), "export", os.Stderr)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { stopsignal.Main("export", run) }
 
 type options struct {
 	checkpoint string

@@ -41,12 +41,7 @@ import (
 	"github.com/symddp/symddp/models"
 )
 
-func main() {
-	ctx, stop := stopsignal.Notify(context.Background(), "generate", os.Stderr)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { stopsignal.Main("generate", run) }
 
 type options struct {
 	checkpoint   string

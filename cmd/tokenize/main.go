@@ -46,12 +46,7 @@ import (
 	"golang.org/x/term"
 )
 
-func main() {
-	ctx, stop := stopsignal.Notify(context.Background(), "tokenize", os.Stderr)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { stopsignal.Main("tokenize", run) }
 
 type options struct {
 	out         string

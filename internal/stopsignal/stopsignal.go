@@ -60,3 +60,12 @@ func Of(ctx context.Context) (s Stop, ok bool) {
 	ok = errors.As(context.Cause(ctx), &s)
 	return s, ok
 }
+
+// Main is a command's main: it runs run on the process's arguments under
+// Notify's context and exits with the status run returns.
+func Main(name string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+	ctx, stop := Notify(context.Background(), name, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
