@@ -134,6 +134,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "convnet: %v\n", err)
 		return 2
 	}
+	if o.ckptDir != "" && o.resume == "" {
+		// refused here, once, before any PE starts (Fit refuses it too, in
+		// every PE)
+		if err := ddp.CheckFreshCheckpointDir(o.ckptDir); err != nil {
+			fmt.Fprintf(stderr, "convnet: --checkpoint-dir %s: %v: pass --resume latest to go on from there, or name another --checkpoint-dir\n", o.ckptDir, err)
+			return 2
+		}
+	}
 	job := ddp.Job{PEs: o.pes, Args: args, Timeout: o.timeout, Stdout: stdout, Stderr: stderr}
 	err = ddp.Launch(context.Background(), job, func(ctx context.Context, c comm.Comm) error {
 		return train(ctx, c, o, stdout, stderr)

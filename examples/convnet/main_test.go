@@ -108,6 +108,16 @@ func TestConvNetLearnsShapesOn4PEs(t *testing.T) {
 	if err != nil || len(files) != 3 {
 		t.Errorf("checkpoint files %v (%v), want 3", files, err)
 	}
+
+	// A fresh start in that directory is refused once, before any PE
+	// starts, in the command's words (each PE said it in the library's,
+	// "Checkpoint.Resume", and the launcher a third time).
+	var out, errs syncbuf.Buffer
+	code := run([]string{"--pes", "4", "--dataset", "synthetic", "--checkpoint-dir", dir}, &out, &errs)
+	if code != 2 || errs.String() != "convnet: --checkpoint-dir "+dir+": it already holds checkpoints (3, the newest ckpt-000000384.safetensors), "+
+		"which a run started afresh would overwrite and prune: pass --resume latest to go on from there, or name another --checkpoint-dir\n" {
+		t.Errorf("a fresh start in %s: exit %d, stderr:\n%s", dir, code, errs.String())
+	}
 }
 
 // The same on a subset of Fashion-MNIST where it is installed.
