@@ -143,6 +143,9 @@ change the defaults below for every flag not given:
   with adamw --weight-decay 0.1 (matrices only) and --beta2 0.95, --warmup-steps 20 (a tenth of
   shorter runs), --clip-norm 1, --eval-every 100 (steps), --eval-batches 20, --log-every 20.
   The start-up header prints the whole recipe the run uses; checkpoints record it.
+A language model a program registers (models.Register) gets these defaults too, and
+--layers, --heads, --kv-heads, --width, --ffn-hidden, --context, --vocab and --rope-theta
+in its models.Config (docs/LIBRARY.md).
 
 Flags:
 `
