@@ -549,6 +549,9 @@ func (o *options) validate() error {
 	if err := o.checkModelScale(); err != nil { // before the checks below build the model
 		return err
 	}
+	if err := o.checkSizesRead(); err != nil {
+		return err
+	}
 	if err := o.checkPrecision(); err != nil {
 		return err
 	}

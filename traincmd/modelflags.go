@@ -107,3 +107,59 @@ func flagList(flags []string) string {
 	}
 	return strings.Join(list[:len(list)-1], ", ") + " and " + list[len(list)-1]
 }
+
+// checkSizesRead refuses a size flag that the model was not built with: a
+// model a program registers whose factory keeps a size of its own where
+// models.Config gives one would otherwise train another shape than the
+// flags say, without a word. The sizes built are read back from the
+// model's Describe map (ddp.ModelDescriber) or, for a model on the Decoder
+// skeleton, its spec; a flag the model reports nothing of is not checked.
+func (o *options) checkSizesRead() error {
+	if !o.languageModel {
+		return nil
+	}
+	asked := map[string]int{"layers": o.layers, "heads": o.heads, "kv-heads": o.kvHeads, "width": o.width,
+		"ffn-hidden": o.ffnHidden, "context": o.context, "vocab": o.vocab}
+	given := false
+	for f := range asked {
+		given = given || o.set(f)
+	}
+	if !given {
+		return nil
+	}
+	m, err := models.New(o.model, o.modelConfig())
+	if err != nil {
+		return nil // reported where the model is built
+	}
+	built := builtSizes(m)
+	for _, f := range sizeFlags {
+		want, isInt := asked[f]
+		if !isInt || !o.set(f) || want == 0 {
+			continue
+		}
+		have, ok := built[strings.ReplaceAll(f, "-", "_")]
+		if ok && have != want {
+			return usagef("--%s %d: model %s was built with %s %d: its factory keeps its own and does not read models.Config's %s (docs/LIBRARY.md)",
+				f, want, o.model, strings.ReplaceAll(f, "-", " "), have, configField[f])
+		}
+	}
+	return nil
+}
+
+// configField is the models.Config field each integer size flag sets.
+var configField = map[string]string{"layers": "Layers", "heads": "Heads", "kv-heads": "KVHeads", "width": "Width",
+	"ffn-hidden": "FFNHidden", "context": "Context", "vocab": "Vocab"}
+
+// builtSizes is the model's sizes as its Describe map names them, or, for
+// a model on the Decoder skeleton that does not describe itself, its
+// spec's layers, width, context and vocabulary; nil when neither says.
+func builtSizes(m models.Model) map[string]int {
+	if d, ok := m.(ddp.ModelDescriber); ok {
+		return d.Describe()
+	}
+	if d, ok := m.(interface{ Spec() models.DecoderSpec }); ok {
+		s := d.Spec()
+		return map[string]int{"layers": s.Layers, "width": s.Width, "context": s.Context, "vocab": s.Vocab}
+	}
+	return nil
+}

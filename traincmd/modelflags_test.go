@@ -104,3 +104,47 @@ func TestProgramNamesTheCommand(t *testing.T) {
 	require.Equal(t, 0, run([]string{"--help"}, &stdout, &stderr))
 	assert.True(t, strings.HasPrefix(stdout.String(), "mytrain: data-parallel training on a symmetric heap."), stdout.String())
 }
+
+// TestSizeFlagsTheModelIgnores: a registered language model whose factory
+// keeps a size of its own where a flag gives one is refused naming the
+// flag, what the model was built with and the Config field it does not
+// read (it trained its own shape without a word); the built-in models,
+// which read every size flag they take, are built as the flags say.
+func TestSizeFlagsTheModelIgnores(t *testing.T) {
+	models.Register("lm-fixed-layers", func(cfg models.Config) (models.Model, error) {
+		cfg.Layers = 2 // keeps its own depth
+		return models.New("gpt-tiny", cfg)
+	})
+	models.Register("lm-fixed-context", func(cfg models.Config) (models.Model, error) {
+		cfg.Context = 64 // keeps its own context; does not describe itself: the Decoder's spec says
+		m, err := models.New("gpt-tiny", cfg)
+		if err != nil {
+			return nil, err
+		}
+		return undescribed{m.(*models.GPT).Decoder}, nil
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "lm-fixed-layers", "--layers", "3"},
+			"train: --layers 3: model lm-fixed-layers was built with layers 2: its factory keeps its own and does not read models.Config's Layers (docs/LIBRARY.md)"},
+		{[]string{"--model", "lm-fixed-context", "--context", "32"},
+			"train: --context 32: model lm-fixed-context was built with context 64: its factory keeps its own and does not read models.Config's Context (docs/LIBRARY.md)"},
+	} {
+		if line, ok := usageRefusal(tc.args...); !ok || line != tc.want {
+			t.Errorf("train %s: %q; want exit 2 and %q (and the --help pointer)", strings.Join(tc.args, " "), line, tc.want)
+		}
+	}
+	// The sizes each model reads pass: the fixed ones where the flag agrees, the built-ins at other sizes.
+	resolved(t, "--model", "lm-fixed-layers", "--layers", "2", "--width", "64")
+	resolved(t, "--model", "lm-fixed-context", "--context", "64", "--layers", "3")
+	resolved(t, "--model", "gpt-tiny", "--layers", "3", "--heads", "2", "--width", "64", "--context", "32", "--vocab", "300")
+	resolved(t, "--model", "llama-tiny", "--layers", "3", "--heads", "4", "--kv-heads", "1", "--width", "64",
+		"--ffn-hidden", "96", "--context", "32", "--vocab", "300", "--rope-theta", "500000")
+	resolved(t, "--model", "gpt2", "--vocab", "50257", "--layers", "2")
+}
+
+// undescribed hides a Decoder's Describe, as a model of one's own on the
+// skeleton has none.
+type undescribed struct{ *models.Decoder }
