@@ -3,6 +3,7 @@ package traincmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
 )
 
 // TestGPTFLOPsPerToken: GPT-2 124M by hand. N = wte 50304·768 + wpe
@@ -207,10 +209,54 @@ func TestMemoryCheckIsTheHostsOnTheCPU(t *testing.T) {
 	g, err := models.New("gpt2", models.Config{})
 	require.NoError(t, err)
 	huge := int(memAvailable()/g.(models.ActivationSizer).ActivationBytes(1)) + 16 // sequences beyond the host's memory
-	o := &options{pes: 1, accumulate: 1, batch: huge, model: "gpt2", backend: "auto"}
-	err = checkMemory(o, g.(models.ActivationSizer), 1024)
+	o := &options{pes: 1, accumulate: 1, batch: huge, model: "gpt2", backend: "auto", recipe: recipe{Optimizer: "adamw"}}
+	err = checkMemory(o, g, 1024)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "GiB of activations per PE")
+	assert.Contains(t, err.Error(), "GiB of activations")
+	assert.Contains(t, err.Error(), "recompute activations with --recompute block")
 	o.backend = "nvshmem"
-	assert.NoError(t, checkMemory(o, g.(models.ActivationSizer), 1024))
+	assert.NoError(t, checkMemory(o, g, 1024))
 }
+
+// TestMemoryCheckSumsItsParts: the PEs' activations and their weights,
+// gradients and optimizer state are refused together when each would fit
+// the host alone but their sum does not (each used to be checked alone,
+// and such a run started, swapped and was killed part-way).
+func TestMemoryCheckSumsItsParts(t *testing.T) {
+	avail := memAvailable()
+	if avail <= 64<<20 {
+		t.Skip("no /proc/meminfo, or too little memory to split")
+	}
+	base, err := models.New("gpt-tiny", models.Config{})
+	require.NoError(t, err)
+	// Two PEs at one sequence each; each PE's state and activations are
+	// 30% of the host's memory: 60% for either alone, 120% together.
+	part := avail * 3 / 10
+	m := sizedLM{Model: base, params: int(part / 16), act: part} // AdamW: 16 bytes a parameter
+	o := &options{pes: 2, accumulate: 1, batch: 2, model: "sized", backend: "shm", recipe: recipe{Optimizer: "adamw"}}
+	err = checkMemory(o, m, 64)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "model sized at 1 sequences of 64 tokens per PE needs about ")
+	assert.Contains(t, err.Error(), fmt.Sprintf("(%.1f GiB of activations, %.1f GiB of weights, gradients and optimizer state, and the program;",
+		gib(part), gib(int64(part/16)*16)))
+	// Either part alone, with the other small, fits.
+	assert.NoError(t, checkMemory(o, sizedLM{Model: base, params: int(part / 16), act: 1 << 20}, 64))
+	assert.NoError(t, checkMemory(o, sizedLM{Model: base, params: 1 << 16, act: part}, 64))
+	// SGD without momentum keeps no state: the same parameters take half
+	// the bytes (weights and gradients), and fit beside the activations.
+	o.recipe.Optimizer, o.recipe.Hyper = "sgd", optim.Config{}
+	assert.NoError(t, checkMemory(o, m, 64))
+}
+
+// sizedLM is a language model of the given parameter count and activation
+// bytes a sequence, for the memory checks.
+type sizedLM struct {
+	models.Model
+	params int
+	act    int64
+}
+
+func (s sizedLM) Params() []models.ParamSpec {
+	return []models.ParamSpec{{Name: "w", Shape: []int{s.params}}}
+}
+func (s sizedLM) ActivationBytes(seqs int) int64 { return s.act * int64(seqs) }

@@ -13,6 +13,7 @@ import (
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/models"
+	"github.com/symddp/symddp/optim"
 )
 
 // chooseTokenData decides a language model's data in the launcher: the
@@ -26,10 +27,8 @@ func chooseTokenData(o *options) (dataChoice, error) {
 	}
 	spec := m.Data()
 	dc := dataChoice{name: o.dataset, context: spec.Input[0], vocab: spec.Classes}
-	if a, ok := m.(models.ActivationSizer); ok {
-		if err := checkMemory(o, a, spec.Input[0]); err != nil {
-			return dataChoice{}, err
-		}
+	if err := checkMemory(o, m, spec.Input[0]); err != nil {
+		return dataChoice{}, err
 	}
 	switch o.dataset {
 	case "text":
@@ -202,12 +201,15 @@ func buildCorpus(dc *dataChoice) error {
 }
 
 // checkMemory refuses, before any PE starts, a language-model run on the
-// CPU whose activations alone (models.ActivationSizer, for the
-// micro-batch of each of the host's PEs) need more memory than the host has
-// available, which would otherwise swap or be killed part-way. On the GPU
-// (--backend nvshmem) the activations are in device memory, not the host's:
-// the engine says when they do not fit.
-func checkMemory(o *options, g models.ActivationSizer, context int) error {
+// CPU whose PEs need more memory than the host has available, which would
+// otherwise swap or be killed part-way: each PE's activations
+// (models.ActivationSizer, for its micro-batch), its fp32 weights,
+// gradients and optimizer state (models.FootprintOf, with the optimizer's
+// state slots) and the program, summed over the host's PEs (each part
+// alone could fit where their sum does not). On the GPU (--backend
+// nvshmem) these are in device memory, not the host's: the engine says
+// when they do not fit.
+func checkMemory(o *options, m models.Model, context int) error {
 	if o.backend == "nvshmem" {
 		return nil
 	}
@@ -216,16 +218,26 @@ func checkMemory(o *options, g models.ActivationSizer, context int) error {
 	if micro < 1 || avail <= 0 {
 		return nil // the batch check reports it; no /proc/meminfo: no check
 	}
-	per := g.ActivationBytes(micro)
-	if need := per * int64(o.pes); need > avail {
-		hint := ""
-		if _, ok := g.(models.Recomputer); ok && o.recipe.Recompute != models.RecomputeBlock {
-			hint = ", recompute activations with --recompute block"
-		}
-		return usagef("model %s at %d sequences of %d tokens per PE needs about %.1f GiB of activations per PE (%.1f GiB for %s), more than the %.1f GiB this host has available: split the batch with --accumulate%s, or use a smaller --batch-size or --context",
-			o.model, micro, context, gib(per), gib(need), plural(o.pes, "PE"), gib(avail), hint)
+	slots := 2
+	if opt, err := optim.New(o.recipe.Optimizer, o.recipe.Hyper); err == nil {
+		slots = opt.Slots()
 	}
-	return nil
+	f := models.FootprintOf(m, micro, slots)
+	act := max(0, f.ActivationBytes)
+	per := act + f.ArenaBytes + peRuntime
+	need := per * int64(o.pes)
+	if need <= avail {
+		return nil
+	}
+	hints := "split the batch with --accumulate, or use a smaller --batch-size or --context"
+	if _, ok := m.(models.Recomputer); ok && o.recipe.Recompute != models.RecomputeBlock {
+		hints = "split the batch with --accumulate, recompute activations with --recompute block, or use a smaller --batch-size or --context"
+	}
+	if act < f.ArenaBytes {
+		hints = "use a smaller model (--layers, --width) or fewer --pes"
+	}
+	return usagef("model %s at %d sequences of %d tokens per PE needs about %.1f GiB per PE (%.1f GiB of activations, %.1f GiB of weights, gradients and optimizer state, and the program; %.1f GiB for %s), more than the %.1f GiB this host has available: %s",
+		o.model, micro, context, gib(per), gib(act), gib(f.ArenaBytes), gib(need), plural(o.pes, "PE"), gib(avail), hints)
 }
 
 // checkModelScale refuses, before the model is built, a language model
