@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/symddp/symddp/internal/tempfile"
 )
 
 // A corpus file, as BuildCorpus writes it: a header of corpusHeaderBytes
@@ -90,7 +92,7 @@ func writeCorpus(dst, root string, files []textFile, opts TextOptions) (CorpusIn
 // dst, so that a reader never sees a partial file. On an error the
 // temporary file is removed.
 func writeCorpusFile(dst string, body func(w io.Writer) (CorpusInfo, error)) (info CorpusInfo, err error) {
-	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	out, err := tempfile.Create(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
 	if err != nil {
 		return info, err
 	}

@@ -4,6 +4,8 @@ package datasets
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -25,6 +27,39 @@ func TestShardFileMode(t *testing.T) {
 	syscall.Umask(old)
 	if err != nil || cerr != nil {
 		t.Fatal(err, cerr)
+	}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o640 {
+			t.Errorf("%s: mode %03o under umask 027, want 640", p, got)
+		}
+	}
+}
+
+// TestCachedFileMode: the text corpus a run builds and the IDX files it
+// unpacks get os.Create's mode too (they were 0600, so a second user of a
+// shared --data-dir or run directory could not read them).
+func TestCachedFileMode(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, CorpusFile)
+	src := writeText(t, dir, "src.txt", strings.Repeat("abc", 100))
+	gzDir := writeDataset(t, true, nil)
+	unpacked := filepath.Join(dir, "fashion-mnist")
+	old := syscall.Umask(0o027)
+	_, err := BuildCorpus(corpus, src, TextOptions{})
+	if err == nil {
+		_, err = Unpack("fashion-mnist", gzDir, unpacked)
+	}
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{corpus}
+	for _, f := range []string{trainImagesFile, trainLabelsFile, testImagesFile, testLabelsFile} {
+		paths = append(paths, filepath.Join(unpacked, f))
 	}
 	for _, p := range paths {
 		fi, err := os.Stat(p)

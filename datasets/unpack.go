@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/symddp/symddp/internal/tempfile"
 )
 
 // Unpack prepares the IDX files of a named dataset for LoadBytes to map, so
@@ -65,7 +67,7 @@ func unpackIDXFile(in io.Reader, src, dst string) (err error) {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", src, err)
 	}
-	out, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	out, err := tempfile.Create(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
 	if err != nil {
 		return err
 	}
