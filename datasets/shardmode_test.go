@@ -28,15 +28,7 @@ func TestShardFileMode(t *testing.T) {
 	if err != nil || cerr != nil {
 		t.Fatal(err, cerr)
 	}
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fi.Mode().Perm(); got != 0o640 {
-			t.Errorf("%s: mode %03o under umask 027, want 640", p, got)
-		}
-	}
+	wantMode640(t, paths)
 }
 
 // TestCachedFileMode: the text corpus a run builds and the IDX files it
@@ -61,6 +53,13 @@ func TestCachedFileMode(t *testing.T) {
 	for _, f := range []string{trainImagesFile, trainLabelsFile, testImagesFile, testLabelsFile} {
 		paths = append(paths, filepath.Join(unpacked, f))
 	}
+	wantMode640(t, paths)
+}
+
+// wantMode640 checks that each file was made with os.Create's mode under
+// umask 027.
+func wantMode640(t *testing.T, paths []string) {
+	t.Helper()
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
