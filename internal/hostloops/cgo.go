@@ -6,6 +6,8 @@ package hostloops
 
 /*
 #cgo CFLAGS: -O3
+#cgo noescape sdh_xent_row
+#cgo nocallback sdh_xent_row
 #cgo noescape sdh_sum2
 #cgo nocallback sdh_sum2
 #cgo noescape sdh_acc1
@@ -146,6 +148,15 @@ func cSwiGLUBackward(dab, dy, ab []float32, rows, f int) {
 
 func cRotate(y, x, cos, sin []float32, rows, width, ld, hs, t int, inverse bool) {
 	C.sdh_rotate(ptr(y), ptr(x), ptr(cos), ptr(sin), C.long(rows), C.long(width), C.long(ld), C.long(hs), C.long(t), cbool(inverse))
+}
+
+// cXentRow is SoftmaxXentRow's C path (xent.c): ok false when the row is
+// the Go loop's or the path does not run here (no FMA, or
+// the baseline loops).
+func cXentRow(x, g []float32, scale float32) (best int, m, sum float64, ok bool) {
+	var cm, cs C.double
+	b := C.sdh_xent_row(ptr(x), ptr(g), C.long(len(x)), C.float(scale), &cm, &cs)
+	return int(b), float64(cm), float64(cs), b >= 0
 }
 
 func cSoftmaxCausal(p []float32, ld, r0, rows, width int) {

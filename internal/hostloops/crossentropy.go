@@ -3,7 +3,8 @@ package hostloops
 import "math"
 
 // The classifier's loss: softmax cross-entropy over one row of logits, in
-// float64 where it sums (Go only: it runs once per row, after the GEMMs).
+// float64 where it sums; its exponentials in C where the processor has
+// AVX2 and FMA (xent.c), with the Go loop's bits.
 
 // SoftmaxXentRow writes g = (softmax(x) - onehot(y)) * scale for one row of
 // logits x with label y (0 <= y < len(x); g has at least len(x) elements),
@@ -11,8 +12,24 @@ import "math"
 // is y. The row is shifted by its maximum, so exp never overflows; exp and
 // the sum are in float64, and the loss is log-sum-exp minus the label's
 // logit.
+//
+// With the C loops on a processor with AVX2 and FMA, the exponentials run
+// four at a time (xent.c) with the bits of this loop's math.Exp.
 func SoftmaxXentRow(x, g []float32, y int, scale float32) (loss float64, hit bool) {
 	g = g[:len(x)]
+	if useC && len(x) > 0 {
+		_ = x[y]
+		if best, m, sum, ok := cXentRow(x, g, scale); ok {
+			g[y] -= scale
+			return math.Log(sum) - (float64(x[y]) - m), best == y
+		}
+	}
+	return goSoftmaxXentRow(x, g, y, scale)
+}
+
+// goSoftmaxXentRow is SoftmaxXentRow in Go: the reference of the C path,
+// and what runs without it.
+func goSoftmaxXentRow(x, g []float32, y int, scale float32) (loss float64, hit bool) {
 	// The arg-max (first on ties) and the maximum.
 	best := 0
 	for j, v := range x {

@@ -41,6 +41,8 @@ void sdh_rotate(float *y, const float *x, const float *cos_t, const float *sin_t
                 long hs, long t, int inverse);
 void sdh_softmax_causal(float *p, long ld, long r0, long rows, long width);
 void sdh_softmax_causal_backward(float *ds, const float *p, long ld, long r0, long rows, long width);
+int sdh_xent_fast(void);
+long sdh_xent_row(const float *x, float *g, long n, float scale, double *m, double *sum);
 void sdh_gather_rows(float *dst, const float *table, const int32_t *idx, long n, long c, int accumulate);
 void sdh_scatter_add_rows(float *table, const float *src, const int32_t *idx, long n, long c);
 
