@@ -7,7 +7,8 @@
 #                           [--only PARTS]
 #
 # --only runs the named parts of stages 3-6 alone (comma-separated:
-# tokenize, gpt2 (tokenize with it), xl, torch-xl, llama, llama-profile), so that a short
+# tokenize, gpt2 (tokenize with it), xl, torch-xl, llama, llama-profile; llama-124m or
+# llama3-1b runs that half of llama alone), so that a short
 # device lease can take what an earlier one ran out of time for (the first
 # run, 2026-12-06, ran out during torch-xl's compile-ckpt). Since then stage
 # 6 is four time limits, not two: gpt2-xl without recompute beside
@@ -88,8 +89,8 @@ while [ "$#" -gt 0 ]; do
 done
 
 for part in ${only//,/ }; do
-    case "$part" in tokenize | gpt2 | xl | torch-xl | llama | llama-profile) ;; *)
-        echo "gpu-lm-check.sh: --only: unknown part $part (tokenize, gpt2, xl, torch-xl, llama, llama-profile)" >&2
+    case "$part" in tokenize | gpt2 | xl | torch-xl | llama | llama-124m | llama3-1b | llama-profile) ;; *)
+        echo "gpu-lm-check.sh: --only: unknown part $part (tokenize, gpt2, xl, torch-xl, llama, llama-124m, llama3-1b, llama-profile)" >&2
         exit 2
         ;;
     esac
@@ -195,7 +196,7 @@ if [ "$torch" = 1 ] && [ -n "$PY" ]; then
     fi
     # issue 39's benchmark, both sides in one table (symbench runs train and
     # bench/torch_llama_bench.py at the same shapes)
-    if wanted llama; then
+    if wanted llama || wanted llama-124m || wanted llama3-1b; then
         # llama3-1b at each side's largest batch (symbench's PRESET/max: 32, 24,
         # 16, ... until one fits), beside torch.compile alone: each fit search
         # compiles again (190 s for compile on an H100, 2026-12-07). llama3-1b
@@ -203,6 +204,9 @@ if [ "$torch" = 1 ] && [ -n "$PY" ]; then
         # 16:09 UTC), and the one a short lease needs most
         for cfg in llama3-1b/max:compile:420 llama-124m/16:eager,compile:300; do
             IFS=: read -r c modes limit <<<"$cfg"
+            if ! wanted llama && ! wanted "${c%%/*}"; then
+                continue # --only llama-124m or llama3-1b: the other one
+            fi
             stage "symbench gpu-gpt $c" "$limit" "$bench_log" "$bin/symbench" gpu-gpt --train-bin "$bin/train" \
                 --configs "$c" --torch-modes "$modes" --warmup 10 --steps 50 --timeout 360s --python "$PY"
         done
