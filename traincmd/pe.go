@@ -20,6 +20,7 @@ import (
 	"github.com/symddp/symddp/datasets"
 	"github.com/symddp/symddp/ddp"
 	"github.com/symddp/symddp/internal/settings"
+	"github.com/symddp/symddp/internal/stopsignal"
 	"github.com/symddp/symddp/models"
 	"github.com/symddp/symddp/optim"
 	"golang.org/x/sys/unix"
@@ -79,13 +80,7 @@ func notifySignals(w io.Writer, say bool, then string) (ctx context.Context, got
 		sig = s
 		mu.Unlock()
 		cancel()
-		select {
-		case s2 := <-ch:
-			n := s2.(syscall.Signal)
-			fmt.Fprintf(w, "%s: %s again: stopping at once\n", Program, unix.SignalName(n))
-			os.Exit(128 + int(n))
-		case <-done:
-		}
+		stopsignal.ExitOnSecond(w, Program, ch, done)
 	}()
 	got = func() os.Signal {
 		mu.Lock()

@@ -40,18 +40,25 @@ func Notify(parent context.Context, name string, w io.Writer) (ctx context.Conte
 		case <-done:
 			return
 		}
-		select {
-		case s := <-ch:
-			n := s.(syscall.Signal)
-			fmt.Fprintf(w, "%s: %s again: stopping at once\n", name, unix.SignalName(n))
-			os.Exit(128 + int(n))
-		case <-done:
-		}
+		ExitOnSecond(w, name, ch, done)
 	}()
 	return ctx, func() {
 		signal.Stop(ch)
 		close(done)
 		cancel(nil)
+	}
+}
+
+// ExitOnSecond waits, after a first signal, for a second one on ch and
+// ends the process at once, writing "NAME: SIG again: stopping at once" to
+// w and exiting with 128 + the signal; it returns when done closes first.
+func ExitOnSecond(w io.Writer, name string, ch <-chan os.Signal, done <-chan struct{}) {
+	select {
+	case s := <-ch:
+		n := s.(syscall.Signal)
+		fmt.Fprintf(w, "%s: %s again: stopping at once\n", name, unix.SignalName(n))
+		os.Exit(128 + int(n))
+	case <-done:
 	}
 }
 
