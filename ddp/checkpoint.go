@@ -54,8 +54,10 @@ type ckptMeta struct {
 	Optimizer   optim.Hyper `json:"optimizer"`
 	// NextLR is the learning rate the writing run's schedule gives the
 	// step after Step, so that a resume under another schedule (another
-	// --max-steps, --epochs, --lr or warm-up) can say where it departs.
-	NextLR float32 `json:"next_lr,omitempty"`
+	// --max-steps, --epochs, --lr or warm-up) can say where it departs;
+	// nil in checkpoints written before it was recorded even where it is 0
+	// (the end of a cosine schedule).
+	NextLR *float32 `json:"next_lr,omitempty"`
 	// ModelConfig is what a model that describes itself (ModelDescriber)
 	// says of its sizes, so that a checkpoint can be rebuilt without the
 	// run's flags (the generate command).
@@ -146,9 +148,10 @@ func (t *Trainer) writeCheckpoint(epoch, stepInEpoch int) (string, error) {
 		return "", err
 	}
 	tensors := t.ckptTensors(params, state)
+	nextLR := t.opts.lr(t.step + 1)
 	meta := ckptMeta{Format: ckptFormat, Model: t.m.Name(), Params: t.n, Step: t.step, Epoch: epoch,
 		StepInEpoch: stepInEpoch, GlobalBatch: t.opts.GlobalBatch, Accumulate: t.opts.Accumulate,
-		NPEs: t.c.NPEs(), Seed: t.opts.Seed, Optimizer: t.o.Hyper(), NextLR: t.opts.lr(t.step + 1), Recipe: t.opts.Recipe}
+		NPEs: t.c.NPEs(), Seed: t.opts.Seed, Optimizer: t.o.Hyper(), NextLR: &nextLR, Recipe: t.opts.Recipe}
 	if d, ok := t.m.(ModelDescriber); ok {
 		meta.ModelConfig = d.Describe()
 	}

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/symddp/symddp/compute"
+	"github.com/symddp/symddp/optim"
 )
 
 // ctlBytes is the size of the symmetric buffer through which PE 0 tells the
@@ -242,9 +246,15 @@ func (t *Trainer) findCheckpoint(stepsPerEpoch int) (*loadedCheckpoint, ctlMsg) 
 				warns = append(warns, fmt.Sprintf("%s was written by %d PEs and resumes on %d: the global batches continue unchanged (docs/DESIGN.md), sums may round differently",
 					p, lc.meta.NPEs, t.c.NPEs()))
 			}
-			if next, here := lc.meta.NextLR, t.opts.lr(lc.meta.Step+1); next != 0 && next != here {
-				warns = append(warns, fmt.Sprintf("%s was written by a run whose schedule gives step %d a learning rate of %.6g; this run's gives it %.6g (another --max-steps, --epochs, --lr or --warmup-steps): the resumed steps follow this run's schedule",
-					p, lc.meta.Step+1, next, here))
+			if lc.meta.NextLR != nil {
+				if next, here := *lc.meta.NextLR, t.opts.lr(lc.meta.Step+1); next != here {
+					warns = append(warns, fmt.Sprintf("%s was written by a run whose schedule gives step %d a learning rate of %.6g; this run's gives it %.6g (another --max-steps, --epochs, --lr or --warmup-steps): the resumed steps follow this run's schedule",
+						p, lc.meta.Step+1, next, here))
+				}
+			}
+			if d := recipeChanges(lc.meta, t.o.Hyper().Config, t.opts.Recipe); len(d) > 0 {
+				warns = append(warns, fmt.Sprintf("%s was written with another recipe: %s; the resumed steps follow this run's (give the writing run's values to continue it unchanged)",
+					p, strings.Join(d, ", ")))
 			}
 			return lc, ctlMsg{OK: true, Path: p, Step: lc.meta.Step, Warnings: warns}
 		}
@@ -267,4 +277,48 @@ func (t *Trainer) checkPosition(m ckptMeta, stepsPerEpoch int) error {
 			ErrMismatch, m.Step, m.Epoch, m.StepInEpoch, stepsPerEpoch)
 	}
 	return nil
+}
+
+// recipeChanges lists what a resumed run does otherwise than the run that
+// wrote the checkpoint, each as "name was → now": the optimizer's
+// hyperparameters (recorded in every checkpoint), then the keys of
+// Options.Recipe that both runs record with other values (the caller's
+// names and values, compared as JSON has them). The schedule's learning
+// rate has a warning of its own (NextLR); max_steps or total_steps here
+// say why.
+func recipeChanges(m ckptMeta, now optim.Config, recipe map[string]any) []string {
+	was := m.Optimizer.Config
+	var d []string
+	seen := map[string]bool{}
+	add := func(name string, a, b any) {
+		seen[name] = true
+		if a != b {
+			d = append(d, fmt.Sprintf("%s %v → %v", name, a, b))
+		}
+	}
+	add("momentum", was.Momentum, now.Momentum)
+	add("nesterov", was.Nesterov, now.Nesterov)
+	add("weight_decay", was.WeightDecay, now.WeightDecay)
+	add("beta1", was.Beta1, now.Beta1)
+	add("beta2", was.Beta2, now.Beta2)
+	add("eps", was.Eps, now.Eps)
+	if m.Recipe == nil || recipe == nil {
+		return d
+	}
+	var cur map[string]any // recipe as a checkpoint's JSON gives it back
+	if js, err := json.Marshal(recipe); err != nil || json.Unmarshal(js, &cur) != nil {
+		return d
+	}
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		a, ok := m.Recipe[k]
+		if !ok || seen[k] {
+			continue
+		}
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(cur[k])
+		if string(ja) != string(jb) {
+			d = append(d, fmt.Sprintf("%s %v → %v", k, a, cur[k]))
+		}
+	}
+	return d
 }

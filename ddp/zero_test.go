@@ -172,3 +172,49 @@ func TestResumeUnderAnotherSchedule(t *testing.T) {
 		require.Contains(t, warns[0], "gives step 7 a learning rate of 0.003; this run's gives it 0.006")
 	}
 }
+
+// TestResumeUnderAnotherRecipe: resuming the last checkpoint of a finished
+// cosine schedule under a longer one says that step 7's learning rate was 0
+// and is not now (before NextLR recorded 0, it said nothing), and names
+// each recorded recipe value the resumed run changes; a resume mid-run with
+// the writing run's recipe says nothing.
+func TestResumeUnderAnotherRecipe(t *testing.T) {
+	run := func(steps int, clip float64, ck CheckpointOptions) []string {
+		opts := zeroOptions()
+		sched, err := optim.NewCosine(opts.LR, 0, steps)
+		require.NoError(t, err)
+		opts.MaxSteps, opts.Schedule, opts.Checkpoint = steps, sched, ck
+		opts.Recipe = map[string]any{"schedule": "cosine", "max_steps": steps, "clip_norm": float32(clip)}
+		var warns []string
+		opts.Hooks.OnWarning = func(w string) { warns = append(warns, w) }
+		r := worldFit(t, 1, opts)
+		require.Equal(t, steps, r[0].res.Steps)
+		return warns
+	}
+	dir := filepath.Join(t.TempDir(), "ck")
+	require.Empty(t, run(6, 1, CheckpointOptions{Dir: dir, Every: 3}))
+	warns := run(12, 0.5, CheckpointOptions{Dir: dir, Resume: "latest"})
+	require.Len(t, warns, 2, "%q", warns)
+	require.Contains(t, warns[0], "ckpt-000000006.safetensors was written by a run whose schedule gives step 7 a learning rate of 0; this run's gives it 0.00")
+	require.Contains(t, warns[1], "ckpt-000000006.safetensors was written with another recipe: clip_norm 1 → 0.5, max_steps 6 → 12; the resumed steps follow this run's")
+
+	mid := filepath.Join(dir, "ckpt-000000003.safetensors")
+	require.Empty(t, run(6, 1, CheckpointOptions{Dir: t.TempDir(), Resume: mid}))
+}
+
+// TestRecipeChangesOptimizer: every hyperparameter of the optimizer a
+// checkpoint records is compared, whether or not the caller records a
+// recipe, and each is named once when the recipe records it too.
+func TestRecipeChangesOptimizer(t *testing.T) {
+	was := optim.Config{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
+	m := ckptMeta{Optimizer: optim.Hyper{Kind: "adamw", Config: was}}
+	require.Empty(t, recipeChanges(m, was, nil))
+	now := was
+	now.Beta2, now.WeightDecay = 0.999, 0
+	want := []string{"weight_decay 0.1 → 0", "beta2 0.95 → 0.999"}
+	require.Equal(t, want, recipeChanges(m, now, nil))
+	m.Recipe = map[string]any{"beta2": 0.95, "weight_decay": 0.1, "lr": 0.001}
+	require.Equal(t, want, recipeChanges(m, now, map[string]any{"beta2": float32(0.999), "weight_decay": float32(0), "lr": float32(0.001)}))
+	require.Equal(t, []string{"nesterov false → true", "lr 0.001 → 0.002"},
+		recipeChanges(ckptMeta{Optimizer: optim.Hyper{Kind: "sgd"}, Recipe: m.Recipe}, optim.Config{Nesterov: true}, map[string]any{"lr": float32(0.002)}))
+}
