@@ -46,7 +46,7 @@ func chooseData(o *options) (dataChoice, error) {
 	case "synthetic":
 		return dataChoice{name: "synthetic"}, nil
 	case "text", "llmc":
-		return dataChoice{}, usagef("--dataset %s is token data for a language model (--model gpt-tiny, gpt, gpt2); model %s is a classifier", o.dataset, o.model)
+		return dataChoice{}, usagef("--dataset %s is token data for a language model (--model gpt-tiny, gpt2, llama-tiny, ...: --list-models); model %s is a classifier", o.dataset, o.model)
 	}
 	dir := o.dataDir
 	if dir == "" {
