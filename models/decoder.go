@@ -74,6 +74,12 @@ type DecoderSpec struct {
 	// (compute.Require) before any layer builds, so that an engine without
 	// one fails the build naming the operation rather than a layer.
 	Require func(e compute.Engine) error
+	// AtContext, when set, is the same model at a context of t ≤ Context
+	// tokens, whose parameters are this one's or, where their first
+	// dimension counts positions (a position table), their first rows:
+	// Generate on a host engine runs a short text through such a build
+	// instead of a forward over the whole context (GPT and Llama set it).
+	AtContext func(t int) DecoderSpec
 }
 
 // validate checks the spec's sizes and that its parts are there.
@@ -130,6 +136,8 @@ type Decoder struct {
 	pos             compute.Labels // (B·T) position of every row, with positions
 	tokens          compute.Labels // the last Forward's
 	logits, dlogits compute.Tensor // (B·T,V)
+
+	params, grads []compute.Tensor // Build's views (Generate's shorter contexts)
 }
 
 var (
@@ -292,7 +300,7 @@ func (d *Decoder) build(e compute.Engine, params, grads []compute.Tensor, rows i
 			return err
 		}
 		d.norm0 = d.first[len(d.blocks)]
-		d.e, d.rows = e, rows
+		d.e, d.rows, d.params, d.grads = e, rows, params, grads
 		d.embed, d.dembed, d.addEmbed = params[0], grads[0], uses[0][0].add
 		return nil
 	}
@@ -312,7 +320,7 @@ func (d *Decoder) build(e compute.Engine, params, grads []compute.Tensor, rows i
 		}
 	}
 	d.norm0 = d.first[len(d.blocks)]
-	d.e, d.idx, d.rows = e, idx, rows
+	d.e, d.idx, d.rows, d.params, d.grads = e, idx, rows, params, grads
 	d.embed, d.dembed, d.addEmbed = params[0], grads[0], uses[0][0].add
 	d.x0 = e.Alloc(bt, s.Width)
 	if s.Positions != "" {

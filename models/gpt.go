@@ -164,6 +164,11 @@ func (g GPTConfig) DecoderSpec() DecoderSpec {
 		Head:           "lm_head",
 		TiedHead:       true,
 		NoDecayVectors: true,
+		AtContext: func(t int) DecoderSpec {
+			h := g
+			h.Context = t
+			return h.DecoderSpec()
+		},
 	}
 }
 

@@ -197,6 +197,11 @@ func (l LlamaConfig) DecoderSpec() DecoderSpec {
 		TiedHead: l.TiedEmbeddings,
 		HeadStd:  std,
 		Require:  requireLlamaOps,
+		AtContext: func(t int) DecoderSpec {
+			m := l
+			m.Context = t
+			return m.DecoderSpec()
+		},
 	}
 }
 

@@ -67,13 +67,22 @@ var (
 
 // Generate continues prompt by n tokens, drawn one at a time from the
 // model's next-token distribution, and returns the n tokens drawn (not the
-// prompt). The model must be built (for any number
-// of sequences; it uses the first). When the text outgrows the context the
-// window slides: the model sees the last Context tokens. Every token runs
-// the forward of all the sequences the model was built for (only the first
-// is used) and, on a device engine, copies the logits back, and each call
-// allocates its token buffer: it is for samples after training, not for
-// serving.
+// prompt). The model must be built (for any number of sequences; it uses
+// the first). When the text outgrows the context the window slides: the
+// model sees the last Context tokens. Every token runs a forward over the
+// window and, on a device engine, copies the logits back: it is for
+// samples after training, not for serving (no key/value cache). On a host
+// engine a window shorter than the context runs through a build of the
+// model for one sequence at the smallest context of 64, 128, 256, ... that
+// holds it (DecoderSpec.AtContext; over the same parameters), made at the
+// first such window and kept for the call, rather than a forward over the
+// whole context: the same logits up to rounding, as attention is causal
+// and every other layer works row by row (bit for bit with the pure-Go
+// GEMM; OpenBLAS rounds a matrix's last rows otherwise than the same rows
+// inside a taller one: TestGenerateShortContextsSameLogits), for a
+// fraction of the arithmetic. On a device a forward over the whole
+// context of one sequence is fast, and a build of another context would
+// copy the weights again in bf16.
 //
 // Cancelling ctx stops it between two tokens: it returns what it has and
 // ctx's error.
@@ -81,12 +90,87 @@ func (d *Decoder) Generate(ctx context.Context, prompt []int32, n int, o SampleO
 	if d.e == nil {
 		return nil, errors.New("generate: the model is not built")
 	}
-	v := d.spec.Vocab
-	var buf []float32
-	next := func(tokens compute.Labels, row int) ([]float32, error) {
-		return logitsRow(d.e, d.ForwardLogits(tokens), row, v, &buf), nil
+	runs := map[int]*window{d.spec.Context: newWindow(d)}
+	next := func(text []int32) ([]float32, error) {
+		t := d.shortContext(len(text))
+		w := runs[t]
+		if w == nil {
+			s, err := d.atContext(t)
+			if err != nil {
+				return nil, err
+			}
+			w = newWindow(s)
+			runs[t] = w
+		}
+		return w.logits(text), nil
 	}
-	return generate(ctx, d.e, d.spec.Context, v, d.rows, next, prompt, n, o)
+	return generate(ctx, d.spec.Context, d.spec.Vocab, next, prompt, n, o)
+}
+
+// window is a built Decoder with the token buffers of one forward.
+type window struct {
+	d      *Decoder
+	tokens compute.Labels
+	host   []int32
+	buf    []float32
+}
+
+func newWindow(d *Decoder) *window {
+	n := d.rows * d.spec.Context
+	return &window{d: d, tokens: d.e.AllocLabels(n), host: make([]int32, n)}
+}
+
+// logits runs the model on text (at most its context) as its first
+// sequence and returns the logits of text's last position.
+func (w *window) logits(text []int32) []float32 {
+	clear(w.host)
+	copy(w.host, text)
+	w.d.e.SetLabels(w.tokens, w.host)
+	return logitsRow(w.d.e, w.d.ForwardLogits(w.tokens), len(text)-1, w.d.spec.Vocab, &w.buf)
+}
+
+// shortContext is the context Generate runs a window of n tokens at: d's
+// own on a device engine, for a spec without AtContext, or where n needs
+// it; else the smallest of 64, 128, 256, ... that holds n.
+func (d *Decoder) shortContext(n int) int {
+	full := d.spec.Context
+	if d.spec.AtContext == nil || compute.HostData(d.embed) == nil {
+		return full
+	}
+	t := 64
+	for t < n {
+		t *= 2
+	}
+	return min(t, full)
+}
+
+// atContext builds d's model at context t for one sequence over d's
+// parameters (DecoderSpec.AtContext): each of its parameters is d's of the
+// same name and shape, or the first rows of it.
+func (d *Decoder) atContext(t int) (*Decoder, error) {
+	s, err := NewDecoder(d.name, d.spec.AtContext(t))
+	if err != nil {
+		return nil, fmt.Errorf("%s at context %d: %w", d.name, t, err)
+	}
+	s.precision = d.precision
+	mine, theirs := d.Params(), s.Params()
+	if len(mine) != len(theirs) {
+		return nil, fmt.Errorf("%s at context %d has %d parameters, at %d %d", d.name, t, len(theirs), d.spec.Context, len(mine))
+	}
+	pv, gv := make([]compute.Tensor, len(theirs)), make([]compute.Tensor, len(theirs))
+	for i, p := range theirs {
+		q := mine[i]
+		if p.Name != q.Name || len(p.Shape) != len(q.Shape) || p.Shape[0] > q.Shape[0] || !slices.Equal(p.Shape[1:], q.Shape[1:]) {
+			return nil, fmt.Errorf("%s at context %d: parameter %d is %s %v, at %d %s %v: not its first rows",
+				d.name, t, i, p.Name, p.Shape, d.spec.Context, q.Name, q.Shape)
+		}
+		pv[i] = d.e.View(arenaOf(d.params[i]), 0, p.Shape...)
+		gv[i] = d.e.View(arenaOf(d.grads[i]), 0, p.Shape...)
+	}
+	if err := s.Build(d.e, pv, gv, 1); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Fresh returns a new Decoder of d's spec, precision (the one a build
@@ -143,10 +227,10 @@ func logitsRow(e compute.Engine, logits compute.Tensor, row, v int, buf *[]float
 	return all[row*v : (row+1)*v]
 }
 
-// generate is Generate for a model of context t and vocabulary v built on
-// e for rows sequences: next runs the model on tokens (rows·t ids) and
-// returns the logits of position row of the first sequence.
-func generate(ctx context.Context, e compute.Engine, t, v, rows int, next func(tokens compute.Labels, row int) ([]float32, error),
+// generate is Generate for a model of context t and vocabulary v: next
+// runs the model on the window (the last t tokens of the text) and returns
+// the logits of its last position.
+func generate(ctx context.Context, t, v int, next func(window []int32) ([]float32, error),
 	prompt []int32, n int, o SampleOptions) ([]int32, error) {
 	if len(prompt) == 0 {
 		return nil, errors.New("generate: an empty prompt")
@@ -163,8 +247,6 @@ func generate(ctx context.Context, e compute.Engine, t, v, rows int, next func(t
 	if o.Vocab > 0 && o.Vocab < v {
 		vocab = o.Vocab
 	}
-	tokens := e.AllocLabels(rows * t)
-	host := make([]int32, rows*t)
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5a3b1e))
 	text := slices.Clone(prompt)
 	probs := make([]float64, vocab)
@@ -173,11 +255,7 @@ func generate(ctx context.Context, e compute.Engine, t, v, rows int, next func(t
 		if err := ctx.Err(); err != nil {
 			return text[len(prompt):], err
 		}
-		window := text[max(0, len(text)-t):]
-		clear(host)
-		copy(host, window)
-		e.SetLabels(tokens, host)
-		row, err := next(tokens, len(window)-1)
+		row, err := next(text[max(0, len(text)-t):])
 		if err != nil {
 			return text[len(prompt):], fmt.Errorf("generate: %w", err)
 		}
