@@ -43,7 +43,8 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 	if h := t.opts.Hooks.OnStart; h != nil {
 		h(StartInfo{PE: t.c.MyPE(), NPEs: P, Params: t.n, StepsPerEpoch: spe, TotalSteps: total,
 			MicroBatch: t.micro, StartStep: start, Resumed: resumed, Engine: t.e.Name(), Backend: t.c.Backend(),
-			ShardedUpdate: t.ShardedUpdate(), Strategy: t.Strategy(), Tokens: t.tokensPerSample(), Reduction: t.reduction()})
+			ShardedUpdate: t.ShardedUpdate(), Strategy: t.Strategy(), Tokens: t.tokensPerSample(), Reduction: t.reduction(),
+			InitFrom: t.initSource})
 	}
 
 	if err := t.strat.prepare(t, total, train); err != nil {

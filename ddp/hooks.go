@@ -35,6 +35,7 @@ type StartInfo struct {
 	MicroBatch    int    // rows of one forward on one PE
 	StartStep     int    // > 0 when resumed
 	Resumed       string // the checkpoint resumed from; "" for a fresh start
+	InitFrom      string // the file Options.InitFrom's weights came from (Trainer.InitSource); "" without
 	Engine        string // the compute engine's name ("cpu/openblas")
 	Backend       string // the comm backend's name ("shm")
 	ShardedUpdate bool   // each PE updates its shard of the parameters (ZeRO-1)

@@ -24,15 +24,15 @@ func (e *InitError) Error() string {
 func (t *Trainer) initFrom() error {
 	msg := ctlMsg{OK: true}
 	if t.c.MyPE() == 0 {
-		arena, warning, err := readInitWeights(t.opts.InitFrom, t.m)
+		r, err := readInitWeights(t.opts.InitFrom, t.m)
 		if err == nil {
-			t.e.SetTensor(t.pView, arena)
+			t.e.SetTensor(t.pView, r.arena)
 			err = t.e.Sync()
 		}
 		if err != nil {
 			msg = ctlMsg{Err: err.Error()}
-		} else if warning != "" {
-			msg.Warnings = []string{"initial weights: " + warning}
+		} else if msg.Path = r.source; r.warning != "" {
+			msg.Warnings = []string{"initial weights: " + r.warning}
 		}
 	}
 	got, err := t.shareFromRoot(msg)
@@ -47,5 +47,12 @@ func (t *Trainer) initFrom() error {
 	if !got.OK {
 		return sharedFrom(0, &InitError{Path: t.opts.InitFrom, Reason: got.Err}) // PE 0 read it
 	}
+	t.initSource = got.Path
 	return nil
 }
+
+// InitSource names the file Options.InitFrom's weights were read from, and
+// what it is: "hf/model.safetensors (Hugging Face)", "ck/ckpt-000000090.safetensors
+// (step 90 of llama-tiny)" (the newest intact checkpoint of a directory);
+// "" without InitFrom. It is the same on every PE.
+func (t *Trainer) InitSource() string { return t.initSource }

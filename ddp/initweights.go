@@ -52,21 +52,31 @@ import (
 // (models.Layout of m.Params()). An error is one line that names the file
 // and the tensor or the config.json field at fault.
 func ReadInitWeights(path string, m models.Model) ([]float32, error) {
-	arena, _, err := readInitWeights(path, m)
-	return arena, err
+	r, err := readInitWeights(path, m)
+	return r.arena, err
 }
 
-// readInitWeights is ReadInitWeights, with the warning of a checkpoint
-// directory whose newest checkpoints are damaged (Weights.Warning; "" when
-// none).
-func readInitWeights(path string, m models.Model) ([]float32, string, error) {
+// initRead is what readInitWeights read.
+type initRead struct {
+	arena []float32
+	// source names the file read: "hf/model.safetensors (Hugging Face)",
+	// "ck/ckpt-000000090.safetensors (step 90 of llama-tiny)"
+	source string
+	// warning is that of a checkpoint directory whose newest checkpoints
+	// are damaged (Weights.Warning; "" when none)
+	warning string
+}
+
+// readInitWeights is ReadInitWeights, saying which file it read and why
+// not a newer one.
+func readInitWeights(path string, m models.Model) (initRead, error) {
 	var desc map[string]int
 	if d, ok := m.(ModelDescriber); ok {
 		desc = d.Describe()
 	}
 	if dir, file, ok := hfSource(path); ok {
 		arena, err := readHF(dir, file, m.Name(), m.Params(), desc)
-		return arena, "", err
+		return initRead{arena: arena, source: file + " (Hugging Face)"}, err
 	}
 	return readCheckpointWeights(path, m.Params(), desc)
 }
@@ -96,14 +106,14 @@ func hfSource(path string) (dir, file string, ok bool) {
 // (weights only) into an arena for specs, checking the sizes the
 // checkpoint records against desc, the model's; and the warning of a
 // directory whose newest checkpoints are damaged.
-func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[string]int) ([]float32, string, error) {
+func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[string]int) (initRead, error) {
 	w, err := ReadWeights(path)
 	if err != nil {
-		return nil, "", err
+		return initRead{}, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(desc)) {
 		if was, ok := w.Config[k]; ok && was != desc[k] {
-			return nil, "", fmt.Errorf("%s: the checkpoint's model has %s %d, this model %d (%s)", w.Path, k, was, desc[k], sizeHint(k, was))
+			return initRead{}, fmt.Errorf("%s: the checkpoint's model has %s %d, this model %d (%s)", w.Path, k, was, desc[k], sizeHint(k, was))
 		}
 	}
 	offsets, n := models.Layout(specs)
@@ -112,16 +122,16 @@ func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[strin
 		shape := w.Shape(s.Name)
 		switch {
 		case shape == nil:
-			return nil, "", fmt.Errorf("%s: tensor %q is missing (the checkpoint holds model %q)", w.Path, s.Name, w.Model)
+			return initRead{}, fmt.Errorf("%s: tensor %q is missing (the checkpoint holds model %q)", w.Path, s.Name, w.Model)
 		case !slices.Equal(shape, s.Shape):
-			return nil, "", fmt.Errorf("%s: tensor %q has shape %v, the model's is %v", w.Path, s.Name, shape, s.Shape)
+			return initRead{}, fmt.Errorf("%s: tensor %q has shape %v, the model's is %v", w.Path, s.Name, shape, s.Shape)
 		}
 		if err := w.f.floats(s.Name, arena[offsets[i]:offsets[i]+s.Size()]); err != nil {
-			return nil, "", fmt.Errorf("%s: %w", w.Path, err)
+			return initRead{}, fmt.Errorf("%s: %w", w.Path, err)
 		}
 	}
 	if !hostloops.AllFinite(arena) {
-		return nil, "", fmt.Errorf("%s: the parameters hold NaN or Inf", w.Path)
+		return initRead{}, fmt.Errorf("%s: the parameters hold NaN or Inf", w.Path)
 	}
-	return arena, w.Warning(), nil
+	return initRead{arena: arena, source: fmt.Sprintf("%s (step %d of %s)", w.Path, w.Step, w.Model), warning: w.Warning()}, nil
 }

@@ -34,6 +34,8 @@ type Trainer struct {
 	o    optim.Optimizer
 	opts Options
 
+	initSource string // InitSource
+
 	specs   []models.ParamSpec
 	offsets []int // element offset of each parameter in the arenas
 	n       int   // parameter elements

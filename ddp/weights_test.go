@@ -32,10 +32,11 @@ func TestReadWeightsSaysWhatItSkipped(t *testing.T) {
 	assert.Contains(t, w.Skipped[0], newer+": checkpoint file is corrupt: ")
 	assert.Regexp(t, `^`+newer+`: checkpoint file is corrupt: .*; read the newest intact checkpoint instead, `+w.Path+` \(step 0\)$`, w.Warning())
 
-	got, warning, err := readInitWeights(dir, m)
+	got, err := readInitWeights(dir, m)
 	require.NoError(t, err)
-	assert.Equal(t, arena, got)
-	assert.Equal(t, w.Warning(), warning)
+	assert.Equal(t, arena, got.arena)
+	assert.Equal(t, w.Warning(), got.warning)
+	assert.Equal(t, w.Path+" (step 0 of "+w.Model+")", got.source)
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ckpt-000000010.safetensors"), nil, 0o644))
 	w, err = ReadWeights(dir)

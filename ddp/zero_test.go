@@ -34,6 +34,14 @@ func worldFit(t *testing.T, npes int, opts Options) []worldResult {
 // worldFitIn is worldFit on the PEs of w.
 func worldFitIn(t *testing.T, w *world, opts Options) []worldResult {
 	t.Helper()
+	return worldRun(t, w, opts, func(tr *Trainer, train, test datasets.Source) (Result, error) {
+		return tr.Fit(context.Background(), train, test)
+	})
+}
+
+// worldRun is worldFitIn with body in place of Fit.
+func worldRun(t *testing.T, w *world, opts Options, body func(tr *Trainer, train, test datasets.Source) (Result, error)) []worldResult {
+	t.Helper()
 	npes := w.npes
 	train, test, err := datasets.SyntheticSplit(600, 100, 20, 4, 7)
 	require.NoError(t, err)
@@ -59,7 +67,7 @@ func worldFitIn(t *testing.T, w *world, opts Options) []worldResult {
 			}
 			defer tr.Close()
 			r.strategy = tr.Strategy()
-			r.res, r.err = tr.Fit(context.Background(), train, test)
+			r.res, r.err = body(tr, train, test)
 			r.params = tr.Params()
 			for _, s := range w.engs[pe].OptimizerState() {
 				r.state = append(r.state, s.Size())
@@ -217,4 +225,30 @@ func TestRecipeChangesOptimizer(t *testing.T) {
 	require.Equal(t, want, recipeChanges(m, now, map[string]any{"beta2": float32(0.999), "weight_decay": float32(0), "lr": float32(0.001)}))
 	require.Equal(t, []string{"nesterov false → true", "lr 0.001 → 0.002"},
 		recipeChanges(ckptMeta{Optimizer: optim.Hyper{Kind: "sgd"}, Recipe: m.Recipe}, optim.Config{Nesterov: true}, map[string]any{"lr": float32(0.002)}))
+}
+
+// TestEvaluateInitWeights: Evaluate right after New, on the device step
+// path of 2 PEs, gives the weights of Options.InitFrom the test loss and
+// accuracy the run that wrote them ended on (train --eval-only), and
+// InitSource names the file.
+func TestEvaluateInitWeights(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ck")
+	opts := zeroOptions()
+	opts.Checkpoint = CheckpointOptions{Dir: dir}
+	fitted := worldFit(t, 2, opts)
+	require.Positive(t, fitted[0].res.Test.Samples)
+	again := zeroOptions()
+	again.InitFrom = dir
+	var source [2]string
+	evaluated := worldRun(t, newWorld(2), again, func(tr *Trainer, _, test datasets.Source) (Result, error) {
+		m, err := tr.Evaluate(test)
+		source[tr.c.MyPE()] = tr.InitSource()
+		return Result{Test: m}, err
+	})
+	for pe := range 2 {
+		require.Equal(t, "device-sharded", evaluated[pe].strategy)
+		require.Equal(t, fitted[0].res.Test, evaluated[pe].res.Test, "PE %d", pe)
+	}
+	want := filepath.Join(dir, "ckpt-000000012.safetensors") + " (step 12 of mlp)"
+	require.Equal(t, [2]string{want, want}, source)
 }

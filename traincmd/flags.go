@@ -36,6 +36,7 @@ type options struct {
 	kvHeads, ffnHidden            int     // a llama's key/value heads and SwiGLU width (0: the preset's)
 	ropeTheta                     float64 // a llama's rotary base (0: the preset's)
 	initFrom                      string  // --init-from: weights to start from (ddp.Options.InitFrom)
+	evalOnly                      bool    // --eval-only: evaluate --init-from's weights, train nothing
 	trainShards, valShards        string  // llm.c token shard globs
 	corpusMax                     string  // cap of the text corpus
 	tokenizer                     string  // --tokenizer for --dataset text: byte or gpt2 (default by model)
@@ -176,6 +177,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.Float64Var(&o.ropeTheta, "rope-theta", 0, "rotary embedding base of a llama model (0: the preset's; Llama 3 uses 500000)")
 	fs.IntVar(&o.context, "context", 0, "context length (tokens) of a gpt or llama model (0: the preset's)")
 	fs.IntVar(&o.vocab, "vocab", 0, "vocabulary of a gpt or llama model: token ids 0..N-1, for shards of another tokenizer (0: the preset's, 256 for gpt, gpt-tiny, llama and llama-tiny, 50304 for the gpt2 family and llama-124m, 128256 for llama3-1b)")
+	fs.BoolVar(&o.evalOnly, "eval-only", false, "evaluate the weights of --init-from on the validation (test) set and exit, training nothing and writing no checkpoint: the loss (a classifier's accuracy, a byte-level model's bits per byte) over --eval-batches global batches (0: the whole set), then a language model's sample")
 	fs.StringVar(&o.initFrom, "init-from", "", "start from these weights with fresh optimizer state, step, schedule and data (fine-tuning): a Hugging Face directory (config.json + model.safetensors) of GPT2LMHeadModel for a gpt model or LlamaForCausalLM for a llama model, sizes as the model's flags, or a symddp checkpoint file or --checkpoint-dir; not with --resume")
 	fs.StringVar(&o.trainShards, "train-shards", "", "--dataset llmc: glob of llm.c training token shards (e.g. 'data/fineweb_train_*.bin')")
 	fs.StringVar(&o.valShards, "val-shards", "", "--dataset llmc: glob of llm.c validation token shards")
@@ -477,6 +479,10 @@ func (o *options) validate() error {
 		return usagef("--vocab %d: must be positive (0: the model's own)", o.vocab)
 	case o.initFrom != "" && o.resume != "":
 		return usagef("--init-from and --resume: --resume continues a run with its own weights; give one of them")
+	case o.evalOnly && o.initFrom == "":
+		return usagef("--eval-only evaluates the weights of --init-from: give it a checkpoint file, a --checkpoint-dir or a Hugging Face directory")
+	case o.evalOnly && (o.ckptDir != "" || o.maxRestarts > 0):
+		return usagef("--eval-only trains nothing and writes no checkpoint: drop --checkpoint-dir and --max-restarts")
 	case o.keepCkpt < 1:
 		return usagef("--keep-checkpoints %d: must be at least 1", o.keepCkpt)
 	case o.set("keep-checkpoints") && o.ckptDir == "":

@@ -22,13 +22,34 @@ func TestInitFrom(t *testing.T) {
 	dir := t.TempDir()
 	gpt := []string{"--pes", "2", "--model", "gpt", "--layers", "1", "--width", "16", "--heads", "2", "--context", "16",
 		"--dataset", "synthetic", "--eval-batches", "1", "--sample-tokens", "0", "--no-progress"}
-	code, _, stderr := runTrain(t, nil, append(gpt, "--max-steps", "6", "--checkpoint-dir", dir)...)
+	code, trained, stderr := runTrain(t, nil, append(gpt, "--max-steps", "6", "--checkpoint-dir", dir)...)
 	require.Equal(t, 0, code, stderr)
 	code, stdout, stderr := runTrain(t, nil, append(gpt, "--max-steps", "4", "--init-from", dir, "--seed", "7", "--lr", "1e-4")...)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "done: 4 steps in ", "a fresh run of 4 steps, not a resumed one")
 	assert.NotContains(t, stderr, "resumed from")
+	assert.Contains(t, stderr, "initial weights: "+filepath.Join(dir, "ckpt-000000006.safetensors")+" (step 6 of gpt); fresh optimizer state, step 0\n")
+
 	assert.Regexp(t, regexp.MustCompile(`replicas identical on both PEs \(step 4, parameter hash [0-9a-f]{16}\)`), stdout)
+
+	// --eval-only: the validation loss the training run ended on, from its
+	// checkpoint, and nothing trained
+	code, stdout, stderr = runTrain(t, nil, append(gpt, "--init-from", dir, "--eval-only", "--metrics", filepath.Join(dir, "m.jsonl"))...)
+	require.Equal(t, 0, code, stderr)
+	final := regexp.MustCompile(`val loss [0-9.]+ \([0-9]+ tokens\)`)
+	require.NotEmpty(t, final.FindString(trained), trained)
+	assert.Equal(t, final.FindString(trained), final.FindString(stdout), stdout)
+	assert.Contains(t, stderr, "evaluating gpt: ", stderr)
+	assert.Contains(t, stderr, " parameters from "+filepath.Join(dir, "ckpt-000000006.safetensors")+" (step 6 of gpt), on 2 PEs (shm, ")
+	assert.Contains(t, stderr, "): 16 sequences of 16 tokens of the validation set\n")
+	assert.NotContains(t, stdout+stderr, "step 1")
+	metrics, err := os.ReadFile(filepath.Join(dir, "m.jsonl"))
+	require.NoError(t, err)
+	assert.Contains(t, string(metrics), `"eval_only":true`)
+	assert.NotContains(t, string(metrics), `"loss"`, "no training record")
+	ck, err := filepath.Glob(filepath.Join(dir, "ckpt-*"))
+	require.NoError(t, err)
+	assert.Len(t, ck, 1, "no checkpoint written")
 
 	for _, tc := range []struct {
 		args  []string
@@ -37,6 +58,8 @@ func TestInitFrom(t *testing.T) {
 	}{
 		{[]string{"--init-from", dir, "--resume", "latest", "--checkpoint-dir", dir}, "--init-from and --resume: --resume continues a run with its own weights; give one of them", 2},
 		{[]string{"--init-from", filepath.Join(dir, "none")}, "--init-from " + filepath.Join(dir, "none") + ": no such file or directory", 1},
+		{[]string{"--eval-only"}, "--eval-only evaluates the weights of --init-from: give it a checkpoint file, a --checkpoint-dir or a Hugging Face directory", 2},
+		{[]string{"--eval-only", "--init-from", dir, "--checkpoint-dir", t.TempDir()}, "--eval-only trains nothing and writes no checkpoint: drop --checkpoint-dir and --max-restarts", 2},
 		{[]string{"--vocab", "300"}, "--layers, --heads, --width, --context, --vocab, --kv-heads, --ffn-hidden and --rope-theta size a language model, not mlp", 2},
 	} {
 		var stdout, stderr bytes.Buffer

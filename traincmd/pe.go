@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch"
@@ -245,6 +246,16 @@ func (r *peRun) run() (err error) {
 		// the estimate of the precision the model runs in (bf16 plans or fp32 layers)
 		rep.activations = activationNote(r.o, m, cfg, rc.Batch/(c.NPEs()*rc.Accum))
 	}
+	stoppedBy := func() error {
+		sig, _ := gotSignal().(syscall.Signal)
+		if sig == 0 {
+			sig = syscall.SIGINT
+		}
+		return stoppedError{sig}
+	}
+	if r.o.evalOnly {
+		return r.evaluate(ctx, tr, m, c, e, test, rep, stoppedBy)
+	}
 	res, err := tr.Fit(ctx, train, test)
 	if errors.Is(err, ddp.ErrMismatch) || errors.Is(err, ddp.ErrCorrupt) {
 		// a checkpoint of another model or run, or none intact to resume
@@ -273,11 +284,37 @@ func (r *peRun) run() (err error) {
 		return finishedError{rep.failed}
 	}
 	if res.Stopped {
-		sig, _ := gotSignal().(syscall.Signal)
-		if sig == 0 {
-			sig = syscall.SIGINT
-		}
-		return stoppedError{sig}
+		return stoppedBy()
+	}
+	return nil
+}
+
+// evaluate is --eval-only: the loss of the --init-from weights over the
+// evaluation set (collective), printed by PE 0 with a language model's
+// sample; stoppedBy is the error of a run a signal stopped.
+func (r *peRun) evaluate(ctx context.Context, tr *ddp.Trainer, m models.Model, c comm.Comm, e compute.Engine, test datasets.Source,
+	rep *reporter, stoppedBy func() error) error {
+	if c.MyPE() == 0 {
+		rep.evaluating(tr, c, e, test)
+	}
+	start := time.Now()
+	res, err := tr.Evaluate(test)
+	if err != nil {
+		return err
+	}
+	if c.MyPE() != 0 {
+		return nil
+	}
+	rep.evaluated(res, time.Since(start))
+	stopped := false
+	if g, ok := m.(models.LanguageModel); ok && r.o.sampleTokens > 0 {
+		stopped = rep.sample(ctx, g, e, tr.Params(), test, r.o.sampleTokens, r.o.seed) != nil
+	}
+	if rep.close(); rep.failed != nil {
+		return finishedError{rep.failed}
+	}
+	if stopped {
+		return stoppedBy()
 	}
 	return nil
 }

@@ -126,6 +126,9 @@ func (r *reporter) hooks() ddp.Hooks {
 			if r.activations != "" {
 				fmt.Fprintln(r.errw, r.activations)
 			}
+			if s.InitFrom != "" {
+				fmt.Fprintf(r.errw, "initial weights: %s; fresh optimizer state, step 0\n", s.InitFrom)
+			}
 			if s.Resumed != "" {
 				fmt.Fprintf(r.errw, "resumed from %s at step %d\n", s.Resumed, s.StartStep)
 				r.trimMetrics(s.StartStep)
@@ -308,6 +311,42 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 		}
 	}
 	r.write(rec)
+}
+
+// evaluating is --eval-only's header: the weights and what they are
+// evaluated on.
+func (r *reporter) evaluating(tr *ddp.Trainer, c comm.Comm, e compute.Engine, test datasets.Source) {
+	n := test.Len()
+	if r.o.evalBatches > 0 {
+		n = min(n, r.o.evalBatches*r.o.batch)
+	}
+	what := plural(n, "sample")
+	if tokens := test.Spec().InputSize(); test.Spec().Tokens {
+		what = fmt.Sprintf("%s of %d tokens", plural(n, "sequence"), tokens)
+	}
+	fmt.Fprintf(r.errw, "evaluating %s: %d parameters from %s, on %s (%s, %s): %s of the %s set\n",
+		r.o.model, tr.NumParams(), tr.InitSource(), plural(c.NPEs(), "PE"), c.Backend(), e.Name(), what, evalSetName(r.o.languageModel))
+}
+
+// evaluated prints --eval-only's result and writes its metrics record.
+func (r *reporter) evaluated(m ddp.Metrics, took time.Duration) {
+	rec := map[string]any{"eval_only": true, "elapsed": took.Seconds()}
+	if r.o.languageModel {
+		fmt.Fprintf(r.out, "val loss %.4f%s (%d tokens) in %.1fs\n", m.Loss, r.bpb(m.Loss), m.Samples, took.Seconds())
+		rec["val_loss"], rec["val_tokens"] = m.Loss, m.Samples
+	} else {
+		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples) in %.1fs\n", 100*m.Accuracy, m.Loss, m.Samples, took.Seconds())
+		rec["test_loss"], rec["test_accuracy"] = m.Loss, m.Accuracy
+	}
+	r.write(rec)
+}
+
+// evalSetName is what the evaluation set is called in a model's messages.
+func evalSetName(languageModel bool) string {
+	if languageModel {
+		return "validation"
+	}
+	return "test"
 }
 
 // bpb is ", N bits per byte" for byte-level text, "" otherwise (a token
