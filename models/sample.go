@@ -153,6 +153,9 @@ func (d *Decoder) atContext(t int) (*Decoder, error) {
 		return nil, fmt.Errorf("%s at context %d: %w", d.name, t, err)
 	}
 	s.precision = d.precision
+	if err := s.SetRecompute(d.recompute); err != nil { // no more memory than d's activations
+		return nil, err
+	}
 	mine, theirs := d.Params(), s.Params()
 	if len(mine) != len(theirs) {
 		return nil, fmt.Errorf("%s at context %d has %d parameters, at %d %d", d.name, t, len(theirs), d.spec.Context, len(mine))

@@ -48,10 +48,15 @@ func TestGenerateShortContextsSameLogits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, e := range gradcheck.Engines(t) {
-		for _, fresh := range []LanguageModel{gpt, llama} {
+		for i, fresh := range []LanguageModel{gpt, llama} {
 			m, err := fresh.Fresh()
 			if err != nil {
 				t.Fatal(err)
+			}
+			if i == 1 { // the shorter builds keep the model's recompute mode
+				if err := m.(*Llama).SetRecompute(RecomputeBlock); err != nil {
+					t.Fatal(err)
+				}
 			}
 			buildOneSequence(t, e, m, 3)
 			var d *Decoder
@@ -75,6 +80,9 @@ func TestGenerateShortContextsSameLogits(t *testing.T) {
 				if want < 160 {
 					if short, err = d.atContext(want); err != nil {
 						t.Fatal(err)
+					}
+					if short.recompute != d.recompute {
+						t.Fatalf("%s %s at context %d: recompute %s, the model's %s", name, d.name, want, short.recompute, d.recompute)
 					}
 				}
 				a, b := newWindow(short).logits(text[:n]), whole.logits(text[:n])
