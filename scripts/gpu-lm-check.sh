@@ -8,7 +8,8 @@
 #
 # --only runs the named parts of stages 3-6 alone (comma-separated:
 # tokenize, gpt2 (tokenize with it), xl, torch-xl, llama, llama-profile; llama-124m or
-# llama3-1b runs that half of llama alone), so that a short
+# llama3-1b runs that half of llama alone; eval, only when named: train
+# llama-124m 20 steps with a checkpoint, then --eval-only from it), so that a short
 # device lease can take what an earlier one ran out of time for (the first
 # run, 2026-12-06, ran out during torch-xl's compile-ckpt). Since then stage
 # 6 is four time limits, not two: gpt2-xl without recompute beside
@@ -89,8 +90,8 @@ while [ "$#" -gt 0 ]; do
 done
 
 for part in ${only//,/ }; do
-    case "$part" in tokenize | gpt2 | xl | torch-xl | llama | llama-124m | llama3-1b | llama-profile) ;; *)
-        echo "gpu-lm-check.sh: --only: unknown part $part (tokenize, gpt2, xl, torch-xl, llama, llama-124m, llama3-1b, llama-profile)" >&2
+    case "$part" in tokenize | gpt2 | xl | torch-xl | llama | llama-124m | llama3-1b | llama-profile | eval) ;; *)
+        echo "gpu-lm-check.sh: --only: unknown part $part (tokenize, gpt2, xl, torch-xl, llama, llama-124m, llama3-1b, llama-profile, eval)" >&2
         exit 2
         ;;
     esac
@@ -247,6 +248,23 @@ if [[ "$only" == *",llama-profile,"* ]]; then
             --preset llama-124m --batch 16 --modes compile --steps 20 --warmup 5 --profile 25
         grep '^PROFILE' "$bench_log" | head -27 >>"$summary"
     fi
+fi
+
+# ---- train --eval-only on the GPU (--only eval) ----
+if [[ "$only" == *",eval,"* ]]; then
+    ev="$outdir/lm-eval-ck"
+    rm -rf "$ev"
+    lm=(--backend nvshmem --pes 1 --model llama-124m --precision bf16 --dataset synthetic --batch-size 16
+        --eval-batches 5 --no-progress)
+    stage "llama-124m 20 steps, checkpoint" 120 "$train_log" "$bin/train" "${lm[@]}" --max-steps 20 \
+        --checkpoint-dir "$ev" --sample-tokens 0
+    stage "llama-124m --eval-only from it" 120 "$train_log" "$bin/train" "${lm[@]}" --init-from "$ev" --eval-only \
+        --sample-tokens 20
+    {
+        echo "---- train --eval-only: the run's final validation loss, then --eval-only's of its checkpoint ----"
+        grep -E '^(val loss|evaluating|initial weights)|eval-only' "$train_log"
+    } >>"$summary"
+    rm -rf "$ev"
 fi
 
 # ---- summary ----
