@@ -98,6 +98,9 @@ func TestLanguageModelEndToEnd(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(dir, "cache", "symddp", "text-*.bin"))
 	require.NoError(t, err)
 	assert.Len(t, files, 1, "one corpus file in the cache directory")
+	assert.Contains(t, stderr.String(), "reading the text files of "+text+" into one corpus file, once (cached in "+filepath.Join(dir, "cache", "symddp")+")\n")
+	assert.Contains(t, stderr.String(), "corpus of "+text+": 1 text file (0 binary skipped), 0.2 MB for training and 0.0 MB for validation, written in ")
+	assert.Equal(t, 1, strings.Count(stderr.String(), "corpus of "), "said by the launcher, not by each PE")
 	out := stdout.String()
 	var vals []float64
 	for _, line := range strings.Split(out, "\n") {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,9 +28,18 @@ func TestTextWithGPT2Tokens(t *testing.T) {
 		"--data-dir", text, "--max-steps", "3", "--eval-batches", "1", "--sample-tokens", "5", "--no-progress")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "tokenizing "+text+" with gpt2's BPE once")
+	assert.Regexp(t, `(?m)^corpus of `+regexp.QuoteMeta(text)+`: 2 text files \(0 binary skipped\), 0\.0 MB for training and 0\.0 MB for validation \([0-9]+ and [0-9]+ gpt2 tokens\), written in [0-9.]+s to `, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "corpus of "), "said by the launcher, not by each PE")
 	assert.Contains(t, stdout, "sample (gpt2 tokens, temperature 0.8, top-k 40) after \"")
 	assert.NotContains(t, stdout, "bits per byte")
 	assert.Contains(t, stdout, "val loss ")
+	// the cached corpus is current: nothing to say
+	code, _, stderr = runTrain(t, []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache")},
+		"--pes", "1", "--model", "gpt", "--vocab", "50304", "--layers", "1", "--width", "16", "--heads", "2", "--context", "16",
+		"--data-dir", text, "--max-steps", "1", "--eval-batches", "1", "--sample-tokens", "0", "--no-progress")
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "tokenizing ")
+	assert.NotContains(t, stderr, "corpus of ")
 
 	var out, errs bytes.Buffer
 	code = run([]string{"--model", "gpt-tiny", "--tokenizer", "gpt2", "--data-dir", text}, &out, &errs)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/compute"
@@ -183,12 +184,29 @@ func buildCorpus(dc *dataChoice) error {
 	}
 	h := sha256.Sum256([]byte(key))
 	dc.corpus = filepath.Join(dir, fmt.Sprintf("text-%x.bin", h[:8]))
-	if _, err := os.Stat(dc.corpus); err != nil && !byteLevel {
-		fmt.Fprintf(os.Stderr, "tokenizing %s with %s's BPE once (cached in %s; Go's source tree takes a minute or two on 2 cores)\n", dc.dir, dc.tokenizer, dir)
+	// the launcher, or rank 0 under mpirun, says what takes a while; a PE
+	// our launcher started finds the file current
+	say := proc.Role == launch.Starter || proc.Role == launch.MPIRank && proc.MPI.Rank == 0
+	if _, err := os.Stat(dc.corpus); err != nil && say {
+		if byteLevel {
+			fmt.Fprintf(os.Stderr, "reading the text files of %s into one corpus file, once (cached in %s)\n", dc.dir, dir)
+		} else {
+			fmt.Fprintf(os.Stderr, "tokenizing %s with %s's BPE once (cached in %s; Go's source tree takes a minute or two on 2 cores)\n", dc.dir, dc.tokenizer, dir)
+		}
 	}
+	start := time.Now()
 	info, err := datasets.BuildCorpus(dc.corpus, dc.dir, opts)
 	if err != nil {
 		return fmt.Errorf("--dataset text from %s: %w", dc.dir, err)
+	}
+	if info.Built && say {
+		tokens := ""
+		if !byteLevel {
+			tokens = fmt.Sprintf(" (%d and %d %s tokens)", info.TrainTokens, info.ValTokens, dc.tokenizer)
+		}
+		fmt.Fprintf(os.Stderr, "corpus of %s: %s (%d binary skipped), %.1f MB for training and %.1f MB for validation%s, written in %.1fs to %s\n",
+			dc.dir, plural(info.Files, "text file"), info.Binary, float64(info.TrainBytes)/1e6, float64(info.ValBytes)/1e6,
+			tokens, time.Since(start).Seconds(), dc.corpus)
 	}
 	tr, va, err := datasets.LoadCorpus(dc.corpus, dc.context)
 	if err != nil {
