@@ -38,28 +38,29 @@ func (w *Weights) Warning() string {
 		w.Skipped[0], len(w.Skipped)-1, w.Path, w.Step)
 }
 
-// latestIntact is the newest intact checkpoint of dir and the newer ones
-// that fail their checks ("path: why", newest first), or an error that
+// latestIntact is the newest intact checkpoint of dir (its path, parsed
+// file and metadata: read once) and the newer ones that fail their checks
+// ("path: why", newest first), or an error that
 // says why there is none: no checkpoint files at all, or why the newest
 // one fails its checks (and how many older ones fail too).
-func latestIntact(dir string) (string, []string, error) {
+func latestIntact(dir string) (string, *stFile, ckptMeta, []string, error) {
 	paths, err := listCheckpoints(dir)
 	if err != nil {
-		return "", nil, fmt.Errorf("checkpoints in %s: %w", dir, err)
+		return "", nil, ckptMeta{}, nil, fmt.Errorf("checkpoints in %s: %w", dir, err)
 	}
 	if len(paths) == 0 {
 		if _, err := os.Stat(filepath.Join(dir, hfModelFile)); err == nil {
-			return "", nil, fmt.Errorf("no checkpoint in %s: it holds %s, a Hugging Face model, not train's %s<step>%s files (train --init-from reads such a directory, with its %s)",
+			return "", nil, ckptMeta{}, nil, fmt.Errorf("no checkpoint in %s: it holds %s, a Hugging Face model, not train's %s<step>%s files (train --init-from reads such a directory, with its %s)",
 				dir, hfModelFile, ckptPrefix, ckptSuffix, hfConfigFile)
 		}
-		return "", nil, fmt.Errorf("no checkpoint in %s: train writes %s<step>%s files there with --checkpoint-dir", dir, ckptPrefix, ckptSuffix)
+		return "", nil, ckptMeta{}, nil, fmt.Errorf("no checkpoint in %s: train writes %s<step>%s files there with --checkpoint-dir", dir, ckptPrefix, ckptSuffix)
 	}
 	var skipped []string
 	var newest error
 	for _, p := range paths {
-		_, err := verifyCheckpoint(p)
+		f, meta, err := readCheckpointFile(p)
 		if err == nil {
-			return p, skipped, nil
+			return p, f, meta, skipped, nil
 		}
 		skipped = append(skipped, fmt.Sprintf("%s: %v", p, err))
 		if newest == nil {
@@ -67,9 +68,9 @@ func latestIntact(dir string) (string, []string, error) {
 		}
 	}
 	if len(paths) == 1 {
-		return "", nil, fmt.Errorf("no intact checkpoint in %s: %w", dir, newest)
+		return "", nil, ckptMeta{}, nil, fmt.Errorf("no intact checkpoint in %s: %w", dir, newest)
 	}
-	return "", nil, fmt.Errorf("none of the %d checkpoints in %s is intact; the newest, %w", len(paths), dir, newest)
+	return "", nil, ckptMeta{}, nil, fmt.Errorf("none of the %d checkpoints in %s is intact; the newest, %w", len(paths), dir, newest)
 }
 
 // ReadWeights reads a checkpoint file, or the newest intact checkpoint of a
@@ -77,19 +78,18 @@ func latestIntact(dir string) (string, []string, error) {
 // newer checkpoints of the directory are damaged, Weights.Skipped lists
 // them.
 func ReadWeights(path string) (*Weights, error) {
-	var skipped []string
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		latest, sk, err := latestIntact(path)
+		latest, f, meta, skipped, err := latestIntact(path)
 		if err != nil {
 			return nil, fmt.Errorf("read weights: %w", err)
 		}
-		path, skipped = latest, sk
+		return &Weights{Path: latest, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, Skipped: skipped, f: f}, nil
 	}
 	f, meta, err := readCheckpointFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read weights %s: %w", path, err)
 	}
-	return &Weights{Path: path, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, Skipped: skipped, f: f}, nil
+	return &Weights{Path: path, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, f: f}, nil
 }
 
 // Shape is the shape of tensor name, nil when the checkpoint has none.
