@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/symddp/symddp/internal/tempfile"
 )
@@ -52,6 +53,9 @@ func BuildCorpus(dst, src string, opts TextOptions) (CorpusInfo, error) {
 	if err != nil {
 		return CorpusInfo{}, fmt.Errorf("build corpus %s: %w", dst, err)
 	}
+	if unlock, err := lockCorpus(dst); err == nil {
+		defer unlock()
+	}
 	root, files, err := listTextFiles(src, dst)
 	if err != nil {
 		return CorpusInfo{}, fmt.Errorf("build corpus %s: %w", dst, err)
@@ -70,6 +74,23 @@ func BuildCorpus(dst, src string, opts TextOptions) (CorpusInfo, error) {
 	}
 	info.Built = true
 	return info, nil
+}
+
+// lockCorpus takes an exclusive lock (flock) on dst's lock file, dst +
+// ".lock", so that processes that build the same corpus at once (the ranks
+// of mpirun on a host, two runs started together) build it once: the
+// others wait, then find it current. Where no lock file can be made (a
+// read-only directory) BuildCorpus goes on without one.
+func lockCorpus(dst string) (unlock func(), err error) {
+	f, err := os.OpenFile(dst+".lock", os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing the file releases the lock
 }
 
 // writeCorpus writes the byte corpus to a temporary file beside dst and

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -99,8 +101,13 @@ func TestBuildCorpusRebuildsWhenStale(t *testing.T) {
 	if got := string(sourceBytes(t, train)); !strings.HasPrefix(got, "ALPHA\n") {
 		t.Fatalf("rebuilt corpus starts %q, want the edited file", got[:10])
 	}
-	if entries, _ := os.ReadDir(filepath.Dir(dst)); len(entries) != 1 {
-		t.Fatalf("the run directory holds %d entries, want only the corpus (no temporary files)", len(entries))
+	entries, _ := os.ReadDir(filepath.Dir(dst))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{CorpusFile, CorpusFile + ".lock"}; !slices.Equal(names, want) {
+		t.Fatalf("the run directory holds %q, want only the corpus and its lock file %q (no temporary files)", names, want)
 	}
 }
 
@@ -190,4 +197,38 @@ func BenchmarkBuildCorpusGoTree(b *testing.B) {
 	b.ReportMetric(float64(info.TrainBytes+info.ValBytes)/(1<<20), "MiB")
 	b.ReportMetric(float64(info.Files), "files")
 	b.ReportMetric(float64(info.ValBytes)/float64(info.TrainBytes+info.ValBytes)*100, "val%")
+}
+
+// TestBuildCorpusOnceAtATime: builders of one corpus that start together
+// (mpirun's ranks, two runs) build it once: one says Built, the others
+// wait on the lock and find it current. Without the lock every one built.
+func TestBuildCorpusOnceAtATime(t *testing.T) {
+	dir, _ := textTree(t)
+	dst := filepath.Join(t.TempDir(), CorpusFile)
+	tok, err := NewTokenizer("gpt2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	built := make([]bool, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			info, err := BuildCorpus(dst, dir, TextOptions{Tokenizer: tok})
+			if err != nil {
+				t.Error(err)
+			}
+			built[i] = info.Built
+		})
+	}
+	wg.Wait()
+	count := 0
+	for _, b := range built {
+		if b {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Fatalf("%d of %d concurrent builders built the corpus, want 1", count, n)
+	}
 }
