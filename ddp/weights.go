@@ -78,18 +78,20 @@ func latestIntact(dir string) (string, *stFile, ckptMeta, []string, error) {
 // newer checkpoints of the directory are damaged, Weights.Skipped lists
 // them.
 func ReadWeights(path string) (*Weights, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		latest, f, meta, skipped, err := latestIntact(path)
-		if err != nil {
+	var (
+		f       *stFile
+		meta    ckptMeta
+		skipped []string
+		err     error
+	)
+	if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+		if path, f, meta, skipped, err = latestIntact(path); err != nil {
 			return nil, fmt.Errorf("read weights: %w", err)
 		}
-		return &Weights{Path: latest, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, Skipped: skipped, f: f}, nil
-	}
-	f, meta, err := readCheckpointFile(path)
-	if err != nil {
+	} else if f, meta, err = readCheckpointFile(path); err != nil {
 		return nil, fmt.Errorf("read weights %s: %w", path, err)
 	}
-	return &Weights{Path: path, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, f: f}, nil
+	return &Weights{Path: path, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, Skipped: skipped, f: f}, nil
 }
 
 // Shape is the shape of tensor name, nil when the checkpoint has none.

@@ -260,11 +260,8 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 		fmt.Fprintf(r.out, "%s: %s (%s) in %.1fs, %.0f samples/s on %s (%s, %s)\n",
 			how, steps, epochs(res.Steps, r.start.StepsPerEpoch), res.Elapsed.Seconds(), res.SamplesPerSec, plural(c.NPEs(), "PE"), c.Backend(), e.Name())
 	}
-	switch {
-	case res.Test.Samples > 0 && r.o.languageModel:
-		fmt.Fprintf(r.out, "val loss %.4f%s (%d tokens)\n", res.Test.Loss, r.bpb(res.Test.Loss), res.Test.Samples)
-	case res.Test.Samples > 0:
-		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples)\n", 100*res.Test.Accuracy, res.Test.Loss, res.Test.Samples)
+	if res.Test.Samples > 0 {
+		fmt.Fprintln(r.out, r.evalLine(res.Test))
 	}
 	if line := deviceWaitLine(res); line != "" {
 		fmt.Fprintln(r.out, line)
@@ -288,11 +285,8 @@ func (r *reporter) summary(res ddp.Result, c comm.Comm, e compute.Engine) {
 	}
 	rec := map[string]any{"final": !res.Stopped, "stopped": res.Stopped, "step": res.Steps,
 		"samples_per_sec": res.SamplesPerSec, "elapsed": res.Elapsed.Seconds(), "replicas_identical": res.Replicas.Identical}
-	switch {
-	case res.Test.Samples > 0 && r.o.languageModel:
-		rec["val_loss"], rec["val_tokens"] = res.Test.Loss, res.Test.Samples
-	case res.Test.Samples > 0:
-		rec["test_loss"], rec["test_accuracy"] = res.Test.Loss, res.Test.Accuracy
+	if res.Test.Samples > 0 {
+		r.evalRecord(rec, res.Test)
 	}
 	if r.start.Tokens > 0 {
 		rec["tokens_per_sec"] = tokensPerSec
@@ -330,15 +324,28 @@ func (r *reporter) evaluating(tr *ddp.Trainer, c comm.Comm, e compute.Engine, te
 
 // evaluated prints --eval-only's result and writes its metrics record.
 func (r *reporter) evaluated(m ddp.Metrics, took time.Duration) {
+	fmt.Fprintf(r.out, "%s in %.1fs\n", r.evalLine(m), took.Seconds())
 	rec := map[string]any{"eval_only": true, "elapsed": took.Seconds()}
-	if r.o.languageModel {
-		fmt.Fprintf(r.out, "val loss %.4f%s (%d tokens) in %.1fs\n", m.Loss, r.bpb(m.Loss), m.Samples, took.Seconds())
-		rec["val_loss"], rec["val_tokens"] = m.Loss, m.Samples
-	} else {
-		fmt.Fprintf(r.out, "test accuracy %.2f%%, test loss %.4f (%d samples) in %.1fs\n", 100*m.Accuracy, m.Loss, m.Samples, took.Seconds())
-		rec["test_loss"], rec["test_accuracy"] = m.Loss, m.Accuracy
-	}
+	r.evalRecord(rec, m)
 	r.write(rec)
+}
+
+// evalLine is an evaluation's result as the final report prints it: a
+// language model's validation loss, a classifier's test accuracy.
+func (r *reporter) evalLine(m ddp.Metrics) string {
+	if r.o.languageModel {
+		return fmt.Sprintf("val loss %.4f%s (%d tokens)", m.Loss, r.bpb(m.Loss), m.Samples)
+	}
+	return fmt.Sprintf("test accuracy %.2f%%, test loss %.4f (%d samples)", 100*m.Accuracy, m.Loss, m.Samples)
+}
+
+// evalRecord adds an evaluation's result to a metrics record.
+func (r *reporter) evalRecord(rec map[string]any, m ddp.Metrics) {
+	if r.o.languageModel {
+		rec["val_loss"], rec["val_tokens"] = m.Loss, m.Samples
+		return
+	}
+	rec["test_loss"], rec["test_accuracy"] = m.Loss, m.Accuracy
 }
 
 // evalSetName is what the evaluation set is called in a model's messages.
