@@ -488,10 +488,46 @@ func LatestCheckpoint(dir string) (path string, step int, err error) {
 	return "", 0, nil
 }
 
-// verifyCheckpoint reads path and checks its metadata and SHA-256.
+// verifyCheckpoint checks path's metadata and the SHA-256 of its data as
+// readCheckpointFile does, with its errors, reading the data through the
+// hash rather than into memory (a checkpoint holds the optimizer state
+// too: 16 bytes a parameter with AdamW).
 func verifyCheckpoint(path string) (ckptMeta, error) {
-	_, meta, err := readCheckpointFile(path)
-	return meta, err
+	fh, err := os.Open(path)
+	if err != nil {
+		return ckptMeta{}, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return ckptMeta{}, err
+	}
+	size := fi.Size()
+	head := make([]byte, min(size, 8))
+	if _, err := io.ReadFull(fh, head); err != nil {
+		return ckptMeta{}, err
+	}
+	if len(head) == 8 {
+		if hl := binary.LittleEndian.Uint64(head); hl <= maxHeader && hl <= uint64(size-8) {
+			head = append(head, make([]byte, hl)...)
+			if _, err := io.ReadFull(fh, head[8:]); err != nil {
+				return ckptMeta{}, err
+			}
+		}
+	}
+	f, _, err := parseSafetensorsHeader(head, size)
+	if err != nil {
+		return ckptMeta{}, err
+	}
+	meta, err := checkpointMeta(f)
+	if err != nil {
+		return ckptMeta{}, err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil { // the data section, after the header
+		return ckptMeta{}, err
+	}
+	return meta, checkDataHash(f, h.Sum(nil))
 }
 
 // readCheckpointFile reads and parses a checkpoint file and verifies its
@@ -505,18 +541,36 @@ func readCheckpointFile(path string) (*stFile, ckptMeta, error) {
 	if err != nil {
 		return nil, ckptMeta{}, err
 	}
-	var meta ckptMeta
-	if _, ok := f.Meta["symddp"]; !ok {
-		return nil, ckptMeta{}, ErrNotCheckpoint
-	}
-	if err := json.Unmarshal([]byte(f.Meta["symddp"]), &meta); err != nil || meta.Format != ckptFormat {
-		return nil, ckptMeta{}, fmt.Errorf("%w: no %s metadata", ErrCorrupt, ckptFormat)
+	meta, err := checkpointMeta(f)
+	if err != nil {
+		return nil, ckptMeta{}, err
 	}
 	h := sha256.Sum256(f.Data)
-	if hex.EncodeToString(h[:]) != f.Meta["sha256"] {
-		return nil, ckptMeta{}, fmt.Errorf("%w: SHA-256 of the data does not match the header (damaged on disk?)", ErrCorrupt)
+	if err := checkDataHash(f, h[:]); err != nil {
+		return nil, ckptMeta{}, err
 	}
 	return f, meta, nil
+}
+
+// checkpointMeta is the training state a checkpoint's header records.
+func checkpointMeta(f *stFile) (ckptMeta, error) {
+	var meta ckptMeta
+	if _, ok := f.Meta["symddp"]; !ok {
+		return ckptMeta{}, ErrNotCheckpoint
+	}
+	if err := json.Unmarshal([]byte(f.Meta["symddp"]), &meta); err != nil || meta.Format != ckptFormat {
+		return ckptMeta{}, fmt.Errorf("%w: no %s metadata", ErrCorrupt, ckptFormat)
+	}
+	return meta, nil
+}
+
+// checkDataHash compares the SHA-256 of a checkpoint's data with its
+// header's.
+func checkDataHash(f *stFile, sum []byte) error {
+	if hex.EncodeToString(sum) != f.Meta["sha256"] {
+		return fmt.Errorf("%w: SHA-256 of the data does not match the header (damaged on disk?)", ErrCorrupt)
+	}
+	return nil
 }
 
 // sizeHint says how to build the model that a checkpoint's description

@@ -155,19 +155,34 @@ func writeSafetensors(w io.Writer, meta map[string]string, tensors []stTensor) e
 // of their names, so that a file gives the same error every time; a file
 // cut short says how many bytes its header's tensors need.
 func parseSafetensors(b []byte) (*stFile, error) {
-	if len(b) < 8 {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than the 8-byte header length", ErrCorrupt, len(b))
+	f, start, err := parseSafetensorsHeader(b, int64(len(b)))
+	if err != nil {
+		return nil, err
 	}
-	hl := binary.LittleEndian.Uint64(b[:8])
-	if hl > maxHeader || hl > uint64(len(b)-8) {
-		return nil, fmt.Errorf("%w: header length %d does not fit a %d-byte file (truncated?)", ErrCorrupt, hl, len(b))
+	f.Data = b[start:]
+	return f, nil
+}
+
+// parseSafetensorsHeader is parseSafetensors for a file of size bytes of
+// which head holds the start: the 8-byte length and, when that length fits
+// the file, the whole header. It returns the file without Data and where
+// the data section starts, with parseSafetensors' checks and errors.
+func parseSafetensorsHeader(head []byte, size int64) (*stFile, int64, error) {
+	if size < 8 {
+		return nil, 0, fmt.Errorf("%w: %d bytes, shorter than the 8-byte header length", ErrCorrupt, size)
+	}
+	hl := binary.LittleEndian.Uint64(head[:8])
+	if hl > maxHeader || hl > uint64(size-8) {
+		return nil, 0, fmt.Errorf("%w: header length %d does not fit a %d-byte file (truncated?)", ErrCorrupt, hl, size)
 	}
 	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(b[8 : 8+hl]))
+	dec := json.NewDecoder(bytes.NewReader(head[8 : 8+hl]))
 	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%w: header is not JSON: %v", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: header is not JSON: %v", ErrCorrupt, err)
 	}
-	f := &stFile{Entries: map[string]stEntry{}, Data: b[8+hl:]}
+	start := 8 + int64(hl)
+	dataLen := size - start
+	f := &stFile{Entries: map[string]stEntry{}}
 	type span struct {
 		name       string
 		begin, end int64
@@ -178,53 +193,53 @@ func parseSafetensors(b []byte) (*stFile, error) {
 		msg := raw[name]
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &f.Meta); err != nil {
-				return nil, fmt.Errorf("%w: __metadata__ is not a map of strings: %v", ErrCorrupt, err)
+				return nil, 0, fmt.Errorf("%w: __metadata__ is not a map of strings: %v", ErrCorrupt, err)
 			}
 			continue
 		}
 		var e stEntry
 		if err := json.Unmarshal(msg, &e); err != nil {
-			return nil, fmt.Errorf("%w: tensor %q: %v", ErrCorrupt, name, err)
+			return nil, 0, fmt.Errorf("%w: tensor %q: %v", ErrCorrupt, name, err)
 		}
 		size := dtypeSize(e.DType)
 		if size == 0 {
-			return nil, fmt.Errorf("%w: tensor %q: unknown dtype %q", ErrCorrupt, name, e.DType)
+			return nil, 0, fmt.Errorf("%w: tensor %q: unknown dtype %q", ErrCorrupt, name, e.DType)
 		}
 		if len(e.DataOffsets) != 2 || e.DataOffsets[0] < 0 || e.DataOffsets[1] < e.DataOffsets[0] {
-			return nil, fmt.Errorf("%w: tensor %q: data offsets %v", ErrCorrupt, name, e.DataOffsets)
+			return nil, 0, fmt.Errorf("%w: tensor %q: data offsets %v", ErrCorrupt, name, e.DataOffsets)
 		}
-		if end := e.DataOffsets[1]; end > int64(len(f.Data)) {
+		if end := e.DataOffsets[1]; end > dataLen {
 			need = max(need, end)
 			continue
 		}
 		for _, d := range e.Shape {
 			if d < 0 {
-				return nil, fmt.Errorf("%w: tensor %q: shape %v", ErrCorrupt, name, e.Shape)
+				return nil, 0, fmt.Errorf("%w: tensor %q: shape %v", ErrCorrupt, name, e.Shape)
 			}
 		}
 		n := shapeSize(e.Shape)
 		if n < 0 || int64(n)*int64(size) != e.DataOffsets[1]-e.DataOffsets[0] {
-			return nil, fmt.Errorf("%w: tensor %q: shape %v of %s does not fill bytes %v", ErrCorrupt, name, e.Shape, e.DType, e.DataOffsets)
+			return nil, 0, fmt.Errorf("%w: tensor %q: shape %v of %s does not fill bytes %v", ErrCorrupt, name, e.Shape, e.DType, e.DataOffsets)
 		}
 		f.Entries[name] = e
 		spans = append(spans, span{name, e.DataOffsets[0], e.DataOffsets[1]})
 	}
 	if need > 0 {
-		return nil, fmt.Errorf("%w: the header's tensors need %d bytes of data and the file holds %d: it is %d bytes long, want %d (truncated?)",
-			ErrCorrupt, need, len(f.Data), len(b), 8+int64(hl)+need)
+		return nil, 0, fmt.Errorf("%w: the header's tensors need %d bytes of data and the file holds %d: it is %d bytes long, want %d (truncated?)",
+			ErrCorrupt, need, dataLen, size, start+need)
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].begin < spans[j].begin })
 	var at int64
 	for _, s := range spans {
 		if s.begin != at {
-			return nil, fmt.Errorf("%w: tensor %q starts at byte %d of the data, want %d (gap or overlap)", ErrCorrupt, s.name, s.begin, at)
+			return nil, 0, fmt.Errorf("%w: tensor %q starts at byte %d of the data, want %d (gap or overlap)", ErrCorrupt, s.name, s.begin, at)
 		}
 		at = s.end
 	}
-	if at != int64(len(f.Data)) {
-		return nil, fmt.Errorf("%w: tensors cover %d of the %d data bytes", ErrCorrupt, at, len(f.Data))
+	if at != dataLen {
+		return nil, 0, fmt.Errorf("%w: tensors cover %d of the %d data bytes", ErrCorrupt, at, dataLen)
 	}
-	return f, nil
+	return f, start, nil
 }
 
 // float32s decodes tensor name (F32) into dst, which must have its size.

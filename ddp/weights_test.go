@@ -1,8 +1,11 @@
 package ddp
 
 import (
+	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,4 +58,51 @@ func TestReadWeightsOfAHuggingFaceDirectory(t *testing.T) {
 	assert.EqualError(t, err, "read weights: no checkpoint in "+dir+": it holds model.safetensors, a Hugging Face model, not train's ckpt-<step>.safetensors files (train --init-from reads such a directory, with its config.json)")
 	_, err = ReadWeights(t.TempDir())
 	assert.ErrorContains(t, err, "train writes ckpt-<step>.safetensors files there with --checkpoint-dir")
+}
+
+// TestVerifyCheckpointAsRead: verifyCheckpoint (LatestCheckpoint, the
+// launcher's restarts), which streams the data through the hash, takes and
+// refuses the same files as readCheckpointFile, which reads them whole,
+// with the same metadata and errors: intact, cut at every kind of place, a
+// header length too large, a data byte or a header byte changed, another
+// safetensors file (a Hugging Face export), an empty file.
+func TestVerifyCheckpointAsRead(t *testing.T) {
+	_, _, w := testGPT(t, "gpt", smallGPT)
+	good, err := os.ReadFile(w.Path)
+	require.NoError(t, err)
+	hl := int(binary.LittleEndian.Uint64(good[:8]))
+	flip := func(at int) []byte {
+		b := slices.Clone(good)
+		b[at] ^= 0x40
+		return b
+	}
+	huge := slices.Clone(good)
+	binary.LittleEndian.PutUint64(huge, uint64(len(good)))
+	hf := filepath.Join(t.TempDir(), "hf")
+	_, err = ExportHF(w, hf, HFExportOptions{})
+	require.NoError(t, err)
+	export, err := os.ReadFile(filepath.Join(hf, hfModelFile))
+	require.NoError(t, err)
+	files := map[string][]byte{
+		"intact": good, "empty": nil, "4 bytes": good[:4], "8 bytes": good[:8], "half the header": good[:8+hl/2],
+		"the header alone": good[:8+hl], "half": good[:len(good)/2], "one byte short": good[:len(good)-1],
+		"header length too large": huge, "a data byte changed": flip(len(good) - 3), "a header byte changed": flip(8 + hl/2),
+		"a Hugging Face export": export,
+	}
+	dir := t.TempDir()
+	for name, b := range files {
+		p := filepath.Join(dir, "ckpt-000000001.safetensors")
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		_, wantMeta, wantErr := readCheckpointFile(p)
+		meta, err := verifyCheckpoint(p)
+		if wantErr != nil {
+			require.Error(t, err, name)
+			assert.Equal(t, wantErr.Error(), err.Error(), name)
+			assert.Equal(t, errors.Is(wantErr, ErrCorrupt), errors.Is(err, ErrCorrupt), name)
+			continue
+		}
+		require.NoError(t, err, name)
+		assert.Equal(t, wantMeta, meta, name)
+		assert.Equal(t, "intact", name)
+	}
 }
