@@ -489,45 +489,66 @@ func LatestCheckpoint(dir string) (path string, step int, err error) {
 }
 
 // verifyCheckpoint checks path's metadata and the SHA-256 of its data as
+// readCheckpointFile does, with its errors (openCheckpoint), without
+// keeping the file open.
+func verifyCheckpoint(path string) (ckptMeta, error) {
+	_, fh, meta, err := openCheckpoint(path)
+	if fh != nil {
+		fh.Close()
+	}
+	return meta, err
+}
+
+// openCheckpoint checks path's metadata and the SHA-256 of its data as
 // readCheckpointFile does, with its errors, reading the data through the
 // hash rather than into memory (a checkpoint holds the optimizer state
-// too: 16 bytes a parameter with AdamW).
-func verifyCheckpoint(path string) (ckptMeta, error) {
+// too: 16 bytes a parameter with AdamW); it returns the parsed header, which
+// reads its tensors from the file (stFile.src), and the open file, or nil
+// with the error.
+func openCheckpoint(path string) (_ *stFile, _ *os.File, _ ckptMeta, err error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return ckptMeta{}, err
+		return nil, nil, ckptMeta{}, err
 	}
-	defer fh.Close()
+	defer func() {
+		if err != nil {
+			fh.Close()
+		}
+	}()
 	fi, err := fh.Stat()
 	if err != nil {
-		return ckptMeta{}, err
+		return nil, nil, ckptMeta{}, err
 	}
 	size := fi.Size()
 	head := make([]byte, min(size, 8))
 	if _, err := io.ReadFull(fh, head); err != nil {
-		return ckptMeta{}, err
+		return nil, nil, ckptMeta{}, err
 	}
 	if len(head) == 8 {
 		if hl := binary.LittleEndian.Uint64(head); hl <= maxHeader && hl <= uint64(size-8) {
 			head = append(head, make([]byte, hl)...)
 			if _, err := io.ReadFull(fh, head[8:]); err != nil {
-				return ckptMeta{}, err
+				return nil, nil, ckptMeta{}, err
 			}
 		}
 	}
-	f, _, err := parseSafetensorsHeader(head, size)
+	f, start, err := parseSafetensorsHeader(head, size)
 	if err != nil {
-		return ckptMeta{}, err
+		return nil, nil, ckptMeta{}, err
 	}
 	meta, err := checkpointMeta(f)
 	if err != nil {
-		return ckptMeta{}, err
+		return nil, nil, ckptMeta{}, err
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, fh); err != nil { // the data section, after the header
-		return ckptMeta{}, err
+		return nil, nil, ckptMeta{}, err
 	}
-	return meta, checkDataHash(f, h.Sum(nil))
+	if err := checkDataHash(f, h.Sum(nil)); err != nil {
+		return nil, nil, ckptMeta{}, err
+	}
+	f.src, f.start = fh, start
+	return f, fh, meta, nil
 }
 
 // readCheckpointFile reads and parses a checkpoint file and verifies its

@@ -73,6 +73,23 @@ type stFile struct {
 	Meta    map[string]string
 	Entries map[string]stEntry
 	Data    []byte // the data section
+	// src and start, where Data is nil, are where the data section is
+	// read from: src from byte start (a checkpoint file opened by
+	// openCheckpoint, read tensor by tensor)
+	src   io.ReaderAt
+	start int64
+}
+
+// tensorBytes is the data of entry e: a slice of Data, or read from src.
+func (f *stFile) tensorBytes(name string, e stEntry) ([]byte, error) {
+	if f.src == nil {
+		return f.Data[e.DataOffsets[0]:e.DataOffsets[1]], nil
+	}
+	b := make([]byte, e.DataOffsets[1]-e.DataOffsets[0])
+	if _, err := f.src.ReadAt(b, f.start+e.DataOffsets[0]); err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", name, err)
+	}
+	return b, nil
 }
 
 // writeSafetensors writes tensors (in the given order) and meta to w.
@@ -251,9 +268,12 @@ func (f *stFile) float32s(name string, dst []float32) error {
 	if e.DType != "F32" {
 		return fmt.Errorf("tensor %q is %s, want F32", name, e.DType)
 	}
-	src := f.Data[e.DataOffsets[0]:e.DataOffsets[1]]
-	if len(src) != 4*len(dst) {
-		return fmt.Errorf("tensor %q has %d values, want %d", name, len(src)/4, len(dst))
+	if n := (e.DataOffsets[1] - e.DataOffsets[0]) / 4; n != int64(len(dst)) {
+		return fmt.Errorf("tensor %q has %d values, want %d", name, n, len(dst))
+	}
+	src, err := f.tensorBytes(name, e)
+	if err != nil {
+		return err
 	}
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
@@ -268,13 +288,16 @@ func (f *stFile) floats(name string, dst []float32) error {
 	if !ok {
 		return fmt.Errorf("tensor %q is missing", name)
 	}
-	src := f.Data[e.DataOffsets[0]:e.DataOffsets[1]]
 	size := dtypeSize(e.DType)
 	if e.DType != "F32" && e.DType != "BF16" && e.DType != "F16" {
 		return fmt.Errorf("tensor %q is %s, want F32, BF16 or F16", name, e.DType)
 	}
-	if len(src) != size*len(dst) {
-		return fmt.Errorf("tensor %q has %d values, want %d", name, len(src)/size, len(dst))
+	if n := e.DataOffsets[1] - e.DataOffsets[0]; n != int64(size*len(dst)) {
+		return fmt.Errorf("tensor %q has %d values, want %d", name, n/int64(size), len(dst))
+	}
+	src, err := f.tensorBytes(name, e)
+	if err != nil {
+		return err
 	}
 	switch e.DType {
 	case "F32":

@@ -58,7 +58,7 @@ func latestIntact(dir string) (string, *stFile, ckptMeta, []string, error) {
 	var skipped []string
 	var newest error
 	for _, p := range paths {
-		f, meta, err := readCheckpointFile(p)
+		f, _, meta, err := openCheckpoint(p)
 		if err == nil {
 			return p, f, meta, skipped, nil
 		}
@@ -76,7 +76,10 @@ func latestIntact(dir string) (string, *stFile, ckptMeta, []string, error) {
 // ReadWeights reads a checkpoint file, or the newest intact checkpoint of a
 // checkpoint directory (LatestCheckpoint), and verifies its SHA-256. When
 // newer checkpoints of the directory are damaged, Weights.Skipped lists
-// them.
+// them. The data passes through the hash without being kept: the
+// Weights read each tensor from the file when asked for it (Read), so
+// that the optimizer state a checkpoint also holds never takes memory;
+// the file stays open while the Weights are reachable.
 func ReadWeights(path string) (*Weights, error) {
 	var (
 		f       *stFile
@@ -88,7 +91,7 @@ func ReadWeights(path string) (*Weights, error) {
 		if path, f, meta, skipped, err = latestIntact(path); err != nil {
 			return nil, fmt.Errorf("read weights: %w", err)
 		}
-	} else if f, meta, err = readCheckpointFile(path); err != nil {
+	} else if f, _, meta, err = openCheckpoint(path); err != nil {
 		return nil, fmt.Errorf("read weights %s: %w", path, err)
 	}
 	return &Weights{Path: path, Model: meta.Model, Config: meta.ModelConfig, Step: meta.Step, Skipped: skipped, f: f}, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/models"
 )
 
 // A checkpoint directory whose newest checkpoints are damaged is read from
@@ -104,5 +105,32 @@ func TestVerifyCheckpointAsRead(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, wantMeta, meta, name)
 		assert.Equal(t, "intact", name)
+	}
+}
+
+// TestWeightsReadFromTheFile: ReadWeights keeps no copy of the data (the
+// optimizer state a checkpoint holds never takes memory); each tensor is
+// read from the file when asked for, with the bits the checkpoint holds,
+// and a checkpoint renamed over its name (as train saves) does not change
+// what the Weights read (they hold the file they verified).
+func TestWeightsReadFromTheFile(t *testing.T) {
+	m, arena, w := testGPT(t, "gpt", smallGPT)
+	require.Nil(t, w.f.Data)
+	require.NotNil(t, w.f.src)
+	// another checkpoint put in its place, as train's saves are: written
+	// beside it, then renamed over its name
+	other := slices.Clone(arena)
+	for i := range other {
+		other[i] += 1
+	}
+	tmp := w.Path + ".tmp"
+	require.NoError(t, writeTestCheckpoint(tmp, m, other))
+	require.NoError(t, os.Rename(tmp, w.Path))
+	specs := m.Params()
+	offsets, _ := models.Layout(specs)
+	for i, s := range specs {
+		got := make([]float32, s.Size())
+		require.NoError(t, w.Read(s.Name, got))
+		require.Equal(t, arena[offsets[i]:offsets[i]+s.Size()], got, s.Name)
 	}
 }
