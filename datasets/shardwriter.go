@@ -163,7 +163,9 @@ func (w *ShardWriter) Tokens() (train, val int64) { return w.splits[0].tokens, w
 // Close finishes the open shards and gives every shard its name, the
 // validation shards first; it returns the paths, validation shards first. A
 // stream without tokens has no shard. After an error the temporary files
-// left are removed.
+// left are removed, and so are the shards it had named already, the
+// shards of the same names they replaced put back: the directory holds
+// the old shards or all the new ones, never some of each.
 func (w *ShardWriter) Close() ([]string, error) {
 	if w.closed {
 		return nil, errors.New("close shards: the writer is closed")
@@ -185,16 +187,44 @@ func (w *ShardWriter) Close() ([]string, error) {
 		}
 		s.done = nil
 	}
-	for i, tmp := range tmps {
-		if err := os.Rename(tmp, paths[i]); err != nil {
-			for _, rest := range tmps[i:] {
-				os.Remove(rest)
-			}
-			return paths[:i], fmt.Errorf("close shards: %w", err)
+	// A shard that replaces one of the same name moves it aside first, so
+	// that a rename failing part-way can put every old shard back: the
+	// directory then holds the old shards, not some of each.
+	var asides, replaced []string
+	undo := func(placed int, err error) ([]string, error) {
+		for _, p := range paths[:placed] {
+			os.Remove(p)
 		}
+		for _, tmp := range tmps[placed:] {
+			os.Remove(tmp)
+		}
+		for i := len(asides) - 1; i >= 0; i-- {
+			if rerr := os.Rename(asides[i], replaced[i]); rerr != nil {
+				err = fmt.Errorf("%w; and the shard it replaced stays at %s: %v", err, asides[i], rerr)
+			}
+		}
+		return nil, fmt.Errorf("close shards: %w", err)
+	}
+	for i, tmp := range tmps {
+		if _, err := os.Lstat(paths[i]); err == nil {
+			aside := filepath.Join(w.dir, "."+filepath.Base(paths[i])+".replaced")
+			if err := rename(paths[i], aside); err != nil {
+				return undo(i, err)
+			}
+			asides, replaced = append(asides, aside), append(replaced, paths[i])
+		}
+		if err := rename(tmp, paths[i]); err != nil {
+			return undo(i, err)
+		}
+	}
+	for _, a := range asides {
+		os.Remove(a)
 	}
 	return paths, nil
 }
+
+// rename is os.Rename (a variable for the tests of a rename that fails).
+var rename = os.Rename
 
 // Abort removes every temporary file of the writer; named shards (after
 // Close) stay.

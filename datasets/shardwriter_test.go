@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"encoding/binary"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,5 +95,68 @@ func TestShardWriterErrors(t *testing.T) {
 	}
 	if err := w.Write(true, []int32{1}); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("Write after Abort: %v", err)
+	}
+}
+
+// TestShardWriterReplacesAllOrNone: shards written over shards of the same
+// name (tokenize --force) replace them all, or, when a rename fails at any
+// point, leave the directory as it was, the old shards' bytes back in
+// place and nothing else; the shards moved aside are gone after a success.
+func TestShardWriterReplacesAllOrNone(t *testing.T) {
+	write := func(dir string, train int) ([]string, error) {
+		w, err := NewShardWriter(dir, "doc", 5, 50257)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(true, []int32{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(false, int32s(train, train)); err != nil {
+			t.Fatal(err)
+		}
+		return w.Close()
+	}
+	snapshot := func(dir string) map[string]string {
+		out := map[string]string{}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			out[e.Name()] = string(b)
+		}
+		return out
+	}
+	defer func() { rename = os.Rename }()
+	// the old set: 1 validation and 2 training shards; the new one 1 and 3
+	// (three of the old names, moved aside and renamed: 2 renames each, and
+	// one new name: 1), 7 renames, each of which fails in one run
+	for fail := 1; fail <= 8; fail++ {
+		dir := t.TempDir()
+		rename = os.Rename
+		if _, err := write(dir, 10); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshot(dir)
+		calls := 0
+		rename = func(from, to string) error {
+			if calls++; calls == fail {
+				return &os.LinkError{Op: "rename", Old: from, New: to, Err: os.ErrPermission}
+			}
+			return os.Rename(from, to)
+		}
+		paths, err := write(dir, 15)
+		after := snapshot(dir)
+		if fail > 7 { // no rename failed: the new set, nothing aside
+			if err != nil || len(paths) != 4 || len(after) != 4 {
+				t.Fatalf("no failure: %v, paths %v, directory %v", err, paths, slices.Sorted(maps.Keys(after)))
+			}
+			continue
+		}
+		if err == nil || paths != nil {
+			t.Fatalf("rename %d failing: paths %v, err %v; want an error", fail, paths, err)
+		}
+		if !maps.Equal(before, after) {
+			t.Fatalf("rename %d failing: the directory holds %v, want the old shards as they were: %v",
+				fail, slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
+		}
 	}
 }
