@@ -350,43 +350,78 @@ func (t *Trainer) prune(dir string) {
 	}
 }
 
-// loadedCheckpoint is a verified checkpoint, ready to install.
+// loadedCheckpoint is a verified checkpoint, ready to install: its
+// parameters read, its optimizer state left in the file (held open) until
+// each slot is installed, so that resuming holds one arena's worth of the
+// checkpoint in memory at a time, not the whole file and a copy.
 type loadedCheckpoint struct {
 	path   string
 	meta   ckptMeta
-	params []float32
-	state  [][]float32
+	params []float32 // then the buffer each state slot is read into
+	f      *stFile   // reads from fh
+	fh     *os.File
 }
 
+// stateReadHook, when set (by tests), is called before PE 0 reads the
+// optimizer state slot k of the checkpoint it resumes from.
+var stateReadHook func(path string, k int)
+
 // loadCheckpoint reads and verifies path against this trainer's model,
-// optimizer and options.
-func (t *Trainer) loadCheckpoint(path string) (*loadedCheckpoint, error) {
-	f, meta, err := readCheckpointFile(path)
+// optimizer and options: the SHA-256 of its data, its parameters, and the
+// names, types and sizes of its optimizer state (read later, readState).
+func (t *Trainer) loadCheckpoint(path string) (_ *loadedCheckpoint, err error) {
+	f, fh, meta, err := openCheckpoint(path)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
 	}
+	defer func() {
+		if err != nil {
+			fh.Close()
+			err = fmt.Errorf("load checkpoint %s: %w", path, err)
+		}
+	}()
 	if err := t.compatible(meta, f); err != nil {
-		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+		return nil, err
 	}
-	lc := &loadedCheckpoint{path: path, meta: meta, params: make([]float32, t.n)}
+	lc := &loadedCheckpoint{path: path, meta: meta, params: make([]float32, t.n), f: f, fh: fh}
 	for i, s := range t.specs {
 		if err := f.float32s(s.Name, lc.params[t.offsets[i]:t.offsets[i]+s.Size()]); err != nil {
-			return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+			return nil, err
 		}
 	}
 	if !hostloops.AllFinite(lc.params) {
-		return nil, fmt.Errorf("load checkpoint %s: %w: the parameters hold NaN or Inf", path, ErrCorrupt)
+		return nil, fmt.Errorf("%w: the parameters hold NaN or Inf", ErrCorrupt)
 	}
 	for _, name := range t.o.StateNames() {
-		st := make([]float32, t.n)
-		for i, s := range t.specs {
-			if err := f.float32s("optimizer."+name+"."+s.Name, st[t.offsets[i]:t.offsets[i]+s.Size()]); err != nil {
-				return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
+		for _, s := range t.specs {
+			if err := f.checkFloat32s("optimizer."+name+"."+s.Name, s.Size()); err != nil {
+				return nil, err
 			}
 		}
-		lc.state = append(lc.state, st)
 	}
 	return lc, nil
+}
+
+// readState reads optimizer state slot k into lc.params (the parameters
+// must be installed by then); errors name the file.
+func (lc *loadedCheckpoint) readState(t *Trainer, k int) error {
+	if stateReadHook != nil {
+		stateReadHook(lc.path, k)
+	}
+	name := t.o.StateNames()[k]
+	for i, s := range t.specs {
+		if err := lc.f.float32s("optimizer."+name+"."+s.Name, lc.params[t.offsets[i]:t.offsets[i]+s.Size()]); err != nil {
+			return fmt.Errorf("load checkpoint %s: %w", lc.path, err)
+		}
+	}
+	return nil
+}
+
+// close closes the checkpoint's file; a nil lc is none.
+func (lc *loadedCheckpoint) close() {
+	if lc != nil {
+		lc.fh.Close()
+	}
 }
 
 // ErrMismatch is wrapped by the errors of a checkpoint that belongs to
@@ -488,9 +523,8 @@ func LatestCheckpoint(dir string) (path string, step int, err error) {
 	return "", 0, nil
 }
 
-// verifyCheckpoint checks path's metadata and the SHA-256 of its data as
-// readCheckpointFile does, with its errors (openCheckpoint), without
-// keeping the file open.
+// verifyCheckpoint checks path's metadata and the SHA-256 of its data
+// (openCheckpoint) without keeping the file open.
 func verifyCheckpoint(path string) (ckptMeta, error) {
 	_, fh, meta, err := openCheckpoint(path)
 	if fh != nil {
@@ -499,12 +533,12 @@ func verifyCheckpoint(path string) (ckptMeta, error) {
 	return meta, err
 }
 
-// openCheckpoint checks path's metadata and the SHA-256 of its data as
-// readCheckpointFile does, with its errors, reading the data through the
-// hash rather than into memory (a checkpoint holds the optimizer state
-// too: 16 bytes a parameter with AdamW); it returns the parsed header, which
-// reads its tensors from the file (stFile.src), and the open file, or nil
-// with the error.
+// openCheckpoint checks path's header, its symddp metadata and the SHA-256
+// of its data (errors wrap ErrNotCheckpoint or ErrCorrupt and do not name
+// the path), reading the data through the hash rather than into memory (a
+// checkpoint holds the optimizer state too: 12 bytes a parameter with
+// AdamW); it returns the parsed header, which reads its tensors from the
+// file (stFile.src), and the open file, or nil with the error.
 func openCheckpoint(path string) (_ *stFile, _ *os.File, _ ckptMeta, err error) {
 	fh, err := os.Open(path)
 	if err != nil {
@@ -549,28 +583,6 @@ func openCheckpoint(path string) (_ *stFile, _ *os.File, _ ckptMeta, err error) 
 	}
 	f.src, f.start = fh, start
 	return f, fh, meta, nil
-}
-
-// readCheckpointFile reads and parses a checkpoint file and verifies its
-// metadata and the SHA-256 of its data; errors do not name the path.
-func readCheckpointFile(path string) (*stFile, ckptMeta, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, ckptMeta{}, err
-	}
-	f, err := parseSafetensors(b)
-	if err != nil {
-		return nil, ckptMeta{}, err
-	}
-	meta, err := checkpointMeta(f)
-	if err != nil {
-		return nil, ckptMeta{}, err
-	}
-	h := sha256.Sum256(f.Data)
-	if err := checkDataHash(f, h[:]); err != nil {
-		return nil, ckptMeta{}, err
-	}
-	return f, meta, nil
 }
 
 // checkpointMeta is the training state a checkpoint's header records.

@@ -293,6 +293,48 @@ func TestResumeOnOtherPECount(t *testing.T) {
 	}
 }
 
+// TestResumeStateUnreadable: PE 0 reads the optimizer state slot by slot
+// as it installs it, after the parameters; a slot it cannot read (the file
+// cut short in place after it was verified: Adam's second moment) ends the
+// resume on both PEs with an error naming the file, as one shared by PE 0,
+// and no PE waits for a broadcast that never comes.
+func TestResumeStateUnreadable(t *testing.T) {
+	dir := filepath.Join(os.TempDir(), "symddp-resume-unreadable")
+	if !launchtest.InPE() {
+		os.RemoveAll(dir)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	runJob(t, "first", 2, func(t *testing.T, c comm.Comm) record {
+		o := baseOpts()
+		o.LR, o.MaxSteps, o.Checkpoint = 1e-3, 6, ddp.CheckpointOptions{Dir: dir}
+		return trainIn(t, c, "adam", o, context.Background())
+	})
+	cut := runJob(t, "cut", 2, func(t *testing.T, c comm.Comm) record {
+		o := baseOpts()
+		o.LR, o.MaxSteps, o.Checkpoint = 1e-3, 8, ddp.CheckpointOptions{Dir: dir, Resume: "latest"}
+		if c.MyPE() == 0 {
+			ddp.SetStateReadHook(func(path string, k int) {
+				if k == 1 {
+					fi, _ := os.Stat(path)
+					os.Truncate(path, fi.Size()-100)
+				}
+			})
+		}
+		r := trainIn(t, c, "adam", o, context.Background())
+		if !strings.Contains(r.Err, "resume: load checkpoint "+filepath.Join(dir, "ckpt-000000006.safetensors")) ||
+			!strings.Contains(r.Err, "EOF") || r.Steps != 0 {
+			t.Errorf("PE %d: err %q after %d steps, want the resume refused for the checkpoint's unreadable state", c.MyPE(), r.Err, r.Steps)
+		}
+		return r
+	})
+	if launchtest.InPE() {
+		return
+	}
+	if cut.Err == "" {
+		t.Fatal("resume from a checkpoint whose state could not be read went on")
+	}
+}
+
 func FuzzParseSafetensors(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x10\x00\x00\x00\x00\x00\x00\x00{}              "))

@@ -22,3 +22,7 @@ var HashFloat32s = hashFloat32s
 
 // WriteTestCheckpoint is writeTestCheckpoint, for the external tests.
 var WriteTestCheckpoint = writeTestCheckpoint
+
+// SetStateReadHook makes PE 0 call f before it reads optimizer state slot
+// k of the checkpoint at path it resumes from.
+func SetStateReadHook(f func(path string, k int)) { stateReadHook = f }

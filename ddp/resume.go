@@ -107,6 +107,7 @@ func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 	msg := ctlMsg{OK: true}
 	if t.c.MyPE() == 0 {
 		lc, msg = t.findCheckpoint(stepsPerEpoch)
+		defer lc.close()
 	}
 	got, err := t.shareFromRoot(msg)
 	if err != nil {
@@ -133,8 +134,24 @@ func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 		return "", fmt.Errorf("resume: broadcast parameters: %w", err)
 	}
 	t.paramsWritten()
-	if err := t.installState(lc); err != nil {
+	readErr, err := t.installState(lc)
+	if err != nil {
 		return "", err
+	}
+	// PE 0 read the state as it went: whether it all came is told to all
+	read := ctlMsg{OK: readErr == nil}
+	if readErr != nil {
+		read.Err = readErr.Error()
+	}
+	all, err := t.shareFromRoot(read)
+	if err != nil {
+		return "", fmt.Errorf("resume: %w", err)
+	}
+	if !all.OK {
+		if readErr == nil {
+			readErr = errors.New(all.Err)
+		}
+		return "", sharedFrom(0, fmt.Errorf("resume: %w", readErr))
 	}
 	t.step = got.Step
 	return got.Path, nil
@@ -169,11 +186,15 @@ func (t *Trainer) checkFreshStart() error {
 }
 
 // installState broadcasts PE 0's optimizer state slot by slot, staged in
-// the gradient arena (which holds nothing between steps).
-func (t *Trainer) installState(lc *loadedCheckpoint) error {
+// the gradient arena (which holds nothing between steps), reading each
+// slot from the checkpoint as it goes. A slot PE 0 cannot read is
+// broadcast as zeros and the first such error returned as readErr, so that
+// every PE still takes part in every broadcast; err is a failure of the
+// engine or the broadcasts themselves.
+func (t *Trainer) installState(lc *loadedCheckpoint) (readErr, err error) {
 	slots := t.o.Slots()
 	if slots == 0 {
-		return nil
+		return nil, nil
 	}
 	// a device engine's state tensors, and the part of the (whole) slot
 	// staged in the gradient arena that they hold: all of it, or this PE's
@@ -183,7 +204,7 @@ func (t *Trainer) installState(lc *loadedCheckpoint) error {
 	if t.pArena.Host == nil {
 		ds, ok := t.e.(DeviceOptimizerState)
 		if !ok {
-			return fmt.Errorf("resume: engine %s cannot take optimizer state", t.e.Name())
+			return nil, fmt.Errorf("resume: engine %s cannot take optimizer state", t.e.Name())
 		}
 		n := t.n
 		if t.dshard != nil {
@@ -191,18 +212,24 @@ func (t *Trainer) installState(lc *loadedCheckpoint) error {
 		}
 		var err error
 		if dev, err = ds.AllocOptimizerState(t.o, n); err != nil {
-			return fmt.Errorf("resume: %w", err)
+			return nil, fmt.Errorf("resume: %w", err)
 		}
 	}
 	for k := 0; k < slots; k++ {
 		if lc != nil {
-			t.e.SetTensor(t.gView, lc.state[k])
+			if readErr == nil {
+				readErr = lc.readState(t, k)
+			}
+			if readErr != nil {
+				clear(lc.params)
+			}
+			t.e.SetTensor(t.gView, lc.params)
 			if err := t.e.Sync(); err != nil {
-				return fmt.Errorf("resume: %w", err)
+				return readErr, fmt.Errorf("resume: %w", err)
 			}
 		}
 		if err := t.c.Broadcast(t.grads, 0, t.n, 0); err != nil {
-			return fmt.Errorf("resume: broadcast optimizer state: %w", err)
+			return readErr, fmt.Errorf("resume: broadcast optimizer state: %w", err)
 		}
 		if dev != nil {
 			t.e.Copy(dev[k], src)
@@ -211,7 +238,7 @@ func (t *Trainer) installState(lc *loadedCheckpoint) error {
 		}
 	}
 	t.e.Zero(t.gView)
-	return t.e.Sync()
+	return readErr, t.e.Sync()
 }
 
 // findCheckpoint picks and loads the checkpoint to resume from, on PE 0.
@@ -239,7 +266,9 @@ func (t *Trainer) findCheckpoint(stepsPerEpoch int) (*loadedCheckpoint, ctlMsg) 
 	for i, p := range paths {
 		lc, err := t.loadCheckpoint(p)
 		if err == nil {
-			err = t.checkPosition(lc.meta, stepsPerEpoch)
+			if err = t.checkPosition(lc.meta, stepsPerEpoch); err != nil {
+				lc.close()
+			}
 		}
 		if err == nil {
 			if lc.meta.NPEs != t.c.NPEs() {

@@ -87,6 +87,9 @@ func (f *stFile) tensorBytes(name string, e stEntry) ([]byte, error) {
 	}
 	b := make([]byte, e.DataOffsets[1]-e.DataOffsets[0])
 	if _, err := f.src.ReadAt(b, f.start+e.DataOffsets[0]); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("tensor %q: the file ends before its data (%w): changed since it was verified?", name, err)
+		}
 		return nil, fmt.Errorf("tensor %q: %w", name, err)
 	}
 	return b, nil
@@ -259,8 +262,9 @@ func parseSafetensorsHeader(head []byte, size int64) (*stFile, int64, error) {
 	return f, start, nil
 }
 
-// float32s decodes tensor name (F32) into dst, which must have its size.
-func (f *stFile) float32s(name string, dst []float32) error {
+// checkFloat32s checks that tensor name is F32 with n values, as float32s
+// into a slice of n would, without reading it.
+func (f *stFile) checkFloat32s(name string, n int) error {
 	e, ok := f.Entries[name]
 	if !ok {
 		return fmt.Errorf("tensor %q is missing", name)
@@ -268,9 +272,18 @@ func (f *stFile) float32s(name string, dst []float32) error {
 	if e.DType != "F32" {
 		return fmt.Errorf("tensor %q is %s, want F32", name, e.DType)
 	}
-	if n := (e.DataOffsets[1] - e.DataOffsets[0]) / 4; n != int64(len(dst)) {
-		return fmt.Errorf("tensor %q has %d values, want %d", name, n, len(dst))
+	if have := (e.DataOffsets[1] - e.DataOffsets[0]) / 4; have != int64(n) {
+		return fmt.Errorf("tensor %q has %d values, want %d", name, have, n)
 	}
+	return nil
+}
+
+// float32s decodes tensor name (F32) into dst, which must have its size.
+func (f *stFile) float32s(name string, dst []float32) error {
+	if err := f.checkFloat32s(name, len(dst)); err != nil {
+		return err
+	}
+	e := f.Entries[name]
 	src, err := f.tensorBytes(name, e)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package ddp
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -133,4 +134,27 @@ func TestWeightsReadFromTheFile(t *testing.T) {
 		require.NoError(t, w.Read(s.Name, got))
 		require.Equal(t, arena[offsets[i]:offsets[i]+s.Size()], got, s.Name)
 	}
+}
+
+// readCheckpointFile reads a checkpoint file whole, parses it and verifies
+// its metadata and the SHA-256 of its data: the reference that
+// openCheckpoint, which streams the data, is tested against.
+func readCheckpointFile(path string) (*stFile, ckptMeta, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, ckptMeta{}, err
+	}
+	f, err := parseSafetensors(b)
+	if err != nil {
+		return nil, ckptMeta{}, err
+	}
+	meta, err := checkpointMeta(f)
+	if err != nil {
+		return nil, ckptMeta{}, err
+	}
+	h := sha256.Sum256(f.Data)
+	if err := checkDataHash(f, h[:]); err != nil {
+		return nil, ckptMeta{}, err
+	}
+	return f, meta, nil
 }
