@@ -337,6 +337,12 @@ func TestOptionErrors(t *testing.T) {
 		{ddp.Options{GlobalBatch: 8, LR: 1, ClipNorm: -1}, "clip norm"},
 		{ddp.Options{GlobalBatch: 8, LR: 1, InitFrom: "hf", Checkpoint: ddp.CheckpointOptions{Dir: "ck", Resume: "latest"}},
 			"init from hf and resume from latest: a resumed run continues its checkpoint's weights; give one of the two"},
+		// without a directory these would start afresh and write nothing,
+		// silently (train refuses the same flags)
+		{ddp.Options{GlobalBatch: 8, LR: 1, Checkpoint: ddp.CheckpointOptions{Resume: "latest"}},
+			`checkpoint resume "latest" needs Checkpoint.Dir`},
+		{ddp.Options{GlobalBatch: 8, LR: 1, Checkpoint: ddp.CheckpointOptions{Every: 5}},
+			"checkpoint every 5 steps needs Checkpoint.Dir"},
 	} {
 		_, err := ddp.New(c, e, m, o, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

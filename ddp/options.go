@@ -129,11 +129,13 @@ type CheckpointOptions struct {
 	// Dir is where checkpoints are written ("" disables them).
 	Dir string
 	// Every writes a checkpoint every so many steps (0: only at the end).
+	// It needs Dir.
 	Every int
 	// Keep is the number of checkpoints kept in Dir (default 3).
 	Keep int
 	// Resume is "" (start fresh), "latest" (the newest valid checkpoint in
-	// Dir; fresh when there is none) or a checkpoint file's path. A fresh
+	// Dir, which it needs; fresh when Dir holds none) or a checkpoint
+	// file's path (without Dir: resumed, then no checkpoints). A fresh
 	// start in a Dir that holds checkpoints is refused
 	// (ErrCheckpointDirInUse): it would overwrite and prune them.
 	Resume string
@@ -183,6 +185,10 @@ func (o *Options) validate(npes int) error {
 		return fmt.Errorf("log, replica-check, eval and checkpoint intervals must not be negative")
 	case o.Checkpoint.Keep < 1:
 		return fmt.Errorf("keep-checkpoints %d: must be at least 1", o.Checkpoint.Keep)
+	case o.Checkpoint.Dir == "" && o.Checkpoint.Resume == "latest":
+		return fmt.Errorf("checkpoint resume %q needs Checkpoint.Dir, the directory to take the newest checkpoint from (or give Resume a checkpoint file's path)", o.Checkpoint.Resume)
+	case o.Checkpoint.Dir == "" && o.Checkpoint.Every > 0:
+		return fmt.Errorf("checkpoint every %d steps needs Checkpoint.Dir, the directory to write them to", o.Checkpoint.Every)
 	case o.InitFrom != "" && o.Checkpoint.Resume != "":
 		return fmt.Errorf("init from %s and resume from %s: a resumed run continues its checkpoint's weights; give one of the two", o.InitFrom, o.Checkpoint.Resume)
 	}
