@@ -20,6 +20,12 @@ type lineWriter struct {
 	tail    []string // ring of the last len(tail) lines; nil keeps none
 	next    int
 	count   int
+	// crash is the first line of a Go crash report ("panic: ...",
+	// "fatal error: ...") and crashAt its number: Tail keeps it when the
+	// stack trace after it has pushed it out of the ring, since it is the
+	// line that says what went wrong.
+	crash   string
+	crashAt int
 }
 
 func newLineWriter(mu *sync.Mutex, out io.Writer, prefix string, keep int) *lineWriter {
@@ -63,6 +69,9 @@ func (w *lineWriter) emit(line []byte) {
 	buf = append(append(append(buf, w.prefix...), line...), '\n')
 	w.out.Write(buf)
 	if w.tail != nil {
+		if w.crash == "" && (bytes.HasPrefix(line, []byte("panic: ")) || bytes.HasPrefix(line, []byte("fatal error: "))) {
+			w.crash, w.crashAt = string(line), w.count
+		}
 		w.tail[w.next] = string(line)
 		w.next = (w.next + 1) % len(w.tail)
 		w.count++
@@ -79,12 +88,16 @@ func (w *lineWriter) Flush() {
 	}
 }
 
-// Tail returns the last lines written, oldest first.
+// Tail returns the last lines written, oldest first, led by the first
+// line of a Go crash report (then "...") when that line is older than them.
 func (w *lineWriter) Tail() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := min(w.count, len(w.tail))
-	out := make([]string, 0, k)
+	out := make([]string, 0, k+2)
+	if w.crash != "" && w.crashAt < w.count-k {
+		out = append(out, w.crash, "...")
+	}
 	for i := 0; i < k; i++ {
 		out = append(out, w.tail[(w.next-k+i+len(w.tail))%len(w.tail)])
 	}

@@ -25,3 +25,28 @@ func TestLineWriterPrefixesWholeLinesAndKeepsTheTail(t *testing.T) {
 		t.Errorf("tail %q, want d,e,f", got)
 	}
 }
+
+// A PE that panics writes the reason first and a stack trace after it,
+// longer than the tail: the tail keeps the reason anyway, so that the
+// launcher's error says why the PE failed, not only where.
+func TestLineWriterTailKeepsThePanicLine(t *testing.T) {
+	var mu sync.Mutex
+	var out bytes.Buffer
+	w := newLineWriter(&mu, &out, "[pe 0] ", 3)
+	w.Write([]byte("starting\npanic: label 2, want -1 or 0..1\n\ngoroutine 1 [running]:\nmain.f()\n\tf.go:1\n"))
+	if got := strings.Join(w.Tail(), ","); got != "panic: label 2, want -1 or 0..1,...,goroutine 1 [running]:,main.f(),\tf.go:1" {
+		t.Errorf("tail %q, want the panic line, ... and the last 3 lines", got)
+	}
+	// still in the ring: not repeated
+	w = newLineWriter(&mu, &out, "", 3)
+	w.Write([]byte("fatal error: concurrent map writes\n\ngoroutine 1\n"))
+	if got := strings.Join(w.Tail(), ","); got != "fatal error: concurrent map writes,,goroutine 1" {
+		t.Errorf("tail %q, want the 3 lines once", got)
+	}
+	// a line that only mentions a panic is no crash report
+	w = newLineWriter(&mu, &out, "", 1)
+	w.Write([]byte("no panic: here\nb\n"))
+	if got := strings.Join(w.Tail(), ","); got != "b" {
+		t.Errorf("tail %q, want b", got)
+	}
+}
