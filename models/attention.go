@@ -29,6 +29,13 @@ func NewCausalSelfAttention(name string, context, c, heads int) *CausalSelfAtten
 // Params is empty.
 func (a *CausalSelfAttention) Params() []ParamSpec { return nil }
 
+// Name is the layer's name.
+func (a *CausalSelfAttention) Name() string { return a.name }
+
+// Context is the length of the sequences the layer attends within: its
+// rows are split into sequences of Context positions.
+func (a *CausalSelfAttention) Context() int { return a.t }
+
 // Build checks the shapes, prepares the engine's attention plan for
 // Batch/T sequences (Batch counts rows, one per position) and allocates y
 // and dqkv.

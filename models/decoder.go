@@ -155,12 +155,42 @@ func NewDecoder(name string, spec DecoderSpec) (*Decoder, error) {
 	}
 	d := &Decoder{name: name, spec: spec, recompute: RecomputeNone}
 	d.blocks = d.makeBlocks()
+	if err := checkContexts(name, spec.Context, d.blocks); err != nil {
+		return nil, err
+	}
 	d.norm = spec.Norm()
 	d.head = normalLinear(spec.Head, spec.Width, spec.Vocab, spec.HeadStd)
 	if spec.TiedHead {
 		d.head.TiedWeight = spec.Embedding
 	}
 	return d, nil
+}
+
+// checkContexts refuses blocks whose layers attend within sequences of
+// another length than the spec's Context (a layer with a Context method,
+// as the attention layers have, found through the Layers of Residual,
+// Checkpoint and Sequential): rows of 32-token windows attended as
+// sequences of 128 would mix four windows, and 256-token windows attended
+// as 128 would never look back further, both without an error. A spec
+// copied from a preset and given another Context keeps the preset's
+// attention; change the preset's config and make its spec again.
+func checkContexts(name string, context int, layers []Layer) error {
+	for _, l := range layers {
+		if c, ok := l.(interface{ Context() int }); ok && c.Context() != context {
+			who := fmt.Sprintf("a %T", l)
+			if n, ok := l.(interface{ Name() string }); ok {
+				who = n.Name()
+			}
+			return fmt.Errorf("decoder %s: %s attends within sequences of %d positions, the spec's Context is %d: build the blocks' attention with the spec's context (a preset's spec keeps its config's: set the config's Context, then call DecoderSpec again)",
+				name, who, c.Context(), context)
+		}
+		if g, ok := l.(interface{ Layers() []Layer }); ok {
+			if err := checkContexts(name, context, g.Layers()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // makeBlocks makes every layer's blocks for d's recompute mode: in one

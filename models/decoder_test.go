@@ -122,6 +122,35 @@ func TestDecoderErrors(t *testing.T) {
 	assert.EqualError(t, d.SetRecompute(models.RecomputeNone), "recompute none: the model is built already")
 }
 
+// A preset's spec given another Context keeps the preset's attention,
+// which splits rows into sequences of its own context: NewDecoder refuses
+// it (it trained silently: 32-token windows attended four at a time as one
+// sequence of 128, 256-token windows never looked back past 128), and the
+// spec made from a config of that context is taken.
+func TestDecoderRefusesAttentionOfAnotherContext(t *testing.T) {
+	for _, c := range []struct {
+		spec func() models.DecoderSpec
+		t    int
+		want string
+	}{
+		{models.GPTTiny.DecoderSpec, 32, "decoder m: h.0.attn attends within sequences of 128 positions, the spec's Context is 32"},
+		{models.GPTTiny.DecoderSpec, 256, "decoder m: h.0.attn attends within sequences of 128 positions, the spec's Context is 256"},
+		{models.LlamaTiny.DecoderSpec, 64, "decoder m: model.layers.0.self_attn attends within sequences of 128 positions, the spec's Context is 64"},
+	} {
+		s := c.spec()
+		s.Context = c.t
+		_, err := models.NewDecoder("m", s)
+		if assert.Error(t, err) {
+			assert.Contains(t, err.Error(), c.want)
+			assert.Contains(t, err.Error(), "set the config's Context, then call DecoderSpec again")
+		}
+	}
+	g := models.GPTTiny
+	g.Context = 32
+	_, err := models.NewDecoder("m", g.DecoderSpec())
+	assert.NoError(t, err)
+}
+
 // buildOnHost builds m for 2 sequences over fresh host arenas.
 func buildOnHost(e compute.Engine, m models.Model) error {
 	specs := m.Params()

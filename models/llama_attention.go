@@ -56,6 +56,14 @@ func NewGroupedSelfAttention(name string, context, c, heads, kvHeads int, theta,
 	return a
 }
 
+// Name is the layer's name.
+func (a *GroupedSelfAttention) Name() string { return a.name }
+
+// Context is the length of the sequences the layer attends within (and
+// rotates positions of): its rows are split into sequences of Context
+// positions.
+func (a *GroupedSelfAttention) Context() int { return a.t }
+
 // Params declares q_proj, k_proj, v_proj and o_proj's weights.
 func (a *GroupedSelfAttention) Params() []ParamSpec {
 	return append(slices.Clone(a.specs), a.op.Params()...)
