@@ -54,7 +54,7 @@ type BuildReporter interface {
 // own defaults.
 type TrainingDefaults struct {
 	Dataset string // a dataset name: "text"
-	Batch   int    // samples (sequences) per PE
+	Batch   int    // the global batch in samples (sequences), over all PEs (--batch-size)
 	Steps   int    // optimizer steps, when neither steps nor epochs are given
 	// Optimizer names the optimizer; WeightDecay and Beta2 apply when the
 	// run uses it (another optimizer keeps its own defaults).
