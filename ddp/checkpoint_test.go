@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/symddp/symddp/comm"
 	"github.com/symddp/symddp/comm/launch/launchtest"
 	"github.com/symddp/symddp/ddp"
+	"github.com/symddp/symddp/optim"
 )
 
 // TestResumeIsExact: 2N steps in one run equal N steps, a checkpoint, a
@@ -365,5 +367,63 @@ func TestMaxStepsWithoutEpochs(t *testing.T) {
 	}
 	if none.Replicas.Hashes[0] != ten.Replicas.Hashes[0] || none.Test.Loss != ten.Test.Loss {
 		t.Fatalf("Epochs 0: hash %016x, test loss %g; Epochs 10: %016x, %g", none.Replicas.Hashes[0], none.Test.Loss, ten.Replicas.Hashes[0], ten.Test.Loss)
+	}
+}
+
+// TestScheduleSettledAtZeroWarns: a cosine made for fewer steps than the
+// run trains leaves the last steps at a learning rate of 0; Fit says which
+// (to OnWarning, or on standard error without one), and a schedule made for
+// Options.Steps says nothing.
+func TestScheduleSettledAtZeroWarns(t *testing.T) {
+	train, _ := smallData(t)
+	o := baseOpts()
+	o.Epochs, o.MaxSteps = 0, 6
+	if got := o.Steps(train.Len()); got != 6 {
+		t.Fatalf("Steps: %d, want MaxSteps 6", got)
+	}
+	for _, c := range []struct {
+		o    ddp.Options
+		want int
+	}{
+		{ddp.Options{GlobalBatch: 64, Epochs: 3}, 48}, // 1024 samples: 16 steps an epoch
+		{ddp.Options{GlobalBatch: 100, Epochs: 2}, 22},
+		{ddp.Options{GlobalBatch: 64, Epochs: 3, MaxSteps: 20}, 20},
+		{ddp.Options{GlobalBatch: 64, Epochs: 1, MaxSteps: 20}, 16},
+		{ddp.Options{GlobalBatch: 64}, 16},
+	} {
+		if got := c.o.Steps(train.Len()); got != c.want {
+			t.Errorf("%+v: Steps %d, want %d", c.o, got, c.want)
+		}
+	}
+	fit := func(total int, hook bool) (warns []string, stderr string) {
+		o := o
+		o.Schedule, _ = optim.NewSchedule("cosine", optim.ScheduleConfig{LR: 0.05, Total: total})
+		if hook {
+			o.Hooks.OnWarning = func(w string) { warns = append(warns, w) }
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := os.Stderr
+		os.Stderr = w
+		_, ferr := fitLocal(t, 64, o)
+		os.Stderr = saved
+		w.Close()
+		b, _ := io.ReadAll(r)
+		if ferr != nil {
+			t.Fatal(ferr)
+		}
+		return warns, string(b)
+	}
+	want := "the learning-rate schedule reaches 0 at step 4 and this run trains 6 steps: steps 4 to 6 would change nothing"
+	if warns, _ := fit(3, true); len(warns) != 1 || !strings.Contains(warns[0], want) {
+		t.Errorf("cosine of 3 steps, run of 6: warnings %q, want one saying %q", warns, want)
+	}
+	if _, stderr := fit(3, false); !strings.Contains(stderr, "ddp: warning: "+want) {
+		t.Errorf("without OnWarning: standard error %q, want the warning", stderr)
+	}
+	if warns, _ := fit(o.Steps(train.Len()), true); len(warns) != 0 {
+		t.Errorf("cosine made for the run's steps: warnings %q", warns)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/symddp/symddp/datasets"
+	"github.com/symddp/symddp/optim"
 )
 
 // Fit trains for Options.Epochs over train (or Options.MaxSteps steps),
@@ -39,6 +41,7 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 	if err != nil {
 		return Result{}, err
 	}
+	t.warnSettledAtZero(total)
 	start := t.step
 	if h := t.opts.Hooks.OnStart; h != nil {
 		h(StartInfo{PE: t.c.MyPE(), NPEs: P, Params: t.n, StepsPerEpoch: spe, TotalSteps: total,
@@ -63,8 +66,8 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 		}
 		if final {
 			saveErr = err
-		} else if h := t.opts.Hooks.OnWarning; h != nil {
-			h(err.Error() + "; training goes on")
+		} else {
+			t.warn(err.Error() + "; training goes on")
 		}
 		return nil
 	}
@@ -170,12 +173,44 @@ func (t *Trainer) Fit(ctx context.Context, train, test datasets.Source) (Result,
 
 // totalSteps is the run's last step for epochs of spe steps: Options.Epochs
 // of them, or Options.MaxSteps when that is fewer or Epochs is 0.
-func (t *Trainer) totalSteps(spe int) int {
-	total := t.opts.Epochs * spe
-	if t.opts.MaxSteps > 0 && (t.opts.MaxSteps < total || t.opts.Epochs == 0) {
-		total = t.opts.MaxSteps
+func (t *Trainer) totalSteps(spe int) int { return runSteps(t.opts.Epochs, t.opts.MaxSteps, spe) }
+
+// runSteps is Options.Steps for epochs of spe steps.
+func runSteps(epochs, maxSteps, spe int) int {
+	if epochs == 0 && maxSteps == 0 {
+		epochs = 1 // setDefaults'
+	}
+	total := epochs * spe
+	if maxSteps > 0 && (maxSteps < total || epochs == 0) {
+		total = maxSteps
 	}
 	return total
+}
+
+// warnSettledAtZero warns when the schedule reaches a learning rate of 0
+// before the run's last step (a cosine Total made for fewer steps than the
+// run trains, say): those steps would change nothing.
+func (t *Trainer) warnSettledAtZero(total int) {
+	s, ok := t.opts.Schedule.(optim.Settling)
+	if !ok {
+		return
+	}
+	at := s.Settled()
+	if at < 1 || at > total || s.LR(at) != 0 {
+		return
+	}
+	t.warn(fmt.Sprintf("the learning-rate schedule reaches 0 at step %d and this run trains %d steps: steps %d to %d would change nothing (make the schedule for the run's steps: Options.Steps gives them)",
+		at, total, at, total))
+}
+
+// warn gives msg to Hooks.OnWarning or, without one, writes it to
+// standard error on PE 0.
+func (t *Trainer) warn(msg string) {
+	if h := t.opts.Hooks.OnWarning; h != nil {
+		h(msg)
+	} else if t.c.MyPE() == 0 {
+		fmt.Fprintf(os.Stderr, "ddp: warning: %s\n", msg)
+	}
 }
 
 // When Fit reads device state after a step. The GPU step path (graph.go)

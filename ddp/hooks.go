@@ -22,7 +22,9 @@ type Hooks struct {
 	// every PE is told).
 	OnCheckpoint func(path string, step int)
 	// OnWarning is called with problems the run survives (for example a
-	// corrupt checkpoint skipped for the previous one).
+	// corrupt checkpoint skipped for the previous one, a periodic
+	// checkpoint that could not be written). Nil: PE 0 writes them to
+	// standard error ("ddp: warning: ...").
 	OnWarning func(msg string)
 }
 

@@ -39,10 +39,8 @@ func (t *Trainer) initFrom() error {
 	if err != nil {
 		return fmt.Errorf("initial weights from %s: %w", t.opts.InitFrom, err)
 	}
-	if h := t.opts.Hooks.OnWarning; h != nil {
-		for _, w := range got.Warnings {
-			h(w)
-		}
+	for _, w := range got.Warnings {
+		t.warn(w)
 	}
 	if !got.OK {
 		return sharedFrom(0, &InitError{Path: t.opts.InitFrom, Reason: got.Err}) // PE 0 read it

@@ -141,6 +141,18 @@ type CheckpointOptions struct {
 	Resume string
 }
 
+// Steps is the number of optimizer steps Fit trains on a training set of
+// samples samples with these options: Epochs passes of ⌈samples /
+// GlobalBatch⌉ steps (one pass when neither Epochs nor MaxSteps is set), or
+// MaxSteps when that is fewer or Epochs is 0. A schedule that ends (a
+// cosine's Total) is made for this many steps.
+func (o Options) Steps(samples int) int {
+	if o.GlobalBatch < 1 {
+		return 0
+	}
+	return runSteps(o.Epochs, o.MaxSteps, (samples+o.GlobalBatch-1)/o.GlobalBatch)
+}
+
 func (o *Options) setDefaults() {
 	if o.Accumulate == 0 {
 		o.Accumulate = 1

@@ -113,10 +113,8 @@ func (t *Trainer) resume(stepsPerEpoch int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("resume: %w", err)
 	}
-	if h := t.opts.Hooks.OnWarning; h != nil {
-		for _, w := range got.Warnings {
-			h(w)
-		}
+	for _, w := range got.Warnings {
+		t.warn(w)
 	}
 	if !got.OK {
 		return "", sharedFrom(0, got.err()) // PE 0 read it

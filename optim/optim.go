@@ -134,6 +134,18 @@ type Schedule interface {
 	LR(step int) float32
 }
 
+// Settling is a schedule that can say when its learning rate stops
+// changing. The cosine schedule settles at its total + 1 (at its minimum),
+// a warmup at its steps + those of the schedule after it. Fit reads it to
+// warn of the steps of a run that the schedule would leave at a learning
+// rate of 0.
+type Settling interface {
+	Schedule
+	// Settled is the first step from which the learning rate stays
+	// LR(Settled()), or 0 when it keeps changing.
+	Settled() int
+}
+
 // checkUpdate panics unless Update's arguments fit an optimizer with slots
 // state vectors.
 func checkUpdate(name string, slots int, params, grads []float32, state [][]float32, step int, lr float32) {

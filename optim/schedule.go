@@ -96,6 +96,9 @@ func (s cosine) LR(step int) float32 {
 	return float32(lo + (hi-lo)*(1+math.Cos(math.Pi*float64(t)/float64(s.total)))/2)
 }
 
+// Settled is total + 1: the step from which the rate is minLR.
+func (s cosine) Settled() int { return s.total + 1 }
+
 // warmup is the schedule of NewWarmup.
 type warmup struct {
 	steps int
@@ -131,6 +134,15 @@ func (s warmup) LR(step int) float32 {
 		return s.then.LR(step - s.steps)
 	}
 	return float32(float64(s.then.LR(1)) * float64(step) / float64(s.steps))
+}
+
+// Settled is the warmup's steps plus the first settled step of the
+// schedule after it, or 0 when that one does not settle.
+func (s warmup) Settled() int {
+	if t, ok := s.then.(Settling); ok && t.Settled() > 0 {
+		return s.steps + t.Settled()
+	}
+	return 0
 }
 
 // checkStep panics unless step ≥ 1.

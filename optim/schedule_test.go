@@ -125,3 +125,44 @@ func TestScheduleStepZeroPanics(t *testing.T) {
 		wantPanic(t, "step 0, steps count from 1", func() { s.LR(0) })
 	}
 }
+
+// TestSettled: the cosine schedule stays at its minimum from Total + 1 on
+// (warmup included), and says so; a warmup before a schedule that keeps
+// changing, the step decay and the constant say nothing.
+func TestSettled(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  ScheduleConfig
+		want int
+	}{
+		{"cosine", ScheduleConfig{LR: 0.1, Total: 10}, 11},
+		{"cosine", ScheduleConfig{LR: 0.1, Warmup: 3, Total: 10, MinLR: 0.01}, 11},
+		{"step", ScheduleConfig{LR: 0.1, Warmup: 3, StepSize: 2, Gamma: 0.5}, 0},
+	} {
+		s, err := NewSchedule(c.name, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := 0
+		if st, ok := s.(Settling); ok {
+			at = st.Settled()
+		}
+		if at != c.want {
+			t.Errorf("%s %+v: settled at %d, want %d", c.name, c.cfg, at, c.want)
+		}
+		if at > 0 {
+			for step := at; step < at+5; step++ {
+				if s.LR(step) != c.cfg.MinLR {
+					t.Errorf("%s %+v: LR(%d) = %g, want the minimum %g from step %d on", c.name, c.cfg, step, s.LR(step), c.cfg.MinLR, at)
+				}
+			}
+			if s.LR(at-1) == c.cfg.MinLR {
+				t.Errorf("%s %+v: LR(%d) = %g already", c.name, c.cfg, at-1, s.LR(at-1))
+			}
+		}
+	}
+	c, _ := NewSchedule("constant", ScheduleConfig{LR: 0.1})
+	if _, ok := c.(Settling); ok {
+		t.Error("the constant schedule says it settles")
+	}
+}

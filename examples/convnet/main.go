@@ -188,15 +188,21 @@ func train(ctx context.Context, c comm.Comm, o *options, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	total := o.epochs * ((trainSet.Len() + o.batch - 1) / o.batch)
-	if o.maxSteps > 0 && o.maxSteps < total {
-		total = o.maxSteps
+	opts := ddp.Options{
+		GlobalBatch:        o.batch,
+		Epochs:             o.epochs,
+		MaxSteps:           o.maxSteps,
+		Seed:               o.seed,
+		LogEvery:           o.logEvery,
+		CheckReplicasEvery: o.checkReplicasEvery,
+		Checkpoint:         ddp.CheckpointOptions{Dir: o.ckptDir, Every: o.ckptEvery, Resume: o.resume},
 	}
-	sched, err := optim.NewSchedule("cosine", optim.ScheduleConfig{LR: lr, Warmup: min(50, total/10), Total: total})
+	total := opts.Steps(trainSet.Len()) // the run's steps, which the cosine ends with
+	opts.Schedule, err = optim.NewSchedule("cosine", optim.ScheduleConfig{LR: lr, Warmup: min(50, total/10), Total: total})
 	if err != nil {
 		return err
 	}
-	hooks := ddp.Hooks{
+	opts.Hooks = ddp.Hooks{
 		OnStart: func(s ddp.StartInfo) {
 			say("convnet %v: %d parameters, %d PEs (%s, %s), global batch %d, %d steps",
 				o.channels, s.Params, s.NPEs, s.Backend, s.Engine, o.batch, s.TotalSteps)
@@ -205,23 +211,9 @@ func train(ctx context.Context, c comm.Comm, o *options, stdout, stderr io.Write
 			say("step %5d  epoch %d  loss %.4f  accuracy %6.2f%%  lr %.4f", l.Step, l.Epoch, l.Loss, 100*l.Accuracy, l.LR)
 		},
 		OnCheckpoint: func(path string, step int) { say("checkpoint at step %d: %s", step, path) },
-		OnWarning: func(msg string) {
-			if me == 0 {
-				fmt.Fprintln(stderr, "warning:", msg)
-			}
-		},
+		// no OnWarning: PE 0 writes warnings to standard error
 	}
-	t, err := ddp.New(c, e, m, opt, ddp.Options{
-		GlobalBatch:        o.batch,
-		Epochs:             o.epochs,
-		MaxSteps:           o.maxSteps,
-		Seed:               o.seed,
-		Schedule:           sched,
-		LogEvery:           o.logEvery,
-		CheckReplicasEvery: o.checkReplicasEvery,
-		Checkpoint:         ddp.CheckpointOptions{Dir: o.ckptDir, Every: o.ckptEvery, Resume: o.resume},
-		Hooks:              hooks,
-	})
+	t, err := ddp.New(c, e, m, opt, opts)
 	if err != nil {
 		return err
 	}

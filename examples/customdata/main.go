@@ -142,26 +142,26 @@ func train(ctx context.Context, c comm.Comm, o *options, stdout io.Writer) error
 	if err != nil {
 		return err
 	}
-	total := o.epochs * ((trainSet.Len() + o.batch - 1) / o.batch)
-	sched, err := optim.NewSchedule("cosine", optim.ScheduleConfig{LR: o.lr, Total: total})
-	if err != nil {
-		return err
-	}
-	t, err := ddp.New(c, e, m, opt, ddp.Options{
+	opts := ddp.Options{
 		GlobalBatch: o.batch,
 		Epochs:      o.epochs,
 		Seed:        o.seed,
-		Schedule:    sched,
 		LogEvery:    o.logEvery,
-		Hooks: ddp.Hooks{
-			OnStart: func(s ddp.StartInfo) {
-				say("mlp %v on %d spiral arms: %d parameters, %d PEs, %d steps", o.hidden, o.arms, s.Params, s.NPEs, s.TotalSteps)
-			},
-			OnLog: func(l ddp.LogInfo) {
-				say("step %5d  loss %.4f  accuracy %6.2f%%", l.Step, l.Loss, 100*l.Accuracy)
-			},
+	}
+	// the cosine ends with the run: Steps counts the run's steps
+	opts.Schedule, err = optim.NewSchedule("cosine", optim.ScheduleConfig{LR: o.lr, Total: opts.Steps(trainSet.Len())})
+	if err != nil {
+		return err
+	}
+	opts.Hooks = ddp.Hooks{
+		OnStart: func(s ddp.StartInfo) {
+			say("mlp %v on %d spiral arms: %d parameters, %d PEs, %d steps", o.hidden, o.arms, s.Params, s.NPEs, s.TotalSteps)
 		},
-	})
+		OnLog: func(l ddp.LogInfo) {
+			say("step %5d  loss %.4f  accuracy %6.2f%%", l.Step, l.Loss, 100*l.Accuracy)
+		},
+	}
+	t, err := ddp.New(c, e, m, opt, opts)
 	if err != nil {
 		return err
 	}
