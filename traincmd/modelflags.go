@@ -8,9 +8,29 @@ import (
 	"github.com/symddp/symddp/models"
 )
 
-// sizeFlags are the flags that size a language model, each named as the
-// model's Describe map (ddp.ModelDescriber) names the size, with _ for -.
-var sizeFlags = []string{"layers", "heads", "kv-heads", "width", "ffn-hidden", "context", "vocab", "rope-theta"}
+// sizeFlag is a flag that sizes a language model: its name, which is the
+// model's Describe map's (ddp.ModelDescriber) with _ for -, the
+// models.Config field it sets, and its value (nil for --rope-theta, not a
+// whole number: sizedWith lists it, checkSizesRead does not check it).
+type sizeFlag struct {
+	name, field string
+	value       func(o *options) int
+}
+
+// key is the flag's name in a Describe map.
+func (f sizeFlag) key() string { return strings.ReplaceAll(f.name, "-", "_") }
+
+// sizeFlags are the flags that size a language model, in --help's order.
+var sizeFlags = []sizeFlag{
+	{"layers", "Layers", func(o *options) int { return o.layers }},
+	{"heads", "Heads", func(o *options) int { return o.heads }},
+	{"kv-heads", "KVHeads", func(o *options) int { return o.kvHeads }},
+	{"width", "Width", func(o *options) int { return o.width }},
+	{"ffn-hidden", "FFNHidden", func(o *options) int { return o.ffnHidden }},
+	{"context", "Context", func(o *options) int { return o.context }},
+	{"vocab", "Vocab", func(o *options) int { return o.vocab }},
+	{"rope-theta", "RopeTheta", nil},
+}
 
 // presetSizes is the Describe map (ddp.ModelDescriber) of --model's
 // preset, nil for a model that is not built or says nothing of its sizes.
@@ -39,8 +59,8 @@ func (o *options) sizedWith() string {
 	sizes := o.presetSizes()
 	var flags []string
 	for _, f := range sizeFlags {
-		if _, ok := sizes[strings.ReplaceAll(f, "-", "_")]; ok {
-			flags = append(flags, f)
+		if _, ok := sizes[f.key()]; ok {
+			flags = append(flags, f.name)
 		}
 	}
 	return flagList(flags)
@@ -118,11 +138,9 @@ func (o *options) checkSizesRead() error {
 	if !o.languageModel {
 		return nil
 	}
-	asked := map[string]int{"layers": o.layers, "heads": o.heads, "kv-heads": o.kvHeads, "width": o.width,
-		"ffn-hidden": o.ffnHidden, "context": o.context, "vocab": o.vocab}
 	given := false
-	for f := range asked {
-		given = given || o.set(f)
+	for _, f := range sizeFlags {
+		given = given || (f.value != nil && o.set(f.name))
 	}
 	if !given {
 		return nil
@@ -133,22 +151,18 @@ func (o *options) checkSizesRead() error {
 	}
 	built := builtSizes(m)
 	for _, f := range sizeFlags {
-		want, isInt := asked[f]
-		if !isInt || !o.set(f) || want == 0 {
+		if f.value == nil || !o.set(f.name) || f.value(o) == 0 {
 			continue
 		}
-		have, ok := built[strings.ReplaceAll(f, "-", "_")]
+		want := f.value(o)
+		have, ok := built[f.key()]
 		if ok && have != want {
 			return usagef("--%s %d: model %s was built with %s %d: its factory keeps its own and does not read models.Config's %s (docs/LIBRARY.md)",
-				f, want, o.model, strings.ReplaceAll(f, "-", " "), have, configField[f])
+				f.name, want, o.model, strings.ReplaceAll(f.name, "-", " "), have, f.field)
 		}
 	}
 	return nil
 }
-
-// configField is the models.Config field each integer size flag sets.
-var configField = map[string]string{"layers": "Layers", "heads": "Heads", "kv-heads": "KVHeads", "width": "Width",
-	"ffn-hidden": "FFNHidden", "context": "Context", "vocab": "Vocab"}
 
 // builtSizes is the model's sizes as its Describe map names them, or, for
 // a model on the Decoder skeleton that does not describe itself, its
