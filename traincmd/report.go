@@ -57,7 +57,7 @@ func newReporter(o *options, pe int, stdout, stderr io.Writer) (*reporter, error
 }
 
 // openMetrics opens --metrics for writing: truncated for a new run,
-// appended to when resuming.
+// appended to when resuming (and trimmed at the start: trimMetrics).
 func openMetrics(o *options) (*os.File, error) {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if o.resume != "" {
@@ -135,6 +135,13 @@ func (r *reporter) hooks() ddp.Hooks {
 				if s.StartStep >= s.TotalSteps {
 					fmt.Fprintf(r.errw, "note: this run ends at step %d, so there is nothing to train: raise --max-steps (or --epochs) to go on\n", s.TotalSteps)
 				}
+			} else if r.o.resume != "" {
+				// --resume latest found no checkpoint and starts from
+				// scratch: the log it appended to holds no step of this
+				// run (an older run's, or an attempt that failed before
+				// its first checkpoint), so it starts anew as a new run's
+				// does (no record is at or before step -1)
+				r.trimMetrics(-1)
 			}
 			if m := r.mfu; m.peak > 0 {
 				fmt.Fprintf(r.errw, "MFU against %.4g TFLOP/s (%s): %.4g FLOPs per token (6N + 6LCT), computing in %s\n",

@@ -46,6 +46,30 @@ func TestResumeTrimsMetrics(t *testing.T) {
 	require.True(t, strings.TrimSpace(string(got)) == "", "a new run truncates: %q", got)
 }
 
+// --resume latest in a checkpoint directory that holds no checkpoint starts
+// from scratch; the metrics log it opened to append to then starts anew, as
+// a new run's does, instead of keeping an older run's records (or those of
+// an attempt that failed before its first checkpoint) ahead of this run's.
+func TestResumeFromScratchStartsMetricsAnew(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	old := `{"step":0,"val_loss":5.5}
+{"step":50,"loss":2}
+{"final":true,"step":100}
+`
+	require.NoError(t, os.WriteFile(path, []byte(old), 0o644))
+	o := &options{metrics: path, resume: "latest", model: "mlp"}
+	r, err := newReporter(o, 0, io.Discard, io.Discard)
+	require.NoError(t, err)
+	r.hooks().OnStart(ddp.StartInfo{NPEs: 1, TotalSteps: 50}) // Resumed "": no checkpoint
+	r.write(map[string]any{"step": 10, "loss": 3})
+	r.close()
+	require.NoError(t, r.failed)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, `{"loss":3,"step":10}
+`, string(got))
+}
+
 // The start names how the gradients are reduced when there are several PEs
 // (StartInfo.Reduction), and says nothing of it with one.
 func TestStartSaysReduction(t *testing.T) {
