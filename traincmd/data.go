@@ -3,9 +3,12 @@ package traincmd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strings"
 
 	"github.com/symddp/symddp/comm/launch"
 	"github.com/symddp/symddp/datasets"
@@ -26,6 +29,39 @@ type dataChoice struct {
 	maxBytes           int64  // text: corpus cap (0: all)
 	tokenizer          string // text: byte or gpt2 (datasets.NewTokenizer)
 	corpus             string // text: the corpus file built from dir (corpusFile)
+}
+
+// record is the data as a checkpoint's recipe keeps it ("data"): the
+// dataset and where it comes from, with paths made absolute, so that a run
+// resumed on other data (another --dataset, --data-dir, --corpus-max,
+// --tokenizer or shards) is warned of it, as of any change of recipe. The
+// checkpoint's position check alone misses data of another size whenever
+// the step falls in the first epoch of both.
+func (dc dataChoice) record() string {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	var b strings.Builder
+	b.WriteString(dc.name)
+	switch {
+	case dc.trainGlob != "":
+		fmt.Fprintf(&b, " train %s val %s", abs(dc.trainGlob), abs(dc.valGlob))
+	case dc.dir != "":
+		fmt.Fprintf(&b, " %s", abs(dc.dir))
+	}
+	if dc.tokenizer != "" {
+		fmt.Fprintf(&b, " %s tokens", dc.tokenizer)
+	}
+	if dc.maxBytes > 0 {
+		fmt.Fprintf(&b, " first %d bytes", dc.maxBytes)
+	}
+	for _, k := range slices.Sorted(maps.Keys(dc.opts)) {
+		fmt.Fprintf(&b, " %s=%s", k, dc.opts[k])
+	}
+	return b.String()
 }
 
 // defaultDataDir is where a dataset is installed (a variable for tests).

@@ -100,6 +100,36 @@ func TestResumedSummary(t *testing.T) {
 	assert.Contains(t, stdout, "done: 0 steps (resumed at 16, the run's end) (0.017 epochs) in ")
 }
 
+// TestResumeOnOtherDataWarns: a checkpoint records the data its run trained
+// on, and a run that resumes it on other data (another --dataset,
+// --corpus-max, --data-dir, ...) says so, as for any other change of recipe.
+// Before 2026-12-08 it went on in silence whenever the step fell in the
+// first epoch of both datasets, which the position check cannot tell apart.
+func TestResumeOnOtherDataWarns(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--model", "gpt", "--layers", "1", "--width", "32", "--heads", "2", "--context", "32",
+		"--sample-tokens", "0", "--eval-every", "0", "--eval-batches", "1", "--no-progress", "--checkpoint-dir", dir}
+	code, _, stderr := runTrain(t, nil, append(args, "--corpus-max", "64KiB", "--max-steps", "2")...)
+	require.Equal(t, 0, code, stderr)
+	// the same data: no warning
+	code, _, stderr = runTrain(t, nil, append(args, "--corpus-max", "64KiB", "--max-steps", "3", "--resume", "latest")...)
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "data ")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--corpus-max", "128KiB"}, " byte tokens first 65536 bytes → text "},
+		{[]string{"--dataset", "synthetic"}, " byte tokens first 65536 bytes → synthetic, "},
+	} {
+		code, _, stderr = runTrain(t, nil, append(append(args, tc.args...), "--max-steps", "4", "--resume", "latest")...)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, "was written with another recipe: data text /", "%v", tc.args)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+		require.NoError(t, os.Remove(filepath.Join(dir, "ckpt-000000004.safetensors")))
+	}
+}
+
 // TestRunLengthDefaults: --epochs 0 with --max-steps trains the steps it
 // planned (it stopped after one epoch, its schedule aimed at the later
 // step), and a language model's default warm-up is a tenth of the steps the

@@ -205,7 +205,7 @@ func (r *peRun) run() (err error) {
 	}
 	tr, err := ddp.New(c, e, m, opt, ddp.Options{
 		GlobalBatch: rc.Batch, Accumulate: rc.Accum, Epochs: rc.Epochs, MaxSteps: rc.MaxSteps,
-		Seed: r.o.seed, Schedule: sched, ClipNorm: rc.ClipNorm, Recipe: rc.record(steps),
+		Seed: r.o.seed, Schedule: sched, ClipNorm: rc.ClipNorm, Recipe: rc.record(steps, r.dc),
 		BucketBytes: bucket, ReplicatedUpdate: !r.o.shardUpdate, DeviceData: deviceDataMode(r.o.deviceData),
 		GradDType: gradKind(r.o.gradDType),
 		LogEvery:  r.o.logEvery, CheckReplicasEvery: r.o.checkEvery, SkipNonFinite: r.o.skipNaN,

@@ -242,9 +242,10 @@ func exemptNote(specs []models.ParamSpec) string {
 		len(specs)-len(exempt), len(specs), len(exempt), n, strings.Join(names, ", "))
 }
 
-// record is the recipe as the checkpoint's metadata keeps it (ddp.Options.Recipe).
-func (rc recipe) record(total int) map[string]any {
-	return map[string]any{"optimizer": rc.Optimizer, "momentum": rc.Hyper.Momentum, "nesterov": rc.Hyper.Nesterov,
+// record is the recipe as the checkpoint's metadata keeps it
+// (ddp.Options.Recipe), with the data the run trains on (dataChoice.record).
+func (rc recipe) record(total int, dc dataChoice) map[string]any {
+	return map[string]any{"data": dc.record(), "optimizer": rc.Optimizer, "momentum": rc.Hyper.Momentum, "nesterov": rc.Hyper.Nesterov,
 		"beta1": rc.Hyper.Beta1, "beta2": rc.Hyper.Beta2, "eps": rc.Hyper.Eps, "weight_decay": rc.Hyper.WeightDecay,
 		"lr": rc.LR, "schedule": rc.Schedule, "warmup_steps": rc.Warmup, "min_lr": rc.MinLR, "step_size": rc.StepSize,
 		"gamma": rc.Gamma, "clip_norm": rc.ClipNorm, "global_batch": rc.Batch, "accumulate": rc.Accum,

@@ -160,8 +160,8 @@ func TestRecipeDescribe(t *testing.T) {
 			t.Errorf("recipe line %q lacks %q", got, want)
 		}
 	}
-	rec := rc.record(400)
-	if rec["beta2"] != float32(0.95) || rec["weight_decay"] != float32(0.1) || rec["warmup_steps"] != 20 || rec["total_steps"] != 400 {
+	rec := rc.record(400, dataChoice{name: "synthetic"})
+	if rec["beta2"] != float32(0.95) || rec["weight_decay"] != float32(0.1) || rec["warmup_steps"] != 20 || rec["total_steps"] != 400 || rec["data"] != "synthetic" {
 		t.Errorf("checkpoint record %v", rec)
 	}
 }

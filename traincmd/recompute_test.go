@@ -60,7 +60,7 @@ func TestRecomputeUsage(t *testing.T) {
 	} {
 		rc := resolved(t, args...)
 		assert.Equal(t, models.Recompute(args[len(args)-1]), rc.Recompute, args)
-		assert.Equal(t, args[len(args)-1], rc.record(10)["recompute"], "the checkpoint's record")
+		assert.Equal(t, args[len(args)-1], rc.record(10, dataChoice{})["recompute"], "the checkpoint's record")
 	}
 }
 
