@@ -221,7 +221,7 @@ func launchLocal(o *options, stdout, stderr io.Writer) (err error) {
 	if backend == "mpi" {
 		return usagef("--backend mpi needs an MPI launcher: run `mpirun -np %d train --backend mpi ...`", o.pes)
 	}
-	undo, err := checkOutputs(o) // before the data, which may take minutes to tokenize
+	undo, err := checkOutputs(o, stderr) // before the data, which may take minutes to tokenize
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	}
 	undo := func() {}
 	if mpi.Rank == 0 {
-		u, err := checkOutputs(o)
+		u, err := checkOutputs(o, stderr)
 		if err != nil {
 			return err
 		}

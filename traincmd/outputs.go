@@ -1,8 +1,10 @@
 package traincmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/symddp/symddp/ddp"
@@ -16,7 +18,7 @@ import (
 // usage error (exit 2); so is a --resume file that does not exist. undo
 // removes the directories the check created, for a run that stops before
 // any PE starts (a bad --data-dir found after it).
-func checkOutputs(o *options) (undo func(), err error) {
+func checkOutputs(o *options, stderr io.Writer) (undo func(), err error) {
 	undo = func() {}
 	defer func() {
 		if err != nil {
@@ -52,7 +54,11 @@ func checkOutputs(o *options) (undo func(), err error) {
 		}
 	}
 	if o.metrics != "" {
-		_, statErr := os.Stat(o.metrics)
+		fi, statErr := os.Stat(o.metrics)
+		if statErr == nil && fi.Mode().IsRegular() && fi.Size() > 0 && o.resume == "" && !o.evalOnly {
+			fmt.Fprintf(stderr, "warning: --metrics %s holds %s of an earlier run, which this run replaces (name another file to keep them; --eval-only and --resume add to it)\n",
+				o.metrics, metricsRecords(o.metrics))
+		}
 		f, err := os.OpenFile(o.metrics, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			return undo, inputf("--metrics %s: %v", o.metrics, unwrapPath(err))
@@ -63,6 +69,23 @@ func checkOutputs(o *options) (undo func(), err error) {
 		}
 	}
 	return undo, nil
+}
+
+// metricsRecords says how many records (lines) the metrics log at path
+// holds: "7 records".
+func metricsRecords(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "records"
+	}
+	n := bytes.Count(b, []byte("\n"))
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	if n == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", n)
 }
 
 // probeDir creates dir and writes, syncs and removes a small file in it. It

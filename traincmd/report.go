@@ -57,10 +57,11 @@ func newReporter(o *options, pe int, stdout, stderr io.Writer) (*reporter, error
 }
 
 // openMetrics opens --metrics for writing: truncated for a new run,
-// appended to when resuming (and trimmed at the start: trimMetrics).
+// appended to when resuming (and trimmed at the start: trimMetrics) and by
+// --eval-only, whose one record joins the log it is pointed at.
 func openMetrics(o *options) (*os.File, error) {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if o.resume != "" {
+	if o.resume != "" || o.evalOnly {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
 	f, err := os.OpenFile(o.metrics, flags, 0o644)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/ddp"
 )
@@ -90,4 +91,45 @@ func TestStartSaysReduction(t *testing.T) {
 		}
 		require.Equal(t, tc.want, got, "Reduction %q", tc.reduction)
 	}
+}
+
+// A fresh run pointed at a metrics log that holds records says, before it
+// starts, that it replaces them (it did so in silence); --eval-only adds its
+// record to the log instead of replacing it (pointed at the training run's
+// log, it erased that run's history).
+func TestMetricsOfAnEarlierRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	old := "{\"step\":50,\"loss\":2}\n{\"final\":true,\"step\":100}\n"
+	for _, tc := range []struct {
+		o      options
+		warn   string
+		before string // what the log holds before the run's records
+	}{
+		{options{metrics: path, model: "mlp"}, "warning: --metrics " + path + " holds 2 records of an earlier run, which this run replaces", ""},
+		{options{metrics: path, model: "mlp", evalOnly: true}, "", old},
+	} {
+		require.NoError(t, os.WriteFile(path, []byte(old), 0o644))
+		var stderr strings.Builder
+		_, err := checkOutputs(&tc.o, &stderr)
+		require.NoError(t, err)
+		if tc.warn == "" {
+			assert.Empty(t, stderr.String())
+		} else {
+			assert.Contains(t, stderr.String(), tc.warn)
+		}
+		r, err := newReporter(&tc.o, 0, io.Discard, io.Discard)
+		require.NoError(t, err)
+		r.write(map[string]any{"eval_only": true, "step": 0})
+		r.close()
+		require.NoError(t, r.failed)
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, tc.before+"{\"eval_only\":true,\"step\":0}\n", string(got))
+	}
+	// a log that is not there, or empty, is nothing to warn of
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	var stderr strings.Builder
+	_, err := checkOutputs(&options{metrics: path, model: "mlp"}, &stderr)
+	require.NoError(t, err)
+	assert.Empty(t, stderr.String())
 }
