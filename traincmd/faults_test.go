@@ -188,6 +188,38 @@ func TestInterruptWritesCheckpoint(t *testing.T) {
 	}
 }
 
+// TestInterruptAfterTraining: a SIGINT once every step is done (here
+// during the final evaluation) says what it stops: no step is left, the
+// evaluation finishes and the sample is skipped. It said "stopping after the
+// step in progress, then a checkpoint", both done already.
+func TestInterruptAfterTraining(t *testing.T) {
+	data := t.TempDir()
+	var text strings.Builder
+	for i := range 4000 {
+		fmt.Fprintf(&text, "func f%d(x int) int { return x*%d + %d }\n", i, i%97, i%13)
+	}
+	for i := range 40 { // every 20th file is validation: 2 files, about 0.3 MB
+		if err := os.WriteFile(filepath.Join(data, fmt.Sprintf("f%02d.go", i)), []byte(text.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := &job{heapDir: t.TempDir()}
+	j.cmd = exec.Command(trainBinary(t), "--pes", "2", "--model", "gpt-tiny", "--data-dir", data, "--max-steps", "2",
+		"--eval-every", "0", "--eval-batches", "0", "--checkpoint-dir", t.TempDir(), "--no-progress")
+	j.cmd.Env = append(os.Environ(), "SYMDDP_HEAP_DIR="+j.heapDir)
+	j.cmd.Stdout, j.cmd.Stderr = &j.stdout, &j.stderr
+	j.startAndWait(t, "checkpoint ") // the last step's: the final evaluation runs now
+	j.cmd.Process.Signal(syscall.SIGINT)
+	j.code = exitCode(t, j.cmd.Wait())
+	if j.code != 130 || !strings.Contains(j.stdout.String(), "val loss ") {
+		t.Fatalf("exit %d (want 130 and the final validation loss), stdout:\n%s\nstderr:\n%s", j.code, j.stdout.String(), j.stderr.String())
+	}
+	if msg := "[pe 0] train: SIGINT: the training is done: stopping after the final evaluation, without a sample; SIGINT again stops at once"; strings.Count(j.stderr.String(), msg) != 1 {
+		t.Errorf("stderr does not say once what the SIGINT does (%q):\n%s", msg, j.stderr.String())
+	}
+	j.clean(t)
+}
+
 // TestSecondInterruptStopsAtOnce: when the PEs cannot stop by themselves (one
 // is stuck), a second SIGINT ends the job at once, not at the collective
 // deadline (10 minutes here: a PE that reached it would say which peers had

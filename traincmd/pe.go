@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,7 +55,10 @@ func (r reportedError) Unwrap() error { return r.err }
 // there makes the launcher kill the PEs). With SYMDDP_STOP_STACKS=1 the
 // signal first writes every goroutine's stack to stderr: a PE that the
 // launcher stops because another gave up waiting for it shows where it was.
-func notifySignals(w io.Writer, say bool, then string) (ctx context.Context, got func() os.Signal, stop func()) {
+//
+// what says what the first signal stops: "stopping after the step in
+// progress, then a checkpoint" while training, or what is left to do after it.
+func notifySignals(w io.Writer, say bool, what func() string) (ctx context.Context, got func() os.Signal, stop func()) {
 	stacks := settings.Get(settings.StopStacks) == "1"
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
@@ -75,7 +79,7 @@ func notifySignals(w io.Writer, say bool, then string) (ctx context.Context, got
 		}
 		name := unix.SignalName(s.(syscall.Signal))
 		if say && !proc.StoppedByLauncher() { // the launcher's stop after a failure: it reports the failure
-			fmt.Fprintf(w, "%s: %s: stopping after the step in progress%s; %s again stops at once\n", Program, name, then, name)
+			fmt.Fprintf(w, "%s: %s: %s; %s again stops at once\n", Program, name, what(), name)
 		}
 		mu.Lock()
 		sig = s
@@ -105,11 +109,21 @@ type peRun struct {
 }
 
 func (r *peRun) run() (err error) {
-	then := ""
-	if r.o.ckptDir != "" {
-		then = ", then a checkpoint"
+	// trained: every step is done (what is left: the final evaluation and
+	// checks, the sample), so a signal stops no step
+	var trained atomic.Bool
+	what := func() string {
+		switch {
+		case r.o.evalOnly:
+			return "stopping after the evaluation, without a sample"
+		case trained.Load():
+			return "the training is done: stopping after the final evaluation, without a sample"
+		case r.o.ckptDir != "":
+			return "stopping after the step in progress, then a checkpoint"
+		}
+		return "stopping after the step in progress"
 	}
-	ctx, gotSignal, stop := notifySignals(r.stderr, r.cfg.PE == 0, then)
+	ctx, gotSignal, stop := notifySignals(r.stderr, r.cfg.PE == 0, what)
 	defer stop()
 
 	c, err := comm.Open(r.backend, r.cfg)
@@ -202,6 +216,21 @@ func (r *peRun) run() (err error) {
 	hooks := rep.hooks()
 	if faults != nil {
 		hooks = faults.wrap(hooks, me, train)
+	}
+	total := 0
+	onStart, onStep := hooks.OnStart, hooks.OnStep
+	hooks.OnStart = func(s ddp.StartInfo) {
+		total = s.TotalSteps
+		trained.Store(s.StartStep >= total)
+		if onStart != nil {
+			onStart(s)
+		}
+	}
+	hooks.OnStep = func(s ddp.StepInfo) {
+		trained.Store(s.Step >= total)
+		if onStep != nil {
+			onStep(s)
+		}
 	}
 	tr, err := ddp.New(c, e, m, opt, ddp.Options{
 		GlobalBatch: rc.Batch, Accumulate: rc.Accum, Epochs: rc.Epochs, MaxSteps: rc.MaxSteps,
