@@ -30,11 +30,35 @@ var base = []string{"--dataset", "synthetic", "--hidden", "32", "--batch-size", 
 
 func newJob(t *testing.T, args ...string) *job {
 	t.Helper()
+	return newJobOf(t, append(append([]string{}, base...), args...)...)
+}
+
+// newJobOf is a job of train with args alone.
+func newJobOf(t *testing.T, args ...string) *job {
+	t.Helper()
 	j := &job{heapDir: t.TempDir()}
-	j.cmd = exec.Command(trainBinary(t), append(append([]string{}, base...), args...)...)
+	j.cmd = exec.Command(trainBinary(t), args...)
 	j.cmd.Env = append(os.Environ(), "SYMDDP_HEAP_DIR="+j.heapDir)
 	j.cmd.Stdout, j.cmd.Stderr = &j.stdout, &j.stderr
 	return j
+}
+
+// interrupt starts j, sends it SIGINT once stdout shows marker and waits
+// for it: it must exit 130 with stdout holding out and PE 0 saying once
+// what the signal does.
+func (j *job) interrupt(t *testing.T, marker, out, said string) {
+	t.Helper()
+	j.startAndWait(t, marker)
+	start := time.Now()
+	j.cmd.Process.Signal(syscall.SIGINT)
+	j.code = exitCode(t, j.cmd.Wait())
+	if j.code != 130 || !strings.Contains(j.stdout.String(), out) {
+		t.Fatalf("exit %d (want 130 and %q), stdout:\n%s\nstderr:\n%s", j.code, out, j.stdout.String(), j.stderr.String())
+	}
+	if msg := "[pe 0] train: SIGINT: " + said + "; SIGINT again stops at once"; strings.Count(j.stderr.String(), msg) != 1 {
+		t.Errorf("stderr does not say once what the SIGINT does (%q):\n%s", msg, j.stderr.String())
+	}
+	t.Logf("stopped %v after SIGINT", time.Since(start))
 }
 
 // run runs the job to its end.
@@ -164,17 +188,7 @@ func (j *job) startAndWait(t *testing.T, marker string) {
 func TestInterruptWritesCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	j := newJob(t, "--pes", "2", "--checkpoint-dir", dir, "--log-every", "20")
-	j.startAndWait(t, "step 20/")
-	start := time.Now()
-	j.cmd.Process.Signal(syscall.SIGINT)
-	j.code = exitCode(t, j.cmd.Wait())
-	if j.code != 130 || !strings.Contains(j.stdout.String(), "stopped by signal") {
-		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", j.code, j.stdout.String(), j.stderr.String())
-	}
-	if msg := "[pe 0] train: SIGINT: stopping after the step in progress, then a checkpoint; SIGINT again stops at once"; strings.Count(j.stderr.String(), msg) != 1 {
-		t.Errorf("stderr does not say once what the SIGINT does (%q):\n%s", msg, j.stderr.String())
-	}
-	t.Logf("stopped %v after SIGINT", time.Since(start))
+	j.interrupt(t, "step 20/", "stopped by signal", "stopping after the step in progress, then a checkpoint")
 	ckpts, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.safetensors"))
 	if len(ckpts) != 1 {
 		t.Fatalf("checkpoints after SIGINT: %v", ckpts)
@@ -203,20 +217,11 @@ func TestInterruptAfterTraining(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	j := &job{heapDir: t.TempDir()}
-	j.cmd = exec.Command(trainBinary(t), "--pes", "2", "--model", "gpt-tiny", "--data-dir", data, "--max-steps", "2",
+	j := newJobOf(t, "--pes", "2", "--model", "gpt-tiny", "--data-dir", data, "--max-steps", "2",
 		"--eval-every", "0", "--eval-batches", "0", "--checkpoint-dir", t.TempDir(), "--no-progress")
-	j.cmd.Env = append(os.Environ(), "SYMDDP_HEAP_DIR="+j.heapDir)
-	j.cmd.Stdout, j.cmd.Stderr = &j.stdout, &j.stderr
-	j.startAndWait(t, "checkpoint ") // the last step's: the final evaluation runs now
-	j.cmd.Process.Signal(syscall.SIGINT)
-	j.code = exitCode(t, j.cmd.Wait())
-	if j.code != 130 || !strings.Contains(j.stdout.String(), "val loss ") {
-		t.Fatalf("exit %d (want 130 and the final validation loss), stdout:\n%s\nstderr:\n%s", j.code, j.stdout.String(), j.stderr.String())
-	}
-	if msg := "[pe 0] train: SIGINT: the training is done: stopping after the final evaluation, without a sample; SIGINT again stops at once"; strings.Count(j.stderr.String(), msg) != 1 {
-		t.Errorf("stderr does not say once what the SIGINT does (%q):\n%s", msg, j.stderr.String())
-	}
+	// the last step's checkpoint: the final evaluation runs now, and
+	// finishes (its validation loss printed)
+	j.interrupt(t, "checkpoint ", "val loss ", "the training is done: stopping after the final evaluation, without a sample")
 	j.clean(t)
 }
 
