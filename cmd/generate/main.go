@@ -144,11 +144,15 @@ func parse(args []string, stdout io.Writer) (*options, error) {
 // newGPUEngine makes --device gpu's engine (tests put an emulated one in).
 var newGPUEngine = func(lib string) (compute.Engine, error) { return cuda.New(cuda.Options{LibPath: lib}) }
 
-// generateOnCPU samples on the CPU engine with m built over host arenas.
-func generateOnCPU(ctx context.Context, o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
+// drawFunc draws n tokens after prompt from a model built and loaded on
+// its engine.
+type drawFunc func(ctx context.Context, prompt []int32, n int, so models.SampleOptions) ([]int32, error)
+
+// onCPU builds m on the CPU engine over host arenas holding w's values.
+func onCPU(w *ddp.Weights, m models.LanguageModel) (drawFunc, func(), error) {
 	e, err := cpu.New(cpu.Options{Threads: 0})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	specs := m.Params()
 	offsets, n := models.Layout(specs)
@@ -159,37 +163,44 @@ func generateOnCPU(ctx context.Context, o *options, w *ddp.Weights, m models.Lan
 		gv = append(gv, e.View(ga, offsets[i], s.Shape...))
 	}
 	if err := m.Build(e, pv, gv, 1); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := models.LoadParams(e, specs, pv, w.Read); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return m.Generate(ctx, prompt, o.maxTokens, so)
+	return m.Generate, func() {}, nil
 }
 
-// generateOnDevice samples on the CUDA engine: the checkpoint's values in
-// device memory, the model's layers in bf16 where they can (models.NewSampler).
-func generateOnDevice(ctx context.Context, o *options, w *ddp.Weights, m models.LanguageModel, prompt []int32, so models.SampleOptions) ([]int32, error) {
+// onDevice builds m on the CUDA engine: w's values in device memory, the
+// model's layers in bf16 where they can (models.NewSampler). done closes
+// the engine.
+func onDevice(o *options, w *ddp.Weights, m models.LanguageModel) (_ drawFunc, done func(), err error) {
 	e, err := newGPUEngine(o.gpuLib)
 	if err != nil {
-		return nil, fmt.Errorf("--device gpu: %w", err)
+		return nil, nil, fmt.Errorf("--device gpu: %w", err)
 	}
+	done = func() {}
 	if c, ok := e.(interface{ Close() error }); ok {
-		defer c.Close()
+		done = func() { c.Close() }
 	}
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
 	specs := m.Params()
 	offsets, n := models.Layout(specs)
 	params := make([]float32, n)
 	for i, s := range specs {
 		if err := w.Read(s.Name, params[offsets[i]:offsets[i]+s.Size()]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	s, err := models.NewSampler(m, e, params)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.Generate(ctx, prompt, o.maxTokens, so)
+	return s.Generate, done, nil
 }
 
 func generate(ctx context.Context, o *options, stdout, stderr io.Writer) error {
@@ -223,18 +234,26 @@ func generate(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if len(prompt) > cfg.Context {
 		return usageError{fmt.Errorf("the prompt has %d tokens, more than the model's context of %d: shorten it", len(prompt), cfg.Context)}
 	}
-	// The prompt first, then the sample as it is drawn (a signal stops
-	// between two tokens: what was drawn stays on the screen).
+	// The model built and loaded first (an engine that cannot start
+	// writes nothing to stdout), then the prompt, then the sample as it
+	// is drawn (a signal stops between two tokens: what was drawn stays).
+	var draw drawFunc
+	var done func()
+	if o.device == "gpu" {
+		draw, done, err = onDevice(o, w, m)
+	} else {
+		draw, done, err = onCPU(w, m)
+	}
+	if err != nil {
+		return err
+	}
+	defer done()
 	if _, err := io.WriteString(stdout, shown); err != nil {
 		return err
 	}
 	st := &streamer{w: stdout, tok: tok}
 	sample := models.SampleOptions{Temperature: o.temperature, TopK: o.topK, Seed: o.seed, Vocab: drawVocab(tok, cfg.Vocab), Emit: st.emit}
-	if o.device == "gpu" {
-		_, err = generateOnDevice(ctx, o, w, m, prompt, sample)
-	} else {
-		_, err = generateOnCPU(ctx, o, w, m, prompt, sample)
-	}
+	_, err = draw(ctx, prompt, o.maxTokens, sample)
 	if shown != "" || st.n > 0 || err == nil { // end the line begun
 		if ferr := st.finish(); err == nil {
 			err = ferr

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -185,6 +186,13 @@ func TestGenerateOnDevice(t *testing.T) {
 	rc, _, stderr = runGenerate("--checkpoint", dir, "--device", "tpu")
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, `--device "tpu": want cpu or gpu`)
+	// an engine that cannot start: the error alone, nothing on stdout (the
+	// prompt was written first, so `generate ... > out.txt` kept it)
+	newGPUEngine = func(string) (compute.Engine, error) { return nil, errors.New("libsymddp_cuda.so not found") }
+	rc, out, stderr := runGenerate("--checkpoint", dir, "--device", "gpu", "--prompt", "hello", "--max-tokens", "10")
+	assert.Equal(t, 1, rc)
+	assert.Contains(t, stderr, "--device gpu: libsymddp_cuda.so not found")
+	assert.Empty(t, out)
 }
 
 func TestDrawVocab(t *testing.T) {
