@@ -467,7 +467,17 @@ func (o *options) validate() error {
 	case o.logEvery < 1:
 		return usagef("--log-every %d: must be at least 1", o.logEvery)
 	case o.checkEvery < 0 || o.evalEvery < 0 || o.ckptEvery < 0 || o.evalBatches < 0 || o.sampleTokens < 0:
-		return usagef("--check-replicas-every, --eval-every, --checkpoint-every, --eval-batches and --sample-tokens must not be negative")
+		for _, f := range []struct {
+			name string
+			v    int
+			zero string
+		}{{"check-replicas-every", o.checkEvery, "at the end only"}, {"eval-every", o.evalEvery, "at the end only"},
+			{"checkpoint-every", o.ckptEvery, "at the end only"}, {"eval-batches", o.evalBatches, "the whole set"},
+			{"sample-tokens", o.sampleTokens, "no sample"}} {
+			if f.v < 0 {
+				return usagef("--%s %d: must not be negative (0: %s)", f.name, f.v, f.zero)
+			}
+		}
 	case o.languageModel && o.set("hidden"):
 		return usagef("--hidden sizes the mlp; model %s is sized with --layers, --heads, --width and --context", o.model)
 	case o.languageModel && o.set("train-limit"):

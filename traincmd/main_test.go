@@ -33,6 +33,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--lr", "-1"}, "--lr -1"},
 		{[]string{"--epochs", "0"}, "--epochs 0"},
 		{[]string{"--epochs", "-1", "--max-steps", "5"}, "--epochs -1: must not be negative"},
+		{[]string{"--eval-every", "-1"}, "--eval-every -1: must not be negative (0: at the end only)"},
+		{[]string{"--sample-tokens", "-5"}, "--sample-tokens -5: must not be negative (0: no sample)"},
 		{[]string{"--bucket-size", "lots"}, "--bucket-size"},
 		{[]string{"--backend", "tcp"}, `--backend "tcp"`},
 		{[]string{"--nesterov", "--momentum", "0"}, "--nesterov needs --momentum > 0"},

@@ -142,6 +142,13 @@ func TestGenerateErrors(t *testing.T) {
 		assert.True(t, strings.HasPrefix(stderr, "generate: --temperature "), stderr)
 		assert.Contains(t, stderr, ": want a finite number\n", temp)
 	}
+	// an empty --prompt says how to get the default start
+	text, err := datasets.NewTokenSource([][]byte{[]byte(strings.Repeat("hello, world\n", 40))}, 16, 256)
+	require.NoError(t, err)
+	lmDir := trainCheckpoint(t, "gpt", models.Config{Layers: 1, Heads: 2, Width: 16, Context: 16}, text)
+	rc, _, stderr = runGenerate("--checkpoint", lmDir, "--prompt", "")
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, "--prompt is empty: give it some text, or leave it out to start from a newline")
 	missing := filepath.Join(t.TempDir(), "nothing")
 	rc, _, stderr = runGenerate("--checkpoint", missing)
 	assert.Equal(t, 2, rc)

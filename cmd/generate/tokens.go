@@ -73,7 +73,7 @@ func promptOf(o *options, tok datasets.Tokenizer, vocab int) (tokens []int32, sh
 	text := o.prompt
 	switch {
 	case o.promptSet && text == "":
-		return nil, "", errors.New("--prompt is empty")
+		return nil, "", errors.New("--prompt is empty: give it some text, or leave it out to start from a newline (a byte-level model) or a new document (GPT-2's vocabulary)")
 	case !o.promptSet && tok.Name() == datasets.ByteTokenizer:
 		text = "\n"
 	}
