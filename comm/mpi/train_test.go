@@ -121,3 +121,26 @@ func TestTrainUnderMPIRun(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchUnderMPIRun runs a program of one's own, examples/customdata
+// (ddp.Launch, no import of comm/mpi), built with -tags mpi as the ddp
+// package documentation says, as 2 ranks of mpirun: Launch must join the
+// job on the mpi backend. Before ddp linked comm/mpi in under the tag, every
+// rank stopped with "started by mpirun, but the mpi backend is not in this
+// build: build the program with -tags mpi", which it had been.
+func TestLaunchUnderMPIRun(t *testing.T) {
+	if inChild() {
+		t.Skip("runs mpirun itself")
+	}
+	mpirunPath := needMPI(t)
+	bin := filepath.Join(t.TempDir(), "customdata")
+	args := []string{"build", "-tags", "mpi", "-o", bin, "github.com/symddp/symddp/examples/customdata"}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	out, err := mpirun(t, mpirunPath, 2, nil, nil, bin, "--epochs", "1", "--train-size", "256", "--test-size", "64")
+	const want = "replicas identical on both PEs (step 4, "
+	if err != nil || !strings.Contains(out, want) || strings.Contains(out, "not in this build") {
+		t.Fatalf("mpirun -np 2 customdata (built with -tags mpi): %v; want a run of 4 steps ending with %q:\n%s", err, want, out)
+	}
+}
