@@ -62,7 +62,18 @@ var proc launch.Process
 // run is the whole command; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	proc = launch.Process{}
-	o, err := parseFlags(args, stdout)
+	// Under mpirun every rank parses the same command line: rank 0 alone
+	// prints the help, or what is wrong with the flags (fail), not each rank
+	// (a bad environment is reported below, after the flags).
+	var early launch.Process
+	if p, err := launch.Detect(); err == nil && p.Role == launch.MPIRank {
+		early = p
+	}
+	helpOut := stdout
+	if early.Role == launch.MPIRank && early.MPI.Rank != 0 {
+		helpOut = io.Discard
+	}
+	o, err := parseFlags(args, helpOut)
 	if o != nil {
 		o.args = args // what every PE is started with
 	}
@@ -70,13 +81,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errHelp):
 		return 0
 	case errors.Is(err, errListModels):
+		proc = early
 		r, err := models.ParseRecompute(o.recompute)
 		if err != nil {
 			return fail(stderr, usagef("--recompute %q: want none, gelu or block", o.recompute))
 		}
-		listModels(stdout, r)
+		listModels(helpOut, r)
 		return 0
 	case err != nil:
+		proc = early
 		return fail(stderr, err)
 	}
 	if proc, err = launch.Detect(); err != nil {

@@ -129,6 +129,43 @@ func TestPEsUnderMPI(t *testing.T) {
 	}
 }
 
+// TestBadFlagUnderMPI: every rank of mpirun parses the same command line, so
+// a flag that does not parse (an unknown flag, a value of the wrong type) is
+// said by rank 0 alone, like the errors validate finds, and --help is
+// printed once; before, each rank printed it (16 times at -np 16).
+func TestBadFlagUnderMPI(t *testing.T) {
+	for _, rank := range []int{0, 1} {
+		t.Setenv("OMPI_COMM_WORLD_RANK", strconv.Itoa(rank))
+		t.Setenv("OMPI_COMM_WORLD_SIZE", "2")
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--bogus"}, "train: unknown flag: --bogus\nRun 'train --help' for the flags.\n"},
+			{[]string{"--timeout", "soon"}, `train: invalid argument "soon" for "--timeout" flag`},
+		} {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			ok := code == 2 && stdout.Len() == 0
+			if rank == 0 {
+				ok = ok && strings.HasPrefix(stderr.String(), tc.want) && strings.Count(stderr.String(), "\n") == 2
+			} else {
+				ok = ok && stderr.Len() == 0
+			}
+			if !ok {
+				t.Errorf("rank %d: train %s: exit %d, stderr %q; want exit 2 and rank 0 alone saying %q",
+					rank, strings.Join(tc.args, " "), code, stderr.String(), tc.want)
+			}
+		}
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"--help"}, &stdout, &stderr)
+		if printed := strings.Contains(stdout.String(), "Usage:"); code != 0 || printed != (rank == 0) || stderr.Len() != 0 {
+			t.Errorf("rank %d: train --help: exit %d, stdout %d bytes, stderr %q; want exit 0 and the help from rank 0 alone",
+				rank, code, stdout.Len(), stderr.String())
+		}
+	}
+}
+
 // TestBadLabelNamesUserFile: a label out of range is reported against the
 // user's file, not the unpacked copy (which is gone by then).
 func TestBadLabelNamesUserFile(t *testing.T) {
