@@ -103,6 +103,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		o.pes = proc.MPI.Size
 	}
+	if proc.Role == launch.MPIRank && o.maxRestarts != 0 {
+		// before validate's "needs --checkpoint-dir", which would not help
+		return fail(stderr, usagef("--max-restarts: under mpirun, mpirun starts and stops the PEs; run mpirun in a loop with --resume latest instead (docs/FAULTS.md)"))
+	}
 	if err := o.validate(); err != nil {
 		return fail(stderr, err)
 	}
@@ -291,9 +295,6 @@ func runUnderMPI(o *options, mpi launch.MPIEnv, stdout, stderr io.Writer) error 
 	}
 	if backend == "shm" {
 		return usagef("--backend shm cannot run under mpirun (its PEs are started by train itself): use --backend mpi, or run train --pes N without mpirun")
-	}
-	if o.maxRestarts > 0 {
-		return usagef("--max-restarts: under mpirun, mpirun starts and stops the PEs; run mpirun in a loop with --resume latest instead (docs/FAULTS.md)")
 	}
 	if backend == "mpi" && !contains(comm.Backends(), "mpi") {
 		return errors.New("this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train` (needs libopenmpi-dev), or run train --pes N without mpirun")

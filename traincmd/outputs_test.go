@@ -126,6 +126,15 @@ func TestPEsUnderMPI(t *testing.T) {
 		if code != 2 || stderr.String() != want || stdout.Len() != 0 {
 			t.Errorf("rank %d: exit %d, stderr %q; want exit 2 and %q", rank, code, stderr.String(), want)
 		}
+		// --max-restarts is refused for being under mpirun, not first for
+		// lacking the --checkpoint-dir that would not help either
+		stdout.Reset()
+		stderr.Reset()
+		code = run([]string{"--max-restarts", "2", "--dataset", "synthetic"}, &stdout, &stderr)
+		if want := "train: --max-restarts: under mpirun, mpirun starts and stops the PEs; run mpirun in a loop with --resume latest instead"; code != 2 ||
+			(rank == 0) != strings.HasPrefix(stderr.String(), want) || (rank != 0 && stderr.Len() != 0) {
+			t.Errorf("rank %d: --max-restarts: exit %d, stderr %q; want exit 2 and rank 0 saying %q", rank, code, stderr.String(), want)
+		}
 	}
 }
 
