@@ -335,3 +335,27 @@ func TestGPULibraryMissing(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestStopNote: what PE 0 says a first signal stops, in each state of a
+// run; under mpirun it does not promise the checkpoint that mpirun's
+// SIGKILL can forestall (it did when a rank failed and mpirun stopped the
+// others, docs/MPI.md).
+func TestStopNote(t *testing.T) {
+	for _, tc := range []struct {
+		o       options
+		mpi     bool
+		trained bool
+		want    string
+	}{
+		{options{}, false, false, "stopping after the step in progress"},
+		{options{ckptDir: "ck"}, false, false, "stopping after the step in progress, then a checkpoint"},
+		{options{ckptDir: "ck"}, true, false, "stopping after the step in progress, then a checkpoint, unless mpirun kills the ranks first (it does when a rank failed, or a step outlasts --mca odls_base_sigkill_timeout: docs/MPI.md)"},
+		{options{}, true, false, "stopping after the step in progress"},
+		{options{ckptDir: "ck"}, true, true, "the training is done: stopping after the final evaluation, without a sample"},
+		{options{evalOnly: true}, false, false, "stopping after the evaluation, without a sample"},
+	} {
+		if got := stopNote(&tc.o, tc.mpi, tc.trained); got != tc.want {
+			t.Errorf("ckpt %q, mpi %v, trained %v: %q, want %q", tc.o.ckptDir, tc.mpi, tc.trained, got, tc.want)
+		}
+	}
+}

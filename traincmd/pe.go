@@ -96,6 +96,27 @@ func notifySignals(w io.Writer, say bool, what func() string) (ctx context.Conte
 	return ctx, got, func() { once.Do(func() { signal.Stop(ch); close(done); cancel() }) }
 }
 
+// stopNote is what a first SIGINT or SIGTERM stops, as PE 0 says it:
+// training stops after the step in progress (then writes a checkpoint,
+// where --checkpoint-dir is given, unless mpirun kills the ranks first);
+// once every step is done (trained), or under --eval-only, only the sample
+// is left out.
+func stopNote(o *options, mpiRank, trained bool) string {
+	switch {
+	case o.evalOnly:
+		return "stopping after the evaluation, without a sample"
+	case trained:
+		return "the training is done: stopping after the final evaluation, without a sample"
+	case o.ckptDir != "" && mpiRank:
+		// mpirun passes a signal on and kills the ranks soon after, and
+		// stops them all alike when one rank failed
+		return "stopping after the step in progress, then a checkpoint, unless mpirun kills the ranks first (it does when a rank failed, or a step outlasts --mca odls_base_sigkill_timeout: docs/MPI.md)"
+	case o.ckptDir != "":
+		return "stopping after the step in progress, then a checkpoint"
+	}
+	return "stopping after the step in progress"
+}
+
 // peRun is one PE's whole job: open the comm, build everything, train.
 type peRun struct {
 	o       *options
@@ -112,17 +133,7 @@ func (r *peRun) run() (err error) {
 	// trained: every step is done (what is left: the final evaluation and
 	// checks, the sample), so a signal stops no step
 	var trained atomic.Bool
-	what := func() string {
-		switch {
-		case r.o.evalOnly:
-			return "stopping after the evaluation, without a sample"
-		case trained.Load():
-			return "the training is done: stopping after the final evaluation, without a sample"
-		case r.o.ckptDir != "":
-			return "stopping after the step in progress, then a checkpoint"
-		}
-		return "stopping after the step in progress"
-	}
+	what := func() string { return stopNote(r.o, proc.Role == launch.MPIRank, trained.Load()) }
 	ctx, gotSignal, stop := notifySignals(r.stderr, r.cfg.PE == 0, what)
 	defer stop()
 
