@@ -121,7 +121,7 @@ func New(cfg comm.Config) (*Comm, error) {
 	c.wd.start(c)
 	if err := c.arrivals.open(c); err != nil {
 		c.shutdown()
-		return nil, fmt.Errorf("mpi: PE %d: open: %w", c.me, explainWindowError(err))
+		return nil, explainWindowError(err) // named as c.call names it: "mpi: PE 0: open: ..."
 	}
 	on, hostSize, err := hierConfig(cfg)
 	if err == nil {

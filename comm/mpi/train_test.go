@@ -105,16 +105,21 @@ func TestTrainUnderMPIRun(t *testing.T) {
 		bin  string
 		args []string
 		want string
+		opts []string
 	}{
 		{"--pes that does not match", bin, []string{"--pes", "4"},
-			"train: --pes 4 does not match the 2 processes mpirun started (drop --pes under mpirun)"},
+			"train: --pes 4 does not match the 2 processes mpirun started (drop --pes under mpirun)", nil},
 		{"a binary without -tags mpi", buildTrain(t, dir, "train-plain"), nil,
-			"train: this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train`"},
+			"train: this train binary has no MPI support: rebuild it with `go build -tags mpi ./cmd/train`", nil},
 		{"a PE that stalls", bin, []string{"--timeout", "4s", "--fault-inject", "pe=1,step=5,mode=hang"},
-			"deadline of 4s passed; PEs not arrived: [1]; ending the job with MPI_Abort"},
+			"deadline of 4s passed; PEs not arrived: [1]; ending the job with MPI_Abort", nil},
+		// the PE and the operation named once (it was "mpi: PE 0: open: mpi: PE 0: open: ...")
+		{"no one-sided component", bin, nil,
+			"train: open mpi backend: mpi: PE 0: open: MPI_Win_allocate: MPI_ERR_WIN: invalid window (MPI error 53); MPI found no one-sided (osc) component for this job",
+			[]string{"--mca", "osc", "^ucx,pt2pt,sm,rdma"}},
 	} {
 		args := append(append([]string{"--backend", "mpi"}, trainFlags...), tc.args...)
-		out, err := mpirun(t, mpirunPath, 2, nil, nil, tc.bin, args...)
+		out, err := mpirun(t, mpirunPath, 2, tc.opts, nil, tc.bin, args...)
 		if err == nil || !strings.Contains(out, tc.want) {
 			t.Errorf("%s: mpirun -np 2 %s %s: %v; want a failed job whose output has %q:\n%s",
 				tc.name, filepath.Base(tc.bin), strings.Join(tc.args, " "), err, tc.want, out)
