@@ -8,8 +8,8 @@ import (
 )
 
 // Weight decay on some parameters only. A model exempts parameters from
-// weight decay with ParamSpec.NoDecay (a GPT's biases, norms and position
-// table). When it does and the optimizer decays, the trainer runs the
+// weight decay with ParamSpec.NoDecay (a GPT's biases and norms). When it
+// does and the optimizer decays, the trainer runs the
 // update over runs of the arena: the optimizer itself where parameters
 // decay, and the same optimizer with weight decay 0 where they do not. A
 // model without NoDecay parameters gets the one update over the whole

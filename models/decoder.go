@@ -33,7 +33,7 @@ type DecoderSpec struct {
 	Embedding    string
 	EmbeddingStd float64
 	// Positions names the learned position table (T, C), initialised
-	// N(0, PositionStd²), exempt from weight decay and added to the token
+	// N(0, PositionStd²), decayed as a matrix and added to the token
 	// embedding (GPT-2's "wpe"); "" for none, when the attention places
 	// tokens itself (rotary embedding: Llama).
 	Positions   string
@@ -64,8 +64,9 @@ type DecoderSpec struct {
 	HeadStd  float64
 
 	// NoDecayVectors exempts every 1-D parameter (biases, norm gains) from
-	// weight decay, as nanoGPT configures AdamW; without it only what the
-	// layers exempt is (ParamSpec.NoDecay) and the position table.
+	// weight decay, as nanoGPT configures AdamW (the embeddings and the
+	// position table, matrices, decay); without it only what the layers
+	// exempt is (ParamSpec.NoDecay).
 	NoDecayVectors bool
 	// AttentionWidth is each layer's attention width (query heads × head
 	// size) for FLOPsPerToken; 0 means Width.
@@ -249,7 +250,7 @@ func (d *Decoder) declared() [][]ParamSpec {
 	s := d.spec
 	emb := []ParamSpec{{Name: s.Embedding, Shape: []int{s.Vocab, s.Width}, Init: Normal, Std: s.EmbeddingStd}}
 	if s.Positions != "" {
-		emb = append(emb, ParamSpec{Name: s.Positions, Shape: []int{s.Context, s.Width}, Init: Normal, Std: s.PositionStd, NoDecay: true})
+		emb = append(emb, ParamSpec{Name: s.Positions, Shape: []int{s.Context, s.Width}, Init: Normal, Std: s.PositionStd})
 	}
 	out := [][]ParamSpec{emb}
 	for _, b := range d.blocks {

@@ -120,8 +120,8 @@ type ParamSpec struct {
 	// NoDecay exempts the parameter from weight decay, for optimizers that
 	// decay. Layers set it for what they know is exempt (LayerNorm's gain
 	// and bias); a model sets it for the rest (the GPT exempts every 1-D
-	// parameter and the position table). Linear leaves its bias decayed, as
-	// the MLP has always trained.
+	// parameter, as nanoGPT does). Linear leaves its bias decayed, as the
+	// MLP has always trained.
 	NoDecay bool
 	// TiedTo, when set, names a parameter declared earlier (by another
 	// layer) that this one is: it takes no arena space of its own, the layer

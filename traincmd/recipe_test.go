@@ -153,7 +153,7 @@ func TestRecipeDescribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rc.describe(m.Params(), 400, 2)
-	for _, want := range []string{"adamw (betas 0.9, 0.95, eps 1e-08, weight decay 0.1 decoupled on 17 of 52 tensors; exempt: 35 tensors, 23296 parameters (wpe, ",
+	for _, want := range []string{"adamw (betas 0.9, 0.95, eps 1e-08, weight decay 0.1 decoupled on 18 of 52 tensors; exempt: 34 tensors, 6912 parameters (h.0.ln_1.weight, ",
 		"lr 0.001 after 20 steps of linear warm-up, cosine to 0 at step 400, gradient norm clipped at 1",
 		"global batch 16 = 2 PEs x 4 x 2 micro-batches (accumulated)"} {
 		if !strings.Contains(got, want) {
