@@ -96,7 +96,12 @@ func (s *ShardSampler) Batch(epoch, step int, dst []int) {
 			epoch, step, len(dst), s.StepsPerEpoch(), s.LocalBatch()))
 	}
 	s.prepare(epoch)
-	first := step*s.batch + s.pe*s.LocalBatch()
+	s.positions(step*s.batch+s.pe*s.LocalBatch(), dst)
+}
+
+// positions writes the samples at positions first, first+1, ... of the
+// prepared order into dst, -1 past the dataset's end.
+func (s *ShardSampler) positions(first int, dst []int) {
 	for j := range dst {
 		switch pos := first + j; {
 		case pos >= s.n:
@@ -107,6 +112,18 @@ func (s *ShardSampler) Batch(epoch, step int, dst []int) {
 			dst[j] = s.order[pos]
 		}
 	}
+}
+
+// StepRows writes into dst, of length GlobalBatch(), the dataset indices of
+// every PE's rows at step step of epoch epoch, PE 0's first, -1 for
+// padding: what Batch gives each PE, side by side.
+func (s *ShardSampler) StepRows(epoch, step int, dst []int) {
+	if epoch < 0 || step < 0 || step >= s.StepsPerEpoch() || len(dst) != s.batch {
+		panic(fmt.Sprintf("datasets: StepRows(epoch %d, step %d, dst of %d) of a sampler with %d steps of %d rows",
+			epoch, step, len(dst), s.StepsPerEpoch(), s.batch))
+	}
+	s.prepare(epoch)
+	s.positions(step*s.batch, dst)
 }
 
 // Prefetch starts computing the order of epoch in a goroutine, so that the
@@ -169,8 +186,7 @@ func epochOrder(order []int, seed uint64, epoch int) {
 }
 
 // Labelled is the number of rows of global step step that are not padding,
-// summed over all PEs: B for every step but possibly the last. The trainer
-// scales the loss gradient by 1/Labelled(step).
+// summed over all PEs: B for every step but possibly the last.
 func (s *ShardSampler) Labelled(step int) int {
 	if step < 0 || step >= s.StepsPerEpoch() {
 		panic(fmt.Sprintf("datasets: Labelled(step %d) of a sampler with %d steps", step, s.StepsPerEpoch()))

@@ -191,6 +191,24 @@ func TestShardSamplerPrefetchIsTaken(t *testing.T) {
 	}
 }
 
+// StepRows is every PE's Batch side by side, whichever PE's sampler is
+// asked, padding at the end included.
+func TestShardSamplerStepRows(t *testing.T) {
+	const n, batch, pes = 103, 16, 4
+	want := globalBatches(t, n, batch, pes, 9, 2)
+	s, _ := NewShardSampler(n, batch, pes, 3, 9)
+	rows := make([]int, batch)
+	for step := range s.StepsPerEpoch() {
+		s.StepRows(2, step, rows)
+		if !slices.Equal(rows, want[step]) {
+			t.Fatalf("step %d: StepRows %v, the PEs' batches %v", step, rows, want[step])
+		}
+	}
+	if got := (&TokenSource{context: 8}).LabelledTargets(rows); got != 7*8 { // the last step: 7 windows
+		t.Errorf("LabelledTargets of the last step's windows: %d, want 56", got)
+	}
+}
+
 func TestShardSamplerLabelled(t *testing.T) {
 	s, _ := NewShardSampler(103, 16, 4, 2, 0)
 	if s.StepsPerEpoch() != 7 || s.LocalBatch() != 4 || s.GlobalBatch() != 16 || s.Len() != 103 {

@@ -15,6 +15,29 @@ type Source interface {
 	GatherBatch(idx []int, b Batch)
 }
 
+// TargetCounter is a Source that counts the labelled targets (those not
+// -1) of chosen samples without gathering them. The trainer divides a
+// step's summed loss by that count over the whole global batch, so that the
+// gradient is that of the mean loss it prints (the mean over the labelled
+// targets); a Source without it has every row of the global batch gathered
+// on each PE to count them, each step. The built-in sources have it.
+type TargetCounter interface {
+	// LabelledTargets is the number of targets that are not -1 in the
+	// samples idx; an index of -1 is padding, which has none.
+	LabelledTargets(idx []int) int
+}
+
+// samples is the number of indices in idx that are not padding (-1).
+func samples(idx []int) int {
+	n := 0
+	for _, i := range idx {
+		if i >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Spec describes the samples of a Source.
 type Spec struct {
 	// Input is the shape of one sample's input: [784] for a flattened
@@ -27,7 +50,8 @@ type Spec struct {
 	// T for a token window (the next token at every position).
 	Targets int
 	// Classes is the number of classes, or the vocabulary's size: targets
-	// are 0..Classes-1, or -1 for "ignore".
+	// are 0..Classes-1, or -1 for "ignore": the loss (and its gradient) is
+	// the mean over the targets that are not -1 (TargetCounter).
 	Classes int
 }
 
@@ -71,6 +95,16 @@ func (s datasetSource) Len() int { return s.d.Len() }
 func (s datasetSource) Spec() Spec { return classifierSpec(s.d) }
 
 func (s datasetSource) GatherBatch(idx []int, b Batch) { s.d.Gather(idx, b.X, b.Y) }
+
+// LabelledTargets is the samples of idx: a Dataset labels each (0 to
+// Classes()-1).
+func (s datasetSource) LabelledTargets(idx []int) int { return samples(idx) }
+
+// LabelledTargets is the samples of idx, each labelled.
+func (d *InMemory) LabelledTargets(idx []int) int { return samples(idx) }
+
+// LabelledTargets is the samples of idx, each labelled.
+func (d *ByteSamples) LabelledTargets(idx []int) int { return samples(idx) }
 
 // Spec is float inputs of the sample shape and one label per sample.
 func (d *InMemory) Spec() Spec { return classifierSpec(d) }

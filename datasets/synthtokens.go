@@ -74,6 +74,9 @@ func (d *SyntheticTokens) token(p uint64) int32 {
 	return int32(r.bounded(uint64(d.spec.Classes)))
 }
 
+// LabelledTargets is T for each window of idx.
+func (d *SyntheticTokens) LabelledTargets(idx []int) int { return samples(idx) * d.context }
+
 // GatherBatch writes window idx[r]'s tokens into b.Tokens[r·T:(r+1)·T] and
 // the next token of each into b.Y[r·T:(r+1)·T]; an index of -1 is padding
 // (inputs 0, targets -1). It does not allocate, and panics on an index out

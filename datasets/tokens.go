@@ -171,6 +171,10 @@ func (d *TokenSource) Streams() int { return len(d.segs) }
 // Mapped reports whether the tokens live in memory mappings of files.
 func (d *TokenSource) Mapped() bool { return len(d.maps) > 0 }
 
+// LabelledTargets is T for each window of idx: every position of a window
+// has its next token.
+func (d *TokenSource) LabelledTargets(idx []int) int { return samples(idx) * d.context }
+
 // GatherBatch writes window idx[r]'s inputs into b.Tokens[r·T:(r+1)·T] and
 // its targets into b.Y[r·T:(r+1)·T]; an index of -1 is padding (inputs 0,
 // targets -1). It does not allocate. It panics when an index is out of range

@@ -271,7 +271,7 @@ func (g *gpuSteps) step(t *Trainer, sm *datasets.ShardSampler, ds datasets.Sourc
 	}
 	t.step++
 	g.n++
-	scale := t.lossScale(sm, s)
+	scale := t.lossScale(sm, ds, epoch, s)
 	lr := t.opts.lr(t.step)
 	if err := g.run(t, slot, scale, lr); err != nil {
 		return stepResult{}, fmt.Errorf("step %d: %w", t.step, err)

@@ -77,7 +77,7 @@ func (t *Trainer) hostStep(sm *datasets.ShardSampler, ds datasets.Source, epoch,
 	finish func(epoch, s int) (stepResult, error)) (stepResult, error) {
 	e := t.e
 	sm.Batch(epoch, s, t.idx)
-	scale := t.lossScale(sm, s)
+	scale := t.lossScale(sm, ds, epoch, s)
 	host := t.pArena.Host != nil
 	k := t.opts.Accumulate
 	if host {
@@ -127,11 +127,51 @@ func (t *Trainer) load(ds datasets.Source, rows []int) {
 	e.SetLabels(t.in.Targets, t.batch.Y)
 }
 
-// lossScale is the scale of global step s's summed loss that makes its
-// gradient the mean's: 1 / (the step's labelled samples x targets per
-// sample).
-func (t *Trainer) lossScale(sm *datasets.ShardSampler, s int) float32 {
-	return 1 / float32(sm.Labelled(s)*t.spec.Targets)
+// lossScale is the scale of global step (epoch, s)'s summed loss that
+// makes its gradient the mean's over the targets the loss counts: 1 / the
+// labelled targets (not -1) of every PE's rows, which each PE counts alike
+// from the sampler's global batch, before backward. For the built-in
+// sources that is the rows that are not padding x the targets of a sample;
+// a Source whose samples hold -1 targets (masked tokens) gets the gradient
+// of the loss it prints, where scaling by the rows gave that of another
+// (each -1 diluted the rest). 0 when no target is labelled.
+func (t *Trainer) lossScale(sm *datasets.ShardSampler, ds datasets.Source, epoch, s int) float32 {
+	sm.StepRows(epoch, s, t.rows)
+	n := 0
+	if tc, ok := ds.(datasets.TargetCounter); ok {
+		n = tc.LabelledTargets(t.rows)
+	} else {
+		n = t.gatheredTargets(ds)
+	}
+	if n == 0 {
+		return 0
+	}
+	return 1 / float32(n)
+}
+
+// gatheredTargets gathers t.rows from ds, a micro-batch at a time, and
+// counts their targets that are not -1.
+func (t *Trainer) gatheredTargets(ds datasets.Source) int {
+	b := &t.countRows
+	if b.Y == nil {
+		in := t.spec.InputSize()
+		if t.spec.Tokens {
+			b.Tokens = make([]int32, t.micro*in)
+		} else {
+			b.X = make([]float32, t.micro*in)
+		}
+		b.Y = make([]int32, t.micro*t.spec.Targets)
+	}
+	n := 0
+	for lo := 0; lo < len(t.rows); lo += t.micro { // the global batch is whole micro-batches
+		ds.GatherBatch(t.rows[lo:lo+t.micro], *b)
+		for _, v := range b.Y {
+			if v != -1 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // reducedEnd is the end of the gradient arena's elements that the buckets

@@ -68,6 +68,12 @@ type Trainer struct {
 	// step is skipped; made once, so that no step allocates
 	statsBefore []float32
 
+	// every PE's rows of the current global batch, and where a Source
+	// without datasets.TargetCounter has them gathered to count their
+	// targets (lossScale; made at its first use)
+	rows      []int
+	countRows datasets.Batch
+
 	// sharded update (ZeRO-1); sharder is nil for the replicated one
 	sharder          comm.Sharder
 	shardLo, shardHi int         // this PE's shard of the arenas
@@ -339,6 +345,7 @@ func (t *Trainer) build() (err error) {
 	t.in.Targets = e.AllocLabels(t.micro * t.spec.Targets)
 	t.batch.Y = make([]int32, t.micro*t.spec.Targets)
 	t.idx = make([]int, t.micro*t.opts.Accumulate)
+	t.rows = make([]int, t.opts.GlobalBatch)
 	t.stats = e.Alloc(3)
 	t.statsBefore = make([]float32, 3)
 	t.estats = e.Alloc(3)
