@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -192,7 +193,7 @@ func measureGPTCPU(ctx context.Context, bin string, o gptCPUOpts, progress io.Wr
 			if o.script == "" {
 				continue
 			}
-			out, err := runTorchGPT(ctx, o, p)
+			out, other, err := runTorchGPT(ctx, o, p)
 			if err != nil {
 				return rep, err
 			}
@@ -201,8 +202,8 @@ func measureGPTCPU(ctx context.Context, bin string, o gptCPUOpts, progress io.Wr
 				return rep, err
 			}
 			rep.TorchVersion, rep.TorchParams = version, t.Params
-			row.Torch = append(row.Torch, t)
-			fmt.Fprintf(progress, "symbench gpt-cpu: rep %d/%d, %d ranks: PyTorch %.0f tokens/s\n", r+1, o.reps, p, t.TokensPerSec)
+			row.Torch, row.TorchOther = append(row.Torch, t), append(row.TorchOther, other)
+			fmt.Fprintf(progress, "symbench gpt-cpu: rep %d/%d, %d ranks: PyTorch %.0f tokens/s, other processes %.2f CPUs\n", r+1, o.reps, p, t.TokensPerSec, other)
 		}
 	}
 	return rep, nil
@@ -263,15 +264,28 @@ func gptTokensPerSec(metrics []byte, context, from, to int) (tokensPerSec, stepS
 	return sps * float64(context), step, err
 }
 
-// runTorchGPT runs the PyTorch script at ranks ranks and returns its stdout.
-func runTorchGPT(ctx context.Context, o gptCPUOpts, ranks int) (string, error) {
+// runTorchGPT runs the PyTorch script at ranks ranks and returns its stdout
+// and the CPUs that other processes kept busy meanwhile (on average; the
+// script's time includes its ranks', which it waits for), as
+// runTrainProcess measures them around train.
+func runTorchGPT(ctx context.Context, o gptCPUOpts, ranks int) (string, float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, o.python, torchArgs(o, ranks)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	busy0, total0, statErr := cpuBusy()
+	t0 := time.Now()
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %v\n%s", o.python, strings.Join(torchArgs(o, ranks), " "), err, tail(stderr.String(), 20))
+		return "", 0, fmt.Errorf("%s %s: %v\n%s", o.python, strings.Join(torchArgs(o, ranks), " "), err, tail(stderr.String(), 20))
 	}
-	return stdout.String(), nil
+	wall, own, other := time.Since(t0).Seconds(), 0.0, 0.0
+	if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		own = tvSeconds(u.Utime) + tvSeconds(u.Stime)
+	}
+	if busy1, total1, err := cpuBusy(); err == nil && statErr == nil && total1 > total0 && wall > 0 {
+		const hz = 100 // USER_HZ
+		other = max(0, (float64(busy1-busy0)/hz-own)/wall)
+	}
+	return stdout.String(), other, nil
 }

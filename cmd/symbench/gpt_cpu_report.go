@@ -135,9 +135,10 @@ type gptCPUReport struct {
 
 // gptCPURow is one PE count: the runs of both sides.
 type gptCPURow struct {
-	PEs   int
-	Ours  []gptTrainRun
-	Torch []torchGPTLine
+	PEs        int
+	Ours       []gptTrainRun
+	Torch      []torchGPTLine
+	TorchOther []float64 // CPUs other processes kept busy during each PyTorch run
 }
 
 // oursTokens is the median tokens/s of train's runs.
@@ -261,15 +262,10 @@ const quietLoad = 0.3
 // gptCPUVerdicts says whether each target was met, or why no verdict is
 // given: a host that was not quiet.
 func gptCPUVerdicts(rep gptCPUReport) []string {
-	var other []float64
-	for _, r := range rep.Rows {
-		for _, run := range r.Ours {
-			other = append(other, run.Run.OtherCores)
-		}
-	}
-	if rep.StartLoad > quietLoad || (len(other) > 0 && median(other) > quietLoad) {
-		return []string{fmt.Sprintf("no verdicts: the host was not quiet (load average %.2f before the first run, other processes %.2f CPUs during train's runs; both must be at most %.1f): run again when nothing else runs",
-			rep.StartLoad, median(other), quietLoad)}
+	other, torchOther := rep.otherCores()
+	if rep.StartLoad > quietLoad || median(other) > quietLoad || median(torchOther) > quietLoad {
+		return []string{fmt.Sprintf("no verdicts: the host was not quiet (load average %.2f before the first run, other processes %.2f CPUs during train's runs and %.2f during PyTorch's; all must be at most %.1f): run again when nothing else runs",
+			rep.StartLoad, median(other), median(torchOther), quietLoad)}
 	}
 	var out []string
 	for _, t := range gptCPUTargets {
@@ -334,12 +330,25 @@ func printGPTCPUReport(w io.Writer, format string, rep gptCPUReport) error {
 	return nil
 }
 
-// gptLoadLine says how busy the host was with other work during train's runs.
-func gptLoadLine(rep gptCPUReport) string {
-	var loads, other []float64
+// otherCores are the CPUs other processes kept busy during each of train's
+// runs and during each of PyTorch's.
+func (rep gptCPUReport) otherCores() (train, torch []float64) {
 	for _, r := range rep.Rows {
 		for _, run := range r.Ours {
-			loads, other = append(loads, run.Run.Load), append(other, run.Run.OtherCores)
+			train = append(train, run.Run.OtherCores)
+		}
+		torch = append(torch, r.TorchOther...)
+	}
+	return train, torch
+}
+
+// gptLoadLine says how busy the host was with other work during the runs
+// of both sides.
+func gptLoadLine(rep gptCPUReport) string {
+	var loads []float64
+	for _, r := range rep.Rows {
+		for _, run := range r.Ours {
+			loads = append(loads, run.Run.Load)
 		}
 	}
 	if len(loads) == 0 {
@@ -349,6 +358,11 @@ func gptLoadLine(rep gptCPUReport) string {
 	for _, l := range loads {
 		lo, hi = min(lo, l), max(hi, l)
 	}
-	return fmt.Sprintf("load: 1-minute load average %.1f–%.1f at the starts of train's runs; other processes kept %.2f of %d CPUs busy during them (median)",
+	other, torchOther := rep.otherCores()
+	line := fmt.Sprintf("load: 1-minute load average %.1f–%.1f at the starts of train's runs; other processes kept %.2f of %d CPUs busy during them (median)",
 		lo, hi, median(other), rep.CPUs)
+	if len(torchOther) > 0 {
+		line += fmt.Sprintf(", %.2f during PyTorch's", median(torchOther))
+	}
+	return line
 }

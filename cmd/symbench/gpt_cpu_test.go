@@ -155,7 +155,7 @@ func TestGPTCPUVerdicts(t *testing.T) {
 	}
 	// a busy host gives no verdict
 	rep.StartLoad = 0.9
-	want = []string{"no verdicts: the host was not quiet (load average 0.90 before the first run, other processes 0.00 CPUs during train's runs; both must be at most 0.3): run again when nothing else runs"}
+	want = []string{"no verdicts: the host was not quiet (load average 0.90 before the first run, other processes 0.00 CPUs during train's runs and 0.00 during PyTorch's; all must be at most 0.3): run again when nothing else runs"}
 	if got := gptCPUVerdicts(rep); !slices.Equal(got, want) {
 		t.Errorf("verdicts %q, want %q", got, want)
 	}
@@ -163,6 +163,16 @@ func TestGPTCPUVerdicts(t *testing.T) {
 	rep.Rows[0].Ours[0].Run.OtherCores = 0.5
 	if got := gptCPUVerdicts(rep); len(got) != 1 || !strings.HasPrefix(got[0], "no verdicts: the host was not quiet (load average 0.10 before the first run, other processes 0.50 CPUs") {
 		t.Errorf("verdicts %q, want none for other processes' 0.5 CPUs", got)
+	}
+	// other work during PyTorch's runs only (which slows PyTorch's side
+	// alone and raises the ratio) withholds the verdicts too
+	rep.Rows[0].Ours[0].Run.OtherCores = 0.05
+	rep.Rows[0].TorchOther = []float64{0.8}
+	if got := gptCPUVerdicts(rep); len(got) != 1 || !strings.Contains(got[0], "other processes 0.05 CPUs during train's runs and 0.80 during PyTorch's") {
+		t.Errorf("verdicts %q, want none for other processes' 0.8 CPUs during PyTorch's run", got)
+	}
+	if line := gptLoadLine(rep); !strings.HasSuffix(line, "kept 0.05 of 2 CPUs busy during them (median), 0.80 during PyTorch's") {
+		t.Errorf("load line %q", line)
 	}
 }
 
@@ -291,9 +301,12 @@ func TestTorchPeerLlamaParams(t *testing.T) {
 		t.Fatalf("symbench's count %d, models.New's %d", o.params, params)
 	}
 	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
-	out, err := runTorchGPT(context.Background(), o, 1)
+	out, other, err := runTorchGPT(context.Background(), o, 1)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if other < 0 || math.IsNaN(other) {
+		t.Errorf("other processes' CPUs during the run: %g", other)
 	}
 	l, _, err := checkTorchGPTOutput(o, 1, params, out)
 	if err != nil {
