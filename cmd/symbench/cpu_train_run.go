@@ -113,7 +113,7 @@ func runTrainProcess(ctx context.Context, bin, dir string, args []string, timeou
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
 	cmd.WaitDelay = 10 * time.Second
 
-	busy0, total0, statErr := cpuBusy()
+	work := startHostWork()
 	run := cpuTrainRun{Load: loadAverage()}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -130,10 +130,7 @@ func runTrainProcess(ctx context.Context, bin, dir string, args []string, timeou
 		// The launcher waited for its PEs, so their times are in its own.
 		run.CPUSeconds = tvSeconds(u.Utime) + tvSeconds(u.Stime)
 	}
-	if busy1, total1, err := cpuBusy(); err == nil && statErr == nil && total1 > total0 {
-		const hz = 100 // USER_HZ
-		run.OtherCores = max(0, (float64(busy1-busy0)/hz-run.CPUSeconds)/run.WallSeconds)
-	}
+	run.OtherCores, _ = work.otherCPUs(run.CPUSeconds, run.WallSeconds)
 	if m := trainHeaderLine.FindStringSubmatch(stderr.String()); m != nil {
 		run.Params, _ = strconv.Atoi(m[1])
 		run.Engine = m[2]

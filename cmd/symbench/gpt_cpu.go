@@ -274,18 +274,15 @@ func runTorchGPT(ctx context.Context, o gptCPUOpts, ranks int) (string, float64,
 	cmd := exec.CommandContext(ctx, o.python, torchArgs(o, ranks)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	busy0, total0, statErr := cpuBusy()
+	work := startHostWork()
 	t0 := time.Now()
 	if err := cmd.Run(); err != nil {
 		return "", 0, fmt.Errorf("%s %s: %v\n%s", o.python, strings.Join(torchArgs(o, ranks), " "), err, tail(stderr.String(), 20))
 	}
-	wall, own, other := time.Since(t0).Seconds(), 0.0, 0.0
+	own := 0.0
 	if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		own = tvSeconds(u.Utime) + tvSeconds(u.Stime)
 	}
-	if busy1, total1, err := cpuBusy(); err == nil && statErr == nil && total1 > total0 && wall > 0 {
-		const hz = 100 // USER_HZ
-		other = max(0, (float64(busy1-busy0)/hz-own)/wall)
-	}
+	other, _ := work.otherCPUs(own, time.Since(t0).Seconds())
 	return stdout.String(), other, nil
 }

@@ -174,6 +174,30 @@ func (s *memSampler) finish() map[int]peMemory {
 	return s.byPE
 }
 
+// hostWork is the host's CPU time at a start (cpuBusy), to tell how many
+// CPUs other processes kept busy from then on.
+type hostWork struct {
+	busy, total int64
+	err         error
+}
+
+func startHostWork() hostWork {
+	b, t, err := cpuBusy()
+	return hostWork{b, t, err}
+}
+
+// otherCPUs is the CPUs that processes other than ours (own CPU seconds)
+// kept busy on average over the wall seconds since w; false when
+// /proc/stat cannot tell.
+func (w hostWork) otherCPUs(own, wall float64) (float64, bool) {
+	busy, total, err := cpuBusy()
+	if err != nil || w.err != nil || total <= w.total || wall <= 0 {
+		return 0, false
+	}
+	const hz = 100 // USER_HZ
+	return max(0, (float64(busy-w.busy)/hz-own)/wall), true
+}
+
 // cpuBusy returns the busy and total CPU time of the host since boot from
 // /proc/stat, in clock ticks (USER_HZ, 100 per second on Linux).
 func cpuBusy() (busy, total int64, err error) {

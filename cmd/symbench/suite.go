@@ -114,7 +114,7 @@ func runSuite(args []string) error {
 	}
 	s := &suite{o: o, self: self}
 	t0 := time.Now()
-	busy0, total0, statErr := cpuBusy()
+	work := startHostWork()
 	load0 := loadAverage()
 	gpus, gpuNote := countGPUs()
 
@@ -181,9 +181,8 @@ func runSuite(args []string) error {
 	fmt.Fprintf(r, "## Load\n\n")
 	wall := time.Since(t0).Seconds()
 	line := fmt.Sprintf("1-minute load average %.1f at the start, %.1f at the end; %.0f s in all", load0, loadAverage(), wall)
-	if busy1, total1, err := cpuBusy(); err == nil && statErr == nil && total1 > total0 {
-		const hz = 100 // USER_HZ
-		line += fmt.Sprintf("; other processes kept %.2f CPUs busy on average", max(0, (float64(busy1-busy0)/hz-s.cpuSecs)/wall))
+	if other, ok := work.otherCPUs(s.cpuSecs, wall); ok {
+		line += fmt.Sprintf("; other processes kept %.2f CPUs busy on average", other)
 	}
 	fmt.Fprintf(r, "%s.\n", line)
 	if len(s.failed) > 0 {
