@@ -185,6 +185,10 @@ type cpuTrainReport struct {
 	CPUs     int              `json:"cpus"`
 	Quiet    float64          `json:"quiet_cpus"` // see --quiet
 	Commands []string         `json:"commands"`
+
+	// StartLoad is the 1-minute load average before the first run: above
+	// quietLoad no speed verdict is given
+	StartLoad float64 `json:"start_load"`
 }
 
 func runCPUTrain(args []string) error {
@@ -259,7 +263,7 @@ func buildTrainBinary(path string) (string, func(), error) {
 // a change of the machine's load affects every job alike.
 func measureCPUTrain(ctx context.Context, bin string, o cpuTrainOpts, progress io.Writer) (cpuTrainReport, error) {
 	rep := cpuTrainReport{Date: time.Now().Format("2006-01-02 15:04 MST"), Host: describeHost(nil), Dataset: o.dataset,
-		Note: o.note, Batch: o.batch, PerPE: o.perPE, Warmup: o.warmup, Steps: o.steps, Reps: o.reps, CPUs: runtime.NumCPU(), Quiet: o.quiet}
+		Note: o.note, Batch: o.batch, PerPE: o.perPE, Warmup: o.warmup, Steps: o.steps, Reps: o.reps, CPUs: runtime.NumCPU(), Quiet: o.quiet, StartLoad: loadAverage()}
 	jobs := o.jobs()
 	rep.Results = make([]cpuTrainResult, len(jobs))
 	for i, j := range jobs {

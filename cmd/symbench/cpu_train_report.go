@@ -208,8 +208,12 @@ func (rep cpuTrainReport) verdicts() []string {
 		s1, _ := base1.median()
 		_, b2 := r.spread()
 		_, b1 := base1.spread()
+		verdict := metOrNot(s2/s1 >= 1.7)
+		if rep.StartLoad > quietLoad {
+			verdict = fmt.Sprintf("no verdict (load average %.2f before the first run, above %.1f: run again when nothing else runs)", rep.StartLoad, quietLoad)
+		}
 		line := fmt.Sprintf("target --pes 2 >= 1.7x --pes 1 (1 BLAS thread, the same compute per PE): %.2fx: %s (fastest runs of each: %.2fx)",
-			s2/s1, metOrNot(s2/s1 >= 1.7), b2/b1)
+			s2/s1, verdict, b2/b1)
 		if baseN != nil {
 			sN, _ := baseN.median()
 			line += fmt.Sprintf("; against --pes 1 with %d threads (train's default): %.2fx", rep.CPUs, s2/sN)
@@ -253,8 +257,8 @@ func loadLine(rep cpuTrainReport) string {
 	for _, c := range other {
 		omax = max(omax, c)
 	}
-	return fmt.Sprintf("load: 1-minute load average %.1f–%.1f at the starts of the runs; other processes kept %.2f of %d CPUs busy (median over runs, max %.2f)",
-		lo, hi, median(other), rep.CPUs, omax)
+	return fmt.Sprintf("load: 1-minute load average %.2f before the first run, %.1f–%.1f at the starts of the runs; other processes kept %.2f of %d CPUs busy (median over runs, max %.2f)",
+		rep.StartLoad, lo, hi, median(other), rep.CPUs, omax)
 }
 
 func ratioCell(sps float64, base *cpuTrainResult) string {

@@ -153,6 +153,16 @@ func TestTrainVerdicts(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
 	}
+	// a host busy before the first run gets no speed verdict (the memory
+	// ones stand)
+	rep.StartLoad = 0.8
+	v = strings.Join(rep.verdicts(), "\n")
+	for _, want := range []string{"1.80x: no verdict (load average 0.80 before the first run, above 0.3: run again when nothing else runs)",
+		"--pes 2: PSS 41.0 MiB met"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdicts on a busy host lack %q:\n%s", want, v)
+		}
+	}
 }
 
 // TestCPUTrainRealRun runs the real train command for a few steps on two
