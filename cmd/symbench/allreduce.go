@@ -261,6 +261,7 @@ func runAllReduce(args []string) error {
 	} else {
 		note = "Open MPI not measured (--mpi=off)"
 	}
+	date, load0 := time.Now().Format("2006-01-02 15:04 MST"), loadAverage()
 	var rows []row
 	for _, n := range opts.pes {
 		fmt.Fprintf(os.Stderr, "symbench: shm, %d PEs\n", n)
@@ -293,7 +294,18 @@ func runAllReduce(args []string) error {
 			return fmt.Errorf("--json: %w", err)
 		}
 	}
-	return printTable(os.Stdout, opts, host, rows, note)
+	return printTable(os.Stdout, opts, host, measuredLine(date, load0, loadAverage()), rows, note)
+}
+
+// measuredLine says when the runs were made and how busy the host was: the
+// 1-minute load average before and after them, and above quietLoad before
+// that the times are not a clean measurement.
+func measuredLine(date string, before, after float64) string {
+	line := fmt.Sprintf("%s; 1-minute load average %.2f before the runs, %.2f after", date, before, after)
+	if before > quietLoad {
+		line += fmt.Sprintf(" (above %.1f before: other work ran, so the times are not a clean measurement)", quietLoad)
+	}
+	return line
 }
 
 // shmAllReduce runs the shm measurement in a job of n PEs of this binary and

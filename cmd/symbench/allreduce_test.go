@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +28,23 @@ func TestAllReduceNeedsTwoPEs(t *testing.T) {
 				t.Errorf("symbench %s --pes %s: %v, want %q", sub, tc.pes, err, tc.want)
 			}
 		}
+	}
+}
+
+// The table says when it was measured and how busy the host was, and flags
+// a host that was busy before the runs.
+func TestAllReduceTableSaysTheLoad(t *testing.T) {
+	var out strings.Builder
+	rows := []row{{npes: 2, bytes: 4096, shm: result{bytes: 4096, seconds: 1e-6}}}
+	opts := allReduceOpts{reps: 1, format: "text"}
+	if err := printTable(&out, opts, "host", measuredLine("2026-12-08 03:01 UTC", 1.05, 0.9), rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	want := "measured: 2026-12-08 03:01 UTC; 1-minute load average 1.05 before the runs, 0.90 after (above 0.3 before: other work ran, so the times are not a clean measurement)\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, out.String())
+	}
+	if quiet := measuredLine("d", 0.1, 0.2); strings.Contains(quiet, "not a clean") {
+		t.Errorf("a quiet host flagged: %q", quiet)
 	}
 }

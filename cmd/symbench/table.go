@@ -32,10 +32,11 @@ func busbw(bytes int64, npes int, seconds float64) float64 {
 	return float64(bytes) * 2 * (n - 1) / n / seconds / 1e9
 }
 
-func printTable(w io.Writer, opts allReduceOpts, host string, rows []row, note string) error {
+func printTable(w io.Writer, opts allReduceOpts, host, load string, rows []row, note string) error {
 	fmt.Fprintf(w, "allreduce, float32 sum in place; busbw = bytes·2(N−1)/N / time\n")
 	fmt.Fprintf(w, "time per call = median of %d repetitions of ~%v, each the slowest PE's\n", opts.reps, opts.target)
 	fmt.Fprintf(w, "host: %s\n", host)
+	fmt.Fprintf(w, "measured: %s\n", load)
 	if note != "" {
 		fmt.Fprintf(w, "note: %s\n", note)
 	}
