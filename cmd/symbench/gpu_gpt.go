@@ -143,7 +143,7 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 	fs.StringVar(&o.precision, "precision", "bf16", "train --precision: bf16 (PyTorch's side runs bf16 autocast), auto or fp32")
 	fs.StringVar(&o.recompute, "recompute", "", "train --recompute: none, gelu or block (default: train's); block runs in bf16 too, gelu in fp32 only (--precision fp32)")
 	fs.StringSliceVar(&o.torchModes, "torch-modes", []string{"eager", "compile"}, "the PyTorch script's modes: eager, compile, fp32, eager-ckpt, compile-ckpt (the -ckpt ones checkpoint every block's activations, as --recompute block does)")
-	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so, train's --gpu-lib (default: $SYMDDP_CUDA_LIB, next to the train binary, ./build)")
+	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so, train's --gpu-lib (default: $SYMDDP_CUDA_LIB, next to symbench, ./build of the directory it runs in or above, up to the module root)")
 	fs.IntVar(&o.device, "device", -1, "GPU to use, through CUDA_VISIBLE_DEVICES (-1: GPU 0 of the visible ones)")
 	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to run (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
 	fs.StringVar(&o.python, "python", defaultPython(), "Python with PyTorch and CUDA")
@@ -208,6 +208,7 @@ func parseGPUGPTFlags(args []string) (gpuGPTOpts, error) {
 			return o, fmt.Errorf("--torch-script %s: no such file", o.script)
 		}
 	}
+	o.lib = cudaLibFor(o.lib)
 	return o, nil
 }
 

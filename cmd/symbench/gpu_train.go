@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/symddp/symddp/compute/cuda"
+	"github.com/symddp/symddp/internal/cudalib"
 )
 
 // The gpu-train subcommand: samples per second of the mlp's training step
@@ -93,7 +94,7 @@ func parseGPUTrainFlags(args []string) (gpuTrainOpts, error) {
 	fs.StringSliceVar(&o.modes, "modes", []string{"eager", "graph"}, "eager: train --cuda-graph=false, kernels launched one by one; graph: train's default, the step replayed from a CUDA graph")
 	fs.IntVar(&o.warmup, "warmup", 200, "steps before the timed ones (also train's --log-every)")
 	fs.IntVar(&o.steps, "steps", 2000, "timed steps; a multiple of --warmup")
-	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so, train's --gpu-lib (default: $SYMDDP_CUDA_LIB, next to the train binary, ./build)")
+	fs.StringVar(&o.lib, "lib", "", "path of libsymddp_cuda.so, train's --gpu-lib (default: $SYMDDP_CUDA_LIB, next to symbench, ./build of the directory it runs in or above, up to the module root)")
 	fs.IntVar(&o.device, "device", -1, "GPU to use, through CUDA_VISIBLE_DEVICES (-1: GPU 0 of the visible ones)")
 	fs.StringVar(&o.dataset, "dataset", "synthetic", "train --dataset: synthetic (Fashion-MNIST's shapes) or fashion-mnist")
 	fs.StringVar(&o.trainBin, "train-bin", "", "train binary to run (default: go build ./cmd/train into a temporary directory; without Go, the train binary beside symbench)")
@@ -116,7 +117,28 @@ func parseGPUTrainFlags(args []string) (gpuTrainOpts, error) {
 	if o.warmup < 1 || o.steps < 1 || o.steps%o.warmup != 0 {
 		return o, fmt.Errorf("--warmup %d --steps %d: want positive values, steps a multiple of warmup", o.warmup, o.steps)
 	}
+	o.lib = cudaLibFor(o.lib)
 	return o, nil
+}
+
+// cudaLibFor is --lib, or where symbench finds libsymddp_cuda.so by train's
+// rules from its own directory ($SYMDDP_CUDA_LIB, next to the binary,
+// ./build up to the module's root), as an absolute path: train runs in a
+// directory of its own, where ./build is not symbench's. "" when none is
+// found (train then looks, and says where).
+func cudaLibFor(lib string) string {
+	if lib != "" {
+		return lib
+	}
+	for _, p := range cudalib.Candidates("") {
+		if fileExists(p) {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs
+			}
+			return p
+		}
+	}
+	return ""
 }
 
 // gpuTrainArgs are the arguments of the train run of configuration c in

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -121,5 +123,34 @@ func TestTrainNotices(t *testing.T) {
 	}
 	if loss, err := lastLoss(gpuMetrics(false), 600); err != nil || loss != 1.95 {
 		t.Errorf("lastLoss = %v, %v", loss, err)
+	}
+}
+
+// symbench finds libsymddp_cuda.so in ./build of the directory it runs in
+// and gives train its absolute path: train runs in a directory of its own,
+// where it looked in vain (./build there), unless SYMDDP_CUDA_LIB was set.
+func TestCUDALibFound(t *testing.T) {
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "build", "libsymddp_cuda.so")
+	if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lib, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SYMDDP_CUDA_LIB", "")
+	t.Chdir(dir)
+	if got := cudaLibFor(""); got != lib {
+		t.Errorf("found %q, want %q", got, lib)
+	}
+	if got := cudaLibFor("/x/lib.so"); got != "/x/lib.so" {
+		t.Errorf("--lib /x/lib.so gave %q", got)
+	}
+	o, err := parseGPUTrainFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Join(gpuTrainArgs(o, o.configs[0], "graph", "m.jsonl"), " "); !strings.Contains(args, "--gpu-lib "+lib) {
+		t.Errorf("train's arguments lack --gpu-lib %s: %s", lib, args)
 	}
 }
