@@ -96,6 +96,9 @@ func parseGPTCPUFlags(args []string) (gptCPUOpts, error) {
 	if o.context, o.params, err = gptCPUModel(o.model); err != nil {
 		return o, err
 	}
+	if o.trainBin != "" && !fileExists(o.trainBin) {
+		return o, fmt.Errorf("--train-bin %s: no such file (build it with go build ./cmd/train, or leave the flag out)", o.trainBin)
+	}
 	switch o.script {
 	case "none":
 		o.script = ""
@@ -103,6 +106,22 @@ func parseGPTCPUFlags(args []string) (gptCPUOpts, error) {
 		o.script = filepath.Join(moduleRoot(), "bench", "torch_gpt_cpu_bench.py")
 		if !fileExists(o.script) {
 			return o, fmt.Errorf("no PyTorch peer at %s: run symbench inside the symddp module, or pass --torch-script PATH (or none)", o.script)
+		}
+	default:
+		if !fileExists(o.script) {
+			return o, fmt.Errorf("--torch-script %s: no such file", o.script)
+		}
+	}
+	if o.script != "" {
+		// before train's runs, which take minutes: a Python without torch
+		// would fail only after them
+		if out, err := exec.Command(o.python, "-c", "import torch").CombinedOutput(); err != nil {
+			why := err.Error()
+			if last := strings.TrimSpace(tail(string(out), 1)); last != "" {
+				why += ": " + last
+			}
+			return o, fmt.Errorf("--python %s cannot import torch (%s): give a Python with PyTorch (Debian: apt-get install python3-torch), or --torch-script none",
+				o.python, why)
 		}
 	}
 	return o, nil

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -225,7 +227,7 @@ func TestGPTCPUModel(t *testing.T) {
 		{nil, "gpt-tiny", 842496},
 		{[]string{"--model", "llama-tiny"}, "llama-tiny", 803968},
 	} {
-		o, err := parseGPTCPUFlags(append(c.flags, "--pes", "2", "--warmup", "4", "--steps", "8", "--torch-script", "peer.py"))
+		o, err := parseGPTCPUFlags(append(c.flags, "--pes", "2", "--warmup", "4", "--steps", "8", "--torch-script", fakePeer(t), "--python", "true"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +237,7 @@ func TestGPTCPUModel(t *testing.T) {
 		if got := strings.Join(gptTrainArgs(o, 2, "m.jsonl"), " "); !strings.Contains(got, "--model "+c.model+" ") {
 			t.Errorf("train args %q lack --model %s", got, c.model)
 		}
-		want := "peer.py --model " + c.model + " --ranks 2 --batch 8 --warmup 4 --steps 8 --expect-params " + strconv.Itoa(c.params)
+		want := o.script + " --model " + c.model + " --ranks 2 --batch 8 --warmup 4 --steps 8 --expect-params " + strconv.Itoa(c.params)
 		if got := strings.Join(torchArgs(o, 2), " "); got != want {
 			t.Errorf("script args %q, want %q", got, want)
 		}
@@ -251,7 +253,7 @@ func TestGPTCPUModel(t *testing.T) {
 // context, batch and steps asked for with train's parameter count; a
 // different count, model or number of lines stops the benchmark.
 func TestCheckTorchGPTOutput(t *testing.T) {
-	o, err := parseGPTCPUFlags([]string{"--model", "llama-tiny", "--warmup", "1", "--steps", "2", "--torch-script", "peer.py"})
+	o, err := parseGPTCPUFlags([]string{"--model", "llama-tiny", "--warmup", "1", "--steps", "2", "--torch-script", fakePeer(t), "--python", "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,8 +273,9 @@ func TestCheckTorchGPTOutput(t *testing.T) {
 		"other ranks":   {1, 803968, torchLlamaOutput, "peer.py --ranks 1: want one torch-gpt line with ranks=1, got 1 lines"},
 		"no line":       {2, 803968, "# torch 1.13.0a0, model llama-tiny\n", "peer.py --ranks 2: want one torch-gpt line with ranks=2, got 0 lines"},
 	} {
-		if _, _, err := checkTorchGPTOutput(o, c.ranks, c.params, c.out); err == nil || !strings.HasPrefix(err.Error(), c.err) {
-			t.Errorf("%s: error %v, want %q", name, err, c.err)
+		want := strings.Replace(c.err, "peer.py", o.script, 1)
+		if _, _, err := checkTorchGPTOutput(o, c.ranks, c.params, c.out); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", name, err, want)
 		}
 	}
 }
@@ -314,5 +317,33 @@ func TestTorchPeerLlamaParams(t *testing.T) {
 	}
 	if l.Params != 803968 || l.TokensPerSec <= 0 || math.IsNaN(l.Loss) || len(l.PeakRSSMiB) != 1 {
 		t.Errorf("line %+v", l)
+	}
+}
+
+// fakePeer is a file standing for the PyTorch script, which these tests do
+// not run (parseGPTCPUFlags checks that it exists).
+func fakePeer(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "peer.py")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// What gpt-cpu needs of the PyTorch side is checked before train's runs,
+// which take minutes, not after them: the script, the train binary, a
+// Python that imports torch.
+func TestGPTCPUChecksPeerFirst(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--torch-script", "/nonexistent.py"}, "--torch-script /nonexistent.py: no such file"},
+		{[]string{"--train-bin", "/nonexistent/train", "--torch-script", "none"}, "--train-bin /nonexistent/train: no such file"},
+		{[]string{"--torch-script", fakePeer(t), "--python", "false"}, "--python false cannot import torch (exit status 1): give a Python with PyTorch"},
+	} {
+		if _, err := parseGPTCPUFlags(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
