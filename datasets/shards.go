@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"unsafe"
 )
@@ -72,13 +73,8 @@ func loadShards(trainGlob, valGlob string, context, vocab int, scan bool) (train
 		if valFiles, err = globShards("val", valGlob); err != nil {
 			return nil, nil, err
 		}
-		for _, f := range valFiles {
-			for _, g := range trainFiles {
-				if f == g {
-					return nil, nil, fmt.Errorf("load shards: %s matches both the train glob %q and the val glob %q",
-						f, trainGlob, valGlob)
-				}
-			}
+		if err := checkSplitsDisjoint(trainGlob, valGlob, trainFiles, valFiles); err != nil {
+			return nil, nil, err
 		}
 	}
 	if train, err = loadShardSplit("train", trainGlob, trainFiles, context, vocab, scan); err != nil {
@@ -104,6 +100,34 @@ func globShards(split, glob string) ([]string, error) {
 		return nil, fmt.Errorf("load shards: %s glob %q matches no files", split, glob)
 	}
 	return files, nil // Glob sorts them
+}
+
+// checkSplitsDisjoint reports a file that is both a training and a
+// validation shard: the same path from both globs, or one file the globs
+// spell differently (a relative and an absolute path, "./" or a symbolic
+// link), which would validate on training data. A file that cannot be
+// stat'ed is left to the loading to report.
+func checkSplitsDisjoint(trainGlob, valGlob string, trainFiles, valFiles []string) error {
+	stat := func(files []string) []os.FileInfo {
+		infos := make([]os.FileInfo, len(files))
+		for i, f := range files {
+			infos[i], _ = os.Stat(f)
+		}
+		return infos
+	}
+	trainInfos, valInfos := stat(trainFiles), stat(valFiles)
+	for i, f := range valFiles {
+		for j, g := range trainFiles {
+			switch {
+			case f == g:
+				return fmt.Errorf("load shards: %s matches both the train glob %q and the val glob %q", f, trainGlob, valGlob)
+			case valInfos[i] != nil && trainInfos[j] != nil && os.SameFile(valInfos[i], trainInfos[j]):
+				return fmt.Errorf("load shards: %s (val glob %q) and %s (train glob %q) are the same file: a shard goes in one split only",
+					f, valGlob, g, trainGlob)
+			}
+		}
+	}
+	return nil
 }
 
 // loadShardSplit maps and checks the shards of one split (their tokens

@@ -216,6 +216,38 @@ func TestLoadShardsValErrors(t *testing.T) {
 	}
 }
 
+// TestLoadShardsSameFileSpelledTwice checks that one file matched by both
+// globs is refused however each glob spells it: a relative and an absolute
+// path, a "./" prefix, a symbolic link. Accepting it would validate on
+// training data without a word.
+func TestLoadShardsSameFileSpelledTwice(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"t.bin": shard16(1, 2, 3, 4, 5)})
+	if err := os.Symlink(filepath.Join(dir, "t.bin"), filepath.Join(dir, "link.bin")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	abs := filepath.Join(dir, "t.bin")
+	for _, c := range []struct{ train, val string }{
+		{"t.bin", abs},
+		{abs, "./t.bin"},
+		{"t*.bin", "l*.bin"},
+	} {
+		_, _, err := LoadShards(c.train, c.val, 2, 50257)
+		if err == nil || !strings.Contains(err.Error(), "are the same file: a shard goes in one split only") {
+			t.Errorf("train %q, val %q: error %v, want the same file refused", c.train, c.val, err)
+		}
+	}
+	// two files, each in one split, still load
+	writeFiles(t, dir, map[string][]byte{"v.bin": shard16(1, 2, 3)})
+	train, val, err := LoadShards(abs, "./v.bin", 2, 50257)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train.Close()
+	val.Close()
+}
+
 // TestParseShardUnaligned checks the decoded copy taken for tokens that are
 // not aligned in memory.
 func TestParseShardUnaligned(t *testing.T) {
