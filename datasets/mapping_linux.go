@@ -19,6 +19,9 @@ type mapping struct {
 // mapFile maps path read-only. Pages come in as they are first read: a PE
 // that reads only its shard of a file has only those pages resident.
 func mapFile(path string) (*mapping, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

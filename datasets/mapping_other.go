@@ -12,6 +12,9 @@ type mapping struct {
 
 // mapFile reads path into memory.
 func mapFile(path string) (*mapping, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestShardFileMode: shards get os.Create's mode, 0666 less the umask, so
@@ -67,6 +68,39 @@ func wantMode640(t *testing.T, paths []string) {
 		}
 		if got := fi.Mode().Perm(); got != 0o640 {
 			t.Errorf("%s: mode %03o under umask 027, want 640", p, got)
+		}
+	}
+}
+
+// TestLoadShardsNotARegularFile checks that a glob that matches a named
+// pipe or a directory says so at once: opening the pipe used to block
+// until something wrote to it (train hung with no word), and mapping the
+// directory failed with "no such device".
+func TestLoadShardsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"a.bin": shard16(1, 2, 3), "v.bin": shard16(1, 2, 3)})
+	if err := syscall.Mkfifo(filepath.Join(dir, "b.bin"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "c.bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ glob, want string }{
+		{"[ab].bin", "load shards: read DIR/b.bin: not a regular file (a named pipe)"},
+		{"[ac].bin", "load shards: read DIR/c.bin: not a regular file (a directory)"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := LoadShards(filepath.Join(dir, c.glob), filepath.Join(dir, "v.bin"), 2, 50257)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if want := strings.ReplaceAll(c.want, "DIR", dir); err == nil || err.Error() != want {
+				t.Errorf("glob %s: error\n  %v\nwant\n  %s", c.glob, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("glob %s: LoadShards still waits after 10s", c.glob)
 		}
 	}
 }

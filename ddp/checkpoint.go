@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -540,6 +541,12 @@ func verifyCheckpoint(path string) (ckptMeta, error) {
 // AdamW); it returns the parsed header, which reads its tensors from the
 // file (stFile.src), and the open file, or nil with the error.
 func openCheckpoint(path string) (_ *stFile, _ *os.File, _ ckptMeta, err error) {
+	// Opening a named pipe would block until something writes to it: a
+	// checkpoint is a regular file. A path that cannot be stat'ed is left
+	// to the open to report.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, ckptMeta{}, fmt.Errorf("not a regular file (%s): a checkpoint is a file train wrote", fileKind(fi.Mode()))
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, nil, ckptMeta{}, err
@@ -583,6 +590,21 @@ func openCheckpoint(path string) (_ *stFile, _ *os.File, _ ckptMeta, err error) 
 	}
 	f.src, f.start = fh, start
 	return f, fh, meta, nil
+}
+
+// fileKind says in words what a file that is not regular is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }
 
 // checkpointMeta is the training state a checkpoint's header records.

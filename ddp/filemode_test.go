@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,4 +28,31 @@ func TestExportFileModes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "%s under umask 027", name)
 	}
+}
+
+// A named pipe given as a checkpoint (generate --checkpoint, export,
+// train --resume or --init-from) is refused at once: opening it would block
+// until something wrote to it, and the command hung with no word. In a
+// checkpoint directory it is skipped like a damaged checkpoint.
+func TestReadWeightsOfANamedPipe(t *testing.T) {
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "ckpt-000000001.safetensors")
+	require.NoError(t, syscall.Mkfifo(pipe, 0o644))
+	type result struct{ err error }
+	read := func(path string) error {
+		done := make(chan result, 1)
+		go func() {
+			_, err := ReadWeights(path)
+			done <- result{err}
+		}()
+		select {
+		case r := <-done:
+			return r.err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("ReadWeights(%s) still waits after 10s", path)
+			return nil
+		}
+	}
+	assert.EqualError(t, read(pipe), "read weights "+pipe+": not a regular file (a named pipe): a checkpoint is a file train wrote")
+	assert.EqualError(t, read(dir), "read weights: no intact checkpoint in "+dir+": "+pipe+": not a regular file (a named pipe): a checkpoint is a file train wrote")
 }
