@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/symddp/symddp/internal/regfile"
 )
 
 // mapping is a read-only memory mapping of a whole file. Pages of a file
@@ -19,7 +21,7 @@ type mapping struct {
 // mapFile maps path read-only. Pages come in as they are first read: a PE
 // that reads only its shard of a file has only those pages resident.
 func mapFile(path string) (*mapping, error) {
-	if err := checkRegular(path); err != nil {
+	if err := regfile.Check(path); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(path)

@@ -2,7 +2,11 @@
 
 package datasets
 
-import "os"
+import (
+	"os"
+
+	"github.com/symddp/symddp/internal/regfile"
+)
 
 // mapping holds a whole file. Off Linux it is a copy in Go memory, not a
 // memory mapping, so processes do not share it.
@@ -12,7 +16,7 @@ type mapping struct {
 
 // mapFile reads path into memory.
 func mapFile(path string) (*mapping, error) {
-	if err := checkRegular(path); err != nil {
+	if err := regfile.Check(path); err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(path)

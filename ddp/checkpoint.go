@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/symddp/symddp/compute"
 	"github.com/symddp/symddp/internal/hostloops"
+	"github.com/symddp/symddp/internal/regfile"
 	"github.com/symddp/symddp/internal/tempfile"
 	"github.com/symddp/symddp/optim"
 )
@@ -544,8 +544,8 @@ func openCheckpoint(path string) (_ *stFile, _ *os.File, _ ckptMeta, err error) 
 	// Opening a named pipe would block until something writes to it: a
 	// checkpoint is a regular file. A path that cannot be stat'ed is left
 	// to the open to report.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, nil, ckptMeta{}, fmt.Errorf("not a regular file (%s): a checkpoint is a file train wrote", fileKind(fi.Mode()))
+	if err := regfile.Check(path); err != nil {
+		return nil, nil, ckptMeta{}, fmt.Errorf("%w: a checkpoint is a file train wrote", err)
 	}
 	fh, err := os.Open(path)
 	if err != nil {
@@ -590,21 +590,6 @@ func openCheckpoint(path string) (_ *stFile, _ *os.File, _ ckptMeta, err error) 
 	}
 	f.src, f.start = fh, start
 	return f, fh, meta, nil
-}
-
-// fileKind says in words what a file that is not regular is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.String()
 }
 
 // checkpointMeta is the training state a checkpoint's header records.

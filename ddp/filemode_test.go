@@ -56,3 +56,26 @@ func TestReadWeightsOfANamedPipe(t *testing.T) {
 	assert.EqualError(t, read(pipe), "read weights "+pipe+": not a regular file (a named pipe): a checkpoint is a file train wrote")
 	assert.EqualError(t, read(dir), "read weights: no intact checkpoint in "+dir+": "+pipe+": not a regular file (a named pipe): a checkpoint is a file train wrote")
 }
+
+// A Hugging Face directory whose model.safetensors (or config.json) is a
+// named pipe is refused at once too (train --init-from DIR waited on it).
+func TestReadHFOfANamedPipe(t *testing.T) {
+	m, _, w := testGPT(t, "gpt", smallGPT)
+	dir := t.TempDir()
+	_, err := ExportHF(w, dir, HFExportOptions{})
+	require.NoError(t, err)
+	file := filepath.Join(dir, hfModelFile)
+	require.NoError(t, os.Remove(file))
+	require.NoError(t, syscall.Mkfifo(file, 0o644))
+	done := make(chan error, 1)
+	go func() {
+		_, err := readHF(dir, file, m.Name(), m.Params(), m.Describe())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.EqualError(t, err, file+": not a regular file (a named pipe)")
+	case <-time.After(10 * time.Second):
+		t.Fatal("readHF still waits on a named pipe after 10s")
+	}
+}

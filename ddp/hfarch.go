@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/symddp/symddp/internal/hostloops"
+	"github.com/symddp/symddp/internal/regfile"
 	"github.com/symddp/symddp/models"
 )
 
@@ -177,6 +178,11 @@ func (a *hfArch) layout(desc map[string]int, specs []models.ParamSpec) error {
 // the model's.
 func readHF(dir, file, model string, specs []models.ParamSpec, desc map[string]int) ([]float32, error) {
 	cfgPath := filepath.Join(dir, hfConfigFile)
+	for _, p := range []string{cfgPath, file} {
+		if err := regfile.Check(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
 	cb, err := os.ReadFile(cfgPath)
 	if err != nil {
 		return nil, err
