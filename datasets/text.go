@@ -153,8 +153,11 @@ type textFile struct {
 // candidate files in it, in file order: src itself when it is a file, else
 // the regular files below it as filepath.WalkDir visits them (each
 // directory's entries sorted by name, depth first), leaving out names that
-// start with "." (and what is below them), symbolic links and other
-// irregular files, and the file exclude.
+// start with "." (and what is below them), irregular files and the file
+// exclude. A symbolic link to a file or a directory is followed (a Hugging
+// Face snapshot is links to blobs), its files listed under the link's
+// name; a broken link, and a file or directory already listed through
+// another name (a link loop), are left out.
 func listTextFiles(src, exclude string) (root string, files []textFile, err error) {
 	if src == "" {
 		if src, err = DefaultTextDir(); err != nil {
@@ -172,27 +175,57 @@ func listTextFiles(src, exclude string) (root string, files []textFile, err erro
 			return "", nil, fmt.Errorf("text corpus: %w", err)
 		}
 	}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	seen := map[string]bool{} // real paths listed or walked
+	add := func(name, real string, info fs.FileInfo) {
+		if real != exclude && !seen[real] {
+			seen[real] = true
+			files = append(files, textFile{path: name, size: info.Size(), mtime: info.ModTime().UnixNano()})
 		}
-		if path != root && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
+	}
+	// walk lists the real directory dir, reached as the path shown
+	var walk func(dir, shown string) error
+	walk = func(dir, shown string) error {
+		return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			name := shown + strings.TrimPrefix(path, dir)
+			if path != dir && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			switch {
+			case d.IsDir():
+				if path != dir && seen[path] {
+					return filepath.SkipDir
+				}
+				seen[path] = true
+			case d.Type().IsRegular():
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				add(name, path, info)
+			case d.Type()&fs.ModeSymlink != 0:
+				real, err := filepath.EvalSymlinks(path)
+				if err != nil {
+					return nil // broken
+				}
+				info, err := os.Stat(real)
+				switch {
+				case err != nil:
+				case info.Mode().IsRegular():
+					add(name, real, info)
+				case info.IsDir() && !seen[real]:
+					return walk(real, name)
+				}
 			}
 			return nil
-		}
-		if !d.Type().IsRegular() || path == exclude {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		files = append(files, textFile{path: path, size: info.Size(), mtime: info.ModTime().UnixNano()})
-		return nil
-	})
-	if err != nil {
+		})
+	}
+	if err = walk(root, root); err != nil {
 		return "", nil, fmt.Errorf("text corpus: %w", err)
 	}
 	return root, files, nil
@@ -316,8 +349,8 @@ func (r readOnly) Read(p []byte) (int, error) { return r.r.Read(p) }
 // context tokens: path is a text file or a directory read recursively (""
 // means DefaultTextDir(), Go's source tree). Files are taken in file order
 // (each directory's entries sorted by name, depth first), skipping binary
-// files (a NUL byte in the first 8 KiB), names starting with "." and
-// symbolic links, and concatenated; every opts.ValEvery-th text file is
+// files (a NUL byte in the first 8 KiB) and names starting with "."
+// (symbolic links are followed), and concatenated; every opts.ValEvery-th text file is
 // validation data (see TextOptions). The split depends on the files and
 // options alone, not on the PE count. By default the tokens are the bytes
 // (vocabulary 256); with opts.Tokenizer they are its tokens, each file led

@@ -109,6 +109,39 @@ func TestLoadTextCap(t *testing.T) {
 	}
 }
 
+// Symbolic links are followed, to files and to directories (a Hugging
+// Face snapshot is links to blobs), their files listed under the link's
+// name; a broken link, a loop and a second name for a file already listed
+// are left out. The text behind links was skipped without a word.
+func TestListTextFilesFollowsLinks(t *testing.T) {
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string][]byte{"books/a.txt": []byte("a\n"), "books/b.txt": []byte("b\n"), "one.txt": []byte("1\n")})
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"own.txt": []byte("own\n")})
+	for link, target := range map[string]string{
+		"books":   filepath.Join(outside, "books"),
+		"one.txt": filepath.Join(outside, "one.txt"),
+		"twice":   filepath.Join(dir, "own.txt"), // own.txt again
+		"loop":    dir,
+		"broken":  filepath.Join(outside, "nothing"),
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, files, err := listTextFiles(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, strings.TrimPrefix(f.path, root+"/"))
+	}
+	if want := "books/a.txt books/b.txt one.txt own.txt"; strings.Join(got, " ") != want {
+		t.Errorf("listed %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
 func TestLoadTextErrors(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string][]byte{"x.bin": {1, 0, 2}, "tiny.txt": []byte("ab")})

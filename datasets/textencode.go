@@ -30,7 +30,8 @@ type TokenizeOptions struct {
 // means DefaultTextDir()) with opts.Tokenizer and calls emit with each
 // document's tokens, in file order: the text files of each path in turn,
 // chosen and split as BuildCorpus chooses and splits them (binary files,
-// empty files, names starting with "." and symbolic links skipped; every
+// empty files and names starting with "." skipped, symbolic links
+// followed; every
 // opts.ValEvery-th text file to validation, or the last 1/ValEvery of the
 // bytes when there are fewer text files). A document is one file, its
 // tokens led by the tokenizer's EOT (GPT-2's <|endoftext|>, as llm.c's

@@ -6,8 +6,8 @@
 //
 // Each PATH is a text file or a directory read recursively, as train
 // --dataset text reads one: files in sorted order, depth first; binary
-// files (a NUL byte in the first 8 KiB), empty files, names starting with
-// "." and symbolic links skipped. Each file is a document, led by GPT-2's
+// files (a NUL byte in the first 8 KiB), empty files and names starting
+// with "." skipped, symbolic links followed. Each file is a document, led by GPT-2's
 // <|endoftext|> (50256) as llm.c's data scripts lead every document. Every
 // --val-every-th text file is validation data (with fewer files, the last
 // 1/--val-every of the bytes). The files are encoded on all cores; the
@@ -101,7 +101,7 @@ Usage:
   tokenize --out DIR [flags] PATH...
 
 PATH is a text file or a directory read recursively, as train --dataset text
-reads one (binary files, dotfiles and symbolic links skipped). Each file is
+reads one (binary files and dotfiles skipped, symbolic links followed). Each file is
 a document led by <|endoftext|>; every --val-every-th file is validation
 data. Shards: DIR/NAME_val_000000.bin, DIR/NAME_train_000001.bin, ...
 
