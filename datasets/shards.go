@@ -85,8 +85,22 @@ func loadShards(trainGlob, valGlob string, context, vocab int, scan bool) (train
 			train.Close()
 			return nil, nil, err
 		}
+		if tk, vk := shardKind(train.segs[0]), shardKind(val.segs[0]); tk != vk {
+			train.Close()
+			val.Close()
+			return nil, nil, fmt.Errorf("load shards: the train shards (%s, %s) and the val shards (%s, %s) hold the tokens of different tokenizers: give both splits of one tokenizer",
+				trainFiles[0], tk, valFiles[0], vk)
+		}
 	}
 	return train, val, nil
+}
+
+// shardKind says which tokenizer's shard s is, by the header's magic.
+func shardKind(s tokenSegment) string {
+	if s.u32 != nil {
+		return fmt.Sprintf("uint32 tokens, magic %d: Llama 3's", shardMagicU32)
+	}
+	return fmt.Sprintf("uint16 tokens, magic %d: GPT-2's", shardMagicU16)
 }
 
 // globShards returns the files glob matches, sorted, or an error when there
@@ -153,6 +167,10 @@ func loadShardSplit(split, glob string, files []string, context, vocab int, scan
 		}
 		if err != nil {
 			return fail(fmt.Errorf("load shards: read %s: %w", path, err))
+		}
+		if len(segs) > 0 && shardKind(s) != shardKind(segs[0]) {
+			return fail(fmt.Errorf("load shards: %s shards %q mix tokenizers: %s (%s) and %s (%s)",
+				split, glob, files[0], shardKind(segs[0]), path, shardKind(s)))
 		}
 		segs = append(segs, s)
 	}

@@ -54,8 +54,8 @@ func TestLoadShards(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string][]byte{
 		// Sorted order is train_000 then train_001 whatever the map's order.
-		"train_001.bin": shard16(100, 101, 102, 103, 104),     // 2 windows of 2+1
-		"train_000.bin": shard16(0, 1, 2, 3, 50256, 5),        // 2 windows, token 5 in none
+		"train_001.bin": shard32(100, 101, 102, 103, 104),     // 2 windows of 2+1
+		"train_000.bin": shard32(0, 1, 2, 3, 50256, 5),        // 2 windows, token 5 in none
 		"val_000.bin":   shard32(7, 8, 9, 65536+9, 50000, 42), // 2 windows
 		"other.bin":     shard16(1, 2, 3),                     // matched by neither glob
 	})
@@ -168,6 +168,10 @@ func TestLoadShardsErrors(t *testing.T) {
 			want: `load shards: train glob "DIR/[": syntax error in pattern`},
 		{name: "both globs", shard: good, train: "DIR/*.bin",
 			want: `load shards: DIR/v.bin matches both the train glob "DIR/*.bin" and the val glob "DIR/v*.bin"`},
+		// the tokens of another tokenizer: Llama 3's train shard beside
+		// GPT-2's val shard (v.bin), and the two in one split
+		{name: "splits of two tokenizers", shard: shard32(1, 2, 3, 4, 5),
+			want: "load shards: the train shards (DIR/t.bin, uint32 tokens, magic 20240801: Llama 3's) and the val shards (DIR/v.bin, uint16 tokens, magic 20240520: GPT-2's) hold the tokens of different tokenizers: give both splits of one tokenizer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -194,6 +198,18 @@ func TestLoadShardsErrors(t *testing.T) {
 				t.Fatalf("errors.Is(err, ErrBadShard) = %v, want %v", !c.bad, c.bad)
 			}
 		})
+	}
+}
+
+// One split's shards of two tokenizers (GPT-2's uint16, Llama 3's uint32)
+// are refused, naming a file of each: their ids mean other tokens.
+func TestLoadShardsOfTwoTokenizers(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{"t1.bin": shard16(1, 2, 3, 4), "t2.bin": shard32(1, 2, 3, 4)})
+	_, _, err := LoadShards(filepath.Join(dir, "t*.bin"), "", 2, 50257)
+	want := fmt.Sprintf(`load shards: train shards "%s/t*.bin" mix tokenizers: %s/t1.bin (uint16 tokens, magic 20240520: GPT-2's) and %s/t2.bin (uint32 tokens, magic 20240801: Llama 3's)`, dir, dir, dir)
+	if err == nil || err.Error() != want {
+		t.Fatalf("error\n  %v\nwant\n  %s", err, want)
 	}
 }
 
