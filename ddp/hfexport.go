@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 
 	"github.com/symddp/symddp/internal/tempfile"
@@ -247,13 +246,8 @@ func (a *hfArch) checkpointParams(w *Weights) ([]models.ParamSpec, error) {
 	if err != nil {
 		return nil, notKind("%v", err)
 	}
-	for _, s := range specs {
-		switch shape := w.Shape(s.Name); {
-		case shape == nil:
-			return nil, notKind("no tensor %s", s.Name)
-		case !slices.Equal(shape, s.Shape):
-			return nil, notKind("tensor %s has shape %v, a %s's %v", s.Name, shape, a.kind, s.Shape)
-		}
+	if err := w.Holds(specs); err != nil {
+		return nil, notKind("%v", err)
 	}
 	return specs, nil
 }

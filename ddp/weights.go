@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"github.com/symddp/symddp/models"
 )
 
 // Weights are the parameters of a checkpoint, read without a trainer: what
@@ -104,6 +107,22 @@ func (w *Weights) Shape(name string) []int {
 		return nil
 	}
 	return e.Shape
+}
+
+// Holds checks that the checkpoint has a tensor of each of specs, of its
+// shape: a model built from the sizes its metadata records must find
+// exactly its parameters (metadata edited or written by another tool may
+// say otherwise, and building such a model could ask for any memory).
+func (w *Weights) Holds(specs []models.ParamSpec) error {
+	for _, s := range specs {
+		switch shape := w.Shape(s.Name); {
+		case shape == nil:
+			return fmt.Errorf("no tensor %s", s.Name)
+		case !slices.Equal(shape, s.Shape):
+			return fmt.Errorf("tensor %s has shape %v, the model's %v", s.Name, shape, s.Shape)
+		}
+	}
+	return nil
 }
 
 // Read copies tensor name into dst (as many values as the tensor has).

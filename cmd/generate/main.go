@@ -221,6 +221,9 @@ func generate(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.Path, err)
 	}
+	if err := w.Holds(m.Params()); err != nil {
+		return fileError{fmt.Errorf("%s: %v, built from the sizes its metadata records (%v): the metadata does not match the tensors", w.Path, err, w.Config)}
+	}
 	spec := m.Data()
 	cfg := struct{ Vocab, Context int }{spec.Classes, spec.Input[0]}
 	tok, err := chooseTokenizer(o.tokenizer, cfg.Vocab)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -149,6 +151,13 @@ func TestGenerateErrors(t *testing.T) {
 	rc, _, stderr = runGenerate("--checkpoint", lmDir, "--prompt", "")
 	assert.Equal(t, 2, rc)
 	assert.Contains(t, stderr, "--prompt is empty: give it some text, or leave it out to start from a newline")
+	// sizes in the metadata that the tensors do not have (edited, or
+	// written by another tool; the data's SHA-256 does not cover them):
+	// an error, not a model of that size (context 2^40 panicked in makeslice)
+	edited := withModelConfig(t, lmDir, "context", 1<<40)
+	rc, _, stderr = runGenerate("--checkpoint", edited, "--prompt", "a")
+	assert.Equal(t, 2, rc)
+	assert.Contains(t, stderr, edited+": tensor wpe has shape [16 16], the model's [1099511627776 16], built from the sizes its metadata records")
 	missing := filepath.Join(t.TempDir(), "nothing")
 	rc, _, stderr = runGenerate("--checkpoint", missing)
 	assert.Equal(t, 2, rc)
@@ -235,4 +244,31 @@ func TestGenerateSaysItReadAnOlderCheckpoint(t *testing.T) {
 	require.Equal(t, 0, rc, stderr)
 	assert.NotEmpty(t, out)
 	assert.Regexp(t, `^generate: warning: `+damaged+`: checkpoint file is corrupt: .*; read the newest intact checkpoint instead, `+good+` \(step 5\)\n$`, stderr)
+}
+
+// withModelConfig copies the newest checkpoint of dir to a file whose
+// metadata records key = v in its model_config, and returns the file.
+func withModelConfig(t *testing.T, dir, key string, v int) string {
+	t.Helper()
+	w, err := ddp.ReadWeights(dir)
+	require.NoError(t, err)
+	b, err := os.ReadFile(w.Path)
+	require.NoError(t, err)
+	n := binary.LittleEndian.Uint64(b)
+	var header map[string]any
+	require.NoError(t, json.Unmarshal(b[8:8+n], &header))
+	meta := header["__metadata__"].(map[string]any)
+	var sym map[string]any
+	require.NoError(t, json.Unmarshal([]byte(meta["symddp"].(string)), &sym))
+	sym["model_config"].(map[string]any)[key] = v
+	js, err := json.Marshal(sym)
+	require.NoError(t, err)
+	meta["symddp"] = string(js)
+	hb, err := json.Marshal(header)
+	require.NoError(t, err)
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hb)))
+	out = append(append(out, hb...), b[8+n:]...)
+	path := filepath.Join(t.TempDir(), "ckpt-000000005.safetensors")
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	return path
 }
