@@ -65,9 +65,9 @@ func TestLoadShards(t *testing.T) {
 	}
 	defer train.Close()
 	defer val.Close()
-	if train.Len() != 4 || train.Streams() != 2 || train.Tokens() != 11 || !train.Mapped() {
-		t.Fatalf("train: Len %d Streams %d Tokens %d Mapped %v, want 4 2 11 true",
-			train.Len(), train.Streams(), train.Tokens(), train.Mapped())
+	if train.Len() != 4 || train.Streams() != 2 || train.Tokens() != 11 || !train.Mapped() || train.Unread() != 1 {
+		t.Fatalf("train: Len %d Streams %d Tokens %d Mapped %v Unread %d, want 4 2 11 true 1 (token 5)",
+			train.Len(), train.Streams(), train.Tokens(), train.Mapped(), train.Unread())
 	}
 	wantTrain := [][2][]int32{{{0, 1}, {1, 2}}, {{2, 3}, {3, 50256}}, {{100, 101}, {101, 102}}, {{102, 103}, {103, 104}}}
 	for i, w := range wantTrain {

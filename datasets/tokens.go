@@ -165,6 +165,22 @@ func (d *TokenSource) Vocab() int { return d.spec.Classes }
 // Tokens is the number of tokens of all streams, those in no window included.
 func (d *TokenSource) Tokens() int { return d.tokens }
 
+// Unread is the number of tokens no window reads: the end of each stream
+// shorter than a window of T+1 tokens (its last (n−1) mod T tokens), and
+// the whole of a stream that holds no window.
+func (d *TokenSource) Unread() int {
+	n := 0
+	for _, s := range d.segs {
+		k := s.len()
+		if w := (k - 1) / d.context; k > 0 && w > 0 {
+			n += k - (w*d.context + 1)
+		} else {
+			n += k
+		}
+	}
+	return n
+}
+
 // Streams is the number of token streams (shards, or 1).
 func (d *TokenSource) Streams() int { return len(d.segs) }
 

@@ -3,6 +3,7 @@ package traincmd
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/symddp/symddp/datasets"
 )
 
 // writeShard writes an llm.c token shard (version 1, uint16 tokens).
@@ -73,6 +75,30 @@ func TestLanguageModelUsageErrors(t *testing.T) {
 	run([]string{"--model", "gpt-tiny", "--dataset", "llmc", "--train-shards", filepath.Join(dir, "bad_train_*.bin"),
 		"--val-shards", filepath.Join(dir, "good_val_*.bin")}, &stdout, &stderr)
 	assert.Contains(t, stderr.String(), "300")
+}
+
+// Shards not much longer than the context lose their ends to the windows:
+// train says how much when it is more than 5% of the tokens.
+func TestUnreadShardTokens(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 3 {
+		writeShard(t, filepath.Join(dir, fmt.Sprintf("s_train_%d.bin", i)), make([]uint16, 200)) // 1 window of 129, 71 left
+	}
+	writeShard(t, filepath.Join(dir, "big_train.bin"), make([]uint16, 128*100+1)) // every token read
+	for _, tc := range []struct{ glob, want string }{
+		{"s_train_*.bin", "warning: --train-shards: windows of 129 tokens leave out 213 of the shards' 600 tokens (36%): the end of each shard shorter than a window is not read"},
+		{"big_train.bin", ""},
+	} {
+		tr, _, err := datasets.LoadShards(filepath.Join(dir, tc.glob), "", 128, 50257)
+		require.NoError(t, err)
+		got := unreadWarning(tr)
+		tr.Close()
+		if tc.want == "" {
+			assert.Empty(t, got, tc.glob)
+		} else {
+			assert.Contains(t, got, tc.want, tc.glob)
+		}
+	}
 }
 
 // A small GPT trains on a text file through the binary at 2 PEs: the

@@ -69,6 +69,12 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		if err != nil {
 			return dataChoice{}, inputErr(shardVocabHint(err, o.model))
 		}
+		// the launcher, or rank 0 under mpirun, says what the windows leave out
+		if say := proc.Role == launch.Starter || proc.Role == launch.MPIRank && proc.MPI.Rank == 0; say {
+			if w := unreadWarning(tr); w != "" {
+				fmt.Fprintln(os.Stderr, w)
+			}
+		}
 		tr.Close()
 		va.Close()
 	case "synthetic": // checkDataFlags refused the flags it does not read
@@ -76,6 +82,18 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		return dataChoice{}, usagef("--dataset %s: model %s is a language model: use --dataset text, llmc or synthetic", o.dataset, o.model)
 	}
 	return dc, nil
+}
+
+// unreadWarning says how much of the training shards no window reads when
+// that is more than 5% of their tokens (shards not much longer than the
+// context), "" otherwise.
+func unreadWarning(tr *datasets.TokenSource) string {
+	n := tr.Unread()
+	if n*20 <= tr.Tokens() {
+		return ""
+	}
+	return fmt.Sprintf("warning: --train-shards: windows of %d tokens leave out %d of the shards' %d tokens (%.0f%%): the end of each shard shorter than a window is not read; shards of many more tokens than the context (tokenize --shard-tokens) lose less",
+		tr.Context()+1, n, tr.Tokens(), 100*float64(n)/float64(tr.Tokens()))
 }
 
 // textTokenizer is --tokenizer for a model of vocab tokens: auto is
