@@ -17,34 +17,40 @@ import (
 // line cut short), so that a restart does not log those steps twice.
 func TestResumeTrimsMetrics(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.jsonl")
-	old := `{"step":10,"loss":2}
+	got := resumedLog(t, path, `{"step":10,"loss":2}
 {"step":20,"loss":1.5}
 {"step":20,"val_loss":1.6}
 {"step":30,"loss":1.2}
 {"final":false,"step":30,"stopped":true}
-{"step":40,"lo`
-	require.NoError(t, os.WriteFile(path, []byte(old), 0o644))
-	o := &options{metrics: path, resume: "latest", model: "mlp"}
-	r, err := newReporter(o, 0, io.Discard, io.Discard)
-	require.NoError(t, err)
-	r.hooks().OnStart(ddp.StartInfo{NPEs: 1, StartStep: 20, Resumed: "ckpt/step-20", TotalSteps: 50})
-	r.write(map[string]any{"step": 25, "loss": 1.4})
-	r.close()
-	require.NoError(t, r.failed)
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
+{"step":40,"lo`, ddp.StartInfo{NPEs: 1, StartStep: 20, Resumed: "ckpt/step-20", TotalSteps: 50}, map[string]any{"step": 25, "loss": 1.4})
 	require.Equal(t, `{"step":10,"loss":2}
 {"step":20,"loss":1.5}
 {"step":20,"val_loss":1.6}
 {"loss":1.4,"step":25}
-`, string(got))
+`, got)
 	// without a resume the log starts anew
-	o.resume = ""
-	r, err = newReporter(o, 0, io.Discard, io.Discard)
+	r, err := newReporter(&options{metrics: path, model: "mlp"}, 0, io.Discard, io.Discard)
 	require.NoError(t, err)
 	r.close()
-	got, _ = os.ReadFile(path)
-	require.True(t, strings.TrimSpace(string(got)) == "", "a new run truncates: %q", got)
+	b, _ := os.ReadFile(path)
+	require.True(t, strings.TrimSpace(string(b)) == "", "a new run truncates: %q", b)
+}
+
+// resumedLog writes old into the metrics log at path, starts a reporter of
+// a --resume latest run there as Fit's start describes it, writes rec and
+// returns what the log then holds.
+func resumedLog(t *testing.T, path, old string, start ddp.StartInfo, rec map[string]any) string {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(old), 0o644))
+	r, err := newReporter(&options{metrics: path, resume: "latest", model: "mlp"}, 0, io.Discard, io.Discard)
+	require.NoError(t, err)
+	r.hooks().OnStart(start)
+	r.write(rec)
+	r.close()
+	require.NoError(t, r.failed)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(got)
 }
 
 // --resume latest in a checkpoint directory that holds no checkpoint starts
@@ -52,23 +58,12 @@ func TestResumeTrimsMetrics(t *testing.T) {
 // a new run's does, instead of keeping an older run's records (or those of
 // an attempt that failed before its first checkpoint) ahead of this run's.
 func TestResumeFromScratchStartsMetricsAnew(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.jsonl")
-	old := `{"step":0,"val_loss":5.5}
+	got := resumedLog(t, filepath.Join(t.TempDir(), "m.jsonl"), `{"step":0,"val_loss":5.5}
 {"step":50,"loss":2}
 {"final":true,"step":100}
-`
-	require.NoError(t, os.WriteFile(path, []byte(old), 0o644))
-	o := &options{metrics: path, resume: "latest", model: "mlp"}
-	r, err := newReporter(o, 0, io.Discard, io.Discard)
-	require.NoError(t, err)
-	r.hooks().OnStart(ddp.StartInfo{NPEs: 1, TotalSteps: 50}) // Resumed "": no checkpoint
-	r.write(map[string]any{"step": 10, "loss": 3})
-	r.close()
-	require.NoError(t, r.failed)
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
+`, ddp.StartInfo{NPEs: 1, TotalSteps: 50}, map[string]any{"step": 10, "loss": 3}) // Resumed "": no checkpoint
 	require.Equal(t, `{"loss":3,"step":10}
-`, string(got))
+`, got)
 }
 
 // The start names how the gradients are reduced when there are several PEs
