@@ -76,6 +76,9 @@ func TestHostMemoryRefusals(t *testing.T) {
 			"--layers 10000000: model llama-tiny's weights, gradients and optimizer state would take about 27504.0 GiB per PE (27504.0 GiB for 1 PE), more than the "},
 		{[]string{"--pes", "1000", "--batch-size", "1000", "--dataset", "synthetic", "--max-steps", "1"}, 229 << 30,
 			"--pes 1000: each PE takes about 234.6 MiB (its 9.0 MiB symmetric heap, its copy of the data and the program), 229.1 GiB for 1000 PEs, more than the "},
+		// a heap larger than the host: fewer PEs would not help
+		{[]string{"--pes", "2", "--heap-size", "100000GiB", "--max-steps", "1"}, 100000 << 30,
+			"GiB this host has available: not even one PE fits: use a smaller --heap-size (this model needs about 9.0 MiB), or leave it unset to size the heap from the model"},
 	} {
 		if avail <= 0 || avail >= tc.need {
 			t.Logf("train %s: not refused on a host with %d bytes available: not run", strings.Join(tc.args, " "), avail)

@@ -335,18 +335,28 @@ func (dc dataChoice) dataBytes() int64 {
 // available memory, each with heap bytes of symmetric heap, its copy of the
 // data and peRuntime: a thousand PEs would otherwise start, swap and be
 // killed by the kernel's out-of-memory killer, taking other processes with
-// them.
+// them. Where not even one PE fits, fewer PEs are no answer: a --heap-size
+// larger than the host is (the heap the model needs, when it is smaller),
+// else the model.
 func checkPEMemory(o *options, heap int64, dc dataChoice) error {
 	avail := memAvailable()
 	if avail <= 0 || o.pes < 2 {
 		return nil
 	}
 	each := heap + dc.dataBytes() + peRuntime
-	if need := each * int64(o.pes); need > avail {
-		return usagef("--pes %d: each PE takes about %s (its %s symmetric heap, its copy of the data and the program), %.1f GiB for %d PEs, more than the %.1f GiB this host has available: use --pes %d or fewer",
-			o.pes, memSize(each), memSize(heap), gib(need), o.pes, gib(avail), max(1, avail/each))
+	need := each * int64(o.pes)
+	if need <= avail {
+		return nil
 	}
-	return nil
+	hint := fmt.Sprintf("use --pes %d or fewer", avail/each)
+	if avail < each {
+		hint = "not even one PE fits: use a smaller model"
+		if m, err := modelHeap(o, "shm"); o.heapSize != "" && err == nil && m < heap {
+			hint = fmt.Sprintf("not even one PE fits: use a smaller --heap-size (this model needs about %s), or leave it unset to size the heap from the model", memSize(m))
+		}
+	}
+	return usagef("--pes %d: each PE takes about %s (its %s symmetric heap, its copy of the data and the program), %.1f GiB for %d PEs, more than the %.1f GiB this host has available: %s",
+		o.pes, memSize(each), memSize(heap), gib(need), o.pes, gib(avail), hint)
 }
 
 // activationNote is the start-up header's line on a model's activations
