@@ -93,6 +93,15 @@ func (e *PEError) ExitStatus() int {
 	return e.ExitCode
 }
 
+// oomHint follows a PE's SIGKILL in its PEError: the launcher's own
+// SIGKILLs (a PE that outlived the grace after SIGTERM, a second interrupt)
+// are not reported as failures, so this one came from elsewhere, and a PE
+// that runs out of memory in a container, or on a host without swap, gets
+// nothing else: the kernel's out-of-memory killer sends it, and the PE has
+// no chance to say so.
+const oomHint = "; not sent by the launcher: most often the kernel's out-of-memory killer, " +
+	"when the host or the container (its memory limit) ran out of memory (dmesg says which process it chose)"
+
 // Error is one summary line, then the PE's last stderr lines, indented:
 // "PE 2 failed: <reason>", "PE 2 failed: killed by signal 9 (killed)", or
 // "PE 2 missed the deadline (PE 3: <reason>)".
@@ -109,6 +118,9 @@ func (e *PEError) Error() string {
 		fmt.Fprintf(&b, "PE %d failed: %s", e.PE, e.Reason)
 	default:
 		fmt.Fprintf(&b, "PE %d failed: %s", e.PE, e.How())
+		if e.Signal == syscall.SIGKILL {
+			b.WriteString(oomHint)
+		}
 	}
 	if len(e.Stderr) > 0 {
 		b.WriteString("; its last lines on stderr:")

@@ -145,8 +145,12 @@ func TestRunRejectsBadSpecs(t *testing.T) {
 
 func TestPEErrorOfASignal(t *testing.T) {
 	e := &PEError{PE: 3, ExitCode: -1, Signal: syscall.SIGKILL}
-	if e.Error() != "PE 3 failed: killed by signal 9 (killed)" || e.ExitStatus() != 137 {
+	if e.Error() != "PE 3 failed: killed by signal 9 (killed)"+oomHint || e.ExitStatus() != 137 {
 		t.Errorf("got %q and status %d", e.Error(), e.ExitStatus())
+	}
+	// only SIGKILL gets the hint: a PE that SIGTERM or SIGSEGV ended did not meet the out-of-memory killer
+	if e := (&PEError{PE: 1, ExitCode: -1, Signal: syscall.SIGSEGV}); e.Error() != "PE 1 failed: killed by signal 11 (segmentation fault)" {
+		t.Errorf("SIGSEGV: got %q", e.Error())
 	}
 	wrapped := fmt.Errorf("%w by interrupt: %w", ErrInterrupted, e)
 	for _, c := range []struct {
