@@ -89,6 +89,14 @@ func Load(k Kind) (*BLAS, error) {
 	case OpenBLAS:
 		return loadOpenBLASOnce()
 	case Auto, "":
+		if lim, ok := addressSpaceLimit(); ok {
+			// OpenBLAS 0.3.21 retries the mmap of a GEMM's work buffer
+			// without end when the limit refuses it: a run hung at full
+			// CPU without a word
+			g := *loadGonum()
+			g.reason = fmt.Sprintf("the address space is limited to %d MiB (ulimit -v), under which OpenBLAS spins when it cannot map its buffers; SYMDDP_BLAS=openblas to use it anyway", lim>>20)
+			return &g, nil
+		}
 		b, err := loadOpenBLASOnce()
 		if err == nil {
 			return b, nil
@@ -99,6 +107,10 @@ func Load(k Kind) (*BLAS, error) {
 	}
 	return nil, fmt.Errorf("blas: unknown BLAS %q (want auto, openblas or gonum)", string(k))
 }
+
+// addressSpaceLimit is the process's address-space limit (RLIMIT_AS) and
+// whether there is one (a variable for tests).
+var addressSpaceLimit = rlimitAS
 
 func loadGonum() *BLAS {
 	gonumOnce.Do(func() {

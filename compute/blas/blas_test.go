@@ -236,3 +236,23 @@ func TestLoadAutoPrefersOpenBLAS(t *testing.T) {
 	}
 	t.Logf("auto: %s", desc)
 }
+
+// Under an address-space limit (ulimit -v) Auto takes the Go GEMM and says
+// why: OpenBLAS 0.3.21 retried the mmap of its buffers without end there,
+// and a run hung at full CPU without a word. OpenBLAS asked for by name is
+// still loaded.
+func TestAutoUnderAnAddressSpaceLimit(t *testing.T) {
+	saved := addressSpaceLimit
+	t.Cleanup(func() { addressSpaceLimit = saved })
+	addressSpaceLimit = func() (uint64, bool) { return 2000 << 20, true }
+	b, err := Load(Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Kind() != Gonum || !strings.Contains(b.String(), "the address space is limited to 2000 MiB (ulimit -v), under which OpenBLAS spins when it cannot map its buffers; SYMDDP_BLAS=openblas to use it anyway") {
+		t.Errorf("Auto under a limit: %s, %s", b.Kind(), b)
+	}
+	if o, err := Load(OpenBLAS); err == nil && o.Kind() != OpenBLAS {
+		t.Errorf("OpenBLAS by name under a limit: %s", o.Kind())
+	}
+}
