@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -663,7 +664,8 @@ func parseBytes(flag, s string, zeroOK bool) (int64, error) {
 	for _, u := range []struct {
 		suffix string
 		m      int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
+		{"TB", 1000 * 1000 * 1000 * 1000}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}, {"B", 1}} {
 		if strings.HasSuffix(t, u.suffix) {
 			t, mult = strings.TrimSuffix(t, u.suffix), u.m
 			break
@@ -672,6 +674,9 @@ func parseBytes(flag, s string, zeroOK bool) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
 	if err != nil || n < 0 || (n == 0 && !zeroOK) {
 		return 0, usagef("%s %q: want a size such as 4096, 64KiB or 1MiB", flag, s)
+	}
+	if n > math.MaxInt64/mult { // it wrapped around to a small size, and was taken
+		return 0, usagef("%s %q: more than 8 EiB, the largest size a number here holds", flag, s)
 	}
 	return n * mult, nil
 }

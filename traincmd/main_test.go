@@ -33,6 +33,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--lr", "-1"}, "--lr -1"},
 		{[]string{"--epochs", "0"}, "--epochs 0"},
 		{[]string{"--epochs", "-1", "--max-steps", "5"}, "--epochs -1: must not be negative"},
+		// a size past int64 wrapped around to a small one and trained
+		{[]string{"--heap-size", "17179869184GiB"}, `--heap-size "17179869184GiB": more than 8 EiB, the largest size a number here holds`},
 		{[]string{"--eval-every", "-1"}, "--eval-every -1: must not be negative (0: at the end only)"},
 		{[]string{"--sample-tokens", "-5"}, "--sample-tokens -5: must not be negative (0: no sample)"},
 		{[]string{"--bucket-size", "lots"}, "--bucket-size"},
@@ -265,5 +267,18 @@ func TestBucketBytes(t *testing.T) {
 	}
 	if _, err := bucketBytes("lots"); err == nil || !strings.Contains(err.Error(), "--bucket-size") {
 		t.Errorf("--bucket-size lots: %v", err)
+	}
+}
+
+// Sizes take TiB and TB too, and a size past int64 is refused, not wrapped
+// around to a small one.
+func TestParseBytesUnits(t *testing.T) {
+	for s, want := range map[string]int64{"1TiB": 1 << 40, "2TB": 2e12, "3T": 3 << 40, "64KiB": 64 << 10, "7": 7} {
+		if got, err := parseBytes("--heap-size", s, false); err != nil || got != want {
+			t.Errorf("%s: %d, %v; want %d", s, got, err, want)
+		}
+	}
+	if _, err := parseBytes("--heap-size", "8388608TiB", false); err == nil {
+		t.Error("8 EiB in TiB taken")
 	}
 }
