@@ -282,3 +282,15 @@ func TestParseBytesUnits(t *testing.T) {
 		t.Error("8 EiB in TiB taken")
 	}
 }
+
+// A temporary directory that is not there is named as $TMPDIR's, where the
+// launcher makes the job's run directory (the error named only the path).
+func TestMissingTMPDIR(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	t.Setenv("TMPDIR", missing)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--pes", "2", "--dataset", "synthetic", "--max-steps", "1", "--no-progress"}, &stdout, &stderr)
+	if want := "launch: run directory in " + missing + " (the temporary directory: $TMPDIR): stat " + missing + ": no such file or directory"; code == 0 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("exit %d, stderr %q; want %q", code, stderr.String(), want)
+	}
+}

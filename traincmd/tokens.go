@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/symddp/symddp/comm/launch"
@@ -214,6 +215,9 @@ func buildCorpus(dc *dataChoice) error {
 	}
 	start := time.Now()
 	info, err := datasets.BuildCorpus(dc.corpus, dc.dir, opts)
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) {
+		return fmt.Errorf("--dataset text from %s: %w (the corpus is cached in %s: make room there, or point XDG_CACHE_HOME at another directory)", dc.dir, err, dir)
+	}
 	if err != nil {
 		return fmt.Errorf("--dataset text from %s: %w", dc.dir, err)
 	}

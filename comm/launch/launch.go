@@ -112,7 +112,7 @@ func Run(ctx context.Context, spec Spec) error {
 
 	runDir, err := os.MkdirTemp("", runDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
-		return fmt.Errorf("launch: run directory: %w", err)
+		return fmt.Errorf("launch: run directory in %s (the temporary directory: $TMPDIR): %w", os.TempDir(), err)
 	}
 	defer os.RemoveAll(runDir)
 	if spec.MPS != nil {
