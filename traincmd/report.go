@@ -218,10 +218,20 @@ func (r *reporter) clearBar() {
 }
 
 func (r *reporter) write(v map[string]any) {
-	if r.enc != nil {
-		if err := r.enc.Encode(v); err != nil && r.failed == nil {
-			// said once, at the end: the run goes on and fails then
-			r.failed = fmt.Errorf("--metrics %s: %w (the run's results above are complete)", r.o.metrics, unwrapPath(err))
+	if r.enc == nil {
+		return
+	}
+	end, serr := r.metrics.Seek(0, io.SeekEnd)
+	if err := r.enc.Encode(v); err != nil {
+		// said once, at the end: the run goes on and fails then. The log
+		// keeps its whole records only (a full disk cut the line short)
+		// and takes no more, which could follow the cut line.
+		if serr == nil {
+			r.metrics.Truncate(end)
+		}
+		r.enc = nil
+		if r.failed == nil {
+			r.failed = fmt.Errorf("--metrics %s: %w (the run's results above are complete; the log holds the records written before)", r.o.metrics, unwrapPath(err))
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/symddp/symddp/ddp"
+	"golang.org/x/sys/unix"
 )
 
 // A resumed run's metrics log keeps the records up to its checkpoint and
@@ -127,4 +128,27 @@ func TestMetricsOfAnEarlierRun(t *testing.T) {
 	_, err := checkOutputs(&options{metrics: path, model: "mlp"}, &stderr)
 	require.NoError(t, err)
 	assert.Empty(t, stderr.String())
+}
+
+// A record the disk cannot take whole (here the file-size limit, as a full
+// disk would) is cut from the log, and the log takes no more: it holds
+// whole records only (the last line was left cut short).
+func TestMetricsKeepsWholeRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	r, err := newReporter(&options{metrics: path, model: "mlp"}, 0, io.Discard, io.Discard)
+	require.NoError(t, err)
+	r.write(map[string]any{"step": 1, "loss": 2.5})
+	var old unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_FSIZE, &old))
+	lim := old
+	lim.Cur = 40 // the first record's 22 bytes and a part of the next
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_FSIZE, &lim))
+	r.write(map[string]any{"step": 2, "loss": 2.25, "samples_per_sec": 12345.5})
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_FSIZE, &old))
+	r.write(map[string]any{"step": 3, "loss": 2})
+	r.close()
+	require.ErrorContains(t, r.failed, "--metrics "+path+": file too large (the run's results above are complete; the log holds the records written before)")
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "{\"loss\":2.5,\"step\":1}\n", string(got))
 }
