@@ -179,3 +179,17 @@ func TestSegmentShapeMismatch(t *testing.T) {
 	}
 	b.close()
 }
+
+// A heap the address space cannot map (here larger than x86-64's or
+// arm64's 47-bit user space, as an address-space limit refuses a smaller
+// one) says that each PE maps every PE's heap and what to lower or raise.
+func TestSegmentTooLargeToMap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap")
+	_, err := openSegment(path, 4, 1<<46, true)
+	if err == nil {
+		t.Skip("a 256 TiB mapping succeeded here")
+	}
+	if want := "(each PE maps all 4 PEs' heaps of 70368744177664 bytes): cannot allocate memory: lower the heap size (train --heap-size) or the PE count, or raise the address-space limit (ulimit -v)"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to contain %q", err, want)
+	}
+}

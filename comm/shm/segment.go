@@ -185,6 +185,12 @@ func (s *segment) mapAndCheck(check bool) error {
 		return fmt.Errorf("heap %s: reserve %d bytes of control area: %w", name, s.dataStart, err)
 	}
 	mem, err := unix.Mmap(int(s.file.Fd()), 0, int(total), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if errors.Is(err, unix.ENOMEM) {
+		// the one mapping holds every PE's heap: what an address-space
+		// limit (ulimit -v) refuses grows with the PEs
+		return fmt.Errorf("heap %s: map %d bytes (each PE maps all %d PEs' heaps of %d bytes): %w: lower the heap size (train --heap-size) or the PE count, or raise the address-space limit (ulimit -v)",
+			name, total, s.npes, s.region, err)
+	}
 	if err != nil {
 		return fmt.Errorf("heap %s: map %d bytes: %w", name, total, err)
 	}
