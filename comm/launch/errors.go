@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -102,6 +103,12 @@ func (e *PEError) ExitStatus() int {
 const oomHint = "; not sent by the launcher: most often the kernel's out-of-memory killer, " +
 	"when the host or the container (its memory limit) ran out of memory (dmesg says which process it chose)"
 
+// outOfMemory follows the error of a PE whose Go runtime could not get
+// memory ("fatal error: out of memory", then every goroutine's stack): it
+// says so in words before the dump's tail.
+const outOfMemory = ": the PE ran out of memory (an address-space limit, ulimit -v, or the host's or container's memory): " +
+	"a smaller model, batch (--batch-size, --accumulate) or --heap-size, fewer PEs on the host, or a higher limit"
+
 // Error is one summary line, then the PE's last stderr lines, indented:
 // "PE 2 failed: <reason>", "PE 2 failed: killed by signal 9 (killed)", or
 // "PE 2 missed the deadline (PE 3: <reason>)".
@@ -120,6 +127,9 @@ func (e *PEError) Error() string {
 		fmt.Fprintf(&b, "PE %d failed: %s", e.PE, e.How())
 		if e.Signal == syscall.SIGKILL {
 			b.WriteString(oomHint)
+		}
+		if slices.ContainsFunc(e.Stderr, func(l string) bool { return strings.HasPrefix(l, "fatal error: out of memory") }) {
+			b.WriteString(outOfMemory)
 		}
 	}
 	if len(e.Stderr) > 0 {

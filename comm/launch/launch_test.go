@@ -152,6 +152,11 @@ func TestPEErrorOfASignal(t *testing.T) {
 	if e := (&PEError{PE: 1, ExitCode: -1, Signal: syscall.SIGSEGV}); e.Error() != "PE 1 failed: killed by signal 11 (segmentation fault)" {
 		t.Errorf("SIGSEGV: got %q", e.Error())
 	}
+	// a Go runtime out of memory (exit 2, its dump on stderr) is said in words
+	oom := &PEError{PE: 0, ExitCode: 2, Stderr: []string{"fatal error: out of memory", "...", "goroutine 27 [chan receive]:"}}
+	if got := oom.Error(); !strings.HasPrefix(got, "PE 0 failed: exit status 2"+outOfMemory+"; its last lines on stderr:\n    fatal error: out of memory") {
+		t.Errorf("out of memory: got %q", got)
+	}
 	wrapped := fmt.Errorf("%w by interrupt: %w", ErrInterrupted, e)
 	for _, c := range []struct {
 		err  error
