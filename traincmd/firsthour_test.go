@@ -197,7 +197,14 @@ func TestMismatchedCheckpointIsNotRestarted(t *testing.T) {
 	code, _, stderr = runTrain(t, nil, append(args, "--hidden", "8", "--resume", "latest", "--max-restarts", "2", "--max-steps", "4")...)
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "checkpoint does not match this run: ")
+	// an mlp records no sizes: the widths its tensors have are named as the flag
+	assert.Contains(t, stderr, "in the model: the checkpoint's mlp has --hidden 16")
 	assert.NotContains(t, stderr, "restart")
 	assert.NotContains(t, stderr, "Run 'train --help'")
 	assert.Equal(t, 1, strings.Count(stderr, "does not match"), stderr)
+	// and so for --init-from
+	code, _, stderr = runTrain(t, nil, "--pes", "2", "--dataset", "synthetic", "--batch-size", "32", "--max-steps", "1",
+		"--checkpoint-dir", t.TempDir(), "--no-progress", "--eval-every", "0", "--hidden", "8", "--init-from", dir)
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "the model's is [8 784]: the checkpoint's mlp has --hidden 16")
 }

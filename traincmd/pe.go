@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -115,6 +117,29 @@ func stopNote(o *options, mpiRank, trained bool) string {
 		return "stopping after the step in progress, then a checkpoint"
 	}
 	return "stopping after the step in progress"
+}
+
+// mlpHidden is the --hidden of the mlp whose checkpoint path is ("256,256":
+// the widths of fc1, fc2, ... but the last layer's, the classes), "" when
+// it is not one: an mlp records no sizes, so a mismatch names tensor shapes
+// alone.
+func mlpHidden(path string) string {
+	w, err := ddp.ReadWeights(path)
+	if err != nil || w.Model != "mlp" {
+		return ""
+	}
+	var widths []string
+	for i := 1; ; i++ {
+		s := w.Shape(fmt.Sprintf("fc%d.weight", i))
+		if len(s) != 2 {
+			break
+		}
+		widths = append(widths, strconv.Itoa(s[0]))
+	}
+	if len(widths) < 2 {
+		return ""
+	}
+	return strings.Join(widths[:len(widths)-1], ",")
 }
 
 // peRun is one PE's whole job: open the comm, build everything, train.
@@ -260,6 +285,11 @@ func (r *peRun) run() (err error) {
 	}
 	var ie *ddp.InitError
 	if errors.As(err, &ie) {
+		if r.o.model == "mlp" {
+			if h := mlpHidden(r.o.initFrom); h != "" {
+				err = fmt.Errorf("%w: the checkpoint's mlp has --hidden %s", err, h)
+			}
+		}
 		return inputErr(err) // one line, exit 2; the launcher names PE 0, which read it
 	}
 	if err != nil {
@@ -302,6 +332,15 @@ func (r *peRun) run() (err error) {
 		// from (a damaged newest one falls back to the one before): the
 		// command line or the directory must change (one line, exit 2),
 		// and a restart would fail the same way
+		if r.o.model == "mlp" && errors.Is(err, ddp.ErrMismatch) {
+			from := r.o.resume
+			if from == "latest" {
+				from = r.o.ckptDir
+			}
+			if h := mlpHidden(from); h != "" {
+				err = fmt.Errorf("%w: the checkpoint's mlp has --hidden %s", err, h)
+			}
+		}
 		return inputErr(err)
 	}
 	if err != nil && !errors.Is(err, ddp.ErrCheckpointSave) {
