@@ -34,7 +34,8 @@
 //   - a models.Model: models.New("mlp", cfg), or a model of your own made of
 //     models.Layer values and registered with models.Register;
 //   - an optim.Optimizer (optim.New("sgd"|"adam"|"adamw", cfg)) and, if the
-//     learning rate should change, an optim.Schedule (optim.NewSchedule);
+//     learning rate should change, an optim.Schedule (optim.NewSchedule; a
+//     cosine's Total is Options.Steps(train.Len()), the steps Fit trains);
 //   - a training and a test datasets.Dataset: datasets.Load for
 //     Fashion-MNIST and MNIST, datasets.SyntheticSplit, datasets.NewInMemory
 //     for data already in memory, or any type with the four methods of the
