@@ -246,8 +246,12 @@ func (a *hfArch) checkpointParams(w *Weights) ([]models.ParamSpec, error) {
 	if err != nil {
 		return nil, notKind("%v", err)
 	}
-	if err := w.Holds(specs); err != nil {
-		return nil, notKind("%v", err)
+	var tm *TensorMismatch
+	if err := w.Holds(specs); errors.As(err, &tm) {
+		if tm.Have == nil {
+			return nil, notKind("no tensor %s", tm.Name)
+		}
+		return nil, notKind("tensor %s has shape %v, a %s's %v", tm.Name, tm.Have, a.kind, tm.Want)
 	}
 	return specs, nil
 }

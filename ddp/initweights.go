@@ -116,16 +116,12 @@ func readCheckpointWeights(path string, specs []models.ParamSpec, desc map[strin
 			return initRead{}, fmt.Errorf("%s: the checkpoint's model has %s %d, this model %d (%s)", w.Path, k, was, desc[k], sizeHint(k, was))
 		}
 	}
+	if err := w.Holds(specs); err != nil {
+		return initRead{}, fmt.Errorf("%s: %w", w.Path, err)
+	}
 	offsets, n := models.Layout(specs)
 	arena := make([]float32, n)
 	for i, s := range specs {
-		shape := w.Shape(s.Name)
-		switch {
-		case shape == nil:
-			return initRead{}, fmt.Errorf("%s: tensor %q is missing (the checkpoint holds model %q)", w.Path, s.Name, w.Model)
-		case !slices.Equal(shape, s.Shape):
-			return initRead{}, fmt.Errorf("%s: tensor %q has shape %v, the model's is %v", w.Path, s.Name, shape, s.Shape)
-		}
 		if err := w.f.floats(s.Name, arena[offsets[i]:offsets[i]+s.Size()]); err != nil {
 			return initRead{}, fmt.Errorf("%s: %w", w.Path, err)
 		}

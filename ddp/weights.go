@@ -112,17 +112,30 @@ func (w *Weights) Shape(name string) []int {
 // Holds checks that the checkpoint has a tensor of each of specs, of its
 // shape: a model built from the sizes its metadata records must find
 // exactly its parameters (metadata edited or written by another tool may
-// say otherwise, and building such a model could ask for any memory).
+// say otherwise, and building such a model could ask for any memory). The
+// error is a *TensorMismatch.
 func (w *Weights) Holds(specs []models.ParamSpec) error {
 	for _, s := range specs {
-		switch shape := w.Shape(s.Name); {
-		case shape == nil:
-			return fmt.Errorf("no tensor %s", s.Name)
-		case !slices.Equal(shape, s.Shape):
-			return fmt.Errorf("tensor %s has shape %v, the model's %v", s.Name, shape, s.Shape)
+		if shape := w.Shape(s.Name); !slices.Equal(shape, s.Shape) {
+			return &TensorMismatch{Name: s.Name, Model: w.Model, Have: shape, Want: s.Shape}
 		}
 	}
 	return nil
+}
+
+// TensorMismatch is a parameter a checkpoint lacks (Have nil) or holds at
+// another shape than the model's.
+type TensorMismatch struct {
+	Name       string
+	Model      string // the checkpoint's model
+	Have, Want []int
+}
+
+func (e *TensorMismatch) Error() string {
+	if e.Have == nil {
+		return fmt.Sprintf("tensor %q is missing (the checkpoint holds model %q)", e.Name, e.Model)
+	}
+	return fmt.Sprintf("tensor %q has shape %v, the model's is %v", e.Name, e.Have, e.Want)
 }
 
 // Read copies tensor name into dst (as many values as the tensor has).

@@ -157,7 +157,7 @@ func TestGenerateErrors(t *testing.T) {
 	edited := withModelConfig(t, lmDir, "context", 1<<40)
 	rc, _, stderr = runGenerate("--checkpoint", edited, "--prompt", "a")
 	assert.Equal(t, 2, rc)
-	assert.Contains(t, stderr, edited+": tensor wpe has shape [16 16], the model's [1099511627776 16], built from the sizes its metadata records")
+	assert.Contains(t, stderr, edited+`: tensor "wpe" has shape [16 16], the model's is [1099511627776 16], built from the sizes its metadata records`)
 	missing := filepath.Join(t.TempDir(), "nothing")
 	rc, _, stderr = runGenerate("--checkpoint", missing)
 	assert.Equal(t, 2, rc)
