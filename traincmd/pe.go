@@ -119,6 +119,17 @@ func stopNote(o *options, mpiRank, trained bool) string {
 	return "stopping after the step in progress"
 }
 
+// withHidden adds to err, a checkpoint at path that does not fit this
+// run's mlp, the --hidden it was trained with; err itself for other models.
+func (r *peRun) withHidden(err error, path string) error {
+	if r.o.model == "mlp" {
+		if h := mlpHidden(path); h != "" {
+			return fmt.Errorf("%w: the checkpoint's mlp has --hidden %s", err, h)
+		}
+	}
+	return err
+}
+
 // mlpHidden is the --hidden of the mlp whose checkpoint path is ("256,256":
 // the widths of fc1, fc2, ... but the last layer's, the classes), "" when
 // it is not one: an mlp records no sizes, so a mismatch names tensor shapes
@@ -285,12 +296,7 @@ func (r *peRun) run() (err error) {
 	}
 	var ie *ddp.InitError
 	if errors.As(err, &ie) {
-		if r.o.model == "mlp" {
-			if h := mlpHidden(r.o.initFrom); h != "" {
-				err = fmt.Errorf("%w: the checkpoint's mlp has --hidden %s", err, h)
-			}
-		}
-		return inputErr(err) // one line, exit 2; the launcher names PE 0, which read it
+		return inputErr(r.withHidden(err, r.o.initFrom)) // one line, exit 2; the launcher names PE 0, which read it
 	}
 	if err != nil {
 		return err
@@ -332,14 +338,12 @@ func (r *peRun) run() (err error) {
 		// from (a damaged newest one falls back to the one before): the
 		// command line or the directory must change (one line, exit 2),
 		// and a restart would fail the same way
-		if r.o.model == "mlp" && errors.Is(err, ddp.ErrMismatch) {
+		if errors.Is(err, ddp.ErrMismatch) {
 			from := r.o.resume
 			if from == "latest" {
 				from = r.o.ckptDir
 			}
-			if h := mlpHidden(from); h != "" {
-				err = fmt.Errorf("%w: the checkpoint's mlp has --hidden %s", err, h)
-			}
+			err = r.withHidden(err, from)
 		}
 		return inputErr(err)
 	}

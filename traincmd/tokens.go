@@ -71,10 +71,8 @@ func chooseTokenData(o *options) (dataChoice, error) {
 			return dataChoice{}, inputErr(shardVocabHint(err, o.model))
 		}
 		// the launcher, or rank 0 under mpirun, says what the windows leave out
-		if say := proc.Role == launch.Starter || proc.Role == launch.MPIRank && proc.MPI.Rank == 0; say {
-			if w := unreadWarning(tr); w != "" {
-				fmt.Fprintln(os.Stderr, w)
-			}
+		if w := unreadWarning(tr); w != "" && sayOnce() {
+			fmt.Fprintln(os.Stderr, w)
 		}
 		tr.Close()
 		va.Close()
@@ -83,6 +81,13 @@ func chooseTokenData(o *options) (dataChoice, error) {
 		return dataChoice{}, usagef("--dataset %s: model %s is a language model: use --dataset text, llmc or synthetic", o.dataset, o.model)
 	}
 	return dc, nil
+}
+
+// sayOnce reports whether this process speaks for the job about its data:
+// the launcher, or rank 0 under mpirun (a PE our launcher started finds
+// what the launcher already said).
+func sayOnce() bool {
+	return proc.Role == launch.Starter || proc.Role == launch.MPIRank && proc.MPI.Rank == 0
 }
 
 // unreadWarning says how much of the training shards no window reads when
@@ -205,7 +210,7 @@ func buildCorpus(dc *dataChoice) error {
 	dc.corpus = filepath.Join(dir, fmt.Sprintf("text-%x.bin", h[:8]))
 	// the launcher, or rank 0 under mpirun, says what takes a while; a PE
 	// our launcher started finds the file current
-	say := proc.Role == launch.Starter || proc.Role == launch.MPIRank && proc.MPI.Rank == 0
+	say := sayOnce()
 	if _, err := os.Stat(dc.corpus); err != nil && say {
 		if byteLevel {
 			fmt.Fprintf(os.Stderr, "reading the text files of %s into one corpus file, once (cached in %s)\n", dc.dir, dir)
