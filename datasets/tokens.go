@@ -169,14 +169,13 @@ func (d *TokenSource) Tokens() int { return d.tokens }
 // shorter than a window of T+1 tokens (its last (n−1) mod T tokens), and
 // the whole of a stream that holds no window.
 func (d *TokenSource) Unread() int {
-	n := 0
-	for _, s := range d.segs {
-		k := s.len()
-		if w := (k - 1) / d.context; k > 0 && w > 0 {
-			n += k - (w*d.context + 1)
-		} else {
-			n += k
+	n, prev := 0, 0
+	for k, s := range d.segs {
+		n += s.len()
+		if w := d.ends[k] - prev; w > 0 { // the stream's windows
+			n -= w*d.context + 1
 		}
+		prev = d.ends[k]
 	}
 	return n
 }
